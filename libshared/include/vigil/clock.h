@@ -1,0 +1,18 @@
+/* clock.h - the only place that reads the wall clock. Cores never call
+ * these: the shell reads `now` once per input and passes it in. */
+#ifndef VIGIL_CLOCK_H
+#define VIGIL_CLOCK_H
+#include <stdint.h>
+
+/* Milliseconds since the Unix epoch (CLOCK_REALTIME). */
+int64_t vigil_now_ms(void);
+/* Monotonic milliseconds, for measuring durations and timeouts. */
+int64_t vigil_mono_ms(void);
+/* Sleeps ms milliseconds (restarts on EINTR unless *stop becomes nonzero;
+ * stop may be NULL). */
+void vigil_sleep_ms(int64_t ms, volatile int *stop);
+
+/* Capped exponential backoff with jitter: attempt 0 -> base, doubling up to
+ * cap; the result is uniformly jittered in [d/2, d]. */
+int64_t vigil_backoff_ms(int attempt, int64_t base_ms, int64_t cap_ms);
+#endif

@@ -1,0 +1,72 @@
+/* config.h - configuration from environment variables, and the --help /
+ * --version command line every daemon shares.
+ *
+ * Every variable has a default that works on one machine. Each service lists
+ * its own variables as a table of vigil_config_var so --help can print them
+ * beside the common ones (names are the public contract, see CONTRACT.md). */
+#ifndef VIGIL_CONFIG_H
+#define VIGIL_CONFIG_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef VIGIL_VERSION
+#define VIGIL_VERSION "0.1.0"
+#endif
+
+typedef struct vigil_config_var {
+    const char *name;  /* e.g. "VIGIL_MQTT_URL"; NULL name ends a table */
+    const char *def;   /* default, as text ("" = empty/unset) */
+    const char *help;  /* one line */
+} vigil_config_var;
+
+/* The common variables (VIGIL_MQTT_URL ... VIGIL_TICK_MS), NULL-terminated. */
+extern const vigil_config_var VIGIL_COMMON_VARS[];
+
+typedef struct vigil_common_config {
+    char mqtt_url[256];      /* as given: mqtt://host:port (tcp:// also ok) */
+    char mqtt_user[128];
+    char mqtt_password[128];
+    char redis_url[256];     /* redis://[:password@]host:port/db */
+    char redis_prefix[64];   /* "vigil:" */
+    char http_addr[128];     /* "127.0.0.1:<service port>" or ":port" */
+    char log_level[16];
+    char instance[128];      /* hostname by default */
+    size_t max_payload;      /* 65536 */
+    int shard_index;         /* VIGIL_SHARD i/N */
+    int shard_count;
+    int64_t tick_ms;         /* 1000 */
+    int64_t timer_lease_ms;  /* VIGIL_TIMER_LEASE_MS, 30000 */
+} vigil_common_config;
+
+/* Fills every field with its default; http_addr becomes
+ * "127.0.0.1:<default_http_port>". */
+void vigil_common_config_init(vigil_common_config *c, int default_http_port);
+
+/* Reads the environment over the defaults. Returns 0, or -1 with a clear
+ * message in err (e.g. "VIGIL_SHARD: expected i/N with 0 <= i < N, got 3/2"). */
+int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen);
+
+/* Typed getters: return 0 and set *out (def when unset or empty), or -1
+ * with a message naming the variable when the value does not parse or is
+ * outside [min, max]. Booleans accept 1/0/true/false/yes/no/on/off. */
+int vigil_env_int64(const char *name, int64_t def, int64_t min, int64_t max,
+                    int64_t *out, char *err, size_t errlen);
+int vigil_env_double(const char *name, double def, double min, double max,
+                     double *out, char *err, size_t errlen);
+int vigil_env_bool(const char *name, bool def, bool *out, char *err, size_t errlen);
+/* Copies the value (or def) into out; -1 if it does not fit. */
+int vigil_env_string(const char *name, const char *def, char *out, size_t outlen,
+                     char *err, size_t errlen);
+
+/* Parses "i/N" (0 <= i < N, 1 <= N <= 1024). */
+int vigil_shard_parse(const char *s, int *index, int *count);
+
+/* Handles --help / -h and --version / -V. Prints usage (summary, every
+ * common variable and every service variable with default and help) to
+ * stdout. Returns 1 if the caller should exit 0, 0 to continue, -1 on an
+ * unknown argument (message already printed to stderr; exit 2). */
+int vigil_cli_handle(int argc, char **argv, const char *service, const char *summary,
+                     const vigil_config_var *service_vars);
+
+#endif

@@ -1,0 +1,70 @@
+/* effects.h - what a decision core asks the shell to do for one input:
+ * a new state record, output messages, timer changes and snapshot updates.
+ *
+ * The core fills a vigil_effects; the runtime commits all of it atomically
+ * together with the processed input id (store.h). Strings are copied. */
+#ifndef VIGIL_EFFECTS_H
+#define VIGIL_EFFECTS_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+typedef struct vigil_outmsg {
+    char *topic;
+    char *payload;
+    bool retain;
+} vigil_outmsg;
+
+typedef struct vigil_timer_op {
+    char *name;     /* timer name within the state key, e.g. "nohuman" */
+    int64_t due_ms; /* absolute deadline; VIGIL_TIMER_CANCEL to remove */
+} vigil_timer_op;
+#define VIGIL_TIMER_CANCEL INT64_MIN
+
+/* An aggregate snapshot kept in a Redis hash shared by several state keys
+ * (e.g. persona/{p}/state gathers one entry per room, and rooms may live in
+ * different shards). The commit sets (or, with value_json NULL, deletes)
+ * field in the hash `hash` and then publishes, retained, on topic:
+ * envelope_json with member `map_name` set to the whole hash (each value
+ * decoded as JSON) and member "ts" set to the commit time. */
+typedef struct vigil_snapshot_op {
+    char *hash;          /* hash name below the service prefix, e.g. "persona:ann" */
+    char *field;         /* e.g. the room */
+    char *value_json;    /* JSON text, or NULL to delete the field */
+    char *topic;         /* e.g. "persona/ann/state" */
+    char *envelope_json; /* e.g. {"persona":"ann"} */
+    char *map_name;      /* e.g. "rooms" */
+} vigil_snapshot_op;
+
+typedef struct vigil_effects {
+    char *new_state; /* NULL = state unchanged */
+    vigil_outmsg *out;
+    size_t n_out, cap_out;
+    vigil_timer_op *timers;
+    size_t n_timers, cap_timers;
+    vigil_snapshot_op *snaps;
+    size_t n_snaps, cap_snaps;
+} vigil_effects;
+
+void vigil_effects_init(vigil_effects *fx);
+/* Frees everything and re-initialises (used before a retry). */
+void vigil_effects_reset(vigil_effects *fx);
+void vigil_effects_free(vigil_effects *fx);
+
+/* All return 0, or -1 on allocation failure. */
+int vigil_fx_set_state(vigil_effects *fx, const char *state_json);
+int vigil_fx_publish(vigil_effects *fx, const char *topic, const char *payload, bool retain);
+/* Serializes obj (vigil_json_dump); does not take ownership. */
+int vigil_fx_publish_json(vigil_effects *fx, const char *topic, json_object *obj, bool retain);
+int vigil_fx_timer_set(vigil_effects *fx, const char *name, int64_t due_ms);
+int vigil_fx_timer_cancel(vigil_effects *fx, const char *name);
+int vigil_fx_snapshot(vigil_effects *fx, const char *hash, const char *field,
+                      const char *value_json, const char *topic,
+                      const char *envelope_json, const char *map_name);
+
+/* Deterministic output event id: "<input_id>/<key>/<n>" truncated to fit
+ * (hashing the excess) so a redelivered input yields the same ids. */
+void vigil_event_id(char *out, size_t outlen, const char *input_id, const char *key, int n);
+
+#endif

@@ -1,0 +1,49 @@
+/* envelope.h - the common part of every input: topic split and checked,
+ * payload parsed, `id` and `ts` found or derived.
+ *
+ * An input without `ts` gets the receive time; without `id`, one is derived
+ * from a hash of the topic and payload ("h-<16 hex>") so a redelivery is
+ * still recognised as the same input. */
+#ifndef VIGIL_ENVELOPE_H
+#define VIGIL_ENVELOPE_H
+#include <stdint.h>
+#include <stddef.h>
+#include "json.h"
+
+#define VIGIL_TOPIC_MAX 256
+#define VIGIL_TOPIC_PARTS 8
+
+typedef struct vigil_input {
+    char topic[VIGIL_TOPIC_MAX];
+    /* topic split on '/', e.g. {"room", "general", "message"}; every part is
+     * a NUL-terminated copy of at most VIGIL_TOPIC_MAX-1 bytes */
+    char parts[VIGIL_TOPIC_PARTS][VIGIL_TOPIC_MAX];
+    int nparts;
+    json_object *body;               /* the payload object (owned) */
+    char id[VIGIL_EVENT_ID_MAX + 1]; /* payload id or derived */
+    int64_t ts;                      /* payload ts or receive time */
+    int64_t received_ms;             /* receive time */
+    const char *raw;                 /* payload bytes (not owned, not NUL-terminated) */
+    size_t raw_len;
+    int retained;                    /* delivered as a retained message */
+} vigil_input;
+
+/* Splits and checks the topic (at most VIGIL_TOPIC_PARTS levels, no empty
+ * level, no wildcard, no leading '$'), then parses the payload with
+ * vigil_json_parse_object. `id`, when present, must be a string of 1..128
+ * printable ASCII characters without '/', '+', '#' (else BAD_ID); `ts`, when
+ * present, an integer >= 0 (else WRONG_TYPE/BAD_VALUE).
+ * Returns 0 with *in filled (free with vigil_input_clear) or -1 with err. */
+int vigil_input_parse(const char *topic, const void *payload, size_t len,
+                      size_t max_payload, int64_t now_ms, vigil_input *in,
+                      vigil_error *err);
+
+/* Checks that topic part `index` is a valid id (BAD_TOPIC otherwise) and,
+ * when the payload has string field `field`, that it equals that part
+ * (TOPIC_MISMATCH otherwise; a non-string is WRONG_TYPE). field may be NULL. */
+int vigil_input_topic_id(const vigil_input *in, int index, const char *field,
+                         const char **out, vigil_error *err);
+
+void vigil_input_clear(vigil_input *in);
+
+#endif

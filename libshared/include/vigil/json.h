@@ -1,0 +1,102 @@
+/* json.h - strict payload parsing and typed field access with precise
+ * rejection reasons.
+ *
+ * Every input is checked in this order: size, UTF-8, JSON syntax (strict,
+ * no trailing garbage, truncated input is an error), top-level object. Field
+ * getters then say exactly which field is missing or of the wrong type. The
+ * reason names (vigil_reject_name) appear on sys/{service}/error and as the
+ * `reason` label of vigil_rejected_total. */
+#ifndef VIGIL_JSON_H
+#define VIGIL_JSON_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#define VIGIL_ID_MAX 64        /* ids: room, persona, agent, user, session */
+#define VIGIL_EVENT_ID_MAX 128 /* event/message ids from producers */
+
+typedef enum {
+    VIGIL_REJECT_NONE = 0,
+    VIGIL_REJECT_OVERSIZE,      /* "oversize" */
+    VIGIL_REJECT_UTF8,          /* "invalid_utf8" */
+    VIGIL_REJECT_NOT_JSON,      /* "not_json" (includes truncated, trailing garbage) */
+    VIGIL_REJECT_NOT_OBJECT,    /* "not_object" */
+    VIGIL_REJECT_MISSING_FIELD, /* "missing_field" */
+    VIGIL_REJECT_WRONG_TYPE,    /* "wrong_type" */
+    VIGIL_REJECT_BAD_ID,        /* "bad_id" (payload field) */
+    VIGIL_REJECT_BAD_TOPIC,     /* "bad_topic" (topic segment id invalid, unknown topic) */
+    VIGIL_REJECT_TOPIC_MISMATCH,/* "topic_mismatch" (payload id disagrees with topic) */
+    VIGIL_REJECT_BAD_VALUE,     /* "bad_value" (enum value unknown, out of range) */
+    VIGIL_REJECT__COUNT
+} vigil_reject_reason;
+
+typedef struct vigil_error {
+    vigil_reject_reason reason;
+    char detail[200]; /* human-readable, e.g. "field 'room': expected string, got int" */
+} vigil_error;
+
+/* Stable snake_case name of a reason ("oversize", ...). */
+const char *vigil_reject_name(vigil_reject_reason r);
+
+/* Sets err->reason and a printf-formatted detail; returns -1 for chaining. */
+int vigil_error_set(vigil_error *err, vigil_reject_reason r, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* True when s[0..n) is well-formed UTF-8 (no overlongs, no surrogates,
+ * nothing above U+10FFFF). NUL bytes are rejected too. */
+bool vigil_utf8_valid(const char *s, size_t n);
+
+/* Ids: 1..64 characters of A-Z a-z 0-9 . _ -  (so never '/', '+', '#',
+ * '$', or empty). */
+bool vigil_id_valid(const char *s, size_t n);
+
+/* Parses buf[0..len) (not NUL-terminated) into a JSON object, checking size
+ * against max, UTF-8, strict syntax and that the top level is an object.
+ * Returns a new reference, or NULL with err filled. */
+json_object *vigil_json_parse_object(const char *buf, size_t len, size_t max, vigil_error *err);
+
+/* Typed getters. Each returns 0 and sets *out, or, if the field is absent
+ * (or JSON null): returns 1 when !required (out untouched) and -1 with
+ * MISSING_FIELD when required. Wrong JSON type: -1 with WRONG_TYPE. The
+ * returned strings point into o and live as long as o. */
+int vigil_json_string(json_object *o, const char *field, bool required,
+                      const char **out, vigil_error *err);
+/* A string that must also satisfy vigil_id_valid (else BAD_ID). */
+int vigil_json_id(json_object *o, const char *field, bool required,
+                  const char **out, vigil_error *err);
+/* Integer (JSON int, or a double with no fractional part). */
+int vigil_json_int64(json_object *o, const char *field, bool required,
+                     int64_t *out, vigil_error *err);
+/* Any JSON number. */
+int vigil_json_double(json_object *o, const char *field, bool required,
+                      double *out, vigil_error *err);
+int vigil_json_bool(json_object *o, const char *field, bool required,
+                    bool *out, vigil_error *err);
+/* String that must equal one of allowed[] (NULL-terminated); *out is its
+ * index. Otherwise BAD_VALUE naming the allowed values. */
+int vigil_json_enum(json_object *o, const char *field, bool required,
+                    const char *const *allowed, int *out, vigil_error *err);
+/* Array value (elements unchecked). */
+int vigil_json_array(json_object *o, const char *field, bool required,
+                     json_object **out, vigil_error *err);
+/* Object value. */
+int vigil_json_object(json_object *o, const char *field, bool required,
+                      json_object **out, vigil_error *err);
+
+/* Writes at most the first 200 bytes of buf as a JSON-safe escaped string
+ * (no quotes; invalid UTF-8 bytes as \u00XX-style escapes "\\xNN") into out,
+ * always NUL-terminated. For the `sample` field of error events. */
+void vigil_json_sample(const char *buf, size_t len, char *out, size_t outlen);
+
+/* Serializes o compactly (JSON_C_TO_STRING_PLAIN | NOSLASHESCAPE) into a
+ * malloc'd string the caller frees. */
+char *vigil_json_dump(json_object *o);
+
+/* FNV-1a 64-bit. Used for derived ids and shard selection. */
+uint64_t vigil_hash64(const void *data, size_t n);
+
+/* Shard of a key: vigil_hash64(key) % count. */
+int vigil_shard_of(const char *key, int count);
+
+#endif

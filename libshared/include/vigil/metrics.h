@@ -1,0 +1,30 @@
+/* metrics.h - a tiny process-wide Prometheus registry.
+ *
+ * Counters and gauges are identified by (name, labels) where labels is a
+ * preformatted label set such as `reason="not_json"` (NULL or "" for none;
+ * label values must already be escaped, see vigil_metrics_escape). The help
+ * text given at first use is kept. Histograms have fixed buckets in seconds:
+ * .0005 .001 .0025 .005 .01 .025 .05 .1 .25 .5 1 2.5 5 10. Thread-safe. */
+#ifndef VIGIL_METRICS_H
+#define VIGIL_METRICS_H
+#include <stddef.h>
+
+void vigil_counter_add(const char *name, const char *help, const char *labels, double v);
+void vigil_gauge_set(const char *name, const char *help, const char *labels, double v);
+void vigil_histogram_observe(const char *name, const char *help, const char *labels, double seconds);
+
+/* Current value of a counter or gauge (0 if never touched). For tests. */
+double vigil_metric_value(const char *name, const char *labels);
+
+/* Renders the exposition format (# HELP / # TYPE lines, one family per
+ * name, histograms with _bucket{le=...}, _sum, _count). Returns a malloc'd
+ * NUL-terminated string. */
+char *vigil_metrics_render(void);
+
+/* Escapes a label value (backslash, double quote, newline) into out. */
+void vigil_metrics_escape(const char *in, char *out, size_t outlen);
+
+/* Drops every metric (tests only). */
+void vigil_metrics_reset(void);
+
+#endif

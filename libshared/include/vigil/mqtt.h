@@ -1,0 +1,79 @@
+/* mqtt.h - MQTT 5 client over paho MQTTAsync with a persistent session.
+ *
+ * - Stable client id, cleanstart=0 and a Session Expiry Interval, so the
+ *   broker queues our QoS 1 input while we are away.
+ * - Automatic reconnect with capped exponential backoff (1 s .. 30 s); on
+ *   every (re)connect: subscribe to every filter again (QoS 1) and publish
+ *   the retained status payload "ready" (paho does not resubscribe).
+ * - Last will: the retained "lost" status.
+ * - on_message runs on paho's callback thread. The PUBACK for a QoS 1
+ *   message is sent after it returns, so the handler must make the
+ *   message's effect durable before returning. It must not call
+ *   vigil_mqtt_publish_* (they wait for acknowledgements: deadlock) and
+ *   must not call any paho function that waits.
+ * See PITFALLS.md for the paho facts this relies on. */
+#ifndef VIGIL_MQTT_H
+#define VIGIL_MQTT_H
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct vigil_mqtt vigil_mqtt;
+
+/* Called once per arriving message. payload is not NUL-terminated. */
+typedef void (*vigil_mqtt_on_message)(void *ctx, const char *topic, const void *payload,
+                                      size_t len, bool retained);
+/* Called (on paho's thread) when the connection comes up or goes down. */
+typedef void (*vigil_mqtt_on_state)(void *ctx, bool connected);
+
+typedef struct vigil_mqtt_config {
+    const char *url;        /* mqtt://host:port or tcp://host:port */
+    const char *user;       /* NULL or "" = none */
+    const char *password;
+    const char *client_id;  /* stable across restarts, e.g. "vigil-dormancy-monitor-0" */
+    const char *const *subscriptions; /* NULL-terminated topic filters */
+    int session_expiry_s;   /* how long the broker keeps our session (default 86400 if 0) */
+    const char *status_topic;   /* sys/{service}/{instance}/status, NULL = none */
+    const char *ready_payload;  /* published retained on every connect */
+    const char *lost_payload;   /* last will, retained */
+    vigil_mqtt_on_message on_message;
+    vigil_mqtt_on_state on_state; /* may be NULL */
+    void *ctx;
+} vigil_mqtt_config;
+
+/* Creates the client (no network yet). Returns NULL with err on a bad URL
+ * or a paho error. Strings in cfg are copied. */
+vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errlen);
+
+/* Starts connecting in the background; reconnects by itself forever. */
+int vigil_mqtt_start(vigil_mqtt *m);
+
+/* Our own flag, kept by the connected/connectionLost callbacks (never
+ * calls MQTTAsync_isConnected, which may deadlock inside callbacks). */
+bool vigil_mqtt_connected(const vigil_mqtt *m);
+
+typedef struct vigil_pubmsg {
+    const char *topic;
+    const void *payload;
+    size_t len;
+    bool retain;
+} vigil_pubmsg;
+
+/* Publishes n messages at QoS 1 in order and waits until every one is
+ * acknowledged by the broker or timeout_ms passes. Returns the number of
+ * leading messages acknowledged (n on full success). Never call from a
+ * paho callback. */
+int vigil_mqtt_publish_batch(vigil_mqtt *m, const vigil_pubmsg *msgs, int n, int timeout_ms);
+
+/* Queues one message at QoS 1 without waiting (safe from a callback).
+ * Returns 0 if handed to paho. */
+int vigil_mqtt_publish_async(vigil_mqtt *m, const char *topic, const void *payload,
+                             size_t len, bool retain);
+
+/* Publishes final_status (retained, if not NULL) and waits for it, then
+ * disconnects cleanly (the will is not sent) and frees everything. */
+void vigil_mqtt_stop(vigil_mqtt *m, const char *final_status, int timeout_ms);
+
+/* Converts mqtt:// / mqtts:// to paho's tcp:// / ssl:// form. */
+int vigil_mqtt_url_to_paho(const char *url, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,81 @@
+/* runtime.h - the I/O shell every service runs in.
+ *
+ * A service gives a table of callbacks (its decision core behind a thin
+ * adapter) and calls vigil_runtime_main. The runtime:
+ *  - reads config, handles --help/--version, starts logging and HTTP;
+ *  - connects to Redis and MQTT (persistent session, client id
+ *    "vigil-<service>-<shard index>"), subscribes to def->subscriptions;
+ *  - for each message: parses the envelope, asks route() which state keys it
+ *    touches, keeps only the keys of this replica's shard (VIGIL_SHARD), and
+ *    for each key runs decide-then-commit: apply() on the current state,
+ *    then one atomic commit of state + processed id + outbox + timers,
+ *    retried on a version conflict, retried with backoff while Redis is down
+ *    (the message is not acknowledged before its effect is durable);
+ *  - rejects bad input with an event on sys/{service}/error and a metric;
+ *  - runs due timers (claimed with a lease) through on_timer();
+ *  - publishes the outbox on its own thread;
+ *  - on SIGTERM/SIGINT finishes the message in hand, drains the outbox,
+ *    publishes status "disconnected" and disconnects.
+ * Cores are pure: apply/on_timer get `now` and must not do I/O. */
+#ifndef VIGIL_RUNTIME_H
+#define VIGIL_RUNTIME_H
+#include <stdint.h>
+#include "config.h"
+#include "effects.h"
+#include "envelope.h"
+#include "json.h"
+#include "redis.h"
+
+#define VIGIL_KEY_MAX 128
+#define VIGIL_ROUTE_MAX_KEYS 64
+
+typedef struct vigil_runtime vigil_runtime;
+
+typedef struct vigil_service_def {
+    const char *name;    /* "dormancy-monitor" */
+    const char *summary; /* one line for --help */
+    int default_http_port;
+    const char *const *subscriptions;    /* NULL-terminated */
+    const vigil_config_var *config_vars; /* service variables for --help; may be NULL */
+
+    /* Called once after config is loaded, before connecting: read the
+     * service's own variables into ctx. Return 0, or -1 with err (exit 2). */
+    int (*configure)(void *ctx, const vigil_common_config *common, char *err, size_t errlen);
+
+    /* Validates the input and names the state keys it touches (at most
+     * max_keys). May read Redis through vigil_runtime_redis(rt) (e.g. which
+     * rooms a persona is in). *parsed may receive a typed form of the input
+     * handed to apply() and released by free_parsed(). Returns the number of
+     * keys (0 = nothing to do, acknowledged), or -1 to reject with err. */
+    int (*route)(void *ctx, vigil_runtime *rt, const vigil_input *in,
+                 char keys[][VIGIL_KEY_MAX], int max_keys, void **parsed, vigil_error *err);
+
+    /* Decides. state_json is the key's current state (NULL if none). Fills
+     * fx (vigil_fx_set_state for a new state; outputs; timers). Must be a
+     * pure function of its arguments: it may run more than once for one
+     * input when a commit conflicts. Return 0, or -1 to reject (nothing is
+     * committed for this key). */
+    int (*apply)(void *ctx, const char *key, const char *state_json, const vigil_input *in,
+                 const void *parsed, int64_t now_ms, vigil_effects *fx, vigil_error *err);
+
+    /* A timer set through fx came due. Same contract as apply. May be NULL
+     * if the service sets no timers. */
+    int (*on_timer)(void *ctx, const char *key, const char *state_json, const char *timer_name,
+                    int64_t due_ms, int64_t now_ms, vigil_effects *fx);
+
+    void (*free_parsed)(void *ctx, void *parsed); /* may be NULL */
+    void *ctx;
+} vigil_service_def;
+
+/* Runs the service until SIGTERM/SIGINT. Returns the process exit code
+ * (0 clean stop, 2 bad usage/config, 1 fatal error). */
+int vigil_runtime_main(int argc, char **argv, const vigil_service_def *def);
+
+/* For route(): the Redis connection of the intake thread, and the prefix
+ * names (P S ":" ...) used by this service. */
+vigil_redis *vigil_runtime_redis(vigil_runtime *rt);
+const vigil_common_config *vigil_runtime_config(const vigil_runtime *rt);
+/* Writes P S ":" suffix into out (e.g. suffix "persona:ann"). */
+void vigil_runtime_key(const vigil_runtime *rt, const char *suffix, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,88 @@
+/* store.h - versioned state records in Redis, committed atomically with the
+ * processed input id, the outbox and timer changes (one Lua script, one
+ * round trip).
+ *
+ * Keys (P = VIGIL_REDIS_PREFIX, S = service name, i = shard index):
+ *   P S ":state:" key       hash {v: version, s: state JSON}
+ *   P S ":ids:" key         zset of processed input ids scored by commit time
+ *                           (trimmed to the newest dedupe_keep)
+ *   P S ":outbox:" i        list of pending output messages, oldest first;
+ *                           each entry is "<0|1 retain><topic>\n<payload>"
+ *   P S ":timers:" i        zset of timer members "<key>|<name>" scored by due ms
+ *   P S ":" hash            snapshot hashes (effects.h)
+ *
+ * A commit succeeds only if the record's version still equals the version
+ * the decision was made on (compare-and-set); otherwise it returns CONFLICT
+ * with the current record so the caller decides again without another round
+ * trip. An input id already recorded for the key returns DUPLICATE and
+ * changes nothing. */
+#ifndef VIGIL_STORE_H
+#define VIGIL_STORE_H
+#include <stdint.h>
+#include "effects.h"
+#include "redis.h"
+
+typedef struct vigil_store_config {
+    const char *prefix;  /* "vigil:" */
+    const char *service; /* "dormancy-monitor" */
+    int shard_index;     /* selects the outbox and timer set */
+    int dedupe_keep;     /* processed ids kept per key (default 10000 if 0) */
+} vigil_store_config;
+
+typedef struct vigil_store vigil_store;
+
+/* The store uses r for every call and does not own it (one store per thread
+ * that owns r). */
+vigil_store *vigil_store_new(vigil_redis *r, const vigil_store_config *cfg);
+void vigil_store_free(vigil_store *s);
+
+typedef enum {
+    VIGIL_COMMIT_OK = 0,
+    VIGIL_COMMIT_CONFLICT,  /* version moved: *cur_version/*cur_state hold the record now */
+    VIGIL_COMMIT_DUPLICATE, /* input id already applied to this key */
+    VIGIL_COMMIT_ERROR      /* Redis unreachable or script error: retry later */
+} vigil_commit_result;
+
+/* Loads a record. Returns 0 with *version (0 = no record) and *state
+ * (malloc'd JSON, NULL when no record), or -1 on a Redis error. If input_id
+ * is not NULL, *seen is set to whether that id was already processed for key
+ * (same round trip, pipelined). */
+int vigil_store_load(vigil_store *s, const char *key, const char *input_id, int *seen,
+                     int64_t *version, char **state);
+
+typedef struct vigil_commit {
+    const char *key;
+    int64_t expected_version; /* 0 = record must not exist yet */
+    const char *input_id;     /* NULL: no dedupe (e.g. timer firings) */
+    const vigil_effects *fx;
+    int64_t now_ms;
+    /* When completing a claimed timer: its member name and the lease score
+     * it was claimed with; the member is removed only if its score is still
+     * that lease (a newer deadline set meanwhile survives). NULL = none.
+     * Removal happens before fx->timers are applied. */
+    const char *leased_timer;
+    int64_t leased_score;
+} vigil_commit;
+
+/* Commits. On OK sets *new_version (unchanged version if fx->new_state is
+ * NULL). On CONFLICT sets *new_version and *cur_state (malloc'd or NULL) to
+ * the current record. */
+vigil_commit_result vigil_store_commit(vigil_store *s, const vigil_commit *c,
+                                       int64_t *new_version, char **cur_state);
+
+/* Deletes a record, its processed ids and its timers (e.g. room delete). */
+int vigil_store_delete(vigil_store *s, const char *key);
+
+/* Outbox access for the publisher (store of the publisher thread). */
+/* Reads up to max oldest entries; returns count (>=0) or -1. Entries are
+ * decoded into out[] (caller frees with vigil_outbox_entries_free). */
+int vigil_store_outbox_peek(vigil_store *s, int max, vigil_outmsg *out);
+/* Removes the n oldest entries. */
+int vigil_store_outbox_trim(vigil_store *s, int n);
+void vigil_outbox_entries_free(vigil_outmsg *out, int n);
+
+/* Full Redis key names, for tests and tools. */
+void vigil_store_key(const vigil_store *s, const char *kind, const char *key,
+                     char *out, size_t outlen);
+
+#endif
