@@ -28,6 +28,7 @@
 
 #define VIGIL_KEY_MAX 128
 #define VIGIL_ROUTE_MAX_KEYS 64
+#define VIGIL_ROUTE_RETRY (-2)
 
 typedef struct vigil_runtime vigil_runtime;
 
@@ -46,7 +47,10 @@ typedef struct vigil_service_def {
      * max_keys). May read Redis through vigil_runtime_redis(rt) (e.g. which
      * rooms a persona is in). *parsed may receive a typed form of the input
      * handed to apply() and released by free_parsed(). Returns the number of
-     * keys (0 = nothing to do, acknowledged), or -1 to reject with err. */
+     * keys (0 = nothing to do, acknowledged), -1 to reject with err, or
+     * VIGIL_ROUTE_RETRY when a lookup failed for a passing reason (Redis
+     * unreachable): the runtime then retries the input after a backoff and
+     * does not acknowledge it meanwhile. */
     int (*route)(void *ctx, vigil_runtime *rt, const vigil_input *in,
                  char keys[][VIGIL_KEY_MAX], int max_keys, void **parsed, vigil_error *err);
 

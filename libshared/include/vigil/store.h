@@ -38,7 +38,7 @@ void vigil_store_free(vigil_store *s);
 
 typedef enum {
     VIGIL_COMMIT_OK = 0,
-    VIGIL_COMMIT_CONFLICT,  /* version moved: *cur_version/*cur_state hold the record now */
+    VIGIL_COMMIT_CONFLICT,  /* version moved: the current record is returned */
     VIGIL_COMMIT_DUPLICATE, /* input id already applied to this key */
     VIGIL_COMMIT_ERROR      /* Redis unreachable or script error: retry later */
 } vigil_commit_result;

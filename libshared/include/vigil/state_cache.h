@@ -1,0 +1,27 @@
+/* state_cache.h - a replica's cache of state records (key -> version, JSON).
+ *
+ * It lets the steady state cost one Redis round trip per input: the runtime
+ * decides on the cached record and commits with its version; a stale entry
+ * only costs a CONFLICT, which returns the current record. The cache is
+ * never the source of truth. Thread-safe; bounded (when full it is
+ * cleared, which is always correct, merely slower for a moment). */
+#ifndef VIGIL_STATE_CACHE_H
+#define VIGIL_STATE_CACHE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct vigil_state_cache vigil_state_cache;
+
+vigil_state_cache *vigil_state_cache_new(size_t max_entries);
+void vigil_state_cache_free(vigil_state_cache *c);
+
+/* On a hit, sets *version and *state (a malloc'd copy, NULL when the record
+ * does not exist yet) and returns true. */
+bool vigil_state_cache_get(vigil_state_cache *c, const char *key, int64_t *version, char **state);
+/* Stores a copy (state may be NULL: the record is known not to exist). */
+void vigil_state_cache_put(vigil_state_cache *c, const char *key, int64_t version, const char *state);
+void vigil_state_cache_drop(vigil_state_cache *c, const char *key);
+size_t vigil_state_cache_size(vigil_state_cache *c);
+
+#endif

@@ -1,0 +1,584 @@
+/* runtime.c - the I/O shell every service runs in (see runtime.h).
+ *
+ * Threads:
+ *   main      waits for SIGTERM/SIGINT (sigwait), then shuts down in order;
+ *   paho      runs on_message: envelope -> route -> per key decide+commit;
+ *   timers    claims due timers of this shard and runs on_timer;
+ *   outbox    publishes committed output events (outbox.c);
+ *   http      health, readiness, metrics (http.c).
+ * Each thread that talks to Redis has its own connection. */
+#include "vigil/runtime.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vigil/clock.h"
+#include "vigil/http.h"
+#include "vigil/log.h"
+#include "vigil/metrics.h"
+#include "vigil/mqtt.h"
+#include "vigil/outbox.h"
+#include "vigil/state_cache.h"
+#include "vigil/store.h"
+#include "vigil/timers.h"
+
+#define CACHE_MAX_ENTRIES 20000
+#define TIMER_BATCH 64
+/* How long a message in hand may keep retrying Redis after shutdown was
+ * asked for, before the process exits without acknowledging it. */
+#define SHUTDOWN_GRACE_MS 5000
+
+struct vigil_runtime {
+    const vigil_service_def *def;
+    vigil_common_config cfg;
+    vigil_redis_addr raddr;
+    vigil_store_config scfg;
+
+    vigil_redis *intake_redis; /* paho callback thread only */
+    vigil_store *intake_store;
+    vigil_redis *timer_redis;  /* timer thread only */
+    vigil_store *timer_store;
+
+    vigil_state_cache *cache;
+    vigil_mqtt *mqtt;
+    vigil_outbox *outbox;
+    vigil_http *http;
+
+    pthread_t timer_thread;
+    bool timer_started;
+
+    atomic_int stop;
+    volatile int stop_sleep; /* interrupts vigil_sleep_ms in the timer thread */
+    atomic_llong stop_at_ms;
+    atomic_bool intake_redis_ok;
+    atomic_bool timer_redis_ok;
+
+    char status_topic[VIGIL_TOPIC_MAX];
+    char error_topic[VIGIL_TOPIC_MAX];
+    char client_id[128];
+};
+
+typedef enum { STEP_DONE, STEP_REJECT } step_result;
+
+vigil_redis *vigil_runtime_redis(vigil_runtime *rt) { return rt->intake_redis; }
+
+const vigil_common_config *vigil_runtime_config(const vigil_runtime *rt) { return &rt->cfg; }
+
+void vigil_runtime_key(const vigil_runtime *rt, const char *suffix, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s%s:%s", rt->cfg.redis_prefix, rt->def->name, suffix);
+}
+
+/* The status payload published retained on sys/{service}/{instance}/status. */
+static char *status_payload(const vigil_runtime *rt, const char *state)
+{
+    json_object *o = json_object_new_object();
+    char shard[32];
+    snprintf(shard, sizeof shard, "%d/%d", rt->cfg.shard_index, rt->cfg.shard_count);
+    json_object_object_add(o, "state", json_object_new_string(state));
+    json_object_object_add(o, "service", json_object_new_string(rt->def->name));
+    json_object_object_add(o, "instance", json_object_new_string(rt->cfg.instance));
+    json_object_object_add(o, "version", json_object_new_string(VIGIL_VERSION));
+    json_object_object_add(o, "shard", json_object_new_string(shard));
+    json_object_object_add(o, "ts", json_object_new_int64(vigil_now_ms()));
+    char *s = vigil_json_dump(o);
+    json_object_put(o);
+    return s;
+}
+
+/* Reports a rejected input: an error event on sys/{service}/error (kept in
+ * memory only: a rejected input changes no state), a metric and a log line. */
+static void reject(vigil_runtime *rt, const char *topic, const void *payload, size_t len,
+                   const vigil_error *err)
+{
+    const char *reason = vigil_reject_name(err->reason);
+    char labels[96];
+    snprintf(labels, sizeof labels, "reason=\"%s\"", reason);
+    vigil_counter_add("vigil_rejected_total", "Inputs rejected, by reason", labels, 1);
+
+    char sample[1024];
+    vigil_json_sample(payload, len, sample, sizeof sample);
+    char topic_safe[VIGIL_TOPIC_MAX * 2];
+    vigil_json_sample(topic, strlen(topic), topic_safe, sizeof topic_safe);
+
+    int64_t now = vigil_now_ms();
+    char id[64];
+    snprintf(id, sizeof id, "err-%016llx-%lld",
+             (unsigned long long)vigil_hash64(payload, len), (long long)now);
+
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "id", json_object_new_string(id));
+    json_object_object_add(o, "service", json_object_new_string(rt->def->name));
+    json_object_object_add(o, "topic", json_object_new_string(topic_safe));
+    json_object_object_add(o, "reason", json_object_new_string(reason));
+    json_object_object_add(o, "detail", json_object_new_string(err->detail));
+    json_object_object_add(o, "sample", json_object_new_string(sample));
+    json_object_object_add(o, "ts", json_object_new_int64(now));
+    char *s = vigil_json_dump(o);
+    json_object_put(o);
+    if (s && rt->outbox)
+        vigil_outbox_push_ephemeral(rt->outbox, rt->error_topic, s, false);
+    free(s);
+    vigil_log_kv(VIGIL_LOG_WARN, "input rejected", "topic", topic_safe, "reason", reason,
+                 "detail", err->detail, NULL);
+}
+
+/* Waits before the next attempt at a Redis operation. Returns false when
+ * shutdown has been asked for and the grace period is over. */
+static bool retry_wait(vigil_runtime *rt, int attempt, atomic_bool *ok_flag)
+{
+    atomic_store(ok_flag, false);
+    if (atomic_load(&rt->stop)) {
+        long long since = vigil_now_ms() - atomic_load(&rt->stop_at_ms);
+        if (since > SHUTDOWN_GRACE_MS)
+            return false;
+    }
+    int64_t d = vigil_backoff_ms(attempt, 50, 5000);
+    if (attempt == 0 || attempt % 10 == 0)
+        vigil_log(VIGIL_LOG_WARN, "redis unavailable, retrying in %lld ms (attempt %d)",
+                  (long long)d, attempt + 1);
+    vigil_sleep_ms(d, NULL);
+    return true;
+}
+
+/* The uncommitted message in hand must not be acknowledged, and paho
+ * acknowledges when the callback returns: so leave without returning. */
+static void die_unacknowledged(const char *topic)
+{
+    vigil_log_kv(VIGIL_LOG_ERROR,
+                 "shutdown while Redis is unreachable: exiting without acknowledging the "
+                 "message in hand (the broker will deliver it again)",
+                 "topic", topic, NULL);
+    _exit(3);
+}
+
+typedef struct decide_args {
+    const vigil_input *in; /* NULL for a timer */
+    const void *parsed;
+    const vigil_timer_claim *timer;
+    int64_t now;
+} decide_args;
+
+/* Runs the service's decision for one key on the given state. */
+static int decide(vigil_runtime *rt, const char *key, const char *state, const decide_args *a,
+                  vigil_effects *fx, vigil_error *err)
+{
+    const vigil_service_def *d = rt->def;
+    if (a->timer)
+        return d->on_timer ? d->on_timer(d->ctx, key, state, a->timer->name, a->timer->due_ms,
+                                         a->now, fx)
+                           : 0;
+    return d->apply(d->ctx, key, state, a->in, a->parsed, a->now, fx, err);
+}
+
+/* Decide-then-commit for one key, until the effect is durable, the input
+ * is a duplicate, or the decision rejects it. Conflicts retry at once with
+ * the record the commit returned; Redis errors retry after a backoff (the
+ * message stays unacknowledged meanwhile). Returns STEP_REJECT with err. */
+static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *ok_flag,
+                           const char *key, const decide_args *a, vigil_error *err)
+{
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    int64_t version = 0;
+    char *state = NULL;
+    bool have = vigil_state_cache_get(rt->cache, key, &version, &state);
+    int errors = 0;
+    step_result result = STEP_DONE;
+
+    for (int attempt = 0;; attempt++) {
+        if (!have) {
+            int seen = 0;
+            if (vigil_store_load(store, key, a->in ? a->in->id : NULL, &seen, &version, &state) != 0) {
+                if (!retry_wait(rt, errors++, ok_flag)) {
+                    if (a->in)
+                        die_unacknowledged(a->in->topic);
+                    goto done; /* a timer comes back when its lease ends */
+                }
+                continue;
+            }
+            atomic_store(ok_flag, true);
+            have = true;
+            vigil_state_cache_put(rt->cache, key, version, state);
+            if (seen) {
+                vigil_counter_add("vigil_duplicates_total", "Inputs already applied (redelivery)",
+                                  NULL, 1);
+                goto done;
+            }
+        }
+        vigil_effects_reset(&fx);
+        if (decide(rt, key, state, a, &fx, err) != 0) {
+            result = STEP_REJECT;
+            goto done;
+        }
+        vigil_commit c = {
+            .key = key,
+            .expected_version = version,
+            .input_id = a->in ? a->in->id : NULL,
+            .fx = &fx,
+            .now_ms = a->now,
+            .leased_timer = a->timer ? a->timer->member : NULL,
+            .leased_score = a->timer ? a->timer->lease_score : 0,
+        };
+        int64_t newv = 0;
+        char *cur = NULL;
+        vigil_commit_result r = vigil_store_commit(store, &c, &newv, &cur);
+        switch (r) {
+        case VIGIL_COMMIT_OK:
+            atomic_store(ok_flag, true);
+            vigil_counter_add("vigil_commits_total", "State commits", NULL, 1);
+            vigil_state_cache_put(rt->cache, key, newv, fx.new_state ? fx.new_state : state);
+            goto done;
+        case VIGIL_COMMIT_DUPLICATE:
+            atomic_store(ok_flag, true);
+            vigil_counter_add("vigil_duplicates_total", "Inputs already applied (redelivery)",
+                              NULL, 1);
+            goto done;
+        case VIGIL_COMMIT_CONFLICT:
+            atomic_store(ok_flag, true);
+            vigil_counter_add("vigil_commit_conflicts_total",
+                              "Commits retried because the record changed", NULL, 1);
+            free(state);
+            state = cur;
+            version = newv;
+            vigil_state_cache_put(rt->cache, key, version, state);
+            if (attempt > 50)
+                vigil_sleep_ms(vigil_backoff_ms(attempt - 50, 1, 100), NULL);
+            continue;
+        case VIGIL_COMMIT_ERROR:
+        default:
+            free(cur);
+            vigil_state_cache_drop(rt->cache, key);
+            free(state);
+            state = NULL;
+            have = false;
+            if (!retry_wait(rt, errors++, ok_flag)) {
+                if (a->in)
+                    die_unacknowledged(a->in->topic);
+                goto done;
+            }
+            continue;
+        }
+    }
+done:
+    free(state);
+    vigil_effects_free(&fx);
+    return result;
+}
+
+/* A short, bounded label for an input's kind: first and last topic level. */
+static void kind_label(const vigil_input *in, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "kind=\"%.32s/%.32s\"", in->parts[0], in->parts[in->nparts - 1]);
+}
+
+/* paho's message callback: the message is acknowledged when this returns,
+ * so everything durable happens before. */
+static void on_message(void *ctx, const char *topic, const void *payload, size_t len, bool retained)
+{
+    vigil_runtime *rt = ctx;
+    int64_t t0 = vigil_mono_ms();
+    int64_t now = vigil_now_ms();
+    vigil_input in;
+    vigil_error err = { 0 };
+    void *parsed = NULL;
+    char (*keys)[VIGIL_KEY_MAX] = NULL;
+
+    if (vigil_input_parse(topic, payload, len, rt->cfg.max_payload, now, &in, &err) != 0) {
+        vigil_counter_add("vigil_inputs_total", "Inputs received", "kind=\"invalid\"", 1);
+        reject(rt, topic, payload, len, &err);
+        return;
+    }
+    in.retained = retained;
+    char label[96];
+    kind_label(&in, label, sizeof label);
+    vigil_counter_add("vigil_inputs_total", "Inputs received", label, 1);
+
+    keys = calloc(VIGIL_ROUTE_MAX_KEYS, sizeof *keys);
+    if (!keys) {
+        vigil_log(VIGIL_LOG_ERROR, "out of memory routing %s", topic);
+        abort(); /* not acknowledged: redelivered after restart */
+    }
+    int n;
+    for (int attempt = 0;; attempt++) {
+        memset(&err, 0, sizeof err);
+        n = rt->def->route(rt->def->ctx, rt, &in, keys, VIGIL_ROUTE_MAX_KEYS, &parsed, &err);
+        if (n != VIGIL_ROUTE_RETRY)
+            break;
+        if (!retry_wait(rt, attempt, &rt->intake_redis_ok))
+            die_unacknowledged(topic);
+    }
+    if (n < 0) {
+        reject(rt, topic, payload, len, &err);
+        goto done;
+    }
+    decide_args a = { .in = &in, .parsed = parsed, .timer = NULL, .now = now };
+    for (int i = 0; i < n; i++) {
+        if (rt->cfg.shard_count > 1 &&
+            vigil_shard_of(keys[i], rt->cfg.shard_count) != rt->cfg.shard_index) {
+            vigil_counter_add("vigil_inputs_other_shard_total",
+                              "Keys skipped because another shard owns them", NULL, 1);
+            continue;
+        }
+        memset(&err, 0, sizeof err);
+        if (run_key(rt, rt->intake_store, &rt->intake_redis_ok, keys[i], &a, &err) == STEP_REJECT) {
+            reject(rt, topic, payload, len, &err);
+            break;
+        }
+    }
+    vigil_outbox_kick(rt->outbox);
+done:
+    if (parsed && rt->def->free_parsed)
+        rt->def->free_parsed(rt->def->ctx, parsed);
+    free(keys);
+    vigil_input_clear(&in);
+    vigil_histogram_observe("vigil_handler_seconds", "Time from arrival to durable commit",
+                            NULL, (double)(vigil_mono_ms() - t0) / 1000.0);
+}
+
+static void on_mqtt_state(void *ctx, bool connected)
+{
+    vigil_runtime *rt = ctx;
+    vigil_gauge_set("vigil_mqtt_connected", "1 while connected to the broker", NULL,
+                    connected ? 1 : 0);
+    vigil_log_kv(connected ? VIGIL_LOG_INFO : VIGIL_LOG_WARN,
+                 connected ? "mqtt connected" : "mqtt connection lost", "client_id",
+                 rt->client_id, NULL);
+}
+
+/* The timer thread: each tick, claim what is due in this shard and act. */
+static void *timer_main(void *arg)
+{
+    vigil_runtime *rt = arg;
+    vigil_timer_claim *claims = calloc(TIMER_BATCH, sizeof *claims);
+    int errors = 0;
+    if (!claims)
+        return NULL;
+    while (!atomic_load(&rt->stop)) {
+        int64_t now = vigil_now_ms();
+        int n = vigil_timers_claim(rt->timer_store, now, rt->cfg.timer_lease_ms, TIMER_BATCH,
+                                   claims);
+        if (n < 0) {
+            atomic_store(&rt->timer_redis_ok, false);
+            vigil_sleep_ms(vigil_backoff_ms(errors++, 100, 5000), &rt->stop_sleep);
+            continue;
+        }
+        errors = 0;
+        atomic_store(&rt->timer_redis_ok, true);
+        for (int i = 0; i < n && !atomic_load(&rt->stop); i++) {
+            decide_args a = { .in = NULL, .parsed = NULL, .timer = &claims[i], .now = now };
+            vigil_error err = { 0 };
+            run_key(rt, rt->timer_store, &rt->timer_redis_ok, claims[i].key, &a, &err);
+            vigil_counter_add("vigil_timers_fired_total", "Timers that came due and were handled",
+                              NULL, 1);
+        }
+        if (n > 0)
+            vigil_outbox_kick(rt->outbox);
+        if (n < TIMER_BATCH)
+            vigil_sleep_ms(rt->cfg.tick_ms, &rt->stop_sleep);
+    }
+    free(claims);
+    return NULL;
+}
+
+static bool ready(void *ctx, char *why, size_t whylen)
+{
+    vigil_runtime *rt = ctx;
+    bool mq = rt->mqtt && vigil_mqtt_connected(rt->mqtt);
+    bool rd = atomic_load(&rt->intake_redis_ok) && atomic_load(&rt->timer_redis_ok);
+    bool stopping = atomic_load(&rt->stop);
+    vigil_gauge_set("vigil_ready", "1 when connected to the broker and Redis", NULL,
+                    (mq && rd && !stopping) ? 1 : 0);
+    if (stopping)
+        snprintf(why, whylen, "shutting down");
+    else if (!mq && !rd)
+        snprintf(why, whylen, "mqtt and redis not connected");
+    else if (!mq)
+        snprintf(why, whylen, "mqtt not connected");
+    else if (!rd)
+        snprintf(why, whylen, "redis not connected");
+    return mq && rd && !stopping;
+}
+
+/* Checks Redis once at start so readiness reflects reality before the first
+ * input or tick; failure is not fatal (the service waits for Redis). */
+static void probe_redis(vigil_runtime *rt)
+{
+    bool ok = vigil_redis_ensure(rt->intake_redis);
+    atomic_store(&rt->intake_redis_ok, ok);
+    if (!ok)
+        vigil_log_kv(VIGIL_LOG_WARN, "redis not reachable yet; will keep trying", "url",
+                     rt->cfg.redis_url, "error", vigil_redis_last_error(rt->intake_redis), NULL);
+}
+
+static void runtime_free(vigil_runtime *rt)
+{
+    if (rt->http)
+        vigil_http_stop(rt->http);
+    vigil_store_free(rt->intake_store);
+    vigil_store_free(rt->timer_store);
+    vigil_redis_free(rt->intake_redis);
+    vigil_redis_free(rt->timer_redis);
+    vigil_state_cache_free(rt->cache);
+    free(rt);
+}
+
+static int setup(vigil_runtime *rt, char *err, size_t errlen)
+{
+    const vigil_service_def *d = rt->def;
+    if (vigil_redis_url_parse(rt->cfg.redis_url, &rt->raddr, err, errlen) != 0)
+        return -1;
+    rt->scfg = (vigil_store_config){ .prefix = rt->cfg.redis_prefix, .service = d->name,
+                                     .shard_index = rt->cfg.shard_index, .dedupe_keep = 0 };
+    int timeout = 2000;
+    rt->intake_redis = vigil_redis_new(&rt->raddr, timeout);
+    rt->timer_redis = vigil_redis_new(&rt->raddr, timeout);
+    rt->cache = vigil_state_cache_new(CACHE_MAX_ENTRIES);
+    if (!rt->intake_redis || !rt->timer_redis || !rt->cache) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    rt->intake_store = vigil_store_new(rt->intake_redis, &rt->scfg);
+    rt->timer_store = vigil_store_new(rt->timer_redis, &rt->scfg);
+    if (!rt->intake_store || !rt->timer_store) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    snprintf(rt->status_topic, sizeof rt->status_topic, "sys/%s/%s/status", d->name,
+             rt->cfg.instance);
+    snprintf(rt->error_topic, sizeof rt->error_topic, "sys/%s/error", d->name);
+    snprintf(rt->client_id, sizeof rt->client_id, "vigil-%s-%d", d->name, rt->cfg.shard_index);
+    rt->http = vigil_http_start(rt->cfg.http_addr, ready, rt, err, errlen);
+    return rt->http ? 0 : -1;
+}
+
+static int start_io(vigil_runtime *rt, char *err, size_t errlen)
+{
+    char *ready_payload = status_payload(rt, "ready");
+    char *lost_payload = status_payload(rt, "lost");
+    vigil_mqtt_config mc = {
+        .url = rt->cfg.mqtt_url,
+        .user = rt->cfg.mqtt_user,
+        .password = rt->cfg.mqtt_password,
+        .client_id = rt->client_id,
+        .subscriptions = rt->def->subscriptions,
+        .session_expiry_s = 0,
+        .status_topic = rt->status_topic,
+        .ready_payload = ready_payload,
+        .lost_payload = lost_payload,
+        .on_message = on_message,
+        .on_state = on_mqtt_state,
+        .ctx = rt,
+    };
+    rt->mqtt = vigil_mqtt_new(&mc, err, errlen);
+    free(ready_payload);
+    free(lost_payload);
+    if (!rt->mqtt)
+        return -1;
+    rt->outbox = vigil_outbox_start(&rt->raddr, &rt->scfg, rt->mqtt);
+    if (!rt->outbox) {
+        snprintf(err, errlen, "cannot start the outbox publisher");
+        return -1;
+    }
+    if (pthread_create(&rt->timer_thread, NULL, timer_main, rt) != 0) {
+        snprintf(err, errlen, "cannot start the timer thread");
+        return -1;
+    }
+    rt->timer_started = true;
+    if (vigil_mqtt_start(rt->mqtt) != 0) {
+        snprintf(err, errlen, "cannot start the MQTT client");
+        return -1;
+    }
+    return 0;
+}
+
+/* Shutdown order: stop claiming timers; drain the outbox; publish
+ * "disconnected" and disconnect (the broker keeps our session and queues
+ * what arrives meanwhile); then free. */
+static void shutdown_io(vigil_runtime *rt)
+{
+    atomic_store(&rt->stop_at_ms, vigil_now_ms());
+    atomic_store(&rt->stop, 1);
+    rt->stop_sleep = 1;
+    if (rt->timer_started)
+        pthread_join(rt->timer_thread, NULL);
+    if (rt->outbox)
+        vigil_outbox_stop(rt->outbox, 3000);
+    rt->outbox = NULL;
+    if (rt->mqtt) {
+        char *bye = status_payload(rt, "disconnected");
+        vigil_mqtt_stop(rt->mqtt, bye, 3000);
+        free(bye);
+        rt->mqtt = NULL;
+    }
+}
+
+int vigil_runtime_main(int argc, char **argv, const vigil_service_def *def)
+{
+    int cli = vigil_cli_handle(argc, argv, def->name, def->summary, def->config_vars);
+    if (cli != 0)
+        return cli > 0 ? 0 : 2;
+
+    vigil_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt) {
+        fprintf(stderr, "%s: out of memory\n", def->name);
+        return 1;
+    }
+    rt->def = def;
+    char err[512] = "";
+    vigil_common_config_init(&rt->cfg, def->default_http_port);
+    if (vigil_common_config_load(&rt->cfg, err, sizeof err) != 0 ||
+        (def->configure && def->configure(def->ctx, &rt->cfg, err, sizeof err) != 0)) {
+        fprintf(stderr, "%s: configuration error: %s\n", def->name, err);
+        free(rt);
+        return 2;
+    }
+    vigil_log_level lvl = VIGIL_LOG_INFO;
+    vigil_log_level_parse(rt->cfg.log_level, &lvl);
+    vigil_log_init(def->name, rt->cfg.instance, lvl);
+
+    /* Signals are taken synchronously by the main thread only: block them
+     * before any thread starts so every thread inherits the mask. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (setup(rt, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: configuration error: %s\n", def->name, err);
+        vigil_log_kv(VIGIL_LOG_ERROR, "startup failed", "error", err, NULL);
+        runtime_free(rt);
+        return 2;
+    }
+    probe_redis(rt);
+    atomic_store(&rt->timer_redis_ok, atomic_load(&rt->intake_redis_ok));
+    char shard[32];
+    snprintf(shard, sizeof shard, "%d/%d", rt->cfg.shard_index, rt->cfg.shard_count);
+    char port[16];
+    snprintf(port, sizeof port, "%d", vigil_http_port(rt->http));
+    vigil_log_kv(VIGIL_LOG_INFO, "starting", "version", VIGIL_VERSION, "mqtt", rt->cfg.mqtt_url,
+                 "redis", rt->cfg.redis_url, "shard", shard, "http_port", port, NULL);
+
+    int code = 0;
+    if (start_io(rt, err, sizeof err) != 0) {
+        vigil_log_kv(VIGIL_LOG_ERROR, "startup failed", "error", err, NULL);
+        code = 1;
+    } else {
+        int sig = 0;
+        while (sigwait(&set, &sig) != 0)
+            ;
+        vigil_log(VIGIL_LOG_INFO, "signal %d received: shutting down", sig);
+    }
+    shutdown_io(rt);
+    runtime_free(rt);
+    vigil_log(VIGIL_LOG_INFO, "stopped");
+    return code;
+}

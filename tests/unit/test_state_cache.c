@@ -1,0 +1,93 @@
+/* Unit tests of the replica's state cache (state_cache.h). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vigil/state_cache.h"
+
+static void miss_then_hit_returns_a_copy(void **unused)
+{
+    (void)unused;
+    vigil_state_cache *c = vigil_state_cache_new(10);
+    int64_t v = -1;
+    char *s = NULL;
+    assert_false(vigil_state_cache_get(c, "general", &v, &s));
+    vigil_state_cache_put(c, "general", 3, "{\"a\":1}");
+    assert_true(vigil_state_cache_get(c, "general", &v, &s));
+    assert_int_equal(v, 3);
+    assert_string_equal(s, "{\"a\":1}");
+    s[0] = 'X'; /* the caller owns a copy */
+    free(s);
+    assert_true(vigil_state_cache_get(c, "general", &v, &s));
+    assert_string_equal(s, "{\"a\":1}");
+    free(s);
+    vigil_state_cache_free(c);
+}
+
+static void absent_record_is_cached_as_null(void **unused)
+{
+    (void)unused;
+    vigil_state_cache *c = vigil_state_cache_new(10);
+    vigil_state_cache_put(c, "empty", 0, NULL);
+    int64_t v = -1;
+    char *s = (char *)"sentinel";
+    assert_true(vigil_state_cache_get(c, "empty", &v, &s));
+    assert_int_equal(v, 0);
+    assert_null(s);
+    vigil_state_cache_free(c);
+}
+
+static void put_replaces_and_drop_forgets(void **unused)
+{
+    (void)unused;
+    vigil_state_cache *c = vigil_state_cache_new(10);
+    vigil_state_cache_put(c, "r", 1, "one");
+    vigil_state_cache_put(c, "r", 2, "two");
+    assert_int_equal(vigil_state_cache_size(c), 1);
+    int64_t v;
+    char *s;
+    assert_true(vigil_state_cache_get(c, "r", &v, &s));
+    assert_int_equal(v, 2);
+    assert_string_equal(s, "two");
+    free(s);
+    vigil_state_cache_drop(c, "r");
+    assert_false(vigil_state_cache_get(c, "r", &v, &s));
+    assert_int_equal(vigil_state_cache_size(c), 0);
+    vigil_state_cache_drop(c, "never-there");
+    vigil_state_cache_free(c);
+}
+
+static void stays_within_its_bound(void **unused)
+{
+    (void)unused;
+    vigil_state_cache *c = vigil_state_cache_new(100);
+    char key[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(key, sizeof key, "room-%d", i);
+        vigil_state_cache_put(c, key, i, "{}");
+        assert_true(vigil_state_cache_size(c) <= 100);
+    }
+    /* the newest entry is always present after a put */
+    int64_t v;
+    char *s;
+    assert_true(vigil_state_cache_get(c, "room-999", &v, &s));
+    assert_int_equal(v, 999);
+    free(s);
+    vigil_state_cache_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(miss_then_hit_returns_a_copy),
+        cmocka_unit_test(absent_record_is_cached_as_null),
+        cmocka_unit_test(put_replaces_and_drop_forgets),
+        cmocka_unit_test(stays_within_its_bound),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
