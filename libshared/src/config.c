@@ -1,0 +1,367 @@
+/* config.c - configuration from environment variables and the shared
+ * --help / --version command line.
+ *
+ * Rules common to every getter: an unset variable gives the default; for
+ * numbers and booleans an empty value does too, while for strings an empty
+ * value is kept (so a variable whose default is not empty can be cleared).
+ * A value that does not parse, is out of range, or is too long for its
+ * buffer is an error naming the variable and the value, never a silent
+ * truncation or fallback. */
+#include "vigil/config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "vigil/json.h"
+#include "vigil/log.h"
+
+#define QUOTE_BYTES 80 /* how much of a bad value a message quotes */
+
+const vigil_config_var VIGIL_COMMON_VARS[] = {
+    {"VIGIL_MQTT_URL", "mqtt://127.0.0.1:1883",
+     "MQTT broker URL (mqtt://, tcp://, mqtts:// or ssl://host:port)"},
+    {"VIGIL_MQTT_USER", "", "MQTT user name (empty: anonymous)"},
+    {"VIGIL_MQTT_PASSWORD", "", "MQTT password"},
+    {"VIGIL_REDIS_URL", "redis://127.0.0.1:6379/0", "Redis URL (redis://[:password@]host:port/db)"},
+    {"VIGIL_REDIS_PREFIX", "vigil:", "prefix of every Redis key (1-63 bytes)"},
+    {"VIGIL_HTTP_ADDR", "127.0.0.1:<service port>", "address of /healthz, /readyz and /metrics"},
+    {"VIGIL_LOG_LEVEL", "info", "debug, info, warn or error"},
+    {"VIGIL_INSTANCE", "<hostname>", "instance name (an id) in status topics and logs"},
+    {"VIGIL_MAX_PAYLOAD", "65536", "largest accepted payload in bytes (1-16777216)"},
+    {"VIGIL_SHARD", "0/1", "this replica's shard, i/N with 0 <= i < N <= 1024"},
+    {"VIGIL_TICK_MS", "1000", "timer resolution in milliseconds (1-60000)"},
+    {"VIGIL_TIMER_LEASE_MS", "30000", "lease on a claimed timer in milliseconds (100-3600000)"},
+    {NULL, NULL, NULL},
+};
+
+/* Quotes a value for a message: at most QUOTE_BYTES, escaped so control
+ * characters or invalid UTF-8 in the environment cannot garble a log line. */
+static void quote(const char *v, char *out, size_t outlen)
+{
+    size_t n = strlen(v);
+    vigil_json_sample(v, n > QUOTE_BYTES ? QUOTE_BYTES : n, out, outlen);
+}
+
+/* Like quote, for URLs: credentials before an '@' are masked so a
+ * mistyped URL does not put a password into the logs. */
+static void quote_url(const char *url, char *out, size_t outlen)
+{
+    const char *at = strrchr(url, '@');
+    if (!at) {
+        quote(url, out, outlen);
+        return;
+    }
+    char masked[QUOTE_BYTES + 8];
+    const char *scheme = strstr(url, "://");
+    size_t keep = scheme && scheme < at ? (size_t)(scheme - url) + 3 : 0;
+    if (keep > QUOTE_BYTES)
+        keep = QUOTE_BYTES;
+    snprintf(masked, sizeof masked, "%.*s***%.*s", (int)keep, url, QUOTE_BYTES - (int)keep, at);
+    quote(masked, out, outlen);
+}
+
+/* err may be NULL or zero-sized: callers that only want the value. */
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* The value of name when it is set and not empty, else NULL. */
+static const char *env_nonempty(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+int vigil_env_int64(const char *name, int64_t def, int64_t min, int64_t max, int64_t *out,
+                    char *err, size_t errlen)
+{
+    const char *v = env_nonempty(name);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    char q[QUOTE_BYTES * 4 + 1];
+    quote(v, q, sizeof q);
+    errno = 0;
+    char *end = NULL;
+    long long x = strtoll(v, &end, 10);
+    if (end == v || *end != '\0' || errno == ERANGE || x < min || x > max)
+        return fail(err, errlen, "%s: expected an integer in %" PRId64 "..%" PRId64 ", got '%s'",
+                    name, min, max, q);
+    *out = (int64_t)x;
+    return 0;
+}
+
+int vigil_env_double(const char *name, double def, double min, double max, double *out,
+                     char *err, size_t errlen)
+{
+    const char *v = env_nonempty(name);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    char q[QUOTE_BYTES * 4 + 1];
+    quote(v, q, sizeof q);
+    errno = 0;
+    char *end = NULL;
+    double x = strtod(v, &end);
+    if (end == v || *end != '\0' || errno == ERANGE || !isfinite(x) || x < min || x > max)
+        return fail(err, errlen, "%s: expected a number in %g..%g, got '%s'", name, min, max, q);
+    *out = x;
+    return 0;
+}
+
+int vigil_env_bool(const char *name, bool def, bool *out, char *err, size_t errlen)
+{
+    static const char *const YES[] = {"1", "true", "yes", "on"};
+    static const char *const NO[] = {"0", "false", "no", "off"};
+    const char *v = env_nonempty(name);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(v, YES[i]) == 0) {
+            *out = true;
+            return 0;
+        }
+        if (strcasecmp(v, NO[i]) == 0) {
+            *out = false;
+            return 0;
+        }
+    }
+    char q[QUOTE_BYTES * 4 + 1];
+    quote(v, q, sizeof q);
+    return fail(err, errlen, "%s: expected 1/0/true/false/yes/no/on/off, got '%s'", name, q);
+}
+
+int vigil_env_string(const char *name, const char *def, char *out, size_t outlen, char *err,
+                     size_t errlen)
+{
+    const char *v = getenv(name);
+    if (!v)
+        v = def ? def : "";
+    size_t n = strlen(v);
+    if (!out || n >= outlen)
+        return fail(err, errlen, "%s: value of %zu bytes is too long (at most %zu)", name, n,
+                    outlen ? outlen - 1 : 0);
+    memcpy(out, v, n + 1);
+    return 0;
+}
+
+/* Strict decimal without sign or spaces, at most 4 digits (N <= 1024). */
+static int parse_small_uint(const char *s, size_t n, int *out)
+{
+    if (n == 0 || n > 4)
+        return -1;
+    int x = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        x = x * 10 + (s[i] - '0');
+    }
+    *out = x;
+    return 0;
+}
+
+int vigil_shard_parse(const char *s, int *index, int *count)
+{
+    if (!s)
+        return -1;
+    const char *slash = strchr(s, '/');
+    if (!slash)
+        return -1;
+    int i, n;
+    if (parse_small_uint(s, (size_t)(slash - s), &i) != 0 ||
+        parse_small_uint(slash + 1, strlen(slash + 1), &n) != 0)
+        return -1;
+    if (n < 1 || n > 1024 || i >= n)
+        return -1;
+    if (index)
+        *index = i;
+    if (count)
+        *count = n;
+    return 0;
+}
+
+/* The instance name goes into sys/{service}/{instance}/status, so the
+ * hostname default is turned into an id: other characters become '-' and
+ * it is cut to VIGIL_ID_MAX. */
+static void default_instance(char *out, size_t outlen)
+{
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0 || !host[0])
+        snprintf(host, sizeof host, "vigil");
+    host[sizeof host - 1] = '\0';
+    size_t n = strlen(host);
+    if (n > VIGIL_ID_MAX)
+        n = VIGIL_ID_MAX;
+    if (n >= outlen)
+        n = outlen - 1;
+    for (size_t i = 0; i < n; i++) {
+        char c = host[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-';
+        out[i] = ok ? c : '-';
+    }
+    out[n] = '\0';
+}
+
+void vigil_common_config_init(vigil_common_config *c, int default_http_port)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->mqtt_url, sizeof c->mqtt_url, "mqtt://127.0.0.1:1883");
+    snprintf(c->redis_url, sizeof c->redis_url, "redis://127.0.0.1:6379/0");
+    snprintf(c->redis_prefix, sizeof c->redis_prefix, "vigil:");
+    snprintf(c->http_addr, sizeof c->http_addr, "127.0.0.1:%d", default_http_port);
+    snprintf(c->log_level, sizeof c->log_level, "info");
+    default_instance(c->instance, sizeof c->instance);
+    c->max_payload = 65536;
+    c->shard_index = 0;
+    c->shard_count = 1;
+    c->tick_ms = 1000;
+    c->timer_lease_ms = 30000;
+}
+
+static bool has_prefix(const char *s, const char *p)
+{
+    return strncmp(s, p, strlen(p)) == 0;
+}
+
+/* "host:port", "[v6]:port" or ":port": whatever precedes it, the address
+ * must end in ':' and a port 0..65535 (0 = any free port, for tests). */
+static bool http_addr_valid(const char *a)
+{
+    const char *colon = strrchr(a, ':');
+    if (!colon || !colon[1] || strlen(colon + 1) > 5)
+        return false;
+    long port = 0;
+    for (const char *p = colon + 1; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        port = port * 10 + (*p - '0');
+    }
+    return port <= 65535;
+}
+
+/* Reads every common variable over the defaults already in c (so call
+ * vigil_common_config_init first). On error c may be partly updated. */
+int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
+{
+    char q[QUOTE_BYTES * 4 + 1];
+    int64_t x;
+
+    if (vigil_env_string("VIGIL_MQTT_URL", c->mqtt_url, c->mqtt_url, sizeof c->mqtt_url, err, errlen) ||
+        vigil_env_string("VIGIL_MQTT_USER", c->mqtt_user, c->mqtt_user, sizeof c->mqtt_user, err, errlen) ||
+        vigil_env_string("VIGIL_MQTT_PASSWORD", c->mqtt_password, c->mqtt_password,
+                         sizeof c->mqtt_password, err, errlen) ||
+        vigil_env_string("VIGIL_REDIS_URL", c->redis_url, c->redis_url, sizeof c->redis_url, err, errlen) ||
+        vigil_env_string("VIGIL_REDIS_PREFIX", c->redis_prefix, c->redis_prefix,
+                         sizeof c->redis_prefix, err, errlen) ||
+        vigil_env_string("VIGIL_HTTP_ADDR", c->http_addr, c->http_addr, sizeof c->http_addr, err, errlen) ||
+        vigil_env_string("VIGIL_LOG_LEVEL", c->log_level, c->log_level, sizeof c->log_level, err, errlen) ||
+        vigil_env_string("VIGIL_INSTANCE", c->instance, c->instance, sizeof c->instance, err, errlen))
+        return -1;
+
+    if (!has_prefix(c->mqtt_url, "mqtt://") && !has_prefix(c->mqtt_url, "tcp://") &&
+        !has_prefix(c->mqtt_url, "mqtts://") && !has_prefix(c->mqtt_url, "ssl://")) {
+        quote_url(c->mqtt_url, q, sizeof q);
+        return fail(err, errlen, "VIGIL_MQTT_URL: expected mqtt://, tcp://, mqtts:// or ssl://host:port, got '%s'", q);
+    }
+    if (!has_prefix(c->redis_url, "redis://")) {
+        quote_url(c->redis_url, q, sizeof q);
+        return fail(err, errlen, "VIGIL_REDIS_URL: expected redis://host:port/db, got '%s'", q);
+    }
+    if (!c->redis_prefix[0])
+        return fail(err, errlen, "VIGIL_REDIS_PREFIX: must not be empty");
+    if (!http_addr_valid(c->http_addr)) {
+        quote(c->http_addr, q, sizeof q);
+        return fail(err, errlen, "VIGIL_HTTP_ADDR: expected host:port or :port, got '%s'", q);
+    }
+    vigil_log_level lvl;
+    if (vigil_log_level_parse(c->log_level, &lvl) != 0) {
+        quote(c->log_level, q, sizeof q);
+        return fail(err, errlen, "VIGIL_LOG_LEVEL: expected debug, info, warn or error, got '%s'", q);
+    }
+    for (char *p = c->log_level; *p; p++) /* one spelling for later compares */
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+    if (!vigil_id_valid(c->instance, strlen(c->instance))) {
+        quote(c->instance, q, sizeof q);
+        return fail(err, errlen, "VIGIL_INSTANCE: expected 1-64 characters of A-Z a-z 0-9 . _ -, got '%s'", q);
+    }
+
+    if (vigil_env_int64("VIGIL_MAX_PAYLOAD", (int64_t)c->max_payload, 1, 16777216, &x, err, errlen))
+        return -1;
+    c->max_payload = (size_t)x;
+
+    const char *shard = env_nonempty("VIGIL_SHARD");
+    if (shard) {
+        int i, n;
+        if (vigil_shard_parse(shard, &i, &n) != 0) {
+            quote(shard, q, sizeof q);
+            return fail(err, errlen, "VIGIL_SHARD: expected i/N with 0 <= i < N <= 1024, got %s", q);
+        }
+        c->shard_index = i;
+        c->shard_count = n;
+    }
+
+    if (vigil_env_int64("VIGIL_TICK_MS", c->tick_ms, 1, 60000, &c->tick_ms, err, errlen) ||
+        vigil_env_int64("VIGIL_TIMER_LEASE_MS", c->timer_lease_ms, 100, 3600000, &c->timer_lease_ms,
+                        err, errlen))
+        return -1;
+    return 0;
+}
+
+static void print_var(FILE *f, const vigil_config_var *v)
+{
+    fprintf(f, "  %s (default: %s)  %s\n", v->name, v->def && *v->def ? v->def : "empty",
+            v->help ? v->help : "");
+}
+
+/* Arguments are looked at in order; the first --help/--version wins, and
+ * anything else is an error, since a daemon configured by environment takes
+ * no other arguments and a typo must not be ignored. */
+int vigil_cli_handle(int argc, char **argv, const char *service, const char *summary,
+                     const vigil_config_var *service_vars)
+{
+    const char *svc = service ? service : "vigil";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            printf("Usage: %s [--help] [--version]\n\n", svc);
+            if (summary && *summary)
+                printf("%s\n\n", summary);
+            printf("Environment:\n");
+            for (const vigil_config_var *v = VIGIL_COMMON_VARS; v->name; v++)
+                print_var(stdout, v);
+            for (const vigil_config_var *v = service_vars; v && v->name; v++)
+                print_var(stdout, v);
+            fflush(stdout);
+            return 1;
+        }
+        if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+            printf("%s %s\n", svc, VIGIL_VERSION);
+            fflush(stdout);
+            return 1;
+        }
+        fprintf(stderr, "%s: unknown argument '%s'\nUsage: %s [--help] [--version]\n", svc, a, svc);
+        return -1;
+    }
+    return 0;
+}

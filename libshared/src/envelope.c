@@ -1,0 +1,182 @@
+/* envelope.c - the common part of every input: topic split and checked,
+ * payload parsed, `id` and `ts` found or derived. */
+#include "vigil/envelope.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define TOPIC_QUOTE_BYTES 60 /* how much of a bad topic a detail quotes */
+
+/* FNV-1a continued over several pieces; equals vigil_hash64 of their
+ * concatenation, without building it. */
+static uint64_t fnv1a_more(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static void quote_topic(const char *topic, char *out, size_t outlen)
+{
+    size_t n = strlen(topic);
+    vigil_json_sample(topic, n > TOPIC_QUOTE_BYTES ? TOPIC_QUOTE_BYTES : n, out, outlen);
+}
+
+/* Splits topic into in->parts. The rules keep anything a wildcard
+ * subscription could not have delivered, or that would be ambiguous when a
+ * part is used as a key, out of the cores. */
+static int split_topic(const char *topic, vigil_input *in, vigil_error *err)
+{
+    char q[TOPIC_QUOTE_BYTES * 4 + 1];
+    if (!topic || !*topic)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "empty topic");
+    size_t n = strlen(topic);
+    quote_topic(topic, q, sizeof q);
+    if (n >= VIGIL_TOPIC_MAX)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "topic '%s...' is longer than %d bytes",
+                               q, VIGIL_TOPIC_MAX - 1);
+    if (!vigil_utf8_valid(topic, n))
+        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "topic '%s' is not valid UTF-8", q);
+    if (topic[0] == '$')
+        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "topic '%s' starts with '$'", q);
+    if (strpbrk(topic, "+#"))
+        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "topic '%s' contains a wildcard", q);
+
+    memcpy(in->topic, topic, n + 1);
+    int count = 0;
+    const char *start = topic;
+    for (;;) {
+        const char *slash = strchr(start, '/');
+        size_t len = slash ? (size_t)(slash - start) : strlen(start);
+        if (len == 0)
+            return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "topic '%s' has an empty level", q);
+        if (count == VIGIL_TOPIC_PARTS)
+            return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC,
+                                   "topic '%s' has more than %d levels", q, VIGIL_TOPIC_PARTS);
+        memcpy(in->parts[count], start, len); /* len < VIGIL_TOPIC_MAX: topic is */
+        in->parts[count][len] = '\0';
+        count++;
+        if (!slash)
+            break;
+        start = slash + 1;
+    }
+    in->nparts = count;
+    return 0;
+}
+
+/* Event ids are never spliced into topics, but they end up in Redis keys
+ * and logs: printable ASCII without the MQTT wildcard/level characters. */
+static bool event_id_valid(const char *s, size_t n)
+{
+    if (n == 0 || n > VIGIL_EVENT_ID_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c > 0x7e || c == '/' || c == '+' || c == '#')
+            return false;
+    }
+    return true;
+}
+
+static int read_id(const char *topic, const void *payload, size_t len, vigil_input *in,
+                   vigil_error *err)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(in->body, "id", &v) || v == NULL) {
+        uint64_t h = fnv1a_more(0xcbf29ce484222325ull, topic, strlen(topic));
+        h = fnv1a_more(h, "\n", 1);
+        h = fnv1a_more(h, payload, len);
+        snprintf(in->id, sizeof in->id, "h-%016llx", (unsigned long long)h);
+        return 0;
+    }
+    if (!json_object_is_type(v, json_type_string))
+        return vigil_error_set(err, VIGIL_REJECT_BAD_ID, "field 'id': expected string, got %s",
+                               json_type_to_name(json_object_get_type(v)));
+    const char *s = json_object_get_string(v);
+    size_t n = (size_t)json_object_get_string_len(v);
+    if (!event_id_valid(s, n) || strlen(s) != n) {
+        char q[48 * 4 + 1];
+        vigil_json_sample(s, n > 48 ? 48 : n, q, sizeof q);
+        return vigil_error_set(err, VIGIL_REJECT_BAD_ID,
+                               "field 'id': '%s' is not 1-%d printable ASCII characters without / + #",
+                               q, VIGIL_EVENT_ID_MAX);
+    }
+    memcpy(in->id, s, n + 1);
+    return 0;
+}
+
+int vigil_input_parse(const char *topic, const void *payload, size_t len, size_t max_payload,
+                      int64_t now_ms, vigil_input *in, vigil_error *err)
+{
+    int64_t ts = now_ms;
+    int r;
+    if (!in)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "no input");
+    memset(in, 0, sizeof *in);
+    if (split_topic(topic, in, err) != 0)
+        goto fail;
+    in->body = vigil_json_parse_object(payload, len, max_payload, err);
+    if (!in->body)
+        goto fail;
+    if (read_id(topic, payload, len, in, err) != 0)
+        goto fail;
+
+    r = vigil_json_int64(in->body, "ts", false, &ts, err);
+    if (r < 0)
+        goto fail;
+    if (r == 0 && ts < 0) {
+        vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field 'ts': expected >= 0, got %lld",
+                        (long long)ts);
+        goto fail;
+    }
+    in->ts = ts;
+    in->received_ms = now_ms;
+    in->raw = payload;
+    in->raw_len = len;
+    return 0;
+
+fail:
+    vigil_input_clear(in);
+    return -1;
+}
+
+int vigil_input_topic_id(const vigil_input *in, int index, const char *field, const char **out,
+                         vigil_error *err)
+{
+    if (!in || index < 0 || index >= in->nparts)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "topic '%s' has no level %d",
+                               in ? in->topic : "", index);
+    const char *part = in->parts[index];
+    if (!vigil_id_valid(part, strlen(part))) {
+        char q[TOPIC_QUOTE_BYTES * 4 + 1];
+        quote_topic(part, q, sizeof q);
+        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "topic id '%s' is not a valid id", q);
+    }
+    if (field && in->body) {
+        const char *s = NULL;
+        int r = vigil_json_string(in->body, field, false, &s, err);
+        if (r < 0)
+            return -1;
+        if (r == 0 && strcmp(s, part) != 0) {
+            char q[TOPIC_QUOTE_BYTES * 4 + 1];
+            quote_topic(s, q, sizeof q);
+            return vigil_error_set(err, VIGIL_REJECT_TOPIC_MISMATCH,
+                                   "payload %s '%s' disagrees with topic '%s'", field, q, part);
+        }
+    }
+    if (out)
+        *out = part;
+    return 0;
+}
+
+void vigil_input_clear(vigil_input *in)
+{
+    if (!in)
+        return;
+    if (in->body)
+        json_object_put(in->body);
+    memset(in, 0, sizeof *in);
+}

@@ -1,0 +1,696 @@
+/* json.c - strict payload parsing and typed field access.
+ *
+ * json-c 0.16 with JSON_TOKENER_STRICT still accepts several things that are
+ * not JSON (checked on this machine): NaN, Infinity and -Infinity as values,
+ * single-quoted strings, raw control characters inside strings, "1." as a
+ * number. NaN in particular would poison every comparison in a core. So a
+ * payload first goes through a small RFC 8259 syntax checker (check_syntax
+ * below); json-c then only builds the tree, with the same depth limit, and
+ * its own errors (truncation, trailing bytes) are still mapped to not_json in
+ * case the two ever disagree. */
+#include "vigil/json.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JSON_MAX_DEPTH 32 /* json-c's default; 33 nested containers fail */
+#define SAMPLE_BYTES 200
+#define DETAIL_VALUE_BYTES 48 /* how much of a bad value a detail quotes */
+
+static const char *const REJECT_NAMES[VIGIL_REJECT__COUNT] = {
+    [VIGIL_REJECT_NONE] = "none",
+    [VIGIL_REJECT_OVERSIZE] = "oversize",
+    [VIGIL_REJECT_UTF8] = "invalid_utf8",
+    [VIGIL_REJECT_NOT_JSON] = "not_json",
+    [VIGIL_REJECT_NOT_OBJECT] = "not_object",
+    [VIGIL_REJECT_MISSING_FIELD] = "missing_field",
+    [VIGIL_REJECT_WRONG_TYPE] = "wrong_type",
+    [VIGIL_REJECT_BAD_ID] = "bad_id",
+    [VIGIL_REJECT_BAD_TOPIC] = "bad_topic",
+    [VIGIL_REJECT_TOPIC_MISMATCH] = "topic_mismatch",
+    [VIGIL_REJECT_BAD_VALUE] = "bad_value",
+};
+
+const char *vigil_reject_name(vigil_reject_reason r)
+{
+    if ((int)r < 0 || r >= VIGIL_REJECT__COUNT)
+        return "unknown";
+    return REJECT_NAMES[r];
+}
+
+int vigil_error_set(vigil_error *err, vigil_reject_reason r, const char *fmt, ...)
+{
+    if (!err)
+        return -1;
+    err->reason = r;
+    err->detail[0] = '\0';
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->detail, sizeof err->detail, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* ---- UTF-8 ---------------------------------------------------------- */
+
+/* Offset of the first byte that is not part of a well-formed UTF-8 sequence
+ * (Unicode 15, table 3-7), or n when all of s[0..n) is valid. NUL counts as
+ * invalid: it would truncate every C string made from the payload. */
+static size_t utf8_first_bad(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            if (c == 0)
+                return i;
+            i++;
+            continue;
+        }
+        size_t need;
+        unsigned char lo = 0x80, hi = 0xBF; /* range of the 2nd byte */
+        if (c >= 0xC2 && c <= 0xDF) {
+            need = 1;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2;
+            if (c == 0xE0)
+                lo = 0xA0; /* overlong below U+0800 */
+            else if (c == 0xED)
+                hi = 0x9F; /* UTF-16 surrogates */
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3;
+            if (c == 0xF0)
+                lo = 0x90; /* overlong below U+10000 */
+            else if (c == 0xF4)
+                hi = 0x8F; /* above U+10FFFF */
+        } else {
+            return i; /* continuation byte, C0/C1 overlong lead, F5..FF */
+        }
+        if (n - i <= need)
+            return i; /* truncated sequence */
+        if (s[i + 1] < lo || s[i + 1] > hi)
+            return i;
+        for (size_t k = 2; k <= need; k++)
+            if (s[i + k] < 0x80 || s[i + k] > 0xBF)
+                return i;
+        i += need + 1;
+    }
+    return n;
+}
+
+bool vigil_utf8_valid(const char *s, size_t n)
+{
+    if (n == 0)
+        return true;
+    if (!s)
+        return false;
+    return utf8_first_bad((const unsigned char *)s, n) == n;
+}
+
+bool vigil_id_valid(const char *s, size_t n)
+{
+    if (!s || n == 0 || n > VIGIL_ID_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+/* ---- strict syntax check (RFC 8259) --------------------------------- */
+
+typedef struct {
+    const unsigned char *p;
+    const unsigned char *end;
+    const unsigned char *start;
+    const char *what; /* why it failed */
+} syn;
+
+static int syn_fail(syn *s, const char *what)
+{
+    s->what = what;
+    return -1;
+}
+
+static void syn_ws(syn *s)
+{
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+        s->p++;
+}
+
+static int is_hex(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static int is_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* A string starting at the opening quote. UTF-8 was validated already, so
+ * only control characters and escapes need checking. */
+static int syn_string(syn *s)
+{
+    s->p++; /* opening quote */
+    while (s->p < s->end) {
+        unsigned char c = *s->p;
+        if (c == '"') {
+            s->p++;
+            return 0;
+        }
+        if (c < 0x20)
+            return syn_fail(s, "control character in string");
+        if (c == '\\') {
+            if (s->end - s->p < 2)
+                break;
+            unsigned char e = s->p[1];
+            if (e == 'u') {
+                if (s->end - s->p < 6)
+                    break;
+                for (int k = 2; k < 6; k++)
+                    if (!is_hex(s->p[k]))
+                        return syn_fail(s, "bad \\u escape");
+                s->p += 6;
+                continue;
+            }
+            if (!strchr("\"\\/bfnrt", e) || e == 0)
+                return syn_fail(s, "bad escape in string");
+            s->p += 2;
+            continue;
+        }
+        s->p++;
+    }
+    return syn_fail(s, "unterminated string");
+}
+
+static int syn_number(syn *s)
+{
+    if (s->p < s->end && *s->p == '-')
+        s->p++;
+    if (s->p >= s->end)
+        return syn_fail(s, "truncated number");
+    if (*s->p == '0') {
+        s->p++;
+    } else if (is_digit(*s->p)) {
+        while (s->p < s->end && is_digit(*s->p))
+            s->p++;
+    } else {
+        return syn_fail(s, "bad number");
+    }
+    if (s->p < s->end && *s->p == '.') {
+        s->p++;
+        if (s->p >= s->end || !is_digit(*s->p))
+            return syn_fail(s, "bad number: digit expected after '.'");
+        while (s->p < s->end && is_digit(*s->p))
+            s->p++;
+    }
+    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+        s->p++;
+        if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
+            s->p++;
+        if (s->p >= s->end || !is_digit(*s->p))
+            return syn_fail(s, "bad number: digit expected in exponent");
+        while (s->p < s->end && is_digit(*s->p))
+            s->p++;
+    }
+    return 0;
+}
+
+static int syn_literal(syn *s, const char *word)
+{
+    size_t n = strlen(word);
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
+        return syn_fail(s, "unexpected character");
+    s->p += n;
+    return 0;
+}
+
+static int syn_value(syn *s, int depth);
+
+/* Object or array starting at its bracket; depth counts open containers. */
+static int syn_container(syn *s, int depth)
+{
+    unsigned char close = *s->p == '{' ? '}' : ']';
+    int is_obj = close == '}';
+    if (depth + 1 > JSON_MAX_DEPTH)
+        return syn_fail(s, "nesting too deep");
+    s->p++;
+    syn_ws(s);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        return 0;
+    }
+    for (;;) {
+        syn_ws(s);
+        if (is_obj) {
+            if (s->p >= s->end)
+                break;
+            if (*s->p != '"')
+                return syn_fail(s, "object key expected");
+            if (syn_string(s) != 0)
+                return -1;
+            syn_ws(s);
+            if (s->p >= s->end)
+                break;
+            if (*s->p != ':')
+                return syn_fail(s, "':' expected");
+            s->p++;
+        }
+        if (syn_value(s, depth + 1) != 0)
+            return -1;
+        syn_ws(s);
+        if (s->p >= s->end)
+            break;
+        if (*s->p == ',') {
+            s->p++;
+            continue;
+        }
+        if (*s->p == close) {
+            s->p++;
+            return 0;
+        }
+        return syn_fail(s, is_obj ? "',' or '}' expected" : "',' or ']' expected");
+    }
+    return syn_fail(s, "truncated JSON");
+}
+
+static int syn_value(syn *s, int depth)
+{
+    syn_ws(s);
+    if (s->p >= s->end)
+        return syn_fail(s, "truncated JSON");
+    switch (*s->p) {
+    case '{':
+    case '[':
+        return syn_container(s, depth);
+    case '"':
+        return syn_string(s);
+    case 't':
+        return syn_literal(s, "true");
+    case 'f':
+        return syn_literal(s, "false");
+    case 'n':
+        return syn_literal(s, "null");
+    default:
+        if (*s->p == '-' || is_digit(*s->p))
+            return syn_number(s);
+        return syn_fail(s, "unexpected character");
+    }
+}
+
+/* Returns 0 when buf is exactly one JSON value with optional surrounding
+ * whitespace, else -1 with s->what and s->p at the problem. */
+static int check_syntax(syn *s)
+{
+    syn_ws(s);
+    if (s->p >= s->end)
+        return syn_fail(s, s->p == s->start ? "empty payload" : "only whitespace");
+    if (syn_value(s, 0) != 0)
+        return -1;
+    syn_ws(s);
+    if (s->p < s->end)
+        return syn_fail(s, "trailing data after the JSON value");
+    return 0;
+}
+
+static const char *top_level_kind(unsigned char c)
+{
+    switch (c) {
+    case '[':
+        return "an array";
+    case '"':
+        return "a string";
+    case 't':
+    case 'f':
+        return "a boolean";
+    case 'n':
+        return "null";
+    default:
+        return "a number";
+    }
+}
+
+json_object *vigil_json_parse_object(const char *buf, size_t len, size_t max, vigil_error *err)
+{
+    if (len > max) {
+        vigil_error_set(err, VIGIL_REJECT_OVERSIZE, "payload of %zu bytes exceeds the limit of %zu",
+                        len, max);
+        return NULL;
+    }
+    if (len > (size_t)INT_MAX) { /* json_tokener_parse_ex takes an int */
+        vigil_error_set(err, VIGIL_REJECT_OVERSIZE, "payload of %zu bytes is too large", len);
+        return NULL;
+    }
+    if (len > 0 && !buf) {
+        vigil_error_set(err, VIGIL_REJECT_NOT_JSON, "no payload bytes");
+        return NULL;
+    }
+    if (len > 0) {
+        size_t bad = utf8_first_bad((const unsigned char *)buf, len);
+        if (bad != len) {
+            vigil_error_set(err, VIGIL_REJECT_UTF8, "invalid UTF-8 at byte %zu", bad);
+            return NULL;
+        }
+    }
+    const unsigned char *ubuf = (const unsigned char *)(buf ? buf : "");
+    syn s = {ubuf, ubuf + len, ubuf, NULL};
+    if (check_syntax(&s) != 0) {
+        vigil_error_set(err, VIGIL_REJECT_NOT_JSON, "%s at byte %zu", s.what,
+                        (size_t)(s.p - s.start));
+        return NULL;
+    }
+    /* Valid JSON: the first non-blank byte tells the top-level type. */
+    s.p = s.start;
+    syn_ws(&s);
+    if (*s.p != '{') {
+        vigil_error_set(err, VIGIL_REJECT_NOT_OBJECT, "top level is %s, expected an object",
+                        top_level_kind(*s.p));
+        return NULL;
+    }
+
+    struct json_tokener *tok = json_tokener_new_ex(JSON_MAX_DEPTH);
+    if (!tok) {
+        vigil_error_set(err, VIGIL_REJECT_NOT_JSON, "out of memory");
+        return NULL;
+    }
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    json_object *o = json_tokener_parse_ex(tok, buf, (int)len);
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    size_t end = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+    if (!o) {
+        if (jerr == json_tokener_continue)
+            vigil_error_set(err, VIGIL_REJECT_NOT_JSON, "truncated JSON at byte %zu", len);
+        else
+            vigil_error_set(err, VIGIL_REJECT_NOT_JSON, "%s at byte %zu",
+                            json_tokener_error_desc(jerr), end);
+        return NULL;
+    }
+    for (size_t i = end; i < len; i++) {
+        char c = buf[i];
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+            json_object_put(o);
+            vigil_error_set(err, VIGIL_REJECT_NOT_JSON, "trailing data after the JSON value at byte %zu", i);
+            return NULL;
+        }
+    }
+    if (!json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        vigil_error_set(err, VIGIL_REJECT_NOT_OBJECT, "top level is not an object");
+        return NULL;
+    }
+    return o;
+}
+
+/* ---- field getters -------------------------------------------------- */
+
+static const char *type_name(json_object *v)
+{
+    return json_type_to_name(json_object_get_type(v));
+}
+
+/* Looks a field up. Returns 1 (and may fill MISSING_FIELD) when it is absent
+ * or null, 0 with *v set when present. Required-and-absent yields -1. */
+static int field_get(json_object *o, const char *field, bool required, json_object **v,
+                     vigil_error *err)
+{
+    json_object *x = NULL;
+    if (!o || !field || !json_object_is_type(o, json_type_object) ||
+        !json_object_object_get_ex(o, field, &x) || x == NULL) {
+        if (required)
+            return vigil_error_set(err, VIGIL_REJECT_MISSING_FIELD, "missing required field '%s'",
+                                   field ? field : "(null)");
+        return 1;
+    }
+    *v = x;
+    return 0;
+}
+
+static int wrong_type(vigil_error *err, const char *field, const char *expected, json_object *v)
+{
+    return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE, "field '%s': expected %s, got %s", field,
+                           expected, type_name(v));
+}
+
+/* Quotes at most DETAIL_VALUE_BYTES of a value for a detail message, in the
+ * same escaped form as vigil_json_sample. */
+static void detail_value(const char *s, size_t n, char *out, size_t outlen)
+{
+    vigil_json_sample(s, n > DETAIL_VALUE_BYTES ? DETAIL_VALUE_BYTES : n, out, outlen);
+}
+
+/* Strings with an embedded NUL (from \u0000) are refused: every consumer
+ * treats them as C strings and would silently see a shorter value. */
+int vigil_json_string(json_object *o, const char *field, bool required, const char **out,
+                      vigil_error *err)
+{
+    json_object *v = NULL;
+    int r = field_get(o, field, required, &v, err);
+    if (r != 0)
+        return r;
+    if (!json_object_is_type(v, json_type_string))
+        return wrong_type(err, field, "string", v);
+    const char *s = json_object_get_string(v);
+    size_t n = (size_t)json_object_get_string_len(v);
+    if (strlen(s) != n)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field '%s': string contains NUL",
+                               field);
+    if (out)
+        *out = s;
+    return 0;
+}
+
+int vigil_json_id(json_object *o, const char *field, bool required, const char **out,
+                  vigil_error *err)
+{
+    const char *s = NULL;
+    int r = vigil_json_string(o, field, required, &s, err);
+    if (r != 0)
+        return r;
+    if (!vigil_id_valid(s, strlen(s))) {
+        char q[DETAIL_VALUE_BYTES * 5 + 1];
+        detail_value(s, strlen(s), q, sizeof q);
+        return vigil_error_set(err, VIGIL_REJECT_BAD_ID,
+                               "field '%s': '%s' is not a valid id (1-64 of A-Z a-z 0-9 . _ -)",
+                               field, q);
+    }
+    if (out)
+        *out = s;
+    return 0;
+}
+
+/* json-c clamps integers outside int64 and keeps values up to UINT64_MAX as
+ * unsigned; those and non-integral doubles are not accepted as int64. */
+int vigil_json_int64(json_object *o, const char *field, bool required, int64_t *out,
+                     vigil_error *err)
+{
+    json_object *v = NULL;
+    int r = field_get(o, field, required, &v, err);
+    if (r != 0)
+        return r;
+    int64_t x;
+    if (json_object_is_type(v, json_type_int)) {
+        x = json_object_get_int64(v);
+        if (x == INT64_MAX && json_object_get_uint64(v) > (uint64_t)INT64_MAX)
+            return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field '%s': integer out of range",
+                                   field);
+    } else if (json_object_is_type(v, json_type_double)) {
+        double d = json_object_get_double(v);
+        if (!isfinite(d) || d != floor(d))
+            return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE,
+                                   "field '%s': expected int, got double %g", field, d);
+        if (d < -9223372036854775808.0 || d >= 9223372036854775808.0)
+            return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field '%s': integer out of range",
+                                   field);
+        x = (int64_t)d;
+    } else {
+        return wrong_type(err, field, "int", v);
+    }
+    if (out)
+        *out = x;
+    return 0;
+}
+
+int vigil_json_double(json_object *o, const char *field, bool required, double *out,
+                      vigil_error *err)
+{
+    json_object *v = NULL;
+    int r = field_get(o, field, required, &v, err);
+    if (r != 0)
+        return r;
+    if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
+        return wrong_type(err, field, "number", v);
+    double d = json_object_get_double(v);
+    if (!isfinite(d)) /* 1e999 parses to infinity */
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field '%s': number out of range",
+                               field);
+    if (out)
+        *out = d;
+    return 0;
+}
+
+int vigil_json_bool(json_object *o, const char *field, bool required, bool *out,
+                    vigil_error *err)
+{
+    json_object *v = NULL;
+    int r = field_get(o, field, required, &v, err);
+    if (r != 0)
+        return r;
+    if (!json_object_is_type(v, json_type_boolean))
+        return wrong_type(err, field, "boolean", v);
+    if (out)
+        *out = json_object_get_boolean(v) ? true : false;
+    return 0;
+}
+
+int vigil_json_enum(json_object *o, const char *field, bool required,
+                    const char *const *allowed, int *out, vigil_error *err)
+{
+    const char *s = NULL;
+    int r = vigil_json_string(o, field, required, &s, err);
+    if (r != 0)
+        return r;
+    for (int i = 0; allowed && allowed[i]; i++) {
+        if (strcmp(s, allowed[i]) == 0) {
+            if (out)
+                *out = i;
+            return 0;
+        }
+    }
+    char list[120];
+    size_t used = 0;
+    list[0] = '\0';
+    for (int i = 0; allowed && allowed[i]; i++) {
+        int w = snprintf(list + used, sizeof list - used, "%s%s", i ? "|" : "", allowed[i]);
+        if (w < 0 || (size_t)w >= sizeof list - used)
+            break; /* a cut list still reads fine in a detail */
+        used += (size_t)w;
+    }
+    char q[DETAIL_VALUE_BYTES * 5 + 1];
+    detail_value(s, strlen(s), q, sizeof q);
+    return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field '%s': expected one of %s, got \"%s\"",
+                           field, list, q);
+}
+
+int vigil_json_array(json_object *o, const char *field, bool required, json_object **out,
+                     vigil_error *err)
+{
+    json_object *v = NULL;
+    int r = field_get(o, field, required, &v, err);
+    if (r != 0)
+        return r;
+    if (!json_object_is_type(v, json_type_array))
+        return wrong_type(err, field, "array", v);
+    if (out)
+        *out = v;
+    return 0;
+}
+
+int vigil_json_object(json_object *o, const char *field, bool required, json_object **out,
+                      vigil_error *err)
+{
+    json_object *v = NULL;
+    int r = field_get(o, field, required, &v, err);
+    if (r != 0)
+        return r;
+    if (!json_object_is_type(v, json_type_object))
+        return wrong_type(err, field, "object", v);
+    if (out)
+        *out = v;
+    return 0;
+}
+
+/* ---- output helpers ------------------------------------------------- */
+
+/* The result goes into a json-c string (which does the JSON escaping), so
+ * it must be valid UTF-8 without NUL and unambiguous: valid UTF-8 is copied,
+ * a backslash becomes "\\", and control characters and invalid bytes become
+ * the four characters \xNN. A multibyte character cut by the 200-byte window
+ * shows as \xNN bytes too. Escapes are never split at the end of out. */
+void vigil_json_sample(const char *buf, size_t len, char *out, size_t outlen)
+{
+    static const char HEX[] = "0123456789abcdef";
+    if (!out || outlen == 0)
+        return;
+    size_t o = 0;
+    out[0] = '\0';
+    if (!buf)
+        return;
+    const unsigned char *p = (const unsigned char *)buf;
+    size_t n = len < SAMPLE_BYTES ? len : SAMPLE_BYTES;
+    size_t i = 0;
+    while (i < n) {
+        char tmp[5];
+        const char *chunk = tmp;
+        size_t k; /* bytes to write */
+        size_t adv = 1;
+        unsigned char c = p[i];
+        if (c == '\\') {
+            tmp[0] = '\\';
+            tmp[1] = '\\';
+            k = 2;
+        } else if (c >= 0x20 && c < 0x7f) {
+            tmp[0] = (char)c;
+            k = 1;
+        } else {
+            size_t good = 0;
+            if (c >= 0x80) {
+                size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+                if (want <= n - i && vigil_utf8_valid((const char *)p + i, want))
+                    good = want;
+            }
+            if (good) {
+                chunk = (const char *)p + i;
+                k = good;
+                adv = good;
+            } else {
+                tmp[0] = '\\';
+                tmp[1] = 'x';
+                tmp[2] = HEX[c >> 4];
+                tmp[3] = HEX[c & 15];
+                k = 4;
+            }
+        }
+        if (k >= outlen - o)
+            break;
+        memcpy(out + o, chunk, k);
+        o += k;
+        i += adv;
+    }
+    out[o] = '\0';
+}
+
+char *vigil_json_dump(json_object *o)
+{
+    const char *s = json_object_to_json_string_ext(
+        o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    return s ? strdup(s) : NULL;
+}
+
+uint64_t vigil_hash64(const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+int vigil_shard_of(const char *key, int count)
+{
+    if (count <= 1 || !key)
+        return 0;
+    return (int)(vigil_hash64(key, strlen(key)) % (uint64_t)count);
+}
