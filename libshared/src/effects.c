@@ -1,0 +1,242 @@
+/* effects.c - the effect list a decision core fills for one input.
+ * See effects.h. Every string is copied, so a core may build its strings
+ * in stack buffers. */
+#include "vigil/effects.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vigil/json.h"
+
+void vigil_effects_init(vigil_effects *fx)
+{
+    memset(fx, 0, sizeof *fx);
+}
+
+static void snap_free(vigil_snapshot_op *op)
+{
+    free(op->hash);
+    free(op->field);
+    free(op->value_json);
+    free(op->topic);
+    free(op->envelope_json);
+    free(op->map_name);
+}
+
+void vigil_effects_free(vigil_effects *fx)
+{
+    if (!fx)
+        return;
+    free(fx->new_state);
+    for (size_t i = 0; i < fx->n_out; i++) {
+        free(fx->out[i].topic);
+        free(fx->out[i].payload);
+    }
+    free(fx->out);
+    for (size_t i = 0; i < fx->n_timers; i++)
+        free(fx->timers[i].name);
+    free(fx->timers);
+    for (size_t i = 0; i < fx->n_snaps; i++)
+        snap_free(&fx->snaps[i]);
+    free(fx->snaps);
+    vigil_effects_init(fx);
+}
+
+void vigil_effects_reset(vigil_effects *fx)
+{
+    vigil_effects_free(fx);
+}
+
+/* Makes room for one more element in a growable array (doubling), so the
+ * three arrays share one growth rule. */
+static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : 4;
+    void *p = realloc(*arr, ncap * elem);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+int vigil_fx_set_state(vigil_effects *fx, const char *state_json)
+{
+    char *copy = strdup(state_json ? state_json : "null");
+    if (!copy)
+        return -1;
+    free(fx->new_state);
+    fx->new_state = copy;
+    return 0;
+}
+
+/* The outbox stores "<flag><topic>\n<payload>", so a topic containing a
+ * newline could not be decoded again: refuse it here, at the source. */
+int vigil_fx_publish(vigil_effects *fx, const char *topic, const char *payload, bool retain)
+{
+    if (!topic || !*topic || strchr(topic, '\n'))
+        return -1;
+    if (grow((void **)&fx->out, &fx->cap_out, fx->n_out, sizeof *fx->out) != 0)
+        return -1;
+    vigil_outmsg m = { strdup(topic), strdup(payload ? payload : ""), retain };
+    if (!m.topic || !m.payload) {
+        free(m.topic);
+        free(m.payload);
+        return -1;
+    }
+    fx->out[fx->n_out++] = m;
+    return 0;
+}
+
+int vigil_fx_publish_json(vigil_effects *fx, const char *topic, json_object *obj, bool retain)
+{
+    char *text = vigil_json_dump(obj);
+    if (!text)
+        return -1;
+    int rc = vigil_fx_publish(fx, topic, text, retain);
+    free(text);
+    return rc;
+}
+
+/* Timer names end up in members "<key>|<name>" split at the last '|', so
+ * a name must not contain '|', and must fit vigil_timer_claim.name. */
+static int timer_op(vigil_effects *fx, const char *name, int64_t due_ms)
+{
+    if (!name || !*name || strchr(name, '|') || strlen(name) >= 64)
+        return -1;
+    if (grow((void **)&fx->timers, &fx->cap_timers, fx->n_timers, sizeof *fx->timers) != 0)
+        return -1;
+    char *copy = strdup(name);
+    if (!copy)
+        return -1;
+    fx->timers[fx->n_timers].name = copy;
+    fx->timers[fx->n_timers].due_ms = due_ms;
+    fx->n_timers++;
+    return 0;
+}
+
+int vigil_fx_timer_set(vigil_effects *fx, const char *name, int64_t due_ms)
+{
+    if (due_ms == VIGIL_TIMER_CANCEL)
+        return -1;
+    return timer_op(fx, name, due_ms);
+}
+
+int vigil_fx_timer_cancel(vigil_effects *fx, const char *name)
+{
+    return timer_op(fx, name, VIGIL_TIMER_CANCEL);
+}
+
+/* True when text is one strict JSON value (object only if want_object).
+ * The commit splices snapshot values into a retained payload verbatim, so
+ * a bad value would poison every later snapshot of the hash. */
+static bool json_valid(const char *text, bool want_object)
+{
+    struct json_tokener *tok = json_tokener_new();
+    if (!tok)
+        return false;
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    size_t len = strlen(text);
+    /* Passing the terminating NUL too ends a bare number ("1"), which
+     * json-c would otherwise report as "continue". */
+    json_object *o = json_tokener_parse_ex(tok, text, (int)len + 1);
+    bool ok = o && json_tokener_get_error(tok) == json_tokener_success &&
+              json_tokener_get_parse_end(tok) == len &&
+              (!want_object || json_object_is_type(o, json_type_object));
+    json_object_put(o);
+    json_tokener_free(tok);
+    return ok;
+}
+
+int vigil_fx_snapshot(vigil_effects *fx, const char *hash, const char *field,
+                      const char *value_json, const char *topic,
+                      const char *envelope_json, const char *map_name)
+{
+    if (!hash || !*hash || !field || !topic || !*topic || strchr(topic, '\n') || !map_name ||
+        !*map_name)
+        return -1;
+    if (!envelope_json)
+        envelope_json = "{}";
+    if (!json_valid(envelope_json, true) || (value_json && !json_valid(value_json, false)))
+        return -1;
+    if (grow((void **)&fx->snaps, &fx->cap_snaps, fx->n_snaps, sizeof *fx->snaps) != 0)
+        return -1;
+    vigil_snapshot_op op = {
+        .hash = strdup(hash),
+        .field = strdup(field),
+        .value_json = dup_or_null(value_json),
+        .topic = strdup(topic),
+        .envelope_json = strdup(envelope_json),
+        .map_name = strdup(map_name),
+    };
+    if (!op.hash || !op.field || (value_json && !op.value_json) || !op.topic ||
+        !op.envelope_json || !op.map_name) {
+        snap_free(&op);
+        return -1;
+    }
+    fx->snaps[fx->n_snaps++] = op;
+    return 0;
+}
+
+/* Ids must be deterministic (a redelivered input yields the same ids) and
+ * fit the caller's buffer. When the plain form is too long, a prefix is
+ * kept for readability and "~" + the FNV-1a hash of the full id keeps two
+ * long ids with the same prefix apart. */
+void vigil_event_id(char *out, size_t outlen, const char *input_id, const char *key, int n)
+{
+    if (!out || outlen == 0)
+        return;
+    if (!input_id)
+        input_id = "";
+    if (!key)
+        key = "";
+    int need = snprintf(NULL, 0, "%s/%s/%d", input_id, key, n);
+    if (need < 0) {
+        out[0] = '\0';
+        return;
+    }
+    if ((size_t)need < outlen) {
+        snprintf(out, outlen, "%s/%s/%d", input_id, key, n);
+        return;
+    }
+    /* Input and event ids are at most 128 bytes and keys as long, so the
+     * stack buffer is the normal case. */
+    char stackbuf[512];
+    char *full = (size_t)need < sizeof stackbuf ? stackbuf : malloc((size_t)need + 1);
+    uint64_t h;
+    if (full) {
+        snprintf(full, (size_t)need + 1, "%s/%s/%d", input_id, key, n);
+        h = vigil_hash64(full, (size_t)need);
+    } else {
+        /* Out of memory with a huge id: hash the parts instead (still
+         * deterministic for this input, though not equal to the above). */
+        char num[16];
+        snprintf(num, sizeof num, "/%d", n);
+        h = vigil_hash64(input_id, strlen(input_id)) ^
+            (vigil_hash64(key, strlen(key)) * 31u) ^ vigil_hash64(num, strlen(num));
+    }
+    char suffix[18];
+    snprintf(suffix, sizeof suffix, "~%016" PRIx64, h);
+    size_t room = outlen - 1;
+    if (room < 17) { /* tiny buffer: as much of the hash as fits */
+        memcpy(out, suffix + 1, room);
+        out[room] = '\0';
+    } else {
+        /* need > room, so this writes exactly the first `keep` chars. */
+        size_t keep = room - 17;
+        snprintf(out, keep + 1, "%s/%s/%d", input_id, key, n);
+        memcpy(out + keep, suffix, 17);
+        out[room] = '\0';
+    }
+    if (full != stackbuf)
+        free(full);
+}

@@ -1,0 +1,427 @@
+/* redis.c - one hiredis connection that reconnects, scripts by SHA,
+ * pipelining. See redis.h for the contract. */
+#include "vigil/redis.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "vigil/log.h"
+#include "vigil/metrics.h"
+
+#define ERRORS_METRIC "vigil_redis_errors_total"
+#define ERRORS_HELP "Redis connection and I/O errors (failed connects, dropped connections)."
+#define RECONNECTS_METRIC "vigil_redis_reconnects_total"
+#define RECONNECTS_HELP "Successful Redis connects after the first one."
+
+struct vigil_redis {
+    vigil_redis_addr addr;
+    int timeout_ms;
+    redisContext *c;
+    bool ever_connected;
+    /* true once a failure has been logged; cleared by the next successful
+     * connect, so an outage logs one line, not one per retry. */
+    bool down_logged;
+    int pending; /* pipelined commands whose replies are not read yet */
+    char err[256];
+};
+
+/* ---- URL parsing ------------------------------------------------------- */
+
+static int hexval(int ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* Copies src[0..n) into out, decoding %XX escapes: a password containing
+ * '@', ':' or '/' can only be written percent-encoded in a URL. */
+static int pct_decode(const char *src, size_t n, char *out, size_t outlen)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        int ch = (unsigned char)src[i];
+        if (ch == '%') {
+            if (i + 2 >= n)
+                return -1;
+            int hi = hexval((unsigned char)src[i + 1]);
+            int lo = hexval((unsigned char)src[i + 2]);
+            if (hi < 0 || lo < 0)
+                return -1;
+            ch = hi * 16 + lo;
+            i += 2;
+        }
+        if (ch == 0 || o + 1 >= outlen)
+            return -1;
+        out[o++] = (char)ch;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+/* Parses a decimal number of at most 9 digits in s[0..n); -1 if empty or
+ * not all digits. */
+static long parse_digits(const char *s, size_t n)
+{
+    if (n == 0 || n > 9)
+        return -1;
+    long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)s[i]))
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+int vigil_redis_url_parse(const char *url, vigil_redis_addr *out, char *err, size_t errlen)
+{
+    static const char scheme[] = "redis://";
+    vigil_redis_addr a;
+    memset(&a, 0, sizeof a);
+    a.port = 6379;
+    a.db = 0;
+
+    if (err && errlen)
+        err[0] = '\0';
+    if (!url || strncmp(url, scheme, sizeof scheme - 1) != 0) {
+        snprintf(err, errlen, "redis url must start with redis:// (got '%.40s')",
+                 url ? url : "(null)");
+        return -1;
+    }
+    const char *p = url + sizeof scheme - 1;
+    /* The db path never contains '@', so the last '@' ends the user info
+     * even if the (unencoded) password contains one. */
+    const char *at = strrchr(p, '@');
+    if (at) {
+        const char *colon = memchr(p, ':', (size_t)(at - p));
+        if (colon) { /* [user]:password; the user name is ignored */
+            if (pct_decode(colon + 1, (size_t)(at - colon - 1), a.password,
+                           sizeof a.password) != 0) {
+                snprintf(err, errlen, "redis url: bad or too long password");
+                return -1;
+            }
+        }
+        p = at + 1;
+    }
+    const char *slash = strchr(p, '/');
+    const char *hend = slash ? slash : p + strlen(p);
+    const char *host = p, *hostend, *portp = NULL;
+    if (*host == '[') { /* [IPv6]:port */
+        const char *rb = memchr(host, ']', (size_t)(hend - host));
+        if (!rb) {
+            snprintf(err, errlen, "redis url: unterminated '[' in host");
+            return -1;
+        }
+        host++;
+        hostend = rb;
+        if (rb + 1 < hend) {
+            if (rb[1] != ':') {
+                snprintf(err, errlen, "redis url: garbage after ']'");
+                return -1;
+            }
+            portp = rb + 2;
+        }
+    } else {
+        const char *colon = memchr(host, ':', (size_t)(hend - host));
+        hostend = colon ? colon : hend;
+        if (colon)
+            portp = colon + 1;
+    }
+    size_t hlen = (size_t)(hostend - host);
+    if (hlen == 0 || hlen >= sizeof a.host) {
+        snprintf(err, errlen, "redis url: %s host", hlen ? "too long" : "missing");
+        return -1;
+    }
+    memcpy(a.host, host, hlen);
+    a.host[hlen] = '\0';
+    if (portp) {
+        long port = parse_digits(portp, (size_t)(hend - portp));
+        if (port < 1 || port > 65535) {
+            snprintf(err, errlen, "redis url: bad port '%.*s'", (int)(hend - portp), portp);
+            return -1;
+        }
+        a.port = (int)port;
+    }
+    if (slash && slash[1] != '\0') {
+        long db = parse_digits(slash + 1, strlen(slash + 1));
+        if (db < 0) {
+            snprintf(err, errlen, "redis url: bad db '%.20s'", slash + 1);
+            return -1;
+        }
+        a.db = (int)db;
+    }
+    *out = a;
+    return 0;
+}
+
+/* ---- connection -------------------------------------------------------- */
+
+vigil_redis *vigil_redis_new(const vigil_redis_addr *addr, int timeout_ms)
+{
+    vigil_redis *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->addr = *addr;
+    r->timeout_ms = timeout_ms > 0 ? timeout_ms : 2000;
+    return r;
+}
+
+void vigil_redis_free(vigil_redis *r)
+{
+    if (!r)
+        return;
+    if (r->c)
+        redisFree(r->c);
+    free(r);
+}
+
+/* Records an error: keeps the text, counts it, logs the first one of an
+ * outage and drops the context (hiredis cannot reuse it after an error). */
+static void fail(vigil_redis *r, const char *what, const char *detail)
+{
+    snprintf(r->err, sizeof r->err, "%s: %s", what, detail && *detail ? detail : "unknown error");
+    vigil_counter_add(ERRORS_METRIC, ERRORS_HELP, NULL, 1);
+    if (!r->down_logged) {
+        vigil_log(VIGIL_LOG_WARN, "redis %s:%d: %s", r->addr.host, r->addr.port, r->err);
+        r->down_logged = true;
+    }
+    if (r->c) {
+        redisFree(r->c);
+        r->c = NULL;
+    }
+    r->pending = 0;
+}
+
+/* Context errors carry the text; a NULL reply without one is still a
+ * failure of the connection. */
+static void fail_ctx(vigil_redis *r, const char *what)
+{
+    char detail[160];
+    if (r->c && r->c->err)
+        snprintf(detail, sizeof detail, "%s", r->c->errstr);
+    else
+        snprintf(detail, sizeof detail, "no reply");
+    fail(r, what, detail);
+}
+
+static struct timeval ms_to_tv(int ms)
+{
+    struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+    return tv;
+}
+
+/* Sends a setup command (AUTH/SELECT) on the fresh context; any error
+ * reply or I/O failure makes the whole connect fail. */
+static bool setup_cmd(vigil_redis *r, const char *what, int argc, const char **argv)
+{
+    redisReply *rep = redisCommandArgv(r->c, argc, argv, NULL);
+    if (!rep) {
+        fail_ctx(r, what);
+        return false;
+    }
+    if (rep->type == REDIS_REPLY_ERROR) {
+        char detail[160];
+        snprintf(detail, sizeof detail, "%s", rep->str ? rep->str : "error reply");
+        freeReplyObject(rep);
+        fail(r, what, detail);
+        return false;
+    }
+    freeReplyObject(rep);
+    return true;
+}
+
+bool vigil_redis_ensure(vigil_redis *r)
+{
+    if (r->c)
+        return true;
+    r->pending = 0;
+    r->c = redisConnectWithTimeout(r->addr.host, r->addr.port, ms_to_tv(r->timeout_ms));
+    if (!r->c) {
+        fail(r, "connect", "out of memory");
+        return false;
+    }
+    if (r->c->err) {
+        fail_ctx(r, "connect");
+        return false;
+    }
+    if (redisSetTimeout(r->c, ms_to_tv(r->timeout_ms)) != REDIS_OK) {
+        fail_ctx(r, "set timeout");
+        return false;
+    }
+    if (r->addr.password[0]) {
+        const char *argv[] = { "AUTH", r->addr.password };
+        if (!setup_cmd(r, "AUTH", 2, argv))
+            return false;
+    }
+    if (r->addr.db != 0) {
+        char db[16];
+        snprintf(db, sizeof db, "%d", r->addr.db);
+        const char *argv[] = { "SELECT", db };
+        if (!setup_cmd(r, "SELECT", 2, argv))
+            return false;
+    }
+    if (r->ever_connected) {
+        vigil_counter_add(RECONNECTS_METRIC, RECONNECTS_HELP, NULL, 1);
+        vigil_log(VIGIL_LOG_INFO, "redis %s:%d: reconnected", r->addr.host, r->addr.port);
+    }
+    r->ever_connected = true;
+    r->down_logged = false;
+    r->err[0] = '\0';
+    return true;
+}
+
+bool vigil_redis_connected(const vigil_redis *r)
+{
+    return r->c != NULL;
+}
+
+const char *vigil_redis_last_error(const vigil_redis *r)
+{
+    return r->err;
+}
+
+/* A plain command issued while pipelined replies are still unread would
+ * read one of those instead of its own: discard them first. */
+static bool drain_pending(vigil_redis *r)
+{
+    while (r->c && r->pending > 0) {
+        void *rep = NULL;
+        if (redisGetReply(r->c, &rep) != REDIS_OK || !rep) {
+            fail_ctx(r, "pipeline drain");
+            return false;
+        }
+        freeReplyObject(rep);
+        r->pending--;
+    }
+    return r->c != NULL;
+}
+
+redisReply *vigil_redis_command(vigil_redis *r, const char *fmt, ...)
+{
+    if (!vigil_redis_ensure(r) || !drain_pending(r))
+        return NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *rep = redisvCommand(r->c, fmt, ap);
+    va_end(ap);
+    if (!rep)
+        fail_ctx(r, "command");
+    return rep;
+}
+
+redisReply *vigil_redis_commandv(vigil_redis *r, int argc, const char **argv,
+                                 const size_t *argvlen)
+{
+    if (!vigil_redis_ensure(r) || !drain_pending(r))
+        return NULL;
+    redisReply *rep = redisCommandArgv(r->c, argc, argv, argvlen);
+    if (!rep)
+        fail_ctx(r, "command");
+    return rep;
+}
+
+int vigil_redis_append(vigil_redis *r, int argc, const char **argv, const size_t *argvlen)
+{
+    if (!vigil_redis_ensure(r))
+        return -1;
+    if (redisAppendCommandArgv(r->c, argc, argv, argvlen) != REDIS_OK) {
+        fail_ctx(r, "append");
+        return -1;
+    }
+    r->pending++;
+    return 0;
+}
+
+redisReply *vigil_redis_pipeline_get(vigil_redis *r)
+{
+    if (!r->c || r->pending <= 0) {
+        snprintf(r->err, sizeof r->err, "pipeline: no pending reply");
+        return NULL;
+    }
+    void *rep = NULL;
+    if (redisGetReply(r->c, &rep) != REDIS_OK || !rep) {
+        fail_ctx(r, "pipeline");
+        return NULL;
+    }
+    r->pending--;
+    return rep;
+}
+
+/* ---- scripts ----------------------------------------------------------- */
+
+/* SCRIPT LOAD stores the script's SHA1 in s->sha. Returns false on any
+ * failure (an error reply is not a connection failure: the script does
+ * not compile; r->err says why). */
+static bool script_load(vigil_redis *r, vigil_script *s)
+{
+    const char *argv[] = { "SCRIPT", "LOAD", s->source };
+    redisReply *rep = vigil_redis_commandv(r, 3, argv, NULL);
+    if (!rep)
+        return false;
+    bool ok = rep->type == REDIS_REPLY_STRING && rep->len == 40;
+    if (ok) {
+        memcpy(s->sha, rep->str, 40);
+        s->sha[40] = '\0';
+    } else {
+        snprintf(r->err, sizeof r->err, "SCRIPT LOAD: %s",
+                 rep->type == REDIS_REPLY_ERROR && rep->str ? rep->str : "unexpected reply");
+        vigil_log(VIGIL_LOG_ERROR, "redis %s", r->err);
+    }
+    freeReplyObject(rep);
+    return ok;
+}
+
+redisReply *vigil_redis_eval(vigil_redis *r, vigil_script *s, int nkeys, int argc,
+                             const char **argv, const size_t *argvlen)
+{
+    redisReply *rep = NULL;
+    int n = argc + 3;
+    const char **av = malloc((size_t)n * sizeof *av);
+    size_t *al = malloc((size_t)n * sizeof *al);
+    char nk[16];
+    if (!av || !al) {
+        snprintf(r->err, sizeof r->err, "eval: out of memory");
+        goto cleanup;
+    }
+    snprintf(nk, sizeof nk, "%d", nkeys);
+    av[0] = "EVALSHA";
+    al[0] = 7;
+    av[2] = nk;
+    al[2] = strlen(nk);
+    for (int i = 0; i < argc; i++) {
+        av[3 + i] = argv[i];
+        al[3 + i] = argvlen ? argvlen[i] : strlen(argv[i]);
+    }
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (s->sha[0] == '\0' && !script_load(r, s))
+            goto cleanup;
+        av[1] = s->sha;
+        al[1] = 40;
+        rep = vigil_redis_commandv(r, n, av, al);
+        if (!rep)
+            goto cleanup;
+        /* Redis forgets scripts on restart and SCRIPT FLUSH: load again. */
+        if (attempt == 0 && rep->type == REDIS_REPLY_ERROR && rep->str &&
+            strncmp(rep->str, "NOSCRIPT", 8) == 0) {
+            freeReplyObject(rep);
+            rep = NULL;
+            s->sha[0] = '\0';
+            continue;
+        }
+        break;
+    }
+cleanup:
+    free(av);
+    free(al);
+    return rep;
+}

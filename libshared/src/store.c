@@ -1,0 +1,481 @@
+/* store.c - versioned state records committed atomically with the processed
+ * input id, the outbox, timer changes and snapshot updates (one EVALSHA).
+ * Key layout and semantics: store.h. The scripts: store_lua.h. */
+#include "vigil/store.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "store_lua.h"
+#include "vigil/log.h"
+
+#define DEDUPE_KEEP_DEFAULT 10000
+
+vigil_store *vigil_store_new(vigil_redis *r, const vigil_store_config *cfg)
+{
+    vigil_store *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    const char *prefix = cfg && cfg->prefix ? cfg->prefix : "vigil:";
+    const char *service = cfg && cfg->service ? cfg->service : "";
+    s->r = r;
+    s->shard_index = cfg ? cfg->shard_index : 0;
+    s->dedupe_keep = cfg && cfg->dedupe_keep > 0 ? cfg->dedupe_keep : DEDUPE_KEEP_DEFAULT;
+    int n = snprintf(s->base, sizeof s->base, "%s%s:", prefix, service);
+    if (n < 0 || (size_t)n >= sizeof s->base) {
+        free(s);
+        return NULL;
+    }
+    snprintf(s->outbox_key, sizeof s->outbox_key, "%soutbox:%d", s->base, s->shard_index);
+    snprintf(s->timers_key, sizeof s->timers_key, "%stimers:%d", s->base, s->shard_index);
+    s->commit = (vigil_script)VIGIL_SCRIPT(VIGIL_LUA_COMMIT);
+    s->del = (vigil_script)VIGIL_SCRIPT(VIGIL_LUA_DELETE);
+    s->claim = (vigil_script)VIGIL_SCRIPT(VIGIL_LUA_CLAIM);
+    return s;
+}
+
+void vigil_store_free(vigil_store *s)
+{
+    free(s);
+}
+
+/* kind "outbox"/"timers": the shard's list/set (key ignored); kind NULL or
+ * "": P S ":" key (a snapshot hash); any other kind: P S ":" kind ":" key. */
+void vigil_store_key(const vigil_store *s, const char *kind, const char *key, char *out,
+                     size_t outlen)
+{
+    if (!out || outlen == 0)
+        return;
+    if (kind && strcmp(kind, "outbox") == 0)
+        snprintf(out, outlen, "%s", s->outbox_key);
+    else if (kind && strcmp(kind, "timers") == 0)
+        snprintf(out, outlen, "%s", s->timers_key);
+    else if (!kind || !*kind)
+        snprintf(out, outlen, "%s%s", s->base, key ? key : "");
+    else
+        snprintf(out, outlen, "%s%s:%s", s->base, kind, key ? key : "");
+}
+
+/* malloc'd printf; NULL on failure. Used for keys and arguments whose
+ * length is not bounded by the header's buffers. */
+static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return NULL;
+    char *p = malloc((size_t)n + 1);
+    if (!p)
+        return NULL;
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+static char *dup_reply_str(const redisReply *rep)
+{
+    char *p = malloc(rep->len + 1);
+    if (!p)
+        return NULL;
+    memcpy(p, rep->str, rep->len);
+    p[rep->len] = '\0';
+    return p;
+}
+
+static bool is_str(const redisReply *rep)
+{
+    return rep && (rep->type == REDIS_REPLY_STRING || rep->type == REDIS_REPLY_STATUS);
+}
+
+/* A version as stored ("17") or as returned by the script. */
+static int64_t reply_int64(const redisReply *rep)
+{
+    if (!rep)
+        return 0;
+    if (rep->type == REDIS_REPLY_INTEGER)
+        return rep->integer;
+    if (is_str(rep))
+        return strtoll(rep->str, NULL, 10);
+    return 0;
+}
+
+int vigil_store_load(vigil_store *s, const char *key, const char *input_id, int *seen,
+                     int64_t *version, char **state)
+{
+    int rc = -1;
+    redisReply *hm = NULL, *zs = NULL;
+    char *skey = xprintf("%sstate:%s", s->base, key);
+    char *ikey = xprintf("%sids:%s", s->base, key);
+    *version = 0;
+    *state = NULL;
+    if (seen)
+        *seen = 0;
+    if (!skey || !ikey)
+        goto cleanup;
+    const char *a1[] = { "HMGET", skey, "v", "s" };
+    if (vigil_redis_append(s->r, 4, a1, NULL) != 0)
+        goto cleanup;
+    if (input_id) {
+        const char *a2[] = { "ZSCORE", ikey, input_id };
+        if (vigil_redis_append(s->r, 3, a2, NULL) != 0)
+            goto cleanup;
+    }
+    hm = vigil_redis_pipeline_get(s->r);
+    if (!hm)
+        goto cleanup;
+    if (input_id) {
+        zs = vigil_redis_pipeline_get(s->r);
+        if (!zs || zs->type == REDIS_REPLY_ERROR)
+            goto cleanup;
+        if (seen)
+            *seen = zs->type != REDIS_REPLY_NIL;
+    }
+    if (hm->type != REDIS_REPLY_ARRAY || hm->elements != 2) {
+        vigil_log(VIGIL_LOG_ERROR, "store load %s: unexpected HMGET reply (%s)", key,
+                  hm->type == REDIS_REPLY_ERROR ? hm->str : "type");
+        goto cleanup;
+    }
+    if (is_str(hm->element[1])) {
+        *state = dup_reply_str(hm->element[1]);
+        if (!*state)
+            goto cleanup;
+        *version = reply_int64(hm->element[0]);
+    }
+    rc = 0;
+cleanup:
+    if (hm)
+        freeReplyObject(hm);
+    if (zs)
+        freeReplyObject(zs);
+    free(skey);
+    free(ikey);
+    return rc;
+}
+
+/* Everything the commit script needs as argument strings. The arrays are
+ * sized once; `owned` collects what was allocated here. */
+typedef struct commit_args {
+    const char **argv;
+    size_t *argvlen;
+    int argc;
+    char **owned;
+    int n_owned;
+} commit_args;
+
+static const char *own(commit_args *a, char *p)
+{
+    if (p)
+        a->owned[a->n_owned++] = p;
+    return p;
+}
+
+static int push(commit_args *a, const char *p, size_t len)
+{
+    if (!p)
+        return -1;
+    a->argv[a->argc] = p;
+    a->argvlen[a->argc] = len;
+    a->argc++;
+    return 0;
+}
+
+static int push_str(commit_args *a, const char *p)
+{
+    return push(a, p, p ? strlen(p) : 0);
+}
+
+static int push_owned(commit_args *a, char *p)
+{
+    return push_str(a, own(a, p));
+}
+
+/* The envelope as the script splices it: a compact JSON object without
+ * map_name and "ts" (the script appends both, and a second copy of a key
+ * would make the payload ambiguous), exactly "{}" when nothing is left. */
+static char *normalize_envelope(const char *envelope_json, const char *map_name)
+{
+    json_object *env = json_tokener_parse(envelope_json ? envelope_json : "{}");
+    char *out = NULL;
+    if (!env || !json_object_is_type(env, json_type_object))
+        goto cleanup;
+    json_object_object_del(env, map_name);
+    json_object_object_del(env, "ts");
+    if (json_object_object_length(env) == 0)
+        out = strdup("{}");
+    else
+        out = strdup(json_object_to_json_string_ext(
+            env, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+cleanup:
+    json_object_put(env);
+    return out;
+}
+
+static char *json_quote(const char *s)
+{
+    json_object *o = json_object_new_string(s);
+    if (!o)
+        return NULL;
+    char *out = strdup(json_object_to_json_string_ext(
+        o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(o);
+    return out;
+}
+
+/* Builds KEYS and ARGV of VIGIL_LUA_COMMIT:
+ *   KEYS  state, ids, outbox, timers, then one snapshot hash per snapshot op
+ *   ARGV  1 expected version, 2 input id or "", 3 now, 4 "1"/"0" new state,
+ *         5 state JSON, 6 dedupe_keep, 7 leased member or "", 8 leased score,
+ *         9 n_timers, 10 n_out, 11 n_snaps, then per timer (member, due or ""
+ *         to cancel), per output the outbox entry, per snapshot (field,
+ *         "s"/"d", value, topic, normalized envelope, JSON-quoted map name). */
+static int build_commit_args(vigil_store *s, const vigil_commit *c, commit_args *a)
+{
+    const vigil_effects *fx = c->fx;
+    size_t nt = fx ? fx->n_timers : 0, no = fx ? fx->n_out : 0, ns = fx ? fx->n_snaps : 0;
+    size_t total = 4 + ns + 11 + 2 * nt + no + 6 * ns;
+    a->argv = calloc(total, sizeof *a->argv);
+    a->argvlen = calloc(total, sizeof *a->argvlen);
+    a->owned = calloc(total, sizeof *a->owned);
+    if (!a->argv || !a->argvlen || !a->owned)
+        return -1;
+
+    int rc = 0;
+    rc |= push_owned(a, xprintf("%sstate:%s", s->base, c->key));
+    rc |= push_owned(a, xprintf("%sids:%s", s->base, c->key));
+    rc |= push_str(a, s->outbox_key);
+    rc |= push_str(a, s->timers_key);
+    for (size_t j = 0; j < ns; j++)
+        rc |= push_owned(a, xprintf("%s%s", s->base, fx->snaps[j].hash));
+
+    rc |= push_owned(a, xprintf("%" PRId64, c->expected_version));
+    rc |= push_str(a, c->input_id ? c->input_id : "");
+    rc |= push_owned(a, xprintf("%" PRId64, c->now_ms));
+    rc |= push_str(a, fx && fx->new_state ? "1" : "0");
+    rc |= push_str(a, fx && fx->new_state ? fx->new_state : "");
+    rc |= push_owned(a, xprintf("%d", s->dedupe_keep));
+    rc |= push_str(a, c->leased_timer ? c->leased_timer : "");
+    rc |= push_owned(a, xprintf("%" PRId64, c->leased_score));
+    rc |= push_owned(a, xprintf("%zu", nt));
+    rc |= push_owned(a, xprintf("%zu", no));
+    rc |= push_owned(a, xprintf("%zu", ns));
+    for (size_t j = 0; j < nt && rc == 0; j++) {
+        const vigil_timer_op *t = &fx->timers[j];
+        rc |= push_owned(a, xprintf("%s|%s", c->key, t->name));
+        if (t->due_ms == VIGIL_TIMER_CANCEL)
+            rc |= push_str(a, "");
+        else
+            rc |= push_owned(a, xprintf("%" PRId64, t->due_ms));
+    }
+    for (size_t j = 0; j < no && rc == 0; j++) {
+        const vigil_outmsg *m = &fx->out[j];
+        size_t tl = strlen(m->topic), pl = strlen(m->payload);
+        char *e = malloc(1 + tl + 1 + pl + 1);
+        if (e) {
+            e[0] = m->retain ? '1' : '0';
+            memcpy(e + 1, m->topic, tl);
+            e[1 + tl] = '\n';
+            memcpy(e + 2 + tl, m->payload, pl + 1);
+        }
+        rc |= push(a, own(a, e), 2 + tl + pl);
+    }
+    for (size_t j = 0; j < ns && rc == 0; j++) {
+        const vigil_snapshot_op *op = &fx->snaps[j];
+        rc |= push_str(a, op->field);
+        rc |= push_str(a, op->value_json ? "s" : "d");
+        rc |= push_str(a, op->value_json ? op->value_json : "");
+        rc |= push_str(a, op->topic);
+        rc |= push_owned(a, normalize_envelope(op->envelope_json, op->map_name));
+        rc |= push_owned(a, json_quote(op->map_name));
+    }
+    return rc == 0 ? 0 : -1;
+}
+
+vigil_commit_result vigil_store_commit(vigil_store *s, const vigil_commit *c,
+                                       int64_t *new_version, char **cur_state)
+{
+    vigil_commit_result res = VIGIL_COMMIT_ERROR;
+    commit_args a = { 0 };
+    redisReply *rep = NULL;
+    if (cur_state)
+        *cur_state = NULL;
+    if (!c || !c->key || !*c->key) {
+        vigil_log(VIGIL_LOG_ERROR, "store commit: no key");
+        goto cleanup;
+    }
+    if (build_commit_args(s, c, &a) != 0) {
+        vigil_log(VIGIL_LOG_ERROR, "store commit %s: cannot build arguments", c->key);
+        goto cleanup;
+    }
+    int nkeys = 4 + (int)(c->fx ? c->fx->n_snaps : 0);
+    rep = vigil_redis_eval(s->r, &s->commit, nkeys, a.argc, a.argv, a.argvlen);
+    if (!rep)
+        goto cleanup;
+    if (rep->type == REDIS_REPLY_ERROR) {
+        vigil_log(VIGIL_LOG_ERROR, "store commit %s: %s", c->key, rep->str);
+        goto cleanup;
+    }
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || !is_str(rep->element[0])) {
+        vigil_log(VIGIL_LOG_ERROR, "store commit %s: unexpected reply", c->key);
+        goto cleanup;
+    }
+    const char *status = rep->element[0]->str;
+    if (strcmp(status, "DUPLICATE") == 0) {
+        res = VIGIL_COMMIT_DUPLICATE;
+    } else if (strcmp(status, "OK") == 0 && rep->elements >= 2) {
+        if (new_version)
+            *new_version = reply_int64(rep->element[1]);
+        res = VIGIL_COMMIT_OK;
+    } else if (strcmp(status, "CONFLICT") == 0 && rep->elements >= 2) {
+        if (new_version)
+            *new_version = reply_int64(rep->element[1]);
+        if (cur_state && rep->elements >= 3 && is_str(rep->element[2])) {
+            *cur_state = dup_reply_str(rep->element[2]);
+            if (!*cur_state)
+                goto cleanup; /* res stays ERROR: the caller retries */
+        }
+        res = VIGIL_COMMIT_CONFLICT;
+    } else {
+        vigil_log(VIGIL_LOG_ERROR, "store commit %s: unexpected status %s", c->key, status);
+    }
+cleanup:
+    if (rep)
+        freeReplyObject(rep);
+    for (int i = 0; i < a.n_owned; i++)
+        free(a.owned[i]);
+    free(a.owned);
+    free(a.argv);
+    free(a.argvlen);
+    return res;
+}
+
+int vigil_store_delete(vigil_store *s, const char *key)
+{
+    int rc = -1;
+    redisReply *rep = NULL;
+    char *skey = xprintf("%sstate:%s", s->base, key);
+    char *ikey = xprintf("%sids:%s", s->base, key);
+    char *prefix = xprintf("%s|", key);
+    if (!skey || !ikey || !prefix)
+        goto cleanup;
+    const char *argv[] = { skey, ikey, s->timers_key, prefix };
+    rep = vigil_redis_eval(s->r, &s->del, 3, 4, argv, NULL);
+    if (!rep)
+        goto cleanup;
+    if (rep->type == REDIS_REPLY_ERROR) {
+        vigil_log(VIGIL_LOG_ERROR, "store delete %s: %s", key, rep->str);
+        goto cleanup;
+    }
+    rc = 0;
+cleanup:
+    if (rep)
+        freeReplyObject(rep);
+    free(skey);
+    free(ikey);
+    free(prefix);
+    return rc;
+}
+
+/* Decodes "<0|1><topic>\n<payload>". An entry not in that form (written by
+ * hand?) comes back with an empty topic and the raw text as payload, so
+ * the count still matches the list and trim stays aligned: the publisher
+ * must skip it. */
+static int decode_entry(const redisReply *rep, vigil_outmsg *m)
+{
+    const char *p = rep->str;
+    size_t len = rep->len;
+    const char *nl = len > 0 ? memchr(p, '\n', len) : NULL;
+    memset(m, 0, sizeof *m);
+    if (!nl || (p[0] != '0' && p[0] != '1') || nl == p + 1) {
+        vigil_log(VIGIL_LOG_WARN, "outbox: malformed entry (%zu bytes)", len);
+        m->topic = strdup("");
+        m->payload = dup_reply_str(rep);
+    } else {
+        size_t tl = (size_t)(nl - p - 1);
+        m->retain = p[0] == '1';
+        m->topic = malloc(tl + 1);
+        if (m->topic) {
+            memcpy(m->topic, p + 1, tl);
+            m->topic[tl] = '\0';
+        }
+        size_t pl = len - tl - 2;
+        m->payload = malloc(pl + 1);
+        if (m->payload) {
+            memcpy(m->payload, nl + 1, pl);
+            m->payload[pl] = '\0';
+        }
+    }
+    if (!m->topic || !m->payload) {
+        free(m->topic);
+        free(m->payload);
+        m->topic = m->payload = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int vigil_store_outbox_peek(vigil_store *s, int max, vigil_outmsg *out)
+{
+    if (max <= 0)
+        return 0;
+    int n = 0;
+    char stop[16];
+    snprintf(stop, sizeof stop, "%d", max - 1);
+    const char *argv[] = { "LRANGE", s->outbox_key, "0", stop };
+    redisReply *rep = vigil_redis_commandv(s->r, 4, argv, NULL);
+    if (!rep)
+        return -1;
+    if (rep->type != REDIS_REPLY_ARRAY) {
+        vigil_log(VIGIL_LOG_ERROR, "outbox peek: %s",
+                  rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+        n = -1;
+        goto cleanup;
+    }
+    for (size_t i = 0; i < rep->elements && n < max; i++) {
+        if (!is_str(rep->element[i]) || decode_entry(rep->element[i], &out[n]) != 0) {
+            vigil_outbox_entries_free(out, n);
+            n = -1;
+            goto cleanup;
+        }
+        n++;
+    }
+cleanup:
+    freeReplyObject(rep);
+    return n;
+}
+
+int vigil_store_outbox_trim(vigil_store *s, int n)
+{
+    if (n <= 0)
+        return 0;
+    char start[16];
+    snprintf(start, sizeof start, "%d", n);
+    const char *argv[] = { "LTRIM", s->outbox_key, start, "-1" };
+    redisReply *rep = vigil_redis_commandv(s->r, 4, argv, NULL);
+    if (!rep)
+        return -1;
+    int rc = rep->type == REDIS_REPLY_ERROR ? -1 : 0;
+    if (rc != 0)
+        vigil_log(VIGIL_LOG_ERROR, "outbox trim: %s", rep->str);
+    freeReplyObject(rep);
+    return rc;
+}
+
+void vigil_outbox_entries_free(vigil_outmsg *out, int n)
+{
+    if (!out)
+        return;
+    for (int i = 0; i < n; i++) {
+        free(out[i].topic);
+        free(out[i].payload);
+        out[i].topic = out[i].payload = NULL;
+    }
+}

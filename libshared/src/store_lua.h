@@ -1,0 +1,122 @@
+/* store_lua.h - private to libshared/src: the store handle shared by
+ * store.c and timers.c, and the Lua scripts they run.
+ *
+ * The scripts are macros (not static arrays) so that a file including this
+ * header does not carry, or warn about, the scripts it does not use. Each
+ * store keeps its own vigil_script per script: a script's sha is rewritten
+ * on NOSCRIPT, and a store belongs to one thread. */
+#ifndef VIGIL_STORE_LUA_H
+#define VIGIL_STORE_LUA_H
+#include "vigil/redis.h"
+#include "vigil/store.h"
+
+struct vigil_store {
+    vigil_redis *r;
+    int dedupe_keep;
+    int shard_index;
+    char base[192];       /* P S ":" */
+    char outbox_key[224]; /* P S ":outbox:" i */
+    char timers_key[224]; /* P S ":timers:" i */
+    vigil_script commit;
+    vigil_script del;
+    vigil_script claim;
+};
+
+/* The commit (see store.h and vigil_store_commit for the argument layout).
+ * Lua numbers are doubles: versions and ms timestamps travel as decimal
+ * strings and are compared with tonumber (13-digit ms values are exact).
+ * Returns {"DUPLICATE"} | {"CONFLICT", v, s-or-nil} | {"OK", v}.
+ *
+ * Snapshot payloads are assembled as text rather than through
+ * cjson.encode: the hash values are JSON already (checked by
+ * vigil_fx_snapshot) and are spliced verbatim, so an empty array stays []
+ * (cjson would turn it into {}), numbers keep their exact form, and the
+ * fields come out sorted (deterministic payloads). ARGV carries the
+ * envelope already stripped of map_name/"ts" and the map name already
+ * JSON-encoded. */
+#define VIGIL_LUA_COMMIT                                                              \
+    "local st, ids, outbox, timers = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"            \
+    "local id, now = ARGV[2], ARGV[3]\n"                                              \
+    "if id ~= '' and redis.call('ZSCORE', ids, id) then return {'DUPLICATE'} end\n"   \
+    "local cur = redis.call('HMGET', st, 'v', 's')\n"                                 \
+    "local v = tonumber(cur[1] or '0') or 0\n"                                        \
+    "if v ~= tonumber(ARGV[1]) then\n"                                                \
+    "  return {'CONFLICT', cur[1] or '0', cur[2]}\n"                                  \
+    "end\n"                                                                           \
+    "if ARGV[4] == '1' then\n"                                                        \
+    "  v = v + 1\n"                                                                   \
+    "  redis.call('HSET', st, 'v', string.format('%d', v), 's', ARGV[5])\n"           \
+    "end\n"                                                                           \
+    "if id ~= '' then\n"                                                              \
+    "  redis.call('ZADD', ids, now, id)\n"                                            \
+    "  redis.call('ZREMRANGEBYRANK', ids, 0, -tonumber(ARGV[6]) - 1)\n"               \
+    "end\n"                                                                           \
+    "if ARGV[7] ~= '' then\n"                                                         \
+    "  local sc = redis.call('ZSCORE', timers, ARGV[7])\n"                            \
+    "  if sc and tonumber(sc) == tonumber(ARGV[8]) then\n"                            \
+    "    redis.call('ZREM', timers, ARGV[7])\n"                                       \
+    "  end\n"                                                                         \
+    "end\n"                                                                           \
+    "local i = 12\n"                                                                  \
+    "for _ = 1, tonumber(ARGV[9]) do\n"                                               \
+    "  if ARGV[i + 1] == '' then redis.call('ZREM', timers, ARGV[i])\n"               \
+    "  else redis.call('ZADD', timers, ARGV[i + 1], ARGV[i]) end\n"                   \
+    "  i = i + 2\n"                                                                   \
+    "end\n"                                                                           \
+    "for _ = 1, tonumber(ARGV[10]) do\n"                                              \
+    "  redis.call('RPUSH', outbox, ARGV[i])\n"                                        \
+    "  i = i + 1\n"                                                                   \
+    "end\n"                                                                           \
+    "for j = 1, tonumber(ARGV[11]) do\n"                                              \
+    "  local h = KEYS[4 + j]\n"                                                       \
+    "  local field, op, val = ARGV[i], ARGV[i + 1], ARGV[i + 2]\n"                    \
+    "  local topic, env, mapname = ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]\n"           \
+    "  i = i + 6\n"                                                                   \
+    "  if op == 's' then redis.call('HSET', h, field, val)\n"                         \
+    "  else redis.call('HDEL', h, field) end\n"                                       \
+    "  local all = redis.call('HGETALL', h)\n"                                        \
+    "  local names, vals = {}, {}\n"                                                  \
+    "  for k = 1, #all, 2 do names[#names + 1] = all[k]; vals[all[k]] = all[k + 1] end\n" \
+    "  table.sort(names)\n"                                                           \
+    "  local parts = {}\n"                                                            \
+    "  for k, f in ipairs(names) do parts[k] = cjson.encode(f) .. ':' .. vals[f] end\n" \
+    "  local body = mapname .. ':{' .. table.concat(parts, ',') .. '},\"ts\":' .. now .. '}'\n" \
+    "  local payload\n"                                                               \
+    "  if env == '{}' then payload = '{' .. body\n"                                   \
+    "  else payload = string.sub(env, 1, -2) .. ',' .. body end\n"                    \
+    "  redis.call('RPUSH', outbox, '1' .. topic .. '\\n' .. payload)\n"               \
+    "end\n"                                                                           \
+    "return {'OK', string.format('%d', v)}\n"
+
+/* Deletes a record: KEYS state, ids, timers; ARGV[1] the member prefix
+ * "<key>|". Members of a key cannot be found by score or by lex range
+ * (scores differ), so the set is scanned; deletes are rare. Returns the
+ * number of timers removed. */
+#define VIGIL_LUA_DELETE                                                              \
+    "redis.call('DEL', KEYS[1], KEYS[2])\n"                                           \
+    "local prefix = ARGV[1]\n"                                                        \
+    "local plen = #prefix\n"                                                          \
+    "local cursor, removed = '0', 0\n"                                                \
+    "repeat\n"                                                                        \
+    "  local res = redis.call('ZSCAN', KEYS[3], cursor, 'COUNT', 1000)\n"             \
+    "  cursor = res[1]\n"                                                             \
+    "  local items = res[2]\n"                                                        \
+    "  for k = 1, #items, 2 do\n"                                                     \
+    "    if string.sub(items[k], 1, plen) == prefix then\n"                           \
+    "      removed = removed + redis.call('ZREM', KEYS[3], items[k])\n"               \
+    "    end\n"                                                                       \
+    "  end\n"                                                                         \
+    "until cursor == '0'\n"                                                           \
+    "return removed\n"
+
+/* Claims due timers: KEYS[1] timers; ARGV now, lease score (now + lease,
+ * computed in C so it stays an exact integer), max. Every due member gets
+ * the lease score; returns the flat list member, original due, ... oldest
+ * first (ties in member order). */
+#define VIGIL_LUA_CLAIM                                                               \
+    "local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1],\n"             \
+    "                       'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))\n"           \
+    "for k = 1, #due, 2 do redis.call('ZADD', KEYS[1], ARGV[2], due[k]) end\n"        \
+    "return due\n"
+
+#endif

@@ -1,0 +1,317 @@
+/* redis_server.c - a throwaway redis-server for tests. See redis_server.h. */
+#include "redis_server.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <hiredis/hiredis.h>
+
+#define READY_TIMEOUT_MS 5000
+#define KILL_TIMEOUT_MS 5000
+
+struct vt_redis {
+    pid_t pid; /* 0 when not running */
+    int port;
+    char dir[256];
+};
+
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* Asks the kernel for a free port by binding port 0. Another process could
+ * take it before redis binds it; start() retries with a new port then. */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sa.sin_port = 0;
+    socklen_t len = sizeof sa;
+    int port = -1;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+        port = ntohs(sa.sin_port);
+    close(fd);
+    return port;
+}
+
+/* Removes a directory tree (redis 7 keeps its AOF in a subdirectory). */
+static void rm_rf(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d)) != NULL) {
+                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                    continue;
+                char child[1024];
+                snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+                rm_rf(child);
+            }
+            closedir(d);
+        }
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+/* Prints the end of the server's output, to explain a failed start. */
+static void dump_log(const vt_redis *s)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/redis.out", s->dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char buf[2048];
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0, SEEK_SET);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    fprintf(stderr, "vt_redis: server output (tail):\n%s\n", buf);
+}
+
+static pid_t spawn(const vt_redis *s)
+{
+    char port[16], out[300];
+    snprintf(port, sizeof port, "%d", s->port);
+    snprintf(out, sizeof out, "%s/redis.out", s->dir);
+    const char *bin = getenv("VT_REDIS_SERVER");
+    if (!bin || !*bin)
+        bin = "redis-server";
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid; /* parent, or -1 */
+    /* child: die with the test, even if it crashes */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(127);
+    int fd = open(out, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+        close(fd);
+    }
+    int nul = open("/dev/null", O_RDONLY);
+    if (nul >= 0) {
+        dup2(nul, STDIN_FILENO);
+        close(nul);
+    }
+    char *const argv[] = {
+        (char *)bin, "--port", port, "--bind", "127.0.0.1", "--save", "",
+        "--appendonly", "yes", "--dir", (char *)s->dir, "--daemonize", "no",
+        "--logfile", "", NULL,
+    };
+    execvp(bin, argv);
+    fprintf(stderr, "vt_redis: exec %s: %s\n", bin, strerror(errno));
+    _exit(127);
+}
+
+static bool ping(int port)
+{
+    struct timeval tv = { 0, 200 * 1000 };
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+    bool ok = false;
+    if (c && !c->err) {
+        redisSetTimeout(c, tv);
+        redisReply *r = redisCommand(c, "PING");
+        ok = r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
+        if (r)
+            freeReplyObject(r);
+    }
+    if (c)
+        redisFree(c);
+    return ok;
+}
+
+/* Waits until the child answers PING (LOADING while it replays the AOF
+ * counts as not yet), or exits, or the deadline passes. */
+static int wait_ready(vt_redis *s)
+{
+    long long deadline = mono_ms() + READY_TIMEOUT_MS;
+    while (mono_ms() < deadline) {
+        int status;
+        if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+            s->pid = 0;
+            return -1;
+        }
+        if (ping(s->port))
+            return 0;
+        sleep_ms(20);
+    }
+    fprintf(stderr, "vt_redis: no PING answer on port %d within %d ms\n", s->port,
+            READY_TIMEOUT_MS);
+    vt_redis_kill9(s);
+    return -1;
+}
+
+vt_redis *vt_redis_start(void)
+{
+    /* hiredis writes with write(): a test that kills the server must not
+     * die of SIGPIPE on the next command (daemons ignore it too). */
+    signal(SIGPIPE, SIG_IGN);
+    vt_redis *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(s->dir, sizeof s->dir, "%s/vigil-redis-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(s->dir)) {
+        fprintf(stderr, "vt_redis: mkdtemp %s: %s\n", s->dir, strerror(errno));
+        free(s);
+        return NULL;
+    }
+    for (int attempt = 0; attempt < 3; attempt++) {
+        s->port = free_port();
+        if (s->port <= 0)
+            continue;
+        s->pid = spawn(s);
+        if (s->pid < 0) {
+            fprintf(stderr, "vt_redis: fork: %s\n", strerror(errno));
+            s->pid = 0;
+            break;
+        }
+        if (wait_ready(s) == 0)
+            return s;
+        /* most likely the port was taken meanwhile: try another */
+    }
+    fprintf(stderr, "vt_redis: could not start redis-server\n");
+    dump_log(s);
+    vt_redis_stop(s);
+    return NULL;
+}
+
+vigil_redis_addr vt_redis_addr(const vt_redis *s)
+{
+    vigil_redis_addr a;
+    memset(&a, 0, sizeof a);
+    snprintf(a.host, sizeof a.host, "127.0.0.1");
+    a.port = s->port;
+    a.db = 0;
+    return a;
+}
+
+int vt_redis_port(const vt_redis *s)
+{
+    return s->port;
+}
+
+void vt_redis_url(const vt_redis *s, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "redis://127.0.0.1:%d/0", s->port);
+}
+
+const char *vt_redis_dir(const vt_redis *s)
+{
+    return s->dir;
+}
+
+pid_t vt_redis_pid(const vt_redis *s)
+{
+    return s->pid;
+}
+
+int vt_redis_kill9(vt_redis *s)
+{
+    if (s->pid <= 0)
+        return -1;
+    kill(s->pid, SIGKILL);
+    long long deadline = mono_ms() + KILL_TIMEOUT_MS;
+    while (mono_ms() < deadline) {
+        int status;
+        pid_t w = waitpid(s->pid, &status, WNOHANG);
+        if (w == s->pid || (w < 0 && errno == ECHILD)) {
+            s->pid = 0;
+            return 0;
+        }
+        sleep_ms(5);
+    }
+    fprintf(stderr, "vt_redis: pid %d did not die within %d ms\n", (int)s->pid,
+            KILL_TIMEOUT_MS);
+    return -1;
+}
+
+int vt_redis_restart(vt_redis *s)
+{
+    if (s->pid > 0 && vt_redis_kill9(s) != 0)
+        return -1;
+    /* Same port: the old listener is gone (redis sets SO_REUSEADDR, so
+     * TIME_WAIT connections do not block the bind). Retry a few times in
+     * case the port is briefly unavailable. */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        s->pid = spawn(s);
+        if (s->pid < 0) {
+            s->pid = 0;
+            return -1;
+        }
+        if (wait_ready(s) == 0)
+            return 0;
+        sleep_ms(100);
+    }
+    dump_log(s);
+    return -1;
+}
+
+bool vt_redis_exec(const vt_redis *s, const char *cmd)
+{
+    struct timeval tv = { 2, 0 };
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv);
+    bool ok = false;
+    if (c && !c->err) {
+        redisSetTimeout(c, tv);
+        redisReply *r = redisCommand(c, cmd);
+        ok = r && r->type != REDIS_REPLY_ERROR;
+        if (r)
+            freeReplyObject(r);
+    }
+    if (c)
+        redisFree(c);
+    return ok;
+}
+
+void vt_redis_stop(vt_redis *s)
+{
+    if (!s)
+        return;
+    if (s->pid > 0)
+        vt_redis_kill9(s);
+    if (s->dir[0])
+        rm_rf(s->dir);
+    free(s);
+}

@@ -1,0 +1,282 @@
+/* test_effects.c - the effect list builders and deterministic event ids. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vigil/effects.h"
+
+static void test_init_and_free_empty(void **state)
+{
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    assert_null(fx.new_state);
+    assert_int_equal(fx.n_out, 0);
+    assert_int_equal(fx.n_timers, 0);
+    assert_int_equal(fx.n_snaps, 0);
+    vigil_effects_free(&fx);
+    vigil_effects_free(&fx); /* idempotent: free re-initialises */
+    assert_null(fx.out);
+}
+
+static void test_set_state_copies_and_replaces(void **state)
+{
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    char buf[32];
+    snprintf(buf, sizeof buf, "{\"a\":1}");
+    assert_int_equal(vigil_fx_set_state(&fx, buf), 0);
+    buf[0] = 'X';
+    assert_string_equal(fx.new_state, "{\"a\":1}");
+    assert_int_equal(vigil_fx_set_state(&fx, "{\"a\":2}"), 0);
+    assert_string_equal(fx.new_state, "{\"a\":2}");
+    vigil_effects_free(&fx);
+}
+
+static void test_publish_copies_and_grows(void **state)
+{
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    for (int i = 0; i < 100; i++) {
+        char topic[32], payload[32];
+        snprintf(topic, sizeof topic, "room/r%d/message", i);
+        snprintf(payload, sizeof payload, "{\"n\":%d}", i);
+        assert_int_equal(vigil_fx_publish(&fx, topic, payload, i % 2 == 0), 0);
+        memset(topic, 0, sizeof topic); /* the effect list keeps its own copy */
+    }
+    assert_int_equal(fx.n_out, 100);
+    assert_true(fx.cap_out >= 100);
+    assert_string_equal(fx.out[0].topic, "room/r0/message");
+    assert_string_equal(fx.out[99].topic, "room/r99/message");
+    assert_string_equal(fx.out[42].payload, "{\"n\":42}");
+    assert_true(fx.out[42].retain);
+    assert_false(fx.out[43].retain);
+    vigil_effects_free(&fx);
+}
+
+static void test_publish_rejects_bad_topic(void **state)
+{
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    assert_int_equal(vigil_fx_publish(&fx, "a\nb", "{}", false), -1);
+    assert_int_equal(vigil_fx_publish(&fx, "", "{}", false), -1);
+    assert_int_equal(vigil_fx_publish(&fx, NULL, "{}", false), -1);
+    assert_int_equal(fx.n_out, 0);
+    /* a payload may contain newlines */
+    assert_int_equal(vigil_fx_publish(&fx, "t", "line1\nline2", false), 0);
+    assert_string_equal(fx.out[0].payload, "line1\nline2");
+    vigil_effects_free(&fx);
+}
+
+static void test_publish_json(void **state)
+{
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "path", json_object_new_string("a/b"));
+    json_object_object_add(o, "n", json_object_new_int(3));
+    assert_int_equal(vigil_fx_publish_json(&fx, "x/y", o, true), 0);
+    json_object_put(o); /* still ours */
+    assert_int_equal(fx.n_out, 1);
+    json_object *back = json_tokener_parse(fx.out[0].payload);
+    assert_non_null(back);
+    json_object *v;
+    assert_true(json_object_object_get_ex(back, "path", &v));
+    assert_string_equal(json_object_get_string(v), "a/b");
+    assert_true(json_object_object_get_ex(back, "n", &v));
+    assert_int_equal(json_object_get_int(v), 3);
+    json_object_put(back);
+    assert_true(fx.out[0].retain);
+    vigil_effects_free(&fx);
+}
+
+static void test_timers_set_and_cancel(void **state)
+{
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    assert_int_equal(vigil_fx_timer_set(&fx, "nohuman", 1700000000123LL), 0);
+    assert_int_equal(vigil_fx_timer_cancel(&fx, "sugg:1"), 0);
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(vigil_fx_timer_set(&fx, "t", i), 0);
+    assert_int_equal(fx.n_timers, 22);
+    assert_string_equal(fx.timers[0].name, "nohuman");
+    assert_true(fx.timers[0].due_ms == 1700000000123LL);
+    assert_string_equal(fx.timers[1].name, "sugg:1");
+    assert_true(fx.timers[1].due_ms == VIGIL_TIMER_CANCEL);
+    vigil_effects_free(&fx);
+}
+
+static void test_timer_bad_names(void **state)
+{
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    char longname[80];
+    memset(longname, 'n', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    assert_int_equal(vigil_fx_timer_set(&fx, "a|b", 1), -1); /* '|' splits members */
+    assert_int_equal(vigil_fx_timer_set(&fx, "", 1), -1);
+    assert_int_equal(vigil_fx_timer_set(&fx, NULL, 1), -1);
+    assert_int_equal(vigil_fx_timer_set(&fx, longname, 1), -1);
+    assert_int_equal(vigil_fx_timer_set(&fx, "x", VIGIL_TIMER_CANCEL), -1);
+    assert_int_equal(vigil_fx_timer_cancel(&fx, "a|b"), -1);
+    assert_int_equal(fx.n_timers, 0);
+    vigil_effects_free(&fx);
+}
+
+static void test_snapshot_ops(void **state)
+{
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    assert_int_equal(vigil_fx_snapshot(&fx, "persona:ann", "r1", "{\"level\":\"sleep\"}",
+                                       "persona/ann/state", "{\"persona\":\"ann\"}", "rooms"),
+                     0);
+    assert_int_equal(vigil_fx_snapshot(&fx, "persona:ann", "r2", NULL, "persona/ann/state",
+                                       "{\"persona\":\"ann\"}", "rooms"),
+                     0);
+    assert_int_equal(fx.n_snaps, 2);
+    assert_string_equal(fx.snaps[0].hash, "persona:ann");
+    assert_string_equal(fx.snaps[0].field, "r1");
+    assert_string_equal(fx.snaps[0].value_json, "{\"level\":\"sleep\"}");
+    assert_string_equal(fx.snaps[0].topic, "persona/ann/state");
+    assert_string_equal(fx.snaps[0].envelope_json, "{\"persona\":\"ann\"}");
+    assert_string_equal(fx.snaps[0].map_name, "rooms");
+    assert_null(fx.snaps[1].value_json); /* delete */
+    vigil_effects_free(&fx);
+}
+
+static void test_snapshot_rejects_bad_json(void **state)
+{
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    /* values are spliced into retained payloads: they must be valid JSON */
+    assert_int_equal(vigil_fx_snapshot(&fx, "h", "f", "{bad", "t", "{}", "m"), -1);
+    assert_int_equal(vigil_fx_snapshot(&fx, "h", "f", "{} x", "t", "{}", "m"), -1);
+    assert_int_equal(vigil_fx_snapshot(&fx, "h", "f", "1", "t", "[1]", "m"), -1);
+    assert_int_equal(vigil_fx_snapshot(&fx, "h", "f", "1", "t\n", "{}", "m"), -1);
+    assert_int_equal(vigil_fx_snapshot(&fx, "", "f", "1", "t", "{}", "m"), -1);
+    assert_int_equal(vigil_fx_snapshot(&fx, "h", "f", "1", "t", "{}", ""), -1);
+    assert_int_equal(fx.n_snaps, 0);
+    assert_int_equal(vigil_fx_snapshot(&fx, "h", "f", "[]", "t", "{}", "m"), 0);
+    assert_int_equal(vigil_fx_snapshot(&fx, "h", "f", "\"s\"", "t", "{}", "m"), 0);
+    assert_int_equal(vigil_fx_snapshot(&fx, "h", "f", "1", "t", "{}", "m"), 0); /* bare number */
+    assert_int_equal(vigil_fx_snapshot(&fx, "h", "f", "-2.5e3", "t", "{}", "m"), 0);
+    assert_int_equal(vigil_fx_snapshot(&fx, "h", "f", "12a", "t", "{}", "m"), -1);
+    assert_int_equal(fx.n_snaps, 4);
+    vigil_effects_free(&fx);
+}
+
+static void test_reset_allows_reuse(void **state)
+{
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    assert_int_equal(vigil_fx_set_state(&fx, "{}"), 0);
+    assert_int_equal(vigil_fx_publish(&fx, "t", "p", false), 0);
+    assert_int_equal(vigil_fx_timer_set(&fx, "n", 5), 0);
+    vigil_effects_reset(&fx);
+    assert_null(fx.new_state);
+    assert_int_equal(fx.n_out + fx.n_timers + fx.n_snaps, 0);
+    assert_int_equal(vigil_fx_publish(&fx, "t2", "p2", true), 0);
+    assert_int_equal(fx.n_out, 1);
+    assert_string_equal(fx.out[0].topic, "t2");
+    vigil_effects_free(&fx);
+}
+
+static void test_event_id_short(void **state)
+{
+    char id[128];
+    vigil_event_id(id, sizeof id, "msg-1", "ann", 0);
+    assert_string_equal(id, "msg-1/ann/0");
+    vigil_event_id(id, sizeof id, "msg-1", "ann", 12);
+    assert_string_equal(id, "msg-1/ann/12");
+}
+
+static void test_event_id_exact_fit(void **state)
+{
+    char id[12]; /* "abcde/fg/10" is 11 chars: fits exactly */
+    vigil_event_id(id, sizeof id, "abcde", "fg", 10);
+    assert_string_equal(id, "abcde/fg/10");
+}
+
+static void test_event_id_long_is_truncated_unique_deterministic(void **state)
+{
+    char in1[200], in2[200];
+    memset(in1, 'x', sizeof in1 - 1);
+    in1[sizeof in1 - 1] = '\0';
+    memcpy(in2, in1, sizeof in2);
+    in2[150] = 'y'; /* differs only beyond what fits */
+    char a[64], b[64], c[64], d[64];
+    vigil_event_id(a, sizeof a, in1, "room1", 0);
+    vigil_event_id(b, sizeof b, in1, "room1", 0);
+    vigil_event_id(c, sizeof c, in2, "room1", 0);
+    vigil_event_id(d, sizeof d, in1, "room1", 1);
+    assert_int_equal(strlen(a), sizeof a - 1);
+    assert_string_equal(a, b);       /* deterministic */
+    assert_string_not_equal(a, c);   /* the excess still counts */
+    assert_string_not_equal(a, d);   /* n still counts */
+    assert_memory_equal(a, in1, 46); /* readable prefix */
+    assert_int_equal(a[46], '~');
+    for (int i = 47; i < 63; i++)
+        assert_non_null(strchr("0123456789abcdef", a[i]));
+}
+
+static void test_event_id_huge_input(void **state)
+{
+    /* beyond the internal stack buffer: same rules */
+    char *in1 = malloc(3000), *in2 = malloc(3000);
+    memset(in1, 'h', 2999);
+    in1[2999] = '\0';
+    memcpy(in2, in1, 3000);
+    in2[2500] = 'i';
+    char a[128], b[128], c[128];
+    vigil_event_id(a, sizeof a, in1, "k", 0);
+    vigil_event_id(b, sizeof b, in1, "k", 0);
+    vigil_event_id(c, sizeof c, in2, "k", 0);
+    assert_int_equal(strlen(a), 127);
+    assert_string_equal(a, b);
+    assert_string_not_equal(a, c);
+    free(in1);
+    free(in2);
+}
+
+static void test_event_id_tiny_buffers(void **state)
+{
+    char tiny[8];
+    vigil_event_id(tiny, sizeof tiny, "a-long-input-id", "key", 3);
+    assert_int_equal(strlen(tiny), 7);
+    char again[8];
+    vigil_event_id(again, sizeof again, "a-long-input-id", "key", 3);
+    assert_string_equal(tiny, again);
+    char one[1] = { 'z' };
+    vigil_event_id(one, 1, "a", "b", 1);
+    assert_int_equal(one[0], '\0');
+    char untouched = 'q';
+    vigil_event_id(&untouched, 0, "a", "b", 1);
+    assert_int_equal(untouched, 'q');
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_init_and_free_empty),
+        cmocka_unit_test(test_set_state_copies_and_replaces),
+        cmocka_unit_test(test_publish_copies_and_grows),
+        cmocka_unit_test(test_publish_rejects_bad_topic),
+        cmocka_unit_test(test_publish_json),
+        cmocka_unit_test(test_timers_set_and_cancel),
+        cmocka_unit_test(test_timer_bad_names),
+        cmocka_unit_test(test_snapshot_ops),
+        cmocka_unit_test(test_snapshot_rejects_bad_json),
+        cmocka_unit_test(test_reset_allows_reuse),
+        cmocka_unit_test(test_event_id_short),
+        cmocka_unit_test(test_event_id_exact_fit),
+        cmocka_unit_test(test_event_id_long_is_truncated_unique_deterministic),
+        cmocka_unit_test(test_event_id_huge_input),
+        cmocka_unit_test(test_event_id_tiny_buffers),
+    };
+    return cmocka_run_group_tests_name("effects", tests, NULL, NULL);
+}

@@ -1,0 +1,387 @@
+/* test_redis.c - URL parsing, commands, reconnect after a crash of the
+ * server, scripts surviving SCRIPT FLUSH, pipelining. Runs a real
+ * redis-server (tests/support/redis_server.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "redis_server.h"
+#include "vigil/log.h"
+#include "vigil/metrics.h"
+#include "vigil/redis.h"
+
+static vt_redis *srv;
+
+static int group_setup(void **state)
+{
+    vigil_log_init("test_redis", "test", VIGIL_LOG_ERROR);
+    srv = vt_redis_start();
+    return srv ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    vt_redis_stop(srv);
+    srv = NULL;
+    return 0;
+}
+
+static int flush(void **state)
+{
+    return vt_redis_exec(srv, "FLUSHALL") ? 0 : -1;
+}
+
+static vigil_redis *connect_srv(void)
+{
+    vigil_redis_addr a = vt_redis_addr(srv);
+    vigil_redis *r = vigil_redis_new(&a, 2000);
+    assert_non_null(r);
+    return r;
+}
+
+/* ---- URL parsing ---- */
+
+static void test_url_defaults(void **state)
+{
+    vigil_redis_addr a;
+    char err[128];
+    assert_int_equal(vigil_redis_url_parse("redis://localhost", &a, err, sizeof err), 0);
+    assert_string_equal(a.host, "localhost");
+    assert_int_equal(a.port, 6379);
+    assert_int_equal(a.db, 0);
+    assert_string_equal(a.password, "");
+}
+
+static void test_url_full(void **state)
+{
+    vigil_redis_addr a;
+    char err[128];
+    assert_int_equal(
+        vigil_redis_url_parse("redis://:s3cret@10.0.0.7:6380/3", &a, err, sizeof err), 0);
+    assert_string_equal(a.host, "10.0.0.7");
+    assert_int_equal(a.port, 6380);
+    assert_int_equal(a.db, 3);
+    assert_string_equal(a.password, "s3cret");
+}
+
+static void test_url_user_password_user_ignored(void **state)
+{
+    vigil_redis_addr a;
+    char err[128];
+    assert_int_equal(vigil_redis_url_parse("redis://bob:pw@cache:7000", &a, err, sizeof err), 0);
+    assert_string_equal(a.host, "cache");
+    assert_int_equal(a.port, 7000);
+    assert_string_equal(a.password, "pw");
+    /* a user without password means no AUTH */
+    assert_int_equal(vigil_redis_url_parse("redis://bob@cache", &a, err, sizeof err), 0);
+    assert_string_equal(a.host, "cache");
+    assert_string_equal(a.password, "");
+}
+
+static void test_url_password_percent_and_at(void **state)
+{
+    vigil_redis_addr a;
+    char err[128];
+    assert_int_equal(vigil_redis_url_parse("redis://:p%40ss%2Fw@h/1", &a, err, sizeof err), 0);
+    assert_string_equal(a.password, "p@ss/w");
+    assert_int_equal(a.db, 1);
+    /* an unencoded '@' in the password: the last '@' ends the user info */
+    assert_int_equal(vigil_redis_url_parse("redis://:a@b@h:1", &a, err, sizeof err), 0);
+    assert_string_equal(a.password, "a@b");
+    assert_string_equal(a.host, "h");
+    assert_int_equal(a.port, 1);
+}
+
+static void test_url_ipv6_and_trailing_slash(void **state)
+{
+    vigil_redis_addr a;
+    char err[128];
+    assert_int_equal(vigil_redis_url_parse("redis://[::1]:7001/2", &a, err, sizeof err), 0);
+    assert_string_equal(a.host, "::1");
+    assert_int_equal(a.port, 7001);
+    assert_int_equal(a.db, 2);
+    assert_int_equal(vigil_redis_url_parse("redis://h:65535/", &a, err, sizeof err), 0);
+    assert_int_equal(a.port, 65535);
+    assert_int_equal(a.db, 0);
+}
+
+static void test_url_errors(void **state)
+{
+    static const char *bad[] = {
+        "http://h",        "rediss://h",   "unix:///tmp/r.sock", "redis://",
+        "redis://:pw@",    "redis://h:",   "redis://h:0",        "redis://h:65536",
+        "redis://h:12ab",  "redis://h:-1", "redis://h/x",        "redis://h/-1",
+        "redis://h/1/2",   "redis://h/1x", "redis://[::1",       "redis://:p%4@h",
+        "",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        vigil_redis_addr a;
+        memset(&a, 0x5a, sizeof a);
+        vigil_redis_addr before = a;
+        char err[128] = "";
+        if (vigil_redis_url_parse(bad[i], &a, err, sizeof err) != -1)
+            fail_msg("accepted bad url '%s'", bad[i]);
+        if (err[0] == '\0')
+            fail_msg("no error text for '%s'", bad[i]);
+        assert_memory_equal(&a, &before, sizeof a); /* out untouched */
+    }
+    char err[128] = "";
+    vigil_redis_addr a;
+    assert_int_equal(vigil_redis_url_parse(NULL, &a, err, sizeof err), -1);
+}
+
+/* ---- commands ---- */
+
+static void test_command_and_binary_args(void **state)
+{
+    vigil_redis *r = connect_srv();
+    assert_false(vigil_redis_connected(r)); /* lazy */
+    redisReply *rep = vigil_redis_command(r, "SET %s %s", "k", "v1");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    assert_true(vigil_redis_connected(r));
+
+    const char *argv[] = { "SET", "bin", "a\0b" };
+    size_t lens[] = { 3, 3, 3 };
+    rep = vigil_redis_commandv(r, 3, argv, lens);
+    assert_non_null(rep);
+    freeReplyObject(rep);
+    rep = vigil_redis_command(r, "GET bin");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    assert_int_equal(rep->len, 3);
+    assert_memory_equal(rep->str, "a\0b", 3);
+    freeReplyObject(rep);
+
+    /* an error reply is a reply, not a connection failure */
+    rep = vigil_redis_command(r, "INCR %s", "k");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ERROR);
+    freeReplyObject(rep);
+    assert_true(vigil_redis_connected(r));
+    vigil_redis_free(r);
+}
+
+static void test_connect_refused_counts_error(void **state)
+{
+    vigil_redis_addr a = vt_redis_addr(srv);
+    a.port = vt_redis_port(srv) == 1 ? 2 : 1; /* nothing listens on port 1 */
+    vigil_redis *r = vigil_redis_new(&a, 500);
+    double before = vigil_metric_value("vigil_redis_errors_total", NULL);
+    assert_false(vigil_redis_ensure(r));
+    assert_false(vigil_redis_connected(r));
+    assert_true(strlen(vigil_redis_last_error(r)) > 0);
+    assert_null(vigil_redis_command(r, "PING"));
+    assert_true(vigil_metric_value("vigil_redis_errors_total", NULL) >= before + 2);
+    vigil_redis_free(r);
+}
+
+static void test_auth_and_select(void **state)
+{
+    vigil_redis *admin = connect_srv();
+    redisReply *rep = vigil_redis_command(admin, "CONFIG SET requirepass %s", "pw1");
+    assert_non_null(rep);
+    freeReplyObject(rep);
+
+    vigil_redis_addr a = vt_redis_addr(srv);
+    /* wrong password: connect fails */
+    snprintf(a.password, sizeof a.password, "nope");
+    vigil_redis *bad = vigil_redis_new(&a, 2000);
+    assert_false(vigil_redis_ensure(bad));
+    assert_non_null(strstr(vigil_redis_last_error(bad), "AUTH"));
+    vigil_redis_free(bad);
+
+    snprintf(a.password, sizeof a.password, "pw1");
+    a.db = 5;
+    vigil_redis *r = vigil_redis_new(&a, 2000);
+    assert_true(vigil_redis_ensure(r));
+    rep = vigil_redis_command(r, "SET indb5 yes");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+
+    /* admin (authenticated before requirepass, db 0) does not see it there */
+    rep = vigil_redis_command(admin, "EXISTS indb5");
+    assert_non_null(rep);
+    assert_int_equal(rep->integer, 0);
+    freeReplyObject(rep);
+    rep = vigil_redis_command(r, "CONFIG SET requirepass %s", "");
+    assert_non_null(rep);
+    freeReplyObject(rep);
+    rep = vigil_redis_command(admin, "SELECT 5");
+    freeReplyObject(rep);
+    rep = vigil_redis_command(admin, "EXISTS indb5");
+    assert_int_equal(rep->integer, 1);
+    freeReplyObject(rep);
+    vigil_redis_free(r);
+    vigil_redis_free(admin);
+}
+
+/* Returns a command's reply, allowing the first attempt after a server
+ * restart to fail (the dropped connection is detected only then). */
+static redisReply *command_retry_once(vigil_redis *r, const char *cmd)
+{
+    redisReply *rep = vigil_redis_command(r, cmd);
+    if (!rep)
+        rep = vigil_redis_command(r, cmd);
+    return rep;
+}
+
+static void test_reconnect_after_kill9_and_restart(void **state)
+{
+    vigil_redis *r = connect_srv();
+    redisReply *rep = vigil_redis_command(r, "SET durable %s", "yes");
+    assert_non_null(rep);
+    freeReplyObject(rep);
+    double err0 = vigil_metric_value("vigil_redis_errors_total", NULL);
+    double rec0 = vigil_metric_value("vigil_redis_reconnects_total", NULL);
+
+    assert_int_equal(vt_redis_kill9(srv), 0);
+    rep = vigil_redis_command(r, "GET durable");
+    assert_null(rep); /* server gone */
+    assert_false(vigil_redis_connected(r));
+    assert_true(vigil_metric_value("vigil_redis_errors_total", NULL) >= err0 + 1);
+    assert_false(vigil_redis_ensure(r)); /* still down: no loop, just false */
+
+    assert_int_equal(vt_redis_restart(srv), 0);
+    rep = command_retry_once(r, "GET durable");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    assert_string_equal(rep->str, "yes"); /* survived through the AOF */
+    freeReplyObject(rep);
+    assert_true(vigil_redis_connected(r));
+    assert_true(vigil_metric_value("vigil_redis_reconnects_total", NULL) >= rec0 + 1);
+    assert_string_equal(vigil_redis_last_error(r), "");
+    vigil_redis_free(r);
+}
+
+/* ---- scripts ---- */
+
+static void test_eval_loads_and_survives_script_flush(void **state)
+{
+    static vigil_script echo = VIGIL_SCRIPT("return KEYS[1] .. ':' .. ARGV[1]");
+    vigil_redis *r = connect_srv();
+    const char *argv[] = { "key1", "arg1" };
+    redisReply *rep = vigil_redis_eval(r, &echo, 1, 2, argv, NULL);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    assert_string_equal(rep->str, "key1:arg1");
+    freeReplyObject(rep);
+    assert_int_equal(strlen(echo.sha), 40);
+
+    rep = vigil_redis_command(r, "SCRIPT FLUSH");
+    assert_non_null(rep);
+    freeReplyObject(rep);
+    rep = vigil_redis_eval(r, &echo, 1, 2, argv, NULL);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    assert_string_equal(rep->str, "key1:arg1");
+    freeReplyObject(rep);
+
+    /* a stale sha (e.g. set by another server) is replaced too */
+    memset(echo.sha, 'a', 40);
+    rep = vigil_redis_eval(r, &echo, 1, 2, argv, NULL);
+    assert_non_null(rep);
+    assert_string_equal(rep->str, "key1:arg1");
+    freeReplyObject(rep);
+    vigil_redis_free(r);
+}
+
+static void test_eval_script_error_is_reply(void **state)
+{
+    static vigil_script bad = VIGIL_SCRIPT("return redis.call('INCR', KEYS[1])");
+    vigil_redis *r = connect_srv();
+    redisReply *rep = vigil_redis_command(r, "SET notnum abc");
+    freeReplyObject(rep);
+    const char *argv[] = { "notnum" };
+    rep = vigil_redis_eval(r, &bad, 1, 1, argv, NULL);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ERROR);
+    freeReplyObject(rep);
+    assert_true(vigil_redis_connected(r));
+    vigil_redis_free(r);
+}
+
+/* ---- pipelining ---- */
+
+static void test_pipeline_in_order(void **state)
+{
+    vigil_redis *r = connect_srv();
+    const char *a1[] = { "RPUSH", "l", "x" };
+    const char *a2[] = { "RPUSH", "l", "y" };
+    const char *a3[] = { "LRANGE", "l", "0", "-1" };
+    assert_int_equal(vigil_redis_append(r, 3, a1, NULL), 0);
+    assert_int_equal(vigil_redis_append(r, 3, a2, NULL), 0);
+    assert_int_equal(vigil_redis_append(r, 4, a3, NULL), 0);
+    redisReply *rep = vigil_redis_pipeline_get(r);
+    assert_non_null(rep);
+    assert_int_equal(rep->integer, 1);
+    freeReplyObject(rep);
+    rep = vigil_redis_pipeline_get(r);
+    assert_int_equal(rep->integer, 2);
+    freeReplyObject(rep);
+    rep = vigil_redis_pipeline_get(r);
+    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(rep->elements, 2);
+    assert_string_equal(rep->element[0]->str, "x");
+    assert_string_equal(rep->element[1]->str, "y");
+    freeReplyObject(rep);
+    /* nothing pending: NULL, but the connection is fine */
+    assert_null(vigil_redis_pipeline_get(r));
+    assert_true(vigil_redis_connected(r));
+
+    /* unread pipelined replies do not leak into the next plain command */
+    assert_int_equal(vigil_redis_append(r, 3, a1, NULL), 0);
+    rep = vigil_redis_command(r, "LRANGE l 0 -1");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ARRAY); /* not the RPUSH's integer */
+    assert_int_equal(rep->elements, 3);
+    freeReplyObject(rep);
+    vigil_redis_free(r);
+}
+
+static void test_pipeline_io_error(void **state)
+{
+    vigil_redis *r = connect_srv();
+    const char *a1[] = { "PING" };
+    assert_true(vigil_redis_ensure(r));
+    assert_int_equal(vt_redis_kill9(srv), 0);
+    /* appending only buffers; the error shows when replies are read */
+    if (vigil_redis_append(r, 1, a1, NULL) == 0)
+        assert_null(vigil_redis_pipeline_get(r));
+    assert_false(vigil_redis_connected(r));
+    assert_int_equal(vt_redis_restart(srv), 0);
+    assert_int_equal(vigil_redis_append(r, 1, a1, NULL), 0);
+    redisReply *rep = vigil_redis_pipeline_get(r);
+    assert_non_null(rep);
+    assert_string_equal(rep->str, "PONG");
+    freeReplyObject(rep);
+    vigil_redis_free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_url_defaults),
+        cmocka_unit_test(test_url_full),
+        cmocka_unit_test(test_url_user_password_user_ignored),
+        cmocka_unit_test(test_url_password_percent_and_at),
+        cmocka_unit_test(test_url_ipv6_and_trailing_slash),
+        cmocka_unit_test(test_url_errors),
+        cmocka_unit_test_setup(test_command_and_binary_args, flush),
+        cmocka_unit_test_setup(test_connect_refused_counts_error, flush),
+        cmocka_unit_test_setup(test_auth_and_select, flush),
+        cmocka_unit_test_setup(test_reconnect_after_kill9_and_restart, flush),
+        cmocka_unit_test_setup(test_eval_loads_and_survives_script_flush, flush),
+        cmocka_unit_test_setup(test_eval_script_error_is_reply, flush),
+        cmocka_unit_test_setup(test_pipeline_in_order, flush),
+        cmocka_unit_test_setup(test_pipeline_io_error, flush),
+    };
+    return cmocka_run_group_tests_name("redis", tests, group_setup, group_teardown);
+}

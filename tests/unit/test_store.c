@@ -1,0 +1,670 @@
+/* test_store.c - the atomic commit (compare-and-set, dedupe, outbox,
+ * timers, snapshots), load, delete and the outbox reader, against a real
+ * redis-server. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "redis_server.h"
+#include "vigil/log.h"
+#include "vigil/store.h"
+#include "vigil/timers.h"
+
+#define NOW 1700000000123LL /* 13-digit ms: must survive Lua doubles exactly */
+
+static vt_redis *srv;
+
+typedef struct fixture {
+    vigil_redis *r;
+    vigil_store *s;
+} fixture;
+
+static int group_setup(void **state)
+{
+    vigil_log_init("test_store", "test", VIGIL_LOG_ERROR);
+    srv = vt_redis_start();
+    return srv ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    vt_redis_stop(srv);
+    return 0;
+}
+
+static int setup_keep(void **state, int keep)
+{
+    if (!vt_redis_exec(srv, "FLUSHALL"))
+        return -1;
+    fixture *f = calloc(1, sizeof *f);
+    vigil_redis_addr a = vt_redis_addr(srv);
+    f->r = vigil_redis_new(&a, 2000);
+    vigil_store_config cfg = { "vigil:", "svc", 0, keep };
+    f->s = vigil_store_new(f->r, &cfg);
+    *state = f;
+    return f->r && f->s ? 0 : -1;
+}
+
+static int setup(void **state)
+{
+    return setup_keep(state, 0);
+}
+
+static int setup_keep3(void **state)
+{
+    return setup_keep(state, 3);
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    vigil_store_free(f->s);
+    vigil_redis_free(f->r);
+    free(f);
+    return 0;
+}
+
+static vigil_commit_result commit(fixture *f, const char *key, int64_t expected,
+                                  const char *id, const vigil_effects *fx, int64_t now,
+                                  int64_t *nv, char **cur)
+{
+    vigil_commit c = { .key = key, .expected_version = expected, .input_id = id,
+                       .fx = fx, .now_ms = now };
+    return vigil_store_commit(f->s, &c, nv, cur);
+}
+
+static long long int_cmd(fixture *f, const char *fmt, const char *arg)
+{
+    redisReply *rep = vigil_redis_command(f->r, fmt, arg);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
+    long long v = rep->integer;
+    freeReplyObject(rep);
+    return v;
+}
+
+static long long outbox_len(fixture *f)
+{
+    char k[256];
+    vigil_store_key(f->s, "outbox", NULL, k, sizeof k);
+    return int_cmd(f, "LLEN %s", k);
+}
+
+static void test_key_names(void **state)
+{
+    fixture *f = *state;
+    char k[256];
+    vigil_store_key(f->s, "state", "room-1", k, sizeof k);
+    assert_string_equal(k, "vigil:svc:state:room-1");
+    vigil_store_key(f->s, "ids", "room-1", k, sizeof k);
+    assert_string_equal(k, "vigil:svc:ids:room-1");
+    vigil_store_key(f->s, "outbox", NULL, k, sizeof k);
+    assert_string_equal(k, "vigil:svc:outbox:0");
+    vigil_store_key(f->s, "timers", NULL, k, sizeof k);
+    assert_string_equal(k, "vigil:svc:timers:0");
+    vigil_store_key(f->s, NULL, "persona:ann", k, sizeof k);
+    assert_string_equal(k, "vigil:svc:persona:ann");
+}
+
+static void test_load_missing(void **state)
+{
+    fixture *f = *state;
+    int seen = 7;
+    int64_t v = 9;
+    char *st = (char *)"x";
+    assert_int_equal(vigil_store_load(f->s, "nokey", "id1", &seen, &v, &st), 0);
+    assert_int_equal(seen, 0);
+    assert_int_equal(v, 0);
+    assert_null(st);
+}
+
+static void test_first_and_second_commit(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    vigil_fx_set_state(&fx, "{\"n\":1}");
+    int64_t nv = -1;
+    char *cur = NULL;
+    assert_int_equal(commit(f, "k", 0, "m1", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(nv, 1);
+    assert_null(cur);
+
+    int seen;
+    int64_t v;
+    char *st;
+    assert_int_equal(vigil_store_load(f->s, "k", "m1", &seen, &v, &st), 0);
+    assert_int_equal(seen, 1);
+    assert_int_equal(v, 1);
+    assert_string_equal(st, "{\"n\":1}");
+    free(st);
+
+    vigil_effects_reset(&fx);
+    vigil_fx_set_state(&fx, "{\"n\":2}");
+    assert_int_equal(commit(f, "k", 1, "m2", &fx, NOW + 1, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(nv, 2);
+    assert_int_equal(vigil_store_load(f->s, "k", "m3", &seen, &v, &st), 0);
+    assert_int_equal(seen, 0);
+    assert_int_equal(v, 2);
+    assert_string_equal(st, "{\"n\":2}");
+    free(st);
+    /* load without an input id: seen may be NULL */
+    assert_int_equal(vigil_store_load(f->s, "k", NULL, NULL, &v, &st), 0);
+    assert_int_equal(v, 2);
+    free(st);
+    vigil_effects_free(&fx);
+}
+
+static void test_stale_version_conflicts_and_changes_nothing(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    vigil_fx_set_state(&fx, "{\"n\":1}");
+    int64_t nv;
+    char *cur = NULL;
+    assert_int_equal(commit(f, "k", 0, "m1", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    vigil_fx_set_state(&fx, "{\"n\":2}");
+    assert_int_equal(commit(f, "k", 1, "m2", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+
+    /* decided on version 1 (stale): conflict with the current record */
+    vigil_effects_reset(&fx);
+    vigil_fx_set_state(&fx, "{\"n\":99}");
+    vigil_fx_publish(&fx, "t/x", "{}", false);
+    vigil_fx_timer_set(&fx, "late", NOW + 5);
+    long long out_before = outbox_len(f);
+    nv = -1;
+    assert_int_equal(commit(f, "k", 1, "m3", &fx, NOW, &nv, &cur), VIGIL_COMMIT_CONFLICT);
+    assert_int_equal(nv, 2);
+    assert_non_null(cur);
+    assert_string_equal(cur, "{\"n\":2}");
+    free(cur);
+    cur = NULL;
+    assert_int_equal(outbox_len(f), out_before);
+    assert_int_equal(vigil_timers_count(f->s), 0);
+    int seen;
+    int64_t v;
+    char *st;
+    assert_int_equal(vigil_store_load(f->s, "k", "m3", &seen, &v, &st), 0);
+    assert_int_equal(seen, 0); /* not recorded: the retry must apply it */
+    assert_int_equal(v, 2);
+    assert_string_equal(st, "{\"n\":2}");
+    free(st);
+
+    /* expecting a record that does not exist: conflict, no state */
+    assert_int_equal(commit(f, "other", 3, "m4", &fx, NOW, &nv, &cur), VIGIL_COMMIT_CONFLICT);
+    assert_int_equal(nv, 0);
+    assert_null(cur);
+    vigil_effects_free(&fx);
+}
+
+static void test_duplicate_changes_nothing(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    vigil_fx_set_state(&fx, "{\"n\":1}");
+    vigil_fx_publish(&fx, "t/a", "first", false);
+    int64_t nv;
+    char *cur = NULL;
+    assert_int_equal(commit(f, "k", 0, "m1", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(outbox_len(f), 1);
+
+    vigil_effects_reset(&fx);
+    vigil_fx_set_state(&fx, "{\"n\":2}");
+    vigil_fx_publish(&fx, "t/a", "second", false);
+    vigil_fx_timer_set(&fx, "x", NOW);
+    /* right version */
+    assert_int_equal(commit(f, "k", 1, "m1", &fx, NOW + 1, &nv, &cur), VIGIL_COMMIT_DUPLICATE);
+    /* and a stale one: the duplicate check comes first */
+    assert_int_equal(commit(f, "k", 0, "m1", &fx, NOW + 2, &nv, &cur), VIGIL_COMMIT_DUPLICATE);
+    assert_null(cur);
+    assert_int_equal(outbox_len(f), 1);
+    assert_int_equal(vigil_timers_count(f->s), 0);
+    int64_t v;
+    char *st;
+    assert_int_equal(vigil_store_load(f->s, "k", NULL, NULL, &v, &st), 0);
+    assert_int_equal(v, 1);
+    assert_string_equal(st, "{\"n\":1}");
+    free(st);
+    /* the same id on another key is a different input */
+    assert_int_equal(commit(f, "k2", 0, "m1", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    vigil_effects_free(&fx);
+}
+
+static void test_unchanged_state_keeps_version_records_id(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    int64_t nv = -1;
+    char *cur = NULL;
+    /* no record, nothing to store: OK at version 0, id recorded */
+    assert_int_equal(commit(f, "k", 0, "m0", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(nv, 0);
+    int seen;
+    int64_t v;
+    char *st;
+    assert_int_equal(vigil_store_load(f->s, "k", "m0", &seen, &v, &st), 0);
+    assert_int_equal(seen, 1);
+    assert_int_equal(v, 0);
+    assert_null(st);
+
+    vigil_fx_set_state(&fx, "{\"n\":1}");
+    assert_int_equal(commit(f, "k", 0, "m1", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    vigil_effects_reset(&fx);
+    vigil_fx_publish(&fx, "t", "p", false);
+    assert_int_equal(commit(f, "k", 1, "m2", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(nv, 1);
+    assert_int_equal(vigil_store_load(f->s, "k", "m2", &seen, &v, &st), 0);
+    assert_int_equal(seen, 1);
+    assert_int_equal(v, 1);
+    assert_string_equal(st, "{\"n\":1}");
+    free(st);
+    assert_int_equal(outbox_len(f), 1);
+    vigil_effects_free(&fx);
+}
+
+static void test_no_input_id_no_dedupe(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    vigil_fx_set_state(&fx, "{}");
+    int64_t nv;
+    char *cur = NULL;
+    assert_int_equal(commit(f, "k", 0, NULL, &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(commit(f, "k", 1, NULL, &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(nv, 2);
+    assert_int_equal(int_cmd(f, "EXISTS %s", "vigil:svc:ids:k"), 0);
+    vigil_effects_free(&fx);
+}
+
+static void test_dedupe_keeps_newest(void **state)
+{
+    fixture *f = *state; /* dedupe_keep = 3 */
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    const char *ids[] = { "a", "b", "c", "d", "e" };
+    int64_t nv;
+    char *cur = NULL;
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(commit(f, "k", 0, ids[i], &fx, NOW + i, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(int_cmd(f, "ZCARD %s", "vigil:svc:ids:k"), 3);
+    int seen;
+    int64_t v;
+    char *st;
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(vigil_store_load(f->s, "k", ids[i], &seen, &v, &st), 0);
+        assert_int_equal(seen, i >= 2);
+    }
+    assert_int_equal(commit(f, "k", 0, "e", &fx, NOW + 9, &nv, &cur), VIGIL_COMMIT_DUPLICATE);
+    assert_int_equal(commit(f, "k", 0, "a", &fx, NOW + 9, &nv, &cur), VIGIL_COMMIT_OK);
+    vigil_effects_free(&fx);
+}
+
+static void test_outbox_order_format_peek_trim(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    vigil_fx_publish(&fx, "room/r1/message", "{\"n\":1}", false);
+    vigil_fx_publish(&fx, "persona/p/state", "{\"multi\":\n\"line\"}\n", true);
+    vigil_fx_publish(&fx, "room/r1/message", "", false);
+    int64_t nv;
+    char *cur = NULL;
+    assert_int_equal(commit(f, "k", 0, "m1", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    vigil_effects_reset(&fx);
+    vigil_fx_publish(&fx, "t/4", "four", false);
+    assert_int_equal(commit(f, "k2", 0, "m1", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+
+    /* raw entry format */
+    redisReply *rep = vigil_redis_command(f->r, "LINDEX vigil:svc:outbox:0 1");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    assert_string_equal(rep->str, "1persona/p/state\n{\"multi\":\n\"line\"}\n");
+    freeReplyObject(rep);
+
+    vigil_outmsg out[10];
+    assert_int_equal(vigil_store_outbox_peek(f->s, 10, out), 4);
+    assert_string_equal(out[0].topic, "room/r1/message");
+    assert_string_equal(out[0].payload, "{\"n\":1}");
+    assert_false(out[0].retain);
+    assert_string_equal(out[1].topic, "persona/p/state");
+    assert_string_equal(out[1].payload, "{\"multi\":\n\"line\"}\n");
+    assert_true(out[1].retain);
+    assert_string_equal(out[2].payload, "");
+    assert_string_equal(out[3].topic, "t/4");
+    vigil_outbox_entries_free(out, 4);
+
+    assert_int_equal(vigil_store_outbox_peek(f->s, 2, out), 2);
+    assert_string_equal(out[1].topic, "persona/p/state");
+    vigil_outbox_entries_free(out, 2);
+    assert_int_equal(vigil_store_outbox_trim(f->s, 2), 0);
+    assert_int_equal(vigil_store_outbox_peek(f->s, 10, out), 2);
+    assert_string_equal(out[0].payload, "");
+    assert_string_equal(out[1].payload, "four");
+    vigil_outbox_entries_free(out, 2);
+    assert_int_equal(vigil_store_outbox_trim(f->s, 5), 0);
+    assert_int_equal(vigil_store_outbox_peek(f->s, 10, out), 0);
+    assert_int_equal(vigil_store_outbox_trim(f->s, 0), 0);
+    vigil_effects_free(&fx);
+}
+
+static void test_outbox_malformed_entry_keeps_count(void **state)
+{
+    fixture *f = *state;
+    redisReply *rep = vigil_redis_command(f->r, "RPUSH vigil:svc:outbox:0 garbage %s", "0t\np");
+    freeReplyObject(rep);
+    vigil_outmsg out[4];
+    assert_int_equal(vigil_store_outbox_peek(f->s, 4, out), 2);
+    assert_string_equal(out[0].topic, "");
+    assert_string_equal(out[0].payload, "garbage");
+    assert_string_equal(out[1].topic, "t");
+    assert_string_equal(out[1].payload, "p");
+    vigil_outbox_entries_free(out, 2);
+}
+
+/* Pops the last outbox entry and parses its payload; checks topic and
+ * retain flag. */
+static json_object *last_snapshot(fixture *f, const char *topic)
+{
+    vigil_outmsg out[32];
+    int n = vigil_store_outbox_peek(f->s, 32, out);
+    assert_true(n > 0);
+    assert_string_equal(out[n - 1].topic, topic);
+    assert_true(out[n - 1].retain);
+    json_object *o = json_tokener_parse(out[n - 1].payload);
+    if (!o)
+        fail_msg("snapshot payload is not JSON: %s", out[n - 1].payload);
+    vigil_outbox_entries_free(out, n);
+    return o;
+}
+
+static json_object *get(json_object *o, const char *k)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(o, k, &v))
+        fail_msg("missing member %s", k);
+    return v;
+}
+
+static void test_snapshot_aggregates_across_keys(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    int64_t nv;
+    char *cur = NULL;
+    /* room a (one state key) writes its entry; the envelope's own "ts" and
+     * "rooms" are replaced */
+    assert_int_equal(vigil_fx_snapshot(&fx, "persona:ann", "a",
+                                       "{\"level\":\"sleep\",\"tags\":[],\"x\":1.5}",
+                                       "persona/ann/state",
+                                       "{\"persona\":\"ann\",\"ts\":1,\"rooms\":5}", "rooms"),
+                     0);
+    assert_int_equal(commit(f, "room:a", 0, "m1", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    vigil_effects_reset(&fx);
+    /* room b (another key, maybe another shard) adds its own */
+    assert_int_equal(vigil_fx_snapshot(&fx, "persona:ann", "b/x", "{\"level\":\"active\"}",
+                                       "persona/ann/state", "{\"persona\":\"ann\"}", "rooms"),
+                     0);
+    assert_int_equal(commit(f, "room:b", 0, "m1", &fx, NOW + 1000, &nv, &cur),
+                     VIGIL_COMMIT_OK);
+
+    json_object *o = last_snapshot(f, "persona/ann/state");
+    assert_string_equal(json_object_get_string(get(o, "persona")), "ann");
+    json_object *ts = get(o, "ts");
+    assert_true(json_object_is_type(ts, json_type_int)); /* not 1.7e+12 */
+    assert_true(json_object_get_int64(ts) == NOW + 1000);
+    json_object *rooms = get(o, "rooms");
+    assert_true(json_object_is_type(rooms, json_type_object));
+    assert_int_equal(json_object_object_length(rooms), 2);
+    json_object *a = get(rooms, "a");
+    assert_string_equal(json_object_get_string(get(a, "level")), "sleep");
+    assert_true(json_object_is_type(get(a, "tags"), json_type_array)); /* [] stays [] */
+    assert_true(json_object_get_double(get(a, "x")) == 1.5);
+    assert_string_equal(json_object_get_string(get(get(rooms, "b/x"), "level")), "active");
+    json_object_put(o);
+    assert_int_equal(int_cmd(f, "HLEN %s", "vigil:svc:persona:ann"), 2);
+    vigil_effects_free(&fx);
+}
+
+static void test_snapshot_delete_to_empty_map(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    int64_t nv;
+    char *cur = NULL;
+    assert_int_equal(vigil_fx_snapshot(&fx, "persona:bo", "a", "1", "persona/bo/state", "{}", "rooms"), 0);
+    assert_int_equal(vigil_fx_snapshot(&fx, "persona:bo", "b", "2", "persona/bo/state", "{}", "rooms"), 0);
+    assert_int_equal(commit(f, "k", 0, "m1", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    json_object *o = last_snapshot(f, "persona/bo/state");
+    assert_int_equal(json_object_object_length(get(o, "rooms")), 2);
+    json_object_put(o);
+
+    vigil_effects_reset(&fx);
+    assert_int_equal(vigil_fx_snapshot(&fx, "persona:bo", "a", NULL, "persona/bo/state", "{}", "rooms"), 0);
+    assert_int_equal(commit(f, "k", 0, "m2", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    o = last_snapshot(f, "persona/bo/state");
+    json_object *rooms = get(o, "rooms");
+    assert_int_equal(json_object_object_length(rooms), 1);
+    assert_int_equal(json_object_get_int(get(rooms, "b")), 2);
+    json_object_put(o);
+
+    vigil_effects_reset(&fx);
+    assert_int_equal(vigil_fx_snapshot(&fx, "persona:bo", "b", NULL, "persona/bo/state", "{}", "rooms"), 0);
+    assert_int_equal(commit(f, "k", 0, "m3", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    o = last_snapshot(f, "persona/bo/state");
+    rooms = get(o, "rooms");
+    assert_true(json_object_is_type(rooms, json_type_object)); /* {} not [] */
+    assert_int_equal(json_object_object_length(rooms), 0);
+    assert_int_equal(json_object_object_length(o), 2); /* rooms, ts */
+    json_object_put(o);
+    assert_int_equal(int_cmd(f, "EXISTS %s", "vigil:svc:persona:bo"), 0);
+    assert_int_equal(outbox_len(f), 4); /* one payload per snapshot op */
+    vigil_effects_free(&fx);
+}
+
+static void test_snapshot_order_after_outputs(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    int64_t nv;
+    char *cur = NULL;
+    assert_int_equal(vigil_fx_snapshot(&fx, "room:r", "p", "{}", "room/r/state", "{\"room\":\"r\"}", "personas"), 0);
+    vigil_fx_publish(&fx, "persona/p/dormancy", "{\"id\":\"e1\"}", false);
+    assert_int_equal(commit(f, "k", 0, "m1", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    vigil_outmsg out[4];
+    assert_int_equal(vigil_store_outbox_peek(f->s, 4, out), 2);
+    assert_string_equal(out[0].topic, "persona/p/dormancy");
+    assert_string_equal(out[1].topic, "room/r/state");
+    assert_string_equal(out[1].payload, "{\"room\":\"r\",\"personas\":{\"p\":{}},\"ts\":1700000000123}");
+    vigil_outbox_entries_free(out, 2);
+    vigil_effects_free(&fx);
+}
+
+static void test_snapshot_fields_sorted(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    int64_t nv;
+    char *cur = NULL;
+    /* written in the order c, a, b: the payload lists a, b, c so equal
+     * states give equal retained payloads */
+    assert_int_equal(vigil_fx_snapshot(&fx, "h", "c", "3", "s/t", "{}", "m"), 0);
+    assert_int_equal(vigil_fx_snapshot(&fx, "h", "a", "1", "s/t", "{}", "m"), 0);
+    assert_int_equal(vigil_fx_snapshot(&fx, "h", "b", "[]", "s/t", "{}", "m"), 0);
+    assert_int_equal(commit(f, "k", 0, "m1", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    vigil_outmsg out[4];
+    assert_int_equal(vigil_store_outbox_peek(f->s, 4, out), 3);
+    assert_string_equal(out[0].payload, "{\"m\":{\"c\":3},\"ts\":1700000000123}");
+    assert_string_equal(out[2].payload,
+                        "{\"m\":{\"a\":1,\"b\":[],\"c\":3},\"ts\":1700000000123}");
+    vigil_outbox_entries_free(out, 3);
+    vigil_effects_free(&fx);
+}
+
+static void test_leased_completion(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    int64_t nv;
+    char *cur = NULL;
+    vigil_fx_timer_set(&fx, "t1", NOW);
+    vigil_fx_timer_set(&fx, "t2", NOW);
+    assert_int_equal(commit(f, "k", 0, "m1", &fx, NOW - 10, &nv, &cur), VIGIL_COMMIT_OK);
+    vigil_timer_claim cl[4];
+    assert_int_equal(vigil_timers_claim(f->s, NOW, 30000, 4, cl), 2);
+    assert_true(cl[0].lease_score == NOW + 30000);
+
+    /* t2 is set again meanwhile (a newer deadline): its completion must
+     * not remove it */
+    vigil_effects_reset(&fx);
+    vigil_fx_timer_set(&fx, "t2", NOW + 50000);
+    assert_int_equal(commit(f, "k", 0, "m2", &fx, NOW + 1, &nv, &cur), VIGIL_COMMIT_OK);
+
+    vigil_effects_reset(&fx);
+    vigil_commit c = { .key = "k", .expected_version = 0, .fx = &fx, .now_ms = NOW + 2,
+                       .leased_timer = "k|t1", .leased_score = cl[0].lease_score };
+    assert_int_equal(vigil_store_commit(f->s, &c, &nv, &cur), VIGIL_COMMIT_OK);
+    c.leased_timer = "k|t2";
+    assert_int_equal(vigil_store_commit(f->s, &c, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(vigil_timers_count(f->s), 1);
+    assert_true(vigil_timers_next_due(f->s) == NOW + 50000);
+
+    /* completing and setting the same timer anew in one commit keeps the
+     * new deadline (removal comes first) */
+    assert_int_equal(vigil_timers_claim(f->s, NOW + 50000, 1000, 4, cl), 1);
+    vigil_fx_timer_set(&fx, "t2", NOW + 90000);
+    c.leased_score = cl[0].lease_score;
+    assert_int_equal(vigil_store_commit(f->s, &c, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(vigil_timers_count(f->s), 1);
+    assert_true(vigil_timers_next_due(f->s) == NOW + 90000);
+    vigil_effects_free(&fx);
+}
+
+static void test_delete_removes_record_ids_and_own_timers(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    int64_t nv;
+    char *cur = NULL;
+    vigil_fx_set_state(&fx, "{}");
+    for (int i = 0; i < 5; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "t%d", i);
+        vigil_fx_timer_set(&fx, name, NOW + i);
+    }
+    assert_int_equal(commit(f, "a", 0, "m1", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    /* many timers of other keys (a big set, scanned in pages), one of them
+     * on key "ab" which shares the prefix "a" */
+    vigil_effects_reset(&fx);
+    for (int i = 0; i < 300; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "x%d", i);
+        vigil_fx_timer_set(&fx, name, NOW + i);
+    }
+    assert_int_equal(commit(f, "ab", 0, "m1", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(vigil_timers_count(f->s), 305);
+
+    assert_int_equal(vigil_store_delete(f->s, "a"), 0);
+    assert_int_equal(vigil_timers_count(f->s), 300);
+    int seen;
+    int64_t v;
+    char *st;
+    assert_int_equal(vigil_store_load(f->s, "a", "m1", &seen, &v, &st), 0);
+    assert_int_equal(v, 0);
+    assert_null(st);
+    assert_int_equal(seen, 0);
+    assert_int_equal(vigil_store_load(f->s, "ab", "m1", &seen, &v, &st), 0);
+    assert_int_equal(seen, 1);
+    /* a deleted key starts again from version 0 */
+    vigil_effects_reset(&fx);
+    vigil_fx_set_state(&fx, "{\"new\":true}");
+    assert_int_equal(commit(f, "a", 0, "m1", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(nv, 1);
+    assert_int_equal(vigil_store_delete(f->s, "missing"), 0);
+    vigil_effects_free(&fx);
+}
+
+static void test_commit_after_script_flush(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    vigil_fx_set_state(&fx, "{}");
+    int64_t nv;
+    char *cur = NULL;
+    assert_int_equal(commit(f, "k", 0, "m1", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_true(vt_redis_exec(srv, "SCRIPT FLUSH"));
+    assert_int_equal(commit(f, "k", 1, "m2", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(nv, 2);
+    vigil_effects_free(&fx);
+}
+
+static void test_errors_when_unreachable(void **state)
+{
+    vigil_redis_addr a = vt_redis_addr(srv);
+    a.port = 1;
+    vigil_redis *r = vigil_redis_new(&a, 300);
+    vigil_store_config cfg = { "vigil:", "svc", 2, 0 };
+    vigil_store *s = vigil_store_new(r, &cfg);
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    vigil_commit c = { .key = "k", .fx = &fx, .now_ms = NOW };
+    int64_t nv = 0, v;
+    char *cur = NULL, *st;
+    int seen;
+    vigil_outmsg out[2];
+    assert_int_equal(vigil_store_commit(s, &c, &nv, &cur), VIGIL_COMMIT_ERROR);
+    assert_int_equal(vigil_store_load(s, "k", "id", &seen, &v, &st), -1);
+    assert_int_equal(vigil_store_delete(s, "k"), -1);
+    assert_int_equal(vigil_store_outbox_peek(s, 2, out), -1);
+    assert_int_equal(vigil_store_outbox_trim(s, 1), -1);
+    char k[64];
+    vigil_store_key(s, "timers", NULL, k, sizeof k);
+    assert_string_equal(k, "vigil:svc:timers:2");
+    vigil_store_free(s);
+    vigil_redis_free(r);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_key_names),
+        T(test_load_missing),
+        T(test_first_and_second_commit),
+        T(test_stale_version_conflicts_and_changes_nothing),
+        T(test_duplicate_changes_nothing),
+        T(test_unchanged_state_keeps_version_records_id),
+        T(test_no_input_id_no_dedupe),
+        cmocka_unit_test_setup_teardown(test_dedupe_keeps_newest, setup_keep3, teardown),
+        T(test_outbox_order_format_peek_trim),
+        T(test_outbox_malformed_entry_keeps_count),
+        T(test_snapshot_aggregates_across_keys),
+        T(test_snapshot_delete_to_empty_map),
+        T(test_snapshot_order_after_outputs),
+        T(test_snapshot_fields_sorted),
+        T(test_leased_completion),
+        T(test_delete_removes_record_ids_and_own_timers),
+        T(test_commit_after_script_flush),
+        cmocka_unit_test(test_errors_when_unreachable),
+    };
+#undef T
+    return cmocka_run_group_tests_name("store", tests, group_setup, group_teardown);
+}
