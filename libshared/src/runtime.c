@@ -52,6 +52,7 @@ struct vigil_runtime {
 
     pthread_t timer_thread;
     bool timer_started;
+    bool started; /* the service's start() ran */
 
     atomic_int stop;
     volatile int stop_sleep; /* interrupts vigil_sleep_ms in the timer thread */
@@ -64,7 +65,7 @@ struct vigil_runtime {
     char client_id[128];
 };
 
-typedef enum { STEP_DONE, STEP_REJECT } step_result;
+typedef enum { STEP_DONE, STEP_DUPLICATE, STEP_REJECT, STEP_GAVE_UP } step_result;
 
 vigil_redis *vigil_runtime_redis(vigil_runtime *rt) { return rt->intake_redis; }
 
@@ -159,17 +160,34 @@ static void die_unacknowledged(const char *topic)
 }
 
 typedef struct decide_args {
-    const vigil_input *in; /* NULL for a timer */
+    const vigil_input *in; /* NULL for a timer or a background decision */
     const void *parsed;
     const vigil_timer_claim *timer;
+    vigil_decide_fn fn;    /* background decision (vigil_runtime_decide) */
+    void *fn_arg;
+    const char *input_id;  /* dedupe id of a background decision, or NULL */
     int64_t now;
 } decide_args;
+
+struct vigil_runtime_conn {
+    vigil_redis *redis;
+    vigil_store *store;
+    atomic_bool ok;
+};
+
+/* The id a commit records for dedupe, if any. */
+static const char *args_input_id(const decide_args *a)
+{
+    return a->in ? a->in->id : a->input_id;
+}
 
 /* Runs the service's decision for one key on the given state. */
 static int decide(vigil_runtime *rt, const char *key, const char *state, const decide_args *a,
                   vigil_effects *fx, vigil_error *err)
 {
     const vigil_service_def *d = rt->def;
+    if (a->fn)
+        return a->fn(a->fn_arg, key, state, a->now, fx, err);
     if (a->timer)
         return d->on_timer ? d->on_timer(d->ctx, key, state, a->timer->name, a->timer->due_ms,
                                          a->now, fx)
@@ -195,11 +213,12 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
     for (int attempt = 0;; attempt++) {
         if (!have) {
             int seen = 0;
-            if (vigil_store_load(store, key, a->in ? a->in->id : NULL, &seen, &version, &state) != 0) {
+            if (vigil_store_load(store, key, args_input_id(a), &seen, &version, &state) != 0) {
                 if (!retry_wait(rt, errors++, ok_flag)) {
                     if (a->in)
                         die_unacknowledged(a->in->topic);
-                    goto done; /* a timer comes back when its lease ends */
+                    result = STEP_GAVE_UP; /* a timer comes back when its lease ends */
+                    goto done;
                 }
                 continue;
             }
@@ -209,6 +228,7 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
             if (seen) {
                 vigil_counter_add("vigil_duplicates_total", "Inputs already applied (redelivery)",
                                   NULL, 1);
+                result = STEP_DUPLICATE;
                 goto done;
             }
         }
@@ -220,7 +240,7 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
         vigil_commit c = {
             .key = key,
             .expected_version = version,
-            .input_id = a->in ? a->in->id : NULL,
+            .input_id = args_input_id(a),
             .fx = &fx,
             .now_ms = a->now,
             .leased_timer = a->timer ? a->timer->member : NULL,
@@ -239,6 +259,7 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
             atomic_store(ok_flag, true);
             vigil_counter_add("vigil_duplicates_total", "Inputs already applied (redelivery)",
                               NULL, 1);
+            result = STEP_DUPLICATE;
             goto done;
         case VIGIL_COMMIT_CONFLICT:
             atomic_store(ok_flag, true);
@@ -261,6 +282,7 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
             if (!retry_wait(rt, errors++, ok_flag)) {
                 if (a->in)
                     die_unacknowledged(a->in->topic);
+                result = STEP_GAVE_UP;
                 goto done;
             }
             continue;
@@ -387,6 +409,55 @@ static void *timer_main(void *arg)
     return NULL;
 }
 
+vigil_runtime_conn *vigil_runtime_conn_open(vigil_runtime *rt)
+{
+    vigil_runtime_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->redis = vigil_redis_new(&rt->raddr, 2000);
+    c->store = c->redis ? vigil_store_new(c->redis, &rt->scfg) : NULL;
+    if (!c->store) {
+        vigil_runtime_conn_close(c);
+        return NULL;
+    }
+    atomic_store(&c->ok, true);
+    return c;
+}
+
+void vigil_runtime_conn_close(vigil_runtime_conn *conn)
+{
+    if (!conn)
+        return;
+    vigil_store_free(conn->store);
+    vigil_redis_free(conn->redis);
+    free(conn);
+}
+
+vigil_redis *vigil_runtime_conn_redis(vigil_runtime_conn *conn) { return conn->redis; }
+
+bool vigil_runtime_stopping(const vigil_runtime *rt) { return atomic_load(&rt->stop) != 0; }
+
+vigil_decide_result vigil_runtime_decide(vigil_runtime *rt, vigil_runtime_conn *conn,
+                                         const char *key, const char *input_id, int64_t now_ms,
+                                         vigil_decide_fn fn, void *arg, vigil_error *err)
+{
+    decide_args a = { .fn = fn, .fn_arg = arg, .input_id = input_id, .now = now_ms };
+    step_result r = run_key(rt, conn->store, &conn->ok, key, &a, err);
+    if (r == STEP_DONE)
+        vigil_outbox_kick(rt->outbox);
+    switch (r) {
+    case STEP_DONE:
+        return VIGIL_DECIDE_DONE;
+    case STEP_DUPLICATE:
+        return VIGIL_DECIDE_DUPLICATE;
+    case STEP_REJECT:
+        return VIGIL_DECIDE_REJECTED;
+    case STEP_GAVE_UP:
+    default:
+        return VIGIL_DECIDE_GAVE_UP;
+    }
+}
+
 static bool ready(void *ctx, char *why, size_t whylen)
 {
     vigil_runtime *rt = ctx;
@@ -495,6 +566,11 @@ static int start_io(vigil_runtime *rt, char *err, size_t errlen)
         snprintf(err, errlen, "cannot start the MQTT client");
         return -1;
     }
+    if (rt->def->start && rt->def->start(rt->def->ctx, rt) != 0) {
+        snprintf(err, errlen, "the service's background work did not start");
+        return -1;
+    }
+    rt->started = true;
     return 0;
 }
 
@@ -508,6 +584,8 @@ static void shutdown_io(vigil_runtime *rt)
     rt->stop_sleep = 1;
     if (rt->timer_started)
         pthread_join(rt->timer_thread, NULL);
+    if (rt->started && rt->def->stop)
+        rt->def->stop(rt->def->ctx);
     if (rt->outbox)
         vigil_outbox_stop(rt->outbox, 3000);
     rt->outbox = NULL;

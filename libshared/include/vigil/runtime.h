@@ -19,6 +19,7 @@
  * Cores are pure: apply/on_timer get `now` and must not do I/O. */
 #ifndef VIGIL_RUNTIME_H
 #define VIGIL_RUNTIME_H
+#include <stdbool.h>
 #include <stdint.h>
 #include "config.h"
 #include "effects.h"
@@ -69,7 +70,43 @@ typedef struct vigil_service_def {
 
     void (*free_parsed)(void *ctx, void *parsed); /* may be NULL */
     void *ctx;
+
+    /* Optional background work beside intake (e.g. LLM calls pulled from a
+     * durable job queue). start() runs once Redis/MQTT connecting has begun;
+     * stop() runs at shutdown before the outbox is drained and must join
+     * every thread start() made. Either may be NULL. */
+    int (*start)(void *ctx, vigil_runtime *rt);
+    void (*stop)(void *ctx);
 } vigil_service_def;
+
+/* A Redis connection (and store) for one background thread. */
+typedef struct vigil_runtime_conn vigil_runtime_conn;
+vigil_runtime_conn *vigil_runtime_conn_open(vigil_runtime *rt);
+void vigil_runtime_conn_close(vigil_runtime_conn *conn);
+vigil_redis *vigil_runtime_conn_redis(vigil_runtime_conn *conn);
+
+/* A decision made outside intake, same contract as apply(): pure, may run
+ * more than once on conflicts. Return 0, or -1 to reject with err. */
+typedef int (*vigil_decide_fn)(void *arg, const char *key, const char *state_json, int64_t now_ms,
+                               vigil_effects *fx, vigil_error *err);
+
+typedef enum {
+    VIGIL_DECIDE_DONE = 0,      /* committed */
+    VIGIL_DECIDE_DUPLICATE = 1, /* input_id was already applied to key */
+    VIGIL_DECIDE_REJECTED = -1, /* fn returned -1 (err filled, nothing committed) */
+    VIGIL_DECIDE_GAVE_UP = -2   /* shutting down while Redis is unreachable */
+} vigil_decide_result;
+
+/* Decide-then-commit on key from a background thread through conn, with
+ * the same atomicity, dedupe (input_id may be NULL), conflict retry and
+ * Redis-outage retry as intake; kicks the outbox after committing. The
+ * shard filter is the caller's business (vigil_shard_of). */
+vigil_decide_result vigil_runtime_decide(vigil_runtime *rt, vigil_runtime_conn *conn,
+                                         const char *key, const char *input_id, int64_t now_ms,
+                                         vigil_decide_fn fn, void *arg, vigil_error *err);
+
+/* True once shutdown has begun: background loops return. */
+bool vigil_runtime_stopping(const vigil_runtime *rt);
 
 /* Runs the service until SIGTERM/SIGINT. Returns the process exit code
  * (0 clean stop, 2 bad usage/config, 1 fatal error). */
