@@ -41,6 +41,11 @@ void vigil_effects_free(vigil_effects *fx)
     for (size_t i = 0; i < fx->n_snaps; i++)
         snap_free(&fx->snaps[i]);
     free(fx->snaps);
+    for (size_t i = 0; i < fx->n_aux; i++) {
+        free(fx->aux[i].name);
+        free(fx->aux[i].value);
+    }
+    free(fx->aux);
     vigil_effects_init(fx);
 }
 
@@ -239,4 +244,94 @@ void vigil_event_id(char *out, size_t outlen, const char *input_id, const char *
     }
     if (full != stackbuf)
         free(full);
+}
+
+/* Outbox entry text: "<0|1><topic>\n<payload>" (the format store.h gives). */
+static char *outbox_entry(const char *topic, const char *payload, bool retain)
+{
+    size_t tl = strlen(topic), pl = strlen(payload);
+    char *e = malloc(tl + pl + 3);
+    if (!e)
+        return NULL;
+    e[0] = retain ? '1' : '0';
+    memcpy(e + 1, topic, tl);
+    e[1 + tl] = '\n';
+    memcpy(e + 2 + tl, payload, pl + 1);
+    return e;
+}
+
+/* Names become Redis key suffixes: refuse empty ones and whitespace/control
+ * characters so a bug cannot address an odd key. */
+static bool aux_name_ok(const char *name)
+{
+    if (!name || !*name || strlen(name) > 200)
+        return false;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        if (*p <= ' ' || *p == 0x7f)
+            return false;
+    return true;
+}
+
+static int aux_add(vigil_effects *fx, vigil_aux_kind kind, const char *name, char *value_owned,
+                   bool value_required, int64_t n1, int64_t n2)
+{
+    if (!aux_name_ok(name) || (value_required && !value_owned) ||
+        grow((void **)&fx->aux, &fx->cap_aux, fx->n_aux, sizeof *fx->aux) != 0) {
+        free(value_owned);
+        return -1;
+    }
+    char *n = strdup(name);
+    if (!n) {
+        free(value_owned);
+        return -1;
+    }
+    fx->aux[fx->n_aux++] = (vigil_aux_op){ kind, n, value_owned, n1, n2 };
+    return 0;
+}
+
+int vigil_fx_stream_add(vigil_effects *fx, const char *name, const char *value, int64_t maxlen,
+                        int64_t max_age_ms)
+{
+    if (!value || maxlen < 0 || max_age_ms < 0)
+        return -1;
+    return aux_add(fx, VIGIL_AUX_STREAM_ADD, name, strdup(value), true, maxlen, max_age_ms);
+}
+
+int vigil_fx_queue_push(vigil_effects *fx, const char *name, const char *topic,
+                        const char *payload, bool retain)
+{
+    if (!topic || !*topic || strchr(topic, '\n') || !payload)
+        return -1;
+    return aux_add(fx, VIGIL_AUX_QUEUE_PUSH, name, outbox_entry(topic, payload, retain), true, 0, 0);
+}
+
+int vigil_fx_queue_flush(vigil_effects *fx, const char *name)
+{
+    return aux_add(fx, VIGIL_AUX_QUEUE_FLUSH, name, NULL, false, 0, 0);
+}
+
+int vigil_fx_key_set(vigil_effects *fx, const char *name, const char *value)
+{
+    if (!value)
+        return vigil_fx_key_delete(fx, name);
+    return aux_add(fx, VIGIL_AUX_KEY_SET, name, strdup(value), true, 0, 0);
+}
+
+int vigil_fx_key_delete(vigil_effects *fx, const char *name)
+{
+    return aux_add(fx, VIGIL_AUX_KEY_DELETE, name, NULL, false, 0, 0);
+}
+
+int vigil_fx_set_add(vigil_effects *fx, const char *name, const char *member)
+{
+    if (!member)
+        return -1;
+    return aux_add(fx, VIGIL_AUX_SET_ADD, name, strdup(member), true, 0, 0);
+}
+
+int vigil_fx_set_remove(vigil_effects *fx, const char *name, const char *member)
+{
+    if (!member)
+        return -1;
+    return aux_add(fx, VIGIL_AUX_SET_REMOVE, name, strdup(member), true, 0, 0);
 }

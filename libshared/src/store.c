@@ -231,17 +231,20 @@ static char *json_quote(const char *s)
 }
 
 /* Builds KEYS and ARGV of VIGIL_LUA_COMMIT:
- *   KEYS  state, ids, outbox, timers, then one snapshot hash per snapshot op
+ *   KEYS  state, ids, outbox, timers, one snapshot hash per snapshot op,
+ *         one key per auxiliary op
  *   ARGV  1 expected version, 2 input id or "", 3 now, 4 "1"/"0" new state,
  *         5 state JSON, 6 dedupe_keep, 7 leased member or "", 8 leased score,
- *         9 n_timers, 10 n_out, 11 n_snaps, then per timer (member, due or ""
- *         to cancel), per output the outbox entry, per snapshot (field,
- *         "s"/"d", value, topic, normalized envelope, JSON-quoted map name). */
+ *         9 n_timers, 10 n_out, 11 n_snaps, 12 n_aux, then per timer (member,
+ *         due or "" to cancel), per auxiliary op (kind, value, n1, n2), per
+ *         output the outbox entry, per snapshot (field, "s"/"d", value, topic,
+ *         normalized envelope, JSON-quoted map name). */
 static int build_commit_args(vigil_store *s, const vigil_commit *c, commit_args *a)
 {
     const vigil_effects *fx = c->fx;
     size_t nt = fx ? fx->n_timers : 0, no = fx ? fx->n_out : 0, ns = fx ? fx->n_snaps : 0;
-    size_t total = 4 + ns + 11 + 2 * nt + no + 6 * ns;
+    size_t na = fx ? fx->n_aux : 0;
+    size_t total = 4 + ns + na + 12 + 2 * nt + 4 * na + no + 6 * ns;
     a->argv = calloc(total, sizeof *a->argv);
     a->argvlen = calloc(total, sizeof *a->argvlen);
     a->owned = calloc(total, sizeof *a->owned);
@@ -255,6 +258,8 @@ static int build_commit_args(vigil_store *s, const vigil_commit *c, commit_args 
     rc |= push_str(a, s->timers_key);
     for (size_t j = 0; j < ns; j++)
         rc |= push_owned(a, xprintf("%s%s", s->base, fx->snaps[j].hash));
+    for (size_t j = 0; j < na; j++)
+        rc |= push_owned(a, xprintf("%s%s", s->base, fx->aux[j].name));
 
     rc |= push_owned(a, xprintf("%" PRId64, c->expected_version));
     rc |= push_str(a, c->input_id ? c->input_id : "");
@@ -267,6 +272,7 @@ static int build_commit_args(vigil_store *s, const vigil_commit *c, commit_args 
     rc |= push_owned(a, xprintf("%zu", nt));
     rc |= push_owned(a, xprintf("%zu", no));
     rc |= push_owned(a, xprintf("%zu", ns));
+    rc |= push_owned(a, xprintf("%zu", na));
     for (size_t j = 0; j < nt && rc == 0; j++) {
         const vigil_timer_op *t = &fx->timers[j];
         rc |= push_owned(a, xprintf("%s|%s", c->key, t->name));
@@ -274,6 +280,14 @@ static int build_commit_args(vigil_store *s, const vigil_commit *c, commit_args 
             rc |= push_str(a, "");
         else
             rc |= push_owned(a, xprintf("%" PRId64, t->due_ms));
+    }
+    static const char *const aux_names[] = { "xadd", "qpush", "qflush", "set", "del", "sadd", "srem" };
+    for (size_t j = 0; j < na && rc == 0; j++) {
+        const vigil_aux_op *op = &fx->aux[j];
+        rc |= push_str(a, aux_names[op->kind]);
+        rc |= push_str(a, op->value ? op->value : "");
+        rc |= push_owned(a, xprintf("%" PRId64, op->n1));
+        rc |= push_owned(a, xprintf("%" PRId64, op->n2));
     }
     for (size_t j = 0; j < no && rc == 0; j++) {
         const vigil_outmsg *m = &fx->out[j];
@@ -315,7 +329,7 @@ vigil_commit_result vigil_store_commit(vigil_store *s, const vigil_commit *c,
         vigil_log(VIGIL_LOG_ERROR, "store commit %s: cannot build arguments", c->key);
         goto cleanup;
     }
-    int nkeys = 4 + (int)(c->fx ? c->fx->n_snaps : 0);
+    int nkeys = 4 + (int)(c->fx ? c->fx->n_snaps + c->fx->n_aux : 0);
     rep = vigil_redis_eval(s->r, &s->commit, nkeys, a.argc, a.argv, a.argvlen);
     if (!rep)
         goto cleanup;

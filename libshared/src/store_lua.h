@@ -57,11 +57,33 @@ struct vigil_store {
     "    redis.call('ZREM', timers, ARGV[7])\n"                                       \
     "  end\n"                                                                         \
     "end\n"                                                                           \
-    "local i = 12\n"                                                                  \
+    "local i = 13\n"                                                                  \
     "for _ = 1, tonumber(ARGV[9]) do\n"                                               \
     "  if ARGV[i + 1] == '' then redis.call('ZREM', timers, ARGV[i])\n"               \
     "  else redis.call('ZADD', timers, ARGV[i + 1], ARGV[i]) end\n"                   \
     "  i = i + 2\n"                                                                   \
+    "end\n"                                                                           \
+    "local nsnap = tonumber(ARGV[11])\n"                                              \
+    "for k = 1, tonumber(ARGV[12]) do\n"                                              \
+    "  local key = KEYS[4 + nsnap + k]\n"                                             \
+    "  local kind, val, n1, n2 = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])\n" \
+    "  i = i + 4\n"                                                                   \
+    "  if kind == 'xadd' then\n"                                                      \
+    "    if n1 > 0 then redis.call('XADD', key, 'MAXLEN', '~', n1, '*', 'm', val)\n"  \
+    "    else redis.call('XADD', key, '*', 'm', val) end\n"                           \
+    "    if n2 > 0 and tonumber(now) - n2 > 0 then\n"                                 \
+    "      redis.call('XTRIM', key, 'MINID', string.format('%d', tonumber(now) - n2))\n" \
+    "    end\n"                                                                       \
+    "  elseif kind == 'qpush' then redis.call('RPUSH', key, val)\n"                   \
+    "  elseif kind == 'qflush' then\n"                                                \
+    "    local items = redis.call('LRANGE', key, 0, -1)\n"                            \
+    "    for _, e in ipairs(items) do redis.call('RPUSH', outbox, e) end\n"           \
+    "    redis.call('DEL', key)\n"                                                    \
+    "  elseif kind == 'set' then redis.call('SET', key, val)\n"                       \
+    "  elseif kind == 'del' then redis.call('DEL', key)\n"                            \
+    "  elseif kind == 'sadd' then redis.call('SADD', key, val)\n"                     \
+    "  elseif kind == 'srem' then redis.call('SREM', key, val)\n"                     \
+    "  end\n"                                                                         \
     "end\n"                                                                           \
     "for _ = 1, tonumber(ARGV[10]) do\n"                                              \
     "  redis.call('RPUSH', outbox, ARGV[i])\n"                                        \

@@ -37,6 +37,28 @@ typedef struct vigil_snapshot_op {
     char *map_name;      /* e.g. "rooms" */
 } vigil_snapshot_op;
 
+/* Auxiliary Redis structures a service keeps beside its state records (a
+ * room's message log, a durable notification queue, an index set),
+ * changed in the same atomic commit, in the order added, after the state
+ * and timer changes and before fx->out is appended to the outbox. `name`
+ * is below the service prefix: the Redis key is P S ":" name. */
+typedef enum {
+    VIGIL_AUX_STREAM_ADD,  /* XADD name MAXLEN ~ n1 * m value; XTRIM MINID now-n2 (exact) if n2 > 0 */
+    VIGIL_AUX_QUEUE_PUSH,  /* RPUSH name <outbox entry> */
+    VIGIL_AUX_QUEUE_FLUSH, /* move every entry of name to the outbox, in order; DEL name */
+    VIGIL_AUX_KEY_SET,     /* SET name value */
+    VIGIL_AUX_KEY_DELETE,  /* DEL name */
+    VIGIL_AUX_SET_ADD,     /* SADD name value */
+    VIGIL_AUX_SET_REMOVE   /* SREM name value */
+} vigil_aux_kind;
+
+typedef struct vigil_aux_op {
+    vigil_aux_kind kind;
+    char *name;
+    char *value; /* NULL where the kind takes none */
+    int64_t n1, n2;
+} vigil_aux_op;
+
 typedef struct vigil_effects {
     char *new_state; /* NULL = state unchanged */
     vigil_outmsg *out;
@@ -45,6 +67,8 @@ typedef struct vigil_effects {
     size_t n_timers, cap_timers;
     vigil_snapshot_op *snaps;
     size_t n_snaps, cap_snaps;
+    vigil_aux_op *aux;
+    size_t n_aux, cap_aux;
 } vigil_effects;
 
 void vigil_effects_init(vigil_effects *fx);
@@ -62,6 +86,24 @@ int vigil_fx_timer_cancel(vigil_effects *fx, const char *name);
 int vigil_fx_snapshot(vigil_effects *fx, const char *hash, const char *field,
                       const char *value_json, const char *topic,
                       const char *envelope_json, const char *map_name);
+
+/* Auxiliary operations (see vigil_aux_kind). All return 0 or -1 (bad
+ * argument or allocation failure). */
+/* Appends value to the stream `name` (entry field "m"); keeps at most about
+ * maxlen entries (0 = unbounded) and, when max_age_ms > 0, drops entries
+ * older than now - max_age_ms. The entry id (ms-seq) is assigned by Redis. */
+int vigil_fx_stream_add(vigil_effects *fx, const char *name, const char *value, int64_t maxlen,
+                        int64_t max_age_ms);
+/* Pushes an output message onto the durable queue `name`. */
+int vigil_fx_queue_push(vigil_effects *fx, const char *name, const char *topic,
+                        const char *payload, bool retain);
+/* Moves the queue's messages, in order, to the outbox (before fx->out). */
+int vigil_fx_queue_flush(vigil_effects *fx, const char *name);
+/* SET name value; value NULL deletes the key. */
+int vigil_fx_key_set(vigil_effects *fx, const char *name, const char *value);
+int vigil_fx_key_delete(vigil_effects *fx, const char *name);
+int vigil_fx_set_add(vigil_effects *fx, const char *name, const char *member);
+int vigil_fx_set_remove(vigil_effects *fx, const char *name, const char *member);
 
 /* Deterministic output event id: "<input_id>/<key>/<n>" truncated to fit
  * (hashing the excess) so a redelivered input yields the same ids. */

@@ -1,0 +1,233 @@
+/* test_store_aux.c - the auxiliary operations of a commit (stream log,
+ * durable queue and its flush into the outbox, keys, sets), against a real
+ * redis-server: they must happen atomically with the state change, in the
+ * order added, and not at all on a duplicate or a conflict. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redis_server.h"
+#include "vigil/log.h"
+#include "vigil/store.h"
+
+#define NOW 1700000000123LL
+
+static vt_redis *srv;
+
+typedef struct fixture {
+    vigil_redis *r;
+    vigil_store *s;
+} fixture;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    vigil_log_init("test_store_aux", "test", VIGIL_LOG_ERROR);
+    srv = vt_redis_start();
+    return srv ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    vt_redis_stop(srv);
+    return 0;
+}
+
+static int setup(void **state)
+{
+    if (!vt_redis_exec(srv, "FLUSHALL"))
+        return -1;
+    fixture *f = calloc(1, sizeof *f);
+    vigil_redis_addr a = vt_redis_addr(srv);
+    f->r = vigil_redis_new(&a, 2000);
+    vigil_store_config cfg = { "vigil:", "svc", 0, 0 };
+    f->s = vigil_store_new(f->r, &cfg);
+    *state = f;
+    return f->r && f->s ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    vigil_store_free(f->s);
+    vigil_redis_free(f->r);
+    free(f);
+    return 0;
+}
+
+static vigil_commit_result commit(fixture *f, const char *key, int64_t expected, const char *id,
+                                  const vigil_effects *fx, int64_t now)
+{
+    vigil_commit c = { .key = key, .expected_version = expected, .input_id = id, .fx = fx,
+                       .now_ms = now };
+    int64_t nv = 0;
+    char *cur = NULL;
+    vigil_commit_result r = vigil_store_commit(f->s, &c, &nv, &cur);
+    free(cur);
+    return r;
+}
+
+static long long int_reply(fixture *f, const char *fmt, const char *arg)
+{
+    redisReply *rep = vigil_redis_command(f->r, fmt, arg);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
+    long long v = rep->integer;
+    freeReplyObject(rep);
+    return v;
+}
+
+static void stream_add_appends_and_bounds_by_count(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    char id[16], val[32];
+    for (int i = 0; i < 300; i++) {
+        vigil_effects_reset(&fx);
+        snprintf(val, sizeof val, "{\"n\":%d}", i);
+        assert_int_equal(vigil_fx_stream_add(&fx, "log:general", val, 100, 0), 0);
+        snprintf(id, sizeof id, "m%d", i);
+        assert_int_equal(commit(f, "general", 0, id, &fx, NOW + i), VIGIL_COMMIT_OK);
+    }
+    vigil_effects_free(&fx);
+    long long n = int_reply(f, "XLEN %s", "vigil:svc:log:general");
+    /* MAXLEN ~ trims whole macro nodes: at least the bound, never unbounded */
+    assert_true(n >= 100 && n < 300);
+    redisReply *rep = vigil_redis_command(f->r, "XREVRANGE vigil:svc:log:general + - COUNT 1");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(rep->elements, 1);
+    redisReply *fields = rep->element[0]->element[1];
+    assert_string_equal(fields->element[0]->str, "m");
+    assert_string_equal(fields->element[1]->str, "{\"n\":299}");
+    freeReplyObject(rep);
+}
+
+static void stream_add_trims_by_age(void **state)
+{
+    fixture *f = *state;
+    /* entries written "now" get ids at the server clock; an age bound far in
+     * the past keeps them, one reaching past their ids drops them */
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    assert_int_equal(vigil_fx_stream_add(&fx, "log:r", "{\"a\":1}", 0, 0), 0);
+    assert_int_equal(commit(f, "r", 0, "a", &fx, NOW), VIGIL_COMMIT_OK);
+    assert_int_equal(int_reply(f, "XLEN %s", "vigil:svc:log:r"), 1);
+    vigil_effects_reset(&fx);
+    /* a commit "ten years later" with a one-day age drops the old entry
+     * (the new one has a current id, older than now-1day in that future) */
+    int64_t future = NOW + 10LL * 365 * 86400 * 1000;
+    assert_int_equal(vigil_fx_stream_add(&fx, "log:r", "{\"a\":2}", 0, 86400000), 0);
+    assert_int_equal(commit(f, "r", 0, "b", &fx, future), VIGIL_COMMIT_OK);
+    vigil_effects_free(&fx);
+    /* both entries carry ids of the server's real clock, far older than the
+     * bound of that future commit: the exact MINID trim removes both */
+    assert_int_equal(int_reply(f, "XLEN %s", "vigil:svc:log:r"), 0);
+}
+
+static void queue_push_then_flush_moves_entries_before_outputs(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    assert_int_equal(vigil_fx_queue_push(&fx, "queue:r", "persona/a/notify", "{\"n\":1}", false), 0);
+    assert_int_equal(vigil_fx_queue_push(&fx, "queue:r", "persona/b/notify", "{\"n\":2}", true), 0);
+    assert_int_equal(commit(f, "r", 0, "p1", &fx, NOW), VIGIL_COMMIT_OK);
+    assert_int_equal(int_reply(f, "LLEN %s", "vigil:svc:queue:r"), 2);
+    assert_int_equal(int_reply(f, "LLEN %s", "vigil:svc:outbox:0"), 0);
+
+    vigil_effects_reset(&fx);
+    assert_int_equal(vigil_fx_publish(&fx, "room/r/message", "{\"resumed\":true}", false), 0);
+    assert_int_equal(vigil_fx_queue_flush(&fx, "queue:r"), 0);
+    assert_int_equal(commit(f, "r", 0, "resume", &fx, NOW + 1), VIGIL_COMMIT_OK);
+    vigil_effects_free(&fx);
+    assert_int_equal(int_reply(f, "EXISTS %s", "vigil:svc:queue:r"), 0);
+
+    vigil_outmsg out[8];
+    int n = vigil_store_outbox_peek(f->s, 8, out);
+    assert_int_equal(n, 3);
+    assert_string_equal(out[0].topic, "persona/a/notify");
+    assert_string_equal(out[0].payload, "{\"n\":1}");
+    assert_false(out[0].retain);
+    assert_string_equal(out[1].topic, "persona/b/notify");
+    assert_true(out[1].retain);
+    assert_string_equal(out[2].topic, "room/r/message");
+    vigil_outbox_entries_free(out, n);
+}
+
+static void keys_and_sets(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    assert_int_equal(vigil_fx_key_set(&fx, "paused-all", "1"), 0);
+    assert_int_equal(vigil_fx_set_add(&fx, "rooms", "general"), 0);
+    assert_int_equal(vigil_fx_set_add(&fx, "rooms", "random"), 0);
+    assert_int_equal(commit(f, "general", 0, "k1", &fx, NOW), VIGIL_COMMIT_OK);
+    assert_int_equal(int_reply(f, "SCARD %s", "vigil:svc:rooms"), 2);
+    redisReply *rep = vigil_redis_command(f->r, "GET vigil:svc:paused-all");
+    assert_string_equal(rep->str, "1");
+    freeReplyObject(rep);
+
+    vigil_effects_reset(&fx);
+    assert_int_equal(vigil_fx_key_set(&fx, "paused-all", NULL), 0);
+    assert_int_equal(vigil_fx_set_remove(&fx, "rooms", "random"), 0);
+    assert_int_equal(vigil_fx_key_delete(&fx, "log:general"), 0);
+    assert_int_equal(commit(f, "general", 0, "k2", &fx, NOW), VIGIL_COMMIT_OK);
+    vigil_effects_free(&fx);
+    assert_int_equal(int_reply(f, "EXISTS %s", "vigil:svc:paused-all"), 0);
+    assert_int_equal(int_reply(f, "SCARD %s", "vigil:svc:rooms"), 1);
+}
+
+static void nothing_happens_on_duplicate_or_conflict(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    assert_int_equal(vigil_fx_set_state(&fx, "{\"v\":1}"), 0);
+    assert_int_equal(vigil_fx_stream_add(&fx, "log:x", "{}", 0, 0), 0);
+    assert_int_equal(commit(f, "x", 0, "once", &fx, NOW), VIGIL_COMMIT_OK);
+    /* the same input again: duplicate, no second log entry */
+    assert_int_equal(commit(f, "x", 1, "once", &fx, NOW), VIGIL_COMMIT_DUPLICATE);
+    /* a stale version: conflict, no log entry */
+    assert_int_equal(commit(f, "x", 0, "other", &fx, NOW), VIGIL_COMMIT_CONFLICT);
+    vigil_effects_free(&fx);
+    assert_int_equal(int_reply(f, "XLEN %s", "vigil:svc:log:x"), 1);
+}
+
+static void bad_arguments_are_refused(void **state)
+{
+    (void)state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    assert_int_equal(vigil_fx_stream_add(&fx, "", "{}", 0, 0), -1);
+    assert_int_equal(vigil_fx_stream_add(&fx, "bad name", "{}", 0, 0), -1);
+    assert_int_equal(vigil_fx_stream_add(&fx, "log:a", NULL, 0, 0), -1);
+    assert_int_equal(vigil_fx_stream_add(&fx, "log:a", "{}", -1, 0), -1);
+    assert_int_equal(vigil_fx_queue_push(&fx, "q", "a\nb", "{}", false), -1);
+    assert_int_equal(vigil_fx_set_add(&fx, "s", NULL), -1);
+    assert_int_equal(fx.n_aux, 0);
+    vigil_effects_free(&fx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(stream_add_appends_and_bounds_by_count, setup, teardown),
+        cmocka_unit_test_setup_teardown(stream_add_trims_by_age, setup, teardown),
+        cmocka_unit_test_setup_teardown(queue_push_then_flush_moves_entries_before_outputs, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(keys_and_sets, setup, teardown),
+        cmocka_unit_test_setup_teardown(nothing_happens_on_duplicate_or_conflict, setup, teardown),
+        cmocka_unit_test(bad_arguments_are_refused),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
