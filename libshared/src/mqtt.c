@@ -1,0 +1,864 @@
+/* mqtt.c - MQTT 5 client over paho MQTTAsync (see mqtt.h and PITFALLS.md).
+ *
+ * Threads involved:
+ *  - paho's send and receive threads run every callback below; a callback
+ *    must never wait for paho (no waitForCompletion, isConnected, destroy).
+ *  - our connector thread makes the first connection: paho's automatic
+ *    reconnect only starts after one connect succeeded, so until then we
+ *    retry ourselves with capped exponential backoff.
+ *  - callers of vigil_mqtt_publish_batch wait on our condition variable for
+ *    the acknowledgements, which the callbacks deliver.
+ * Our mutex m->mu is never held while calling into paho, because paho may
+ * run a callback that takes it (PITFALLS: no own lock around send). */
+#include "vigil/mqtt.h"
+
+#include <MQTTAsync.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "vigil/clock.h"
+#include "vigil/log.h"
+#include "vigil/metrics.h"
+
+#define MQTT_KEEPALIVE_S 20
+#define MQTT_CONNECT_TIMEOUT_S 10
+#define MQTT_RETRY_MIN_S 1
+#define MQTT_RETRY_MAX_S 30
+#define MQTT_DEFAULT_SESSION_EXPIRY_S 86400
+#define MQTT_DISCONNECT_WAIT_MS 5000
+#define MQTT_MAX_QUEUED_SENDS 10000
+#define MQTT_MAX_WINDOW 1000
+#define MQTT_DEFAULT_WINDOW 10 /* half of mosquitto's default Receive Maximum */
+
+/* Nonzero while this thread runs one of our paho callbacks. Waiting for an
+ * acknowledgement there would deadlock (the acknowledgement is delivered by
+ * the same library thread), so publish_batch refuses. */
+static _Thread_local int tl_in_callback;
+
+typedef struct pub_batch pub_batch;
+
+/* One in-flight message of a batch: the context handed to paho. */
+typedef struct pub_slot {
+    pub_batch *b;
+    int idx;
+} pub_slot;
+
+/* A batch lives until its caller gave up on it AND every message it handed
+ * to paho got its callback (refs counts both), because paho may acknowledge
+ * a message after publish_batch timed out (e.g. after a reconnect). Batches
+ * still alive at stop are freed after MQTTAsync_destroy. */
+struct pub_batch {
+    pub_batch *prev, *next;
+    vigil_mqtt *m;
+    int n;
+    int refs;
+    int resolved; /* messages with an outcome */
+    signed char *state; /* 0 pending, 1 acknowledged, -1 failed */
+    pub_slot *slots;
+};
+
+enum conn_attempt { ATTEMPT_NONE = 0, ATTEMPT_PENDING, ATTEMPT_OK, ATTEMPT_FAILED };
+
+struct vigil_mqtt {
+    MQTTAsync client;
+    char *url; /* paho form */
+    char *user;
+    char *password;
+    char *client_id;
+    char **subs;
+    int *sub_qos;
+    int nsubs;
+    char *status_topic;
+    char *ready_payload;
+    char *lost_payload;
+    vigil_mqtt_on_message on_message;
+    vigil_mqtt_on_state on_state;
+    void *ctx;
+    MQTTProperties connect_props; /* points at session_expiry */
+    MQTTProperty session_expiry;
+    MQTTAsync_willOptions will;
+
+    atomic_bool connected;
+    atomic_int window; /* QoS 1 messages a batch keeps in flight */
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool ever_connected;
+    bool stopping;
+    bool connector_started;
+    pthread_t connector;
+    enum conn_attempt attempt;
+    bool disconnect_done;
+    pub_batch *batches;
+};
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+/* Monotonic deadline for pthread_cond_timedwait (the condvars are created
+ * with CLOCK_MONOTONIC so a wall clock jump cannot stretch a wait). */
+static struct timespec mono_deadline(int64_t ms_from_now)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (ms_from_now < 0)
+        ms_from_now = 0;
+    ts.tv_sec += (time_t)(ms_from_now / 1000);
+    ts.tv_nsec += (long)(ms_from_now % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+int vigil_mqtt_url_to_paho(const char *url, char *out, size_t outlen)
+{
+    static const struct {
+        const char *from, *to;
+    } schemes[] = {
+        { "mqtt://", "tcp://" },
+        { "mqtts://", "ssl://" },
+        { "tcp://", "tcp://" },
+        { "ssl://", "ssl://" },
+    };
+    if (!url || !out || outlen == 0)
+        return -1;
+    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
+        size_t fl = strlen(schemes[i].from);
+        if (strncmp(url, schemes[i].from, fl) != 0)
+            continue;
+        const char *rest = url + fl;
+        if (*rest == '\0' || *rest == ':' || *rest == '/')
+            return -1; /* no host */
+        int n = snprintf(out, outlen, "%s%s", schemes[i].to, rest);
+        if (n < 0 || (size_t)n >= outlen)
+            return -1;
+        return 0;
+    }
+    return -1;
+}
+
+/* ---- publish acknowledgements ------------------------------------------ */
+
+static void batch_unlink_free(vigil_mqtt *m, pub_batch *b)
+{
+    if (b->prev)
+        b->prev->next = b->next;
+    else if (m->batches == b)
+        m->batches = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    free(b->state);
+    free(b->slots);
+    free(b);
+}
+
+/* Records the outcome of one message (first outcome wins) and drops the
+ * reference its callback held. Caller holds m->mu. */
+static void slot_resolve_locked(pub_batch *b, int idx, bool ok)
+{
+    vigil_mqtt *m = b->m;
+    if (b->state[idx] != 0)
+        return;
+    b->state[idx] = ok ? 1 : -1;
+    b->resolved++;
+    b->refs--;
+    if (b->refs == 0)
+        batch_unlink_free(m, b);
+    else
+        pthread_cond_broadcast(&m->cv);
+}
+
+static void on_publish_ok(void *context, MQTTAsync_successData5 *resp)
+{
+    pub_slot *s = context;
+    vigil_mqtt *m = s->b->m;
+    /* An MQTT 5 PUBACK may carry a failure reason (e.g. not authorized). */
+    bool ok = !resp || resp->reasonCode < 0x80;
+    tl_in_callback++;
+    if (!ok)
+        vigil_log_kv(VIGIL_LOG_WARN, "mqtt publish refused by broker", "reason",
+                     MQTTReasonCode_toString(resp->reasonCode), NULL);
+    pthread_mutex_lock(&m->mu);
+    slot_resolve_locked(s->b, s->idx, ok);
+    pthread_mutex_unlock(&m->mu);
+    tl_in_callback--;
+}
+
+static void on_publish_fail(void *context, MQTTAsync_failureData5 *resp)
+{
+    pub_slot *s = context;
+    vigil_mqtt *m = s->b->m;
+    tl_in_callback++;
+    vigil_log_kv(VIGIL_LOG_WARN, "mqtt publish failed", "error",
+                 resp ? MQTTAsync_strerror(resp->code) : "unknown", NULL);
+    pthread_mutex_lock(&m->mu);
+    slot_resolve_locked(s->b, s->idx, false);
+    pthread_mutex_unlock(&m->mu);
+    tl_in_callback--;
+}
+
+/* Number of leading acknowledged messages, and whether that number is
+ * final (all acknowledged, or the first unacknowledged one failed). */
+static int leading_acked(const pub_batch *b, bool *final)
+{
+    int k = 0;
+    while (k < b->n && b->state[k] == 1)
+        k++;
+    *final = (k == b->n) || b->state[k] == -1;
+    return k;
+}
+
+/* Hands message i of the batch to paho. */
+static int send_one(vigil_mqtt *m, pub_batch *b, const vigil_pubmsg *msg, int i)
+{
+    MQTTAsync_message pm = MQTTAsync_message_initializer;
+    MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
+    pm.payload = (void *)msg->payload;
+    pm.payloadlen = (int)msg->len;
+    pm.qos = 1;
+    pm.retained = msg->retain ? 1 : 0;
+    ro.onSuccess5 = on_publish_ok;
+    ro.onFailure5 = on_publish_fail;
+    ro.context = &b->slots[i];
+    int rc = MQTTAsync_sendMessage(m->client, msg->topic, &pm, &ro);
+    if (rc != MQTTASYNC_SUCCESS)
+        vigil_log_kv(VIGIL_LOG_WARN, "mqtt publish not accepted", "topic", msg->topic, "error",
+                     MQTTAsync_strerror(rc), NULL);
+    return rc;
+}
+
+/* Sends with a sliding window narrower than the broker's Receive Maximum:
+ * when paho has that many QoS 1 messages in flight it parks the rest and
+ * its send thread only looks again after about a second (measured: 21
+ * messages took 1 s against mosquitto's default of 20, 100 took 4 s). */
+int vigil_mqtt_publish_batch(vigil_mqtt *m, const vigil_pubmsg *msgs, int n, int timeout_ms)
+{
+    if (!m || n < 0 || (n > 0 && !msgs))
+        return -1;
+    if (tl_in_callback) {
+        vigil_log(VIGIL_LOG_ERROR,
+                  "vigil_mqtt_publish_batch called from a paho callback: refused (would deadlock)");
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (!msgs[i].topic || (msgs[i].len > 0 && !msgs[i].payload) || msgs[i].len > INT32_MAX)
+            return -1;
+    if (n == 0 || !atomic_load(&m->connected))
+        return 0;
+
+    pub_batch *b = calloc(1, sizeof *b);
+    if (!b)
+        return 0;
+    b->state = calloc((size_t)n, sizeof *b->state);
+    b->slots = calloc((size_t)n, sizeof *b->slots);
+    if (!b->state || !b->slots) {
+        free(b->state);
+        free(b->slots);
+        free(b);
+        return 0;
+    }
+    b->m = m;
+    b->n = n;
+    b->refs = n + 1; /* one per message callback, one for us */
+    for (int i = 0; i < n; i++) {
+        b->slots[i].b = b;
+        b->slots[i].idx = i;
+    }
+    int64_t deadline = vigil_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    int window = atomic_load(&m->window);
+
+    pthread_mutex_lock(&m->mu);
+    b->next = m->batches;
+    if (m->batches)
+        m->batches->prev = b;
+    m->batches = b;
+
+    int next = 0; /* first message not yet handed to paho */
+    int acked;
+    for (;;) {
+        bool final;
+        acked = leading_acked(b, &final);
+        if (final)
+            break;
+        if (next < n && next - b->resolved < window) {
+            /* Never call paho with mu held: its callbacks take mu. */
+            int inflight = next - b->resolved;
+            pthread_mutex_unlock(&m->mu);
+            int first_refused = -1;
+            while (next < n && inflight < window) {
+                if (send_one(m, b, &msgs[next], next) != MQTTASYNC_SUCCESS) {
+                    first_refused = next;
+                    break;
+                }
+                next++;
+                inflight++;
+            }
+            pthread_mutex_lock(&m->mu);
+            /* Messages never handed to paho get no callback: resolve them
+             * here. Later ones could not count anyway, so stop sending. */
+            if (first_refused >= 0) {
+                for (int i = first_refused; i < n; i++)
+                    slot_resolve_locked(b, i, false);
+                next = n;
+            }
+            continue;
+        }
+        int64_t left = deadline - vigil_mono_ms();
+        if (left <= 0)
+            break;
+        struct timespec ts = mono_deadline(left);
+        int rc = pthread_cond_timedwait(&m->cv, &m->mu, &ts);
+        if (rc != 0 && rc != ETIMEDOUT)
+            break;
+    }
+    /* Unsent messages (timeout) will never get a callback either. */
+    for (int i = next; i < n; i++)
+        slot_resolve_locked(b, i, false);
+    b->refs--;
+    if (b->refs == 0)
+        batch_unlink_free(m, b);
+    pthread_mutex_unlock(&m->mu);
+    if (acked < n)
+        vigil_log(VIGIL_LOG_WARN, "mqtt publish batch: %d of %d acknowledged", acked, n);
+    return acked;
+}
+
+static void on_async_publish_fail(void *context, MQTTAsync_failureData5 *resp)
+{
+    (void)context;
+    tl_in_callback++;
+    vigil_counter_add("vigil_mqtt_publish_failures_total",
+                      "Messages queued without waiting that the broker did not acknowledge",
+                      NULL, 1);
+    vigil_log_kv(VIGIL_LOG_WARN, "mqtt async publish failed", "error",
+                 resp ? MQTTAsync_strerror(resp->code) : "unknown", NULL);
+    tl_in_callback--;
+}
+
+/* Fire and forget: paho copies topic and payload, so nothing of ours must
+ * outlive the call; only a failure is reported (context unused). */
+int vigil_mqtt_publish_async(vigil_mqtt *m, const char *topic, const void *payload, size_t len,
+                             bool retain)
+{
+    if (!m || !topic || (len > 0 && !payload) || len > INT32_MAX)
+        return -1;
+    MQTTAsync_message msg = MQTTAsync_message_initializer;
+    MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
+    msg.payload = (void *)payload;
+    msg.payloadlen = (int)len;
+    msg.qos = 1;
+    msg.retained = retain ? 1 : 0;
+    ro.onFailure5 = on_async_publish_fail;
+    ro.context = m;
+    int rc = MQTTAsync_sendMessage(m->client, topic, &msg, &ro);
+    if (rc != MQTTASYNC_SUCCESS) {
+        vigil_log_kv(VIGIL_LOG_WARN, "mqtt async publish not accepted", "topic", topic, "error",
+                     MQTTAsync_strerror(rc), NULL);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- connection callbacks ---------------------------------------------- */
+
+static void on_subscribe_ok(void *context, MQTTAsync_successData5 *resp)
+{
+    vigil_mqtt *m = context;
+    tl_in_callback++;
+    /* With several filters the reason codes come as a list; with one, only
+     * in reasonCode (alt.sub is then left uninitialised by paho, so go by
+     * our own count). A code >= 0x80 means that filter was refused. */
+    if (resp && m->nsubs > 1 && resp->alt.sub.reasonCodeCount > 0 && resp->alt.sub.reasonCodes) {
+        for (int i = 0; i < resp->alt.sub.reasonCodeCount; i++)
+            if (resp->alt.sub.reasonCodes[i] >= 0x80)
+                vigil_log_kv(VIGIL_LOG_ERROR, "mqtt subscription refused", "filter",
+                             i < m->nsubs ? m->subs[i] : "?", "reason",
+                             MQTTReasonCode_toString(resp->alt.sub.reasonCodes[i]), NULL);
+    } else if (resp && resp->reasonCode >= 0x80) {
+        vigil_log_kv(VIGIL_LOG_ERROR, "mqtt subscription refused", "filter",
+                     m->nsubs > 0 ? m->subs[0] : "?", "reason",
+                     MQTTReasonCode_toString(resp->reasonCode), NULL);
+    }
+    tl_in_callback--;
+}
+
+static void on_subscribe_fail(void *context, MQTTAsync_failureData5 *resp)
+{
+    (void)context;
+    tl_in_callback++;
+    vigil_log_kv(VIGIL_LOG_ERROR, "mqtt subscribe failed", "error",
+                 resp ? MQTTAsync_strerror(resp->code) : "unknown", NULL);
+    tl_in_callback--;
+}
+
+/* Runs on the first connect and on every automatic reconnect. The broker
+ * may have lost our subscriptions (shared ones never survive a restart on
+ * mosquitto 2.0.11), so subscribe again each time, before announcing ready:
+ * the broker handles our packets in order, so a client that sees "ready"
+ * knows we are subscribed. Only non-blocking paho calls here. */
+static void on_connected(void *context, char *cause)
+{
+    vigil_mqtt *m = context;
+    tl_in_callback++;
+    atomic_store(&m->connected, true);
+    pthread_mutex_lock(&m->mu);
+    bool first = !m->ever_connected;
+    m->ever_connected = true;
+    pthread_mutex_unlock(&m->mu);
+    if (!first)
+        vigil_counter_add("vigil_mqtt_reconnects_total",
+                          "Reconnections to the MQTT broker after the first connect", NULL, 1);
+    vigil_gauge_set("vigil_mqtt_connected", "1 while connected to the MQTT broker", NULL, 1);
+    vigil_log_kv(VIGIL_LOG_INFO, first ? "mqtt connected" : "mqtt reconnected", "client_id",
+                 m->client_id, "cause", cause, NULL);
+
+    if (m->nsubs > 0) {
+        MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
+        ro.onSuccess5 = on_subscribe_ok;
+        ro.onFailure5 = on_subscribe_fail;
+        ro.context = m;
+        int rc = MQTTAsync_subscribeMany(m->client, m->nsubs, m->subs, m->sub_qos, &ro);
+        if (rc != MQTTASYNC_SUCCESS)
+            vigil_log_kv(VIGIL_LOG_ERROR, "mqtt subscribe not accepted", "error",
+                         MQTTAsync_strerror(rc), NULL);
+    }
+    if (m->status_topic && m->ready_payload)
+        (void)vigil_mqtt_publish_async(m, m->status_topic, m->ready_payload,
+                                       strlen(m->ready_payload), true);
+    if (m->on_state)
+        m->on_state(m->ctx, true);
+    tl_in_callback--;
+}
+
+/* Clears the flag and reports the change once, whichever of the two
+ * callbacks below comes first for the same loss. */
+static void mark_down(vigil_mqtt *m)
+{
+    if (!atomic_exchange(&m->connected, false))
+        return;
+    vigil_gauge_set("vigil_mqtt_connected", "1 while connected to the MQTT broker", NULL, 0);
+    if (m->on_state)
+        m->on_state(m->ctx, false);
+}
+
+static void on_connection_lost(void *context, char *cause)
+{
+    vigil_mqtt *m = context;
+    tl_in_callback++;
+    vigil_log_kv(VIGIL_LOG_WARN, "mqtt connection lost", "client_id", m->client_id, "cause",
+                 cause, NULL);
+    mark_down(m);
+    tl_in_callback--;
+}
+
+/* The broker closed our session with an MQTT 5 DISCONNECT, e.g. "session
+ * taken over" when two replicas run with the same client id: worth a
+ * clear log line. paho reconnects by itself afterwards. */
+static void on_server_disconnect(void *context, MQTTProperties *props,
+                                 enum MQTTReasonCodes reason)
+{
+    vigil_mqtt *m = context;
+    (void)props;
+    tl_in_callback++;
+    vigil_log_kv(VIGIL_LOG_WARN, "mqtt broker sent DISCONNECT", "client_id", m->client_id,
+                 "reason", MQTTReasonCode_toString(reason), NULL);
+    mark_down(m);
+    tl_in_callback--;
+}
+
+/* paho sends the PUBACK after this returns, so on_message makes the
+ * effect durable before we return 1. topicLen 0 means NUL-terminated; a
+ * nonzero length is copied to give the handler a C string. */
+static int on_message_arrived(void *context, char *topicName, int topicLen,
+                              MQTTAsync_message *message)
+{
+    vigil_mqtt *m = context;
+    char stackbuf[256];
+    char *topic = topicName;
+    char *heap = NULL;
+    if (topicLen > 0) {
+        if ((size_t)topicLen < sizeof stackbuf) {
+            topic = stackbuf;
+        } else {
+            heap = malloc((size_t)topicLen + 1);
+            if (!heap)
+                return 0; /* paho keeps the message and calls us again */
+            topic = heap;
+        }
+        memcpy(topic, topicName, (size_t)topicLen);
+        topic[topicLen] = '\0';
+    }
+    tl_in_callback++;
+    vigil_counter_add("vigil_mqtt_messages_received_total", "MQTT messages received", NULL, 1);
+    if (m->on_message)
+        m->on_message(m->ctx, topic, message->payload,
+                      message->payloadlen > 0 ? (size_t)message->payloadlen : 0,
+                      message->retained != 0);
+    tl_in_callback--;
+    free(heap);
+    MQTTAsync_freeMessage(&message);
+    MQTTAsync_free(topicName);
+    return 1;
+}
+
+/* The CONNACK's Receive Maximum (65535 when absent, per MQTT 5) bounds the
+ * publish window. paho hands us the CONNACK properties only here, on the
+ * first connect; reconnects normally reach the same broker. */
+static void on_connect_ok(void *context, MQTTAsync_successData5 *resp)
+{
+    vigil_mqtt *m = context;
+    tl_in_callback++;
+    if (resp) {
+        int rm = 65535;
+        if (MQTTProperties_hasProperty(&resp->properties, MQTTPROPERTY_CODE_RECEIVE_MAXIMUM))
+            rm = (int)MQTTProperties_getNumericValue(&resp->properties,
+                                                     MQTTPROPERTY_CODE_RECEIVE_MAXIMUM);
+        /* Half of it, so two batches at once (or a batch plus status and
+         * async publishes) still stay below the broker's limit. */
+        rm /= 2;
+        if (rm < 1)
+            rm = 1;
+        atomic_store(&m->window, rm > MQTT_MAX_WINDOW ? MQTT_MAX_WINDOW : rm);
+    }
+    pthread_mutex_lock(&m->mu);
+    m->attempt = ATTEMPT_OK;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+    tl_in_callback--;
+}
+
+static void on_connect_fail(void *context, MQTTAsync_failureData5 *resp)
+{
+    vigil_mqtt *m = context;
+    tl_in_callback++;
+    char code[32];
+    snprintf(code, sizeof code, "%d", resp ? resp->code : 0);
+    vigil_log_kv(VIGIL_LOG_WARN, "mqtt connect failed", "client_id", m->client_id, "code", code,
+                 "error", resp && resp->message ? resp->message : NULL, NULL);
+    pthread_mutex_lock(&m->mu);
+    m->attempt = ATTEMPT_FAILED;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+    tl_in_callback--;
+}
+
+static void on_disconnect_done(void *context, MQTTAsync_successData5 *resp)
+{
+    vigil_mqtt *m = context;
+    (void)resp;
+    pthread_mutex_lock(&m->mu);
+    m->disconnect_done = true;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+}
+
+static void on_disconnect_fail(void *context, MQTTAsync_failureData5 *resp)
+{
+    vigil_mqtt *m = context;
+    (void)resp;
+    pthread_mutex_lock(&m->mu);
+    m->disconnect_done = true;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* ---- first connect ------------------------------------------------------ */
+
+static int connect_once(vigil_mqtt *m)
+{
+    MQTTAsync_connectOptions o = MQTTAsync_connectOptions_initializer5;
+    o.keepAliveInterval = MQTT_KEEPALIVE_S;
+    o.cleanstart = 0; /* resume the session the broker kept for us */
+    o.connectProperties = &m->connect_props;
+    o.will = (m->status_topic && m->lost_payload) ? &m->will : NULL;
+    o.username = m->user;
+    o.password = m->password;
+    o.connectTimeout = MQTT_CONNECT_TIMEOUT_S;
+    o.automaticReconnect = 1;
+    o.minRetryInterval = MQTT_RETRY_MIN_S;
+    o.maxRetryInterval = MQTT_RETRY_MAX_S;
+    o.onSuccess5 = on_connect_ok;
+    o.onFailure5 = on_connect_fail;
+    o.context = m;
+    return MQTTAsync_connect(m->client, &o);
+}
+
+/* Makes the first connection, retrying with capped exponential backoff
+ * until it succeeds or stop is requested; after that paho's automatic
+ * reconnect takes over. Runs outside paho's threads so it may wait. */
+static void *connector_main(void *arg)
+{
+    vigil_mqtt *m = arg;
+    int attempt = 0;
+    pthread_mutex_lock(&m->mu);
+    while (!m->stopping) {
+        m->attempt = ATTEMPT_PENDING;
+        pthread_mutex_unlock(&m->mu);
+        int rc = connect_once(m);
+        pthread_mutex_lock(&m->mu);
+        if (rc == MQTTASYNC_SUCCESS) {
+            struct timespec ts = mono_deadline(MQTT_CONNECT_TIMEOUT_S * 1000 + 5000);
+            while (m->attempt == ATTEMPT_PENDING && !m->stopping) {
+                if (pthread_cond_timedwait(&m->cv, &m->mu, &ts) == ETIMEDOUT)
+                    break;
+            }
+            if (m->attempt == ATTEMPT_OK)
+                break;
+        } else {
+            vigil_log_kv(VIGIL_LOG_WARN, "mqtt connect not started", "error",
+                         MQTTAsync_strerror(rc), NULL);
+        }
+        if (m->stopping)
+            break;
+        int64_t delay = vigil_backoff_ms(attempt++, MQTT_RETRY_MIN_S * 1000,
+                                         MQTT_RETRY_MAX_S * 1000);
+        vigil_log(VIGIL_LOG_INFO, "mqtt: retrying first connect in %lld ms", (long long)delay);
+        struct timespec ts = mono_deadline(delay);
+        while (!m->stopping) {
+            if (pthread_cond_timedwait(&m->cv, &m->mu, &ts) == ETIMEDOUT)
+                break;
+        }
+    }
+    pthread_mutex_unlock(&m->mu);
+    return NULL;
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+static void mqtt_free_fields(vigil_mqtt *m)
+{
+    free(m->url);
+    free(m->user);
+    free(m->password);
+    free(m->client_id);
+    if (m->subs) {
+        for (int i = 0; i < m->nsubs; i++)
+            free(m->subs[i]);
+        free(m->subs);
+    }
+    free(m->sub_qos);
+    free(m->status_topic);
+    free(m->ready_payload);
+    free(m->lost_payload);
+}
+
+vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errlen)
+{
+    char paho_url[512];
+    vigil_mqtt *m = NULL;
+    if (err && errlen)
+        err[0] = '\0';
+    if (!cfg || !cfg->url || vigil_mqtt_url_to_paho(cfg->url, paho_url, sizeof paho_url) != 0) {
+        snprintf(err, errlen, "bad MQTT URL '%s': expected mqtt://host:port, mqtts://, tcp:// or ssl://",
+                 cfg && cfg->url ? cfg->url : "(null)");
+        return NULL;
+    }
+    if (!cfg->client_id || !cfg->client_id[0]) {
+        snprintf(err, errlen, "MQTT client id is required (a persistent session needs a stable id)");
+        return NULL;
+    }
+    m = calloc(1, sizeof *m);
+    if (!m)
+        goto oom;
+    m->url = strdup(paho_url);
+    m->client_id = strdup(cfg->client_id);
+    m->user = (cfg->user && cfg->user[0]) ? strdup(cfg->user) : NULL;
+    m->password = (cfg->user && cfg->user[0]) ? dup_or_null(cfg->password) : NULL;
+    m->status_topic = (cfg->status_topic && cfg->status_topic[0]) ? strdup(cfg->status_topic) : NULL;
+    m->ready_payload = dup_or_null(cfg->ready_payload);
+    m->lost_payload = dup_or_null(cfg->lost_payload);
+    if (!m->url || !m->client_id || (cfg->user && cfg->user[0] && !m->user) ||
+        (m->user && cfg->password && !m->password) ||
+        (cfg->status_topic && cfg->status_topic[0] && !m->status_topic) ||
+        (cfg->ready_payload && !m->ready_payload) || (cfg->lost_payload && !m->lost_payload))
+        goto oom;
+    if (cfg->subscriptions) {
+        int n = 0;
+        while (cfg->subscriptions[n])
+            n++;
+        if (n > 0) {
+            m->subs = calloc((size_t)n, sizeof *m->subs);
+            m->sub_qos = calloc((size_t)n, sizeof *m->sub_qos);
+            if (!m->subs || !m->sub_qos)
+                goto oom;
+            for (int i = 0; i < n; i++) {
+                m->subs[i] = strdup(cfg->subscriptions[i]);
+                if (!m->subs[i]) {
+                    m->nsubs = i;
+                    goto oom;
+                }
+                m->sub_qos[i] = 1;
+            }
+            m->nsubs = n;
+        }
+    }
+    m->on_message = cfg->on_message;
+    m->on_state = cfg->on_state;
+    m->ctx = cfg->ctx;
+
+    /* Without a Session Expiry Interval an MQTT 5 session ends at
+     * disconnect and the broker would not queue our input meanwhile.
+     * The list is built by hand, not with MQTTProperties_add: that
+     * allocates through paho's heap tracker, which paho tears down when its
+     * last client is destroyed, and a later free then leaks. paho copies
+     * the list at every MQTTAsync_connect. */
+    m->session_expiry.identifier = MQTTPROPERTY_CODE_SESSION_EXPIRY_INTERVAL;
+    m->session_expiry.value.integer4 =
+        (unsigned)(cfg->session_expiry_s > 0 ? cfg->session_expiry_s
+                                             : MQTT_DEFAULT_SESSION_EXPIRY_S);
+    m->connect_props.count = 1;
+    m->connect_props.max_count = 1;
+    m->connect_props.length = 1 + 4; /* identifier byte + four byte integer */
+    m->connect_props.array = &m->session_expiry;
+
+    m->will = (MQTTAsync_willOptions)MQTTAsync_willOptions_initializer;
+    m->will.topicName = m->status_topic;
+    m->will.message = m->lost_payload;
+    m->will.retained = 1;
+    m->will.qos = 1;
+
+    atomic_init(&m->connected, false);
+    atomic_init(&m->window, MQTT_DEFAULT_WINDOW);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&m->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&m->mu, NULL);
+
+    MQTTAsync_createOptions co = MQTTAsync_createOptions_initializer5;
+    /* paho refuses a send once this many are queued, connected or not
+     * (default 100: one full outbox batch plus a status would fail). */
+    co.maxBufferedMessages = MQTT_MAX_QUEUED_SENDS;
+    int rc = MQTTAsync_createWithOptions(&m->client, m->url, m->client_id,
+                                         MQTTCLIENT_PERSISTENCE_NONE, NULL, &co);
+    if (rc != MQTTASYNC_SUCCESS) {
+        snprintf(err, errlen, "cannot create MQTT client for %s: %s", cfg->url,
+                 MQTTAsync_strerror(rc));
+        goto fail_sync;
+    }
+    rc = MQTTAsync_setCallbacks(m->client, m, on_connection_lost, on_message_arrived, NULL);
+    if (rc == MQTTASYNC_SUCCESS)
+        rc = MQTTAsync_setConnected(m->client, m, on_connected);
+    if (rc == MQTTASYNC_SUCCESS)
+        rc = MQTTAsync_setDisconnected(m->client, m, on_server_disconnect);
+    if (rc != MQTTASYNC_SUCCESS) {
+        snprintf(err, errlen, "cannot set MQTT callbacks: %s", MQTTAsync_strerror(rc));
+        MQTTAsync_destroy(&m->client);
+        goto fail_sync;
+    }
+    return m;
+
+fail_sync:
+    pthread_mutex_destroy(&m->mu);
+    pthread_cond_destroy(&m->cv);
+    mqtt_free_fields(m);
+    free(m);
+    return NULL;
+oom:
+    snprintf(err, errlen, "out of memory");
+    if (m) {
+        mqtt_free_fields(m);
+        free(m);
+    }
+    return NULL;
+}
+
+int vigil_mqtt_start(vigil_mqtt *m)
+{
+    if (!m)
+        return -1;
+    pthread_mutex_lock(&m->mu);
+    if (m->connector_started || m->stopping) {
+        pthread_mutex_unlock(&m->mu);
+        return -1;
+    }
+    int rc = pthread_create(&m->connector, NULL, connector_main, m);
+    if (rc == 0)
+        m->connector_started = true;
+    pthread_mutex_unlock(&m->mu);
+    if (rc != 0) {
+        vigil_log(VIGIL_LOG_ERROR, "mqtt: cannot start connector thread: %s", strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+bool vigil_mqtt_connected(const vigil_mqtt *m)
+{
+    return m && atomic_load(&((vigil_mqtt *)m)->connected);
+}
+
+/* Orderly shutdown: final status (acknowledged), then a normal DISCONNECT
+ * (reason 0, so the broker drops the will), then destroy. Each wait is
+ * bounded by what is left of timeout_ms. */
+void vigil_mqtt_stop(vigil_mqtt *m, const char *final_status, int timeout_ms)
+{
+    if (!m)
+        return;
+    if (tl_in_callback) {
+        vigil_log(VIGIL_LOG_ERROR, "vigil_mqtt_stop called from a paho callback: ignored");
+        return;
+    }
+    int64_t deadline = vigil_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+
+    pthread_mutex_lock(&m->mu);
+    m->stopping = true;
+    pthread_cond_broadcast(&m->cv);
+    bool joined = m->connector_started;
+    pthread_mutex_unlock(&m->mu);
+    if (joined)
+        pthread_join(m->connector, NULL);
+
+    if (final_status && m->status_topic && atomic_load(&m->connected)) {
+        vigil_pubmsg msg = { m->status_topic, final_status, strlen(final_status), true };
+        int64_t left = deadline - vigil_mono_ms();
+        if (vigil_mqtt_publish_batch(m, &msg, 1, (int)(left > 0 ? left : 0)) != 1)
+            vigil_log(VIGIL_LOG_WARN, "mqtt: final status not acknowledged before stop");
+    }
+
+    MQTTAsync_disconnectOptions d = MQTTAsync_disconnectOptions_initializer5;
+    int64_t left = deadline - vigil_mono_ms();
+    d.timeout = (int)(left > 1000 ? 1000 : (left > 0 ? left : 0));
+    d.onSuccess5 = on_disconnect_done;
+    d.onFailure5 = on_disconnect_fail;
+    d.context = m;
+    int rc = MQTTAsync_disconnect(m->client, &d);
+    if (rc == MQTTASYNC_SUCCESS) {
+        int64_t wait = deadline - vigil_mono_ms();
+        if (wait < 200)
+            wait = 200; /* let the DISCONNECT go out even with no time left */
+        if (wait > MQTT_DISCONNECT_WAIT_MS)
+            wait = MQTT_DISCONNECT_WAIT_MS;
+        struct timespec ts = mono_deadline(wait);
+        pthread_mutex_lock(&m->mu);
+        while (!m->disconnect_done) {
+            if (pthread_cond_timedwait(&m->cv, &m->mu, &ts) == ETIMEDOUT)
+                break;
+        }
+        pthread_mutex_unlock(&m->mu);
+    }
+    atomic_store(&m->connected, false);
+    vigil_gauge_set("vigil_mqtt_connected", "1 while connected to the MQTT broker", NULL, 0);
+    MQTTAsync_destroy(&m->client);
+
+    /* No callback can run any more: free batches whose messages were never
+     * acknowledged. */
+    while (m->batches)
+        batch_unlink_free(m, m->batches);
+    pthread_mutex_destroy(&m->mu);
+    pthread_cond_destroy(&m->cv);
+    vigil_log_kv(VIGIL_LOG_INFO, "mqtt stopped", "client_id", m->client_id, NULL);
+    mqtt_free_fields(m);
+    free(m);
+}

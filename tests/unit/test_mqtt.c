@@ -1,0 +1,518 @@
+/* test_mqtt.c - the MQTT client against a real mosquitto (tests/support).
+ *
+ * mosquitto_pub / mosquitto_sub serve as the independent second client.
+ * Each test owns its broker. Run with `--will-child URL ID TOPIC` the
+ * binary is the child of test_last_will (a process that dies without
+ * DISCONNECT). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mosquitto_server.h"
+#include "vigil/clock.h"
+#include "vigil/log.h"
+#include "vigil/metrics.h"
+#include "vigil/mqtt.h"
+
+#define WAIT_MS 10000
+
+typedef struct tctx {
+    vt_msglog *log;
+    vigil_mqtt *m;
+    bool publish_in_cb;
+    atomic_int cb_batch_rc;
+    atomic_int cb_async_rc;
+    atomic_int ups, downs;
+} tctx;
+
+static void t_on_message(void *ctx, const char *topic, const void *payload, size_t len,
+                         bool retained)
+{
+    tctx *t = ctx;
+    if (t->publish_in_cb && strcmp(topic, "cb/in") == 0) {
+        /* Must be refused at once (waiting here would deadlock paho)... */
+        vigil_pubmsg msg = { "cb/out", "x", 1, false };
+        atomic_store(&t->cb_batch_rc, vigil_mqtt_publish_batch(t->m, &msg, 1, 2000));
+        /* ...while the non-waiting publish is allowed. */
+        atomic_store(&t->cb_async_rc, vigil_mqtt_publish_async(t->m, "cb/async", "y", 1, false));
+    }
+    vt_msglog_on_message(t->log, topic, payload, len, retained);
+}
+
+static void t_on_state(void *ctx, bool up)
+{
+    tctx *t = ctx;
+    atomic_fetch_add(up ? &t->ups : &t->downs, 1);
+}
+
+static void tctx_init(tctx *t)
+{
+    memset(t, 0, sizeof *t);
+    t->log = vt_msglog_new();
+    assert_non_null(t->log);
+    atomic_init(&t->cb_batch_rc, 99);
+    atomic_init(&t->cb_async_rc, 99);
+    atomic_init(&t->ups, 0);
+    atomic_init(&t->downs, 0);
+}
+
+static vigil_mqtt *new_client(const char *url, const char *id, const char *const *subs,
+                              const char *status_topic, tctx *t)
+{
+    vigil_mqtt_config cfg = {
+        .url = url,
+        .client_id = id,
+        .subscriptions = subs,
+        .status_topic = status_topic,
+        .ready_payload = "ready",
+        .lost_payload = "lost",
+        .on_message = t_on_message,
+        .on_state = t_on_state,
+        .ctx = t,
+    };
+    char err[256];
+    vigil_mqtt *m = vigil_mqtt_new(&cfg, err, sizeof err);
+    if (!m)
+        fprintf(stderr, "vigil_mqtt_new: %s\n", err);
+    assert_non_null(m);
+    t->m = m;
+    return m;
+}
+
+static bool wait_connected(vigil_mqtt *m, bool want, int timeout_ms)
+{
+    int64_t deadline = vigil_mono_ms() + timeout_ms;
+    while (vigil_mqtt_connected(m) != want) {
+        if (vigil_mono_ms() >= deadline)
+            return false;
+        vigil_sleep_ms(20, NULL);
+    }
+    return true;
+}
+
+/* on_state runs just after the flag changes: poll for it. */
+static bool wait_atomic_ge(atomic_int *v, int want, int timeout_ms)
+{
+    int64_t deadline = vigil_mono_ms() + timeout_ms;
+    while (atomic_load(v) < want) {
+        if (vigil_mono_ms() >= deadline)
+            return false;
+        vigil_sleep_ms(10, NULL);
+    }
+    return true;
+}
+
+/* Starts m and waits until its retained "ready" is on the broker: the
+ * broker handles SUBSCRIBE before that PUBLISH, so m is then subscribed. */
+static void start_and_wait_ready(const vt_mosq *b, vigil_mqtt *m, const char *status_topic)
+{
+    assert_int_equal(vigil_mqtt_start(m), 0);
+    assert_true(wait_connected(m, true, WAIT_MS));
+    assert_true(vt_mosq_wait_retained(b, status_topic, "ready", WAIT_MS));
+}
+
+static void test_url_to_paho(void **state)
+{
+    (void)state;
+    char out[64];
+    assert_int_equal(vigil_mqtt_url_to_paho("mqtt://127.0.0.1:1883", out, sizeof out), 0);
+    assert_string_equal(out, "tcp://127.0.0.1:1883");
+    assert_int_equal(vigil_mqtt_url_to_paho("mqtts://broker.example:8883", out, sizeof out), 0);
+    assert_string_equal(out, "ssl://broker.example:8883");
+    assert_int_equal(vigil_mqtt_url_to_paho("tcp://h:1", out, sizeof out), 0);
+    assert_string_equal(out, "tcp://h:1");
+    assert_int_equal(vigil_mqtt_url_to_paho("ssl://h:2", out, sizeof out), 0);
+    assert_string_equal(out, "ssl://h:2");
+    assert_int_equal(vigil_mqtt_url_to_paho("http://h:1", out, sizeof out), -1);
+    assert_int_equal(vigil_mqtt_url_to_paho("127.0.0.1:1883", out, sizeof out), -1);
+    assert_int_equal(vigil_mqtt_url_to_paho("mqtt://", out, sizeof out), -1);
+    assert_int_equal(vigil_mqtt_url_to_paho("", out, sizeof out), -1);
+    assert_int_equal(vigil_mqtt_url_to_paho(NULL, out, sizeof out), -1);
+    assert_int_equal(vigil_mqtt_url_to_paho("mqtt://127.0.0.1:1883", out, 10), -1);
+}
+
+static void test_new_rejects_bad_config(void **state)
+{
+    (void)state;
+    char err[256] = "";
+    vigil_mqtt_config cfg = { .url = "http://127.0.0.1:1", .client_id = "x" };
+    assert_null(vigil_mqtt_new(&cfg, err, sizeof err));
+    assert_non_null(strstr(err, "http://127.0.0.1:1"));
+    cfg.url = "mqtt://127.0.0.1:1";
+    cfg.client_id = NULL;
+    err[0] = '\0';
+    assert_null(vigil_mqtt_new(&cfg, err, sizeof err));
+    assert_true(err[0] != '\0');
+    cfg.client_id = "";
+    assert_null(vigil_mqtt_new(&cfg, err, sizeof err));
+}
+
+/* Never started: nothing to publish to; stop still cleans up. */
+static void test_not_connected(void **state)
+{
+    (void)state;
+    tctx t;
+    tctx_init(&t);
+    vigil_mqtt *m = new_client("mqtt://127.0.0.1:1", "never", NULL, "sys/t/never/status", &t);
+    assert_false(vigil_mqtt_connected(m));
+    vigil_pubmsg msg = { "a/b", "x", 1, false };
+    assert_int_equal(vigil_mqtt_publish_batch(m, &msg, 1, 100), 0);
+    assert_int_equal(vigil_mqtt_publish_batch(m, NULL, 1, 100), -1);
+    assert_int_equal(vigil_mqtt_publish_batch(NULL, &msg, 1, 100), -1);
+    vigil_mqtt_stop(m, "disconnected", 500);
+    vt_msglog_free(t.log);
+}
+
+static void test_connect_subscribe_receive(void **state)
+{
+    (void)state;
+    vt_mosq *b = vt_mosq_start();
+    assert_non_null(b);
+    tctx t;
+    tctx_init(&t);
+    const char *subs[] = { "room/+/message", "persona/+/meta", NULL };
+    vigil_mqtt *m = new_client(vt_mosq_url(b), "vigil-test-recv", subs, "sys/test/recv/status", &t);
+    start_and_wait_ready(b, m, "sys/test/recv/status");
+    assert_true(wait_atomic_ge(&t.ups, 1, WAIT_MS));
+
+    assert_int_equal(vt_mosq_pub(b, "room/r1/message", "{\"text\":\"hello\"}", 1, false), 0);
+    assert_int_equal(vt_mosq_pub(b, "persona/ann/meta", "{\"persona\":\"ann\"}", 1, true), 0);
+    assert_int_equal(vt_mosq_pub(b, "other/topic", "nope", 1, false), 0);
+    assert_true(vt_msglog_wait(t.log, "room/r1/message", "{\"text\":\"hello\"}", 0, WAIT_MS));
+    assert_true(vt_msglog_wait(t.log, "persona/ann/meta", "{\"persona\":\"ann\"}", -1, WAIT_MS));
+    vigil_sleep_ms(200, NULL);
+    assert_int_equal(vt_msglog_count(t.log, "other/topic"), 0);
+
+    vigil_mqtt_stop(m, NULL, 2000);
+    vt_msglog_free(t.log);
+    vt_mosq_stop(b);
+}
+
+static void test_publish_batch(void **state)
+{
+    (void)state;
+    vt_mosq *b = vt_mosq_start();
+    assert_non_null(b);
+    tctx t;
+    tctx_init(&t);
+    const char *subs[] = { "out/#", NULL };
+    vigil_mqtt *m = new_client(vt_mosq_url(b), "vigil-test-batch", subs, "sys/test/batch/status", &t);
+    start_and_wait_ready(b, m, "sys/test/batch/status");
+
+    vigil_pubmsg msgs[5];
+    char topics[5][16], payloads[5][16];
+    for (int i = 0; i < 5; i++) {
+        snprintf(topics[i], sizeof topics[i], "out/%d", i);
+        snprintf(payloads[i], sizeof payloads[i], "p%d", i);
+        msgs[i] = (vigil_pubmsg){ topics[i], payloads[i], strlen(payloads[i]), i == 4 };
+    }
+    assert_int_equal(vigil_mqtt_publish_batch(m, msgs, 5, 5000), 5);
+    assert_int_equal(vigil_mqtt_publish_batch(m, msgs, 0, 5000), 0);
+    assert_true(vt_msglog_wait_count(t.log, NULL, 5, WAIT_MS));
+    for (int i = 0; i < 5; i++) {
+        char topic[32], payload[32];
+        assert_int_equal(vt_msglog_get(t.log, NULL, i, topic, sizeof topic, payload, sizeof payload, NULL), 0);
+        assert_string_equal(topic, topics[i]);
+        assert_string_equal(payload, payloads[i]);
+    }
+    char got[64];
+    assert_int_equal(vt_mosq_get_retained(b, "out/4", got, sizeof got, 3), 0);
+    assert_string_equal(got, "p4");
+
+    /* A larger batch, all acknowledged in order. */
+    enum { BIG = 300 };
+    vigil_pubmsg *big = calloc(BIG, sizeof *big);
+    assert_non_null(big);
+    for (int i = 0; i < BIG; i++)
+        big[i] = (vigil_pubmsg){ "out/big", "b", 1, false };
+    assert_int_equal(vigil_mqtt_publish_batch(m, big, BIG, 10000), BIG);
+    free(big);
+    assert_true(vt_msglog_wait_count(t.log, "out/big", BIG, WAIT_MS));
+
+    assert_int_equal(vigil_mqtt_publish_async(m, "out/async", "a", 1, false), 0);
+    assert_true(vt_msglog_wait(t.log, "out/async", "a", 0, WAIT_MS));
+
+    vigil_mqtt_stop(m, NULL, 2000);
+    vt_msglog_free(t.log);
+    vt_mosq_stop(b);
+}
+
+static void test_publish_batch_from_callback_refused(void **state)
+{
+    (void)state;
+    vt_mosq *b = vt_mosq_start();
+    assert_non_null(b);
+    tctx t;
+    tctx_init(&t);
+    t.publish_in_cb = true;
+    const char *subs[] = { "cb/#", NULL };
+    vigil_mqtt *m = new_client(vt_mosq_url(b), "vigil-test-cb", subs, "sys/test/cb/status", &t);
+    start_and_wait_ready(b, m, "sys/test/cb/status");
+
+    assert_int_equal(vt_mosq_pub(b, "cb/in", "go", 1, false), 0);
+    assert_true(vt_msglog_wait(t.log, "cb/async", "y", 0, WAIT_MS));
+    assert_int_equal(atomic_load(&t.cb_batch_rc), -1);
+    assert_int_equal(atomic_load(&t.cb_async_rc), 0);
+    assert_int_equal(vt_msglog_count(t.log, "cb/out"), 0);
+
+    /* Nothing is stuck: a normal publish still completes. */
+    vigil_pubmsg msg = { "cb/after", "z", 1, false };
+    assert_int_equal(vigil_mqtt_publish_batch(m, &msg, 1, 5000), 1);
+    assert_true(vt_msglog_wait(t.log, "cb/after", "z", 0, WAIT_MS));
+
+    vigil_mqtt_stop(m, NULL, 2000);
+    vt_msglog_free(t.log);
+    vt_mosq_stop(b);
+}
+
+/* The broker keeps our session across a clean stop: QoS 1 messages sent
+ * while we are away arrive when the same client id comes back. */
+static void test_persistent_session(void **state)
+{
+    (void)state;
+    vt_mosq *b = vt_mosq_start();
+    assert_non_null(b);
+    const char *subs[] = { "q/#", NULL };
+    tctx t1;
+    tctx_init(&t1);
+    vigil_mqtt *m = new_client(vt_mosq_url(b), "vigil-test-sess", subs, "sys/test/sess/status", &t1);
+    start_and_wait_ready(b, m, "sys/test/sess/status");
+    vigil_mqtt_stop(m, "disconnected", 3000);
+    vt_msglog_free(t1.log);
+
+    assert_int_equal(vt_mosq_pub(b, "q/1", "m1", 1, false), 0);
+    assert_int_equal(vt_mosq_pub(b, "q/2", "m2", 1, false), 0);
+
+    tctx t2;
+    tctx_init(&t2);
+    m = new_client(vt_mosq_url(b), "vigil-test-sess", subs, "sys/test/sess/status", &t2);
+    assert_int_equal(vigil_mqtt_start(m), 0);
+    assert_true(vt_msglog_wait_count(t2.log, NULL, 2, WAIT_MS));
+    char topic[32], payload[32];
+    assert_int_equal(vt_msglog_get(t2.log, NULL, 0, topic, sizeof topic, payload, sizeof payload, NULL), 0);
+    assert_string_equal(topic, "q/1");
+    assert_string_equal(payload, "m1");
+    assert_int_equal(vt_msglog_get(t2.log, NULL, 1, topic, sizeof topic, payload, sizeof payload, NULL), 0);
+    assert_string_equal(topic, "q/2");
+    assert_string_equal(payload, "m2");
+
+    vigil_mqtt_stop(m, NULL, 2000);
+    vt_msglog_free(t2.log);
+    vt_mosq_stop(b);
+}
+
+/* A broker crash: the flag drops, comes back by itself, and the client
+ * renews its subscriptions and status. The broker's database is wiped
+ * while it is down, so what works afterwards is our doing, not its
+ * persistence. */
+static void test_reconnect_after_broker_crash(void **state)
+{
+    (void)state;
+    vt_mosq *b = vt_mosq_start();
+    assert_non_null(b);
+    tctx t;
+    tctx_init(&t);
+    const char *subs[] = { "in/#", NULL };
+    vigil_mqtt *m = new_client(vt_mosq_url(b), "vigil-test-reconn", subs, "sys/test/reconn/status", &t);
+    start_and_wait_ready(b, m, "sys/test/reconn/status");
+    double reconnects = vigil_metric_value("vigil_mqtt_reconnects_total", NULL);
+
+    assert_int_equal(vt_mosq_kill9(b), 0);
+    assert_true(wait_connected(m, false, WAIT_MS));
+    assert_true(wait_atomic_ge(&t.downs, 1, WAIT_MS));
+    vigil_pubmsg msg = { "in/x", "x", 1, false };
+    assert_int_equal(vigil_mqtt_publish_batch(m, &msg, 1, 200), 0);
+
+    assert_int_equal(vt_mosq_wipe_db(b), 0);
+    assert_int_equal(vt_mosq_restart(b), 0);
+    assert_true(wait_connected(m, true, 15000));
+    assert_true(wait_atomic_ge(&t.ups, 2, WAIT_MS));
+    assert_true(vt_mosq_wait_retained(b, "sys/test/reconn/status", "ready", WAIT_MS));
+    assert_true(vigil_metric_value("vigil_mqtt_reconnects_total", NULL) >= reconnects + 1);
+
+    assert_int_equal(vt_mosq_pub(b, "in/after", "again", 1, false), 0);
+    assert_true(vt_msglog_wait(t.log, "in/after", "again", 0, WAIT_MS));
+
+    vigil_mqtt_stop(m, NULL, 2000);
+    vt_msglog_free(t.log);
+    vt_mosq_stop(b);
+}
+
+/* Another client takes our client id (and, connecting with clean start,
+ * wipes our session): the broker disconnects us; we come back by
+ * ourselves and subscribe again. */
+static void test_session_takeover(void **state)
+{
+    (void)state;
+    vt_mosq *b = vt_mosq_start();
+    assert_non_null(b);
+    tctx t;
+    tctx_init(&t);
+    const char *subs[] = { "take/#", NULL };
+    vigil_mqtt *m = new_client(vt_mosq_url(b), "vigil-test-take", subs, "sys/test/take/status", &t);
+    start_and_wait_ready(b, m, "sys/test/take/status");
+
+    char cmd[256];
+    snprintf(cmd, sizeof cmd,
+             "mosquitto_sub -V mqttv5 -h 127.0.0.1 -p %d -i vigil-test-take -t none -W 1 "
+             ">/dev/null 2>&1",
+             vt_mosq_port(b));
+    int rc = system(cmd); /* exits after 1 s (-W) */
+    (void)rc;
+    assert_true(wait_atomic_ge(&t.downs, 1, WAIT_MS));
+    assert_true(wait_connected(m, true, 15000));
+    /* Subscribed again: wait until a probe gets through. */
+    bool got = false;
+    for (int i = 0; i < 50 && !got; i++) {
+        assert_int_equal(vt_mosq_pub(b, "take/probe", "p", 1, false), 0);
+        got = vt_msglog_wait(t.log, "take/probe", "p", 0, 200);
+    }
+    assert_true(got);
+
+    vigil_mqtt_stop(m, NULL, 2000);
+    vt_msglog_free(t.log);
+    vt_mosq_stop(b);
+}
+
+/* The broker is not up at start: the client keeps trying by itself. */
+static void test_first_connect_while_broker_down(void **state)
+{
+    (void)state;
+    vt_mosq *b = vt_mosq_start();
+    assert_non_null(b);
+    assert_int_equal(vt_mosq_kill9(b), 0);
+    tctx t;
+    tctx_init(&t);
+    const char *subs[] = { "late/#", NULL };
+    vigil_mqtt *m = new_client(vt_mosq_url(b), "vigil-test-late", subs, "sys/test/late/status", &t);
+    assert_int_equal(vigil_mqtt_start(m), 0);
+    vigil_sleep_ms(1500, NULL);
+    assert_false(vigil_mqtt_connected(m));
+
+    assert_int_equal(vt_mosq_restart(b), 0);
+    assert_true(wait_connected(m, true, 15000));
+    assert_true(vt_mosq_wait_retained(b, "sys/test/late/status", "ready", WAIT_MS));
+    assert_int_equal(vt_mosq_pub(b, "late/x", "hi", 1, false), 0);
+    assert_true(vt_msglog_wait(t.log, "late/x", "hi", 0, WAIT_MS));
+
+    vigil_mqtt_stop(m, NULL, 2000);
+    vt_msglog_free(t.log);
+    vt_mosq_stop(b);
+}
+
+/* Stop with a broker that went away for good: bounded, no crash. */
+static void test_stop_while_broker_down(void **state)
+{
+    (void)state;
+    vt_mosq *b = vt_mosq_start();
+    assert_non_null(b);
+    tctx t;
+    tctx_init(&t);
+    vigil_mqtt *m = new_client(vt_mosq_url(b), "vigil-test-gone", NULL, "sys/test/gone/status", &t);
+    start_and_wait_ready(b, m, "sys/test/gone/status");
+    assert_int_equal(vt_mosq_kill9(b), 0);
+    assert_true(wait_connected(m, false, WAIT_MS));
+    int64_t t0 = vigil_mono_ms();
+    vigil_mqtt_stop(m, "disconnected", 1000);
+    assert_true(vigil_mono_ms() - t0 < 7000);
+    vt_msglog_free(t.log);
+    vt_mosq_stop(b);
+}
+
+static void test_stop_publishes_final_status(void **state)
+{
+    (void)state;
+    vt_mosq *b = vt_mosq_start();
+    assert_non_null(b);
+    tctx t;
+    tctx_init(&t);
+    vigil_mqtt *m = new_client(vt_mosq_url(b), "vigil-test-stop", NULL, "sys/test/stop/status", &t);
+    start_and_wait_ready(b, m, "sys/test/stop/status");
+    vigil_mqtt_stop(m, "disconnected", 3000);
+    char got[64];
+    assert_int_equal(vt_mosq_get_retained(b, "sys/test/stop/status", got, sizeof got, 3), 0);
+    assert_string_equal(got, "disconnected");
+    /* A clean DISCONNECT: the will ("lost") must not follow. */
+    vigil_sleep_ms(500, NULL);
+    assert_int_equal(vt_mosq_get_retained(b, "sys/test/stop/status", got, sizeof got, 3), 0);
+    assert_string_equal(got, "disconnected");
+    vt_msglog_free(t.log);
+    vt_mosq_stop(b);
+}
+
+/* A process that dies without DISCONNECT leaves its will: "lost". */
+static void test_last_will(void **state)
+{
+    (void)state;
+    vt_mosq *b = vt_mosq_start();
+    assert_non_null(b);
+    const char *topic = "sys/test/will/status";
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char *const argv[] = { "test_mqtt", "--will-child", (char *)vt_mosq_url(b),
+                               "vigil-test-will", (char *)topic, NULL };
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    bool ready = vt_mosq_wait_retained(b, topic, "ready", WAIT_MS);
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(ready);
+    assert_true(vt_mosq_wait_retained(b, topic, "lost", WAIT_MS));
+    vt_mosq_stop(b);
+}
+
+static int will_child(const char *url, const char *id, const char *topic)
+{
+    vigil_mqtt_config cfg = {
+        .url = url, .client_id = id, .status_topic = topic,
+        .ready_payload = "ready", .lost_payload = "lost",
+    };
+    char err[256];
+    vigil_mqtt *m = vigil_mqtt_new(&cfg, err, sizeof err);
+    if (!m || vigil_mqtt_start(m) != 0)
+        _exit(2);
+    vigil_sleep_ms(20000, NULL); /* the parent kills us long before */
+    _exit(0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 5 && strcmp(argv[1], "--will-child") == 0)
+        return will_child(argv[2], argv[3], argv[4]);
+    signal(SIGPIPE, SIG_IGN);
+    vigil_log_level lvl = VIGIL_LOG_WARN;
+    const char *env = getenv("VIGIL_LOG_LEVEL");
+    if (env)
+        vigil_log_level_parse(env, &lvl);
+    vigil_log_init("test_mqtt", "t", lvl);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_url_to_paho),
+        cmocka_unit_test(test_new_rejects_bad_config),
+        cmocka_unit_test(test_not_connected),
+        cmocka_unit_test(test_connect_subscribe_receive),
+        cmocka_unit_test(test_publish_batch),
+        cmocka_unit_test(test_publish_batch_from_callback_refused),
+        cmocka_unit_test(test_persistent_session),
+        cmocka_unit_test(test_reconnect_after_broker_crash),
+        cmocka_unit_test(test_first_connect_while_broker_down),
+        cmocka_unit_test(test_session_takeover),
+        cmocka_unit_test(test_stop_while_broker_down),
+        cmocka_unit_test(test_stop_publishes_final_status),
+        cmocka_unit_test(test_last_will),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

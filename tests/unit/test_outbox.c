@@ -1,0 +1,317 @@
+/* test_outbox.c - the publisher thread against a real redis-server and a
+ * real mosquitto (tests/support). Outputs are committed through the store
+ * exactly as a service does; an observer client records what reaches the
+ * broker. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mosquitto_server.h"
+#include "redis_server.h"
+#include "vigil/clock.h"
+#include "vigil/effects.h"
+#include "vigil/log.h"
+#include "vigil/metrics.h"
+#include "vigil/mqtt.h"
+#include "vigil/outbox.h"
+#include "vigil/redis.h"
+#include "vigil/store.h"
+
+#define WAIT_MS 10000
+
+typedef struct env {
+    vt_mosq *b;
+    vt_redis *rs;
+    vigil_redis_addr addr;
+    vigil_store_config scfg;
+    vigil_redis *r; /* the test's own connection, for commits and checks */
+    vigil_store *s;
+    vigil_mqtt *pub; /* the client the outbox publishes with */
+    vigil_mqtt *obs; /* records everything on ev/# */
+    vt_msglog *log;
+} env;
+
+static bool wait_connected(vigil_mqtt *m, bool want, int timeout_ms)
+{
+    int64_t deadline = vigil_mono_ms() + timeout_ms;
+    while (vigil_mqtt_connected(m) != want) {
+        if (vigil_mono_ms() >= deadline)
+            return false;
+        vigil_sleep_ms(20, NULL);
+    }
+    return true;
+}
+
+static vigil_mqtt *client(env *e, const char *id, const char *const *subs, const char *status)
+{
+    vigil_mqtt_config cfg = {
+        .url = vt_mosq_url(e->b),
+        .client_id = id,
+        .subscriptions = subs,
+        .status_topic = status,
+        .ready_payload = "ready",
+        .lost_payload = "lost",
+        .on_message = subs ? vt_msglog_on_message : NULL,
+        .ctx = e->log,
+    };
+    char err[256];
+    vigil_mqtt *m = vigil_mqtt_new(&cfg, err, sizeof err);
+    if (!m)
+        fprintf(stderr, "vigil_mqtt_new: %s\n", err);
+    assert_non_null(m);
+    assert_int_equal(vigil_mqtt_start(m), 0);
+    return m;
+}
+
+static int setup(void **state)
+{
+    env *e = calloc(1, sizeof *e);
+    assert_non_null(e);
+    e->b = vt_mosq_start();
+    assert_non_null(e->b);
+    e->rs = vt_redis_start();
+    assert_non_null(e->rs);
+    e->addr = vt_redis_addr(e->rs);
+    e->scfg = (vigil_store_config){ .prefix = "vigil:", .service = "outbox-test", .shard_index = 3 };
+    e->r = vigil_redis_new(&e->addr, 2000);
+    assert_non_null(e->r);
+    e->s = vigil_store_new(e->r, &e->scfg);
+    assert_non_null(e->s);
+    e->log = vt_msglog_new();
+    assert_non_null(e->log);
+    static const char *const subs[] = { "ev/#", NULL };
+    /* Both connect in parallel (paho takes a while to bring up a second
+     * connection in one process). */
+    e->obs = client(e, "vigil-outbox-observer", subs, "sys/outbox-test/obs/status");
+    e->pub = client(e, "vigil-outbox-publisher", NULL, "sys/outbox-test/pub/status");
+    assert_true(wait_connected(e->obs, true, WAIT_MS));
+    assert_true(wait_connected(e->pub, true, WAIT_MS));
+    /* "ready" follows the SUBSCRIBE on the same connection. */
+    assert_true(vt_mosq_wait_retained(e->b, "sys/outbox-test/obs/status", "ready", WAIT_MS));
+    assert_true(vt_mosq_wait_retained(e->b, "sys/outbox-test/pub/status", "ready", WAIT_MS));
+    *state = e;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    env *e = *state;
+    vigil_mqtt_stop(e->pub, NULL, 2000);
+    vigil_mqtt_stop(e->obs, NULL, 2000);
+    vt_msglog_free(e->log);
+    vigil_store_free(e->s);
+    vigil_redis_free(e->r);
+    vt_redis_stop(e->rs);
+    vt_mosq_stop(e->b);
+    free(e);
+    return 0;
+}
+
+/* Commits a new record `key` whose effects publish n outputs ev/<first+i>
+ * (payload "m<first+i>"), the last one retained if retain_last. */
+static void commit_outputs(env *e, const char *key, int first, int n, bool retain_last)
+{
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    assert_int_equal(vigil_fx_set_state(&fx, "{\"k\":1}"), 0);
+    for (int i = 0; i < n; i++) {
+        char topic[32], payload[32];
+        snprintf(topic, sizeof topic, "ev/%d", first + i);
+        snprintf(payload, sizeof payload, "m%d", first + i);
+        assert_int_equal(vigil_fx_publish(&fx, topic, payload, retain_last && i == n - 1), 0);
+    }
+    char input_id[64];
+    snprintf(input_id, sizeof input_id, "in-%s", key);
+    vigil_commit c = { .key = key, .expected_version = 0, .input_id = input_id, .fx = &fx,
+                       .now_ms = vigil_now_ms() };
+    int64_t version = 0;
+    char *cur = NULL;
+    assert_int_equal(vigil_store_commit(e->s, &c, &version, &cur), VIGIL_COMMIT_OK);
+    free(cur);
+    vigil_effects_free(&fx);
+}
+
+static int outbox_len(env *e)
+{
+    vigil_outmsg ents[100];
+    int n = vigil_store_outbox_peek(e->s, 100, ents);
+    if (n > 0)
+        vigil_outbox_entries_free(ents, n);
+    return n;
+}
+
+static bool wait_outbox_len(env *e, int want, int timeout_ms)
+{
+    int64_t deadline = vigil_mono_ms() + timeout_ms;
+    while (outbox_len(e) != want) {
+        if (vigil_mono_ms() >= deadline)
+            return false;
+        vigil_sleep_ms(20, NULL);
+    }
+    return true;
+}
+
+/* The observer saw exactly ev/first .. ev/first+n-1, in that order. */
+static void assert_received_in_order(env *e, int first, int n)
+{
+    assert_true(vt_msglog_wait_count(e->log, NULL, n, WAIT_MS));
+    vigil_sleep_ms(100, NULL);
+    assert_int_equal(vt_msglog_count(e->log, NULL), n);
+    for (int i = 0; i < n; i++) {
+        char topic[32], payload[32], want_t[32], want_p[32];
+        assert_int_equal(vt_msglog_get(e->log, NULL, i, topic, sizeof topic, payload,
+                                       sizeof payload, NULL), 0);
+        snprintf(want_t, sizeof want_t, "ev/%d", first + i);
+        snprintf(want_p, sizeof want_p, "m%d", first + i);
+        assert_string_equal(topic, want_t);
+        assert_string_equal(payload, want_p);
+    }
+}
+
+static void test_committed_outputs_published_in_order(void **state)
+{
+    env *e = *state;
+    double outputs0 = vigil_metric_value("vigil_outputs_total", NULL);
+    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    assert_non_null(o);
+    commit_outputs(e, "room:a", 0, 3, false);
+    vigil_outbox_kick(o);
+    commit_outputs(e, "room:b", 3, 2, true);
+    vigil_outbox_kick(o);
+    assert_received_in_order(e, 0, 5);
+    assert_true(wait_outbox_len(e, 0, WAIT_MS));
+    assert_int_equal(vigil_outbox_published(o), 5);
+    assert_true(vigil_metric_value("vigil_outputs_total", NULL) >= outputs0 + 5);
+    char got[64];
+    assert_int_equal(vt_mosq_get_retained(e->b, "ev/4", got, sizeof got, 3), 0);
+    assert_string_equal(got, "m4");
+    vigil_outbox_stop(o, 1000);
+}
+
+/* Entries left by a previous run go out at start, without any kick. */
+static void test_replay_at_start(void **state)
+{
+    env *e = *state;
+    commit_outputs(e, "room:old", 0, 3, false);
+    assert_int_equal(outbox_len(e), 3);
+    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    assert_non_null(o);
+    assert_received_in_order(e, 0, 3);
+    assert_true(wait_outbox_len(e, 0, WAIT_MS));
+    vigil_outbox_stop(o, 1000);
+}
+
+/* While the broker is down nothing leaves Redis; once it is back, all goes
+ * out (the observer's persistent session queues it meanwhile). */
+static void test_broker_outage_keeps_entries(void **state)
+{
+    env *e = *state;
+    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    assert_non_null(o);
+    commit_outputs(e, "room:first", 0, 1, false);
+    vigil_outbox_kick(o);
+    assert_received_in_order(e, 0, 1);
+
+    assert_int_equal(vt_mosq_kill9(e->b), 0);
+    assert_true(wait_connected(e->pub, false, WAIT_MS));
+    commit_outputs(e, "room:during", 1, 2, false);
+    vigil_outbox_kick(o);
+    vigil_sleep_ms(800, NULL);
+    assert_int_equal(outbox_len(e), 2);
+
+    assert_int_equal(vt_mosq_restart(e->b), 0);
+    assert_received_in_order(e, 0, 3);
+    assert_true(wait_outbox_len(e, 0, WAIT_MS));
+    vigil_outbox_stop(o, 1000);
+}
+
+/* Redis down at start: the thread backs off and publishes once it is back. */
+static void test_redis_outage(void **state)
+{
+    env *e = *state;
+    commit_outputs(e, "room:r", 0, 2, false);
+    assert_int_equal(vt_redis_kill9(e->rs), 0);
+    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    assert_non_null(o);
+    vigil_sleep_ms(700, NULL);
+    assert_int_equal(vt_msglog_count(e->log, NULL), 0);
+    assert_int_equal(vt_redis_restart(e->rs), 0);
+    assert_received_in_order(e, 0, 2);
+    assert_true(wait_outbox_len(e, 0, WAIT_MS));
+    vigil_outbox_stop(o, 1000);
+}
+
+static void test_ephemeral(void **state)
+{
+    env *e = *state;
+    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    assert_non_null(o);
+    vigil_outbox_push_ephemeral(o, "ev/0", "m0", false);
+    vigil_outbox_push_ephemeral(o, "ev/1", "m1", false);
+    vigil_outbox_push_ephemeral(o, "ev/2", "m2", true);
+    assert_received_in_order(e, 0, 3);
+    assert_int_equal(vigil_outbox_published(o), 3);
+    assert_int_equal(outbox_len(e), 0);
+    vigil_outbox_stop(o, 1000);
+    vigil_outbox_push_ephemeral(NULL, "ev/x", "x", false); /* ignored */
+    vigil_outbox_kick(NULL);
+}
+
+/* The ephemeral queue is bounded: beyond 10000 the oldest are dropped. */
+static void test_ephemeral_bound(void **state)
+{
+    env *e = *state;
+    double dropped0 = vigil_metric_value("vigil_outbox_dropped_total", NULL);
+    /* The broker is down, so the queue only grows. */
+    assert_int_equal(vt_mosq_kill9(e->b), 0);
+    assert_true(wait_connected(e->pub, false, WAIT_MS));
+    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    assert_non_null(o);
+    for (int i = 0; i < 10005; i++)
+        vigil_outbox_push_ephemeral(o, "ev/flood", "f", false);
+    assert_true(vigil_metric_value("vigil_outbox_dropped_total", NULL) >= dropped0 + 5);
+    vigil_outbox_stop(o, 0);
+    assert_int_equal(vt_mosq_restart(e->b), 0);
+}
+
+/* stop(drain_ms) publishes what is pending before returning. */
+static void test_stop_drains(void **state)
+{
+    env *e = *state;
+    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    assert_non_null(o);
+    vigil_sleep_ms(100, NULL); /* let the start-up replay find nothing */
+    commit_outputs(e, "room:late", 0, 4, false);
+    vigil_outbox_push_ephemeral(o, "ev/eph", "e", false);
+    vigil_outbox_stop(o, 5000);
+    assert_int_equal(outbox_len(e), 0);
+    assert_true(vt_msglog_wait_count(e->log, NULL, 5, WAIT_MS));
+    assert_int_equal(vt_msglog_count(e->log, "ev/eph"), 1);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    vigil_log_level lvl = VIGIL_LOG_ERROR;
+    const char *env_lvl = getenv("VIGIL_LOG_LEVEL");
+    if (env_lvl)
+        vigil_log_level_parse(env_lvl, &lvl);
+    vigil_log_init("test_outbox", "t", lvl);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_committed_outputs_published_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replay_at_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_broker_outage_keeps_entries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_redis_outage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ephemeral, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ephemeral_bound, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_drains, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
