@@ -82,6 +82,7 @@ struct vigil_mqtt {
     void *ctx;
     MQTTProperties connect_props; /* points at session_expiry */
     MQTTProperty session_expiry;
+    bool ephemeral; /* session_expiry_s < 0: clean start, no session kept */
     MQTTAsync_willOptions will;
 
     atomic_bool connected;
@@ -578,8 +579,10 @@ static int connect_once(vigil_mqtt *m)
 {
     MQTTAsync_connectOptions o = MQTTAsync_connectOptions_initializer5;
     o.keepAliveInterval = MQTT_KEEPALIVE_S;
-    o.cleanstart = 0; /* resume the session the broker kept for us */
-    o.connectProperties = &m->connect_props;
+    /* Resume the session the broker kept for us, unless the caller asked
+     * for none (a short-lived client such as the CLI). */
+    o.cleanstart = m->ephemeral ? 1 : 0;
+    o.connectProperties = m->ephemeral ? NULL : &m->connect_props;
     o.will = (m->status_topic && m->lost_payload) ? &m->will : NULL;
     o.username = m->user;
     o.password = m->password;
@@ -712,6 +715,7 @@ vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errle
      * allocates through paho's heap tracker, which paho tears down when its
      * last client is destroyed, and a later free then leaks. paho copies
      * the list at every MQTTAsync_connect. */
+    m->ephemeral = cfg->session_expiry_s < 0;
     m->session_expiry.identifier = MQTTPROPERTY_CODE_SESSION_EXPIRY_INTERVAL;
     m->session_expiry.value.integer4 =
         (unsigned)(cfg->session_expiry_s > 0 ? cfg->session_expiry_s
