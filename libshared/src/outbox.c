@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "vigil/clock.h"
+#include "vigil/json.h"
 #include "vigil/log.h"
 #include "vigil/metrics.h"
 
@@ -33,6 +34,9 @@
 
 #define M_OUTPUTS "vigil_outputs_total"
 #define M_OUTPUTS_HELP "Output messages published and acknowledged by the broker"
+/* Consecutive failures of the same head entry before it is dropped (about
+ * 30 s at the retry pause, far longer when publishes time out). */
+#define OUTBOX_POISON_TRIES 60
 #define M_FAILURES "vigil_outbox_publish_failures_total"
 #define M_FAILURES_HELP "Output messages the broker did not acknowledge in time (retried)"
 #define M_DROPPED "vigil_outbox_dropped_total"
@@ -60,6 +64,9 @@ struct vigil_outbox {
     size_t count;
 
     atomic_ullong published;
+    /* the outbox thread's own bookkeeping of a failing head entry */
+    uint64_t head_hash;
+    int head_failures;
 };
 
 static void eph_free(eph_msg *e)
@@ -173,6 +180,32 @@ static bool drain_ephemeral(vigil_outbox *o, int timeout_ms)
 
 typedef enum { DRAIN_EMPTY, DRAIN_INCOMPLETE, DRAIN_REDIS_ERROR } drain_result;
 
+/* A head entry that can never be published (undecodable, or refused by the
+ * broker, e.g. larger than its packet limit) would hold up every output
+ * behind it forever. Undecodable entries are dropped at once; an entry
+ * that fails OUTBOX_POISON_TRIES times in a row while we are connected is
+ * dropped too. Both are logged with the topic and counted. */
+static bool head_is_poison(vigil_outbox *o, const vigil_outmsg *head)
+{
+    if (!head->topic || !*head->topic) {
+        vigil_log(VIGIL_LOG_ERROR, "outbox: dropping an undecodable entry");
+        return true;
+    }
+    if (!vigil_mqtt_connected(o->mqtt))
+        return false;
+    size_t tl = strlen(head->topic), pl = head->payload ? strlen(head->payload) : 0;
+    uint64_t h = vigil_hash64(head->topic, tl) ^ (vigil_hash64(head->payload ? head->payload : "", pl) * 31);
+    if (h != o->head_hash) {
+        o->head_hash = h;
+        o->head_failures = 0;
+    }
+    if (++o->head_failures < OUTBOX_POISON_TRIES)
+        return false;
+    vigil_log_kv(VIGIL_LOG_ERROR, "outbox: dropping a message the broker keeps refusing", "topic",
+                 head->topic, NULL);
+    return true;
+}
+
 /* Publishes the Redis outbox, oldest first, until it is empty or a batch
  * is not fully acknowledged. Only the acknowledged prefix is trimmed, so a
  * failure leaves the rest (and a failed trim the whole batch: published
@@ -196,9 +229,10 @@ static drain_result drain_outbox(vigil_outbox *o, int timeout_ms)
             msgs[i].retain = ents[i].retain;
         }
         int acked = vigil_mqtt_publish_batch(o->mqtt, msgs, n, timeout_ms);
-        vigil_outbox_entries_free(ents, n);
         if (acked < 0)
             acked = 0;
+        bool drop_head = acked < n && head_is_poison(o, &ents[acked]);
+        vigil_outbox_entries_free(ents, n);
         if (acked > 0) {
             vigil_counter_add(M_OUTPUTS, M_OUTPUTS_HELP, NULL, acked);
             atomic_fetch_add(&o->published, (unsigned long long)acked);
@@ -210,8 +244,18 @@ static drain_result drain_outbox(vigil_outbox *o, int timeout_ms)
         }
         if (acked < n) {
             vigil_counter_add(M_FAILURES, M_FAILURES_HELP, NULL, n - acked);
+            if (drop_head && vigil_store_outbox_trim(o->s, 1) == 0) {
+                vigil_counter_add("vigil_outbox_dropped_total",
+                                  "Output messages dropped (ephemeral overflow, or refused by the "
+                                  "broker too often)",
+                                  NULL, 1);
+                o->head_hash = 0;
+                o->head_failures = 0;
+                continue;
+            }
             return DRAIN_INCOMPLETE;
         }
+        o->head_failures = 0;
     }
 }
 
