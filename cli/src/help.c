@@ -1,0 +1,134 @@
+/* help.c - every --help text of the `vigil` command in one place. */
+#include <stdio.h>
+#include <string.h>
+#include "help.h"
+
+static const char ENV_HELP[] =
+    "Environment (same as the services):\n"
+    "  VIGIL_MQTT_URL             broker (mqtt://127.0.0.1:1883)\n"
+    "  VIGIL_MQTT_USER, VIGIL_MQTT_PASSWORD\n"
+    "  VIGIL_REDIS_URL            Redis (redis://127.0.0.1:6379/0)\n"
+    "  VIGIL_REDIS_PREFIX         key prefix (vigil:)\n"
+    "  VIGIL_USER                 your name in messages and controls (default: $USER)\n"
+    "  VIGIL_CLI_TIMEOUT_MS       how long to wait for the broker, Redis and chat-router (5000)\n"
+    "  VIGIL_CHAT_LOG_MAX_AGE_MS  message age `cleanup` removes (604800000 = 7 days)\n"
+    "  VIGIL_CLI_LOG_LEVEL        library log lines on stderr (error)\n";
+
+static const char EXIT_HELP[] =
+    "Exit status: 0 ok, 1 runtime error (broker or Redis unreachable, chat-router did not\n"
+    "confirm in time), 2 usage error (bad arguments, bad room name), 3 room not found,\n"
+    "4 room already exists (chat new).\n";
+
+static const struct {
+    const char *name;
+    const char *text;
+} HELP[] = {
+    { "vigil",
+      "usage: vigil [--help] [--version] <command> [<args>]\n"
+      "\n"
+      "Commands:\n"
+      "  chat      rooms, messages, pause/resume of AI conversations (vigil chat --help)\n" },
+    { "chat",
+      "usage: vigil chat [--json]                      list rooms\n"
+      "       vigil chat new [NAME]                    create a room and join it\n"
+      "       vigil chat join ROOM [--pause] [--history N]\n"
+      "                                                chat interactively\n"
+      "       vigil chat send ROOM MESSAGE [--as NAME] [--ai] [--reply-to ID] [--depth N]\n"
+      "                                                post one message and exit\n"
+      "       vigil chat view ROOM [--limit N] [--since ID] [--json]\n"
+      "                                                print the room log\n"
+      "       vigil chat pause ROOM | --all            queue notifications\n"
+      "       vigil chat resume ROOM | --all           deliver the queue, go live\n"
+      "       vigil chat delete ROOM                   delete log, queue and state\n"
+      "       vigil chat cleanup                       drop expired messages and empty rooms\n"
+      "\n"
+      "`vigil chat` lists every room with its message count, paused flag (\"all\" while the\n"
+      "global pause is on), queued notifications and last activity; --json prints one\n"
+      "JSON object per room.\n"
+      "Each subcommand has --help.\n" },
+    { "new",
+      "usage: vigil chat new [NAME] [--no-join]\n"
+      "\n"
+      "Creates room NAME (default: chat-YYYYMMDD-HHMMSS) by posting a system message\n"
+      "\"room created\", waits until chat-router has it, then joins it like `vigil chat\n"
+      "join` (--no-join: print the name and exit). Fails with status 4 if it exists.\n" },
+    { "join",
+      "usage: vigil chat join ROOM [--pause] [--history N]\n"
+      "\n"
+      "Interactive: prints the last N messages (--history, default 10), then every new\n"
+      "message as it arrives; each line you type is sent as a human message. /quit,\n"
+      "end of input (Ctrl-D) or Ctrl-C leaves.\n"
+      "Joining does not pause the room: AI personas keep talking while you type.\n"
+      "--pause pauses the room while you are joined (notifications are queued) and\n"
+      "resumes it when you leave.\n" },
+    { "send",
+      "usage: vigil chat send ROOM MESSAGE... [--as NAME] [--ai] [--reply-to ID] [--depth N]\n"
+      "\n"
+      "Posts one message to room/ROOM/message and exits (fire and forget: chat-router logs\n"
+      "it and notifies the personas it @mentions). Several MESSAGE words are joined with\n"
+      "spaces; put -- before a message that starts with '-'. Prints the message id.\n"
+      "  --as NAME       sender (default: VIGIL_USER or $USER)\n"
+      "  --ai            send as an AI persona (sender_type \"ai\") instead of a human\n"
+      "  --reply-to ID   the message this one answers (its id)\n"
+      "  --depth N       chain depth of an AI message (notification depth + 1)\n" },
+    { "view",
+      "usage: vigil chat view ROOM [--limit N] [--since ID] [--json]\n"
+      "\n"
+      "Prints the room log, oldest first, one line per message:\n"
+      "  ID|TIMESTAMP|FROM|CONTENT\n"
+      "ID is the log id (pass it back as --since), TIMESTAMP is ISO 8601 UTC, CONTENT has\n"
+      "backslash, newline, CR, tab and other control characters escaped (\\\\ \\n \\r \\t\n"
+      "\\xNN) so a message is one line; split on the first three '|'.\n"
+      "  --json      one JSON object per line instead: the message as posted plus\n"
+      "              \"log_id\"\n"
+      "  --limit N   the last N messages (with --since: the first N after ID)\n"
+      "  --since ID  only messages logged after ID (stateless paging: remember the last ID)\n" },
+    { "pause",
+      "usage: vigil chat pause ROOM | --all\n"
+      "\n"
+      "Pauses a room (or, with --all, every room): messages are still logged, but\n"
+      "notifications to personas are queued until resume. Waits until chat-router has\n"
+      "applied it.\n" },
+    { "resume",
+      "usage: vigil chat resume ROOM | --all\n"
+      "\n"
+      "Resumes a room: its queued notifications are delivered in order, then new ones\n"
+      "go out live. A room stays held while the global pause is on; --all lifts the\n"
+      "global pause and resumes every paused room.\n" },
+    { "delete",
+      "usage: vigil chat delete ROOM\n"
+      "\n"
+      "Deletes the room's log, notification queue and state. A later message in the\n"
+      "room starts it afresh.\n" },
+    { "cleanup",
+      "usage: vigil chat cleanup\n"
+      "\n"
+      "Removes log entries older than VIGIL_CHAT_LOG_MAX_AGE_MS from every room, then\n"
+      "deletes the rooms left without messages (unless a message arrives meanwhile).\n" },
+};
+
+void cli_help(const char *name, FILE *f)
+{
+    for (size_t i = 0; i < sizeof HELP / sizeof HELP[0]; i++) {
+        if (strcmp(HELP[i].name, name) == 0) {
+            fputs(HELP[i].text, f);
+            fputc('\n', f);
+            fputs(ENV_HELP, f);
+            fputc('\n', f);
+            fputs(EXIT_HELP, f);
+            return;
+        }
+    }
+}
+
+int cli_usage_error(const char *name, const char *msg)
+{
+    fprintf(stderr, "vigil: %s\n", msg);
+    if (strcmp(name, "vigil") == 0)
+        fprintf(stderr, "Try 'vigil --help'.\n");
+    else if (strcmp(name, "chat") == 0)
+        fprintf(stderr, "Try 'vigil chat --help'.\n");
+    else
+        fprintf(stderr, "Try 'vigil chat %s --help'.\n", name);
+    return 2;
+}

@@ -1,0 +1,32 @@
+/* opts.c - option parsing helpers (getopt_long with our own messages). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "cli.h"
+#include "help.h"
+#include "opts.h"
+
+bool cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+    if (!s || !*s)
+        return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+int cli_opt_error(const char *name, int opt, int optopt_value, char **argv)
+{
+    char msg[160];
+    if (opt == ':')
+        snprintf(msg, sizeof msg, "option '%s' needs a value", argv[optind - 1]);
+    else if (optopt_value)
+        snprintf(msg, sizeof msg, "unknown option '-%c'", optopt_value);
+    else
+        snprintf(msg, sizeof msg, "unknown option '%s'", argv[optind - 1]);
+    return cli_usage_error(name, msg);
+}

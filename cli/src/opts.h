@@ -1,0 +1,15 @@
+/* opts.h - command-line option helpers shared by the subcommands. */
+#ifndef VIGIL_CLI_OPTS_H
+#define VIGIL_CLI_OPTS_H
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Parses a whole decimal integer in [min, max]. */
+bool cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
+
+/* Reports a getopt error for subcommand `name` (unknown option, missing
+ * value) and returns the usage exit code. */
+int cli_opt_error(const char *name, int opt, int optopt_value, char **argv);
+
+#endif

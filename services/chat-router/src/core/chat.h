@@ -1,0 +1,241 @@
+/* chat.h - chat-router's pure decision core: what one room does with one
+ * input (a room message or a room control), given the room's state record
+ * and `now`. No I/O: the core returns the new state and a list of actions
+ * (log append, publish, queue push/flush, auxiliary keys and sets) that the
+ * adapter turns into libshared effects, committed atomically.
+ *
+ * Rules (README.md has the full story):
+ *  - every room message is appended to the room log once (the runtime
+ *    dedupes by input id);
+ *  - `@name` mentions in the text plus the `mentions` field, never the
+ *    sender, never `@self`, are notified on persona/{p}/notify with the
+ *    message's chain depth;
+ *  - depth: human 0; AI = max(its `depth` field, depth of `reply_to` + 1),
+ *    1 when neither is known; system messages are logged, never forwarded;
+ *  - a message at depth >= max_depth is not forwarded: a system message in
+ *    the room says why;
+ *  - while the room (or every room) is paused notifications go to the
+ *    room's durable queue; resume flushes it (queued first, then live). */
+#ifndef CHAT_H
+#define CHAT_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#define CHAT_SERVICE "chat-router"
+#define CHAT_ID_MAX 64     /* room, persona, user ids */
+#define CHAT_EVID_MAX 128  /* message / event ids */
+#define CHAT_SYSTEM_SENDER "chat-router"
+
+/* Names of the auxiliary Redis structures, below the service prefix
+ * (P "chat-router:" name). Shared with the `vigil` CLI. */
+#define CHAT_KEY_ROOMS "rooms"           /* set: every live room */
+#define CHAT_KEY_PAUSED "paused"         /* set: rooms paused one by one */
+#define CHAT_KEY_QUEUED "queued"         /* set: rooms with queued notifications */
+#define CHAT_KEY_PAUSED_ALL "paused-all" /* string "1" while the global pause is on */
+#define CHAT_LOG_PREFIX "log:"           /* stream per room */
+#define CHAT_QUEUE_PREFIX "queue:"       /* list per room (outbox entry format) */
+/* The room a CLI uses on room/{room}/control for the global pause/resume
+ * (any room works; this one is never created by it). */
+#define CHAT_ALL_ROOM "_all"
+
+/* Writes "log:<room>" / "queue:<room>" into out. */
+void chat_log_name(const char *room, char *out, size_t outlen);
+void chat_queue_name(const char *room, char *out, size_t outlen);
+
+/* ---- configuration ------------------------------------------------------ */
+
+/* Makes a deterministic output event id from the input id, the key and a
+ * rank (libshared's vigil_event_id in the service; a local fallback when
+ * NULL). */
+typedef void (*chat_id_fn)(char *out, size_t outlen, const char *input_id, const char *key,
+                           int n);
+
+typedef struct chat_config {
+    int64_t max_depth;      /* VIGIL_CHAT_MAX_DEPTH (100) */
+    int depth_memory;       /* VIGIL_CHAT_DEPTH_MEMORY (256): ids remembered per room */
+    int max_mentions;       /* VIGIL_CHAT_MAX_MENTIONS (32): notifications per message */
+    int64_t log_maxlen;     /* VIGIL_CHAT_LOG_MAXLEN (10000) */
+    int64_t log_max_age_ms; /* VIGIL_CHAT_LOG_MAX_AGE_MS (7 days) */
+    chat_id_fn make_id;
+} chat_config;
+
+#define CHAT_DEFAULT_MAX_DEPTH 100
+#define CHAT_DEFAULT_DEPTH_MEMORY 256
+#define CHAT_DEFAULT_MAX_MENTIONS 32
+#define CHAT_DEFAULT_LOG_MAXLEN 10000
+#define CHAT_DEFAULT_LOG_MAX_AGE_MS (7LL * 24 * 3600 * 1000)
+
+void chat_config_init(chat_config *c);
+
+/* ---- inputs ------------------------------------------------------------- */
+
+typedef enum { CHAT_SENDER_HUMAN = 0, CHAT_SENDER_AI, CHAT_SENDER_SYSTEM } chat_sender_type;
+
+typedef struct chat_message {
+    const char *id;      /* the message id (payload id or derived) */
+    const char *sender;
+    chat_sender_type sender_type;
+    const char *text;
+    int64_t ts;
+    const char *reply_to;            /* NULL if absent */
+    const char *const *mentions;     /* explicit ids (may be NULL) */
+    int n_mentions;
+    bool has_depth;
+    int64_t depth;                   /* >= 0 when has_depth */
+    const char *log_json;            /* the entry logged: chat_log_entry_json() */
+} chat_message;
+
+typedef enum {
+    CHAT_CTL_PAUSE = 0,
+    CHAT_CTL_RESUME,
+    CHAT_CTL_DELETE,
+    CHAT_CTL_WAKE
+} chat_control_action;
+
+typedef struct chat_control {
+    const char *id;
+    chat_control_action action;
+    bool all;                  /* global pause/resume */
+    const char *by;            /* may be NULL */
+    int64_t ts;
+    /* delete only if no message was logged at or after this time (0 =
+     * unconditional): lets `vigil chat cleanup` delete an empty room
+     * without racing a message that arrives meanwhile. */
+    int64_t if_inactive_since;
+    const char *topic_room;    /* the {room} level of the control's topic */
+    bool more;                 /* resume-all: more rooms than one input may touch */
+} chat_control;
+
+typedef enum { CHAT_IN_MESSAGE = 0, CHAT_IN_CONTROL } chat_input_kind;
+
+typedef struct chat_input {
+    chat_input_kind kind;
+    bool paused_all; /* the global pause flag, read when the input was routed */
+    chat_message msg;
+    chat_control ctl;
+} chat_input;
+
+/* ---- outputs ------------------------------------------------------------ */
+
+typedef enum {
+    CHAT_ACT_LOG_APPEND = 0, /* name = stream, value = entry JSON */
+    CHAT_ACT_PUBLISH,        /* topic, value = payload */
+    CHAT_ACT_QUEUE_PUSH,     /* name = queue, topic, value = payload */
+    CHAT_ACT_QUEUE_FLUSH,    /* name = queue */
+    CHAT_ACT_KEY_SET,        /* name, value */
+    CHAT_ACT_KEY_DELETE,     /* name */
+    CHAT_ACT_SET_ADD,        /* name, value = member */
+    CHAT_ACT_SET_REMOVE      /* name, value = member */
+} chat_action_kind;
+
+typedef struct chat_action {
+    chat_action_kind kind;
+    char *name;
+    char *topic;
+    char *value;
+} chat_action;
+
+typedef struct chat_result {
+    char *new_state; /* NULL = unchanged */
+    chat_action *v;
+    size_t n, cap;
+    /* what happened, for metrics and logs */
+    int64_t depth;     /* depth of the message (messages only) */
+    int notified;      /* notifications published live */
+    int queued;        /* notifications put in the queue */
+    int flushed;       /* queue flushes (0 or 1) */
+    bool stopped;      /* forwarding stopped at the depth limit */
+    bool logged;
+} chat_result;
+
+void chat_result_init(chat_result *r);
+void chat_result_free(chat_result *r);
+/* Appends one action (strings copied; NULL allowed). 0 or -1 (memory). */
+int chat_result_add(chat_result *r, chat_action_kind kind, const char *name, const char *topic,
+                    const char *value);
+
+/* ---- the decision ------------------------------------------------------- */
+
+/* Decides what room `room` does with `in`. state_json is the room's record
+ * (NULL if none). Fills out (initialised by the caller). Returns 0, or -1
+ * with err on an allocation failure. An unreadable record is replaced by a
+ * fresh one (reported in err with return value 1, decisions still made). */
+int chat_apply(const chat_config *cfg, const char *room, const char *state_json,
+               const chat_input *in, int64_t now, chat_result *out, char *err, size_t errlen);
+
+/* ---- pieces, exposed for tests and the CLI ------------------------------- */
+
+/* Mentions: `@name` where '@' does not follow a letter, digit or '_' (so
+ * not an e-mail address; letters of Latin, Greek, Cyrillic, Armenian,
+ * Hebrew and Arabic count as letters, other non-ASCII characters such as
+ * CJK, punctuation and emoji are boundaries), name = the longest run of
+ * [A-Za-z0-9._-] after it minus trailing '.' and '-' (punctuation),
+ * 1..64 characters (a longer run, or one running into a letter no id may
+ * hold, is not a mention). Names are lower-cased. `@self` is not a mention.
+ * Fills out[] with at most max distinct names (case-insensitive) in order
+ * of appearance, each CHAT_ID_MAX+1 bytes. Returns the count. */
+int chat_mentions_parse(const char *text, char (*out)[CHAT_ID_MAX + 1], int max);
+
+/* The personas to notify for a message: text mentions, then the `mentions`
+ * field, lower-cased, distinct, without the sender (compared
+ * case-insensitively), without "self", at most max. Returns the count. */
+int chat_mentions_collect(const chat_message *m, char (*out)[CHAT_ID_MAX + 1], int max);
+
+/* The room record. */
+typedef struct chat_recent {
+    char id[CHAT_EVID_MAX + 1];
+    int64_t depth;
+} chat_recent;
+
+typedef struct chat_room {
+    char room[CHAT_ID_MAX + 1];
+    bool exists;            /* false: no record or a deleted one */
+    int64_t created;
+    int64_t count;          /* messages logged since the room was created */
+    int64_t last_activity;  /* when the last message was logged (0 = none) */
+    char last_sender[CHAT_ID_MAX + 1];
+    bool paused;
+    char paused_by[CHAT_ID_MAX + 1];
+    int64_t paused_at;
+    int64_t queued;         /* notifications waiting in the room's queue */
+    int64_t stopped;        /* chains stopped at the depth limit */
+    chat_recent *recent;    /* oldest first */
+    int n_recent, cap_recent;
+} chat_room;
+
+/* Reads a record (NULL -> a room that does not exist yet). Returns NULL
+ * with err on unreadable JSON. A deleted room's tombstone reads as a room
+ * that does not exist. */
+chat_room *chat_room_from_json(const char *room, const char *json, char *err, size_t errlen);
+chat_room *chat_room_new(const char *room);
+void chat_room_free(chat_room *r);
+/* The record as JSON text (malloc'd). */
+char *chat_room_to_json(const chat_room *r);
+/* The tombstone left by delete: {"deleted": now, "by": by}. */
+char *chat_tombstone_json(int64_t now, const char *by);
+
+/* Depth of a message in the room (see the rules at the top). */
+int64_t chat_depth_of(const chat_room *r, const chat_message *m);
+/* Remembers id -> depth, forgetting the oldest beyond memory entries. */
+int chat_room_remember(chat_room *r, const char *id, int64_t depth, int memory);
+/* Depth remembered for id, or -1. */
+int64_t chat_room_recall(const chat_room *r, const char *id);
+
+/* JSON builders (malloc'd text). */
+char *chat_notify_json(const char *id, const char *persona, const char *room,
+                       const chat_message *m, int64_t depth, int64_t now);
+char *chat_stop_message_json(const char *id, const char *room, const chat_message *m,
+                             int64_t depth, int64_t max_depth, char (*who)[CHAT_ID_MAX + 1],
+                             int n_who, int64_t now);
+/* The logged entry: the message object as received with `id` and `ts` set
+ * when it lacked them. Does not modify body. */
+char *chat_log_entry_json(json_object *body, const char *id, int64_t ts);
+
+/* Deterministic ids usable as input ids (no '/'): "<tag>-<16 hex>" of a
+ * hash of the parts. */
+void chat_derived_id(char *out, size_t outlen, const char *tag, const char *a, const char *b);
+uint64_t chat_hash64(const void *data, size_t n);
+
+#endif

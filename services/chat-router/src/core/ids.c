@@ -1,0 +1,46 @@
+/* ids.c - deterministic ids. Every id the core makes is a function of the
+ * input id, so a redelivered input (decided again after a crash) yields
+ * the same ids and consumers dedupe on them. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include "step.h"
+
+/* FNV-1a 64-bit (the same function libshared uses for derived ids). */
+uint64_t chat_hash64(const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* Ids that become inputs again (the stop message, the resume-all
+ * continuation) must be valid input ids: no '/', at most 128 bytes. */
+void chat_derived_id(char *out, size_t outlen, const char *tag, const char *a, const char *b)
+{
+    char buf[2 * (CHAT_EVID_MAX + 1) + 2];
+    int n = snprintf(buf, sizeof buf, "%s\n%s", a ? a : "", b ? b : "");
+    size_t len = n < 0 ? 0 : ((size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+    snprintf(out, outlen, "%s-%016" PRIx64, tag, chat_hash64(buf, len));
+}
+
+void chat_event_id(const chat_config *cfg, char *out, size_t outlen, const char *input_id,
+                   const char *key, int n)
+{
+    if (cfg->make_id) {
+        cfg->make_id(out, outlen, input_id, key, n);
+        return;
+    }
+    int need = snprintf(out, outlen, "%s/%s/%d", input_id, key, n);
+    if (need < 0 || (size_t)need >= outlen) {
+        char num[16];
+        snprintf(num, sizeof num, "%d", n);
+        chat_derived_id(out, outlen, "ev", input_id, key);
+        size_t l = strlen(out);
+        snprintf(out + l, outlen - l, "-%s", num);
+    }
+}

@@ -1,0 +1,123 @@
+/* render.c - the JSON the core emits: persona/{p}/notify, the system
+ * message that stops a chain, and the room log entry. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "chat.h"
+
+static char *dump_put(json_object *o, int rc)
+{
+    char *s = NULL;
+    if (rc == 0) {
+        const char *t = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                              JSON_C_TO_STRING_NOSLASHESCAPE);
+        s = t ? strdup(t) : NULL;
+    }
+    json_object_put(o);
+    return s;
+}
+
+static int add(json_object *o, const char *k, json_object *v)
+{
+    if (!v)
+        return -1;
+    json_object_object_add(o, k, v);
+    return 0;
+}
+
+static const char *sender_type_name(chat_sender_type t)
+{
+    return t == CHAT_SENDER_HUMAN ? "human" : t == CHAT_SENDER_AI ? "ai" : "system";
+}
+
+/* The contract's fields {id, persona, room, message_id, from, depth, ts},
+ * plus the message's text and sender_type so a persona can answer without
+ * reading the log first (unknown fields are allowed by the contract). */
+char *chat_notify_json(const char *id, const char *persona, const char *room,
+                       const chat_message *m, int64_t depth, int64_t now)
+{
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    int rc = 0;
+    rc |= add(o, "id", json_object_new_string(id));
+    rc |= add(o, "persona", json_object_new_string(persona));
+    rc |= add(o, "room", json_object_new_string(room));
+    rc |= add(o, "message_id", json_object_new_string(m->id));
+    rc |= add(o, "from", json_object_new_string(m->sender));
+    rc |= add(o, "sender_type", json_object_new_string(sender_type_name(m->sender_type)));
+    rc |= add(o, "depth", json_object_new_int64(depth));
+    rc |= add(o, "text", json_object_new_string(m->text ? m->text : ""));
+    rc |= add(o, "ts", json_object_new_int64(now));
+    return dump_put(o, rc);
+}
+
+/* The stop message names who was not notified without '@' (an '@name'
+ * would read as a mention to other services). */
+char *chat_stop_message_json(const char *id, const char *room, const chat_message *m,
+                             int64_t depth, int64_t max_depth, char (*who)[CHAT_ID_MAX + 1],
+                             int n_who, int64_t now)
+{
+    char names[512] = "";
+    size_t len = 0;
+    for (int i = 0; i < n_who; i++) {
+        int w = snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", who[i]);
+        if (w < 0 || (size_t)w >= sizeof names - len) {
+            snprintf(names + len, sizeof names - len, "%s...", i ? ", " : "");
+            break;
+        }
+        len += (size_t)w;
+    }
+    char text[800];
+    snprintf(text, sizeof text,
+             "\xE2\x9B\x94 Chain stopped: this message is at depth %lld and the limit is %lld "
+             "(VIGIL_CHAT_MAX_DEPTH), so %s %s not notified. A new message from a human starts "
+             "a new chain.",
+             (long long)depth, (long long)max_depth, names, n_who == 1 ? "was" : "were");
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    int rc = 0;
+    rc |= add(o, "id", json_object_new_string(id));
+    rc |= add(o, "room", json_object_new_string(room));
+    rc |= add(o, "sender", json_object_new_string(CHAT_SYSTEM_SENDER));
+    rc |= add(o, "sender_type", json_object_new_string("system"));
+    rc |= add(o, "text", json_object_new_string(text));
+    rc |= add(o, "reply_to", json_object_new_string(m->id));
+    rc |= add(o, "depth", json_object_new_int64(depth));
+    rc |= add(o, "reason", json_object_new_string("max_depth"));
+    rc |= add(o, "ts", json_object_new_int64(now));
+    return dump_put(o, rc);
+}
+
+char *chat_log_entry_json(json_object *body, const char *id, int64_t ts)
+{
+    json_object *v;
+    bool has_id = body && json_object_object_get_ex(body, "id", &v) && v &&
+                  json_object_is_type(v, json_type_string);
+    bool has_ts = body && json_object_object_get_ex(body, "ts", &v) && v &&
+                  (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double));
+    if (body && has_id && has_ts) {
+        const char *t = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN |
+                                                                 JSON_C_TO_STRING_NOSLASHESCAPE);
+        return t ? strdup(t) : NULL;
+    }
+    /* a shallow copy sharing the member values: the input stays untouched */
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    int rc = 0;
+    if (!has_id)
+        rc |= add(o, "id", json_object_new_string(id ? id : ""));
+    if (body) {
+        json_object_object_foreach(body, key, val)
+        {
+            if ((!has_id && strcmp(key, "id") == 0) || (!has_ts && strcmp(key, "ts") == 0))
+                continue;
+            json_object_object_add(o, key, json_object_get(val));
+        }
+    }
+    if (!has_ts)
+        rc |= add(o, "ts", json_object_new_int64(ts));
+    return dump_put(o, rc);
+}

@@ -1,0 +1,270 @@
+/* room.c - the room record as JSON, and its bounded memory of recent
+ * message ids and their chain depths.
+ *
+ *   {"room", "created", "count", "last_activity", "last_sender",
+ *    "paused", "paused_by", "paused_at", "queued", "stopped",
+ *    "recent": "<message id> <depth> <message id> <depth> ..."}
+ *
+ * `recent` is one string, oldest first, rather than a JSON object: parsing
+ * and writing hundreds of small JSON members on every message was most of
+ * the router's CPU time; message ids never contain a space.
+ *
+ * A deleted room leaves a tombstone {"deleted": ts, "by": user}: the state
+ * record itself stays (with the room's processed input ids beside it) so
+ * that a late redelivery of an old message is still recognised. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "chat.h"
+
+chat_room *chat_room_new(const char *room)
+{
+    chat_room *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    snprintf(r->room, sizeof r->room, "%s", room ? room : "");
+    return r;
+}
+
+void chat_room_free(chat_room *r)
+{
+    if (!r)
+        return;
+    free(r->recent);
+    free(r);
+}
+
+static int64_t get_i64(json_object *o, const char *k)
+{
+    json_object *v;
+    if (!json_object_object_get_ex(o, k, &v))
+        return 0;
+    return json_object_get_int64(v);
+}
+
+static void get_str(json_object *o, const char *k, char *out, size_t outlen)
+{
+    json_object *v;
+    out[0] = '\0';
+    if (json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string))
+        snprintf(out, outlen, "%s", json_object_get_string(v));
+}
+
+/* Reads "id depth id depth ..." into r->recent. */
+static int parse_recent(chat_room *r, const char *s)
+{
+    int n = 0;
+    for (const char *p = s; *p; p++)
+        if (*p == ' ')
+            n++;
+    int pairs = (n + 1) / 2;
+    if (pairs == 0)
+        return 0;
+    r->recent = calloc((size_t)pairs, sizeof *r->recent);
+    if (!r->recent)
+        return -1;
+    r->cap_recent = pairs;
+    const char *p = s;
+    while (*p && r->n_recent < pairs) {
+        const char *sp = strchr(p, ' ');
+        if (!sp)
+            break;
+        size_t len = (size_t)(sp - p);
+        char *end;
+        long long d = strtoll(sp + 1, &end, 10);
+        if (len >= 1 && len <= CHAT_EVID_MAX && end != sp + 1) {
+            chat_recent *e = &r->recent[r->n_recent++];
+            memcpy(e->id, p, len);
+            e->id[len] = '\0';
+            e->depth = d;
+        }
+        p = *end == ' ' ? end + 1 : end;
+        if (end == sp + 1)
+            break; /* malformed: keep what was read */
+    }
+    return 0;
+}
+
+chat_room *chat_room_from_json(const char *room, const char *json, char *err, size_t errlen)
+{
+    chat_room *r = chat_room_new(room);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (!json)
+        return r;
+    json_object *o = json_tokener_parse(json);
+    if (!o || !json_object_is_type(o, json_type_object)) {
+        snprintf(err, errlen, "room record is not a JSON object");
+        json_object_put(o);
+        chat_room_free(r);
+        return NULL;
+    }
+    json_object *v;
+    if (json_object_object_get_ex(o, "deleted", &v)) {
+        json_object_put(o);
+        return r; /* tombstone: the room does not exist */
+    }
+    r->exists = true;
+    r->created = get_i64(o, "created");
+    r->count = get_i64(o, "count");
+    r->last_activity = get_i64(o, "last_activity");
+    get_str(o, "last_sender", r->last_sender, sizeof r->last_sender);
+    r->paused = json_object_object_get_ex(o, "paused", &v) && json_object_get_boolean(v);
+    get_str(o, "paused_by", r->paused_by, sizeof r->paused_by);
+    r->paused_at = get_i64(o, "paused_at");
+    r->queued = get_i64(o, "queued");
+    r->stopped = get_i64(o, "stopped");
+    json_object *recent;
+    if (json_object_object_get_ex(o, "recent", &recent) &&
+        json_object_is_type(recent, json_type_string) &&
+        parse_recent(r, json_object_get_string(recent)) != 0) {
+        snprintf(err, errlen, "out of memory");
+        json_object_put(o);
+        chat_room_free(r);
+        return NULL;
+    }
+    json_object_put(o);
+    return r;
+}
+
+/* Adds a member with a new reference; returns -1 if the value is NULL
+ * (allocation failure), after which the caller abandons the object. */
+static int add(json_object *o, const char *k, json_object *v)
+{
+    if (!v)
+        return -1;
+    json_object_object_add(o, k, v);
+    return 0;
+}
+
+static char *dump(json_object *o)
+{
+    const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                         JSON_C_TO_STRING_NOSLASHESCAPE);
+    return s ? strdup(s) : NULL;
+}
+
+/* Appends the decimal form of v at p; returns the new end. */
+static char *put_int(char *p, long long v)
+{
+    char tmp[24];
+    int n = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *p++ = '-';
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+/* "id depth id depth ..." (malloc'd). Hand-formatted: snprintf per entry
+ * was the next hot spot. */
+static char *recent_string(const chat_room *r)
+{
+    size_t cap = 1;
+    for (int i = 0; i < r->n_recent; i++)
+        cap += strlen(r->recent[i].id) + 24;
+    char *s = malloc(cap);
+    if (!s)
+        return NULL;
+    char *p = s;
+    for (int i = 0; i < r->n_recent; i++) {
+        if (i)
+            *p++ = ' ';
+        size_t len = strlen(r->recent[i].id);
+        memcpy(p, r->recent[i].id, len);
+        p += len;
+        *p++ = ' ';
+        p = put_int(p, (long long)r->recent[i].depth);
+    }
+    *p = '\0';
+    return s;
+}
+
+char *chat_room_to_json(const chat_room *r)
+{
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    int rc = 0;
+    rc |= add(o, "room", json_object_new_string(r->room));
+    rc |= add(o, "created", json_object_new_int64(r->created));
+    rc |= add(o, "count", json_object_new_int64(r->count));
+    rc |= add(o, "last_activity", json_object_new_int64(r->last_activity));
+    rc |= add(o, "last_sender", json_object_new_string(r->last_sender));
+    rc |= add(o, "paused", json_object_new_boolean(r->paused));
+    if (r->paused) {
+        rc |= add(o, "paused_by", json_object_new_string(r->paused_by));
+        rc |= add(o, "paused_at", json_object_new_int64(r->paused_at));
+    }
+    rc |= add(o, "queued", json_object_new_int64(r->queued));
+    rc |= add(o, "stopped", json_object_new_int64(r->stopped));
+    char *list = recent_string(r);
+    rc |= list ? add(o, "recent", json_object_new_string(list)) : -1;
+    free(list);
+    char *s = rc == 0 ? dump(o) : NULL;
+    json_object_put(o);
+    return s;
+}
+
+char *chat_tombstone_json(int64_t now, const char *by)
+{
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    int rc = add(o, "deleted", json_object_new_int64(now));
+    if (by)
+        rc |= add(o, "by", json_object_new_string(by));
+    char *s = rc == 0 ? dump(o) : NULL;
+    json_object_put(o);
+    return s;
+}
+
+int64_t chat_room_recall(const chat_room *r, const char *id)
+{
+    if (!id)
+        return -1;
+    /* newest first: a reply usually answers one of the last messages */
+    for (int i = r->n_recent - 1; i >= 0; i--)
+        if (strcmp(r->recent[i].id, id) == 0)
+            return r->recent[i].depth;
+    return -1;
+}
+
+int chat_room_remember(chat_room *r, const char *id, int64_t depth, int memory)
+{
+    /* an id with a space (the envelope allows one, the contract does not)
+     * cannot be kept in the space-separated list: its replies count as
+     * answering nothing known */
+    if (!id || memory <= 0 || strlen(id) > CHAT_EVID_MAX || strchr(id, ' '))
+        return 0;
+    /* drop the oldest entries beyond memory - 1, then append */
+    int keep = r->n_recent < memory ? r->n_recent : memory - 1;
+    int drop = r->n_recent - keep;
+    if (drop > 0) {
+        memmove(r->recent, r->recent + drop, (size_t)keep * sizeof *r->recent);
+        r->n_recent = keep;
+    }
+    if (r->n_recent == r->cap_recent) {
+        int cap = r->cap_recent ? r->cap_recent * 2 : 16;
+        if (cap > memory)
+            cap = memory;
+        if (cap <= r->n_recent)
+            cap = r->n_recent + 1;
+        chat_recent *v = realloc(r->recent, (size_t)cap * sizeof *v);
+        if (!v)
+            return -1;
+        r->recent = v;
+        r->cap_recent = cap;
+    }
+    chat_recent *e = &r->recent[r->n_recent++];
+    snprintf(e->id, sizeof e->id, "%s", id);
+    e->depth = depth;
+    return 0;
+}

@@ -1,0 +1,85 @@
+/* flags.c - what route() reads from Redis: the global pause flag and the
+ * rooms a resume-all must reach.
+ *
+ * The flag is read for every message, so it is cached: every replica sees
+ * every control message (all subscribe to room/+/control) in broker order
+ * and updates its copy when it routes a pause-all or resume-all, which
+ * keeps one replica exact; the copy is re-read from Redis when older than
+ * VIGIL_CHAT_FLAG_REFRESH_MS (at start, and to pick up a change made by
+ * hand or missed while this replica was away). */
+#include <string.h>
+#include <vigil/clock.h>
+#include <vigil/log.h>
+#include "adapter.h"
+
+int chat_flag_paused_all(chat_service *svc, vigil_runtime *rt, bool *out)
+{
+    int64_t now = vigil_mono_ms();
+    if (svc->paused_all_read_ms != 0 && now - svc->paused_all_read_ms < svc->flag_refresh_ms) {
+        *out = svc->paused_all;
+        return 0;
+    }
+    char key[VIGIL_KEY_MAX * 2];
+    vigil_runtime_key(rt, CHAT_KEY_PAUSED_ALL, key, sizeof key);
+    vigil_redis *r = vigil_runtime_redis(rt);
+    redisReply *rep = r ? vigil_redis_command(r, "GET %s", key) : NULL;
+    if (!rep)
+        return VIGIL_ROUTE_RETRY;
+    bool v = false;
+    if (rep->type == REDIS_REPLY_STRING)
+        v = rep->len == 1 && rep->str[0] == '1';
+    else if (rep->type == REDIS_REPLY_ERROR)
+        vigil_log_kv(VIGIL_LOG_WARN, "cannot read the global pause flag: taken as off", "key", key,
+                     "error", rep->str, NULL);
+    freeReplyObject(rep);
+    chat_flag_note(svc, v);
+    *out = v;
+    return 0;
+}
+
+void chat_flag_note(chat_service *svc, bool paused_all)
+{
+    svc->paused_all = paused_all;
+    int64_t now = vigil_mono_ms();
+    svc->paused_all_read_ms = now != 0 ? now : 1;
+}
+
+static int add_key(char keys[][VIGIL_KEY_MAX], int n, const char *room)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(keys[i], room) == 0)
+            return n;
+    snprintf(keys[n], VIGIL_KEY_MAX, "%s", room);
+    return n + 1;
+}
+
+int chat_held_rooms(vigil_runtime *rt, char keys[][VIGIL_KEY_MAX], int n, int max, bool *more)
+{
+    static const char *const SETS[] = { CHAT_KEY_PAUSED, CHAT_KEY_QUEUED };
+    vigil_redis *r = vigil_runtime_redis(rt);
+    *more = false;
+    for (size_t s = 0; s < sizeof SETS / sizeof SETS[0]; s++) {
+        char key[VIGIL_KEY_MAX * 2];
+        vigil_runtime_key(rt, SETS[s], key, sizeof key);
+        redisReply *rep = r ? vigil_redis_command(r, "SMEMBERS %s", key) : NULL;
+        if (!rep)
+            return VIGIL_ROUTE_RETRY;
+        if (rep->type == REDIS_REPLY_ARRAY) {
+            for (size_t i = 0; i < rep->elements; i++) {
+                redisReply *e = rep->element[i];
+                if (e->type != REDIS_REPLY_STRING || !vigil_id_valid(e->str, e->len))
+                    continue;
+                if (n >= max) {
+                    *more = true;
+                    break;
+                }
+                n = add_key(keys, n, e->str);
+            }
+        } else if (rep->type == REDIS_REPLY_ERROR) {
+            vigil_log_kv(VIGIL_LOG_WARN, "cannot list held rooms", "key", key, "error", rep->str,
+                         NULL);
+        }
+        freeReplyObject(rep);
+    }
+    return n;
+}

@@ -1,0 +1,144 @@
+/* test_depth.c - chain depth: humans start at 0, AI messages are one
+ * deeper than what they answer (their depth field or the remembered
+ * reply_to), the larger wins, 1 when nothing is known; the bounded memory
+ * of message ids. */
+#include "sim.h"
+
+static chat_message msg(chat_sender_type t, const char *reply_to, bool has_depth, int64_t depth)
+{
+    chat_message m = { .id = "x", .sender = "s", .sender_type = t, .text = "",
+                       .reply_to = reply_to, .has_depth = has_depth, .depth = depth };
+    return m;
+}
+
+static void test_rules(void **st)
+{
+    (void)st;
+    chat_room *r = chat_room_new("general");
+    assert_int_equal(chat_room_remember(r, "h1", 0, 16), 0);
+    assert_int_equal(chat_room_remember(r, "a7", 7, 16), 0);
+
+    chat_message m = msg(CHAT_SENDER_HUMAN, "a7", true, 42);
+    assert_int_equal(chat_depth_of(r, &m), 0); /* a human always starts a chain */
+    m = msg(CHAT_SENDER_AI, "h1", false, 0);
+    assert_int_equal(chat_depth_of(r, &m), 1);
+    m = msg(CHAT_SENDER_AI, "a7", false, 0);
+    assert_int_equal(chat_depth_of(r, &m), 8);
+    m = msg(CHAT_SENDER_AI, NULL, true, 5);
+    assert_int_equal(chat_depth_of(r, &m), 5);
+    m = msg(CHAT_SENDER_AI, "a7", true, 3); /* cannot make the chain shallower */
+    assert_int_equal(chat_depth_of(r, &m), 8);
+    m = msg(CHAT_SENDER_AI, "a7", true, 20); /* a deeper claim is taken */
+    assert_int_equal(chat_depth_of(r, &m), 20);
+    m = msg(CHAT_SENDER_AI, "unknown", false, 0);
+    assert_int_equal(chat_depth_of(r, &m), 1);
+    m = msg(CHAT_SENDER_AI, NULL, false, 0); /* proactive: one hop from a human */
+    assert_int_equal(chat_depth_of(r, &m), 1);
+    m = msg(CHAT_SENDER_AI, NULL, true, 0);
+    assert_int_equal(chat_depth_of(r, &m), 0);
+    m = msg(CHAT_SENDER_SYSTEM, "a7", true, 100);
+    assert_int_equal(chat_depth_of(r, &m), 100);
+    m = msg(CHAT_SENDER_SYSTEM, NULL, false, 0);
+    assert_int_equal(chat_depth_of(r, &m), 0);
+    chat_room_free(r);
+}
+
+static void test_memory_is_bounded(void **st)
+{
+    (void)st;
+    chat_room *r = chat_room_new("general");
+    char id[32];
+    for (int i = 0; i < 100; i++) {
+        snprintf(id, sizeof id, "m%d", i);
+        assert_int_equal(chat_room_remember(r, id, i, 10), 0);
+    }
+    assert_int_equal(r->n_recent, 10);
+    assert_int_equal(chat_room_recall(r, "m89"), -1);
+    assert_int_equal(chat_room_recall(r, "m90"), 90);
+    assert_int_equal(chat_room_recall(r, "m99"), 99);
+    /* survives the record's JSON */
+    char *json = chat_room_to_json(r);
+    char err[100];
+    chat_room *back = chat_room_from_json("general", json, err, sizeof err);
+    assert_non_null(back);
+    assert_int_equal(back->n_recent, 10);
+    assert_string_equal(back->recent[0].id, "m90");
+    assert_int_equal(chat_room_recall(back, "m95"), 95);
+    /* a smaller memory after a restart with a new setting trims on the next add */
+    assert_int_equal(chat_room_remember(back, "m100", 100, 4), 0);
+    assert_int_equal(back->n_recent, 4);
+    assert_int_equal(chat_room_recall(back, "m97"), 97);
+    assert_int_equal(chat_room_recall(back, "m96"), -1);
+    free(json);
+    chat_room_free(back);
+    chat_room_free(r);
+}
+
+/* The remembered ids travel as one "id depth ..." string in the record:
+ * any id the contract allows survives it; an id with a space (which the
+ * envelope lets through) is simply not remembered. */
+static void test_memory_survives_odd_ids(void **st)
+{
+    (void)st;
+    chat_room *r = chat_room_new("general");
+    const char *ids[] = { "a\"b", "back\\slash", "h-0123456789abcdef", "x", "!~$%&'()*,-.:;<=>?@[]^_`{|}" };
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(chat_room_remember(r, ids[i], 100 + i, 16), 0);
+    assert_int_equal(chat_room_remember(r, "with space", 7, 16), 0);
+    assert_int_equal(r->n_recent, 5);
+    char *json = chat_room_to_json(r);
+    char err[100];
+    chat_room *back = chat_room_from_json("general", json, err, sizeof err);
+    assert_non_null(back);
+    assert_int_equal(back->n_recent, 5);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(chat_room_recall(back, ids[i]), 100 + i);
+    assert_int_equal(chat_room_recall(back, "with space"), -1);
+    free(json);
+    chat_room_free(back);
+    /* a damaged list keeps what it can read */
+    back = chat_room_from_json("general", "{\"recent\":\"m1 3 m2 x m3 5\"}", err, sizeof err);
+    assert_non_null(back);
+    assert_int_equal(chat_room_recall(back, "m1"), 3);
+    chat_room_free(back);
+    chat_room_free(r);
+}
+
+/* Through the whole decision: the depth the router computes and hands on
+ * in each notification. */
+static void test_depth_in_notifications(void **st)
+{
+    (void)st;
+    static sim s;
+    sim_init(&s, "general");
+    sim_send(&s, sim_msg_in("h1", "joel", CHAT_SENDER_HUMAN, "@arya start"), 1000);
+    assert_int_equal(s.n_out, 1);
+    assert_int_equal(json_i64(s.outbox[0].payload, "depth"), 0);
+    chat_input in = sim_msg_in("a1", "arya", CHAT_SENDER_AI, "@gendry your turn");
+    in.msg.reply_to = "h1"; /* no depth field: from the reply */
+    sim_send(&s, in, 1001);
+    assert_int_equal(s.n_out, 2);
+    assert_int_equal(json_i64(s.outbox[1].payload, "depth"), 1);
+    in = sim_msg_in("g1", "gendry", CHAT_SENDER_AI, "@arya back to you");
+    in.msg.has_depth = true;
+    in.msg.depth = 2;
+    in.msg.reply_to = "a1";
+    sim_send(&s, in, 1002);
+    assert_int_equal(json_i64(s.outbox[2].payload, "depth"), 2);
+    char buf[128];
+    assert_string_equal(json_s(s.outbox[2].payload, "message_id", buf, sizeof buf), "g1");
+    assert_string_equal(json_s(s.outbox[2].payload, "from", buf, sizeof buf), "gendry");
+    assert_string_equal(s.outbox[2].topic, "persona/arya/notify");
+    sim_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rules),
+        cmocka_unit_test(test_memory_is_bounded),
+        cmocka_unit_test(test_memory_survives_odd_ids),
+        cmocka_unit_test(test_depth_in_notifications),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,225 @@
+/* test_room.c - the room record, delete (with its tombstone and the
+ * cleanup guard), the global-flag writer, the resume-all continuation,
+ * log entries and ids. */
+#include "sim.h"
+
+static bool has_action(const chat_result *r, chat_action_kind k, const char *name)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->v[i].kind == k && (!name || (r->v[i].name && strcmp(r->v[i].name, name) == 0)))
+            return true;
+    return false;
+}
+
+static chat_input control(const char *id, chat_control_action a)
+{
+    chat_input in;
+    memset(&in, 0, sizeof in);
+    in.kind = CHAT_IN_CONTROL;
+    in.ctl.id = id;
+    in.ctl.action = a;
+    in.ctl.by = "joel";
+    return in;
+}
+
+static void test_record_round_trip(void **st)
+{
+    (void)st;
+    static sim s;
+    sim_init(&s, "general");
+    sim_send(&s, sim_msg_in("m1", "joel", CHAT_SENDER_HUMAN, "hello"), 1000);
+    sim_send(&s, sim_msg_in("m2", "arya", CHAT_SENDER_AI, "hi"), 2000);
+    assert_int_equal(json_i64(s.state, "count"), 2);
+    assert_int_equal(json_i64(s.state, "created"), 1000);
+    assert_int_equal(json_i64(s.state, "last_activity"), 2000);
+    char buf[64];
+    assert_string_equal(json_s(s.state, "last_sender", buf, sizeof buf), "arya");
+    assert_true(sim_in_set(&s, CHAT_KEY_ROOMS, "general"));
+    char err[100];
+    chat_room *r = chat_room_from_json("general", "[1,2]", err, sizeof err);
+    assert_null(r);
+    sim_free(&s);
+}
+
+static void test_unreadable_record_is_replaced(void **st)
+{
+    (void)st;
+    chat_config cfg;
+    chat_config_init(&cfg);
+    chat_input in = sim_msg_in("m1", "joel", CHAT_SENDER_HUMAN, "@arya hi");
+    chat_result r;
+    chat_result_init(&r);
+    char err[200] = "";
+    assert_int_equal(chat_apply(&cfg, "general", "not json", &in, 5, &r, err, sizeof err), 1);
+    assert_true(strlen(err) > 0);
+    assert_non_null(r.new_state);
+    assert_true(has_action(&r, CHAT_ACT_LOG_APPEND, "log:general"));
+    chat_result_free(&r);
+}
+
+static void test_delete(void **st)
+{
+    (void)st;
+    static sim s;
+    sim_init(&s, "general");
+    sim_control(&s, "p", CHAT_CTL_PAUSE, false, 1);
+    sim_send(&s, sim_msg_in("m1", "joel", CHAT_SENDER_HUMAN, "@arya hi"), 2);
+    assert_int_equal(s.n_queue, 1);
+    chat_input in = control("d", CHAT_CTL_DELETE);
+    chat_result r;
+    sim_apply(&s, &in, 3, &r);
+    assert_true(has_action(&r, CHAT_ACT_KEY_DELETE, "log:general"));
+    assert_true(has_action(&r, CHAT_ACT_KEY_DELETE, "queue:general"));
+    chat_result_free(&r);
+    assert_int_equal(s.n_log, 0);
+    assert_int_equal(s.n_queue, 0);
+    assert_int_equal(s.n_sets, 0);
+    assert_int_equal(json_i64(s.state, "deleted"), 3);
+    /* the next message starts the room afresh, live */
+    sim_send(&s, sim_msg_in("m2", "joel", CHAT_SENDER_HUMAN, "@arya back"), 4);
+    assert_true(sim_in_set(&s, CHAT_KEY_ROOMS, "general"));
+    assert_int_equal(json_i64(s.state, "count"), 1);
+    assert_false(json_flag(s.state, "paused"));
+    assert_int_equal(s.n_out, 1);
+    sim_free(&s);
+}
+
+static void test_delete_if_inactive(void **st)
+{
+    (void)st;
+    static sim s;
+    sim_init(&s, "general");
+    sim_send(&s, sim_msg_in("m1", "joel", CHAT_SENDER_HUMAN, "hello"), 5000);
+    chat_input in = control("d1", CHAT_CTL_DELETE);
+    in.ctl.if_inactive_since = 5000; /* a message at 5000: keep */
+    chat_result r;
+    sim_apply(&s, &in, 6000, &r);
+    assert_false(has_action(&r, CHAT_ACT_KEY_DELETE, NULL));
+    chat_result_free(&r);
+    assert_int_equal(json_i64(s.state, "count"), 1);
+    in.ctl.id = "d2";
+    in.ctl.if_inactive_since = 5001;
+    sim_apply(&s, &in, 6001, &r);
+    assert_true(has_action(&r, CHAT_ACT_KEY_DELETE, "log:general"));
+    chat_result_free(&r);
+    assert_int_equal(json_i64(s.state, "deleted"), 6001);
+    sim_free(&s);
+}
+
+static void test_delete_unknown_room_leaves_no_record(void **st)
+{
+    (void)st;
+    static sim s;
+    sim_init(&s, "ghost");
+    sim_control(&s, "d", CHAT_CTL_DELETE, false, 1);
+    assert_null(s.state);
+    sim_free(&s);
+}
+
+static void test_global_flag_writer_only(void **st)
+{
+    (void)st;
+    chat_config cfg;
+    chat_config_init(&cfg);
+    chat_input in = control("pa", CHAT_CTL_PAUSE);
+    in.ctl.all = true;
+    in.ctl.topic_room = CHAT_ALL_ROOM;
+    chat_result r;
+    char err[100];
+    chat_result_init(&r);
+    assert_int_equal(chat_apply(&cfg, CHAT_ALL_ROOM, NULL, &in, 1, &r, err, sizeof err), 0);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.v[0].kind, CHAT_ACT_KEY_SET);
+    assert_string_equal(r.v[0].name, CHAT_KEY_PAUSED_ALL);
+    assert_string_equal(r.v[0].value, "1");
+    assert_null(r.new_state); /* the topic room is not created */
+    chat_result_free(&r);
+    /* another room's key does not write the flag */
+    chat_result_init(&r);
+    assert_int_equal(chat_apply(&cfg, "general", NULL, &in, 1, &r, err, sizeof err), 0);
+    assert_int_equal(r.n, 0);
+    chat_result_free(&r);
+}
+
+static void test_resume_all_continuation(void **st)
+{
+    (void)st;
+    chat_config cfg;
+    chat_config_init(&cfg);
+    chat_input in = control("ra", CHAT_CTL_RESUME);
+    in.ctl.all = true;
+    in.ctl.topic_room = CHAT_ALL_ROOM;
+    in.ctl.more = true;
+    chat_result r;
+    char err[100];
+    chat_result_init(&r);
+    assert_int_equal(chat_apply(&cfg, CHAT_ALL_ROOM, NULL, &in, 7, &r, err, sizeof err), 0);
+    assert_true(has_action(&r, CHAT_ACT_KEY_DELETE, CHAT_KEY_PAUSED_ALL));
+    const chat_action *pub = NULL;
+    for (size_t i = 0; i < r.n; i++)
+        if (r.v[i].kind == CHAT_ACT_PUBLISH)
+            pub = &r.v[i];
+    assert_non_null(pub);
+    assert_string_equal(pub->topic, "room/_all/control");
+    char id[200], action[32];
+    json_s(pub->value, "id", id, sizeof id);
+    assert_null(strchr(id, '/'));
+    assert_true(strncmp(id, "more-", 5) == 0);
+    assert_string_equal(json_s(pub->value, "action", action, sizeof action), "resume");
+    assert_true(json_flag(pub->value, "all"));
+    chat_result_free(&r);
+}
+
+static void test_log_entry(void **st)
+{
+    (void)st;
+    json_object *body = json_tokener_parse("{\"room\":\"g\",\"sender\":\"joel\",\"text\":\"a/b\"}");
+    char *e = chat_log_entry_json(body, "h-0123", 77);
+    assert_string_equal(e, "{\"id\":\"h-0123\",\"room\":\"g\",\"sender\":\"joel\",\"text\":\"a/b\",\"ts\":77}");
+    free(e);
+    /* the input is untouched */
+    assert_int_equal(json_object_object_length(body), 3);
+    json_object_put(body);
+    body = json_tokener_parse("{\"id\":\"m1\",\"ts\":5,\"text\":\"x\"}");
+    e = chat_log_entry_json(body, "ignored", 99);
+    assert_string_equal(e, "{\"id\":\"m1\",\"ts\":5,\"text\":\"x\"}");
+    free(e);
+    json_object_put(body);
+}
+
+static void test_ids(void **st)
+{
+    (void)st;
+    char a[200], b[200];
+    chat_derived_id(a, sizeof a, "stop", "m1", "general");
+    chat_derived_id(b, sizeof b, "stop", "m1", "general");
+    assert_string_equal(a, b);
+    assert_int_equal(strlen(a), 5 + 16);
+    chat_derived_id(b, sizeof b, "stop", "m1", "other");
+    assert_string_not_equal(a, b);
+    /* notification ids are deterministic per input, distinct per rank */
+    static sim s;
+    sim_init(&s, "general");
+    sim_send(&s, sim_msg_in("m1", "joel", CHAT_SENDER_HUMAN, "@arya @gendry"), 1);
+    json_s(s.outbox[0].payload, "id", a, sizeof a);
+    json_s(s.outbox[1].payload, "id", b, sizeof b);
+    assert_string_equal(a, "m1/general/0");
+    assert_string_equal(b, "m1/general/1");
+    sim_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_record_round_trip),
+        cmocka_unit_test(test_unreadable_record_is_replaced),
+        cmocka_unit_test(test_delete),
+        cmocka_unit_test(test_delete_if_inactive),
+        cmocka_unit_test(test_delete_unknown_room_leaves_no_record),
+        cmocka_unit_test(test_global_flag_writer_only),
+        cmocka_unit_test(test_resume_all_continuation),
+        cmocka_unit_test(test_log_entry),
+        cmocka_unit_test(test_ids),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
