@@ -1,0 +1,39 @@
+/* text.h - reading chat text: @mentions and whole words. Pure (no I/O, no
+ * allocation), in its own library `vigil_text` so decision cores can link
+ * it without the shell.
+ *
+ * Mentions: `@name` where '@' does not follow a letter, digit or '_' (so
+ * not an e-mail address; letters of Latin, Greek, Cyrillic, Armenian,
+ * Hebrew and Arabic count as letters, other non-ASCII characters such as
+ * CJK, punctuation and emoji are boundaries); name = the longest run of
+ * [A-Za-z0-9._-] after it minus trailing '.' and '-' (sentence
+ * punctuation), 1..64 characters. A longer run, or one running into a
+ * letter no id may hold ("@josé"), is not a mention. `@self` (a persona's
+ * command about itself) is never a mention. Names compare
+ * case-insensitively. */
+#ifndef VIGIL_TEXT_H
+#define VIGIL_TEXT_H
+#include <stdbool.h>
+#include <stddef.h>
+
+#define VIGIL_MENTION_NAME_MAX 64
+
+/* Appends to out[n..max) the distinct mentions in text, lower-cased, in
+ * order of appearance, skipping names already in out[0..n) and `exclude`
+ * (case-insensitive; may be NULL). Returns the new count. */
+int vigil_mentions_parse(const char *text, char (*out)[VIGIL_MENTION_NAME_MAX + 1], int n,
+                         int max, const char *exclude);
+
+/* True when text mentions `name` (case-insensitive). */
+bool vigil_text_mentions(const char *text, const char *name);
+
+/* True when `word` occurs in text as a whole word, case-insensitively:
+ * not preceded or followed by a letter (ASCII or of the alphabetic scripts
+ * above), a digit or '_'. "helpful" does not contain "help"; "BROKEN!" does
+ * contain "broken". */
+bool vigil_text_has_word(const char *text, const char *word);
+
+/* True when s is 1..64 characters of A-Z a-z 0-9 . _ - (an id). */
+bool vigil_text_is_id(const char *s);
+
+#endif

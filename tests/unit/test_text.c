@@ -1,0 +1,121 @@
+/* Unit tests of vigil_text (text.h): mentions and whole words, the rules
+ * every service uses to read chat text. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "vigil/text.h"
+
+static int parse(const char *text, char (*out)[VIGIL_MENTION_NAME_MAX + 1], const char *excl)
+{
+    return vigil_mentions_parse(text, out, 0, 8, excl);
+}
+
+static void mentions_at_start_after_punctuation_and_at_end(void **u)
+{
+    (void)u;
+    char out[8][VIGIL_MENTION_NAME_MAX + 1];
+    assert_int_equal(parse("@Ann hi, (@bob) and @carol.", out, NULL), 3);
+    assert_string_equal(out[0], "ann");
+    assert_string_equal(out[1], "bob");
+    assert_string_equal(out[2], "carol");
+}
+
+static void email_addresses_and_self_are_not_mentions(void **u)
+{
+    (void)u;
+    char out[8][VIGIL_MENTION_NAME_MAX + 1];
+    assert_int_equal(parse("mail a@b.com or josé@example.com; @self dormant sleep", out, NULL), 0);
+}
+
+static void repeated_and_excluded_names_appear_once_or_not_at_all(void **u)
+{
+    (void)u;
+    char out[8][VIGIL_MENTION_NAME_MAX + 1];
+    assert_int_equal(parse("@ann @ANN @bob @ann", out, "BOB"), 1);
+    assert_string_equal(out[0], "ann");
+}
+
+static void names_keep_inner_dots_and_dashes_but_not_trailing_ones(void **u)
+{
+    (void)u;
+    char out[8][VIGIL_MENTION_NAME_MAX + 1];
+    assert_int_equal(parse("@ann-bot, @v1.2... @x_y-", out, NULL), 3);
+    assert_string_equal(out[0], "ann-bot");
+    assert_string_equal(out[1], "v1.2");
+    assert_string_equal(out[2], "x_y");
+}
+
+static void unicode_around_names(void **u)
+{
+    (void)u;
+    char out[8][VIGIL_MENTION_NAME_MAX + 1];
+    /* emoji and CJK are boundaries; a run into a non-ASCII letter is another word */
+    assert_int_equal(parse("👋@ann 日本@bob «@carol» @josé", out, NULL), 3);
+    assert_string_equal(out[2], "carol");
+}
+
+static void too_long_a_name_is_not_a_mention(void **u)
+{
+    (void)u;
+    char out[8][VIGIL_MENTION_NAME_MAX + 1];
+    char text[100] = "@";
+    for (int i = 1; i <= 65; i++)
+        text[i] = 'a';
+    text[66] = '\0';
+    assert_int_equal(parse(text, out, NULL), 0);
+    text[65] = '\0'; /* 64 characters: fine */
+    assert_int_equal(parse(text, out, NULL), 1);
+}
+
+static void text_mentions_is_case_insensitive_and_word_bounded(void **u)
+{
+    (void)u;
+    assert_true(vigil_text_mentions("hey @Ann!", "ann"));
+    assert_true(vigil_text_mentions("é @ann", "ANN"));
+    assert_false(vigil_text_mentions("hey @annie", "ann"));
+    assert_false(vigil_text_mentions("josé@ann", "ann"));
+    assert_false(vigil_text_mentions("ann", "ann"));
+    assert_false(vigil_text_mentions(NULL, "ann"));
+}
+
+static void whole_words(void **u)
+{
+    (void)u;
+    assert_true(vigil_text_has_word("Server is down, need help ASAP!", "help"));
+    assert_true(vigil_text_has_word("Server is DOWN", "down"));
+    assert_true(vigil_text_has_word("BROKEN!", "broken"));
+    assert_false(vigil_text_has_word("that was helpful", "help"));
+    assert_false(vigil_text_has_word("downtime", "down"));
+    assert_false(vigil_text_has_word("errors_logged", "error"));
+    assert_false(vigil_text_has_word("errorés", "error"));
+    assert_true(vigil_text_has_word("(error)", "error"));
+    assert_false(vigil_text_has_word("", "error"));
+}
+
+static void ids(void **u)
+{
+    (void)u;
+    assert_true(vigil_text_is_id("a.b_c-D9"));
+    assert_false(vigil_text_is_id(""));
+    assert_false(vigil_text_is_id("a/b"));
+    assert_false(vigil_text_is_id("$x"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(mentions_at_start_after_punctuation_and_at_end),
+        cmocka_unit_test(email_addresses_and_self_are_not_mentions),
+        cmocka_unit_test(repeated_and_excluded_names_appear_once_or_not_at_all),
+        cmocka_unit_test(names_keep_inner_dots_and_dashes_but_not_trailing_ones),
+        cmocka_unit_test(unicode_around_names),
+        cmocka_unit_test(too_long_a_name_is_not_a_mention),
+        cmocka_unit_test(text_mentions_is_case_insensitive_and_word_bounded),
+        cmocka_unit_test(whole_words),
+        cmocka_unit_test(ids),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
