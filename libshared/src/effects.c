@@ -204,13 +204,13 @@ void vigil_event_id(char *out, size_t outlen, const char *input_id, const char *
         input_id = "";
     if (!key)
         key = "";
-    int need = snprintf(NULL, 0, "%s/%s/%d", input_id, key, n);
+    int need = snprintf(NULL, 0, "%s:%s:%d", input_id, key, n);
     if (need < 0) {
         out[0] = '\0';
         return;
     }
     if ((size_t)need < outlen) {
-        snprintf(out, outlen, "%s/%s/%d", input_id, key, n);
+        snprintf(out, outlen, "%s:%s:%d", input_id, key, n);
         return;
     }
     /* Input and event ids are at most 128 bytes and keys as long, so the
@@ -219,7 +219,7 @@ void vigil_event_id(char *out, size_t outlen, const char *input_id, const char *
     char *full = (size_t)need < sizeof stackbuf ? stackbuf : malloc((size_t)need + 1);
     uint64_t h;
     if (full) {
-        snprintf(full, (size_t)need + 1, "%s/%s/%d", input_id, key, n);
+        snprintf(full, (size_t)need + 1, "%s:%s:%d", input_id, key, n);
         h = vigil_hash64(full, (size_t)need);
     } else {
         /* Out of memory with a huge id: hash the parts instead (still
@@ -238,7 +238,7 @@ void vigil_event_id(char *out, size_t outlen, const char *input_id, const char *
     } else {
         /* need > room, so this writes exactly the first `keep` chars. */
         size_t keep = room - 17;
-        snprintf(out, keep + 1, "%s/%s/%d", input_id, key, n);
+        snprintf(out, keep + 1, "%s:%s:%d", input_id, key, n);
         memcpy(out + keep, suffix, 17);
         out[room] = '\0';
     }

@@ -190,16 +190,16 @@ static void test_event_id_short(void **state)
 {
     char id[128];
     vigil_event_id(id, sizeof id, "msg-1", "ann", 0);
-    assert_string_equal(id, "msg-1/ann/0");
+    assert_string_equal(id, "msg-1:ann:0");
     vigil_event_id(id, sizeof id, "msg-1", "ann", 12);
-    assert_string_equal(id, "msg-1/ann/12");
+    assert_string_equal(id, "msg-1:ann:12");
 }
 
 static void test_event_id_exact_fit(void **state)
 {
-    char id[12]; /* "abcde/fg/10" is 11 chars: fits exactly */
+    char id[12]; /* "abcde:fg:10" is 11 chars: fits exactly */
     vigil_event_id(id, sizeof id, "abcde", "fg", 10);
-    assert_string_equal(id, "abcde/fg/10");
+    assert_string_equal(id, "abcde:fg:10");
 }
 
 static void test_event_id_long_is_truncated_unique_deterministic(void **state)
