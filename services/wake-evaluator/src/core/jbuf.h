@@ -1,0 +1,28 @@
+/* jbuf.h - a growable buffer that writes JSON text directly (no json-c
+ * object tree): the room record is rewritten on every commit, and building
+ * thousands of small objects to print them once cost most of a commit. */
+#ifndef WAKE_JBUF_H
+#define WAKE_JBUF_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct jbuf {
+    char *s;
+    size_t len, cap;
+    bool failed; /* out of memory: every later write is a no-op */
+    bool comma;  /* a value was written at this level: next needs ',' */
+} jbuf;
+
+void jb_init(jbuf *b, size_t cap);
+void jb_open(jbuf *b, char c);          /* '{' or '[' */
+void jb_close(jbuf *b, char c);         /* '}' or ']' */
+void jb_key(jbuf *b, const char *key);  /* "key": (comma handled) */
+void jb_str(jbuf *b, const char *s);    /* a string value, escaped */
+void jb_i64(jbuf *b, int64_t v);
+void jb_dbl(jbuf *b, double v);         /* non-finite written as 0 */
+void jb_bool(jbuf *b, bool v);
+/* Takes the text (NULL if a write failed); the buffer is then empty. */
+char *jb_take(jbuf *b);
+
+#endif

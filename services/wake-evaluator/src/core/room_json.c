@@ -1,0 +1,361 @@
+/* room_json.c - the room record as stored in Redis (short keys: it is
+ * rewritten on every commit). A record that does not parse gives an empty
+ * room: everything in it is rebuilt from retained topics and new traffic. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "jbuf.h"
+#include "wake.h"
+
+#define RECORD_VERSION 1
+
+/* ---- reading ------------------------------------------------------- */
+
+static int64_t get_i64(json_object *o, const char *k, int64_t def)
+{
+    json_object *v;
+    if (!json_object_object_get_ex(o, k, &v) || !v)
+        return def;
+    if (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double))
+        return json_object_get_int64(v);
+    return def;
+}
+
+static double get_dbl(json_object *o, const char *k, double def)
+{
+    json_object *v;
+    if (!json_object_object_get_ex(o, k, &v) || !v)
+        return def;
+    if (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double))
+        return json_object_get_double(v);
+    return def;
+}
+
+static bool get_bool(json_object *o, const char *k)
+{
+    json_object *v;
+    return json_object_object_get_ex(o, k, &v) && v && json_object_get_boolean(v);
+}
+
+static void get_str(json_object *o, const char *k, char *out, size_t outlen)
+{
+    json_object *v;
+    out[0] = '\0';
+    if (json_object_object_get_ex(o, k, &v) && v && json_object_is_type(v, json_type_string))
+        wake_copy_utf8(out, json_object_get_string(v), outlen - 1);
+}
+
+static void read_msg(json_object *o, wake_msg *m)
+{
+    get_str(o, "i", m->id, sizeof m->id);
+    get_str(o, "s", m->sender, sizeof m->sender);
+    m->type = (wake_sender)get_i64(o, "k", WAKE_SENDER_AI);
+    if (m->type > WAKE_SENDER_SYSTEM)
+        m->type = WAKE_SENDER_AI;
+    m->ts = get_i64(o, "t", 0);
+    get_str(o, "x", m->text, sizeof m->text);
+}
+
+static void read_persona(json_object *o, wake_persona *p)
+{
+    json_object *a;
+    p->member = get_bool(o, "m");
+    p->has_meta = get_bool(o, "hm");
+    get_str(o, "n", p->name, sizeof p->name);
+    get_str(o, "r", p->role, sizeof p->role);
+    get_str(o, "mo", p->model, sizeof p->model);
+    get_str(o, "md", p->mood, sizeof p->mood);
+    get_str(o, "t", p->tier, sizeof p->tier);
+    p->parameters = get_i64(o, "pa", -1);
+    p->availability = get_dbl(o, "av", -1);
+    if (json_object_object_get_ex(o, "d", &a) && json_object_is_type(a, json_type_array)) {
+        size_t n = json_object_array_length(a);
+        for (size_t i = 0; i < n && p->n_domains < WAKE_DOMAINS_MAX; i++) {
+            json_object *s = json_object_array_get_idx(a, i);
+            if (s && json_object_is_type(s, json_type_string))
+                wake_copy_utf8(p->domains[p->n_domains++], json_object_get_string(s),
+                               WAKE_SHORT_MAX);
+        }
+    }
+    if (json_object_object_get_ex(o, "c", &a) && json_object_is_type(a, json_type_object)) {
+        json_object_object_foreach(a, k, v) {
+            if (p->n_conf >= WAKE_DOMAINS_MAX)
+                break;
+            wake_copy_utf8(p->conf_domain[p->n_conf], k, WAKE_SHORT_MAX);
+            p->conf[p->n_conf++] = json_object_get_double(v);
+        }
+    }
+    p->auto_wake_ov = (int)get_i64(o, "aw", -1);
+    p->llm_wake_ov = (int)get_i64(o, "lw", -1);
+    p->wake_conf_ov = get_dbl(o, "wc", -1);
+    char lvl[32];
+    get_str(o, "l", lvl, sizeof lvl);
+    if (wake_level_parse(lvl, &p->level) != 0)
+        p->level = WAKE_LEVEL_UNKNOWN;
+    p->level_ts = get_i64(o, "lt", 0);
+    get_str(o, "tr", p->trigger, sizeof p->trigger);
+    json_object *mt, *mr;
+    if (json_object_object_get_ex(o, "mt", &mt) && json_object_is_type(mt, json_type_array) &&
+        json_object_object_get_ex(o, "mr", &mr) && json_object_is_type(mr, json_type_array)) {
+        size_t n = json_object_array_length(mt);
+        if (json_object_array_length(mr) < n)
+            n = json_object_array_length(mr);
+        if (n > WAKE_PMSG_MAX)
+            n = WAKE_PMSG_MAX;
+        for (size_t i = 0; i < n; i++) {
+            p->msg_ts[i] = json_object_get_int64(json_object_array_get_idx(mt, i));
+            p->resp_ms[i] = json_object_get_int64(json_object_array_get_idx(mr, i));
+        }
+        p->n_msgs = (int)n;
+    }
+    p->dormant_since = get_i64(o, "ds", 0);
+    p->rate_per_hour = get_dbl(o, "rh", 0);
+    p->sent_dormant = get_i64(o, "sd", 0);
+}
+
+static int read_room(wake_room *r, json_object *root)
+{
+    json_object *a;
+    if (get_i64(root, "v", 0) != RECORD_VERSION)
+        return -1;
+    if (json_object_object_get_ex(root, "p", &a) && json_object_is_type(a, json_type_array)) {
+        size_t n = json_object_array_length(a);
+        if (n > 0 && wake_room_reserve(r, (int)n) != 0)
+            return -1;
+        for (size_t i = 0; i < n; i++) {
+            json_object *po = json_object_array_get_idx(a, i);
+            char id[WAKE_ID_MAX + 1];
+            if (!po || !json_object_is_type(po, json_type_object))
+                continue;
+            get_str(po, "id", id, sizeof id);
+            wake_persona *p = wake_room_add(r, id, 0);
+            if (p)
+                read_persona(po, p);
+        }
+    }
+    json_object *tt, *tk;
+    if (json_object_object_get_ex(root, "tt", &tt) && json_object_is_type(tt, json_type_array) &&
+        json_object_object_get_ex(root, "tk", &tk) && json_object_is_type(tk, json_type_string)) {
+        size_t n = json_object_array_length(tt);
+        size_t kl = (size_t)json_object_get_string_len(tk);
+        const char *ks = json_object_get_string(tk);
+        if (kl < n)
+            n = kl;
+        if (n > WAKE_TIMES_MAX)
+            n = WAKE_TIMES_MAX;
+        for (size_t i = 0; i < n; i++) {
+            r->times[i] = json_object_get_int64(json_object_array_get_idx(tt, i));
+            r->kinds[i] = ks[i] == 'h' ? WAKE_SENDER_HUMAN
+                          : ks[i] == 's' ? WAKE_SENDER_SYSTEM : WAKE_SENDER_AI;
+        }
+        r->n_times = (int)n;
+    }
+    if (json_object_object_get_ex(root, "tx", &a) && json_object_is_type(a, json_type_array)) {
+        size_t n = json_object_array_length(a);
+        for (size_t i = 0; i < n && r->n_texts < WAKE_TEXTS_MAX; i++) {
+            json_object *m = json_object_array_get_idx(a, i);
+            if (m && json_object_is_type(m, json_type_object))
+                read_msg(m, &r->texts[r->n_texts++]);
+        }
+    }
+    if (json_object_object_get_ex(root, "lh", &a) && json_object_is_type(a, json_type_object)) {
+        r->has_human = true;
+        read_msg(a, &r->last_human);
+    }
+    get_str(root, "ps", r->prev_sender, sizeof r->prev_sender);
+    r->prev_ts = get_i64(root, "pt", 0);
+    r->prev_other_ts = get_i64(root, "po", 0);
+    r->msgs_total = get_i64(root, "mn", 0);
+    r->ai_msgs = get_i64(root, "am", 0);
+    r->ai_chars = get_i64(root, "ac", 0);
+    r->tokens_wake = get_i64(root, "tw", 0);
+    r->tokens_autopilot = get_i64(root, "ta", 0);
+    r->evaluations = get_i64(root, "ev", 0);
+    r->llm_evaluations = get_i64(root, "le", 0);
+    r->autopilot_runs = get_i64(root, "ar", 0);
+    r->saved_msgs = get_dbl(root, "sm", 0);
+    r->ap_due = get_i64(root, "ad", 0);
+    r->ap_last = get_i64(root, "al", 0);
+    r->ap_seen = get_i64(root, "as", 0);
+    r->ap_velocity = get_dbl(root, "avl", 0);
+    r->ap_ratio = get_dbl(root, "art", 0);
+    return 0;
+}
+
+wake_room *wake_room_from_json(const char *room_id, const char *json, bool *corrupt)
+{
+    if (corrupt)
+        *corrupt = false;
+    wake_room *r = wake_room_new(room_id);
+    if (!r || !json || !json[0])
+        return r;
+    json_object *root = json_tokener_parse(json);
+    if (!root || !json_object_is_type(root, json_type_object) || read_room(r, root) != 0) {
+        wake_room_free(r);
+        r = wake_room_new(room_id);
+        if (corrupt)
+            *corrupt = true;
+    }
+    json_object_put(root);
+    return r;
+}
+
+/* ---- writing ------------------------------------------------------- */
+
+static void w_str(jbuf *b, const char *k, const char *v)
+{
+    if (v && v[0]) {
+        jb_key(b, k);
+        jb_str(b, v);
+    }
+}
+
+static void w_i64(jbuf *b, const char *k, int64_t v, int64_t skip)
+{
+    if (v != skip) {
+        jb_key(b, k);
+        jb_i64(b, v);
+    }
+}
+
+static void w_dbl(jbuf *b, const char *k, double v, double skip)
+{
+    if (v != skip) {
+        jb_key(b, k);
+        jb_dbl(b, v);
+    }
+}
+
+static void write_msg(jbuf *b, const wake_msg *m)
+{
+    jb_open(b, '{');
+    w_str(b, "i", m->id);
+    w_str(b, "s", m->sender);
+    w_i64(b, "k", (int64_t)m->type, -1);
+    w_i64(b, "t", m->ts, -1);
+    w_str(b, "x", m->text);
+    jb_close(b, '}');
+}
+
+static void write_persona(jbuf *b, const wake_persona *p)
+{
+    jb_open(b, '{');
+    w_str(b, "id", p->id);
+    if (p->member) {
+        jb_key(b, "m");
+        jb_bool(b, true);
+    }
+    if (p->has_meta) {
+        jb_key(b, "hm");
+        jb_bool(b, true);
+    }
+    w_str(b, "n", p->name);
+    w_str(b, "r", p->role);
+    w_str(b, "mo", p->model);
+    w_str(b, "md", p->mood);
+    w_str(b, "t", p->tier);
+    w_i64(b, "pa", p->parameters, -1);
+    w_dbl(b, "av", p->availability, -1);
+    if (p->n_domains > 0) {
+        jb_key(b, "d");
+        jb_open(b, '[');
+        for (int i = 0; i < p->n_domains; i++)
+            jb_str(b, p->domains[i]);
+        jb_close(b, ']');
+    }
+    if (p->n_conf > 0) {
+        jb_key(b, "c");
+        jb_open(b, '{');
+        for (int i = 0; i < p->n_conf; i++) {
+            jb_key(b, p->conf_domain[i]);
+            jb_dbl(b, p->conf[i]);
+        }
+        jb_close(b, '}');
+    }
+    w_i64(b, "aw", p->auto_wake_ov, -1);
+    w_i64(b, "lw", p->llm_wake_ov, -1);
+    if (p->wake_conf_ov >= 0)
+        w_dbl(b, "wc", p->wake_conf_ov, -2);
+    if (p->level != WAKE_LEVEL_UNKNOWN)
+        w_str(b, "l", wake_level_name(p->level));
+    w_i64(b, "lt", p->level_ts, 0);
+    w_str(b, "tr", p->trigger);
+    if (p->n_msgs > 0) {
+        jb_key(b, "mt");
+        jb_open(b, '[');
+        for (int i = 0; i < p->n_msgs; i++)
+            jb_i64(b, p->msg_ts[i]);
+        jb_close(b, ']');
+        jb_key(b, "mr");
+        jb_open(b, '[');
+        for (int i = 0; i < p->n_msgs; i++)
+            jb_i64(b, p->resp_ms[i]);
+        jb_close(b, ']');
+    }
+    w_i64(b, "ds", p->dormant_since, 0);
+    w_dbl(b, "rh", p->rate_per_hour, 0);
+    w_i64(b, "sd", p->sent_dormant, 0);
+    jb_close(b, '}');
+}
+
+char *wake_room_to_json(const wake_room *r)
+{
+    jbuf b;
+    jb_init(&b, 4096 + (size_t)r->n_personas * 256);
+    jb_open(&b, '{');
+    w_i64(&b, "v", RECORD_VERSION, -1);
+    w_str(&b, "room", r->id);
+    jb_key(&b, "p");
+    jb_open(&b, '[');
+    for (int i = 0; i < r->n_personas; i++)
+        write_persona(&b, &r->personas[i]);
+    jb_close(&b, ']');
+    if (r->n_times > 0) {
+        char *tk = malloc((size_t)r->n_times + 1);
+        if (!tk) {
+            free(jb_take(&b));
+            return NULL;
+        }
+        jb_key(&b, "tt");
+        jb_open(&b, '[');
+        for (int i = 0; i < r->n_times; i++) {
+            jb_i64(&b, r->times[i]);
+            tk[i] = r->kinds[i] == WAKE_SENDER_HUMAN ? 'h'
+                    : r->kinds[i] == WAKE_SENDER_SYSTEM ? 's' : 'a';
+        }
+        tk[r->n_times] = '\0';
+        jb_close(&b, ']');
+        w_str(&b, "tk", tk);
+        free(tk);
+    }
+    if (r->n_texts > 0) {
+        jb_key(&b, "tx");
+        jb_open(&b, '[');
+        for (int i = 0; i < r->n_texts; i++)
+            write_msg(&b, &r->texts[i]);
+        jb_close(&b, ']');
+    }
+    if (r->has_human) {
+        jb_key(&b, "lh");
+        write_msg(&b, &r->last_human);
+    }
+    w_str(&b, "ps", r->prev_sender);
+    w_i64(&b, "pt", r->prev_ts, 0);
+    w_i64(&b, "po", r->prev_other_ts, 0);
+    w_i64(&b, "mn", r->msgs_total, 0);
+    w_i64(&b, "am", r->ai_msgs, 0);
+    w_i64(&b, "ac", r->ai_chars, 0);
+    w_i64(&b, "tw", r->tokens_wake, 0);
+    w_i64(&b, "ta", r->tokens_autopilot, 0);
+    w_i64(&b, "ev", r->evaluations, 0);
+    w_i64(&b, "le", r->llm_evaluations, 0);
+    w_i64(&b, "ar", r->autopilot_runs, 0);
+    w_dbl(&b, "sm", r->saved_msgs, 0);
+    w_i64(&b, "ad", r->ap_due, 0);
+    w_i64(&b, "al", r->ap_last, 0);
+    w_i64(&b, "as", r->ap_seen, 0);
+    w_dbl(&b, "avl", r->ap_velocity, 0);
+    w_dbl(&b, "art", r->ap_ratio, 0);
+    jb_close(&b, '}');
+    return jb_take(&b);
+}

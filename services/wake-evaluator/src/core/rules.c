@@ -1,0 +1,60 @@
+/* rules.c - the seed's Tier 3 (basic models, and the fallback of every
+ * tier): wake for an own @mention, for a human sender, for an urgent
+ * keyword as a whole word; otherwise stay asleep. */
+#include <stdio.h>
+#include <string.h>
+#include "wake.h"
+
+bool wake_rules_mentioned(const wake_rules_in *in)
+{
+    for (int i = 0; i < in->n_mentions; i++)
+        if (in->mentions[i] && strcmp(in->mentions[i], in->persona) == 0)
+            return true;
+    return wake_text_mentions(in->text, in->persona) ||
+           (in->name && in->name[0] && wake_text_mentions(in->text, in->name));
+}
+
+void wake_rules_decide(const wake_rules_in *in, bool *wake, char *reason, size_t reasonlen)
+{
+    const char *kw;
+    *wake = true;
+    if (wake_rules_mentioned(in)) {
+        snprintf(reason, reasonlen, "rules: @mention of %s", in->persona);
+    } else if (in->sender_type == WAKE_SENDER_HUMAN) {
+        snprintf(reason, reasonlen, "rules: message from a human");
+    } else if ((kw = wake_urgent_keyword(in->text)) != NULL) {
+        snprintf(reason, reasonlen, "rules: urgent keyword '%s'", kw);
+    } else {
+        *wake = false;
+        snprintf(reason, reasonlen,
+                 "rules: no @mention, not from a human, no urgent keyword: stay asleep");
+    }
+}
+
+void wake_decide_rules(const wake_job *j, wake_via via, const char *note, wake_decision *d)
+{
+    /* Only "does the mentions array name this persona" matters to the
+     * rules, so a one-element view is enough. */
+    const char *self[1] = {j->persona};
+    bool listed = false;
+    for (int i = 0; i < j->n_mentions && !listed; i++)
+        listed = strcmp(j->mentions[i], j->persona) == 0;
+    wake_rules_in in = {j->persona, j->name, j->text ? j->text : "", j->sender_type,
+                        listed ? self : NULL, listed ? 1 : 0};
+    bool wake = false;
+    char why[WAKE_REASON_MAX];
+    wake_rules_decide(&in, &wake, why, sizeof why);
+    snprintf(d->id, sizeof d->id, "%s", j->job);
+    snprintf(d->persona, sizeof d->persona, "%s", j->persona);
+    snprintf(d->room, sizeof d->room, "%s", j->room);
+    snprintf(d->message_id, sizeof d->message_id, "%s", j->message_id);
+    d->should_wake = wake;
+    d->confidence = 1.0;
+    d->tier = j->tier;
+    d->via = via;
+    d->alternative[0] = '\0';
+    if (note && note[0])
+        snprintf(d->reason, sizeof d->reason, "%.250s; %.250s", note, why);
+    else
+        snprintf(d->reason, sizeof d->reason, "%s", why);
+}

@@ -1,0 +1,74 @@
+/* text.c - reading message text: @mentions, whole words (the urgent
+ * keywords, expertise domains), UTF-8-safe truncation, "12 min ago". */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include "wake.h"
+#include "vigil/text.h"
+
+const char *const WAKE_URGENT_KEYWORDS[] = {"emergency", "urgent", "help", "error",
+                                            "failed", "down", "broken", NULL};
+
+/* Mentions and whole words follow libshared's vigil_text, so that every
+ * service agrees on who was mentioned and what counts as a word. */
+bool wake_text_mentions(const char *text, const char *name)
+{
+    if (!name || !*name)
+        return false;
+    if (vigil_text_is_id(name))
+        return vigil_text_mentions(text, name);
+    /* a display name ("Helper AI") is no id: "@<name>" as a whole word */
+    char at[256];
+    int n = snprintf(at, sizeof at, "@%s", name);
+    return n > 0 && (size_t)n < sizeof at && vigil_text_has_word(text, at);
+}
+
+bool wake_text_has_word(const char *text, const char *word)
+{
+    return vigil_text_has_word(text, word);
+}
+
+const char *wake_urgent_keyword(const char *text)
+{
+    for (int i = 0; WAKE_URGENT_KEYWORDS[i]; i++)
+        if (wake_text_has_word(text, WAKE_URGENT_KEYWORDS[i]))
+            return WAKE_URGENT_KEYWORDS[i];
+    return NULL;
+}
+
+void wake_copy_utf8(char *out, const char *s, size_t max)
+{
+    if (!s) {
+        out[0] = '\0';
+        return;
+    }
+    size_t n = strnlen(s, max + 1);
+    if (n > max) {
+        n = max;
+        /* step back over continuation bytes to the start of the character
+         * that does not fit */
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+    }
+    memcpy(out, s, n);
+    out[n] = '\0';
+}
+
+void wake_format_ago(int64_t ms, char *out, size_t outlen)
+{
+    if (ms < 1000) {
+        snprintf(out, outlen, "just now");
+        return;
+    }
+    int64_t s = ms / 1000;
+    if (s < 60)
+        snprintf(out, outlen, "%" PRId64 "s ago", s);
+    else if (s < 3600)
+        snprintf(out, outlen, "%" PRId64 " min ago", s / 60);
+    else if (s < 48 * 3600)
+        snprintf(out, outlen, "%" PRId64 " h ago", s / 3600);
+    else
+        snprintf(out, outlen, "%" PRId64 " days ago", s / 86400);
+}

@@ -1,0 +1,206 @@
+/* job_stream.c - Redis stream commands of the job queue (see job_stream.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "job_stream.h"
+
+void wake_entries_free(wake_entries *e)
+{
+    for (int i = 0; i < e->n; i++)
+        free(e->v[i].payload);
+    free(e->v);
+    e->v = NULL;
+    e->n = 0;
+}
+
+static redisReply *cmd(vigil_redis *r, int argc, const char **argv)
+{
+    size_t lens[16];
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    return vigil_redis_commandv(r, argc, argv, lens);
+}
+
+static int error_kind(const redisReply *rep)
+{
+    if (rep && rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOGROUP", 7) == 0)
+        return WAKE_STREAM_NOGROUP;
+    return WAKE_STREAM_ERROR;
+}
+
+int wake_stream_group_create(vigil_redis *r, const char *key, const char *group)
+{
+    const char *argv[] = {"XGROUP", "CREATE", key, group, "0", "MKSTREAM"};
+    redisReply *rep = cmd(r, 6, argv);
+    if (!rep)
+        return WAKE_STREAM_ERROR;
+    int rc = rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BUSYGROUP", 9) != 0
+                 ? WAKE_STREAM_ERROR
+                 : 0;
+    freeReplyObject(rep);
+    return rc;
+}
+
+/* Appends the entries of an array [[id, [field, value, ...] | nil], ...]. */
+static int take_entries(const redisReply *arr, wake_entries *out)
+{
+    if (arr->type != REDIS_REPLY_ARRAY)
+        return WAKE_STREAM_ERROR;
+    wake_entry *v = realloc(out->v, (size_t)(out->n + (int)arr->elements + 1) * sizeof *v);
+    if (!v)
+        return WAKE_STREAM_ERROR;
+    out->v = v;
+    for (size_t i = 0; i < arr->elements; i++) {
+        const redisReply *e = arr->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 1 ||
+            e->element[0]->type != REDIS_REPLY_STRING)
+            continue;
+        wake_entry *x = &out->v[out->n];
+        memset(x, 0, sizeof *x);
+        snprintf(x->id, sizeof x->id, "%s", e->element[0]->str);
+        if (e->elements >= 2 && e->element[1]->type == REDIS_REPLY_ARRAY) {
+            const redisReply *f = e->element[1];
+            for (size_t k = 0; k + 1 < f->elements; k += 2)
+                if (f->element[k]->type == REDIS_REPLY_STRING && strcmp(f->element[k]->str, "m") == 0 &&
+                    f->element[k + 1]->type == REDIS_REPLY_STRING) {
+                    x->len = f->element[k + 1]->len;
+                    x->payload = malloc(x->len + 1);
+                    if (!x->payload)
+                        return WAKE_STREAM_ERROR;
+                    memcpy(x->payload, f->element[k + 1]->str, x->len);
+                    x->payload[x->len] = '\0';
+                }
+        }
+        out->n++;
+    }
+    return 0;
+}
+
+int wake_stream_read(vigil_redis *r, const char *key, const char *group, const char *consumer,
+                     const char *from, int count, int block_ms, wake_entries *out)
+{
+    char n[16], b[16];
+    snprintf(n, sizeof n, "%d", count);
+    snprintf(b, sizeof b, "%d", block_ms);
+    const char *argv[] = {"XREADGROUP", "GROUP", group, consumer, "COUNT", n,
+                          "BLOCK", b, "STREAMS", key, from};
+    const char *nb[] = {"XREADGROUP", "GROUP", group, consumer, "COUNT", n, "STREAMS", key, from};
+    redisReply *rep = block_ms > 0 ? cmd(r, 11, argv) : cmd(r, 9, nb);
+    out->v = NULL;
+    out->n = 0;
+    if (!rep)
+        return WAKE_STREAM_ERROR;
+    int rc = 0;
+    if (rep->type == REDIS_REPLY_NIL) {
+        rc = 0;
+    } else if (rep->type != REDIS_REPLY_ARRAY) {
+        rc = error_kind(rep);
+    } else {
+        for (size_t i = 0; i < rep->elements && rc == 0; i++) {
+            const redisReply *s = rep->element[i];
+            if (s->type == REDIS_REPLY_ARRAY && s->elements == 2)
+                rc = take_entries(s->element[1], out);
+        }
+    }
+    freeReplyObject(rep);
+    if (rc != 0)
+        wake_entries_free(out);
+    return rc;
+}
+
+int wake_stream_autoclaim(vigil_redis *r, const char *key, const char *group,
+                          const char *consumer, int64_t min_idle_ms, int count, char *cursor,
+                          size_t cursorlen, wake_entries *out)
+{
+    char idle[24], n[16];
+    snprintf(idle, sizeof idle, "%lld", (long long)min_idle_ms);
+    snprintf(n, sizeof n, "%d", count);
+    const char *argv[] = {"XAUTOCLAIM", key, group, consumer, idle, cursor, "COUNT", n};
+    redisReply *rep = cmd(r, 8, argv);
+    out->v = NULL;
+    out->n = 0;
+    if (!rep)
+        return WAKE_STREAM_ERROR;
+    int rc = 0;
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 2 ||
+        rep->element[0]->type != REDIS_REPLY_STRING) {
+        rc = error_kind(rep);
+    } else {
+        snprintf(cursor, cursorlen, "%s", rep->element[0]->str);
+        rc = take_entries(rep->element[1], out);
+        /* Redis 7: a third element lists ids whose entries were deleted */
+        if (rc == 0 && rep->elements >= 3 && rep->element[2]->type == REDIS_REPLY_ARRAY) {
+            const redisReply *del = rep->element[2];
+            wake_entry *v = realloc(out->v, (size_t)(out->n + (int)del->elements + 1) * sizeof *v);
+            if (!v) {
+                rc = WAKE_STREAM_ERROR;
+            } else {
+                out->v = v;
+                for (size_t i = 0; i < del->elements; i++) {
+                    if (del->element[i]->type != REDIS_REPLY_STRING)
+                        continue;
+                    memset(&out->v[out->n], 0, sizeof out->v[out->n]);
+                    snprintf(out->v[out->n].id, sizeof out->v[out->n].id, "%s",
+                             del->element[i]->str);
+                    out->n++;
+                }
+            }
+        }
+    }
+    freeReplyObject(rep);
+    if (rc != 0)
+        wake_entries_free(out);
+    return rc;
+}
+
+int wake_stream_finish(vigil_redis *r, const char *key, const char *group, const char *const *ids,
+                       int n)
+{
+    if (n <= 0)
+        return 0;
+    const char **ack = malloc((size_t)(n + 3) * sizeof *ack);
+    const char **del = malloc((size_t)(n + 2) * sizeof *del);
+    size_t *al = malloc((size_t)(n + 3) * sizeof *al);
+    size_t *dl = malloc((size_t)(n + 2) * sizeof *dl);
+    int rc = WAKE_STREAM_ERROR;
+    if (!ack || !del || !al || !dl)
+        goto cleanup;
+    ack[0] = "XACK", ack[1] = key, ack[2] = group;
+    del[0] = "XDEL", del[1] = key;
+    for (int i = 0; i < n; i++)
+        ack[3 + i] = del[2 + i] = ids[i];
+    for (int i = 0; i < n + 3; i++)
+        al[i] = strlen(ack[i]);
+    for (int i = 0; i < n + 2; i++)
+        dl[i] = strlen(del[i]);
+    if (vigil_redis_append(r, n + 3, ack, al) != 0 || vigil_redis_append(r, n + 2, del, dl) != 0)
+        goto cleanup;
+    rc = 0;
+    for (int i = 0; i < 2; i++) {
+        redisReply *rep = vigil_redis_pipeline_get(r);
+        if (!rep) {
+            rc = WAKE_STREAM_ERROR;
+            break;
+        }
+        if (rep->type == REDIS_REPLY_ERROR)
+            rc = WAKE_STREAM_ERROR;
+        freeReplyObject(rep);
+    }
+cleanup:
+    free(ack);
+    free(del);
+    free(al);
+    free(dl);
+    return rc;
+}
+
+int wake_stream_decided(vigil_redis *r, const char *ids_key, const char *job)
+{
+    const char *argv[] = {"ZSCORE", ids_key, job};
+    redisReply *rep = cmd(r, 3, argv);
+    if (!rep)
+        return -1;
+    int rc = rep->type == REDIS_REPLY_NIL ? 0 : rep->type == REDIS_REPLY_ERROR ? -1 : 1;
+    freeReplyObject(rep);
+    return rc;
+}

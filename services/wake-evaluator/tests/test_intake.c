@@ -1,0 +1,328 @@
+/* test_intake.c - which personas a room message gets evaluated for, and
+ * how: jobs for smart/mid sleepers, rules at once for basic ones (and for
+ * every tier without an LLM, or with LLM wake decisions off), nothing for
+ * those a rule of dormancy-monitor already wakes. */
+#include "wk_test.h"
+
+static wk *room(void)
+{
+    wk *t = wk_new();
+    wk_persona(t, "smart", "smart", -1, NULL, 0);
+    wk_persona(t, "mid", NULL, 8000000000LL, NULL, 0);
+    wk_persona(t, "basic", NULL, 3000000000LL, NULL, 0);
+    wk_persona(t, "awake", "smart", -1, NULL, 0);
+    wk_persona(t, "mo", "smart", -1, NULL, 0);
+    wk_level(t, "smart", WAKE_LEVEL_SLEEP, "manual");
+    wk_level(t, "mid", WAKE_LEVEL_SLEEP, "autopilot");
+    wk_level(t, "basic", WAKE_LEVEL_SLEEP, "manual");
+    wk_level(t, "awake", WAKE_LEVEL_ACTIVE, "manual");
+    wk_level(t, "mo", WAKE_LEVEL_MENTION_ONLY, "no-human");
+    wk_clear(t);
+    return t;
+}
+
+static bool job_for(const wk *t, const char *persona)
+{
+    char needle[96];
+    snprintf(needle, sizeof needle, "\"persona\":\"%s\"", persona);
+    for (int i = 0; i < t->n_jobs; i++)
+        if (strstr(t->jobs[i], needle))
+            return true;
+    return false;
+}
+
+static json_object *wake_of(const wk *t, const char *persona)
+{
+    char topic[96];
+    snprintf(topic, sizeof topic, "persona/%s/wake", persona);
+    for (int i = 0; i < t->n_pubs; i++)
+        if (strcmp(t->pubs[i].topic, topic) == 0)
+            return wk_json(t->pubs[i].payload);
+    return NULL;
+}
+
+static void only_sleepers_are_evaluated(void **state)
+{
+    (void)state;
+    wk *t = room();
+    assert_int_equal(wk_msg(t, "awake", WAKE_SENDER_AI, "what do you all think?"), 0);
+    assert_int_equal(t->n_jobs, 2);
+    assert_true(job_for(t, "smart"));
+    assert_true(job_for(t, "mid"));
+    assert_false(job_for(t, "awake") || job_for(t, "mo") || job_for(t, "basic"));
+    /* basic: decided at once by the rules */
+    json_object *w = wake_of(t, "basic");
+    assert_non_null(w);
+    assert_string_equal(wk_str(w, "via"), "rules");
+    assert_string_equal(wk_str(w, "tier"), "basic");
+    assert_string_equal(wk_str(w, "id"), "m1:wake:basic");
+    json_object *v;
+    json_object_object_get_ex(w, "should_wake", &v);
+    assert_false(json_object_get_boolean(v));
+    json_object_put(w);
+    assert_int_equal(wk_count(t, "/wake", NULL), 1);
+    assert_int_equal(wk_count(t, "/economics", NULL), 1);
+    assert_int_equal(t->r->evaluations, 1);
+    wk_free(t);
+}
+
+static void the_sender_is_not_evaluated(void **state)
+{
+    (void)state;
+    wk *t = room();
+    wk_msg(t, "smart", WAKE_SENDER_AI, "talking in my sleep");
+    assert_false(job_for(t, "smart"));
+    assert_true(job_for(t, "mid"));
+    wk_free(t);
+}
+
+static void mentions_wake_by_rule(void **state)
+{
+    (void)state;
+    wk *t = room();
+    wk_msg(t, "awake", WAKE_SENDER_AI, "@smart and @MID, see this");
+    assert_false(job_for(t, "smart"));
+    assert_false(job_for(t, "mid"));
+    assert_int_equal(t->n_jobs, 0);
+    /* the mentions array counts too */
+    wk_clear(t);
+    const char *ms[] = {"smart"};
+    wake_message m = {"mx", "awake", WAKE_SENDER_AI, "see this", ms, 1};
+    assert_int_equal(wake_on_message(t->r, &t->c, &m, t->now, &t->sink), 0);
+    assert_false(job_for(t, "smart"));
+    assert_true(job_for(t, "mid"));
+    wk_free(t);
+}
+
+static void human_messages_and_auto_wake(void **state)
+{
+    (void)state;
+    wk *t = room();
+    /* absence-caused sleep (ai-only) wakes by rule on a human message */
+    wk_level(t, "smart", WAKE_LEVEL_SLEEP, "ai-only");
+    wk_clear(t);
+    wk_msg(t, "joel", WAKE_SENDER_HUMAN, "I'm back");
+    assert_false(job_for(t, "smart"));
+    assert_true(job_for(t, "mid"));            /* put to sleep by the autopilot: a choice */
+    assert_int_equal(wk_count(t, "/wake", NULL), 1); /* basic, manual sleep: rules */
+
+    /* VIGIL_DORMANCY_HUMAN_WAKES=all: every sleeper wakes by rule */
+    wk_clear(t);
+    t->c.human_wakes_all = true;
+    wk_msg(t, "joel", WAKE_SENDER_HUMAN, "anyone?");
+    assert_int_equal(t->n_jobs, 0);
+    assert_int_equal(wk_count(t, "/wake", NULL), 0);
+
+    /* auto-wake off (config, or the persona's override): evaluated */
+    wk_clear(t);
+    t->c.auto_wake = false;
+    wk_msg(t, "joel", WAKE_SENDER_HUMAN, "anyone?");
+    assert_true(job_for(t, "smart") && job_for(t, "mid"));
+    wk_clear(t);
+    t->c.auto_wake = true;
+    wake_room_find(t->r, "mid")->auto_wake_ov = 0;
+    wk_msg(t, "joel", WAKE_SENDER_HUMAN, "anyone?");
+    assert_false(job_for(t, "smart"));
+    assert_true(job_for(t, "mid"));
+    wk_free(t);
+}
+
+static void without_llm_the_rules_decide_now(void **state)
+{
+    (void)state;
+    wk *t = room();
+    t->c.llm_enabled = false;
+    wk_msg(t, "awake", WAKE_SENDER_AI, "the cluster is down");
+    assert_int_equal(t->n_jobs, 0);
+    json_object *w = wake_of(t, "smart");
+    assert_non_null(w);
+    assert_string_equal(wk_str(w, "via"), "fallback");
+    assert_string_equal(wk_str(w, "reason"),
+                        "no LLM configured (VIGIL_LLM_URL is empty); rules: urgent keyword 'down'");
+    json_object *v;
+    json_object_object_get_ex(w, "should_wake", &v);
+    assert_true(json_object_get_boolean(v));
+    assert_false(json_object_object_get_ex(w, "tokens", &v));
+    json_object_put(w);
+    w = wake_of(t, "basic");
+    assert_string_equal(wk_str(w, "via"), "rules");
+    json_object_put(w);
+    assert_int_equal(wk_count(t, "/wake", NULL), 3);
+
+    /* LLM wake decisions switched off (per persona here): rules, via rules */
+    wk_clear(t);
+    t->c.llm_enabled = true;
+    wake_room_find(t->r, "smart")->llm_wake_ov = 0;
+    wk_msg(t, "awake", WAKE_SENDER_AI, "lunch?");
+    w = wake_of(t, "smart");
+    assert_string_equal(wk_str(w, "via"), "rules");
+    assert_non_null(strstr(wk_str(w, "reason"), "switched off"));
+    json_object_put(w);
+    assert_true(job_for(t, "mid"));
+    wk_free(t);
+}
+
+static void system_messages_are_skipped_unless_asked(void **state)
+{
+    (void)state;
+    wk *t = room();
+    wk_msg(t, "vigil", WAKE_SENDER_SYSTEM, "server down notice");
+    assert_int_equal(t->n_jobs, 0);
+    assert_int_equal(wk_count(t, "/wake", NULL), 0);
+    t->c.evaluate_system = true;
+    wk_msg(t, "vigil", WAKE_SENDER_SYSTEM, "server down notice");
+    assert_int_equal(t->n_jobs, 2);
+    wk_free(t);
+}
+
+static void the_job_carries_its_context(void **state)
+{
+    (void)state;
+    wk *t = room();
+    t->now = T0 - 90000;
+    wk_msg(t, "joel", WAKE_SENDER_HUMAN, "hello team");
+    t->now = T0;
+    wk_clear(t);
+    const char *ms[] = {"someone"};
+    wake_message m = {"m9", "awake", WAKE_SENDER_AI, "deploy \"v2\" failed", ms, 1};
+    assert_int_equal(wake_on_message(t->r, &t->c, &m, t->now, &t->sink), 0);
+    wake_job j;
+    wake_ap_job aj;
+    wake_job_kind kind;
+    char why[200];
+    assert_int_equal(wake_job_parse(t->jobs[0], strlen(t->jobs[0]), &kind, &j, &aj, why, sizeof why), 0);
+    assert_int_equal(kind, WAKE_JOB_WAKE);
+    assert_string_equal(j.job, "m9:wake:smart");
+    assert_string_equal(j.room, "general");
+    assert_string_equal(j.persona, "smart");
+    assert_string_equal(j.role, "operations");
+    assert_int_equal(j.tier, WAKE_TIER_SMART);
+    assert_true(j.threshold == 0.7);
+    assert_string_equal(j.message_id, "m9");
+    assert_string_equal(j.sender, "awake");
+    assert_int_equal(j.sender_type, WAKE_SENDER_AI);
+    assert_string_equal(j.text, "deploy \"v2\" failed");
+    assert_int_equal(j.n_mentions, 1);
+    assert_int_equal(j.recent_count, 1);
+    assert_true(j.has_human);
+    assert_string_equal(j.human_text, "hello team");
+    assert_string_equal(j.since_human, "1 min ago");
+    assert_string_equal(j.active_ais, "awake");
+    assert_true(j.enqueued == T0);
+    wake_job_clear(&j);
+    /* per-persona threshold */
+    wk_clear(t);
+    wake_room_find(t->r, "smart")->wake_conf_ov = 0.9;
+    wk_msg(t, "awake", WAKE_SENDER_AI, "x");
+    assert_int_equal(wake_job_parse(t->jobs[0], strlen(t->jobs[0]), &kind, &j, &aj, why, sizeof why), 0);
+    assert_true(j.threshold == 0.9);
+    wake_job_clear(&j);
+    wk_free(t);
+}
+
+static void bad_jobs_are_refused(void **state)
+{
+    (void)state;
+    wake_job j;
+    wake_ap_job aj;
+    wake_job_kind kind;
+    char why[200];
+    const char *bad[] = {"", "not json", "[1]", "{\"kind\": \"other\"}",
+                         "{\"kind\": \"wake\", \"room\": \"r\"}",
+                         "{\"kind\": \"wake\", \"job\": \"j\", \"room\": \"r\", \"persona\": \"p\", "
+                         "\"tier\": \"genius\", \"message\": {}}",
+                         "{\"kind\": \"wake\", \"job\": \"j\", \"room\": \"r\", \"persona\": \"p\", "
+                         "\"tier\": \"smart\"}",
+                         "{\"kind\": \"autopilot\", \"job\": \"j\", \"room\": \"r\"}",
+                         "{\"kind\": \"wake\"} trailing"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (wake_job_parse(bad[i], strlen(bad[i]), &kind, &j, &aj, why, sizeof why) != -1)
+            fail_msg("case %zu accepted", i);
+}
+
+static void a_decision_commit_counts_tokens(void **state)
+{
+    (void)state;
+    wk *t = room();
+    wake_decision d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.id, sizeof d.id, "m1:wake:smart");
+    snprintf(d.persona, sizeof d.persona, "smart");
+    snprintf(d.room, sizeof d.room, "general");
+    snprintf(d.message_id, sizeof d.message_id, "m1");
+    d.should_wake = true;
+    d.confidence = 0.923456;
+    snprintf(d.reason, sizeof d.reason, "outage");
+    d.via = WAKE_VIA_LLM;
+    d.tokens = 187;
+    d.latency_ms = 1240;
+    d.llm_latency_ms = 1200;
+    snprintf(d.llm_status, sizeof d.llm_status, "ok");
+    snprintf(d.alternative, sizeof d.alternative, "helper");
+    assert_int_equal(wake_on_decision(t->r, &t->c, &d, t->now, &t->sink), 0);
+    wk_roundtrip(t);
+    assert_true(t->r->tokens_wake == 187 && t->r->evaluations == 1 && t->r->llm_evaluations == 1);
+    const wk_pub *p = NULL;
+    assert_int_equal(wk_count(t, "/wake", &p), 1);
+    assert_string_equal(p->topic, "persona/smart/wake");
+    json_object *o = wk_json(p->payload), *v;
+    const char *keys[] = {"id", "persona", "room", "message_id", "should_wake", "confidence",
+                          "reason", "tier", "via", "alternative", "latency_ms", "tokens", "ts"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!json_object_object_get_ex(o, keys[i], &v))
+            fail_msg("field %s missing", keys[i]);
+    json_object_object_get_ex(o, "confidence", &v);
+    assert_true(json_object_get_double(v) == 0.923);
+    assert_non_null(strstr(p->payload, "\"confidence\":0.923,"));
+    json_object_put(o);
+    assert_int_equal(wk_count(t, "/economics", &p), 1);
+    o = wk_json(p->payload);
+    json_object_object_get_ex(o, "tokens_spent", &v);
+    assert_int_equal(json_object_get_int64(v), 187);
+    json_object_put(o);
+    wk_free(t);
+}
+
+static void event_ids(void **state)
+{
+    (void)state;
+    char id[WAKE_EVID_MAX + 1];
+    wake_event_id(id, sizeof id, "m-7f3a", "wake:sre");
+    assert_string_equal(id, "m-7f3a:wake:sre");
+    /* never '/', '+' or '#' added: these events are other services' inputs */
+    char input[129], persona[65];
+    memset(input, 'a', 128);
+    input[128] = '\0';
+    memset(persona, 'p', 64);
+    persona[64] = '\0';
+    char key[80];
+    snprintf(key, sizeof key, "wake:%s", persona);
+    wake_event_id(id, sizeof id, input, key);
+    assert_int_equal(strlen(id), WAKE_EVID_MAX);
+    assert_non_null(strstr(id, key));
+    assert_null(strchr(id, '/'));
+    char other[WAKE_EVID_MAX + 1];
+    input[127] = 'b'; /* another input, same prefix: another id */
+    wake_event_id(other, sizeof other, input, key);
+    assert_string_not_equal(id, other);
+    wake_event_id(other, sizeof other, input, key);
+    wake_event_id(id, sizeof id, input, key);
+    assert_string_equal(id, other); /* deterministic */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(only_sleepers_are_evaluated),
+        cmocka_unit_test(the_sender_is_not_evaluated),
+        cmocka_unit_test(mentions_wake_by_rule),
+        cmocka_unit_test(human_messages_and_auto_wake),
+        cmocka_unit_test(without_llm_the_rules_decide_now),
+        cmocka_unit_test(system_messages_are_skipped_unless_asked),
+        cmocka_unit_test(the_job_carries_its_context),
+        cmocka_unit_test(bad_jobs_are_refused),
+        cmocka_unit_test(a_decision_commit_counts_tokens),
+        cmocka_unit_test(event_ids),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

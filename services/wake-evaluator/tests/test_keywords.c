@@ -1,0 +1,115 @@
+/* test_keywords.c - the rules tier's reading of text: urgent keywords as
+ * whole words (case-insensitive), @mentions with word boundaries, domain
+ * words, and the rules' order (mention, human, keyword). */
+#include "wk_test.h"
+
+static void keyword_edges(void **state)
+{
+    (void)state;
+    assert_null(wake_urgent_keyword("that was helpful"));
+    assert_string_equal(wake_urgent_keyword("the build is BROKEN"), "broken");
+    assert_string_equal(wake_urgent_keyword("help!"), "help");
+    assert_string_equal(wake_urgent_keyword("Help me"), "help");
+    assert_string_equal(wake_urgent_keyword("self-help book"), "help");
+    assert_string_equal(wake_urgent_keyword("(down)"), "down");
+    assert_string_equal(wake_urgent_keyword("prod is down."), "down");
+    assert_null(wake_urgent_keyword("shutdown complete"));
+    assert_null(wake_urgent_keyword("a breakdown of costs"));
+    assert_null(wake_urgent_keyword("two errors"));       /* not the word "error" */
+    assert_null(wake_urgent_keyword("unhelpful"));
+    assert_null(wake_urgent_keyword("help_desk"));        /* '_' continues a word */
+    assert_null(wake_urgent_keyword("help\xc3\xa9"));     /* a UTF-8 letter continues it */
+    assert_string_equal(wake_urgent_keyword("Tests FAILED"), "failed");
+    assert_string_equal(wake_urgent_keyword("EMERGENCY: prod"), "emergency");
+    assert_string_equal(wake_urgent_keyword("urgent"), "urgent");
+    assert_string_equal(wake_urgent_keyword("error 500"), "error");
+    assert_null(wake_urgent_keyword(""));
+    assert_null(wake_urgent_keyword(NULL));
+    /* the seed's list, in order */
+    const char *want[] = {"emergency", "urgent", "help", "error", "failed", "down", "broken"};
+    for (int i = 0; i < 7; i++)
+        assert_string_equal(WAKE_URGENT_KEYWORDS[i], want[i]);
+    assert_null(WAKE_URGENT_KEYWORDS[7]);
+}
+
+static void mentions(void **state)
+{
+    (void)state;
+    assert_true(wake_text_mentions("hey @ann, look", "ann"));
+    assert_true(wake_text_mentions("@ANN please", "ann"));
+    assert_true(wake_text_mentions("ask @ann.", "ann"));
+    assert_false(wake_text_mentions("ask @ann-bot", "ann"));
+    assert_false(wake_text_mentions("ask @anna", "ann"));
+    assert_false(wake_text_mentions("mail bob@ann.org", "ann"));
+    assert_false(wake_text_mentions("ann without at", "ann"));
+    assert_true(wake_text_mentions("@Helper AI can you", "Helper AI"));
+}
+
+static void domain_words(void **state)
+{
+    (void)state;
+    assert_true(wake_text_has_word("TypeScript generics", "typescript"));
+    assert_false(wake_text_has_word("typescripts", "typescript"));
+    assert_true(wake_text_has_word("I love c++ a lot", "c++"));
+    assert_true(wake_text_has_word("machine learning rocks", "machine learning"));
+    assert_false(wake_text_has_word("no", ""));
+}
+
+static void utf8_copy_and_ago(void **state)
+{
+    (void)state;
+    char out[8];
+    wake_copy_utf8(out, "ab\xc3\xa9\xc3\xa9\xc3\xa9", 5); /* a b é é | é */
+    assert_string_equal(out, "ab\xc3\xa9");               /* never half a character */
+    wake_copy_utf8(out, "abc", 7);
+    assert_string_equal(out, "abc");
+    char ago[32];
+    wake_format_ago(500, ago, sizeof ago);
+    assert_string_equal(ago, "just now");
+    wake_format_ago(45000, ago, sizeof ago);
+    assert_string_equal(ago, "45s ago");
+    wake_format_ago(12 * MIN + 5000, ago, sizeof ago);
+    assert_string_equal(ago, "12 min ago");
+    wake_format_ago(3 * 60 * MIN, ago, sizeof ago);
+    assert_string_equal(ago, "3 h ago");
+    wake_format_ago(72 * 60 * MIN, ago, sizeof ago);
+    assert_string_equal(ago, "3 days ago");
+}
+
+static bool rules(const char *persona, const char *text, wake_sender type, const char *mention,
+                  char *why)
+{
+    const char *m[1] = {mention};
+    wake_rules_in in = {persona, "", text, type, mention ? m : NULL, mention ? 1 : 0};
+    bool wake;
+    wake_rules_decide(&in, &wake, why, 200);
+    return wake;
+}
+
+static void rules_tier(void **state)
+{
+    (void)state;
+    char why[200];
+    assert_true(rules("ann", "hi @ann", WAKE_SENDER_AI, NULL, why));
+    assert_string_equal(why, "rules: @mention of ann");
+    assert_true(rules("ann", "hi", WAKE_SENDER_AI, "ann", why)); /* mentions array */
+    assert_false(rules("ann", "hi", WAKE_SENDER_AI, "bob", why));
+    assert_true(rules("ann", "how was your weekend?", WAKE_SENDER_HUMAN, NULL, why));
+    assert_string_equal(why, "rules: message from a human");
+    assert_true(rules("ann", "deploy FAILED", WAKE_SENDER_AI, NULL, why));
+    assert_string_equal(why, "rules: urgent keyword 'failed'");
+    assert_false(rules("ann", "that was helpful", WAKE_SENDER_AI, NULL, why));
+    assert_false(rules("ann", "system notice", WAKE_SENDER_SYSTEM, NULL, why));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(keyword_edges),
+        cmocka_unit_test(mentions),
+        cmocka_unit_test(domain_words),
+        cmocka_unit_test(utf8_copy_and_ago),
+        cmocka_unit_test(rules_tier),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,209 @@
+/* test_state.c - the room record: JSON round trip, unreadable records,
+ * levels (stale reports ignored, rooms left), metadata and membership, the
+ * seed's recentActivity, and the token-savings estimate. */
+#include <math.h>
+#include "wk_test.h"
+
+static void roundtrip_keeps_everything(void **state)
+{
+    (void)state;
+    wk *t = wk_new();
+    const char *doms[] = {"typescript", "testing"};
+    double cv[] = {0.9, 0.8};
+    wake_meta m = {.persona = "cr", .name = "Code \"Review\" AI", .role = "code-review",
+                   .tier = "smart", .model = "llama3.1:70b", .mood = "focused",
+                   .parameters = 70000000000LL, .availability = 0.8, .domains = doms,
+                   .n_domains = 2, .conf_domains = doms, .conf_values = cv, .n_conf = 2,
+                   .auto_wake = 0, .llm_wake = 1, .wake_conf = 0.85};
+    assert_int_equal(wake_on_meta(t->r, &t->c, &m, true, t->now, &t->sink), 0);
+    wk_level(t, "cr", WAKE_LEVEL_SLEEP, "manual");
+    wk_msg(t, "joel", WAKE_SENDER_HUMAN, "h\xc3\xa9llo \"quoted\"\n\ttabbed \x01 ctl");
+    wk_msg(t, "cr", WAKE_SENDER_AI, "answer");
+    wk_roundtrip(t);
+    const wake_persona *p = wake_room_find(t->r, "cr");
+    assert_string_equal(p->name, "Code \"Review\" AI");
+    assert_string_equal(p->model, "llama3.1:70b");
+    assert_string_equal(p->mood, "focused");
+    assert_int_equal(p->n_domains, 2);
+    assert_int_equal(p->n_conf, 2);
+    assert_true(p->conf[1] == 0.8);
+    assert_int_equal(p->auto_wake_ov, 0);
+    assert_int_equal(p->llm_wake_ov, 1);
+    assert_true(p->wake_conf_ov == 0.85);
+    assert_int_equal(p->level, WAKE_LEVEL_SLEEP);
+    assert_int_equal(p->n_msgs, 1);
+    assert_true(t->r->has_human);
+    assert_string_equal(t->r->last_human.text, "h\xc3\xa9llo \"quoted\"\n\ttabbed \x01 ctl");
+    assert_int_equal(t->r->n_times, 2);
+    assert_int_equal(t->r->n_texts, 2);
+    assert_true(t->r->msgs_total == 2);
+    wk_free(t);
+}
+
+static void unreadable_record_starts_afresh(void **state)
+{
+    (void)state;
+    bool corrupt = false;
+    wake_room *r = wake_room_from_json("x", "{not json", &corrupt);
+    assert_non_null(r);
+    assert_true(corrupt);
+    assert_int_equal(r->n_personas, 0);
+    wake_room_free(r);
+    r = wake_room_from_json("x", "{\"v\": 99}", &corrupt); /* another version */
+    assert_true(corrupt);
+    wake_room_free(r);
+    r = wake_room_from_json("x", NULL, &corrupt);
+    assert_false(corrupt);
+    wake_room_free(r);
+    /* odd types inside a record are ignored, not fatal */
+    r = wake_room_from_json("x", "{\"v\":1,\"p\":[{\"id\":\"a\",\"l\":7,\"mt\":[1],\"mr\":\"x\"},5],"
+                                 "\"tt\":[1,2],\"tk\":\"h\",\"lh\":[]}", &corrupt);
+    assert_false(corrupt);
+    assert_int_equal(r->n_personas, 1);
+    assert_int_equal(r->personas[0].level, WAKE_LEVEL_UNKNOWN);
+    assert_int_equal(r->n_times, 1);
+    wake_room_free(r);
+}
+
+static void levels_newest_report_wins(void **state)
+{
+    (void)state;
+    wk *t = wk_new();
+    assert_int_equal(wake_on_level(t->r, &t->c, "a", true, WAKE_LEVEL_SLEEP, T0, "manual", T0 + 5, &t->sink), 0);
+    assert_int_equal(t->members_added, 1);
+    /* an older report (e.g. a retained state older than a dormancy event) */
+    wake_on_level(t->r, &t->c, "a", true, WAKE_LEVEL_ACTIVE, T0 - 1000, "mention", T0 + 5, &t->sink);
+    assert_int_equal(wake_room_find(t->r, "a")->level, WAKE_LEVEL_SLEEP);
+    wake_on_level(t->r, &t->c, "a", true, WAKE_LEVEL_ACTIVE, T0 + 1, "mention", T0 + 5, &t->sink);
+    assert_int_equal(wake_room_find(t->r, "a")->level, WAKE_LEVEL_ACTIVE);
+    /* a report from the future is taken as now */
+    wake_on_level(t->r, &t->c, "a", true, WAKE_LEVEL_SLEEP, T0 + 999999, "manual", T0 + 10, &t->sink);
+    assert_true(wake_room_find(t->r, "a")->level_ts == T0 + 10);
+    /* the state no longer lists the room, and no meta holds it: gone */
+    wake_on_level(t->r, &t->c, "a", false, WAKE_LEVEL_UNKNOWN, 0, NULL, T0 + 20, &t->sink);
+    assert_null(wake_room_find(t->r, "a"));
+    assert_int_equal(t->members_removed, 1);
+    wk_free(t);
+}
+
+static void meta_membership(void **state)
+{
+    (void)state;
+    wk *t = wk_new();
+    wk_persona(t, "a", "smart", -1, NULL, 0);
+    assert_int_equal(t->members_added, 1);
+    wk_level(t, "a", WAKE_LEVEL_SLEEP, "manual");
+    wake_meta m = {.persona = "a", .parameters = -1, .availability = -1, .auto_wake = -1,
+                   .llm_wake = -1, .wake_conf = -1};
+    /* left the room per its meta, but dormancy-monitor still reports it */
+    assert_int_equal(wake_on_meta(t->r, &t->c, &m, false, t->now, &t->sink), 0);
+    assert_non_null(wake_room_find(t->r, "a"));
+    assert_false(wake_room_find(t->r, "a")->member);
+    wake_on_level(t->r, &t->c, "a", false, WAKE_LEVEL_UNKNOWN, 0, NULL, t->now, &t->sink);
+    assert_null(wake_room_find(t->r, "a"));
+    /* a room full of personas tracks no more */
+    t->c.max_personas = 2;
+    wk_persona(t, "b", "smart", -1, NULL, 0);
+    wk_persona(t, "c", "smart", -1, NULL, 0);
+    wk_persona(t, "d", "smart", -1, NULL, 0);
+    assert_int_equal(t->r->n_personas, 2);
+    wk_free(t);
+}
+
+static void recent_activity(void **state)
+{
+    (void)state;
+    wk *t = wk_new();
+    wk_persona(t, "a", "smart", -1, NULL, 0);
+    wk_msg(t, "joel", WAKE_SENDER_HUMAN, "q1");
+    t->now += 4000;
+    wk_msg(t, "a", WAKE_SENDER_AI, "a1");       /* answers after 4 s */
+    t->now += 1000;
+    wk_msg(t, "a", WAKE_SENDER_AI, "a1 more");  /* still answering joel: 5 s */
+    t->now += 10000;
+    wk_msg(t, "joel", WAKE_SENDER_HUMAN, "q2");
+    t->now += 2000;
+    wk_msg(t, "a", WAKE_SENDER_AI, "a2");       /* 2 s */
+    const wake_persona *p = wake_room_find(t->r, "a");
+    assert_int_equal(wake_messages_last_hour(p, t->now), 3);
+    assert_true(wake_avg_response_ms(p, t->now) == (4000 + 5000 + 2000) / 3);
+    assert_int_equal(wake_room_count(t->r, t->now, WAKE_ACTIVITY_MS, WAKE_SENDER_HUMAN), 2);
+    assert_int_equal(wake_room_count(t->r, t->now, WAKE_ACTIVITY_MS, WAKE_SENDER_AI), 3);
+    assert_true(fabs(wake_room_velocity(t->r, t->now) - 1.0) < 1e-9); /* 5 in 5 min */
+    assert_true(fabs(wake_room_ai_ratio(t->r, t->now) - 1.5) < 1e-9);
+    /* an AI speaking that nobody reported is added as a persona */
+    wk_msg(t, "newbie", WAKE_SENDER_AI, "hi");
+    assert_non_null(wake_room_find(t->r, "newbie"));
+    /* windows slide */
+    t->now += 11 * MIN;
+    assert_int_equal(wake_room_count(t->r, t->now, WAKE_RECENT_MS, -1), 0);
+    t->now += 60 * MIN;
+    p = wake_room_find(t->r, "a"); /* the round trips made a new room */
+    assert_int_equal(wake_messages_last_hour(p, t->now), 0);
+    assert_true(wake_avg_response_ms(p, t->now) == -1);
+    wk_free(t);
+}
+
+static void tokens_saved_estimate(void **state)
+{
+    (void)state;
+    wk *t = wk_new();
+    wk_persona(t, "talker", "basic", -1, NULL, 0);
+    wk_level(t, "talker", WAKE_LEVEL_ACTIVE, "manual");
+    char text[401];
+    memset(text, 'x', 400);
+    text[400] = '\0';
+    /* 12 messages of 400 bytes (100 tokens) in the hour before going dormant */
+    for (int i = 0; i < 12; i++) {
+        t->now += 5 * MIN;
+        wk_msg(t, "talker", WAKE_SENDER_AI, text);
+    }
+    assert_true(wake_room_avg_ai_tokens(t->r) == 100.0);
+    wk_level(t, "talker", WAKE_LEVEL_SLEEP, "ai-only");
+    /* 30 minutes asleep: 12/h x 0.5 h = 6 messages = 600 tokens */
+    t->now += 30 * MIN;
+    assert_true(fabs(wake_saved_messages(t->r, t->now) - 6.0) < 1e-9);
+    assert_int_equal(wake_saved_tokens(t->r, t->now), 600);
+    /* it spoke once anyway (mentioned): one message fewer saved */
+    wk_msg(t, "talker", WAKE_SENDER_AI, text);
+    assert_true(fabs(wake_saved_messages(t->r, t->now) - 5.0) < 1e-9);
+    /* woken after 60 minutes: the period closes at 12 - 1 = 11 messages */
+    t->now += 30 * MIN;
+    wk_level(t, "talker", WAKE_LEVEL_ACTIVE, "mention");
+    wk_roundtrip(t);
+    assert_true(fabs(t->r->saved_msgs - 11.0) < 1e-9);
+    t->now += 60 * MIN;
+    assert_true(fabs(wake_saved_messages(t->r, t->now) - 11.0) < 1e-9); /* closed */
+    /* a persona silent before its dormancy saves nothing */
+    wk_persona(t, "silent", "basic", -1, NULL, 0);
+    wk_level(t, "silent", WAKE_LEVEL_SLEEP, "manual");
+    t->now += 60 * MIN;
+    assert_true(fabs(wake_saved_messages(t->r, t->now) - 11.0) < 1e-9);
+    /* the economics event */
+    wk_clear(t);
+    assert_int_equal(wake_publish_economics(t->r, t->now, &t->sink), 0);
+    const wk_pub *p = NULL;
+    assert_int_equal(wk_count(t, "/economics", &p), 1);
+    assert_string_equal(p->topic, "room/general/economics");
+    json_object *o = wk_json(p->payload), *v;
+    json_object_object_get_ex(o, "tokens_saved_estimate", &v);
+    assert_true(json_object_get_int64(v) > 1000);
+    const char *keys[] = {"room", "tokens_spent", "tokens_saved_estimate", "evaluations", "ts"};
+    for (size_t i = 0; i < 5; i++)
+        assert_true(json_object_object_get_ex(o, keys[i], &v));
+    json_object_put(o);
+    wk_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(roundtrip_keeps_everything),
+        cmocka_unit_test(unreadable_record_starts_afresh),
+        cmocka_unit_test(levels_newest_report_wins),
+        cmocka_unit_test(meta_membership),
+        cmocka_unit_test(recent_activity),
+        cmocka_unit_test(tokens_saved_estimate),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

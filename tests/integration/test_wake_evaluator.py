@@ -1,0 +1,600 @@
+"""wake-evaluator (issue 5, seed 000: Wake-Up Decision Intelligence, the
+autopilot, token economics) driven only through the broker, with a real
+Redis, the real service process and tests/support/fake_llm.py answering
+over real HTTP: the same client code path as against a real endpoint.
+
+Sleeping personas are put in place the way dormancy-monitor would: retained
+persona/{p}/state (and persona/{p}/meta) published by the test. Their sleep
+is a manual one (trigger "manual"), so a human message does not wake them
+by rule and the evaluator has to decide."""
+
+import json
+import os
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+import harness
+from conftest import ai, human, uid, validate_outputs
+from harness import scaled
+
+SERVICE = "wake-evaluator"
+FAKE_LLM = os.path.join(harness.SOURCE_DIR, "tests", "support", "fake_llm.py")
+
+EMERGENCY = "Server is down, need help ASAP!"
+WEEKEND = "How was your weekend?"
+
+# Rules for the fake endpoint, matched against the prompt. The seed's smart
+# prompt itself contains "emergency" (consideration 1), so the rules look at
+# the quoted new message only.
+RULES = [
+    {"regex": r'Text: "Server is down',
+     "reply": {"shouldWake": True, "reason": "production outage, a human needs help now",
+               "confidence": 0.92, "alternativeSuggestion": None}},
+    {"regex": r'Text: "How was your weekend',
+     "reply": {"shouldWake": False, "reason": "casual chatter", "confidence": 0.9}},
+    {"regex": r'New message: "Server is down',
+     "reply": {"shouldWake": True, "reason": "urgent"}},
+    {"regex": r'New message: "How was your weekend',
+     "reply": {"shouldWake": False, "reason": "small talk"}},
+    {"match": "You are the Dormancy Autopilot", "reply": []},
+    {"reply": {"shouldWake": False, "reason": "not relevant", "confidence": 0.6}},
+]
+
+# Everything the service publishes except room/{r}/economics, which is not
+# in topics/ yet (a contract addition, see the service README).
+WAKE_OUTPUTS = ("persona/+/wake", "room/+/autopilot", "sys/#")
+
+
+class FakeLLM:
+    """tests/support/fake_llm.py on a free port, with its /control and /stats."""
+
+    def __init__(self, workdir):
+        self.log = os.path.join(workdir, "fake_llm.log")
+        logf = open(self.log, "ab")
+        self.proc = subprocess.Popen(["/usr/bin/python3", FAKE_LLM, "--port", "0"],
+                                     stdout=subprocess.PIPE, stderr=logf, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+        logf.close()
+        line = self.proc.stdout.readline().decode()
+        if not line.startswith("PORT "):
+            raise harness.HarnessError(f"fake_llm did not start: {line!r}\n{harness.tail(self.log)}")
+        self.port = int(line.split()[1])
+        self.control(rules=RULES)
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _req(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return json.loads(r.read())
+
+    def control(self, **kw):
+        return self._req("POST", "/control", kw)
+
+    def stats(self):
+        return self._req("GET", "/stats")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.proc.stdout.close()
+
+
+@pytest.fixture
+def llm(tmp_path):
+    f = FakeLLM(str(tmp_path))
+    try:
+        yield f
+    finally:
+        f.stop()
+
+
+def start(stack, llm=None, **env):
+    e = {"VIGIL_LLM_URL": llm.url if llm else "", "VIGIL_LLM_TIMEOUT_MS": 5000,
+         "VIGIL_LLM_RETRIES": 0, "VIGIL_AUTOPILOT": 0}
+    e.update(env)
+    return stack.service(SERVICE, env=e)
+
+
+def meta(persona, room, tier=None, parameters=None, **extra):
+    body = {"persona": persona, "name": persona, "rooms": [room], "role": "operations",
+            "expertise_domains": ["servers"], "confidence_levels": {"servers": 0.9},
+            "availability": 0.8, "ts": harness.now_ms()}
+    if tier:
+        body["tier"] = tier
+    if parameters is not None:
+        body["parameters"] = parameters
+    body.update(extra)
+    return f"persona/{persona}/meta", body
+
+
+def asleep(persona, room, trigger="manual", level="sleep"):
+    now = harness.now_ms()
+    return f"persona/{persona}/state", {
+        "persona": persona, "rooms": {room: {"level": level, "since": now, "trigger": trigger}},
+        "ts": now}
+
+
+def setup_sleepers(stack, pub, room, personas, tier="smart", level="sleep", **meta_extra):
+    """Retained meta + state for each persona, then waits until the service
+    holds them all asleep in the room (its Redis record)."""
+    items = []
+    for p in personas:
+        items.append(meta(p, room, tier=tier, **meta_extra))
+        items.append(asleep(p, room, level=level))
+    for topic, body in items:
+        pub.c.publish(topic, json.dumps(body).encode(), qos=1, retain=True)
+    view = stack.store(SERVICE)
+
+    def ready():
+        _, st = view.state(room)
+        if not st:
+            return False
+        levels = {p["id"]: p.get("l") for p in st.get("p", [])}
+        return all(levels.get(p) == level for p in personas)
+
+    harness.wait_until(ready, 30, f"{len(personas)} sleepers known in {room}", interval=0.05)
+
+
+def wakes(col, persona="+", since=0):
+    return col.events(f"persona/{persona}/wake", since=since)
+
+
+def wait_wakes(col, n, timeout=20, persona="+", since=0, pred=None):
+    return col.wait_count(f"persona/{persona}/wake", n, timeout, pred=pred, since=since)
+
+
+# --------------------------------------------------------------------------
+# The seed's two LLM wake tests, end to end
+
+
+def test_server_down_wakes_a_smart_sleeper_with_confidence_above_08(stack, llm):
+    svc = start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("ops")
+    setup_sleepers(stack, pub, room, ["sre"])
+    pub.publish(*human(room, "joel", EMERGENCY, mid="m-down"))
+    ev = col.wait_event("persona/sre/wake", timeout=15)
+    assert ev["should_wake"] is True
+    assert ev["confidence"] > 0.8
+    assert ev["via"] == "llm" and ev["tier"] == "smart"
+    assert ev["persona"] == "sre" and ev["room"] == room and ev["message_id"] == "m-down"
+    assert ev["tokens"] > 0 and ev["latency_ms"] >= 0
+    assert "outage" in ev["reason"]
+    # the request: the seed's smart prompt, JSON mode, the seed's numbers
+    body = llm.stats()["last_request"]["body"]
+    assert body["response_format"] == {"type": "json_object"}
+    assert body["max_tokens"] == 200 and abs(body["temperature"] - 0.2) < 1e-9
+    prompt = body["messages"][-1]["content"]
+    assert prompt.startswith("You are sre, currently in deep sleep mode.")
+    assert 'From: joel (human)\nText: "Server is down, need help ASAP!"' in prompt
+    assert "5. What's the opportunity cost of waking" in prompt
+    # economics: tokens spent, retained
+    econ = col.wait_event(f"room/{room}/economics", lambda e: e["tokens_spent"] > 0, timeout=10)
+    assert econ["tokens_spent"] == ev["tokens"] and econ["evaluations"] == 1
+    assert svc.metric("vigil_wake_tokens_spent_total") >= ev["tokens"]
+    validate_outputs(col, WAKE_OUTPUTS)
+
+
+def test_how_was_your_weekend_does_not_wake(stack, llm):
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("lounge")
+    setup_sleepers(stack, pub, room, ["sre"])
+    pub.publish(*human(room, "joel", WEEKEND))
+    ev = col.wait_event("persona/sre/wake", timeout=15)
+    assert ev["should_wake"] is False and ev["via"] == "llm"
+    assert ev["confidence"] == pytest.approx(0.9)
+
+
+def test_mid_tier_uses_the_short_prompt(stack, llm):
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("ops")
+    setup_sleepers(stack, pub, room, ["helper"], tier=None, parameters=8_000_000_000)
+    pub.publish(*human(room, "joel", EMERGENCY))
+    ev = col.wait_event("persona/helper/wake", timeout=15)
+    assert ev["tier"] == "mid" and ev["via"] == "llm" and ev["should_wake"] is True
+    body = llm.stats()["last_request"]["body"]
+    assert body["max_tokens"] == 50 and abs(body["temperature"] - 0.1) < 1e-9
+    assert body["messages"][-1]["content"].endswith(
+        'Respond JSON: {"shouldWake": true/false, "reason": "brief"}')
+
+
+def test_basic_tier_decides_at_once_by_the_rules_without_the_llm(stack, llm):
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("dev")
+    setup_sleepers(stack, pub, room, ["tiny"], tier=None, parameters=3_000_000_000)
+    before = llm.stats()["requests"]
+    pub.publish(*ai(room, "bot", "the build is BROKEN again", mid="m1"))
+    pub.publish(*ai(room, "bot", "that was helpful, thanks", mid="m2"))
+    got = wait_wakes(col, 2, persona="tiny")
+    assert got["m1:wake:tiny"]["should_wake"] is True
+    assert got["m1:wake:tiny"]["via"] == "rules"
+    assert "broken" in got["m1:wake:tiny"]["reason"]
+    assert got["m2:wake:tiny"]["should_wake"] is False
+    assert all(e["tier"] == "basic" and e["latency_ms"] == 0 for e in got.values())
+    assert llm.stats()["requests"] == before
+
+
+def test_rule_wakes_are_not_evaluated(stack, llm):
+    """An @mention, or a human message to a persona put to sleep by AI-only
+    talk, wakes by rule in dormancy-monitor: no evaluation for that pair."""
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    setup_sleepers(stack, pub, room, ["ann", "bob"])
+    pub.c.publish(*_retained(asleep("bob", room, trigger="ai-only")))
+    harness.wait_until(lambda: _level_trigger(stack, room, "bob") == "ai-only", 10, "bob ai-only")
+    pub.publish(*ai(room, "carl", "hey @ann, a question", mid="mention"))
+    pub.publish(*human(room, "joel", WEEKEND, mid="human"))
+    wait_wakes(col, 2, persona="+", timeout=15)
+    time.sleep(scaled(1.0))
+    evs = wakes(col)
+    # ann: not for her @mention, but for the human message; bob: for the
+    # AI message (not his mention), not for the human one
+    assert sorted((e["persona"], e["message_id"]) for e in evs) == [
+        ("ann", "human"), ("bob", "mention")], evs
+
+
+def _retained(item):
+    topic, body = item
+    return topic, json.dumps(body).encode(), 1, True
+
+
+def _level(stack, room, persona):
+    _, st = stack.store(SERVICE).state(room)
+    for p in (st or {}).get("p", []):
+        if p["id"] == persona:
+            return p.get("l")
+    return None
+
+
+def _level_trigger(stack, room, persona):
+    _, st = stack.store(SERVICE).state(room)
+    for p in (st or {}).get("p", []):
+        if p["id"] == persona:
+            return p.get("tr")
+    return None
+
+
+# --------------------------------------------------------------------------
+# Failure modes: every one ends in the rules, marked "fallback"
+
+
+FAILURES = {
+    "slow": ({"delay_ms": 3000}, {"VIGIL_LLM_TIMEOUT_MS": 400}, "timeout"),
+    "http500": ({"mode": "status", "status": 500}, {}, "http_error"),
+    "rate429": ({"mode": "status", "status": 429, "retry_after": 0}, {"VIGIL_LLM_RETRIES": 1},
+                "rate_limited"),
+    "close": ({"mode": "close"}, {}, "connect_error"),
+    "garbage": ({"mode": "garbage"}, {}, "bad_response"),
+    "error200": ({"mode": "error200"}, {}, "http_error"),
+    "truncated": ({"mode": "truncated"}, {}, "ok"),
+    "nonsense": ({"rules": [{"reply": "I would rather not say."}]}, {}, "ok"),
+    "wrong_types": ({"rules": [{"reply": {"shouldWake": "maybe", "confidence": "high"}}]}, {}, "ok"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAILURES))
+def test_llm_failure_falls_back_to_the_rules_and_says_so(stack, llm, name):
+    control, env, status = FAILURES[name]
+    llm.control(**control)
+    svc = start(stack, llm, **env)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("f")
+    setup_sleepers(stack, pub, room, ["sre"])
+    pub.publish(*human(room, "joel", EMERGENCY, mid="h"))
+    pub.publish(*ai(room, "bot", "lunch anyone?", mid="a"))
+    got = wait_wakes(col, 2, persona="sre", timeout=30)
+    h, a = got["h:wake:sre"], got["a:wake:sre"]
+    for ev in (h, a):
+        assert ev["via"] == "fallback", ev
+        assert ev["llm_status"] == status, ev
+        assert ev["tier"] == "smart" and ev["confidence"] == 1
+    # the rules: a human sender wakes, an AI's small talk does not
+    assert h["should_wake"] is True and "rules: message from a human" in h["reason"]
+    assert a["should_wake"] is False
+    assert svc.metric("vigil_wake_decisions_total", via="fallback") >= 2
+    validate_outputs(col, WAKE_OUTPUTS)
+
+
+def test_connection_refused_falls_back(stack):
+    port = harness.free_port()  # nothing listens there
+    start(stack, None, VIGIL_LLM_URL=f"http://127.0.0.1:{port}/v1")
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("f")
+    setup_sleepers(stack, pub, room, ["sre"])
+    pub.publish(*ai(room, "bot", "prod is down", mid="x"))
+    ev = col.wait_event("persona/sre/wake", timeout=20)
+    assert ev["via"] == "fallback" and ev["llm_status"] == "connect_error"
+    assert ev["should_wake"] is True and "keyword 'down'" in ev["reason"]
+
+
+def test_no_llm_at_all_decides_by_the_rules_at_once(stack):
+    start(stack, None)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("f")
+    setup_sleepers(stack, pub, room, ["sre"])
+    pub.publish(*human(room, "joel", EMERGENCY))
+    ev = col.wait_event("persona/sre/wake", timeout=10)
+    assert ev["via"] == "fallback" and ev["should_wake"] is True
+    assert "no LLM configured" in ev["reason"] and "tokens" not in ev
+
+
+# --------------------------------------------------------------------------
+# Concurrency and restarts
+
+
+@pytest.fixture
+def fast_stack(tmp_path, request):
+    """A stack whose Redis syncs its AOF every second, as deploy/redis does
+    (the default test stack fsyncs every write, which bounds commits to the
+    disk's fsync rate, not what this test measures)."""
+    from conftest import Stack
+
+    s = Stack(tmp_path, request, appendfsync="everysec")
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def test_200_sleepers_are_evaluated_concurrently(fast_stack, llm):
+    stack = fast_stack
+    n, delay = 200, 500
+    llm.control(delay_ms=delay)
+    svc = start(stack, llm, VIGIL_LLM_CONCURRENCY=256, VIGIL_LLM_TIMEOUT_MS=10000)
+    col = stack.collector(topics=("persona/+/wake",))
+    pub = stack.publisher()
+    room = uid("big")
+    personas = [f"p{i:03d}" for i in range(n)]
+    setup_sleepers(stack, pub, room, personas)
+    llm.control(reset=True, delay_ms=delay)
+    t0 = time.monotonic()
+    pub.publish(*human(room, "joel", EMERGENCY, mid="big"))
+    got = wait_wakes(col, n, timeout=60)
+    wall = time.monotonic() - t0
+    assert {e["persona"] for e in got.values()} == set(personas)
+    assert all(e["via"] == "llm" and e["should_wake"] for e in got.values())
+    st = llm.stats()
+    assert st["requests"] == n
+    # one LLM latency, not 200 of them (100 s): calls overlapped
+    assert st["max_concurrent"] >= 150, st
+    commits = svc.metric("vigil_wake_commit_seconds_sum")
+    print(f"\n{n} evaluations, {delay} ms each: {wall:.2f} s wall, max_concurrent "
+          f"{st['max_concurrent']}, commits {commits:.2f} s")
+    assert wall < scaled(8), f"{n} evaluations took {wall:.1f}s (commits {commits:.1f}s)"
+
+
+def test_restart_with_jobs_pending_publishes_each_decision_once(stack, llm):
+    n = 20
+    llm.control(delay_ms=4000)
+    svc = start(stack, llm, VIGIL_LLM_TIMEOUT_MS=10000)
+    col = stack.collector(topics=("persona/+/wake",))
+    pub = stack.publisher()
+    room = uid("rs")
+    personas = [f"q{i:02d}" for i in range(n)]
+    setup_sleepers(stack, pub, room, personas)
+    pub.publish(*human(room, "joel", EMERGENCY, mid="rs"))
+    harness.wait_until(lambda: llm.stats()["in_flight"] >= n, 20, "every call in flight")
+    svc.kill9()  # mid-call: nothing decided, every job pending
+    assert wakes(col) == []
+    llm.control(delay_ms=0)
+    svc.start()
+    got = wait_wakes(col, n, timeout=30)
+    time.sleep(scaled(1.5))
+    evs = wakes(col)
+    assert len(evs) == n, "each decision published exactly once"
+    assert {e["persona"] for e in got.values()} == set(personas)
+    assert all(e["via"] == "llm" for e in evs)
+    # the stream holds nothing unfinished
+    c = stack.redis.client()
+    try:
+        assert c.xlen(f"{stack.prefix}{SERVICE}:jobs") == 0
+    finally:
+        c.close()
+
+
+# --------------------------------------------------------------------------
+# Autopilot
+
+
+def test_autopilot_without_llm_applies_the_guards(stack):
+    start(stack, None, VIGIL_AUTOPILOT=1, VIGIL_AUTOPILOT_INTERVAL_MS=1500,
+          VIGIL_AUTOPILOT_JUMP_RATIO=1e6, VIGIL_AUTOPILOT_JUMP_VELOCITY=1e6)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("ap")
+    # chatty is active and dominating; the others are asleep; a human is here
+    for p, lvl in (("chatty", "active"), ("sre", "sleep"), ("teacher", "sleep")):
+        extra = {"expertise_domains": ["cooking"], "confidence_levels": {"cooking": 0.5}} \
+            if p == "chatty" else {}
+        pub.c.publish(*_retained(meta(p, room, tier="smart", **extra)))
+        pub.c.publish(*_retained(asleep(p, room, level=lvl)))
+    harness.wait_until(lambda: _level_trigger(stack, room, "teacher") == "manual", 10, "levels")
+    pub.publish_many([ai(room, "chatty", f"point {i}") for i in range(12)])
+    pub.publish(*human(room, "joel", "anyone know about servers?"))
+    # a run may come before everything above was taken in (a loaded
+    # machine): wait for the first run that saw the human's question
+    ev = col.wait_event(f"room/{room}/autopilot",
+                        lambda e: any(d["persona"] == "sre" for d in e["decisions"]), timeout=15)
+    assert ev["source"] == "rules" and ev["room"] == room
+    acts = {d["persona"]: d["action"] for d in ev["decisions"]}
+    assert acts["chatty"] == "suggest-mention-only"
+    # sre and teacher are experts (0.9) in "servers", the human's domain
+    assert acts["sre"] == "wake" and acts["teacher"] == "wake"
+    econ = col.wait_event(f"room/{room}/economics", lambda e: e["autopilot_runs"] >= 1, timeout=5)
+    assert econ["tokens_spent"] == 0
+    validate_outputs(col, WAKE_OUTPUTS)
+
+
+def test_autopilot_with_llm_is_overruled_by_the_guards(stack, llm):
+    llm.control(rules=[{"match": "You are the Dormancy Autopilot", "reply": {"actions": [
+        {"persona": "sre", "action": "auto-sleep", "reason": "quiet"},
+        {"persona": "dev", "action": "auto_sleep", "reason": "quiet too"},
+        {"persona": "ghost", "action": "wake", "reason": "not in the room"},
+    ]}}])
+    start(stack, llm, VIGIL_AUTOPILOT=1, VIGIL_AUTOPILOT_INTERVAL_MS=1500,
+          VIGIL_AUTOPILOT_JUMP_RATIO=1e6, VIGIL_AUTOPILOT_JUMP_VELOCITY=1e6)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("ap")
+    for p in ("sre", "dev"):
+        pub.c.publish(*_retained(meta(p, room, tier="smart", expertise_domains=[p],
+                                      confidence_levels={p: 0.85})))
+        pub.c.publish(*_retained(asleep(p, room, level="active")))
+    harness.wait_until(lambda: _level_trigger(stack, room, "dev") == "manual", 10, "levels")
+    pub.publish(*ai(room, "dev", "the sre rota is fine"))
+    ev = col.wait_event(f"room/{room}/autopilot", timeout=15)
+    assert ev["source"] == "llm"
+    acts = {d["persona"]: d for d in ev["decisions"]}
+    assert "ghost" not in acts
+    # sre is the only expert (0.85 > 0.8) on "sre", which is being discussed
+    assert acts["sre"]["action"] == "keep" and "only confident expert" in acts["sre"]["reason"]
+    assert acts["dev"]["action"] == "auto-sleep"
+    body = llm.stats()["last_request"]["body"]
+    assert body["messages"][-1]["content"].startswith(
+        "You are the Dormancy Autopilot managing 2 AI personas in a chat room.")
+    econ = col.wait_event(f"room/{room}/economics", lambda e: e["tokens_spent"] > 0, timeout=5)
+    assert econ["tokens_spent_autopilot"] > 0
+
+
+# --------------------------------------------------------------------------
+# Token economics: the savings estimate
+
+
+def test_tokens_saved_estimate_grows_while_a_talker_sleeps(stack):
+    start(stack, None, VIGIL_AUTOPILOT=1, VIGIL_AUTOPILOT_INTERVAL_MS=1000)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("ec")
+    pub.c.publish(*_retained(meta("talker", room, tier="basic")))
+    pub.c.publish(*_retained(asleep("talker", room, level="active")))
+    harness.wait_until(lambda: _level_trigger(stack, room, "talker") == "manual", 10, "level")
+    # 40 messages of 400 characters: about 100 tokens each, 40 an hour
+    pub.publish_many([ai(room, "talker", "x" * 400) for _ in range(40)])
+    view = stack.store(SERVICE)
+    harness.wait_until(lambda: (view.state(room)[1] or {}).get("mn") == 40, 15, "40 recorded")
+    pub.c.publish(*_retained(asleep("talker", room, level="sleep")))
+    time.sleep(scaled(2.0))
+    pub.publish(*ai(room, "other", "still here"))
+    econ = col.wait_event(f"room/{room}/economics",
+                          lambda e: e["tokens_saved_estimate"] > 0, timeout=15)
+    # 40/h for ~2 s is about 0.02 messages of ~97 tokens: a small, positive number
+    assert 0 < econ["tokens_saved_estimate"] < 100
+    assert econ["messages_saved_estimate"] >= 0
+
+
+def test_jobs_of_a_dead_replica_are_taken_over_after_the_lease(stack, llm):
+    n = 10
+    llm.control(delay_ms=4000)
+    a = start(stack, llm, VIGIL_LLM_TIMEOUT_MS=10000, VIGIL_WAKE_JOB_LEASE_MS=2000)
+    col = stack.collector(topics=("persona/+/wake",))
+    pub = stack.publisher()
+    room = uid("tk")
+    personas = [f"t{i}" for i in range(n)]
+    setup_sleepers(stack, pub, room, personas)
+    pub.publish(*human(room, "joel", EMERGENCY, mid="tk"))
+    harness.wait_until(lambda: llm.stats()["in_flight"] >= n, 20, "every call in flight")
+    a.kill9()
+    llm.control(delay_ms=0)
+    # another replica (another consumer name): it finds nothing of its own
+    # pending and takes the dead one's jobs once they idled past the lease
+    b = start(stack, llm, VIGIL_LLM_TIMEOUT_MS=10000, VIGIL_WAKE_JOB_LEASE_MS=2000)
+    assert b.instance != a.instance
+    got = wait_wakes(col, n, timeout=30)
+    time.sleep(scaled(1.0))
+    assert len(wakes(col)) == n
+    assert {e["persona"] for e in got.values()} == set(personas)
+    assert b.metric("vigil_wake_jobs_reclaimed_total") >= n
+
+
+def test_a_redelivered_message_is_evaluated_once(stack, llm):
+    start(stack, llm)
+    col = stack.collector(topics=("persona/+/wake",))
+    pub = stack.publisher()
+    room = uid("dup")
+    setup_sleepers(stack, pub, room, ["sre"])
+    topic, body = human(room, "joel", EMERGENCY, mid="same-id")
+    pub.publish(topic, body)
+    pub.publish(topic, body)
+    col.wait_event("persona/sre/wake", timeout=15)
+    time.sleep(scaled(1.0))
+    assert len(wakes(col)) == 1
+    assert llm.stats()["requests"] == 1
+
+
+@pytest.mark.parametrize("topic,payload,reason", [
+    ("room/r1/message", b"not json", "not_json"),
+    ("room/r1/message", {"id": "x", "sender": "a b", "sender_type": "ai", "text": "t"}, "bad_id"),
+    ("room/r1/message", {"id": "x", "sender": "a", "sender_type": "robot", "text": "t"}, "bad_value"),
+    ("room/r1/message", {"id": "x", "sender": "a", "sender_type": "ai"}, "missing_field"),
+    ("persona/p1/meta", {"persona": "p1", "rooms": ["r1"], "confidence_levels": {"x": 2}}, "bad_value"),
+    ("persona/p1/meta", {"persona": "p1", "rooms": "r1"}, "wrong_type"),
+    ("persona/p1/meta", {"persona": "p1", "rooms": ["r1"], "tier": "genius"}, "bad_value"),
+    ("persona/p1/state", {"persona": "p1", "rooms": {"r1": {"level": "napping"}}}, "bad_value"),
+    ("persona/p2/meta", {"persona": "p1", "rooms": ["r1"]}, "topic_mismatch"),
+])
+def test_bad_input_is_rejected_with_a_reason(stack, topic, payload, reason):
+    svc = start(stack, None)
+    col = stack.collector(topics=(f"sys/{SERVICE}/error",))
+    pub = stack.publisher()
+    pub.publish(topic, payload)
+    ev = col.wait_event(f"sys/{SERVICE}/error", timeout=10)
+    assert ev["reason"] == reason, ev
+    assert svc.metric("vigil_rejected_total", reason=reason) >= 1
+    assert stack.store(SERVICE).state("r1") == (0, None)
+
+
+def test_help_lists_the_llm_and_service_variables(stack):
+    svc = stack.service(SERVICE, start=False)
+    out = svc.run_cli(["--help"]).stdout.decode()
+    for var in ("VIGIL_LLM_URL", "VIGIL_LLM_CONCURRENCY", "VIGIL_WAKE_JOB_LEASE_MS",
+                "VIGIL_AUTOPILOT_INTERVAL_MS", "VIGIL_DORMANCY_WAKE_CONFIDENCE"):
+        assert var in out
+    bad = svc.run_cli([], env={"VIGIL_DORMANCY_HUMAN_WAKES": "sometimes"})
+    assert bad.returncode == 2 and b"VIGIL_DORMANCY_HUMAN_WAKES" in bad.stderr
+
+
+def test_with_dormancy_monitor_a_positive_decision_wakes_the_persona(stack, llm):
+    """The two services together: dormancy-monitor puts a persona to sleep
+    and publishes its state; wake-evaluator evaluates an AI's alarm with the
+    LLM; dormancy-monitor acts on the decision."""
+    stack.service("dormancy-monitor", env={"VIGIL_DORMANCY_MIN_AWAKE": 0})
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("both")
+    pub.c.publish(*_retained(meta("sre", room, tier="smart")))
+    pub.c.publish(*_retained(meta("bot", room, tier="basic")))
+    harness.wait_until(lambda: _level(stack, room, "sre") == "active", 10, "sre joined, active")
+    pub.publish("persona/sre/command", {"id": uid("c"), "cmd": "dormant", "level": "sleep",
+                                         "room": room, "ts": harness.now_ms()})
+    harness.wait_until(lambda: _level(stack, room, "sre") == "sleep", 10,
+                       "sre asleep in wake-evaluator's view")
+    mark = col.mark()
+    pub.publish(*ai(room, "bot", EMERGENCY, mid="alarm"))
+    ev = col.wait_event("persona/sre/wake", timeout=15, since=mark)
+    assert ev["should_wake"] and ev["via"] == "llm" and ev["confidence"] > 0.8
+    change = col.wait_event("persona/sre/dormancy", lambda e: e["level"] == "active", timeout=15,
+                            since=mark)
+    assert change["trigger"] == "wake-decision" and change["message_id"] == "alarm"
+    validate_outputs(col, WAKE_OUTPUTS + ("persona/+/dormancy", "persona/+/state"))
