@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -94,10 +95,12 @@ static bool seen(char (*out)[VIGIL_MENTION_NAME_MAX + 1], int n, const char *nam
 }
 
 /* Finds the next mention at or after *cursor in the text that begins at
- * start; copies it lower-cased into buf and returns true, leaving *cursor
- * where scanning resumes. `@self` is skipped. */
+ * start; copies it lower-cased into buf, points *at (if given) at its '@'
+ * and returns true, leaving *cursor where scanning resumes. `@self` is
+ * skipped unless allow_self. */
 static bool next_mention(const unsigned char *start, const unsigned char **cursor,
-                         char buf[VIGIL_MENTION_NAME_MAX + 1])
+                         char buf[VIGIL_MENTION_NAME_MAX + 1], bool allow_self,
+                         const unsigned char **at)
 {
     const unsigned char *p = *cursor;
     while ((p = (const unsigned char *)strchr((const char *)p, '@')) != NULL) {
@@ -120,8 +123,10 @@ static bool next_mention(const unsigned char *start, const unsigned char **curso
         for (size_t i = 0; i < len; i++)
             buf[i] = (char)tolower(name[i]);
         buf[len] = '\0';
-        if (strcmp(buf, "self") == 0)
+        if (!allow_self && strcmp(buf, "self") == 0)
             continue;
+        if (at)
+            *at = name - 1;
         *cursor = p;
         return true;
     }
@@ -135,7 +140,7 @@ int vigil_mentions_parse(const char *text, char (*out)[VIGIL_MENTION_NAME_MAX + 
         return n;
     const unsigned char *start = (const unsigned char *)text, *cur = start;
     char buf[VIGIL_MENTION_NAME_MAX + 1];
-    while (n < max && next_mention(start, &cur, buf)) {
+    while (n < max && next_mention(start, &cur, buf, false, NULL)) {
         if (seen(out, n, buf) || (exclude && strcasecmp(buf, exclude) == 0))
             continue;
         memcpy(out[n], buf, strlen(buf) + 1);
@@ -144,31 +149,51 @@ int vigil_mentions_parse(const char *text, char (*out)[VIGIL_MENTION_NAME_MAX + 
     return n;
 }
 
-bool vigil_text_mentions(const char *text, const char *name)
+const char *vigil_text_find_mention(const char *text, const char *name)
 {
     if (!text || !name || !*name)
-        return false;
-    const unsigned char *start = (const unsigned char *)text, *cur = start;
+        return NULL;
+    if (!vigil_text_is_id(name)) {
+        /* a display name ("Helper AI"): "@<name>" as a whole word */
+        char at[2 * VIGIL_MENTION_NAME_MAX + 2];
+        int n = snprintf(at, sizeof at, "@%s", name);
+        if (n <= 0 || (size_t)n >= sizeof at)
+            return NULL;
+        return vigil_text_find_word(text, at);
+    }
+    const unsigned char *start = (const unsigned char *)text, *cur = start, *pos = NULL;
     char buf[VIGIL_MENTION_NAME_MAX + 1];
-    while (next_mention(start, &cur, buf))
+    while (next_mention(start, &cur, buf, true, &pos))
         if (strcasecmp(buf, name) == 0)
-            return true;
-    return false;
+            return (const char *)pos;
+    return NULL;
 }
 
-bool vigil_text_has_word(const char *text, const char *word)
+bool vigil_text_mentions(const char *text, const char *name)
+{
+    if (!name || strcasecmp(name, "self") == 0)
+        return false;
+    return vigil_text_find_mention(text, name) != NULL;
+}
+
+const char *vigil_text_find_word(const char *text, const char *word)
 {
     size_t wl = word ? strlen(word) : 0;
     if (!text || wl == 0)
-        return false;
+        return NULL;
     const unsigned char *start = (const unsigned char *)text;
     for (const unsigned char *p = start; *p; p++) {
         if (strncasecmp((const char *)p, word, wl) != 0)
             continue;
         if (!word_before(start, p) && !word_at(p + wl))
-            return true;
+            return (const char *)p;
     }
-    return false;
+    return NULL;
+}
+
+bool vigil_text_has_word(const char *text, const char *word)
+{
+    return vigil_text_find_word(text, word) != NULL;
 }
 
 bool vigil_text_is_id(const char *s)

@@ -81,6 +81,25 @@ static void text_mentions_is_case_insensitive_and_word_bounded(void **u)
     assert_false(vigil_text_mentions(NULL, "ann"));
 }
 
+static void find_mention_gives_the_at_and_allows_self(void **u)
+{
+    (void)u;
+    const char *t = "ok @self dormant sleep, cc @ann";
+    assert_ptr_equal(vigil_text_find_mention(t, "self"), t + 3);
+    assert_ptr_equal(vigil_text_find_mention(t, "ANN"), t + 27);
+    assert_false(vigil_text_mentions(t, "self")); /* a command, never a mention */
+    assert_null(vigil_text_find_mention("mail me@self.org", "self"));
+}
+
+static void display_names_match_as_whole_words(void **u)
+{
+    (void)u;
+    assert_true(vigil_text_mentions("@Helper AI can you look?", "Helper AI"));
+    assert_true(vigil_text_mentions("hi (@helper ai)", "Helper AI"));
+    assert_false(vigil_text_mentions("@Helper AIs", "Helper AI"));
+    assert_false(vigil_text_mentions("x@Helper AI", "Helper AI"));
+}
+
 static void whole_words(void **u)
 {
     (void)u;
@@ -114,6 +133,8 @@ int main(void)
         cmocka_unit_test(unicode_around_names),
         cmocka_unit_test(too_long_a_name_is_not_a_mention),
         cmocka_unit_test(text_mentions_is_case_insensitive_and_word_bounded),
+        cmocka_unit_test(find_mention_gives_the_at_and_allows_self),
+        cmocka_unit_test(display_names_match_as_whole_words),
         cmocka_unit_test(whole_words),
         cmocka_unit_test(ids),
     };

@@ -24,7 +24,14 @@
 int vigil_mentions_parse(const char *text, char (*out)[VIGIL_MENTION_NAME_MAX + 1], int n,
                          int max, const char *exclude);
 
-/* True when text mentions `name` (case-insensitive). */
+/* Where text mentions `name` (case-insensitive): a pointer to its '@', or
+ * NULL. "self" may be looked for here (the @self command). A name that is
+ * no id, such as a display name "Helper AI", matches "@<name>" as a whole
+ * word. */
+const char *vigil_text_find_mention(const char *text, const char *name);
+
+/* True when text mentions `name` (as vigil_text_find_mention; "self" is
+ * never a mention). */
 bool vigil_text_mentions(const char *text, const char *name);
 
 /* True when `word` occurs in text as a whole word, case-insensitively:
@@ -32,6 +39,8 @@ bool vigil_text_mentions(const char *text, const char *name);
  * above), a digit or '_'. "helpful" does not contain "help"; "BROKEN!" does
  * contain "broken". */
 bool vigil_text_has_word(const char *text, const char *word);
+/* Where that whole word starts, or NULL. */
+const char *vigil_text_find_word(const char *text, const char *word);
 
 /* True when s is 1..64 characters of A-Z a-z 0-9 . _ - (an id). */
 bool vigil_text_is_id(const char *s);

@@ -15,14 +15,7 @@ const char *const WAKE_URGENT_KEYWORDS[] = {"emergency", "urgent", "help", "erro
  * service agrees on who was mentioned and what counts as a word. */
 bool wake_text_mentions(const char *text, const char *name)
 {
-    if (!name || !*name)
-        return false;
-    if (vigil_text_is_id(name))
-        return vigil_text_mentions(text, name);
-    /* a display name ("Helper AI") is no id: "@<name>" as a whole word */
-    char at[256];
-    int n = snprintf(at, sizeof at, "@%s", name);
-    return n > 0 && (size_t)n < sizeof at && vigil_text_has_word(text, at);
+    return vigil_text_mentions(text, name);
 }
 
 bool wake_text_has_word(const char *text, const char *word)

@@ -1,0 +1,190 @@
+/* apply.c - runs the core on one room record and turns its actions into
+ * effects: the new state, events (each with a deterministic id from the
+ * input id, the room and its rank, so a redelivered input yields the same
+ * ids), timers, and the retained persona/{p}/state and room/{r}/state. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vigil/log.h>
+#include "adapter.h"
+
+typedef struct id_ctx {
+    const char *input_id;
+    const char *room;
+} id_ctx;
+
+static void make_id(void *ctx, int n, char *out, size_t outlen)
+{
+    const id_ctx *c = ctx;
+    vigil_event_id(out, outlen, c->input_id, c->room, n);
+}
+
+/* A record that cannot be read is replaced by a fresh one (and logged):
+ * refusing every later input of the room forever would be worse. */
+static dormancy_room *load_room(const char *key, const char *state_json)
+{
+    if (!state_json)
+        return dormancy_room_new(key);
+    char err[200];
+    dormancy_room *r = dormancy_room_from_json(state_json, key, err, sizeof err);
+    if (!r) {
+        vigil_log_kv(VIGIL_LOG_ERROR, "unreadable room record replaced", "room", key, "error", err,
+                     NULL);
+        r = dormancy_room_new(key);
+    }
+    return r;
+}
+
+/* Publishes and releases o (NULL = allocation failure upstream). */
+static int publish_obj(vigil_effects *fx, const char *topic, json_object *o, bool retain)
+{
+    if (!o)
+        return -1;
+    int rc = vigil_fx_publish_json(fx, topic, o, retain);
+    json_object_put(o);
+    return rc;
+}
+
+/* The room's entry in persona/{p}/state (value NULL removes it); the
+ * runtime republishes the whole hash, so the retained state gathers every
+ * room, whichever shard owns it. */
+static int persona_snapshot(vigil_effects *fx, const dormancy_action *a, const char *room,
+                            bool remove)
+{
+    char hash[VIGIL_KEY_MAX], topic[VIGIL_TOPIC_MAX], env[VIGIL_KEY_MAX];
+    snprintf(hash, sizeof hash, "persona:%s", a->persona);
+    snprintf(topic, sizeof topic, "persona/%s/state", a->persona);
+    snprintf(env, sizeof env, "{\"persona\":\"%s\"}", a->persona); /* ids need no escaping */
+    char *value = NULL;
+    if (!remove) {
+        json_object *o = dormancy_persona_entry_json(a);
+        value = o ? vigil_json_dump(o) : NULL;
+        json_object_put(o);
+        if (!value)
+            return -1;
+    }
+    int rc = vigil_fx_snapshot(fx, hash, room, value, topic, env, "rooms");
+    free(value);
+    return rc;
+}
+
+/* Actions in the order the core made them, so a change event precedes the
+ * snapshot that reflects it. Any effect that cannot be recorded fails the
+ * whole decision (nothing half-committed). */
+static int emit(vigil_effects *fx, const dormancy_room *r, const dormancy_config *cfg,
+                const dormancy_actions *acts, int64_t now)
+{
+    char topic[VIGIL_TOPIC_MAX];
+    for (size_t i = 0; i < acts->n; i++) {
+        const dormancy_action *a = &acts->v[i];
+        int rc = 0;
+        switch (a->kind) {
+        case DORMANCY_OUT_CHANGE:
+            snprintf(topic, sizeof topic, "persona/%s/dormancy", a->persona);
+            rc = publish_obj(fx, topic, dormancy_change_json(a, r->room, now), false);
+            break;
+        case DORMANCY_OUT_SUGGESTION:
+            snprintf(topic, sizeof topic, "persona/%s/suggestion", a->persona);
+            rc = publish_obj(fx, topic, dormancy_suggestion_json(a, r->room, now), false);
+            break;
+        case DORMANCY_OUT_SYSTEM_MESSAGE:
+            snprintf(topic, sizeof topic, "room/%s/message", r->room);
+            rc = publish_obj(fx, topic,
+                             dormancy_system_message_json(a, r->room, DORMANCY_SERVICE, now), false);
+            break;
+        case DORMANCY_OUT_TIMER_SET:
+            rc = vigil_fx_timer_set(fx, a->timer, a->due);
+            break;
+        case DORMANCY_OUT_TIMER_CANCEL:
+            rc = vigil_fx_timer_cancel(fx, a->timer);
+            break;
+        case DORMANCY_OUT_PERSONA_STATE:
+            rc = persona_snapshot(fx, a, r->room, false);
+            break;
+        case DORMANCY_OUT_PERSONA_REMOVED:
+            rc = persona_snapshot(fx, a, r->room, true);
+            break;
+        case DORMANCY_OUT_ROOM_STATE:
+            snprintf(topic, sizeof topic, "room/%s/state", r->room);
+            rc = publish_obj(fx, topic, dormancy_room_state_json(r, cfg, now), true);
+            break;
+        case DORMANCY_OUT_ROOM_CLEARED:
+            snprintf(topic, sizeof topic, "room/%s/state", r->room);
+            rc = vigil_fx_publish(fx, topic, "", true); /* empty retained = cleared */
+            break;
+        }
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Shared tail of apply and on_timer: commit the new record only if it
+ * differs from the one read. */
+static int finish(vigil_effects *fx, dormancy_room *r, const char *state_json,
+                  const dormancy_config *cfg, const dormancy_actions *acts, int64_t now)
+{
+    /* An input about a room never seen that left nothing behind (a wake
+     * decision or autopilot for unknown personas, an answer with nothing
+     * pending) creates no record and no retained room/{r}/state. */
+    if (!state_json && dormancy_room_blank(r))
+        return 0;
+    if (emit(fx, r, cfg, acts, now) != 0)
+        return -1;
+    char *json = dormancy_room_to_json(r);
+    if (!json)
+        return -1;
+    int rc = 0;
+    if (!state_json || strcmp(json, state_json) != 0)
+        rc = vigil_fx_set_state(fx, json);
+    free(json);
+    return rc;
+}
+
+int dormancy_apply(void *ctx, const char *key, const char *state_json, const vigil_input *in,
+                   const void *parsed, int64_t now_ms, vigil_effects *fx, vigil_error *err)
+{
+    const dormancy_service *svc = ctx;
+    const dormancy_parsed *pp = parsed;
+    if (!pp)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "nothing to apply");
+    dormancy_room *r = load_room(key, state_json);
+    if (!r)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+    id_ctx ic = {in->id, key};
+    dormancy_ids ids = {make_id, &ic};
+    dormancy_actions acts;
+    dormancy_actions_init(&acts);
+    int rc = dormancy_room_apply(r, &pp->ev, &svc->cfg, now_ms, &ids, &acts);
+    if (rc == 0)
+        rc = finish(fx, r, state_json, &svc->cfg, &acts, now_ms);
+    if (rc != 0)
+        vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory applying to room '%s'", key);
+    dormancy_actions_free(&acts);
+    dormancy_room_free(r);
+    return rc;
+}
+
+int dormancy_on_timer(void *ctx, const char *key, const char *state_json, const char *timer_name,
+                      int64_t due_ms, int64_t now_ms, vigil_effects *fx)
+{
+    const dormancy_service *svc = ctx;
+    dormancy_room *r = load_room(key, state_json);
+    if (!r)
+        return -1;
+    /* One firing of one deadline has one identity: a firing retried after
+     * a lease ends yields the same event ids. */
+    char input_id[VIGIL_EVENT_ID_MAX + 1];
+    snprintf(input_id, sizeof input_id, "timer.%s.%" PRId64, timer_name, due_ms);
+    id_ctx ic = {input_id, key};
+    dormancy_ids ids = {make_id, &ic};
+    dormancy_actions acts;
+    dormancy_actions_init(&acts);
+    int rc = dormancy_room_timer(r, timer_name, due_ms, &svc->cfg, now_ms, &ids, &acts);
+    if (rc == 0)
+        rc = finish(fx, r, state_json, &svc->cfg, &acts, now_ms);
+    dormancy_actions_free(&acts);
+    dormancy_room_free(r);
+    return rc;
+}

@@ -1,0 +1,58 @@
+/* ai_only.c - rule 2: when AI messages have gone on for the AI-only
+ * threshold with no human message since the first of them, every AI
+ * persona in the room is put to sleep: forced, not suggested (mention-only
+ * and human-only personas too).
+ *
+ * The stretch is identified by its start (room->ai_only_since); a persona
+ * remembers the stretch it was handled for (ai_only_done), so one woken by
+ * an @mention during the same stretch is not put straight back to sleep. */
+#include <inttypes.h>
+#include <stdio.h>
+#include "step.h"
+
+void ai_only_on_ai_message(dormancy_step *s)
+{
+    if (!s->room->ai_only_since)
+        s->room->ai_only_since = s->now;
+}
+
+static bool pending(const dormancy_step *s, const dormancy_persona *p, int64_t since)
+{
+    dormancy_config c = step_cfg(s, p);
+    return since != 0 && c.auto_sleep && p->ai_only_done != since;
+}
+
+void ai_only_evaluate(dormancy_step *s)
+{
+    dormancy_room *r = s->room;
+    int64_t since = r->ai_only_since;
+    for (int i = 0; i < r->n_personas; i++) {
+        dormancy_persona *p = &r->personas[i];
+        if (!pending(s, p, since))
+            continue;
+        dormancy_config c = step_cfg(s, p);
+        if (s->now < since + c.ai_only_ms || step_presence_blocks(s, p))
+            continue;
+        p->ai_only_done = since;
+        if (p->level == DORMANCY_SLEEP)
+            continue; /* already asleep (by choice): left as it is */
+        char reason[DORMANCY_REASON_MAX];
+        snprintf(reason, sizeof reason,
+                 "AI-only discussion for %" PRId64 " ms without a human message (threshold %" PRId64
+                 " ms)", s->now - since, c.ai_only_ms);
+        step_set_level(s, p, DORMANCY_SLEEP, DORMANCY_TRIGGER_AI_ONLY, DORMANCY_CAUSE_ABSENCE,
+                       reason, DORMANCY_TEXT_AI_ONLY, NULL);
+    }
+}
+
+void ai_only_want(const dormancy_step *s, dormancy_want *w)
+{
+    const dormancy_room *r = s->room;
+    for (int i = 0; i < r->n_personas; i++) {
+        const dormancy_persona *p = &r->personas[i];
+        if (!pending(s, p, r->ai_only_since) || step_presence_blocks(s, p))
+            continue;
+        dormancy_config c = step_cfg(s, p);
+        want_add(w, "aionly", r->ai_only_since + c.ai_only_ms);
+    }
+}

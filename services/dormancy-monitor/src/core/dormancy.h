@@ -1,0 +1,447 @@
+/* dormancy.h - the pure decision core of dormancy-monitor.
+ *
+ * One record per room (the state key is the room id) holds every member
+ * persona's dormancy level and bookkeeping plus the room's activity figures.
+ * dormancy_room_apply() takes the record, one input event and `now`, changes
+ * the record and appends output actions (change events, suggestions, system
+ * messages, timer changes, snapshot updates). dormancy_room_timer() does the
+ * same for a deadline that came due. Nothing here reads a clock or does I/O:
+ * time is a parameter, so "15 minutes" is tested in microseconds.
+ *
+ * The rules live one family per file: no_human.c (rule 1), ai_only.c (2),
+ * human_reentry.c (3), redundant.c (4), manual.c and directed.c (5),
+ * presence.c (6), adaptive.c (7), config.c (8 and per-persona overrides). */
+#ifndef DORMANCY_H
+#define DORMANCY_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#define DORMANCY_ID_MAX 64       /* room, persona, user, session ids */
+#define DORMANCY_MSGID_MAX 128   /* message / event / input ids */
+#define DORMANCY_EVID_MAX 160    /* ids this core hands out (suggestions, events) */
+#define DORMANCY_TIMER_NAME_MAX 63
+#define DORMANCY_TEXT_MAX 512
+#define DORMANCY_REASON_MAX 256
+
+/* Bounds that keep one room record small whatever the traffic. */
+#define DORMANCY_MAX_PERSONAS 100  /* members per room; more are not tracked */
+#define DORMANCY_MAX_RECENT 256    /* message times kept for velocity/ratio */
+#define DORMANCY_MAX_HUMAN_MSGS 16 /* human messages tracked for pile-ons */
+#define DORMANCY_MAX_RESPONDERS 16 /* responders remembered per human message */
+#define DORMANCY_MAX_SESSIONS 32   /* presence sessions per room */
+
+/* The seed's fixed texts (real emoji, UTF-8). */
+#define DORMANCY_TEXT_AI_ONLY \
+    "\xF0\x9F\x92\xA4 Auto-sleeping due to extended AI-only discussion. " \
+    "You'll wake when a human sends any message."
+#define DORMANCY_TEXT_HUMAN_WAKE "\xE2\x9C\xA8 Human activity detected. Waking from dormancy."
+#define DORMANCY_TEXT_REDUNDANT \
+    "\xF0\x9F\x92\xA4 Multiple AIs already responded. Switch to mention-only?"
+/* printf format; %s is the threshold in force, e.g. "5min" */
+#define DORMANCY_TEXT_NO_HUMAN_FMT \
+    "\xF0\x9F\x92\xA4 No human activity for %s. Switch to mention-only?"
+
+typedef enum {
+    DORMANCY_ACTIVE = 0,
+    DORMANCY_MENTION_ONLY,
+    DORMANCY_HUMAN_ONLY,
+    DORMANCY_SLEEP,
+    DORMANCY_LEVEL__COUNT
+} dormancy_level;
+
+typedef enum {
+    DORMANCY_TRIGGER_NONE = 0, /* never changed (joined as active) */
+    DORMANCY_TRIGGER_MANUAL,
+    DORMANCY_TRIGGER_TIMED_END,
+    DORMANCY_TRIGGER_MENTION,
+    DORMANCY_TRIGGER_NO_HUMAN,
+    DORMANCY_TRIGGER_AI_ONLY,
+    DORMANCY_TRIGGER_HUMAN_REENTRY,
+    DORMANCY_TRIGGER_REDUNDANT,
+    DORMANCY_TRIGGER_AUTOPILOT,
+    DORMANCY_TRIGGER_WAKE_DECISION,
+    DORMANCY_TRIGGER_SUGGESTION_DEFAULT,
+    DORMANCY_TRIGGER__COUNT
+} dormancy_trigger;
+
+/* Why a persona is dormant: human absence (rules 1 and 2; undone by the next
+ * human message) or its own / a coordinator's choice (kept). */
+typedef enum {
+    DORMANCY_CAUSE_NONE = 0,
+    DORMANCY_CAUSE_ABSENCE,
+    DORMANCY_CAUSE_CHOICE
+} dormancy_cause;
+
+typedef enum {
+    DORMANCY_SUGGEST_NONE = 0,
+    DORMANCY_SUGGEST_NO_HUMAN,
+    DORMANCY_SUGGEST_REDUNDANT,
+    DORMANCY_SUGGEST_AUTOPILOT
+} dormancy_suggest_kind;
+
+typedef enum {
+    DORMANCY_PRESENCE_ACTIVE = 0,
+    DORMANCY_PRESENCE_IDLE,
+    DORMANCY_PRESENCE_AWAY
+} dormancy_presence_status;
+
+/* ---- configuration -------------------------------------------------- */
+
+/* The seed's DormancyConfig plus the service-wide knobs. Times in ms. */
+typedef struct dormancy_config {
+    bool auto_suggest;          /* VIGIL_DORMANCY_AUTO_SUGGEST */
+    bool auto_sleep;            /* VIGIL_DORMANCY_AUTO_SLEEP */
+    bool auto_wake;             /* VIGIL_DORMANCY_AUTO_WAKE */
+    int64_t no_human_ms;        /* VIGIL_DORMANCY_NO_HUMAN_MS */
+    int64_t ai_only_ms;         /* VIGIL_DORMANCY_AI_ONLY_MS */
+    int64_t redundant_window_ms;/* VIGIL_DORMANCY_REDUNDANT_WINDOW_MS */
+    int redundant_keep;         /* VIGIL_DORMANCY_REDUNDANT_KEEP */
+    int64_t suggestion_timeout_ms; /* VIGIL_DORMANCY_SUGGESTION_TIMEOUT_MS */
+    int64_t snooze_ms;          /* VIGIL_DORMANCY_SNOOZE_MS */
+    bool llm_wake;              /* VIGIL_DORMANCY_LLM_WAKE */
+    double wake_confidence;     /* VIGIL_DORMANCY_WAKE_CONFIDENCE */
+    bool presence;              /* VIGIL_DORMANCY_PRESENCE */
+    bool adaptive;              /* VIGIL_DORMANCY_ADAPTIVE */
+    bool human_wakes_all;       /* VIGIL_DORMANCY_HUMAN_WAKES=all */
+    int min_awake;              /* VIGIL_DORMANCY_MIN_AWAKE */
+    /* service-wide extensions (not overridable per persona) */
+    int64_t presence_active_ms; /* VIGIL_DORMANCY_PRESENCE_ACTIVE_MS: active -> idle */
+    int64_t presence_away_ms;   /* VIGIL_DORMANCY_PRESENCE_AWAY_MS: idle -> away */
+    int64_t velocity_window_ms; /* VIGIL_DORMANCY_VELOCITY_WINDOW_MS */
+    int tz_offset_min;          /* VIGIL_DORMANCY_TZ_OFFSET_MIN: for "until 17:00" */
+} dormancy_config;
+
+/* Every default of CONTRACT.md in one place. */
+void dormancy_config_init(dormancy_config *c);
+
+/* Per-persona overrides from persona/{p}/meta `dormancy` (seed key names). */
+enum {
+    DORMANCY_OV_AUTO_SUGGEST = 1u << 0,   /* enableAutoSuggestions */
+    DORMANCY_OV_AUTO_SLEEP = 1u << 1,     /* enableAutoSleep */
+    DORMANCY_OV_AUTO_WAKE = 1u << 2,      /* enableAutoWake */
+    DORMANCY_OV_NO_HUMAN = 1u << 3,       /* noHumanActivityThreshold */
+    DORMANCY_OV_AI_ONLY = 1u << 4,        /* aiOnlyDiscussionThreshold */
+    DORMANCY_OV_REDUNDANT_WINDOW = 1u << 5, /* redundantResponseWindow */
+    DORMANCY_OV_LLM_WAKE = 1u << 6,       /* enableLLMWakeDecisions */
+    DORMANCY_OV_WAKE_CONFIDENCE = 1u << 7,/* wakeConfidenceThreshold */
+    DORMANCY_OV_PRESENCE = 1u << 8,       /* enablePresenceChecking */
+    DORMANCY_OV_ADAPTIVE = 1u << 9,       /* enableAdaptiveThresholds */
+    DORMANCY_OV_SUGGESTION_TIMEOUT = 1u << 10, /* suggestionTimeout (extension) */
+    DORMANCY_OV_SNOOZE = 1u << 11,        /* snoozeDuration (extension) */
+    DORMANCY_OV_REDUNDANT_KEEP = 1u << 12 /* redundantResponseKeep (extension) */
+};
+
+typedef struct dormancy_overrides {
+    unsigned has; /* DORMANCY_OV_* bits */
+    bool auto_suggest, auto_sleep, auto_wake, llm_wake, presence, adaptive;
+    int64_t no_human_ms, ai_only_ms, redundant_window_ms, suggestion_timeout_ms, snooze_ms;
+    int redundant_keep;
+    double wake_confidence;
+} dormancy_overrides;
+
+/* The config in force for one persona: base with its overrides applied. */
+dormancy_config dormancy_config_effective(const dormancy_config *base,
+                                          const dormancy_overrides *ov);
+
+/* Reads a meta `dormancy` object (NULL = none) into *ov. Unknown keys are
+ * ignored; a known key of the wrong type returns -1, out of range -2, with
+ * a message naming it in err. */
+int dormancy_overrides_parse(json_object *o, dormancy_overrides *ov, char *err, size_t errlen);
+/* The inverse, for the state record (camelCase keys); a new object. */
+json_object *dormancy_overrides_to_json(const dormancy_overrides *ov);
+
+/* ---- state ---------------------------------------------------------- */
+
+typedef struct dormancy_suggestion {
+    dormancy_suggest_kind kind; /* NONE = nothing pending */
+    char id[DORMANCY_EVID_MAX + 1];
+    int64_t at;         /* when it was made */
+    int64_t default_at; /* when "yes" is applied without an answer */
+    char message_id[DORMANCY_MSGID_MAX + 1]; /* human message (redundant) */
+} dormancy_suggestion;
+
+typedef struct dormancy_persona {
+    char id[DORMANCY_ID_MAX + 1];
+    char name[DORMANCY_ID_MAX + 1]; /* meta.name, also matched as @name */
+    dormancy_level level;
+    int64_t since;
+    dormancy_trigger trigger;
+    dormancy_cause cause;
+    int64_t until;        /* timed dormancy end, 0 = none */
+    bool via_meta;        /* meta.rooms lists this room */
+    bool joined;          /* spoke here or was directed here by a command */
+    int64_t asked_quiet;  /* quiet-period start it had its no-human suggestion in */
+    int64_t snoozed_until;/* 0 = not snoozed */
+    int64_t ai_only_done; /* AI-only stretch start it was put to sleep for */
+    int64_t answered_human; /* last time it answered a human message */
+    dormancy_suggestion sugg;
+    dormancy_overrides ov;
+    uint64_t snap_digest; /* digest of the last published persona/{p}/state entry */
+} dormancy_persona;
+
+typedef struct dormancy_human_msg {
+    char id[DORMANCY_MSGID_MAX + 1];
+    int64_t ts;
+    int n_responders; /* counted responders (may exceed the names kept) */
+    char responders[DORMANCY_MAX_RESPONDERS][DORMANCY_ID_MAX + 1];
+} dormancy_human_msg;
+
+typedef struct dormancy_session {
+    char user[DORMANCY_ID_MAX + 1];
+    char session[DORMANCY_ID_MAX + 1];
+    dormancy_presence_status status; /* as reported */
+    int64_t last_activity;           /* clamped to the time it was heard */
+    int64_t heard;                   /* when the heartbeat arrived */
+} dormancy_session;
+
+typedef struct dormancy_timer {
+    char name[DORMANCY_TIMER_NAME_MAX + 1];
+    int64_t due;
+} dormancy_timer;
+
+typedef struct dormancy_room {
+    char room[DORMANCY_ID_MAX + 1];
+    int64_t first_seen;    /* first non-system message, 0 = none yet */
+    int64_t last_message;  /* latest non-system message, 0 = none yet */
+    int64_t last_human;    /* 0 = no human message yet */
+    int64_t ai_only_since; /* first AI message since the last human one, 0 = none */
+    bool paused;
+    int n_recent;
+    int64_t recent_ts[DORMANCY_MAX_RECENT]; /* oldest first */
+    bool recent_human[DORMANCY_MAX_RECENT];
+    int n_humans;
+    dormancy_human_msg humans[DORMANCY_MAX_HUMAN_MSGS]; /* oldest first */
+    int n_sessions;
+    dormancy_session sessions[DORMANCY_MAX_SESSIONS];
+    int n_timers, cap_timers;
+    dormancy_timer *timers; /* deadlines currently set in the timer store */
+    int n_personas, cap_personas;
+    dormancy_persona *personas; /* in order of arrival */
+    uint64_t room_digest;       /* of the last published room/{r}/state */
+} dormancy_room;
+
+dormancy_room *dormancy_room_new(const char *room_id);
+void dormancy_room_free(dormancy_room *r);
+
+/* Nothing known about the room: no member, no message, no presence. */
+bool dormancy_room_blank(const dormancy_room *r);
+
+/* Start of the current quiet period (last human message, else the first
+ * message seen), 0 when the room has seen no message. */
+int64_t dormancy_quiet_since(const dormancy_room *r);
+dormancy_persona *dormancy_persona_find(dormancy_room *r, const char *id);
+
+/* State record <-> JSON. from_json returns NULL with err on a record it
+ * cannot read (not JSON, not an object, wrong room). */
+char *dormancy_room_to_json(const dormancy_room *r);
+dormancy_room *dormancy_room_from_json(const char *json, const char *room_id,
+                                       char *err, size_t errlen);
+
+/* ---- input events ---------------------------------------------------- */
+
+typedef enum {
+    DORMANCY_EV_MESSAGE = 0,
+    DORMANCY_EV_PRESENCE,
+    DORMANCY_EV_CONTROL,
+    DORMANCY_EV_AUTOPILOT,
+    DORMANCY_EV_COMMAND,
+    DORMANCY_EV_META,
+    DORMANCY_EV_WAKE
+} dormancy_event_kind;
+
+typedef enum { DORMANCY_SENDER_HUMAN = 0, DORMANCY_SENDER_AI, DORMANCY_SENDER_SYSTEM } dormancy_sender_type;
+typedef enum { DORMANCY_CTL_PAUSE = 0, DORMANCY_CTL_RESUME, DORMANCY_CTL_DELETE, DORMANCY_CTL_WAKE } dormancy_control_action;
+typedef enum { DORMANCY_CMD_DORMANT = 0, DORMANCY_CMD_AWAKE, DORMANCY_CMD_STATUS, DORMANCY_CMD_ANSWER } dormancy_cmd;
+typedef enum { DORMANCY_ANSWER_YES = 0, DORMANCY_ANSWER_NO, DORMANCY_ANSWER_SNOOZE } dormancy_answer;
+typedef enum {
+    DORMANCY_AP_SUGGEST_MENTION_ONLY = 0,
+    DORMANCY_AP_AUTO_SLEEP,
+    DORMANCY_AP_WAKE,
+    DORMANCY_AP_KEEP
+} dormancy_autopilot_action;
+typedef enum { DORMANCY_VIA_LLM = 0, DORMANCY_VIA_RULES, DORMANCY_VIA_FALLBACK } dormancy_via;
+
+typedef struct dormancy_ap_decision {
+    const char *persona;
+    dormancy_autopilot_action action;
+    const char *reason; /* may be NULL */
+} dormancy_ap_decision;
+
+/* Strings are borrowed from the caller for the duration of one call; NULL
+ * means absent. The caller (route) has validated every field. */
+typedef struct dormancy_event {
+    dormancy_event_kind kind;
+    const char *id; /* the input id (message id for room messages) */
+    int64_t ts;     /* the input's ts (informational; rules use `now`) */
+    struct {
+        const char *sender;
+        dormancy_sender_type sender_type;
+        const char *text;
+        const char *reply_to;
+        const char *const *mentions;
+        int n_mentions;
+    } msg;
+    struct {
+        const char *user, *session;
+        dormancy_presence_status status;
+        int64_t last_activity; /* 0 = absent */
+    } presence;
+    struct {
+        dormancy_control_action action;
+        bool all;
+        const char *by;
+        const char *persona; /* wake one persona (extension) */
+        int64_t if_inactive_since; /* delete only if no message since (0 = always) */
+    } control;
+    struct {
+        const dormancy_ap_decision *decisions;
+        int n;
+        const char *source;
+    } autopilot;
+    struct {
+        const char *persona;
+        dormancy_cmd cmd;
+        bool has_level;
+        dormancy_level level;
+        int64_t until;  /* 0 = none */
+        const char *room; /* NULL = every room of the persona */
+        const char *suggestion_id;
+        dormancy_answer answer;
+        const char *by;
+    } command;
+    struct {
+        const char *persona;
+        const char *name;
+        const char *const *rooms;
+        int n_rooms;
+        dormancy_overrides ov;
+    } meta;
+    struct {
+        const char *persona;
+        const char *message_id;
+        bool should_wake;
+        double confidence;
+        const char *reason;
+        dormancy_via via;
+    } wake;
+} dormancy_event;
+
+/* ---- output actions -------------------------------------------------- */
+
+typedef enum {
+    DORMANCY_OUT_CHANGE = 0,     /* persona/{p}/dormancy */
+    DORMANCY_OUT_SUGGESTION,     /* persona/{p}/suggestion */
+    DORMANCY_OUT_SYSTEM_MESSAGE, /* room/{r}/message, sender_type system */
+    DORMANCY_OUT_TIMER_SET,
+    DORMANCY_OUT_TIMER_CANCEL,
+    DORMANCY_OUT_PERSONA_STATE,  /* entry of persona/{p}/state for this room */
+    DORMANCY_OUT_PERSONA_REMOVED,/* drop this room from persona/{p}/state */
+    DORMANCY_OUT_ROOM_STATE,     /* room/{r}/state changed: render the room */
+    DORMANCY_OUT_ROOM_CLEARED    /* room deleted: clear the retained room/{r}/state */
+} dormancy_action_kind;
+
+typedef struct dormancy_action {
+    dormancy_action_kind kind;
+    char id[DORMANCY_EVID_MAX + 1]; /* events only */
+    char persona[DORMANCY_ID_MAX + 1];
+    /* change / persona state */
+    dormancy_level level, previous;
+    dormancy_trigger trigger;
+    char reason[DORMANCY_REASON_MAX];
+    char text[DORMANCY_TEXT_MAX]; /* change, suggestion, system message */
+    char message_id[DORMANCY_MSGID_MAX + 1]; /* change: the cause; system: reply_to */
+    int64_t since, snoozed_until;
+    /* suggestion */
+    dormancy_suggest_kind suggest;
+    int64_t default_after_ms;
+    /* timers */
+    char timer[DORMANCY_TIMER_NAME_MAX + 1];
+    int64_t due;
+} dormancy_action;
+
+typedef struct dormancy_actions {
+    dormancy_action *v;
+    size_t n, cap;
+} dormancy_actions;
+
+void dormancy_actions_init(dormancy_actions *a);
+void dormancy_actions_free(dormancy_actions *a);
+
+/* Seam for output event ids: n counts the events of one step from 0, so a
+ * shell can make them deterministic per input (vigil_event_id). */
+typedef struct dormancy_ids {
+    void (*make)(void *ctx, int n, char *out, size_t outlen);
+    void *ctx;
+} dormancy_ids;
+
+/* ---- the decision ---------------------------------------------------- */
+
+/* Applies one input to the room at `now`. Appends actions to out. Returns 0,
+ * or -1 on allocation failure (room and out are then unspecified). */
+int dormancy_room_apply(dormancy_room *r, const dormancy_event *ev, const dormancy_config *cfg,
+                        int64_t now, const dormancy_ids *ids, dormancy_actions *out);
+
+/* A deadline set through DORMANCY_OUT_TIMER_SET came due (possibly late, or
+ * after the situation changed: everything is re-checked against `now`). */
+int dormancy_room_timer(dormancy_room *r, const char *timer_name, int64_t due,
+                        const dormancy_config *cfg, int64_t now, const dormancy_ids *ids,
+                        dormancy_actions *out);
+
+/* ---- rendering (payloads of CONTRACT.md; new json-c objects) ---------- */
+
+json_object *dormancy_change_json(const dormancy_action *a, const char *room, int64_t now);
+json_object *dormancy_suggestion_json(const dormancy_action *a, const char *room, int64_t now);
+json_object *dormancy_system_message_json(const dormancy_action *a, const char *room,
+                                          const char *sender, int64_t now);
+/* {"level","since","trigger","snoozed_until"?} for persona/{p}/state. */
+json_object *dormancy_persona_entry_json(const dormancy_action *a);
+json_object *dormancy_room_state_json(const dormancy_room *r, const dormancy_config *cfg,
+                                      int64_t now);
+
+/* ---- names and small helpers ------------------------------------------ */
+
+const char *dormancy_level_name(dormancy_level l);
+int dormancy_level_parse(const char *s, dormancy_level *out); /* 0 or -1 */
+const char *dormancy_trigger_name(dormancy_trigger t);        /* NULL for NONE */
+int dormancy_trigger_parse(const char *s, dormancy_trigger *out);
+const char *dormancy_suggest_trigger_name(dormancy_suggest_kind k);
+
+/* True when text mentions `name` as @name (case-insensitive, bounded by
+ * non-id characters; "@ann." and "@ann," mention ann, "@ann-bot" does not). */
+bool dormancy_text_mentions(const char *text, const char *name);
+
+/* An @self command found in a persona's own message. */
+typedef enum { DORMANCY_SELF_NONE = 0, DORMANCY_SELF_BAD, DORMANCY_SELF_DORMANT,
+               DORMANCY_SELF_AWAKE, DORMANCY_SELF_STATUS } dormancy_self_kind;
+typedef struct dormancy_self_cmd {
+    dormancy_self_kind kind;
+    dormancy_level level;
+    int64_t until; /* absolute ms, 0 = no end */
+} dormancy_self_cmd;
+/* Parses the first "@self ..." of text at `now` ("for 1h", "for 90s",
+ * "for 1h30m", "until 17:00" = next 17:00 at tz_offset_min east of UTC). */
+dormancy_self_cmd dormancy_self_parse(const char *text, int64_t now, int tz_offset_min);
+
+/* "5min", "90s", "250ms": how a threshold is written in texts. */
+void dormancy_format_duration(int64_t ms, char *out, size_t outlen);
+
+/* Activity over the velocity window ending at now. */
+typedef struct dormancy_metrics {
+    int humans, ais;          /* messages in the window */
+    double velocity_per_min;
+    double ai_to_human_ratio; /* meaningful only when humans > 0 */
+} dormancy_metrics;
+dormancy_metrics dormancy_room_metrics(const dormancy_room *r, const dormancy_config *cfg,
+                                       int64_t now);
+/* The no-human threshold in force for a persona config (adaptive bands). */
+int64_t dormancy_no_human_threshold(const dormancy_room *r, const dormancy_config *eff,
+                                    const dormancy_config *base, int64_t now);
+/* Effective presence of a session at `now`. */
+dormancy_presence_status dormancy_session_status(const dormancy_session *s,
+                                                 const dormancy_config *cfg, int64_t now);
+/* Any human in the room active at now (whatever the presence switch). */
+bool dormancy_room_human_active(const dormancy_room *r, const dormancy_config *cfg, int64_t now);
+
+#endif

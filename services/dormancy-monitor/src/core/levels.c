@@ -1,0 +1,56 @@
+/* levels.c - the one way a persona's level changes: record it and announce
+ * it on persona/{p}/dormancy, so no rule can change a level silently. */
+#include <string.h>
+#include "step.h"
+
+bool persona_can_answer(const dormancy_persona *p)
+{
+    return p->level == DORMANCY_ACTIVE || p->level == DORMANCY_HUMAN_ONLY;
+}
+
+static bool change(dormancy_step *s, dormancy_persona *p, dormancy_level level,
+                   dormancy_trigger trigger, dormancy_cause cause, const char *reason,
+                   const char *text, const char *message_id, bool forced)
+{
+    dormancy_cause new_cause = level == DORMANCY_ACTIVE ? DORMANCY_CAUSE_NONE : cause;
+    if (p->level == level &&
+        (!forced || (p->trigger == trigger && p->cause == new_cause && p->until == 0)))
+        return false;
+    dormancy_level previous = p->level;
+    p->level = level;
+    p->since = s->now;
+    p->trigger = trigger;
+    p->cause = new_cause;
+    p->until = 0;
+    /* A pending suggestion is moot once the level moved; a snooze only
+     * concerns active personas. */
+    memset(&p->sugg, 0, sizeof p->sugg);
+    if (level != DORMANCY_ACTIVE)
+        p->snoozed_until = 0;
+
+    dormancy_action *a = step_event(s, DORMANCY_OUT_CHANGE, p->id);
+    if (!a)
+        return true;
+    a->level = level;
+    a->previous = previous;
+    a->trigger = trigger;
+    a->since = s->now;
+    dm_copy(a->reason, sizeof a->reason, reason);
+    dm_copy(a->text, sizeof a->text, text);
+    dm_copy(a->message_id, sizeof a->message_id, message_id);
+    return true;
+}
+
+bool step_set_level(dormancy_step *s, dormancy_persona *p, dormancy_level level,
+                    dormancy_trigger trigger, dormancy_cause cause, const char *reason,
+                    const char *text, const char *message_id)
+{
+    return change(s, p, level, trigger, cause, reason, text, message_id, false);
+}
+
+bool step_set_level_forced(dormancy_step *s, dormancy_persona *p, dormancy_level level,
+                           dormancy_trigger trigger, dormancy_cause cause, const char *reason,
+                           const char *text, const char *message_id)
+{
+    return change(s, p, level, trigger, cause, reason, text, message_id, true);
+}

@@ -1,0 +1,29 @@
+/* membership.c - who is in the room: a persona belongs to a room when its
+ * persona/{p}/meta lists the room or once it has spoken there (or was
+ * directed there by a command). Meta also carries the persona's display
+ * name and its DormancyConfig overrides, kept per room entry. */
+#include <string.h>
+#include "step.h"
+
+void membership_on_meta(dormancy_step *s, const dormancy_event *ev)
+{
+    dormancy_room *r = s->room;
+    bool listed = false;
+    for (int i = 0; i < ev->meta.n_rooms; i++)
+        if (ev->meta.rooms[i] && strcmp(ev->meta.rooms[i], r->room) == 0)
+            listed = true;
+    dormancy_persona *p = listed ? room_persona_ensure(r, ev->meta.persona, s->now)
+                                 : dormancy_persona_find(r, ev->meta.persona);
+    if (!p)
+        return;
+    p->via_meta = listed;
+    p->ov = ev->meta.ov;
+    if (ev->meta.name && strlen(ev->meta.name) <= DORMANCY_ID_MAX)
+        dm_copy(p->name, sizeof p->name, ev->meta.name);
+    else
+        p->name[0] = '\0';
+    if (!listed && !p->joined) {
+        step_push(s, DORMANCY_OUT_PERSONA_REMOVED, p->id);
+        room_persona_remove(r, (int)(p - r->personas));
+    }
+}

@@ -1,0 +1,154 @@
+/* state.c - the room record: creation, membership, names of levels and
+ * triggers. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "step.h"
+
+static const char *const LEVEL_NAMES[DORMANCY_LEVEL__COUNT] = {
+    "active", "mention-only", "human-only", "sleep"};
+
+static const char *const TRIGGER_NAMES[DORMANCY_TRIGGER__COUNT] = {
+    NULL, "manual", "timed-end", "mention", "no-human", "ai-only", "human-reentry",
+    "redundant", "autopilot", "wake-decision", "suggestion-default"};
+
+const char *dormancy_level_name(dormancy_level l)
+{
+    return (l >= 0 && l < DORMANCY_LEVEL__COUNT) ? LEVEL_NAMES[l] : "active";
+}
+
+int dormancy_level_parse(const char *s, dormancy_level *out)
+{
+    for (int i = 0; s && i < DORMANCY_LEVEL__COUNT; i++) {
+        if (strcmp(s, LEVEL_NAMES[i]) == 0) {
+            *out = (dormancy_level)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *dormancy_trigger_name(dormancy_trigger t)
+{
+    return (t > 0 && t < DORMANCY_TRIGGER__COUNT) ? TRIGGER_NAMES[t] : NULL;
+}
+
+int dormancy_trigger_parse(const char *s, dormancy_trigger *out)
+{
+    for (int i = 1; s && i < DORMANCY_TRIGGER__COUNT; i++) {
+        if (strcmp(s, TRIGGER_NAMES[i]) == 0) {
+            *out = (dormancy_trigger)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* The trigger a suggestion's accepted "yes" carries: the rule that made it. */
+const char *dormancy_suggest_trigger_name(dormancy_suggest_kind k)
+{
+    switch (k) {
+    case DORMANCY_SUGGEST_NO_HUMAN: return "no-human";
+    case DORMANCY_SUGGEST_REDUNDANT: return "redundant";
+    case DORMANCY_SUGGEST_AUTOPILOT: return "autopilot";
+    default: return NULL;
+    }
+}
+
+void dm_copy(char *dst, size_t cap, const char *src)
+{
+    if (cap == 0)
+        return;
+    if (!src) {
+        dst[0] = '\0';
+        return;
+    }
+    size_t n = strlen(src);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+uint64_t dormancy_hash64(const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+dormancy_room *dormancy_room_new(const char *room_id)
+{
+    dormancy_room *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    dm_copy(r->room, sizeof r->room, room_id);
+    return r;
+}
+
+void dormancy_room_free(dormancy_room *r)
+{
+    if (!r)
+        return;
+    free(r->personas);
+    free(r->timers);
+    free(r);
+}
+
+bool dormancy_room_blank(const dormancy_room *r)
+{
+    return r->n_personas == 0 && r->first_seen == 0 && r->n_sessions == 0 && !r->paused &&
+           r->n_timers == 0;
+}
+
+int64_t dormancy_quiet_since(const dormancy_room *r)
+{
+    return r->last_human ? r->last_human : r->first_seen;
+}
+
+dormancy_persona *dormancy_persona_find(dormancy_room *r, const char *id)
+{
+    for (int i = 0; id && i < r->n_personas; i++)
+        if (strcmp(r->personas[i].id, id) == 0)
+            return &r->personas[i];
+    return NULL;
+}
+
+/* A persona joins as active with no trigger; its first snapshot is
+ * published by snapshot_sync because its digest is still 0. Bounded so a
+ * flood of distinct senders cannot grow one record without limit. */
+dormancy_persona *room_persona_ensure(dormancy_room *r, const char *id, int64_t now)
+{
+    dormancy_persona *p = dormancy_persona_find(r, id);
+    if (p)
+        return p;
+    if (r->n_personas >= DORMANCY_MAX_PERSONAS)
+        return NULL;
+    if (r->n_personas == r->cap_personas) {
+        int cap = r->cap_personas ? r->cap_personas * 2 : 8;
+        dormancy_persona *v = realloc(r->personas, (size_t)cap * sizeof *v);
+        if (!v)
+            return NULL;
+        r->personas = v;
+        r->cap_personas = cap;
+    }
+    p = &r->personas[r->n_personas++];
+    memset(p, 0, sizeof *p);
+    dm_copy(p->id, sizeof p->id, id);
+    p->level = DORMANCY_ACTIVE;
+    p->since = now;
+    return p;
+}
+
+void room_persona_remove(dormancy_room *r, int index)
+{
+    if (index < 0 || index >= r->n_personas)
+        return;
+    memmove(&r->personas[index], &r->personas[index + 1],
+            (size_t)(r->n_personas - index - 1) * sizeof r->personas[0]);
+    r->n_personas--;
+}

@@ -1,0 +1,377 @@
+/* state_json.c - the room record as JSON, the form kept in the state store.
+ *
+ * Zero / default fields are left out so a quiet room's record stays a few
+ * hundred bytes. Reading is lenient field by field (a missing or odd field
+ * takes its default) but refuses a record that is not an object or belongs
+ * to another room: the shell then starts the room afresh and logs it. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "step.h"
+
+#define STATE_VERSION 1
+
+static const char *const CAUSE_NAMES[] = {NULL, "absence", "choice"};
+static const char *const SUGGEST_NAMES[] = {NULL, "no-human", "redundant", "autopilot"};
+static const char *const PRESENCE_NAMES[] = {"active", "idle", "away"};
+
+/* ---- writing ---- */
+
+static void put_i64(json_object *o, const char *k, int64_t v)
+{
+    if (v != 0)
+        json_object_object_add(o, k, json_object_new_int64(v));
+}
+
+static void put_str(json_object *o, const char *k, const char *v)
+{
+    if (v && v[0])
+        json_object_object_add(o, k, json_object_new_string(v));
+}
+
+static void put_digest(json_object *o, const char *k, uint64_t d)
+{
+    char hex[17];
+    if (d == 0)
+        return;
+    snprintf(hex, sizeof hex, "%016" PRIx64, d);
+    json_object_object_add(o, k, json_object_new_string(hex));
+}
+
+static json_object *persona_to_json(const dormancy_persona *p)
+{
+    json_object *o = json_object_new_object();
+    put_str(o, "id", p->id);
+    put_str(o, "name", p->name);
+    json_object_object_add(o, "level", json_object_new_string(dormancy_level_name(p->level)));
+    put_i64(o, "since", p->since);
+    put_str(o, "trigger", dormancy_trigger_name(p->trigger));
+    if (p->cause > DORMANCY_CAUSE_NONE && p->cause <= DORMANCY_CAUSE_CHOICE)
+        put_str(o, "cause", CAUSE_NAMES[p->cause]);
+    put_i64(o, "until", p->until);
+    if (p->via_meta)
+        json_object_object_add(o, "meta", json_object_new_boolean(1));
+    if (p->joined)
+        json_object_object_add(o, "joined", json_object_new_boolean(1));
+    put_i64(o, "asked", p->asked_quiet);
+    put_i64(o, "snoozed_until", p->snoozed_until);
+    put_i64(o, "ai_only_done", p->ai_only_done);
+    put_i64(o, "answered_human", p->answered_human);
+    if (p->sugg.kind != DORMANCY_SUGGEST_NONE) {
+        json_object *s = json_object_new_object();
+        put_str(s, "kind", SUGGEST_NAMES[p->sugg.kind]);
+        put_str(s, "id", p->sugg.id);
+        put_i64(s, "at", p->sugg.at);
+        put_i64(s, "default_at", p->sugg.default_at);
+        put_str(s, "message_id", p->sugg.message_id);
+        json_object_object_add(o, "sugg", s);
+    }
+    if (p->ov.has)
+        json_object_object_add(o, "cfg", dormancy_overrides_to_json(&p->ov));
+    put_digest(o, "digest", p->snap_digest);
+    return o;
+}
+
+char *dormancy_room_to_json(const dormancy_room *r)
+{
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    json_object_object_add(o, "v", json_object_new_int(STATE_VERSION));
+    json_object_object_add(o, "room", json_object_new_string(r->room));
+    put_i64(o, "first_seen", r->first_seen);
+    put_i64(o, "last_message", r->last_message);
+    put_i64(o, "last_human", r->last_human);
+    put_i64(o, "ai_only_since", r->ai_only_since);
+    if (r->paused)
+        json_object_object_add(o, "paused", json_object_new_boolean(1));
+    if (r->n_recent > 0) {
+        json_object *ts = json_object_new_array();
+        char *h = malloc((size_t)r->n_recent + 1);
+        if (!h) {
+            json_object_put(ts);
+            json_object_put(o);
+            return NULL;
+        }
+        for (int i = 0; i < r->n_recent; i++) {
+            json_object_array_add(ts, json_object_new_int64(r->recent_ts[i]));
+            h[i] = r->recent_human[i] ? 'h' : 'a';
+        }
+        h[r->n_recent] = '\0';
+        json_object_object_add(o, "recent_ts", ts);
+        json_object_object_add(o, "recent_kind", json_object_new_string(h));
+        free(h);
+    }
+    if (r->n_humans > 0) {
+        json_object *a = json_object_new_array();
+        for (int i = 0; i < r->n_humans; i++) {
+            const dormancy_human_msg *m = &r->humans[i];
+            json_object *e = json_object_new_object();
+            put_str(e, "id", m->id);
+            put_i64(e, "ts", m->ts);
+            put_i64(e, "n", m->n_responders);
+            int kept = m->n_responders < DORMANCY_MAX_RESPONDERS ? m->n_responders
+                                                                 : DORMANCY_MAX_RESPONDERS;
+            if (kept > 0) {
+                json_object *rs = json_object_new_array();
+                for (int j = 0; j < kept; j++)
+                    json_object_array_add(rs, json_object_new_string(m->responders[j]));
+                json_object_object_add(e, "responders", rs);
+            }
+            json_object_array_add(a, e);
+        }
+        json_object_object_add(o, "humans", a);
+    }
+    if (r->n_sessions > 0) {
+        json_object *a = json_object_new_array();
+        for (int i = 0; i < r->n_sessions; i++) {
+            const dormancy_session *s = &r->sessions[i];
+            json_object *e = json_object_new_object();
+            put_str(e, "user", s->user);
+            put_str(e, "session", s->session);
+            put_str(e, "status", PRESENCE_NAMES[s->status]);
+            put_i64(e, "last_activity", s->last_activity);
+            put_i64(e, "heard", s->heard);
+            json_object_array_add(a, e);
+        }
+        json_object_object_add(o, "sessions", a);
+    }
+    if (r->n_timers > 0) {
+        json_object *t = json_object_new_object();
+        for (int i = 0; i < r->n_timers; i++)
+            json_object_object_add(t, r->timers[i].name, json_object_new_int64(r->timers[i].due));
+        json_object_object_add(o, "timers", t);
+    }
+    put_digest(o, "digest", r->room_digest);
+    json_object *ps = json_object_new_array();
+    for (int i = 0; i < r->n_personas; i++)
+        json_object_array_add(ps, persona_to_json(&r->personas[i]));
+    json_object_object_add(o, "personas", ps);
+
+    const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                          JSON_C_TO_STRING_NOSLASHESCAPE);
+    char *copy = s ? strdup(s) : NULL;
+    json_object_put(o);
+    return copy;
+}
+
+/* ---- reading ---- */
+
+static int64_t get_i64(json_object *o, const char *k)
+{
+    json_object *v;
+    if (!json_object_object_get_ex(o, k, &v) || !v)
+        return 0;
+    if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
+        return 0;
+    return json_object_get_int64(v);
+}
+
+static bool get_bool(json_object *o, const char *k)
+{
+    json_object *v;
+    return json_object_object_get_ex(o, k, &v) && v && json_object_get_boolean(v);
+}
+
+static const char *get_str(json_object *o, const char *k)
+{
+    json_object *v;
+    if (!json_object_object_get_ex(o, k, &v) || !v || !json_object_is_type(v, json_type_string))
+        return NULL;
+    return json_object_get_string(v);
+}
+
+static int name_index(const char *s, const char *const *names, int n)
+{
+    for (int i = 0; s && i < n; i++)
+        if (names[i] && strcmp(s, names[i]) == 0)
+            return i;
+    return 0;
+}
+
+static uint64_t get_digest(json_object *o, const char *k)
+{
+    const char *s = get_str(o, k);
+    return s ? (uint64_t)strtoull(s, NULL, 16) : 0;
+}
+
+static void persona_from_json(dormancy_persona *p, json_object *o)
+{
+    memset(p, 0, sizeof *p);
+    dm_copy(p->id, sizeof p->id, get_str(o, "id"));
+    dm_copy(p->name, sizeof p->name, get_str(o, "name"));
+    if (dormancy_level_parse(get_str(o, "level"), &p->level) != 0)
+        p->level = DORMANCY_ACTIVE;
+    p->since = get_i64(o, "since");
+    if (dormancy_trigger_parse(get_str(o, "trigger"), &p->trigger) != 0)
+        p->trigger = DORMANCY_TRIGGER_NONE;
+    p->cause = (dormancy_cause)name_index(get_str(o, "cause"), CAUSE_NAMES, 3);
+    p->until = get_i64(o, "until");
+    p->via_meta = get_bool(o, "meta");
+    p->joined = get_bool(o, "joined");
+    p->asked_quiet = get_i64(o, "asked");
+    p->snoozed_until = get_i64(o, "snoozed_until");
+    p->ai_only_done = get_i64(o, "ai_only_done");
+    p->answered_human = get_i64(o, "answered_human");
+    json_object *s;
+    if (json_object_object_get_ex(o, "sugg", &s) && s && json_object_is_type(s, json_type_object)) {
+        p->sugg.kind = (dormancy_suggest_kind)name_index(get_str(s, "kind"), SUGGEST_NAMES, 4);
+        dm_copy(p->sugg.id, sizeof p->sugg.id, get_str(s, "id"));
+        p->sugg.at = get_i64(s, "at");
+        p->sugg.default_at = get_i64(s, "default_at");
+        dm_copy(p->sugg.message_id, sizeof p->sugg.message_id, get_str(s, "message_id"));
+    }
+    json_object *c;
+    if (json_object_object_get_ex(o, "cfg", &c) && c) {
+        char err[128];
+        if (dormancy_overrides_parse(c, &p->ov, err, sizeof err) != 0)
+            memset(&p->ov, 0, sizeof p->ov);
+    }
+    p->snap_digest = get_digest(o, "digest");
+}
+
+static int add_timer(dormancy_room *r, const char *name, int64_t due)
+{
+    if (r->n_timers == r->cap_timers) {
+        int cap = r->cap_timers ? r->cap_timers * 2 : 8;
+        dormancy_timer *v = realloc(r->timers, (size_t)cap * sizeof *v);
+        if (!v)
+            return -1;
+        r->timers = v;
+        r->cap_timers = cap;
+    }
+    dm_copy(r->timers[r->n_timers].name, sizeof r->timers[0].name, name);
+    r->timers[r->n_timers].due = due;
+    r->n_timers++;
+    return 0;
+}
+
+static void read_recent(dormancy_room *r, json_object *o)
+{
+    json_object *ts;
+    const char *kind = get_str(o, "recent_kind");
+    if (!json_object_object_get_ex(o, "recent_ts", &ts) || !ts ||
+        !json_object_is_type(ts, json_type_array) || !kind)
+        return;
+    size_t n = json_object_array_length(ts);
+    size_t nk = strlen(kind);
+    if (n > nk)
+        n = nk;
+    if (n > DORMANCY_MAX_RECENT)
+        n = DORMANCY_MAX_RECENT;
+    for (size_t i = 0; i < n; i++) {
+        r->recent_ts[i] = json_object_get_int64(json_object_array_get_idx(ts, i));
+        r->recent_human[i] = kind[i] == 'h';
+    }
+    r->n_recent = (int)n;
+}
+
+static void read_humans(dormancy_room *r, json_object *o)
+{
+    json_object *a;
+    if (!json_object_object_get_ex(o, "humans", &a) || !a || !json_object_is_type(a, json_type_array))
+        return;
+    size_t n = json_object_array_length(a);
+    for (size_t i = 0; i < n && r->n_humans < DORMANCY_MAX_HUMAN_MSGS; i++) {
+        json_object *e = json_object_array_get_idx(a, i);
+        if (!e || !json_object_is_type(e, json_type_object))
+            continue;
+        dormancy_human_msg *m = &r->humans[r->n_humans++];
+        memset(m, 0, sizeof *m);
+        dm_copy(m->id, sizeof m->id, get_str(e, "id"));
+        m->ts = get_i64(e, "ts");
+        m->n_responders = (int)get_i64(e, "n");
+        json_object *rs;
+        if (json_object_object_get_ex(e, "responders", &rs) && rs &&
+            json_object_is_type(rs, json_type_array)) {
+            size_t k = json_object_array_length(rs);
+            for (size_t j = 0; j < k && j < DORMANCY_MAX_RESPONDERS; j++)
+                dm_copy(m->responders[j], sizeof m->responders[j],
+                        json_object_get_string(json_object_array_get_idx(rs, j)));
+        }
+    }
+}
+
+static void read_sessions(dormancy_room *r, json_object *o)
+{
+    json_object *a;
+    if (!json_object_object_get_ex(o, "sessions", &a) || !a ||
+        !json_object_is_type(a, json_type_array))
+        return;
+    size_t n = json_object_array_length(a);
+    for (size_t i = 0; i < n && r->n_sessions < DORMANCY_MAX_SESSIONS; i++) {
+        json_object *e = json_object_array_get_idx(a, i);
+        if (!e || !json_object_is_type(e, json_type_object))
+            continue;
+        dormancy_session *s = &r->sessions[r->n_sessions++];
+        memset(s, 0, sizeof *s);
+        dm_copy(s->user, sizeof s->user, get_str(e, "user"));
+        dm_copy(s->session, sizeof s->session, get_str(e, "session"));
+        s->status = (dormancy_presence_status)name_index(get_str(e, "status"), PRESENCE_NAMES, 3);
+        s->last_activity = get_i64(e, "last_activity");
+        s->heard = get_i64(e, "heard");
+    }
+}
+
+dormancy_room *dormancy_room_from_json(const char *json, const char *room_id,
+                                       char *err, size_t errlen)
+{
+    json_object *o = json ? json_tokener_parse(json) : NULL;
+    if (!o || !json_object_is_type(o, json_type_object)) {
+        snprintf(err, errlen, "state record is not a JSON object");
+        json_object_put(o);
+        return NULL;
+    }
+    const char *room = get_str(o, "room");
+    if (!room || strcmp(room, room_id) != 0) {
+        snprintf(err, errlen, "state record belongs to room '%s', not '%s'",
+                 room ? room : "(none)", room_id);
+        json_object_put(o);
+        return NULL;
+    }
+    dormancy_room *r = dormancy_room_new(room_id);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        json_object_put(o);
+        return NULL;
+    }
+    r->first_seen = get_i64(o, "first_seen");
+    r->last_message = get_i64(o, "last_message");
+    r->last_human = get_i64(o, "last_human");
+    r->ai_only_since = get_i64(o, "ai_only_since");
+    r->paused = get_bool(o, "paused");
+    r->room_digest = get_digest(o, "digest");
+    read_recent(r, o);
+    read_humans(r, o);
+    read_sessions(r, o);
+    json_object *t;
+    if (json_object_object_get_ex(o, "timers", &t) && t && json_object_is_type(t, json_type_object)) {
+        json_object_object_foreach(t, name, due) {
+            if (add_timer(r, name, json_object_get_int64(due)) != 0)
+                goto oom;
+        }
+    }
+    json_object *ps;
+    if (json_object_object_get_ex(o, "personas", &ps) && ps &&
+        json_object_is_type(ps, json_type_array)) {
+        size_t n = json_object_array_length(ps);
+        for (size_t i = 0; i < n && r->n_personas < DORMANCY_MAX_PERSONAS; i++) {
+            json_object *e = json_object_array_get_idx(ps, i);
+            const char *id = e && json_object_is_type(e, json_type_object) ? get_str(e, "id") : NULL;
+            if (!id || dormancy_persona_find(r, id))
+                continue;
+            dormancy_persona *p = room_persona_ensure(r, id, 0);
+            if (!p)
+                goto oom;
+            persona_from_json(p, e);
+        }
+    }
+    json_object_put(o);
+    return r;
+oom:
+    snprintf(err, errlen, "out of memory");
+    json_object_put(o);
+    dormancy_room_free(r);
+    return NULL;
+}

@@ -1,0 +1,121 @@
+/* step.h - internal to the core: the context of one decision step, shared
+ * by the rule files, and the entry points each rule file offers the engine.
+ *
+ * A step is: handle one input (or a fired deadline), evaluate every deadline
+ * that is due at `now`, then derive the timer changes and the snapshot
+ * updates from the resulting record. Rule files only change the record and
+ * emit change events / suggestions / system messages through the helpers
+ * here, so every change is announced the same way. */
+#ifndef DORMANCY_STEP_H
+#define DORMANCY_STEP_H
+#include "dormancy.h"
+
+typedef struct dormancy_step {
+    dormancy_room *room;
+    const dormancy_config *cfg; /* service-wide */
+    int64_t now;
+    const dormancy_ids *ids;
+    dormancy_actions *out;
+    int n_events; /* ids handed out so far */
+    bool failed;  /* allocation failure somewhere */
+    bool room_cleared; /* room deleted in this step: no room/{r}/state republish */
+} dormancy_step;
+
+/* Wanted deadlines, collected by the rule files after a step. */
+typedef struct dormancy_want {
+    int64_t now; /* deadlines at or before now are not wanted (already handled) */
+    dormancy_timer *v;
+    int n, cap;
+    bool failed;
+} dormancy_want;
+
+/* ---- step helpers (engine.c) ---- */
+
+/* Appends a zeroed action of kind for persona (may be NULL); NULL on
+ * allocation failure (step->failed set). */
+dormancy_action *step_push(dormancy_step *s, dormancy_action_kind kind, const char *persona);
+/* Same, and gives it the next event id. */
+dormancy_action *step_event(dormancy_step *s, dormancy_action_kind kind, const char *persona);
+/* The config in force for p. */
+dormancy_config step_cfg(const dormancy_step *s, const dormancy_persona *p);
+/* True when presence checking is on for p and a human is active now. */
+bool step_presence_blocks(const dormancy_step *s, const dormancy_persona *p);
+
+/* ---- levels (levels.c) ---- */
+
+/* Moves p to level and announces it (persona/{p}/dormancy). No-op (false)
+ * when p is already there. Drops a pending suggestion and any timed end;
+ * message_id (may be NULL) names the message that caused it. */
+bool step_set_level(dormancy_step *s, dormancy_persona *p, dormancy_level level,
+                    dormancy_trigger trigger, dormancy_cause cause, const char *reason,
+                    const char *text, const char *message_id);
+/* Same, but also announces a change of trigger/cause/timed end at the same
+ * level (a manual "@self dormant sleep for 1h" while already asleep). */
+bool step_set_level_forced(dormancy_step *s, dormancy_persona *p, dormancy_level level,
+                           dormancy_trigger trigger, dormancy_cause cause, const char *reason,
+                           const char *text, const char *message_id);
+/* Able to answer a human message: active or human-only. */
+bool persona_can_answer(const dormancy_persona *p);
+
+/* ---- membership (state.c) ---- */
+
+/* Finds or adds p (active, trigger none). NULL when the room is full or on
+ * allocation failure. */
+dormancy_persona *room_persona_ensure(dormancy_room *r, const char *id, int64_t now);
+void room_persona_remove(dormancy_room *r, int index);
+
+/* ---- suggestions (suggestions.c) ---- */
+
+/* Makes a suggestion to p unless one is pending. Returns true if made. */
+bool suggestion_make(dormancy_step *s, dormancy_persona *p, dormancy_suggest_kind kind,
+                     const char *text, const char *reason, const char *message_id);
+void suggestion_answer(dormancy_step *s, dormancy_persona *p, dormancy_answer answer,
+                       const char *suggestion_id);
+void suggestion_cancel_all(dormancy_step *s); /* human message: pending + snoozes */
+void suggestion_evaluate(dormancy_step *s);   /* defaults due */
+void suggestion_want(const dormancy_step *s, dormancy_want *w);
+
+/* ---- rules ---- */
+void no_human_evaluate(dormancy_step *s);                       /* no_human.c */
+void no_human_want(const dormancy_step *s, dormancy_want *w);
+void ai_only_on_ai_message(dormancy_step *s);                   /* ai_only.c */
+void ai_only_evaluate(dormancy_step *s);
+void ai_only_want(const dormancy_step *s, dormancy_want *w);
+void human_reentry_on_message(dormancy_step *s, const dormancy_event *ev, /* human_reentry.c */
+                              const bool *mentioned);
+void redundant_on_human(dormancy_step *s, const dormancy_event *ev);      /* redundant.c */
+void redundant_on_ai(dormancy_step *s, const dormancy_event *ev, dormancy_persona *p);
+void redundant_prune(dormancy_step *s);
+void manual_on_command(dormancy_step *s, const dormancy_event *ev);       /* manual.c */
+void manual_on_self(dormancy_step *s, dormancy_persona *p, const dormancy_event *ev);
+void manual_on_control(dormancy_step *s, const dormancy_event *ev);
+void manual_evaluate(dormancy_step *s);
+void manual_want(const dormancy_step *s, dormancy_want *w);
+void directed_on_mentions(dormancy_step *s, const dormancy_event *ev, bool *mentioned); /* directed.c */
+void directed_on_wake(dormancy_step *s, const dormancy_event *ev);
+void directed_on_autopilot(dormancy_step *s, const dormancy_event *ev);
+void presence_on_event(dormancy_step *s, const dormancy_event *ev);       /* presence.c */
+void presence_prune(dormancy_step *s);
+void presence_want(const dormancy_step *s, dormancy_want *w);
+void activity_record(dormancy_step *s, bool human);                       /* adaptive.c */
+void activity_prune(dormancy_step *s);
+void membership_on_meta(dormancy_step *s, const dormancy_event *ev);      /* membership.c */
+
+/* ---- timers (timers.c) and snapshots (snapshot.c) ---- */
+void want_add(dormancy_want *w, const char *name, int64_t due);
+/* Timer names "<kind>:<persona>", hashed when the persona id is too long. */
+void timer_name(char *out, size_t outlen, const char *kind, const char *persona);
+void timers_forget(dormancy_room *r, const char *name);
+void timers_sync(dormancy_step *s);
+void snapshot_sync(dormancy_step *s);
+
+/* FNV-1a 64 (the core's own; it links json-c only). */
+uint64_t dormancy_hash64(const void *data, size_t n);
+
+/* "2025-06-01T17:00:00Z" (UTC) for texts (render.c). */
+void format_iso(int64_t ms, char *out, size_t outlen);
+
+/* snprintf into a fixed buffer, truncating silently (texts and reasons). */
+void dm_copy(char *dst, size_t cap, const char *src);
+
+#endif

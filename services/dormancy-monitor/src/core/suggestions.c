@@ -1,0 +1,138 @@
+/* suggestions.c - suggest, don't force: the pending suggestion of a persona
+ * (from rule 1, rule 4 or the autopilot), its answer and its default.
+ *
+ * A persona has at most one pending suggestion. "yes" (or no answer within
+ * the suggestion timeout) moves it to mention-only; "no" leaves it as it
+ * is; "snooze" (no-human suggestions only) asks again after the snooze
+ * time if the room is still quiet. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include "step.h"
+
+bool suggestion_make(dormancy_step *s, dormancy_persona *p, dormancy_suggest_kind kind,
+                     const char *text, const char *reason, const char *message_id)
+{
+    if (p->sugg.kind != DORMANCY_SUGGEST_NONE)
+        return false;
+    dormancy_config c = step_cfg(s, p);
+    dormancy_action *a = step_event(s, DORMANCY_OUT_SUGGESTION, p->id);
+    if (!a)
+        return false;
+    a->suggest = kind;
+    a->level = DORMANCY_MENTION_ONLY;
+    a->default_after_ms = c.suggestion_timeout_ms;
+    dm_copy(a->text, sizeof a->text, text);
+    dm_copy(a->reason, sizeof a->reason, reason);
+    dm_copy(a->message_id, sizeof a->message_id, message_id);
+
+    p->sugg.kind = kind;
+    dm_copy(p->sugg.id, sizeof p->sugg.id, a->id);
+    p->sugg.at = s->now;
+    p->sugg.default_at = s->now + c.suggestion_timeout_ms;
+    dm_copy(p->sugg.message_id, sizeof p->sugg.message_id, message_id);
+    return true;
+}
+
+/* The cause decides whether the next human message undoes it: a no-human
+ * suggestion is about absence; a pile-on or autopilot one is a choice to
+ * step back. */
+static void accept(dormancy_step *s, dormancy_persona *p, dormancy_suggest_kind kind,
+                   const char *sugg_id, const char *message_id, bool defaulted)
+{
+    if (!persona_can_answer(p))
+        return; /* already mention-only or asleep: nothing to switch */
+    char reason[DORMANCY_REASON_MAX], text[DORMANCY_TEXT_MAX];
+    dormancy_cause cause = kind == DORMANCY_SUGGEST_NO_HUMAN ? DORMANCY_CAUSE_ABSENCE
+                                                             : DORMANCY_CAUSE_CHOICE;
+    dormancy_trigger trigger;
+    if (defaulted) {
+        char d[32];
+        dormancy_config c = step_cfg(s, p);
+        dormancy_format_duration(c.suggestion_timeout_ms, d, sizeof d);
+        trigger = DORMANCY_TRIGGER_SUGGESTION_DEFAULT;
+        snprintf(reason, sizeof reason, "%s suggestion %s not answered within %s: default yes",
+                 dormancy_suggest_trigger_name(kind), sugg_id, d);
+        snprintf(text, sizeof text,
+                 "\xF0\x9F\x92\xA4 No answer within %s. Switching to mention-only.", d);
+    } else {
+        dormancy_trigger_parse(dormancy_suggest_trigger_name(kind), &trigger);
+        snprintf(reason, sizeof reason, "%s suggestion %s accepted",
+                 dormancy_suggest_trigger_name(kind), sugg_id);
+        switch (kind) {
+        case DORMANCY_SUGGEST_NO_HUMAN:
+            dm_copy(text, sizeof text,
+                    "\xF0\x9F\x92\xA4 Switching to mention-only: no human activity.");
+            break;
+        case DORMANCY_SUGGEST_REDUNDANT:
+            dm_copy(text, sizeof text,
+                    "\xF0\x9F\x92\xA4 Switching to mention-only: multiple AIs already responded.");
+            break;
+        default:
+            dm_copy(text, sizeof text,
+                    "\xF0\x9F\x92\xA4 Switching to mention-only on the dormancy autopilot's suggestion.");
+            break;
+        }
+    }
+    step_set_level(s, p, DORMANCY_MENTION_ONLY, trigger, cause, reason, text,
+                   message_id && message_id[0] ? message_id : NULL);
+}
+
+void suggestion_answer(dormancy_step *s, dormancy_persona *p, dormancy_answer answer,
+                       const char *suggestion_id)
+{
+    if (p->sugg.kind == DORMANCY_SUGGEST_NONE)
+        return; /* nothing pending: a late or repeated answer */
+    if (suggestion_id && strcmp(suggestion_id, p->sugg.id) != 0)
+        return; /* answers an older suggestion */
+    dormancy_suggestion sg = p->sugg;
+    memset(&p->sugg, 0, sizeof p->sugg);
+    switch (answer) {
+    case DORMANCY_ANSWER_YES:
+        accept(s, p, sg.kind, sg.id, sg.message_id, false);
+        break;
+    case DORMANCY_ANSWER_SNOOZE:
+        if (sg.kind == DORMANCY_SUGGEST_NO_HUMAN) {
+            dormancy_config c = step_cfg(s, p);
+            p->snoozed_until = s->now + c.snooze_ms;
+            p->asked_quiet = 0; /* may be asked again once the snooze ends */
+        }
+        /* snooze is not an option of the yes/no suggestions: taken as no */
+        break;
+    case DORMANCY_ANSWER_NO:
+        break; /* asked_quiet stays: not asked again in this quiet period */
+    }
+}
+
+void suggestion_cancel_all(dormancy_step *s)
+{
+    for (int i = 0; i < s->room->n_personas; i++) {
+        dormancy_persona *p = &s->room->personas[i];
+        memset(&p->sugg, 0, sizeof p->sugg);
+        p->snoozed_until = 0;
+    }
+}
+
+void suggestion_evaluate(dormancy_step *s)
+{
+    for (int i = 0; i < s->room->n_personas; i++) {
+        dormancy_persona *p = &s->room->personas[i];
+        if (p->sugg.kind == DORMANCY_SUGGEST_NONE || p->sugg.default_at > s->now)
+            continue;
+        dormancy_suggestion sg = p->sugg;
+        memset(&p->sugg, 0, sizeof p->sugg);
+        accept(s, p, sg.kind, sg.id, sg.message_id, true);
+    }
+}
+
+void suggestion_want(const dormancy_step *s, dormancy_want *w)
+{
+    for (int i = 0; i < s->room->n_personas; i++) {
+        const dormancy_persona *p = &s->room->personas[i];
+        if (p->sugg.kind == DORMANCY_SUGGEST_NONE)
+            continue;
+        char name[DORMANCY_TIMER_NAME_MAX + 1];
+        timer_name(name, sizeof name, "suggest", p->id);
+        want_add(w, name, p->sugg.default_at);
+    }
+}

@@ -1,0 +1,103 @@
+/* timers.c - deadlines: after each step every rule says which deadlines it
+ * wants; the difference with those already set becomes timer set/cancel
+ * actions. One deadline per pending thing, recomputed whenever an input
+ * moves it, and nothing at all for a room with nothing pending (an idle
+ * room costs no CPU). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "step.h"
+
+/* Keeps the earliest deadline per name. Deadlines at or before `now` are
+ * not wanted: the step that just ran has handled everything due. */
+void want_add(dormancy_want *w, const char *name, int64_t due)
+{
+    if (due <= w->now)
+        return;
+    for (int i = 0; i < w->n; i++) {
+        if (strcmp(w->v[i].name, name) == 0) {
+            if (due < w->v[i].due)
+                w->v[i].due = due;
+            return;
+        }
+    }
+    if (w->n == w->cap) {
+        int cap = w->cap ? w->cap * 2 : 8;
+        dormancy_timer *v = realloc(w->v, (size_t)cap * sizeof *v);
+        if (!v) {
+            w->failed = true;
+            return;
+        }
+        w->v = v;
+        w->cap = cap;
+    }
+    dm_copy(w->v[w->n].name, sizeof w->v[0].name, name);
+    w->v[w->n].due = due;
+    w->n++;
+}
+
+/* Timer names must fit the timer store's 63 characters; a long persona id
+ * is replaced by its hash (names only need to be unique per room). */
+void timer_name(char *out, size_t outlen, const char *kind, const char *persona)
+{
+    int n = snprintf(out, outlen, "%s:%s", kind, persona);
+    if (n < 0 || (size_t)n >= outlen || n > DORMANCY_TIMER_NAME_MAX)
+        snprintf(out, outlen, "%s:#%016" PRIx64, kind,
+                 dormancy_hash64(persona, strlen(persona)));
+}
+
+void timers_forget(dormancy_room *r, const char *name)
+{
+    for (int i = 0; i < r->n_timers; i++) {
+        if (strcmp(r->timers[i].name, name) == 0) {
+            r->timers[i] = r->timers[--r->n_timers];
+            return;
+        }
+    }
+}
+
+static const dormancy_timer *find(const dormancy_timer *v, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(v[i].name, name) == 0)
+            return &v[i];
+    return NULL;
+}
+
+void timers_sync(dormancy_step *s)
+{
+    dormancy_room *r = s->room;
+    dormancy_want w = {.now = s->now};
+    no_human_want(s, &w);
+    ai_only_want(s, &w);
+    suggestion_want(s, &w);
+    manual_want(s, &w);
+    presence_want(s, &w);
+    if (w.failed) {
+        free(w.v);
+        s->failed = true;
+        return;
+    }
+    for (int i = 0; i < w.n; i++) {
+        const dormancy_timer *cur = find(r->timers, r->n_timers, w.v[i].name);
+        if (cur && cur->due == w.v[i].due)
+            continue;
+        dormancy_action *a = step_push(s, DORMANCY_OUT_TIMER_SET, NULL);
+        if (a) {
+            dm_copy(a->timer, sizeof a->timer, w.v[i].name);
+            a->due = w.v[i].due;
+        }
+    }
+    for (int i = 0; i < r->n_timers; i++) {
+        if (find(w.v, w.n, r->timers[i].name))
+            continue;
+        dormancy_action *a = step_push(s, DORMANCY_OUT_TIMER_CANCEL, NULL);
+        if (a)
+            dm_copy(a->timer, sizeof a->timer, r->timers[i].name);
+    }
+    free(r->timers);
+    r->timers = w.v;
+    r->n_timers = w.n;
+    r->cap_timers = w.cap;
+}

@@ -1,0 +1,212 @@
+/* The room record: JSON round trip, bounds that keep it small, unreadable
+ * records, snapshots (persona/{p}/state entries, room/{r}/state) and timer
+ * bookkeeping. */
+#include "dm_test.h"
+
+static void busy_record_round_trips(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dormancy_overrides ov = {0};
+    ov.has = DORMANCY_OV_NO_HUMAN | DORMANCY_OV_PRESENCE;
+    ov.no_human_ms = 120000;
+    ov.presence = true;
+    dm_meta(f, "ann", &ov);
+    dm_human(f, "q");
+    dm_ai(f, "bob", "1");
+    dm_ai(f, "cara", "2");
+    dm_ai(f, "dan", "3 @self dormant sleep for 1h");
+    dm_ai(f, "eve", "4");
+    dormancy_event ev = {0};
+    ev.kind = DORMANCY_EV_PRESENCE;
+    ev.presence.user = "joel";
+    ev.presence.session = "tab";
+    ev.presence.status = DORMANCY_PRESENCE_IDLE;
+    dm_send(f, &ev);
+    dm_advance(f, 2 * MIN_MS); /* ann's suggestion pending */
+    /* dm_after already checked JSON -> record -> JSON is stable; check content */
+    dormancy_persona *eve = dm_p(f, "eve");
+    assert_int_equal(eve->level, DORMANCY_MENTION_ONLY); /* pile-on suggestion defaulted */
+    assert_int_equal(eve->cause, DORMANCY_CAUSE_CHOICE);
+    assert_true(eve->joined);
+    dormancy_persona *ann = dm_p(f, "ann");
+    assert_int_equal(ann->sugg.kind, DORMANCY_SUGGEST_NO_HUMAN);
+    assert_true(ann->via_meta);
+    assert_int_equal(ann->ov.no_human_ms, 120000);
+    assert_int_equal(dm_p(f, "dan")->until, T0 + 3600000);
+    assert_int_equal(f->room->n_humans, 1);
+    assert_int_equal(f->room->humans[0].n_responders, 3);
+    assert_int_equal(f->room->n_sessions, 1);
+    assert_true(f->room->n_timers >= 3);
+    dm_free(f);
+}
+
+static void lists_are_bounded(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    f->cfg.auto_suggest = false;
+    f->cfg.auto_sleep = false;
+    char name[32];
+    for (int i = 0; i < 2 * DORMANCY_MAX_PERSONAS; i++) {
+        snprintf(name, sizeof name, "p%d", i);
+        dm_ai(f, name, "hi");
+    }
+    assert_int_equal(f->room->n_personas, DORMANCY_MAX_PERSONAS);
+    for (int i = 0; i < 2 * DORMANCY_MAX_HUMAN_MSGS; i++)
+        dm_human(f, "h");
+    assert_int_equal(f->room->n_humans, DORMANCY_MAX_HUMAN_MSGS);
+    assert_true(f->room->n_recent <= DORMANCY_MAX_RECENT);
+    for (int i = 0; i < 2 * DORMANCY_MAX_SESSIONS; i++) {
+        dormancy_event ev = {0};
+        ev.kind = DORMANCY_EV_PRESENCE;
+        ev.presence.user = "joel";
+        snprintf(name, sizeof name, "s%d", i);
+        ev.presence.session = name;
+        ev.presence.status = DORMANCY_PRESENCE_ACTIVE;
+        dm_send(f, &ev);
+    }
+    assert_int_equal(f->room->n_sessions, DORMANCY_MAX_SESSIONS);
+    /* old entries age out */
+    dm_advance(f, 10 * MIN_MS);
+    dm_ai(f, "p0", "later");
+    assert_int_equal(f->room->n_recent, 1);
+    assert_int_equal(f->room->n_humans, 1); /* only the latest human message is kept */
+    assert_int_equal(f->room->n_sessions, 0);
+    dm_free(f);
+}
+
+static void quiet_room_record_is_small(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dm_personas(f, 5, "ann", "bob", "cara", "dan", "eve");
+    dm_human(f, "hello");
+    dm_advance(f, 60 * MIN_MS);
+    char *json = dormancy_room_to_json(f->room);
+    assert_true(strlen(json) < 2000);
+    assert_int_equal(f->n_store, 0); /* idle: no deadline left */
+    free(json);
+    dm_free(f);
+}
+
+static void unreadable_records_are_refused(void **state)
+{
+    (void)state;
+    char err[200];
+    assert_null(dormancy_room_from_json("not json", "general", err, sizeof err));
+    assert_null(dormancy_room_from_json("[1,2]", "general", err, sizeof err));
+    assert_null(dormancy_room_from_json("{\"room\":\"other\"}", "general", err, sizeof err));
+    assert_non_null(strstr(err, "other"));
+    /* odd fields take defaults */
+    dormancy_room *r = dormancy_room_from_json(
+        "{\"room\":\"general\",\"last_human\":\"x\",\"personas\":[{\"id\":\"ann\",\"level\":\"weird\"},"
+        "{\"id\":\"ann\"},3,{\"level\":\"sleep\"}],\"timers\":{\"nohuman\":5}}",
+        "general", err, sizeof err);
+    assert_non_null(r);
+    assert_int_equal(r->last_human, 0);
+    assert_int_equal(r->n_personas, 1);
+    assert_int_equal(r->personas[0].level, DORMANCY_ACTIVE);
+    assert_int_equal(r->n_timers, 1);
+    dormancy_room_free(r);
+}
+
+static void persona_snapshot_on_join_and_change_only(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dm_personas(f, 1, "ann");
+    const dormancy_action *s = dm_last(f, DORMANCY_OUT_PERSONA_STATE, "ann");
+    assert_non_null(s);
+    assert_int_equal(s->level, DORMANCY_ACTIVE);
+    json_object *o = dormancy_persona_entry_json(s);
+    assert_string_equal(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+                        "{\"level\":\"active\",\"since\":1700000000000,\"trigger\":\"manual\"}");
+    json_object_put(o);
+    dm_clear(f);
+    dm_ai(f, "ann", "hello"); /* same entry: not republished */
+    assert_int_equal(dm_count(f, DORMANCY_OUT_PERSONA_STATE, NULL), 0);
+    dm_sleep(f, "ann");
+    s = dm_last(f, DORMANCY_OUT_PERSONA_STATE, "ann");
+    assert_non_null(s);
+    assert_int_equal(s->level, DORMANCY_SLEEP);
+    assert_int_equal(s->trigger, DORMANCY_TRIGGER_MANUAL);
+    dm_free(f);
+}
+
+static void room_state_schema_and_change_detection(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dm_personas(f, 2, "ann", "bob");
+    dm_clear(f);
+    dm_human(f, "hi");
+    assert_int_equal(dm_count(f, DORMANCY_OUT_ROOM_STATE, NULL), 1);
+    json_object *o = dormancy_room_state_json(f->room, &f->cfg, f->now);
+    const char *keys[] = {"room", "last_human_ts", "ai_only_since", "humans_present",
+                          "velocity_per_min", "ai_to_human_ratio", "paused", "personas", "ts"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        json_object *v;
+        assert_true(json_object_object_get_ex(o, keys[i], &v));
+    }
+    assert_int_equal(json_object_get_int64(json_object_object_get(o, "last_human_ts")), T0);
+    assert_null(json_object_object_get(o, "ai_only_since"));
+    assert_string_equal(json_object_to_json_string_ext(json_object_object_get(o, "personas"),
+                                                       JSON_C_TO_STRING_PLAIN),
+                        "{\"ann\":\"active\",\"bob\":\"active\"}");
+    json_object_put(o);
+    dm_clear(f);
+    dormancy_event ev = {0};
+    ev.kind = DORMANCY_EV_CONTROL;
+    ev.control.action = DORMANCY_CTL_RESUME; /* changes nothing */
+    dm_send(f, &ev);
+    assert_int_equal(dm_count(f, DORMANCY_OUT_ROOM_STATE, NULL), 0);
+    dm_free(f);
+}
+
+static void timer_names_fit_the_store(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    const char *long_id = "a-persona-id-that-is-exactly-sixty-four-characters-long-01234567";
+    assert_int_equal(strlen(long_id), 64);
+    dm_ai(f, long_id, "@self dormant sleep for 1h");
+    assert_int_equal(f->n_store, 2); /* aionly, until:<hash> (asleep: no nohuman) */
+    for (int i = 0; i < f->n_store; i++)
+        assert_true(strlen(f->store[i].name) <= DORMANCY_TIMER_NAME_MAX);
+    dm_advance(f, 60 * MIN_MS);
+    assert_int_equal(dm_last(f, DORMANCY_OUT_CHANGE, long_id)->trigger, DORMANCY_TRIGGER_TIMED_END);
+    dm_free(f);
+}
+
+static void every_event_gets_its_own_id(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dm_personas(f, 3, "ann", "bob", "cara");
+    dm_ai(f, "ann", "x");
+    dm_advance(f, 16 * MIN_MS);
+    dm_clear(f);
+    dm_human(f, "back");
+    assert_int_equal(dm_count(f, DORMANCY_OUT_CHANGE, NULL), 3);
+    for (size_t i = 0; i < f->log.n; i++)
+        for (size_t j = i + 1; j < f->log.n; j++)
+            if (f->log.v[i].id[0])
+                assert_string_not_equal(f->log.v[i].id, f->log.v[j].id);
+    dm_free(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(busy_record_round_trips),
+        cmocka_unit_test(lists_are_bounded),
+        cmocka_unit_test(quiet_room_record_is_small),
+        cmocka_unit_test(unreadable_records_are_refused),
+        cmocka_unit_test(persona_snapshot_on_join_and_change_only),
+        cmocka_unit_test(room_state_schema_and_change_detection),
+        cmocka_unit_test(timer_names_fit_the_store),
+        cmocka_unit_test(every_event_gets_its_own_id),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,157 @@
+/* Rule 8: the DormancyConfig feature switches, globally and per persona,
+ * and the meta `dormancy` overrides parser. */
+#include "dm_test.h"
+
+static void auto_suggest_off(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    f->cfg.auto_suggest = false;
+    dm_personas(f, 4, "ann", "bob", "cara", "dan");
+    dm_human(f, "q");
+    dm_ai(f, "ann", "1");
+    dm_ai(f, "bob", "2");
+    dm_ai(f, "cara", "3"); /* would be a pile-on suggestion */
+    dm_advance(f, 10 * MIN_MS); /* would be a no-human suggestion */
+    assert_int_equal(dm_count(f, DORMANCY_OUT_SUGGESTION, NULL), 0);
+    dm_free(f);
+}
+
+static void auto_sleep_off(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    f->cfg.auto_sleep = false;
+    f->cfg.auto_suggest = false;
+    dm_personas(f, 1, "ann");
+    dm_ai(f, "ann", "x");
+    dm_advance(f, 60 * MIN_MS);
+    assert_int_equal(dm_level(f, "ann"), DORMANCY_ACTIVE);
+    assert_int_equal(f->n_store, 0);
+    dm_free(f);
+}
+
+static void auto_wake_off(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    f->cfg.auto_wake = false;
+    dm_personas(f, 2, "ann", "bob");
+    dm_ai(f, "ann", "x");
+    dm_advance(f, 15 * MIN_MS);
+    assert_int_equal(dm_level(f, "ann"), DORMANCY_SLEEP);
+    dm_human(f, "I'm back");
+    assert_int_equal(dm_level(f, "ann"), DORMANCY_SLEEP); /* neither rule 3 nor min-awake */
+    assert_int_equal(dm_level(f, "bob"), DORMANCY_SLEEP);
+    dm_human(f, "@ann hello?"); /* a mention still wakes */
+    assert_int_equal(dm_level(f, "ann"), DORMANCY_ACTIVE);
+    dm_free(f);
+}
+
+static void per_persona_switches(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dormancy_overrides quiet = {0}, insomniac = {0};
+    quiet.has = DORMANCY_OV_AUTO_SUGGEST | DORMANCY_OV_AUTO_WAKE;
+    quiet.auto_suggest = false;
+    quiet.auto_wake = false;
+    insomniac.has = DORMANCY_OV_AUTO_SLEEP;
+    insomniac.auto_sleep = false;
+    dm_meta(f, "quiet", &quiet);
+    dm_meta(f, "insomniac", &insomniac);
+    dm_meta(f, "plain", NULL);
+    dm_ai(f, "plain", "x");
+    dm_advance(f, 5 * MIN_MS);
+    assert_int_equal(dm_count(f, DORMANCY_OUT_SUGGESTION, "quiet"), 0);
+    assert_int_equal(dm_count(f, DORMANCY_OUT_SUGGESTION, "plain"), 1);
+    dm_answer(f, "plain", DORMANCY_ANSWER_NO, NULL);
+    dm_answer(f, "insomniac", DORMANCY_ANSWER_NO, NULL);
+    dm_advance(f, 10 * MIN_MS);
+    assert_int_equal(dm_level(f, "quiet"), DORMANCY_SLEEP);
+    assert_int_equal(dm_level(f, "plain"), DORMANCY_SLEEP);
+    assert_int_equal(dm_level(f, "insomniac"), DORMANCY_ACTIVE);
+    dm_human(f, "back");
+    assert_int_equal(dm_level(f, "plain"), DORMANCY_ACTIVE);
+    assert_int_equal(dm_level(f, "quiet"), DORMANCY_SLEEP);
+    dm_free(f);
+}
+
+static void overrides_parse_and_round_trip(void **state)
+{
+    (void)state;
+    char err[160];
+    dormancy_overrides ov;
+    json_object *o = json_tokener_parse(
+        "{\"noHumanActivityThreshold\":180000,\"enableAutoSleep\":false,"
+        "\"wakeConfidenceThreshold\":0.9,\"aiOnlyDiscussionThreshold\":6e5,\"unknownKey\":1}");
+    assert_int_equal(dormancy_overrides_parse(o, &ov, err, sizeof err), 0);
+    assert_int_equal(ov.has, DORMANCY_OV_NO_HUMAN | DORMANCY_OV_AUTO_SLEEP |
+                                 DORMANCY_OV_WAKE_CONFIDENCE | DORMANCY_OV_AI_ONLY);
+    dormancy_config base, c;
+    dormancy_config_init(&base);
+    c = dormancy_config_effective(&base, &ov);
+    assert_int_equal(c.no_human_ms, 180000);
+    assert_int_equal(c.ai_only_ms, 600000);
+    assert_false(c.auto_sleep);
+    assert_true(c.auto_suggest);
+    json_object *back = dormancy_overrides_to_json(&ov);
+    dormancy_overrides ov2;
+    assert_int_equal(dormancy_overrides_parse(back, &ov2, err, sizeof err), 0);
+    assert_int_equal(ov2.has, ov.has);
+    assert_int_equal(ov2.no_human_ms, 180000);
+    json_object_put(back);
+    json_object_put(o);
+
+    o = json_tokener_parse("{\"enableAutoSleep\":\"no\"}");
+    assert_int_equal(dormancy_overrides_parse(o, &ov, err, sizeof err), -1);
+    assert_non_null(strstr(err, "dormancy.enableAutoSleep"));
+    json_object_put(o);
+    o = json_tokener_parse("{\"noHumanActivityThreshold\":1.5}");
+    assert_int_equal(dormancy_overrides_parse(o, &ov, err, sizeof err), -1);
+    json_object_put(o);
+    o = json_tokener_parse("{\"noHumanActivityThreshold\":-1}");
+    assert_int_equal(dormancy_overrides_parse(o, &ov, err, sizeof err), -2);
+    json_object_put(o);
+    o = json_tokener_parse("{\"wakeConfidenceThreshold\":1.5}");
+    assert_int_equal(dormancy_overrides_parse(o, &ov, err, sizeof err), -2);
+    json_object_put(o);
+    o = json_tokener_parse("[1]");
+    assert_int_equal(dormancy_overrides_parse(o, &ov, err, sizeof err), -1);
+    json_object_put(o);
+    assert_int_equal(dormancy_overrides_parse(NULL, &ov, err, sizeof err), 0);
+    assert_int_equal(ov.has, 0);
+}
+
+static void meta_leaving_a_room_removes_unless_spoken(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dm_personas(f, 2, "ann", "bob");
+    dm_ai(f, "bob", "I spoke here");
+    dormancy_event ev = {0};
+    ev.kind = DORMANCY_EV_META;
+    ev.meta.persona = "ann";
+    dm_clear(f);
+    dm_send(f, &ev); /* meta without this room */
+    assert_null(dormancy_persona_find(f->room, "ann"));
+    assert_int_equal(dm_count(f, DORMANCY_OUT_PERSONA_REMOVED, "ann"), 1);
+    ev.meta.persona = "bob";
+    dm_send(f, &ev);
+    assert_non_null(dormancy_persona_find(f->room, "bob"));
+    assert_false(dm_p(f, "bob")->via_meta);
+    dm_free(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(auto_suggest_off),
+        cmocka_unit_test(auto_sleep_off),
+        cmocka_unit_test(auto_wake_off),
+        cmocka_unit_test(per_persona_switches),
+        cmocka_unit_test(overrides_parse_and_round_trip),
+        cmocka_unit_test(meta_leaving_a_room_removes_unless_spoken),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
