@@ -51,6 +51,9 @@ BAD_IDS = ["", "a/b", "a+b", "a#b", "$x", "has space", "ü", "x" * 65, 42, None]
 # snapshots: `ts` required). Pinned here so a schema cannot be loosened
 # (or tightened) by accident: change both together.
 CONTRACT_REQUIRED = {
+    'room-economics': ['autopilot_runs', 'evaluations', 'llm_evaluations', 'messages_saved_estimate',
+                       'room', 'tokens_saved_estimate', 'tokens_spent', 'tokens_spent_autopilot',
+                       'tokens_spent_wake', 'ts'],
     'agent-activity': ['agent', 'source'],
     'agent-assessment': ['agent', 'category', 'confidence', 'inactivity_minutes', 'is_active',
                          'last_activity', 'reasons', 'signals', 'ts', 'validation_passed'],

@@ -43,9 +43,8 @@ RULES = [
     {"reply": {"shouldWake": False, "reason": "not relevant", "confidence": 0.6}},
 ]
 
-# Everything the service publishes except room/{r}/economics, which is not
-# in topics/ yet (a contract addition, see the service README).
-WAKE_OUTPUTS = ("persona/+/wake", "room/+/autopilot", "sys/#")
+# Everything the service publishes (validated against topics/ schemas).
+WAKE_OUTPUTS = ("persona/+/wake", "room/+/autopilot", "room/+/economics", "sys/#")
 
 
 class FakeLLM:
