@@ -694,3 +694,55 @@ int vigil_shard_of(const char *key, int count)
         return 0;
     return (int)(vigil_hash64(key, strlen(key)) % (uint64_t)count);
 }
+
+int vigil_json_string_bounded(json_object *o, const char *field, bool required, size_t max,
+                              const char **out, vigil_error *err)
+{
+    const char *v = NULL;
+    int rc = vigil_json_string(o, field, required, &v, err);
+    if (rc != 0)
+        return rc;
+    size_t n = strlen(v);
+    if (n == 0 || n > max)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field '%s': expected 1..%zu bytes",
+                               field, max);
+    *out = v;
+    return 0;
+}
+
+int vigil_json_string_array(json_object *o, const char *field, bool required, bool ids, int max,
+                            const char ***out, int *n, vigil_error *err)
+{
+    json_object *arr = NULL;
+    *out = NULL;
+    *n = 0;
+    int rc = vigil_json_array(o, field, required, &arr, err);
+    if (rc != 0)
+        return rc;
+    size_t len = json_object_array_length(arr);
+    if (max < 0 || len > (size_t)max)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field '%s': more than %d entries",
+                               field, max);
+    const char **v = calloc(len + 1, sizeof *v);
+    if (!v)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field '%s': out of memory", field);
+    for (size_t i = 0; i < len; i++) {
+        json_object *e = json_object_array_get_idx(arr, i);
+        if (!e || !json_object_is_type(e, json_type_string)) {
+            free(v);
+            return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE, "field '%s[%zu]': expected string",
+                                   field, i);
+        }
+        const char *s = json_object_get_string(e);
+        if (ids && !vigil_id_valid(s, strlen(s))) {
+            free(v);
+            return vigil_error_set(err, VIGIL_REJECT_BAD_ID,
+                                   "field '%s[%zu]': expected 1-64 characters of A-Z a-z 0-9 . _ -",
+                                   field, i);
+        }
+        v[i] = s;
+    }
+    *out = v;
+    *n = (int)len;
+    return 0;
+}

@@ -518,6 +518,47 @@ static void test_hash_and_shard(void **state)
         assert_true(seen[i] > 50); /* roughly even */
 }
 
+static void test_string_bounded_and_array(void **state)
+{
+    (void)state;
+    vigil_error err;
+    json_object *o = json_tokener_parse(
+        "{\"a\":\"abc\",\"e\":\"\",\"ids\":[\"ann\",\"bob\"],\"bad\":[\"ok\",\"a/b\"],"
+        "\"mixed\":[\"x\",3],\"words\":[\"a b\"]}");
+    const char *v = NULL;
+    assert_int_equal(vigil_json_string_bounded(o, "a", true, 3, &v, &err), 0);
+    assert_string_equal(v, "abc");
+    assert_int_equal(vigil_json_string_bounded(o, "a", true, 2, &v, &err), -1);
+    assert_int_equal(err.reason, VIGIL_REJECT_BAD_VALUE);
+    assert_int_equal(vigil_json_string_bounded(o, "e", true, 9, &v, &err), -1);
+    v = NULL;
+    assert_int_equal(vigil_json_string_bounded(o, "none", false, 9, &v, &err), 1);
+    assert_null(v);
+
+    const char **arr = NULL;
+    int n = -1;
+    assert_int_equal(vigil_json_string_array(o, "ids", true, true, 8, &arr, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(arr[1], "bob");
+    assert_null(arr[2]);
+    free(arr);
+    assert_int_equal(vigil_json_string_array(o, "ids", true, true, 1, &arr, &n, &err), -1);
+    assert_int_equal(err.reason, VIGIL_REJECT_BAD_VALUE);
+    assert_int_equal(vigil_json_string_array(o, "bad", true, true, 8, &arr, &n, &err), -1);
+    assert_int_equal(err.reason, VIGIL_REJECT_BAD_ID);
+    assert_string_equal(err.detail, "field 'bad[1]': expected 1-64 characters of A-Z a-z 0-9 . _ -");
+    assert_int_equal(vigil_json_string_array(o, "mixed", true, false, 8, &arr, &n, &err), -1);
+    assert_int_equal(err.reason, VIGIL_REJECT_WRONG_TYPE);
+    assert_int_equal(vigil_json_string_array(o, "words", true, false, 8, &arr, &n, &err), 0);
+    free(arr);
+    assert_int_equal(vigil_json_string_array(o, "none", false, true, 8, &arr, &n, &err), 1);
+    assert_null(arr);
+    assert_int_equal(n, 0);
+    assert_int_equal(vigil_json_string_array(o, "none", true, true, 8, &arr, &n, &err), -1);
+    assert_int_equal(err.reason, VIGIL_REJECT_MISSING_FIELD);
+    json_object_put(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -543,6 +584,7 @@ int main(void)
         cmocka_unit_test(test_sample),
         cmocka_unit_test(test_dump),
         cmocka_unit_test(test_hash_and_shard),
+        cmocka_unit_test(test_string_bounded_and_array),
     };
     return cmocka_run_group_tests_name("json", tests, NULL, NULL);
 }

@@ -80,6 +80,17 @@ int vigil_json_enum(json_object *o, const char *field, bool required,
 /* Array value (elements unchecked). */
 int vigil_json_array(json_object *o, const char *field, bool required,
                      json_object **out, vigil_error *err);
+/* A string of 1..max bytes (message ids and the like): BAD_VALUE when
+ * empty or longer. Same return convention as the getters above. */
+int vigil_json_string_bounded(json_object *o, const char *field, bool required, size_t max,
+                              const char **out, vigil_error *err);
+/* An array of at most max strings, each satisfying vigil_id_valid when ids
+ * is set ("field 'mentions[2]': ..."). On success *out is a malloc'd,
+ * NULL-terminated array of pointers into o (the caller frees the array
+ * only) and *n its length; when absent, *out is NULL and *n 0 (returns 1
+ * unless required). */
+int vigil_json_string_array(json_object *o, const char *field, bool required, bool ids, int max,
+                            const char ***out, int *n, vigil_error *err);
 /* Object value. */
 int vigil_json_object(json_object *o, const char *field, bool required,
                       json_object **out, vigil_error *err);

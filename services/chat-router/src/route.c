@@ -20,64 +20,6 @@
 static const char *const SENDER_TYPES[] = { "human", "ai", "system", NULL };
 static const char *const CONTROL_ACTIONS[] = { "pause", "resume", "delete", "wake", NULL };
 
-/* An optional string of 1..max bytes (message ids and the like). */
-static int opt_string(json_object *o, const char *field, size_t max, const char **out,
-                      vigil_error *err)
-{
-    int rc = vigil_json_string(o, field, false, out, err);
-    if (rc < 0)
-        return -1;
-    if (rc == 1) {
-        *out = NULL;
-        return 0;
-    }
-    size_t n = strlen(*out);
-    if (n == 0 || n > max)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field '%s': expected 1..%zu bytes",
-                               field, max);
-    return 0;
-}
-
-/* An optional array of ids, each checked like an id field. */
-static int id_array(json_object *o, const char *field, int max, const char ***out, int *n,
-                    vigil_error *err)
-{
-    json_object *arr = NULL;
-    *out = NULL;
-    *n = 0;
-    int rc = vigil_json_array(o, field, false, &arr, err);
-    if (rc < 0)
-        return -1;
-    if (rc == 1)
-        return 0;
-    size_t len = json_object_array_length(arr);
-    if (len > (size_t)max)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field '%s': more than %d entries",
-                               field, max);
-    const char **v = calloc(len + 1, sizeof *v);
-    if (!v)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
-    for (size_t i = 0; i < len; i++) {
-        json_object *e = json_object_array_get_idx(arr, i);
-        if (!e || !json_object_is_type(e, json_type_string)) {
-            free(v);
-            return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE, "field '%s[%zu]': expected string",
-                                   field, i);
-        }
-        const char *s = json_object_get_string(e);
-        if (!vigil_id_valid(s, strlen(s))) {
-            free(v);
-            return vigil_error_set(err, VIGIL_REJECT_BAD_ID,
-                                   "field '%s[%zu]': expected 1-64 characters of A-Z a-z 0-9 . _ -",
-                                   field, i);
-        }
-        v[i] = s;
-    }
-    *out = v;
-    *n = (int)len;
-    return 0;
-}
-
 static int parse_message(const vigil_input *in, chat_parsed *pp, vigil_error *err)
 {
     chat_message *m = &pp->in.msg;
@@ -90,8 +32,8 @@ static int parse_message(const vigil_input *in, chat_parsed *pp, vigil_error *er
     if (vigil_json_id(b, "sender", true, &m->sender, err) < 0 ||
         vigil_json_enum(b, "sender_type", true, SENDER_TYPES, &type, err) < 0 ||
         vigil_json_string(b, "text", true, &m->text, err) < 0 ||
-        opt_string(b, "reply_to", VIGIL_EVENT_ID_MAX, &m->reply_to, err) < 0 ||
-        id_array(b, "mentions", MAX_MENTIONS, &pp->mentions, &m->n_mentions, err) < 0 ||
+        vigil_json_string_bounded(b, "reply_to", false, VIGIL_EVENT_ID_MAX, &m->reply_to, err) < 0 ||
+        vigil_json_string_array(b, "mentions", false, true, MAX_MENTIONS, &pp->mentions, &m->n_mentions, err) < 0 ||
         (rc = vigil_json_int64(b, "depth", false, &m->depth, err)) < 0 ||
         vigil_json_bool(b, "proactive", false, &proactive, err) < 0)
         return -1;

@@ -28,61 +28,6 @@ static const char *const ANSWERS[] = {"yes", "no", "snooze", NULL};
 static const char *const VIAS[] = {"llm", "rules", "fallback", NULL};
 static const char *const TIERS[] = {"smart", "mid", "basic", NULL};
 
-/* An optional string no longer than max bytes (message ids and the like). */
-static int opt_string(json_object *o, const char *field, size_t max, const char **out,
-                      vigil_error *err)
-{
-    int rc = vigil_json_string(o, field, false, out, err);
-    if (rc < 0)
-        return -1;
-    if (rc == 0 && (strlen(*out) == 0 || strlen(*out) > max))
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field '%s': expected 1..%zu bytes",
-                               field, max);
-    if (rc == 1)
-        *out = NULL;
-    return 0;
-}
-
-/* An array of ids, each checked like an id field ("mentions[2]"). */
-static int id_array(json_object *o, const char *field, int max, const char ***out, int *n,
-                    vigil_error *err)
-{
-    json_object *arr = NULL;
-    int rc = vigil_json_array(o, field, false, &arr, err);
-    *out = NULL;
-    *n = 0;
-    if (rc < 0)
-        return -1;
-    if (rc == 1)
-        return 0;
-    size_t len = json_object_array_length(arr);
-    if (len > (size_t)max)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field '%s': more than %d entries",
-                               field, max);
-    const char **v = calloc(len + 1, sizeof *v);
-    if (!v)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
-    for (size_t i = 0; i < len; i++) {
-        json_object *e = json_object_array_get_idx(arr, i);
-        if (!e || !json_object_is_type(e, json_type_string)) {
-            free(v);
-            return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE, "field '%s[%zu]': expected string",
-                                   field, i);
-        }
-        const char *s = json_object_get_string(e);
-        if (!vigil_id_valid(s, strlen(s))) {
-            free(v);
-            return vigil_error_set(err, VIGIL_REJECT_BAD_ID,
-                                   "field '%s[%zu]': expected 1-64 characters of A-Z a-z 0-9 . _ -",
-                                   field, i);
-        }
-        v[i] = s;
-    }
-    *out = v;
-    *n = (int)len;
-    return 0;
-}
-
 /* room/{r}/message. Fields the rules do not use (depth, proactive) are
  * still type-checked: a wrong type is a producer bug worth a reject. */
 static int parse_message(json_object *b, dormancy_parsed *pp, vigil_error *err)
@@ -96,8 +41,8 @@ static int parse_message(json_object *b, dormancy_parsed *pp, vigil_error *err)
     if (vigil_json_id(b, "sender", true, &ev->msg.sender, err) < 0 ||
         vigil_json_enum(b, "sender_type", true, SENDER_TYPES, &type, err) < 0 ||
         vigil_json_string(b, "text", true, &text, err) < 0 ||
-        opt_string(b, "reply_to", VIGIL_EVENT_ID_MAX, &ev->msg.reply_to, err) < 0 ||
-        id_array(b, "mentions", MAX_MENTIONS, &pp->mentions, &n, err) < 0 ||
+        vigil_json_string_bounded(b, "reply_to", false, VIGIL_EVENT_ID_MAX, &ev->msg.reply_to, err) < 0 ||
+        vigil_json_string_array(b, "mentions", false, true, MAX_MENTIONS, &pp->mentions, &n, err) < 0 ||
         vigil_json_int64(b, "depth", false, &depth, err) < 0 ||
         vigil_json_bool(b, "proactive", false, &proactive, err) < 0)
         return -1;
@@ -209,7 +154,7 @@ static int parse_command(const vigil_input *in, json_object *b, dormancy_parsed 
         vigil_json_enum(b, "level", false, LEVELS, &level, err) < 0 ||
         vigil_json_int64(b, "until", false, &until, err) < 0 ||
         vigil_json_id(b, "room", false, &ev->command.room, err) < 0 ||
-        opt_string(b, "suggestion_id", DORMANCY_EVID_MAX, &ev->command.suggestion_id, err) < 0 ||
+        vigil_json_string_bounded(b, "suggestion_id", false, DORMANCY_EVID_MAX, &ev->command.suggestion_id, err) < 0 ||
         vigil_json_enum(b, "answer", cmd == DORMANCY_CMD_ANSWER, ANSWERS, &answer, err) < 0 ||
         vigil_json_id(b, "by", false, &ev->command.by, err) < 0)
         return -1;
@@ -240,7 +185,7 @@ static int parse_meta(json_object *b, dormancy_parsed *pp, vigil_error *err)
     char msg[160];
     ev->kind = DORMANCY_EV_META;
     if (vigil_json_string(b, "name", false, &ev->meta.name, err) < 0 ||
-        id_array(b, "rooms", MAX_META_ROOMS, &pp->rooms, &ev->meta.n_rooms, err) < 0 ||
+        vigil_json_string_array(b, "rooms", false, true, MAX_META_ROOMS, &pp->rooms, &ev->meta.n_rooms, err) < 0 ||
         vigil_json_object(b, "dormancy", false, &dorm, err) < 0)
         return -1;
     ev->meta.rooms = pp->rooms;
@@ -262,7 +207,7 @@ static int parse_wake(json_object *b, dormancy_parsed *pp, vigil_error *err)
     ev->kind = DORMANCY_EV_WAKE;
     if (vigil_json_bool(b, "should_wake", true, &should, err) < 0 ||
         vigil_json_double(b, "confidence", false, &conf, err) < 0 ||
-        opt_string(b, "message_id", VIGIL_EVENT_ID_MAX, &ev->wake.message_id, err) < 0 ||
+        vigil_json_string_bounded(b, "message_id", false, VIGIL_EVENT_ID_MAX, &ev->wake.message_id, err) < 0 ||
         vigil_json_string(b, "reason", false, &ev->wake.reason, err) < 0 ||
         vigil_json_enum(b, "via", false, VIAS, &via, err) < 0 ||
         vigil_json_enum(b, "tier", false, TIERS, &tier, err) < 0)

@@ -21,47 +21,6 @@ static const char *const SENDER_TYPES[] = {"human", "ai", "system", NULL};
 static const char *const LEVELS[] = {"active", "mention-only", "human-only", "sleep", NULL};
 static const char *const TIERS[] = {"smart", "mid", "basic", NULL};
 
-/* An array of strings, each an id when ids is set ("mentions[2]"). The
- * pointers go to *out (owned by the caller). */
-static int string_array(json_object *o, const char *field, bool ids, int max, const char ***out,
-                        int *n, vigil_error *err)
-{
-    json_object *arr = NULL;
-    int rc = vigil_json_array(o, field, false, &arr, err);
-    *out = NULL;
-    *n = 0;
-    if (rc < 0)
-        return -1;
-    if (rc == 1)
-        return 0;
-    size_t len = json_object_array_length(arr);
-    if (len > (size_t)max)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field '%s': more than %d entries",
-                               field, max);
-    const char **v = calloc(len + 1, sizeof *v);
-    if (!v)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
-    for (size_t i = 0; i < len; i++) {
-        json_object *e = json_object_array_get_idx(arr, i);
-        if (!e || !json_object_is_type(e, json_type_string)) {
-            free(v);
-            return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE, "field '%s[%zu]': expected string",
-                                   field, i);
-        }
-        const char *s = json_object_get_string(e);
-        if (ids && !vigil_id_valid(s, strlen(s))) {
-            free(v);
-            return vigil_error_set(err, VIGIL_REJECT_BAD_ID,
-                                   "field '%s[%zu]': expected 1-64 characters of A-Z a-z 0-9 . _ -",
-                                   field, i);
-        }
-        v[i] = s;
-    }
-    *out = v;
-    *n = (int)len;
-    return 0;
-}
-
 static int probability(json_object *o, const char *field, double *out, vigil_error *err)
 {
     int rc = vigil_json_double(o, field, false, out, err);
@@ -78,7 +37,7 @@ static int parse_message(const vigil_input *in, wake_parsed *pp, vigil_error *er
     if (vigil_json_id(in->body, "sender", true, &m->sender, err) < 0 ||
         vigil_json_enum(in->body, "sender_type", true, SENDER_TYPES, &type, err) < 0 ||
         vigil_json_string(in->body, "text", true, &m->text, err) < 0 ||
-        string_array(in->body, "mentions", true, MAX_MENTIONS, &pp->strings, &n, err) < 0)
+        vigil_json_string_array(in->body, "mentions", false, true, MAX_MENTIONS, &pp->strings, &n, err) < 0)
         return -1;
     m->id = in->id;
     m->type = (wake_sender)type;
@@ -173,8 +132,8 @@ static int parse_meta(const vigil_input *in, const char *persona, wake_parsed *p
         vigil_json_enum(b, "tier", false, TIERS, &tier, err) < 0 ||
         vigil_json_int64(b, "parameters", false, &m->parameters, err) < 0 ||
         probability(b, "availability", &m->availability, err) < 0 ||
-        string_array(b, "rooms", true, VIGIL_ROUTE_MAX_KEYS, &pp->rooms, &pp->n_rooms, err) < 0 ||
-        string_array(b, "expertise_domains", false, MAX_DOMAINS, &pp->strings, &nd, err) < 0 ||
+        vigil_json_string_array(b, "rooms", false, true, VIGIL_ROUTE_MAX_KEYS, &pp->rooms, &pp->n_rooms, err) < 0 ||
+        vigil_json_string_array(b, "expertise_domains", false, false, MAX_DOMAINS, &pp->strings, &nd, err) < 0 ||
         parse_confidence(b, pp, err) < 0 || parse_overrides(b, m, err) < 0)
         return -1;
     if (m->parameters < -1)
