@@ -328,8 +328,20 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
     return 0;
 }
 
+static int help_http_port; /* shown in --help as VIGIL_HTTP_ADDR's default */
+
+void vigil_cli_set_http_port(int port)
+{
+    help_http_port = port;
+}
+
 static void print_var(FILE *f, const vigil_config_var *v)
 {
+    if (help_http_port > 0 && strcmp(v->name, "VIGIL_HTTP_ADDR") == 0) {
+        fprintf(f, "  %s (default: 127.0.0.1:%d)  %s\n", v->name, help_http_port,
+                v->help ? v->help : "");
+        return;
+    }
     fprintf(f, "  %s (default: %s)  %s\n", v->name, v->def && *v->def ? v->def : "empty",
             v->help ? v->help : "");
 }

@@ -599,6 +599,7 @@ static void shutdown_io(vigil_runtime *rt)
 
 int vigil_runtime_main(int argc, char **argv, const vigil_service_def *def)
 {
+    vigil_cli_set_http_port(def->default_http_port);
     int cli = vigil_cli_handle(argc, argv, def->name, def->summary, def->config_vars);
     if (cli != 0)
         return cli > 0 ? 0 : 2;

@@ -439,7 +439,14 @@ static void test_cli_help(void **state)
     assert_non_null(strstr(env, "  VIGIL_TICK_MS (default: 1000)  "));
     assert_non_null(strstr(env, "  VIGIL_DORMANCY_WAKE_CONFIDENCE (default: 0.7)  confidence needed to wake\n"));
     assert_non_null(strstr(env, "  VIGIL_LLM_URL (default: empty)  "));
+    assert_non_null(strstr(env, "  VIGIL_HTTP_ADDR (default: 127.0.0.1:<service port>)  "));
     assert_string_equal(errout, "");
+
+    /* with the service's port known, --help shows it */
+    vigil_cli_set_http_port(9102);
+    assert_int_equal(run_cli(2, argv, SERVICE_VARS, out, sizeof out, errout, sizeof errout), 1);
+    assert_non_null(strstr(out, "  VIGIL_HTTP_ADDR (default: 127.0.0.1:9102)  "));
+    vigil_cli_set_http_port(0);
 
     char *argv2[] = {"wake-evaluator", "-h", NULL};
     assert_int_equal(run_cli(2, argv2, NULL, out, sizeof out, errout, sizeof errout), 1);

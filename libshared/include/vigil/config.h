@@ -62,6 +62,10 @@ int vigil_env_string(const char *name, const char *def, char *out, size_t outlen
 /* Parses "i/N" (0 <= i < N, 1 <= N <= 1024). */
 int vigil_shard_parse(const char *s, int *index, int *count);
 
+/* The service's default HTTP port, shown by --help as VIGIL_HTTP_ADDR's
+ * default (instead of the generic "127.0.0.1:<service port>"). */
+void vigil_cli_set_http_port(int port);
+
 /* Handles --help / -h and --version / -V. Prints usage (summary, every
  * common variable and every service variable with default and help) to
  * stdout. Returns 1 if the caller should exit 0, 0 to continue, -1 on an
