@@ -76,6 +76,53 @@ void vigil_runtime_key(const vigil_runtime *rt, const char *suffix, char *out, s
     snprintf(out, outlen, "%s%s:%s", rt->cfg.redis_prefix, rt->def->name, suffix);
 }
 
+int vigil_route_add_key(char keys[][VIGIL_KEY_MAX], int n, int max, const char *key)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(keys[i], key) == 0)
+            return n;
+    if (n >= max)
+        return n;
+    snprintf(keys[n], VIGIL_KEY_MAX, "%s", key);
+    return n + 1;
+}
+
+int vigil_runtime_route_members(vigil_runtime *rt, const char *cmd, const char *suffix,
+                                char keys[][VIGIL_KEY_MAX], int n, int max, bool *more,
+                                vigil_error *err)
+{
+    char key[2 * VIGIL_KEY_MAX];
+    vigil_runtime_key(rt, suffix, key, sizeof key);
+    if (more)
+        *more = false;
+    redisReply *rep = vigil_redis_command(rt->intake_redis, "%s %s", cmd, key);
+    if (!rep) {
+        vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "cannot read %s: redis %s", key,
+                        vigil_redis_last_error(rt->intake_redis));
+        return VIGIL_ROUTE_RETRY;
+    }
+    if (rep->type != REDIS_REPLY_ARRAY) {
+        vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "cannot read %s: %s", key,
+                        rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+        freeReplyObject(rep);
+        return -1;
+    }
+    for (size_t i = 0; i < rep->elements; i++) {
+        redisReply *e = rep->element[i];
+        if (e->type != REDIS_REPLY_STRING || !vigil_id_valid(e->str, e->len))
+            continue;
+        if (n >= max) {
+            if (more)
+                *more = true;
+            vigil_log_kv(VIGIL_LOG_WARN, "more keys than one input may touch", "key", key, NULL);
+            break;
+        }
+        n = vigil_route_add_key(keys, n, max, e->str);
+    }
+    freeReplyObject(rep);
+    return n;
+}
+
 /* The status payload published retained on sys/{service}/{instance}/status. */
 static char *status_payload(const vigil_runtime *rt, const char *state)
 {

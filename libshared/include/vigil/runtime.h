@@ -112,6 +112,20 @@ bool vigil_runtime_stopping(const vigil_runtime *rt);
  * (0 clean stop, 2 bad usage/config, 1 fatal error). */
 int vigil_runtime_main(int argc, char **argv, const vigil_service_def *def);
 
+/* For route(): appends key to keys[0..n) unless already there or n == max.
+ * Returns the new count. */
+int vigil_route_add_key(char keys[][VIGIL_KEY_MAX], int n, int max, const char *key);
+
+/* For route(): appends (as vigil_route_add_key) the members of the Redis
+ * set, or the fields of the hash, named P S ":" suffix (cmd "SMEMBERS" or
+ * "HKEYS"), skipping values that are not ids. Returns the new count
+ * (*more, if given, is set when some did not fit); VIGIL_ROUTE_RETRY when
+ * Redis is unreachable (the input is retried, not acknowledged); -1 with
+ * err when the key holds another type. */
+int vigil_runtime_route_members(vigil_runtime *rt, const char *cmd, const char *suffix,
+                                char keys[][VIGIL_KEY_MAX], int n, int max, bool *more,
+                                vigil_error *err);
+
 /* For route(): the Redis connection of the intake thread, and the prefix
  * names (P S ":" ...) used by this service. */
 vigil_redis *vigil_runtime_redis(vigil_runtime *rt);

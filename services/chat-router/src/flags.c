@@ -44,42 +44,24 @@ void chat_flag_note(chat_service *svc, bool paused_all)
     svc->paused_all_read_ms = now != 0 ? now : 1;
 }
 
-static int add_key(char keys[][VIGIL_KEY_MAX], int n, const char *room)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(keys[i], room) == 0)
-            return n;
-    snprintf(keys[n], VIGIL_KEY_MAX, "%s", room);
-    return n + 1;
-}
-
 int chat_held_rooms(vigil_runtime *rt, char keys[][VIGIL_KEY_MAX], int n, int max, bool *more)
 {
     static const char *const SETS[] = { CHAT_KEY_PAUSED, CHAT_KEY_QUEUED };
-    vigil_redis *r = vigil_runtime_redis(rt);
     *more = false;
     for (size_t s = 0; s < sizeof SETS / sizeof SETS[0]; s++) {
-        char key[VIGIL_KEY_MAX * 2];
-        vigil_runtime_key(rt, SETS[s], key, sizeof key);
-        redisReply *rep = r ? vigil_redis_command(r, "SMEMBERS %s", key) : NULL;
-        if (!rep)
-            return VIGIL_ROUTE_RETRY;
-        if (rep->type == REDIS_REPLY_ARRAY) {
-            for (size_t i = 0; i < rep->elements; i++) {
-                redisReply *e = rep->element[i];
-                if (e->type != REDIS_REPLY_STRING || !vigil_id_valid(e->str, e->len))
-                    continue;
-                if (n >= max) {
-                    *more = true;
-                    break;
-                }
-                n = add_key(keys, n, e->str);
-            }
-        } else if (rep->type == REDIS_REPLY_ERROR) {
-            vigil_log_kv(VIGIL_LOG_WARN, "cannot list held rooms", "key", key, "error", rep->str,
-                         NULL);
+        vigil_error err = { 0 };
+        bool full = false;
+        int r = vigil_runtime_route_members(rt, "SMEMBERS", SETS[s], keys, n, max, &full, &err);
+        if (r == VIGIL_ROUTE_RETRY)
+            return r;
+        if (r < 0) /* the set holds another type: skip it, but say so */
+            vigil_log_kv(VIGIL_LOG_WARN, "cannot list held rooms", "error", err.detail, NULL);
+        else
+            n = r;
+        if (full) {
+            *more = true;
+            break;
         }
-        freeReplyObject(rep);
     }
     return n;
 }

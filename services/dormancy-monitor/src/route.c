@@ -220,55 +220,13 @@ static int parse_wake(json_object *b, dormancy_parsed *pp, vigil_error *err)
     return 0;
 }
 
-/* Adds room to keys unless already there; silently stops at max. */
-static int add_key(char keys[][VIGIL_KEY_MAX], int n, int max, const char *room)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(keys[i], room) == 0)
-            return n;
-    if (n >= max)
-        return n;
-    snprintf(keys[n], VIGIL_KEY_MAX, "%s", room);
-    return n + 1;
-}
-
-/* Appends the rooms of persona p's snapshot hash. Redis unreachable is a
- * passing failure: VIGIL_ROUTE_RETRY makes the runtime retry the input
- * later without acknowledging it. An error reply (e.g. the key holds
- * another type) will not pass by itself: a reject, visible on
- * sys/dormancy-monitor/error. */
+/* Appends the rooms of persona p: the fields of its snapshot hash. */
 static int persona_rooms(vigil_runtime *rt, const char *persona, char keys[][VIGIL_KEY_MAX],
                          int n, int max, vigil_error *err)
 {
-    char suffix[VIGIL_KEY_MAX], hash[2 * VIGIL_KEY_MAX];
+    char suffix[VIGIL_KEY_MAX];
     snprintf(suffix, sizeof suffix, "persona:%s", persona);
-    vigil_runtime_key(rt, suffix, hash, sizeof hash);
-    vigil_redis *r = vigil_runtime_redis(rt);
-    redisReply *rep = r ? vigil_redis_command(r, "HKEYS %s", hash) : NULL;
-    if (!rep) {
-        vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "cannot list the rooms of persona '%s': redis %s",
-                        persona, r ? vigil_redis_last_error(r) : "unavailable");
-        return VIGIL_ROUTE_RETRY;
-    }
-    if (rep->type != REDIS_REPLY_ARRAY) {
-        vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "cannot list the rooms of persona '%s': %s",
-                        persona, rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
-        freeReplyObject(rep);
-        return -1;
-    }
-    for (size_t i = 0; i < rep->elements; i++) {
-        redisReply *e = rep->element[i];
-        if (e->type != REDIS_REPLY_STRING || !vigil_id_valid(e->str, e->len))
-            continue;
-        if (n >= max) {
-            vigil_log_kv(VIGIL_LOG_WARN, "persona in more rooms than one input may touch",
-                         "persona", persona, NULL);
-            break;
-        }
-        n = add_key(keys, n, max, e->str);
-    }
-    freeReplyObject(rep);
-    return n;
+    return vigil_runtime_route_members(rt, "HKEYS", suffix, keys, n, max, NULL, err);
 }
 
 static int route_room(const vigil_input *in, dormancy_parsed *pp, char keys[][VIGIL_KEY_MAX],
@@ -316,7 +274,7 @@ static int route_persona(vigil_runtime *rt, const vigil_input *in, dormancy_pars
             return -1;
         ev->command.persona = persona;
         if (ev->command.room)
-            return add_key(keys, 0, max_keys, ev->command.room);
+            return vigil_route_add_key(keys, 0, max_keys, ev->command.room);
         return persona_rooms(rt, persona, keys, 0, max_keys, err);
     }
     if (strcmp(kind, "meta") == 0) {
@@ -325,7 +283,7 @@ static int route_persona(vigil_runtime *rt, const vigil_input *in, dormancy_pars
         ev->meta.persona = persona;
         int n = 0;
         for (int i = 0; i < ev->meta.n_rooms; i++)
-            n = add_key(keys, n, max_keys, ev->meta.rooms[i]);
+            n = vigil_route_add_key(keys, n, max_keys, ev->meta.rooms[i]);
         return persona_rooms(rt, persona, keys, n, max_keys, err);
     }
     if (strcmp(kind, "wake") == 0) {
@@ -333,7 +291,7 @@ static int route_persona(vigil_runtime *rt, const vigil_input *in, dormancy_pars
         if (vigil_json_id(in->body, "room", true, &room, err) < 0 || parse_wake(in->body, pp, err) < 0)
             return -1;
         ev->wake.persona = persona;
-        return add_key(keys, 0, max_keys, room);
+        return vigil_route_add_key(keys, 0, max_keys, room);
     }
     return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "unknown topic '%s'", in->topic);
 }

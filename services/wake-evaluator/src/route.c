@@ -189,48 +189,13 @@ static int parse_dormancy(const vigil_input *in, const char *persona, wake_parse
     return 0;
 }
 
-static int add_key(char keys[][VIGIL_KEY_MAX], int n, int max, const char *room)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(keys[i], room) == 0)
-            return n;
-    if (n >= max) {
-        vigil_log_kv(VIGIL_LOG_WARN, "more rooms than one input may touch", "room", room, NULL);
-        return n;
-    }
-    snprintf(keys[n], VIGIL_KEY_MAX, "%s", room);
-    return n + 1;
-}
-
-/* Appends the rooms holding persona p. Redis unreachable is a passing
- * failure: VIGIL_ROUTE_RETRY makes the runtime retry the input later
- * without acknowledging it. */
+/* Appends the rooms holding persona p (its member set). */
 static int persona_rooms(vigil_runtime *rt, const char *persona, char keys[][VIGIL_KEY_MAX],
                          int n, int max, vigil_error *err)
 {
-    char suffix[VIGIL_KEY_MAX], set[2 * VIGIL_KEY_MAX];
+    char suffix[VIGIL_KEY_MAX];
     snprintf(suffix, sizeof suffix, WAKE_MEMBER_SET "%s", persona);
-    vigil_runtime_key(rt, suffix, set, sizeof set);
-    vigil_redis *r = vigil_runtime_redis(rt);
-    redisReply *rep = r ? vigil_redis_command(r, "SMEMBERS %s", set) : NULL;
-    if (!rep) {
-        vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "cannot list the rooms of persona '%s': redis %s",
-                        persona, r ? vigil_redis_last_error(r) : "unavailable");
-        return VIGIL_ROUTE_RETRY;
-    }
-    if (rep->type != REDIS_REPLY_ARRAY) {
-        vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "cannot list the rooms of persona '%s': %s",
-                        persona, rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
-        freeReplyObject(rep);
-        return -1;
-    }
-    for (size_t i = 0; i < rep->elements; i++) {
-        redisReply *e = rep->element[i];
-        if (e->type == REDIS_REPLY_STRING && vigil_id_valid(e->str, e->len))
-            n = add_key(keys, n, max, e->str);
-    }
-    freeReplyObject(rep);
-    return n;
+    return vigil_runtime_route_members(rt, "SMEMBERS", suffix, keys, n, max, NULL, err);
 }
 
 static int route_persona(vigil_runtime *rt, const vigil_input *in, wake_parsed *pp,
@@ -245,7 +210,7 @@ static int route_persona(vigil_runtime *rt, const vigil_input *in, wake_parsed *
         if (parse_meta(in, persona, pp, err) < 0)
             return -1;
         for (int i = 0; i < pp->n_rooms; i++)
-            n = add_key(keys, n, max_keys, pp->rooms[i]);
+            n = vigil_route_add_key(keys, n, max_keys, pp->rooms[i]);
         return persona_rooms(rt, persona, keys, n, max_keys, err);
     }
     if (strcmp(kind, "state") == 0) {
@@ -253,14 +218,14 @@ static int route_persona(vigil_runtime *rt, const vigil_input *in, wake_parsed *
             return -1;
         json_object_object_foreach(pp->room_map, r, v) {
             (void)v;
-            n = add_key(keys, n, max_keys, r);
+            n = vigil_route_add_key(keys, n, max_keys, r);
         }
         return persona_rooms(rt, persona, keys, n, max_keys, err);
     }
     if (strcmp(kind, "dormancy") == 0) {
         if (parse_dormancy(in, persona, pp, &room, err) < 0)
             return -1;
-        return add_key(keys, 0, max_keys, room);
+        return vigil_route_add_key(keys, 0, max_keys, room);
     }
     return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "unknown topic '%s'", in->topic);
 }
