@@ -1,5 +1,6 @@
 /* mosquitto_server.c - a throwaway mosquitto for tests. See mosquitto_server.h. */
 #include "mosquitto_server.h"
+#include "proc.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -45,65 +46,12 @@ static void sleep_ms(int ms)
     }
 }
 
-/* Asks the kernel for a free port by binding port 0. Another process could
- * take it before mosquitto binds it; start() retries with a new port. */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sa;
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    close(fd);
-    return port;
-}
-
-static void rm_rf(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return;
-    if (S_ISDIR(st.st_mode)) {
-        DIR *d = opendir(path);
-        if (d) {
-            struct dirent *e;
-            while ((e = readdir(d)) != NULL) {
-                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                    continue;
-                char child[1024];
-                snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-                rm_rf(child);
-            }
-            closedir(d);
-        }
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
-
+/* Prints the end of the server's output, to explain a failed start. */
 static void dump_log(const vt_mosq *s)
 {
     char path[300];
     snprintf(path, sizeof path, "%s/mosquitto.log", s->dir);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    char buf[2048];
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0, SEEK_SET);
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    fprintf(stderr, "vt_mosq: broker log (tail):\n%s\n", buf);
+    vt_dump_tail(path, "vt_mosq: broker log");
 }
 
 /* The config for this port and directory. As root, mosquitto would switch
@@ -231,7 +179,7 @@ vt_mosq *vt_mosq_start(void)
     }
     snprintf(s->conf, sizeof s->conf, "%s/mosquitto.conf", s->dir);
     for (int attempt = 0; attempt < 3; attempt++) {
-        s->port = free_port();
+        s->port = vt_free_port();
         if (s->port <= 0 || write_conf(s) != 0)
             continue;
         snprintf(s->url, sizeof s->url, "mqtt://127.0.0.1:%d", s->port);
@@ -240,7 +188,7 @@ vt_mosq *vt_mosq_start(void)
     }
     fprintf(stderr, "vt_mosq: mosquitto did not start\n");
     dump_log(s);
-    rm_rf(s->dir);
+    vt_rm_rf(s->dir);
     free(s);
     return NULL;
 }
@@ -326,7 +274,7 @@ void vt_mosq_stop(vt_mosq *s)
             vt_mosq_kill9(s);
         s->pid = 0;
     }
-    rm_rf(s->dir);
+    vt_rm_rf(s->dir);
     free(s);
 }
 

@@ -1,5 +1,6 @@
 /* redis_server.c - a throwaway redis-server for tests. See redis_server.h. */
 #include "redis_server.h"
+#include "proc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -43,68 +44,12 @@ static void sleep_ms(int ms)
     }
 }
 
-/* Asks the kernel for a free port by binding port 0. Another process could
- * take it before redis binds it; start() retries with a new port then. */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sa.sin_port = 0;
-    socklen_t len = sizeof sa;
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    close(fd);
-    return port;
-}
-
-/* Removes a directory tree (redis 7 keeps its AOF in a subdirectory). */
-static void rm_rf(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return;
-    if (S_ISDIR(st.st_mode)) {
-        DIR *d = opendir(path);
-        if (d) {
-            struct dirent *e;
-            while ((e = readdir(d)) != NULL) {
-                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                    continue;
-                char child[1024];
-                snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-                rm_rf(child);
-            }
-            closedir(d);
-        }
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
-
 /* Prints the end of the server's output, to explain a failed start. */
 static void dump_log(const vt_redis *s)
 {
     char path[300];
     snprintf(path, sizeof path, "%s/redis.out", s->dir);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    char buf[2048];
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0, SEEK_SET);
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    fprintf(stderr, "vt_redis: server output (tail):\n%s\n", buf);
+    vt_dump_tail(path, "vt_redis: server output");
 }
 
 static pid_t spawn(const vt_redis *s)
@@ -198,7 +143,7 @@ vt_redis *vt_redis_start(void)
         return NULL;
     }
     for (int attempt = 0; attempt < 3; attempt++) {
-        s->port = free_port();
+        s->port = vt_free_port();
         if (s->port <= 0)
             continue;
         s->pid = spawn(s);
@@ -312,6 +257,6 @@ void vt_redis_stop(vt_redis *s)
     if (s->pid > 0)
         vt_redis_kill9(s);
     if (s->dir[0])
-        rm_rf(s->dir);
+        vt_rm_rf(s->dir);
     free(s);
 }
