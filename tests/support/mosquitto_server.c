@@ -1,6 +1,7 @@
 /* mosquitto_server.c - a throwaway mosquitto for tests. See mosquitto_server.h. */
 #include "mosquitto_server.h"
 #include "proc.h"
+#include "vigil/clock.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -31,20 +32,6 @@ struct vt_mosq {
     char conf[300];
     char url[64];
 };
-
-static long long mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
 
 /* Prints the end of the server's output, to explain a failed start. */
 static void dump_log(const vt_mosq *s)
@@ -138,8 +125,8 @@ static bool port_accepts(int port)
  * deadline passes (then it is killed). */
 static int wait_ready(vt_mosq *s)
 {
-    long long deadline = mono_ms() + READY_TIMEOUT_MS;
-    while (mono_ms() < deadline) {
+    long long deadline = vigil_mono_ms() + READY_TIMEOUT_MS;
+    while (vigil_mono_ms() < deadline) {
         int status;
         if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
             s->pid = 0;
@@ -147,7 +134,7 @@ static int wait_ready(vt_mosq *s)
         }
         if (port_accepts(s->port))
             return 0;
-        sleep_ms(20);
+        vigil_sleep_ms(20, NULL);
     }
     fprintf(stderr, "vt_mosq: port %d not accepting within %d ms\n", s->port, READY_TIMEOUT_MS);
     vt_mosq_kill9(s);
@@ -247,7 +234,7 @@ int vt_mosq_restart(vt_mosq *s)
     for (int attempt = 0; attempt < 3; attempt++) {
         if (launch(s) == 0)
             return 0;
-        sleep_ms(200);
+        vigil_sleep_ms(200, NULL);
     }
     fprintf(stderr, "vt_mosq: restart on port %d failed\n", s->port);
     dump_log(s);
@@ -260,15 +247,15 @@ void vt_mosq_stop(vt_mosq *s)
         return;
     if (s->pid > 0) {
         kill(s->pid, SIGTERM);
-        long long deadline = mono_ms() + TERM_TIMEOUT_MS;
+        long long deadline = vigil_mono_ms() + TERM_TIMEOUT_MS;
         int status;
         bool reaped = false;
-        while (mono_ms() < deadline) {
+        while (vigil_mono_ms() < deadline) {
             if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
                 reaped = true;
                 break;
             }
-            sleep_ms(10);
+            vigil_sleep_ms(10, NULL);
         }
         if (!reaped)
             vt_mosq_kill9(s);
@@ -310,10 +297,10 @@ static int run_capture(char *const argv[], char *out, size_t outlen, int timeout
     }
     close(fds[1]);
     size_t used = 0;
-    long long deadline = mono_ms() + timeout_ms;
+    long long deadline = vigil_mono_ms() + timeout_ms;
     bool eof = false;
     while (!eof) {
-        long long left = deadline - mono_ms();
+        long long left = deadline - vigil_mono_ms();
         if (left <= 0)
             break;
         struct pollfd p = { fds[0], POLLIN, 0 };
@@ -403,13 +390,13 @@ int vt_mosq_get_retained(const vt_mosq *s, const char *topic, char *out, size_t 
 
 bool vt_mosq_wait_retained(const vt_mosq *s, const char *topic, const char *want, int timeout_ms)
 {
-    long long deadline = mono_ms() + timeout_ms;
+    long long deadline = vigil_mono_ms() + timeout_ms;
     char got[4096];
     do {
         if (vt_mosq_get_retained(s, topic, got, sizeof got, 1) == 0 && strcmp(got, want) == 0)
             return true;
-        sleep_ms(50);
-    } while (mono_ms() < deadline);
+        vigil_sleep_ms(50, NULL);
+    } while (vigil_mono_ms() < deadline);
     return false;
 }
 

@@ -1,6 +1,7 @@
 /* redis_server.c - a throwaway redis-server for tests. See redis_server.h. */
 #include "redis_server.h"
 #include "proc.h"
+#include "vigil/clock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -29,20 +30,6 @@ struct vt_redis {
     int port;
     char dir[256];
 };
-
-static long long mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
 
 /* Prints the end of the server's output, to explain a failed start. */
 static void dump_log(const vt_redis *s)
@@ -110,8 +97,8 @@ static bool ping(int port)
  * counts as not yet), or exits, or the deadline passes. */
 static int wait_ready(vt_redis *s)
 {
-    long long deadline = mono_ms() + READY_TIMEOUT_MS;
-    while (mono_ms() < deadline) {
+    long long deadline = vigil_mono_ms() + READY_TIMEOUT_MS;
+    while (vigil_mono_ms() < deadline) {
         int status;
         if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
             s->pid = 0;
@@ -119,7 +106,7 @@ static int wait_ready(vt_redis *s)
         }
         if (ping(s->port))
             return 0;
-        sleep_ms(20);
+        vigil_sleep_ms(20, NULL);
     }
     fprintf(stderr, "vt_redis: no PING answer on port %d within %d ms\n", s->port,
             READY_TIMEOUT_MS);
@@ -197,15 +184,15 @@ int vt_redis_kill9(vt_redis *s)
     if (s->pid <= 0)
         return -1;
     kill(s->pid, SIGKILL);
-    long long deadline = mono_ms() + KILL_TIMEOUT_MS;
-    while (mono_ms() < deadline) {
+    long long deadline = vigil_mono_ms() + KILL_TIMEOUT_MS;
+    while (vigil_mono_ms() < deadline) {
         int status;
         pid_t w = waitpid(s->pid, &status, WNOHANG);
         if (w == s->pid || (w < 0 && errno == ECHILD)) {
             s->pid = 0;
             return 0;
         }
-        sleep_ms(5);
+        vigil_sleep_ms(5, NULL);
     }
     fprintf(stderr, "vt_redis: pid %d did not die within %d ms\n", (int)s->pid,
             KILL_TIMEOUT_MS);
@@ -227,7 +214,7 @@ int vt_redis_restart(vt_redis *s)
         }
         if (wait_ready(s) == 0)
             return 0;
-        sleep_ms(100);
+        vigil_sleep_ms(100, NULL);
     }
     dump_log(s);
     return -1;
