@@ -2,7 +2,7 @@
  * the environment (config_env.c), input validation and routing to room
  * keys (route.c), the core's outputs turned into effects (sink_fx.c,
  * apply.c), and the job workers that call the LLM and commit decisions
- * (worker.c, job_stream.c, commit.c). */
+ * (worker.c on libshared's vigil/jobs.h, commit.c). */
 #ifndef WAKE_ADAPTER_H
 #define WAKE_ADAPTER_H
 #include <stdatomic.h>

@@ -21,7 +21,7 @@
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include "adapter.h"
-#include "job_stream.h"
+#include <vigil/jobs.h>
 #include "llm_reader.h"
 
 #define STATUS_INTERNAL VIGIL_LLM_STATUS__COUNT /* prompt or submit failed */
@@ -121,7 +121,7 @@ static void flush_acks(wake_worker *w)
         return;
     for (int i = 0; i < w->n_acks; i++)
         w->ack_ptrs[i] = w->acks[i];
-    if (wake_stream_finish(vigil_runtime_conn_redis(w->conn), w->stream, WAKE_GROUP, w->ack_ptrs,
+    if (vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->stream, WAKE_GROUP, w->ack_ptrs,
                            w->n_acks) != 0)
         vigil_log_kv(VIGIL_LOG_WARN,
                      "jobs not acknowledged (they will be looked at again, decided once)", "first",
@@ -209,10 +209,10 @@ static int already_decided(wake_worker *w, const char *room, const char *job)
     char suffix[VIGIL_KEY_MAX + 8], key[2 * VIGIL_KEY_MAX + 64];
     snprintf(suffix, sizeof suffix, "ids:%s", room);
     vigil_runtime_key(w->svc->rt, suffix, key, sizeof key);
-    return wake_stream_decided(vigil_runtime_conn_redis(w->conn), key, job);
+    return vigil_jobs_decided(vigil_runtime_conn_redis(w->conn), key, job);
 }
 
-static void start_entry(wake_worker *w, const wake_entry *e, bool fresh)
+static void start_entry(wake_worker *w, const vigil_job_entry *e, bool fresh)
 {
     if (!e->payload) { /* deleted meanwhile (trimmed): nothing to do */
         finish_entry(w, e->id);
@@ -346,11 +346,11 @@ static void finish_slot(wake_worker *w, slot *s)
     slot_release(w, s);
 }
 
-static void take(wake_worker *w, wake_entries *es, bool fresh)
+static void take(wake_worker *w, vigil_job_entries *es, bool fresh)
 {
     for (int i = 0; i < es->n && !stopping(w); i++)
         start_entry(w, &es->v[i], fresh);
-    wake_entries_free(es);
+    vigil_job_entries_free(es);
 }
 
 /* Steps 1-3 of the loop: fill free slots from the stream. */
@@ -362,18 +362,18 @@ static void fill(wake_worker *w)
     if (room <= 0 || mono < w->next_read)
         return;
     if (!w->group_ok) {
-        if (wake_stream_group_create(r, w->stream, WAKE_GROUP) != 0) {
+        if (vigil_jobs_group_create(r, w->stream, WAKE_GROUP) != 0) {
             backoff(w, "XGROUP CREATE");
             return;
         }
         w->group_ok = true;
     }
-    wake_entries es = {0};
+    vigil_job_entries es = {0};
     int rc;
     if (!w->pel_done) {
-        rc = wake_stream_read(r, w->stream, WAKE_GROUP, w->consumer, w->pel_cursor, room, 0, &es);
+        rc = vigil_jobs_read(r, w->stream, WAKE_GROUP, w->consumer, w->pel_cursor, room, 0, &es);
         if (rc == 0 && es.n == 0) {
-            wake_entries_free(&es);
+            vigil_job_entries_free(&es);
             w->pel_done = true;
         } else if (rc == 0) {
             snprintf(w->pel_cursor, sizeof w->pel_cursor, "%s", es.v[es.n - 1].id);
@@ -383,7 +383,7 @@ static void fill(wake_worker *w)
             return;
         }
     } else if (mono >= w->next_claim) {
-        rc = wake_stream_autoclaim(r, w->stream, WAKE_GROUP, w->consumer, w->svc->lease_ms, room,
+        rc = vigil_jobs_autoclaim(r, w->stream, WAKE_GROUP, w->consumer, w->svc->lease_ms, room,
                                    w->claim_cursor, sizeof w->claim_cursor, &es);
         if (rc == 0) {
             if (strcmp(w->claim_cursor, "0-0") == 0) {
@@ -402,12 +402,12 @@ static void fill(wake_worker *w)
     }
     if (rc == 0 && w->pel_done && room > 0) {
         bool idle = w->used == 0 && vigil_llm_pending(w->llm) == 0;
-        rc = wake_stream_read(r, w->stream, WAKE_GROUP, w->consumer, ">", room,
+        rc = vigil_jobs_read(r, w->stream, WAKE_GROUP, w->consumer, ">", room,
                               idle ? (int)w->svc->block_ms : 0, &es);
         if (rc == 0)
             take(w, &es, true);
     }
-    if (rc == WAKE_STREAM_NOGROUP)
+    if (rc == VIGIL_JOBS_NOGROUP)
         w->group_ok = false;
     if (rc != 0)
         backoff(w, "XREADGROUP");

@@ -1,10 +1,10 @@
-/* job_stream.c - Redis stream commands of the job queue (see job_stream.h). */
+/* jobs.c - Redis stream commands of the durable job queue (see vigil/jobs.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "job_stream.h"
+#include "vigil/jobs.h"
 
-void wake_entries_free(wake_entries *e)
+void vigil_job_entries_free(vigil_job_entries *e)
 {
     for (int i = 0; i < e->n; i++)
         free(e->v[i].payload);
@@ -24,38 +24,38 @@ static redisReply *cmd(vigil_redis *r, int argc, const char **argv)
 static int error_kind(const redisReply *rep)
 {
     if (rep && rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOGROUP", 7) == 0)
-        return WAKE_STREAM_NOGROUP;
-    return WAKE_STREAM_ERROR;
+        return VIGIL_JOBS_NOGROUP;
+    return VIGIL_JOBS_ERROR;
 }
 
-int wake_stream_group_create(vigil_redis *r, const char *key, const char *group)
+int vigil_jobs_group_create(vigil_redis *r, const char *key, const char *group)
 {
     const char *argv[] = {"XGROUP", "CREATE", key, group, "0", "MKSTREAM"};
     redisReply *rep = cmd(r, 6, argv);
     if (!rep)
-        return WAKE_STREAM_ERROR;
+        return VIGIL_JOBS_ERROR;
     int rc = rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BUSYGROUP", 9) != 0
-                 ? WAKE_STREAM_ERROR
+                 ? VIGIL_JOBS_ERROR
                  : 0;
     freeReplyObject(rep);
     return rc;
 }
 
 /* Appends the entries of an array [[id, [field, value, ...] | nil], ...]. */
-static int take_entries(const redisReply *arr, wake_entries *out)
+static int take_entries(const redisReply *arr, vigil_job_entries *out)
 {
     if (arr->type != REDIS_REPLY_ARRAY)
-        return WAKE_STREAM_ERROR;
-    wake_entry *v = realloc(out->v, (size_t)(out->n + (int)arr->elements + 1) * sizeof *v);
+        return VIGIL_JOBS_ERROR;
+    vigil_job_entry *v = realloc(out->v, (size_t)(out->n + (int)arr->elements + 1) * sizeof *v);
     if (!v)
-        return WAKE_STREAM_ERROR;
+        return VIGIL_JOBS_ERROR;
     out->v = v;
     for (size_t i = 0; i < arr->elements; i++) {
         const redisReply *e = arr->element[i];
         if (e->type != REDIS_REPLY_ARRAY || e->elements < 1 ||
             e->element[0]->type != REDIS_REPLY_STRING)
             continue;
-        wake_entry *x = &out->v[out->n];
+        vigil_job_entry *x = &out->v[out->n];
         memset(x, 0, sizeof *x);
         snprintf(x->id, sizeof x->id, "%s", e->element[0]->str);
         if (e->elements >= 2 && e->element[1]->type == REDIS_REPLY_ARRAY) {
@@ -66,7 +66,7 @@ static int take_entries(const redisReply *arr, wake_entries *out)
                     x->len = f->element[k + 1]->len;
                     x->payload = malloc(x->len + 1);
                     if (!x->payload)
-                        return WAKE_STREAM_ERROR;
+                        return VIGIL_JOBS_ERROR;
                     memcpy(x->payload, f->element[k + 1]->str, x->len);
                     x->payload[x->len] = '\0';
                 }
@@ -76,8 +76,8 @@ static int take_entries(const redisReply *arr, wake_entries *out)
     return 0;
 }
 
-int wake_stream_read(vigil_redis *r, const char *key, const char *group, const char *consumer,
-                     const char *from, int count, int block_ms, wake_entries *out)
+int vigil_jobs_read(vigil_redis *r, const char *key, const char *group, const char *consumer,
+                     const char *from, int count, int block_ms, vigil_job_entries *out)
 {
     char n[16], b[16];
     snprintf(n, sizeof n, "%d", count);
@@ -89,7 +89,7 @@ int wake_stream_read(vigil_redis *r, const char *key, const char *group, const c
     out->v = NULL;
     out->n = 0;
     if (!rep)
-        return WAKE_STREAM_ERROR;
+        return VIGIL_JOBS_ERROR;
     int rc = 0;
     if (rep->type == REDIS_REPLY_NIL) {
         rc = 0;
@@ -104,13 +104,13 @@ int wake_stream_read(vigil_redis *r, const char *key, const char *group, const c
     }
     freeReplyObject(rep);
     if (rc != 0)
-        wake_entries_free(out);
+        vigil_job_entries_free(out);
     return rc;
 }
 
-int wake_stream_autoclaim(vigil_redis *r, const char *key, const char *group,
+int vigil_jobs_autoclaim(vigil_redis *r, const char *key, const char *group,
                           const char *consumer, int64_t min_idle_ms, int count, char *cursor,
-                          size_t cursorlen, wake_entries *out)
+                          size_t cursorlen, vigil_job_entries *out)
 {
     char idle[24], n[16];
     snprintf(idle, sizeof idle, "%lld", (long long)min_idle_ms);
@@ -120,7 +120,7 @@ int wake_stream_autoclaim(vigil_redis *r, const char *key, const char *group,
     out->v = NULL;
     out->n = 0;
     if (!rep)
-        return WAKE_STREAM_ERROR;
+        return VIGIL_JOBS_ERROR;
     int rc = 0;
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 2 ||
         rep->element[0]->type != REDIS_REPLY_STRING) {
@@ -131,9 +131,9 @@ int wake_stream_autoclaim(vigil_redis *r, const char *key, const char *group,
         /* Redis 7: a third element lists ids whose entries were deleted */
         if (rc == 0 && rep->elements >= 3 && rep->element[2]->type == REDIS_REPLY_ARRAY) {
             const redisReply *del = rep->element[2];
-            wake_entry *v = realloc(out->v, (size_t)(out->n + (int)del->elements + 1) * sizeof *v);
+            vigil_job_entry *v = realloc(out->v, (size_t)(out->n + (int)del->elements + 1) * sizeof *v);
             if (!v) {
-                rc = WAKE_STREAM_ERROR;
+                rc = VIGIL_JOBS_ERROR;
             } else {
                 out->v = v;
                 for (size_t i = 0; i < del->elements; i++) {
@@ -149,11 +149,11 @@ int wake_stream_autoclaim(vigil_redis *r, const char *key, const char *group,
     }
     freeReplyObject(rep);
     if (rc != 0)
-        wake_entries_free(out);
+        vigil_job_entries_free(out);
     return rc;
 }
 
-int wake_stream_finish(vigil_redis *r, const char *key, const char *group, const char *const *ids,
+int vigil_jobs_finish(vigil_redis *r, const char *key, const char *group, const char *const *ids,
                        int n)
 {
     if (n <= 0)
@@ -162,7 +162,7 @@ int wake_stream_finish(vigil_redis *r, const char *key, const char *group, const
     const char **del = malloc((size_t)(n + 2) * sizeof *del);
     size_t *al = malloc((size_t)(n + 3) * sizeof *al);
     size_t *dl = malloc((size_t)(n + 2) * sizeof *dl);
-    int rc = WAKE_STREAM_ERROR;
+    int rc = VIGIL_JOBS_ERROR;
     if (!ack || !del || !al || !dl)
         goto cleanup;
     ack[0] = "XACK", ack[1] = key, ack[2] = group;
@@ -179,11 +179,11 @@ int wake_stream_finish(vigil_redis *r, const char *key, const char *group, const
     for (int i = 0; i < 2; i++) {
         redisReply *rep = vigil_redis_pipeline_get(r);
         if (!rep) {
-            rc = WAKE_STREAM_ERROR;
+            rc = VIGIL_JOBS_ERROR;
             break;
         }
         if (rep->type == REDIS_REPLY_ERROR)
-            rc = WAKE_STREAM_ERROR;
+            rc = VIGIL_JOBS_ERROR;
         freeReplyObject(rep);
     }
 cleanup:
@@ -194,7 +194,7 @@ cleanup:
     return rc;
 }
 
-int wake_stream_decided(vigil_redis *r, const char *ids_key, const char *job)
+int vigil_jobs_decided(vigil_redis *r, const char *ids_key, const char *job)
 {
     const char *argv[] = {"ZSCORE", ids_key, job};
     redisReply *rep = cmd(r, 3, argv);
