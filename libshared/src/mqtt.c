@@ -63,6 +63,15 @@ struct pub_batch {
     pub_slot *slots;
 };
 
+/* One tagged publish handed to paho (vigil_mqtt_publish_tagged): lives
+ * until its callback, or until stop for one that never got a callback. */
+typedef struct pub_token pub_token;
+struct pub_token {
+    pub_token *prev, *next;
+    vigil_mqtt *m;
+    uint64_t tag;
+};
+
 enum conn_attempt { ATTEMPT_NONE = 0, ATTEMPT_PENDING, ATTEMPT_OK, ATTEMPT_FAILED };
 
 struct vigil_mqtt {
@@ -97,6 +106,9 @@ struct vigil_mqtt {
     enum conn_attempt attempt;
     bool disconnect_done;
     pub_batch *batches;
+    pub_token *tokens;       /* tagged publishes awaiting their callback */
+    vigil_mqtt_ack_fn ack_fn; /* receives their outcomes (under mu) */
+    void *ack_ctx;
 };
 
 static char *dup_or_null(const char *s)
@@ -332,6 +344,123 @@ int vigil_mqtt_publish_batch(vigil_mqtt *m, const vigil_pubmsg *msgs, int n, int
     if (acked < n)
         vigil_log(VIGIL_LOG_WARN, "mqtt publish batch: %d of %d acknowledged", acked, n);
     return acked;
+}
+
+/* ---- tagged publishes (a window of QoS 1 messages, outcomes by tag) --- */
+
+static void token_unlink_locked(vigil_mqtt *m, pub_token *t)
+{
+    if (t->prev)
+        t->prev->next = t->next;
+    else if (m->tokens == t)
+        m->tokens = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+}
+
+/* Delivers one outcome to the ack handler and frees the token. The handler
+ * runs under m->mu, so vigil_mqtt_set_ack_handler(m, NULL, NULL) returning
+ * means no handler call is running or will start. */
+static void token_resolve(pub_token *t, int outcome, int reason)
+{
+    vigil_mqtt *m = t->m;
+    pthread_mutex_lock(&m->mu);
+    token_unlink_locked(m, t);
+    if (m->ack_fn)
+        m->ack_fn(m->ack_ctx, t->tag, outcome, reason);
+    pthread_mutex_unlock(&m->mu);
+    free(t);
+}
+
+static void on_tagged_ok(void *context, MQTTAsync_successData5 *resp)
+{
+    pub_token *t = context;
+    tl_in_callback++;
+    /* An MQTT 5 PUBACK may carry a refusal (e.g. 0x87 not authorized). */
+    int reason = resp ? (int)resp->reasonCode : 0;
+    token_resolve(t, reason < 0x80 ? VIGIL_PUB_ACKED : VIGIL_PUB_REFUSED, reason);
+    tl_in_callback--;
+}
+
+static void on_tagged_fail(void *context, MQTTAsync_failureData5 *resp)
+{
+    pub_token *t = context;
+    tl_in_callback++;
+    /* A failure callback carries a reason code when the broker answered
+     * (PUBACK >= 0x80); otherwise the connection went away. */
+    int reason = resp ? (int)resp->reasonCode : 0;
+    token_resolve(t, reason >= 0x80 ? VIGIL_PUB_REFUSED : VIGIL_PUB_FAILED, reason);
+    tl_in_callback--;
+}
+
+void vigil_mqtt_set_ack_handler(vigil_mqtt *m, vigil_mqtt_ack_fn fn, void *ctx)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->mu);
+    m->ack_fn = fn;
+    m->ack_ctx = ctx;
+    pthread_mutex_unlock(&m->mu);
+}
+
+const char *vigil_mqtt_reason_string(int reason_code)
+{
+    const char *s = MQTTReasonCode_toString((enum MQTTReasonCodes)reason_code);
+    return s ? s : "unknown reason";
+}
+
+int vigil_mqtt_window(const vigil_mqtt *m)
+{
+    return m ? atomic_load(&((vigil_mqtt *)m)->window) : 1;
+}
+
+/* paho's own verdicts on a message that say nothing about the connection:
+ * sending the same message again can never succeed. */
+static bool paho_rc_permanent(int rc)
+{
+    return rc == MQTTASYNC_BAD_UTF8_STRING || rc == MQTTASYNC_NULL_PARAMETER ||
+           rc == MQTTASYNC_TOPICNAME_TRUNCATED || rc == MQTTASYNC_BAD_STRUCTURE ||
+           rc == MQTTASYNC_BAD_QOS;
+}
+
+int vigil_mqtt_publish_tagged(vigil_mqtt *m, const vigil_pubmsg *msg, uint64_t tag)
+{
+    if (!m || !msg || !msg->topic || (msg->len > 0 && !msg->payload) || msg->len > INT32_MAX)
+        return VIGIL_PUB_SEND_REFUSED;
+    if (!atomic_load(&m->connected))
+        return VIGIL_PUB_SEND_RETRY;
+    pub_token *t = calloc(1, sizeof *t);
+    if (!t)
+        return VIGIL_PUB_SEND_RETRY;
+    t->m = m;
+    t->tag = tag;
+    pthread_mutex_lock(&m->mu);
+    t->next = m->tokens;
+    if (m->tokens)
+        m->tokens->prev = t;
+    m->tokens = t;
+    pthread_mutex_unlock(&m->mu);
+
+    MQTTAsync_message pm = MQTTAsync_message_initializer;
+    MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
+    pm.payload = (void *)msg->payload;
+    pm.payloadlen = (int)msg->len;
+    pm.qos = 1;
+    pm.retained = msg->retain ? 1 : 0;
+    ro.onSuccess5 = on_tagged_ok;
+    ro.onFailure5 = on_tagged_fail;
+    ro.context = t;
+    int rc = MQTTAsync_sendMessage(m->client, msg->topic, &pm, &ro);
+    if (rc == MQTTASYNC_SUCCESS)
+        return VIGIL_PUB_SEND_OK;
+    /* Not handed over: no callback will come. */
+    pthread_mutex_lock(&m->mu);
+    token_unlink_locked(m, t);
+    pthread_mutex_unlock(&m->mu);
+    free(t);
+    vigil_log_kv(VIGIL_LOG_WARN, "mqtt publish not accepted", "topic", msg->topic, "error",
+                 MQTTAsync_strerror(rc), NULL);
+    return paho_rc_permanent(rc) ? VIGIL_PUB_SEND_REFUSED : VIGIL_PUB_SEND_RETRY;
 }
 
 static void on_async_publish_fail(void *context, MQTTAsync_failureData5 *resp)
@@ -860,6 +989,11 @@ void vigil_mqtt_stop(vigil_mqtt *m, const char *final_status, int timeout_ms)
      * acknowledged. */
     while (m->batches)
         batch_unlink_free(m, m->batches);
+    while (m->tokens) {
+        pub_token *t = m->tokens;
+        token_unlink_locked(m, t);
+        free(t);
+    }
     pthread_mutex_destroy(&m->mu);
     pthread_cond_destroy(&m->cv);
     vigil_log_kv(VIGIL_LOG_INFO, "mqtt stopped", "client_id", m->client_id, NULL);
