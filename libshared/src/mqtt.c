@@ -26,6 +26,8 @@
 #include "vigil/log.h"
 #include "vigil/metrics.h"
 
+#include "tcp_quickack.h"
+
 #define MQTT_KEEPALIVE_S 20
 #define MQTT_CONNECT_TIMEOUT_S 10
 #define MQTT_RETRY_MIN_S 1
@@ -35,6 +37,7 @@
 #define MQTT_MAX_QUEUED_SENDS 10000
 #define MQTT_MAX_WINDOW 1000
 #define MQTT_DEFAULT_WINDOW 10 /* half of mosquitto's default Receive Maximum */
+#define MQTT_QUICKACK_FDS 4
 
 /* Nonzero while this thread runs one of our paho callbacks. Waiting for an
  * acknowledgement there would deadlock (the acknowledgement is delivered by
@@ -95,6 +98,9 @@ struct vigil_mqtt {
     MQTTAsync_willOptions will;
 
     atomic_bool connected;
+    int broker_port;             /* for finding our socket (tcp_quickack.h) */
+    atomic_int qa_n;             /* our sockets to the broker, 0 while down */
+    atomic_int qa_fds[MQTT_QUICKACK_FDS];
     atomic_int window; /* QoS 1 messages a batch keeps in flight */
 
     pthread_mutex_t mu;
@@ -191,6 +197,18 @@ static void slot_resolve_locked(pub_batch *b, int idx, bool ok)
         pthread_cond_broadcast(&m->cv);
 }
 
+/* A PUBACK just arrived: acknowledge the broker's segment at once, so a
+ * broker without TCP_NODELAY sends the next PUBACKs now instead of after
+ * our delayed ACK (tcp_quickack.h). Runs on paho's receive thread. */
+static void quickack(vigil_mqtt *m)
+{
+    int fds[MQTT_QUICKACK_FDS];
+    int n = atomic_load(&m->qa_n);
+    for (int i = 0; i < n && i < MQTT_QUICKACK_FDS; i++)
+        fds[i] = atomic_load(&m->qa_fds[i]);
+    vigil_tcp_quickack(fds, n);
+}
+
 static void on_publish_ok(void *context, MQTTAsync_successData5 *resp)
 {
     pub_slot *s = context;
@@ -198,6 +216,7 @@ static void on_publish_ok(void *context, MQTTAsync_successData5 *resp)
     /* An MQTT 5 PUBACK may carry a failure reason (e.g. not authorized). */
     bool ok = !resp || resp->reasonCode < 0x80;
     tl_in_callback++;
+    quickack(m);
     if (!ok)
         vigil_log_kv(VIGIL_LOG_WARN, "mqtt publish refused by broker", "reason",
                      MQTTReasonCode_toString(resp->reasonCode), NULL);
@@ -376,6 +395,7 @@ static void on_tagged_ok(void *context, MQTTAsync_successData5 *resp)
 {
     pub_token *t = context;
     tl_in_callback++;
+    quickack(t->m);
     /* An MQTT 5 PUBACK may carry a refusal (e.g. 0x87 not authorized). */
     int reason = resp ? (int)resp->reasonCode : 0;
     token_resolve(t, reason < 0x80 ? VIGIL_PUB_ACKED : VIGIL_PUB_REFUSED, reason);
@@ -541,6 +561,13 @@ static void on_connected(void *context, char *cause)
     vigil_mqtt *m = context;
     tl_in_callback++;
     atomic_store(&m->connected, true);
+    if (m->broker_port > 0) {
+        int fds[MQTT_QUICKACK_FDS];
+        int n = vigil_tcp_find_peer_fds(m->broker_port, fds, MQTT_QUICKACK_FDS);
+        for (int i = 0; i < n; i++)
+            atomic_store(&m->qa_fds[i], fds[i]);
+        atomic_store(&m->qa_n, n);
+    }
     pthread_mutex_lock(&m->mu);
     bool first = !m->ever_connected;
     m->ever_connected = true;
@@ -574,6 +601,7 @@ static void on_connected(void *context, char *cause)
  * callbacks below comes first for the same loss. */
 static void mark_down(vigil_mqtt *m)
 {
+    atomic_store(&m->qa_n, 0);
     if (!atomic_exchange(&m->connected, false))
         return;
     vigil_gauge_set("vigil_mqtt_connected", "1 while connected to the MQTT broker", NULL, 0);
@@ -854,6 +882,7 @@ vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errle
     m->connect_props.length = 1 + 4; /* identifier byte + four byte integer */
     m->connect_props.array = &m->session_expiry;
 
+
     m->will = (MQTTAsync_willOptions)MQTTAsync_willOptions_initializer;
     m->will.topicName = m->status_topic;
     m->will.message = m->lost_payload;
@@ -861,6 +890,14 @@ vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errle
     m->will.qos = 1;
 
     atomic_init(&m->connected, false);
+    atomic_init(&m->qa_n, 0);
+    for (int i = 0; i < MQTT_QUICKACK_FDS; i++)
+        atomic_init(&m->qa_fds[i], -1);
+    /* The broker's port, from the paho form tcp://host:port ([v6]:port). */
+    const char *colon = strrchr(m->url, ':');
+    m->broker_port = colon && colon[1] && !strchr(colon, ']') && !strchr(colon, '/') ? atoi(colon + 1) : 0;
+    if (m->broker_port <= 0)
+        m->broker_port = strncmp(m->url, "ssl://", 6) == 0 ? 8883 : 1883;
     atomic_init(&m->window, MQTT_DEFAULT_WINDOW);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

@@ -117,6 +117,7 @@ struct vigil_outbox {
     bool kicked;
     bool acked_event; /* a callback reported something worth waking for */
     bool stopping;
+    bool waiting;           /* the thread sleeps in outbox_wait: signal it */
     int64_t drain_deadline; /* mono ms, valid once stopping */
     eph_msg *head, *tail;   /* oldest first */
     size_t count;
@@ -183,10 +184,12 @@ static void outbox_wait(vigil_outbox *o, int64_t ms, bool wake)
 {
     struct timespec ts = mono_deadline(ms);
     pthread_mutex_lock(&o->mu);
+    o->waiting = true;
     while (!o->stopping && !(wake && (o->kicked || o->acked_event))) {
         if (pthread_cond_timedwait(&o->cv, &o->mu, &ts) == ETIMEDOUT)
             break;
     }
+    o->waiting = false;
     pthread_mutex_unlock(&o->mu);
 }
 
@@ -295,7 +298,8 @@ static void on_ack(void *ctx, uint64_t tag, int outcome, int reason)
     if (wake || (o->send_seq < o->read_seq && o->outstanding <= window / 2) ||
         (o->outstanding == 0 && o->stopping)) {
         o->acked_event = true;
-        pthread_cond_signal(&o->cv);
+        if (o->waiting)
+            pthread_cond_signal(&o->cv);
     }
     pthread_mutex_unlock(&o->mu);
 }
@@ -780,9 +784,14 @@ void vigil_outbox_kick(vigil_outbox *o)
 {
     if (!o)
         return;
+    /* Called after every commit: a futex wake only when the thread sleeps
+     * and was not kicked already. */
     pthread_mutex_lock(&o->mu);
-    o->kicked = true;
-    pthread_cond_signal(&o->cv);
+    if (!o->kicked) {
+        o->kicked = true;
+        if (o->waiting)
+            pthread_cond_signal(&o->cv);
+    }
     pthread_mutex_unlock(&o->mu);
 }
 
