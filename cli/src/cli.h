@@ -103,6 +103,10 @@ int cli_chat_resume(cli *c, int argc, char **argv);
 int cli_chat_delete(cli *c, int argc, char **argv);
 int cli_chat_cleanup(cli *c, int argc, char **argv);
 
+/* `vigil deadletter list|replay SERVICE` (deadletter.c); argv[0] is
+ * "deadletter". */
+int cli_deadletter(int argc, char **argv);
+
 /* Publishes a room message (sender_type `type`; reply_to NULL and depth
  * < 0 leave those fields out; event: an extra "event" field or NULL) with
  * a fresh id written to id_out. */

@@ -27,7 +27,8 @@ static const struct {
       "usage: vigil [--help] [--version] <command> [<args>]\n"
       "\n"
       "Commands:\n"
-      "  chat      rooms, messages, pause/resume of AI conversations (vigil chat --help)\n" },
+      "  chat      rooms, messages, pause/resume of AI conversations (vigil chat --help)\n"
+      "  deadletter  outputs a service could not publish: list, replay (vigil deadletter --help)\n" },
     { "chat",
       "usage: vigil chat [--json]                      list rooms\n"
       "       vigil chat new [NAME]                    create a room and join it\n"
@@ -105,6 +106,18 @@ static const struct {
       "\n"
       "Removes log entries older than VIGIL_CHAT_LOG_MAX_AGE_MS from every room, then\n"
       "deletes the rooms left without messages (unless a message arrives meanwhile).\n" },
+    { "deadletter",
+      "usage: vigil deadletter list SERVICE\n"
+      "       vigil deadletter replay SERVICE [--shard I]\n"
+      "\n"
+      "A service's outbox moves an output it can never publish (an entry it cannot\n"
+      "decode, or one the broker refused VIGIL_OUTBOX_DEAD_LETTER_AFTER times in a row,\n"
+      "e.g. by an ACL) to the Redis list <VIGIL_REDIS_PREFIX>SERVICE:deadletter, oldest\n"
+      "first, instead of deleting it. `list` prints one line per dead letter: index,\n"
+      "topic (or \"(undecodable)\") and payload, escaped to one line; the count goes to\n"
+      "stderr. After fixing the cause, `replay` moves them all, in order and atomically,\n"
+      "to the tail of the outbox of shard I (default 0), which the running service\n"
+      "publishes within half a second.\n" },
 };
 
 void cli_help(const char *name, FILE *f)
@@ -128,6 +141,8 @@ int cli_usage_error(const char *name, const char *msg)
         fprintf(stderr, "Try 'vigil --help'.\n");
     else if (strcmp(name, "chat") == 0)
         fprintf(stderr, "Try 'vigil chat --help'.\n");
+    else if (strcmp(name, "deadletter") == 0)
+        fprintf(stderr, "Try 'vigil deadletter --help'.\n");
     else
         fprintf(stderr, "Try 'vigil chat %s --help'.\n", name);
     return 2;

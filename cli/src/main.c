@@ -67,6 +67,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "chat") == 0)
         return run_chat(argc - 1, argv + 1);
+    if (strcmp(argv[1], "deadletter") == 0)
+        return cli_deadletter(argc - 1, argv + 1);
     char msg[128];
     snprintf(msg, sizeof msg, "unknown command '%.60s'", argv[1]);
     return cli_usage_error("vigil", msg);
