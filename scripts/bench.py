@@ -384,7 +384,8 @@ def print_summary(a, results, payload_size):
     print()
     print("=" * 100)
     print(f"Vigil bench summary  (dormancy-monitor, --mix {a.mix}: N={a.n}, {a.rooms} rooms x "
-          f"{a.personas} personas, ~{payload_size} B payloads, QoS 1, {os.cpu_count()} CPUs)")
+          f"{a.personas} personas, ~{payload_size} B payloads, QoS 1, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f})")
     print("-" * 100)
     print(f"{'broker':<22}{'relay':>9}{'service':>9}{'ratio':>7}{'CPU/input':>11}{'Redis/commit':>14}"
           f"{'p50/p99 at ' + str(int(a.latency_rate)) + '/s':>22}{'RSS idle':>11}")
