@@ -40,6 +40,7 @@ import multiprocessing as mp
 import os
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -380,6 +381,53 @@ def run_setting(a, work, nodelay, label):
                 p.stop()
 
 
+def alternate_settings(a, work):
+    """Both stacks (broker as shipped, broker with nodelay) up at once; the
+    relay and service stages alternate between them a.rounds times, so a
+    change of machine load hits both settings alike. Returns per setting the
+    median relay rate, service rate and ratio."""
+    stacks = []
+    try:
+        for nodelay in (False, True):
+            d = os.path.join(work, f"alt-{'on' if nodelay else 'off'}")
+            os.makedirs(d, exist_ok=True)
+            redis = harness.RedisServer(d, appendfsync="everysec").start()
+            broker = harness.Mosquitto(d, source_conf=broker_conf(d, nodelay)).start()
+            stacks.append({"nodelay": nodelay, "redis": redis, "broker": broker, "svc": None,
+                           "relay": [], "service": []})
+            stacks[-1]["svc"] = start_service(d, "dormancy-monitor", broker, redis, "bench:",
+                                              DORMANCY_ENV, a.build_dir,
+                                              f"bench-alt-{'on' if nodelay else 'off'}")
+        for r in range(a.rounds):
+            for st in stacks:
+                name = "nodelay on" if st["nodelay"] else "as shipped"
+                print(f"[alternating {r + 1}/{a.rounds}, {name}] relay and service", flush=True)
+                port = st["broker"].port
+                st["relay"].append(run_stage(
+                    "relay", port, make_stream(a.n, a.rooms, a.personas, "relay/{room}/message",
+                                               f"ar{r}", a.mix), "relay/+/message", "id",
+                    a.timeout, quiet=True)["rate"])
+                st["service"].append(run_stage(
+                    "service", port, make_stream(a.n, a.rooms, a.personas, "room/{room}/message",
+                                                 f"as{r}", a.mix), "persona/+/dormancy",
+                    "message_id", a.timeout, quiet=True)["rate"])
+        out = []
+        for st in stacks:
+            ratios = [sv / rl for sv, rl in zip(st["service"], st["relay"]) if rl]
+            out.append({"label": "nodelay on" if st["nodelay"] else "as shipped",
+                        "relay": statistics.median(st["relay"]),
+                        "service": statistics.median(st["service"]),
+                        "ratio": statistics.median(ratios) if ratios else float("nan"),
+                        "services": st["service"]})
+        return out
+    finally:
+        for st in stacks:
+            if st["svc"] is not None and st["svc"].alive():
+                st["svc"].terminate(timeout=20)
+            st["broker"].stop()
+            st["redis"].stop()
+
+
 def print_summary(a, results, payload_size):
     print()
     print("=" * 100)
@@ -431,6 +479,9 @@ def main():
     ap.add_argument("--latency-n", type=int, default=2000, help="messages in each paced latency stage")
     ap.add_argument("--latency-rate", type=float, default=1000, help="msg/s of the paced stages (default 1000)")
     ap.add_argument("--replicas", action="store_true", help="also run two replicas (VIGIL_SHARD 0/2, 1/2)")
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="with both broker settings: also alternate the relay and service stages "
+                         "between them ROUNDS times and print the medians (robust to load changes)")
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build", "release"))
     ap.add_argument("--timeout", type=float, default=600, help="bound on each stage, seconds")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (logs)")
@@ -455,6 +506,16 @@ def main():
         results = [run_setting(a, work, nd, "nodelay on" if nd else "as shipped (no nodelay)")
                    for nd in settings]
         print_summary(a, results, payload_size)
+        if a.rounds > 0 and len(settings) == 2:
+            alt = alternate_settings(a, work)
+            print(f"alternated {a.rounds} rounds (medians):")
+            for x in alt:
+                print(f"  {x['label']:<12} relay {x['relay']:7.0f} msg/s  service {x['service']:7.0f} msg/s  "
+                      f"ratio {x['ratio']:.3f}   (service per round: "
+                      f"{', '.join(f'{v:.0f}' for v in x['services'])})")
+            off, on = alt
+            print(f"  nodelay on vs off: ratio changes by {100 * (on['ratio'] - off['ratio']) / off['ratio']:+.1f} %, "
+                  f"service rate by {100 * (on['service'] - off['service']) / off['service']:+.1f} %")
         ok = all(not r["problems"] and all(r[k]["missing"] == 0 for k in
                                            ("relay", "service", "relay_paced", "service_paced", "two")
                                            if k in r) for r in results)
