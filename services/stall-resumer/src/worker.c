@@ -110,6 +110,7 @@ static void turn(stall_worker *w)
     if (!w->pel_done) {
         rc = vigil_jobs_read(r, w->stream, STALL_GROUP, w->consumer, w->pel_cursor, BATCH, 0, &es);
         if (rc == 0 && es.n == 0) {
+            vigil_job_entries_free(&es);
             w->pel_done = true;
         } else if (rc == 0) {
             snprintf(w->pel_cursor, sizeof w->pel_cursor, "%s", es.v[es.n - 1].id);
