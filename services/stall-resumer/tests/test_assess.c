@@ -32,13 +32,20 @@ static void test_table_rows(void **state)
 static void test_penalties(void **state)
 {
     (void)state;
-    assert_int_equal(stall_recency_penalty(900, 30 * MIN_MS), 900);     /* not over 30 */
-    assert_int_equal(stall_recency_penalty(900, 30 * MIN_MS + 1), 765); /* x 0.85 */
-    assert_int_equal(stall_recency_penalty(700, 45 * MIN_MS), 595);
-    assert_int_equal(stall_recency_penalty(500, 60 * MIN_MS), 425);     /* not over 60 */
-    assert_int_equal(stall_recency_penalty(900, 60 * MIN_MS + 1), 630); /* x 0.7 */
-    assert_int_equal(stall_recency_penalty(700, 90 * MIN_MS), 490);
-    assert_int_equal(stall_recency_penalty(300, 0), 300);
+    assert_int_equal(stall_recency_penalty(&cfg, 900, 30 * MIN_MS), 900);     /* not over 30 */
+    assert_int_equal(stall_recency_penalty(&cfg, 900, 30 * MIN_MS + 1), 765); /* x 0.85 */
+    assert_int_equal(stall_recency_penalty(&cfg, 700, 45 * MIN_MS), 595);
+    assert_int_equal(stall_recency_penalty(&cfg, 500, 60 * MIN_MS), 425);     /* not over 60 */
+    assert_int_equal(stall_recency_penalty(&cfg, 900, 60 * MIN_MS + 1), 630); /* x 0.7 */
+    assert_int_equal(stall_recency_penalty(&cfg, 700, 90 * MIN_MS), 490);
+    assert_int_equal(stall_recency_penalty(&cfg, 300, 0), 300);
+    /* they follow the tier-1 / tier-2 windows */
+    stall_config c = cfg;
+    c.tier_window_ms[0] = 20000;
+    c.tier_window_ms[1] = 10000;
+    assert_int_equal(stall_recency_penalty(&c, 900, 10000), 900);
+    assert_int_equal(stall_recency_penalty(&c, 900, 10001), 765);
+    assert_int_equal(stall_recency_penalty(&c, 900, 20001), 630);
 }
 
 /* Each row through stall_assess with real signals. */
@@ -177,16 +184,14 @@ static void test_temporal_window(void **state)
     free(a);
 }
 
-/* 0.7 x 0.7 = 0.49 is not active: the threshold is exact. */
+/* 0.7 x 0.7 = 0.49 is not active: the threshold is exact. (A tier-1
+ * signal older than its window counts only inside a tool call.) */
 static void test_is_active_threshold(void **state)
 {
     (void)state;
-    stall_config c = cfg;
-    c.lookback_ms = 2 * HOUR_MS;
-    c.tier_window_ms[0] = 2 * HOUR_MS;
     stall_agent *a = st_agent("a");
-    st_sig(a, &c, STALL_SRC_GIT_COMMIT, 61 * MIN_MS, "c", false);
-    stall_assessment as = st_assess(a, &c, T0);
+    st_sig(a, &cfg, STALL_SRC_GIT_COMMIT, 61 * MIN_MS, "c", true);
+    stall_assessment as = st_assess(a, &cfg, T0);
     assert_int_equal(as.confidence_milli, 490);
     assert_true(as.validation_passed);
     assert_false(as.is_active);

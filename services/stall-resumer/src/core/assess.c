@@ -4,7 +4,8 @@
  *   3. base confidence: >= 2 tier 1 -> 0.9; 1 tier 1 -> 0.7; >= 2 tier 2 ->
  *      0.7; 1 tier 2 -> 0.5; tier 3 only -> 0.3; none -> 0;
  *   4. recency penalty on the newest counted signal's age: > 60 min x 0.7,
- *      > 30 min x 0.85;
+ *      > 30 min x 0.85 (the tier-1 and tier-2 windows, so VIGIL_STALL_TIER1_MS
+ *      and _TIER2_MS scale them too);
  *   5. validation: the newest signal inside the lookback and at least one
  *      tier 1 or tier 2 signal counted;
  *   6. is_active = confidence >= 0.5 and validation passed.
@@ -32,11 +33,11 @@ int stall_base_confidence(int n1, int n2, int n3)
     return 0;
 }
 
-int stall_recency_penalty(int base_milli, int64_t age_ms)
+int stall_recency_penalty(const stall_config *c, int base_milli, int64_t age_ms)
 {
-    if (age_ms > 60 * STALL_MIN_MS)
+    if (age_ms > c->tier_window_ms[0])
         return base_milli * 700 / 1000;
-    if (age_ms > 30 * STALL_MIN_MS)
+    if (age_ms > c->tier_window_ms[1])
         return base_milli * 850 / 1000;
     return base_milli;
 }
@@ -100,7 +101,7 @@ int stall_assess(const stall_agent *a, const stall_config *c, int64_t now, stall
     }
     as->base_milli = stall_base_confidence(as->n_tier[0], as->n_tier[1], as->n_tier[2]);
     as->confidence_milli =
-        as->n_counted ? stall_recency_penalty(as->base_milli, age_of(as->newest_counted, now)) : 0;
+        as->n_counted ? stall_recency_penalty(c, as->base_milli, age_of(as->newest_counted, now)) : 0;
 
     as->last_activity = newest >= 0 ? a->sig[newest].ts : a->last_seen;
     bool recent = newest >= 0 && age_of(a->sig[newest].ts, now) <= lookback;

@@ -183,8 +183,10 @@ int stall_assess(const stall_agent *a, const stall_config *c, int64_t now, stall
                  char *err, size_t errlen);
 /* Base confidence (x1000) from counted signals per tier: the seed's table. */
 int stall_base_confidence(int n1, int n2, int n3);
-/* The recency penalty applied to base for the newest counted signal's age. */
-int stall_recency_penalty(int base_milli, int64_t age_ms);
+/* The recency penalty applied to base for the newest counted signal's age:
+ * over the tier-1 window (60 min) x 0.7, over the tier-2 window (30 min)
+ * x 0.85: the seed's hour and half hour, which are those windows. */
+int stall_recency_penalty(const stall_config *c, int base_milli, int64_t age_ms);
 /* Category of an agent: active -> fresh; else by status age, or by the age
  * of its newest signal without a status. */
 stall_category stall_category_for(const stall_agent *a, const stall_config *c, bool active,
