@@ -154,6 +154,17 @@ static void judge(const agent_row *r, const stall_config *cfg, bool activity_che
     }
 }
 
+/* "42s", "17m", "13.0h": the unit that reads best. */
+static void fmt_age(int64_t ms, char *out, size_t outlen)
+{
+    if (ms < 60000)
+        snprintf(out, outlen, "%llds", (long long)(ms / 1000));
+    else if (ms < 3600000)
+        snprintf(out, outlen, "%lldm", (long long)(ms / 60000));
+    else
+        snprintf(out, outlen, "%.1fh", (double)ms / 3600000.0);
+}
+
 static const char *EMOJI[] = {"🟢", "🟡", "🟠", "🔴"};
 static const char *LABEL[] = {"FRESH", "WARNING", "CRITICAL", "AUTO-RESUME"};
 
@@ -179,8 +190,10 @@ static void print_line(const sorted *s, bool activity_check)
         printf("  confidence %.3f %-8s", v->confidence, v->active ? "active" : "inactive");
     else if (activity_check)
         printf("  confidence -     %-8s", "unknown");
+    char age[32];
+    fmt_age(v->age_ms, age, sizeof age);
     if (v->known)
-        printf("  %s %.1fh", v->aged_from_status ? "status" : "activity", (double)v->age_ms / 3600000.0);
+        printf("  %s %s", v->aged_from_status ? "status" : "activity", age);
     else
         printf("  no status");
     const char *fsm = get_str(s->r->status, "fsm_state", get_str(s->r->assessment, "fsm_state", NULL));

@@ -76,7 +76,7 @@ def test_status_lines_with_emoji_confidence_sources_and_category(fleet):
     assert got["crit"].startswith("🟠 CRITICAL") and "BLOCKED" in got["crit"]
     assert got["stuck"].startswith("🔴 AUTO-RESUME") and "confidence 0.300 inactive" in got["stuck"]
     assert "MESSAGE_QUEUE" in got["stuck"]
-    assert got["nostatus"].startswith("🟢 FRESH") and "activity 0.8h" in got["nostatus"]
+    assert got["nostatus"].startswith("🟢 FRESH") and "activity 45m" in got["nostatus"]
     # worst first
     order = [line.split()[2] for line in r.stdout.splitlines() if line.split() and line.split()[2] in a.values()]
     assert order.index(a["stuck"]) < order.index(a["crit"]) < order.index(a["warn"]) < order.index(a["busy"])

@@ -128,8 +128,9 @@ static void test_prompt_and_payloads(void **state)
     assert_string_equal(json_object_get_string(v), "EXECUTING");
     json_object_put(o);
     free(prompt);
-    prompt = stall_resume_prompt(a, HOUR_MS, NULL, NULL, 0);
+    prompt = stall_resume_prompt(a, 45000, NULL, NULL, 0);
     assert_non_null(strstr(prompt, "No planner task is open"));
+    assert_non_null(strstr(prompt, "no activity for 45 s"));
     free(prompt);
     assert_string_not_equal(stall_fsm_actions("BLOCKED"), stall_fsm_actions("whatever"));
     free(a);

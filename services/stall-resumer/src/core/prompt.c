@@ -85,8 +85,12 @@ char *stall_resume_prompt(const stall_agent *a, int64_t idle_ms, const stall_cla
         return NULL;
     b.s[0] = '\0';
     const char *state = a->status.present && a->status.fsm_state[0] ? a->status.fsm_state : "UNKNOWN";
-    sb_add(&b, "🔄 " STALL_PROMPT_MARKER " %s: no activity for %" PRId64 " min (state %s).", a->agent,
-           idle_ms / STALL_MIN_MS, state);
+    if (idle_ms >= STALL_MIN_MS)
+        sb_add(&b, "🔄 " STALL_PROMPT_MARKER " %s: no activity for %" PRId64 " min (state %s).",
+               a->agent, idle_ms / STALL_MIN_MS, state);
+    else
+        sb_add(&b, "🔄 " STALL_PROMPT_MARKER " %s: no activity for %" PRId64 " s (state %s).",
+               a->agent, idle_ms / 1000, state);
     sb_add(&b, " Next: %s.", stall_fsm_actions(state));
     if (a->progress[0])
         sb_add(&b, " Your last progress: \"%s\".", a->progress);
