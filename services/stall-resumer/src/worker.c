@@ -3,18 +3,16 @@
  * acknowledging it. Claims are Redis round trips, not slow calls, so one
  * thread handles jobs one after the other.
  *
- * Order of work in the loop:
- *   1. after a start, this consumer's own pending jobs (a kill -9 between
- *      taking a job and acknowledging it never drops the resume: the job
- *      is carried out again, and the claim and the commit are idempotent);
- *   2. jobs of other consumers idle longer than the lease (XAUTOCLAIM);
- *   3. new jobs (XREADGROUP >), blocking briefly when there are none. */
+ * Jobs come in libshared's order (vigil/job_consumer.h): own pending ones
+ * after a start (a kill -9 between taking a job and acknowledging it never
+ * drops the resume: the job is carried out again, and the claim and the
+ * commit are idempotent), then jobs idle past the lease, then new ones. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <vigil/clock.h>
-#include <vigil/jobs.h>
+#include <vigil/job_consumer.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include "adapter.h"
@@ -27,12 +25,7 @@ struct stall_worker {
     pthread_t thread;
     bool started;
     vigil_runtime_conn *conn;
-    char consumer[200];
-    char stream[256];
-    bool group_ok, pel_done;
-    char pel_cursor[48];
-    char claim_cursor[48];
-    int64_t next_claim; /* monotonic ms */
+    vigil_job_consumer jobs;
     int errors;
 };
 
@@ -88,8 +81,8 @@ static void take(stall_worker *w, vigil_job_entries *es)
     for (int i = 0; i < es->n && !stopping(w); i++)
         if (handle(w, &es->v[i]) && n < BATCH)
             ids[n++] = es->v[i].id;
-    if (n > 0 && vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->stream, STALL_GROUP, ids,
-                                   n) != 0)
+    if (n > 0 && vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->jobs.stream, STALL_GROUP,
+                                   ids, n) != 0)
         vigil_log_kv(VIGIL_LOG_WARN, "resume jobs not acknowledged (looked at again, sent once)",
                      "first", ids[0], NULL);
     vigil_job_entries_free(es);
@@ -97,55 +90,21 @@ static void take(stall_worker *w, vigil_job_entries *es)
 
 static void turn(stall_worker *w)
 {
-    vigil_redis *r = vigil_runtime_conn_redis(w->conn);
     vigil_job_entries es = {0};
-    int rc = 0;
-    if (!w->group_ok) {
-        if (vigil_jobs_group_create(r, w->stream, STALL_GROUP) != 0) {
-            backoff(w, "XGROUP CREATE");
-            return;
-        }
-        w->group_ok = true;
-    }
-    if (!w->pel_done) {
-        rc = vigil_jobs_read(r, w->stream, STALL_GROUP, w->consumer, w->pel_cursor, BATCH, 0, &es);
-        if (rc == 0 && es.n == 0) {
-            vigil_job_entries_free(&es);
-            w->pel_done = true;
-        } else if (rc == 0) {
-            snprintf(w->pel_cursor, sizeof w->pel_cursor, "%s", es.v[es.n - 1].id);
-            vigil_counter_add("vigil_stall_jobs_resumed_total",
-                              "Own pending resume jobs handled again after a restart", NULL, es.n);
-            take(w, &es);
-            return;
-        }
-    } else if (vigil_mono_ms() >= w->next_claim) {
-        rc = vigil_jobs_autoclaim(r, w->stream, STALL_GROUP, w->consumer, w->svc->lease_ms, BATCH,
-                                  w->claim_cursor, sizeof w->claim_cursor, &es);
-        if (rc == 0) {
-            if (strcmp(w->claim_cursor, "0-0") == 0) {
-                int64_t every = w->svc->lease_ms / 2;
-                w->next_claim = vigil_mono_ms() + (every < 500 ? 500 : every > 30000 ? 30000 : every);
-            }
-            if (es.n > 0)
-                vigil_counter_add("vigil_stall_jobs_reclaimed_total",
-                                  "Resume jobs taken over from a consumer idle past the lease",
-                                  NULL, es.n);
-            take(w, &es);
-        }
-    }
-    if (rc == 0 && w->pel_done) {
-        rc = vigil_jobs_read(r, w->stream, STALL_GROUP, w->consumer, ">", BATCH, BLOCK_MS, &es);
-        if (rc == 0)
-            take(w, &es);
-    }
-    vigil_job_entries_free(&es);
-    if (rc == VIGIL_JOBS_NOGROUP)
-        w->group_ok = false;
-    if (rc != 0)
+    vigil_jobs_origin origin;
+    if (vigil_job_consumer_next(&w->jobs, vigil_runtime_conn_redis(w->conn), BATCH, BLOCK_MS,
+                                vigil_mono_ms(), &es, &origin) != 0) {
         backoff(w, "XREADGROUP");
-    else
-        w->errors = 0;
+        return;
+    }
+    w->errors = 0;
+    if (es.n > 0 && origin == VIGIL_JOBS_OWN_PENDING)
+        vigil_counter_add("vigil_stall_jobs_resumed_total",
+                          "Own pending resume jobs handled again after a restart", NULL, es.n);
+    else if (es.n > 0 && origin == VIGIL_JOBS_RECLAIMED)
+        vigil_counter_add("vigil_stall_jobs_reclaimed_total",
+                          "Resume jobs taken over from a consumer idle past the lease", NULL, es.n);
+    take(w, &es);
 }
 
 static void *worker_main(void *arg)
@@ -170,10 +129,10 @@ int stall_start(void *ctx, vigil_runtime *rt)
         return -1;
     }
     /* stable per instance: a restarted instance finds its own pending jobs */
-    snprintf(w->consumer, sizeof w->consumer, "%s-w0", svc->instance);
-    vigil_runtime_key(rt, STALL_STREAM, w->stream, sizeof w->stream);
-    snprintf(w->pel_cursor, sizeof w->pel_cursor, "0");
-    snprintf(w->claim_cursor, sizeof w->claim_cursor, "0-0");
+    char consumer[200], stream[256];
+    snprintf(consumer, sizeof consumer, "%s-w0", svc->instance);
+    vigil_runtime_key(rt, STALL_STREAM, stream, sizeof stream);
+    vigil_job_consumer_init(&w->jobs, stream, STALL_GROUP, consumer, svc->lease_ms);
     svc->worker = w;
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
         return -1;

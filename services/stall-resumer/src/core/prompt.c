@@ -4,11 +4,11 @@
  * starts with STALL_PROMPT_MARKER so an agent echoing it back is never
  * taken for activity. */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <json-c/printbuf.h>
 #include "stall.h"
 
 typedef struct fsm_advice {
@@ -40,50 +40,25 @@ const char *stall_fsm_actions(const char *fsm_state)
     return "post a status update, then continue with your current task or the claimed one";
 }
 
-/* Appends printf output to a growing buffer; keeps going after a failure
- * (the caller checks ok at the end). */
+/* json-c's printbuf grows the prompt; a failed append (out of memory)
+ * marks it failed and the caller gives up at the end. */
 typedef struct sbuf {
-    char *s;
-    size_t len, cap;
+    struct printbuf *pb;
     bool ok;
 } sbuf;
 
-static void sb_add(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_add(sbuf *b, const char *fmt, ...)
-{
-    if (!b->ok)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->ok = false;
-            return;
-        }
-        if ((size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = (b->cap + (size_t)n + 1) * 2;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->ok = false;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-}
+#define sb_add(b, ...)                                          \
+    do {                                                        \
+        if ((b)->ok && sprintbuf((b)->pb, __VA_ARGS__) < 0)     \
+            (b)->ok = false;                                    \
+    } while (0)
 
 char *stall_resume_prompt(const stall_agent *a, int64_t idle_ms, const stall_claimed *task,
                           const stall_task *const *priorities, int n_priorities)
 {
-    sbuf b = {malloc(512), 0, 512, true};
-    if (!b.s)
+    sbuf b = {printbuf_new(), true};
+    if (!b.pb)
         return NULL;
-    b.s[0] = '\0';
     const char *state = a->status.present && a->status.fsm_state[0] ? a->status.fsm_state : "UNKNOWN";
     if (idle_ms >= STALL_MIN_MS)
         sb_add(&b, "🔄 " STALL_PROMPT_MARKER " %s: no activity for %" PRId64 " min (state %s).",
@@ -114,9 +89,7 @@ char *stall_resume_prompt(const stall_agent *a, int64_t idle_ms, const stall_cla
         sb_add(&b, ".");
     }
     sb_add(&b, " Reply with progress, not an acknowledgement.");
-    if (!b.ok) {
-        free(b.s);
-        return NULL;
-    }
-    return b.s;
+    char *out = b.ok ? strdup(b.pb->buf) : NULL;
+    printbuf_free(b.pb);
+    return out;
 }
