@@ -250,6 +250,14 @@ def test_kill9_mid_scan_loses_no_resume_and_doubles_none(stack):
     with_task = [t for t in tasks if t]
     assert len(with_task) == 25 and len(set(with_task)) == 25, tasks
     assert len(pool(store)["claimed"]) == 25
+    # every resume job was acknowledged: nothing left pending in the stream
+    c = stack.redis.client()
+    try:
+        stream = f"{stack.prefix}{SERVICE}:resumes"
+        harness.wait_until(lambda: c.xpending(stream, "resumers")["pending"] == 0, 10,
+                           "every resume job acknowledged")
+    finally:
+        c.close()
     assert validate_outputs(col, OUTPUTS) > 0
 
 
@@ -345,3 +353,34 @@ def test_unknown_subtopic_is_not_subscribed_and_service_survives(bad_env):
     assessment(col, agent)
     assert svc.alive() and svc.is_ready()
     validate_outputs(col, OUTPUTS)
+
+
+def test_a_job_handled_again_claims_nothing_new_and_sends_nothing(stack):
+    """The crash window between committing a resume and acknowledging its
+    job: the job comes back (here: appended again, as XAUTOCLAIM would hand
+    it over) and must neither claim a second task nor send a second resume."""
+    svc = stack.service(SERVICE, env=FAST)
+    col = stack.collector()
+    pub = stack.publisher()
+    store = stack.store(SERVICE)
+    pub.publish(*task("w-1", 5))
+    pub.publish(*task("w-2", 4))
+    harness.wait_until(lambda: len(pool(store)["open"]) == 2, 10, "two open tasks")
+    agent = uid("again-")
+    pub.publish(*status(agent, 13 * HOUR))
+    ev = col.wait_event(f"agent/{agent}/resume", timeout=15)
+    assert ev["claimed_task"]["id"] == "w-1"
+    before = svc.metric("vigil_stall_jobs_total", outcome="duplicate") or 0
+    job = {"id": f"resume.{agent}.1", "agent": agent, "seq": 1, "decided": harness.now_ms(),
+           "reason": "replayed"}
+    c = stack.redis.client()
+    try:
+        c.xadd(f"{stack.prefix}{SERVICE}:resumes", {"m": json.dumps(job)})
+    finally:
+        c.close()
+    harness.wait_until(lambda: svc.metric("vigil_stall_jobs_total", outcome="duplicate") == before + 1, 10,
+                       "the replayed job found already done")
+    time.sleep(0.5)
+    assert list(resumes(col)[agent]) == [ev["id"]]
+    p = pool(store)
+    assert [t[0] for t in p["open"]] == ["w-2"] and [t[0] for t in p["claimed"]] == ["w-1"]
