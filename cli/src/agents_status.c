@@ -130,7 +130,10 @@ static void judge(const agent_row *r, const stall_config *cfg, bool activity_che
     json_object *conf;
     if (r->assessment && json_object_object_get_ex(r->assessment, "confidence", &conf))
         v->confidence = json_object_get_double(conf);
+    /* the status's own ts; without one, the time stall-resumer gave it */
     int64_t ref = get_i64(r->status, "ts", 0);
+    if (ref <= 0)
+        ref = get_i64(r->assessment, "status_ts", 0);
     v->aged_from_status = ref > 0;
     if (ref <= 0)
         ref = get_i64(r->assessment, "last_activity", 0);

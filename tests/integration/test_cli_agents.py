@@ -127,3 +127,17 @@ def test_usage_errors_and_empty_broker(stack):
                        "VIGIL_CLI_TIMEOUT_MS": "500"})
     assert r.returncode == 1 and "broker" in r.stderr
     assert os.path.exists(vigil_exe())
+
+
+def test_status_without_ts_is_aged_from_when_stall_resumer_got_it(stack):
+    """A status published without `ts` is dated by its receive time; the
+    CLI takes that time from the assessment's status_ts."""
+    stack.service(SERVICE, env={"VIGIL_STALL_SCAN_MS": "300"})
+    col = stack.collector()
+    pub = stack.publisher()
+    agent = uid("nots-")
+    pub.publish(f"agent/{agent}/status", {"agent": agent, "fsm_state": "IDLE"}, retain=True)
+    col.wait_event(f"agent/{agent}/assessment", lambda e: isinstance(e.get("status_ts"), int), timeout=10)
+    r = run_vigil(stack, "agents", "status", "--json", env=NO_REDIS)
+    rows = {o["agent"]: o for o in map(json.loads, r.stdout.splitlines())}
+    assert rows[agent]["aged_from"] == "status" and rows[agent]["age_ms"] < 60_000, rows[agent]

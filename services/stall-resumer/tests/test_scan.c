@@ -92,12 +92,24 @@ static void test_status_ordering(void **state)
     memset(&st, 0, sizeof st);
     snprintf(st.fsm_state, sizeof st.fsm_state, "EXECUTING");
     st.ts = T0;
-    assert_true(stall_agent_set_status(a, &st));
-    assert_false(stall_agent_set_status(a, &st)); /* same */
+    assert_true(stall_agent_set_status(a, &st, T0));
+    assert_false(stall_agent_set_status(a, &st, T0)); /* same */
     st.ts = T0 - 1;
     snprintf(st.fsm_state, sizeof st.fsm_state, "OLD");
-    assert_false(stall_agent_set_status(a, &st)); /* older */
+    assert_false(stall_agent_set_status(a, &st, T0)); /* older */
     assert_string_equal(a->status.fsm_state, "EXECUTING");
+    /* a status from the future counts as now */
+    st.ts = T0 + HOUR_MS;
+    snprintf(st.fsm_state, sizeof st.fsm_state, "AHEAD");
+    assert_true(stall_agent_set_status(a, &st, T0 + 5));
+    assert_int_equal(a->status.ts, T0 + 5);
+    /* and so does a signal */
+    stall_config c;
+    stall_config_init(&c);
+    assert_int_equal(stall_agent_add_signal(a, &c, "f1", STALL_SRC_GIT_COMMIT, "x", false, T0 + HOUR_MS, T0),
+                     STALL_SIGNAL_ADDED);
+    assert_int_equal(a->sig[0].ts, T0);
+    assert_int_equal(a->last_seen, T0);
     free(a);
 }
 

@@ -52,6 +52,8 @@ stall_signal_result stall_agent_add_signal(stall_agent *a, const stall_config *c
 {
     if (stall_is_resumer_prompt(c, detail) || echoes_our_resume(a, id, detail))
         return STALL_SIGNAL_NOISE;
+    if (ts > now)
+        ts = now; /* a producer's clock ahead of ours: the work happened now at the latest */
     if (now - ts > STALL_SIGNAL_MAX_AGE_MS)
         return STALL_SIGNAL_EXPIRED;
     for (int i = 0; id && *id && i < a->n_sig; i++)
@@ -82,12 +84,14 @@ stall_signal_result stall_agent_add_signal(stall_agent *a, const stall_config *c
     return STALL_SIGNAL_ADDED;
 }
 
-bool stall_agent_set_status(stall_agent *a, const stall_status *st)
+bool stall_agent_set_status(stall_agent *a, const stall_status *st, int64_t now)
 {
-    if (a->status.present && st->ts < a->status.ts)
+    if (a->status.present && (st->ts > now ? now : st->ts) < a->status.ts)
         return false;
     stall_status next = *st;
     next.present = true;
+    if (next.ts > now)
+        next.ts = now; /* a clock ahead of ours cannot make a status younger than new */
     if (a->status.present && memcmp(&a->status, &next, sizeof next) == 0)
         return false;
     a->status = next;

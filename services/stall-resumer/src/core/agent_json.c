@@ -249,8 +249,12 @@ json_object *stall_assessment_json(const stall_agent *a, const stall_scan_result
     json_object_object_add(o, "status_age_hours", fixed(cat_h, 2));
     json_object_object_add(o, "aged_from", json_object_new_string(as->category_from_status ? "status" : "activity"));
     json_object_object_add(o, "in_tool", json_object_new_boolean(as->in_tool));
-    if (a->status.present)
+    if (a->status.present) {
         add_str(o, "fsm_state", a->status.fsm_state);
+        add_i64(o, "status_ts", a->status.ts);
+    } else {
+        json_object_object_add(o, "status_ts", NULL);
+    }
     add_i64(o, "ts", now);
     return o;
 }

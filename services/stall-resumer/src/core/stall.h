@@ -216,13 +216,13 @@ typedef enum {
 } stall_signal_result;
 
 /* Adds a signal (detail may be NULL) keeping the newest STALL_MAX_SIGNALS
- * by ts and dropping those older than 24 h. */
+ * by ts and dropping those older than 24 h. A ts after now counts as now. */
 stall_signal_result stall_agent_add_signal(stall_agent *a, const stall_config *c, const char *id,
                                            int source, const char *detail, bool in_tool,
                                            int64_t ts, int64_t now);
 /* Replaces the status unless st is older than the one held (a retained
- * redelivery). Returns true when it changed. */
-bool stall_agent_set_status(stall_agent *a, const stall_status *st);
+ * redelivery); a ts after now counts as now. Returns true when it changed. */
+bool stall_agent_set_status(stall_agent *a, const stall_status *st, int64_t now);
 /* Drops signals older than 24 h. */
 void stall_agent_expire(stall_agent *a, int64_t now);
 
