@@ -20,7 +20,7 @@
 #include "opts.h"
 #include "stall.h"
 
-#define MAX_AGENTS 100000
+#define MAX_AGENTS 131072
 #define QUIET_MS 150 /* retained messages come in a burst after the SUBACK */
 
 typedef struct agent_row {
@@ -33,15 +33,40 @@ typedef struct collect {
     pthread_mutex_t mu;
     agent_row *rows;
     size_t n, cap;
+    size_t *index; /* open addressing over rows: slot -> row + 1 (0 = empty) */
+    size_t index_cap;
     int64_t last_msg; /* monotonic ms */
     bool overflow;
 } collect;
 
+/* Rebuilds the index at twice the row capacity (load <= 1/2). */
+static bool reindex(collect *c)
+{
+    size_t cap = c->cap * 2;
+    size_t *idx = calloc(cap, sizeof *idx);
+    if (!idx)
+        return false;
+    for (size_t i = 0; i < c->n; i++) {
+        size_t h = (size_t)vigil_hash64(c->rows[i].agent, strlen(c->rows[i].agent)) % cap;
+        while (idx[h])
+            h = (h + 1) % cap;
+        idx[h] = i + 1;
+    }
+    free(c->index);
+    c->index = idx;
+    c->index_cap = cap;
+    return true;
+}
+
 static agent_row *row_for(collect *c, const char *agent)
 {
-    for (size_t i = 0; i < c->n; i++)
-        if (strcmp(c->rows[i].agent, agent) == 0)
-            return &c->rows[i];
+    size_t h = 0;
+    if (c->index_cap) {
+        h = (size_t)vigil_hash64(agent, strlen(agent)) % c->index_cap;
+        for (; c->index[h]; h = (h + 1) % c->index_cap)
+            if (strcmp(c->rows[c->index[h] - 1].agent, agent) == 0)
+                return &c->rows[c->index[h] - 1];
+    }
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 64;
         if (cap > MAX_AGENTS) {
@@ -57,6 +82,17 @@ static agent_row *row_for(collect *c, const char *agent)
     agent_row *r = &c->rows[c->n++];
     memset(r, 0, sizeof *r);
     snprintf(r->agent, sizeof r->agent, "%s", agent);
+    if (c->index_cap < c->cap * 2) {
+        if (!reindex(c)) {
+            c->n--;
+            return NULL;
+        }
+    } else {
+        h = (size_t)vigil_hash64(agent, strlen(agent)) % c->index_cap;
+        while (c->index[h])
+            h = (h + 1) % c->index_cap;
+        c->index[h] = c->n;
+    }
     return r;
 }
 
@@ -330,6 +366,7 @@ int cli_agents_status(cli *c, int argc, char **argv)
         json_object_put(col.rows[i].status);
     }
     free(col.rows);
+    free(col.index);
     pthread_mutex_destroy(&col.mu);
     return rc;
 }
