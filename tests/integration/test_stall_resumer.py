@@ -394,3 +394,29 @@ def test_a_job_handled_again_claims_nothing_new_and_sends_nothing(stack):
     assert list(resumes(col)[agent]) == [ev["id"]]
     p = pool(store)
     assert [t[0] for t in p["open"]] == ["w-2"] and [t[0] for t in p["claimed"]] == ["w-1"]
+
+
+def test_guard_fails_open_on_an_unreadable_record(stack):
+    """An internal error (here: the agent's stored record corrupted behind
+    the service's back) does not leave the agent alone: the scan fails open
+    and the agent gets a resume saying why."""
+    svc = stack.service(SERVICE, env=FAST)
+    col = stack.collector()
+    pub = stack.publisher()
+    agent = uid("corrupt-")
+    pub.publish(*status(agent, 10 * MIN))
+    pub.publish(*activity(agent, "GIT_COMMIT", 0))
+    assessment(col, agent, lambda a: a["is_active"])
+    c = stack.redis.client()
+    try:
+        key = f"{stack.prefix}{SERVICE}:state:agent:{agent}"
+        c.hset(key, mapping={"s": "{not a record", "v": int(c.hget(key, "v")) + 100})
+    finally:
+        c.close()
+    ev = col.wait_event(f"agent/{agent}/resume", timeout=15)
+    assert "failing open" in ev["reason"], ev
+    a = assessment(col, agent, lambda a: any("failing open" in r for r in a["reasons"]))
+    assert a["is_active"] is False
+    assert "unreadable agent record replaced" in svc.stderr_text()
+    assert svc.alive()
+    validate_outputs(col, OUTPUTS)

@@ -58,8 +58,9 @@ int stall_on_timer(void *ctx, const char *key, const char *state_json, const cha
 void stall_free_parsed(void *ctx, void *parsed);
 
 /* Loads an agent record (a fresh one when state_json is NULL or
- * unreadable, logged). NULL only when out of memory. */
-stall_agent *stall_load_agent(const char *key, const char *state_json);
+ * unreadable, logged and reported in *unreadable, which may be NULL).
+ * NULL only when out of memory. */
+stall_agent *stall_load_agent(const char *key, const char *state_json, bool *unreadable);
 /* Publishes o (released) on topic; -1 when o is NULL or on failure. */
 int stall_publish_obj(vigil_effects *fx, const char *topic, json_object *o, bool retain);
 

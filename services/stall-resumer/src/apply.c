@@ -20,9 +20,12 @@ static const char *agent_of(const char *key)
 }
 
 /* A record that cannot be read is replaced by a fresh one (and logged):
- * refusing every later input of the agent forever would be worse. */
-stall_agent *stall_load_agent(const char *key, const char *state_json)
+ * refusing every later input of the agent forever would be worse.
+ * *unreadable (may be NULL) says it happened. */
+stall_agent *stall_load_agent(const char *key, const char *state_json, bool *unreadable)
 {
+    if (unreadable)
+        *unreadable = false;
     const char *agent = agent_of(key);
     if (!state_json) {
         stall_agent *a = calloc(1, sizeof *a);
@@ -35,6 +38,8 @@ stall_agent *stall_load_agent(const char *key, const char *state_json)
     if (!a) {
         vigil_log_kv(VIGIL_LOG_ERROR, "unreadable agent record replaced", "key", key, "error", err,
                      NULL);
+        if (unreadable)
+            *unreadable = true;
         a = calloc(1, sizeof *a);
         if (a)
             stall_agent_init(a, agent ? agent : key);
@@ -93,7 +98,7 @@ static const char *const TASK_RESULTS[] = {"added", "updated", "unchanged", "alr
 static int apply_agent(const stall_service *svc, const char *key, const char *state_json,
                        const stall_parsed *pp, const vigil_input *in, int64_t now, vigil_effects *fx)
 {
-    stall_agent *a = stall_load_agent(key, state_json);
+    stall_agent *a = stall_load_agent(key, state_json, NULL);
     if (!a)
         return -1;
     bool changed;
@@ -173,11 +178,13 @@ int stall_on_timer(void *ctx, const char *key, const char *state_json, const cha
     (void)due_ms;
     if (!state_json || strcmp(timer_name, STALL_SCAN_TIMER) != 0 || !agent_of(key))
         return 0;
-    stall_agent *a = stall_load_agent(key, state_json);
+    bool unreadable;
+    stall_agent *a = stall_load_agent(key, state_json, &unreadable);
     if (!a)
         return -1;
     stall_scan_result r;
-    stall_agent_scan(a, &svc->cfg, now_ms, &r);
+    /* a record we cannot read is an internal error: the guard fails open */
+    stall_agent_scan(a, &svc->cfg, now_ms, unreadable ? "agent record unreadable" : NULL, &r);
     vigil_counter_add("vigil_stall_scans_total", "Agent scans", NULL, 1);
     if (r.guard.failed_open)
         vigil_log_kv(VIGIL_LOG_WARN, "activity check failed: guard fails open", "agent", a->agent,

@@ -71,7 +71,7 @@ static int decide_resume(void *arg, const char *key, const char *state_json, int
     r->sent = false;
     if (!state_json)
         return 0; /* the agent's record is gone */
-    stall_agent *a = stall_load_agent(key, state_json);
+    stall_agent *a = stall_load_agent(key, state_json, NULL);
     if (!a)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
     char event_id[VIGIL_EVENT_ID_MAX + 1], topic[VIGIL_TOPIC_MAX];

@@ -108,7 +108,7 @@ static void test_guard_fail_open(void **state)
     st_sig(a, &c, STALL_SRC_GIT_COMMIT, 2 * MIN_MS, "c2", false);
     a->sig[0].source = 99; /* a corrupt record: the assessment fails */
     stall_scan_result r;
-    stall_agent_scan(a, &c, T0, &r);
+    stall_agent_scan(a, &c, T0, NULL, &r);
     assert_int_equal(r.assess_rc, -1);
     assert_true(r.guard.failed_open);
     assert_true(r.resume);
@@ -117,6 +117,16 @@ static void test_guard_fail_open(void **state)
     const char *txt = json_object_to_json_string(o);
     assert_non_null(strstr(txt, "failing open"));
     json_object_put(o);
+    free(a);
+
+    /* an unreadable stored record (reported by the shell): a fresh record
+     * with nothing known is resumed, failing open, saying why */
+    a = st_agent("b");
+    stall_agent_scan(a, &c, T0, "agent record unreadable", &r);
+    assert_true(r.guard.failed_open);
+    assert_non_null(strstr(r.guard.reason, "agent record unreadable"));
+    assert_int_equal(r.as.category, STALL_CAT_AUTO_RESUME);
+    assert_true(r.resume);
     free(a);
 }
 

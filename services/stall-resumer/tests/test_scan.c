@@ -26,22 +26,22 @@ static void test_stalled_gets_one_resume(void **state)
     (void)state;
     stall_agent *a = stalled();
     stall_scan_result r;
-    stall_agent_scan(a, &cfg, T0, &r);
+    stall_agent_scan(a, &cfg, T0, NULL, &r);
     assert_true(r.resume);
     assert_int_equal(r.seq, 1);
     assert_int_equal(r.as.category, STALL_CAT_AUTO_RESUME);
     a = st_roundtrip(a);
     /* the next scan, job still in flight: none */
-    stall_agent_scan(a, &cfg, T0 + MIN_MS, &r);
+    stall_agent_scan(a, &cfg, T0 + MIN_MS, NULL, &r);
     assert_false(r.resume);
     assert_non_null(strstr(r.why_not, "in flight"));
     /* sent: none until the interval has passed */
     assert_true(stall_agent_resume_sent(a, 1, "resume.ann.1:agent:ann:0", T0 + 2 * MIN_MS));
     assert_false(stall_agent_resume_sent(a, 1, "resume.ann.1:agent:ann:0", T0 + 3 * MIN_MS));
     a = st_roundtrip(a);
-    stall_agent_scan(a, &cfg, T0 + 2 * MIN_MS + HOUR_MS - 1, &r);
+    stall_agent_scan(a, &cfg, T0 + 2 * MIN_MS + HOUR_MS - 1, NULL, &r);
     assert_false(r.resume);
-    stall_agent_scan(a, &cfg, T0 + 2 * MIN_MS + HOUR_MS, &r);
+    stall_agent_scan(a, &cfg, T0 + 2 * MIN_MS + HOUR_MS, NULL, &r);
     assert_true(r.resume);
     assert_int_equal(r.seq, 2);
     free(a);
@@ -54,9 +54,9 @@ static void test_stale_pending_same_seq(void **state)
     (void)state;
     stall_agent *a = stalled();
     stall_scan_result r;
-    stall_agent_scan(a, &cfg, T0, &r);
+    stall_agent_scan(a, &cfg, T0, NULL, &r);
     assert_int_equal(r.seq, 1);
-    stall_agent_scan(a, &cfg, T0 + HOUR_MS, &r);
+    stall_agent_scan(a, &cfg, T0 + HOUR_MS, NULL, &r);
     assert_true(r.resume);
     assert_int_equal(r.seq, 1);
     free(a);
@@ -69,14 +69,14 @@ static void test_active_and_young_get_none(void **state)
     st_sig(a, &cfg, STALL_SRC_TEST_EXECUTION, MIN_MS, "tests green", false);
     st_sig(a, &cfg, STALL_SRC_TELEMETRY_EVENT, MIN_MS, "task done", false);
     stall_scan_result r;
-    stall_agent_scan(a, &cfg, T0, &r);
+    stall_agent_scan(a, &cfg, T0, NULL, &r);
     assert_true(r.as.is_active);
     assert_false(r.resume);
     assert_false(r.guard.send);
     free(a);
     a = st_agent("bob");
     st_status(a, "PLANNING", 11 * HOUR_MS); /* critical */
-    stall_agent_scan(a, &cfg, T0, &r);
+    stall_agent_scan(a, &cfg, T0, NULL, &r);
     assert_int_equal(r.as.category, STALL_CAT_CRITICAL);
     assert_true(r.guard.send);
     assert_false(r.resume);
@@ -154,7 +154,7 @@ static void test_assessment_payload(void **state)
     stall_agent *a = st_agent("ann");
     st_sig(a, &cfg, STALL_SRC_GIT_COMMIT, 45 * MIN_MS, "c", false);
     stall_scan_result r;
-    stall_agent_scan(a, &cfg, T0, &r);
+    stall_agent_scan(a, &cfg, T0, NULL, &r);
     json_object *o = stall_assessment_json(a, &r, T0);
     const char *txt = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
     assert_non_null(strstr(txt, "\"confidence\":0.595"));
@@ -164,7 +164,7 @@ static void test_assessment_payload(void **state)
     json_object_put(o);
     free(a);
     a = st_agent("nobody");
-    stall_agent_scan(a, &cfg, T0, &r);
+    stall_agent_scan(a, &cfg, T0, NULL, &r);
     o = stall_assessment_json(a, &r, T0);
     txt = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
     assert_non_null(strstr(txt, "\"last_activity\":null"));

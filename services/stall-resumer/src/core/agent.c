@@ -136,11 +136,17 @@ bool stall_resume_due(const stall_agent *a, const stall_config *c, const stall_g
     return true;
 }
 
-void stall_agent_scan(stall_agent *a, const stall_config *c, int64_t now, stall_scan_result *r)
+void stall_agent_scan(stall_agent *a, const stall_config *c, int64_t now,
+                      const char *internal_error, stall_scan_result *r)
 {
     memset(r, 0, sizeof *r);
     stall_agent_expire(a, now);
-    r->assess_rc = stall_assess(a, c, now, &r->as, r->assess_err, sizeof r->assess_err);
+    if (internal_error) {
+        r->assess_rc = -1;
+        snprintf(r->assess_err, sizeof r->assess_err, "%s", internal_error);
+    } else {
+        r->assess_rc = stall_assess(a, c, now, &r->as, r->assess_err, sizeof r->assess_err);
+    }
     if (r->assess_rc != 0) {
         /* fail open: categorise as if inactive */
         memset(&r->as, 0, sizeof r->as);

@@ -242,8 +242,12 @@ typedef struct stall_scan_result {
 
 /* One scan of an agent at now: expire, assess, guard, and decide whether a
  * resume is due (not active, category auto-resume, none in flight, none
- * sent within resume_interval). When due, marks it pending on a. */
-void stall_agent_scan(stall_agent *a, const stall_config *c, int64_t now, stall_scan_result *r);
+ * sent within resume_interval). When due, marks it pending on a.
+ * internal_error (NULL normally) reports a failure outside the core (the
+ * stored record was unreadable): the assessment counts as failed and the
+ * guard fails open. */
+void stall_agent_scan(stall_agent *a, const stall_config *c, int64_t now,
+                      const char *internal_error, stall_scan_result *r);
 
 /* Is a resume due now (given the guard's verdict and the category)? why
  * says why not. */
