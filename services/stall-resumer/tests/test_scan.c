@@ -193,6 +193,8 @@ static void test_job_roundtrip(void **state)
     free(s);
     assert_int_equal(stall_job_parse("{\"id\":1}", 8, &k, err, sizeof err), -1);
     assert_int_equal(stall_job_parse("{", 1, &k, err, sizeof err), -1);
+    const char *bad = "{\"id\":\"x\",\"agent\":\"a/b\",\"seq\":1,\"decided\":1,\"reason\":\"\"}";
+    assert_int_equal(stall_job_parse(bad, strlen(bad), &k, err, sizeof err), -1);
     char e2[80];
     assert_null(stall_agent_from_json("{\"sig\":[[1,2]]}", "a", e2, sizeof e2));
     assert_null(stall_agent_from_json("nope", "a", e2, sizeof e2));

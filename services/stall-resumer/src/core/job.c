@@ -36,6 +36,21 @@ char *stall_job_to_json(const stall_job *j)
     return r;
 }
 
+/* Ids are spliced into topics: 1-64 of A-Z a-z 0-9 . _ - only. */
+static bool id_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > STALL_ID_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '.' || ch == '_' || ch == '-'))
+            return false;
+    }
+    return true;
+}
+
 int stall_job_parse(const char *buf, size_t len, stall_job *j, char *err, size_t errlen)
 {
     memset(j, 0, sizeof *j);
@@ -51,7 +66,7 @@ int stall_job_parse(const char *buf, size_t len, stall_job *j, char *err, size_t
         !json_object_is_type(decided, json_type_int) ||
         !json_object_object_get_ex(o, "reason", &reason) ||
         !json_object_is_type(reason, json_type_string) ||
-        strlen(json_object_get_string(agent)) > STALL_ID_MAX || json_object_get_int64(seq) <= 0) {
+        !id_ok(json_object_get_string(agent)) || json_object_get_int64(seq) <= 0) {
         snprintf(err, errlen, "resume job unreadable");
         json_object_put(o);
         return -1;
