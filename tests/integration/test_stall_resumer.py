@@ -420,3 +420,27 @@ def test_guard_fails_open_on_an_unreadable_record(stack):
     assert "unreadable agent record replaced" in svc.stderr_text()
     assert svc.alive()
     validate_outputs(col, OUTPUTS)
+
+
+def test_broker_and_redis_restarts_lose_no_resume_and_double_none(stack):
+    env = dict(FAST, VIGIL_STALL_SCAN_MS="100")
+    svc = stack.service(SERVICE, env=env)
+    col = stack.collector()
+    pub = stack.publisher(persistent=True)
+    store = stack.store(SERVICE)
+    for i in range(20):
+        pub.publish(*task(f"r-{i:02d}", i))
+    harness.wait_until(lambda: len(pool(store)["open"]) == 20, 15, "20 open tasks")
+    agents = stalled_fleet(pub, 20, uid("rs") + "-")
+    col.wait_count("agent/+/resume", 1, timeout=60)
+    stack.broker.restart()
+    col.wait_count("agent/+/resume", 8, timeout=60)
+    stack.redis.restart()
+    col.wait_count("agent/+/resume", 20, timeout=120)
+    time.sleep(1.0)
+    got = resumes(col)
+    assert sorted(got) == agents
+    assert all(len(v) == 1 for v in got.values()), {a: list(v) for a, v in got.items() if len(v) > 1}
+    tasks = [next(iter(v.values()))["claimed_task"]["id"] for v in got.values()]
+    assert len(set(tasks)) == 20
+    harness.wait_until(svc.is_ready, 30, "ready again")
