@@ -65,6 +65,7 @@ static int parse_meta(const vigil_input *in, const char *persona, floor_parsed *
     json_object *b = in->body, *conf = NULL;
     floor_meta *m = &pp->meta;
     pp->kind = FLOOR_IN_META;
+    pp->persona = persona;
     m->persona = persona;
     if (vigil_json_string(b, "name", false, &m->name, err) < 0 ||
         vigil_json_string(b, "role", false, &m->role, err) < 0 ||
