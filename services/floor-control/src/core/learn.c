@@ -76,40 +76,41 @@ bool floor_learn_meta(floor_room *r, const floor_config *c, const floor_meta *m,
     return true;
 }
 
-bool floor_learn_level(floor_room *r, const floor_config *c, const char *persona,
-                       floor_level level, const char *trigger, int64_t now, bool *joined)
+/* The persona's entry, added if missing (*joined says so). */
+static floor_persona *member(floor_room *r, const floor_config *c, const char *persona, int64_t now,
+                             bool *joined)
 {
     floor_persona *p = floor_room_find(r, persona);
     if (joined)
         *joined = false;
     if (!p) {
         p = floor_room_ensure(r, persona, c->max_personas, now);
-        if (!p)
-            return false;
-        if (joined)
+        if (p && joined)
             *joined = true;
     }
+    if (p)
+        p->seen = now;
+    return p;
+}
+
+bool floor_learn_level(floor_room *r, const floor_config *c, const char *persona,
+                       floor_level level, const char *trigger, int64_t now, bool *joined)
+{
+    floor_persona *p = member(r, c, persona, now, joined);
+    if (!p)
+        return false;
     p->level = level;
     copy(p->trigger, sizeof p->trigger,
          trigger && strlen(trigger) < FLOOR_TRIGGER_MAX ? trigger : "");
-    p->seen = now;
     return true;
 }
 
 bool floor_learn_spoke(floor_room *r, const floor_config *c, const char *persona, int64_t now,
                        bool *joined)
 {
-    floor_persona *p = floor_room_find(r, persona);
-    if (joined)
-        *joined = false;
-    if (!p) {
-        p = floor_room_ensure(r, persona, c->max_personas, now);
-        if (!p)
-            return false;
-        if (joined)
-            *joined = true;
-    }
+    floor_persona *p = member(r, c, persona, now, joined);
+    if (!p)
+        return false;
     p->last_spoke = now;
-    p->seen = now;
     return true;
 }
