@@ -17,6 +17,7 @@ typedef struct cand {
     double score;
     const char *matched; /* domain or role */
     bool woken;          /* dormant from absence: woken by this human message */
+    int rank;            /* FLOOR_WHY_LLM: position in the LLM's list (1 = best) */
     int64_t last_spoke;
     const char *id;
 } cand;
@@ -66,6 +67,19 @@ static void classify(const floor_persona *p, const floor_config *c, const floor_
         x->why = FLOOR_HELD_HUMAN_ONLY;
         return;
     }
+    if (m->ranked) {
+        for (int i = 0; i < m->n_relevant; i++)
+            if (m->relevant[i] && strcmp(m->relevant[i], p->id) == 0) {
+                x->tier = TIER_MATCH;
+                x->why = FLOOR_WHY_LLM;
+                x->score = 1.0 - i / 1000.0; /* the LLM's order */
+                x->rank = i + 1;
+                return;
+            }
+        x->tier = TIER_OTHER;
+        x->why = FLOOR_WHY_RECENCY;
+        return;
+    }
     int w = floor_match(p, m->text, &x->matched, &x->score);
     if (w >= 0) {
         x->tier = TIER_MATCH;
@@ -105,6 +119,10 @@ static void explain(floor_pick *pk, const cand *x, const floor_persona *p, int k
         break;
     case FLOOR_WHY_ROLE:
         snprintf(pk->reason, sizeof pk->reason, "role '%s' in the message%s", x->matched, woken);
+        break;
+    case FLOOR_WHY_LLM:
+        snprintf(pk->reason, sizeof pk->reason, "relevant to the message (LLM, rank %d)%s", x->rank,
+                 woken);
         break;
     case FLOOR_WHY_RECENCY:
         snprintf(pk->reason, sizeof pk->reason, "%s%s",
@@ -202,6 +220,22 @@ floor_result floor_choose(const floor_room *r, const floor_config *cfg, const fl
     out->v = sorted;
     free(cs);
     return FLOOR_DECIDED;
+}
+
+int floor_rankable(const floor_room *r, const floor_config *cfg, const floor_message *m)
+{
+    floor_message plain = *m;
+    plain.ranked = false;
+    int n = 0;
+    for (int i = 0; i < r->n; i++) {
+        const floor_persona *p = &r->personas[i];
+        if (m->sender && strcmp(p->id, m->sender) == 0)
+            continue;
+        cand x = {0};
+        classify(p, cfg, &plain, &x);
+        n += x.tier == TIER_MATCH || x.tier == TIER_OTHER;
+    }
+    return n;
 }
 
 void floor_decision_free(floor_decision *d)

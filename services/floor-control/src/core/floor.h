@@ -25,6 +25,11 @@
 #define FLOOR_REASON_MAX 200
 #define FLOOR_CONFIDENCE_UNSET (-1.0)
 #define FLOOR_CONFIDENCE_DEFAULT 0.5 /* a listed domain without a confidence level */
+#define FLOOR_MAX_PENDING 64     /* messages waiting for the LLM per room */
+#define FLOOR_TEXT_MAX 4096      /* message text kept while it waits (bytes) */
+#define FLOOR_MAX_MENTIONS 32    /* `mentions` entries kept while it waits */
+#define FLOOR_MSG_ID_MAX 128
+#define FLOOR_TIMER_NAME_MAX 24
 
 typedef enum {
     FLOOR_ACTIVE = 0,
@@ -44,6 +49,9 @@ typedef struct floor_config {
     char wake_triggers[FLOOR_MAX_WAKE_TRIGGERS][FLOOR_TRIGGER_MAX];
     int n_wake_triggers;
     bool on_ai; /* decide AI messages too (default: human messages only) */
+    /* LLM relevance: > 0 = ask a model which personas fit the message and
+     * wait for it at most this long, then decide by the rules */
+    int64_t llm_budget_ms;
 } floor_config;
 
 /* Defaults: k 2, max_personas 256, wake triggers no-human, ai-only,
@@ -67,10 +75,23 @@ typedef struct floor_persona {
     bool in_meta;                    /* its meta lists the room */
 } floor_persona;
 
+/* A message whose decision waits for the LLM (until `due`). */
+typedef struct floor_pending {
+    char id[FLOOR_MSG_ID_MAX + 1];
+    char sender[FLOOR_ID_MAX + 1];
+    floor_sender_type sender_type;
+    char text[FLOOR_TEXT_MAX + 1];
+    char mentions[FLOOR_MAX_MENTIONS][FLOOR_ID_MAX + 1];
+    int n_mentions;
+    int64_t due;
+} floor_pending;
+
 typedef struct floor_room {
     char room[FLOOR_ID_MAX + 1];
     floor_persona *personas;
     int n, cap;
+    floor_pending *pending;
+    int n_pending;
 } floor_room;
 
 floor_room *floor_room_new(const char *room);
@@ -125,6 +146,13 @@ typedef struct floor_message {
     const char *text;
     const char *const *mentions; /* the message's `mentions` array (may be NULL) */
     int n_mentions;
+    /* LLM relevance: when `ranked` is set, the personas an LLM named as
+     * fitting the message, best first, take the place of the rules'
+     * domain/role match (everything else stays: mentions first, dormant
+     * never, recency to fill). */
+    bool ranked;
+    const char *const *relevant;
+    int n_relevant;
 } floor_message;
 
 typedef enum {
@@ -132,6 +160,7 @@ typedef enum {
     FLOOR_WHY_DOMAIN,      /* granted: an expertise domain is in the message */
     FLOOR_WHY_ROLE,        /* granted: its role is in the message */
     FLOOR_WHY_RECENCY,     /* granted: spoke least recently */
+    FLOOR_WHY_LLM,         /* granted: named relevant by the LLM */
     FLOOR_HELD_FULL,       /* held: able, but the floor is full */
     FLOOR_HELD_SLEEP,      /* held: asleep */
     FLOOR_HELD_MENTION_ONLY, /* held: mention-only and not mentioned */
@@ -149,6 +178,8 @@ typedef struct floor_pick {
 typedef struct floor_decision {
     floor_pick *v; /* granted first, in choice order, then held */
     int n, n_granted;
+    const char *source;   /* "rules" or "llm" (set by the caller; NULL = rules) */
+    const char *fallback; /* why the rules decided although an LLM was asked (or NULL) */
 } floor_decision;
 
 typedef enum {
@@ -176,9 +207,32 @@ void floor_decision_free(floor_decision *d);
  * -1 when nothing matches. */
 int floor_match(const floor_persona *p, const char *text, const char **domain, double *score);
 
+/* --- LLM relevance ------------------------------------------------------ */
+
+/* Able personas the message does not mention (the sender excluded): the
+ * ones an LLM could rank. Asking is useful only when there are more than K. */
+int floor_rankable(const floor_room *r, const floor_config *cfg, const floor_message *m);
+
+/* The prompt asking which of those personas fit the message (malloc'd;
+ * NULL on allocation failure). */
+char *floor_llm_prompt(const floor_room *r, const floor_config *cfg, const floor_message *m);
+
+/* Keeps message m waiting for the LLM until due. Returns 0, or -1 when the
+ * room already has FLOOR_MAX_PENDING waiting (decide by the rules now). */
+int floor_pending_add(floor_room *r, const floor_message *m, int64_t due);
+floor_pending *floor_pending_find(floor_room *r, const char *message_id);
+floor_pending *floor_pending_by_timer(floor_room *r, const char *timer_name);
+void floor_pending_remove(floor_room *r, const char *message_id);
+/* The waiting message as a floor_message; ptrs receives the mention
+ * pointers (FLOOR_MAX_MENTIONS entries). */
+void floor_pending_message(const floor_pending *p, const char **ptrs, floor_message *m);
+/* The deadline timer's name for a message id ("llm." + 16 hex digits). */
+void floor_timer_name(const char *message_id, char *out, size_t outlen);
+
 /* --- output payloads (new json objects; NULL on allocation failure) ------ */
 
-/* room/{r}/floor: {id, room, message_id, k, granted, held, reasons, source, ts} */
+/* room/{r}/floor: {id, room, message_id, k, granted, held, reasons, source,
+ * fallback?, ts} */
 json_object *floor_room_event_json(const floor_room *r, const floor_config *c,
                                    const floor_decision *d, const char *event_id,
                                    const char *message_id, int64_t now);

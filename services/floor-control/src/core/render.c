@@ -33,7 +33,9 @@ json_object *floor_room_event_json(const floor_room *r, const floor_config *c,
         json_object_object_add(reasons, r->personas[d->v[i].index].id,
                                json_object_new_string(d->v[i].reason));
     json_object_object_add(o, "reasons", reasons);
-    json_object_object_add(o, "source", json_object_new_string("rules"));
+    json_object_object_add(o, "source", json_object_new_string(d->source ? d->source : "rules"));
+    if (d->fallback)
+        json_object_object_add(o, "fallback", json_object_new_string(d->fallback));
     json_object_object_add(o, "ts", json_object_new_int64(now));
     return o;
 }

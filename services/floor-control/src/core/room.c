@@ -34,6 +34,7 @@ void floor_room_free(floor_room *r)
     if (!r)
         return;
     free(r->personas);
+    free(r->pending);
     free(r);
 }
 

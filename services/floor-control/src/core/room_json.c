@@ -12,6 +12,35 @@ static void add_str(json_object *o, const char *k, const char *v)
     json_object_object_add(o, k, json_object_new_string(v));
 }
 
+/* "pending": [{"id", "sender", "type", "text", "mentions", "due"}] */
+static int add_pending(json_object *o, const floor_room *r)
+{
+    json_object *arr = json_object_new_array();
+    if (!arr)
+        return -1;
+    json_object_object_add(o, "pending", arr);
+    for (int i = 0; i < r->n_pending; i++) {
+        const floor_pending *p = &r->pending[i];
+        json_object *e = json_object_new_object();
+        json_object *ms = json_object_new_array();
+        if (!e || !ms) {
+            json_object_put(e);
+            json_object_put(ms);
+            return -1;
+        }
+        add_str(e, "id", p->id);
+        add_str(e, "sender", p->sender);
+        json_object_object_add(e, "type", json_object_new_int(p->sender_type));
+        add_str(e, "text", p->text);
+        for (int k = 0; k < p->n_mentions; k++)
+            json_object_array_add(ms, json_object_new_string(p->mentions[k]));
+        json_object_object_add(e, "mentions", ms);
+        json_object_object_add(e, "due", json_object_new_int64(p->due));
+        json_object_array_add(arr, e);
+    }
+    return 0;
+}
+
 json_object *floor_room_to_json(const floor_room *r)
 {
     json_object *o = json_object_new_object();
@@ -52,6 +81,10 @@ json_object *floor_room_to_json(const floor_room *r)
         json_object_object_add(e, "seen", json_object_new_int64(p->seen));
         json_object_object_add(e, "meta", json_object_new_boolean(p->in_meta));
         json_object_array_add(arr, e);
+    }
+    if (r->n_pending > 0 && add_pending(o, r) != 0) {
+        json_object_put(o);
+        return NULL;
     }
     return o;
 }
@@ -116,6 +149,27 @@ static int read_persona(floor_room *r, json_object *e, char *err, size_t errlen)
     return 0;
 }
 
+static int read_pending(floor_room *r, json_object *e)
+{
+    json_object *ms = NULL;
+    const char *ptrs[FLOOR_MAX_MENTIONS];
+    int n = 0;
+    if (json_object_object_get_ex(e, "mentions", &ms) && json_object_is_type(ms, json_type_array))
+        for (size_t k = 0; k < json_object_array_length(ms) && n < FLOOR_MAX_MENTIONS; k++) {
+            json_object *v = json_object_array_get_idx(ms, k);
+            if (json_object_is_type(v, json_type_string))
+                ptrs[n++] = json_object_get_string(v);
+        }
+    int64_t type = get_i64(e, "type");
+    floor_message m = {.id = get_str(e, "id"), .sender = get_str(e, "sender"),
+                       .sender_type = type >= 0 && type <= FLOOR_SENDER_SYSTEM ? (floor_sender_type)type
+                                                                              : FLOOR_SENDER_HUMAN,
+                       .text = get_str(e, "text"), .mentions = ptrs, .n_mentions = n};
+    if (!m.id[0])
+        return 0; /* an entry without an id decides nothing: dropped */
+    return floor_pending_add(r, &m, get_i64(e, "due"));
+}
+
 floor_room *floor_room_from_json(const char *json, const char *room, char *err, size_t errlen)
 {
     json_object *o = json_tokener_parse(json);
@@ -141,6 +195,15 @@ floor_room *floor_room_from_json(const char *json, const char *room, char *err, 
         if (read_persona(r, e, err, errlen) < 0)
             goto fail;
     }
+    json_object *pend = NULL;
+    if (json_object_object_get_ex(o, "pending", &pend) && json_object_is_type(pend, json_type_array))
+        for (size_t i = 0; i < json_object_array_length(pend); i++) {
+            json_object *e = json_object_array_get_idx(pend, i);
+            if (json_object_is_type(e, json_type_object) && read_pending(r, e) != 0) {
+                snprintf(err, errlen, "pending entry %zu unreadable", i);
+                goto fail;
+            }
+        }
     json_object_put(o);
     return r;
 fail:
