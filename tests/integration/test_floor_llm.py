@@ -12,18 +12,9 @@ import harness
 from conftest import human, uid, validate_outputs
 from harness import scaled
 from test_floor_control import OUTPUTS, SERVICE, fifteen, floor_for
-from test_wake_evaluator import FakeLLM
+from test_wake_evaluator import llm  # noqa: F401 - the fake_llm.py fixture
 
 BUDGET_MS = 1500
-
-
-@pytest.fixture
-def llm(tmp_path):
-    f = FakeLLM(str(tmp_path))
-    try:
-        yield f
-    finally:
-        f.stop()
 
 
 def start(stack, llm, budget=BUDGET_MS, **env):

@@ -77,14 +77,9 @@ static void on_done(const vigil_llm_result *res, void *user)
     s->done = true;
     s->status = res->status;
     snprintf(s->error, sizeof s->error, "%s", res->error ? res->error : "");
-    if (res->status == VIGIL_LLM_OK && res->content) {
-        s->content = malloc(res->content_len + 1);
-        if (s->content) {
-            memcpy(s->content, res->content, res->content_len);
-            s->content[res->content_len] = '\0';
-            s->len = res->content_len;
-        }
-    }
+    /* the result lives only during this call; a model's text holds no NUL */
+    s->content = res->status == VIGIL_LLM_OK && res->content ? strndup(res->content, res->content_len) : NULL;
+    s->len = s->content ? strlen(s->content) : 0;
     vigil_histogram_observe("vigil_floor_llm_seconds", "LLM relevance call, submit to answer", NULL,
                             (double)res->latency_ms / 1000.0);
 }
