@@ -257,6 +257,39 @@ static void test_empty_room(void **state)
     fl_free(f);
 }
 
+static void test_rendered_events(void **state)
+{
+    fl_fx *f = fl_new();
+    room15(f);
+    fl_human(f, "kubernetes?");
+    f->d.source = "rules";
+    f->d.fallback = "the LLM did not answer within 800 ms";
+    json_object *o = floor_room_event_json(f->room, &f->cfg, &f->d, "m1:general:0", "m1", T0);
+    const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+    assert_non_null(strstr(s, "\"granted\":[\"p11\",\"p03\"]"));
+    assert_non_null(strstr(s, "\"source\":\"rules\""));
+    assert_non_null(strstr(s, "\"fallback\":\"the LLM did not answer within 800 ms\""));
+    assert_non_null(strstr(s, "\"k\":2"));
+    json_object *held, *reasons;
+    assert_true(json_object_object_get_ex(o, "held", &held));
+    assert_int_equal(json_object_array_length(held), 13);
+    assert_true(json_object_object_get_ex(o, "reasons", &reasons));
+    assert_int_equal(json_object_object_length(reasons), 15);
+    json_object_put(o);
+    /* the persona copies: granted first, then held */
+    o = floor_persona_event_json(f->room, &f->cfg, &f->d, 0, "m1:general:1", "m1", T0);
+    s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+    assert_non_null(strstr(s, "\"persona\":\"p11\""));
+    assert_non_null(strstr(s, "\"has_floor\":true"));
+    json_object_put(o);
+    o = floor_persona_event_json(f->room, &f->cfg, &f->d, 14, "m1:general:15", "m1", T0);
+    s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+    assert_non_null(strstr(s, "\"has_floor\":false"));
+    assert_non_null(strstr(s, "\"granted\":[\"p11\",\"p03\"]"));
+    json_object_put(o);
+    fl_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_human_only_and_ai_messages),
         cmocka_unit_test(test_k_zero_is_off_and_k_bounds),
         cmocka_unit_test(test_empty_room),
+        cmocka_unit_test(test_rendered_events),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
