@@ -234,6 +234,10 @@ BAD = [
     ("persona/ann/state", b'{"rooms":{"a b":{"level":"sleep"}}}', "bad_id"),
     ("persona/ann/state", b'', "not_json"),
     ("persona/a+b/meta".replace("+", "%"), b'{"rooms":["{r}"]}', "bad_topic"),
+    ("room/{r}/control", b'{"action":"explode"}', "bad_value"),
+    ("room/{r}/control", b'{"action":"delete","if_inactive_since":-5}', "bad_value"),
+    ("room/{r}/control", b'{"action":"delete","if_inactive_since":"yesterday"}', "wrong_type"),
+    ("room/{r}/control", b'{"by":"joel"}', "missing_field"),
 ]
 
 
@@ -292,3 +296,33 @@ def test_kill9_loses_and_doubles_nothing(stack):
     per = col.wait_count("persona/+/floor", 3 * len(mids), timeout=30)
     assert len(per) == 3 * len(mids)
     validate_outputs(col, OUTPUTS)
+
+
+def test_room_delete_forgets_unless_active_since(stack):
+    stack.service(SERVICE)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "r-" + uid()[:8]
+    for p in ("ann", "bob"):
+        pub.publish(*meta(p, room), retain=True)
+    wait_view(stack, room, lambda v: len(v) == 2, "2 personas")
+    mid = uid()
+    pub.publish(*human(room, "joel", "hello", mid=mid))
+    floor_for(col, mid)
+    # vigil chat cleanup of rooms idle since before that message: kept
+    pub.publish(f"room/{room}/control", {"action": "delete", "by": "cli",
+                                         "if_inactive_since": harness.now_ms() - 60000})
+    pub.publish(f"room/{room}/control", {"action": "pause", "by": "cli"})  # not ours: ignored
+    time.sleep(0.5)
+    assert len(room_view(stack, room)["personas"]) == 2
+    # an unconditional delete forgets them; the next message finds nobody
+    pub.publish(f"room/{room}/control", {"action": "delete", "by": "cli"})
+    wait_view(stack, room, lambda v: len(v) == 0, "room forgotten")
+    mid = uid()
+    pub.publish(*human(room, "joel", "anyone?", mid=mid))
+    fl = floor_for(col, mid)
+    assert fl["granted"] == [] and fl["held"] == []
+    # a meta brings ann back (her member set was cleared, so it is a join)
+    pub.publish(*meta("ann", room, name="Ann again"), retain=True)
+    wait_view(stack, room, lambda v: list(v) == ["ann"], "ann back")
+    assert col.find(f"sys/{SERVICE}/error") == []

@@ -29,7 +29,7 @@ typedef struct floor_service {
     atomic_bool stop;
 } floor_service;
 
-typedef enum { FLOOR_IN_MESSAGE, FLOOR_IN_META, FLOOR_IN_STATE } floor_input_kind;
+typedef enum { FLOOR_IN_MESSAGE, FLOOR_IN_META, FLOOR_IN_STATE, FLOOR_IN_DELETE } floor_input_kind;
 
 /* The typed form of one input handed from route() to apply(). Strings
  * point into the input's JSON body, which outlives it; arrays are owned. */
@@ -40,6 +40,7 @@ typedef struct floor_parsed {
     floor_meta meta;     /* meta */
     const char **mentions, **rooms, **domains;
     json_object *room_map; /* state: {room: {level, trigger, ...}} */
+    int64_t if_inactive_since; /* delete: 0 = unconditional */
 } floor_parsed;
 
 extern const char *const FLOOR_SUBSCRIPTIONS[];

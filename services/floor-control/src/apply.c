@@ -130,6 +130,20 @@ static int on_message(const floor_service *svc, floor_room *r, const floor_messa
     return 0;
 }
 
+/* room/{r}/control delete: the personas leave the room (and their member
+ * sets), unless the room had a message since if_inactive_since. */
+static int forget(floor_room *r, int64_t if_inactive_since, vigil_effects *fx, bool *changed)
+{
+    if (!floor_may_forget(r, if_inactive_since))
+        return 0;
+    for (int i = 0; i < r->n; i++)
+        if (membership(fx, r->personas[i].id, r->room, false, true) != 0)
+            return -1;
+    floor_forget(r);
+    *changed = true;
+    return 0;
+}
+
 /* persona/{p}/state's entry for this room (route() checked its shape). */
 static bool learn_state(const floor_service *svc, floor_room *r, const floor_parsed *pp,
                         int64_t now, bool *joined)
@@ -159,6 +173,8 @@ int floor_apply(void *ctx, const char *key, const char *state_json, const vigil_
     int rc = 0;
     switch (pp->kind) {
     case FLOOR_IN_MESSAGE:
+        floor_learn_message(r, now_ms);
+        changed = true; /* last_message */
         rc = on_message(svc, r, &pp->msg, now_ms, fx, &changed);
         if (rc == 0 && pp->msg.sender_type == FLOOR_SENDER_AI) {
             changed |= floor_learn_spoke(r, &svc->cfg, pp->msg.sender, now_ms, &joined);
@@ -170,6 +186,9 @@ int floor_apply(void *ctx, const char *key, const char *state_json, const vigil_
         break;
     case FLOOR_IN_STATE:
         changed = learn_state(svc, r, pp, now_ms, &joined);
+        break;
+    case FLOOR_IN_DELETE:
+        rc = forget(r, pp->if_inactive_since, fx, &changed);
         break;
     }
     if (rc == 0 && (joined || left))

@@ -2,8 +2,8 @@
  * K) personas answer a human message (see README.md). */
 #include "adapter.h"
 
-const char *const FLOOR_SUBSCRIPTIONS[] = {"room/+/message", "persona/+/meta", "persona/+/state",
-                                           NULL};
+const char *const FLOOR_SUBSCRIPTIONS[] = {"room/+/message", "room/+/control", "persona/+/meta",
+                                           "persona/+/state", NULL};
 
 /* --help: the service's variables, then the LLM's it reads. */
 static const vigil_config_var *config_vars(void)

@@ -4,6 +4,8 @@
  *   room/{r}/message      -> r (human: the decision; AI: who spoke when;
  *                              system messages and, with K=0, everything
  *                              is acknowledged and ignored)
+ *   room/{r}/control      -> r for `delete` (forget the room's personas);
+ *                              the other actions are not ours: ignored
  *   persona/{p}/meta      -> meta.rooms plus every room p is in
  *   persona/{p}/state     -> the rooms of its `rooms` map
  * "Every room p is in" is this service's own member set of p. */
@@ -17,6 +19,8 @@
 
 static const char *const SENDER_TYPES[] = {"human", "ai", "system", NULL};
 static const char *const LEVELS[] = {"active", "mention-only", "human-only", "sleep", NULL};
+static const char *const CONTROL_ACTIONS[] = {"pause", "resume", "delete", "wake", NULL};
+enum { ACTION_DELETE = 2 };
 
 /* room/{r}/message. Fields the choice does not use (reply_to, depth,
  * proactive) are still type-checked: a wrong type is a producer bug. */
@@ -41,6 +45,28 @@ static int parse_message(const vigil_input *in, floor_parsed *pp, vigil_error *e
     pp->msg.mentions = pp->mentions;
     pp->msg.n_mentions = n;
     return 0;
+}
+
+/* room/{r}/control: every field type-checked; only `delete` concerns us.
+ * Returns 1 for a delete, 0 for an action that is not ours, -1 to reject. */
+static int parse_control(const vigil_input *in, floor_parsed *pp, vigil_error *err)
+{
+    json_object *b = in->body;
+    int action;
+    bool all = false;
+    const char *by, *persona;
+    int64_t since = 0;
+    if (vigil_json_enum(b, "action", true, CONTROL_ACTIONS, &action, err) < 0 ||
+        vigil_json_bool(b, "all", false, &all, err) < 0 ||
+        vigil_json_id(b, "by", false, &by, err) < 0 ||
+        vigil_json_id(b, "persona", false, &persona, err) < 0 ||
+        vigil_json_int64(b, "if_inactive_since", false, &since, err) < 0)
+        return -1;
+    if (since < 0)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field 'if_inactive_since': must be >= 0");
+    pp->kind = FLOOR_IN_DELETE;
+    pp->if_inactive_since = since;
+    return action == ACTION_DELETE;
 }
 
 /* confidence_levels: {domain: number in 0..1}. */
@@ -136,6 +162,12 @@ static int route_input(const floor_service *svc, vigil_runtime *rt, const vigil_
         if (svc->cfg.k == 0 || pp->msg.sender_type == FLOOR_SENDER_SYSTEM)
             return 0; /* off, or a system message: nothing to learn or decide */
         return vigil_route_add_key(keys, 0, max_keys, id);
+    }
+    if (strcmp(in->parts[0], "room") == 0 && strcmp(kind, "control") == 0) {
+        if (vigil_input_topic_id(in, 1, "room", &id, err) < 0)
+            return -1;
+        int rc = parse_control(in, pp, err);
+        return rc <= 0 ? rc : vigil_route_add_key(keys, 0, max_keys, id);
     }
     if (strcmp(in->parts[0], "persona") != 0)
         return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "unknown topic '%s'", in->topic);

@@ -150,6 +150,27 @@ static void test_match_whole_words(void **state)
     fl_free(f);
 }
 
+static void test_forget_unless_active_since(void **state)
+{
+    fl_fx *f = fl_new();
+    fl_meta(f, "ann", NULL, NULL);
+    fl_meta(f, "bob", NULL, NULL);
+    floor_learn_message(f->room, T0 + 100);
+    floor_learn_message(f->room, T0 + 50); /* an older one does not go back */
+    fl_roundtrip(f);
+    assert_int_equal(f->room->last_message, T0 + 100);
+    /* cleanup of rooms inactive since T0+100: this one had a message then */
+    assert_false(floor_may_forget(f->room, T0 + 100));
+    assert_true(floor_may_forget(f->room, T0 + 101));
+    assert_true(floor_may_forget(f->room, 0)); /* unconditional */
+    floor_forget(f->room);
+    fl_roundtrip(f);
+    assert_int_equal(f->room->n, 0);
+    fl_human(f, "anyone?");
+    assert_int_equal(f->d.n, 0);
+    fl_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -161,6 +182,7 @@ int main(void)
         cmocka_unit_test(test_unreadable_record),
         cmocka_unit_test(test_wake_trigger_list),
         cmocka_unit_test(test_match_whole_words),
+        cmocka_unit_test(test_forget_unless_active_since),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -92,6 +92,7 @@ typedef struct floor_room {
     int n, cap;
     floor_pending *pending;
     int n_pending;
+    int64_t last_message; /* receive time of the room's last human or AI message */
 } floor_room;
 
 floor_room *floor_room_new(const char *room);
@@ -136,6 +137,18 @@ bool floor_learn_level(floor_room *r, const floor_config *c, const char *persona
 /* An AI message in the room: its sender spoke now (and is a member). */
 bool floor_learn_spoke(floor_room *r, const floor_config *c, const char *persona, int64_t now,
                        bool *joined);
+
+/* A human or AI message in the room at now (for floor_forget). */
+void floor_learn_message(floor_room *r, int64_t now);
+
+/* room/{r}/control `delete` forgets every persona of the room, unless
+ * if_inactive_since > 0 and the room had a message at or after it (the
+ * cleanup of `vigil chat cleanup` keeps a room that got a message
+ * meanwhile, as chat-router and dormancy-monitor do). floor_may_forget
+ * says which; floor_forget empties the view. Messages waiting for the LLM
+ * stay (their deadline decides them). */
+bool floor_may_forget(const floor_room *r, int64_t if_inactive_since);
+void floor_forget(floor_room *r);
 
 /* --- the choice ---------------------------------------------------------- */
 

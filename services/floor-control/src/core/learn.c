@@ -76,6 +76,22 @@ bool floor_learn_meta(floor_room *r, const floor_config *c, const floor_meta *m,
     return true;
 }
 
+void floor_learn_message(floor_room *r, int64_t now)
+{
+    if (now > r->last_message)
+        r->last_message = now;
+}
+
+bool floor_may_forget(const floor_room *r, int64_t if_inactive_since)
+{
+    return !(if_inactive_since > 0 && r->last_message >= if_inactive_since);
+}
+
+void floor_forget(floor_room *r)
+{
+    r->n = 0;
+}
+
 /* The persona's entry, added if missing (*joined says so). */
 static floor_persona *member(floor_room *r, const floor_config *c, const char *persona, int64_t now,
                              bool *joined)

@@ -51,6 +51,7 @@ json_object *floor_room_to_json(const floor_room *r)
         return NULL;
     }
     add_str(o, "room", r->room);
+    json_object_object_add(o, "last_message", json_object_new_int64(r->last_message));
     json_object_object_add(o, "personas", arr);
     for (int i = 0; i < r->n; i++) {
         const floor_persona *p = &r->personas[i];
@@ -185,6 +186,7 @@ floor_room *floor_room_from_json(const char *json, const char *room, char *err, 
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
+    r->last_message = get_i64(o, "last_message");
     size_t n = json_object_array_length(arr);
     for (size_t i = 0; i < n; i++) {
         json_object *e = json_object_array_get_idx(arr, i);
