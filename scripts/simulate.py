@@ -71,7 +71,7 @@ OTHER_DOMAINS = ["cooking", "poetry", "history", "music", "gardening", "chess", 
 CHAT_PCT = 20          # chance (in %) that an active persona replies to another AI's message
 MAX_DEPTH = 2          # replies to replies stop here
 AWAY_CHAT_EVERY = 0.4  # seconds between messages of the personas left talking while the human is away
-FLOOR_WAIT = 1.0       # a persona waits this long for its floor event, then falls back to its level
+FLOOR_WAIT = harness.scaled(1.0)  # a persona waits this long for its floor event (x VIGIL_TEST_SLOW), then falls back to its level
 LEVEL_SETTLE = 0.25    # without floor control, a persona decides this long after the message
 
 
