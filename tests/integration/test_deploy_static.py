@@ -54,6 +54,7 @@ HTTP_PORTS = {
     "council": 9105,
     "stall-resumer": 9106,
     "presence-gateway": 9107,
+    "floor-control": 9108,
 }
 # A service is a directory under services/ with a CMakeLists.txt: exactly
 # what the top CMakeLists.txt builds into the image. Each needs a compose
