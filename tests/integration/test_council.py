@@ -245,3 +245,37 @@ def test_pause_resume_and_end_by_control(stack, llm):
     pub.publish(*control("hal", "start", session="s-ctl"))
     err = col.wait_event("sys/council/error", timeout=10)
     assert err["reason"] == "bad_value" and "already used" in err["detail"]
+
+
+def run_cli(stack, *args):
+    import os
+    import subprocess
+    exe = os.path.join(harness.BUILD_DIR, "cli", "vigil")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
+    env.update({"VIGIL_REDIS_URL": stack.redis.url, "VIGIL_REDIS_PREFIX": stack.prefix,
+                "VIGIL_MQTT_URL": stack.broker.url, "ASAN_OPTIONS": "detect_leaks=1",
+                "LSAN_OPTIONS": f"suppressions={harness.SOURCE_DIR}/tests/lsan.supp"})
+    return subprocess.run([exe, "council", *args], env=env, capture_output=True, text=True,
+                          timeout=30)
+
+
+def test_cli_lists_sessions_shows_one_and_lists_questions(stack, llm):
+    llm.control(rules=rules(sol("ask user: [p9] Is Friday still the deadline?")))
+    start_service(stack, llm)
+    col = stack.collector()
+    stack.publisher().publish(*control("ivy", "start", session="s-cli", room="general"))
+    wait_events(col, "s-cli", lambda evs: any(e["type"] == "question" for e in evs), 20, "a question")
+    r = run_cli(stack, "sessions", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [(x["session"], x["user"], x["status"], x["loop_count"]) for x in rows] == \
+        [("s-cli", "ivy", "active", 1)]
+    r = run_cli(stack, "show", "s-cli")
+    assert r.returncode == 0, r.stderr
+    assert "status  active" in r.stdout and "[p9 pending] Is Friday still the deadline?" in r.stdout
+    assert "polaris  Polaris:" in r.stdout and "decision ask user: [p9]" in r.stdout
+    r = run_cli(stack, "questions", "--json")
+    qs = [json.loads(line) for line in r.stdout.splitlines()]
+    assert len(qs) == 1 and qs[0]["priority"] == 9 and qs[0]["session"] == "s-cli"
+    assert run_cli(stack, "show", "s-none").returncode == 3
+    assert run_cli(stack, "show", "bad/id").returncode == 2
