@@ -5,12 +5,11 @@
  * vigil_runtime_decide before acknowledging the job.
  *
  * Order of work in one worker loop:
- *   1. after a start, this consumer's own pending jobs (a kill -9 never
- *      drops a loop: it is run again, and the commit's dedupe by job id
- *      acts once);
- *   2. jobs of other consumers idle longer than the lease (XAUTOCLAIM);
- *   3. new jobs (XREADGROUP >), blocking briefly only when idle;
- *   4. drive the LLM transfers; 5. commit what finished, then XACK + XDEL.
+ *   1. take jobs (libshared's vigil/job_consumer.h: after a start this
+ *      consumer's own pending jobs first -- a kill -9 never drops a loop:
+ *      it is run again, and the commit's dedupe by job id acts once --
+ *      then jobs idle past the lease, then new ones);
+ *   2. drive the LLM transfers; 3. commit what finished, then XACK + XDEL.
  * A job is acknowledged only after its loop is durable (or was already
  * committed, or cannot be parsed at all). The A2A call is a blocking POST
  * bounded by VIGIL_COUNCIL_A2A_TIMEOUT_MS: the worker's other calls wait
@@ -21,7 +20,7 @@
 #include <string.h>
 #include <vigil/clock.h>
 #include <vigil/http_post.h>
-#include <vigil/jobs.h>
+#include <vigil/job_consumer.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include "adapter.h"
@@ -49,18 +48,9 @@ struct council_worker {
     bool started;
     vigil_runtime_conn *conn;
     vigil_llm_client *llm;
-    char consumer[200];
-    char stream[256];
+    vigil_job_consumer *jobs;
     slot *slots;
     int cap, used;
-    bool group_ok, pel_done;
-    char pel_cursor[48];
-    char claim_cursor[48];
-    int64_t next_claim, next_read;
-    char (*acks)[48];
-    const char **ack_ptrs;
-    int n_acks;
-    int errors;
 };
 
 static bool stopping(const council_worker *w)
@@ -93,33 +83,9 @@ static bool in_flight(const council_worker *w, const char *entry)
     return false;
 }
 
-static void backoff(council_worker *w, const char *what)
-{
-    int64_t d = vigil_backoff_ms(w->errors++, 100, 5000);
-    if (w->errors == 1 || w->errors % 20 == 0)
-        vigil_log_kv(VIGIL_LOG_WARN, "job stream unavailable, retrying", "what", what, "error",
-                     vigil_redis_last_error(vigil_runtime_conn_redis(w->conn)), NULL);
-    w->next_read = vigil_mono_ms() + d;
-}
-
-static void flush_acks(council_worker *w)
-{
-    if (w->n_acks == 0)
-        return;
-    for (int i = 0; i < w->n_acks; i++)
-        w->ack_ptrs[i] = w->acks[i];
-    if (vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->stream, COUNCIL_GROUP, w->ack_ptrs,
-                          w->n_acks) != 0)
-        vigil_log_kv(VIGIL_LOG_WARN, "jobs not acknowledged (looked at again, committed once)",
-                     "first", w->acks[0], NULL);
-    w->n_acks = 0;
-}
-
 static void finish_entry(council_worker *w, const char *entry)
 {
-    if (w->n_acks == w->cap)
-        flush_acks(w);
-    snprintf(w->acks[w->n_acks++], sizeof w->acks[0], "%s", entry);
+    vigil_job_consumer_ack(w->jobs, entry);
 }
 
 static void on_done(const vigil_llm_result *res, void *user)
@@ -175,8 +141,9 @@ static slot *free_slot(council_worker *w)
     return NULL;
 }
 
-static void start_entry(council_worker *w, const vigil_job_entry *e, bool fresh)
+static void start_entry(void *ctx, const vigil_job_entry *e, bool fresh)
 {
+    council_worker *w = ctx;
     if (!e->payload) {
         finish_entry(w, e->id);
         return;
@@ -297,85 +264,24 @@ static void finish_slot(council_worker *w, slot *s)
     slot_release(w, s);
 }
 
-static void take(council_worker *w, vigil_job_entries *es, bool fresh)
-{
-    for (int i = 0; i < es->n && !stopping(w); i++)
-        start_entry(w, &es->v[i], fresh);
-    vigil_job_entries_free(es);
-}
-
-static void fill(council_worker *w)
-{
-    vigil_redis *r = vigil_runtime_conn_redis(w->conn);
-    int64_t mono = vigil_mono_ms();
-    int room = w->cap - w->used;
-    if (room <= 0 || mono < w->next_read)
-        return;
-    if (!w->group_ok) {
-        if (vigil_jobs_group_create(r, w->stream, COUNCIL_GROUP) != 0) {
-            backoff(w, "XGROUP CREATE");
-            return;
-        }
-        w->group_ok = true;
-    }
-    vigil_job_entries es = {0};
-    int rc = 0;
-    if (!w->pel_done) {
-        rc = vigil_jobs_read(r, w->stream, COUNCIL_GROUP, w->consumer, w->pel_cursor, room, 0, &es);
-        if (rc == 0 && es.n == 0) {
-            vigil_job_entries_free(&es);
-            w->pel_done = true;
-        } else if (rc == 0) {
-            snprintf(w->pel_cursor, sizeof w->pel_cursor, "%s", es.v[es.n - 1].id);
-            vigil_counter_add("vigil_council_jobs_resumed_total",
-                              "Own pending loop jobs run again after a restart", NULL, es.n);
-            take(w, &es, false);
-            return;
-        }
-    } else if (mono >= w->next_claim) {
-        rc = vigil_jobs_autoclaim(r, w->stream, COUNCIL_GROUP, w->consumer, w->svc->lease_ms, room,
-                                  w->claim_cursor, sizeof w->claim_cursor, &es);
-        if (rc == 0) {
-            if (strcmp(w->claim_cursor, "0-0") == 0) {
-                int64_t every = w->svc->lease_ms / 2;
-                w->next_claim = mono + (every < 1000 ? 1000 : every > 30000 ? 30000 : every);
-            }
-            take(w, &es, false);
-            room = w->cap - w->used;
-        }
-    }
-    if (rc == 0 && w->pel_done && room > 0) {
-        bool idle = w->used == 0 && vigil_llm_pending(w->llm) == 0;
-        rc = vigil_jobs_read(r, w->stream, COUNCIL_GROUP, w->consumer, ">", room,
-                             idle ? (int)w->svc->block_ms : 0, &es);
-        if (rc == 0)
-            take(w, &es, true);
-    }
-    if (rc == VIGIL_JOBS_NOGROUP)
-        w->group_ok = false;
-    if (rc != 0)
-        backoff(w, "XREADGROUP");
-    else
-        w->errors = 0;
-}
-
 static void *worker_main(void *arg)
 {
     council_worker *w = arg;
     while (!stopping(w)) {
-        fill(w);
+        bool idle = w->used == 0 && vigil_llm_pending(w->llm) == 0;
+        vigil_job_consumer_fill(w->jobs, w->cap - w->used, idle, start_entry, w);
         if (vigil_llm_pending(w->llm) > 0) {
             if (vigil_llm_run(w->llm, w->used < w->cap ? 20 : 100, on_done) < 0)
                 vigil_log(VIGIL_LOG_ERROR, "LLM client: internal curl error");
-        } else if (w->used == 0 && vigil_mono_ms() < w->next_read) {
+        } else if (w->used == 0 && vigil_job_consumer_backing_off(w->jobs)) {
             vigil_sleep_ms(50, NULL);
         }
         for (int i = 0; i < w->cap && !stopping(w); i++)
             if (w->slots[i].used && slot_done(&w->slots[i]))
                 finish_slot(w, &w->slots[i]);
-        flush_acks(w);
+        vigil_job_consumer_flush(w->jobs);
     }
-    flush_acks(w);
+    vigil_job_consumer_flush(w->jobs);
     return NULL;
 }
 
@@ -390,8 +296,7 @@ static void worker_free(council_worker *w)
             free(w->slots[i].calls[p].content);
     }
     free(w->slots);
-    free(w->acks);
-    free(w->ack_ptrs);
+    vigil_job_consumer_free(w->jobs);
     vigil_runtime_conn_close(w->conn);
     free(w);
 }
@@ -408,18 +313,18 @@ static council_worker *worker_new(council_service *svc, vigil_runtime *rt, int i
     if (w->cap < 1)
         w->cap = 1;
     w->slots = calloc((size_t)w->cap, sizeof *w->slots);
-    w->acks = calloc((size_t)w->cap, sizeof *w->acks);
-    w->ack_ptrs = calloc((size_t)w->cap, sizeof *w->ack_ptrs);
     w->conn = vigil_runtime_conn_open(rt);
     w->llm = vigil_llm_client_new(&svc->llm);
-    if (!w->slots || !w->acks || !w->ack_ptrs || !w->conn || !w->llm) {
+    char consumer[200], stream[256];
+    snprintf(consumer, sizeof consumer, "%s-w%d", svc->instance, index);
+    vigil_runtime_key(rt, COUNCIL_STREAM, stream, sizeof stream);
+    vigil_job_consumer_config jc = {stream, COUNCIL_GROUP, consumer, svc->lease_ms,
+                                    svc->block_ms, w->cap, "vigil_council_jobs"};
+    w->jobs = w->conn ? vigil_job_consumer_new(vigil_runtime_conn_redis(w->conn), &jc) : NULL;
+    if (!w->slots || !w->conn || !w->llm || !w->jobs) {
         worker_free(w);
         return NULL;
     }
-    snprintf(w->consumer, sizeof w->consumer, "%s-w%d", svc->instance, index);
-    vigil_runtime_key(rt, COUNCIL_STREAM, w->stream, sizeof w->stream);
-    snprintf(w->pel_cursor, sizeof w->pel_cursor, "0");
-    snprintf(w->claim_cursor, sizeof w->claim_cursor, "0-0");
     return w;
 }
 
