@@ -222,6 +222,16 @@ static void pause_drops_the_loop_in_flight(void **st)
     snprintf(job, sizeof job, "%s", x->u->s.job);
     assert_int_equal(control(x, COUNCIL_CTL_PAUSE, "s1", NULL, "c2", T0 + 10), COUNCIL_OK);
     assert_int_equal(control(x, COUNCIL_CTL_PAUSE, NULL, NULL, "c3", T0 + 20), COUNCIL_REFUSED);
+    /* starting the running session again is refused, not answered with an end */
+    fake_reset(&x->f);
+    assert_int_equal(control(x, COUNCIL_CTL_START, "s1", NULL, "c3b", T0 + 25), COUNCIL_REFUSED);
+    assert_int_equal(x->f.n, 0);
+    /* another session id while one is live: a refusal event on that id */
+    assert_int_equal(control(x, COUNCIL_CTL_START, "s9", NULL, "c3c", T0 + 26), COUNCIL_OK);
+    int r = fake_event(&x->f, "session_ended", 0);
+    assert_non_null(strstr(x->f.topics[r], "council/s9/event"));
+    assert_non_null(strstr(x->f.payloads[r], "session s1 is already paused"));
+    assert_string_equal(x->u->s.id, "s1");
     fake_reset(&x->f);
     council_outcome o = {.job = job, .session = "s1", .loop = 1};
     o.answers[COUNCIL_SOL] = "note: x";

@@ -131,8 +131,11 @@ council_rc council_on_control(council_user *u, const council_config *c, const co
             snprintf(sid, sizeof sid, "%s", in->session);
         else /* derived from the input id: a redelivered start names the same session */
             snprintf(sid, sizeof sid, "s-%016" PRIx64, council_hash(input_id));
-        if (u->has_session && strcmp(u->s.id, sid) == 0 && !live(u)) {
-            snprintf(why, whylen, "session id '%s' was already used", sid);
+        if (u->has_session && strcmp(u->s.id, sid) == 0) {
+            /* never a session_ended event about a session that is running */
+            snprintf(why, whylen, live(u) ? "session '%s' is already %s"
+                                          : "session id '%s' was already used (%s)",
+                     sid, council_status_name(u->s.status));
             return COUNCIL_REFUSED;
         }
         char reason[COUNCIL_REASON_MAX];
