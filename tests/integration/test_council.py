@@ -279,3 +279,72 @@ def test_cli_lists_sessions_shows_one_and_lists_questions(stack, llm):
     assert len(qs) == 1 and qs[0]["priority"] == 9 and qs[0]["session"] == "s-cli"
     assert run_cli(stack, "show", "s-none").returncode == 3
     assert run_cli(stack, "show", "bad/id").returncode == 2
+
+
+def test_automatic_start_every_interval_up_to_the_daily_limit(stack, llm):
+    llm.control(rules=rules(sol("note: fine")))
+    # 1.2 s interval, one loop per session, two sessions a day
+    start_service(stack, llm, VIGIL_COUNCIL_INTERVAL_MIN=0.02, VIGIL_COUNCIL_MAX_LOOPS=1,
+                  VIGIL_COUNCIL_MAX_DAILY=2)
+    col = stack.collector()
+    stack.publisher().publish(*control("joy", "start", session="s-auto1", room="lab"))
+
+    def states(c):
+        return {m.topic: m.json() for m in c.find("council/+/state")}
+
+    auto = col.wait_for(lambda c: [s for s in states(c).values() if s.get("automatic")], 20,
+                        "an automatic session")[0]
+    assert auto["user"] == "joy" and auto["room"] == "lab" and auto["session"] != "s-auto1"
+    col.wait_for(lambda c: states(c)[f"council/{auto['session']}/state"]["status"] == "completed", 20,
+                 "the automatic session to finish its loop")
+    time.sleep(3.0)  # more than two intervals: the daily limit holds
+    sessions = {s["session"] for s in states(col).values()}
+    assert len(sessions) == 2, sessions
+    validate_outputs(col, OUTPUTS)
+
+
+def test_idle_timeout_ends_a_paused_session(stack, llm):
+    llm.control(rules=rules(sol("note: fine")))
+    start_service(stack, llm, VIGIL_COUNCIL_IDLE_TIMEOUT_MIN=0.02)
+    col = stack.collector()
+    pub = stack.publisher()
+    pub.publish(*control("kim", "start", session="s-idle"))
+    wait_events(col, "s-idle", lambda evs: any(e["type"] == "action" for e in evs), 20, "an action")
+    pub.publish(*control("kim", "pause"))
+    t0 = time.monotonic()
+    e = wait_events(col, "s-idle", lambda evs: [e for e in evs if e["type"] == "session_ended"], 20,
+                    "the idle timeout")[0]
+    assert "idle timeout" in e["reason"] and time.monotonic() - t0 >= 1.0
+    s = harness.retained(stack.broker.port, "council/s-idle/state")["council/s-idle/state"]
+    assert s["status"] == "completed" and "idle" in s["reason"]
+
+
+def test_unanswered_question_expires(stack, llm):
+    llm.control(rules=rules(sol("ask user: still there?")))
+    start_service(stack, llm, VIGIL_COUNCIL_QUESTION_TTL_MS=500)
+    col = stack.collector()
+    pub = stack.publisher()
+    pub.publish(*control("lee", "start", session="s-exp"))
+    q = wait_events(col, "s-exp", lambda evs: [e for e in evs if e["type"] == "question"], 20,
+                    "a question")[0]
+    assert q["priority"] == 5 and q["expires_at"] - q["ts"] == 500
+    time.sleep(1.0)
+    pub.publish("council/s-exp/answer", {"question_id": q["question_id"], "answer": "late"})
+    err = col.wait_event("sys/council/error", timeout=10)
+    assert err["reason"] == "bad_value" and "expired" in err["detail"]
+    r = run_cli(stack, "questions", "--all", "--json")
+    qs = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [(x["id"], x["status"]) for x in qs] == [(q["question_id"], "expired")]
+
+
+def test_sleep_delays_the_next_loop(stack, llm):
+    llm.control(rules=rules(sol("sleep: 2 seconds", regex=r"loop 1 of"), sol("note: awake")))
+    start_service(stack, llm, VIGIL_COUNCIL_LOOP_MS=100)
+    col = stack.collector()
+    stack.publisher().publish(*control("max", "start", session="s-sleep"))
+    a = wait_events(col, "s-sleep", lambda evs: [e for e in evs if e["type"] == "action"], 20,
+                    "the sleep action")[0]
+    assert a["action"] == "sleep" and a["until"] - a["ts"] == 2000
+    s2 = wait_events(col, "s-sleep", lambda evs: [e for e in evs if e["type"] == "phase" and
+                                                 e["loop"] == 2], 20, "loop 2")[0]
+    assert s2["ts"] - a["ts"] >= 2000
