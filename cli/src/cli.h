@@ -107,6 +107,9 @@ int cli_chat_resume(cli *c, int argc, char **argv);
 int cli_chat_delete(cli *c, int argc, char **argv);
 int cli_chat_cleanup(cli *c, int argc, char **argv);
 
+/* `vigil agents status` (agents_status.c). */
+int cli_agents_status(cli *c, int argc, char **argv);
+
 /* Publishes a room message (sender_type `type`; reply_to NULL and depth
  * < 0 leave those fields out; event: an extra "event" field or NULL) with
  * a fresh id written to id_out. */

@@ -28,7 +28,8 @@ static const struct {
       "\n"
       "Commands:\n"
       "  chat      rooms, messages, pause/resume of AI conversations (vigil chat --help)\n"
-      "  council   autonomous council sessions, deliberations, questions (vigil council --help)\n" },
+      "  council   autonomous council sessions, deliberations, questions (vigil council --help)\n"
+      "  agents    agent stall status from stall-resumer (vigil agents --help)\n" },
     { "council",
       "usage: vigil council sessions [--limit N] [--json]   recent sessions, newest first\n"
       "       vigil council show SESSION [--json]           one session: state, questions, notes,\n"
@@ -129,6 +130,22 @@ static const struct {
       "\n"
       "Deletes the room's log, notification queue and state. A later message in the\n"
       "room starts it afresh.\n" },
+    { "agents",
+      "usage: vigil agents status [--no-activity-check] [--json]\n"
+      "\n"
+      "The status checker: one line per agent, worst first, from the retained\n"
+      "agent/+/assessment (stall-resumer) and agent/+/status topics:\n"
+      "  🟢 FRESH        status younger than VIGIL_STALL_WARNING_MS (2 h), or activity detected\n"
+      "  🟡 WARNING      up to VIGIL_STALL_CRITICAL_MS (6 h)\n"
+      "  🟠 CRITICAL     up to VIGIL_STALL_AUTORESUME_MS (12 h)\n"
+      "  🔴 AUTO-RESUME  older: stall-resumer sends it a resume prompt\n"
+      "with its confidence, active/inactive, status age (or activity age without a\n"
+      "status), state and activity sources. An agent with detected activity is not\n"
+      "escalated, whatever its status age.\n"
+      "  --no-activity-check  categories by status age alone (legacy mode)\n"
+      "  --json               one JSON object per agent instead\n"
+      "Thresholds: VIGIL_STALL_WARNING_MS, VIGIL_STALL_CRITICAL_MS, VIGIL_STALL_AUTORESUME_MS\n"
+      "(as stall-resumer's).\n" },
     { "cleanup",
       "usage: vigil chat cleanup\n"
       "\n"
@@ -157,6 +174,10 @@ int cli_usage_error(const char *name, const char *msg)
         fprintf(stderr, "Try 'vigil --help'.\n");
     else if (strcmp(name, "chat") == 0)
         fprintf(stderr, "Try 'vigil chat --help'.\n");
+    else if (strcmp(name, "agents") == 0)
+        fprintf(stderr, "Try 'vigil agents --help'.\n");
+    else if (strncmp(name, "council", 7) == 0)
+        fprintf(stderr, "Try 'vigil council --help'.\n");
     else
         fprintf(stderr, "Try 'vigil chat %s --help'.\n", name);
     return 2;

@@ -86,6 +86,27 @@ static int run_council(int argc, char **argv)
     return cli_usage_error("council", msg);
 }
 
+/* `vigil agents status ...`: argv[0] is "agents". */
+static int run_agents(int argc, char **argv)
+{
+    if (argc < 2 || cli_wants_help(argc, argv)) {
+        cli_help("agents", stdout);
+        return argc < 2 ? cli_usage_error("agents", "missing subcommand (status)") : CLI_OK;
+    }
+    if (strcmp(argv[1], "status") != 0) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "unknown agents command '%.60s'", argv[1]);
+        return cli_usage_error("agents", msg);
+    }
+    cli c;
+    int rc = cli_init(&c);
+    if (rc != CLI_OK)
+        return rc;
+    rc = cli_agents_status(&c, argc - 1, argv + 1);
+    cli_close(&c);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN); /* `vigil chat view r | head` */
@@ -104,6 +125,8 @@ int main(int argc, char **argv)
         return run_chat(argc - 1, argv + 1);
     if (strcmp(argv[1], "council") == 0)
         return run_council(argc - 1, argv + 1);
+    if (strcmp(argv[1], "agents") == 0)
+        return run_agents(argc - 1, argv + 1);
     char msg[128];
     snprintf(msg, sizeof msg, "unknown command '%.60s'", argv[1]);
     return cli_usage_error("vigil", msg);

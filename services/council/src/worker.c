@@ -5,10 +5,10 @@
  * vigil_runtime_decide before acknowledging the job.
  *
  * Order of work in one worker loop:
- *   1. take jobs (libshared's vigil/job_consumer.h: after a start this
- *      consumer's own pending jobs first -- a kill -9 never drops a loop:
- *      it is run again, and the commit's dedupe by job id acts once --
- *      then jobs idle past the lease, then new ones);
+ *   1. take jobs in libshared's order (vigil/job_consumer.h): after a
+ *      start this consumer's own pending jobs first -- a kill -9 never
+ *      drops a loop: it is run again, and the commit's dedupe by job id
+ *      acts once -- then jobs idle past the lease, then new ones;
  *   2. drive the LLM transfers; 3. commit what finished, then XACK + XDEL.
  * A job is acknowledged only after its loop is durable (or was already
  * committed, or cannot be parsed at all). The A2A call is a blocking POST
@@ -48,9 +48,14 @@ struct council_worker {
     bool started;
     vigil_runtime_conn *conn;
     vigil_llm_client *llm;
-    vigil_job_consumer *jobs;
+    vigil_job_consumer jobs;
     slot *slots;
     int cap, used;
+    char (*acks)[48];  /* finished entries not yet acknowledged */
+    const char **ack_ptrs;
+    int n_acks;
+    int errors;
+    int64_t next_read; /* monotonic ms: backoff after a Redis error */
 };
 
 static bool stopping(const council_worker *w)
@@ -83,9 +88,36 @@ static bool in_flight(const council_worker *w, const char *entry)
     return false;
 }
 
+/* Acknowledgements are batched: one XACK + XDEL round trip per loop turn
+ * (a crash before it only means the job is looked at again and found
+ * decided). */
+static void flush_acks(council_worker *w)
+{
+    if (w->n_acks == 0)
+        return;
+    for (int i = 0; i < w->n_acks; i++)
+        w->ack_ptrs[i] = w->acks[i];
+    if (vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->jobs.stream, COUNCIL_GROUP,
+                          w->ack_ptrs, w->n_acks) != 0)
+        vigil_log_kv(VIGIL_LOG_WARN, "jobs not acknowledged (looked at again, committed once)",
+                     "first", w->acks[0], NULL);
+    w->n_acks = 0;
+}
+
 static void finish_entry(council_worker *w, const char *entry)
 {
-    vigil_job_consumer_ack(w->jobs, entry);
+    if (w->n_acks == w->cap)
+        flush_acks(w);
+    snprintf(w->acks[w->n_acks++], sizeof w->acks[0], "%s", entry);
+}
+
+static void backoff(council_worker *w, const char *what)
+{
+    int64_t d = vigil_backoff_ms(w->errors++, 100, 5000);
+    if (w->errors == 1 || w->errors % 20 == 0)
+        vigil_log_kv(VIGIL_LOG_WARN, "job stream unavailable, retrying", "what", what, "error",
+                     vigil_redis_last_error(vigil_runtime_conn_redis(w->conn)), NULL);
+    w->next_read = vigil_mono_ms() + d;
 }
 
 static void on_done(const vigil_llm_result *res, void *user)
@@ -141,9 +173,8 @@ static slot *free_slot(council_worker *w)
     return NULL;
 }
 
-static void start_entry(void *ctx, const vigil_job_entry *e, bool fresh)
+static void start_entry(council_worker *w, const vigil_job_entry *e, bool fresh)
 {
-    council_worker *w = ctx;
     if (!e->payload) {
         finish_entry(w, e->id);
         return;
@@ -264,24 +295,52 @@ static void finish_slot(council_worker *w, slot *s)
     slot_release(w, s);
 }
 
+/* Takes at most the free slots' worth of jobs, in libshared's order (own
+ * pending after a restart, then jobs idle past the lease, then new ones,
+ * blocking briefly only when idle). */
+static void fill(council_worker *w)
+{
+    int64_t mono = vigil_mono_ms();
+    int room = w->cap - w->used;
+    if (room <= 0 || mono < w->next_read)
+        return;
+    bool idle = w->used == 0 && vigil_llm_pending(w->llm) == 0;
+    vigil_job_entries es = {0};
+    vigil_jobs_origin origin;
+    if (vigil_job_consumer_next(&w->jobs, vigil_runtime_conn_redis(w->conn), room,
+                                idle ? (int)w->svc->block_ms : 0, mono, &es, &origin) != 0) {
+        backoff(w, "XREADGROUP");
+        return;
+    }
+    w->errors = 0;
+    if (es.n > 0 && origin == VIGIL_JOBS_OWN_PENDING)
+        vigil_counter_add("vigil_council_jobs_resumed_total",
+                          "Own pending loop jobs run again after a restart", NULL, es.n);
+    else if (es.n > 0 && origin == VIGIL_JOBS_RECLAIMED)
+        vigil_counter_add("vigil_council_jobs_reclaimed_total",
+                          "Loop jobs taken over from a consumer idle past the lease", NULL, es.n);
+    for (int i = 0; i < es.n && !stopping(w); i++)
+        start_entry(w, &es.v[i], origin == VIGIL_JOBS_NEW);
+    vigil_job_entries_free(&es);
+}
+
 static void *worker_main(void *arg)
 {
     council_worker *w = arg;
     while (!stopping(w)) {
-        bool idle = w->used == 0 && vigil_llm_pending(w->llm) == 0;
-        vigil_job_consumer_fill(w->jobs, w->cap - w->used, idle, start_entry, w);
+        fill(w);
         if (vigil_llm_pending(w->llm) > 0) {
             if (vigil_llm_run(w->llm, w->used < w->cap ? 20 : 100, on_done) < 0)
                 vigil_log(VIGIL_LOG_ERROR, "LLM client: internal curl error");
-        } else if (w->used == 0 && vigil_job_consumer_backing_off(w->jobs)) {
+        } else if (w->used == 0 && vigil_mono_ms() < w->next_read) {
             vigil_sleep_ms(50, NULL);
         }
         for (int i = 0; i < w->cap && !stopping(w); i++)
             if (w->slots[i].used && slot_done(&w->slots[i]))
                 finish_slot(w, &w->slots[i]);
-        vigil_job_consumer_flush(w->jobs);
+        flush_acks(w);
     }
-    vigil_job_consumer_flush(w->jobs);
+    flush_acks(w);
     return NULL;
 }
 
@@ -296,7 +355,8 @@ static void worker_free(council_worker *w)
             free(w->slots[i].calls[p].content);
     }
     free(w->slots);
-    vigil_job_consumer_free(w->jobs);
+    free(w->acks);
+    free(w->ack_ptrs);
     vigil_runtime_conn_close(w->conn);
     free(w);
 }
@@ -313,18 +373,18 @@ static council_worker *worker_new(council_service *svc, vigil_runtime *rt, int i
     if (w->cap < 1)
         w->cap = 1;
     w->slots = calloc((size_t)w->cap, sizeof *w->slots);
+    w->acks = calloc((size_t)w->cap, sizeof *w->acks);
+    w->ack_ptrs = calloc((size_t)w->cap, sizeof *w->ack_ptrs);
     w->conn = vigil_runtime_conn_open(rt);
     w->llm = vigil_llm_client_new(&svc->llm);
-    char consumer[200], stream[256];
-    snprintf(consumer, sizeof consumer, "%s-w%d", svc->instance, index);
-    vigil_runtime_key(rt, COUNCIL_STREAM, stream, sizeof stream);
-    vigil_job_consumer_config jc = {stream, COUNCIL_GROUP, consumer, svc->lease_ms,
-                                    svc->block_ms, w->cap, "vigil_council_jobs"};
-    w->jobs = w->conn ? vigil_job_consumer_new(vigil_runtime_conn_redis(w->conn), &jc) : NULL;
-    if (!w->slots || !w->conn || !w->llm || !w->jobs) {
+    if (!w->slots || !w->acks || !w->ack_ptrs || !w->conn || !w->llm) {
         worker_free(w);
         return NULL;
     }
+    char consumer[200], stream[256];
+    snprintf(consumer, sizeof consumer, "%s-w%d", svc->instance, index);
+    vigil_runtime_key(rt, COUNCIL_STREAM, stream, sizeof stream);
+    vigil_job_consumer_init(&w->jobs, stream, COUNCIL_GROUP, consumer, svc->lease_ms);
     return w;
 }
 
