@@ -348,3 +348,20 @@ def test_sleep_delays_the_next_loop(stack, llm):
     s2 = wait_events(col, "s-sleep", lambda evs: [e for e in evs if e["type"] == "phase" and
                                                  e["loop"] == 2], 20, "loop 2")[0]
     assert s2["ts"] - a["ts"] >= 2000
+
+
+def test_a_slow_a2a_agent_does_not_hold_up_other_sessions(stack, llm, a2a):
+    a2a.control(delay_ms=2500)
+    llm.control(rules=rules(sol("research: slow topic", regex=r"User: ann2"), sol("note: quick")))
+    start_service(stack, llm, VIGIL_COUNCIL_A2A_URL=a2a.url)
+    col = stack.collector()
+    pub = stack.publisher()
+    pub.publish(*control("ann2", "start", session="s-slow"))
+    time.sleep(0.3)
+    pub.publish(*control("ben2", "start", session="s-fast"))
+    fast = wait_events(col, "s-fast", lambda evs: [e for e in evs if e["type"] == "action"], 20,
+                       "the other session's action")[0]
+    slow = wait_events(col, "s-slow", lambda evs: [e for e in evs if e["type"] == "action"], 20,
+                       "the research action")[0]
+    assert fast["ts"] < slow["ts"], "the quick session waited for the slow agent"
+    assert slow["delegated"] is True and slow["result"].startswith("Findings on slow topic")

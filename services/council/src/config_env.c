@@ -26,7 +26,7 @@ const vigil_config_var COUNCIL_CONFIG_VARS[] = {
     {"VIGIL_COUNCIL_A2A_URL", "", "A2A JSON-RPC endpoint for research: (empty = not delegated)"},
     {"VIGIL_COUNCIL_A2A_METHOD", "message/send", "message/send (A2A 0.x) or SendMessage (A2A 1.0)"},
     {"VIGIL_COUNCIL_A2A_TOKEN", "", "sent as Authorization: Bearer to the A2A endpoint when set"},
-    {"VIGIL_COUNCIL_A2A_TIMEOUT_MS", "60000", "one A2A request (blocks that worker meanwhile)"},
+    {"VIGIL_COUNCIL_A2A_TIMEOUT_MS", "60000", "one A2A request (on the worker's delegation thread)"},
     {"VIGIL_COUNCIL_MAX_TOKENS", "300", "max_tokens of each persona's answer"},
     {"VIGIL_COUNCIL_WORKERS", "1", "job worker threads (each runs many LLM calls at once)"},
     {"VIGIL_COUNCIL_JOB_LEASE_MS", "120000", "a loop job unacknowledged this long is taken over"},

@@ -11,19 +11,18 @@
  *      acts once -- then jobs idle past the lease, then new ones;
  *   2. drive the LLM transfers; 3. commit what finished, then XACK + XDEL.
  * A job is acknowledged only after its loop is durable (or was already
- * committed, or cannot be parsed at all). The A2A call is a blocking POST
- * bounded by VIGIL_COUNCIL_A2A_TIMEOUT_MS: the worker's other calls wait
- * meanwhile. */
+ * committed, or cannot be parsed at all). The A2A call runs on the worker's
+ * delegation thread (delegate.c), so the other loops' calls go on meanwhile. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <vigil/clock.h>
-#include <vigil/http_post.h>
 #include <vigil/job_consumer.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include "adapter.h"
+#include "delegate.h"
 
 typedef struct call {
     struct slot *slot;
@@ -34,11 +33,16 @@ typedef struct call {
     int64_t tokens;
 } call;
 
+typedef enum { A2A_UNDECIDED = 0, A2A_NONE, A2A_PENDING, A2A_DONE } a2a_step;
+
 typedef struct slot {
     bool used;
     char entry[48];
     council_job job;
     call calls[COUNCIL_PERSONAS];
+    a2a_step a2a;
+    council_a2a_reply *reply; /* research: delegated (A2A_PENDING, A2A_DONE) */
+    atomic_int a2a_done;      /* set by the delegation thread */
 } slot;
 
 struct council_worker {
@@ -49,6 +53,8 @@ struct council_worker {
     vigil_runtime_conn *conn;
     vigil_llm_client *llm;
     vigil_job_consumer jobs;
+    council_delegator *delegator;
+    int a2a_pending;
     slot *slots;
     int cap, used;
     char (*acks)[48];  /* finished entries not yet acknowledged */
@@ -74,6 +80,7 @@ static void count_job(const char *outcome)
 static void slot_release(council_worker *w, slot *s)
 {
     council_job_clear(&s->job);
+    free(s->reply);
     for (int p = 0; p < COUNCIL_PERSONAS; p++)
         free(s->calls[p].content);
     memset(s, 0, sizeof *s);
@@ -212,43 +219,38 @@ static bool slot_done(const slot *s)
     return true;
 }
 
-/* Sol proposed research: and an endpoint is configured: delegate now, so
- * the artifact is committed with the loop. */
-static bool delegate(council_worker *w, slot *s, council_a2a_reply *reply)
+/* Sol proposed research: and an endpoint is configured: hand the
+ * delegation to the delegation thread, so the artifact is committed with
+ * the loop; otherwise the loop can be committed now. */
+static void delegation_start(council_worker *w, slot *s)
 {
     const council_service *svc = w->svc;
     council_routed r;
     council_route(s->calls[COUNCIL_SOL].content, &r);
+    s->a2a = A2A_NONE;
     if (!svc->core.a2a_enabled || r.action != COUNCIL_ACT_RESEARCH || !s->calls[COUNCIL_SOL].content)
-        return false;
+        return;
+    s->reply = calloc(1, sizeof *s->reply);
     char *topic = strndup(r.content, r.content_len);
     char *body = topic ? council_a2a_request(svc->a2a_method, s->job.job, topic) : NULL;
     free(topic);
-    memset(reply, 0, sizeof *reply);
-    if (!body) {
-        snprintf(reply->error, sizeof reply->error, "out of memory building the request");
-        return true;
+    if (!s->reply || !body) {
+        free(body);
+        if (s->reply) {
+            snprintf(s->reply->error, sizeof s->reply->error, "out of memory building the request");
+            s->a2a = A2A_DONE;
+        }
+        return;
     }
-    vigil_http_reply http;
-    int64_t t0 = vigil_mono_ms();
-    int rc = vigil_http_post_json(svc->a2a_url, body, svc->a2a_token, svc->a2a_timeout_ms,
-                                  1u << 20, &http);
-    free(body);
-    vigil_histogram_observe("vigil_council_a2a_seconds", "A2A delegation round trip", NULL,
-                            (double)(vigil_mono_ms() - t0) / 1000.0);
-    if (rc != 0)
-        snprintf(reply->error, sizeof reply->error, "%s", http.error);
-    else if (http.status < 200 || http.status > 299)
-        snprintf(reply->error, sizeof reply->error, "HTTP %ld", http.status);
-    else
-        council_a2a_parse(http.body, http.len, reply);
-    vigil_http_reply_free(&http);
-    vigil_counter_add("vigil_council_a2a_total", "A2A delegations by outcome",
-                      reply->ok ? "outcome=\"ok\"" : "outcome=\"error\"", 1);
-    if (!reply->ok)
-        vigil_log_kv(VIGIL_LOG_WARN, "A2A delegation failed", "job", s->job.job, "error",
-                     reply->error, NULL);
-    return true;
+    atomic_store(&s->a2a_done, 0);
+    if (council_delegator_submit(w->delegator, s->job.job, body, s->reply, &s->a2a_done) != 0) {
+        free(body);
+        snprintf(s->reply->error, sizeof s->reply->error, "delegation queue full");
+        s->a2a = A2A_DONE;
+        return;
+    }
+    s->a2a = A2A_PENDING;
+    w->a2a_pending++;
 }
 
 static void finish_slot(council_worker *w, slot *s)
@@ -264,13 +266,11 @@ static void finish_slot(council_worker *w, slot *s)
         o.errors[p] = c->error;
         tokens += c->tokens > 0 ? c->tokens : 0;
     }
-    council_a2a_reply *reply = calloc(1, sizeof *reply);
-    if (reply && delegate(w, s, reply)) {
+    if (s->a2a == A2A_DONE && s->reply) {
         o.a2a_tried = true;
-        o.a2a = reply;
+        o.a2a = s->reply;
     }
     vigil_decide_result r = council_commit_outcome(w->svc, w->conn, s->job.user, &o, vigil_now_ms());
-    free(reply);
     switch (r) {
     case VIGIL_DECIDE_DONE:
         count_job("committed");
@@ -335,9 +335,21 @@ static void *worker_main(void *arg)
         } else if (w->used == 0 && vigil_mono_ms() < w->next_read) {
             vigil_sleep_ms(50, NULL);
         }
-        for (int i = 0; i < w->cap && !stopping(w); i++)
-            if (w->slots[i].used && slot_done(&w->slots[i]))
-                finish_slot(w, &w->slots[i]);
+        if (vigil_llm_pending(w->llm) == 0 && w->a2a_pending > 0)
+            vigil_sleep_ms(20, NULL); /* only delegations in flight: do not spin */
+        for (int i = 0; i < w->cap && !stopping(w); i++) {
+            slot *s = &w->slots[i];
+            if (!s->used || !slot_done(s))
+                continue;
+            if (s->a2a == A2A_UNDECIDED)
+                delegation_start(w, s);
+            if (s->a2a == A2A_PENDING && atomic_load(&s->a2a_done)) {
+                s->a2a = A2A_DONE;
+                w->a2a_pending--;
+            }
+            if (s->a2a == A2A_NONE || s->a2a == A2A_DONE)
+                finish_slot(w, s);
+        }
         flush_acks(w);
     }
     flush_acks(w);
@@ -348,9 +360,11 @@ static void worker_free(council_worker *w)
 {
     if (!w)
         return;
+    council_delegator_free(w->delegator); /* first: it writes into the slots */
     vigil_llm_client_free(w->llm); /* abandons calls in flight: their jobs stay pending */
     for (int i = 0; w->slots && i < w->cap; i++) {
         council_job_clear(&w->slots[i].job);
+        free(w->slots[i].reply);
         for (int p = 0; p < COUNCIL_PERSONAS; p++)
             free(w->slots[i].calls[p].content);
     }
@@ -359,6 +373,13 @@ static void worker_free(council_worker *w)
     free(w->ack_ptrs);
     vigil_runtime_conn_close(w->conn);
     free(w);
+}
+
+/* Called by the delegation thread: a reply is in. */
+static void wake_worker(void *arg)
+{
+    council_worker *w = arg;
+    vigil_llm_wakeup(w->llm);
 }
 
 static council_worker *worker_new(council_service *svc, vigil_runtime *rt, int index)
@@ -377,7 +398,10 @@ static council_worker *worker_new(council_service *svc, vigil_runtime *rt, int i
     w->ack_ptrs = calloc((size_t)w->cap, sizeof *w->ack_ptrs);
     w->conn = vigil_runtime_conn_open(rt);
     w->llm = vigil_llm_client_new(&svc->llm);
-    if (!w->slots || !w->acks || !w->ack_ptrs || !w->conn || !w->llm) {
+    if (w->slots && w->llm && svc->core.a2a_enabled)
+        w->delegator = council_delegator_new(svc, w->cap, wake_worker, w);
+    if (!w->slots || !w->acks || !w->ack_ptrs || !w->conn || !w->llm ||
+        (svc->core.a2a_enabled && !w->delegator)) {
         worker_free(w);
         return NULL;
     }
