@@ -94,6 +94,10 @@ void cli_print_chat_line(FILE *f, json_object *m, int64_t ts);
 
 /* Subcommands. argv[0] is the subcommand name. */
 int cli_chat_list(cli *c, int argc, char **argv);
+/* council_cmd.c: `vigil council ...` */
+int cli_council_sessions(cli *c, int argc, char **argv);
+int cli_council_show(cli *c, int argc, char **argv);
+int cli_council_questions(cli *c, int argc, char **argv);
 int cli_chat_new(cli *c, int argc, char **argv);
 int cli_chat_join(cli *c, int argc, char **argv);
 int cli_chat_send(cli *c, int argc, char **argv);

@@ -28,7 +28,36 @@ static const struct {
       "\n"
       "Commands:\n"
       "  chat      rooms, messages, pause/resume of AI conversations (vigil chat --help)\n"
+      "  council   autonomous council sessions, deliberations, questions (vigil council --help)\n"
       "  agents    agent stall status from stall-resumer (vigil agents --help)\n" },
+    { "council",
+      "usage: vigil council sessions [--limit N] [--json]   recent sessions, newest first\n"
+      "       vigil council show SESSION [--json]           one session: state, questions, notes,\n"
+      "                                                    and every deliberation\n"
+      "       vigil council questions [--all] [--limit N] [--json]\n"
+      "                                                    pending questions, most urgent first\n"
+      "\n"
+      "Reads the council's durable records (services/council). Start, pause, resume or\n"
+      "end a session and answer a question by publishing on council/USER/control and\n"
+      "council/SESSION/answer (services/council/README.md).\n" },
+    { "council-sessions",
+      "usage: vigil council sessions [--limit N] [--json]\n"
+      "\n"
+      "The N most recent council sessions (default 20), newest first: session, user,\n"
+      "status (active, paused, completed), loops, actions, start time, reason.\n"
+      "--json prints each session's record as one JSON object per line.\n" },
+    { "council-show",
+      "usage: vigil council show SESSION [--json]\n"
+      "\n"
+      "One session's record (status, loops, questions with answers, notes) and its\n"
+      "deliberations, oldest first: the four personas' inputs, the decision, the\n"
+      "result. Exit status 3 when there is no such session. --json prints the record\n"
+      "and then one JSON object per deliberation.\n" },
+    { "council-questions",
+      "usage: vigil council questions [--all] [--limit N] [--json]\n"
+      "\n"
+      "The pending questions of the N most recent sessions (default 50), highest\n"
+      "priority first (ties: oldest first); --all includes answered and expired ones.\n" },
     { "chat",
       "usage: vigil chat [--json]                      list rooms\n"
       "       vigil chat new [NAME]                    create a room and join it\n"
@@ -147,6 +176,8 @@ int cli_usage_error(const char *name, const char *msg)
         fprintf(stderr, "Try 'vigil chat --help'.\n");
     else if (strcmp(name, "agents") == 0)
         fprintf(stderr, "Try 'vigil agents --help'.\n");
+    else if (strncmp(name, "council", 7) == 0)
+        fprintf(stderr, "Try 'vigil council --help'.\n");
     else
         fprintf(stderr, "Try 'vigil chat %s --help'.\n", name);
     return 2;

@@ -62,6 +62,7 @@ CONTRACT_REQUIRED = {
     'council-answer': ['answer', 'question_id'],
     'council-control': ['action'],
     'council-event': ['id', 'ts', 'type'],
+    'council-request': ['id', 'kind', 'loop', 'query', 'session', 'ts', 'user'],
     'council-state': ['loop_count', 'session', 'status', 'ts', 'user'],
     'heartbeat-config': ['enabled', 'persona', 'room', 'user'],
     'heartbeat-run': ['consecutive_skips', 'id', 'next_in_ms', 'outcome', 'persona', 'ts'],
