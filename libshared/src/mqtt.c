@@ -202,9 +202,11 @@ static void slot_resolve_locked(pub_batch *b, int idx, bool ok)
  * our delayed ACK (tcp_quickack.h). Runs on paho's receive thread. */
 static void quickack(vigil_mqtt *m)
 {
-    int fds[MQTT_QUICKACK_FDS];
+    int fds[MQTT_QUICKACK_FDS] = { 0 };
     int n = atomic_load(&m->qa_n);
-    for (int i = 0; i < n && i < MQTT_QUICKACK_FDS; i++)
+    if (n > MQTT_QUICKACK_FDS)
+        n = MQTT_QUICKACK_FDS;
+    for (int i = 0; i < n; i++)
         fds[i] = atomic_load(&m->qa_fds[i]);
     vigil_tcp_quickack(fds, n);
 }
@@ -562,7 +564,7 @@ static void on_connected(void *context, char *cause)
     tl_in_callback++;
     atomic_store(&m->connected, true);
     if (m->broker_port > 0) {
-        int fds[MQTT_QUICKACK_FDS];
+        int fds[MQTT_QUICKACK_FDS] = { 0 };
         int n = vigil_tcp_find_peer_fds(m->broker_port, fds, MQTT_QUICKACK_FDS);
         for (int i = 0; i < n; i++)
             atomic_store(&m->qa_fds[i], fds[i]);
