@@ -1,4 +1,4 @@
-/* mqtt.c - MQTT 5 client over paho MQTTAsync (see mqtt.h and PITFALLS.md).
+/* mqtt.c - MQTT 5 client over paho MQTTAsync (see mqtt.h and docs/architecture.md, "paho.mqtt.c").
  *
  * Threads involved:
  *  - paho's send and receive threads run every callback below; a callback

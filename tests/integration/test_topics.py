@@ -46,7 +46,7 @@ REJECT_REASONS = ["oversize", "invalid_utf8", "not_json", "not_object", "missing
 BAD_IDS = ["", "a/b", "a+b", "a#b", "$x", "has space", "ü", "x" * 65, 42, None]
 
 
-# Required fields per CONTRACT.md (inputs: `id` and `ts` optional, see its
+# Required fields per docs/contract.md (inputs: `id` and `ts` optional, see its
 # conventions; events Vigil emits: `id` and `ts` required; retained
 # snapshots: `ts` required). Pinned here so a schema cannot be loosened
 # (or tightened) by accident: change both together.

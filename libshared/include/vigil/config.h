@@ -3,7 +3,7 @@
  *
  * Every variable has a default that works on one machine. Each service lists
  * its own variables as a table of vigil_config_var so --help can print them
- * beside the common ones (names are the public contract, see CONTRACT.md). */
+ * beside the common ones (names are the public contract, see docs/contract.md). */
 #ifndef VIGIL_CONFIG_H
 #define VIGIL_CONFIG_H
 #include <stdbool.h>

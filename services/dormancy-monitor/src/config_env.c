@@ -1,4 +1,4 @@
-/* config_env.c - the VIGIL_DORMANCY_* variables of CONTRACT.md (all times
+/* config_env.c - the VIGIL_DORMANCY_* variables of docs/contract.md (all times
  * in milliseconds, booleans 0/1) into the core's dormancy_config. */
 #include <stdio.h>
 #include <string.h>

@@ -113,7 +113,7 @@ typedef struct dormancy_config {
     int tz_offset_min;          /* VIGIL_DORMANCY_TZ_OFFSET_MIN: for "until 17:00" */
 } dormancy_config;
 
-/* Every default of CONTRACT.md in one place. */
+/* Every default of the README's configuration table in one place. */
 void dormancy_config_init(dormancy_config *c);
 
 /* Per-persona overrides from persona/{p}/meta `dormancy` (seed key names). */
@@ -389,7 +389,7 @@ int dormancy_room_timer(dormancy_room *r, const char *timer_name, int64_t due,
                         const dormancy_config *cfg, int64_t now, const dormancy_ids *ids,
                         dormancy_actions *out);
 
-/* ---- rendering (payloads of CONTRACT.md; new json-c objects) ---------- */
+/* ---- rendering (payloads of topics/schemas; new json-c objects) ---------- */
 
 json_object *dormancy_change_json(const dormancy_action *a, const char *room, int64_t now);
 json_object *dormancy_suggestion_json(const dormancy_action *a, const char *room, int64_t now);

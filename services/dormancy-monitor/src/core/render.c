@@ -1,4 +1,4 @@
-/* render.c - the payloads of CONTRACT.md built from actions and the room
+/* render.c - the payloads of topics/schemas built from actions and the room
  * record: persona/{p}/dormancy, persona/{p}/suggestion, the system message
  * on room/{r}/message, the persona/{p}/state entry and room/{r}/state. */
 #include <inttypes.h>

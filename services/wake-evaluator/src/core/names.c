@@ -1,4 +1,4 @@
-/* names.c - the wire names of the core's enumerations (CONTRACT.md). */
+/* names.c - the wire names of the core's enumerations (topics/schemas). */
 #include <string.h>
 #include "wake.h"
 
