@@ -104,22 +104,7 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
-/* Monotonic deadline for pthread_cond_timedwait (the condvars are created
- * with CLOCK_MONOTONIC so a wall clock jump cannot stretch a wait). */
-static struct timespec mono_deadline(int64_t ms_from_now)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    if (ms_from_now < 0)
-        ms_from_now = 0;
-    ts.tv_sec += (time_t)(ms_from_now / 1000);
-    ts.tv_nsec += (long)(ms_from_now % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
+#define mono_deadline vigil_mono_deadline /* clock.h */
 
 int vigil_mqtt_url_to_paho(const char *url, char *out, size_t outlen)
 {

@@ -236,6 +236,5 @@ char *chat_log_entry_json(json_object *body, const char *id, int64_t ts);
 /* Deterministic ids usable as input ids (no '/'): "<tag>-<16 hex>" of a
  * hash of the parts. */
 void chat_derived_id(char *out, size_t outlen, const char *tag, const char *a, const char *b);
-uint64_t chat_hash64(const void *data, size_t n);
 
 #endif

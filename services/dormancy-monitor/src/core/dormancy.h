@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <json-c/json.h>
+#include <vigil/msg_persona.h>
+#include <vigil/names.h>
 
 #define DORMANCY_ID_MAX 64       /* room, persona, user, session ids */
 #define DORMANCY_MSGID_MAX 128   /* message / event / input ids */
@@ -116,41 +118,29 @@ typedef struct dormancy_config {
 /* Every default of the README's configuration table in one place. */
 void dormancy_config_init(dormancy_config *c);
 
-/* Per-persona overrides from persona/{p}/meta `dormancy` (seed key names). */
+/* Per-persona overrides from persona/{p}/meta `dormancy` (seed key names):
+ * libshared's one reader (vigil/msg_persona.h) fills them. */
+typedef vigil_dormancy_overrides dormancy_overrides;
 enum {
-    DORMANCY_OV_AUTO_SUGGEST = 1u << 0,   /* enableAutoSuggestions */
-    DORMANCY_OV_AUTO_SLEEP = 1u << 1,     /* enableAutoSleep */
-    DORMANCY_OV_AUTO_WAKE = 1u << 2,      /* enableAutoWake */
-    DORMANCY_OV_NO_HUMAN = 1u << 3,       /* noHumanActivityThreshold */
-    DORMANCY_OV_AI_ONLY = 1u << 4,        /* aiOnlyDiscussionThreshold */
-    DORMANCY_OV_REDUNDANT_WINDOW = 1u << 5, /* redundantResponseWindow */
-    DORMANCY_OV_LLM_WAKE = 1u << 6,       /* enableLLMWakeDecisions */
-    DORMANCY_OV_WAKE_CONFIDENCE = 1u << 7,/* wakeConfidenceThreshold */
-    DORMANCY_OV_PRESENCE = 1u << 8,       /* enablePresenceChecking */
-    DORMANCY_OV_ADAPTIVE = 1u << 9,       /* enableAdaptiveThresholds */
-    DORMANCY_OV_SUGGESTION_TIMEOUT = 1u << 10, /* suggestionTimeout (extension) */
-    DORMANCY_OV_SNOOZE = 1u << 11,        /* snoozeDuration (extension) */
-    DORMANCY_OV_REDUNDANT_KEEP = 1u << 12 /* redundantResponseKeep (extension) */
+    DORMANCY_OV_AUTO_SUGGEST = VIGIL_OV_AUTO_SUGGEST,
+    DORMANCY_OV_AUTO_SLEEP = VIGIL_OV_AUTO_SLEEP,
+    DORMANCY_OV_AUTO_WAKE = VIGIL_OV_AUTO_WAKE,
+    DORMANCY_OV_NO_HUMAN = VIGIL_OV_NO_HUMAN,
+    DORMANCY_OV_AI_ONLY = VIGIL_OV_AI_ONLY,
+    DORMANCY_OV_REDUNDANT_WINDOW = VIGIL_OV_REDUNDANT_WINDOW,
+    DORMANCY_OV_LLM_WAKE = VIGIL_OV_LLM_WAKE,
+    DORMANCY_OV_WAKE_CONFIDENCE = VIGIL_OV_WAKE_CONFIDENCE,
+    DORMANCY_OV_PRESENCE = VIGIL_OV_PRESENCE,
+    DORMANCY_OV_ADAPTIVE = VIGIL_OV_ADAPTIVE,
+    DORMANCY_OV_SUGGESTION_TIMEOUT = VIGIL_OV_SUGGESTION_TIMEOUT,
+    DORMANCY_OV_SNOOZE = VIGIL_OV_SNOOZE,
+    DORMANCY_OV_REDUNDANT_KEEP = VIGIL_OV_REDUNDANT_KEEP
 };
-
-typedef struct dormancy_overrides {
-    unsigned has; /* DORMANCY_OV_* bits */
-    bool auto_suggest, auto_sleep, auto_wake, llm_wake, presence, adaptive;
-    int64_t no_human_ms, ai_only_ms, redundant_window_ms, suggestion_timeout_ms, snooze_ms;
-    int redundant_keep;
-    double wake_confidence;
-} dormancy_overrides;
 
 /* The config in force for one persona: base with its overrides applied. */
 dormancy_config dormancy_config_effective(const dormancy_config *base,
                                           const dormancy_overrides *ov);
 
-/* Reads a meta `dormancy` object (NULL = none) into *ov. Unknown keys are
- * ignored; a known key of the wrong type returns -1, out of range -2, with
- * a message naming it in err. */
-int dormancy_overrides_parse(json_object *o, dormancy_overrides *ov, char *err, size_t errlen);
-/* The inverse, for the state record (camelCase keys); a new object. */
-json_object *dormancy_overrides_to_json(const dormancy_overrides *ov);
 
 /* ---- state ---------------------------------------------------------- */
 

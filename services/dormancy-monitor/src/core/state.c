@@ -5,8 +5,12 @@
 #include <strings.h>
 #include "step.h"
 
-static const char *const LEVEL_NAMES[DORMANCY_LEVEL__COUNT] = {
-    "active", "mention-only", "human-only", "sleep"};
+_Static_assert(DORMANCY_ACTIVE == (int)VIGIL_LEVEL_ACTIVE &&
+                   DORMANCY_MENTION_ONLY == (int)VIGIL_LEVEL_MENTION_ONLY &&
+                   DORMANCY_HUMAN_ONLY == (int)VIGIL_LEVEL_HUMAN_ONLY &&
+                   DORMANCY_SLEEP == (int)VIGIL_LEVEL_SLEEP &&
+                   DORMANCY_LEVEL__COUNT == (int)VIGIL_LEVEL__COUNT,
+               "dormancy levels are libshared's (names.h)");
 
 static const char *const TRIGGER_NAMES[DORMANCY_TRIGGER__COUNT] = {
     NULL, "manual", "timed-end", "mention", "no-human", "ai-only", "human-reentry",
@@ -14,18 +18,16 @@ static const char *const TRIGGER_NAMES[DORMANCY_TRIGGER__COUNT] = {
 
 const char *dormancy_level_name(dormancy_level l)
 {
-    return (l >= 0 && l < DORMANCY_LEVEL__COUNT) ? LEVEL_NAMES[l] : "active";
+    return vigil_level_name((vigil_level)l);
 }
 
 int dormancy_level_parse(const char *s, dormancy_level *out)
 {
-    for (int i = 0; s && i < DORMANCY_LEVEL__COUNT; i++) {
-        if (strcmp(s, LEVEL_NAMES[i]) == 0) {
-            *out = (dormancy_level)i;
-            return 0;
-        }
-    }
-    return -1;
+    vigil_level l;
+    if (vigil_level_parse(s, &l) != 0)
+        return -1;
+    *out = (dormancy_level)l;
+    return 0;
 }
 
 const char *dormancy_trigger_name(dormancy_trigger t)
@@ -68,17 +70,6 @@ void dm_copy(char *dst, size_t cap, const char *src)
         n = cap - 1;
     memcpy(dst, src, n);
     dst[n] = '\0';
-}
-
-uint64_t dormancy_hash64(const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
 }
 
 dormancy_room *dormancy_room_new(const char *room_id)

@@ -68,7 +68,7 @@ static json_object *persona_to_json(const dormancy_persona *p)
         json_object_object_add(o, "sugg", s);
     }
     if (p->ov.has)
-        json_object_object_add(o, "cfg", dormancy_overrides_to_json(&p->ov));
+        json_object_object_add(o, "cfg", vigil_dormancy_overrides_to_json(&p->ov));
     put_digest(o, "digest", p->snap_digest);
     return o;
 }
@@ -224,8 +224,8 @@ static void persona_from_json(dormancy_persona *p, json_object *o)
     }
     json_object *c;
     if (json_object_object_get_ex(o, "cfg", &c) && c) {
-        char err[128];
-        if (dormancy_overrides_parse(c, &p->ov, err, sizeof err) != 0)
+        vigil_error err = {0};
+        if (vigil_dormancy_overrides_read(c, &p->ov, &err) != 0)
             memset(&p->ov, 0, sizeof p->ov);
     }
     p->snap_digest = get_digest(o, "digest");

@@ -109,8 +109,6 @@ void timers_forget(dormancy_room *r, const char *name);
 void timers_sync(dormancy_step *s);
 void snapshot_sync(dormancy_step *s);
 
-/* FNV-1a 64 (the core's own; it links json-c only). */
-uint64_t dormancy_hash64(const void *data, size_t n);
 
 /* "2025-06-01T17:00:00Z" (UTC) for texts (render.c). */
 void format_iso(int64_t ms, char *out, size_t outlen);
