@@ -164,6 +164,28 @@ int vigil_env_string(const char *name, const char *def, char *out, size_t outlen
     return 0;
 }
 
+int vigil_env_choice(const char *name, const char *const *choices, int def, int *out, char *err,
+                     size_t errlen)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) {
+        *out = def;
+        return 0;
+    }
+    char list[256] = "";
+    size_t used = 0;
+    for (int i = 0; choices[i]; i++) {
+        if (strcasecmp(v, choices[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+        int n = snprintf(list + used, sizeof list - used, "%s%s", i ? " or " : "", choices[i]);
+        if (n > 0 && (size_t)n < sizeof list - used)
+            used += (size_t)n;
+    }
+    return fail(err, errlen, "%s: expected %s, got '%.64s'", name, list, v);
+}
+
 /* Strict decimal without sign or spaces, at most 4 digits (N <= 1024). */
 static int parse_small_uint(const char *s, size_t n, int *out)
 {

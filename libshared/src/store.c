@@ -2,6 +2,7 @@
  * input id, the outbox, timer changes and snapshot updates (one EVALSHA).
  * Key layout and semantics: store.h. The scripts: store_lua.h. */
 #include "vigil/store.h"
+#include "vigil/redis_raw.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

@@ -4,7 +4,10 @@
   repository (the design and contract are docs/architecture.md,
   docs/contract.md and topics/);
 - the README source maps name every source file: the top README every file
-  of libshared and scripts/, each service README every .c file of its src/.
+  of libshared and scripts/, each service README every .c file of its src/;
+- services do no I/O of their own: no file under services/ includes a
+  hiredis, paho or curl header or vigil/redis_raw.h, and no public libshared
+  header but redis_raw.h includes one (so a vigil/*.h cannot smuggle one in).
 
 Run: /usr/bin/python3 -m pytest -q tests/integration/test_repo_rules.py
 """
@@ -98,3 +101,43 @@ def test_service_readme_source_map_names_every_file(svc):
         if not re.search(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])", block):
             missing.append(rel)
     assert not missing, f"{svc} README source layout does not name: " + ", ".join(missing)
+
+
+# hiredis, paho (MQTTAsync.h, MQTTClient.h, ...), curl, and libshared's one
+# header that exposes hiredis replies (vigil/redis_raw.h, for libshared's
+# modules and the CLI).
+IO_HEADER = re.compile(r'^\s*#\s*include\s*[<"](hiredis/|MQTT|curl/|vigil/redis_raw\.h)[^>"]*[>"]', re.M)
+
+
+def io_includes(text):
+    return [m.group(0).strip() for m in IO_HEADER.finditer(text)]
+
+
+def test_no_service_includes_an_io_library_header():
+    hits = []
+    for rel in tracked():
+        if rel.startswith("services/") and rel.endswith((".c", ".h")):
+            for inc in io_includes((ROOT / rel).read_text(encoding="utf-8")):
+                hits.append(f"{rel}: {inc}")
+    assert not hits, "services include I/O headers (use libshared):\n" + "\n".join(hits)
+
+
+def test_public_libshared_headers_expose_no_io_library():
+    # A service includes vigil/*.h: if one of them pulled in hiredis, paho or
+    # curl, the service would see the library's types after all. The one
+    # exception is vigil/redis_raw.h, which no service may include (above).
+    hits = []
+    for rel in tracked():
+        if (rel.startswith("libshared/include/") and rel.endswith(".h")
+                and not rel.endswith("/redis_raw.h")):
+            for inc in io_includes((ROOT / rel).read_text(encoding="utf-8")):
+                hits.append(f"{rel}: {inc}")
+    assert not hits, "public libshared headers include I/O headers:\n" + "\n".join(hits)
+
+
+def test_the_io_header_pattern_catches_each_library():
+    for inc in ("#include <hiredis/hiredis.h>", '#include "MQTTAsync.h"',
+                "#include <MQTTAsync.h>", "#  include <curl/curl.h>",
+                "#include <vigil/redis_raw.h>"):
+        assert io_includes(inc), inc
+    assert not io_includes('#include "vigil/redis.h"')

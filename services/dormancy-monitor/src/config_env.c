@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 #include <vigil/config.h>
+#include <vigil/names.h>
 #include "adapter.h"
 
 #define MAX_MS (30LL * 24 * 3600 * 1000)
@@ -42,7 +43,7 @@ int dormancy_configure(void *ctx, const vigil_common_config *common, char *err, 
     dormancy_config *c = &svc->cfg;
     dormancy_config_init(c);
     int64_t keep, min_awake, tz;
-    char wakes[16];
+    int wakes = 0;
     if (vigil_env_bool("VIGIL_DORMANCY_AUTO_SUGGEST", c->auto_suggest, &c->auto_suggest, err, errlen) ||
         vigil_env_bool("VIGIL_DORMANCY_AUTO_SLEEP", c->auto_sleep, &c->auto_sleep, err, errlen) ||
         vigil_env_bool("VIGIL_DORMANCY_AUTO_WAKE", c->auto_wake, &c->auto_wake, err, errlen) ||
@@ -59,7 +60,7 @@ int dormancy_configure(void *ctx, const vigil_common_config *common, char *err, 
                          &c->wake_confidence, err, errlen) ||
         vigil_env_bool("VIGIL_DORMANCY_PRESENCE", c->presence, &c->presence, err, errlen) ||
         vigil_env_bool("VIGIL_DORMANCY_ADAPTIVE", c->adaptive, &c->adaptive, err, errlen) ||
-        vigil_env_string("VIGIL_DORMANCY_HUMAN_WAKES", "absent", wakes, sizeof wakes, err, errlen) ||
+        vigil_env_choice("VIGIL_DORMANCY_HUMAN_WAKES", vigil_human_wakes_names, 0, &wakes, err, errlen) ||
         vigil_env_int64("VIGIL_DORMANCY_MIN_AWAKE", c->min_awake, 0, 1000, &min_awake, err, errlen) ||
         ms_var("VIGIL_DORMANCY_PRESENCE_ACTIVE_MS", c->presence_active_ms, 1,
                &c->presence_active_ms, err, errlen) ||
@@ -69,14 +70,7 @@ int dormancy_configure(void *ctx, const vigil_common_config *common, char *err, 
                &c->velocity_window_ms, err, errlen) ||
         vigil_env_int64("VIGIL_DORMANCY_TZ_OFFSET_MIN", c->tz_offset_min, -720, 840, &tz, err, errlen))
         return -1;
-    if (strcasecmp(wakes, "absent") == 0) {
-        c->human_wakes_all = false;
-    } else if (strcasecmp(wakes, "all") == 0) {
-        c->human_wakes_all = true;
-    } else {
-        snprintf(err, errlen, "VIGIL_DORMANCY_HUMAN_WAKES: expected absent or all, got '%s'", wakes);
-        return -1;
-    }
+    c->human_wakes_all = wakes == 1; /* vigil_human_wakes_names: absent, all */
     if (c->presence_away_ms < c->presence_active_ms) {
         snprintf(err, errlen, "VIGIL_DORMANCY_PRESENCE_AWAY_MS must be >= VIGIL_DORMANCY_PRESENCE_ACTIVE_MS");
         return -1;

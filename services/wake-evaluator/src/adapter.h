@@ -7,6 +7,8 @@
 #define WAKE_ADAPTER_H
 #include <stdatomic.h>
 #include <vigil/llm.h>
+#include <vigil/msg_persona.h>
+#include <vigil/msg_room.h>
 #include <vigil/runtime.h>
 #include "wake.h"
 
@@ -44,11 +46,11 @@ typedef struct wake_parsed {
     wake_message msg;
     wake_meta meta;
     const char *persona;
-    const char **strings;   /* owned: mentions, domains, confidence keys */
-    double *conf_values;    /* owned */
-    const char **rooms;     /* owned: meta rooms */
+    vigil_room_message room_msg;     /* owned: what msg points into */
+    vigil_persona_meta persona_meta; /* owned: what meta points into */
+    const char *const *rooms;        /* meta rooms (in persona_meta) */
     int n_rooms;
-    json_object *room_map;  /* persona/{p}/state rooms (borrowed) */
+    vigil_persona_state state;       /* persona/{p}/state, owned */
     int64_t state_ts;
     wake_level level;       /* persona/{p}/dormancy */
     int64_t since;

@@ -23,14 +23,12 @@ static bool listed(const char *const *rooms, int n, const char *room)
 static int state_entry(const wake_parsed *pp, const char *room, wake_level *level,
                        int64_t *since, const char **trigger)
 {
-    json_object *e, *v;
-    if (!json_object_object_get_ex(pp->room_map, room, &e) || !e)
+    const vigil_persona_room_state *e = vigil_persona_state_room(&pp->state, room);
+    if (!e)
         return 0;
-    *level = WAKE_LEVEL_ACTIVE;
-    if (json_object_object_get_ex(e, "level", &v))
-        wake_level_parse(json_object_get_string(v), level);
-    *since = json_object_object_get_ex(e, "since", &v) ? json_object_get_int64(v) : pp->state_ts;
-    *trigger = json_object_object_get_ex(e, "trigger", &v) ? json_object_get_string(v) : "";
+    *level = wake_level_from(e->level);
+    *since = e->has_since ? e->since : pp->state_ts;
+    *trigger = e->trigger ? e->trigger : "";
     return 1;
 }
 

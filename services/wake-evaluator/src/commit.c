@@ -5,6 +5,7 @@
  * restart, a lease taken over) is published once. */
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <vigil/log.h>
 #include "adapter.h"
 #include "llm_reader.h"

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <json-c/json.h>
+#include <vigil/names.h>
 
 #define WAKE_ID_MAX 64        /* room, persona ids */
 #define WAKE_EVID_MAX 128     /* message / event ids */
@@ -70,6 +71,8 @@ const char *wake_ap_action_name(wake_ap_action a);
 /* Strict contract names only ("suggest-mention-only", ...). */
 int wake_ap_action_parse(const char *s, wake_ap_action *out);
 bool wake_level_dormant(wake_level l); /* mention-only, human-only, sleep */
+/* The core's level of a contract level (vigil/names.h). */
+wake_level wake_level_from(vigil_level l);
 
 /* ------------------------------------------------------------------ */
 /* Configuration                                                      */
