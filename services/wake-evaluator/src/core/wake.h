@@ -455,6 +455,27 @@ int wake_interpret(const wake_reader *rd, wake_tier tier, const char *content, s
  * the fallback happened). Confidence is 1: the rules are certain. */
 void wake_decide_rules(const wake_job *j, wake_via via, const char *note, wake_decision *d);
 
+/* What a worker got back for a wake job's LLM call. */
+typedef struct wake_llm_answer {
+    bool ok;              /* the call returned a completion */
+    const char *status;   /* the call's status name: "ok", "timeout", "http_error", ... */
+    const char *error;    /* what went wrong when !ok (may be NULL) */
+    const char *content;  /* the model's text when ok (may be NULL) */
+    size_t len;
+    bool truncated;       /* finish_reason "length" */
+    int64_t tokens;       /* usage tokens, <= 0 when not reported */
+    int64_t latency_ms;   /* the call alone */
+} wake_llm_answer;
+
+/* The decision for job j once its LLM call is over: the model's when its
+ * answer reads as one (wake_interpret), otherwise the rules' with via
+ * fallback and a reason saying why the model's answer was not used
+ * ("LLM timeout: ...", "LLM answer unusable (output truncated): ...").
+ * latency_ms runs from the job's enqueue time when known (else the call's),
+ * tokens is -1 when the call failed without usage. */
+void wake_decide_after_llm(const wake_reader *rd, const wake_job *j, const wake_llm_answer *a,
+                           int64_t now, wake_decision *d);
+
 /* Renders the persona/{p}/wake payload (malloc'd). */
 char *wake_decision_json(const wake_decision *d, int64_t now);
 
