@@ -33,6 +33,7 @@ static const char *const REJECT_NAMES[VIGIL_REJECT__COUNT] = {
     [VIGIL_REJECT_BAD_TOPIC] = "bad_topic",
     [VIGIL_REJECT_TOPIC_MISMATCH] = "topic_mismatch",
     [VIGIL_REJECT_BAD_VALUE] = "bad_value",
+    [VIGIL_REJECT_LIMIT] = "limit",
 };
 
 const char *vigil_reject_name(vigil_reject_reason r)

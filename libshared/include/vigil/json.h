@@ -28,6 +28,7 @@ typedef enum {
     VIGIL_REJECT_BAD_TOPIC,     /* "bad_topic" (topic segment id invalid, unknown topic) */
     VIGIL_REJECT_TOPIC_MISMATCH,/* "topic_mismatch" (payload id disagrees with topic) */
     VIGIL_REJECT_BAD_VALUE,     /* "bad_value" (enum value unknown, out of range) */
+    VIGIL_REJECT_LIMIT,         /* "limit" (a configured bound refused it: vigil/limits.h) */
     VIGIL_REJECT__COUNT
 } vigil_reject_reason;
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/limits.h>
 #include <vigil/log.h>
 #include "adapter.h"
 
@@ -73,7 +74,7 @@ static int persona_snapshot(vigil_effects *fx, const dormancy_action *a, const c
  * snapshot that reflects it. Any effect that cannot be recorded fails the
  * whole decision (nothing half-committed). */
 static int emit(vigil_effects *fx, const dormancy_room *r, const dormancy_config *cfg,
-                const dormancy_actions *acts, int64_t now)
+                const dormancy_actions *acts, const vigil_input *in, int64_t now)
 {
     char topic[VIGIL_TOPIC_MAX];
     for (size_t i = 0; i < acts->n; i++) {
@@ -113,6 +114,12 @@ static int emit(vigil_effects *fx, const dormancy_room *r, const dormancy_config
             snprintf(topic, sizeof topic, "room/%s/state", r->room);
             rc = vigil_fx_publish(fx, topic, "", true); /* empty retained = cleared */
             break;
+        case DORMANCY_OUT_LIMIT:
+            rc = vigil_fx_limit_refusal(fx, DORMANCY_SERVICE, a->id, in, "personas_per_room",
+                                        a->reason, now);
+            vigil_log_kv(VIGIL_LOG_WARN, "limit refused a persona", "room", r->room, "persona",
+                         a->persona, "detail", a->reason, NULL);
+            break;
         }
         if (rc != 0)
             return -1;
@@ -123,14 +130,15 @@ static int emit(vigil_effects *fx, const dormancy_room *r, const dormancy_config
 /* Shared tail of apply and on_timer: commit the new record only if it
  * differs from the one read. */
 static int finish(vigil_effects *fx, dormancy_room *r, const char *state_json,
-                  const dormancy_config *cfg, const dormancy_actions *acts, int64_t now)
+                  const dormancy_config *cfg, const dormancy_actions *acts, const vigil_input *in,
+                  int64_t now)
 {
     /* An input about a room never seen that left nothing behind (a wake
      * decision or autopilot for unknown personas, an answer with nothing
      * pending) creates no record and no retained room/{r}/state. */
     if (!state_json && dormancy_room_blank(r))
         return 0;
-    if (emit(fx, r, cfg, acts, now) != 0)
+    if (emit(fx, r, cfg, acts, in, now) != 0)
         return -1;
     char *json = dormancy_room_to_json(r);
     if (!json)
@@ -158,7 +166,7 @@ int dormancy_apply(void *ctx, const char *key, const char *state_json, const vig
     dormancy_actions_init(&acts);
     int rc = dormancy_room_apply(r, &pp->ev, &svc->cfg, now_ms, &ids, &acts);
     if (rc == 0)
-        rc = finish(fx, r, state_json, &svc->cfg, &acts, now_ms);
+        rc = finish(fx, r, state_json, &svc->cfg, &acts, in, now_ms);
     if (rc != 0)
         vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory applying to room '%s'", key);
     dormancy_actions_free(&acts);
@@ -183,7 +191,7 @@ int dormancy_on_timer(void *ctx, const char *key, const char *state_json, const 
     dormancy_actions_init(&acts);
     int rc = dormancy_room_timer(r, timer_name, due_ms, &svc->cfg, now_ms, &ids, &acts);
     if (rc == 0)
-        rc = finish(fx, r, state_json, &svc->cfg, &acts, now_ms);
+        rc = finish(fx, r, state_json, &svc->cfg, &acts, NULL, now_ms);
     dormancy_actions_free(&acts);
     dormancy_room_free(r);
     return rc;

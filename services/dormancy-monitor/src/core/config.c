@@ -29,6 +29,7 @@ void dormancy_config_init(dormancy_config *c)
     c->presence_away_ms = 300000;
     c->velocity_window_ms = 300000;
     c->tz_offset_min = 0;
+    c->max_personas = 1000;
 }
 
 dormancy_config dormancy_config_effective(const dormancy_config *base,

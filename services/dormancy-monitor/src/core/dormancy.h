@@ -28,7 +28,7 @@
 #define DORMANCY_REASON_MAX 256
 
 /* Bounds that keep one room record small whatever the traffic. */
-#define DORMANCY_MAX_PERSONAS 100  /* members per room; more are not tracked */
+#define DORMANCY_MAX_PERSONAS_LIMIT 100000 /* highest VIGIL_DORMANCY_MAX_PERSONAS */
 #define DORMANCY_MAX_RECENT 256    /* message times kept for velocity/ratio */
 #define DORMANCY_MAX_HUMAN_MSGS 16 /* human messages tracked for pile-ons */
 #define DORMANCY_MAX_RESPONDERS 16 /* responders remembered per human message */
@@ -113,6 +113,7 @@ typedef struct dormancy_config {
     int64_t presence_away_ms;   /* VIGIL_DORMANCY_PRESENCE_AWAY_MS: idle -> away */
     int64_t velocity_window_ms; /* VIGIL_DORMANCY_VELOCITY_WINDOW_MS */
     int tz_offset_min;          /* VIGIL_DORMANCY_TZ_OFFSET_MIN: for "until 17:00" */
+    int max_personas;           /* VIGIL_DORMANCY_MAX_PERSONAS: members tracked per room */
 } dormancy_config;
 
 /* Every default of the README's configuration table in one place. */
@@ -329,7 +330,8 @@ typedef enum {
     DORMANCY_OUT_PERSONA_STATE,  /* entry of persona/{p}/state for this room */
     DORMANCY_OUT_PERSONA_REMOVED,/* drop this room from persona/{p}/state */
     DORMANCY_OUT_ROOM_STATE,     /* room/{r}/state changed: render the room */
-    DORMANCY_OUT_ROOM_CLEARED    /* room deleted: clear the retained room/{r}/state */
+    DORMANCY_OUT_ROOM_CLEARED,   /* room deleted: clear the retained room/{r}/state */
+    DORMANCY_OUT_LIMIT           /* a limit refused persona: reason says which (an error event) */
 } dormancy_action_kind;
 
 typedef struct dormancy_action {

@@ -110,14 +110,15 @@ dormancy_persona *dormancy_persona_find(dormancy_room *r, const char *id)
 }
 
 /* A persona joins as active with no trigger; its first snapshot is
- * published by snapshot_sync because its digest is still 0. Bounded so a
- * flood of distinct senders cannot grow one record without limit. */
+ * published by snapshot_sync because its digest is still 0. The rules add
+ * members through step_persona_ensure, which applies (and reports) the
+ * configured bound; this hard bound only guards a record read back. */
 dormancy_persona *room_persona_ensure(dormancy_room *r, const char *id, int64_t now)
 {
     dormancy_persona *p = dormancy_persona_find(r, id);
     if (p)
         return p;
-    if (r->n_personas >= DORMANCY_MAX_PERSONAS)
+    if (r->n_personas >= DORMANCY_MAX_PERSONAS_LIMIT)
         return NULL;
     if (r->n_personas == r->cap_personas) {
         int cap = r->cap_personas ? r->cap_personas * 2 : 8;

@@ -356,7 +356,7 @@ dormancy_room *dormancy_room_from_json(const char *json, const char *room_id,
     if (json_object_object_get_ex(o, "personas", &ps) && ps &&
         json_object_is_type(ps, json_type_array)) {
         size_t n = json_object_array_length(ps);
-        for (size_t i = 0; i < n && r->n_personas < DORMANCY_MAX_PERSONAS; i++) {
+        for (size_t i = 0; i < n && r->n_personas < DORMANCY_MAX_PERSONAS_LIMIT; i++) {
             json_object *e = json_object_array_get_idx(ps, i);
             const char *id = e && json_object_is_type(e, json_type_object) ? get_str(e, "id") : NULL;
             if (!id || dormancy_persona_find(r, id))

@@ -57,6 +57,14 @@ bool step_set_level_forced(dormancy_step *s, dormancy_persona *p, dormancy_level
 /* Able to answer a human message: active or human-only. */
 bool persona_can_answer(const dormancy_persona *p);
 
+/* ---- membership (membership.c) ---- */
+
+/* p, made a member of the room if it is not one yet, unless the room
+ * already tracks cfg->max_personas: then NULL, and a DORMANCY_OUT_LIMIT
+ * action names the room and the persona (never silent). NULL also on
+ * allocation failure (step->failed). */
+dormancy_persona *step_persona_ensure(dormancy_step *s, const char *id);
+
 /* ---- membership (state.c) ---- */
 
 /* Finds or adds p (active, trigger none). NULL when the room is full or on

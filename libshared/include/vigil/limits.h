@@ -1,0 +1,28 @@
+/* limits.h - limits that speak. A service bounds what one key may hold
+ * (personas per room, ...) with a setting; when the bound refuses part of an
+ * input that is otherwise applied, the service says so instead of dropping
+ * it silently: an error event on sys/{service}/error with reason "limit"
+ * and a detail naming the limit, its setting, the key and what was refused,
+ * committed with the input's other effects (so it goes out exactly when
+ * they do), and a count in vigil_limit_refusals_total{limit}.
+ *
+ * Every limit of a service is listed in its README's limits table (limit,
+ * setting, refusal, measured cost). */
+#ifndef VIGIL_LIMITS_H
+#define VIGIL_LIMITS_H
+#include <stdint.h>
+#include "effects.h"
+#include "envelope.h"
+
+/* Adds the error event to fx and counts the refusal. service: the
+ * service's name; event_id: a deterministic id (vigil_event_id of the
+ * input); in: the input (may be NULL for a timer: topic "timer"); limit: a
+ * metric label value ("personas_per_room"); detail: the human-readable
+ * refusal. Returns 0, or -1 when fx is out of memory. The counter is
+ * incremented once per call, so a decision retried after a version
+ * conflict may count twice. */
+int vigil_fx_limit_refusal(vigil_effects *fx, const char *service, const char *event_id,
+                           const vigil_input *in, const char *limit, const char *detail,
+                           int64_t now);
+
+#endif

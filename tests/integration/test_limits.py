@@ -1,0 +1,67 @@
+"""Limits that speak: dormancy-monitor tracks at most
+VIGIL_DORMANCY_MAX_PERSONAS personas per room; past it each refused persona
+gets an error event on sys/dormancy-monitor/error (reason `limit`, naming
+the room and the persona, valid against the sys-error schema) and a count
+in vigil_limit_refusals_total{limit="personas_per_room"}, while the tracked
+members keep working. The default (1000) tracks 200 personas in one room,
+the case that once stopped silently at 100."""
+
+import json
+
+import harness
+from conftest import SERVICE, ai, command, uid
+
+ERROR_TOPIC = f"sys/{SERVICE}/error"
+
+
+def room_personas(col, room, since=0):
+    states = col.events(f"room/{room}/state", since=since)
+    return states[-1].get("personas", {}) if states else {}
+
+
+def test_personas_past_the_setting_are_refused_visibly(stack):
+    svc = stack.service(env={"VIGIL_DORMANCY_MAX_PERSONAS": "3"})
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "capped"
+    for p in ("p1", "p2", "p3"):
+        pub.publish(*ai(room, p, "hello", mid=uid()))
+    harness.wait_until(lambda: len(room_personas(col, room)) == 3, 10, "three members")
+    mark = col.mark()
+    before = svc.metric("vigil_limit_refusals_total", limit="personas_per_room") or 0
+    pub.publish(*ai(room, "p4", "me too", mid=uid()))
+    err = col.wait_event(ERROR_TOPIC, lambda e: e.get("reason") == "limit", since=mark,
+                         what="a limit refusal")
+    assert "room 'capped'" in err["detail"] and "persona 'p4'" in err["detail"], err
+    assert "VIGIL_DORMANCY_MAX_PERSONAS" in err["detail"], err
+    assert err["topic"] == f"room/{room}/message"
+    assert err["service"] == SERVICE
+    import schema_check  # tests/integration/schema_check.py
+    schema_check.validate_message(ERROR_TOPIC, json.dumps(err).encode())
+    harness.wait_until(
+        lambda: svc.metric("vigil_limit_refusals_total", limit="personas_per_room") == before + 1,
+        5, "the refusal counted")
+    # the tracked members keep working: one sleeps by command, a human wakes it
+    mark = col.mark()
+    pub.publish(*command("p1", "dormant", level="sleep", room=room))
+    col.wait_event("persona/p1/dormancy", lambda e: e.get("level") == "sleep", since=mark)
+    assert "p4" not in room_personas(col, room)
+
+
+def test_two_hundred_personas_are_tracked_by_default(stack):
+    stack.service()
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "crowd"
+    mark = col.mark()
+    for i in range(200):
+        pub.publish(*ai(room, f"p{i:03d}", "hello", mid=uid()))
+    harness.wait_until(lambda: len(room_personas(col, room, since=mark)) == 200, 60,
+                       "200 members in room/crowd/state")
+    assert not col.find(ERROR_TOPIC, lambda e: e.get("reason") == "limit", since=mark)
+    # and all 200 are woken by a human message after sleeping
+    for i in range(200):
+        pub.publish(*command(f"p{i:03d}", "dormant", level="sleep", room=room))
+    harness.wait_until(
+        lambda: sum(1 for v in room_personas(col, room).values() if v == "sleep") == 200, 60,
+        "200 asleep")
