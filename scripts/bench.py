@@ -221,6 +221,54 @@ def publisher_only(port, stream):
     return {"n": len(stream), "rate": len(stream) / (t_acked - t0), "seconds": t_acked - t0}
 
 
+# --------------------------------------------------------------------------
+# --persona-cost: the cost of one input as rooms grow
+
+
+def persona_cost_stream(rooms, personas, n, run, base):
+    """n messages over `rooms` rooms of the run `base` that already hold
+    `personas` personas each (all asleep): each one toggles a persona
+    awake/asleep, so each yields exactly one persona/{p}/dormancy event."""
+    out, toggles, ts = [], {}, harness.now_ms()
+    for i in range(n):
+        r, p = i % rooms, (i * 7919 + i // rooms) % personas
+        k = toggles[(r, p)] = toggles.get((r, p), 0) + 1
+        mid = f"{run}-{i}"
+        body = {"id": mid, "room": f"cost-{base}-{r}", "sender": f"persona-{r}-{p}",
+                "sender_type": "ai", "text": "@self awake" if k % 2 else "@self dormant sleep",
+                "ts": ts}
+        out.append((mid, f"room/cost-{base}-{r}/message", json.dumps(body).encode()))
+    return out
+
+
+def persona_cost(port, sizes, rooms, n, timeout):
+    """For each size P: fills `rooms` fresh rooms with P sleeping personas
+    each (not timed), then times n inputs on them. Returns [(P, stage)]."""
+    results = []
+    for size in sizes:
+        # one message per (room, persona): each persona joins and sleeps
+        fill = [(f"f{size}-{r}-{p}", f"room/cost-{size}-{r}/message", json.dumps({
+            "id": f"f{size}-{r}-{p}", "room": f"cost-{size}-{r}", "sender": f"persona-{r}-{p}",
+            "sender_type": "ai", "text": "@self dormant sleep", "ts": harness.now_ms()}).encode())
+            for p in range(size) for r in range(rooms)]
+        print(f"  [persona-cost] filling {rooms} rooms with {size} personas each", flush=True)
+        run_stage(f"fill-{size}", port, fill, "persona/+/dormancy", "message_id", timeout, quiet=True)
+        print(f"  [persona-cost] {n} inputs on rooms of {size} personas", flush=True)
+        results.append((size, run_stage(f"cost-{size}", port,
+                                        persona_cost_stream(rooms, size, n, f"c{size}", size),
+                                        "persona/+/dormancy", "message_id", timeout, quiet=True)))
+    return results
+
+
+def print_persona_cost(results, rooms):
+    print(f"input cost by room size ({rooms} rooms, each input toggles one sleeping persona):")
+    print("  personas/room     msg/s   ms/input   p50 ms   p99 ms   missing")
+    for size, st in results:
+        per = 1000.0 / st["rate"] if st["rate"] else float("nan")
+        print(f"  {size:13d} {st['rate']:9.0f} {per:10.3f} {st['p50']:8.1f} {st['p99']:8.1f} "
+              f"{st['missing']:9d}")
+
+
 def main():
     ap = argparse.ArgumentParser(prog="scripts/bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -233,6 +281,11 @@ def main():
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build", "release"))
     ap.add_argument("--timeout", type=float, default=600, help="bound on each stage, seconds")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (logs)")
+    ap.add_argument("--persona-cost", default="",
+                    help="also time one input on rooms of these sizes, e.g. 10,100,1000 "
+                         "(personas per room; printed as msg/s and ms per input)")
+    ap.add_argument("--persona-cost-n", type=int, default=2000,
+                    help="inputs timed per room size (default 2000)")
     a = ap.parse_args()
     if a.n < 1 or a.rooms < 1 or a.personas < 1:
         ap.error("--n, --rooms and --personas must be positive")
@@ -282,6 +335,8 @@ def main():
         service_l = run_stage("service-paced", broker.port,
                               make_stream(ln, a.rooms, a.personas, "room/{room}/message", "sl"),
                               "persona/+/dormancy", "message_id", a.timeout, rate=rate, quiet=True)
+        sizes = [int(x) for x in a.persona_cost.split(",") if x.strip()]
+        cost = persona_cost(broker.port, sizes, 4, a.persona_cost_n, a.timeout) if sizes else []
         alive = svc.alive()
         problems = svc.check()
         svc.terminate(timeout=20)
@@ -305,10 +360,13 @@ def main():
         print("publisher bottleneck: " + (
             "YES: the relay runs at the publisher's own rate, so the broker's real relay capacity is higher"
             if pub_bound else "no (the relay is slower than the publisher alone)"))
+        if cost:
+            print_persona_cost(cost, 4)
         if not alive or problems:
             print("service problems: " + ("; ".join(problems) if problems else "it exited during the run"))
         print("=" * 78)
-        ok = service["missing"] == 0 and relay["missing"] == 0 and alive and not problems
+        ok = service["missing"] == 0 and relay["missing"] == 0 and alive and not problems and \
+            all(st["missing"] == 0 for _, st in cost)
         return 0 if ok else 1
     finally:
         for p in (svc,):

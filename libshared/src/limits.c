@@ -6,17 +6,31 @@
 #include <string.h>
 
 #include "vigil/json.h"
+#include "vigil/log.h"
 #include "vigil/metrics.h"
+
+static void count(const char *limit)
+{
+    char labels[128];
+    snprintf(labels, sizeof labels, "limit=\"%s\"", limit);
+    vigil_counter_add("vigil_limit_refusals_total",
+                      "Parts of inputs a configured limit refused (each also logged or on "
+                      "sys/{service}/error)",
+                      labels, 1);
+}
+
+void vigil_limit_note(const char *limit, const char *detail)
+{
+    count(limit);
+    vigil_log_kv(VIGIL_LOG_WARN, "limit reached", "limit", limit, "detail", detail, NULL);
+}
 
 int vigil_fx_limit_refusal(vigil_effects *fx, const char *service, const char *event_id,
                            const vigil_input *in, const char *limit, const char *detail,
                            int64_t now)
 {
-    char labels[128], topic[VIGIL_TOPIC_MAX], sample[1024], in_topic[VIGIL_TOPIC_MAX * 2];
-    snprintf(labels, sizeof labels, "limit=\"%s\"", limit);
-    vigil_counter_add("vigil_limit_refusals_total",
-                      "Parts of inputs a configured limit refused (each also on sys/{service}/error)",
-                      labels, 1);
+    char topic[VIGIL_TOPIC_MAX], sample[1024], in_topic[VIGIL_TOPIC_MAX * 2];
+    count(limit);
     snprintf(topic, sizeof topic, "sys/%s/error", service);
     const char *t = in ? in->topic : "timer";
     vigil_json_sample(t, strlen(t), in_topic, sizeof in_topic);

@@ -25,4 +25,10 @@ int vigil_fx_limit_refusal(vigil_effects *fx, const char *service, const char *e
                            const vigil_input *in, const char *limit, const char *detail,
                            int64_t now);
 
+/* A limit refused something where no error event can go out (route(),
+ * which commits nothing, or a sink without the input at hand): a warning
+ * log line with the detail and the same vigil_limit_refusals_total{limit}
+ * count. */
+void vigil_limit_note(const char *limit, const char *detail);
+
 #endif

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/limits.h>
 #include <vigil/log.h>
 #include <vigil/msg_persona.h>
 #include <vigil/msg_room.h>
@@ -204,7 +205,15 @@ static int persona_rooms(vigil_runtime *rt, const char *persona, char keys[][VIG
 {
     char suffix[VIGIL_KEY_MAX];
     snprintf(suffix, sizeof suffix, "persona:%s", persona);
-    return vigil_runtime_route_members(rt, "HKEYS", suffix, keys, n, max, NULL, err);
+    bool more = false;
+    int rc = vigil_runtime_route_members(rt, "HKEYS", suffix, keys, n, max, &more, err);
+    if (more) { /* one input reaches at most VIGIL_ROUTE_MAX_KEYS rooms */
+        char detail[200];
+        snprintf(detail, sizeof detail, "persona '%s' is in more than %d rooms: only %d get this input",
+                 persona, max, max);
+        vigil_limit_note("rooms_per_input", detail);
+    }
+    return rc;
 }
 
 static int route_room(const vigil_input *in, dormancy_parsed *pp, char keys[][VIGIL_KEY_MAX],

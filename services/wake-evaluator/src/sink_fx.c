@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/limits.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include "adapter.h"
@@ -61,6 +62,12 @@ static void fx_decided(void *ctx, const wake_decision *d)
     vigil_counter_add("vigil_wake_decisions_total", "Wake decisions published", labels, 1);
 }
 
+static void fx_limit(void *ctx, const char *limit, const char *detail)
+{
+    (void)ctx;
+    vigil_limit_note(limit, detail);
+}
+
 void wake_sink_fx(wake_sink *sink, wake_fx_ctx *ctx, bool intake)
 {
     *sink = (wake_sink){
@@ -71,6 +78,7 @@ void wake_sink_fx(wake_sink *sink, wake_fx_ctx *ctx, bool intake)
         .member = fx_member,
         .economics = fx_economics,
         .decided = intake ? fx_decided : NULL,
+        .limit = fx_limit,
     };
 }
 

@@ -216,7 +216,16 @@ typedef struct wake_sink {
     /* Told each decision made at intake (rules/fallback, no LLM) for
      * metrics; may be NULL. Worker decisions are counted by the worker. */
     void (*decided)(void *ctx, const wake_decision *d);
+    /* Told when a limit refused something (limit: a metric label such as
+     * "personas_per_room"; detail names the setting, the room and the
+     * persona); may be NULL. */
+    void (*limit)(void *ctx, const char *limit, const char *detail);
 } wake_sink;
+
+/* wake_room_add, and when the room already holds c->max_personas, says so
+ * through sink->limit (never silently). NULL when not added. */
+wake_persona *wake_room_join(wake_room *r, const wake_config *c, const char *persona,
+                             const wake_sink *sink);
 
 /* The tolerant readers of model output (libshared's llm_parse): the core
  * never parses free model text itself. Field readers return 0 ok, 1
