@@ -116,8 +116,12 @@ dormancy_persona *dormancy_persona_find(dormancy_room *r, const char *id)
 dormancy_persona *room_persona_ensure(dormancy_room *r, const char *id, int64_t now)
 {
     dormancy_persona *p = dormancy_persona_find(r, id);
-    if (p)
-        return p;
+    return p ? p : room_persona_append(r, id, now);
+}
+
+dormancy_persona *room_persona_append(dormancy_room *r, const char *id, int64_t now)
+{
+    dormancy_persona *p;
     if (r->n_personas >= DORMANCY_MAX_PERSONAS_LIMIT)
         return NULL;
     if (r->n_personas == r->cap_personas) {

@@ -70,6 +70,9 @@ dormancy_persona *step_persona_ensure(dormancy_step *s, const char *id);
 /* Finds or adds p (active, trigger none). NULL when the room is full or on
  * allocation failure. */
 dormancy_persona *room_persona_ensure(dormancy_room *r, const char *id, int64_t now);
+/* Appends p without looking for it first (the caller knows it is new).
+ * NULL when the room is full or on allocation failure. */
+dormancy_persona *room_persona_append(dormancy_room *r, const char *id, int64_t now);
 void room_persona_remove(dormancy_room *r, int index);
 
 /* ---- suggestions (suggestions.c) ---- */
