@@ -147,6 +147,7 @@ typedef struct chat_result {
     int queued;        /* notifications put in the queue */
     int flushed;       /* queue flushes (0 or 1) */
     bool stopped;      /* forwarding stopped at the depth limit */
+    bool mentions_capped; /* more personas mentioned than max_mentions: the rest not notified */
     bool logged;
 } chat_result;
 
