@@ -8,6 +8,7 @@
 #include "vigil/json.h"
 #include "vigil/log.h"
 #include "vigil/metrics.h"
+#include "vigil/runtime.h"
 
 static void count(const char *limit)
 {
@@ -50,5 +51,22 @@ int vigil_fx_limit_refusal(vigil_effects *fx, const char *service, const char *e
     json_object_object_add(o, "ts", json_object_new_int64(now));
     int rc = vigil_fx_publish_json(fx, topic, o, false);
     json_object_put(o);
+    return rc;
+}
+
+_Static_assert(VIGIL_KEY_MAX == 128, "limits.h spells the key width");
+
+int vigil_route_members_noted(vigil_runtime *rt, const char *cmd, const char *suffix,
+                              const char *what, char keys[][VIGIL_KEY_MAX], int n, int max,
+                              vigil_error *err)
+{
+    bool more = false;
+    int rc = vigil_runtime_route_members(rt, cmd, suffix, keys, n, max, &more, err);
+    if (more) {
+        char detail[256];
+        snprintf(detail, sizeof detail, "%.100s is in more than %d rooms: only %d get this input",
+                 what, max, max);
+        vigil_limit_note("rooms_per_input", detail);
+    }
     return rc;
 }

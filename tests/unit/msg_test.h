@@ -57,4 +57,29 @@ static inline json_object *payload(const char *text)
             fail_msg("detail '%s' does not name '%s'", (err).detail, (what));              \
     } while (0)
 
+/* One counter-example: the payload, the reason and a word of the detail. */
+typedef struct reject_case {
+    const char *json;
+    vigil_reject_reason reason;
+    const char *names;
+} reject_case;
+
+/* Reads a payload with the reader under test (releasing what it read);
+ * returns the reader's result. */
+typedef int (*reader_fn)(json_object *o, vigil_error *err);
+
+/* Every case must be rejected with its reason and a detail naming it. */
+static inline void assert_rejects_all(const reject_case *cases, size_t n, reader_fn read)
+{
+    for (size_t i = 0; i < n; i++) {
+        json_object *o = payload(cases[i].json);
+        vigil_error err = {0};
+        int rc = read(o, &err);
+        if (rc != -1)
+            fail_msg("accepted %s", cases[i].json);
+        assert_reject(rc, err, cases[i].reason, cases[i].names);
+        json_object_put(o);
+    }
+}
+
 #endif

@@ -3,6 +3,26 @@
 #include "msg_test.h"
 #include <vigil/msg_room.h>
 
+static int read_message(json_object *o, vigil_error *err)
+{
+    vigil_room_message m;
+    int rc = vigil_room_message_read(o, &m, err);
+    vigil_room_message_release(&m);
+    return rc;
+}
+
+static int read_control(json_object *o, vigil_error *err)
+{
+    vigil_room_control c;
+    return vigil_room_control_read(o, &c, err);
+}
+
+static int read_presence(json_object *o, vigil_error *err)
+{
+    vigil_room_presence p;
+    return vigil_room_presence_read(o, &p, err);
+}
+
 /* ---- room/{room}/message ---------------------------------------------- */
 
 static void message_example_reads(void **state)
@@ -57,11 +77,7 @@ static void message_minimal_and_optional_fields(void **state)
 static void message_counter_examples(void **state)
 {
     (void)state;
-    static const struct {
-        const char *json;
-        vigil_reject_reason reason;
-        const char *names;
-    } CASES[] = {
+    static const reject_case CASES[] = {
         {"{\"sender_type\":\"ai\",\"text\":\"x\"}", VIGIL_REJECT_MISSING_FIELD, "sender"},
         {"{\"sender\":\"a/b\",\"sender_type\":\"ai\",\"text\":\"x\"}", VIGIL_REJECT_BAD_ID, "sender"},
         {"{\"sender\":\"a\",\"text\":\"x\"}", VIGIL_REJECT_MISSING_FIELD, "sender_type"},
@@ -77,16 +93,7 @@ static void message_counter_examples(void **state)
         {"{\"sender\":\"a\",\"sender_type\":\"ai\",\"text\":\"x\",\"reply_to\":\"\"}", VIGIL_REJECT_BAD_VALUE, "reply_to"},
         {"{\"sender\":\"a\",\"sender_type\":\"ai\",\"text\":\"x\",\"about\":\"a b\"}", VIGIL_REJECT_BAD_ID, "about"},
     };
-    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
-        json_object *o = payload(CASES[i].json);
-        vigil_room_message m;
-        vigil_error err = {0};
-        int rc = vigil_room_message_read(o, &m, &err);
-        if (rc != -1)
-            fail_msg("accepted %s", CASES[i].json);
-        assert_reject(rc, err, CASES[i].reason, CASES[i].names);
-        json_object_put(o);
-    }
+    assert_rejects_all(CASES, sizeof CASES / sizeof CASES[0], read_message);
 }
 
 static void message_mentions_bounded(void **state)
@@ -136,11 +143,7 @@ static void control_example_reads(void **state)
 static void control_counter_examples(void **state)
 {
     (void)state;
-    static const struct {
-        const char *json;
-        vigil_reject_reason reason;
-        const char *names;
-    } CASES[] = {
+    static const reject_case CASES[] = {
         {"{\"by\":\"joel\"}", VIGIL_REJECT_MISSING_FIELD, "action"},
         {"{\"action\":\"stop\"}", VIGIL_REJECT_BAD_VALUE, "action"},
         {"{\"action\":\"pause\",\"all\":\"yes\"}", VIGIL_REJECT_WRONG_TYPE, "all"},
@@ -150,16 +153,7 @@ static void control_counter_examples(void **state)
         {"{\"action\":\"wake\",\"persona\":\"#\"}", VIGIL_REJECT_BAD_ID, "persona"},
         {"{\"action\":\"delete\",\"all\":true}", VIGIL_REJECT_BAD_VALUE, "delete"},
     };
-    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
-        json_object *o = payload(CASES[i].json);
-        vigil_room_control c;
-        vigil_error err = {0};
-        int rc = vigil_room_control_read(o, &c, &err);
-        if (rc != -1)
-            fail_msg("accepted %s", CASES[i].json);
-        assert_reject(rc, err, CASES[i].reason, CASES[i].names);
-        json_object_put(o);
-    }
+    assert_rejects_all(CASES, sizeof CASES / sizeof CASES[0], read_control);
 }
 
 /* ---- room/{room}/presence --------------------------------------------- */
@@ -189,11 +183,7 @@ static void presence_example_reads(void **state)
 static void presence_counter_examples(void **state)
 {
     (void)state;
-    static const struct {
-        const char *json;
-        vigil_reject_reason reason;
-        const char *names;
-    } CASES[] = {
+    static const reject_case CASES[] = {
         {"{\"session\":\"s\",\"status\":\"idle\"}", VIGIL_REJECT_MISSING_FIELD, "user"},
         {"{\"user\":\"u\",\"status\":\"idle\"}", VIGIL_REJECT_MISSING_FIELD, "session"},
         {"{\"user\":\"u\",\"session\":\"s/1\",\"status\":\"idle\"}", VIGIL_REJECT_BAD_ID, "session"},
@@ -201,16 +191,7 @@ static void presence_counter_examples(void **state)
         {"{\"user\":\"u\",\"session\":\"s\",\"status\":\"idle\",\"last_activity\":-1}", VIGIL_REJECT_BAD_VALUE, "last_activity"},
         {"{\"user\":\"u\",\"session\":\"s\",\"status\":\"idle\",\"last_activity\":\"now\"}", VIGIL_REJECT_WRONG_TYPE, "last_activity"},
     };
-    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
-        json_object *o = payload(CASES[i].json);
-        vigil_room_presence p;
-        vigil_error err = {0};
-        int rc = vigil_room_presence_read(o, &p, &err);
-        if (rc != -1)
-            fail_msg("accepted %s", CASES[i].json);
-        assert_reject(rc, err, CASES[i].reason, CASES[i].names);
-        json_object_put(o);
-    }
+    assert_rejects_all(CASES, sizeof CASES / sizeof CASES[0], read_presence);
 }
 
 int main(void)

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include "effects.h"
 #include "envelope.h"
+#include "json.h"
 
 /* Adds the error event to fx and counts the refusal. service: the
  * service's name; event_id: a deterministic id (vigil_event_id of the
@@ -30,5 +31,14 @@ int vigil_fx_limit_refusal(vigil_effects *fx, const char *service, const char *e
  * log line with the detail and the same vigil_limit_refusals_total{limit}
  * count. */
 void vigil_limit_note(const char *limit, const char *detail);
+
+/* For route(): vigil_runtime_route_members (cmd "SMEMBERS" or "HKEYS" on
+ * P S ":" suffix) that notes, as limit "rooms_per_input", when the members
+ * do not all fit in keys[n..max) (what: the subject of the detail, e.g.
+ * "persona 'ann'"). Same return values as vigil_runtime_route_members. */
+struct vigil_runtime;
+int vigil_route_members_noted(struct vigil_runtime *rt, const char *cmd, const char *suffix,
+                              const char *what, char keys[][128], int n, int max,
+                              vigil_error *err);
 
 #endif

@@ -205,15 +205,9 @@ static int persona_rooms(vigil_runtime *rt, const char *persona, char keys[][VIG
 {
     char suffix[VIGIL_KEY_MAX];
     snprintf(suffix, sizeof suffix, "persona:%s", persona);
-    bool more = false;
-    int rc = vigil_runtime_route_members(rt, "HKEYS", suffix, keys, n, max, &more, err);
-    if (more) { /* one input reaches at most VIGIL_ROUTE_MAX_KEYS rooms */
-        char detail[200];
-        snprintf(detail, sizeof detail, "persona '%s' is in more than %d rooms: only %d get this input",
-                 persona, max, max);
-        vigil_limit_note("rooms_per_input", detail);
-    }
-    return rc;
+    char what[VIGIL_KEY_MAX];
+    snprintf(what, sizeof what, "persona '%s'", persona);
+    return vigil_route_members_noted(rt, "HKEYS", suffix, what, keys, n, max, err);
 }
 
 static int route_room(const vigil_input *in, dormancy_parsed *pp, char keys[][VIGIL_KEY_MAX],

@@ -8,7 +8,7 @@ static void busy_record_round_trips(void **state)
     (void)state;
     dm_fx *f = dm_new();
     dormancy_overrides ov = {0};
-    ov.has = DORMANCY_OV_NO_HUMAN | DORMANCY_OV_PRESENCE;
+    ov.has = VIGIL_OV_NO_HUMAN | VIGIL_OV_PRESENCE;
     ov.no_human_ms = 120000;
     ov.presence = true;
     dm_meta(f, "ann", &ov);

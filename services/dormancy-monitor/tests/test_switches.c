@@ -53,10 +53,10 @@ static void per_persona_switches(void **state)
     (void)state;
     dm_fx *f = dm_new();
     dormancy_overrides quiet = {0}, insomniac = {0};
-    quiet.has = DORMANCY_OV_AUTO_SUGGEST | DORMANCY_OV_AUTO_WAKE;
+    quiet.has = VIGIL_OV_AUTO_SUGGEST | VIGIL_OV_AUTO_WAKE;
     quiet.auto_suggest = false;
     quiet.auto_wake = false;
-    insomniac.has = DORMANCY_OV_AUTO_SLEEP;
+    insomniac.has = VIGIL_OV_AUTO_SLEEP;
     insomniac.auto_sleep = false;
     dm_meta(f, "quiet", &quiet);
     dm_meta(f, "insomniac", &insomniac);
@@ -88,8 +88,8 @@ static void overrides_parse_and_round_trip(void **state)
         "{\"noHumanActivityThreshold\":180000,\"enableAutoSleep\":false,"
         "\"wakeConfidenceThreshold\":0.9,\"aiOnlyDiscussionThreshold\":6e5,\"unknownKey\":1}");
     assert_int_equal(vigil_dormancy_overrides_read(o, &ov, &err), 0);
-    assert_int_equal(ov.has, DORMANCY_OV_NO_HUMAN | DORMANCY_OV_AUTO_SLEEP |
-                                 DORMANCY_OV_WAKE_CONFIDENCE | DORMANCY_OV_AI_ONLY);
+    assert_int_equal(ov.has, VIGIL_OV_NO_HUMAN | VIGIL_OV_AUTO_SLEEP |
+                                 VIGIL_OV_WAKE_CONFIDENCE | VIGIL_OV_AI_ONLY);
     dormancy_config base, c;
     dormancy_config_init(&base);
     c = dormancy_config_effective(&base, &ov);

@@ -39,19 +39,19 @@ dormancy_config dormancy_config_effective(const dormancy_config *base,
     if (!ov)
         return c;
     unsigned h = ov->has;
-    if (h & DORMANCY_OV_AUTO_SUGGEST) c.auto_suggest = ov->auto_suggest;
-    if (h & DORMANCY_OV_AUTO_SLEEP) c.auto_sleep = ov->auto_sleep;
-    if (h & DORMANCY_OV_AUTO_WAKE) c.auto_wake = ov->auto_wake;
-    if (h & DORMANCY_OV_NO_HUMAN) c.no_human_ms = ov->no_human_ms;
-    if (h & DORMANCY_OV_AI_ONLY) c.ai_only_ms = ov->ai_only_ms;
-    if (h & DORMANCY_OV_REDUNDANT_WINDOW) c.redundant_window_ms = ov->redundant_window_ms;
-    if (h & DORMANCY_OV_LLM_WAKE) c.llm_wake = ov->llm_wake;
-    if (h & DORMANCY_OV_WAKE_CONFIDENCE) c.wake_confidence = ov->wake_confidence;
-    if (h & DORMANCY_OV_PRESENCE) c.presence = ov->presence;
-    if (h & DORMANCY_OV_ADAPTIVE) c.adaptive = ov->adaptive;
-    if (h & DORMANCY_OV_SUGGESTION_TIMEOUT) c.suggestion_timeout_ms = ov->suggestion_timeout_ms;
-    if (h & DORMANCY_OV_SNOOZE) c.snooze_ms = ov->snooze_ms;
-    if (h & DORMANCY_OV_REDUNDANT_KEEP) c.redundant_keep = ov->redundant_keep;
+    if (h & VIGIL_OV_AUTO_SUGGEST) c.auto_suggest = ov->auto_suggest;
+    if (h & VIGIL_OV_AUTO_SLEEP) c.auto_sleep = ov->auto_sleep;
+    if (h & VIGIL_OV_AUTO_WAKE) c.auto_wake = ov->auto_wake;
+    if (h & VIGIL_OV_NO_HUMAN) c.no_human_ms = ov->no_human_ms;
+    if (h & VIGIL_OV_AI_ONLY) c.ai_only_ms = ov->ai_only_ms;
+    if (h & VIGIL_OV_REDUNDANT_WINDOW) c.redundant_window_ms = ov->redundant_window_ms;
+    if (h & VIGIL_OV_LLM_WAKE) c.llm_wake = ov->llm_wake;
+    if (h & VIGIL_OV_WAKE_CONFIDENCE) c.wake_confidence = ov->wake_confidence;
+    if (h & VIGIL_OV_PRESENCE) c.presence = ov->presence;
+    if (h & VIGIL_OV_ADAPTIVE) c.adaptive = ov->adaptive;
+    if (h & VIGIL_OV_SUGGESTION_TIMEOUT) c.suggestion_timeout_ms = ov->suggestion_timeout_ms;
+    if (h & VIGIL_OV_SNOOZE) c.snooze_ms = ov->snooze_ms;
+    if (h & VIGIL_OV_REDUNDANT_KEEP) c.redundant_keep = ov->redundant_keep;
     return c;
 }
 

@@ -120,23 +120,9 @@ typedef struct dormancy_config {
 void dormancy_config_init(dormancy_config *c);
 
 /* Per-persona overrides from persona/{p}/meta `dormancy` (seed key names):
- * libshared's one reader (vigil/msg_persona.h) fills them. */
+ * libshared's one reader (vigil/msg_persona.h) fills them; `has` holds
+ * VIGIL_OV_* bits. */
 typedef vigil_dormancy_overrides dormancy_overrides;
-enum {
-    DORMANCY_OV_AUTO_SUGGEST = VIGIL_OV_AUTO_SUGGEST,
-    DORMANCY_OV_AUTO_SLEEP = VIGIL_OV_AUTO_SLEEP,
-    DORMANCY_OV_AUTO_WAKE = VIGIL_OV_AUTO_WAKE,
-    DORMANCY_OV_NO_HUMAN = VIGIL_OV_NO_HUMAN,
-    DORMANCY_OV_AI_ONLY = VIGIL_OV_AI_ONLY,
-    DORMANCY_OV_REDUNDANT_WINDOW = VIGIL_OV_REDUNDANT_WINDOW,
-    DORMANCY_OV_LLM_WAKE = VIGIL_OV_LLM_WAKE,
-    DORMANCY_OV_WAKE_CONFIDENCE = VIGIL_OV_WAKE_CONFIDENCE,
-    DORMANCY_OV_PRESENCE = VIGIL_OV_PRESENCE,
-    DORMANCY_OV_ADAPTIVE = VIGIL_OV_ADAPTIVE,
-    DORMANCY_OV_SUGGESTION_TIMEOUT = VIGIL_OV_SUGGESTION_TIMEOUT,
-    DORMANCY_OV_SNOOZE = VIGIL_OV_SNOOZE,
-    DORMANCY_OV_REDUNDANT_KEEP = VIGIL_OV_REDUNDANT_KEEP
-};
 
 /* The config in force for one persona: base with its overrides applied. */
 dormancy_config dormancy_config_effective(const dormancy_config *base,
