@@ -87,3 +87,36 @@ int vigil_room_presence_read(json_object *b, vigil_room_presence *p, vigil_error
         p->last_activity = 0;
     return 0;
 }
+
+/* Adds k: s (skipped when s is NULL); false when out of memory. */
+static bool put_str(json_object *o, const char *k, const char *s)
+{
+    if (!s)
+        return true;
+    json_object *v = json_object_new_string(s);
+    return v && json_object_object_add(o, k, v) == 0;
+}
+
+json_object *vigil_room_message_json(const vigil_room_message_out *m)
+{
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    bool ok = put_str(o, "id", m->id) && put_str(o, "room", m->room) &&
+              put_str(o, "sender", m->sender) &&
+              put_str(o, "sender_type", vigil_sender_type_names[m->sender_type]) &&
+              put_str(o, "text", m->text ? m->text : "") && put_str(o, "reply_to", m->reply_to) &&
+              put_str(o, "about", m->about) && put_str(o, "reason", m->reason) &&
+              put_str(o, "event", m->event);
+    if (ok && m->has_depth)
+        ok = json_object_object_add(o, "depth", json_object_new_int64(m->depth)) == 0;
+    if (ok && m->proactive)
+        ok = json_object_object_add(o, "proactive", json_object_new_boolean(true)) == 0;
+    if (ok)
+        ok = json_object_object_add(o, "ts", json_object_new_int64(m->ts)) == 0;
+    if (!ok) {
+        json_object_put(o);
+        return NULL;
+    }
+    return o;
+}

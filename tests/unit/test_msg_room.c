@@ -194,6 +194,45 @@ static void presence_counter_examples(void **state)
     assert_rejects_all(CASES, sizeof CASES / sizeof CASES[0], read_presence);
 }
 
+/* The writer's output is what the reader accepts, field for field. */
+static void writer_output_reads_back(void **state)
+{
+    (void)state;
+    vigil_room_message_out out = {.id = "m-1:general:0", .room = "general", .sender = "vigil",
+                                  .sender_type = VIGIL_SENDER_SYSTEM, .text = "\u26d4 stopped",
+                                  .reply_to = "m-1", .reason = "max_depth", .has_depth = true,
+                                  .depth = 100, .ts = 5};
+    json_object *o = vigil_room_message_json(&out);
+    assert_non_null(o);
+    vigil_room_message m;
+    vigil_error err = {0};
+    assert_int_equal(vigil_room_message_read(o, &m, &err), 0);
+    assert_string_equal(m.sender, "vigil");
+    assert_int_equal(m.sender_type, VIGIL_SENDER_SYSTEM);
+    assert_string_equal(m.reply_to, "m-1");
+    assert_string_equal(m.reason, "max_depth");
+    assert_true(m.has_depth);
+    assert_int_equal(m.depth, 100);
+    assert_null(m.about);
+    assert_false(m.proactive);
+    json_object *v;
+    assert_true(json_object_object_get_ex(o, "ts", &v));
+    assert_int_equal(json_object_get_int64(v), 5);
+    assert_false(json_object_object_get_ex(o, "about", &v)); /* NULL leaves a field out */
+    vigil_room_message_release(&m);
+    json_object_put(o);
+
+    vigil_room_message_out ai = {.id = "h1", .room = "r", .sender = "bot",
+                                 .sender_type = VIGIL_SENDER_AI, .text = NULL, .proactive = true};
+    o = vigil_room_message_json(&ai);
+    assert_int_equal(vigil_room_message_read(o, &m, &err), 0);
+    assert_true(m.proactive);
+    assert_string_equal(m.text, "");
+    assert_false(m.has_depth);
+    vigil_room_message_release(&m);
+    json_object_put(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -205,6 +244,7 @@ int main(void)
         cmocka_unit_test(control_counter_examples),
         cmocka_unit_test(presence_example_reads),
         cmocka_unit_test(presence_counter_examples),
+        cmocka_unit_test(writer_output_reads_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -43,6 +43,24 @@ typedef struct vigil_room_message {
 int vigil_room_message_read(json_object *body, vigil_room_message *out, vigil_error *err);
 void vigil_room_message_release(vigil_room_message *m);
 
+/* The one writer of room/{room}/message for services that speak in a room
+ * (dormancy-monitor's notices, chat-router's chain stop, a heartbeat's
+ * proactive message): the fields the schema names, in its order. Strings
+ * are copied; NULL (and has_depth false, proactive false) leaves a field
+ * out. Returns a new object, or NULL when out of memory. */
+typedef struct vigil_room_message_out {
+    const char *id, *room, *sender;
+    vigil_sender_type sender_type;
+    const char *text;
+    const char *reply_to, *about, *reason, *event; /* NULL = absent */
+    bool has_depth;
+    int64_t depth;
+    bool proactive;
+    int64_t ts;
+} vigil_room_message_out;
+
+json_object *vigil_room_message_json(const vigil_room_message_out *m);
+
 /* room/{room}/control. A `wake` must say whom (`all` or `persona`);
  * `delete` concerns one room (`all` is refused). */
 typedef struct vigil_room_control {
