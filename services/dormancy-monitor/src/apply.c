@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <vigil/limits.h>
+#include <vigil/record_cache.h>
 #include <vigil/log.h>
 #include "adapter.h"
 
@@ -21,12 +23,31 @@ static void make_id(void *ctx, int n, char *out, size_t outlen)
     vigil_event_id(out, outlen, c->input_id, c->room, n);
 }
 
+static void *room_clone(const void *r) { return dormancy_room_clone(r); }
+static void room_free(void *r) { dormancy_room_free(r); }
+
+/* The parsed room records of this process: a commit usually starts from
+ * the record the previous commit of the room wrote, and parsing a record
+ * of 1,000 personas cost more than the decision. */
+static vigil_record_cache *cache;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void cache_make(void)
+{
+    static const vigil_record_ops ops = {room_clone, room_free};
+    cache = vigil_record_cache_new(&ops, 16);
+}
+
 /* A record that cannot be read is replaced by a fresh one (and logged):
  * refusing every later input of the room forever would be worse. */
 static dormancy_room *load_room(const char *key, const char *state_json)
 {
     if (!state_json)
         return dormancy_room_new(key);
+    pthread_once(&cache_once, cache_make);
+    dormancy_room *hit = vigil_record_cache_get(cache, key, state_json);
+    if (hit)
+        return hit;
     char err[200];
     dormancy_room *r = dormancy_room_from_json(state_json, key, err, sizeof err);
     if (!r) {
@@ -146,7 +167,13 @@ static int finish(vigil_effects *fx, dormancy_room *r, const char *state_json,
     int rc = 0;
     if (!state_json || strcmp(json, state_json) != 0)
         rc = vigil_fx_set_state(fx, json);
-    free(json);
+    /* the next commit of the room likely starts from this record */
+    pthread_once(&cache_once, cache_make);
+    dormancy_room *copy = rc == 0 && cache ? dormancy_room_clone(r) : NULL;
+    if (!copy || vigil_record_cache_put(cache, r->room, json, copy) != 0) {
+        free(json);
+        dormancy_room_free(copy);
+    }
     return rc;
 }
 

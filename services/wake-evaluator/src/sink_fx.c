@@ -2,6 +2,7 @@
  * one commit: publishes go to the outbox, jobs to the durable stream, the
  * room's timers and its entry in each persona's room set change in the
  * same atomic commit as the room record. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,7 @@
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include "adapter.h"
-#include "room_cache.h"
+#include <vigil/record_cache.h>
 
 static int fx_publish(void *ctx, const char *topic, const char *payload, bool retain)
 {
@@ -82,11 +83,29 @@ void wake_sink_fx(wake_sink *sink, wake_fx_ctx *ctx, bool intake)
     };
 }
 
+static void *room_clone(const void *r) { return wake_room_clone(r); }
+static void room_free(void *r) { wake_room_free(r); }
+
+/* The parsed room records of this process (intake and workers share it): a
+ * commit usually starts from the record the previous one wrote, and parsing
+ * a 200-persona record cost more than the decision. */
+static vigil_record_cache *cache;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void cache_make(void)
+{
+    static const vigil_record_ops ops = {room_clone, room_free};
+    cache = vigil_record_cache_new(&ops, 16);
+}
+
 int wake_with_room(const wake_service *svc, const char *key, const char *state_json,
                    int64_t now, vigil_effects *fx, bool intake, wake_room_fn fn, void *arg)
 {
+    pthread_once(&cache_once, cache_make);
     bool corrupt = false;
-    wake_room *r = wake_room_cache_get(key, state_json, &corrupt);
+    wake_room *r = vigil_record_cache_get(cache, key, state_json);
+    if (!r)
+        r = wake_room_from_json(key, state_json, &corrupt);
     if (!r)
         return -1;
     if (corrupt)
@@ -99,10 +118,8 @@ int wake_with_room(const wake_service *svc, const char *key, const char *state_j
     char *s = rc == 0 ? wake_room_to_json(r) : NULL;
     if (rc == 0)
         rc = s ? vigil_fx_set_state(fx, s) : -1;
-    if (rc == 0) {
-        wake_room_cache_put(key, s, r); /* the next commit likely starts here */
-    } else {
-        free(s);
+    if (rc != 0 || vigil_record_cache_put(cache, key, s, r) != 0) {
+        free(s); /* not kept: a failed decision, or no cache */
         wake_room_free(r);
     }
     return rc;

@@ -90,6 +90,34 @@ void dormancy_room_free(dormancy_room *r)
     free(r);
 }
 
+dormancy_room *dormancy_room_clone(const dormancy_room *r)
+{
+    dormancy_room *c = malloc(sizeof *c);
+    if (!c)
+        return NULL;
+    *c = *r;
+    c->personas = NULL;
+    c->timers = NULL;
+    c->cap_personas = r->n_personas;
+    c->cap_timers = r->n_timers;
+    if (r->n_personas) {
+        c->personas = malloc((size_t)r->n_personas * sizeof *c->personas);
+        if (!c->personas)
+            goto oom;
+        memcpy(c->personas, r->personas, (size_t)r->n_personas * sizeof *c->personas);
+    }
+    if (r->n_timers) {
+        c->timers = malloc((size_t)r->n_timers * sizeof *c->timers);
+        if (!c->timers)
+            goto oom;
+        memcpy(c->timers, r->timers, (size_t)r->n_timers * sizeof *c->timers);
+    }
+    return c;
+oom:
+    dormancy_room_free(c);
+    return NULL;
+}
+
 bool dormancy_room_blank(const dormancy_room *r)
 {
     return r->n_personas == 0 && r->first_seen == 0 && r->n_sessions == 0 && !r->paused &&
