@@ -497,6 +497,15 @@ static int on_message_arrived(void *context, char *topicName, int topicLen,
     return 1;
 }
 
+/* Ends a connect attempt: wakes whoever waits for its outcome. */
+static void attempt_end(vigil_mqtt *m, enum conn_attempt outcome)
+{
+    pthread_mutex_lock(&m->mu);
+    m->attempt = outcome;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+}
+
 /* The CONNACK's Receive Maximum (65535 when absent, per MQTT 5) bounds the
  * publish window. paho hands us the CONNACK properties only here, on the
  * first connect; reconnects normally reach the same broker. */
@@ -516,10 +525,7 @@ static void on_connect_ok(void *context, MQTTAsync_successData5 *resp)
             rm = 1;
         atomic_store(&m->window, rm > MQTT_MAX_WINDOW ? MQTT_MAX_WINDOW : rm);
     }
-    pthread_mutex_lock(&m->mu);
-    m->attempt = ATTEMPT_OK;
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
+    attempt_end(m, ATTEMPT_OK);
     tl_in_callback--;
 }
 
@@ -531,10 +537,7 @@ static void on_connect_fail(void *context, MQTTAsync_failureData5 *resp)
     snprintf(code, sizeof code, "%d", resp ? resp->code : 0);
     vigil_log_kv(VIGIL_LOG_WARN, "mqtt connect failed", "client_id", m->client_id, "code", code,
                  "error", resp && resp->message ? resp->message : NULL, NULL);
-    pthread_mutex_lock(&m->mu);
-    m->attempt = ATTEMPT_FAILED;
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
+    attempt_end(m, ATTEMPT_FAILED);
     tl_in_callback--;
 }
 
