@@ -122,6 +122,15 @@ def test_no_service_includes_an_io_library_header():
     assert not hits, "services include I/O headers (use libshared):\n" + "\n".join(hits)
 
 
+def test_no_service_claims_to_be_libshared():
+    # vigil/redis.h shows hiredis replies to libshared's own modules, compiled
+    # with VIGIL_LIBSHARED_INTERNAL; a service defining it would see them.
+    hits = [rel for rel in tracked()
+            if rel.startswith("services/") and rel.endswith((".c", ".h", ".txt", ".cmake"))
+            and "VIGIL_LIBSHARED_INTERNAL" in (ROOT / rel).read_text(encoding="utf-8")]
+    assert not hits, "services define libshared's internal switch: " + ", ".join(hits)
+
+
 def test_public_libshared_headers_expose_no_io_library():
     # A service includes vigil/*.h: if one of them pulled in hiredis, paho or
     # curl, the service would see the library's types after all. The one

@@ -43,4 +43,11 @@ bool vigil_redis_connected(const vigil_redis *r);
 /* Last error text ("" if none). */
 const char *vigil_redis_last_error(const vigil_redis *r);
 
+/* libshared's own modules (compiled with VIGIL_LIBSHARED_INTERNAL) see the
+ * commands and replies with the handle; services and the CLI include
+ * vigil/redis_raw.h themselves, and services may not. */
+#ifdef VIGIL_LIBSHARED_INTERNAL
+#include "redis_raw.h"
+#endif
+
 #endif
