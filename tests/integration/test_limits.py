@@ -9,7 +9,7 @@ the case that once stopped silently at 100."""
 import json
 
 import harness
-from conftest import SERVICE, ai, command, uid
+from conftest import SERVICE, ai, command, human, uid
 
 ERROR_TOPIC = f"sys/{SERVICE}/error"
 
@@ -65,3 +65,27 @@ def test_two_hundred_personas_are_tracked_by_default(stack):
     harness.wait_until(
         lambda: sum(1 for v in room_personas(col, room).values() if v == "sleep") == 200, 60,
         "200 asleep")
+
+
+def test_chat_router_reports_mentions_past_its_limit(stack):
+    from chat_personas import CHAT
+
+    svc = stack.service(CHAT, env={"VIGIL_CHAT_MAX_MENTIONS": "2"})
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "crowded"
+    mark = col.mark()
+    before = svc.metric("vigil_limit_refusals_total", limit="mentions_per_message") or 0
+    pub.publish(*human(room, "joel", "@ann @bob @cid @dan please look", mid=uid()))
+    err = col.wait_event(f"sys/{CHAT}/error", lambda e: e.get("reason") == "limit", since=mark,
+                         what="a limit refusal from chat-router")
+    assert "VIGIL_CHAT_MAX_MENTIONS" in err["detail"] and "room 'crowded'" in err["detail"], err
+    import schema_check  # tests/integration/schema_check.py
+    schema_check.validate_message(f"sys/{CHAT}/error", json.dumps(err).encode())
+    # the first two were notified, the others were not
+    harness.wait_until(lambda: len(col.events("persona/+/notify", since=mark)) >= 2, 10, "2 notifies")
+    notified = {e["persona"] for e in col.events("persona/+/notify", since=mark)}
+    assert notified == {"ann", "bob"}, notified
+    harness.wait_until(
+        lambda: svc.metric("vigil_limit_refusals_total", limit="mentions_per_message") == before + 1,
+        5, "the refusal counted")
