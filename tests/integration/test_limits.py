@@ -89,3 +89,26 @@ def test_chat_router_reports_mentions_past_its_limit(stack):
     harness.wait_until(
         lambda: svc.metric("vigil_limit_refusals_total", limit="mentions_per_message") == before + 1,
         5, "the refusal counted")
+
+
+def test_wake_evaluator_refuses_personas_past_its_limit_visibly(stack):
+    wake = "wake-evaluator"
+    svc = stack.service(wake, env={"VIGIL_WAKE_MAX_PERSONAS": "2", "VIGIL_LLM_URL": "",
+                                   "VIGIL_AUTOPILOT": "0"})
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "busy"
+    mark = col.mark()
+    for p in ("w1", "w2", "w3"):
+        pub.publish(f"persona/{p}/meta", {"persona": p, "name": p, "rooms": [room],
+                                           "tier": "basic", "ts": harness.now_ms()})
+    err = col.wait_event(f"sys/{wake}/error", lambda e: e.get("reason") == "limit", since=mark,
+                         what="a limit refusal from wake-evaluator")
+    assert "persona 'w3'" in err["detail"] and "room 'busy'" in err["detail"], err
+    assert "VIGIL_WAKE_MAX_PERSONAS" in err["detail"], err
+    assert err["topic"] == "persona/w3/meta"
+    import schema_check  # tests/integration/schema_check.py
+    schema_check.validate_message(f"sys/{wake}/error", json.dumps(err).encode())
+    harness.wait_until(
+        lambda: (svc.metric("vigil_limit_refusals_total", limit="personas_per_room") or 0) >= 1,
+        5, "the refusal counted")

@@ -77,12 +77,16 @@ typedef struct wake_fx_ctx {
     const wake_service *svc;
     vigil_effects *fx;
     const char *room;
+    const vigil_input *in; /* the input decided on; NULL for timers and jobs */
+    int64_t now;
+    int n_limits;          /* limit refusals in this decision (their event ids) */
 } wake_fx_ctx;
 void wake_sink_fx(wake_sink *sink, wake_fx_ctx *ctx, bool intake);
 
 /* Loads the room record, runs fn on it with a sink into fx, stores it. */
 typedef int (*wake_room_fn)(wake_room *r, const wake_sink *sink, int64_t now, void *arg);
 int wake_with_room(const wake_service *svc, const char *key, const char *state_json,
+                   const vigil_input *in,
                    int64_t now, vigil_effects *fx, bool intake, wake_room_fn fn, void *arg);
 
 /* commit.c: a finished job committed into its room through

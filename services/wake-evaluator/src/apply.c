@@ -59,10 +59,9 @@ static int on_input(wake_room *r, const wake_sink *sink, int64_t now, void *arg)
 int wake_apply(void *ctx, const char *key, const char *state_json, const vigil_input *in,
                const void *parsed, int64_t now_ms, vigil_effects *fx, vigil_error *err)
 {
-    (void)in;
     const wake_service *svc = ctx;
     apply_arg a = {svc, parsed, key, NULL, 0};
-    if (wake_with_room(svc, key, state_json, now_ms, fx, true, on_input, &a) != 0)
+    if (wake_with_room(svc, key, state_json, in, now_ms, fx, true, on_input, &a) != 0)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory deciding on room '%s'",
                                key);
     return 0;
@@ -79,5 +78,5 @@ int wake_on_timer_fx(void *ctx, const char *key, const char *state_json, const c
 {
     const wake_service *svc = ctx;
     apply_arg a = {svc, NULL, key, timer_name, due_ms};
-    return wake_with_room(svc, key, state_json, now_ms, fx, true, on_timer, &a);
+    return wake_with_room(svc, key, state_json, NULL, now_ms, fx, true, on_timer, &a);
 }

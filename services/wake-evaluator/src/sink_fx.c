@@ -63,10 +63,20 @@ static void fx_decided(void *ctx, const wake_decision *d)
     vigil_counter_add("vigil_wake_decisions_total", "Wake decisions published", labels, 1);
 }
 
+/* A refusal while deciding on an input goes out as an error event with the
+ * commit; without an input (a timer, a job) it is logged and counted. */
 static void fx_limit(void *ctx, const char *limit, const char *detail)
 {
-    (void)ctx;
-    vigil_limit_note(limit, detail);
+    wake_fx_ctx *c = ctx;
+    if (!c->in) {
+        vigil_limit_note(limit, detail);
+        return;
+    }
+    char key[WAKE_ID_MAX + 32], id[WAKE_EVID_MAX + 1];
+    snprintf(key, sizeof key, "limit:%s:%d", c->room, c->n_limits++);
+    wake_event_id(id, sizeof id, c->in->id, key);
+    if (vigil_fx_limit_refusal(c->fx, WAKE_SERVICE, id, c->in, limit, detail, c->now) != 0)
+        vigil_limit_note(limit, detail); /* out of memory: at least the log */
 }
 
 void wake_sink_fx(wake_sink *sink, wake_fx_ctx *ctx, bool intake)
@@ -99,7 +109,8 @@ static void cache_make(void)
 }
 
 int wake_with_room(const wake_service *svc, const char *key, const char *state_json,
-                   int64_t now, vigil_effects *fx, bool intake, wake_room_fn fn, void *arg)
+                   const vigil_input *in, int64_t now, vigil_effects *fx, bool intake,
+                   wake_room_fn fn, void *arg)
 {
     pthread_once(&cache_once, cache_make);
     bool corrupt = false;
@@ -111,7 +122,7 @@ int wake_with_room(const wake_service *svc, const char *key, const char *state_j
     if (corrupt)
         vigil_log_kv(VIGIL_LOG_WARN, "room record unreadable: starting it afresh", "room", key,
                      NULL);
-    wake_fx_ctx c = {svc, fx, key};
+    wake_fx_ctx c = {svc, fx, key, in, now, 0};
     wake_sink sink;
     wake_sink_fx(&sink, &c, intake);
     int rc = fn(r, &sink, now, arg);
