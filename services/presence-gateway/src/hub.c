@@ -18,6 +18,10 @@
 
 #define READ_COUNT "512"
 #define READ_BLOCK_MS "500"
+/* A reader blocked on its condition variable cannot see its peer close
+ * the socket; an SSE comment line (invisible to EventSource) this often
+ * when idle makes the write fail and frees a vanished client's thread. */
+#define PROBE_MS 2000
 
 struct gw_client {
     gw_hub *hub;
@@ -32,6 +36,7 @@ struct gw_client {
     size_t backlog_len, backlog_off;
     bool dropped;
     int64_t next_ping; /* monotonic ms */
+    int64_t next_probe; /* monotonic ms: a comment line, to notice a vanished peer */
     pthread_cond_t cond;
     gw_client *prev, *next;
 };
@@ -213,6 +218,7 @@ gw_client *gw_hub_join(gw_hub *h, const gw_filter_set *fs, const gw_pos *since, 
     c->filters = *fs;
     c->qcap = h->qcap;
     c->next_ping = vigil_mono_ms() + h->ping_ms;
+    c->next_probe = vigil_mono_ms() + PROBE_MS;
     pthread_mutex_lock(&h->mu);
     if (atomic_load(&h->stop) || !h->have_last) {
         pthread_mutex_unlock(&h->mu);
@@ -305,9 +311,16 @@ ssize_t gw_client_read(void *cls, char *buf, size_t max)
             }
             continue;
         }
+        if (now >= c->next_probe) {
+            static const char probe[] = ":\n\n";
+            c->next_probe = now + PROBE_MS;
+            memcpy(buf, probe, max < sizeof probe - 1 ? max : sizeof probe - 1);
+            out = (ssize_t)(max < sizeof probe - 1 ? max : sizeof probe - 1);
+            break;
+        }
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        int64_t wait = c->next_ping - now;
+        int64_t wait = (c->next_ping < c->next_probe ? c->next_ping : c->next_probe) - now;
         ts.tv_sec += wait / 1000;
         ts.tv_nsec += (wait % 1000) * 1000000L;
         if (ts.tv_nsec >= 1000000000L) {
@@ -316,6 +329,8 @@ ssize_t gw_client_read(void *cls, char *buf, size_t max)
         }
         pthread_cond_timedwait(&c->cond, &h->mu, &ts);
     }
+    if (out > 0)
+        c->next_probe = vigil_mono_ms() + PROBE_MS;
     pthread_mutex_unlock(&h->mu);
     return out;
 }
