@@ -84,26 +84,32 @@ static void accepted(vigil_http_req *req, json_object *payload, const char *topi
     json_object_put(o);
 }
 
-void gateway_api_messages_post(gateway *g, vigil_http_req *req, const char *room, const char *user)
+/* What the body of one POST becomes (gw_req_message or gw_req_answer). */
+typedef gw_req_result (*build_fn)(json_object *body, const void *arg, const char *fresh_id,
+                                  int64_t now, size_t max_text, json_object **payload, char *err,
+                                  size_t errlen);
+
+/* Body -> payload -> published on topic (deduped by the payload's id on
+ * key) -> 202, or the error that stopped it. */
+static void publish_request(gateway *g, vigil_http_req *req, build_fn build, const void *arg,
+                            const char *topic, const char *key)
 {
     json_object *body = body_object(g, req);
     if (!body)
         return;
-    char fresh[64], err[200], topic[VIGIL_TOPIC_MAX], key[VIGIL_KEY_MAX];
+    char fresh[64], err[200];
     gateway_fresh_id(fresh, sizeof fresh);
     json_object *payload;
-    gw_req_result r = gw_req_message(body, room, user, fresh, vigil_now_ms(),
-                                     (size_t)g->cfg.max_text, &payload, err, sizeof err);
+    gw_req_result r = build(body, arg, fresh, vigil_now_ms(), (size_t)g->cfg.max_text, &payload,
+                            err, sizeof err);
     if (r != GW_REQ_OK) {
         gateway_error(req, r == GW_REQ_FORBIDDEN ? 403 : 400, err);
         json_object_put(body);
         return;
     }
-    snprintf(topic, sizeof topic, "room/%s/message", room);
-    snprintf(key, sizeof key, "room:%s", room);
     vigil_error verr = {0};
-    const char *mid = json_object_get_string(json_object_object_get(payload, "id"));
-    int rc = gateway_publish(g, key, mid, topic, payload, &verr);
+    const char *id = json_object_get_string(json_object_object_get(payload, "id"));
+    int rc = gateway_publish(g, key, id, topic, payload, &verr);
     if (rc == VIGIL_DECIDE_DONE || rc == VIGIL_DECIDE_DUPLICATE)
         accepted(req, payload, topic, rc);
     else
@@ -112,32 +118,40 @@ void gateway_api_messages_post(gateway *g, vigil_http_req *req, const char *room
     json_object_put(body);
 }
 
+typedef struct msg_arg {
+    const char *room, *user;
+} msg_arg;
+
+static gw_req_result build_message(json_object *body, const void *arg, const char *fresh_id,
+                                   int64_t now, size_t max_text, json_object **payload, char *err,
+                                   size_t errlen)
+{
+    const msg_arg *a = arg;
+    return gw_req_message(body, a->room, a->user, fresh_id, now, max_text, payload, err, errlen);
+}
+
+static gw_req_result build_answer(json_object *body, const void *arg, const char *fresh_id,
+                                  int64_t now, size_t max_text, json_object **payload, char *err,
+                                  size_t errlen)
+{
+    return gw_req_answer(body, arg, fresh_id, now, max_text, payload, err, errlen);
+}
+
+void gateway_api_messages_post(gateway *g, vigil_http_req *req, const char *room, const char *user)
+{
+    char topic[VIGIL_TOPIC_MAX], key[VIGIL_KEY_MAX];
+    snprintf(topic, sizeof topic, "room/%s/message", room);
+    snprintf(key, sizeof key, "room:%s", room);
+    msg_arg a = {room, user};
+    publish_request(g, req, build_message, &a, topic, key);
+}
+
 void gateway_api_answer(gateway *g, vigil_http_req *req, const char *session, const char *user)
 {
-    json_object *body = body_object(g, req);
-    if (!body)
-        return;
-    char fresh[64], err[200], topic[VIGIL_TOPIC_MAX], key[VIGIL_KEY_MAX];
-    gateway_fresh_id(fresh, sizeof fresh);
-    json_object *payload;
-    gw_req_result r = gw_req_answer(body, user, fresh, vigil_now_ms(), (size_t)g->cfg.max_text,
-                                    &payload, err, sizeof err);
-    if (r != GW_REQ_OK) {
-        gateway_error(req, r == GW_REQ_FORBIDDEN ? 403 : 400, err);
-        json_object_put(body);
-        return;
-    }
+    char topic[VIGIL_TOPIC_MAX], key[VIGIL_KEY_MAX];
     snprintf(topic, sizeof topic, "council/%s/answer", session);
     snprintf(key, sizeof key, "council:%s", session);
-    vigil_error verr = {0};
-    const char *aid = json_object_get_string(json_object_object_get(payload, "id"));
-    int rc = gateway_publish(g, key, aid, topic, payload, &verr);
-    if (rc == VIGIL_DECIDE_DONE || rc == VIGIL_DECIDE_DUPLICATE)
-        accepted(req, payload, topic, rc);
-    else
-        answer_decide(req, rc, &verr);
-    json_object_put(payload);
-    json_object_put(body);
+    publish_request(g, req, build_answer, user, topic, key);
 }
 
 typedef struct beat_arg {
