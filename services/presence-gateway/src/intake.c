@@ -17,8 +17,8 @@ int gateway_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys
     (void)rt;
     (void)parsed;
     bool logged = false;
-    for (int i = 0; GW_LOGGED_TOPICS[i]; i++)
-        if (gw_topic_match(GW_LOGGED_TOPICS[i], in->topic))
+    for (int i = 0; GATEWAY_SUBSCRIPTIONS[i]; i++)
+        if (gw_topic_match(GATEWAY_SUBSCRIPTIONS[i], in->topic))
             logged = true;
     if (!logged)
         return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "topic %s is not one the gateway logs",

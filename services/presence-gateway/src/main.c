@@ -16,7 +16,7 @@ int main(int argc, char **argv)
         .summary = "HTTP/SSE door into Vigil: presence heartbeats, room messages, council "
                    "answers, the live Theater stream and page",
         .default_http_port = GATEWAY_HTTP_PORT,
-        .subscriptions = GW_LOGGED_TOPICS,
+        .subscriptions = GATEWAY_SUBSCRIPTIONS,
         .config_vars = GATEWAY_CONFIG_VARS,
         .configure = gateway_configure,
         .route = gateway_route,

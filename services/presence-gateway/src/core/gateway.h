@@ -136,7 +136,7 @@ bool gw_origin_allowed(const char *allow, const char *origin, const char *host);
 /* ---- the Theater stream --------------------------------------------------- */
 
 /* Every topic filter the gateway logs (NULL-terminated). */
-extern const char *const GW_LOGGED_TOPICS[];
+extern const char *const GATEWAY_SUBSCRIPTIONS[];
 
 #define GW_FILTERS_MAX 16
 typedef struct gw_filter_set {

@@ -5,7 +5,7 @@
 #include <string.h>
 #include "gateway.h"
 
-const char *const GW_LOGGED_TOPICS[] = {
+const char *const GATEWAY_SUBSCRIPTIONS[] = {
     "room/+/message",       "room/+/presence",    "room/+/state",       "room/+/control",
     "room/+/autopilot",     "room/+/economics",   "persona/+/dormancy", "persona/+/state",
     "persona/+/suggestion", "persona/+/wake",     "persona/+/meta",     "heartbeat/+/run",
