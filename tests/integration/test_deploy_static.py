@@ -53,7 +53,7 @@ HTTP_PORTS = {
     "heartbeat": 9104,
     "council": 9105,
     "stall-resumer": 9106,
-    "presence-gateway": 9107,
+    "presence-gateway": 8080,
 }
 # A service is a directory under services/ with a CMakeLists.txt: exactly
 # what the top CMakeLists.txt builds into the image. Each needs a compose
