@@ -8,6 +8,7 @@
  * the whole daemon). */
 #include "http_api_listen.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,18 @@ typedef struct daemon_entry {
     struct daemon_entry *next;
 } daemon_entry;
 static daemon_entry *g_daemons;
+
+/* libmicrohttpd's own messages ("Closing connection (application error
+ * generating response)" when a stream is aborted on purpose) as debug
+ * lines of our JSON log instead of raw text on stderr. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    line[strcspn(line, "\n")] = '\0';
+    vigil_log(VIGIL_LOG_DEBUG, "http: %s", line);
+}
 
 static bool is_health_path(const char *url)
 {
@@ -161,7 +174,8 @@ struct MHD_Daemon *vigil_http_api_listen(const vigil_http_api *api, const struct
         ntohs(sin->sin_port), NULL, NULL, dispatch, l, MHD_OPTION_SOCK_ADDR,
         (const struct sockaddr *)sin, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
         MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_END);
+        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+        NULL, MHD_OPTION_END);
     if (!d) {
         free(l);
         free(e);

@@ -251,3 +251,23 @@ def test_bad_config_and_token_file(stack, tmp_path):
     gw.start(wait=False)
     assert gw.proc.wait(timeout=scaled(10)) == 2
     assert "line 1" in gw.stderr_text()
+
+
+def test_redis_outage_is_503_then_recovers(stack):
+    gw = start_gateway(stack)
+    col = stack.collector(["room/+/message"])
+    room = uid("r")
+    stack.redis.kill9()
+    t0 = time.monotonic()
+    for method, path, body in (("POST", f"/api/rooms/{room}/messages", {"text": "during the outage"}),
+                               ("POST", "/api/presence", {"session": "t", "rooms": [room]}),
+                               ("GET", f"/api/rooms/{room}/messages", None)):
+        st, _, b = request(gw.http_port, method, path, body, JOEL, timeout=15)
+        assert st == 503 and b["error"] == "unavailable", (path, st, b)
+    assert time.monotonic() - t0 < scaled(12)
+    stack.redis.restart()
+    wait_until(lambda: request(gw.http_port, "POST", f"/api/rooms/{room}/messages",
+                               {"text": "after the outage", "id": "after-1"}, JOEL)[0] == 202,
+               scaled(20), "the gateway takes messages again")
+    col.wait_event(f"room/{room}/message", lambda j: j["text"] == "after the outage", timeout=scaled(10))
+    assert not [e for e in col.events(f"room/{room}/message") if e["text"] == "during the outage"]
