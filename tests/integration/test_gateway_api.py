@@ -93,6 +93,9 @@ def test_messages_post_and_get_through_chat_router(stack):
     st, _, b2 = request(gw.http_port, "POST", f"/api/rooms/{room}/messages", {"text": "once", "id": "cli-1"}, JOEL)
     st3, _, b3 = request(gw.http_port, "POST", f"/api/rooms/{room}/messages", {"text": "once", "id": "cli-1"}, JOEL)
     assert st == 202 and st3 == 202 and b3["duplicate"] is True and b2["duplicate"] is False
+    # the gateway's outbox publishes asynchronously: wait for it before
+    # publishing directly, so the log order is known
+    col.wait_event(f"room/{room}/message", lambda j: j["text"] == "once", timeout=scaled(5))
     stack.publisher().publish(*human(room, "ann", "from mqtt"))
 
     def log():
