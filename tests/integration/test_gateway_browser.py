@@ -1,7 +1,8 @@
 """The Theater page in headless Chromium against a real stack (mosquitto,
 Redis, presence-gateway, dormancy-monitor): it loads after /login, a
 message published with mosquitto_pub appears, a persona's badge follows
-dormancy-monitor's level changes with the reason, the viewer's presence
+dormancy-monitor's level changes with the reason, a reload restores
+badges and messages (kept states + the room log), the viewer's presence
 heartbeats reach room/{r}/presence, answering a question reaches
 council/{session}/answer, and a screenshot of a busy room is saved as a
 test artifact (VIGIL_TEST_ARTIFACTS, default build/test-artifacts)."""
@@ -39,6 +40,7 @@ def test_theater_page_in_chromium(stack):
     from selenium.webdriver.common.by import By
     gw = start_gateway(stack)
     stack.service("dormancy-monitor")
+    stack.service("chat-router")  # the room log the page loads after a reload
     col = stack.collector(["room/+/presence", "council/+/answer", "persona/+/dormancy"])
     port = stack.broker.port
     room = uid("theater")
@@ -114,6 +116,13 @@ def test_theater_page_in_chromium(stack):
         assert d.save_screenshot(shot)
         assert os.path.getsize(shot) > 10000
         print(f"\nscreenshot: {os.path.abspath(shot)}")
+        # a reload starts from the kept states and the room log, not a replay
+        d.refresh()
+        wait_until(lambda: d.find_elements(By.CSS_SELECTOR, f'#room-{room} .badge[data-persona="{bo}"][data-level="mention-only"]'),
+                   scaled(15), "bo's badge restored after a reload")
+        wait_until(lambda: all(t in d.find_element(By.ID, f"room-{room}").text for t in lines), scaled(15),
+                   "the room's messages restored after a reload")
+        assert d.find_elements(By.CSS_SELECTOR, '#health td.state[data-state="ready"]')
         logs = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
         assert not logs, logs
     finally:

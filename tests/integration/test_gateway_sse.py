@@ -203,3 +203,31 @@ def test_bad_input_on_logged_topics(stack):
     from conftest import validate_outputs
     validate_outputs(col, ("sys/presence-gateway/error",))
     s.close()
+
+
+def test_snapshot_starts_from_current_states_even_after_trimming(stack):
+    """?snapshot=1: the latest kept state of each matching state topic
+    (frames without id), then live; still there when the log was trimmed."""
+    gw = start_gateway(stack, VIGIL_GATEWAY_LOG_MAXLEN=10)
+    pub = stack.publisher()
+    room = uid("r")
+    for level in ("active", "sleep"):
+        pub.publish("persona/ann/state", {"persona": "ann", "rooms": {room: {"level": level, "since": 1, "trigger": "manual"}},
+                                          "ts": int(time.time() * 1000)}, retain=True)
+    for i in range(30):  # pushes the states out of the 10-entry log
+        pub.publish(*human(room, "joel", f"filler {i}"))
+    s0 = SSE(gw.http_port, f"/api/events?topics=room/{room}/message&since=0", JOEL)
+    s0.next()
+    wait_until(lambda: s0.until(lambda f: f["data"].get("text") == "filler 29"), scaled(10), "the log filled")
+    s0.close()
+    s = SSE(gw.http_port, "/api/events?topics=personas&snapshot=1", JOEL)
+    assert s.next()["event"] == "connected"
+    f = s.next()
+    assert f["event"] == "persona.state" and f["id"] is None
+    assert f["data"]["rooms"][room]["level"] == "sleep" and f["data"]["topic"] == "persona/ann/state"
+    pub.publish("persona/ann/dormancy", {"id": uid(), "persona": "ann", "room": room, "level": "active",
+                                         "previous": "sleep", "trigger": "manual", "reason": "r", "text": "t",
+                                         "ts": int(time.time() * 1000)})
+    g = s.until(lambda f: f["event"] == "persona.dormancy")
+    assert [x["event"] for x in g] == ["persona.dormancy"] and g[0]["id"]
+    s.close()

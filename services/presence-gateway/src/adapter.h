@@ -16,6 +16,8 @@
 #define GATEWAY_LOG_NAME "log"        /* the Theater log stream, below P "presence-gateway:" */
 #define GATEWAY_LOG_KEY "log"         /* the intake's state key */
 #define GATEWAY_PRESENCE_TIMER "presence"
+#define GATEWAY_SNAP_SET "snaps"        /* set of topics with a kept state */
+#define GATEWAY_SNAP_PREFIX "snap:"     /* P "presence-gateway:snap:" topic = its latest entry */
 
 typedef struct gw_config {
     char tokens_file[1024];
@@ -70,6 +72,8 @@ typedef struct gateway {
     gw_hub hub;
     vigil_http_api api;
     char chat_log_prefix[256]; /* P "chat-router:" */
+    char snap_prefix[256];     /* P "presence-gateway:snap:" (set by start()) */
+    char snap_set[256];        /* P "presence-gateway:snaps" */
 } gateway;
 
 extern const vigil_config_var GATEWAY_CONFIG_VARS[];

@@ -1,7 +1,8 @@
 /* intake.c - what the gateway takes from the broker: every topic the
  * Theater shows is appended, once (the runtime dedupes redeliveries by
  * input id), to the gateway's log stream, whose entry ids are the SSE
- * positions; and the presence records' timers. */
+ * positions; state topics also replace their kept latest entry (for
+ * ?snapshot=1); and the presence records' timers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,14 @@ int gateway_apply(void *ctx, const char *key, const char *state_json, const vigi
     if (!entry)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "cannot serialize the payload");
     int rc = vigil_fx_stream_add(fx, GATEWAY_LOG_NAME, entry, g->cfg.log_maxlen, 0);
+    if (rc == 0 && gw_topic_is_snapshot(in->topic)) {
+        /* the latest state of this topic, for ?snapshot=1 (same commit) */
+        char name[VIGIL_TOPIC_MAX + 16];
+        snprintf(name, sizeof name, "%s%s", GATEWAY_SNAP_PREFIX, in->topic);
+        rc = vigil_fx_key_set(fx, name, entry);
+        if (rc == 0)
+            rc = vigil_fx_set_add(fx, GATEWAY_SNAP_SET, in->topic);
+    }
     free(entry);
     if (rc != 0)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "cannot log the payload");

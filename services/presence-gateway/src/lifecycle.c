@@ -10,6 +10,8 @@ int gateway_start(void *ctx, vigil_runtime *rt)
     gateway *g = ctx;
     char key[256];
     vigil_runtime_key(rt, GATEWAY_LOG_NAME, key, sizeof key);
+    vigil_runtime_key(rt, GATEWAY_SNAP_PREFIX, g->snap_prefix, sizeof g->snap_prefix);
+    vigil_runtime_key(rt, GATEWAY_SNAP_SET, g->snap_set, sizeof g->snap_set);
     if (gw_hub_start(&g->hub, rt, key, (int)g->cfg.client_queue, g->cfg.ping_ms) != 0)
         return -1;
     atomic_store(&g->rt, rt);

@@ -5,7 +5,9 @@
  * position; 0 = the whole log), else at the live end. It joins the hub
  * first, then reads the backlog (since, join position] from the log
  * itself, so together they miss nothing still in the log and repeat
- * nothing. Its first frame is `connected`. */
+ * nothing. Its first frame is `connected`; with ?snapshot=1 the kept
+ * latest state of every matching state topic follows (frames without id),
+ * before the backlog and the live entries. */
 #include <stdlib.h>
 #include <string.h>
 #include <vigil/clock.h>
@@ -95,6 +97,52 @@ static int read_backlog(gateway *g, gw_pos since, gw_pos upto, const gw_filter_s
     return b->oom ? -1 : rc;
 }
 
+/* Appends the kept latest entry of every state topic that matches, as
+ * frames without id (they are states, not log positions). */
+static int read_snapshot(gateway *g, const gw_filter_set *fs, buf *b)
+{
+    vigil_runtime_conn *conn = gw_pool_take(g);
+    if (!conn)
+        return -1;
+    vigil_redis *r = vigil_runtime_conn_redis(conn);
+    redisReply *members = vigil_redis_command(r, "SMEMBERS %s", g->snap_set);
+    if (!members || members->type != REDIS_REPLY_ARRAY) {
+        if (members)
+            freeReplyObject(members);
+        vigil_runtime_conn_close(conn);
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < members->elements && rc == 0; i++) {
+        redisReply *m = members->element[i];
+        if (m->type != REDIS_REPLY_STRING || !gw_filters_match(fs, m->str, "state"))
+            continue;
+        redisReply *v = vigil_redis_command(r, "GET %s%s", g->snap_prefix, m->str);
+        if (!v) {
+            rc = -1;
+            break;
+        }
+        char topic[GW_TOPIC_MAX], event[96];
+        const char *data;
+        if (v->type == REDIS_REPLY_STRING &&
+            gw_log_entry_split(v->str, topic, sizeof topic, event, sizeof event, &data) == 0 &&
+            gw_filters_match(fs, topic, event)) {
+            size_t fl;
+            char *frame = gw_sse_frame(NULL, event, data, &fl);
+            if (frame)
+                buf_add(b, frame, fl);
+            free(frame);
+        }
+        freeReplyObject(v);
+    }
+    freeReplyObject(members);
+    if (rc == 0)
+        gw_pool_put(g, conn);
+    else
+        vigil_runtime_conn_close(conn);
+    return b->oom ? -1 : rc;
+}
+
 void gateway_api_stream(gateway *g, vigil_http_req *req, bool council_live)
 {
     gw_filter_set fs;
@@ -141,8 +189,10 @@ void gateway_api_stream(gateway *g, vigil_http_req *req, bool council_live)
     if (hf)
         buf_add(&b, hf, hl);
     free(hf);
-    if (!hf || (have_since && gw_pos_cmp(since, from) < 0 &&
-                read_backlog(g, since, from, &fs, &b) != 0)) {
+    const char *snap = vigil_http_req_query(req, "snapshot");
+    bool want_snap = snap && strcmp(snap, "1") == 0;
+    if (!hf || (want_snap && read_snapshot(g, &fs, &b) != 0) ||
+        (have_since && gw_pos_cmp(since, from) < 0 && read_backlog(g, since, from, &fs, &b) != 0)) {
         free(b.p);
         gw_client_leave(c);
         gateway_error(req, 503, "cannot read the log (Redis unreachable)");

@@ -24,6 +24,18 @@ static void test_match(void **s)
     assert_false(gw_topic_match("persona/ann/+", "persona/bob/state"));
 }
 
+static void test_snapshot_topics(void **s)
+{
+    (void)s;
+    assert_true(gw_topic_is_snapshot("persona/ann/state"));
+    assert_true(gw_topic_is_snapshot("room/general/state"));
+    assert_true(gw_topic_is_snapshot("sys/chat-router/i1/status"));
+    assert_true(gw_topic_is_snapshot("council/s1/state"));
+    assert_false(gw_topic_is_snapshot("room/general/message"));
+    assert_false(gw_topic_is_snapshot("persona/ann/dormancy"));
+    assert_false(gw_topic_is_snapshot("council/s1/event"));
+}
+
 static void test_filters(void **s)
 {
     (void)s;
@@ -166,6 +178,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_match),
         cmocka_unit_test(test_filters),
+        cmocka_unit_test(test_snapshot_topics),
         cmocka_unit_test(test_event_names),
         cmocka_unit_test(test_positions_entries_frames),
         cmocka_unit_test(test_request_bodies),

@@ -58,16 +58,35 @@ function room(name) {
   r = { name, card, messages, badges, humans, personas: new Map(), people: new Map() };
   state.rooms.set(name, r);
   soonBeat(); // a new room the viewer now sees
+  loadHistory(r);
   return r;
+}
+
+function messageItem(m) {
+  return el("li", { dataset: { type: m.sender_type || "ai", id: m.id || "" } },
+    el("span", { class: "sender" }, m.sender || "?"), m.text || "");
+}
+
+// The room's recent log (chat-router's, through the gateway), placed
+// before whatever arrived live meanwhile.
+async function loadHistory(r) {
+  try {
+    const b = await api("GET", `/api/rooms/${encodeURIComponent(r.name)}/messages?limit=50`);
+    const first = r.messages.firstChild;
+    for (const m of b.messages || []) {
+      if (m.id && state.seen.has("m:" + m.id)) continue;
+      if (m.id) state.seen.add("m:" + m.id);
+      r.messages.insertBefore(messageItem(m), first);
+    }
+    r.messages.scrollTop = r.messages.scrollHeight;
+  } catch (e) { /* no log (chat-router not running): live messages only */ }
 }
 
 function addMessage(m) {
   if (!m.room || (m.id && state.seen.has("m:" + m.id))) return;
   if (m.id) state.seen.add("m:" + m.id);
   const r = room(m.room);
-  const li = el("li", { dataset: { type: m.sender_type || "ai", id: m.id || "" } },
-    el("span", { class: "sender" }, m.sender || "?"), m.text || "");
-  r.messages.append(li);
+  r.messages.append(messageItem(m));
   while (r.messages.children.length > MAX_MESSAGES) r.messages.firstChild.remove();
   r.messages.scrollTop = r.messages.scrollHeight;
 }
@@ -180,9 +199,10 @@ for (const t of ["deliberation", "phase", "action", "question", "session_paused"
 
 function connect() {
   const conn = document.getElementById("conn");
-  // since=0 replays the log (current badges, recent messages), then live;
+  // snapshot=1: the current states first (rooms, badges, services), then
+  // live; each room's recent messages come from its log (loadHistory).
   // EventSource resends Last-Event-ID itself when it reconnects.
-  const es = new EventSource("/api/events?topics=rooms,personas,council,sys&since=0", { withCredentials: true });
+  const es = new EventSource("/api/events?topics=rooms,personas,council,sys&snapshot=1", { withCredentials: true });
   state.es = es;
   es.addEventListener("connected", () => { conn.className = "conn on"; conn.textContent = "live"; });
   es.onerror = () => { conn.className = "conn off"; conn.textContent = "reconnecting"; };

@@ -160,6 +160,11 @@ bool gw_filters_match(const gw_filter_set *fs, const char *topic, const char *ev
  * persona.dormancy, sys.status, ...). Writes into out. */
 void gw_event_name(const char *topic, json_object *payload, char *out, size_t outlen);
 bool gw_council_live_type(const char *event);
+/* True for the topics whose retained message is a current state (room,
+ * persona, agent, council states, persona meta, service status): the
+ * gateway keeps the latest of each, so a new client starts from them
+ * (?snapshot=1) instead of replaying the whole log. */
+bool gw_topic_is_snapshot(const char *topic);
 
 /* A log position: a Redis stream id "ms-seq". */
 typedef struct gw_pos {

@@ -28,6 +28,10 @@ static const family FAMILIES[] = {
     {"all", {"#", NULL}},
 };
 
+static const char *const SNAPSHOT_TOPICS[] = {
+    "room/+/state",     "room/+/economics", "persona/+/state", "persona/+/meta",
+    "agent/+/status",   "agent/+/assessment", "council/+/state", "sys/+/+/status", NULL};
+
 static const char *const COUNCIL_LIVE[] = {"deliberation", "phase", "action", "question",
                                            "session_paused", "session_ended", NULL};
 
@@ -147,6 +151,14 @@ bool gw_topic_match(const char *filter, const char *topic)
             return strcmp(f, "#") == 0; /* "a/#" matches "a" too */
         t++;
     }
+}
+
+bool gw_topic_is_snapshot(const char *topic)
+{
+    for (int i = 0; SNAPSHOT_TOPICS[i]; i++)
+        if (gw_topic_match(SNAPSHOT_TOPICS[i], topic))
+            return true;
+    return false;
 }
 
 bool gw_filters_match(const gw_filter_set *fs, const char *topic, const char *event)
