@@ -148,7 +148,7 @@ static enum MHD_Result dispatch(void *cls, struct MHD_Connection *c, const char 
     l->api.handle(l->api.ctx, r);
     if (!r->replied) {
         static const char body[] = "{\"error\":\"internal\",\"detail\":\"no answer\"}";
-        if (vigil_http_reply(r, 500, CT_JSON, body, sizeof body - 1) != 0)
+        if (vigil_http_respond(r, 500, CT_JSON, body, sizeof body - 1) != 0)
             return MHD_NO;
     }
     return MHD_YES;
@@ -270,7 +270,7 @@ static int queue(vigil_http_req *req, unsigned status, const char *content_type,
     return rc == MHD_YES ? 0 : -1;
 }
 
-int vigil_http_reply(vigil_http_req *req, unsigned status, const char *content_type,
+int vigil_http_respond(vigil_http_req *req, unsigned status, const char *content_type,
                      const char *body, size_t len)
 {
     struct MHD_Response *resp =
@@ -278,12 +278,12 @@ int vigil_http_reply(vigil_http_req *req, unsigned status, const char *content_t
     return queue(req, status, content_type, resp);
 }
 
-int vigil_http_reply_json(vigil_http_req *req, unsigned status, json_object *o)
+int vigil_http_respond_json(vigil_http_req *req, unsigned status, json_object *o)
 {
     char *s = vigil_json_dump(o);
     if (!s)
         return -1;
-    int rc = vigil_http_reply(req, status, CT_JSON, s, strlen(s));
+    int rc = vigil_http_respond(req, status, CT_JSON, s, strlen(s));
     free(s);
     return rc;
 }
@@ -314,7 +314,7 @@ static void stream_free(void *cls)
     free(s);
 }
 
-int vigil_http_reply_stream(vigil_http_req *req, unsigned status, const char *content_type,
+int vigil_http_respond_stream(vigil_http_req *req, unsigned status, const char *content_type,
                             vigil_http_stream_fn fn, void *cls, void (*free_fn)(void *),
                             unsigned idle_timeout_s)
 {

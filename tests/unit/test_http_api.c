@@ -109,27 +109,27 @@ static void handle(void *ctx, vigil_http_req *req)
                  vigil_http_req_method(req), q ? q : "-", h ? h : "-", ck ? ck : "-", len, body,
                  vigil_http_req_too_large(req));
         vigil_http_req_add_header(req, "X-Test", "yes");
-        vigil_http_reply(req, 200, "text/plain", out, strlen(out));
+        vigil_http_respond(req, 200, "text/plain", out, strlen(out));
         return;
     }
     if (strcmp(path, "/big") == 0) {
         if (vigil_http_req_too_large(req)) {
-            vigil_http_reply(req, 413, "text/plain", "too large", 9);
+            vigil_http_respond(req, 413, "text/plain", "too large", 9);
             return;
         }
-        vigil_http_reply(req, 200, "text/plain", "fits", 4);
+        vigil_http_respond(req, 200, "text/plain", "fits", 4);
         return;
     }
     if (strcmp(path, "/stream") == 0 || strcmp(path, "/broken") == 0) {
         stream_state *s = calloc(1, sizeof *s);
         s->fail = strcmp(path, "/broken") == 0;
-        vigil_http_reply_stream(req, 200, "text/event-stream", stream_fn, s, stream_free, 5);
+        vigil_http_respond_stream(req, 200, "text/event-stream", stream_fn, s, stream_free, 5);
         return;
     }
     if (strcmp(path, "/json") == 0) {
         json_object *o = json_object_new_object();
         json_object_object_add(o, "ok", json_object_new_boolean(1));
-        vigil_http_reply_json(req, 201, o);
+        vigil_http_respond_json(req, 201, o);
         json_object_put(o);
         return;
     }

@@ -8,7 +8,7 @@
  * handler can answer 413). The handler answers with one of the reply
  * functions below; without a reply the request gets 500.
  *
- * Streams (Server-Sent Events): vigil_http_reply_stream hands MHD a reader
+ * Streams (Server-Sent Events): vigil_http_respond_stream hands MHD a reader
  * that runs on the connection's own thread, so a reader may block (bounded:
  * it must come back for shutdown) without delaying any other client. */
 #ifndef VIGIL_HTTP_API_H
@@ -41,10 +41,10 @@ bool vigil_http_req_too_large(const vigil_http_req *req);
 int vigil_http_req_add_header(vigil_http_req *req, const char *name, const char *value);
 
 /* Answers with body[0..len) (copied). Returns 0, or -1 if MHD refused. */
-int vigil_http_reply(vigil_http_req *req, unsigned status, const char *content_type,
+int vigil_http_respond(vigil_http_req *req, unsigned status, const char *content_type,
                      const char *body, size_t len);
 /* Answers with o serialized (application/json; charset=utf-8). */
-int vigil_http_reply_json(vigil_http_req *req, unsigned status, json_object *o);
+int vigil_http_respond_json(vigil_http_req *req, unsigned status, json_object *o);
 
 /* A stream reader: writes up to max bytes into buf and returns how many
  * (> 0), or VIGIL_HTTP_STREAM_END (clean end) / VIGIL_HTTP_STREAM_ERROR
@@ -58,7 +58,7 @@ typedef ssize_t (*vigil_http_stream_fn)(void *cls, char *buf, size_t max);
  * the connection is done (also when this call fails). idle_timeout_s closes
  * the connection when nothing could be sent for that long (0 = the
  * listener's default). */
-int vigil_http_reply_stream(vigil_http_req *req, unsigned status, const char *content_type,
+int vigil_http_respond_stream(vigil_http_req *req, unsigned status, const char *content_type,
                             vigil_http_stream_fn fn, void *cls, void (*free_fn)(void *),
                             unsigned idle_timeout_s);
 

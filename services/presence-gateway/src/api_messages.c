@@ -84,6 +84,6 @@ void gateway_api_messages_get(gateway *g, vigil_http_req *req, const char *room)
     } else if (forward) {
         json_object_object_add(o, "next", json_object_new_string(since_s));
     }
-    vigil_http_reply_json(req, 200, o);
+    vigil_http_respond_json(req, 200, o);
     json_object_put(o);
 }

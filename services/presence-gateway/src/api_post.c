@@ -80,7 +80,7 @@ static void accepted(vigil_http_req *req, json_object *payload, const char *topi
         json_object_object_add(o, "id", json_object_get(id));
     json_object_object_add(o, "topic", json_object_new_string(topic));
     json_object_object_add(o, "duplicate", json_object_new_boolean(rc == VIGIL_DECIDE_DUPLICATE));
-    vigil_http_reply_json(req, 202, o);
+    vigil_http_respond_json(req, 202, o);
     json_object_put(o);
 }
 
@@ -210,7 +210,7 @@ void gateway_api_presence(gateway *g, vigil_http_req *req, const char *user)
         json_object_object_add(o, "session", json_object_new_string(beat.session));
         json_object_object_add(o, "status", json_object_new_string(gw_status_name(a.status)));
         json_object_object_add(o, "changes", json_object_new_int(a.changes));
-        vigil_http_reply_json(req, 200, o);
+        vigil_http_respond_json(req, 200, o);
         json_object_put(o);
     } else {
         answer_decide(req, rc, &verr);

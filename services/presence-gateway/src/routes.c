@@ -31,7 +31,7 @@ void gateway_error(vigil_http_req *req, unsigned status, const char *detail)
     json_object *o = json_object_new_object();
     json_object_object_add(o, "error", json_object_new_string(error_name(status)));
     json_object_object_add(o, "detail", json_object_new_string(detail ? detail : ""));
-    vigil_http_reply_json(req, status, o);
+    vigil_http_respond_json(req, status, o);
     json_object_put(o);
     char labels[64];
     snprintf(labels, sizeof labels, "code=\"%u\"", status);
@@ -133,7 +133,7 @@ static void api(gateway *g, vigil_http_req *req, const char *user)
             return method_not_allowed(req, "GET");
         json_object *o = json_object_new_object();
         json_object_object_add(o, "user", json_object_new_string(user));
-        vigil_http_reply_json(req, 200, o);
+        vigil_http_respond_json(req, 200, o);
         json_object_put(o);
         return;
     }
@@ -170,7 +170,7 @@ void gateway_handle(void *ctx, vigil_http_req *req)
         vigil_http_req_add_header(req, "Access-Control-Allow-Headers",
                                   "Authorization, Content-Type, Last-Event-ID");
         vigil_http_req_add_header(req, "Access-Control-Max-Age", "600");
-        vigil_http_reply(req, 204, NULL, "", 0);
+        vigil_http_respond(req, 204, NULL, "", 0);
         return;
     }
     if (strncmp(path, "/api/", 5) != 0 && !is(path, "/api")) {

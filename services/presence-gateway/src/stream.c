@@ -201,6 +201,6 @@ void gateway_api_stream(gateway *g, vigil_http_req *req, bool council_live)
     gw_client_set_backlog(c, b.p, b.n);
     vigil_counter_add("vigil_gateway_sse_connections_total", "SSE connections accepted", NULL, 1);
     unsigned idle = (unsigned)(g->cfg.ping_ms / 1000 * 2 + 10);
-    vigil_http_reply_stream(req, 200, "text/event-stream; charset=utf-8", gw_client_read, c,
+    vigil_http_respond_stream(req, 200, "text/event-stream; charset=utf-8", gw_client_read, c,
                             gw_client_leave, idle);
 }

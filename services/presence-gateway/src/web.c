@@ -20,7 +20,7 @@ void gateway_web(gateway *g, vigil_http_req *req)
     for (const gw_asset *a = GW_ASSETS; a->path; a++) {
         if (strcmp(a->path, path) == 0) {
             vigil_http_req_add_header(req, "X-Content-Type-Options", "nosniff");
-            vigil_http_reply(req, 200, a->content_type, (const char *)a->data, a->len);
+            vigil_http_respond(req, 200, a->content_type, (const char *)a->data, a->len);
             return;
         }
     }
@@ -45,5 +45,5 @@ void gateway_login(gateway *g, vigil_http_req *req)
     vigil_http_req_add_header(req, "Set-Cookie", cookie);
     vigil_http_req_add_header(req, "Location", "/");
     static const char body[] = "{\"ok\":true,\"location\":\"/\"}";
-    vigil_http_reply(req, 302, "application/json; charset=utf-8", body, sizeof body - 1);
+    vigil_http_respond(req, 302, "application/json; charset=utf-8", body, sizeof body - 1);
 }

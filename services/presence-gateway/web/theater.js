@@ -120,7 +120,7 @@ function setPresence(p) {
 // ---- council ------------------------------------------------------------
 
 function councilEvent(type, d) {
-  const text = d.text || d.decision || d.summary || d.action || d.phase || "";
+  const text = d.text || d.question || d.decision || d.content || d.result || d.reason || d.action || d.phase || "";
   const list = document.getElementById("council");
   list.append(el("li", { dataset: { type } }, el("span", { class: "type" }, type), `[${d.session || "?"}] ${text}`));
   while (list.children.length > 100) list.firstChild.remove();
