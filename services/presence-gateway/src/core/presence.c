@@ -12,6 +12,7 @@
  *
  * Record: {"user", "sessions": {sid: {"rooms": [..], "la": ms, "beat": ms,
  * "claimed": 0..2}}, "published": {room: {"status": 0..2, "session", "la"}}} */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "gateway.h"
@@ -99,8 +100,8 @@ static int add_change(gw_presence_out *out, int *cap, const char *room, const ch
     }
     gw_presence_change *ch = &out->changes[out->nchanges++];
     memset(ch, 0, sizeof *ch);
-    strncpy(ch->room, room, GW_ID_MAX);
-    strncpy(ch->session, session ? session : "", GW_ID_MAX);
+    snprintf(ch->room, sizeof ch->room, "%s", room);
+    snprintf(ch->session, sizeof ch->session, "%s", session ? session : "");
     ch->status = st;
     ch->last_activity = la;
     return 0;
@@ -189,7 +190,7 @@ static gw_presence_result settle(const gw_presence_cfg *c, json_object *st, int6
         if (had) {
             json_object *v;
             if (json_object_object_get_ex(prev, "session", &v))
-                strncpy(psid, json_object_get_string(v), GW_ID_MAX);
+                snprintf(psid, sizeof psid, "%s", json_object_get_string(v));
         }
         if (!best_sid) {
             /* nobody left in the room: away, then forget it */
