@@ -254,6 +254,15 @@ def test_bad_config_and_token_file(stack, tmp_path):
     gw.start(wait=False)
     assert gw.proc.wait(timeout=scaled(10)) == 2
     assert "line 1" in gw.stderr_text()
+    # a directory where the file should be (what a container engine makes
+    # of a missing bind-mount source) is refused too, not read as no tokens
+    d = tmp_path / "tokendir"
+    d.mkdir()
+    gw2 = stack.service("presence-gateway", start=False, env={"VIGIL_GATEWAY_TOKENS_FILE": str(d)})
+    gw2.expect_exit = True
+    gw2.start(wait=False)
+    assert gw2.proc.wait(timeout=scaled(10)) == 2
+    assert "Is a directory" in gw2.stderr_text()
 
 
 def test_redis_outage_is_503_then_recovers(stack):

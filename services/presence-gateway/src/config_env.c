@@ -40,11 +40,12 @@ static int load_tokens(gateway *g, char *err, size_t errlen)
     }
     char *buf = malloc(TOKENS_FILE_MAX + 1);
     size_t n = buf ? fread(buf, 1, TOKENS_FILE_MAX + 1, f) : 0;
+    int read_err = ferror(f) ? errno : 0;
     fclose(f);
-    if (!buf || n > TOKENS_FILE_MAX) {
+    if (!buf || n > TOKENS_FILE_MAX || read_err) {
         free(buf);
         snprintf(err, errlen, "VIGIL_GATEWAY_TOKENS_FILE %s: %s", g->cfg.tokens_file,
-                 buf ? "larger than 4 MiB" : "out of memory");
+                 !buf ? "out of memory" : read_err ? strerror(read_err) : "larger than 4 MiB");
         return -1;
     }
     buf[n] = '\0';
