@@ -14,7 +14,7 @@ declare -A VIGIL_HTTP_PORTS=(
     [heartbeat]=9104
     [council]=9105
     [stall-resumer]=9106
-    [presence-gateway]=9107
+    [presence-gateway]=8080
     [floor-control]=9108
 )
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "http_api_listen.h"
 #include "vigil/log.h"
 #include "vigil/metrics.h"
 
@@ -131,6 +132,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 vigil_http *vigil_http_start(const char *addr, vigil_ready_fn ready, void *ctx, char *err,
                              size_t errlen)
 {
+    return vigil_http_start_api(addr, ready, ctx, NULL, err, errlen);
+}
+
+vigil_http *vigil_http_start_api(const char *addr, vigil_ready_fn ready, void *ctx,
+                                 const struct vigil_http_api *api, char *err, size_t errlen)
+{
     struct sockaddr_in sin;
     if (err && errlen)
         err[0] = '\0';
@@ -144,7 +151,7 @@ vigil_http *vigil_http_start(const char *addr, vigil_ready_fn ready, void *ctx, 
     h->ready = ready;
     h->ctx = ctx;
     errno = 0;
-    h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+    h->d = api ? vigil_http_api_listen(api, &sin, handle, h) : MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
                             ntohs(sin.sin_port), NULL, NULL, handle, h,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
@@ -173,5 +180,6 @@ void vigil_http_stop(vigil_http *h)
     if (!h)
         return;
     MHD_stop_daemon(h->d);
+    vigil_http_api_release(h->d);
     free(h);
 }

@@ -573,7 +573,7 @@ static int setup(vigil_runtime *rt, char *err, size_t errlen)
              rt->cfg.instance);
     snprintf(rt->error_topic, sizeof rt->error_topic, "sys/%s/error", d->name);
     snprintf(rt->client_id, sizeof rt->client_id, "vigil-%s-%d", d->name, rt->cfg.shard_index);
-    rt->http = vigil_http_start(rt->cfg.http_addr, ready, rt, err, errlen);
+    rt->http = vigil_http_start_api(rt->cfg.http_addr, ready, rt, d->http_api, err, errlen);
     return rt->http ? 0 : -1;
 }
 

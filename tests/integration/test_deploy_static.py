@@ -53,7 +53,7 @@ HTTP_PORTS = {
     "heartbeat": 9104,
     "council": 9105,
     "stall-resumer": 9106,
-    "presence-gateway": 9107,
+    "presence-gateway": 8080,
     "floor-control": 9108,
 }
 # A service is a directory under services/ with a CMakeLists.txt: exactly

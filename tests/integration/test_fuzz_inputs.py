@@ -16,7 +16,7 @@ import random
 import harness
 from harness import SOURCE_DIR, wait_until
 
-SERVICES = ("dormancy-monitor", "wake-evaluator", "chat-router", "floor-control")
+SERVICES = ("dormancy-monitor", "wake-evaluator", "chat-router", "floor-control", "presence-gateway")
 SEED = int(os.environ.get("VIGIL_FUZZ_SEED", "20261122"))
 COUNT = int(os.environ.get("VIGIL_FUZZ_COUNT", "2500"))
 

@@ -18,6 +18,11 @@ typedef bool (*vigil_ready_fn)(void *ctx, char *why, size_t whylen);
  * vigil_http_port). Returns NULL with err. */
 vigil_http *vigil_http_start(const char *addr, vigil_ready_fn ready, void *ctx,
                              char *err, size_t errlen);
+/* As vigil_http_start, and every other path goes to api (http_api.h);
+ * api NULL is vigil_http_start. */
+struct vigil_http_api;
+vigil_http *vigil_http_start_api(const char *addr, vigil_ready_fn ready, void *ctx,
+                                 const struct vigil_http_api *api, char *err, size_t errlen);
 int vigil_http_port(const vigil_http *h);
 void vigil_http_stop(vigil_http *h);
 

@@ -77,6 +77,10 @@ typedef struct vigil_service_def {
      * every thread start() made. Either may be NULL. */
     int (*start)(void *ctx, vigil_runtime *rt);
     void (*stop)(void *ctx);
+
+    /* Optional application routes served beside /healthz /readyz /metrics
+     * on VIGIL_HTTP_ADDR (http_api.h); they may be called before start(). */
+    const struct vigil_http_api *http_api;
 } vigil_service_def;
 
 /* A Redis connection (and store) for one background thread. */

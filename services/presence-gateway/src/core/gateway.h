@@ -1,0 +1,214 @@
+/* gateway.h - presence-gateway's pure decision core: everything the HTTP
+ * door decides, without I/O; `now` is always a parameter.
+ *
+ *  - presence: browser sessions per user, each user's derived status per
+ *    room (active / idle / away) and when it changes next (presence.c);
+ *  - access: bearer tokens and the session cookie against the token table,
+ *    the per-token rate limit, CORS origins (auth.c, rate.c, origin.c);
+ *  - the Theater stream: topic families and filters, event names, log
+ *    positions (Last-Event-ID) and SSE frames (topics.c, position.c, sse.c);
+ *  - request bodies turned into the messages the gateway publishes
+ *    (requests.c). */
+#ifndef GATEWAY_H
+#define GATEWAY_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#define GW_ID_MAX 64
+#define GW_TOPIC_MAX 256
+
+/* ---- presence ----------------------------------------------------------- */
+
+typedef enum { GW_ACTIVE = 0, GW_IDLE = 1, GW_AWAY = 2 } gw_status;
+const char *gw_status_name(gw_status s);
+/* "active"/"idle"/"away" -> 0/1/2; -1 otherwise. */
+int gw_status_parse(const char *s);
+
+typedef struct gw_presence_cfg {
+    int64_t idle_ms;    /* VIGIL_GATEWAY_PRESENCE_IDLE_MS (120000): active until this after activity */
+    int64_t away_ms;    /* VIGIL_GATEWAY_PRESENCE_AWAY_MS (300000): idle until this, then away */
+    int64_t expire_ms;  /* a session without a heartbeat this long is gone (= idle_ms) */
+    int max_sessions;   /* sessions kept per user (16) */
+    int max_rooms;      /* rooms per session (32) */
+} gw_presence_cfg;
+void gw_presence_cfg_init(gw_presence_cfg *c);
+
+/* One heartbeat of a browser session. */
+typedef struct gw_beat {
+    const char *user;
+    const char *session;
+    const char *const *rooms;
+    int nrooms;
+    gw_status claimed;     /* what the browser says (it may know it is hidden) */
+    int64_t last_activity; /* when the person last did something (<= now) */
+} gw_beat;
+
+/* Derived status of one session: the worse of what time since the last
+ * activity says and what the browser claimed; away once beats stopped. */
+gw_status gw_presence_derive(const gw_presence_cfg *c, int64_t last_activity, int64_t last_beat,
+                             gw_status claimed, int64_t now);
+
+/* A status change to publish on room/{room}/presence. */
+typedef struct gw_presence_change {
+    char room[GW_ID_MAX + 1];
+    char session[GW_ID_MAX + 1];
+    gw_status status;
+    int64_t last_activity;
+} gw_presence_change;
+
+typedef struct gw_presence_out {
+    char *new_state;              /* malloc'd JSON (always set on success) */
+    gw_presence_change *changes;  /* malloc'd */
+    int nchanges;
+    int64_t next_due;             /* next moment a status may change; 0 = none */
+} gw_presence_out;
+void gw_presence_out_free(gw_presence_out *o);
+
+typedef enum {
+    GW_PRESENCE_OK = 0,
+    GW_PRESENCE_BAD_STATE = -1, /* the stored record is not ours (treated as empty by callers) */
+    GW_PRESENCE_NOMEM = -2
+} gw_presence_result;
+
+/* Applies a heartbeat to a user's record (state_json NULL = none yet). */
+gw_presence_result gw_presence_beat(const gw_presence_cfg *c, const char *state_json,
+                                    const gw_beat *b, int64_t now, gw_presence_out *out);
+/* Re-derives every status at now (the timer of the record came due). */
+gw_presence_result gw_presence_tick(const gw_presence_cfg *c, const char *user,
+                                    const char *state_json, int64_t now, gw_presence_out *out);
+/* The presence event payload (without id): {user, session, status,
+ * last_activity, ts}. */
+json_object *gw_presence_payload(const char *user, const gw_presence_change *ch, int64_t now);
+
+/* ---- access --------------------------------------------------------------- */
+
+typedef struct gw_token {
+    char *token;
+    char user[GW_ID_MAX + 1];
+} gw_token;
+
+typedef struct gw_tokens {
+    gw_token *v;
+    int n;
+} gw_tokens;
+
+/* Parses a token file: one "token user" pair a line; blank lines and
+ * lines starting with '#' are skipped. Tokens are 8..256 printable ASCII
+ * characters without spaces; users are ids. Returns 0, or -1 with err
+ * naming the line. */
+int gw_tokens_parse(const char *text, gw_tokens *out, char *err, size_t errlen);
+void gw_tokens_free(gw_tokens *t);
+
+typedef enum {
+    GW_AUTH_OK = 0,
+    GW_AUTH_MISSING,   /* neither header nor cookie */
+    GW_AUTH_MALFORMED, /* Authorization is not "Bearer <token>" */
+    GW_AUTH_UNKNOWN    /* the token is not in the table */
+} gw_auth_result;
+
+/* Index of token in t, or -1 (compares every entry in constant time). */
+int gw_tokens_find(const gw_tokens *t, const char *token);
+
+/* Decides a request's identity from its Authorization header and its
+ * vigil_session cookie (either may be NULL; the header wins). *index is
+ * the token's entry in t (its user: t->v[*index].user). */
+gw_auth_result gw_auth_decide(const gw_tokens *t, const char *authorization, const char *cookie,
+                              int *index);
+const char *gw_auth_reason(gw_auth_result r);
+
+/* Token bucket: `rate` requests a second, bursts of `rate`. */
+typedef struct gw_bucket {
+    double tokens;
+    int64_t last_ms;
+    bool init;
+} gw_bucket;
+/* Takes one request from b at now. Returns true when allowed; otherwise
+ * *retry_after_ms says when the next one will be. */
+bool gw_rate_take(gw_bucket *b, double rate, int64_t now, int64_t *retry_after_ms);
+
+/* CORS. allow: comma-separated origins ("" = same origin only; "*" any).
+ * origin NULL (not a cross-origin browser request) is allowed; an origin
+ * equal to "http://" host or "https://" host is same-origin. */
+bool gw_origin_allowed(const char *allow, const char *origin, const char *host);
+
+/* ---- the Theater stream --------------------------------------------------- */
+
+/* Every topic filter the gateway logs (NULL-terminated). */
+extern const char *const GATEWAY_SUBSCRIPTIONS[];
+
+#define GW_FILTERS_MAX 16
+typedef struct gw_filter_set {
+    char f[GW_FILTERS_MAX][GW_TOPIC_MAX];
+    int n;
+    bool council_live; /* only the Theater event types of council/+/event */
+} gw_filter_set;
+
+/* Parses ?topics=: comma-separated family names (rooms, personas, wake,
+ * heartbeat, agents, council, sys, all) or MQTT topic filters. Returns 0,
+ * or -1 with err. */
+int gw_filters_parse(const char *spec, gw_filter_set *out, char *err, size_t errlen);
+/* The filter of /api/autonomous/deliberations/live. */
+void gw_filters_council_live(gw_filter_set *out);
+bool gw_topic_match(const char *filter, const char *topic);
+bool gw_filters_match(const gw_filter_set *fs, const char *topic, const char *event);
+
+/* The SSE event name of a logged message: the council event's `type` for
+ * council/{s}/event (deliberation, phase, action, question, session_paused,
+ * session_ended), otherwise "<first level>.<last level>" (room.message,
+ * persona.dormancy, sys.status, ...). Writes into out. */
+void gw_event_name(const char *topic, json_object *payload, char *out, size_t outlen);
+bool gw_council_live_type(const char *event);
+/* True for the topics whose retained message is a current state (room,
+ * persona, agent, council states, persona meta, service status): the
+ * gateway keeps the latest of each, so a new client starts from them
+ * (?snapshot=1) instead of replaying the whole log. */
+bool gw_topic_is_snapshot(const char *topic);
+
+/* A log position: a Redis stream id "ms-seq". */
+typedef struct gw_pos {
+    uint64_t ms, seq;
+} gw_pos;
+/* Parses "ms-seq" or "ms" (seq 0). Returns 0 or -1. */
+int gw_pos_parse(const char *s, gw_pos *out);
+int gw_pos_cmp(gw_pos a, gw_pos b);
+void gw_pos_format(gw_pos p, char *out, size_t outlen);
+
+/* A log entry as stored: "topic\nevent\ndata" (data: the payload with
+ * `topic` set, compact JSON). Returns malloc'd text or NULL. */
+char *gw_log_entry(const char *topic, json_object *payload);
+/* Splits a stored entry (pointers into e; data runs to the end). Returns 0/-1. */
+int gw_log_entry_split(const char *e, char *topic, size_t tlen, char *event, size_t elen,
+                       const char **data);
+
+/* An SSE frame "id: ..\nevent: ..\ndata: ..\n\n" (id may be NULL). data
+ * must be one line (compact JSON is). malloc'd, *len its length. */
+char *gw_sse_frame(const char *id, const char *event, const char *data, size_t *len);
+
+/* ---- request bodies ------------------------------------------------------- */
+
+typedef enum { GW_REQ_OK = 0, GW_REQ_BAD = -1, GW_REQ_FORBIDDEN = -2 } gw_req_result;
+
+/* POST /api/presence body -> a beat for user (from auth). rooms storage
+ * lives in *body (a parsed object the caller keeps). A body naming another
+ * user is FORBIDDEN. */
+gw_req_result gw_req_presence(json_object *body, const char *user, const gw_presence_cfg *c,
+                              int64_t now, gw_beat *b, const char **rooms, int maxrooms,
+                              char *err, size_t errlen);
+/* POST /api/rooms/{room}/messages body {text, id?, reply_to?, mentions?} ->
+ * the room/{room}/message payload from a human. *msg_id gets the id
+ * (given or made from fresh_id). */
+gw_req_result gw_req_message(json_object *body, const char *room, const char *user,
+                             const char *fresh_id, int64_t now, size_t max_text,
+                             json_object **payload, char *err, size_t errlen);
+/* POST /api/council/{session}/answers body {question_id, answer, id?} ->
+ * the council/{session}/answer payload. */
+gw_req_result gw_req_answer(json_object *body, const char *user, const char *fresh_id,
+                            int64_t now, size_t max_text, json_object **payload, char *err,
+                            size_t errlen);
+
+/* Ids as everywhere in Vigil: 1..64 of A-Z a-z 0-9 . _ - */
+bool gw_id_valid(const char *s);
+
+#endif

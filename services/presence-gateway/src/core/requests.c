@@ -1,0 +1,237 @@
+/* requests.c - the bodies of POST requests turned into what the gateway
+ * publishes: a presence beat, a human room message, an answer to a
+ * council question. Every field is checked; anything wrong is a 400 with
+ * a detail naming the field. */
+#include <stdio.h>
+#include <string.h>
+#include "gateway.h"
+
+static bool utf8_ok(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        int n = *p < 0x80 ? 0 : (*p >> 5) == 6 ? 1 : (*p >> 4) == 14 ? 2 : (*p >> 3) == 30 ? 3 : -1;
+        if (n < 0)
+            return false;
+        p++;
+        for (int i = 0; i < n; i++, p++)
+            if ((*p & 0xC0) != 0x80)
+                return false;
+    }
+    return true;
+}
+
+/* A string field: 0 ok, 1 absent, -1 wrong. */
+static int str_field(json_object *b, const char *k, const char **out, char *err, size_t errlen)
+{
+    json_object *v;
+    if (!json_object_object_get_ex(b, k, &v) || json_object_is_type(v, json_type_null))
+        return 1;
+    if (!json_object_is_type(v, json_type_string)) {
+        snprintf(err, errlen, "field '%s': expected a string", k);
+        return -1;
+    }
+    *out = json_object_get_string(v);
+    return 0;
+}
+
+static int id_field(json_object *b, const char *k, bool required, const char **out, char *err,
+                    size_t errlen)
+{
+    int rc = str_field(b, k, out, err, errlen);
+    if (rc < 0)
+        return -1;
+    if (rc == 1) {
+        if (!required)
+            return 1;
+        snprintf(err, errlen, "field '%s' is required", k);
+        return -1;
+    }
+    if (!gw_id_valid(*out)) {
+        snprintf(err, errlen, "field '%s': 1-64 characters of A-Z a-z 0-9 . _ -", k);
+        return -1;
+    }
+    return 0;
+}
+
+/* An event id given by the client (so a retried POST is one message):
+ * 1..128 printable ASCII without '/', '+', '#'. */
+static int event_id_field(json_object *b, const char *k, const char **out, char *err, size_t errlen)
+{
+    int rc = str_field(b, k, out, err, errlen);
+    if (rc != 0)
+        return rc;
+    size_t n = strlen(*out);
+    bool ok = n >= 1 && n <= 128;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (*out)[i] >= ' ' && (*out)[i] <= '~' && !strchr("/+#", (*out)[i]);
+    if (!ok) {
+        snprintf(err, errlen, "field '%s': 1-128 printable characters without / + #", k);
+        return -1;
+    }
+    return 0;
+}
+
+static int text_field(json_object *b, const char *k, size_t max, const char **out, char *err,
+                      size_t errlen)
+{
+    int rc = str_field(b, k, out, err, errlen);
+    if (rc < 0)
+        return -1;
+    if (rc == 1 || !**out) {
+        snprintf(err, errlen, "field '%s' is required and not empty", k);
+        return -1;
+    }
+    if (strlen(*out) > max) {
+        snprintf(err, errlen, "field '%s': longer than %zu bytes", k, max);
+        return -1;
+    }
+    if (!utf8_ok(*out)) {
+        snprintf(err, errlen, "field '%s': invalid UTF-8", k);
+        return -1;
+    }
+    return 0;
+}
+
+gw_req_result gw_req_presence(json_object *body, const char *user, const gw_presence_cfg *c,
+                              int64_t now, gw_beat *b, const char **rooms, int maxrooms,
+                              char *err, size_t errlen)
+{
+    memset(b, 0, sizeof *b);
+    const char *u = NULL, *session = NULL, *status = NULL;
+    int rc = id_field(body, "user", false, &u, err, errlen);
+    if (rc < 0)
+        return GW_REQ_BAD;
+    if (rc == 0 && strcmp(u, user) != 0) {
+        snprintf(err, errlen, "this token belongs to '%s', not '%s'", user, u);
+        return GW_REQ_FORBIDDEN;
+    }
+    if (id_field(body, "session", true, &session, err, errlen) < 0)
+        return GW_REQ_BAD;
+    json_object *arr;
+    if (!json_object_object_get_ex(body, "rooms", &arr) || !json_object_is_type(arr, json_type_array)) {
+        snprintf(err, errlen, "field 'rooms': expected an array of room ids");
+        return GW_REQ_BAD;
+    }
+    int n = (int)json_object_array_length(arr);
+    if (n > maxrooms || n > c->max_rooms) {
+        snprintf(err, errlen, "field 'rooms': at most %d rooms",
+                 maxrooms < c->max_rooms ? maxrooms : c->max_rooms);
+        return GW_REQ_BAD;
+    }
+    for (int i = 0; i < n; i++) {
+        json_object *r = json_object_array_get_idx(arr, (size_t)i);
+        if (!json_object_is_type(r, json_type_string) || !gw_id_valid(json_object_get_string(r))) {
+            snprintf(err, errlen, "field 'rooms[%d]': a room id (1-64 of A-Z a-z 0-9 . _ -)", i);
+            return GW_REQ_BAD;
+        }
+        rooms[i] = json_object_get_string(r);
+    }
+    b->claimed = GW_ACTIVE;
+    rc = str_field(body, "status", &status, err, errlen);
+    if (rc < 0)
+        return GW_REQ_BAD;
+    if (rc == 0) {
+        int s = gw_status_parse(status);
+        if (s < 0) {
+            snprintf(err, errlen, "field 'status': one of active, idle, away");
+            return GW_REQ_BAD;
+        }
+        b->claimed = (gw_status)s;
+    }
+    b->last_activity = now;
+    json_object *la;
+    if (json_object_object_get_ex(body, "last_activity", &la) && !json_object_is_type(la, json_type_null)) {
+        if (!json_object_is_type(la, json_type_int) || json_object_get_int64(la) < 0) {
+            snprintf(err, errlen, "field 'last_activity': milliseconds since the epoch");
+            return GW_REQ_BAD;
+        }
+        b->last_activity = json_object_get_int64(la);
+    }
+    b->user = user;
+    b->session = session;
+    b->rooms = rooms;
+    b->nrooms = n;
+    return GW_REQ_OK;
+}
+
+gw_req_result gw_req_message(json_object *body, const char *room, const char *user,
+                             const char *fresh_id, int64_t now, size_t max_text,
+                             json_object **payload, char *err, size_t errlen)
+{
+    *payload = NULL;
+    const char *text = NULL, *id = NULL, *reply_to = NULL, *sender = NULL;
+    if (id_field(body, "sender", false, &sender, err, errlen) < 0)
+        return GW_REQ_BAD;
+    if (sender && strcmp(sender, user) != 0) {
+        snprintf(err, errlen, "this token belongs to '%s', not '%s'", user, sender);
+        return GW_REQ_FORBIDDEN;
+    }
+    if (text_field(body, "text", max_text, &text, err, errlen) < 0 ||
+        event_id_field(body, "id", &id, err, errlen) < 0 ||
+        event_id_field(body, "reply_to", &reply_to, err, errlen) < 0)
+        return GW_REQ_BAD;
+    json_object *mentions;
+    if (json_object_object_get_ex(body, "mentions", &mentions) &&
+        !json_object_is_type(mentions, json_type_null)) {
+        bool ok = json_object_is_type(mentions, json_type_array) &&
+                  json_object_array_length(mentions) <= 32;
+        for (size_t i = 0; ok && i < json_object_array_length(mentions); i++) {
+            json_object *m = json_object_array_get_idx(mentions, i);
+            ok = json_object_is_type(m, json_type_string) && gw_id_valid(json_object_get_string(m));
+        }
+        if (!ok) {
+            snprintf(err, errlen, "field 'mentions': at most 32 persona ids");
+            return GW_REQ_BAD;
+        }
+    } else {
+        mentions = NULL;
+    }
+    json_object *o = json_object_new_object();
+    if (!o) {
+        snprintf(err, errlen, "out of memory");
+        return GW_REQ_BAD;
+    }
+    json_object_object_add(o, "id", json_object_new_string(id ? id : fresh_id));
+    json_object_object_add(o, "room", json_object_new_string(room));
+    json_object_object_add(o, "sender", json_object_new_string(user));
+    json_object_object_add(o, "sender_type", json_object_new_string("human"));
+    json_object_object_add(o, "text", json_object_new_string(text));
+    if (reply_to)
+        json_object_object_add(o, "reply_to", json_object_new_string(reply_to));
+    if (mentions)
+        json_object_object_add(o, "mentions", json_object_get(mentions));
+    json_object_object_add(o, "ts", json_object_new_int64(now));
+    *payload = o;
+    return GW_REQ_OK;
+}
+
+gw_req_result gw_req_answer(json_object *body, const char *user, const char *fresh_id,
+                            int64_t now, size_t max_text, json_object **payload, char *err,
+                            size_t errlen)
+{
+    *payload = NULL;
+    const char *qid = NULL, *answer = NULL, *id = NULL;
+    int rc = event_id_field(body, "question_id", &qid, err, errlen);
+    if (rc < 0)
+        return GW_REQ_BAD;
+    if (rc == 1) {
+        snprintf(err, errlen, "field 'question_id' is required");
+        return GW_REQ_BAD;
+    }
+    if (text_field(body, "answer", max_text, &answer, err, errlen) < 0 ||
+        event_id_field(body, "id", &id, err, errlen) < 0)
+        return GW_REQ_BAD;
+    json_object *o = json_object_new_object();
+    if (!o) {
+        snprintf(err, errlen, "out of memory");
+        return GW_REQ_BAD;
+    }
+    json_object_object_add(o, "id", json_object_new_string(id ? id : fresh_id));
+    json_object_object_add(o, "question_id", json_object_new_string(qid));
+    json_object_object_add(o, "answer", json_object_new_string(answer));
+    json_object_object_add(o, "by", json_object_new_string(user));
+    json_object_object_add(o, "ts", json_object_new_int64(now));
+    *payload = o;
+    return GW_REQ_OK;
+}

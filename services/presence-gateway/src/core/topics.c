@@ -1,0 +1,192 @@
+/* topics.c - which Vigil topics the Theater stream carries, the topic
+ * families a client names in ?topics=, MQTT filter matching, and the SSE
+ * event name of each logged message. */
+#include <stdio.h>
+#include <string.h>
+#include "gateway.h"
+
+const char *const GATEWAY_SUBSCRIPTIONS[] = {
+    "room/+/message",       "room/+/presence",    "room/+/state",       "room/+/control",
+    "room/+/autopilot",     "room/+/economics",   "persona/+/dormancy", "persona/+/state",
+    "persona/+/suggestion", "persona/+/wake",     "persona/+/meta",     "heartbeat/+/run",
+    "agent/+/assessment",   "agent/+/resume",     "agent/+/status",     "council/+/event",
+    "council/+/state",      "council/+/answer",   "sys/+/+/status",     NULL};
+
+typedef struct family {
+    const char *name;
+    const char *filters[8];
+} family;
+
+static const family FAMILIES[] = {
+    {"rooms", {"room/#", NULL}},
+    {"personas", {"persona/+/dormancy", "persona/+/state", "persona/+/suggestion", "persona/+/meta", NULL}},
+    {"wake", {"persona/+/wake", NULL}},
+    {"heartbeat", {"heartbeat/#", NULL}},
+    {"agents", {"agent/#", NULL}},
+    {"council", {"council/#", NULL}},
+    {"sys", {"sys/#", NULL}},
+    {"all", {"#", NULL}},
+};
+
+static const char *const SNAPSHOT_TOPICS[] = {
+    "room/+/state",     "room/+/economics", "persona/+/state", "persona/+/meta",
+    "agent/+/status",   "agent/+/assessment", "council/+/state", "sys/+/+/status", NULL};
+
+static const char *const COUNCIL_LIVE[] = {"deliberation", "phase", "action", "question",
+                                           "session_paused", "session_ended", NULL};
+
+bool gw_council_live_type(const char *event)
+{
+    for (int i = 0; event && COUNCIL_LIVE[i]; i++)
+        if (strcmp(event, COUNCIL_LIVE[i]) == 0)
+            return true;
+    return false;
+}
+
+/* A filter is levels of id characters, '+' as a whole level, '#' only as
+ * the whole last level (MQTT's rules, and ids as everywhere in Vigil). */
+static bool filter_valid(const char *f)
+{
+    size_t n = strlen(f);
+    if (n == 0 || n >= GW_TOPIC_MAX)
+        return false;
+    const char *p = f;
+    while (*p) {
+        const char *e = strchr(p, '/');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == 0)
+            return false;
+        if (len == 1 && *p == '#')
+            return e == NULL;
+        if (!(len == 1 && *p == '+')) {
+            for (size_t i = 0; i < len; i++) {
+                char ch = p[i];
+                if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
+                    return false;
+            }
+        }
+        p += len + (e ? 1 : 0);
+        if (e && !*p)
+            return false;
+    }
+    return true;
+}
+
+static int add_filter(gw_filter_set *out, const char *f, size_t n, char *err, size_t errlen)
+{
+    if (out->n >= GW_FILTERS_MAX) {
+        snprintf(err, errlen, "at most %d topic filters", GW_FILTERS_MAX);
+        return -1;
+    }
+    if (n >= GW_TOPIC_MAX) {
+        snprintf(err, errlen, "topic filter too long");
+        return -1;
+    }
+    memcpy(out->f[out->n], f, n);
+    out->f[out->n][n] = '\0';
+    if (!filter_valid(out->f[out->n])) {
+        snprintf(err, errlen, "'%.*s' is neither a topic family (rooms, personas, wake, heartbeat, "
+                 "agents, council, sys, all) nor a topic filter", (int)(n > 64 ? 64 : n), f);
+        return -1;
+    }
+    out->n++;
+    return 0;
+}
+
+int gw_filters_parse(const char *spec, gw_filter_set *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (!spec || !*spec) {
+        snprintf(err, errlen, "topics= is required (e.g. topics=rooms,personas)");
+        return -1;
+    }
+    const char *p = spec;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        bool fam = false;
+        for (size_t i = 0; i < sizeof FAMILIES / sizeof FAMILIES[0]; i++) {
+            if (strlen(FAMILIES[i].name) == n && strncmp(FAMILIES[i].name, p, n) == 0) {
+                fam = true;
+                for (int j = 0; FAMILIES[i].filters[j]; j++)
+                    if (add_filter(out, FAMILIES[i].filters[j], strlen(FAMILIES[i].filters[j]), err,
+                                   errlen) != 0)
+                        return -1;
+            }
+        }
+        if (!fam && add_filter(out, p, n, err, errlen) != 0)
+            return -1;
+        p += n + (e ? 1 : 0);
+    }
+    return 0;
+}
+
+void gw_filters_council_live(gw_filter_set *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->f[0], sizeof out->f[0], "council/+/event");
+    out->n = 1;
+    out->council_live = true;
+}
+
+bool gw_topic_match(const char *filter, const char *topic)
+{
+    const char *f = filter, *t = topic;
+    for (;;) {
+        if (f[0] == '#' && f[1] == '\0')
+            return true;
+        size_t fl = strcspn(f, "/"), tl = strcspn(t, "/");
+        bool plus = fl == 1 && f[0] == '+';
+        if (!plus && (fl != tl || strncmp(f, t, fl) != 0))
+            return false;
+        f += fl;
+        t += tl;
+        if (!*f && !*t)
+            return true;
+        if (!*f)
+            return false; /* the topic has more levels */
+        f++;
+        if (!*t)
+            return strcmp(f, "#") == 0; /* "a/#" matches "a" too */
+        t++;
+    }
+}
+
+bool gw_topic_is_snapshot(const char *topic)
+{
+    for (int i = 0; SNAPSHOT_TOPICS[i]; i++)
+        if (gw_topic_match(SNAPSHOT_TOPICS[i], topic))
+            return true;
+    return false;
+}
+
+bool gw_filters_match(const gw_filter_set *fs, const char *topic, const char *event)
+{
+    if (fs->council_live && !gw_council_live_type(event))
+        return false;
+    for (int i = 0; i < fs->n; i++)
+        if (gw_topic_match(fs->f[i], topic))
+            return true;
+    return false;
+}
+
+void gw_event_name(const char *topic, json_object *payload, char *out, size_t outlen)
+{
+    char first[64] = "", last[64] = "";
+    const char *slash = strchr(topic, '/');
+    size_t fl = slash ? (size_t)(slash - topic) : strlen(topic);
+    snprintf(first, sizeof first, "%.*s", (int)(fl < 63 ? fl : 63), topic);
+    const char *ls = strrchr(topic, '/');
+    snprintf(last, sizeof last, "%s", ls ? ls + 1 : topic);
+    if (strcmp(first, "council") == 0 && strcmp(last, "event") == 0 && payload) {
+        json_object *t;
+        if (json_object_object_get_ex(payload, "type", &t) &&
+            json_object_is_type(t, json_type_string) &&
+            gw_council_live_type(json_object_get_string(t))) {
+            snprintf(out, outlen, "%s", json_object_get_string(t));
+            return;
+        }
+    }
+    snprintf(out, outlen, "%s.%s", first, last);
+}

@@ -1,0 +1,359 @@
+/* hub.c - the live fan-out of the Theater log to SSE clients.
+ *
+ * One thread reads the log stream (XREAD BLOCK) and, under the hub lock,
+ * hands each entry to every client whose filters match: a copy of the
+ * frame goes on the client's bounded queue. A client whose queue is full
+ * is dropped at once (its connection is closed; it reconnects with
+ * Last-Event-ID and catches up from the log), so the reader never waits
+ * for a client and no client waits for another. Each client's reader
+ * runs on its own connection thread (http_api.h) and sleeps on its own
+ * condition variable until a frame or its next ping is due. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <vigil/clock.h>
+#include <vigil/log.h>
+#include <vigil/metrics.h>
+#include "adapter.h"
+
+#define READ_COUNT "512"
+#define READ_BLOCK_MS "500"
+/* A reader blocked on its condition variable cannot see its peer close
+ * the socket; an SSE comment line (invisible to EventSource) this often
+ * when idle makes the write fail and frees a vanished client's thread. */
+#define PROBE_MS 2000
+
+struct gw_client {
+    gw_hub *hub;
+    gw_filter_set filters;
+    gw_pos min_pos; /* entries at or before this are not for it (backlog covers them) */
+    char **q;
+    size_t *qlen;
+    int qhead, qn, qcap;
+    char *cur; /* the frame being written */
+    size_t cur_len, cur_off;
+    char *backlog;
+    size_t backlog_len, backlog_off;
+    bool dropped;
+    int64_t next_ping; /* monotonic ms */
+    int64_t next_probe; /* monotonic ms: a comment line, to notice a vanished peer */
+    pthread_cond_t cond;
+    gw_client *prev, *next;
+};
+
+static void gauge_clients(gw_hub *h)
+{
+    vigil_gauge_set("vigil_gateway_sse_clients", "connected SSE clients", NULL, h->nclients);
+}
+
+static void queue_clear(gw_client *c)
+{
+    for (int i = 0; i < c->qn; i++)
+        free(c->q[(c->qhead + i) % c->qcap]);
+    c->qn = 0;
+    c->qhead = 0;
+}
+
+/* Called with the hub lock held. */
+static void drop_client(gw_client *c, const char *why)
+{
+    if (c->dropped)
+        return;
+    c->dropped = true;
+    queue_clear(c);
+    vigil_counter_add("vigil_gateway_sse_dropped_total", "SSE clients dropped for falling behind",
+                      NULL, 1);
+    vigil_log(VIGIL_LOG_INFO, "sse: dropping a client: %s", why);
+    pthread_cond_signal(&c->cond);
+}
+
+static void dispatch(gw_hub *h, const char *id, const char *entry)
+{
+    gw_pos pos;
+    char topic[GW_TOPIC_MAX], event[96];
+    const char *data;
+    if (gw_pos_parse(id, &pos) != 0)
+        return;
+    h->last = pos;
+    if (gw_log_entry_split(entry, topic, sizeof topic, event, sizeof event, &data) != 0)
+        return;
+    char *frame = NULL;
+    size_t flen = 0;
+    for (gw_client *c = h->head; c; c = c->next) {
+        if (c->dropped || gw_pos_cmp(pos, c->min_pos) <= 0 ||
+            !gw_filters_match(&c->filters, topic, event))
+            continue;
+        if (!frame && !(frame = gw_sse_frame(id, event, data, &flen)))
+            return;
+        if (c->qn == c->qcap) {
+            drop_client(c, "its queue is full (a slow or stalled reader)");
+            continue;
+        }
+        char *copy = malloc(flen + 1);
+        if (!copy) {
+            drop_client(c, "out of memory");
+            continue;
+        }
+        memcpy(copy, frame, flen + 1);
+        int slot = (c->qhead + c->qn) % c->qcap;
+        c->q[slot] = copy;
+        c->qlen[slot] = flen;
+        c->qn++;
+        pthread_cond_signal(&c->cond);
+    }
+    free(frame);
+}
+
+/* Reads the log's last id (where live delivery starts). 0 ok, -1 retry. */
+static int read_tail(gw_hub *h, vigil_redis *r)
+{
+    redisReply *rep = vigil_redis_command(r, "XREVRANGE %s + - COUNT 1", h->key);
+    int rc = -1;
+    if (rep && rep->type == REDIS_REPLY_ARRAY) {
+        gw_pos p = {0, 0};
+        if (rep->elements == 1 && rep->element[0]->type == REDIS_REPLY_ARRAY &&
+            rep->element[0]->elements >= 1 && rep->element[0]->element[0]->type == REDIS_REPLY_STRING)
+            gw_pos_parse(rep->element[0]->element[0]->str, &p);
+        pthread_mutex_lock(&h->mu);
+        h->last = p;
+        h->have_last = true;
+        pthread_mutex_unlock(&h->mu);
+        rc = 0;
+    }
+    if (rep)
+        freeReplyObject(rep);
+    return rc;
+}
+
+static void *hub_main(void *arg)
+{
+    gw_hub *h = arg;
+    vigil_runtime_conn *conn = vigil_runtime_conn_open(h->rt);
+    vigil_redis *r = conn ? vigil_runtime_conn_redis(conn) : NULL;
+    int attempt = 0;
+    while (r && !atomic_load(&h->stop) && read_tail(h, r) != 0)
+        vigil_sleep_ms(vigil_backoff_ms(attempt++, 100, 2000), NULL);
+    attempt = 0;
+    while (r && !atomic_load(&h->stop)) {
+        char last[48];
+        pthread_mutex_lock(&h->mu);
+        gw_pos_format(h->last, last, sizeof last);
+        pthread_mutex_unlock(&h->mu);
+        const char *argv[] = {"XREAD", "COUNT", READ_COUNT, "BLOCK", READ_BLOCK_MS, "STREAMS", h->key, last};
+        redisReply *rep = vigil_redis_commandv(r, 8, argv, NULL);
+        if (!rep || rep->type == REDIS_REPLY_ERROR) {
+            if (rep)
+                freeReplyObject(rep);
+            vigil_sleep_ms(vigil_backoff_ms(attempt++, 100, 2000), NULL);
+            continue;
+        }
+        attempt = 0;
+        if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 1) {
+            redisReply *s = rep->element[0];
+            redisReply *entries = s->type == REDIS_REPLY_ARRAY && s->elements == 2 ? s->element[1] : NULL;
+            pthread_mutex_lock(&h->mu);
+            for (size_t i = 0; entries && i < entries->elements; i++) {
+                redisReply *e = entries->element[i];
+                if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+                    e->element[0]->type != REDIS_REPLY_STRING ||
+                    e->element[1]->type != REDIS_REPLY_ARRAY || e->element[1]->elements < 2)
+                    continue;
+                redisReply *val = e->element[1]->element[1];
+                if (val->type == REDIS_REPLY_STRING)
+                    dispatch(h, e->element[0]->str, val->str);
+            }
+            pthread_mutex_unlock(&h->mu);
+        }
+        freeReplyObject(rep);
+    }
+    vigil_runtime_conn_close(conn);
+    return NULL;
+}
+
+int gw_hub_start(gw_hub *h, vigil_runtime *rt, const char *key, int qcap, int64_t ping_ms)
+{
+    h->rt = rt;
+    snprintf(h->key, sizeof h->key, "%s", key);
+    h->qcap = qcap;
+    h->ping_ms = ping_ms;
+    atomic_store(&h->stop, 0);
+    if (pthread_create(&h->thread, NULL, hub_main, h) != 0)
+        return -1;
+    h->running = true;
+    gauge_clients(h);
+    return 0;
+}
+
+void gw_hub_stop(gw_hub *h)
+{
+    atomic_store(&h->stop, 1);
+    pthread_mutex_lock(&h->mu);
+    for (gw_client *c = h->head; c; c = c->next)
+        pthread_cond_signal(&c->cond);
+    pthread_mutex_unlock(&h->mu);
+    if (h->running)
+        pthread_join(h->thread, NULL);
+    h->running = false;
+}
+
+gw_client *gw_hub_join(gw_hub *h, const gw_filter_set *fs, const gw_pos *since, gw_pos *from)
+{
+    gw_client *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->q = calloc((size_t)h->qcap, sizeof *c->q);
+    c->qlen = calloc((size_t)h->qcap, sizeof *c->qlen);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int crc = pthread_cond_init(&c->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    if (!c->q || !c->qlen || crc != 0) {
+        free(c->q);
+        free(c->qlen);
+        free(c);
+        return NULL;
+    }
+    c->hub = h;
+    c->filters = *fs;
+    c->qcap = h->qcap;
+    c->next_ping = vigil_mono_ms() + h->ping_ms;
+    c->next_probe = vigil_mono_ms() + PROBE_MS;
+    pthread_mutex_lock(&h->mu);
+    if (atomic_load(&h->stop) || !h->have_last) {
+        pthread_mutex_unlock(&h->mu);
+        pthread_cond_destroy(&c->cond);
+        free(c->q);
+        free(c->qlen);
+        free(c);
+        return NULL;
+    }
+    *from = h->last;
+    c->min_pos = h->last;
+    if (since && gw_pos_cmp(*since, h->last) > 0)
+        c->min_pos = *since;
+    c->next = h->head;
+    if (h->head)
+        h->head->prev = c;
+    h->head = c;
+    h->nclients++;
+    gauge_clients(h);
+    pthread_mutex_unlock(&h->mu);
+    return c;
+}
+
+void gw_client_set_backlog(gw_client *c, char *buf, size_t len)
+{
+    pthread_mutex_lock(&c->hub->mu);
+    free(c->backlog);
+    c->backlog = buf;
+    c->backlog_len = len;
+    c->backlog_off = 0;
+    pthread_mutex_unlock(&c->hub->mu);
+}
+
+static size_t take(char *dst, size_t max, const char *src, size_t len, size_t *off)
+{
+    size_t n = len - *off < max ? len - *off : max;
+    memcpy(dst, src + *off, n);
+    *off += n;
+    return n;
+}
+
+/* Blocks until there is something to send: backlog first, then queued
+ * frames, a ping when one is due; ends the stream when the client was
+ * dropped (error: the connection is cut) or the gateway stops. */
+ssize_t gw_client_read(void *cls, char *buf, size_t max)
+{
+    gw_client *c = cls;
+    gw_hub *h = c->hub;
+    ssize_t out = 0;
+    pthread_mutex_lock(&h->mu);
+    for (;;) {
+        if (c->backlog && c->backlog_off < c->backlog_len) {
+            out = (ssize_t)take(buf, max, c->backlog, c->backlog_len, &c->backlog_off);
+            break;
+        }
+        if (c->cur) {
+            out = (ssize_t)take(buf, max, c->cur, c->cur_len, &c->cur_off);
+            if (c->cur_off == c->cur_len) {
+                free(c->cur);
+                c->cur = NULL;
+            }
+            break;
+        }
+        if (c->dropped) {
+            out = VIGIL_HTTP_STREAM_ERROR;
+            break;
+        }
+        if (atomic_load(&h->stop)) {
+            out = VIGIL_HTTP_STREAM_END;
+            break;
+        }
+        if (c->qn) {
+            c->cur = c->q[c->qhead];
+            c->cur_len = c->qlen[c->qhead];
+            c->cur_off = 0;
+            c->qhead = (c->qhead + 1) % c->qcap;
+            c->qn--;
+            continue;
+        }
+        int64_t now = vigil_mono_ms();
+        if (now >= c->next_ping) {
+            char data[64];
+            snprintf(data, sizeof data, "{\"ts\":%lld}", (long long)vigil_now_ms());
+            c->cur = gw_sse_frame(NULL, "ping", data, &c->cur_len);
+            c->cur_off = 0;
+            c->next_ping = now + h->ping_ms;
+            if (!c->cur) {
+                out = VIGIL_HTTP_STREAM_ERROR;
+                break;
+            }
+            continue;
+        }
+        if (now >= c->next_probe) {
+            static const char probe[] = ":\n\n";
+            c->next_probe = now + PROBE_MS;
+            memcpy(buf, probe, max < sizeof probe - 1 ? max : sizeof probe - 1);
+            out = (ssize_t)(max < sizeof probe - 1 ? max : sizeof probe - 1);
+            break;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t wait = (c->next_ping < c->next_probe ? c->next_ping : c->next_probe) - now;
+        ts.tv_sec += wait / 1000;
+        ts.tv_nsec += (wait % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&c->cond, &h->mu, &ts);
+    }
+    if (out > 0)
+        c->next_probe = vigil_mono_ms() + PROBE_MS;
+    pthread_mutex_unlock(&h->mu);
+    return out;
+}
+
+void gw_client_leave(void *cls)
+{
+    gw_client *c = cls;
+    gw_hub *h = c->hub;
+    pthread_mutex_lock(&h->mu);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        h->head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    h->nclients--;
+    gauge_clients(h);
+    queue_clear(c);
+    pthread_mutex_unlock(&h->mu);
+    pthread_cond_destroy(&c->cond);
+    free(c->cur);
+    free(c->backlog);
+    free(c->q);
+    free(c->qlen);
+    free(c);
+}

@@ -1,0 +1,76 @@
+/* intake.c - what the gateway takes from the broker: every topic the
+ * Theater shows is appended, once (the runtime dedupes redeliveries by
+ * input id), to the gateway's log stream, whose entry ids are the SSE
+ * positions; state topics also replace their kept latest entry (for
+ * ?snapshot=1); and the presence records' timers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vigil/effects.h>
+#include "adapter.h"
+
+/* Every level between the first and the last must be an id: they are the
+ * room, persona, session or service names the page shows. */
+int gateway_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][VIGIL_KEY_MAX],
+                  int max_keys, void **parsed, vigil_error *err)
+{
+    (void)ctx;
+    (void)rt;
+    (void)parsed;
+    bool logged = false;
+    for (int i = 0; GATEWAY_SUBSCRIPTIONS[i]; i++)
+        if (gw_topic_match(GATEWAY_SUBSCRIPTIONS[i], in->topic))
+            logged = true;
+    if (!logged)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "topic %s is not one the gateway logs",
+                               in->topic);
+    for (int i = 1; i < in->nparts - 1; i++) {
+        const char *idp;
+        if (vigil_input_topic_id(in, i, NULL, &idp, err) != 0)
+            return -1;
+    }
+    return vigil_route_add_key(keys, 0, max_keys, GATEWAY_LOG_KEY);
+}
+
+int gateway_apply(void *ctx, const char *key, const char *state_json, const vigil_input *in,
+                  const void *parsed, int64_t now_ms, vigil_effects *fx, vigil_error *err)
+{
+    gateway *g = ctx;
+    (void)key;
+    (void)state_json;
+    (void)parsed;
+    (void)now_ms;
+    char *entry = gw_log_entry(in->topic, in->body);
+    if (!entry)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "cannot serialize the payload");
+    int rc = vigil_fx_stream_add(fx, GATEWAY_LOG_NAME, entry, g->cfg.log_maxlen, 0);
+    if (rc == 0 && gw_topic_is_snapshot(in->topic)) {
+        /* the latest state of this topic, for ?snapshot=1 (same commit) */
+        char name[VIGIL_TOPIC_MAX + 16];
+        snprintf(name, sizeof name, "%s%s", GATEWAY_SNAP_PREFIX, in->topic);
+        rc = vigil_fx_key_set(fx, name, entry);
+        if (rc == 0)
+            rc = vigil_fx_set_add(fx, GATEWAY_SNAP_SET, in->topic);
+    }
+    free(entry);
+    if (rc != 0)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "cannot log the payload");
+    return 0;
+}
+
+/* A presence record's deadline: statuses are derived again at now. */
+int gateway_on_timer(void *ctx, const char *key, const char *state_json, const char *timer_name,
+                     int64_t due_ms, int64_t now_ms, vigil_effects *fx)
+{
+    gateway *g = ctx;
+    if (strncmp(key, "user:", 5) != 0 || strcmp(timer_name, GATEWAY_PRESENCE_TIMER) != 0)
+        return 0;
+    gw_presence_out po;
+    if (gw_presence_tick(&g->cfg.presence, key + 5, state_json, now_ms, &po) != GW_PRESENCE_OK)
+        return -1;
+    char base[96];
+    snprintf(base, sizeof base, "tick-%lld", (long long)due_ms);
+    int rc = gateway_presence_fx(key + 5, &po, base, now_ms, fx);
+    gw_presence_out_free(&po);
+    return rc;
+}

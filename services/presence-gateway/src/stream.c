@@ -1,0 +1,206 @@
+/* stream.c - GET /api/autonomous/deliberations/live and GET /api/events:
+ * Server-Sent Events out of the Theater log.
+ *
+ * A client starts after Last-Event-ID (header) or ?since= (a log
+ * position; 0 = the whole log), else at the live end. It joins the hub
+ * first, then reads the backlog (since, join position] from the log
+ * itself, so together they miss nothing still in the log and repeat
+ * nothing. Its first frame is `connected`; with ?snapshot=1 the kept
+ * latest state of every matching state topic follows (frames without id),
+ * before the backlog and the live entries. */
+#include <stdlib.h>
+#include <string.h>
+#include <vigil/clock.h>
+#include <vigil/json.h>
+#include <vigil/metrics.h>
+#include "adapter.h"
+
+#define PAGE "500"
+
+typedef struct buf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} buf;
+
+static void buf_add(buf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+/* Appends the frames of the log entries in (since, upto] that match. */
+static int read_backlog(gateway *g, gw_pos since, gw_pos upto, const gw_filter_set *fs, buf *b)
+{
+    vigil_runtime_conn *conn = gw_pool_take(g);
+    if (!conn)
+        return -1;
+    vigil_redis *r = vigil_runtime_conn_redis(conn);
+    char from[64], to[48];
+    char p[48];
+    gw_pos_format(since, p, sizeof p);
+    snprintf(from, sizeof from, "(%s", p);
+    gw_pos_format(upto, to, sizeof to);
+    int rc = 0;
+    for (;;) {
+        const char *argv[] = {"XRANGE", g->hub.key, from, to, "COUNT", PAGE};
+        redisReply *rep = vigil_redis_commandv(r, 6, argv, NULL);
+        if (!rep || rep->type != REDIS_REPLY_ARRAY) {
+            if (rep)
+                freeReplyObject(rep);
+            rc = -1;
+            break;
+        }
+        size_t n = rep->elements;
+        for (size_t i = 0; i < n; i++) {
+            redisReply *e = rep->element[i];
+            if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || e->element[1]->elements < 2)
+                continue;
+            const char *id = e->element[0]->str;
+            const char *entry = e->element[1]->element[1]->str;
+            char topic[GW_TOPIC_MAX], event[96];
+            const char *data;
+            if (gw_log_entry_split(entry, topic, sizeof topic, event, sizeof event, &data) == 0 &&
+                gw_filters_match(fs, topic, event)) {
+                size_t fl;
+                char *frame = gw_sse_frame(id, event, data, &fl);
+                if (frame)
+                    buf_add(b, frame, fl);
+                free(frame);
+            }
+            if (i + 1 == n)
+                snprintf(from, sizeof from, "(%s", id);
+        }
+        freeReplyObject(rep);
+        if (n < (size_t)atoi(PAGE))
+            break;
+    }
+    if (rc == 0)
+        gw_pool_put(g, conn);
+    else
+        vigil_runtime_conn_close(conn);
+    return b->oom ? -1 : rc;
+}
+
+/* Appends the kept latest entry of every state topic that matches, as
+ * frames without id (they are states, not log positions). */
+static int read_snapshot(gateway *g, const gw_filter_set *fs, buf *b)
+{
+    vigil_runtime_conn *conn = gw_pool_take(g);
+    if (!conn)
+        return -1;
+    vigil_redis *r = vigil_runtime_conn_redis(conn);
+    redisReply *members = vigil_redis_command(r, "SMEMBERS %s", g->snap_set);
+    if (!members || members->type != REDIS_REPLY_ARRAY) {
+        if (members)
+            freeReplyObject(members);
+        vigil_runtime_conn_close(conn);
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < members->elements && rc == 0; i++) {
+        redisReply *m = members->element[i];
+        if (m->type != REDIS_REPLY_STRING || !gw_filters_match(fs, m->str, "state"))
+            continue;
+        redisReply *v = vigil_redis_command(r, "GET %s%s", g->snap_prefix, m->str);
+        if (!v) {
+            rc = -1;
+            break;
+        }
+        char topic[GW_TOPIC_MAX], event[96];
+        const char *data;
+        if (v->type == REDIS_REPLY_STRING &&
+            gw_log_entry_split(v->str, topic, sizeof topic, event, sizeof event, &data) == 0 &&
+            gw_filters_match(fs, topic, event)) {
+            size_t fl;
+            char *frame = gw_sse_frame(NULL, event, data, &fl);
+            if (frame)
+                buf_add(b, frame, fl);
+            free(frame);
+        }
+        freeReplyObject(v);
+    }
+    freeReplyObject(members);
+    if (rc == 0)
+        gw_pool_put(g, conn);
+    else
+        vigil_runtime_conn_close(conn);
+    return b->oom ? -1 : rc;
+}
+
+void gateway_api_stream(gateway *g, vigil_http_req *req, bool council_live)
+{
+    gw_filter_set fs;
+    char err[200];
+    if (council_live) {
+        gw_filters_council_live(&fs);
+    } else if (gw_filters_parse(vigil_http_req_query(req, "topics"), &fs, err, sizeof err) != 0) {
+        gateway_error(req, 400, err);
+        return;
+    }
+    const char *since_s = vigil_http_req_header(req, "Last-Event-ID");
+    if (!since_s || !*since_s)
+        since_s = vigil_http_req_query(req, "since");
+    gw_pos since;
+    bool have_since = since_s && *since_s;
+    if (have_since && gw_pos_parse(since_s, &since) != 0) {
+        gateway_error(req, 400, "Last-Event-ID / since must be a log position (as sent in id:)");
+        return;
+    }
+    gw_pos from;
+    gw_client *c = gw_hub_join(&g->hub, &fs, have_since ? &since : NULL, &from);
+    if (!c) {
+        gateway_error(req, 503, "the stream is not ready (Redis not reached yet, or shutting down)");
+        return;
+    }
+    buf b = {0};
+    char pos[48];
+    gw_pos_format(from, pos, sizeof pos);
+    json_object *hello = json_object_new_object();
+    json_object_object_add(hello, "position", json_object_new_string(pos));
+    json_object *topics = json_object_new_array();
+    for (int i = 0; i < fs.n; i++)
+        json_object_array_add(topics, json_object_new_string(fs.f[i]));
+    json_object_object_add(hello, "topics", topics);
+    json_object_object_add(hello, "ping_ms", json_object_new_int64(g->cfg.ping_ms));
+    json_object_object_add(hello, "ts", json_object_new_int64(vigil_now_ms()));
+    char *hs = vigil_json_dump(hello);
+    json_object_put(hello);
+    size_t hl;
+    char *hf = hs ? gw_sse_frame(NULL, "connected", hs, &hl) : NULL;
+    free(hs);
+    static const char retry[] = "retry: 2000\n\n";
+    buf_add(&b, retry, sizeof retry - 1);
+    if (hf)
+        buf_add(&b, hf, hl);
+    free(hf);
+    const char *snap = vigil_http_req_query(req, "snapshot");
+    bool want_snap = snap && strcmp(snap, "1") == 0;
+    if (!hf || (want_snap && read_snapshot(g, &fs, &b) != 0) ||
+        (have_since && gw_pos_cmp(since, from) < 0 && read_backlog(g, since, from, &fs, &b) != 0)) {
+        free(b.p);
+        gw_client_leave(c);
+        gateway_error(req, 503, "cannot read the log (Redis unreachable)");
+        return;
+    }
+    gw_client_set_backlog(c, b.p, b.n);
+    vigil_counter_add("vigil_gateway_sse_connections_total", "SSE connections accepted", NULL, 1);
+    unsigned idle = (unsigned)(g->cfg.ping_ms / 1000 * 2 + 10);
+    vigil_http_respond_stream(req, 200, "text/event-stream; charset=utf-8", gw_client_read, c,
+                            gw_client_leave, idle);
+}

@@ -1,0 +1,192 @@
+/* test_presence.c - presence statuses from heartbeats (seed 000,
+ * "Presence Indicators"), with an injected clock: active within 2 min of
+ * activity, idle 2-5 min, away after 5 min or when heartbeats stop; only
+ * changes are reported; the best session wins a room. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "gateway.h"
+
+#define MIN (60 * 1000LL)
+#define T0 1700000000000LL
+
+static gw_presence_cfg cfg(void)
+{
+    gw_presence_cfg c;
+    gw_presence_cfg_init(&c);
+    return c;
+}
+
+/* Applies a beat and swaps the state in place. */
+static gw_presence_out beat(char **state, const char *session, const char *const *rooms, int n,
+                            gw_status claimed, int64_t la, int64_t now)
+{
+    gw_presence_cfg c = cfg();
+    gw_beat b = {.user = "joel", .session = session, .rooms = rooms, .nrooms = n,
+                 .claimed = claimed, .last_activity = la};
+    gw_presence_out o;
+    assert_int_equal(gw_presence_beat(&c, *state, &b, now, &o), GW_PRESENCE_OK);
+    free(*state);
+    *state = strdup(o.new_state);
+    return o;
+}
+
+static gw_presence_out tick(char **state, int64_t now)
+{
+    gw_presence_cfg c = cfg();
+    gw_presence_out o;
+    assert_int_equal(gw_presence_tick(&c, "joel", *state, now, &o), GW_PRESENCE_OK);
+    free(*state);
+    *state = strdup(o.new_state);
+    return o;
+}
+
+static void test_derive_thresholds(void **s)
+{
+    (void)s;
+    gw_presence_cfg c = cfg();
+    assert_int_equal(gw_presence_derive(&c, T0, T0, GW_ACTIVE, T0), GW_ACTIVE);
+    assert_int_equal(gw_presence_derive(&c, T0, T0 + 119999, GW_ACTIVE, T0 + 2 * MIN - 1), GW_ACTIVE);
+    assert_int_equal(gw_presence_derive(&c, T0, T0 + 2 * MIN, GW_ACTIVE, T0 + 2 * MIN), GW_IDLE);
+    assert_int_equal(gw_presence_derive(&c, T0, T0 + 5 * MIN - 1, GW_ACTIVE, T0 + 5 * MIN - 1), GW_IDLE);
+    assert_int_equal(gw_presence_derive(&c, T0, T0 + 5 * MIN, GW_ACTIVE, T0 + 5 * MIN), GW_AWAY);
+    /* the browser's own claim can only make it worse */
+    assert_int_equal(gw_presence_derive(&c, T0, T0, GW_AWAY, T0), GW_AWAY);
+    assert_int_equal(gw_presence_derive(&c, T0, T0, GW_IDLE, T0), GW_IDLE);
+    /* heartbeats stopped for expire_ms (2 min): away whatever the activity */
+    assert_int_equal(gw_presence_derive(&c, T0 + 3 * MIN, T0, GW_ACTIVE, T0 + 3 * MIN), GW_AWAY);
+}
+
+static void test_beat_then_idle_then_away_by_timer(void **s)
+{
+    (void)s;
+    char *st = NULL;
+    const char *rooms[] = {"general"};
+    gw_presence_out o = beat(&st, "tab1", rooms, 1, GW_ACTIVE, T0, T0);
+    assert_int_equal(o.nchanges, 1);
+    assert_string_equal(o.changes[0].room, "general");
+    assert_string_equal(o.changes[0].session, "tab1");
+    assert_int_equal(o.changes[0].status, GW_ACTIVE);
+    assert_int_equal(o.next_due, T0 + 2 * MIN); /* idle time and expiry coincide */
+    gw_presence_out_free(&o);
+    /* beats every 30 s without activity: idle at 2 min, away at 5 min */
+    int64_t now = T0;
+    int statuses[8], n = 0;
+    for (now = T0 + 30000; now <= T0 + 6 * MIN; now += 30000) {
+        o = beat(&st, "tab1", rooms, 1, GW_ACTIVE, T0, now);
+        for (int i = 0; i < o.nchanges; i++)
+            statuses[n++] = o.changes[i].status;
+        if (o.nchanges)
+            assert_true(now == T0 + 2 * MIN || now == T0 + 5 * MIN);
+        gw_presence_out_free(&o);
+    }
+    assert_int_equal(n, 2);
+    assert_int_equal(statuses[0], GW_IDLE);
+    assert_int_equal(statuses[1], GW_AWAY);
+    /* activity again: active */
+    o = beat(&st, "tab1", rooms, 1, GW_ACTIVE, now, now);
+    assert_int_equal(o.nchanges, 1);
+    assert_int_equal(o.changes[0].status, GW_ACTIVE);
+    gw_presence_out_free(&o);
+    free(st);
+}
+
+static void test_heartbeats_stop_session_expires(void **s)
+{
+    (void)s;
+    char *st = NULL;
+    const char *rooms[] = {"general", "ops"};
+    gw_presence_out o = beat(&st, "tab1", rooms, 2, GW_ACTIVE, T0, T0);
+    assert_int_equal(o.nchanges, 2);
+    gw_presence_out_free(&o);
+    /* the timer at 2 min: no beat since T0 -> gone -> away in both rooms */
+    o = tick(&st, T0 + 2 * MIN);
+    assert_int_equal(o.nchanges, 2);
+    assert_int_equal(o.changes[0].status, GW_AWAY);
+    assert_int_equal(o.changes[1].status, GW_AWAY);
+    assert_int_equal(o.next_due, 0);
+    gw_presence_out_free(&o);
+    /* nothing left to say */
+    o = tick(&st, T0 + 10 * MIN);
+    assert_int_equal(o.nchanges, 0);
+    assert_null(strstr(o.new_state, "general"));
+    gw_presence_out_free(&o);
+    free(st);
+}
+
+static void test_best_session_wins_and_leaving_a_room(void **s)
+{
+    (void)s;
+    char *st = NULL;
+    const char *both[] = {"general", "ops"}, *gen[] = {"general"};
+    gw_presence_out o = beat(&st, "a", both, 2, GW_ACTIVE, T0, T0);
+    gw_presence_out_free(&o);
+    /* a second tab that is idle changes nothing: a keeps the rooms active */
+    o = beat(&st, "b", gen, 1, GW_IDLE, T0, T0 + 1000);
+    assert_int_equal(o.nchanges, 0);
+    gw_presence_out_free(&o);
+    /* a leaves ops: ops goes away (nobody there); general stays active */
+    o = beat(&st, "a", gen, 1, GW_ACTIVE, T0 + 2000, T0 + 2000);
+    assert_int_equal(o.nchanges, 1);
+    assert_string_equal(o.changes[0].room, "ops");
+    assert_int_equal(o.changes[0].status, GW_AWAY);
+    gw_presence_out_free(&o);
+    /* a claims away (hidden tab): general falls to b's idle */
+    o = beat(&st, "a", gen, 1, GW_AWAY, T0 + 3000, T0 + 3000);
+    assert_int_equal(o.nchanges, 1);
+    assert_int_equal(o.changes[0].status, GW_IDLE);
+    assert_string_equal(o.changes[0].session, "b");
+    gw_presence_out_free(&o);
+    free(st);
+}
+
+static void test_future_activity_clamped_and_bad_state(void **s)
+{
+    (void)s;
+    char *st = strdup("[not a record]");
+    const char *rooms[] = {"general"};
+    gw_presence_out o = beat(&st, "t", rooms, 1, GW_ACTIVE, T0 + 10 * MIN, T0);
+    assert_int_equal(o.nchanges, 1);
+    assert_int_equal(o.changes[0].last_activity, T0);
+    gw_presence_out_free(&o);
+    json_object *p = gw_presence_payload("joel", &(gw_presence_change){"general", "t", GW_IDLE, T0}, T0 + 5);
+    assert_string_equal(json_object_get_string(json_object_object_get(p, "status")), "idle");
+    assert_int_equal(json_object_get_int64(json_object_object_get(p, "ts")), T0 + 5);
+    json_object_put(p);
+    free(st);
+}
+
+static void test_session_cap(void **s)
+{
+    (void)s;
+    char *st = NULL;
+    const char *rooms[] = {"general"};
+    char sid[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(sid, sizeof sid, "s%d", i);
+        gw_presence_out o = beat(&st, sid, rooms, 1, GW_ACTIVE, T0 + i, T0 + i);
+        gw_presence_out_free(&o);
+    }
+    json_object *j = json_tokener_parse(st);
+    assert_int_equal(json_object_object_length(json_object_object_get(j, "sessions")), 16);
+    json_object_put(j);
+    free(st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_derive_thresholds),
+        cmocka_unit_test(test_beat_then_idle_then_away_by_timer),
+        cmocka_unit_test(test_heartbeats_stop_session_expires),
+        cmocka_unit_test(test_best_session_wins_and_leaving_a_room),
+        cmocka_unit_test(test_future_activity_clamped_and_bad_state),
+        cmocka_unit_test(test_session_cap),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,187 @@
+/* test_stream.c - the Theater stream's pure parts: topic families and
+ * filters, MQTT matching, event names, log positions, stored entries and
+ * SSE frames; and request bodies. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "gateway.h"
+
+static void test_match(void **s)
+{
+    (void)s;
+    assert_true(gw_topic_match("room/+/message", "room/general/message"));
+    assert_false(gw_topic_match("room/+/message", "room/general/state"));
+    assert_false(gw_topic_match("room/+/message", "room/general/message/x"));
+    assert_false(gw_topic_match("room/+", "room/general/message"));
+    assert_true(gw_topic_match("room/#", "room/general/message"));
+    assert_true(gw_topic_match("room/#", "room"));
+    assert_true(gw_topic_match("#", "sys/a/b/status"));
+    assert_true(gw_topic_match("sys/+/+/status", "sys/a/b/status"));
+    assert_false(gw_topic_match("persona/ann/+", "persona/bob/state"));
+}
+
+static void test_snapshot_topics(void **s)
+{
+    (void)s;
+    assert_true(gw_topic_is_snapshot("persona/ann/state"));
+    assert_true(gw_topic_is_snapshot("room/general/state"));
+    assert_true(gw_topic_is_snapshot("sys/chat-router/i1/status"));
+    assert_true(gw_topic_is_snapshot("council/s1/state"));
+    assert_false(gw_topic_is_snapshot("room/general/message"));
+    assert_false(gw_topic_is_snapshot("persona/ann/dormancy"));
+    assert_false(gw_topic_is_snapshot("council/s1/event"));
+}
+
+static void test_filters(void **s)
+{
+    (void)s;
+    gw_filter_set fs;
+    char err[200];
+    assert_int_equal(gw_filters_parse("rooms,wake", &fs, err, sizeof err), 0);
+    assert_int_equal(fs.n, 2);
+    assert_true(gw_filters_match(&fs, "room/g/presence", "room.presence"));
+    assert_true(gw_filters_match(&fs, "persona/a/wake", "persona.wake"));
+    assert_false(gw_filters_match(&fs, "persona/a/dormancy", "persona.dormancy"));
+    assert_int_equal(gw_filters_parse("persona/ann/+,sys", &fs, err, sizeof err), 0);
+    assert_true(gw_filters_match(&fs, "persona/ann/state", "persona.state"));
+    assert_true(gw_filters_match(&fs, "sys/x/i/status", "sys.status"));
+    const char *bad[] = {"", "room/#/x", "room//x", "bogus family", "room/+/", "a+/b"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(gw_filters_parse(bad[i], &fs, err, sizeof err), -1);
+    assert_int_equal(gw_filters_parse(NULL, &fs, err, sizeof err), -1);
+    char many[400] = "";
+    for (int i = 0; i < 17; i++)
+        strcat(many, i ? ",room/x" : "room/x");
+    assert_int_equal(gw_filters_parse(many, &fs, err, sizeof err), -1);
+    /* the Theater stream: only the seed's six council event types */
+    gw_filters_council_live(&fs);
+    assert_true(gw_filters_match(&fs, "council/s/event", "question"));
+    assert_false(gw_filters_match(&fs, "council/s/event", "council.event"));
+    assert_false(gw_filters_match(&fs, "council/s/state", "council.state"));
+}
+
+static void test_event_names(void **s)
+{
+    (void)s;
+    char ev[96];
+    json_object *p = json_tokener_parse("{\"type\":\"session_paused\"}");
+    gw_event_name("council/s1/event", p, ev, sizeof ev);
+    assert_string_equal(ev, "session_paused");
+    json_object_put(p);
+    p = json_tokener_parse("{\"type\":\"weird\"}");
+    gw_event_name("council/s1/event", p, ev, sizeof ev);
+    assert_string_equal(ev, "council.event");
+    gw_event_name("sys/chat-router/i1/status", p, ev, sizeof ev);
+    assert_string_equal(ev, "sys.status");
+    gw_event_name("persona/ann/dormancy", p, ev, sizeof ev);
+    assert_string_equal(ev, "persona.dormancy");
+    json_object_put(p);
+}
+
+static void test_positions_entries_frames(void **s)
+{
+    (void)s;
+    gw_pos a, b;
+    assert_int_equal(gw_pos_parse("1700000000000-3", &a), 0);
+    assert_int_equal(gw_pos_parse("1700000000000", &b), 0);
+    assert_int_equal(gw_pos_cmp(b, a), -1);
+    assert_int_equal(gw_pos_parse("0", &b), 0);
+    assert_int_equal(gw_pos_cmp(b, a), -1);
+    const char *bad[] = {"", "-", "1-", "-1", "a-1", "1-2-3", "99999999999999999999999-1", "1 -2"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(gw_pos_parse(bad[i], &b), -1);
+    char out[48];
+    gw_pos_format(a, out, sizeof out);
+    assert_string_equal(out, "1700000000000-3");
+
+    json_object *p = json_tokener_parse("{\"text\":\"two\\nlines\",\"type\":\"question\"}");
+    char *e = gw_log_entry("council/s1/event", p);
+    char topic[GW_TOPIC_MAX], ev[96];
+    const char *data;
+    assert_int_equal(gw_log_entry_split(e, topic, sizeof topic, ev, sizeof ev, &data), 0);
+    assert_string_equal(topic, "council/s1/event");
+    assert_string_equal(ev, "question");
+    assert_null(strchr(data, '\n'));
+    json_object *d = json_tokener_parse(data);
+    assert_string_equal(json_object_get_string(json_object_object_get(d, "topic")), "council/s1/event");
+    json_object_put(d);
+    size_t len;
+    char *f = gw_sse_frame("1-2", ev, data, &len);
+    static const char head[] = "id: 1-2\nevent: question\ndata: {";
+    assert_int_equal(strncmp(f, head, sizeof head - 1), 0);
+    assert_int_equal(len, strlen(f));
+    assert_string_equal(f + len - 2, "\n\n");
+    free(f);
+    f = gw_sse_frame(NULL, "ping", "{}", &len);
+    assert_string_equal(f, "event: ping\ndata: {}\n\n");
+    free(f);
+    free(e);
+    json_object_put(p);
+    assert_int_equal(gw_log_entry_split("no newline", topic, sizeof topic, ev, sizeof ev, &data), -1);
+}
+
+static void test_request_bodies(void **s)
+{
+    (void)s;
+    gw_presence_cfg c;
+    gw_presence_cfg_init(&c);
+    char err[200];
+    const char *rooms[32];
+    gw_beat b;
+    json_object *o = json_tokener_parse("{\"session\":\"tab\",\"rooms\":[\"general\"],\"status\":\"idle\","
+                                        "\"last_activity\":5}");
+    assert_int_equal(gw_req_presence(o, "joel", &c, 100, &b, rooms, 32, err, sizeof err), GW_REQ_OK);
+    assert_int_equal(b.claimed, GW_IDLE);
+    assert_int_equal(b.last_activity, 5);
+    assert_string_equal(b.rooms[0], "general");
+    json_object_put(o);
+    o = json_tokener_parse("{\"user\":\"ann\",\"session\":\"tab\",\"rooms\":[]}");
+    assert_int_equal(gw_req_presence(o, "joel", &c, 100, &b, rooms, 32, err, sizeof err), GW_REQ_FORBIDDEN);
+    json_object_put(o);
+    const char *bad[] = {"{\"rooms\":[]}", "{\"session\":\"a b\",\"rooms\":[]}",
+                         "{\"session\":\"t\",\"rooms\":\"general\"}", "{\"session\":\"t\",\"rooms\":[1]}",
+                         "{\"session\":\"t\",\"rooms\":[],\"status\":\"gone\"}",
+                         "{\"session\":\"t\",\"rooms\":[],\"last_activity\":-1}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o = json_tokener_parse(bad[i]);
+        assert_int_equal(gw_req_presence(o, "joel", &c, 100, &b, rooms, 32, err, sizeof err), GW_REQ_BAD);
+        json_object_put(o);
+    }
+    json_object *pl;
+    o = json_tokener_parse("{\"text\":\"hi @ann\",\"mentions\":[\"ann\"],\"reply_to\":\"m1\"}");
+    assert_int_equal(gw_req_message(o, "general", "joel", "gw-1", 7, 100, &pl, err, sizeof err), GW_REQ_OK);
+    assert_string_equal(json_object_get_string(json_object_object_get(pl, "sender_type")), "human");
+    assert_string_equal(json_object_get_string(json_object_object_get(pl, "id")), "gw-1");
+    assert_int_equal(json_object_get_int64(json_object_object_get(pl, "ts")), 7);
+    json_object_put(pl);
+    json_object_put(o);
+    o = json_tokener_parse("{\"text\":\"xxxxxxxxxxx\"}");
+    assert_int_equal(gw_req_message(o, "general", "joel", "gw-1", 7, 10, &pl, err, sizeof err), GW_REQ_BAD);
+    json_object_put(o);
+    o = json_tokener_parse("{\"question_id\":\"s:question:1\",\"answer\":\"yes\",\"id\":\"a1\"}");
+    assert_int_equal(gw_req_answer(o, "joel", "gw-2", 9, 100, &pl, err, sizeof err), GW_REQ_OK);
+    assert_string_equal(json_object_get_string(json_object_object_get(pl, "id")), "a1");
+    assert_string_equal(json_object_get_string(json_object_object_get(pl, "by")), "joel");
+    json_object_put(pl);
+    json_object_put(o);
+    o = json_tokener_parse("{\"question_id\":\"q\"}");
+    assert_int_equal(gw_req_answer(o, "joel", "gw-2", 9, 100, &pl, err, sizeof err), GW_REQ_BAD);
+    json_object_put(o);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_match),
+        cmocka_unit_test(test_filters),
+        cmocka_unit_test(test_snapshot_topics),
+        cmocka_unit_test(test_event_names),
+        cmocka_unit_test(test_positions_entries_frames),
+        cmocka_unit_test(test_request_bodies),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

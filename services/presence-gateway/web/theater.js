@@ -1,0 +1,257 @@
+// Vigil Theater: rooms with their messages, persona dormancy badges with
+// their reasons, human presence, council deliberations and questions,
+// service health, all live from /api/events (Server-Sent Events); and the
+// presence heartbeats of the person viewing the page.
+"use strict";
+
+const params = new URLSearchParams(location.search);
+const BEAT_MS = Number(params.get("beat_ms")) || 30000; // the seed: every 30 s while active
+const SESSION = "tab-" + Math.random().toString(36).slice(2, 10);
+const MAX_MESSAGES = 200;
+const state = { user: null, rooms: new Map(), lastActivity: Date.now(), es: null, questions: new Map(), seen: new Set() };
+
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "dataset") Object.assign(e.dataset, v);
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const k of kids) e.append(k);
+  return e;
+}
+
+async function api(method, path, body) {
+  const r = await fetch(path, {
+    method, credentials: "include",
+    headers: body ? { "Content-Type": "application/json" } : {},
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  let data = null;
+  try { data = await r.json(); } catch (e) { /* empty body */ }
+  if (!r.ok) throw new Error((data && data.detail) || r.statusText);
+  return data;
+}
+
+// ---- rooms --------------------------------------------------------------
+
+function room(name) {
+  let r = state.rooms.get(name);
+  if (r) return r;
+  const messages = el("ul", { class: "messages" });
+  const badges = el("div", { class: "badges" });
+  const humans = el("div", { class: "humans" });
+  const input = el("input", { name: "text", placeholder: "Say something in " + name, autocomplete: "off" });
+  const form = el("form", {
+    onsubmit: async (ev) => {
+      ev.preventDefault();
+      const text = input.value.trim();
+      if (!text) return;
+      input.value = "";
+      try { await api("POST", `/api/rooms/${encodeURIComponent(name)}/messages`, { text }); }
+      catch (e) { input.value = text; alert(e.message); }
+    },
+  }, input, el("button", { type: "submit" }, "Send"));
+  const card = el("article", { class: "room", id: "room-" + name, dataset: { room: name } },
+    el("h3", {}, "#" + name), badges, humans, messages, form);
+  document.getElementById("rooms").append(card);
+  r = { name, card, messages, badges, humans, personas: new Map(), people: new Map() };
+  state.rooms.set(name, r);
+  soonBeat(); // a new room the viewer now sees
+  loadHistory(r);
+  return r;
+}
+
+function messageItem(m) {
+  return el("li", { dataset: { type: m.sender_type || "ai", id: m.id || "" } },
+    el("span", { class: "sender" }, m.sender || "?"), m.text || "");
+}
+
+// The room's recent log (chat-router's, through the gateway), placed
+// before whatever arrived live meanwhile.
+async function loadHistory(r) {
+  try {
+    const b = await api("GET", `/api/rooms/${encodeURIComponent(r.name)}/messages?limit=50`);
+    const first = r.messages.firstChild;
+    for (const m of b.messages || []) {
+      if (m.id && state.seen.has("m:" + m.id)) continue;
+      if (m.id) state.seen.add("m:" + m.id);
+      r.messages.insertBefore(messageItem(m), first);
+    }
+    r.messages.scrollTop = r.messages.scrollHeight;
+  } catch (e) { /* no log (chat-router not running): live messages only */ }
+}
+
+function addMessage(m) {
+  if (!m.room || (m.id && state.seen.has("m:" + m.id))) return;
+  if (m.id) state.seen.add("m:" + m.id);
+  const r = room(m.room);
+  r.messages.append(messageItem(m));
+  while (r.messages.children.length > MAX_MESSAGES) r.messages.firstChild.remove();
+  r.messages.scrollTop = r.messages.scrollHeight;
+}
+
+function setBadge(roomName, persona, level, reason) {
+  const r = room(roomName);
+  let b = r.personas.get(persona);
+  if (!b) {
+    b = el("span", { class: "badge", dataset: { persona } });
+    r.personas.set(persona, b);
+    r.badges.append(b);
+  }
+  b.dataset.level = level;
+  if (reason !== undefined) b.dataset.reason = reason;
+  b.textContent = `${persona} · ${level}`;
+  b.title = b.dataset.reason ? `${level}: ${b.dataset.reason}` : level;
+}
+
+function setPresence(p) {
+  const r = room(p.room);
+  let h = r.people.get(p.user);
+  if (!h) {
+    h = el("span", { class: "human", dataset: { user: p.user } });
+    r.people.set(p.user, h);
+    r.humans.append(h);
+  }
+  h.dataset.status = p.status;
+  h.textContent = `${p.user} (${p.status})`;
+}
+
+// ---- council ------------------------------------------------------------
+
+function councilEvent(type, d) {
+  const text = d.text || d.question || d.decision || d.content || d.result || d.reason || d.action || d.phase || "";
+  const list = document.getElementById("council");
+  list.append(el("li", { dataset: { type } }, el("span", { class: "type" }, type), `[${d.session || "?"}] ${text}`));
+  while (list.children.length > 100) list.firstChild.remove();
+  list.scrollTop = list.scrollHeight;
+  if (type === "question") addQuestion(d);
+  if (type === "session_ended") {
+    for (const [qid, q] of state.questions) if (q.session === d.session) removeQuestion(qid);
+  }
+}
+
+function addQuestion(d) {
+  const qid = d.question_id || d.id;
+  if (!qid || state.questions.has(qid)) return;
+  const input = el("input", { name: "answer", placeholder: "Your answer", autocomplete: "off" });
+  const status = el("span", { class: "status" });
+  const li = el("li", { dataset: { question: qid, session: d.session || "" } },
+    el("span", { class: "prio" }, "P" + (d.priority || 5)), d.text || d.question || qid,
+    el("form", {
+      onsubmit: async (ev) => {
+        ev.preventDefault();
+        const answer = input.value.trim();
+        if (!answer) return;
+        try {
+          await api("POST", `/api/council/${encodeURIComponent(d.session)}/answers`, { question_id: qid, answer });
+          removeQuestion(qid);
+        } catch (e) { status.textContent = e.message; }
+      },
+    }, input, el("button", { type: "submit" }, "Answer"), status));
+  // higher priority first
+  const list = document.getElementById("questions");
+  const before = [...list.children].find((x) => Number(x.dataset.priority) < (d.priority || 5));
+  li.dataset.priority = d.priority || 5;
+  list.insertBefore(li, before || null);
+  state.questions.set(qid, { session: d.session, li });
+  document.getElementById("q-count").textContent = state.questions.size;
+}
+
+function removeQuestion(qid) {
+  const q = state.questions.get(qid);
+  if (!q) return;
+  q.li.remove();
+  state.questions.delete(qid);
+  document.getElementById("q-count").textContent = state.questions.size;
+}
+
+// ---- service health -----------------------------------------------------
+
+function setHealth(s) {
+  const tbody = document.querySelector("#health tbody");
+  const key = `${s.service}/${s.instance}`;
+  let row = tbody.querySelector(`tr[data-key="${CSS.escape(key)}"]`);
+  if (!row) {
+    row = el("tr", { dataset: { key } }, el("td", {}, s.service), el("td", {}, s.instance), el("td", { class: "state" }));
+    tbody.append(row);
+  }
+  const st = row.querySelector(".state");
+  st.dataset.state = s.state;
+  st.textContent = s.state;
+}
+
+// ---- the live stream ----------------------------------------------------
+
+const HANDLERS = {
+  "room.message": addMessage,
+  "room.presence": (d) => d.room ? setPresence(d) : setPresence({ ...d, room: d.topic.split("/")[1] }),
+  "room.state": (d) => { for (const [p, level] of Object.entries(d.personas || {})) setBadge(d.room, p, level); },
+  "persona.state": (d) => {
+    for (const [r, v] of Object.entries(d.rooms || {})) setBadge(r, d.persona, v.level, v.trigger);
+  },
+  "persona.dormancy": (d) => setBadge(d.room, d.persona, d.level, d.reason || d.text),
+  "sys.status": setHealth,
+};
+for (const t of ["deliberation", "phase", "action", "question", "session_paused", "session_ended"]) {
+  HANDLERS[t] = (d) => councilEvent(t, d);
+}
+
+function connect() {
+  const conn = document.getElementById("conn");
+  // snapshot=1: the current states first (rooms, badges, services), then
+  // live; each room's recent messages come from its log (loadHistory).
+  // EventSource resends Last-Event-ID itself when it reconnects.
+  const es = new EventSource("/api/events?topics=rooms,personas,council,sys&snapshot=1", { withCredentials: true });
+  state.es = es;
+  es.addEventListener("connected", () => { conn.className = "conn on"; conn.textContent = "live"; });
+  es.onerror = () => { conn.className = "conn off"; conn.textContent = "reconnecting"; };
+  for (const [type, fn] of Object.entries(HANDLERS)) {
+    es.addEventListener(type, (ev) => {
+      try { fn(JSON.parse(ev.data)); } catch (e) { console.error(type, e); }
+    });
+  }
+}
+
+// ---- presence heartbeats --------------------------------------------------
+
+for (const ev of ["mousemove", "keydown", "scroll", "click", "touchstart"]) {
+  addEventListener(ev, () => { state.lastActivity = Date.now(); }, { passive: true });
+}
+document.addEventListener("visibilitychange", () => beat());
+
+let beatTimer = null;
+let soon = null;
+function soonBeat() { // one beat for a burst of new rooms
+  if (!soon) soon = setTimeout(() => { soon = null; beat(); }, 300);
+}
+async function beat() {
+  if (!state.user) return;
+  clearTimeout(beatTimer);
+  beatTimer = setTimeout(beat, BEAT_MS);
+  const rooms = [...state.rooms.keys()].slice(0, 32);
+  try {
+    await api("POST", "/api/presence", {
+      session: SESSION, rooms,
+      status: document.hidden ? "away" : "active",
+      last_activity: state.lastActivity,
+    });
+  } catch (e) { console.warn("presence", e.message); }
+}
+
+async function main() {
+  for (const r of (params.get("rooms") || "").split(",").filter(Boolean)) room(r);
+  try {
+    const me = await api("GET", "/api/whoami");
+    state.user = me.user;
+  } catch (e) {
+    document.getElementById("who").textContent = "not logged in";
+    document.getElementById("login").hidden = false;
+    return;
+  }
+  document.getElementById("who").textContent = "watching as " + state.user;
+  document.getElementById("app").hidden = false;
+  connect();
+  beat();
+}
+main();

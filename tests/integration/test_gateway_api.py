@@ -1,0 +1,285 @@
+"""presence-gateway over HTTP: presence beats and their statuses,
+messages in and out, council answers, auth, CORS, size and rate limits,
+every error code. Real mosquitto, Redis and gateway process."""
+
+import json
+import time
+
+import pytest
+
+from conftest import human, uid
+from gateway_client import SSE, TOKENS, auth, request, start_gateway
+from harness import scaled, wait_until
+
+JOEL = auth()
+
+
+def presence_events(col, room, since=0):
+    return col.events(f"room/{room}/presence", since=since)
+
+
+def test_presence_beats_status_changes_and_expiry(stack):
+    """active on the first beat; idle after IDLE_MS without activity; away
+    after AWAY_MS; a second session keeps the room active; when beats stop
+    the session is gone and the room goes away; each change once."""
+    gw = start_gateway(stack, VIGIL_GATEWAY_PRESENCE_IDLE_MS=1500, VIGIL_GATEWAY_PRESENCE_AWAY_MS=3000,
+                       VIGIL_GATEWAY_PRESENCE_EXPIRE_MS=6000)
+    col = stack.collector(["room/+/presence"])
+    room = uid("r")
+    now = int(time.time() * 1000)
+    st, _, body = request(gw.http_port, "POST", "/api/presence",
+                          {"session": "tab1", "rooms": [room], "status": "active", "last_activity": now}, JOEL)
+    assert st == 200, body
+    assert body["status"] == "active" and body["user"] == "joel"
+    col.wait_event(f"room/{room}/presence", lambda j: j["status"] == "active", timeout=scaled(5))
+    # no new activity: idle after 1.5 s, away after 3 s (timers, no beats needed)
+    col.wait_event(f"room/{room}/presence", lambda j: j["status"] == "idle", timeout=scaled(6))
+    col.wait_event(f"room/{room}/presence", lambda j: j["status"] == "away", timeout=scaled(6))
+    ev = presence_events(col, room)
+    assert [e["status"] for e in ev] == ["active", "idle", "away"], ev
+    for e in ev:
+        assert e["user"] == "joel" and e["session"] == "tab1" and e["last_activity"] == now
+    # activity again -> active; a beat without activity change keeps it (no repeat)
+    mark = col.mark()
+    for _ in range(3):
+        st, _, _ = request(gw.http_port, "POST", "/api/presence",
+                           {"session": "tab1", "rooms": [room], "last_activity": int(time.time() * 1000)}, JOEL)
+        assert st == 200
+    col.wait_event(f"room/{room}/presence", lambda j: j["status"] == "active", timeout=scaled(5), since=mark)
+    time.sleep(0.5)
+    assert [e["status"] for e in presence_events(col, room, since=mark)] == ["active"]
+    # heartbeats stop: after EXPIRE_MS the session is gone -> away (once)
+    mark = col.mark()
+    col.wait_event(f"room/{room}/presence", lambda j: j["status"] == "away", timeout=scaled(12), since=mark)
+    stats = [e["status"] for e in presence_events(col, room, since=mark)]
+    assert stats[-1] == "away" and stats.count("away") == 1, stats
+    from conftest import validate_outputs
+    assert validate_outputs(col, ("room/+/presence",)) >= 5
+
+
+def test_presence_best_session_and_rooms_left(stack):
+    gw = start_gateway(stack)
+    col = stack.collector(["room/+/presence"])
+    r1, r2 = uid("r"), uid("r")
+    now = int(time.time() * 1000)
+    assert request(gw.http_port, "POST", "/api/presence", {"session": "a", "rooms": [r1, r2]}, JOEL)[0] == 200
+    col.wait_count(f"room/+/presence", 2, timeout=scaled(5), key="id")
+    # another tab claims idle: the room stays active (best of sessions)
+    assert request(gw.http_port, "POST", "/api/presence",
+                   {"session": "b", "rooms": [r1], "status": "idle", "last_activity": now}, JOEL)[0] == 200
+    # tab a leaves r2 -> r2 away; r1 still active through a
+    mark = col.mark()
+    assert request(gw.http_port, "POST", "/api/presence", {"session": "a", "rooms": [r1]}, JOEL)[0] == 200
+    col.wait_event(f"room/{r2}/presence", lambda j: j["status"] == "away", timeout=scaled(5), since=mark)
+    time.sleep(0.3)
+    assert presence_events(col, r1, since=mark) == []
+    # the browser says away (tab hidden): away even with recent activity
+    assert request(gw.http_port, "POST", "/api/presence",
+                   {"session": "a", "rooms": [r1], "status": "away"}, JOEL)[0] == 200
+    col.wait_event(f"room/{r1}/presence", lambda j: j["status"] == "idle", timeout=scaled(5), since=mark)
+
+
+def test_messages_post_and_get_through_chat_router(stack):
+    gw = start_gateway(stack)
+    stack.service("chat-router")
+    col = stack.collector(["room/+/message"])
+    room = uid("r")
+    st, _, body = request(gw.http_port, "POST", f"/api/rooms/{room}/messages", {"text": "hello from the web"}, JOEL)
+    assert st == 202, body
+    m = col.wait_event(f"room/{room}/message", timeout=scaled(5))
+    assert m["sender"] == "joel" and m["sender_type"] == "human" and m["text"] == "hello from the web"
+    assert m["id"] == body["id"]
+    # the same client id twice is one message
+    st, _, b2 = request(gw.http_port, "POST", f"/api/rooms/{room}/messages", {"text": "once", "id": "cli-1"}, JOEL)
+    st3, _, b3 = request(gw.http_port, "POST", f"/api/rooms/{room}/messages", {"text": "once", "id": "cli-1"}, JOEL)
+    assert st == 202 and st3 == 202 and b3["duplicate"] is True and b2["duplicate"] is False
+    # the gateway's outbox publishes asynchronously: wait for it before
+    # publishing directly, so the log order is known
+    col.wait_event(f"room/{room}/message", lambda j: j["text"] == "once", timeout=scaled(5))
+    stack.publisher().publish(*human(room, "ann", "from mqtt"))
+
+    def log():
+        s, _, b = request(gw.http_port, "GET", f"/api/rooms/{room}/messages", headers=JOEL)
+        assert s == 200
+        return b["messages"] if len(b["messages"]) >= 3 else None
+    msgs = wait_until(log, scaled(10), "three messages in the room log")
+    assert [x["text"] for x in msgs] == ["hello from the web", "once", "from mqtt"]
+    # since= pages forward; limit bounds
+    s, _, b = request(gw.http_port, "GET", f"/api/rooms/{room}/messages?since={msgs[0]['log_id']}&limit=1", headers=JOEL)
+    assert s == 200 and [x["text"] for x in b["messages"]] == ["once"] and b["next"] == msgs[1]["log_id"]
+    s, _, b = request(gw.http_port, "GET", f"/api/rooms/{room}/messages?limit=2", headers=JOEL)
+    assert [x["text"] for x in b["messages"]] == ["once", "from mqtt"]
+    assert time.sleep(0.3) is None and len(col.events(f"room/{room}/message")) == 3
+    from conftest import validate_outputs
+    validate_outputs(col, ("room/+/message",))
+
+
+def test_council_answer_reaches_the_topic(stack):
+    gw = start_gateway(stack)
+    col = stack.collector(["council/+/answer"])
+    st, _, body = request(gw.http_port, "POST", "/api/council/s-9c1e/answers",
+                          {"question_id": "s-9c1e:question:2", "answer": "Yes, the uploader fix."}, JOEL)
+    assert st == 202, body
+    m = col.wait_event("council/s-9c1e/answer", timeout=scaled(5))
+    assert m["question_id"] == "s-9c1e:question:2" and m["answer"] == "Yes, the uploader fix." and m["by"] == "joel"
+    from conftest import validate_outputs
+    validate_outputs(col, ("council/+/answer",))
+
+
+API_ENDPOINTS = [
+    ("POST", "/api/presence", {"session": "t", "rooms": ["r"]}),
+    ("GET", "/api/rooms/general/messages", None),
+    ("POST", "/api/rooms/general/messages", {"text": "hi"}),
+    ("POST", "/api/council/s1/answers", {"question_id": "q1", "answer": "a"}),
+    ("GET", "/api/autonomous/deliberations/live", None),
+    ("GET", "/api/events?topics=rooms", None),
+    ("GET", "/api/whoami", None),
+    ("GET", "/api/nope", None),
+]
+
+
+def test_auth_on_every_endpoint_and_the_cookie(stack):
+    gw = start_gateway(stack)
+    p = gw.http_port
+    for method, path, body in API_ENDPOINTS:
+        for hdrs in ({}, {"Authorization": "Bearer not-a-known-token"}, {"Authorization": "Basic abc"},
+                     {"Cookie": "vigil_session=wrong-token-123"}):
+            st, h, b = request(p, method, path, body, hdrs)
+            assert st == 401, (method, path, hdrs, st, b)
+            assert b["error"] == "unauthorized" and b["detail"] and "bearer" in h.get("www-authenticate", "").lower()
+    # the page needs no token
+    st, h, text = request(p, "GET", "/")
+    assert st == 200 and "text/html" in h["content-type"] and "Vigil" in text
+    # /login sets the cookie and redirects to /
+    st, h, _ = request(p, "GET", "/login?token=tok-ann-0123456789")
+    assert st == 302 and h["location"] == "/"
+    ck = h["set-cookie"]
+    assert ck.startswith("vigil_session=tok-ann-0123456789") and "HttpOnly" in ck and "SameSite=Lax" in ck
+    assert request(p, "GET", "/login?token=bad-token-0000")[0] == 401
+    assert request(p, "GET", "/login")[0] == 400
+    cookie = {"Cookie": ck.split(";")[0]}
+    st, _, b = request(p, "GET", "/api/whoami", headers=cookie)
+    assert st == 200 and b == {"user": "ann"}
+    # with a valid token every endpoint answers (streams: 200 and a connected frame)
+    for method, path, body in API_ENDPOINTS:
+        if "live" in path or "events" in path:
+            s = SSE(p, path, cookie)
+            assert s.status == 200 and s.next()["event"] == "connected"
+            s.close()
+            continue
+        st, _, b = request(p, method, path, body, cookie)
+        assert st in (200, 202, 404), (path, st, b)
+        assert (st == 404) == path.endswith("nope")
+
+
+def test_every_error_code(stack):
+    gw = start_gateway(stack, VIGIL_GATEWAY_MAX_BODY=1024, VIGIL_GATEWAY_RATE=5,
+                       VIGIL_GATEWAY_ORIGINS="http://theater.example")
+    p = gw.http_port
+    bob = auth("tok-bob-0123456789")
+
+    def err(st, expect, b):
+        assert st == expect, (st, b)
+        assert set(b) == {"error", "detail"} and b["detail"], b
+        return b["error"]
+    # 400: not JSON, wrong types, bad ids, bad query values, invalid UTF-8
+    cases = [
+        ("POST", "/api/presence", None, b"not json"),
+        ("POST", "/api/presence", None, b'{"session": 5, "rooms": []}'),
+        ("POST", "/api/presence", None, b'{"session": "s", "rooms": ["bad/room"]}'),
+        ("POST", "/api/presence", None, b'{"session": "s", "rooms": [], "status": "asleep"}'),
+        ("POST", "/api/presence", None, b'{"session": "s", "rooms": [], "last_activity": "x"}'),
+        ("POST", "/api/rooms/general/messages", None, b'{"text": ""}'),
+        ("POST", "/api/rooms/general/messages", None, b'{"text": "\xff\xfe"}'),
+        ("POST", "/api/rooms/general/messages", None, b'[1,2]'),
+        ("POST", "/api/rooms/general/messages", None, b'{"text": "x", "id": "a/b"}'),
+        ("POST", "/api/rooms/bad%20room/messages", None, b'{"text": "x"}'),
+        ("GET", "/api/rooms/general/messages?limit=0", None, None),
+        ("GET", "/api/rooms/general/messages?since=yesterday", None, None),
+        ("POST", "/api/council/s1/answers", None, b'{"answer": "a"}'),
+        ("GET", "/api/events", None, None),
+        ("GET", "/api/events?topics=room/%23/x", None, None),
+        ("GET", "/api/events?topics=rooms&since=nope", None, None),
+    ]
+    for method, path, body, raw in cases:
+        st, _, b = request(p, method, path, body, {**bob, "Content-Type": "application/json"}, raw=raw)
+        assert err(st, 400, b) == "bad_request", (path, raw)
+        time.sleep(0.25)  # stay under the rate limit of 5/s
+    # 403: another user's identity; a foreign origin
+    st, _, b = request(p, "POST", "/api/presence", {"user": "joel", "session": "s", "rooms": []}, bob)
+    assert err(st, 403, b) == "forbidden"
+    st, _, b = request(p, "POST", "/api/rooms/general/messages", {"sender": "joel", "text": "hi"}, bob)
+    assert err(st, 403, b) == "forbidden"
+    st, _, b = request(p, "GET", "/api/whoami", None, {**bob, "Origin": "http://evil.example"})
+    assert err(st, 403, b) == "forbidden"
+    st, h, b = request(p, "GET", "/api/whoami", None, {**bob, "Origin": "http://theater.example"})
+    assert st == 200 and h["access-control-allow-origin"] == "http://theater.example"
+    assert h["access-control-allow-credentials"] == "true"
+    st, h, _ = request(p, "OPTIONS", "/api/presence", None, {"Origin": "http://theater.example",
+                                                             "Access-Control-Request-Method": "POST"})
+    assert st == 204 and "POST" in h["access-control-allow-methods"]
+    assert "Authorization" in h["access-control-allow-headers"]
+    time.sleep(1.2)
+    # 404
+    st, _, b = request(p, "GET", "/api/rooms/general", None, bob)
+    assert err(st, 404, b) == "not_found"
+    st, _, b = request(p, "GET", "/no-such-file.js")
+    assert err(st, 404, b) == "not_found"
+    # 405
+    st, h, b = request(p, "DELETE", "/api/presence", None, bob)
+    assert err(st, 405, b) == "method_not_allowed" and h["allow"] == "POST"
+    # 413
+    st, _, b = request(p, "POST", "/api/rooms/general/messages", {"text": "x" * 5000}, bob)
+    assert err(st, 413, b) == "payload_too_large"
+    time.sleep(1.2)
+    # 429 per token: the 6th request within a second; another token is unaffected
+    codes = [request(p, "GET", "/api/whoami", None, bob)[0] for _ in range(8)]
+    assert codes[:5] == [200] * 5 and 429 in codes[5:], codes
+    st, h, b = request(p, "GET", "/api/whoami", None, bob)
+    if st == 429:
+        assert err(st, 429, b) == "rate_limited" and int(h["retry-after"]) >= 1
+    assert request(p, "GET", "/api/whoami", None, JOEL)[0] == 200
+    time.sleep(1.2)
+    assert request(p, "GET", "/api/whoami", None, bob)[0] == 200
+    # the gateway survived all of it and counts errors
+    assert gw.is_ready()
+    assert gw.metric("vigil_gateway_http_errors_total", code="400") >= len(cases)
+
+
+def test_bad_config_and_token_file(stack, tmp_path):
+    bad = tmp_path / "badtokens"
+    bad.write_text("short joel\n")
+    gw = stack.service("presence-gateway", start=False, env={"VIGIL_GATEWAY_TOKENS_FILE": str(bad)})
+    gw.expect_exit = True
+    gw.start(wait=False)
+    assert gw.proc.wait(timeout=scaled(10)) == 2
+    assert "line 1" in gw.stderr_text()
+    # a directory where the file should be (what a container engine makes
+    # of a missing bind-mount source) is refused too, not read as no tokens
+    d = tmp_path / "tokendir"
+    d.mkdir()
+    gw2 = stack.service("presence-gateway", start=False, env={"VIGIL_GATEWAY_TOKENS_FILE": str(d)})
+    gw2.expect_exit = True
+    gw2.start(wait=False)
+    assert gw2.proc.wait(timeout=scaled(10)) == 2
+    assert "Is a directory" in gw2.stderr_text()
+
+
+def test_redis_outage_is_503_then_recovers(stack):
+    gw = start_gateway(stack)
+    col = stack.collector(["room/+/message"])
+    room = uid("r")
+    stack.redis.kill9()
+    t0 = time.monotonic()
+    for method, path, body in (("POST", f"/api/rooms/{room}/messages", {"text": "during the outage"}),
+                               ("POST", "/api/presence", {"session": "t", "rooms": [room]}),
+                               ("GET", f"/api/rooms/{room}/messages", None)):
+        st, _, b = request(gw.http_port, method, path, body, JOEL, timeout=15)
+        assert st == 503 and b["error"] == "unavailable", (path, st, b)
+    assert time.monotonic() - t0 < scaled(12)
+    stack.redis.restart()
+    wait_until(lambda: request(gw.http_port, "POST", f"/api/rooms/{room}/messages",
+                               {"text": "after the outage", "id": "after-1"}, JOEL)[0] == 202,
+               scaled(20), "the gateway takes messages again")
+    col.wait_event(f"room/{room}/message", lambda j: j["text"] == "after the outage", timeout=scaled(10))
+    assert not [e for e in col.events(f"room/{room}/message") if e["text"] == "during the outage"]

@@ -1,0 +1,129 @@
+"""The Theater page in headless Chromium against a real stack (mosquitto,
+Redis, presence-gateway, dormancy-monitor): it loads after /login, a
+message published with mosquitto_pub appears, a persona's badge follows
+dormancy-monitor's level changes with the reason, a reload restores
+badges and messages (kept states + the room log), the viewer's presence
+heartbeats reach room/{r}/presence, answering a question reaches
+council/{session}/answer, and a screenshot of a busy room is saved as a
+test artifact (VIGIL_TEST_ARTIFACTS, default build/test-artifacts)."""
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+import theater_browser
+from conftest import uid
+from gateway_client import start_gateway
+from harness import BUILD_DIR, scaled, wait_until
+
+pytestmark = pytest.mark.skipif(not theater_browser.available(),
+                                reason="chromium, chromium-driver and python3-selenium are needed (scripts/install-deps)")
+
+ARTIFACTS = os.environ.get("VIGIL_TEST_ARTIFACTS") or os.path.join(BUILD_DIR, "..", "test-artifacts")
+
+
+def mosquitto_pub(port, topic, payload, retain=False):
+    cmd = ["mosquitto_pub", "-h", "127.0.0.1", "-p", str(port), "-q", "1", "-t", topic, "-m", json.dumps(payload)]
+    if retain:
+        cmd.append("-r")
+    subprocess.run(cmd, check=True, timeout=10)
+
+
+def now():
+    return int(time.time() * 1000)
+
+
+def test_theater_page_in_chromium(stack):
+    from selenium.webdriver.common.by import By
+    gw = start_gateway(stack)
+    stack.service("dormancy-monitor")
+    stack.service("chat-router")  # the room log the page loads after a reload
+    col = stack.collector(["room/+/presence", "council/+/answer", "persona/+/dormancy"])
+    port = stack.broker.port
+    room = uid("theater")
+    ada, bo = f"ada-{room[-6:]}", f"bo-{room[-6:]}"
+    b = theater_browser.Browser()
+    d = b.driver
+    try:
+        d.get(f"http://127.0.0.1:{gw.http_port}/login?token=tok-joel-0123456789")
+        # redirected to the page, logged in by the cookie
+        wait_until(lambda: "watching as joel" in d.find_element(By.ID, "who").text, scaled(15), "the page logged in")
+        assert d.current_url.rstrip("/").endswith(str(gw.http_port))
+        wait_until(lambda: d.find_element(By.ID, "conn").text == "live", scaled(15), "the stream connected")
+
+        # a message published with mosquitto_pub appears
+        mosquitto_pub(port, f"room/{room}/message", {"id": uid(), "room": room, "sender": ada, "sender_type": "ai",
+                                                     "text": "hello from mosquitto_pub", "ts": now()})
+        wait_until(lambda: "hello from mosquitto_pub" in d.find_element(By.ID, f"room-{room}").text,
+                   scaled(15), "the message on the page")
+
+        # the viewer's own presence heartbeats (the page now shows the room)
+        col.wait_event(f"room/{room}/presence", lambda j: j["user"] == "joel" and j["status"] == "active",
+                       timeout=scaled(15))
+        wait_until(lambda: d.find_elements(By.CSS_SELECTOR, f'#room-{room} .human[data-user="joel"][data-status="active"]'),
+                   scaled(15), "joel shown present")
+
+        # dormancy-monitor changes ada's level: the badge follows, with the reason
+        mosquitto_pub(port, f"room/{room}/message", {"id": uid(), "room": room, "sender": ada, "sender_type": "ai",
+                                                     "text": "@self dormant sleep", "ts": now()})
+        col.wait_event(f"persona/{ada}/dormancy", lambda j: j["level"] == "sleep", timeout=scaled(15))
+        badge = f'#room-{room} .badge[data-persona="{ada}"]'
+        wait_until(lambda: d.find_elements(By.CSS_SELECTOR, badge + '[data-level="sleep"]'), scaled(15),
+                   "ada's badge says sleep")
+        assert d.find_element(By.CSS_SELECTOR, badge).get_attribute("data-reason")
+        mosquitto_pub(port, f"room/{room}/message", {"id": uid(), "room": room, "sender": "joel",
+                                                     "sender_type": "human", "text": "I am back, ada", "ts": now()})
+        wait_until(lambda: d.find_elements(By.CSS_SELECTOR, badge + '[data-level="active"]'), scaled(15),
+                   "ada's badge back to active")
+
+        # a council question: answered on the page, reaches council/{session}/answer
+        session = uid("s")
+        mosquitto_pub(port, f"council/{session}/event", {"id": f"{session}:deliberation:1", "type": "deliberation",
+                                                         "session": session, "text": "Polaris, Aurora, Vega and Sol deliberate", "ts": now()})
+        mosquitto_pub(port, f"council/{session}/event", {"id": f"{session}:question:2", "type": "question",
+                                                         "session": session, "question_id": f"{session}:question:2",
+                                                         "priority": 8, "text": "Ship the uploader fix today?", "ts": now()})
+        q = f'#questions li[data-question="{session}:question:2"]'
+        wait_until(lambda: d.find_elements(By.CSS_SELECTOR, q), scaled(15), "the question on the page")
+        assert "Polaris" in d.find_element(By.ID, "council").text
+        d.find_element(By.CSS_SELECTOR, q + " input").send_keys("Yes, ship it")
+        d.find_element(By.CSS_SELECTOR, q + " button").click()
+        ans = col.wait_event(f"council/{session}/answer", timeout=scaled(15))
+        assert ans["answer"] == "Yes, ship it" and ans["question_id"] == f"{session}:question:2" and ans["by"] == "joel"
+        wait_until(lambda: not d.find_elements(By.CSS_SELECTOR, q), scaled(10), "the answered question removed")
+
+        # a busy room for the screenshot: several personas, levels, humans, services
+        lines = ["The deploy went out at 14:02.", "Latency is back under 120 ms.", "Can someone confirm the rollback plan?",
+                 "Rollback plan: flip the flag, then drain.", "Queue depth is flat.", "I'll watch the error budget."]
+        for i, t in enumerate(lines):
+            who = [ada, bo, "joel"][i % 3]
+            mosquitto_pub(port, f"room/{room}/message", {"id": uid(), "room": room, "sender": who,
+                                                         "sender_type": "human" if who == "joel" else "ai", "text": t, "ts": now()})
+        wait_until(lambda: lines[-1] in d.find_element(By.ID, f"room-{room}").text, scaled(15), "the busy room")
+        mosquitto_pub(port, f"room/{room}/message", {"id": uid(), "room": room, "sender": bo, "sender_type": "ai",
+                                                     "text": "@self dormant mention-only", "ts": now()})
+        wait_until(lambda: d.find_elements(By.CSS_SELECTOR, f'#room-{room} .badge[data-persona="{bo}"][data-level="mention-only"]'),
+                   scaled(15), "bo's badge says mention-only")
+        wait_until(lambda: d.find_elements(By.CSS_SELECTOR, f'#health td.state[data-state="ready"]'), scaled(10),
+                   "service health shown")
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        shot = os.path.join(ARTIFACTS, "theater-busy-room.png")
+        d.find_element(By.TAG_NAME, "body")  # the layout is settled
+        time.sleep(0.3)
+        assert d.save_screenshot(shot)
+        assert os.path.getsize(shot) > 10000
+        print(f"\nscreenshot: {os.path.abspath(shot)}")
+        # a reload starts from the kept states and the room log, not a replay
+        d.refresh()
+        wait_until(lambda: d.find_elements(By.CSS_SELECTOR, f'#room-{room} .badge[data-persona="{bo}"][data-level="mention-only"]'),
+                   scaled(15), "bo's badge restored after a reload")
+        wait_until(lambda: all(t in d.find_element(By.ID, f"room-{room}").text for t in lines), scaled(15),
+                   "the room's messages restored after a reload")
+        assert d.find_elements(By.CSS_SELECTOR, '#health td.state[data-state="ready"]')
+        logs = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+        assert not logs, logs
+    finally:
+        b.close()
