@@ -27,7 +27,10 @@ static const struct {
       "usage: vigil [--help] [--version] <command> [<args>]\n"
       "\n"
       "Commands:\n"
-      "  chat      rooms, messages, pause/resume of AI conversations (vigil chat --help)\n" },
+      "  chat      rooms, messages, pause/resume of AI conversations (vigil chat --help)\n"
+      "  persona   dormancy of AI personas: status, sleep, wake, level (vigil persona --help)\n"
+      "  status    every service instance and HTTP port: ready or not (vigil status --help)\n"
+      "  errors    the inputs services refuse, from sys/+/error (vigil errors --help)\n" },
     { "chat",
       "usage: vigil chat [--json]                      list rooms\n"
       "       vigil chat new [NAME]                    create a room and join it\n"
