@@ -16,6 +16,7 @@
 
 #include "vigil/log.h"
 #include "vigil/metrics.h"
+#include "vigil/metrics_process.h"
 
 #define CT_TEXT "text/plain; charset=utf-8"
 #define CT_METRICS "text/plain; version=0.0.4; charset=utf-8"
@@ -117,6 +118,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
 
     if (strcmp(url, "/metrics") == 0) {
+        vigil_metrics_process_collect();
         char *text = vigil_metrics_render();
         if (!text)
             return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot render metrics\n",
