@@ -8,6 +8,7 @@ first event is an increase."""
 
 import math
 import re
+import time
 
 import pytest
 
@@ -204,3 +205,34 @@ def test_wake_evaluator_llm_metrics_and_no_per_room_labels(stack, tmp_path):
         assert "vigil_wake_tokens_saved_estimate" not in fams
     finally:
         llm.stop()
+
+
+def test_backlog_gauges_follow_the_outbox_and_the_timers(stack):
+    """A timer set by an AI message (the no-human suggestion) shows in
+    vigil_timers_pending; it fires while the broker is down, so its event
+    waits in the outbox (vigil_outbox_pending, its age growing), and the
+    gauge drops back to 0 once the broker is back and the event is out."""
+    svc = stack.service(env={"VIGIL_DORMANCY_NO_HUMAN_MS": 1500, "VIGIL_DORMANCY_AI_ONLY_MS": 600000,
+                             "VIGIL_DORMANCY_SUGGESTION_TIMEOUT_MS": 600000})
+    fams = scrape(svc)
+    for name in ("vigil_outbox_pending", "vigil_outbox_oldest_age_seconds", "vigil_timers_pending",
+                 "vigil_timers_overdue_seconds", "vigil_backlog_read_errors_total"):
+        assert value(fams, name) == 0, name
+    col = stack.collector(topics=("persona/+/suggestion",))
+    pub = stack.publisher()
+    room = uid("room")
+    pub.publish(*human(room, "joel", "hi"))
+    pub.publish(f"room/{room}/message", {"id": uid(), "room": room, "sender": "helper", "sender_type": "ai",
+                                         "text": "hello", "ts": harness.now_ms()})
+    harness.wait_until(lambda: value(scrape(svc), "vigil_timers_pending") >= 1, 10, "a timer pending")
+    stack.broker.kill9()
+    harness.wait_until(lambda: value(scrape(svc), "vigil_outbox_pending") >= 1, 15,
+                       "the suggestion waiting in the outbox")
+    time.sleep(1.2)
+    fams = scrape(svc)
+    assert value(fams, "vigil_outbox_oldest_age_seconds") >= 1.0
+    assert value(fams, "vigil_backlog_read_errors_total") == 0
+    stack.broker.restart()
+    col.wait_event("persona/helper/suggestion", timeout=30)
+    harness.wait_until(lambda: value(scrape(svc), "vigil_outbox_pending") == 0, 30, "the outbox drained")
+    assert value(scrape(svc), "vigil_outbox_oldest_age_seconds") == 0
