@@ -75,16 +75,23 @@ static long long entry_ts(const char *e, size_t len)
     return p ? strtoll(p + 5, NULL, 10) : 0;
 }
 
+/* An integer reply of "<cmd> <key>" (LLEN, ZCARD). */
+static bool read_count(const char *cmd, const char *key, long long *out)
+{
+    redisReply *n = vigil_redis_command(g_redis, "%s %s", cmd, key);
+    bool ok = n && n->type == REDIS_REPLY_INTEGER;
+    if (ok)
+        *out = n->integer;
+    if (n)
+        freeReplyObject(n);
+    return ok;
+}
+
 static bool read_outbox(void)
 {
-    redisReply *n = vigil_redis_command(g_redis, "LLEN %s", g_outbox);
-    if (!n || n->type != REDIS_REPLY_INTEGER) {
-        if (n)
-            freeReplyObject(n);
+    long long pending;
+    if (!read_count("LLEN", g_outbox, &pending))
         return false;
-    }
-    long long pending = n->integer;
-    freeReplyObject(n);
     double age = 0;
     if (pending > 0) {
         redisReply *e = vigil_redis_command(g_redis, "LINDEX %s 0", g_outbox);
@@ -103,14 +110,9 @@ static bool read_outbox(void)
 
 static bool read_timers(void)
 {
-    redisReply *n = vigil_redis_command(g_redis, "ZCARD %s", g_timers);
-    if (!n || n->type != REDIS_REPLY_INTEGER) {
-        if (n)
-            freeReplyObject(n);
+    long long pending;
+    if (!read_count("ZCARD", g_timers, &pending))
         return false;
-    }
-    long long pending = n->integer;
-    freeReplyObject(n);
     double overdue = 0;
     redisReply *r = vigil_redis_command(g_redis, "ZRANGE %s 0 0 WITHSCORES", g_timers);
     if (!r)
