@@ -14,7 +14,7 @@
 - PrometheusRule: `promtool check rules` (Debian's prometheus package)
   parses every expression, `promtool test rules` fires the alerts on
   synthetic series (not ready, dead letters, reconnect storm, LLM errors,
-  stuck outbox) and keeps them quiet on healthy ones; every metric they
+  stuck outbox, growing outbox backlog, overdue timers) and keeps them quiet on healthy ones; every metric they
   name is one the code exposes;
 - the Grafana dashboard: every expression parses (promtool) and names
   metrics the code exposes.
@@ -229,7 +229,7 @@ def test_prometheus_rules_parse_and_name_real_metrics(monitoring_docs, tmp_path)
     groups = rule_groups(monitoring_docs)
     alerts = {r["alert"]: r for g in groups for r in g["rules"]}
     for want in ("VigilServiceNotReady", "VigilTargetDown", "VigilOutboxStuck", "VigilOutboxBacklogGrowing",
-                 "VigilDeadLetters", "VigilMqttReconnectStorm", "VigilLlmErrors"):
+                 "VigilTimersOverdue", "VigilDeadLetters", "VigilMqttReconnectStorm", "VigilLlmErrors"):
         assert want in alerts, want
     for name, r in alerts.items():
         assert r["labels"]["severity"] in ("critical", "warning", "info"), name
@@ -267,6 +267,16 @@ RULE_TESTS = [{
          "values": "0+3x30"},
         {"series": 'vigil_outputs_total{namespace="vigil",job="heartbeat",pod="heartbeat-0"}',
          "values": "5+0x30"},
+        {"series": 'vigil_outbox_pending{namespace="vigil",job="heartbeat",pod="heartbeat-0"}',
+         "values": "0+2x30"},
+        {"series": 'vigil_outbox_oldest_age_seconds{namespace="vigil",job="heartbeat",pod="heartbeat-0"}',
+         "values": "0+60x30"},
+        {"series": 'vigil_outbox_pending{namespace="vigil",job="chat-router",pod="chat-router-0"}',
+         "values": "3 0 2 0 1 0 2 0 1 0 3 0 2 0 1 0 2 0 1 0 3 0 2 0 1 0 2 0 1 0 1"},
+        {"series": 'vigil_outbox_oldest_age_seconds{namespace="vigil",job="chat-router",pod="chat-router-0"}',
+         "values": "0+0x30"},
+        {"series": 'vigil_timers_overdue_seconds{namespace="vigil",job="council",pod="council-0"}',
+         "values": "0 0 90 150 210 270 330 390 450 510 570 630"},
     ],
     "alert_rule_test": [
         {"eval_time": "1m", "alertname": "VigilServiceNotReady", "exp_alerts": []},
@@ -282,6 +292,12 @@ RULE_TESTS = [{
                             "pod": "chat-router-1"}}]},
         {"eval_time": "25m", "alertname": "VigilLlmErrors", "exp_alerts": [
             {"exp_labels": {"severity": "warning", "job": "wake-evaluator"}}]},
+        {"eval_time": "20m", "alertname": "VigilOutboxBacklogGrowing", "exp_alerts": [
+            {"exp_labels": {"severity": "warning", "namespace": "vigil", "job": "heartbeat",
+                            "pod": "heartbeat-0"}}]},
+        {"eval_time": "4m", "alertname": "VigilTimersOverdue", "exp_alerts": []},
+        {"eval_time": "9m", "alertname": "VigilTimersOverdue", "exp_alerts": [
+            {"exp_labels": {"severity": "warning", "namespace": "vigil", "job": "council", "pod": "council-0"}}]},
         {"eval_time": "25m", "alertname": "VigilOutboxStuck", "exp_alerts": [
             {"exp_labels": {"severity": "critical", "namespace": "vigil", "job": "heartbeat",
                             "pod": "heartbeat-0"}}]},
