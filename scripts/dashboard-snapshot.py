@@ -12,7 +12,7 @@ LLM about (answers delayed 0.3-2.5 s; a burst of HTTP 500s in the middle),
 and some malformed inputs. Finally it runs each panel's query through
 Prometheus' HTTP API over the run (rate windows shortened from 5m to 20s to
 suit a short run) and draws the panels in the dashboard's layout with
-matplotlib.
+matplotlib (Debian: prometheus, python3-matplotlib).
 
     scripts/dashboard-snapshot.py [--seconds 90] [--out deploy/grafana/vigil-dashboard.png]
 """
