@@ -30,7 +30,38 @@ static const struct {
       "  chat      rooms, messages, pause/resume of AI conversations (vigil chat --help)\n"
       "  persona   dormancy of AI personas: status, sleep, wake, level (vigil persona --help)\n"
       "  status    every service instance and HTTP port: ready or not (vigil status --help)\n"
-      "  errors    the inputs services refuse, from sys/+/error (vigil errors --help)\n" },
+      "  errors    the inputs services refuse, from sys/+/error (vigil errors --help)\n"
+      "  council   autonomous council sessions, deliberations, questions (vigil council --help)\n"
+      "  agents    agent stall status from stall-resumer (vigil agents --help)\n"
+      "  deadletter  outputs a service could not publish: list, replay (vigil deadletter --help)\n" },
+    { "council",
+      "usage: vigil council sessions [--limit N] [--json]   recent sessions, newest first\n"
+      "       vigil council show SESSION [--json]           one session: state, questions, notes,\n"
+      "                                                    and every deliberation\n"
+      "       vigil council questions [--all] [--limit N] [--json]\n"
+      "                                                    pending questions, most urgent first\n"
+      "\n"
+      "Reads the council's durable records (services/council). Start, pause, resume or\n"
+      "end a session and answer a question by publishing on council/USER/control and\n"
+      "council/SESSION/answer (services/council/README.md).\n" },
+    { "council-sessions",
+      "usage: vigil council sessions [--limit N] [--json]\n"
+      "\n"
+      "The N most recent council sessions (default 20), newest first: session, user,\n"
+      "status (active, paused, completed), loops, actions, start time, reason.\n"
+      "--json prints each session's record as one JSON object per line.\n" },
+    { "council-show",
+      "usage: vigil council show SESSION [--json]\n"
+      "\n"
+      "One session's record (status, loops, questions with answers, notes) and its\n"
+      "deliberations, oldest first: the four personas' inputs, the decision, the\n"
+      "result. Exit status 3 when there is no such session. --json prints the record\n"
+      "and then one JSON object per deliberation.\n" },
+    { "council-questions",
+      "usage: vigil council questions [--all] [--limit N] [--json]\n"
+      "\n"
+      "The pending questions of the N most recent sessions (default 50), highest\n"
+      "priority first (ties: oldest first); --all includes answered and expired ones.\n" },
     { "chat",
       "usage: vigil chat [--json]                      list rooms\n"
       "       vigil chat new [NAME]                    create a room and join it\n"
@@ -103,11 +134,39 @@ static const struct {
       "\n"
       "Deletes the room's log, notification queue and state. A later message in the\n"
       "room starts it afresh.\n" },
+    { "agents",
+      "usage: vigil agents status [--no-activity-check] [--json]\n"
+      "\n"
+      "The status checker: one line per agent, worst first, from the retained\n"
+      "agent/+/assessment (stall-resumer) and agent/+/status topics:\n"
+      "  🟢 FRESH        status younger than VIGIL_STALL_WARNING_MS (2 h), or activity detected\n"
+      "  🟡 WARNING      up to VIGIL_STALL_CRITICAL_MS (6 h)\n"
+      "  🟠 CRITICAL     up to VIGIL_STALL_AUTORESUME_MS (12 h)\n"
+      "  🔴 AUTO-RESUME  older: stall-resumer sends it a resume prompt\n"
+      "with its confidence, active/inactive, status age (or activity age without a\n"
+      "status), state and activity sources. An agent with detected activity is not\n"
+      "escalated, whatever its status age.\n"
+      "  --no-activity-check  categories by status age alone (legacy mode)\n"
+      "  --json               one JSON object per agent instead\n"
+      "Thresholds: VIGIL_STALL_WARNING_MS, VIGIL_STALL_CRITICAL_MS, VIGIL_STALL_AUTORESUME_MS\n"
+      "(as stall-resumer's).\n" },
     { "cleanup",
       "usage: vigil chat cleanup\n"
       "\n"
       "Removes log entries older than VIGIL_CHAT_LOG_MAX_AGE_MS from every room, then\n"
       "deletes the rooms left without messages (unless a message arrives meanwhile).\n" },
+    { "deadletter",
+      "usage: vigil deadletter list SERVICE\n"
+      "       vigil deadletter replay SERVICE [--shard I]\n"
+      "\n"
+      "A service's outbox moves an output it can never publish (an entry it cannot\n"
+      "decode, or one the broker refused VIGIL_OUTBOX_DEAD_LETTER_AFTER times in a row,\n"
+      "e.g. by an ACL) to the Redis list <VIGIL_REDIS_PREFIX>SERVICE:deadletter, oldest\n"
+      "first, instead of deleting it. `list` prints one line per dead letter: index,\n"
+      "topic (or \"(undecodable)\") and payload, escaped to one line; the count goes to\n"
+      "stderr. After fixing the cause, `replay` moves them all, in order and atomically,\n"
+      "to the tail of the outbox of shard I (default 0), which the running service\n"
+      "publishes within half a second.\n" },
 };
 
 void cli_help(const char *name, FILE *f)
@@ -131,6 +190,12 @@ int cli_usage_error(const char *name, const char *msg)
         fprintf(stderr, "Try 'vigil --help'.\n");
     else if (strcmp(name, "chat") == 0)
         fprintf(stderr, "Try 'vigil chat --help'.\n");
+    else if (strcmp(name, "deadletter") == 0)
+        fprintf(stderr, "Try 'vigil deadletter --help'.\n");
+    else if (strcmp(name, "agents") == 0)
+        fprintf(stderr, "Try 'vigil agents --help'.\n");
+    else if (strncmp(name, "council", 7) == 0)
+        fprintf(stderr, "Try 'vigil council --help'.\n");
     else
         fprintf(stderr, "Try 'vigil chat %s --help'.\n", name);
     return 2;

@@ -150,6 +150,13 @@ void vigil_counter_set(const char *name, const char *help, const char *labels, d
     pthread_mutex_unlock(&g_lock);
 }
 
+void vigil_gauge_declare(const char *name, const char *help, const char *labels)
+{
+    pthread_mutex_lock(&g_lock);
+    (void)lookup(name, help, labels, M_GAUGE, true);
+    pthread_mutex_unlock(&g_lock);
+}
+
 void vigil_histogram_declare(const char *name, const char *help, const char *labels)
 {
     pthread_mutex_lock(&g_lock);

@@ -47,7 +47,15 @@ static void declare_zero_series(void)
     vigil_counter_add("vigil_outputs_total", "Output messages published and acknowledged by the broker",
                       NULL, 0);
     vigil_counter_add("vigil_outbox_publish_failures_total",
-                      "Output messages the broker did not acknowledge in time (retried)", NULL, 0);
+                      "Output messages the broker did not acknowledge (published again)", NULL, 0);
+    vigil_counter_add("vigil_outbox_refusals_total",
+                      "Output messages the broker refused with a reason code (e.g. not authorized)",
+                      NULL, 0);
+    vigil_counter_add("vigil_outbox_dead_letters_total",
+                      "Outbox entries moved to the dead-letter list (undecodable or refused)", NULL, 0);
+    vigil_gauge_declare("vigil_outbox_dead_letters", "Entries in the service's dead-letter list", NULL);
+    vigil_gauge_declare("vigil_outbox_inflight",
+                        "Output messages handed to the broker and not yet acknowledged", NULL);
     vigil_histogram_declare("vigil_handler_seconds", "Time from arrival to durable commit", NULL);
 }
 

@@ -43,6 +43,9 @@ EXAMPLES = sorted(p.stem for p in (TOPICS / "examples").glob("*.json"))
 
 REJECT_REASONS = ["oversize", "invalid_utf8", "not_json", "not_object", "missing_field",
                   "wrong_type", "bad_id", "bad_topic", "topic_mismatch", "bad_value"]
+# Reasons on sys/<service>/error that are not a rejected input: a committed
+# output moved to the dead-letter list by the outbox (libshared/src/outbox.c).
+OUTPUT_ERROR_REASONS = ["dead_letter"]
 BAD_IDS = ["", "a/b", "a+b", "a#b", "$x", "has space", "ü", "x" * 65, 42, None]
 
 
@@ -62,6 +65,7 @@ CONTRACT_REQUIRED = {
     'council-answer': ['answer', 'question_id'],
     'council-control': ['action'],
     'council-event': ['id', 'ts', 'type'],
+    'council-request': ['id', 'kind', 'loop', 'query', 'session', 'ts', 'user'],
     'council-state': ['loop_count', 'session', 'status', 'ts', 'user'],
     'heartbeat-config': ['enabled', 'persona', 'room', 'user'],
     'heartbeat-run': ['consecutive_skips', 'id', 'next_in_ms', 'outcome', 'persona', 'ts'],
@@ -84,6 +88,9 @@ CONTRACT_REQUIRED = {
                    'personas', 'room', 'ts', 'velocity_per_min'],
     'sys-error': ['detail', 'id', 'reason', 'sample', 'service', 'topic', 'ts'],
     'sys-status': ['instance', 'service', 'shard', 'state', 'ts', 'version'],
+    'room-floor': ['granted', 'held', 'id', 'k', 'message_id', 'reasons', 'room', 'source', 'ts'],
+    'persona-floor': ['granted', 'has_floor', 'id', 'k', 'message_id', 'persona', 'reason', 'room',
+                      'ts'],
 }
 
 
@@ -434,7 +441,7 @@ def test_error_message_is_clear():
 
 def test_sys_error_reasons_match_the_contract_and_libshared():
     enum = sc.load_schema("sys-error")["properties"]["reason"]["enum"]
-    assert enum == REJECT_REASONS
+    assert enum == REJECT_REASONS + OUTPUT_ERROR_REASONS
     header = ROOT / "libshared" / "include" / "vigil" / "json.h"
     if not header.is_file():
         pytest.skip("libshared/include/vigil/json.h not present")

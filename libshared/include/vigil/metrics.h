@@ -16,6 +16,9 @@ void vigil_histogram_observe(const char *name, const char *help, const char *lab
 /* Sets a counter whose total is kept elsewhere (e.g. CPU seconds from the
  * kernel); a value below the current one is ignored. */
 void vigil_counter_set(const char *name, const char *help, const char *labels, double v);
+/* Creates a gauge series at 0 unless it exists (a value set meanwhile is
+ * kept). */
+void vigil_gauge_declare(const char *name, const char *help, const char *labels);
 /* Creates a histogram series with no observation (every bucket 0), so it
  * is exposed before the first event. */
 void vigil_histogram_declare(const char *name, const char *help, const char *labels);
