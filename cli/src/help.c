@@ -28,6 +28,9 @@ static const struct {
       "\n"
       "Commands:\n"
       "  chat      rooms, messages, pause/resume of AI conversations (vigil chat --help)\n"
+      "  persona   dormancy of AI personas: status, sleep, wake, level (vigil persona --help)\n"
+      "  status    every service instance and HTTP port: ready or not (vigil status --help)\n"
+      "  errors    the inputs services refuse, from sys/+/error (vigil errors --help)\n"
       "  council   autonomous council sessions, deliberations, questions (vigil council --help)\n"
       "  agents    agent stall status from stall-resumer (vigil agents --help)\n"
       "  deadletter  outputs a service could not publish: list, replay (vigil deadletter --help)\n" },

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "cli.h"
 #include "help.h"
+#include "ops.h"
 
 typedef int (*chat_cmd)(cli *c, int argc, char **argv);
 
@@ -123,6 +124,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "chat") == 0)
         return run_chat(argc - 1, argv + 1);
+    int ops = cli_ops_main(argc - 1, argv + 1); /* persona, status, errors */
+    if (ops >= 0)
+        return ops;
     if (strcmp(argv[1], "deadletter") == 0)
         return cli_deadletter(argc - 1, argv + 1);
     if (strcmp(argv[1], "council") == 0)

@@ -22,11 +22,16 @@ bool cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
 int cli_opt_error(const char *name, int opt, int optopt_value, char **argv)
 {
     char msg[160];
-    if (opt == ':')
-        snprintf(msg, sizeof msg, "option '%s' needs a value", argv[optind - 1]);
-    else if (optopt_value)
-        snprintf(msg, sizeof msg, "unknown option '-%c'", optopt_value);
-    else
-        snprintf(msg, sizeof msg, "unknown option '%s'", argv[optind - 1]);
+    cli_opt_message(opt, optopt_value, argv, msg, sizeof msg);
     return cli_usage_error(name, msg);
+}
+
+void cli_opt_message(int opt, int optopt_value, char **argv, char *msg, size_t msglen)
+{
+    if (opt == ':')
+        snprintf(msg, msglen, "option '%s' needs a value", argv[optind - 1]);
+    else if (optopt_value)
+        snprintf(msg, msglen, "unknown option '-%c'", optopt_value);
+    else
+        snprintf(msg, msglen, "unknown option '%s'", argv[optind - 1]);
 }

@@ -2,6 +2,7 @@
 #ifndef VIGIL_CLI_OPTS_H
 #define VIGIL_CLI_OPTS_H
 #include <getopt.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -11,5 +12,8 @@ bool cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
 /* Reports a getopt error for subcommand `name` (unknown option, missing
  * value) and returns the usage exit code. */
 int cli_opt_error(const char *name, int opt, int optopt_value, char **argv);
+
+/* The message of a getopt error (what cli_opt_error prints). */
+void cli_opt_message(int opt, int optopt_value, char **argv, char *msg, size_t msglen);
 
 #endif

@@ -17,6 +17,8 @@
 #include "http_api_listen.h"
 #include "vigil/log.h"
 #include "vigil/metrics.h"
+#include "vigil/metrics_backlog.h"
+#include "vigil/metrics_process.h"
 
 #define CT_TEXT "text/plain; charset=utf-8"
 #define CT_METRICS "text/plain; version=0.0.4; charset=utf-8"
@@ -118,6 +120,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
 
     if (strcmp(url, "/metrics") == 0) {
+        vigil_metrics_process_collect();
+        vigil_metrics_backlog_collect();
         char *text = vigil_metrics_render();
         if (!text)
             return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot render metrics\n",

@@ -301,6 +301,24 @@ static void curl_init_once(void)
     g_curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
+/* The LLM series exist from the start, at zero, in every process that has
+ * an endpoint: an alert on the error rate sees the first error. */
+static void declare_metrics(void)
+{
+    char labels[64];
+    for (int st = 0; st < VIGIL_LLM_STATUS__COUNT; st++) {
+        if (st == VIGIL_LLM_DISABLED)
+            continue;
+        snprintf(labels, sizeof labels, "status=\"%s\"", vigil_llm_status_name((vigil_llm_status)st));
+        vigil_counter_add("vigil_llm_requests_total", "LLM requests by final outcome", labels, 0);
+    }
+    vigil_counter_add("vigil_llm_retries_total", "LLM attempts retried", NULL, 0);
+    vigil_counter_add("vigil_llm_tokens_total", "LLM tokens reported in usage", "kind=\"prompt\"", 0);
+    vigil_counter_add("vigil_llm_tokens_total", "LLM tokens reported in usage", "kind=\"completion\"", 0);
+    vigil_histogram_declare("vigil_llm_latency_seconds",
+                            "LLM request latency, submit to completion, retries included", NULL);
+}
+
 vigil_llm_client *vigil_llm_client_new(const vigil_llm_config *cfg)
 {
     vigil_llm_client *c = calloc(1, sizeof *c);
@@ -324,6 +342,7 @@ vigil_llm_client *vigil_llm_client_new(const vigil_llm_config *cfg)
     c->budget_ms = vigil_llm_config_budget_ms(&c->cfg);
     if (!c->enabled)
         return c; /* every request ends `disabled`: no curl at all */
+    declare_metrics();
 
     snprintf(c->endpoint, sizeof c->endpoint, "%s/chat/completions", c->cfg.url);
     pthread_once(&g_curl_once, curl_init_once);

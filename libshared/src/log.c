@@ -43,6 +43,11 @@ static void copy_name(char *dst, size_t cap, const char *src)
     dst[n] = '\0';
 }
 
+const char *vigil_log_service(void)
+{
+    return g_service;
+}
+
 void vigil_log_init(const char *service, const char *instance, vigil_log_level min)
 {
     pthread_mutex_lock(&g_log_lock);

@@ -19,12 +19,14 @@
 
 enum metric_type { M_COUNTER, M_GAUGE, M_HISTOGRAM };
 
-#define NBUCKETS 14
-static const double BUCKETS[NBUCKETS] = {.0005, .001, .0025, .005, .01, .025, .05,
-                                         .1,    .25,  .5,    1,    2.5,  5,   10};
+/* Up to 60 s: an LLM call may take its 10 s timeout three times over
+ * (two retries) plus backoffs. */
+#define NBUCKETS 17
+static const double BUCKETS[NBUCKETS] = {.0005, .001, .0025, .005, .01, .025, .05, .1, .25,
+                                         .5,    1,    2.5,   5,    10,  20,   30,  60};
 static const char *const BUCKET_LABELS[NBUCKETS] = {
-    "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05",
-    "0.1",    "0.25",  "0.5",    "1",     "2.5",  "5",     "10"};
+    "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25",
+    "0.5",    "1",     "2.5",    "5",     "10",   "20",    "30",   "60"};
 
 typedef struct series {
     char *labels; /* "" for none */
@@ -135,6 +137,30 @@ void vigil_counter_add(const char *name, const char *help, const char *labels, d
     series *s = lookup(name, help, labels, M_COUNTER, true);
     if (s)
         s->value += v;
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* A counter kept elsewhere (the kernel's CPU time): never moves back. */
+void vigil_counter_set(const char *name, const char *help, const char *labels, double v)
+{
+    pthread_mutex_lock(&g_lock);
+    series *s = lookup(name, help, labels, M_COUNTER, true);
+    if (s && v > s->value)
+        s->value = v;
+    pthread_mutex_unlock(&g_lock);
+}
+
+void vigil_gauge_declare(const char *name, const char *help, const char *labels)
+{
+    pthread_mutex_lock(&g_lock);
+    (void)lookup(name, help, labels, M_GAUGE, true);
+    pthread_mutex_unlock(&g_lock);
+}
+
+void vigil_histogram_declare(const char *name, const char *help, const char *labels)
+{
+    pthread_mutex_lock(&g_lock);
+    (void)lookup(name, help, labels, M_HISTOGRAM, true);
     pthread_mutex_unlock(&g_lock);
 }
 

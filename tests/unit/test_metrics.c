@@ -87,6 +87,9 @@ static void test_histogram_exact(void **state)
         "vigil_commit_seconds_bucket{op=\"cas\",le=\"2.5\"} 3\n"
         "vigil_commit_seconds_bucket{op=\"cas\",le=\"5\"} 3\n"
         "vigil_commit_seconds_bucket{op=\"cas\",le=\"10\"} 3\n"
+        "vigil_commit_seconds_bucket{op=\"cas\",le=\"20\"} 3\n"
+        "vigil_commit_seconds_bucket{op=\"cas\",le=\"30\"} 3\n"
+        "vigil_commit_seconds_bucket{op=\"cas\",le=\"60\"} 3\n"
         "vigil_commit_seconds_bucket{op=\"cas\",le=\"+Inf\"} 4\n"
         "vigil_commit_seconds_sum{op=\"cas\"} 99.7535\n"
         "vigil_commit_seconds_count{op=\"cas\"} 4\n";

@@ -16,6 +16,8 @@ typedef enum {
 /* Sets the service/instance names stamped on every line and the minimum
  * level written. Safe to call again (e.g. in tests). */
 void vigil_log_init(const char *service, const char *instance, vigil_log_level min);
+/* The service name given to vigil_log_init ("vigil" before). */
+const char *vigil_log_service(void);
 
 /* Parses "debug" | "info" | "warn" | "error" (case-insensitive).
  * Returns 0 on success, -1 if the name is unknown (out untouched). */

@@ -4,7 +4,8 @@
  * preformatted label set such as `reason="not_json"` (NULL or "" for none;
  * label values must already be escaped, see vigil_metrics_escape). The help
  * text given at first use is kept. Histograms have fixed buckets in seconds:
- * .0005 .001 .0025 .005 .01 .025 .05 .1 .25 .5 1 2.5 5 10. Thread-safe. */
+ * .0005 .001 .0025 .005 .01 .025 .05 .1 .25 .5 1 2.5 5 10 20 30 60 (an LLM
+ * call may take 10 s three times). Thread-safe. */
 #ifndef VIGIL_METRICS_H
 #define VIGIL_METRICS_H
 #include <stddef.h>
@@ -12,6 +13,15 @@
 void vigil_counter_add(const char *name, const char *help, const char *labels, double v);
 void vigil_gauge_set(const char *name, const char *help, const char *labels, double v);
 void vigil_histogram_observe(const char *name, const char *help, const char *labels, double seconds);
+/* Sets a counter whose total is kept elsewhere (e.g. CPU seconds from the
+ * kernel); a value below the current one is ignored. */
+void vigil_counter_set(const char *name, const char *help, const char *labels, double v);
+/* Creates a gauge series at 0 unless it exists (a value set meanwhile is
+ * kept). */
+void vigil_gauge_declare(const char *name, const char *help, const char *labels);
+/* Creates a histogram series with no observation (every bucket 0), so it
+ * is exposed before the first event. */
+void vigil_histogram_declare(const char *name, const char *help, const char *labels);
 
 /* Current value of a counter or gauge (0 if never touched). For tests. */
 double vigil_metric_value(const char *name, const char *labels);

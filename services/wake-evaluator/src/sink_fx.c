@@ -41,19 +41,6 @@ static int fx_member(void *ctx, const char *persona, bool add)
     return add ? vigil_fx_set_add(c->fx, set, c->room) : vigil_fx_set_remove(c->fx, set, c->room);
 }
 
-/* Setting a gauge is idempotent, so a decision retried on a conflict does
- * no harm here. */
-static void fx_economics(void *ctx, const char *room, int64_t spent, int64_t saved)
-{
-    (void)spent;
-    char esc[2 * WAKE_ID_MAX + 8], labels[3 * WAKE_ID_MAX];
-    vigil_metrics_escape(room, esc, sizeof esc);
-    snprintf(labels, sizeof labels, "room=\"%s\"", esc);
-    vigil_gauge_set("vigil_wake_tokens_saved_estimate",
-                    "Tokens dormancy saved in a room (estimate, see README)", labels,
-                    (double)saved);
-}
-
 static void fx_decided(void *ctx, const wake_decision *d)
 {
     (void)ctx;
@@ -87,7 +74,6 @@ void wake_sink_fx(wake_sink *sink, wake_fx_ctx *ctx, bool intake)
         .enqueue = fx_enqueue,
         .timer = fx_timer,
         .member = fx_member,
-        .economics = fx_economics,
         .decided = intake ? fx_decided : NULL,
         .limit = fx_limit,
     };

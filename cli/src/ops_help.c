@@ -1,0 +1,132 @@
+/* ops_help.c - the --help texts and usage errors of the operators'
+ * commands (`vigil persona`, `vigil status`, `vigil errors`). */
+#include <stdio.h>
+#include <string.h>
+#include "opts.h"
+#include "ops.h"
+
+static const char OPS_ENV_HELP[] =
+    "Environment (same as the services):\n"
+    "  VIGIL_MQTT_URL             broker (mqtt://127.0.0.1:1883)\n"
+    "  VIGIL_MQTT_USER, VIGIL_MQTT_PASSWORD\n"
+    "  VIGIL_CLI_TIMEOUT_MS       how long to wait for the broker and for answers (5000)\n"
+    "  VIGIL_USER                 your name in commands (`by`; default: $USER)\n"
+    "  VIGIL_CLI_LOG_LEVEL        library log lines on stderr (error)\n"
+    "These commands read topics only (retained state and events), never Redis.\n";
+
+static const struct {
+    const char *name;
+    const char *text;
+    const char *exits;
+} OPS_HELP[] = {
+    { "persona",
+      "usage: vigil persona status [ROOM | PERSONA] [--json]\n"
+      "       vigil persona sleep PERSONA ROOM [--for DURATION | --until TIME]\n"
+      "       vigil persona wake PERSONA ROOM\n"
+      "       vigil persona level PERSONA ROOM LEVEL [--for DURATION | --until TIME]\n"
+      "\n"
+      "The dormancy of AI personas, as dormancy-monitor keeps it. Each subcommand has --help.\n",
+      "Exit status: 0 ok, 1 runtime error (broker unreachable, no answer in time), 2 usage\n"
+      "error, 3 persona or room not found (status), 5 the command was refused (an error event\n"
+      "of dormancy-monitor).\n" },
+    { "persona status",
+      "usage: vigil persona status [ROOM | PERSONA] [--json]\n"
+      "\n"
+      "Each persona's dormancy level in each room: since when, the trigger of the last\n"
+      "change, the snooze of suggestions; per room whether it is paused, the last human\n"
+      "message, the AI-only stretch and the humans present. Read from the retained\n"
+      "persona/+/state and room/+/state topics. ROOM or PERSONA limits the output to that\n"
+      "room or persona (a name that is both shows both).\n"
+      "  --json   one JSON object: {\"personas\": [{persona, room, level, since, trigger,\n"
+      "           snoozed_until?}], \"rooms\": [room/{r}/state payloads]}\n"
+      "Pending suggestions are events (persona/{p}/suggestion, not retained): they are not\n"
+      "shown.\n",
+      "Exit status: 0 ok, 1 runtime error (broker unreachable), 2 usage error, 3 the ROOM or\n"
+      "PERSONA given has no retained state.\n" },
+    { "persona sleep",
+      "usage: vigil persona sleep PERSONA ROOM [--for DURATION | --until TIME]\n"
+      "\n"
+      "Puts PERSONA to sleep in ROOM: publishes {\"cmd\": \"dormant\", \"level\": \"sleep\"} on\n"
+      "persona/PERSONA/command, waits for the resulting persona/PERSONA/dormancy event (or\n"
+      "dormancy-monitor's error event about the command) and prints it.\n"
+      "  --for DURATION   back to active after DURATION (90s, 30m, 1h30m, 1.5h, 2d)\n"
+      "  --until TIME     back to active at the next TIME of day, local time (17:00, 5pm)\n"
+      "  --json           print the event as received (one JSON line)\n"
+      "When the persona is already at that level with no time limit, nothing is sent.\n",
+      "Exit status: 0 applied (or nothing to do), 1 runtime error (broker unreachable, no\n"
+      "answer within VIGIL_CLI_TIMEOUT_MS: is dormancy-monitor running?), 2 usage error,\n"
+      "5 refused (dormancy-monitor published an error event; its reason is printed).\n" },
+    { "persona wake",
+      "usage: vigil persona wake PERSONA ROOM [--json]\n"
+      "\n"
+      "Wakes PERSONA in ROOM (back to active): publishes {\"cmd\": \"awake\"} on\n"
+      "persona/PERSONA/command and waits for the resulting dormancy event, as `sleep`.\n",
+      "Exit status: 0 applied (or nothing to do), 1 runtime error (broker unreachable, no\n"
+      "answer within VIGIL_CLI_TIMEOUT_MS), 2 usage error, 5 refused (error event).\n" },
+    { "persona level",
+      "usage: vigil persona level PERSONA ROOM LEVEL [--for DURATION | --until TIME] [--json]\n"
+      "\n"
+      "Sets PERSONA's level in ROOM: active, mention-only, human-only or sleep (active is\n"
+      "`wake`), and waits for the resulting dormancy event, as `sleep`.\n",
+      "Exit status: 0 applied (or nothing to do), 1 runtime error (broker unreachable, no\n"
+      "answer within VIGIL_CLI_TIMEOUT_MS), 2 usage error, 5 refused (error event).\n" },
+    { "status",
+      "usage: vigil status [--json] [--host HOST] [--port SERVICE=PORT]... [--no-default-ports]\n"
+      "                    [--no-http]\n"
+      "\n"
+      "Every service instance's retained sys/<service>/<instance>/status (state, version,\n"
+      "shard, since) and, for each HTTP port that answers, GET /readyz. Ports probed on HOST\n"
+      "(default 127.0.0.1): dormancy-monitor 9101, wake-evaluator 9102, chat-router 9103,\n"
+      "heartbeat 9104, council 9105, stall-resumer 9106, presence-gateway 8080,\n"
+      "floor-control 9108; --port SERVICE=PORT adds or replaces one (repeatable). A default\n"
+      "port where nothing listens is shown as unreachable and is no failure; a port given\n"
+      "with --port must answer.\n"
+      "Instance states: ready, disconnected (stopped cleanly: no failure), lost (the broker\n"
+      "published its last will: the process died or lost the network).\n"
+      "  --json     one JSON object: {\"instances\": [status payloads], \"http\": [{service,\n"
+      "             host, port, reachable, status, ready}], \"ready\": bool}\n"
+      "  --no-http  only the retained statuses\n"
+      "  --no-default-ports  probe only the --port ones\n",
+      "Exit status: 0 everything ready, 1 runtime error (broker unreachable), 2 usage error,\n"
+      "6 not ready: an instance is lost, a /readyz answered other than 200, or a --port did\n"
+      "not answer.\n" },
+    { "errors",
+      "usage: vigil errors [--follow] [--service SERVICE] [--json]\n"
+      "\n"
+      "The error events services publish on sys/<service>/error for every input they refuse:\n"
+      "one line each, TIME SERVICE REASON TOPIC DETAIL, then the sample of the input.\n"
+      "Without --follow, prints what arrives within VIGIL_CLI_TIMEOUT_MS (error events are not\n"
+      "retained: only the ones published meanwhile) and exits; with --follow, prints until\n"
+      "interrupted (Ctrl-C).\n"
+      "  --service S   only sys/S/error\n"
+      "  --json        each event as published, one JSON line\n",
+      "Exit status: 0 ok, 1 runtime error (broker unreachable), 2 usage error.\n" },
+};
+
+bool ops_help(const char *name, FILE *f)
+{
+    for (size_t i = 0; i < sizeof OPS_HELP / sizeof OPS_HELP[0]; i++) {
+        if (strcmp(OPS_HELP[i].name, name) == 0) {
+            fputs(OPS_HELP[i].text, f);
+            fputc('\n', f);
+            fputs(OPS_ENV_HELP, f);
+            fputc('\n', f);
+            fputs(OPS_HELP[i].exits, f);
+            return true;
+        }
+    }
+    return false;
+}
+
+int ops_usage_error(const char *name, const char *msg)
+{
+    fprintf(stderr, "vigil: %s\nTry 'vigil %s --help'.\n", msg, name);
+    return CLI_ERR_USAGE;
+}
+
+int ops_opt_error(const char *name, int opt, int optopt_value, char **argv)
+{
+    char msg[160];
+    cli_opt_message(opt, optopt_value, argv, msg, sizeof msg);
+    return ops_usage_error(name, msg);
+}

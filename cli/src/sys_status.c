@@ -1,0 +1,215 @@
+/* sys_status.c - `vigil status`: is everything up? The retained
+ * sys/<service>/<instance>/status of every replica (what the broker knows:
+ * ready, stopped, or lost by last will) and the /readyz answer of each
+ * service's HTTP port (what the process itself says). */
+#include <stdlib.h>
+#include <string.h>
+#include "opts.h"
+#include "ops.h"
+
+#define MAX_PORTS 32
+#define HTTP_TIMEOUT_MS 2000
+
+typedef struct port {
+    char service[CHAT_ID_MAX + 1];
+    int port;
+    bool explicit; /* given with --port: must answer */
+} port;
+
+static const port DEFAULT_PORTS[] = {
+    { "dormancy-monitor", 9101, false }, { "wake-evaluator", 9102, false },
+    { "chat-router", 9103, false },      { "heartbeat", 9104, false },
+    { "council", 9105, false },          { "stall-resumer", 9106, false },
+    { "presence-gateway", 8080, false }, { "floor-control", 9108, false },
+};
+
+typedef struct opts {
+    bool json, http;
+    const char *host;
+    port ports[MAX_PORTS];
+    int nports;
+} opts;
+
+/* --port SERVICE=PORT: replaces the service's default or adds one. */
+static int add_port(opts *o, const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    int64_t p;
+    if (!eq || eq == arg || (size_t)(eq - arg) > CHAT_ID_MAX ||
+        !vigil_id_valid(arg, (size_t)(eq - arg)) || !cli_parse_int(eq + 1, 1, 65535, &p))
+        return -1;
+    int i = 0;
+    for (; i < o->nports; i++)
+        if (strlen(o->ports[i].service) == (size_t)(eq - arg) &&
+            strncmp(o->ports[i].service, arg, (size_t)(eq - arg)) == 0)
+            break;
+    if (i == o->nports) {
+        if (o->nports == MAX_PORTS)
+            return -1;
+        o->nports++;
+    }
+    snprintf(o->ports[i].service, sizeof o->ports[i].service, "%.*s", (int)(eq - arg), arg);
+    o->ports[i].port = (int)p;
+    o->ports[i].explicit = true;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, opts *o)
+{
+    static const struct option LONG[] = { { "json", no_argument, NULL, 'j' },
+                                          { "host", required_argument, NULL, 'H' },
+                                          { "port", required_argument, NULL, 'p' },
+                                          { "no-http", no_argument, NULL, 'n' },
+                                          { "no-default-ports", no_argument, NULL, 'D' },
+                                          { 0, 0, 0, 0 } };
+    o->json = false;
+    o->http = true;
+    o->host = "127.0.0.1";
+    o->nports = (int)(sizeof DEFAULT_PORTS / sizeof DEFAULT_PORTS[0]);
+    memcpy(o->ports, DEFAULT_PORTS, sizeof DEFAULT_PORTS);
+    bool no_defaults = false;
+    int opt;
+    opterr = 0;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, ":", LONG, NULL)) != -1) {
+        if (opt == 'j')
+            o->json = true;
+        else if (opt == 'H')
+            o->host = optarg;
+        else if (opt == 'n')
+            o->http = false;
+        else if (opt == 'D')
+            no_defaults = true;
+        else if (opt == 'p') {
+            if (add_port(o, optarg) != 0)
+                return ops_usage_error("status", "bad --port: use SERVICE=PORT (PORT 1-65535)");
+        } else
+            return ops_opt_error("status", opt, optopt, argv);
+    }
+    if (argc - optind > 0)
+        return ops_usage_error("status", "too many arguments");
+    if (no_defaults) { /* keep only the --port ones */
+        int k = 0;
+        for (int i = 0; i < o->nports; i++)
+            if (o->ports[i].explicit)
+                o->ports[k++] = o->ports[i];
+        o->nports = k;
+    }
+    if (!*o->host)
+        return ops_usage_error("status", "bad --host");
+    return CLI_OK;
+}
+
+static int cmp_status(const void *a, const void *b)
+{
+    json_object *x = *(json_object *const *)a, *y = *(json_object *const *)b;
+    int r = strcmp(ops_str(x, "service"), ops_str(y, "service"));
+    return r ? r : strcmp(ops_str(x, "instance"), ops_str(y, "instance"));
+}
+
+/* The newest retained status per topic, sorted by service and instance,
+ * as a json array. */
+static json_object *collect(ops_inbox *in)
+{
+    json_object *by_topic = json_object_new_object();
+    ops_msg m;
+    while (ops_inbox_take(in, &m)) {
+        if (m.json && m.retained) {
+            json_object_object_add(by_topic, m.topic, m.json);
+            m.json = NULL;
+        }
+        ops_msg_free(&m);
+    }
+    json_object *arr = json_object_new_array();
+    json_object_object_foreach(by_topic, t, st)
+    {
+        (void)t;
+        json_object_array_add(arr, json_object_get(st));
+    }
+    json_object_put(by_topic);
+    json_object_array_sort(arr, cmp_status);
+    return arr;
+}
+
+int cli_status(cli *c, int argc, char **argv)
+{
+    opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc != CLI_OK)
+        return rc;
+    ops_inbox in;
+    ops_inbox_init(&in);
+    static const char *const SUBS[] = { "sys/+/+/status", NULL };
+    rc = ops_subscribe(c, SUBS, &in);
+    cli_close(c);
+    if (rc != CLI_OK) {
+        ops_inbox_free(&in);
+        return rc;
+    }
+    json_object *inst = collect(&in);
+    ops_inbox_free(&in);
+    bool all_ready = true;
+    size_t n = json_object_array_length(inst);
+    if (!o.json) {
+        printf("%-18s %-28s %-12s %-8s %-5s %s\n", "SERVICE", "INSTANCE", "STATE", "VERSION",
+               "SHARD", "SINCE");
+        if (n == 0)
+            printf("(no service has published a status)\n");
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_object *st = json_object_array_get_idx(inst, i);
+        const char *state = ops_str(st, "state");
+        if (strcmp(state, "ready") != 0 && strcmp(state, "disconnected") != 0)
+            all_ready = false;
+        if (!o.json) {
+            char since[32];
+            ops_local_time(ops_int(st, "ts", 0), since, sizeof since);
+            printf("%-18s %-28s %-12s %-8s %-5s %s\n", ops_str(st, "service"),
+                   ops_str(st, "instance"), *state ? state : "?", ops_str(st, "version"),
+                   ops_str(st, "shard"), since);
+        }
+    }
+    json_object *http = json_object_new_array();
+    if (o.http) {
+        int tmo = c->timeout_ms < HTTP_TIMEOUT_MS ? (int)c->timeout_ms : HTTP_TIMEOUT_MS;
+        if (!o.json)
+            printf("\n%-18s %-22s %s\n", "SERVICE", "HTTP", "READY (GET /readyz)");
+        for (int i = 0; i < o.nports; i++) {
+            int code = ops_http_status(o.host, o.ports[i].port, "/readyz", tmo);
+            bool ready = code == 200;
+            if ((code != 0 && !ready) || (code == 0 && o.ports[i].explicit))
+                all_ready = false;
+            json_object *h = json_object_new_object();
+            json_object_object_add(h, "service", json_object_new_string(o.ports[i].service));
+            json_object_object_add(h, "host", json_object_new_string(o.host));
+            json_object_object_add(h, "port", json_object_new_int(o.ports[i].port));
+            json_object_object_add(h, "reachable", json_object_new_boolean(code != 0));
+            json_object_object_add(h, "status", code ? json_object_new_int(code) : NULL);
+            json_object_object_add(h, "ready", json_object_new_boolean(ready));
+            json_object_array_add(http, h);
+            if (!o.json) {
+                char addr[96];
+                snprintf(addr, sizeof addr, "%s:%d", o.host, o.ports[i].port);
+                if (code == 0)
+                    printf("%-18s %-22s unreachable%s\n", o.ports[i].service, addr,
+                           o.ports[i].explicit ? " (NOT READY)" : "");
+                else
+                    printf("%-18s %-22s %s (%d)\n", o.ports[i].service, addr,
+                           ready ? "ready" : "NOT READY", code);
+            }
+        }
+    }
+    if (o.json) {
+        json_object *out = json_object_new_object();
+        json_object_object_add(out, "instances", inst);
+        json_object_object_add(out, "http", http);
+        json_object_object_add(out, "ready", json_object_new_boolean(all_ready));
+        ops_print_json(out);
+        json_object_put(out);
+    } else {
+        json_object_put(inst);
+        json_object_put(http);
+        printf("\n%s\n", all_ready ? "all ready" : "NOT READY");
+    }
+    return all_ready ? CLI_OK : OPS_EXIT_NOT_READY;
+}

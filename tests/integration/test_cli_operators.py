@@ -1,0 +1,231 @@
+"""The operators' commands of the `vigil` CLI (issue 17) against a real
+broker, Redis and dormancy-monitor: `vigil persona status|sleep|wake|level`,
+`vigil status`, `vigil errors`. They read topics only (retained states,
+events), so every assertion here is about what the services publish and
+what the CLI makes of it: output, --json and exit status."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+import harness
+from chat_personas import run_vigil, vigil_env, vigil_exe
+from conftest import ai, human, uid
+
+SUBCOMMANDS = [("persona",), ("persona", "status"), ("persona", "sleep"), ("persona", "wake"),
+               ("persona", "level"), ("status",), ("errors",)]
+
+
+def plain_env():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
+    env["LSAN_OPTIONS"] = "print_suppressions=0"
+    return env
+
+
+def run_plain(*args):
+    return subprocess.run([vigil_exe(), *args], env=plain_env(), capture_output=True, text=True, timeout=20)
+
+
+def test_help_and_usage_errors():
+    if not os.path.exists(vigil_exe()):
+        pytest.fail(f"{vigil_exe()} does not exist: build it first")
+    top = run_plain("--help").stdout
+    for cmd in ("persona", "status", "errors"):
+        assert f"\n  {cmd} " in top, cmd
+    for args in SUBCOMMANDS:
+        r = run_plain(*args, "--help")
+        assert r.returncode == 0, args
+        assert r.stdout.startswith(f"usage: vigil {' '.join(args)}"), (args, r.stdout[:120])
+        assert "Exit status" in r.stdout and "VIGIL_MQTT_URL" in r.stdout, args
+    assert "--json" in run_plain("persona", "status", "--help").stdout
+    assert "--follow" in run_plain("errors", "--help").stdout
+    for args, why in [(("persona",), "missing subcommand"), (("persona", "frob"), "unknown persona command"),
+                      (("persona", "sleep", "p"), "missing PERSONA or ROOM"),
+                      (("persona", "level", "p", "r"), "missing PERSONA, ROOM or LEVEL"),
+                      (("persona", "level", "p", "r", "drowsy"), "bad LEVEL"),
+                      (("persona", "sleep", "p/x", "r"), "bad PERSONA"),
+                      (("persona", "sleep", "p", "r", "--for", "soon"), "bad --for"),
+                      (("persona", "sleep", "p", "r", "--until", "25:00"), "bad --until"),
+                      (("persona", "sleep", "p", "r", "--for", "1h", "--until", "17:00"), "not both"),
+                      (("persona", "wake", "p", "r", "--for", "1h"), "do not go with active"),
+                      (("persona", "status", "a", "b"), "too many"), (("persona", "status", "--bogus"), "unknown option"),
+                      (("status", "--port", "x"), "bad --port"), (("status", "--port", "a=70000"), "bad --port"),
+                      (("errors", "--service", "a/b"), "bad --service"), (("errors", "--service"), "needs a value")]:
+        r = run_plain(*args)
+        assert r.returncode == 2, (args, r.returncode, r.stderr)
+        assert why in r.stderr, (args, r.stderr)
+        assert "Try 'vigil " in r.stderr, (args, r.stderr)
+
+
+def test_broker_unreachable_is_a_runtime_error():
+    env = plain_env()
+    env.update({"VIGIL_MQTT_URL": f"mqtt://127.0.0.1:{harness.free_port()}", "VIGIL_CLI_TIMEOUT_MS": "500"})
+    for args in (("persona", "status"), ("status", "--no-http"), ("errors",), ("persona", "wake", "p", "r")):
+        r = subprocess.run([vigil_exe(), *args], env=env, capture_output=True, text=True, timeout=20)
+        assert r.returncode == 1, (args, r.returncode, r.stderr)
+        assert "cannot reach the MQTT broker" in r.stderr, (args, r.stderr)
+
+
+# --------------------------------------------------------------------------
+# persona
+
+
+def test_persona_sleep_level_wake_and_status(stack):
+    svc = stack.service()
+    pub = stack.publisher()
+    col = stack.collector(topics=("persona/#", "sys/#"))
+    room, p, q = uid("room"), uid("p"), uid("q")
+    pub.publish(*human(room, "joel", "hello"))
+    pub.publish(*ai(room, p, "hi from p"))
+    pub.publish(*ai(room, q, "hi from q"))
+    col.wait_event(f"persona/{q}/state", timeout=10)
+
+    r = run_vigil(stack, "persona", "sleep", p, room)
+    assert r.returncode == 0, r.stderr
+    assert f"{p} in {room}: active -> sleep (manual" in r.stdout, r.stdout
+    ev = col.wait_event(f"persona/{p}/dormancy", lambda m: m["level"] == "sleep", timeout=10)
+    assert ev["id"].startswith("cli-")
+
+    # status, text and JSON, whole and filtered by room and by persona
+    out = run_vigil(stack, "persona", "status").stdout
+    assert f"room {room}" in out and "PERSONA" in out
+    line = next(ln for ln in out.splitlines() if ln.split()[:1] == [p])
+    assert line.split()[1] == "sleep" and line.split()[-1] == "manual", line
+    line_q = next(ln for ln in out.splitlines() if ln.split()[:1] == [q])
+    assert line_q.split()[1] == "active"
+    doc = json.loads(run_vigil(stack, "persona", "status", room, "--json").stdout)
+    levels = {(e["persona"], e["room"]): e["level"] for e in doc["personas"]}
+    assert levels == {(p, room): "sleep", (q, room): "active"}
+    assert [rs["room"] for rs in doc["rooms"]] == [room]
+    assert doc["rooms"][0]["personas"][p] == "sleep"
+    assert all(isinstance(e["since"], int) and e["trigger"] for e in doc["personas"])
+    doc = json.loads(run_vigil(stack, "persona", "status", q, "--json").stdout)
+    assert [(e["persona"], e["level"]) for e in doc["personas"]] == [(q, "active")]
+    r = run_vigil(stack, "persona", "status", uid("nobody"))
+    assert r.returncode == 3 and "no persona or room" in r.stderr
+
+    # a timed level: the until goes out in the command, the event comes back
+    before = harness.now_ms()
+    r = run_vigil(stack, "persona", "level", q, room, "mention-only", "--for", "1h", "--json")
+    assert r.returncode == 0, r.stderr
+    ev = json.loads(r.stdout)
+    assert ev["persona"] == q and ev["level"] == "mention-only" and ev["previous"] == "active"
+    cmd = col.wait_event(f"persona/{q}/command", timeout=5)
+    assert cmd["cmd"] == "dormant" and cmd["level"] == "mention-only" and cmd["room"] == room
+    assert before + 3600_000 - 5000 <= cmd["until"] <= harness.now_ms() + 3600_000
+    assert cmd["by"] == "joel"
+
+    # wake, then wake again: already active, nothing sent
+    r = run_vigil(stack, "persona", "wake", p, room)
+    assert r.returncode == 0, r.stderr
+    assert "sleep -> active" in r.stdout
+    n_cmds = len(col.events(f"persona/{p}/command"))
+    r = run_vigil(stack, "persona", "wake", p, room)
+    assert r.returncode == 0 and "already active" in r.stdout, (r.stdout, r.stderr)
+    time.sleep(0.3)
+    assert len(col.events(f"persona/{p}/command")) == n_cmds
+    assert svc.alive()
+
+
+def test_persona_command_refused_and_unanswered(stack):
+    stack.service()
+    room, p = uid("room"), uid("p")
+    # --for 1ms ends before dormancy-monitor receives it: refused as "in the past"
+    r = run_vigil(stack, "persona", "sleep", p, room, "--for", "1ms")
+    assert r.returncode == 5, (r.returncode, r.stdout, r.stderr)
+    assert "refused the command: bad_value" in r.stderr and "in the past" in r.stderr
+    r = run_vigil(stack, "persona", "sleep", p, room, "--for", "1ms", "--json")
+    assert r.returncode == 5
+    err = json.loads(r.stdout)
+    assert err["service"] == "dormancy-monitor" and err["topic"] == f"persona/{p}/command"
+
+
+def test_persona_command_without_dormancy_monitor_times_out(stack):
+    r = run_vigil(stack, "persona", "sleep", uid("p"), uid("room"), env={"VIGIL_CLI_TIMEOUT_MS": "800"})
+    assert r.returncode == 1
+    assert "published no dormancy event" in r.stderr
+
+
+# --------------------------------------------------------------------------
+# status
+
+
+def test_status_instances_and_ports(stack):
+    svc = stack.service(instance=uid("dm-"))
+    port_arg = f"dormancy-monitor={svc.http_port}"
+    r = run_vigil(stack, "status", "--no-default-ports", "--port", port_arg)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    row = next(ln for ln in r.stdout.splitlines() if svc.instance in ln).split()
+    assert row[:3] == ["dormancy-monitor", svc.instance, "ready"]
+    assert f"127.0.0.1:{svc.http_port}" in r.stdout and "all ready" in r.stdout
+    doc = json.loads(run_vigil(stack, "status", "--no-default-ports", "--port", port_arg, "--json").stdout)
+    assert doc["ready"] is True
+    inst = [i for i in doc["instances"] if i["instance"] == svc.instance]
+    assert inst and inst[0]["state"] == "ready" and inst[0]["shard"] and inst[0]["version"]
+    assert doc["http"] == [{"service": "dormancy-monitor", "host": "127.0.0.1", "port": svc.http_port,
+                            "reachable": True, "status": 200, "ready": True}]
+
+    # a port given explicitly that nothing answers: not ready
+    dead = harness.free_port()
+    r = run_vigil(stack, "status", "--no-default-ports", "--port", port_arg, "--port", f"ghost={dead}")
+    assert r.returncode == 6 and "unreachable (NOT READY)" in r.stdout
+
+    # kill -9: the broker publishes the last will, the port is gone
+    svc.kill9()
+    harness.wait_until(lambda: "lost" in run_vigil(stack, "status", "--no-http").stdout, 15,
+                       "the lost status of the killed instance")
+    r = run_vigil(stack, "status", "--no-http", "--json")
+    assert r.returncode == 6
+    doc = json.loads(r.stdout)
+    assert doc["ready"] is False
+    assert [i["state"] for i in doc["instances"] if i["instance"] == svc.instance] == ["lost"]
+
+    # restarted and then stopped cleanly: "disconnected" is no failure
+    svc.start()
+    svc.terminate()
+    harness.wait_until(lambda: "disconnected" in run_vigil(stack, "status", "--no-http").stdout, 15,
+                       "the disconnected status")
+    r = run_vigil(stack, "status", "--no-http")
+    assert r.returncode == 0, r.stdout
+
+
+# --------------------------------------------------------------------------
+# errors
+
+
+def test_errors_listen_filter_and_follow(stack):
+    stack.service()
+    pub = stack.publisher()
+    env = vigil_env(stack, VIGIL_CLI_TIMEOUT_MS="4000")
+    proc = subprocess.Popen([vigil_exe(), "errors", "--service", "dormancy-monitor", "--json"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    follow = subprocess.Popen([vigil_exe(), "errors", "--follow"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    other = subprocess.Popen([vigil_exe(), "errors", "--service", "wake-evaluator", "--json"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)  # the three are subscribed (no retained error events to wait for)
+        room = uid("room")
+        pub.publish(f"room/{room}/message", b"not json at all")
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        events = [json.loads(ln) for ln in out.splitlines()]
+        assert any(e["topic"] == f"room/{room}/message" and e["service"] == "dormancy-monitor"
+                   and e["reason"] for e in events), out
+        out_other, _ = other.communicate(timeout=30)
+        assert other.returncode == 0 and out_other == ""
+        line = follow.stdout.readline()
+        assert " dormancy-monitor " in line and f"room/{room}/message" in line, line
+        assert follow.stdout.readline().startswith("  sample: not json at all")
+        assert follow.poll() is None  # --follow keeps listening
+        follow.send_signal(signal.SIGINT)
+        assert follow.wait(timeout=15) == 0
+    finally:
+        for p in (proc, follow, other):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
