@@ -2,9 +2,11 @@
  * room's log as chat-router keeps it. The log's name comes from
  * chat-router's core library (chat_log_name, shared with the vigil CLI),
  * never spelled here; entries are read-only for the gateway. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <vigil/json.h>
+#include <vigil/stream_reads.h>
 #include "adapter.h"
 #include "chat.h"
 
@@ -34,46 +36,39 @@ void gateway_api_messages_get(gateway *g, vigil_http_req *req, const char *room)
         return gateway_error(req, 400, "since: a log id as returned in log_id (ms-seq)");
     if (parse_limit(vigil_http_req_query(req, "limit"), &limit) != 0)
         return gateway_error(req, 400, "limit: 1-1000");
-    char name[CHAT_ID_MAX + 16], key[512], cnt[16], from[64], p[48];
+    char name[CHAT_ID_MAX + 16], key[512], from[64], p[48];
     chat_log_name(room, name, sizeof name);
     snprintf(key, sizeof key, "%s%s", g->chat_log_prefix, name);
-    snprintf(cnt, sizeof cnt, "%d", limit);
     bool forward = since_s && *since_s;
-    const char *argv[6];
     if (forward) {
         gw_pos_format(since, p, sizeof p);
         snprintf(from, sizeof from, "(%s", p);
-        const char *a[] = {"XRANGE", key, from, "+", "COUNT", cnt};
-        memcpy(argv, a, sizeof a);
-    } else {
-        const char *a[] = {"XREVRANGE", key, "+", "-", "COUNT", cnt};
-        memcpy(argv, a, sizeof a);
     }
     vigil_runtime_conn *conn = gw_pool_take(g);
-    redisReply *rep = conn ? vigil_redis_commandv(vigil_runtime_conn_redis(conn), 6, argv, NULL) : NULL;
-    if (!rep || rep->type != REDIS_REPLY_ARRAY) {
-        if (rep)
-            freeReplyObject(rep);
+    vigil_stream_entry *ents = NULL;
+    size_t n = 0;
+    vigil_read_result rc =
+        conn ? vigil_stream_range(vigil_runtime_conn_redis(conn), key, forward ? from : "+",
+                                  forward ? "+" : "-", limit, !forward, &ents, &n)
+             : VIGIL_READ_UNREACHABLE;
+    if (rc != VIGIL_READ_OK) {
         vigil_runtime_conn_close(conn);
         return gateway_error(req, 503, "cannot read the room log (Redis unreachable)");
     }
     gw_pool_put(g, conn);
+    /* Newest first from XREVRANGE: the answer is oldest first either way. */
     json_object *msgs = json_object_new_array();
-    size_t n = rep->elements;
     for (size_t k = 0; k < n; k++) {
-        redisReply *e = rep->element[forward ? k : n - 1 - k];
-        if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
-            e->element[1]->type != REDIS_REPLY_ARRAY || e->element[1]->elements < 2)
-            continue;
-        json_object *m = json_tokener_parse(e->element[1]->element[1]->str);
+        const vigil_stream_entry *e = &ents[forward ? k : n - 1 - k];
+        json_object *m = json_tokener_parse(e->value);
         if (!m || !json_object_is_type(m, json_type_object)) {
             json_object_put(m);
             continue;
         }
-        json_object_object_add(m, "log_id", json_object_new_string(e->element[0]->str));
+        json_object_object_add(m, "log_id", json_object_new_string(e->id));
         json_object_array_add(msgs, m);
     }
-    freeReplyObject(rep);
+    vigil_stream_entries_free(ents, n);
     json_object *o = json_object_new_object();
     json_object_object_add(o, "room", json_object_new_string(room));
     size_t len = json_object_array_length(msgs);

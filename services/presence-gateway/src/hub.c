@@ -8,16 +8,18 @@
  * for a client and no client waits for another. Each client's reader
  * runs on its own connection thread (http_api.h) and sleeps on its own
  * condition variable until a frame or its next ping is due. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <vigil/clock.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
+#include <vigil/stream_reads.h>
 #include "adapter.h"
 
-#define READ_COUNT "512"
-#define READ_BLOCK_MS "500"
+#define READ_COUNT 512
+#define READ_BLOCK_MS 500
 /* A reader blocked on its condition variable cannot see its peer close
  * the socket; an SSE comment line (invisible to EventSource) this often
  * when idle makes the write fail and frees a vanished client's thread. */
@@ -107,22 +109,17 @@ static void dispatch(gw_hub *h, const char *id, const char *entry)
 /* Reads the log's last id (where live delivery starts). 0 ok, -1 retry. */
 static int read_tail(gw_hub *h, vigil_redis *r)
 {
-    redisReply *rep = vigil_redis_command(r, "XREVRANGE %s + - COUNT 1", h->key);
-    int rc = -1;
-    if (rep && rep->type == REDIS_REPLY_ARRAY) {
-        gw_pos p = {0, 0};
-        if (rep->elements == 1 && rep->element[0]->type == REDIS_REPLY_ARRAY &&
-            rep->element[0]->elements >= 1 && rep->element[0]->element[0]->type == REDIS_REPLY_STRING)
-            gw_pos_parse(rep->element[0]->element[0]->str, &p);
-        pthread_mutex_lock(&h->mu);
-        h->last = p;
-        h->have_last = true;
-        pthread_mutex_unlock(&h->mu);
-        rc = 0;
-    }
-    if (rep)
-        freeReplyObject(rep);
-    return rc;
+    char id[VIGIL_STREAM_ID_MAX];
+    if (vigil_stream_last_id(r, h->key, id, sizeof id) != VIGIL_READ_OK)
+        return -1;
+    gw_pos p = {0, 0};
+    if (id[0])
+        gw_pos_parse(id, &p);
+    pthread_mutex_lock(&h->mu);
+    h->last = p;
+    h->have_last = true;
+    pthread_mutex_unlock(&h->mu);
+    return 0;
 }
 
 static void *hub_main(void *arg)
@@ -139,32 +136,19 @@ static void *hub_main(void *arg)
         pthread_mutex_lock(&h->mu);
         gw_pos_format(h->last, last, sizeof last);
         pthread_mutex_unlock(&h->mu);
-        const char *argv[] = {"XREAD", "COUNT", READ_COUNT, "BLOCK", READ_BLOCK_MS, "STREAMS", h->key, last};
-        redisReply *rep = vigil_redis_commandv(r, 8, argv, NULL);
-        if (!rep || rep->type == REDIS_REPLY_ERROR) {
-            if (rep)
-                freeReplyObject(rep);
+        vigil_stream_entry *ents;
+        size_t n;
+        if (vigil_stream_read_after(r, h->key, last, READ_COUNT, READ_BLOCK_MS, &ents, &n) !=
+            VIGIL_READ_OK) {
             vigil_sleep_ms(vigil_backoff_ms(attempt++, 100, 2000), NULL);
             continue;
         }
         attempt = 0;
-        if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 1) {
-            redisReply *s = rep->element[0];
-            redisReply *entries = s->type == REDIS_REPLY_ARRAY && s->elements == 2 ? s->element[1] : NULL;
-            pthread_mutex_lock(&h->mu);
-            for (size_t i = 0; entries && i < entries->elements; i++) {
-                redisReply *e = entries->element[i];
-                if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
-                    e->element[0]->type != REDIS_REPLY_STRING ||
-                    e->element[1]->type != REDIS_REPLY_ARRAY || e->element[1]->elements < 2)
-                    continue;
-                redisReply *val = e->element[1]->element[1];
-                if (val->type == REDIS_REPLY_STRING)
-                    dispatch(h, e->element[0]->str, val->str);
-            }
-            pthread_mutex_unlock(&h->mu);
-        }
-        freeReplyObject(rep);
+        pthread_mutex_lock(&h->mu);
+        for (size_t i = 0; i < n; i++)
+            dispatch(h, ents[i].id, ents[i].value);
+        pthread_mutex_unlock(&h->mu);
+        vigil_stream_entries_free(ents, n);
     }
     vigil_runtime_conn_close(conn);
     return NULL;

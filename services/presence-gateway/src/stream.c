@@ -8,14 +8,16 @@
  * nothing. Its first frame is `connected`; with ?snapshot=1 the kept
  * latest state of every matching state topic follows (frames without id),
  * before the backlog and the live entries. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <vigil/clock.h>
 #include <vigil/json.h>
 #include <vigil/metrics.h>
+#include <vigil/stream_reads.h>
 #include "adapter.h"
 
-#define PAGE "500"
+#define PAGE 500
 
 typedef struct buf {
     char *p;
@@ -58,36 +60,29 @@ static int read_backlog(gateway *g, gw_pos since, gw_pos upto, const gw_filter_s
     gw_pos_format(upto, to, sizeof to);
     int rc = 0;
     for (;;) {
-        const char *argv[] = {"XRANGE", g->hub.key, from, to, "COUNT", PAGE};
-        redisReply *rep = vigil_redis_commandv(r, 6, argv, NULL);
-        if (!rep || rep->type != REDIS_REPLY_ARRAY) {
-            if (rep)
-                freeReplyObject(rep);
+        vigil_stream_entry *ents;
+        size_t n;
+        if (vigil_stream_range(r, g->hub.key, from, to, PAGE, false, &ents, &n) != VIGIL_READ_OK) {
             rc = -1;
             break;
         }
-        size_t n = rep->elements;
         for (size_t i = 0; i < n; i++) {
-            redisReply *e = rep->element[i];
-            if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || e->element[1]->elements < 2)
-                continue;
-            const char *id = e->element[0]->str;
-            const char *entry = e->element[1]->element[1]->str;
             char topic[GW_TOPIC_MAX], event[96];
             const char *data;
-            if (gw_log_entry_split(entry, topic, sizeof topic, event, sizeof event, &data) == 0 &&
+            if (gw_log_entry_split(ents[i].value, topic, sizeof topic, event, sizeof event, &data) ==
+                    0 &&
                 gw_filters_match(fs, topic, event)) {
                 size_t fl;
-                char *frame = gw_sse_frame(id, event, data, &fl);
+                char *frame = gw_sse_frame(ents[i].id, event, data, &fl);
                 if (frame)
                     buf_add(b, frame, fl);
                 free(frame);
             }
-            if (i + 1 == n)
-                snprintf(from, sizeof from, "(%s", id);
         }
-        freeReplyObject(rep);
-        if (n < (size_t)atoi(PAGE))
+        if (n)
+            snprintf(from, sizeof from, "(%s", ents[n - 1].id);
+        vigil_stream_entries_free(ents, n);
+        if (n < PAGE)
             break;
     }
     if (rc == 0)
@@ -98,34 +93,36 @@ static int read_backlog(gateway *g, gw_pos since, gw_pos upto, const gw_filter_s
 }
 
 /* Appends the kept latest entry of every state topic that matches, as
- * frames without id (they are states, not log positions). */
+ * frames without id (they are states, not log positions). A kept key of
+ * another type is skipped; only an unreachable Redis fails the read. */
 static int read_snapshot(gateway *g, const gw_filter_set *fs, buf *b)
 {
     vigil_runtime_conn *conn = gw_pool_take(g);
     if (!conn)
         return -1;
     vigil_redis *r = vigil_runtime_conn_redis(conn);
-    redisReply *members = vigil_redis_command(r, "SMEMBERS %s", g->snap_set);
-    if (!members || members->type != REDIS_REPLY_ARRAY) {
-        if (members)
-            freeReplyObject(members);
+    char **members;
+    size_t nm;
+    if (vigil_read_members(r, g->snap_set, &members, &nm) != VIGIL_READ_OK) {
         vigil_runtime_conn_close(conn);
         return -1;
     }
     int rc = 0;
-    for (size_t i = 0; i < members->elements && rc == 0; i++) {
-        redisReply *m = members->element[i];
-        if (m->type != REDIS_REPLY_STRING || !gw_filters_match(fs, m->str, "state"))
+    for (size_t i = 0; i < nm && rc == 0; i++) {
+        if (!gw_filters_match(fs, members[i], "state"))
             continue;
-        redisReply *v = vigil_redis_command(r, "GET %s%s", g->snap_prefix, m->str);
-        if (!v) {
+        char key[sizeof g->snap_prefix + GW_TOPIC_MAX];
+        int kl = snprintf(key, sizeof key, "%s%s", g->snap_prefix, members[i]);
+        if (kl < 0 || (size_t)kl >= sizeof key)
+            continue; /* longer than any topic the gateway keeps */
+        char *v;
+        if (vigil_read_string(r, key, &v, NULL) == VIGIL_READ_UNREACHABLE) {
             rc = -1;
             break;
         }
         char topic[GW_TOPIC_MAX], event[96];
         const char *data;
-        if (v->type == REDIS_REPLY_STRING &&
-            gw_log_entry_split(v->str, topic, sizeof topic, event, sizeof event, &data) == 0 &&
+        if (v && gw_log_entry_split(v, topic, sizeof topic, event, sizeof event, &data) == 0 &&
             gw_filters_match(fs, topic, event)) {
             size_t fl;
             char *frame = gw_sse_frame(NULL, event, data, &fl);
@@ -133,9 +130,9 @@ static int read_snapshot(gateway *g, const gw_filter_set *fs, buf *b)
                 buf_add(b, frame, fl);
             free(frame);
         }
-        freeReplyObject(v);
+        free(v);
     }
-    freeReplyObject(members);
+    vigil_strings_free(members, nm);
     if (rc == 0)
         gw_pool_put(g, conn);
     else

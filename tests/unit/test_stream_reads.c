@@ -1,0 +1,239 @@
+/* test_stream_reads.c - typed reads of streams, sets and strings
+ * (vigil/stream_reads.h) against a real redis-server: ranges with
+ * exclusive bounds and COUNT in both orders, the last id of a stream,
+ * XREAD after an id (with and without new entries, and with a wait that
+ * ends empty), SMEMBERS and GET; a missing key reads as empty, a key of
+ * another type as VIGIL_READ_WRONG_TYPE, and a stopped server as
+ * VIGIL_READ_UNREACHABLE. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redis_server.h"
+#include "vigil/log.h"
+#include "vigil/stream_reads.h"
+
+static vt_redis *srv;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    vigil_log_init("test_stream_reads", "test", VIGIL_LOG_ERROR);
+    srv = vt_redis_start();
+    return srv ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    vt_redis_stop(srv);
+    return 0;
+}
+
+static vigil_redis *connect_redis(void)
+{
+    vigil_redis_addr a = vt_redis_addr(srv);
+    return vigil_redis_new(&a, 2000);
+}
+
+static void ranges_both_orders_and_bounds(void **state)
+{
+    (void)state;
+    assert_true(vt_redis_exec(srv, "FLUSHALL"));
+    vigil_redis *r = connect_redis();
+    assert_true(vt_redis_exec(srv, "XADD s 1-1 m one"));
+    assert_true(vt_redis_exec(srv, "XADD s 2-1 m two"));
+    assert_true(vt_redis_exec(srv, "XADD s 3-1 other three"));
+    assert_true(vt_redis_exec(srv, "XADD s 4-1 m four"));
+    vigil_stream_entry *e;
+    size_t n;
+    /* Exclusive start, COUNT 2. */
+    assert_int_equal(vigil_stream_range(r, "s", "(1-1", "+", 2, false, &e, &n), VIGIL_READ_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(e[0].id, "2-1");
+    assert_string_equal(e[0].field, "m");
+    assert_string_equal(e[0].value, "two");
+    assert_int_equal(e[0].len, 3);
+    assert_string_equal(e[1].id, "3-1");
+    assert_string_equal(e[1].field, "other");
+    assert_string_equal(e[1].value, "three");
+    vigil_stream_entries_free(e, n);
+    /* Newest first, inclusive upper bound, no COUNT. */
+    assert_int_equal(vigil_stream_range(r, "s", "3-1", "-", 0, true, &e, &n), VIGIL_READ_OK);
+    assert_int_equal(n, 3);
+    assert_string_equal(e[0].id, "3-1");
+    assert_string_equal(e[2].id, "1-1");
+    vigil_stream_entries_free(e, n);
+    /* After the last entry: none. */
+    assert_int_equal(vigil_stream_range(r, "s", "(4-1", "+", 10, false, &e, &n), VIGIL_READ_OK);
+    assert_int_equal(n, 0);
+    assert_null(e);
+    /* A missing stream is empty; a string is the wrong type. */
+    assert_int_equal(vigil_stream_range(r, "nothing", "-", "+", 10, false, &e, &n),
+                     VIGIL_READ_OK);
+    assert_int_equal(n, 0);
+    assert_true(vt_redis_exec(srv, "SET str x"));
+    assert_int_equal(vigil_stream_range(r, "str", "-", "+", 10, false, &e, &n),
+                     VIGIL_READ_WRONG_TYPE);
+    assert_int_equal(n, 0);
+    assert_null(e);
+    vigil_redis_free(r);
+}
+
+/* SETRANGE on a missing key pads with NUL bytes: the copy keeps them. */
+static void binary_values_are_copied_whole(void **state)
+{
+    (void)state;
+    assert_true(vt_redis_exec(srv, "FLUSHALL"));
+    vigil_redis *r = connect_redis();
+    assert_true(vt_redis_exec(srv, "SETRANGE b 2 x"));
+    char *v;
+    size_t len;
+    assert_int_equal(vigil_read_string(r, "b", &v, &len), VIGIL_READ_OK);
+    assert_int_equal(len, 3);
+    assert_memory_equal(v, "\0\0x", 4);
+    free(v);
+    vigil_redis_free(r);
+}
+
+static void last_id(void **state)
+{
+    (void)state;
+    assert_true(vt_redis_exec(srv, "FLUSHALL"));
+    vigil_redis *r = connect_redis();
+    char id[VIGIL_STREAM_ID_MAX] = "junk";
+    assert_int_equal(vigil_stream_last_id(r, "s", id, sizeof id), VIGIL_READ_OK);
+    assert_string_equal(id, "");
+    assert_true(vt_redis_exec(srv, "XADD s 7-0 m a"));
+    assert_true(vt_redis_exec(srv, "XADD s 9-3 m b"));
+    assert_int_equal(vigil_stream_last_id(r, "s", id, sizeof id), VIGIL_READ_OK);
+    assert_string_equal(id, "9-3");
+    assert_true(vt_redis_exec(srv, "XADD big 18446744073709551615-18446744073709551615 m z"));
+    assert_int_equal(vigil_stream_last_id(r, "big", id, sizeof id), VIGIL_READ_OK);
+    assert_string_equal(id, "18446744073709551615-18446744073709551615");
+    assert_true(vt_redis_exec(srv, "RPUSH l a"));
+    assert_int_equal(vigil_stream_last_id(r, "l", id, sizeof id), VIGIL_READ_WRONG_TYPE);
+    assert_string_equal(id, "");
+    vigil_redis_free(r);
+}
+
+static void read_after(void **state)
+{
+    (void)state;
+    assert_true(vt_redis_exec(srv, "FLUSHALL"));
+    vigil_redis *r = connect_redis();
+    vigil_stream_entry *e;
+    size_t n;
+    /* Nothing yet: the wait ends empty (and a missing stream is fine). */
+    assert_int_equal(vigil_stream_read_after(r, "s", "0-0", 10, 50, &e, &n), VIGIL_READ_OK);
+    assert_int_equal(n, 0);
+    assert_null(e);
+    assert_true(vt_redis_exec(srv, "XADD s 1-0 m a"));
+    assert_true(vt_redis_exec(srv, "XADD s 2-0 m b"));
+    assert_true(vt_redis_exec(srv, "XADD s 3-0 m c"));
+    assert_int_equal(vigil_stream_read_after(r, "s", "1-0", 10, 50, &e, &n), VIGIL_READ_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(e[0].id, "2-0");
+    assert_string_equal(e[0].value, "b");
+    assert_string_equal(e[1].id, "3-0");
+    vigil_stream_entries_free(e, n);
+    /* COUNT bounds it; without BLOCK it answers at once. */
+    assert_int_equal(vigil_stream_read_after(r, "s", "0-0", 1, -1, &e, &n), VIGIL_READ_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(e[0].id, "1-0");
+    vigil_stream_entries_free(e, n);
+    assert_int_equal(vigil_stream_read_after(r, "s", "3-0", 10, -1, &e, &n), VIGIL_READ_OK);
+    assert_int_equal(n, 0);
+    assert_true(vt_redis_exec(srv, "SET str x"));
+    assert_int_equal(vigil_stream_read_after(r, "str", "0-0", 10, 50, &e, &n),
+                     VIGIL_READ_WRONG_TYPE);
+    assert_int_equal(n, 0);
+    vigil_redis_free(r);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void members_and_strings(void **state)
+{
+    (void)state;
+    assert_true(vt_redis_exec(srv, "FLUSHALL"));
+    vigil_redis *r = connect_redis();
+    char **m;
+    size_t n;
+    assert_int_equal(vigil_read_members(r, "set", &m, &n), VIGIL_READ_OK);
+    assert_int_equal(n, 0);
+    assert_null(m);
+    assert_true(vt_redis_exec(srv, "SADD set b/x a/y"));
+    assert_int_equal(vigil_read_members(r, "set", &m, &n), VIGIL_READ_OK);
+    assert_int_equal(n, 2);
+    qsort(m, n, sizeof *m, cmp_str);
+    assert_string_equal(m[0], "a/y");
+    assert_string_equal(m[1], "b/x");
+    vigil_strings_free(m, n);
+    assert_true(vt_redis_exec(srv, "SET str hello"));
+    assert_int_equal(vigil_read_members(r, "str", &m, &n), VIGIL_READ_WRONG_TYPE);
+    assert_int_equal(n, 0);
+
+    char *v;
+    size_t len;
+    assert_int_equal(vigil_read_string(r, "str", &v, &len), VIGIL_READ_OK);
+    assert_string_equal(v, "hello");
+    assert_int_equal(len, 5);
+    free(v);
+    assert_int_equal(vigil_read_string(r, "missing", &v, &len), VIGIL_READ_OK);
+    assert_null(v);
+    assert_int_equal(len, 0);
+    assert_int_equal(vigil_read_string(r, "set", &v, NULL), VIGIL_READ_WRONG_TYPE);
+    assert_null(v);
+    vigil_redis_free(r);
+}
+
+/* Runs last: the server is stopped, and every read tells "unreachable"
+ * apart from "empty". */
+static void unreachable_is_not_empty(void **state)
+{
+    (void)state;
+    vigil_redis *r = connect_redis();
+    char id[VIGIL_STREAM_ID_MAX];
+    assert_int_equal(vigil_stream_last_id(r, "s", id, sizeof id), VIGIL_READ_OK);
+    vt_redis_stop(srv);
+    srv = NULL;
+    vigil_stream_entry *e;
+    size_t n;
+    assert_int_equal(vigil_stream_range(r, "s", "-", "+", 10, false, &e, &n),
+                     VIGIL_READ_UNREACHABLE);
+    assert_int_equal(n, 0);
+    assert_int_equal(vigil_stream_last_id(r, "s", id, sizeof id), VIGIL_READ_UNREACHABLE);
+    assert_int_equal(vigil_stream_read_after(r, "s", "0-0", 10, 50, &e, &n),
+                     VIGIL_READ_UNREACHABLE);
+    char **m;
+    assert_int_equal(vigil_read_members(r, "set", &m, &n), VIGIL_READ_UNREACHABLE);
+    char *v;
+    assert_int_equal(vigil_read_string(r, "str", &v, NULL), VIGIL_READ_UNREACHABLE);
+    assert_null(v);
+    assert_int_equal(vigil_stream_range(NULL, "s", "-", "+", 10, false, &e, &n),
+                     VIGIL_READ_UNREACHABLE);
+    vigil_redis_free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(ranges_both_orders_and_bounds),
+        cmocka_unit_test(binary_values_are_copied_whole),
+        cmocka_unit_test(last_id),
+        cmocka_unit_test(read_after),
+        cmocka_unit_test(members_and_strings),
+        cmocka_unit_test(unreachable_is_not_empty),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
