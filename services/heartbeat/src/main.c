@@ -1,0 +1,46 @@
+/* main.c - heartbeat: personas that wake themselves now and then, read the
+ * recent context, reason with a checklist and either stay silent or send
+ * one proactive message worth the interruption (see README.md). */
+#include <string.h>
+#include "adapter.h"
+
+const char *const HB_SUBSCRIPTIONS[] = {"heartbeat/+/config", "room/+/message", "persona/+/state",
+                                        NULL};
+
+/* --help lists the LLM variables beside the service's own. */
+static const vigil_config_var *help_vars(void)
+{
+    static vigil_config_var all[64];
+    size_t n = 0;
+    for (size_t i = 0; VIGIL_LLM_VARS[i].name && n + 1 < sizeof all / sizeof all[0]; i++)
+        all[n++] = VIGIL_LLM_VARS[i];
+    for (size_t i = 0; HB_CONFIG_VARS[i].name && n + 1 < sizeof all / sizeof all[0]; i++)
+        all[n++] = HB_CONFIG_VARS[i];
+    all[n] = (vigil_config_var){NULL, NULL, NULL};
+    return all;
+}
+
+int main(int argc, char **argv)
+{
+    static hb_service svc;
+    hb_service_init(&svc);
+    vigil_service_def def = {
+        .name = HB_SERVICE,
+        .summary = "proactive heartbeat: personas check in on their own, only when it is worth "
+                   "the interruption",
+        .default_http_port = HB_HTTP_PORT,
+        .subscriptions = HB_SUBSCRIPTIONS,
+        .config_vars = help_vars(),
+        .configure = hb_configure,
+        .route = hb_route,
+        .apply = hb_apply,
+        .on_timer = hb_on_timer_fx,
+        .free_parsed = hb_free_parsed,
+        .ctx = &svc,
+        .start = hb_start,
+        .stop = hb_stop,
+    };
+    int rc = vigil_runtime_main(argc, argv, &def);
+    hb_tz_cache_free();
+    return rc;
+}
