@@ -13,7 +13,7 @@
 
 #define HB_SERVICE "heartbeat"
 #define HB_HTTP_PORT 9104
-#define HB_STREAM "jobs"            /* P S ":jobs": runs waiting for the model */
+#define HB_STREAM "jobs:"           /* P S ":jobs:<shard>": runs waiting for the model */
 #define HB_GROUP "workers"          /* its consumer group */
 #define HB_ROOM_INDEX "room-personas:" /* P S ":room-personas:<room>": personas serving it */
 #define HB_TIMER "run"              /* the one timer of a persona key */
@@ -29,6 +29,7 @@ typedef struct hb_service {
     char zoneinfo[HB_PATH_MAX];      /* VIGIL_HEARTBEAT_ZONEINFO */
     char checklist_dir[HB_PATH_MAX]; /* VIGIL_HEARTBEAT_CHECKLIST_DIR */
     char instance[128];
+    char stream[32];         /* HB_STREAM + this replica's shard index */
     vigil_runtime *rt;
     hb_worker *worker;
     atomic_int stop;

@@ -95,5 +95,8 @@ int hb_configure(void *ctx, const vigil_common_config *common, char *err, size_t
      * still be working on it: a claim, its takeover, and one more budget. */
     c->run_guard_ms = 2 * svc->lease_ms + budget;
     snprintf(svc->instance, sizeof svc->instance, "%s", common->instance);
+    /* one job stream per shard: a run is committed by a replica of the
+     * persona's shard, so its timer stays in that shard's timer set */
+    snprintf(svc->stream, sizeof svc->stream, "%s%d", HB_STREAM, common->shard_index);
     return 0;
 }

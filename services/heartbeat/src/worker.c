@@ -329,7 +329,7 @@ int hb_start(void *ctx, vigil_runtime *rt)
         return -1;
     }
     snprintf(w->consumer, sizeof w->consumer, "%s", svc->instance);
-    vigil_runtime_key(rt, HB_STREAM, w->stream, sizeof w->stream);
+    vigil_runtime_key(rt, svc->stream, w->stream, sizeof w->stream);
     snprintf(w->own_cursor, sizeof w->own_cursor, "0");
     snprintf(w->claim_cursor, sizeof w->claim_cursor, "0-0");
     svc->worker = w;
