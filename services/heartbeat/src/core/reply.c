@@ -87,6 +87,11 @@ void hb_reply_read(const char *text, size_t len, hb_reply *out)
     const char *body = text;
     size_t blen = len;
     unfence(&body, &blen);
+    if (blen == 0) {
+        out->kind = HB_REPLY_UNUSABLE;
+        snprintf(out->why, sizeof out->why, "blank answer");
+        return;
+    }
     if (blen > 0 && body[0] == '{') {
         json_tokener *tok = json_tokener_new();
         json_object *o = NULL;
