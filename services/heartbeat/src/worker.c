@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <vigil/clock.h>
+#include <vigil/job_reader.h>
 #include <vigil/jobs.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
@@ -36,14 +37,10 @@ struct hb_worker {
     bool started;
     vigil_runtime_conn *conn;
     vigil_llm_client *llm;
-    char consumer[200];
-    char stream[256];
+    vigil_job_reader reader;
+    long long reclaimed_seen;
     run_slot *slots;
     int cap, used;
-    bool group_ok, own_done;
-    char own_cursor[48], claim_cursor[48];
-    int64_t next_claim, next_read;
-    int errors;
 };
 
 static bool stopping(const hb_worker *w)
@@ -54,7 +51,7 @@ static bool stopping(const hb_worker *w)
 static void finish_entries(hb_worker *w, const char *entry)
 {
     const char *ids[1] = {entry};
-    if (vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->stream, HB_GROUP, ids, 1) != 0)
+    if (vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->reader.stream, HB_GROUP, ids, 1) != 0)
         vigil_log_kv(VIGIL_LOG_WARN, "run job not acknowledged (looked at again, decided once)",
                      "entry", entry, NULL);
 }
@@ -99,8 +96,9 @@ static int already_decided(hb_worker *w, const hb_job *j)
     return vigil_jobs_decided(vigil_runtime_conn_redis(w->conn), key, j->run);
 }
 
-static void start_entry(hb_worker *w, const vigil_job_entry *e, bool fresh)
+static void start_entry(void *arg, const vigil_job_entry *e, bool fresh)
 {
+    hb_worker *w = arg;
     if (!e->payload) {
         finish_entries(w, e->id);
         return;
@@ -210,74 +208,18 @@ static void finish_slot(hb_worker *w, run_slot *s)
     release(w, s);
 }
 
-static void backoff(hb_worker *w, const char *what)
-{
-    int64_t d = vigil_backoff_ms(w->errors++, 100, 5000);
-    if (w->errors == 1 || w->errors % 20 == 0)
-        vigil_log_kv(VIGIL_LOG_WARN, "run stream unavailable, retrying", "what", what, NULL);
-    w->next_read = vigil_mono_ms() + d;
-}
-
-static void take(hb_worker *w, vigil_job_entries *es, bool fresh)
-{
-    for (int i = 0; i < es->n && !stopping(w); i++)
-        start_entry(w, &es->v[i], fresh);
-    vigil_job_entries_free(es);
-}
-
+/* Fills free slots from the stream (own pending jobs first, then those of
+ * dead replicas, then new ones: libshared's job reader). */
 static void fill(hb_worker *w)
 {
-    vigil_redis *r = vigil_runtime_conn_redis(w->conn);
-    int64_t mono = vigil_mono_ms();
-    int room = w->cap - w->used;
-    if (room <= 0 || mono < w->next_read)
-        return;
-    if (!w->group_ok) {
-        if (vigil_jobs_group_create(r, w->stream, HB_GROUP) != 0) {
-            backoff(w, "XGROUP CREATE");
-            return;
-        }
-        w->group_ok = true;
+    vigil_job_reader_fill(&w->reader, vigil_runtime_conn_redis(w->conn), w->cap - w->used,
+                          w->used == 0, start_entry, w);
+    if (w->reader.reclaimed > w->reclaimed_seen) {
+        vigil_counter_add("vigil_heartbeat_runs_reclaimed_total",
+                          "Runs taken over from a replica idle past the lease", NULL,
+                          (double)(w->reader.reclaimed - w->reclaimed_seen));
+        w->reclaimed_seen = w->reader.reclaimed;
     }
-    vigil_job_entries es = {0};
-    int rc = 0;
-    if (!w->own_done) {
-        rc = vigil_jobs_read(r, w->stream, HB_GROUP, w->consumer, w->own_cursor, room, 0, &es);
-        if (rc == 0 && es.n == 0) {
-            w->own_done = true;
-            vigil_job_entries_free(&es);
-        } else if (rc == 0) {
-            snprintf(w->own_cursor, sizeof w->own_cursor, "%s", es.v[es.n - 1].id);
-            take(w, &es, false);
-            return;
-        }
-    } else if (mono >= w->next_claim) {
-        rc = vigil_jobs_autoclaim(r, w->stream, HB_GROUP, w->consumer, w->svc->lease_ms, room,
-                                  w->claim_cursor, sizeof w->claim_cursor, &es);
-        if (rc == 0) {
-            if (strcmp(w->claim_cursor, "0-0") == 0) {
-                int64_t every = w->svc->lease_ms / 4;
-                w->next_claim = mono + (every < 250 ? 250 : every > 15000 ? 15000 : every);
-            }
-            if (es.n > 0)
-                vigil_counter_add("vigil_heartbeat_runs_reclaimed_total",
-                                  "Runs taken over from a replica idle past the lease", NULL, es.n);
-            take(w, &es, false);
-            room = w->cap - w->used;
-        }
-    }
-    if (rc == 0 && w->own_done && room > 0) {
-        bool idle = w->used == 0;
-        rc = vigil_jobs_read(r, w->stream, HB_GROUP, w->consumer, ">", room, idle ? 200 : 0, &es);
-        if (rc == 0)
-            take(w, &es, true);
-    }
-    if (rc == VIGIL_JOBS_NOGROUP)
-        w->group_ok = false;
-    if (rc != 0)
-        backoff(w, "XREADGROUP");
-    else
-        w->errors = 0;
 }
 
 static void *worker_main(void *arg)
@@ -288,7 +230,7 @@ static void *worker_main(void *arg)
         if (vigil_llm_pending(w->llm) > 0) {
             if (vigil_llm_run(w->llm, 50, on_done) < 0)
                 vigil_log(VIGIL_LOG_ERROR, "LLM client: internal curl error");
-        } else if (w->used == 0 && vigil_mono_ms() < w->next_read) {
+        } else if (w->used == 0 && vigil_job_reader_backing_off(&w->reader)) {
             vigil_sleep_ms(50, NULL);
         }
         for (int i = 0; i < w->cap && !stopping(w); i++)
@@ -328,10 +270,9 @@ int hb_start(void *ctx, vigil_runtime *rt)
         worker_free(w);
         return -1;
     }
-    snprintf(w->consumer, sizeof w->consumer, "%s", svc->instance);
-    vigil_runtime_key(rt, svc->stream, w->stream, sizeof w->stream);
-    snprintf(w->own_cursor, sizeof w->own_cursor, "0");
-    snprintf(w->claim_cursor, sizeof w->claim_cursor, "0-0");
+    char stream[256];
+    vigil_runtime_key(rt, svc->stream, stream, sizeof stream);
+    vigil_job_reader_init(&w->reader, stream, HB_GROUP, svc->instance, svc->lease_ms);
     svc->worker = w;
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
         return -1;

@@ -21,6 +21,7 @@
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include "adapter.h"
+#include <vigil/job_reader.h>
 #include <vigil/jobs.h>
 #include "llm_reader.h"
 
@@ -49,20 +50,13 @@ struct wake_worker {
     bool started;
     vigil_runtime_conn *conn;
     vigil_llm_client *llm;
-    char consumer[200];
-    char stream[256];
+    vigil_job_reader reader; /* own pending, then abandoned, then new jobs */
+    long long resumed_seen, reclaimed_seen;
     slot *slots;
     int cap, used;
-    bool group_ok;
-    bool pel_done;
-    char pel_cursor[48];
-    char claim_cursor[48];
-    int64_t next_claim;   /* monotonic ms */
-    int64_t next_read;    /* monotonic ms: backoff after a Redis error */
     char (*acks)[48];     /* finished entries not yet acknowledged */
     const char **ack_ptrs;
     int n_acks;
-    int errors;
     char labels[32];
 };
 
@@ -103,15 +97,6 @@ static bool in_flight(const wake_worker *w, const char *entry)
     return false;
 }
 
-static void backoff(wake_worker *w, const char *what)
-{
-    int64_t d = vigil_backoff_ms(w->errors++, 100, 5000);
-    if (w->errors == 1 || w->errors % 20 == 0)
-        vigil_log_kv(VIGIL_LOG_WARN, "job stream unavailable, retrying", "what", what, "error",
-                     vigil_redis_last_error(vigil_runtime_conn_redis(w->conn)), NULL);
-    w->next_read = vigil_mono_ms() + d;
-}
-
 /* Acknowledgements are batched: one XACK + XDEL round trip per loop turn
  * (a crash before it only means the job is looked at again and found
  * decided). */
@@ -121,7 +106,7 @@ static void flush_acks(wake_worker *w)
         return;
     for (int i = 0; i < w->n_acks; i++)
         w->ack_ptrs[i] = w->acks[i];
-    if (vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->stream, WAKE_GROUP, w->ack_ptrs,
+    if (vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->reader.stream, WAKE_GROUP, w->ack_ptrs,
                            w->n_acks) != 0)
         vigil_log_kv(VIGIL_LOG_WARN,
                      "jobs not acknowledged (they will be looked at again, decided once)", "first",
@@ -212,8 +197,9 @@ static int already_decided(wake_worker *w, const char *room, const char *job)
     return vigil_jobs_decided(vigil_runtime_conn_redis(w->conn), key, job);
 }
 
-static void start_entry(wake_worker *w, const vigil_job_entry *e, bool fresh)
+static void start_entry(void *arg, const vigil_job_entry *e, bool fresh)
 {
+    wake_worker *w = arg;
     if (!e->payload) { /* deleted meanwhile (trimmed): nothing to do */
         finish_entry(w, e->id);
         return;
@@ -346,73 +332,25 @@ static void finish_slot(wake_worker *w, slot *s)
     slot_release(w, s);
 }
 
-static void take(wake_worker *w, vigil_job_entries *es, bool fresh)
-{
-    for (int i = 0; i < es->n && !stopping(w); i++)
-        start_entry(w, &es->v[i], fresh);
-    vigil_job_entries_free(es);
-}
-
-/* Steps 1-3 of the loop: fill free slots from the stream. */
+/* Steps 1-3 of the loop: fill free slots from the stream (libshared's
+ * job reader keeps the order: own pending, abandoned, new). */
 static void fill(wake_worker *w)
 {
-    vigil_redis *r = vigil_runtime_conn_redis(w->conn);
-    int64_t mono = vigil_mono_ms();
-    int room = w->cap - w->used;
-    if (room <= 0 || mono < w->next_read)
-        return;
-    if (!w->group_ok) {
-        if (vigil_jobs_group_create(r, w->stream, WAKE_GROUP) != 0) {
-            backoff(w, "XGROUP CREATE");
-            return;
-        }
-        w->group_ok = true;
+    bool idle = w->used == 0 && vigil_llm_pending(w->llm) == 0;
+    vigil_job_reader_fill(&w->reader, vigil_runtime_conn_redis(w->conn), w->cap - w->used, idle,
+                          start_entry, w);
+    if (w->reader.resumed > w->resumed_seen) {
+        vigil_counter_add("vigil_wake_jobs_resumed_total",
+                          "Own pending jobs handled again after a restart", NULL,
+                          (double)(w->reader.resumed - w->resumed_seen));
+        w->resumed_seen = w->reader.resumed;
     }
-    vigil_job_entries es = {0};
-    int rc;
-    if (!w->pel_done) {
-        rc = vigil_jobs_read(r, w->stream, WAKE_GROUP, w->consumer, w->pel_cursor, room, 0, &es);
-        if (rc == 0 && es.n == 0) {
-            vigil_job_entries_free(&es);
-            w->pel_done = true;
-        } else if (rc == 0) {
-            snprintf(w->pel_cursor, sizeof w->pel_cursor, "%s", es.v[es.n - 1].id);
-            vigil_counter_add("vigil_wake_jobs_resumed_total",
-                              "Own pending jobs handled again after a restart", NULL, es.n);
-            take(w, &es, false);
-            return;
-        }
-    } else if (mono >= w->next_claim) {
-        rc = vigil_jobs_autoclaim(r, w->stream, WAKE_GROUP, w->consumer, w->svc->lease_ms, room,
-                                   w->claim_cursor, sizeof w->claim_cursor, &es);
-        if (rc == 0) {
-            if (strcmp(w->claim_cursor, "0-0") == 0) {
-                int64_t every = w->svc->lease_ms / 2;
-                w->next_claim = mono + (every < 1000 ? 1000 : every > 30000 ? 30000 : every);
-            }
-            if (es.n > 0)
-                vigil_counter_add("vigil_wake_jobs_reclaimed_total",
-                                  "Jobs taken over from a consumer idle past the lease", NULL,
-                                  es.n);
-            take(w, &es, false);
-            room = w->cap - w->used;
-        }
-    } else {
-        rc = 0;
+    if (w->reader.reclaimed > w->reclaimed_seen) {
+        vigil_counter_add("vigil_wake_jobs_reclaimed_total",
+                          "Jobs taken over from a consumer idle past the lease", NULL,
+                          (double)(w->reader.reclaimed - w->reclaimed_seen));
+        w->reclaimed_seen = w->reader.reclaimed;
     }
-    if (rc == 0 && w->pel_done && room > 0) {
-        bool idle = w->used == 0 && vigil_llm_pending(w->llm) == 0;
-        rc = vigil_jobs_read(r, w->stream, WAKE_GROUP, w->consumer, ">", room,
-                              idle ? (int)w->svc->block_ms : 0, &es);
-        if (rc == 0)
-            take(w, &es, true);
-    }
-    if (rc == VIGIL_JOBS_NOGROUP)
-        w->group_ok = false;
-    if (rc != 0)
-        backoff(w, "XREADGROUP");
-    else
-        w->errors = 0;
 }
 
 static void *worker_main(void *arg)
@@ -424,7 +362,7 @@ static void *worker_main(void *arg)
             int wait = w->used < w->cap ? 20 : 100;
             if (vigil_llm_run(w->llm, wait, on_done) < 0)
                 vigil_log(VIGIL_LOG_ERROR, "LLM client: internal curl error");
-        } else if (w->used == 0 && vigil_mono_ms() < w->next_read) {
+        } else if (w->used == 0 && vigil_job_reader_backing_off(&w->reader)) {
             vigil_sleep_ms(50, NULL);
         }
         for (int i = 0; i < w->cap && !stopping(w); i++)
@@ -470,10 +408,14 @@ static wake_worker *worker_new(wake_service *svc, vigil_runtime *rt, int index)
         worker_free(w);
         return NULL;
     }
-    snprintf(w->consumer, sizeof w->consumer, "%s-w%d", svc->instance, index);
-    vigil_runtime_key(rt, WAKE_STREAM, w->stream, sizeof w->stream);
-    snprintf(w->pel_cursor, sizeof w->pel_cursor, "0");
-    snprintf(w->claim_cursor, sizeof w->claim_cursor, "0-0");
+    char consumer[200], stream[256];
+    snprintf(consumer, sizeof consumer, "%s-w%d", svc->instance, index);
+    vigil_runtime_key(rt, WAKE_STREAM, stream, sizeof stream);
+    vigil_job_reader_init(&w->reader, stream, WAKE_GROUP, consumer, svc->lease_ms);
+    /* abandoned jobs are looked for every half lease (1 s .. 30 s) */
+    int64_t every = svc->lease_ms / 2;
+    w->reader.claim_every_ms = every < 1000 ? 1000 : every > 30000 ? 30000 : every;
+    w->reader.block_ms = (int)svc->block_ms;
     snprintf(w->labels, sizeof w->labels, "worker=\"%d\"", index);
     return w;
 }
