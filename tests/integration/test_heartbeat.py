@@ -376,3 +376,56 @@ def test_help_lists_every_heartbeat_variable(stack):
                           ("SKIP_STRETCH", "1.5")]:
         assert f"VIGIL_HEARTBEAT_{name} (default: {default})" in out
     assert "9104" in out
+
+
+def test_heartbeat_survives_mutated_inputs(stack, llm):
+    """The fuzz of test_fuzz_inputs.py on heartbeat's own inputs (config,
+    room messages, persona state), with runs going on meanwhile."""
+    import json as _json
+    import random
+
+    from test_fuzz_inputs import load_example, mutate_bytes, mutate_value
+
+    svc = start(stack, llm, VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS=300)
+    col = stack.collector(topics=("heartbeat/+/run", "sys/+/error", "room/+/message"))
+    pub = stack.publisher()
+    rng = random.Random(20261124)
+    targets = [("heartbeat/{p}/config", "heartbeat-config"), ("room/{r}/message", "room-message"),
+               ("persona/{p}/state", "persona-state")]
+    examples = {name: load_example(name) for _, name in targets}
+    for i in range(1200):
+        pattern, name = rng.choice(targets)
+        p, r = rng.choice(["ann", "bob", "cy"]), rng.choice(["fz-a", "fz-b"])
+        topic = pattern.format(p=p, r=r)
+        obj = _json.loads(_json.dumps(examples[name]))
+        if "persona" in obj:
+            obj["persona"] = p
+        if "room" in obj:
+            obj["room"] = r
+        obj["id"] = f"fz-{i}"
+        for _ in range(rng.randint(0, 3)):
+            obj = mutate_value(rng, obj)
+        data = _json.dumps(obj).encode() if isinstance(obj, dict) else _json.dumps(obj).encode()
+        if rng.random() < 0.35:
+            data = mutate_bytes(rng, data)
+        pub.publish(topic, data)
+    last = [-1.0, 0]
+
+    def settled():
+        n = svc.metric("vigil_inputs_total")
+        last[1] = last[1] + 1 if n > 0 and n == last[0] else 0
+        last[0] = n
+        return last[1] >= 5
+
+    harness.wait_until(settled, 120, "heartbeat done with the fuzz backlog", interval=0.2)
+    assert svc.alive()
+    harness.wait_until(svc.is_ready, 30, "ready after fuzzing")
+    assert svc.metric("vigil_rejected_total") > 0 and svc.metric("vigil_commits_total") > 0
+    for m in col.snapshot():
+        if m.topic.startswith("room/"):
+            assert b"HEARTBEAT_OK" not in m.payload
+    # and still works
+    room = uid("r")
+    pub.publish(*config("after", room, checklist="CHECK-OK"), retain=True)
+    assert wait_run(col, "after", timeout=20)["outcome"] == "ok"
+    validate_outputs(col, ("heartbeat/+/run", "sys/#"))  # room/+/message holds the fuzz itself
