@@ -255,6 +255,30 @@ def test_kill9_during_a_run_neither_loses_the_schedule_nor_runs_twice(stack, llm
     validate_outputs(col, OUTPUTS)
 
 
+def test_a_run_of_a_dead_replica_is_taken_over_after_its_claim_lapses_and_sent_once(stack, llm):
+    env = {"VIGIL_LLM_TIMEOUT_MS": 2000, "VIGIL_HEARTBEAT_JOB_LEASE_MS": 3000}
+    a = start(stack, llm, instance="hb-dead", **env)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    llm.control(delay_ms=1800)
+    topic, body = config("orphan", room, checklist="CHECK-SPEAK")
+    pub.publish(topic, body, retain=True)
+    harness.wait_until(lambda: llm.stats()["in_flight"] >= 1, 15, "the run's model call in flight")
+    a.kill9()
+    llm.control(delay_ms=0)
+    # a replacement under another name: nothing of its own is pending; it
+    # takes the dead replica's run once idle past the lease
+    b = start(stack, llm, instance="hb-new", **env)
+    sent = wait_run(col, "orphan", lambda e: e["outcome"] == "sent", timeout=30)
+    # not before the claim lapsed: run start (1.5 s after configuring) + lease
+    assert sent["ts"] - body["ts"] >= 1500 + 3000 - 100
+    time.sleep(scaled(1.5))
+    assert len(runs(col, "orphan", lambda e: e["id"] == sent["id"])) == 1
+    assert len([m for m in room_messages(col, room) if m.get("sender") == "orphan"]) == 1
+    assert b.metric("vigil_heartbeat_runs_reclaimed_total") >= 1
+
+
 def test_a_restart_neither_bursts_nor_skips_runs(stack, llm):
     svc = start(stack, llm, VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS=2000)
     col = stack.collector()
