@@ -341,6 +341,7 @@ def test_user_message_reschedules_and_idle_cap_stops_runs(stack, llm):
 
 BAD = [
     ("heartbeat/p1/config", b"not json", "not_json"),
+    ("heartbeat/p1/config", b"", "not_json"),  # clearing the retained config is no command
     ("heartbeat/p1/config", {"persona": "p1", "room": "r1", "enabled": True}, "missing_field"),
     ("heartbeat/p1/config", {"persona": "p1", "user": "u", "room": "r1", "enabled": "yes"}, "wrong_type"),
     ("heartbeat/p1/config", {"persona": "p1", "user": "u u", "room": "r1", "enabled": True}, "bad_id"),
