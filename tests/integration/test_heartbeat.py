@@ -454,3 +454,30 @@ def test_heartbeat_survives_mutated_inputs(stack, llm):
     pub.publish(*config("after", room, checklist="CHECK-OK"), retain=True)
     assert wait_run(col, "after", timeout=20)["outcome"] == "ok"
     validate_outputs(col, ("heartbeat/+/run", "sys/#"))  # room/+/message holds the fuzz itself
+
+
+@pytest.mark.parametrize("var,value", [
+    ("VIGIL_HEARTBEAT_SKIP_STRETCH", "0.5"), ("VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS", "abc"),
+    ("VIGIL_HEARTBEAT_IDLE_CAP_MS", "-1"), ("VIGIL_HEARTBEAT_MAX_TOKENS", "0"),
+])
+def test_bad_environment_exits_2_naming_the_variable(stack, var, value):
+    svc = stack.service(SERVICE, start=False)
+    r = svc.run_cli([], env={var: value})
+    assert r.returncode == 2, r.stderr
+    assert var.encode() in r.stderr
+
+
+def test_redis_kill9_loses_neither_the_schedule_nor_a_run(stack, llm):
+    start(stack, llm, VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS=1000, VIGIL_HEARTBEAT_SKIP_STRETCH=1.0)
+    col = stack.collector(topics=("heartbeat/+/run",))
+    pub = stack.publisher()
+    room = uid("r")
+    pub.publish(*config("durable", room, checklist="CHECK-OK"), retain=True)
+    first = wait_run(col, "durable", lambda e: e["outcome"] == "ok")
+    stack.redis.restart()  # kill -9, then the same AOF (appendfsync always)
+    # the schedule lives on: later runs come, numbered on from the first
+    later = wait_run(col, "durable", lambda e: e["run"] >= first["run"] + 2, timeout=30)
+    # every run once (an outbox entry may be delivered twice: same id), none missing
+    numbers = sorted({e["run"] for e in runs(col, "durable")})
+    assert numbers == list(range(numbers[0], numbers[-1] + 1))
+    assert all(e["outcome"] == "ok" for e in runs(col, "durable"))
