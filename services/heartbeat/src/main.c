@@ -2,26 +2,15 @@
  * recent context, reason with a checklist and either stay silent or send
  * one proactive message worth the interruption (see README.md). */
 #include <string.h>
+#include <vigil/config_vars.h>
 #include "adapter.h"
 
 const char *const HB_SUBSCRIPTIONS[] = {"heartbeat/+/config", "room/+/message", "persona/+/state",
                                         NULL};
 
-/* --help lists the LLM variables beside the service's own. */
-static const vigil_config_var *help_vars(void)
-{
-    static vigil_config_var all[64];
-    size_t n = 0;
-    for (size_t i = 0; VIGIL_LLM_VARS[i].name && n + 1 < sizeof all / sizeof all[0]; i++)
-        all[n++] = VIGIL_LLM_VARS[i];
-    for (size_t i = 0; HB_CONFIG_VARS[i].name && n + 1 < sizeof all / sizeof all[0]; i++)
-        all[n++] = HB_CONFIG_VARS[i];
-    all[n] = (vigil_config_var){NULL, NULL, NULL};
-    return all;
-}
-
 int main(int argc, char **argv)
 {
+    static vigil_config_var help[96]; /* --help: the LLM variables, then the service's */
     static hb_service svc;
     hb_service_init(&svc);
     vigil_service_def def = {
@@ -30,7 +19,8 @@ int main(int argc, char **argv)
                    "the interruption",
         .default_http_port = HB_HTTP_PORT,
         .subscriptions = HB_SUBSCRIPTIONS,
-        .config_vars = help_vars(),
+        .config_vars = vigil_config_vars_join(help, sizeof help / sizeof help[0], VIGIL_LLM_VARS,
+                                              HB_CONFIG_VARS),
         .configure = hb_configure,
         .route = hb_route,
         .apply = hb_apply,
