@@ -15,6 +15,7 @@ declare -A VIGIL_HTTP_PORTS=(
     [council]=9105
     [stall-resumer]=9106
     [presence-gateway]=9107
+    [floor-control]=9108
 )
 
 log() { printf '%s\n' "$*" >&2; }

@@ -94,6 +94,10 @@ void cli_print_chat_line(FILE *f, json_object *m, int64_t ts);
 
 /* Subcommands. argv[0] is the subcommand name. */
 int cli_chat_list(cli *c, int argc, char **argv);
+/* council_cmd.c: `vigil council ...` */
+int cli_council_sessions(cli *c, int argc, char **argv);
+int cli_council_show(cli *c, int argc, char **argv);
+int cli_council_questions(cli *c, int argc, char **argv);
 int cli_chat_new(cli *c, int argc, char **argv);
 int cli_chat_join(cli *c, int argc, char **argv);
 int cli_chat_send(cli *c, int argc, char **argv);
@@ -102,6 +106,9 @@ int cli_chat_pause(cli *c, int argc, char **argv);
 int cli_chat_resume(cli *c, int argc, char **argv);
 int cli_chat_delete(cli *c, int argc, char **argv);
 int cli_chat_cleanup(cli *c, int argc, char **argv);
+
+/* `vigil agents status` (agents_status.c). */
+int cli_agents_status(cli *c, int argc, char **argv);
 
 /* Publishes a room message (sender_type `type`; reply_to NULL and depth
  * < 0 leave those fields out; event: an extra "event" field or NULL) with

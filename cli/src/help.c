@@ -27,7 +27,37 @@ static const struct {
       "usage: vigil [--help] [--version] <command> [<args>]\n"
       "\n"
       "Commands:\n"
-      "  chat      rooms, messages, pause/resume of AI conversations (vigil chat --help)\n" },
+      "  chat      rooms, messages, pause/resume of AI conversations (vigil chat --help)\n"
+      "  council   autonomous council sessions, deliberations, questions (vigil council --help)\n"
+      "  agents    agent stall status from stall-resumer (vigil agents --help)\n" },
+    { "council",
+      "usage: vigil council sessions [--limit N] [--json]   recent sessions, newest first\n"
+      "       vigil council show SESSION [--json]           one session: state, questions, notes,\n"
+      "                                                    and every deliberation\n"
+      "       vigil council questions [--all] [--limit N] [--json]\n"
+      "                                                    pending questions, most urgent first\n"
+      "\n"
+      "Reads the council's durable records (services/council). Start, pause, resume or\n"
+      "end a session and answer a question by publishing on council/USER/control and\n"
+      "council/SESSION/answer (services/council/README.md).\n" },
+    { "council-sessions",
+      "usage: vigil council sessions [--limit N] [--json]\n"
+      "\n"
+      "The N most recent council sessions (default 20), newest first: session, user,\n"
+      "status (active, paused, completed), loops, actions, start time, reason.\n"
+      "--json prints each session's record as one JSON object per line.\n" },
+    { "council-show",
+      "usage: vigil council show SESSION [--json]\n"
+      "\n"
+      "One session's record (status, loops, questions with answers, notes) and its\n"
+      "deliberations, oldest first: the four personas' inputs, the decision, the\n"
+      "result. Exit status 3 when there is no such session. --json prints the record\n"
+      "and then one JSON object per deliberation.\n" },
+    { "council-questions",
+      "usage: vigil council questions [--all] [--limit N] [--json]\n"
+      "\n"
+      "The pending questions of the N most recent sessions (default 50), highest\n"
+      "priority first (ties: oldest first); --all includes answered and expired ones.\n" },
     { "chat",
       "usage: vigil chat [--json]                      list rooms\n"
       "       vigil chat new [NAME]                    create a room and join it\n"
@@ -100,6 +130,22 @@ static const struct {
       "\n"
       "Deletes the room's log, notification queue and state. A later message in the\n"
       "room starts it afresh.\n" },
+    { "agents",
+      "usage: vigil agents status [--no-activity-check] [--json]\n"
+      "\n"
+      "The status checker: one line per agent, worst first, from the retained\n"
+      "agent/+/assessment (stall-resumer) and agent/+/status topics:\n"
+      "  🟢 FRESH        status younger than VIGIL_STALL_WARNING_MS (2 h), or activity detected\n"
+      "  🟡 WARNING      up to VIGIL_STALL_CRITICAL_MS (6 h)\n"
+      "  🟠 CRITICAL     up to VIGIL_STALL_AUTORESUME_MS (12 h)\n"
+      "  🔴 AUTO-RESUME  older: stall-resumer sends it a resume prompt\n"
+      "with its confidence, active/inactive, status age (or activity age without a\n"
+      "status), state and activity sources. An agent with detected activity is not\n"
+      "escalated, whatever its status age.\n"
+      "  --no-activity-check  categories by status age alone (legacy mode)\n"
+      "  --json               one JSON object per agent instead\n"
+      "Thresholds: VIGIL_STALL_WARNING_MS, VIGIL_STALL_CRITICAL_MS, VIGIL_STALL_AUTORESUME_MS\n"
+      "(as stall-resumer's).\n" },
     { "cleanup",
       "usage: vigil chat cleanup\n"
       "\n"
@@ -128,6 +174,10 @@ int cli_usage_error(const char *name, const char *msg)
         fprintf(stderr, "Try 'vigil --help'.\n");
     else if (strcmp(name, "chat") == 0)
         fprintf(stderr, "Try 'vigil chat --help'.\n");
+    else if (strcmp(name, "agents") == 0)
+        fprintf(stderr, "Try 'vigil agents --help'.\n");
+    else if (strncmp(name, "council", 7) == 0)
+        fprintf(stderr, "Try 'vigil council --help'.\n");
     else
         fprintf(stderr, "Try 'vigil chat %s --help'.\n", name);
     return 2;

@@ -51,6 +51,62 @@ static int run_chat(int argc, char **argv)
     return rc;
 }
 
+/* `vigil council ...`: argv[0] is "council". */
+static int run_council(int argc, char **argv)
+{
+    static const struct {
+        const char *name, *help;
+        chat_cmd fn;
+    } CMDS[] = {
+        {"sessions", "council-sessions", cli_council_sessions},
+        {"show", "council-show", cli_council_show},
+        {"questions", "council-questions", cli_council_questions},
+    };
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        cli_help("council", stdout);
+        return argc < 2 ? CLI_ERR_USAGE : CLI_OK;
+    }
+    for (size_t i = 0; i < sizeof CMDS / sizeof CMDS[0]; i++) {
+        if (strcmp(argv[1], CMDS[i].name) != 0)
+            continue;
+        if (cli_wants_help(argc - 1, argv + 1)) {
+            cli_help(CMDS[i].help, stdout);
+            return CLI_OK;
+        }
+        cli c;
+        int rc = cli_init(&c);
+        if (rc != CLI_OK)
+            return rc;
+        rc = CMDS[i].fn(&c, argc - 1, argv + 1);
+        cli_close(&c);
+        return rc;
+    }
+    char msg[128];
+    snprintf(msg, sizeof msg, "unknown council command '%.60s'", argv[1]);
+    return cli_usage_error("council", msg);
+}
+
+/* `vigil agents status ...`: argv[0] is "agents". */
+static int run_agents(int argc, char **argv)
+{
+    if (argc < 2 || cli_wants_help(argc, argv)) {
+        cli_help("agents", stdout);
+        return argc < 2 ? cli_usage_error("agents", "missing subcommand (status)") : CLI_OK;
+    }
+    if (strcmp(argv[1], "status") != 0) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "unknown agents command '%.60s'", argv[1]);
+        return cli_usage_error("agents", msg);
+    }
+    cli c;
+    int rc = cli_init(&c);
+    if (rc != CLI_OK)
+        return rc;
+    rc = cli_agents_status(&c, argc - 1, argv + 1);
+    cli_close(&c);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN); /* `vigil chat view r | head` */
@@ -67,6 +123,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "chat") == 0)
         return run_chat(argc - 1, argv + 1);
+    if (strcmp(argv[1], "council") == 0)
+        return run_council(argc - 1, argv + 1);
+    if (strcmp(argv[1], "agents") == 0)
+        return run_agents(argc - 1, argv + 1);
     char msg[128];
     snprintf(msg, sizeof msg, "unknown command '%.60s'", argv[1]);
     return cli_usage_error("vigil", msg);

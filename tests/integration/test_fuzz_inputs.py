@@ -1,6 +1,6 @@
 """Robustness: every running service under a stream of mutated inputs.
 
-dormancy-monitor, wake-evaluator and chat-router share one broker and one
+dormancy-monitor, wake-evaluator, chat-router and floor-control share one broker and one
 Redis. A fixed-seed generator mutates valid example payloads (topics/examples)
 and publishes them, QoS 1, to every topic the services consume: flipped and
 truncated bytes, wrong types, huge and negative numbers, deep nesting,
@@ -16,7 +16,7 @@ import random
 import harness
 from harness import SOURCE_DIR, wait_until
 
-SERVICES = ("dormancy-monitor", "wake-evaluator", "chat-router")
+SERVICES = ("dormancy-monitor", "wake-evaluator", "chat-router", "floor-control")
 SEED = int(os.environ.get("VIGIL_FUZZ_SEED", "20261122"))
 COUNT = int(os.environ.get("VIGIL_FUZZ_COUNT", "2500"))
 

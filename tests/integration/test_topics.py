@@ -62,6 +62,7 @@ CONTRACT_REQUIRED = {
     'council-answer': ['answer', 'question_id'],
     'council-control': ['action'],
     'council-event': ['id', 'ts', 'type'],
+    'council-request': ['id', 'kind', 'loop', 'query', 'session', 'ts', 'user'],
     'council-state': ['loop_count', 'session', 'status', 'ts', 'user'],
     'heartbeat-config': ['enabled', 'persona', 'room', 'user'],
     'heartbeat-run': ['consecutive_skips', 'id', 'next_in_ms', 'outcome', 'persona', 'ts'],
@@ -84,6 +85,9 @@ CONTRACT_REQUIRED = {
                    'personas', 'room', 'ts', 'velocity_per_min'],
     'sys-error': ['detail', 'id', 'reason', 'sample', 'service', 'topic', 'ts'],
     'sys-status': ['instance', 'service', 'shard', 'state', 'ts', 'version'],
+    'room-floor': ['granted', 'held', 'id', 'k', 'message_id', 'reasons', 'room', 'source', 'ts'],
+    'persona-floor': ['granted', 'has_floor', 'id', 'k', 'message_id', 'persona', 'reason', 'room',
+                      'ts'],
 }
 
 

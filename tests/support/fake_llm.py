@@ -10,7 +10,8 @@ Retry-After, close the connection without answering, send garbage, put an
 
     fake_llm.py --port 0 [--rules rules.json] [--host 127.0.0.1] [--verbose]
 
-With --port 0 a free port is picked; the first stdout line is always
+The built-in table answers the wake prompts and, by persona name, the
+council's four personas (COUNCIL_RULES). With --port 0 a free port is picked; the first stdout line is always
 `PORT <n>` (flushed), so a test can start it and read where it listens.
 
 Rules (a JSON list, first match wins; a rule without match/regex matches
@@ -44,7 +45,21 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-DEFAULT_RULES = [
+# The council's four personas (services/council): each prompt starts "You
+# are <Name>, ...". Sol's answer is the proposed action; tests replace these
+# rules through /control to steer Sol.
+COUNCIL_RULES = [
+    {"match": "You are Polaris, the Navigator",
+     "reply": "Polaris: keep the user's long-term goal in view; the report matters most."},
+    {"match": "You are Aurora, the Empath",
+     "reply": "Aurora: the user sounds busy but calm; support, do not interrupt."},
+    {"match": "You are Vega, the Analyst",
+     "reply": "Vega: the evidence is the user's own messages; the deadline is the key fact."},
+    {"match": "You are Sol, the Executor",
+     "reply": "note: the user is working towards a deadline"},
+]
+
+DEFAULT_RULES = COUNCIL_RULES + [
     {"regex": r"server is down|need help|emergency",
      "reply": {"shouldWake": True,
                "reason": "urgent request for help that needs an expert",

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <vigil/clock.h>
-#include <vigil/job_reader.h>
+#include <vigil/job_consumer.h>
 #include <vigil/jobs.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
@@ -37,8 +37,9 @@ struct hb_worker {
     bool started;
     vigil_runtime_conn *conn;
     vigil_llm_client *llm;
-    vigil_job_reader reader;
-    long long reclaimed_seen;
+    vigil_job_consumer jobs; /* own pending, then abandoned past the lease, then new */
+    int64_t next_read;        /* monotonic ms: backoff after a Redis error */
+    int errors;
     run_slot *slots;
     int cap, used;
 };
@@ -51,7 +52,7 @@ static bool stopping(const hb_worker *w)
 static void finish_entries(hb_worker *w, const char *entry)
 {
     const char *ids[1] = {entry};
-    if (vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->reader.stream, HB_GROUP, ids, 1) != 0)
+    if (vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->jobs.stream, HB_GROUP, ids, 1) != 0)
         vigil_log_kv(VIGIL_LOG_WARN, "run job not acknowledged (looked at again, decided once)",
                      "entry", entry, NULL);
 }
@@ -96,9 +97,8 @@ static int already_decided(hb_worker *w, const hb_job *j)
     return vigil_jobs_decided(vigil_runtime_conn_redis(w->conn), key, j->run);
 }
 
-static void start_entry(void *arg, const vigil_job_entry *e, bool fresh)
+static void start_entry(hb_worker *w, const vigil_job_entry *e, bool fresh)
 {
-    hb_worker *w = arg;
     if (!e->payload) {
         finish_entries(w, e->id);
         return;
@@ -208,18 +208,37 @@ static void finish_slot(hb_worker *w, run_slot *s)
     release(w, s);
 }
 
-/* Fills free slots from the stream (own pending jobs first, then those of
- * dead replicas, then new ones: libshared's job reader). */
+static void backoff(hb_worker *w)
+{
+    int64_t d = vigil_backoff_ms(w->errors++, 100, 5000);
+    if (w->errors == 1 || w->errors % 20 == 0)
+        vigil_log_kv(VIGIL_LOG_WARN, "run stream unavailable, retrying", "stream", w->jobs.stream,
+                     "error", vigil_redis_last_error(vigil_runtime_conn_redis(w->conn)), NULL);
+    w->next_read = vigil_mono_ms() + d;
+}
+
+/* Fills free slots from the stream in libshared's order (own pending jobs
+ * first, then those of dead replicas, then new ones). */
 static void fill(hb_worker *w)
 {
-    vigil_job_reader_fill(&w->reader, vigil_runtime_conn_redis(w->conn), w->cap - w->used,
-                          w->used == 0, start_entry, w);
-    if (w->reader.reclaimed > w->reclaimed_seen) {
-        vigil_counter_add("vigil_heartbeat_runs_reclaimed_total",
-                          "Runs taken over from a replica idle past the lease", NULL,
-                          (double)(w->reader.reclaimed - w->reclaimed_seen));
-        w->reclaimed_seen = w->reader.reclaimed;
+    int room = w->cap - w->used;
+    int64_t mono = vigil_mono_ms();
+    if (room <= 0 || mono < w->next_read)
+        return;
+    vigil_job_entries es = {0};
+    vigil_jobs_origin origin;
+    if (vigil_job_consumer_next(&w->jobs, vigil_runtime_conn_redis(w->conn), room,
+                                w->used == 0 ? 200 : 0, mono, &es, &origin) != 0) {
+        backoff(w);
+        return;
     }
+    w->errors = 0;
+    if (es.n > 0 && origin == VIGIL_JOBS_RECLAIMED)
+        vigil_counter_add("vigil_heartbeat_runs_reclaimed_total",
+                          "Runs taken over from a replica idle past the lease", NULL, es.n);
+    for (int i = 0; i < es.n && !stopping(w); i++)
+        start_entry(w, &es.v[i], origin == VIGIL_JOBS_NEW);
+    vigil_job_entries_free(&es);
 }
 
 static void *worker_main(void *arg)
@@ -230,7 +249,7 @@ static void *worker_main(void *arg)
         if (vigil_llm_pending(w->llm) > 0) {
             if (vigil_llm_run(w->llm, 50, on_done) < 0)
                 vigil_log(VIGIL_LOG_ERROR, "LLM client: internal curl error");
-        } else if (w->used == 0 && vigil_job_reader_backing_off(&w->reader)) {
+        } else if (w->used == 0 && vigil_mono_ms() < w->next_read) {
             vigil_sleep_ms(50, NULL);
         }
         for (int i = 0; i < w->cap && !stopping(w); i++)
@@ -272,7 +291,7 @@ int hb_start(void *ctx, vigil_runtime *rt)
     }
     char stream[256];
     vigil_runtime_key(rt, svc->stream, stream, sizeof stream);
-    vigil_job_reader_init(&w->reader, stream, HB_GROUP, svc->instance, svc->lease_ms);
+    vigil_job_consumer_init(&w->jobs, stream, HB_GROUP, svc->instance, svc->lease_ms);
     svc->worker = w;
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
         return -1;

@@ -21,7 +21,7 @@
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include "adapter.h"
-#include <vigil/job_reader.h>
+#include <vigil/job_consumer.h>
 #include <vigil/jobs.h>
 #include "llm_reader.h"
 
@@ -50,13 +50,14 @@ struct wake_worker {
     bool started;
     vigil_runtime_conn *conn;
     vigil_llm_client *llm;
-    vigil_job_reader reader; /* own pending, then abandoned, then new jobs */
-    long long resumed_seen, reclaimed_seen;
     slot *slots;
     int cap, used;
+    vigil_job_consumer jobs; /* own pending, then abandoned past the lease, then new */
+    int64_t next_read;    /* monotonic ms: backoff after a Redis error */
     char (*acks)[48];     /* finished entries not yet acknowledged */
     const char **ack_ptrs;
     int n_acks;
+    int errors;
     char labels[32];
 };
 
@@ -97,6 +98,15 @@ static bool in_flight(const wake_worker *w, const char *entry)
     return false;
 }
 
+static void backoff(wake_worker *w, const char *what)
+{
+    int64_t d = vigil_backoff_ms(w->errors++, 100, 5000);
+    if (w->errors == 1 || w->errors % 20 == 0)
+        vigil_log_kv(VIGIL_LOG_WARN, "job stream unavailable, retrying", "what", what, "error",
+                     vigil_redis_last_error(vigil_runtime_conn_redis(w->conn)), NULL);
+    w->next_read = vigil_mono_ms() + d;
+}
+
 /* Acknowledgements are batched: one XACK + XDEL round trip per loop turn
  * (a crash before it only means the job is looked at again and found
  * decided). */
@@ -106,7 +116,7 @@ static void flush_acks(wake_worker *w)
         return;
     for (int i = 0; i < w->n_acks; i++)
         w->ack_ptrs[i] = w->acks[i];
-    if (vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->reader.stream, WAKE_GROUP, w->ack_ptrs,
+    if (vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->jobs.stream, WAKE_GROUP, w->ack_ptrs,
                            w->n_acks) != 0)
         vigil_log_kv(VIGIL_LOG_WARN,
                      "jobs not acknowledged (they will be looked at again, decided once)", "first",
@@ -197,9 +207,8 @@ static int already_decided(wake_worker *w, const char *room, const char *job)
     return vigil_jobs_decided(vigil_runtime_conn_redis(w->conn), key, job);
 }
 
-static void start_entry(void *arg, const vigil_job_entry *e, bool fresh)
+static void start_entry(wake_worker *w, const vigil_job_entry *e, bool fresh)
 {
-    wake_worker *w = arg;
     if (!e->payload) { /* deleted meanwhile (trimmed): nothing to do */
         finish_entry(w, e->id);
         return;
@@ -332,25 +341,37 @@ static void finish_slot(wake_worker *w, slot *s)
     slot_release(w, s);
 }
 
-/* Steps 1-3 of the loop: fill free slots from the stream (libshared's
- * job reader keeps the order: own pending, abandoned, new). */
+static void take(wake_worker *w, vigil_job_entries *es, bool fresh)
+{
+    for (int i = 0; i < es->n && !stopping(w); i++)
+        start_entry(w, &es->v[i], fresh);
+    vigil_job_entries_free(es);
+}
+
+/* Steps 1-3 of the loop: fill free slots from the stream, in libshared's
+ * order (vigil/job_consumer.h). */
 static void fill(wake_worker *w)
 {
+    int64_t mono = vigil_mono_ms();
+    int room = w->cap - w->used;
+    if (room <= 0 || mono < w->next_read)
+        return;
     bool idle = w->used == 0 && vigil_llm_pending(w->llm) == 0;
-    vigil_job_reader_fill(&w->reader, vigil_runtime_conn_redis(w->conn), w->cap - w->used, idle,
-                          start_entry, w);
-    if (w->reader.resumed > w->resumed_seen) {
+    vigil_job_entries es = {0};
+    vigil_jobs_origin origin;
+    if (vigil_job_consumer_next(&w->jobs, vigil_runtime_conn_redis(w->conn), room,
+                                idle ? (int)w->svc->block_ms : 0, mono, &es, &origin) != 0) {
+        backoff(w, "XREADGROUP");
+        return;
+    }
+    w->errors = 0;
+    if (es.n > 0 && origin == VIGIL_JOBS_OWN_PENDING)
         vigil_counter_add("vigil_wake_jobs_resumed_total",
-                          "Own pending jobs handled again after a restart", NULL,
-                          (double)(w->reader.resumed - w->resumed_seen));
-        w->resumed_seen = w->reader.resumed;
-    }
-    if (w->reader.reclaimed > w->reclaimed_seen) {
+                          "Own pending jobs handled again after a restart", NULL, es.n);
+    else if (es.n > 0 && origin == VIGIL_JOBS_RECLAIMED)
         vigil_counter_add("vigil_wake_jobs_reclaimed_total",
-                          "Jobs taken over from a consumer idle past the lease", NULL,
-                          (double)(w->reader.reclaimed - w->reclaimed_seen));
-        w->reclaimed_seen = w->reader.reclaimed;
-    }
+                          "Jobs taken over from a consumer idle past the lease", NULL, es.n);
+    take(w, &es, origin == VIGIL_JOBS_NEW);
 }
 
 static void *worker_main(void *arg)
@@ -362,7 +383,7 @@ static void *worker_main(void *arg)
             int wait = w->used < w->cap ? 20 : 100;
             if (vigil_llm_run(w->llm, wait, on_done) < 0)
                 vigil_log(VIGIL_LOG_ERROR, "LLM client: internal curl error");
-        } else if (w->used == 0 && vigil_job_reader_backing_off(&w->reader)) {
+        } else if (w->used == 0 && vigil_mono_ms() < w->next_read) {
             vigil_sleep_ms(50, NULL);
         }
         for (int i = 0; i < w->cap && !stopping(w); i++)
@@ -411,11 +432,7 @@ static wake_worker *worker_new(wake_service *svc, vigil_runtime *rt, int index)
     char consumer[200], stream[256];
     snprintf(consumer, sizeof consumer, "%s-w%d", svc->instance, index);
     vigil_runtime_key(rt, WAKE_STREAM, stream, sizeof stream);
-    vigil_job_reader_init(&w->reader, stream, WAKE_GROUP, consumer, svc->lease_ms);
-    /* abandoned jobs are looked for every half lease (1 s .. 30 s) */
-    int64_t every = svc->lease_ms / 2;
-    w->reader.claim_every_ms = every < 1000 ? 1000 : every > 30000 ? 30000 : every;
-    w->reader.block_ms = (int)svc->block_ms;
+    vigil_job_consumer_init(&w->jobs, stream, WAKE_GROUP, consumer, svc->lease_ms);
     snprintf(w->labels, sizeof w->labels, "worker=\"%d\"", index);
     return w;
 }

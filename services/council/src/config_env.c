@@ -1,0 +1,114 @@
+/* config_env.c - the environment of council: VIGIL_LLM_* (libshared) and
+ * its own VIGIL_COUNCIL_*, mirroring the seed's AUTONOMOUS_* with the same
+ * defaults. Minutes may be fractional (0.05 = 3 s) so tests and demos can
+ * shrink them. */
+#include <stdio.h>
+#include <string.h>
+#include <vigil/config.h>
+#include <vigil/log.h>
+#include "adapter.h"
+
+#define MAX_MS (30LL * 24 * 3600 * 1000)
+#define MAX_MIN (30.0 * 24 * 60)
+
+const vigil_config_var COUNCIL_CONFIG_VARS[] = {
+    {"VIGIL_COUNCIL_ENABLED", "1",
+     "automatic starts (AUTONOMOUS_ENABLED): a user who started a session once gets one every "
+     "interval"},
+    {"VIGIL_COUNCIL_INTERVAL_MIN", "60", "minutes between automatic sessions (AUTONOMOUS_INTERVAL)"},
+    {"VIGIL_COUNCIL_MAX_DAILY", "10", "sessions per user per UTC day (AUTONOMOUS_MAX_DAILY)"},
+    {"VIGIL_COUNCIL_IDLE_TIMEOUT_MIN", "30",
+     "a session with no progress (paused, or no loop) this long ends (AUTONOMOUS_IDLE_TIMEOUT)"},
+    {"VIGIL_COUNCIL_LOOP_MS", "30000", "pause between one loop's action and the next SENSE"},
+    {"VIGIL_COUNCIL_MAX_LOOPS", "20", "loops per session; the session ends after the last"},
+    {"VIGIL_COUNCIL_QUESTION_TTL_MS", "86400000", "an unanswered question expires after this"},
+    {"VIGIL_COUNCIL_CONTEXT_MESSAGES", "10", "the user's recent messages given to the council (max 20)"},
+    {"VIGIL_COUNCIL_A2A_URL", "", "A2A JSON-RPC endpoint for research: (empty = not delegated)"},
+    {"VIGIL_COUNCIL_A2A_METHOD", "message/send", "message/send (A2A 0.x) or SendMessage (A2A 1.0)"},
+    {"VIGIL_COUNCIL_A2A_TOKEN", "", "sent as Authorization: Bearer to the A2A endpoint when set"},
+    {"VIGIL_COUNCIL_A2A_TIMEOUT_MS", "60000", "one A2A request (on the worker's delegation thread)"},
+    {"VIGIL_COUNCIL_MAX_TOKENS", "300", "max_tokens of each persona's answer"},
+    {"VIGIL_COUNCIL_WORKERS", "1", "job worker threads (each runs many LLM calls at once)"},
+    {"VIGIL_COUNCIL_JOB_LEASE_MS", "120000", "a loop job unacknowledged this long is taken over"},
+    {NULL, NULL, NULL}};
+
+void council_service_init(council_service *svc)
+{
+    memset(svc, 0, sizeof *svc);
+    council_config_init(&svc->core);
+    vigil_llm_config_init(&svc->llm);
+    svc->a2a_method = COUNCIL_A2A_MESSAGE_SEND;
+    svc->a2a_timeout_ms = 60000;
+    svc->workers = 1;
+    svc->lease_ms = 120000;
+    svc->max_tokens = 300;
+    svc->block_ms = 200;
+    atomic_store(&svc->stop, 0);
+}
+
+static int minutes(const char *name, int64_t def_ms, double min, int64_t *out, char *err,
+                   size_t errlen)
+{
+    double v;
+    if (vigil_env_double(name, (double)def_ms / 60000.0, min, MAX_MIN, &v, err, errlen) != 0)
+        return -1;
+    *out = (int64_t)(v * 60000.0 + 0.5);
+    return 0;
+}
+
+static int int_var(const char *name, int def, int min, int max, int *out, char *err, size_t errlen)
+{
+    int64_t v;
+    if (vigil_env_int64(name, def, min, max, &v, err, errlen) != 0)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int council_configure(void *ctx, const vigil_common_config *common, char *err, size_t errlen)
+{
+    council_service *svc = ctx;
+    council_config *c = &svc->core;
+    char method[32];
+    if (vigil_llm_config_load(&svc->llm, err, errlen) != 0 ||
+        vigil_env_bool("VIGIL_COUNCIL_ENABLED", c->enabled, &c->enabled, err, errlen) ||
+        minutes("VIGIL_COUNCIL_INTERVAL_MIN", c->interval_ms, 0.001, &c->interval_ms, err,
+                errlen) ||
+        int_var("VIGIL_COUNCIL_MAX_DAILY", c->max_daily, 0, 100000, &c->max_daily, err, errlen) ||
+        minutes("VIGIL_COUNCIL_IDLE_TIMEOUT_MIN", c->idle_timeout_ms, 0.001, &c->idle_timeout_ms,
+                err, errlen) ||
+        vigil_env_int64("VIGIL_COUNCIL_LOOP_MS", c->loop_ms, 0, MAX_MS, &c->loop_ms, err,
+                        errlen) ||
+        int_var("VIGIL_COUNCIL_MAX_LOOPS", c->max_loops, 1, 100000, &c->max_loops, err, errlen) ||
+        vigil_env_int64("VIGIL_COUNCIL_QUESTION_TTL_MS", c->question_ttl_ms, 1, MAX_MS,
+                        &c->question_ttl_ms, err, errlen) ||
+        int_var("VIGIL_COUNCIL_CONTEXT_MESSAGES", c->context_messages, 0, COUNCIL_MSGS_MAX,
+                &c->context_messages, err, errlen) ||
+        vigil_env_string("VIGIL_COUNCIL_A2A_URL", "", svc->a2a_url, sizeof svc->a2a_url, err,
+                         errlen) ||
+        vigil_env_string("VIGIL_COUNCIL_A2A_METHOD", "message/send", method, sizeof method, err,
+                         errlen) ||
+        vigil_env_string("VIGIL_COUNCIL_A2A_TOKEN", "", svc->a2a_token, sizeof svc->a2a_token, err,
+                         errlen) ||
+        vigil_env_int64("VIGIL_COUNCIL_A2A_TIMEOUT_MS", svc->a2a_timeout_ms, 100, MAX_MS,
+                        &svc->a2a_timeout_ms, err, errlen) ||
+        int_var("VIGIL_COUNCIL_MAX_TOKENS", svc->max_tokens, 1, 100000, &svc->max_tokens, err,
+                errlen) ||
+        int_var("VIGIL_COUNCIL_WORKERS", 1, 1, COUNCIL_MAX_WORKERS, &svc->workers, err, errlen) ||
+        vigil_env_int64("VIGIL_COUNCIL_JOB_LEASE_MS", svc->lease_ms, 1000, MAX_MS, &svc->lease_ms,
+                        err, errlen))
+        return -1;
+    if (council_a2a_method_parse(method, &svc->a2a_method) != 0) {
+        snprintf(err, errlen, "VIGIL_COUNCIL_A2A_METHOD: expected message/send or SendMessage, "
+                              "got '%s'", method);
+        return -1;
+    }
+    c->llm_enabled = svc->llm.url[0] != '\0';
+    c->a2a_enabled = svc->a2a_url[0] != '\0';
+    c->max_sleep_ms = c->idle_timeout_ms;
+    snprintf(svc->instance, sizeof svc->instance, "%s", common->instance);
+    if (!c->llm_enabled)
+        vigil_log(VIGIL_LOG_WARN, "VIGIL_LLM_URL is empty: council sessions will not start "
+                                  "(each start is answered with the reason)");
+    return 0;
+}

@@ -1,0 +1,178 @@
+/* a2a.c - A2A (Agent2Agent) JSON-RPC 2.0 for `research:` delegation: the
+ * request for `message/send` (A2A 0.x, the seed's Sanhedrin format) or
+ * `SendMessage` (A2A 1.0), and a reader of either response shape. */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include "council.h"
+
+const char *council_a2a_method_name(council_a2a_method m)
+{
+    return m == COUNCIL_A2A_SEND_MESSAGE ? "SendMessage" : "message/send";
+}
+
+int council_a2a_method_parse(const char *s, council_a2a_method *out)
+{
+    if (s && strcmp(s, "message/send") == 0)
+        *out = COUNCIL_A2A_MESSAGE_SEND;
+    else if (s && strcmp(s, "SendMessage") == 0)
+        *out = COUNCIL_A2A_SEND_MESSAGE;
+    else
+        return -1;
+    return 0;
+}
+
+char *council_a2a_request(council_a2a_method m, const char *id, const char *prompt)
+{
+    json_object *req = json_object_new_object(), *params = json_object_new_object(),
+                *msg = json_object_new_object(), *parts = json_object_new_array(),
+                *part = json_object_new_object();
+    char *out = NULL;
+    if (!req || !params || !msg || !parts || !part) {
+        json_object_put(req);
+        json_object_put(params);
+        json_object_put(msg);
+        json_object_put(parts);
+        json_object_put(part);
+        return NULL;
+    }
+    bool v1 = m == COUNCIL_A2A_SEND_MESSAGE;
+    if (!v1)
+        json_object_object_add(part, "kind", json_object_new_string("text"));
+    json_object_object_add(part, "text", json_object_new_string(prompt ? prompt : ""));
+    json_object_array_add(parts, part);
+    json_object_object_add(msg, "role", json_object_new_string(v1 ? "ROLE_USER" : "user"));
+    json_object_object_add(msg, "parts", parts);
+    json_object_object_add(msg, "messageId", json_object_new_string(id));
+    if (!v1)
+        json_object_object_add(msg, "kind", json_object_new_string("message"));
+    json_object_object_add(params, "message", msg);
+    json_object_object_add(req, "jsonrpc", json_object_new_string("2.0"));
+    json_object_object_add(req, "id", json_object_new_string(id));
+    json_object_object_add(req, "method", json_object_new_string(council_a2a_method_name(m)));
+    json_object_object_add(req, "params", params);
+    const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN |
+                                                            JSON_C_TO_STRING_NOSLASHESCAPE);
+    out = s ? strdup(s) : NULL;
+    json_object_put(req);
+    return out;
+}
+
+static json_object *member(json_object *o, const char *k)
+{
+    json_object *v = NULL;
+    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, k, &v))
+        return NULL;
+    return v;
+}
+
+static const char *str(json_object *o, const char *k)
+{
+    json_object *v = member(o, k);
+    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+/* Appends the text parts of parts[] to out (newline between pieces). */
+static void add_parts(json_object *parts, char *out, size_t cap)
+{
+    if (!parts || !json_object_is_type(parts, json_type_array))
+        return;
+    for (size_t i = 0; i < json_object_array_length(parts); i++) {
+        json_object *p = json_object_array_get_idx(parts, i);
+        const char *t = str(p, "text");
+        if (!t) /* 0.2 shape: {type:"text", text}; 1.0 may nest {text:{...}} never: skip */
+            continue;
+        size_t have = strlen(out);
+        if (have > 0 && have + 1 < cap) {
+            out[have++] = '\n';
+            out[have] = '\0';
+        }
+        if (have < cap)
+            council_copy_text(out + have, cap - have - 1, t, strlen(t));
+    }
+}
+
+static void norm_state(const char *s, char *out, size_t cap)
+{
+    if (!s) {
+        snprintf(out, cap, "completed");
+        return;
+    }
+    if (strncasecmp(s, "TASK_STATE_", 11) == 0)
+        s += 11;
+    size_t i = 0;
+    for (; s[i] && i + 1 < cap; i++)
+        out[i] = s[i] == '_' ? '-' : (char)tolower((unsigned char)s[i]);
+    out[i] = '\0';
+}
+
+int council_a2a_parse(const char *body, size_t len, council_a2a_reply *out)
+{
+    memset(out, 0, sizeof *out);
+    json_tokener *tok = json_tokener_new();
+    json_object *root = NULL;
+    if (tok) {
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+        root = json_tokener_parse_ex(tok, body ? body : "", (int)len);
+        if (json_tokener_get_error(tok) != json_tokener_success) {
+            json_object_put(root);
+            root = NULL;
+        }
+        json_tokener_free(tok);
+    }
+    int rc = -1;
+    if (!root || !json_object_is_type(root, json_type_object)) {
+        snprintf(out->error, sizeof out->error, "A2A response is not a JSON object");
+        goto done;
+    }
+    json_object *err = member(root, "error");
+    if (err) {
+        const char *m = str(err, "message");
+        json_object *code = member(err, "code");
+        snprintf(out->error, sizeof out->error, "A2A error %d: %.180s",
+                 code ? json_object_get_int(code) : 0, m ? m : "(no message)");
+        goto done;
+    }
+    json_object *res = member(root, "result");
+    if (!res || !json_object_is_type(res, json_type_object)) {
+        snprintf(out->error, sizeof out->error, "A2A response has no result object");
+        goto done;
+    }
+    /* 1.0 wraps the Task or Message: {task:{...}} / {message:{...}} */
+    json_object *task = member(res, "task"), *msg = member(res, "message");
+    if (!task && !msg) {
+        if (member(res, "parts") && !member(res, "artifacts"))
+            msg = res;
+        else
+            task = res;
+    }
+    if (task) {
+        const char *id = str(task, "taskId");
+        if (!id)
+            id = str(task, "id");
+        council_copy_text(out->task_id, COUNCIL_EVID_MAX, id, id ? strlen(id) : 0);
+        json_object *status = member(task, "status");
+        norm_state(str(status, "state"), out->state, sizeof out->state);
+        json_object *arts = member(task, "artifacts");
+        if (arts && json_object_is_type(arts, json_type_array))
+            for (size_t i = 0; i < json_object_array_length(arts); i++)
+                add_parts(member(json_object_array_get_idx(arts, i), "parts"), out->text,
+                          sizeof out->text);
+        if (!out->text[0]) /* no artifact: the agent's status message, if any */
+            add_parts(member(member(status, "message"), "parts"), out->text, sizeof out->text);
+    } else {
+        snprintf(out->state, sizeof out->state, "completed");
+        add_parts(member(msg, "parts"), out->text, sizeof out->text);
+    }
+    if (strcmp(out->state, "failed") == 0 || strcmp(out->state, "rejected") == 0 ||
+        strcmp(out->state, "canceled") == 0) {
+        snprintf(out->error, sizeof out->error, "A2A task %s", out->state);
+        goto done;
+    }
+    out->ok = true;
+    rc = 0;
+done:
+    json_object_put(root);
+    return rc;
+}

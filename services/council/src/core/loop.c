@@ -1,0 +1,292 @@
+/* loop.c - one SENSE -> PLAN -> ACT loop as a state machine on the
+ * session: phase idle --(loop timer, start, resume, answer)--> SENSE and
+ * PLAN (the four persona prompts go out as one durable job; phase plan)
+ * --(the job's outcome)--> ACT (Sol's proposal routed and handled, the
+ * circuit breaker consulted; phase idle, next loop scheduled). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+static json_object *jstr(const char *s, size_t len, size_t max)
+{
+    char *b = malloc(max + 1);
+    if (!b)
+        return NULL;
+    council_copy_text(b, max, s, len);
+    json_object *o = json_object_new_string(b);
+    free(b);
+    return o;
+}
+
+int council_loop_begin(council_emit *e, council_user *u, const council_config *c, int64_t now)
+{
+    council_session *s = &u->s;
+    if (s->loop >= c->max_loops)
+        return council_session_end(e, u, "loop limit reached (VIGIL_COUNCIL_MAX_LOOPS)", now);
+    council_questions_expire(&s->questions, now);
+    s->loop++;
+    s->phase = COUNCIL_PHASE_PLAN;
+    s->next_loop_at = 0;
+    s->last_progress = now;
+    snprintf(s->job, sizeof s->job, "%s.L%d", s->id, s->loop);
+
+    /* SENSE */
+    int idx[COUNCIL_QUESTIONS_MAX];
+    json_object *ctx = json_object_new_object();
+    int msgs = 0;
+    for (int i = 0; i < u->n_msgs; i++)
+        if (!s->room[0] || strcmp(u->msgs[i].room, s->room) == 0)
+            msgs++;
+    if (msgs > c->context_messages)
+        msgs = c->context_messages;
+    json_object_object_add(ctx, "messages", json_object_new_int(msgs));
+    json_object_object_add(ctx, "open_questions",
+                           json_object_new_int(council_questions_pending(&s->questions, idx,
+                                                                         COUNCIL_QUESTIONS_MAX)));
+    int answered = council_questions_answered(&s->questions, idx, COUNCIL_QUESTIONS_MAX);
+    json_object_object_add(ctx, "answered_questions", json_object_new_int(answered));
+    json_object *answers = json_object_new_array();
+    for (int i = 0; i < answered; i++)
+        json_object_array_add(answers, json_object_new_string(s->questions.v[idx[i]].answer));
+    json_object_object_add(ctx, "answers", answers);
+    json_object_object_add(ctx, "notes", json_object_new_int(s->n_notes));
+    int rc = council_event_phase(e, u, "sense", "👁 Sensing: the user's recent messages, "
+                                 "questions and notes.", ctx, now);
+
+    /* PLAN: the four prompts, one job */
+    char *context = council_sense_context(u, c, now);
+    json_object *job = json_object_new_object(), *prompts = json_object_new_object();
+    bool ok = context && job && prompts;
+    for (int p = 0; ok && p < COUNCIL_PERSONAS; p++) {
+        char *pr = council_prompt((council_persona)p, context);
+        ok = pr != NULL;
+        if (ok)
+            json_object_object_add(prompts, COUNCIL_PERSONA_DEFS[p].key, json_object_new_string(pr));
+        free(pr);
+    }
+    free(context);
+    if (!ok) {
+        json_object_put(job);
+        json_object_put(prompts);
+        return -1;
+    }
+    json_object_object_add(job, "job", json_object_new_string(s->job));
+    json_object_object_add(job, "user", json_object_new_string(u->user));
+    json_object_object_add(job, "session", json_object_new_string(s->id));
+    json_object_object_add(job, "loop", json_object_new_int(s->loop));
+    json_object_object_add(job, "enqueued", json_object_new_int64(now));
+    json_object_object_add(job, "prompts", prompts);
+    rc |= council_event_phase(e, u, "plan", "🧭 The council deliberates: Polaris, Aurora, Vega "
+                              "and Sol are asked.", NULL, now);
+    rc |= e->sink->job(e->sink->ctx, job);
+    json_object_put(job);
+    return rc;
+}
+
+static void add_note(council_session *s, const char *text, size_t len, int64_t now)
+{
+    if (s->n_notes == COUNCIL_NOTES_MAX) {
+        memmove(s->notes, s->notes + 1, sizeof s->notes[0] * (COUNCIL_NOTES_MAX - 1));
+        s->n_notes--;
+    }
+    council_note *n = &s->notes[s->n_notes++];
+    council_copy_text(n->text, COUNCIL_TEXT_MAX, text, len);
+    n->loop = s->loop;
+    n->ts = now;
+}
+
+/* search: and schedule: go out as requests for outside tools. */
+static int tool_request(council_emit *e, const council_user *u, const char *kind,
+                        const char *content, size_t len, int64_t now, char *result, size_t cap)
+{
+    char topic[160], id[COUNCIL_EVID_MAX + 1];
+    snprintf(topic, sizeof topic, "council/%s/request", u->s.id);
+    snprintf(id, sizeof id, "%s:%d", e->input, e->n++);
+    json_object *r = json_object_new_object();
+    if (!r)
+        return -1;
+    json_object_object_add(r, "id", json_object_new_string(id));
+    json_object_object_add(r, "session", json_object_new_string(u->s.id));
+    json_object_object_add(r, "user", json_object_new_string(u->user));
+    json_object_object_add(r, "kind", json_object_new_string(kind));
+    json_object_object_add(r, "query", jstr(content, len, COUNCIL_TEXT_MAX));
+    json_object_object_add(r, "loop", json_object_new_int(u->s.loop));
+    if (u->s.room[0])
+        json_object_object_add(r, "room", json_object_new_string(u->s.room));
+    json_object_object_add(r, "ts", json_object_new_int64(now));
+    int rc = e->sink->publish(e->sink->ctx, topic, r, false);
+    json_object_put(r);
+    snprintf(result, cap, "%s request published on %s", kind, topic);
+    return rc;
+}
+
+council_rc council_on_outcome(council_user *u, const council_config *c, const council_outcome *o,
+                              int64_t now, const council_sink *sink)
+{
+    council_session *s = &u->s;
+    if (!u->has_session || strcmp(s->id, o->session) != 0 || s->status != COUNCIL_ACTIVE ||
+        s->phase != COUNCIL_PHASE_PLAN || strcmp(s->job, o->job) != 0)
+        return COUNCIL_OK; /* superseded: paused, ended or another loop */
+    council_emit e;
+    council_emit_init(&e, sink, o->job);
+    int rc = 0;
+
+    council_routed r;
+    council_route(o->answers[COUNCIL_SOL], &r);
+    char decision[COUNCIL_TEXT_MAX + 64];
+    char content[COUNCIL_TEXT_MAX + 1];
+    council_copy_text(content, COUNCIL_TEXT_MAX, r.content, r.content_len);
+    snprintf(decision, sizeof decision, "%s %s", council_action_prefix(r.action), content);
+
+    /* the deliberation: all four inputs and the decision */
+    json_object *ev = council_event(&e, u, "deliberation", now);
+    json_object *rec = json_object_new_object();
+    if (!ev || !rec) {
+        json_object_put(ev);
+        json_object_put(rec);
+        return COUNCIL_FAILED;
+    }
+    for (int p = 0; p < COUNCIL_PERSONAS; p++) {
+        char failed[COUNCIL_REASON_MAX + 32];
+        const char *a = o->answers[p];
+        if (!a) {
+            snprintf(failed, sizeof failed, "(no answer: %.200s)",
+                     o->errors[p] ? o->errors[p] : "LLM call failed");
+            a = failed;
+        }
+        json_object_object_add(ev, COUNCIL_PERSONA_DEFS[p].key,
+                               jstr(a, strlen(a), COUNCIL_ANSWER_MAX));
+        json_object_object_add(rec, COUNCIL_PERSONA_DEFS[p].key,
+                               jstr(a, strlen(a), COUNCIL_ANSWER_MAX));
+    }
+    json_object_object_add(ev, "decision", json_object_new_string(decision));
+    rc |= council_event_send(&e, u, ev);
+
+    /* ACT */
+    rc |= council_event_phase(&e, u, "act", "⚡ Sol acts on the council's decision.", NULL, now);
+    char result[COUNCIL_RESULT_MAX + 200] = "";
+    char warning[2 * COUNCIL_REASON_MAX] = "";
+    if (r.unknown)
+        snprintf(warning, sizeof warning, "%s", r.warning);
+    if (!o->answers[COUNCIL_SOL])
+        snprintf(warning, sizeof warning, "Sol did not answer (%.180s): recorded as reflect:",
+                 o->errors[COUNCIL_SOL] ? o->errors[COUNCIL_SOL] : "LLM call failed");
+    int64_t next = c->loop_ms;
+    json_object *extra = json_object_new_object();
+    switch (r.action) {
+    case COUNCIL_ACT_NOTE:
+        add_note(s, r.content, r.content_len, now);
+        snprintf(result, sizeof result, "noted");
+        break;
+    case COUNCIL_ACT_ASK: {
+        const char *rest;
+        int prio = council_question_priority(content, &rest);
+        char qid[COUNCIL_EVID_MAX + 1];
+        snprintf(qid, sizeof qid, "%s.q", s->job);
+        council_question *q = council_questions_add(&s->questions, qid, rest, strlen(rest), prio,
+                                                    s->loop, now, c->question_ttl_ms);
+        json_object *qe = council_event(&e, u, "question", now);
+        if (!qe) {
+            rc = -1;
+            break;
+        }
+        json_object_object_add(qe, "question_id", json_object_new_string(q->id));
+        json_object_object_add(qe, "question", json_object_new_string(q->text));
+        json_object_object_add(qe, "priority", json_object_new_int(q->priority));
+        json_object_object_add(qe, "expires_at", json_object_new_int64(q->expires_at));
+        rc |= council_event_send(&e, u, qe);
+        json_object_object_add(extra, "question_id", json_object_new_string(q->id));
+        snprintf(result, sizeof result, "question %s queued (priority %d)", q->id, q->priority);
+        break;
+    }
+    case COUNCIL_ACT_SEARCH:
+    case COUNCIL_ACT_SCHEDULE:
+        rc |= tool_request(&e, u, r.action == COUNCIL_ACT_SEARCH ? "search" : "schedule",
+                           r.content, r.content_len, now, result, sizeof result);
+        break;
+    case COUNCIL_ACT_RESEARCH:
+        if (!c->a2a_enabled) {
+            snprintf(result, sizeof result,
+                     "not delegated: no A2A endpoint (VIGIL_COUNCIL_A2A_URL is empty)");
+            json_object_object_add(extra, "delegated", json_object_new_boolean(0));
+        } else if (o->a2a_tried && o->a2a && o->a2a->ok) {
+            snprintf(result, sizeof result, "%s", o->a2a->text);
+            json_object_object_add(extra, "delegated", json_object_new_boolean(1));
+            json_object_object_add(extra, "a2a_task_id", json_object_new_string(o->a2a->task_id));
+            json_object_object_add(extra, "a2a_state", json_object_new_string(o->a2a->state));
+            add_note(s, o->a2a->text, strlen(o->a2a->text), now);
+        } else {
+            snprintf(result, sizeof result, "delegation failed");
+            snprintf(warning, sizeof warning, "A2A delegation failed: %.200s",
+                     o->a2a_tried && o->a2a ? o->a2a->error : "not attempted");
+            json_object_object_add(extra, "delegated", json_object_new_boolean(0));
+        }
+        break;
+    case COUNCIL_ACT_SLEEP: {
+        int64_t d = council_parse_duration(content);
+        if (d < 0) {
+            d = c->loop_ms;
+            snprintf(warning, sizeof warning,
+                     "no duration understood in '%.60s': waiting the loop interval", content);
+        }
+        if (d > c->max_sleep_ms)
+            d = c->max_sleep_ms;
+        next = d;
+        json_object_object_add(extra, "until", json_object_new_int64(now + d));
+        snprintf(result, sizeof result, "sleeping %" PRId64 " ms", d);
+        break;
+    }
+    case COUNCIL_ACT_REFLECT:
+    default:
+        snprintf(result, sizeof result, "recorded");
+        break;
+    }
+    json_object *ae = council_event(&e, u, "action", now);
+    if (!ae) {
+        json_object_put(extra);
+        json_object_put(rec);
+        return COUNCIL_FAILED;
+    }
+    json_object_object_add(ae, "action", json_object_new_string(council_action_name(r.action)));
+    json_object_object_add(ae, "content", json_object_new_string(content));
+    if (result[0])
+        json_object_object_add(ae, "result", jstr(result, strlen(result), COUNCIL_RESULT_MAX));
+    if (warning[0])
+        json_object_object_add(ae, "warning", json_object_new_string(warning));
+    json_object_object_foreach(extra, k, v) json_object_object_add(ae, k, json_object_get(v));
+    json_object_put(extra);
+    rc |= council_event_send(&e, u, ae);
+
+    /* the durable deliberation record */
+    char name[96];
+    snprintf(name, sizeof name, "delib:%s", s->id);
+    json_object_object_add(rec, "loop", json_object_new_int(s->loop));
+    json_object_object_add(rec, "decision", json_object_new_string(decision));
+    json_object_object_add(rec, "action", json_object_new_string(council_action_name(r.action)));
+    json_object_object_add(rec, "result", jstr(result, strlen(result), COUNCIL_RESULT_MAX));
+    if (warning[0])
+        json_object_object_add(rec, "warning", json_object_new_string(warning));
+    json_object_object_add(rec, "ts", json_object_new_int64(now));
+    rc |= sink->append(sink->ctx, name, rec, 1000);
+    json_object_put(rec);
+
+    s->actions++;
+    s->phase = COUNCIL_PHASE_IDLE;
+    s->job[0] = '\0';
+    s->last_progress = now;
+    if (council_breaker_record(&s->breaker, r.action)) {
+        char why[COUNCIL_REASON_MAX];
+        snprintf(why, sizeof why,
+                 "spinning: %d '%s' actions in a row (circuit breaker); resume to continue",
+                 COUNCIL_BREAKER_REPEATS, council_action_prefix(r.action));
+        rc |= council_session_pause(&e, u, COUNCIL_PAUSE_SPINNING, why, now);
+    } else if (s->loop >= c->max_loops) {
+        rc |= council_session_end(&e, u, "loop limit reached (VIGIL_COUNCIL_MAX_LOOPS)", now);
+    } else {
+        s->next_loop_at = now + next;
+    }
+    rc |= council_sync(&e, u, c, now);
+    return rc == 0 ? COUNCIL_OK : COUNCIL_FAILED;
+}

@@ -1,0 +1,271 @@
+/* session.c - the session lifecycle per user: start (by control or every
+ * interval when enabled, at most max_daily a day), pause, resume, end,
+ * the idle timeout; answers to questions; the user's messages kept for
+ * SENSE; the timers. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include "internal.h"
+
+static bool live(const council_user *u)
+{
+    return u->has_session && (u->s.status == COUNCIL_ACTIVE || u->s.status == COUNCIL_PAUSED);
+}
+
+static void roll_day(council_user *u, int64_t now)
+{
+    int64_t day = now / COUNCIL_DAY_MS;
+    if (day != u->day) {
+        u->day = day;
+        u->day_count = 0;
+    }
+}
+
+const char *council_start_blocked(const council_user *u, const council_config *c, int64_t now,
+                                  char *why, size_t whylen)
+{
+    if (!c->llm_enabled)
+        snprintf(why, whylen, "no LLM configured (VIGIL_LLM_URL is empty): the council cannot "
+                              "deliberate, so sessions do not start");
+    else if (live(u))
+        snprintf(why, whylen, "session %s is already %s", u->s.id,
+                 council_status_name(u->s.status));
+    else if (u->day == now / COUNCIL_DAY_MS && u->day_count >= c->max_daily)
+        snprintf(why, whylen, "daily limit reached: %d sessions today (VIGIL_COUNCIL_MAX_DAILY)",
+                 u->day_count);
+    else
+        return NULL;
+    return why;
+}
+
+int council_refuse_start(council_emit *e, const council_user *u, const char *session,
+                         const char *reason, int64_t now)
+{
+    council_user tmp; /* an event about a session that never began */
+    memset(&tmp.s, 0, sizeof tmp.s);
+    snprintf(tmp.user, sizeof tmp.user, "%s", u->user);
+    snprintf(tmp.s.id, sizeof tmp.s.id, "%s", session);
+    json_object *ev = council_event(e, &tmp, "session_ended", now);
+    if (!ev)
+        return -1;
+    json_object_object_add(ev, "reason", json_object_new_string(reason));
+    json_object_object_add(ev, "started", json_object_new_boolean(0));
+    return council_event_send(e, &tmp, ev);
+}
+
+int council_session_begin(council_emit *e, council_user *u, const council_config *c,
+                          const char *session, const char *room, bool automatic, int64_t now)
+{
+    roll_day(u, now);
+    council_session *s = &u->s;
+    memset(s, 0, sizeof *s);
+    u->has_session = true;
+    snprintf(s->id, sizeof s->id, "%s", session);
+    snprintf(s->room, sizeof s->room, "%s", room ? room : "");
+    s->status = COUNCIL_ACTIVE;
+    s->started_at = now;
+    s->last_progress = now;
+    s->automatic = automatic;
+    u->day_count++;
+    u->sessions++;
+    u->last_start = now;
+    u->enrolled = true;
+    if (room && room[0])
+        snprintf(u->last_room, sizeof u->last_room, "%s", room);
+    json_object *idx = json_object_new_object();
+    json_object_object_add(idx, "session", json_object_new_string(s->id));
+    json_object_object_add(idx, "user", json_object_new_string(u->user));
+    json_object_object_add(idx, "started_at", json_object_new_int64(now));
+    int rc = e->sink->append(e->sink->ctx, "sessions", idx, 100000);
+    json_object_put(idx);
+    return rc | council_loop_begin(e, u, c, now);
+}
+
+int council_session_end(council_emit *e, council_user *u, const char *reason, int64_t now)
+{
+    council_session *s = &u->s;
+    s->status = COUNCIL_COMPLETED;
+    s->phase = COUNCIL_PHASE_IDLE;
+    s->job[0] = '\0';
+    s->next_loop_at = 0;
+    s->ended_at = now;
+    snprintf(s->reason, sizeof s->reason, "%s", reason);
+    return council_event_reason(e, u, "session_ended", reason, now);
+}
+
+int council_session_pause(council_emit *e, council_user *u, council_pause by, const char *reason,
+                          int64_t now)
+{
+    council_session *s = &u->s;
+    s->status = COUNCIL_PAUSED;
+    s->paused_by = by;
+    s->paused_at = now;
+    s->phase = COUNCIL_PHASE_IDLE; /* a loop in flight is dropped when it comes back */
+    s->job[0] = '\0';
+    s->next_loop_at = 0;
+    snprintf(s->reason, sizeof s->reason, "%s", reason);
+    return council_event_reason(e, u, "session_paused", reason, now);
+}
+
+/* Resumes a paused session: the breaker starts over, the next loop at once. */
+static int resume(council_emit *e, council_user *u, const council_config *c, int64_t now)
+{
+    council_session *s = &u->s;
+    s->status = COUNCIL_ACTIVE;
+    s->paused_by = COUNCIL_PAUSE_NONE;
+    s->paused_at = 0;
+    s->reason[0] = '\0';
+    council_breaker_reset(&s->breaker);
+    return council_loop_begin(e, u, c, now);
+}
+
+council_rc council_on_control(council_user *u, const council_config *c, const council_control *in,
+                              const char *input_id, int64_t now, const council_sink *sink,
+                              char *why, size_t whylen)
+{
+    council_emit e;
+    council_emit_init(&e, sink, input_id);
+    if (in->action == COUNCIL_CTL_START) {
+        char sid[COUNCIL_ID_MAX + 1];
+        if (in->session)
+            snprintf(sid, sizeof sid, "%s", in->session);
+        else /* derived from the input id: a redelivered start names the same session */
+            snprintf(sid, sizeof sid, "s-%016" PRIx64, council_hash(input_id));
+        if (u->has_session && strcmp(u->s.id, sid) == 0) {
+            /* never a session_ended event about a session that is running */
+            snprintf(why, whylen, live(u) ? "session '%s' is already %s"
+                                          : "session id '%s' was already used (%s)",
+                     sid, council_status_name(u->s.status));
+            return COUNCIL_REFUSED;
+        }
+        char reason[COUNCIL_REASON_MAX];
+        if (council_start_blocked(u, c, now, reason, sizeof reason))
+            return council_refuse_start(&e, u, sid, reason, now) == 0 ? COUNCIL_OK
+                                                                       : COUNCIL_FAILED;
+        int rc = council_session_begin(&e, u, c, sid, in->room, false, now);
+        rc |= council_sync(&e, u, c, now);
+        return rc == 0 ? COUNCIL_OK : COUNCIL_FAILED;
+    }
+    if (!live(u)) {
+        snprintf(why, whylen, "no active or paused session for user '%s'", u->user);
+        return COUNCIL_REFUSED;
+    }
+    if (in->session && strcmp(in->session, u->s.id) != 0) {
+        snprintf(why, whylen, "session '%s' is not the user's current session (%s)", in->session,
+                 u->s.id);
+        return COUNCIL_REFUSED;
+    }
+    council_session *s = &u->s;
+    int rc = 0;
+    switch (in->action) {
+    case COUNCIL_CTL_PAUSE:
+        if (s->status == COUNCIL_PAUSED) {
+            snprintf(why, whylen, "session %s is already paused", s->id);
+            return COUNCIL_REFUSED;
+        }
+        rc = council_session_pause(&e, u, COUNCIL_PAUSE_USER, "paused by the user", now);
+        break;
+    case COUNCIL_CTL_RESUME:
+        if (s->status != COUNCIL_PAUSED) {
+            snprintf(why, whylen, "session %s is not paused", s->id);
+            return COUNCIL_REFUSED;
+        }
+        rc = resume(&e, u, c, now);
+        break;
+    case COUNCIL_CTL_END:
+        rc = council_session_end(&e, u, "ended by the user", now);
+        break;
+    case COUNCIL_CTL_START:
+        break;
+    }
+    rc |= council_sync(&e, u, c, now);
+    return rc == 0 ? COUNCIL_OK : COUNCIL_FAILED;
+}
+
+council_rc council_on_answer(council_user *u, const council_config *c, const char *session,
+                             const char *question_id, const char *answer, const char *input_id,
+                             int64_t now, const council_sink *sink, char *why, size_t whylen)
+{
+    if (!u->has_session || strcmp(u->s.id, session) != 0) {
+        snprintf(why, whylen, "session '%s' is not the user's current session", session);
+        return COUNCIL_REFUSED;
+    }
+    council_session *s = &u->s;
+    council_question *q = council_questions_find(&s->questions, question_id);
+    if (!q) {
+        snprintf(why, whylen, "no question '%.80s' in session %s", question_id, s->id);
+        return COUNCIL_REFUSED;
+    }
+    if (q->status == COUNCIL_Q_PENDING && q->expires_at <= now)
+        q->status = COUNCIL_Q_EXPIRED;
+    if (q->status != COUNCIL_Q_PENDING) {
+        snprintf(why, whylen, "question '%.80s' is already %s", question_id,
+                 council_qstatus_name(q->status));
+        return COUNCIL_REFUSED;
+    }
+    council_emit e;
+    council_emit_init(&e, sink, input_id);
+    q->status = COUNCIL_Q_ANSWERED;
+    council_copy_text(q->answer, COUNCIL_TEXT_MAX, answer, strlen(answer));
+    q->answered_at = now;
+    s->last_progress = now;
+    int rc = 0;
+    /* An answer wakes the loop at once: the next SENSE carries it. A
+     * session the user paused stays paused; one paused by the breaker is
+     * resumed (the answer is the intervention it waited for). */
+    if (s->status == COUNCIL_ACTIVE && s->phase == COUNCIL_PHASE_IDLE)
+        rc = council_loop_begin(&e, u, c, now);
+    else if (s->status == COUNCIL_PAUSED && s->paused_by != COUNCIL_PAUSE_USER)
+        rc = resume(&e, u, c, now);
+    rc |= council_sync(&e, u, c, now);
+    return rc == 0 ? COUNCIL_OK : COUNCIL_FAILED;
+}
+
+council_rc council_on_message(council_user *u, const council_config *c, const char *room,
+                              const char *text, int64_t ts)
+{
+    (void)c;
+    if (u->n_msgs == COUNCIL_MSGS_MAX) {
+        memmove(u->msgs, u->msgs + 1, sizeof u->msgs[0] * (COUNCIL_MSGS_MAX - 1));
+        u->n_msgs--;
+    }
+    council_msg *m = &u->msgs[u->n_msgs++];
+    council_copy_text(m->room, COUNCIL_ID_MAX, room, strlen(room));
+    council_copy_text(m->text, COUNCIL_TEXT_MAX, text, strlen(text));
+    m->ts = ts;
+    return COUNCIL_OK;
+}
+
+council_rc council_on_timer(council_user *u, const council_config *c, const char *name,
+                            int64_t due, int64_t now, const council_sink *sink)
+{
+    char input[COUNCIL_EVID_MAX + 1];
+    snprintf(input, sizeof input, "%s:%s:%" PRId64, u->user, name, due);
+    council_emit e;
+    council_emit_init(&e, sink, input);
+    council_session *s = &u->s;
+    int rc = 0;
+    if (strcmp(name, COUNCIL_TIMER_AUTO) == 0) {
+        char why[COUNCIL_REASON_MAX];
+        if (c->enabled && u->enrolled && !council_start_blocked(u, c, now, why, sizeof why)) {
+            char sid[COUNCIL_ID_MAX + 1];
+            snprintf(sid, sizeof sid, "a-%016" PRIx64, council_hash(input));
+            rc = council_session_begin(&e, u, c, sid, u->last_room, true, now);
+        } else {
+            u->last_start = now; /* try again one interval later */
+        }
+    } else if (!live(u)) {
+        /* a stale timer of an ended session: nothing to do */
+    } else if (strcmp(name, COUNCIL_TIMER_LOOP) == 0) {
+        if (s->status == COUNCIL_ACTIVE && s->phase == COUNCIL_PHASE_IDLE && s->next_loop_at &&
+            s->next_loop_at <= now)
+            rc = council_loop_begin(&e, u, c, now);
+    } else if (strcmp(name, COUNCIL_TIMER_IDLE) == 0) {
+        if (council_idle_due(u, c) <= now)
+            rc = council_session_end(&e, u, "idle timeout (VIGIL_COUNCIL_IDLE_TIMEOUT_MIN)", now);
+    } else if (strcmp(name, COUNCIL_TIMER_QEXP) == 0) {
+        council_questions_expire(&s->questions, now);
+    }
+    rc |= council_sync(&e, u, c, now);
+    return rc == 0 ? COUNCIL_OK : COUNCIL_FAILED;
+}

@@ -1,0 +1,149 @@
+/* route.c - validates every input fully (a bad field is a reject with a
+ * precise reason, never a crash, never a state change) and names the user
+ * key it touches:
+ *   council/{user}/control     -> user
+ *   council/{session}/answer   -> the session's user (from council's own
+ *                                 session record rec:<session>)
+ *   room/{r}/message           -> the sender, for human senders (council's
+ *                                 bounded view of the user's recent
+ *                                 messages); others: nothing to do */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vigil/kv.h>
+#include <vigil/log.h>
+#include "adapter.h"
+
+#define MAX_TEXT 60000
+
+static const char *const ACTIONS[] = {"start", "pause", "resume", "end", NULL};
+static const char *const SENDER_TYPES[] = {"human", "ai", "system", NULL};
+
+/* The user a session belongs to, from its durable record. 1 found, 0 not,
+ * VIGIL_ROUTE_RETRY when Redis is away. */
+static int session_user(vigil_runtime *rt, const char *session, char *user, size_t cap,
+                        vigil_error *err)
+{
+    char suffix[VIGIL_KEY_MAX], key[2 * VIGIL_KEY_MAX + 64];
+    snprintf(suffix, sizeof suffix, "rec:%s", session);
+    vigil_runtime_key(rt, suffix, key, sizeof key);
+    char *rec = NULL;
+    int rc = vigil_kv_get(vigil_runtime_redis(rt), key, &rec, NULL);
+    if (rc < 0)
+        return VIGIL_ROUTE_RETRY;
+    if (rc == 0)
+        return 0;
+    json_object *o = vigil_json_parse_object(rec, strlen(rec), 1 << 24, err);
+    free(rec);
+    const char *u = NULL;
+    int found = o && vigil_json_id(o, "user", true, &u, err) == 0;
+    if (found)
+        snprintf(user, cap, "%s", u);
+    json_object_put(o);
+    return found ? 1 : 0;
+}
+
+static int route_control(vigil_runtime *rt, const vigil_input *in, council_parsed *pp,
+                         char keys[][VIGIL_KEY_MAX], vigil_error *err)
+{
+    const char *user;
+    int action;
+    pp->kind = COUNCIL_IN_CONTROL;
+    if (vigil_input_topic_id(in, 1, "user", &user, err) < 0 ||
+        vigil_json_enum(in->body, "action", true, ACTIONS, &action, err) < 0 ||
+        vigil_json_id(in->body, "session", false, &pp->ctl.session, err) < 0 ||
+        vigil_json_id(in->body, "room", false, &pp->ctl.room, err) < 0)
+        return -1;
+    pp->ctl.action = (council_ctl)action;
+    if (pp->ctl.action == COUNCIL_CTL_START && pp->ctl.session) {
+        char owner[VIGIL_ID_MAX + 1];
+        int rc = session_user(rt, pp->ctl.session, owner, sizeof owner, err);
+        if (rc == VIGIL_ROUTE_RETRY)
+            return rc;
+        if (rc == 1 && strcmp(owner, user) != 0)
+            return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
+                                   "session '%s' belongs to another user", pp->ctl.session);
+    }
+    snprintf(keys[0], VIGIL_KEY_MAX, "%s", user);
+    return 1;
+}
+
+static int route_answer(vigil_runtime *rt, const vigil_input *in, council_parsed *pp,
+                        char keys[][VIGIL_KEY_MAX], vigil_error *err)
+{
+    const char *payload_session = NULL;
+    pp->kind = COUNCIL_IN_ANSWER;
+    if (vigil_input_topic_id(in, 1, "session", &pp->session, err) < 0 ||
+        vigil_json_string_bounded(in->body, "question_id", true, COUNCIL_EVID_MAX,
+                                  &pp->question_id, err) < 0 ||
+        vigil_json_string_bounded(in->body, "answer", true, MAX_TEXT, &pp->answer, err) < 0 ||
+        vigil_json_id(in->body, "session", false, &payload_session, err) < 0)
+        return -1;
+    if (payload_session && strcmp(payload_session, pp->session) != 0)
+        return vigil_error_set(err, VIGIL_REJECT_TOPIC_MISMATCH,
+                               "field 'session' ('%s') disagrees with the topic ('%s')",
+                               payload_session, pp->session);
+    char user[VIGIL_ID_MAX + 1];
+    int rc = session_user(rt, pp->session, user, sizeof user, err);
+    if (rc == VIGIL_ROUTE_RETRY)
+        return rc;
+    if (rc != 1)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "unknown session '%s'", pp->session);
+    snprintf(keys[0], VIGIL_KEY_MAX, "%s", user);
+    return 1;
+}
+
+static int route_message(const vigil_input *in, council_parsed *pp, char keys[][VIGIL_KEY_MAX],
+                         vigil_error *err)
+{
+    const char *sender, *payload_room = NULL;
+    int type;
+    pp->kind = COUNCIL_IN_MESSAGE;
+    if (vigil_input_topic_id(in, 1, "room", &pp->room, err) < 0 ||
+        vigil_json_id(in->body, "sender", true, &sender, err) < 0 ||
+        vigil_json_enum(in->body, "sender_type", true, SENDER_TYPES, &type, err) < 0 ||
+        vigil_json_string(in->body, "text", true, &pp->text, err) < 0 ||
+        vigil_json_id(in->body, "room", false, &payload_room, err) < 0)
+        return -1;
+    if (payload_room && strcmp(payload_room, pp->room) != 0)
+        return vigil_error_set(err, VIGIL_REJECT_TOPIC_MISMATCH,
+                               "field 'room' ('%s') disagrees with the topic ('%s')", payload_room,
+                               pp->room);
+    if (type != 0)
+        return 0; /* only the user's (human) messages are context */
+    snprintf(keys[0], VIGIL_KEY_MAX, "%s", sender);
+    return 1;
+}
+
+int council_route_input(void *ctx, vigil_runtime *rt, const vigil_input *in,
+                        char keys[][VIGIL_KEY_MAX], int max_keys, void **parsed, vigil_error *err)
+{
+    (void)ctx;
+    (void)max_keys;
+    *parsed = NULL;
+    bool council = in->nparts == 3 && strcmp(in->parts[0], "council") == 0;
+    bool message = in->nparts == 3 && strcmp(in->parts[0], "room") == 0 &&
+                   strcmp(in->parts[2], "message") == 0;
+    bool control = council && strcmp(in->parts[2], "control") == 0;
+    bool answer = council && strcmp(in->parts[2], "answer") == 0;
+    if (!message && !control && !answer)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "unknown topic '%s'", in->topic);
+    council_parsed *pp = calloc(1, sizeof *pp);
+    if (!pp)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+    int n = control  ? route_control(rt, in, pp, keys, err)
+            : answer ? route_answer(rt, in, pp, keys, err)
+                     : route_message(in, pp, keys, err);
+    if (n <= 0) {
+        free(pp);
+        return n;
+    }
+    *parsed = pp;
+    return n;
+}
+
+void council_free_parsed(void *ctx, void *parsed)
+{
+    (void)ctx;
+    free(parsed);
+}

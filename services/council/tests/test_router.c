@@ -1,0 +1,142 @@
+/* test_router.c - the action router (starts-with on trimmed, case-folded
+ * text; keywords inside content never route), the [pN] priority marker
+ * and sleep durations. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+#include "council.h"
+
+static void expect_route(const char *text, council_action a, const char *content, bool unknown)
+{
+    council_routed r;
+    council_route(text, &r);
+    assert_int_equal(r.action, a);
+    assert_int_equal(r.unknown, unknown);
+    char buf[256];
+    memcpy(buf, r.content, r.content_len);
+    buf[r.content_len] = '\0';
+    assert_string_equal(buf, content);
+}
+
+static void every_prefix(void **st)
+{
+    (void)st;
+    expect_route("search: rust async runtimes", COUNCIL_ACT_SEARCH, "rust async runtimes", false);
+    expect_route("note: user prefers mornings", COUNCIL_ACT_NOTE, "user prefers mornings", false);
+    expect_route("ask user: how did the demo go?", COUNCIL_ACT_ASK, "how did the demo go?", false);
+    expect_route("schedule: focus block tomorrow 9:00", COUNCIL_ACT_SCHEDULE,
+                 "focus block tomorrow 9:00", false);
+    expect_route("research: vector databases", COUNCIL_ACT_RESEARCH, "vector databases", false);
+    expect_route("sleep: 10m", COUNCIL_ACT_SLEEP, "10m", false);
+    expect_route("reflect: nothing urgent", COUNCIL_ACT_REFLECT, "nothing urgent", false);
+}
+
+static void case_and_leading_space(void **st)
+{
+    (void)st;
+    expect_route("   NOTE:   shout  ", COUNCIL_ACT_NOTE, "shout", false);
+    expect_route("\n\tAsk User: hi", COUNCIL_ACT_ASK, "hi", false);
+    expect_route("Research:x", COUNCIL_ACT_RESEARCH, "x", false);
+    expect_route("sleep:", COUNCIL_ACT_SLEEP, "", false);
+}
+
+static void keywords_inside_content_do_not_route(void **st)
+{
+    (void)st;
+    /* the seed's bug: a keyword found inside the content */
+    expect_route("note: we should search: later and ask user: maybe", COUNCIL_ACT_NOTE,
+                 "we should search: later and ask user: maybe", false);
+    expect_route("I think we should search: the docs", COUNCIL_ACT_REFLECT,
+                 "I think we should search: the docs", true);
+    expect_route("asking user: no", COUNCIL_ACT_REFLECT, "asking user: no", true);
+    expect_route("ask: the user", COUNCIL_ACT_REFLECT, "ask: the user", true);
+    expect_route("search the web", COUNCIL_ACT_REFLECT, "search the web", true);
+}
+
+static void unknown_is_reflect_with_warning(void **st)
+{
+    (void)st;
+    council_routed r;
+    council_route("email: send the boss a note", &r);
+    assert_int_equal(r.action, COUNCIL_ACT_REFLECT);
+    assert_true(r.unknown);
+    assert_non_null(strstr(r.warning, "email:"));
+    assert_non_null(strstr(r.warning, "reflect:"));
+    council_route(NULL, &r);
+    assert_true(r.unknown);
+    assert_int_equal(r.content_len, 0);
+    assert_non_null(strstr(r.warning, "empty"));
+    council_route("   ", &r);
+    assert_true(r.unknown);
+}
+
+static void names_and_prefixes(void **st)
+{
+    (void)st;
+    assert_string_equal(council_action_name(COUNCIL_ACT_ASK), "ask user");
+    assert_string_equal(council_action_prefix(COUNCIL_ACT_ASK), "ask user:");
+    assert_int_equal(council_action_parse("research"), COUNCIL_ACT_RESEARCH);
+    assert_int_equal(council_action_parse("nope"), COUNCIL_ACT_NONE);
+}
+
+static void priority_marker(void **st)
+{
+    (void)st;
+    const char *rest;
+    assert_int_equal(council_question_priority("[p8] Deploy today?", &rest), 8);
+    assert_string_equal(rest, "Deploy today?");
+    assert_int_equal(council_question_priority("[P10]urgent", &rest), 10);
+    assert_string_equal(rest, "urgent");
+    assert_int_equal(council_question_priority("[p1] low", &rest), 1);
+    assert_int_equal(council_question_priority("plain question", &rest), 5);
+    assert_string_equal(rest, "plain question");
+    assert_int_equal(council_question_priority("[p11] too high", &rest), 5);
+    assert_string_equal(rest, "[p11] too high");
+    assert_int_equal(council_question_priority("[p0] zero", &rest), 5);
+    assert_int_equal(council_question_priority("[px] junk", &rest), 5);
+    assert_int_equal(council_question_priority("[p7 missing bracket", &rest), 5);
+}
+
+static void durations(void **st)
+{
+    (void)st;
+    assert_int_equal(council_parse_duration("10m"), 600000);
+    assert_int_equal(council_parse_duration("30 seconds"), 30000);
+    assert_int_equal(council_parse_duration("1.5 h"), 5400000);
+    assert_int_equal(council_parse_duration("5000ms"), 5000);
+    assert_int_equal(council_parse_duration("2"), 120000);
+    assert_int_equal(council_parse_duration("for 2 minutes while the user rests"), 120000);
+    assert_int_equal(council_parse_duration("a while"), -1);
+    assert_int_equal(council_parse_duration("5 fortnights"), -1);
+    assert_int_equal(council_parse_duration(""), -1);
+}
+
+static void utf8_safe_copy(void **st)
+{
+    (void)st;
+    char out[8];
+    council_copy_text(out, 4, "ab\xc3\xa9z", 5); /* "abéz": max 4 keeps "abé" */
+    assert_string_equal(out, "ab\xc3\xa9");
+    council_copy_text(out, 3, "ab\xc3\xa9z", 5); /* would cut é: "ab" */
+    assert_string_equal(out, "ab");
+    council_copy_text(out, 5, NULL, 3);
+    assert_string_equal(out, "");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_prefix),
+        cmocka_unit_test(case_and_leading_space),
+        cmocka_unit_test(keywords_inside_content_do_not_route),
+        cmocka_unit_test(unknown_is_reflect_with_warning),
+        cmocka_unit_test(names_and_prefixes),
+        cmocka_unit_test(priority_marker),
+        cmocka_unit_test(durations),
+        cmocka_unit_test(utf8_safe_copy),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,432 @@
+/* test_session.c - the session lifecycle and the SENSE -> PLAN -> ACT
+ * loop on an injected clock with a recording sink: the seed's scenarios
+ * (full loop in order, ask user then answer reaching the next SENSE, the
+ * circuit breaker, no LLM, daily limit, idle timeout, loop limit, sleep,
+ * research with and without A2A, prompts naming their persona). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include "fake_sink.h"
+
+#define T0 1763800000000LL
+
+typedef struct fx {
+    council_config c;
+    council_user *u;
+    fake_sink f;
+    council_sink sink;
+} fx;
+
+static int setup(void **st)
+{
+    fx *x = calloc(1, sizeof *x);
+    council_config_init(&x->c);
+    x->c.llm_enabled = true;
+    x->u = calloc(1, sizeof *x->u);
+    council_user_init(x->u, "joel");
+    x->sink = fake_sink_of(&x->f);
+    *st = x;
+    return 0;
+}
+
+static int teardown(void **st)
+{
+    fx *x = *st;
+    fake_reset(&x->f);
+    free(x->u);
+    free(x);
+    return 0;
+}
+
+/* Round-trips the record through JSON, as the shell does between inputs. */
+static void reload(fx *x)
+{
+    char *json = council_user_dump(x->u);
+    assert_non_null(json);
+    char why[128];
+    assert_int_equal(council_user_load(json, x->u, why, sizeof why), 0);
+    free(json);
+}
+
+static council_rc control(fx *x, council_ctl a, const char *session, const char *room,
+                          const char *id, int64_t now)
+{
+    council_control in = {a, session, room};
+    char why[256] = "";
+    council_rc rc = council_on_control(x->u, &x->c, &in, id, now, &x->sink, why, sizeof why);
+    reload(x);
+    return rc;
+}
+
+/* The outcome of the session's current job with Sol saying `sol`. */
+static council_rc outcome(fx *x, const char *sol, const council_a2a_reply *a2a, int64_t now)
+{
+    council_outcome o = {0};
+    char job[COUNCIL_JOB_MAX + 1];
+    snprintf(job, sizeof job, "%s", x->u->s.job);
+    o.job = job;
+    o.session = x->u->s.id;
+    o.loop = x->u->s.loop;
+    o.answers[COUNCIL_POLARIS] = "Long term: keep the user's goals in view.";
+    o.answers[COUNCIL_AURORA] = "The user seems calm.";
+    o.answers[COUNCIL_VEGA] = "Evidence is thin.";
+    o.answers[COUNCIL_SOL] = sol;
+    o.errors[COUNCIL_SOL] = sol ? NULL : "timeout";
+    o.a2a_tried = a2a != NULL;
+    o.a2a = a2a;
+    council_rc rc = council_on_outcome(x->u, &x->c, &o, now, &x->sink);
+    reload(x);
+    return rc;
+}
+
+static void full_loop_in_order(void **st)
+{
+    fx *x = *st;
+    council_on_message(x->u, &x->c, "general", "I need to finish the report by Friday", T0 - 5000);
+    assert_int_equal(control(x, COUNCIL_CTL_START, "s1", "general", "c1", T0), COUNCIL_OK);
+    assert_int_equal(x->u->s.status, COUNCIL_ACTIVE);
+    assert_int_equal(x->u->s.loop, 1);
+    assert_int_equal(x->u->s.phase, COUNCIL_PHASE_PLAN);
+    assert_int_equal(x->f.n_jobs, 1);
+    /* the four prompts name their persona and carry the user's message */
+    council_job j;
+    char why[128];
+    assert_int_equal(council_job_parse(x->f.jobs[0], strlen(x->f.jobs[0]), &j, why, sizeof why), 0);
+    assert_string_equal(j.session, "s1");
+    assert_int_equal(j.loop, 1);
+    assert_non_null(strstr(j.prompts[COUNCIL_POLARIS], "You are Polaris, the Navigator"));
+    assert_non_null(strstr(j.prompts[COUNCIL_AURORA], "You are Aurora, the Empath"));
+    assert_non_null(strstr(j.prompts[COUNCIL_VEGA], "You are Vega, the Analyst"));
+    assert_non_null(strstr(j.prompts[COUNCIL_SOL], "You are Sol, the Executor"));
+    assert_non_null(strstr(j.prompts[COUNCIL_SOL], "What specific action should we take now?"));
+    assert_non_null(strstr(j.prompts[COUNCIL_AURORA], "How is the user feeling"));
+    for (int p = 0; p < COUNCIL_PERSONAS; p++)
+        assert_non_null(strstr(j.prompts[p], "finish the report by Friday"));
+    council_job_clear(&j);
+
+    assert_int_equal(outcome(x, "note: the report is due Friday", NULL, T0 + 1000), COUNCIL_OK);
+    char seq[512];
+    fake_sequence(&x->f, seq, sizeof seq);
+    assert_string_equal(seq, "phase:sense,phase:plan,deliberation,phase:act,action");
+    int d = fake_event(&x->f, "deliberation", 0);
+    assert_non_null(strstr(x->f.payloads[d], "\"polaris\":\"Long term"));
+    assert_non_null(strstr(x->f.payloads[d], "\"decision\":\"note: the report is due Friday\""));
+    int a = fake_event(&x->f, "action", 0);
+    assert_non_null(strstr(x->f.payloads[a], "\"action\":\"note\""));
+    assert_int_equal(x->u->s.n_notes, 1);
+    assert_int_equal(x->u->s.phase, COUNCIL_PHASE_IDLE);
+    assert_int_equal(x->u->s.next_loop_at, T0 + 1000 + x->c.loop_ms);
+    assert_int_equal(fake_timer_due(&x->f, COUNCIL_TIMER_LOOP), T0 + 1000 + x->c.loop_ms);
+    /* the retained state says active, loop 1 */
+    bool seen = false;
+    for (int i = 0; i < x->f.n; i++)
+        if (strcmp(x->f.topics[i], "council/s1/state") == 0) {
+            assert_true(x->f.retain[i]);
+            seen = strstr(x->f.payloads[i], "\"status\":\"active\"") &&
+                   strstr(x->f.payloads[i], "\"loop_count\":1");
+        }
+    assert_true(seen);
+
+    /* the loop timer starts loop 2 */
+    fake_reset(&x->f);
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 31000, T0 + 31000, &x->sink);
+    assert_int_equal(x->u->s.loop, 2);
+    assert_int_equal(x->f.n_jobs, 1);
+    assert_non_null(strstr(x->f.jobs[0], "the report is due Friday")); /* the note in SENSE */
+}
+
+static void ask_then_answer_reaches_next_sense(void **st)
+{
+    fx *x = *st;
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    outcome(x, "Ask User: [p8] Shall I block time for the report?", NULL, T0 + 1000);
+    int q = fake_event(&x->f, "question", 0);
+    assert_true(q >= 0);
+    assert_non_null(strstr(x->f.payloads[q], "\"priority\":8"));
+    assert_non_null(strstr(x->f.payloads[q], "\"question\":\"Shall I block time for the report?\""));
+    assert_non_null(strstr(x->f.payloads[q], "\"question_id\":\"s1.L1.q\""));
+    char expires[64];
+    snprintf(expires, sizeof expires, "\"expires_at\":%lld",
+             (long long)(T0 + 1000 + x->c.question_ttl_ms));
+    assert_non_null(strstr(x->f.payloads[q], expires));
+    fake_reset(&x->f);
+
+    char why[256] = "";
+    assert_int_equal(council_on_answer(x->u, &x->c, "s1", "s1.L1.q", "Yes, 9 to 11 please", "a1",
+                                       T0 + 2000, &x->sink, why, sizeof why),
+                     COUNCIL_OK);
+    /* the answer starts the next loop at once, and SENSE quotes it */
+    assert_int_equal(x->u->s.loop, 2);
+    assert_int_equal(x->f.n_jobs, 1);
+    assert_non_null(strstr(x->f.jobs[0], "A: \\\"Yes, 9 to 11 please\\\""));
+    int s = fake_event(&x->f, "phase", 0);
+    assert_non_null(strstr(x->f.payloads[s], "\"answered_questions\":1"));
+    /* a second answer to the same question is refused */
+    assert_int_equal(council_on_answer(x->u, &x->c, "s1", "s1.L1.q", "again", "a2", T0 + 3000,
+                                       &x->sink, why, sizeof why),
+                     COUNCIL_REFUSED);
+    assert_non_null(strstr(why, "already answered"));
+    assert_int_equal(council_on_answer(x->u, &x->c, "s1", "nope", "x", "a3", T0 + 3000, &x->sink,
+                                       why, sizeof why),
+                     COUNCIL_REFUSED);
+}
+
+static void question_expires(void **st)
+{
+    fx *x = *st;
+    x->c.question_ttl_ms = 5000;
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    outcome(x, "ask user: still there?", NULL, T0 + 1000);
+    assert_int_equal(fake_timer_due(&x->f, COUNCIL_TIMER_QEXP), T0 + 6000);
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_QEXP, T0 + 6000, T0 + 6000, &x->sink);
+    assert_int_equal(x->u->s.questions.v[0].status, COUNCIL_Q_EXPIRED);
+    char why[256];
+    assert_int_equal(council_on_answer(x->u, &x->c, "s1", "s1.L1.q", "late", "a1", T0 + 7000,
+                                       &x->sink, why, sizeof why),
+                     COUNCIL_REFUSED);
+    assert_non_null(strstr(why, "expired"));
+}
+
+static void three_reflects_pause(void **st)
+{
+    fx *x = *st;
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    outcome(x, "reflect: hmm", NULL, T0 + 1000);
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 31000, T0 + 31000, &x->sink);
+    outcome(x, "reflect: hmm again", NULL, T0 + 32000);
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 62000, T0 + 62000, &x->sink);
+    fake_reset(&x->f);
+    outcome(x, "wander: somewhere", NULL, T0 + 63000); /* unknown = reflect */
+    assert_int_equal(x->u->s.status, COUNCIL_PAUSED);
+    int p = fake_event(&x->f, "session_paused", 0);
+    assert_true(p >= 0);
+    assert_non_null(strstr(x->f.payloads[p], "spinning"));
+    int a = fake_event(&x->f, "action", 0);
+    assert_non_null(strstr(x->f.payloads[a], "\"warning\":\"unknown action prefix 'wander:'"));
+    assert_int_equal(fake_timer_due(&x->f, COUNCIL_TIMER_LOOP), COUNCIL_TIMER_CANCEL);
+    /* resume: the breaker starts over, a loop at once */
+    fake_reset(&x->f);
+    assert_int_equal(control(x, COUNCIL_CTL_RESUME, NULL, NULL, "c2", T0 + 70000), COUNCIL_OK);
+    assert_int_equal(x->u->s.status, COUNCIL_ACTIVE);
+    assert_int_equal(x->u->s.breaker.n, 0);
+    assert_int_equal(x->f.n_jobs, 1);
+}
+
+static void pause_drops_the_loop_in_flight(void **st)
+{
+    fx *x = *st;
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    char job[COUNCIL_JOB_MAX + 1];
+    snprintf(job, sizeof job, "%s", x->u->s.job);
+    assert_int_equal(control(x, COUNCIL_CTL_PAUSE, "s1", NULL, "c2", T0 + 10), COUNCIL_OK);
+    assert_int_equal(control(x, COUNCIL_CTL_PAUSE, NULL, NULL, "c3", T0 + 20), COUNCIL_REFUSED);
+    /* starting the running session again is refused, not answered with an end */
+    fake_reset(&x->f);
+    assert_int_equal(control(x, COUNCIL_CTL_START, "s1", NULL, "c3b", T0 + 25), COUNCIL_REFUSED);
+    assert_int_equal(x->f.n, 0);
+    /* another session id while one is live: a refusal event on that id */
+    assert_int_equal(control(x, COUNCIL_CTL_START, "s9", NULL, "c3c", T0 + 26), COUNCIL_OK);
+    int r = fake_event(&x->f, "session_ended", 0);
+    assert_non_null(strstr(x->f.topics[r], "council/s9/event"));
+    assert_non_null(strstr(x->f.payloads[r], "session s1 is already paused"));
+    assert_string_equal(x->u->s.id, "s1");
+    fake_reset(&x->f);
+    council_outcome o = {.job = job, .session = "s1", .loop = 1};
+    o.answers[COUNCIL_SOL] = "note: x";
+    assert_int_equal(council_on_outcome(x->u, &x->c, &o, T0 + 30, &x->sink), COUNCIL_OK);
+    assert_int_equal(x->f.n, 0); /* nothing published */
+    assert_int_equal(x->u->s.actions, 0);
+    assert_int_equal(control(x, COUNCIL_CTL_END, NULL, NULL, "c4", T0 + 40), COUNCIL_OK);
+    assert_int_equal(x->u->s.status, COUNCIL_COMPLETED);
+    assert_true(fake_event(&x->f, "session_ended", 0) >= 0);
+    assert_int_equal(control(x, COUNCIL_CTL_RESUME, NULL, NULL, "c5", T0 + 50), COUNCIL_REFUSED);
+}
+
+static void no_llm_refuses_start(void **st)
+{
+    fx *x = *st;
+    x->c.llm_enabled = false;
+    assert_int_equal(control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0), COUNCIL_OK);
+    assert_false(x->u->has_session);
+    int e = fake_event(&x->f, "session_ended", 0);
+    assert_true(e >= 0);
+    assert_non_null(strstr(x->f.payloads[e], "no LLM configured"));
+    assert_non_null(strstr(x->f.payloads[e], "\"started\":false"));
+    assert_int_equal(x->f.n_jobs, 0);
+}
+
+static void daily_limit_and_auto_start(void **st)
+{
+    fx *x = *st;
+    x->c.max_daily = 2;
+    x->c.interval_ms = 60000;
+    control(x, COUNCIL_CTL_START, "s1", "general", "c1", T0);
+    control(x, COUNCIL_CTL_END, NULL, NULL, "c2", T0 + 10);
+    /* automatic start one interval after the last start, in the last room */
+    assert_int_equal(fake_timer_due(&x->f, COUNCIL_TIMER_AUTO), T0 + 60000);
+    fake_reset(&x->f);
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_AUTO, T0 + 60000, T0 + 60000, &x->sink);
+    reload(x);
+    assert_int_equal(x->u->s.status, COUNCIL_ACTIVE);
+    assert_true(x->u->s.automatic);
+    assert_string_equal(x->u->s.room, "general");
+    assert_int_equal(x->u->day_count, 2);
+    control(x, COUNCIL_CTL_END, NULL, NULL, "c3", T0 + 60010);
+    fake_reset(&x->f);
+    /* a third start the same day is refused with the reason */
+    control(x, COUNCIL_CTL_START, "s3", NULL, "c4", T0 + 60020);
+    int e = fake_event(&x->f, "session_ended", 0);
+    assert_non_null(strstr(x->f.payloads[e], "daily limit"));
+    /* and the next auto start does nothing but re-arm */
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_AUTO, T0 + 120000, T0 + 120000, &x->sink);
+    assert_int_equal(x->u->s.status, COUNCIL_COMPLETED);
+    /* disabled: no automatic timer */
+    x->c.enabled = false;
+    fake_reset(&x->f);
+    control(x, COUNCIL_CTL_START, "s4", NULL, "c5", T0 + COUNCIL_DAY_MS);
+    assert_int_equal(fake_timer_due(&x->f, COUNCIL_TIMER_AUTO), COUNCIL_TIMER_CANCEL);
+    assert_int_equal(x->u->day_count, 1); /* a new day */
+}
+
+static void idle_timeout_and_loop_limit(void **st)
+{
+    fx *x = *st;
+    x->c.idle_timeout_ms = 10000;
+    x->c.max_loops = 2;
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    control(x, COUNCIL_CTL_PAUSE, NULL, NULL, "c2", T0 + 100);
+    assert_int_equal(fake_timer_due(&x->f, COUNCIL_TIMER_IDLE), T0 + 10100);
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_IDLE, T0 + 10100, T0 + 10100, &x->sink);
+    assert_int_equal(x->u->s.status, COUNCIL_COMPLETED);
+    assert_non_null(strstr(x->u->s.reason, "idle"));
+
+    x->u->day_count = 0;
+    control(x, COUNCIL_CTL_START, "s2", NULL, "c3", T0 + 20000);
+    outcome(x, "note: one", NULL, T0 + 21000);
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 51000, T0 + 51000, &x->sink);
+    fake_reset(&x->f);
+    outcome(x, "search: two", NULL, T0 + 52000);
+    assert_int_equal(x->u->s.status, COUNCIL_COMPLETED);
+    assert_non_null(strstr(x->u->s.reason, "loop limit"));
+    /* search: went out as a request */
+    bool req = false;
+    for (int i = 0; i < x->f.n; i++)
+        req |= strcmp(x->f.topics[i], "council/s2/request") == 0 &&
+               strstr(x->f.payloads[i], "\"kind\":\"search\"") &&
+               strstr(x->f.payloads[i], "\"query\":\"two\"");
+    assert_true(req);
+}
+
+static void sleep_sets_the_next_loop(void **st)
+{
+    fx *x = *st;
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    outcome(x, "sleep: 10m", NULL, T0 + 1000);
+    assert_int_equal(x->u->s.next_loop_at, T0 + 1000 + 600000);
+    assert_int_equal(fake_timer_due(&x->f, COUNCIL_TIMER_LOOP), T0 + 601000);
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 601000, T0 + 601000, &x->sink);
+    outcome(x, "sleep: whenever", NULL, T0 + 602000);
+    int a = fake_event(&x->f, "action", 1);
+    assert_non_null(strstr(x->f.payloads[a], "no duration understood"));
+    assert_int_equal(x->u->s.next_loop_at, T0 + 602000 + x->c.loop_ms);
+}
+
+static void research_with_and_without_a2a(void **st)
+{
+    fx *x = *st;
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    outcome(x, "research: vector databases", NULL, T0 + 1000);
+    int a = fake_event(&x->f, "action", 0);
+    assert_non_null(strstr(x->f.payloads[a], "not delegated"));
+    assert_non_null(strstr(x->f.payloads[a], "\"delegated\":false"));
+
+    x->c.a2a_enabled = true;
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 31000, T0 + 31000, &x->sink);
+    council_a2a_reply r = {.ok = true};
+    snprintf(r.task_id, sizeof r.task_id, "t-1");
+    snprintf(r.state, sizeof r.state, "completed");
+    snprintf(r.text, sizeof r.text, "Three options: pgvector, qdrant, milvus.");
+    outcome(x, "research: vector databases", &r, T0 + 32000);
+    a = fake_event(&x->f, "action", 1);
+    assert_non_null(strstr(x->f.payloads[a], "\"result\":\"Three options"));
+    assert_non_null(strstr(x->f.payloads[a], "\"a2a_task_id\":\"t-1\""));
+    assert_int_equal(x->u->s.n_notes, 1); /* the artifact is kept for SENSE */
+
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 62000, T0 + 62000, &x->sink);
+    council_a2a_reply bad = {.ok = false};
+    snprintf(bad.error, sizeof bad.error, "HTTP 500");
+    outcome(x, "research: again", &bad, T0 + 63000);
+    a = fake_event(&x->f, "action", 2);
+    assert_non_null(strstr(x->f.payloads[a], "A2A delegation failed: HTTP 500"));
+}
+
+static void sol_failing_is_reflect_with_warning(void **st)
+{
+    fx *x = *st;
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    outcome(x, NULL, NULL, T0 + 1000);
+    int a = fake_event(&x->f, "action", 0);
+    assert_non_null(strstr(x->f.payloads[a], "\"action\":\"reflect\""));
+    assert_non_null(strstr(x->f.payloads[a], "Sol did not answer (timeout)"));
+    int d = fake_event(&x->f, "deliberation", 0);
+    assert_non_null(strstr(x->f.payloads[d], "\"sol\":\"(no answer: timeout)\""));
+}
+
+static void redelivered_start_is_the_same_session(void **st)
+{
+    fx *x = *st;
+    control(x, COUNCIL_CTL_START, NULL, NULL, "c1", T0);
+    char sid[COUNCIL_ID_MAX + 1];
+    snprintf(sid, sizeof sid, "%s", x->u->s.id);
+    assert_int_equal(strncmp(sid, "s-", 2), 0);
+    council_user *copy = calloc(1, sizeof *copy);
+    council_user_init(copy, "joel");
+    council_control in = {COUNCIL_CTL_START, NULL, NULL};
+    char why[64];
+    fake_sink f2 = {0};
+    council_sink s2 = fake_sink_of(&f2);
+    council_on_control(copy, &x->c, &in, "c1", T0, &s2, why, sizeof why);
+    assert_string_equal(copy->s.id, sid);
+    /* event ids are deterministic too */
+    assert_string_equal(f2.payloads[0], x->f.payloads[0]);
+    fake_reset(&f2);
+    free(copy);
+}
+
+static void messages_are_bounded(void **st)
+{
+    fx *x = *st;
+    for (int i = 0; i < COUNCIL_MSGS_MAX + 5; i++) {
+        char t[32];
+        snprintf(t, sizeof t, "message %d", i);
+        council_on_message(x->u, &x->c, i % 2 ? "a" : "b", t, T0 + i);
+    }
+    assert_int_equal(x->u->n_msgs, COUNCIL_MSGS_MAX);
+    assert_string_equal(x->u->msgs[COUNCIL_MSGS_MAX - 1].text, "message 24");
+    char *ctx = council_sense_context(x->u, &x->c, T0 + 100);
+    assert_non_null(strstr(ctx, "message 24"));
+    assert_null(strstr(ctx, "message 4\""));
+    free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(full_loop_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(ask_then_answer_reaches_next_sense, setup, teardown),
+        cmocka_unit_test_setup_teardown(question_expires, setup, teardown),
+        cmocka_unit_test_setup_teardown(three_reflects_pause, setup, teardown),
+        cmocka_unit_test_setup_teardown(pause_drops_the_loop_in_flight, setup, teardown),
+        cmocka_unit_test_setup_teardown(no_llm_refuses_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(daily_limit_and_auto_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(idle_timeout_and_loop_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(sleep_sets_the_next_loop, setup, teardown),
+        cmocka_unit_test_setup_teardown(research_with_and_without_a2a, setup, teardown),
+        cmocka_unit_test_setup_teardown(sol_failing_is_reflect_with_warning, setup, teardown),
+        cmocka_unit_test_setup_teardown(redelivered_start_is_the_same_session, setup, teardown),
+        cmocka_unit_test_setup_teardown(messages_are_bounded, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,35 @@
+/* config.c - floor control's defaults in one place, and the wake-trigger
+ * list read from its comma-separated form. */
+#include <string.h>
+#include "floor.h"
+
+void floor_config_init(floor_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->k = 2;
+    c->max_personas = 256;
+    floor_config_set_wake_triggers(c, "no-human,ai-only,suggestion-default");
+}
+
+int floor_config_set_wake_triggers(floor_config *c, const char *csv)
+{
+    int n = 0;
+    const char *s = csv ? csv : "";
+    while (*s) {
+        const char *end = strchr(s, ',');
+        size_t len = end ? (size_t)(end - s) : strlen(s);
+        if (len == 0 || len >= FLOOR_TRIGGER_MAX || n == FLOOR_MAX_WAKE_TRIGGERS)
+            return -1;
+        memcpy(c->wake_triggers[n], s, len);
+        c->wake_triggers[n][len] = '\0';
+        n++;
+        s += len;
+        if (*s == ',') {
+            s++;
+            if (!*s)
+                return -1; /* trailing comma: an empty entry */
+        }
+    }
+    c->n_wake_triggers = n;
+    return 0;
+}

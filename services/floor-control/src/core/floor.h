@@ -1,0 +1,262 @@
+/* floor.h - floor control's pure decision core: who answers a human
+ * message, chosen before anyone generates.
+ *
+ * The core keeps a bounded view of one room (its personas: role, expertise
+ * domains and confidence, dormancy level, when each last spoke), learned
+ * from persona/{p}/meta, the retained persona/{p}/state and the room's
+ * messages, and turns a human message into a floor decision: at most K
+ * personas granted, @mentioned ones always (even beyond K).
+ *
+ * No I/O: `now` is a parameter, the room travels as JSON between inputs
+ * (floor_room_from_json / floor_room_to_json). Links json-c and vigil_text
+ * only. */
+#ifndef FLOOR_H
+#define FLOOR_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#define FLOOR_ID_MAX 64          /* persona and room ids */
+#define FLOOR_WORD_MAX 64        /* a domain, a role, a display name */
+#define FLOOR_MAX_DOMAINS 32     /* expertise domains kept per persona */
+#define FLOOR_TRIGGER_MAX 32
+#define FLOOR_MAX_WAKE_TRIGGERS 8
+#define FLOOR_REASON_MAX 200
+#define FLOOR_CONFIDENCE_UNSET (-1.0)
+#define FLOOR_CONFIDENCE_DEFAULT 0.5 /* a listed domain without a confidence level */
+#define FLOOR_MAX_PENDING 64     /* messages waiting for the LLM per room */
+#define FLOOR_TEXT_MAX 4096      /* message text kept while it waits (bytes) */
+#define FLOOR_MAX_MENTIONS 32    /* `mentions` entries kept while it waits */
+#define FLOOR_MSG_ID_MAX 128
+#define FLOOR_TIMER_NAME_MAX 24
+
+typedef enum {
+    FLOOR_ACTIVE = 0,
+    FLOOR_MENTION_ONLY,
+    FLOOR_HUMAN_ONLY,
+    FLOOR_SLEEP
+} floor_level;
+
+typedef enum { FLOOR_SENDER_HUMAN = 0, FLOOR_SENDER_AI, FLOOR_SENDER_SYSTEM } floor_sender_type;
+
+typedef struct floor_config {
+    int k;             /* personas granted per human message; 0 = floor control off */
+    int max_personas;  /* room view bound; the least recently seen persona is dropped */
+    /* dormancy triggers a human message undoes (dormancy from human absence):
+     * a persona dormant for one of these is treated as active for a human
+     * message, because it will be woken by that very message */
+    char wake_triggers[FLOOR_MAX_WAKE_TRIGGERS][FLOOR_TRIGGER_MAX];
+    int n_wake_triggers;
+    bool on_ai; /* decide AI messages too (default: human messages only) */
+    /* LLM relevance: > 0 = ask a model which personas fit the message and
+     * wait for it at most this long, then decide by the rules */
+    int64_t llm_budget_ms;
+} floor_config;
+
+/* Defaults: k 2, max_personas 256, wake triggers no-human, ai-only,
+ * suggestion-default. */
+void floor_config_init(floor_config *c);
+/* Parses a comma-separated trigger list into c->wake_triggers. Returns 0,
+ * or -1 when an entry is empty, too long, or there are too many. */
+int floor_config_set_wake_triggers(floor_config *c, const char *csv);
+
+typedef struct floor_persona {
+    char id[FLOOR_ID_MAX + 1];
+    char name[FLOOR_WORD_MAX + 1]; /* display name from meta ("" = none) */
+    char role[FLOOR_WORD_MAX + 1];
+    char domains[FLOOR_MAX_DOMAINS][FLOOR_WORD_MAX + 1];
+    double confidence[FLOOR_MAX_DOMAINS]; /* FLOOR_CONFIDENCE_UNSET when not given */
+    int n_domains;
+    floor_level level;
+    char trigger[FLOOR_TRIGGER_MAX]; /* why it is at that level ("" = never moved) */
+    int64_t last_spoke;              /* 0 = never spoke in the room */
+    int64_t seen;                    /* last time anything was learned about it */
+    bool in_meta;                    /* its meta lists the room */
+} floor_persona;
+
+/* A message whose decision waits for the LLM (until `due`). */
+typedef struct floor_pending {
+    char id[FLOOR_MSG_ID_MAX + 1];
+    char sender[FLOOR_ID_MAX + 1];
+    floor_sender_type sender_type;
+    char text[FLOOR_TEXT_MAX + 1];
+    char mentions[FLOOR_MAX_MENTIONS][FLOOR_ID_MAX + 1];
+    int n_mentions;
+    int64_t due;
+} floor_pending;
+
+typedef struct floor_room {
+    char room[FLOOR_ID_MAX + 1];
+    floor_persona *personas;
+    int n, cap;
+    floor_pending *pending;
+    int n_pending;
+    int64_t last_message; /* receive time of the room's last human or AI message */
+} floor_room;
+
+floor_room *floor_room_new(const char *room);
+void floor_room_free(floor_room *r);
+floor_persona *floor_room_find(floor_room *r, const char *id);
+/* The persona's entry, added (at level active) if missing; when the room
+ * holds max_personas already, the least recently seen one is dropped to
+ * make room. NULL only on allocation failure. */
+floor_persona *floor_room_ensure(floor_room *r, const char *id, int max_personas, int64_t now);
+void floor_room_remove(floor_room *r, const char *id);
+
+/* Room record <-> JSON. from_json returns NULL with err on a record that
+ * cannot be read. to_json returns a new object (NULL on allocation
+ * failure). */
+floor_room *floor_room_from_json(const char *json, const char *room, char *err, size_t errlen);
+json_object *floor_room_to_json(const floor_room *r);
+
+/* --- learning (each returns true when the view changed) ------------------ */
+
+typedef struct floor_meta {
+    const char *persona;
+    const char *name;       /* may be NULL */
+    const char *role;       /* may be NULL */
+    const char *const *rooms;
+    int n_rooms;
+    const char *const *domains;
+    int n_domains;
+    json_object *confidence; /* {domain: 0..1} or NULL; validated by the caller */
+} floor_meta;
+
+/* persona/{p}/meta for room r: a listed room adds or refreshes the persona
+ * (name, role, domains, confidence); a room no longer listed drops a
+ * persona that is there only because of its meta. *joined / *left say
+ * which happened (either may be NULL). */
+bool floor_learn_meta(floor_room *r, const floor_config *c, const floor_meta *m, int64_t now,
+                      bool *joined, bool *left);
+
+/* persona/{p}/state's entry for room r: the persona's level and why. */
+bool floor_learn_level(floor_room *r, const floor_config *c, const char *persona,
+                       floor_level level, const char *trigger, int64_t now, bool *joined);
+
+/* An AI message in the room: its sender spoke now (and is a member). */
+bool floor_learn_spoke(floor_room *r, const floor_config *c, const char *persona, int64_t now,
+                       bool *joined);
+
+/* A human or AI message in the room at now (for floor_forget). */
+void floor_learn_message(floor_room *r, int64_t now);
+
+/* room/{r}/control `delete` forgets every persona of the room, unless
+ * if_inactive_since > 0 and the room had a message at or after it (the
+ * cleanup of `vigil chat cleanup` keeps a room that got a message
+ * meanwhile, as chat-router and dormancy-monitor do). floor_may_forget
+ * says which; floor_forget empties the view. Messages waiting for the LLM
+ * stay (their deadline decides them). */
+bool floor_may_forget(const floor_room *r, int64_t if_inactive_since);
+void floor_forget(floor_room *r);
+
+/* --- the choice ---------------------------------------------------------- */
+
+typedef struct floor_message {
+    const char *id;
+    const char *sender;
+    floor_sender_type sender_type;
+    const char *text;
+    const char *const *mentions; /* the message's `mentions` array (may be NULL) */
+    int n_mentions;
+    /* LLM relevance: when `ranked` is set, the personas an LLM named as
+     * fitting the message, best first, take the place of the rules'
+     * domain/role match (everything else stays: mentions first, dormant
+     * never, recency to fill). */
+    bool ranked;
+    const char *const *relevant;
+    int n_relevant;
+} floor_message;
+
+typedef enum {
+    FLOOR_WHY_MENTION = 0, /* granted: @mentioned */
+    FLOOR_WHY_DOMAIN,      /* granted: an expertise domain is in the message */
+    FLOOR_WHY_ROLE,        /* granted: its role is in the message */
+    FLOOR_WHY_RECENCY,     /* granted: spoke least recently */
+    FLOOR_WHY_LLM,         /* granted: named relevant by the LLM */
+    FLOOR_HELD_FULL,       /* held: able, but the floor is full */
+    FLOOR_HELD_SLEEP,      /* held: asleep */
+    FLOOR_HELD_MENTION_ONLY, /* held: mention-only and not mentioned */
+    FLOOR_HELD_HUMAN_ONLY  /* held: human-only and the message is an AI's */
+} floor_why;
+
+typedef struct floor_pick {
+    int index; /* into room->personas */
+    bool granted;
+    floor_why why;
+    double score; /* the matched domain's confidence (domain/role picks) */
+    char reason[FLOOR_REASON_MAX];
+} floor_pick;
+
+typedef struct floor_decision {
+    floor_pick *v; /* granted first, in choice order, then held */
+    int n, n_granted;
+    const char *source;   /* "rules" or "llm" (set by the caller; NULL = rules) */
+    const char *fallback; /* why the rules decided although an LLM was asked (or NULL) */
+} floor_decision;
+
+typedef enum {
+    FLOOR_DECIDED = 0,  /* out filled */
+    FLOOR_NO_DECISION,  /* floor control off, or not a human message: nothing to publish */
+    FLOOR_NOMEM = -1
+} floor_result;
+
+/* The choice, in order: personas the message @mentions (text or `mentions`
+ * array, by id or display name) are always granted, even beyond K; then up
+ * to K personas whose expertise domains or role occur in the text as whole
+ * words (higher confidence first); then, while fewer than K hold the floor,
+ * the ones that spoke least recently in the room (never = longest ago).
+ * Never granted unless mentioned: a persona asleep, mention-only, or
+ * human-only when the sender is an AI (a persona dormant for one of
+ * cfg->wake_triggers counts as active for a human message). The sender
+ * never gets the floor. Ties fall to the persona id (byte order). Only a
+ * human message (an AI one too with cfg->on_ai) with k > 0 is decided. floor_decision_free releases out. */
+floor_result floor_choose(const floor_room *r, const floor_config *cfg, const floor_message *m,
+                          floor_decision *out);
+void floor_decision_free(floor_decision *d);
+
+/* The best whole-word match of persona p in text: returns FLOOR_WHY_DOMAIN
+ * (with *domain the domain and *score its confidence), FLOOR_WHY_ROLE, or
+ * -1 when nothing matches. */
+int floor_match(const floor_persona *p, const char *text, const char **domain, double *score);
+
+/* --- LLM relevance ------------------------------------------------------ */
+
+/* Able personas the message does not mention (the sender excluded): the
+ * ones an LLM could rank. Asking is useful only when there are more than K. */
+int floor_rankable(const floor_room *r, const floor_config *cfg, const floor_message *m);
+
+/* The prompt asking which of those personas fit the message (malloc'd;
+ * NULL on allocation failure). */
+char *floor_llm_prompt(const floor_room *r, const floor_config *cfg, const floor_message *m);
+
+/* Keeps message m waiting for the LLM until due. Returns 0, or -1 when the
+ * room already has FLOOR_MAX_PENDING waiting (decide by the rules now). */
+int floor_pending_add(floor_room *r, const floor_message *m, int64_t due);
+floor_pending *floor_pending_find(floor_room *r, const char *message_id);
+floor_pending *floor_pending_by_timer(floor_room *r, const char *timer_name);
+void floor_pending_remove(floor_room *r, const char *message_id);
+/* The waiting message as a floor_message; ptrs receives the mention
+ * pointers (FLOOR_MAX_MENTIONS entries). */
+void floor_pending_message(const floor_pending *p, const char **ptrs, floor_message *m);
+/* The deadline timer's name for a message id ("llm." + 16 hex digits). */
+void floor_timer_name(const char *message_id, char *out, size_t outlen);
+
+/* --- output payloads (new json objects; NULL on allocation failure) ------ */
+
+/* room/{r}/floor: {id, room, message_id, k, granted, held, reasons, source,
+ * fallback?, ts} */
+json_object *floor_room_event_json(const floor_room *r, const floor_config *c,
+                                   const floor_decision *d, const char *event_id,
+                                   const char *message_id, int64_t now);
+/* persona/{p}/floor for pick i: {id, persona, room, message_id, has_floor,
+ * reason, granted, k, ts} */
+json_object *floor_persona_event_json(const floor_room *r, const floor_config *c,
+                                      const floor_decision *d, int i, const char *event_id,
+                                      const char *message_id, int64_t now);
+
+const char *floor_level_name(floor_level l);
+/* -1 for an unknown name. */
+int floor_level_parse(const char *s);
+
+#endif

@@ -1,0 +1,67 @@
+/* match.c - does a message concern a persona: its expertise domains, or
+ * else its role, as whole words of the text (vigil_text's word rule, so
+ * "testing" is not found in "attesting"). A role written with '-' or '_'
+ * ("code-review") also matches with spaces ("code review"). */
+#include <stdio.h>
+#include <string.h>
+#include <vigil/text.h>
+#include "floor.h"
+
+static double conf_or_default(double c)
+{
+    return c == FLOOR_CONFIDENCE_UNSET ? FLOOR_CONFIDENCE_DEFAULT : c;
+}
+
+static bool role_in(const char *role, const char *text)
+{
+    if (!role[0])
+        return false;
+    if (vigil_text_has_word(text, role))
+        return true;
+    char spaced[FLOOR_WORD_MAX + 1];
+    snprintf(spaced, sizeof spaced, "%s", role);
+    bool changed = false;
+    for (char *s = spaced; *s; s++)
+        if (*s == '-' || *s == '_') {
+            *s = ' ';
+            changed = true;
+        }
+    return changed && vigil_text_has_word(text, spaced);
+}
+
+int floor_match(const floor_persona *p, const char *text, const char **domain, double *score)
+{
+    int best = -1;
+    double best_score = -1.0;
+    if (!text)
+        return -1;
+    for (int i = 0; i < p->n_domains; i++) {
+        if (!vigil_text_has_word(text, p->domains[i]))
+            continue;
+        double s = conf_or_default(p->confidence[i]);
+        if (s > best_score) {
+            best_score = s;
+            best = i;
+        }
+    }
+    if (best >= 0) {
+        if (domain)
+            *domain = p->domains[best];
+        if (score)
+            *score = best_score;
+        return FLOOR_WHY_DOMAIN;
+    }
+    if (role_in(p->role, text)) {
+        /* a role match weighs as the persona's best confidence */
+        double s = -1.0;
+        for (int i = 0; i < p->n_domains; i++)
+            if (conf_or_default(p->confidence[i]) > s)
+                s = conf_or_default(p->confidence[i]);
+        if (domain)
+            *domain = p->role;
+        if (score)
+            *score = s < 0 ? FLOOR_CONFIDENCE_DEFAULT : s;
+        return FLOOR_WHY_ROLE;
+    }
+    return -1;
+}

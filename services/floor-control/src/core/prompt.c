@@ -1,0 +1,71 @@
+/* prompt.c - the question put to an LLM: which of the personas able to
+ * answer fit this message best. Only the personas the rules would consider
+ * (able, not mentioned, not the sender) are listed, with their role,
+ * expertise and confidence, so the model ranks exactly the ones the choice
+ * can grant. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "floor.h"
+
+#define PROMPT_TEXT_MAX 2000 /* message text quoted in the prompt */
+
+static void persona_line(FILE *b, const floor_persona *p)
+{
+    fprintf(b, "- %s", p->id);
+    if (p->name[0] && strcmp(p->name, p->id) != 0)
+        fprintf(b, " (%s)", p->name);
+    fprintf(b, ": role %s; expertise:", p->role[0] ? p->role : "none given");
+    if (p->n_domains == 0)
+        fprintf(b, " none given");
+    for (int d = 0; d < p->n_domains; d++) {
+        fprintf(b, "%s %s", d ? "," : "", p->domains[d]);
+        if (p->confidence[d] != FLOOR_CONFIDENCE_UNSET)
+            fprintf(b, " (confidence %.2f)", p->confidence[d]);
+    }
+    fprintf(b, "\n");
+}
+
+char *floor_llm_prompt(const floor_room *r, const floor_config *cfg, const floor_message *m)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *b = open_memstream(&text, &size);
+    if (!b)
+        return NULL;
+    int tlen = m->text ? (int)strlen(m->text) : 0;
+    if (tlen > PROMPT_TEXT_MAX) { /* cut on a character boundary */
+        tlen = PROMPT_TEXT_MAX;
+        while (tlen > 0 && ((unsigned char)m->text[tlen] & 0xC0) == 0x80)
+            tlen--;
+    }
+    fprintf(b,
+            "You decide who answers a chat message in room %s. At most %d of the personas below "
+            "should answer: the ones whose expertise fits the message best.\n\n"
+            "Message from %s: \"%.*s\"\n\nPersonas:\n",
+            r->room, cfg->k, m->sender ? m->sender : "someone", tlen, m->text ? m->text : "");
+    floor_message plain = *m;
+    plain.ranked = false;
+    for (int i = 0; i < r->n; i++) {
+        const floor_persona *p = &r->personas[i];
+        if (m->sender && strcmp(p->id, m->sender) == 0)
+            continue;
+        floor_room one = {.n = 1, .personas = (floor_persona *)p};
+        snprintf(one.room, sizeof one.room, "%s", r->room);
+        /* listed only when the rules would consider it */
+        if (floor_rankable(&one, cfg, &plain) == 1)
+            persona_line(b, p);
+    }
+    fprintf(b,
+            "\nRespond with JSON only: {\"relevant\": [\"<persona id>\", ...]} naming the "
+            "personas that should answer, most relevant first, at most %d (an empty list when "
+            "none fits).",
+            cfg->k);
+    /* a write that failed for want of memory shows in ferror */
+    bool failed = ferror(b) != 0;
+    if (fclose(b) != 0 || failed) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}

@@ -1,0 +1,314 @@
+/* test_choose.c - the choice order: mentions (always, even beyond K), then
+ * domain/role matches by confidence, then least recently spoken; dormant
+ * personas never unless mentioned; ties on the id; K=0 off. */
+#include "fl_test.h"
+
+/* Fifteen personas, two of them know kubernetes. */
+static void room15(fl_fx *f)
+{
+    char id[16];
+    for (int i = 0; i < 15; i++) {
+        snprintf(id, sizeof id, "p%02d", i);
+        fl_meta(f, id, "cooking,poetry", "0.9,0.9");
+        fl_tick(f, 1);
+    }
+    fl_meta(f, "p03", "kubernetes,networking", "0.6,0.9");
+    fl_meta(f, "p11", "kubernetes", "0.95");
+}
+
+static void test_domain_experts_get_the_floor(void **state)
+{
+    fl_fx *f = fl_new();
+    room15(f);
+    fl_human(f, "Why does my Kubernetes pod restart?");
+    assert_string_equal(fl_granted(f), "p11,p03"); /* higher confidence first */
+    assert_int_equal(f->d.n_granted, 2);
+    assert_int_equal(f->d.n, 15);
+    assert_int_equal(fl_pick(f, "p11")->why, FLOOR_WHY_DOMAIN);
+    assert_non_null(strstr(fl_pick(f, "p11")->reason, "kubernetes"));
+    assert_non_null(strstr(fl_pick(f, "p11")->reason, "0.95"));
+    assert_int_equal(fl_pick(f, "p00")->why, FLOOR_HELD_FULL);
+    fl_free(f);
+}
+
+static void test_mention_adds_beyond_k(void **state)
+{
+    fl_fx *f = fl_new();
+    room15(f);
+    fl_human(f, "Why does my kubernetes pod restart? @p07 you saw this too");
+    assert_string_equal(fl_granted(f), "p07,p11,p03");
+    assert_int_equal(fl_pick(f, "p07")->why, FLOOR_WHY_MENTION);
+    fl_free(f);
+}
+
+static void test_many_mentions_all_granted(void **state)
+{
+    fl_fx *f = fl_new();
+    room15(f);
+    const char *ms[] = {"p01", "p02"};
+    assert_int_equal(fl_decide_full(f, "joel", FLOOR_SENDER_HUMAN, "@p05 @p06 and you", ms, 2),
+                     FLOOR_DECIDED);
+    /* four mentions (two by the array) with K=2: all four, nobody else */
+    assert_string_equal(fl_granted(f), "p01,p02,p05,p06");
+    fl_free(f);
+}
+
+static void test_mention_by_display_name(void **state)
+{
+    fl_fx *f = fl_new();
+    fl_meta_full(f, "helper-ai", "Helper", NULL, NULL, NULL);
+    fl_meta(f, "ann", NULL, NULL);
+    fl_meta(f, "bob", NULL, NULL);
+    fl_meta(f, "cid", NULL, NULL);
+    fl_human(f, "@Helper can you look?");
+    assert_int_equal(fl_pick(f, "helper-ai")->why, FLOOR_WHY_MENTION);
+    assert_true(fl_pick(f, "helper-ai")->granted);
+    assert_int_equal(f->d.n_granted, 2); /* one slot left, filled by recency */
+    fl_free(f);
+}
+
+static void test_recency_fills_when_nothing_matches(void **state)
+{
+    fl_fx *f = fl_new();
+    fl_meta(f, "ann", NULL, NULL);
+    fl_meta(f, "bob", NULL, NULL);
+    fl_meta(f, "cid", NULL, NULL);
+    fl_meta(f, "dan", NULL, NULL);
+    fl_spoke(f, "ann");
+    fl_tick(f, 1000);
+    fl_spoke(f, "cid");
+    fl_tick(f, 1000);
+    fl_spoke(f, "bob");
+    fl_tick(f, 1000);
+    /* dan never spoke: longest ago; then ann (oldest), then cid, bob */
+    fl_human(f, "hello everyone");
+    assert_string_equal(fl_granted(f), "dan,ann");
+    assert_int_equal(fl_pick(f, "dan")->why, FLOOR_WHY_RECENCY);
+    assert_non_null(strstr(fl_pick(f, "dan")->reason, "not spoken"));
+    assert_non_null(strstr(fl_pick(f, "ann")->reason, "least recently"));
+    /* after they answer, the floor rotates to the others */
+    fl_spoke(f, "dan");
+    fl_tick(f, 10);
+    fl_spoke(f, "ann");
+    fl_tick(f, 10);
+    fl_human(f, "and now?");
+    assert_string_equal(fl_granted(f), "cid,bob");
+    fl_free(f);
+}
+
+static void test_match_beats_recency(void **state)
+{
+    fl_fx *f = fl_new();
+    fl_meta(f, "ann", "rust", NULL);
+    fl_meta(f, "bob", NULL, NULL);
+    fl_meta(f, "cid", NULL, NULL);
+    fl_spoke(f, "ann");
+    fl_tick(f, 1000);
+    fl_human(f, "a question about Rust lifetimes");
+    /* ann matches (spoke most recently, still first), one slot by recency */
+    assert_string_equal(fl_granted(f), "ann,bob");
+    fl_free(f);
+}
+
+static void test_ties_fall_to_id(void **state)
+{
+    fl_fx *f = fl_new();
+    /* same confidence, never spoke: id order, whatever the join order */
+    fl_meta(f, "zed", "go", "0.8");
+    fl_meta(f, "amy", "go", "0.8");
+    fl_meta(f, "kim", "go", "0.8");
+    fl_human(f, "go question");
+    assert_string_equal(fl_granted(f), "amy,kim");
+    /* same confidence: the one that spoke least recently wins over the id */
+    fl_spoke(f, "amy");
+    fl_tick(f, 5);
+    fl_human(f, "go question");
+    assert_string_equal(fl_granted(f), "kim,zed");
+    fl_free(f);
+}
+
+static void test_unset_confidence_counts_half(void **state)
+{
+    fl_fx *f = fl_new();
+    fl_meta(f, "ann", "sql", NULL);      /* 0.5 */
+    fl_meta(f, "bob", "sql", "0.4");
+    fl_meta(f, "cid", "sql", "0.6");
+    fl_human(f, "slow SQL query");
+    assert_string_equal(fl_granted(f), "cid,ann");
+    fl_free(f);
+}
+
+static void test_role_matches(void **state)
+{
+    fl_fx *f = fl_new();
+    fl_meta_full(f, "rev", NULL, "code-review", NULL, NULL);
+    fl_meta_full(f, "tch", NULL, "teaching", NULL, NULL);
+    fl_meta(f, "a", NULL, NULL);
+    fl_meta(f, "b", NULL, NULL);
+    fl_human(f, "can someone do a code review of my patch");
+    assert_int_equal(fl_pick(f, "rev")->why, FLOOR_WHY_ROLE);
+    assert_true(fl_pick(f, "rev")->granted);
+    assert_string_equal(fl_granted(f), "rev,a");
+    fl_free(f);
+}
+
+static void test_dormant_never_granted(void **state)
+{
+    fl_fx *f = fl_new();
+    fl_meta(f, "ann", "rust", "0.9");
+    fl_meta(f, "bob", "rust", "0.8");
+    fl_meta(f, "cid", "rust", "0.7");
+    fl_meta(f, "dan", NULL, NULL);
+    fl_level(f, "ann", FLOOR_SLEEP, "manual");
+    fl_level(f, "bob", FLOOR_MENTION_ONLY, "redundant");
+    fl_human(f, "rust question");
+    assert_string_equal(fl_granted(f), "cid,dan");
+    assert_int_equal(fl_pick(f, "ann")->why, FLOOR_HELD_SLEEP);
+    assert_int_equal(fl_pick(f, "bob")->why, FLOOR_HELD_MENTION_ONLY);
+    assert_false(fl_pick(f, "ann")->granted);
+    /* everyone dormant by choice: nobody gets the floor */
+    fl_level(f, "cid", FLOOR_SLEEP, "autopilot");
+    fl_level(f, "dan", FLOOR_SLEEP, "manual");
+    fl_human(f, "rust question");
+    assert_int_equal(f->d.n_granted, 0);
+    assert_int_equal(f->d.n, 4);
+    fl_free(f);
+}
+
+static void test_mentioned_sleeper_granted(void **state)
+{
+    fl_fx *f = fl_new();
+    fl_meta(f, "ann", NULL, NULL);
+    fl_meta(f, "bob", NULL, NULL);
+    fl_level(f, "ann", FLOOR_SLEEP, "manual");
+    fl_level(f, "bob", FLOOR_MENTION_ONLY, "manual");
+    fl_human(f, "@ann and @bob, wake up");
+    assert_string_equal(fl_granted(f), "ann,bob");
+    fl_free(f);
+}
+
+static void test_absence_dormancy_counts_as_awake_for_humans(void **state)
+{
+    fl_fx *f = fl_new();
+    fl_meta(f, "ann", NULL, NULL);
+    fl_meta(f, "bob", NULL, NULL);
+    fl_meta(f, "cid", NULL, NULL);
+    fl_level(f, "ann", FLOOR_SLEEP, "ai-only");
+    fl_level(f, "bob", FLOOR_MENTION_ONLY, "no-human");
+    fl_level(f, "cid", FLOOR_SLEEP, "manual");
+    fl_human(f, "I'm back");
+    assert_string_equal(fl_granted(f), "ann,bob");
+    assert_non_null(strstr(fl_pick(f, "ann")->reason, "woken by this human message"));
+    assert_int_equal(fl_pick(f, "cid")->why, FLOOR_HELD_SLEEP);
+    /* with the trigger list emptied, they stay dormant */
+    assert_int_equal(floor_config_set_wake_triggers(&f->cfg, ""), 0);
+    fl_human(f, "I'm back");
+    assert_int_equal(f->d.n_granted, 0);
+    fl_free(f);
+}
+
+static void test_human_only_and_ai_messages(void **state)
+{
+    fl_fx *f = fl_new();
+    fl_meta(f, "ann", NULL, NULL);
+    fl_meta(f, "bob", NULL, NULL);
+    fl_meta(f, "cid", NULL, NULL);
+    fl_level(f, "bob", FLOOR_HUMAN_ONLY, "manual");
+    /* AI messages are not decided by default */
+    assert_int_equal(fl_decide_full(f, "ann", FLOOR_SENDER_AI, "hi", NULL, 0), FLOOR_NO_DECISION);
+    assert_int_equal(fl_decide_full(f, "sys", FLOOR_SENDER_SYSTEM, "hi", NULL, 0), FLOOR_NO_DECISION);
+    f->cfg.on_ai = true;
+    assert_int_equal(fl_decide_full(f, "ann", FLOOR_SENDER_AI, "hi", NULL, 0), FLOOR_DECIDED);
+    /* the sender is never a candidate, human-only bob is held */
+    assert_null(fl_pick(f, "ann"));
+    assert_string_equal(fl_granted(f), "cid");
+    assert_int_equal(fl_pick(f, "bob")->why, FLOOR_HELD_HUMAN_ONLY);
+    /* a human message reaches human-only bob */
+    fl_human(f, "hi");
+    assert_true(fl_pick(f, "bob")->granted);
+    fl_free(f);
+}
+
+static void test_k_zero_is_off_and_k_bounds(void **state)
+{
+    fl_fx *f = fl_new();
+    room15(f);
+    f->cfg.k = 0;
+    assert_int_equal(fl_decide_full(f, "joel", FLOOR_SENDER_HUMAN, "kubernetes", NULL, 0),
+                     FLOOR_NO_DECISION);
+    f->cfg.k = 1;
+    fl_human(f, "kubernetes");
+    assert_string_equal(fl_granted(f), "p11");
+    f->cfg.k = 5;
+    fl_human(f, "kubernetes");
+    assert_int_equal(f->d.n_granted, 5); /* two experts, three by recency */
+    f->cfg.k = 100;
+    fl_human(f, "kubernetes");
+    assert_int_equal(f->d.n_granted, 15);
+    fl_free(f);
+}
+
+static void test_empty_room(void **state)
+{
+    fl_fx *f = fl_new();
+    fl_human(f, "anyone?");
+    assert_int_equal(f->d.n, 0);
+    assert_int_equal(f->d.n_granted, 0);
+    fl_free(f);
+}
+
+static void test_rendered_events(void **state)
+{
+    fl_fx *f = fl_new();
+    room15(f);
+    fl_human(f, "kubernetes?");
+    f->d.source = "rules";
+    f->d.fallback = "the LLM did not answer within 800 ms";
+    json_object *o = floor_room_event_json(f->room, &f->cfg, &f->d, "m1:general:0", "m1", T0);
+    const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+    assert_non_null(strstr(s, "\"granted\":[\"p11\",\"p03\"]"));
+    assert_non_null(strstr(s, "\"source\":\"rules\""));
+    assert_non_null(strstr(s, "\"fallback\":\"the LLM did not answer within 800 ms\""));
+    assert_non_null(strstr(s, "\"k\":2"));
+    json_object *held, *reasons;
+    assert_true(json_object_object_get_ex(o, "held", &held));
+    assert_int_equal(json_object_array_length(held), 13);
+    assert_true(json_object_object_get_ex(o, "reasons", &reasons));
+    assert_int_equal(json_object_object_length(reasons), 15);
+    json_object_put(o);
+    /* the persona copies: granted first, then held */
+    o = floor_persona_event_json(f->room, &f->cfg, &f->d, 0, "m1:general:1", "m1", T0);
+    s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+    assert_non_null(strstr(s, "\"persona\":\"p11\""));
+    assert_non_null(strstr(s, "\"has_floor\":true"));
+    json_object_put(o);
+    o = floor_persona_event_json(f->room, &f->cfg, &f->d, 14, "m1:general:15", "m1", T0);
+    s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+    assert_non_null(strstr(s, "\"has_floor\":false"));
+    assert_non_null(strstr(s, "\"granted\":[\"p11\",\"p03\"]"));
+    json_object_put(o);
+    fl_free(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_domain_experts_get_the_floor),
+        cmocka_unit_test(test_mention_adds_beyond_k),
+        cmocka_unit_test(test_many_mentions_all_granted),
+        cmocka_unit_test(test_mention_by_display_name),
+        cmocka_unit_test(test_recency_fills_when_nothing_matches),
+        cmocka_unit_test(test_match_beats_recency),
+        cmocka_unit_test(test_ties_fall_to_id),
+        cmocka_unit_test(test_unset_confidence_counts_half),
+        cmocka_unit_test(test_role_matches),
+        cmocka_unit_test(test_dormant_never_granted),
+        cmocka_unit_test(test_mentioned_sleeper_granted),
+        cmocka_unit_test(test_absence_dormancy_counts_as_awake_for_humans),
+        cmocka_unit_test(test_human_only_and_ai_messages),
+        cmocka_unit_test(test_k_zero_is_off_and_k_bounds),
+        cmocka_unit_test(test_empty_room),
+        cmocka_unit_test(test_rendered_events),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

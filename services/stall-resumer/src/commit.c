@@ -1,0 +1,141 @@
+/* commit.c - one resume job carried out from a worker thread, in two
+ * atomic steps through vigil_runtime_decide:
+ *   1. the task pool: claim the next task for the agent under the job id
+ *      (compare-and-set on the pool record, so two replicas never claim
+ *      one task; the same job claiming again gets the same task back);
+ *   2. the agent: publish agent/{a}/resume with that task and mark it sent,
+ *      deduplicated by the job id (a job handled twice sends one resume).
+ * A crash between the steps leaves the job pending; handled again, step 1
+ * returns the task already claimed and step 2 sends it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vigil/log.h>
+#include <vigil/metrics.h>
+#include "adapter.h"
+
+typedef struct claim_arg {
+    const stall_job *job;
+    bool found;
+    stall_claimed task;
+    stall_task prio[STALL_PRIORITIES];
+    int n_prio;
+} claim_arg;
+
+static int decide_claim(void *arg, const char *key, const char *state_json, int64_t now_ms,
+                        vigil_effects *fx, vigil_error *err)
+{
+    (void)key;
+    claim_arg *c = arg;
+    c->found = false;
+    c->n_prio = 0;
+    if (!state_json)
+        return 0; /* no task was ever offered */
+    char why[120];
+    stall_tasks *t = stall_tasks_from_json(state_json, why, sizeof why);
+    if (!t)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "%s", why);
+    bool changed = false;
+    const stall_claim *cl = stall_tasks_claim(t, c->job->agent, c->job->id, now_ms, &changed);
+    if (cl) {
+        c->found = true;
+        snprintf(c->task.id, sizeof c->task.id, "%s", cl->id);
+        snprintf(c->task.title, sizeof c->task.title, "%s", cl->title);
+        c->task.priority = cl->priority;
+    }
+    const stall_task *top[STALL_PRIORITIES];
+    c->n_prio = stall_tasks_top(t, c->job->agent, top, STALL_PRIORITIES);
+    for (int i = 0; i < c->n_prio; i++)
+        c->prio[i] = *top[i];
+    int rc = 0;
+    if (changed) {
+        char *json = stall_tasks_to_json(t);
+        rc = json ? vigil_fx_set_state(fx, json) : -1;
+        free(json);
+    }
+    stall_tasks_free(t);
+    return rc == 0 ? 0 : vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+}
+
+typedef struct resume_arg {
+    const stall_service *svc;
+    const claim_arg *claim;
+    bool sent;
+} resume_arg;
+
+static int decide_resume(void *arg, const char *key, const char *state_json, int64_t now_ms,
+                         vigil_effects *fx, vigil_error *err)
+{
+    resume_arg *r = arg;
+    const stall_job *job = r->claim->job;
+    r->sent = false;
+    if (!state_json)
+        return 0; /* the agent's record is gone */
+    stall_agent *a = stall_load_agent(key, state_json, NULL);
+    if (!a)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+    char event_id[VIGIL_EVENT_ID_MAX + 1], topic[VIGIL_TOPIC_MAX];
+    vigil_event_id(event_id, sizeof event_id, job->id, a->agent, 0);
+    if (a->sent_seq >= job->seq) {
+        free(a);
+        return 0; /* already sent under this seq */
+    }
+    const stall_task *prio[STALL_PRIORITIES];
+    for (int i = 0; i < r->claim->n_prio; i++)
+        prio[i] = &r->claim->prio[i];
+    int64_t since = a->last_seen;
+    if (a->status.present && a->status.ts > since)
+        since = a->status.ts;
+    int64_t idle = since > 0 && now_ms > since ? now_ms - since : 0;
+    const stall_claimed *task = r->claim->found ? &r->claim->task : NULL;
+    char *prompt = stall_resume_prompt(a, idle, task, prio, r->claim->n_prio);
+    int rc = -1;
+    if (prompt) {
+        snprintf(topic, sizeof topic, "agent/%s/resume", a->agent);
+        rc = stall_publish_obj(fx, topic, stall_resume_json(event_id, a, prompt, task, job->reason, now_ms),
+                               false);
+        free(prompt);
+    }
+    if (rc == 0) {
+        stall_agent_resume_sent(a, job->seq, event_id, now_ms);
+        char *json = stall_agent_to_json(a);
+        rc = json ? vigil_fx_set_state(fx, json) : -1;
+        free(json);
+        r->sent = rc == 0;
+    }
+    free(a);
+    return rc == 0 ? 0 : vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+}
+
+vigil_decide_result stall_commit_resume(stall_service *svc, vigil_runtime_conn *conn,
+                                        const stall_job *job, int64_t now)
+{
+    claim_arg c;
+    memset(&c, 0, sizeof c);
+    c.job = job;
+    vigil_error err = {0};
+    vigil_decide_result r =
+        vigil_runtime_decide(svc->rt, conn, STALL_TASKS_KEY, NULL, now, decide_claim, &c, &err);
+    if (r == VIGIL_DECIDE_REJECTED) {
+        vigil_log_kv(VIGIL_LOG_ERROR, "task claim failed: resuming without a task", "job", job->id,
+                     "detail", err.detail, NULL);
+        c.found = false;
+        c.n_prio = 0;
+    } else if (r == VIGIL_DECIDE_GAVE_UP) {
+        return r;
+    }
+    char key[VIGIL_KEY_MAX];
+    snprintf(key, sizeof key, "%s%s", STALL_AGENT_PREFIX, job->agent);
+    resume_arg ra = {svc, &c, false};
+    r = vigil_runtime_decide(svc->rt, conn, key, job->id, now, decide_resume, &ra, &err);
+    if (r == VIGIL_DECIDE_REJECTED)
+        vigil_log_kv(VIGIL_LOG_ERROR, "resume not committed", "job", job->id, "detail", err.detail,
+                     NULL);
+    if (r == VIGIL_DECIDE_DONE && ra.sent) {
+        vigil_counter_add("vigil_stall_resumes_total", "Resume prompts sent",
+                          c.found ? "task=\"claimed\"" : "task=\"none\"", 1);
+        vigil_log_kv(VIGIL_LOG_INFO, "resume sent", "agent", job->agent, "job", job->id, "task",
+                     c.found ? c.task.id : "(none)", NULL);
+    }
+    return r;
+}

@@ -1,0 +1,186 @@
+/* agent.c - one agent's record: intake of activity signals (newest 200,
+ * 24 h) and of its status, and the periodic scan that assesses it, asks
+ * the guard and decides whether a resume is due. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include "stall.h"
+
+void stall_agent_init(stall_agent *a, const char *agent)
+{
+    memset(a, 0, sizeof *a);
+    snprintf(a->agent, sizeof a->agent, "%s", agent ? agent : "");
+}
+
+/* Copies at most STALL_DETAIL_MAX bytes without cutting a UTF-8 sequence. */
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+    size_t n = src ? strlen(src) : 0;
+    if (n >= cap) {
+        n = cap - 1;
+        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
+            n--;
+    }
+    if (n)
+        memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* Our own resume prompts coming back (an agent echoing what it was sent
+ * into its inbox or message queue) are not activity. */
+static bool echoes_our_resume(const stall_agent *a, const char *id, const char *detail)
+{
+    for (int i = 0; i < a->n_recent; i++) {
+        if (id && strcmp(id, a->recent[i]) == 0)
+            return true;
+        if (detail && strstr(detail, a->recent[i]))
+            return true;
+    }
+    return false;
+}
+
+void stall_agent_expire(stall_agent *a, int64_t now)
+{
+    /* signals are sorted newest first: cut the tail */
+    while (a->n_sig > 0 && now - a->sig[a->n_sig - 1].ts > STALL_SIGNAL_MAX_AGE_MS)
+        a->n_sig--;
+}
+
+stall_signal_result stall_agent_add_signal(stall_agent *a, const stall_config *c, const char *id,
+                                           int source, const char *detail, bool in_tool,
+                                           int64_t ts, int64_t now)
+{
+    if (stall_is_resumer_prompt(c, detail) || echoes_our_resume(a, id, detail))
+        return STALL_SIGNAL_NOISE;
+    if (ts > now)
+        ts = now; /* a producer's clock ahead of ours: the work happened now at the latest */
+    if (now - ts > STALL_SIGNAL_MAX_AGE_MS)
+        return STALL_SIGNAL_EXPIRED;
+    for (int i = 0; id && *id && i < a->n_sig; i++)
+        if (strcmp(a->sig[i].id, id) == 0)
+            return STALL_SIGNAL_DUPLICATE;
+    int pos = 0;
+    while (pos < a->n_sig && a->sig[pos].ts >= ts)
+        pos++;
+    if (pos == STALL_MAX_SIGNALS)
+        return STALL_SIGNAL_EXPIRED; /* older than every one of 200 kept */
+    int n = a->n_sig < STALL_MAX_SIGNALS ? a->n_sig : STALL_MAX_SIGNALS - 1;
+    memmove(&a->sig[pos + 1], &a->sig[pos], (size_t)(n - pos) * sizeof a->sig[0]);
+    a->n_sig = n + 1;
+    stall_signal *s = &a->sig[pos];
+    memset(s, 0, sizeof *s);
+    s->source = source;
+    s->ts = ts;
+    s->in_tool = in_tool;
+    copy_text(s->id, sizeof s->id, id);
+    copy_text(s->detail, sizeof s->detail, detail);
+    if (ts > a->last_seen)
+        a->last_seen = ts;
+    if (stall_is_meaningful_progress(detail) && ts >= a->progress_ts) {
+        copy_text(a->progress, sizeof a->progress, detail);
+        a->progress_ts = ts;
+    }
+    stall_agent_expire(a, now);
+    return STALL_SIGNAL_ADDED;
+}
+
+bool stall_agent_set_status(stall_agent *a, const stall_status *st, int64_t now)
+{
+    if (a->status.present && (st->ts > now ? now : st->ts) < a->status.ts)
+        return false;
+    stall_status next = *st;
+    next.present = true;
+    if (next.ts > now)
+        next.ts = now; /* a clock ahead of ours cannot make a status younger than new */
+    if (a->status.present && memcmp(&a->status, &next, sizeof next) == 0)
+        return false;
+    a->status = next;
+    return true;
+}
+
+uint64_t stall_assessment_key(const stall_assessment *as)
+{
+    /* FNV-1a over the fields a reader acts on */
+    uint64_t h = 1469598103934665603ULL;
+    int64_t v[] = {as->is_active, as->confidence_milli, as->validation_passed, as->category,
+                   as->last_activity, as->n_counted, as->in_tool};
+    const unsigned char *p = (const unsigned char *)v;
+    for (size_t i = 0; i < sizeof v; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+bool stall_resume_due(const stall_agent *a, const stall_config *c, const stall_guard *g,
+                      stall_category cat, int64_t now, char *why, size_t whylen)
+{
+    if (!g->send) {
+        snprintf(why, whylen, "%s", g->reason);
+        return false;
+    }
+    if (cat != STALL_CAT_AUTO_RESUME) {
+        snprintf(why, whylen, "category %s: a resume comes at auto-resume", stall_category_name(cat));
+        return false;
+    }
+    if (a->pending_seq && now - a->pending_since < c->resume_interval_ms) {
+        snprintf(why, whylen, "resume %" PRId64 " already in flight", a->pending_seq);
+        return false;
+    }
+    if (a->last_resume && now - a->last_resume < c->resume_interval_ms) {
+        snprintf(why, whylen, "resumed %" PRId64 " s ago (one per %" PRId64 " s)",
+                 (now - a->last_resume) / 1000, c->resume_interval_ms / 1000);
+        return false;
+    }
+    snprintf(why, whylen, "due");
+    return true;
+}
+
+void stall_agent_scan(stall_agent *a, const stall_config *c, int64_t now,
+                      const char *internal_error, stall_scan_result *r)
+{
+    memset(r, 0, sizeof *r);
+    stall_agent_expire(a, now);
+    if (internal_error) {
+        r->assess_rc = -1;
+        snprintf(r->assess_err, sizeof r->assess_err, "%s", internal_error);
+    } else {
+        r->assess_rc = stall_assess(a, c, now, &r->as, r->assess_err, sizeof r->assess_err);
+    }
+    if (r->assess_rc != 0) {
+        /* fail open: categorise as if inactive */
+        memset(&r->as, 0, sizeof r->as);
+        r->as.last_activity = a->last_seen;
+        r->as.category = stall_category_for(a, c, false, now, &r->as.category_age_ms,
+                                            &r->as.category_from_status);
+    }
+    r->guard = stall_should_send_resume(r->assess_rc, r->assess_err, &r->as);
+    r->resume = stall_resume_due(a, c, &r->guard, r->as.category, now, r->why_not, sizeof r->why_not);
+    if (!r->resume)
+        return;
+    if (!a->pending_seq)
+        a->pending_seq = ++a->resume_seq;
+    a->pending_since = now;
+    snprintf(a->pending_reason, sizeof a->pending_reason, "%s", r->guard.reason);
+    r->seq = a->pending_seq;
+}
+
+bool stall_agent_resume_sent(stall_agent *a, int64_t seq, const char *event_id, int64_t now)
+{
+    if (seq <= a->sent_seq)
+        return false;
+    a->sent_seq = seq;
+    if (seq > a->resume_seq)
+        a->resume_seq = seq;
+    a->last_resume = now;
+    if (a->pending_seq == seq) {
+        a->pending_seq = 0;
+        a->pending_since = 0;
+        a->pending_reason[0] = '\0';
+    }
+    int keep = a->n_recent < STALL_RECENT_RESUMES ? a->n_recent : STALL_RECENT_RESUMES - 1;
+    memmove(&a->recent[1], &a->recent[0], (size_t)keep * sizeof a->recent[0]);
+    copy_text(a->recent[0], sizeof a->recent[0], event_id);
+    a->n_recent = keep + 1;
+    return true;
+}

@@ -1,0 +1,101 @@
+/* job.c - the resume job handed from a scan to the resume workers through
+ * the durable job stream, and the agent/{a}/resume payload. The job id
+ * ("resume.<agent>.<seq>") is both the claim id in the task pool and the
+ * input id of the agent's commit, so a job handled twice claims one task
+ * and publishes one resume. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "stall.h"
+
+void stall_job_make(stall_job *j, const char *agent, int64_t seq, int64_t decided,
+                    const char *reason)
+{
+    memset(j, 0, sizeof *j);
+    snprintf(j->id, sizeof j->id, "resume.%s.%" PRId64, agent, seq);
+    snprintf(j->agent, sizeof j->agent, "%s", agent);
+    j->seq = seq;
+    j->decided = decided;
+    snprintf(j->reason, sizeof j->reason, "%s", reason ? reason : "");
+}
+
+char *stall_job_to_json(const stall_job *j)
+{
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    json_object_object_add(o, "id", json_object_new_string(j->id));
+    json_object_object_add(o, "agent", json_object_new_string(j->agent));
+    json_object_object_add(o, "seq", json_object_new_int64(j->seq));
+    json_object_object_add(o, "decided", json_object_new_int64(j->decided));
+    json_object_object_add(o, "reason", json_object_new_string(j->reason));
+    const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    char *r = s ? strdup(s) : NULL;
+    json_object_put(o);
+    return r;
+}
+
+/* Ids are spliced into topics: 1-64 of A-Z a-z 0-9 . _ - only. */
+static bool id_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > STALL_ID_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '.' || ch == '_' || ch == '-'))
+            return false;
+    }
+    return true;
+}
+
+int stall_job_parse(const char *buf, size_t len, stall_job *j, char *err, size_t errlen)
+{
+    memset(j, 0, sizeof *j);
+    json_tokener *tok = json_tokener_new();
+    json_object *o = tok ? json_tokener_parse_ex(tok, buf, (int)len) : NULL;
+    json_tokener_free(tok);
+    json_object *id, *agent, *seq, *decided, *reason;
+    if (!o || !json_object_is_type(o, json_type_object) ||
+        !json_object_object_get_ex(o, "id", &id) || !json_object_is_type(id, json_type_string) ||
+        !json_object_object_get_ex(o, "agent", &agent) || !json_object_is_type(agent, json_type_string) ||
+        !json_object_object_get_ex(o, "seq", &seq) || !json_object_is_type(seq, json_type_int) ||
+        !json_object_object_get_ex(o, "decided", &decided) ||
+        !json_object_is_type(decided, json_type_int) ||
+        !json_object_object_get_ex(o, "reason", &reason) ||
+        !json_object_is_type(reason, json_type_string) ||
+        !id_ok(json_object_get_string(agent)) || json_object_get_int64(seq) <= 0) {
+        snprintf(err, errlen, "resume job unreadable");
+        json_object_put(o);
+        return -1;
+    }
+    stall_job_make(j, json_object_get_string(agent), json_object_get_int64(seq),
+                   json_object_get_int64(decided), json_object_get_string(reason));
+    json_object_put(o);
+    return 0;
+}
+
+json_object *stall_resume_json(const char *event_id, const stall_agent *a, const char *prompt,
+                               const stall_claimed *task, const char *reason, int64_t now)
+{
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    json_object_object_add(o, "id", json_object_new_string(event_id));
+    json_object_object_add(o, "agent", json_object_new_string(a->agent));
+    json_object_object_add(o, "prompt", json_object_new_string(prompt));
+    json_object_object_add(o, "fsm_state", json_object_new_string(
+        a->status.present && a->status.fsm_state[0] ? a->status.fsm_state : "UNKNOWN"));
+    if (task) {
+        json_object *t = json_object_new_object();
+        json_object_object_add(t, "id", json_object_new_string(task->id));
+        json_object_object_add(t, "title", json_object_new_string(task->title));
+        json_object_object_add(t, "priority", json_object_new_int64(task->priority));
+        json_object_object_add(o, "claimed_task", t);
+    }
+    json_object_object_add(o, "reason", json_object_new_string(reason ? reason : ""));
+    json_object_object_add(o, "ts", json_object_new_int64(now));
+    return o;
+}

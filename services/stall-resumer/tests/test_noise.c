@@ -1,0 +1,133 @@
+/* test_noise.c - every seed noise pattern, configurable patterns, our own
+ * prompts never counting as activity, and acknowledgements not being
+ * meaningful progress. */
+#include "st_test.h"
+
+static void test_each_seed_pattern(void **state)
+{
+    (void)state;
+    stall_config c;
+    stall_config_init(&c);
+    const char *noisy[] = {"Resumer ping",          "STALL-RECOVERY prompt",
+                           "#no-acknowledgments please", "Inactivity Detected for 3h",
+                           "[C2A] broadcast",       "update #no-reply",
+                           "#progress-only note",   NULL};
+    assert_int_equal(c.n_noise, 7);
+    for (int i = 0; noisy[i]; i++) {
+        assert_true(stall_is_resumer_prompt(&c, noisy[i]));
+        stall_agent *a = st_agent("a");
+        assert_int_equal(stall_agent_add_signal(a, &c, "x", STALL_SRC_INBOX_PROCESSING, noisy[i],
+                                                false, T0, T0),
+                         STALL_SIGNAL_NOISE);
+        assert_int_equal(a->n_sig, 0);
+        free(a);
+    }
+    assert_false(stall_is_resumer_prompt(&c, "fixed the uploader retry"));
+    assert_false(stall_is_resumer_prompt(&c, ""));
+    assert_false(stall_is_resumer_prompt(&c, NULL));
+}
+
+static void test_configured_patterns(void **state)
+{
+    (void)state;
+    stall_config c;
+    stall_config_init(&c);
+    char err[80];
+    assert_int_equal(stall_config_set_noise(&c, " Heartbeat , ,PING ", err, sizeof err), 0);
+    assert_int_equal(c.n_noise, 2);
+    assert_true(stall_is_resumer_prompt(&c, "a heartbeat tick"));
+    assert_true(stall_is_resumer_prompt(&c, "ping"));
+    assert_false(stall_is_resumer_prompt(&c, "inactivity detected")); /* replaced */
+    /* our own prompt marker is noise whatever the configuration */
+    assert_true(stall_is_resumer_prompt(&c, "echo: 🔄 [stall-recovery] a: no activity"));
+    char longp[100];
+    memset(longp, 'x', sizeof longp - 1);
+    longp[sizeof longp - 1] = '\0';
+    assert_int_equal(stall_config_set_noise(&c, longp, err, sizeof err), -1);
+    assert_int_equal(c.n_noise, 2); /* unchanged on error */
+    assert_int_equal(stall_config_set_noise(&c, "", err, sizeof err), 0);
+    assert_int_equal(c.n_noise, 0);
+}
+
+/* A signal echoing one of our resume ids is not activity. */
+static void test_own_resume_echo(void **state)
+{
+    (void)state;
+    stall_config c;
+    stall_config_init(&c);
+    stall_config_set_noise(&c, "", NULL, 0);
+    stall_agent *a = st_agent("a");
+    assert_true(stall_agent_resume_sent(a, 1, "resume.a.1:agent:a:0", T0));
+    assert_int_equal(stall_agent_add_signal(a, &c, "resume.a.1:agent:a:0", STALL_SRC_INBOX_PROCESSING,
+                                            "got it", false, T0, T0),
+                     STALL_SIGNAL_NOISE);
+    assert_int_equal(stall_agent_add_signal(a, &c, "m1", STALL_SRC_MESSAGE_QUEUE,
+                                            "re resume.a.1:agent:a:0", false, T0, T0),
+                     STALL_SIGNAL_NOISE);
+    assert_int_equal(stall_agent_add_signal(a, &c, "m2", STALL_SRC_GIT_COMMIT, "real work", false,
+                                            T0, T0),
+                     STALL_SIGNAL_ADDED);
+    free(a);
+}
+
+static void test_meaningful_progress(void **state)
+{
+    (void)state;
+    const char *acks[] = {"ok", "OK.", "  Acknowledged!  ", "ack: will look", "got it", "Roger",
+                          "👍", "will do", "", "   ", NULL};
+    for (int i = 0; acks[i]; i++)
+        assert_false(stall_is_meaningful_progress(acks[i]));
+    assert_false(stall_is_meaningful_progress(NULL));
+    assert_true(stall_is_meaningful_progress("pushed the retry fix"));
+    assert_true(stall_is_meaningful_progress("ok, tests pass now after the fix"));
+    /* an acknowledgement is activity, but not the progress remembered */
+    stall_config c;
+    stall_config_init(&c);
+    stall_agent *a = st_agent("a");
+    st_sig(a, &c, STALL_SRC_GIT_COMMIT, 10 * MIN_MS, "merged the uploader fix", false);
+    st_sig(a, &c, STALL_SRC_INBOX_PROCESSING, 5 * MIN_MS, "ack", false);
+    assert_int_equal(a->n_sig, 2);
+    assert_string_equal(a->progress, "merged the uploader fix");
+    free(a);
+}
+
+/* Newest 200 kept; duplicates by id ignored. */
+static void test_bounded_and_deduped(void **state)
+{
+    (void)state;
+    stall_config c;
+    stall_config_init(&c);
+    stall_agent *a = st_agent("a");
+    char id[32];
+    for (int i = 0; i < 250; i++) {
+        snprintf(id, sizeof id, "b%d", i);
+        assert_int_equal(stall_agent_add_signal(a, &c, id, STALL_SRC_FILE_MODIFICATION, "edit",
+                                                false, T0 - 1000 * (250 - i), T0),
+                         STALL_SIGNAL_ADDED);
+    }
+    assert_int_equal(a->n_sig, STALL_MAX_SIGNALS);
+    assert_int_equal(a->sig[0].ts, T0 - 1000);
+    assert_int_equal(a->sig[STALL_MAX_SIGNALS - 1].ts, T0 - 1000 * 200);
+    assert_int_equal(stall_agent_add_signal(a, &c, "b249", STALL_SRC_FILE_MODIFICATION, "edit",
+                                            false, T0 - 1000, T0),
+                     STALL_SIGNAL_DUPLICATE);
+    /* older than every kept one when full */
+    assert_int_equal(stall_agent_add_signal(a, &c, "old", STALL_SRC_FILE_MODIFICATION, "edit",
+                                            false, T0 - 1000 * 300, T0),
+                     STALL_SIGNAL_EXPIRED);
+    a = st_roundtrip(a);
+    assert_int_equal(a->n_sig, STALL_MAX_SIGNALS);
+    free(a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_each_seed_pattern),
+        cmocka_unit_test(test_configured_patterns),
+        cmocka_unit_test(test_own_resume_echo),
+        cmocka_unit_test(test_meaningful_progress),
+        cmocka_unit_test(test_bounded_and_deduped),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,215 @@
+/* test_scan.c - the scan: a stalled agent is due exactly one resume (in
+ * flight until sent, then one per interval), an active one none, a
+ * warning/critical one none; the resume prompt and payloads; the record
+ * round trip; the job. */
+#include "st_test.h"
+
+static stall_config cfg;
+
+static int setup(void **state)
+{
+    (void)state;
+    stall_config_init(&cfg);
+    return 0;
+}
+
+static stall_agent *stalled(void)
+{
+    stall_agent *a = st_agent("ann");
+    st_status(a, "EXECUTING", 13 * HOUR_MS);
+    st_sig(a, &cfg, STALL_SRC_GIT_COMMIT, 13 * HOUR_MS, "wired the retry loop", false);
+    return a;
+}
+
+static void test_stalled_gets_one_resume(void **state)
+{
+    (void)state;
+    stall_agent *a = stalled();
+    stall_scan_result r;
+    stall_agent_scan(a, &cfg, T0, NULL, &r);
+    assert_true(r.resume);
+    assert_int_equal(r.seq, 1);
+    assert_int_equal(r.as.category, STALL_CAT_AUTO_RESUME);
+    a = st_roundtrip(a);
+    /* the next scan, job still in flight: none */
+    stall_agent_scan(a, &cfg, T0 + MIN_MS, NULL, &r);
+    assert_false(r.resume);
+    assert_non_null(strstr(r.why_not, "in flight"));
+    /* sent: none until the interval has passed */
+    assert_true(stall_agent_resume_sent(a, 1, "resume.ann.1:agent:ann:0", T0 + 2 * MIN_MS));
+    assert_false(stall_agent_resume_sent(a, 1, "resume.ann.1:agent:ann:0", T0 + 3 * MIN_MS));
+    a = st_roundtrip(a);
+    stall_agent_scan(a, &cfg, T0 + 2 * MIN_MS + HOUR_MS - 1, NULL, &r);
+    assert_false(r.resume);
+    stall_agent_scan(a, &cfg, T0 + 2 * MIN_MS + HOUR_MS, NULL, &r);
+    assert_true(r.resume);
+    assert_int_equal(r.seq, 2);
+    free(a);
+}
+
+/* A job lost for longer than the interval is decided again with the same
+ * seq (so the same claim id: one task, one resume). */
+static void test_stale_pending_same_seq(void **state)
+{
+    (void)state;
+    stall_agent *a = stalled();
+    stall_scan_result r;
+    stall_agent_scan(a, &cfg, T0, NULL, &r);
+    assert_int_equal(r.seq, 1);
+    stall_agent_scan(a, &cfg, T0 + HOUR_MS, NULL, &r);
+    assert_true(r.resume);
+    assert_int_equal(r.seq, 1);
+    free(a);
+}
+
+static void test_active_and_young_get_none(void **state)
+{
+    (void)state;
+    stall_agent *a = stalled();
+    st_sig(a, &cfg, STALL_SRC_TEST_EXECUTION, MIN_MS, "tests green", false);
+    st_sig(a, &cfg, STALL_SRC_TELEMETRY_EVENT, MIN_MS, "task done", false);
+    stall_scan_result r;
+    stall_agent_scan(a, &cfg, T0, NULL, &r);
+    assert_true(r.as.is_active);
+    assert_false(r.resume);
+    assert_false(r.guard.send);
+    free(a);
+    a = st_agent("bob");
+    st_status(a, "PLANNING", 11 * HOUR_MS); /* critical */
+    stall_agent_scan(a, &cfg, T0, NULL, &r);
+    assert_int_equal(r.as.category, STALL_CAT_CRITICAL);
+    assert_true(r.guard.send);
+    assert_false(r.resume);
+    assert_non_null(strstr(r.why_not, "critical"));
+    free(a);
+}
+
+static void test_status_ordering(void **state)
+{
+    (void)state;
+    stall_agent *a = st_agent("ann");
+    stall_status st;
+    memset(&st, 0, sizeof st);
+    snprintf(st.fsm_state, sizeof st.fsm_state, "EXECUTING");
+    st.ts = T0;
+    assert_true(stall_agent_set_status(a, &st, T0));
+    assert_false(stall_agent_set_status(a, &st, T0)); /* same */
+    st.ts = T0 - 1;
+    snprintf(st.fsm_state, sizeof st.fsm_state, "OLD");
+    assert_false(stall_agent_set_status(a, &st, T0)); /* older */
+    assert_string_equal(a->status.fsm_state, "EXECUTING");
+    /* a status from the future counts as now */
+    st.ts = T0 + HOUR_MS;
+    snprintf(st.fsm_state, sizeof st.fsm_state, "AHEAD");
+    assert_true(stall_agent_set_status(a, &st, T0 + 5));
+    assert_int_equal(a->status.ts, T0 + 5);
+    /* and so does a signal */
+    stall_config c;
+    stall_config_init(&c);
+    assert_int_equal(stall_agent_add_signal(a, &c, "f1", STALL_SRC_GIT_COMMIT, "x", false, T0 + HOUR_MS, T0),
+                     STALL_SIGNAL_ADDED);
+    assert_int_equal(a->sig[0].ts, T0);
+    assert_int_equal(a->last_seen, T0);
+    free(a);
+}
+
+static void test_prompt_and_payloads(void **state)
+{
+    (void)state;
+    stall_agent *a = stalled();
+    snprintf(a->status.mission, sizeof a->status.mission, "Harden the uploader");
+    stall_claimed task = {"task-118", "Add integration tests", 7};
+    stall_task p1 = {"task-200", "Ship v2", 9, "", T0};
+    const stall_task *prios[] = {&p1};
+    char *prompt = stall_resume_prompt(a, 13 * HOUR_MS, &task, prios, 1);
+    assert_non_null(prompt);
+    assert_non_null(strstr(prompt, STALL_PROMPT_MARKER));
+    assert_non_null(strstr(prompt, "no activity for 780 min"));
+    assert_non_null(strstr(prompt, "state EXECUTING"));
+    assert_non_null(strstr(prompt, stall_fsm_actions("executing")));
+    assert_non_null(strstr(prompt, "\"wired the retry loop\""));
+    assert_non_null(strstr(prompt, "task-118"));
+    assert_non_null(strstr(prompt, "Ship v2 (9)"));
+    assert_non_null(strstr(prompt, "Harden the uploader"));
+    /* the prompt itself is noise if it comes back */
+    assert_true(stall_is_resumer_prompt(&cfg, prompt));
+    json_object *o = stall_resume_json("resume.ann.1:agent:ann:0", a, prompt, &task, "inactive", T0);
+    json_object *v;
+    assert_true(json_object_object_get_ex(o, "claimed_task", &v));
+    assert_true(json_object_object_get_ex(o, "fsm_state", &v));
+    assert_string_equal(json_object_get_string(v), "EXECUTING");
+    json_object_put(o);
+    free(prompt);
+    prompt = stall_resume_prompt(a, 45000, NULL, NULL, 0);
+    assert_non_null(strstr(prompt, "No planner task is open"));
+    assert_non_null(strstr(prompt, "no activity for 45 s"));
+    free(prompt);
+    assert_string_not_equal(stall_fsm_actions("BLOCKED"), stall_fsm_actions("whatever"));
+    free(a);
+}
+
+static void test_assessment_payload(void **state)
+{
+    (void)state;
+    stall_agent *a = st_agent("ann");
+    st_sig(a, &cfg, STALL_SRC_GIT_COMMIT, 45 * MIN_MS, "c", false);
+    stall_scan_result r;
+    stall_agent_scan(a, &cfg, T0, NULL, &r);
+    json_object *o = stall_assessment_json(a, &r, T0);
+    const char *txt = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+    assert_non_null(strstr(txt, "\"confidence\":0.595"));
+    assert_non_null(strstr(txt, "\"inactivity_minutes\":45"));
+    assert_non_null(strstr(txt, "\"category\":\"fresh\""));
+    assert_non_null(strstr(txt, "\"is_active\":true"));
+    json_object_put(o);
+    free(a);
+    a = st_agent("nobody");
+    stall_agent_scan(a, &cfg, T0, NULL, &r);
+    o = stall_assessment_json(a, &r, T0);
+    txt = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+    assert_non_null(strstr(txt, "\"last_activity\":null"));
+    json_object_put(o);
+    free(a);
+    /* a change key moves with what readers act on */
+    stall_assessment x, y;
+    memset(&x, 0, sizeof x);
+    y = x;
+    assert_true(stall_assessment_key(&x) == stall_assessment_key(&y));
+    y.confidence_milli = 500;
+    assert_true(stall_assessment_key(&x) != stall_assessment_key(&y));
+}
+
+static void test_job_roundtrip(void **state)
+{
+    (void)state;
+    stall_job j, k;
+    stall_job_make(&j, "ann", 3, T0, "inactive");
+    assert_string_equal(j.id, "resume.ann.3");
+    char *s = stall_job_to_json(&j);
+    char err[80];
+    assert_int_equal(stall_job_parse(s, strlen(s), &k, err, sizeof err), 0);
+    assert_string_equal(k.id, j.id);
+    assert_int_equal(k.seq, 3);
+    free(s);
+    assert_int_equal(stall_job_parse("{\"id\":1}", 8, &k, err, sizeof err), -1);
+    assert_int_equal(stall_job_parse("{", 1, &k, err, sizeof err), -1);
+    const char *bad = "{\"id\":\"x\",\"agent\":\"a/b\",\"seq\":1,\"decided\":1,\"reason\":\"\"}";
+    assert_int_equal(stall_job_parse(bad, strlen(bad), &k, err, sizeof err), -1);
+    char e2[80];
+    assert_null(stall_agent_from_json("{\"sig\":[[1,2]]}", "a", e2, sizeof e2));
+    assert_null(stall_agent_from_json("nope", "a", e2, sizeof e2));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_stalled_gets_one_resume, setup),
+        cmocka_unit_test_setup(test_stale_pending_same_seq, setup),
+        cmocka_unit_test_setup(test_active_and_young_get_none, setup),
+        cmocka_unit_test_setup(test_status_ordering, setup),
+        cmocka_unit_test_setup(test_prompt_and_payloads, setup),
+        cmocka_unit_test_setup(test_assessment_payload, setup),
+        cmocka_unit_test_setup(test_job_roundtrip, setup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,143 @@
+"""`vigil agents status` (issue 12): the seed's status checker against a
+real broker and a real stall-resumer, for a fixture of agents covering the
+four categories. It reads only the retained agent/+/assessment and
+agent/+/status topics: the tests run it with an unreachable Redis."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+import harness
+from chat_personas import run_vigil, vigil_exe
+from conftest import uid
+
+SERVICE = "stall-resumer"
+MIN = 60_000
+HOUR = 60 * MIN
+NO_REDIS = {"VIGIL_REDIS_URL": f"redis://127.0.0.1:{harness.free_port()}/0"}
+
+
+def publish_status(pub, agent, age_ms, fsm="EXECUTING"):
+    pub.publish(f"agent/{agent}/status", {"agent": agent, "fsm_state": fsm,
+                                          "ts": harness.now_ms() - age_ms}, retain=True)
+
+
+def publish_signal(pub, agent, source, age_ms):
+    pub.publish(f"agent/{agent}/activity", {"id": uid("a"), "agent": agent, "source": source,
+                                            "detail": "work", "ts": harness.now_ms() - age_ms})
+
+
+@pytest.fixture(scope="module")
+def fleet(module_stack):
+    s = module_stack
+    s.service(SERVICE, env={"VIGIL_STALL_SCAN_MS": "300"})
+    col = s.collector()
+    pub = s.publisher()
+    tag = uid("f")[-6:]
+    a = {k: f"{k}-{tag}" for k in ("busy", "warn", "crit", "stuck", "nostatus")}
+    publish_status(pub, a["busy"], 13 * HOUR)
+    publish_signal(pub, a["busy"], "GIT_COMMIT", MIN)
+    publish_signal(pub, a["busy"], "TEST_EXECUTION", MIN)
+    publish_status(pub, a["warn"], 3 * HOUR, "PLANNING")
+    publish_status(pub, a["crit"], 7 * HOUR, "BLOCKED")
+    publish_status(pub, a["stuck"], 13 * HOUR)
+    publish_signal(pub, a["stuck"], "MESSAGE_QUEUE", MIN)
+    publish_signal(pub, a["nostatus"], "TELEMETRY_EVENT", 45 * MIN)
+    expect = {"busy": "fresh", "warn": "warning", "crit": "critical", "stuck": "auto-resume",
+              "nostatus": "fresh"}
+    for k, cat in expect.items():
+        col.wait_event(f"agent/{a[k]}/assessment",
+                       lambda e, cat=cat: e["category"] == cat and (k in ("warn", "crit") or e["signals"]),
+                       timeout=15, what=f"{k} assessed {cat}")
+    col.wait_event(f"agent/{a['stuck']}/resume", timeout=15)
+    return s, a
+
+
+def lines_by_agent(out, agents):
+    got = {}
+    for line in out.splitlines():
+        for k, name in agents.items():
+            if f" {name} " in line:
+                got[k] = line
+    return got
+
+
+def test_status_lines_with_emoji_confidence_sources_and_category(fleet):
+    s, a = fleet
+    r = run_vigil(s, "agents", "status", env=NO_REDIS)
+    assert r.returncode == 0, r.stderr
+    got = lines_by_agent(r.stdout, a)
+    assert set(got) == set(a), r.stdout
+    assert got["busy"].startswith("🟢 FRESH") and "confidence 0.900 active" in got["busy"]
+    assert "GIT_COMMIT" in got["busy"] and "TEST_EXECUTION" in got["busy"]
+    assert got["warn"].startswith("🟡 WARNING") and "PLANNING" in got["warn"]
+    assert got["crit"].startswith("🟠 CRITICAL") and "BLOCKED" in got["crit"]
+    assert got["stuck"].startswith("🔴 AUTO-RESUME") and "confidence 0.300 inactive" in got["stuck"]
+    assert "MESSAGE_QUEUE" in got["stuck"]
+    assert got["nostatus"].startswith("🟢 FRESH") and "activity 45m" in got["nostatus"]
+    # worst first
+    order = [line.split()[2] for line in r.stdout.splitlines() if line.split() and line.split()[2] in a.values()]
+    assert order.index(a["stuck"]) < order.index(a["crit"]) < order.index(a["warn"]) < order.index(a["busy"])
+    assert "5 agent(s): 2 🟢 fresh, 1 🟡 warning, 1 🟠 critical, 1 🔴 auto-resume" in r.stdout
+
+
+def test_json_output(fleet):
+    s, a = fleet
+    r = run_vigil(s, "agents", "status", "--json", env=NO_REDIS)
+    assert r.returncode == 0, r.stderr
+    rows = {o["agent"]: o for o in map(json.loads, r.stdout.splitlines())}
+    assert rows[a["busy"]]["category"] == "fresh" and rows[a["busy"]]["is_active"] is True
+    assert rows[a["busy"]]["confidence"] == 0.9
+    assert set(rows[a["busy"]]["sources"]) == {"GIT_COMMIT", "TEST_EXECUTION"}
+    assert rows[a["stuck"]]["category"] == "auto-resume" and rows[a["stuck"]]["emoji"] == "🔴"
+    assert rows[a["crit"]]["aged_from"] == "status" and rows[a["nostatus"]]["aged_from"] == "activity"
+
+
+def test_no_activity_check_escalates_by_status_age(fleet):
+    s, a = fleet
+    r = run_vigil(s, "agents", "status", "--no-activity-check", env=NO_REDIS)
+    assert r.returncode == 0, r.stderr
+    got = lines_by_agent(r.stdout, a)
+    assert got["busy"].startswith("🔴 AUTO-RESUME"), got["busy"]  # 13 h old status, activity ignored
+    assert "confidence" not in got["busy"]
+    assert got["warn"].startswith("🟡") and got["crit"].startswith("🟠")
+    assert "activity check off" in r.stdout
+    # thresholds come from the same variables as the service's
+    r = run_vigil(s, "agents", "status", "--no-activity-check", "--json",
+                  env=dict(NO_REDIS, VIGIL_STALL_WARNING_MS=str(8 * HOUR),
+                           VIGIL_STALL_CRITICAL_MS=str(9 * HOUR),
+                           VIGIL_STALL_AUTORESUME_MS=str(20 * HOUR)))
+    rows = {o["agent"]: o for o in map(json.loads, r.stdout.splitlines())}
+    assert rows[a["crit"]]["category"] == "fresh" and rows[a["busy"]]["category"] == "critical"
+
+
+def test_usage_errors_and_empty_broker(stack):
+    r = run_vigil(stack, "agents", "status", "--bogus")
+    assert r.returncode == 2 and "unknown option" in r.stderr
+    r = run_vigil(stack, "agents", "frobnicate")
+    assert r.returncode == 2
+    r = run_vigil(stack, "agents", "--help")
+    assert r.returncode == 0 and "--no-activity-check" in r.stdout and "🔴" in r.stdout
+    r = run_vigil(stack, "agents", "status", env=NO_REDIS)
+    assert r.returncode == 0 and "no agents" in r.stdout
+    r = run_vigil(stack, "agents", "status",
+                  env={"VIGIL_MQTT_URL": f"mqtt://127.0.0.1:{harness.free_port()}",
+                       "VIGIL_CLI_TIMEOUT_MS": "500"})
+    assert r.returncode == 1 and "broker" in r.stderr
+    assert os.path.exists(vigil_exe())
+
+
+def test_status_without_ts_is_aged_from_when_stall_resumer_got_it(stack):
+    """A status published without `ts` is dated by its receive time; the
+    CLI takes that time from the assessment's status_ts."""
+    stack.service(SERVICE, env={"VIGIL_STALL_SCAN_MS": "300"})
+    col = stack.collector()
+    pub = stack.publisher()
+    agent = uid("nots-")
+    pub.publish(f"agent/{agent}/status", {"agent": agent, "fsm_state": "IDLE"}, retain=True)
+    col.wait_event(f"agent/{agent}/assessment", lambda e: isinstance(e.get("status_ts"), int), timeout=10)
+    r = run_vigil(stack, "agents", "status", "--json", env=NO_REDIS)
+    rows = {o["agent"]: o for o in map(json.loads, r.stdout.splitlines())}
+    assert rows[agent]["aged_from"] == "status" and rows[agent]["age_ms"] < 60_000, rows[agent]

@@ -1,0 +1,367 @@
+"""council (issue 13, seed 001: Autonomous Mode, the Council System) driven
+only through the broker, with a real Redis, the real service process,
+tests/support/fake_llm.py answering per council persona over real HTTP and
+tests/support/fake_a2a.py as the A2A agent `research:` is delegated to."""
+
+import json
+import time
+
+import pytest
+
+import harness
+from conftest import human, uid, validate_outputs
+from council_support import FakeA2A, FakeLLM, events, kinds, rules, sol
+
+SERVICE = "council"
+OUTPUTS = ("council/+/event", "council/+/state", "council/+/request", "sys/#")
+
+
+@pytest.fixture
+def llm(tmp_path):
+    f = FakeLLM(str(tmp_path))
+    try:
+        yield f
+    finally:
+        f.stop()
+
+
+@pytest.fixture
+def a2a(tmp_path):
+    f = FakeA2A(str(tmp_path))
+    try:
+        yield f
+    finally:
+        f.stop()
+
+
+def start_service(stack, llm=None, **env):
+    e = {"VIGIL_LLM_URL": llm.url if llm else "", "VIGIL_LLM_TIMEOUT_MS": 5000,
+         "VIGIL_LLM_RETRIES": 0, "VIGIL_COUNCIL_LOOP_MS": 60000}
+    e.update(env)
+    return stack.service(SERVICE, env=e)
+
+
+def control(user, action, **fields):
+    body = {"id": uid("c"), "action": action, "ts": harness.now_ms()}
+    body.update(fields)
+    return f"council/{user}/control", body
+
+
+def wait_events(col, session, pred, timeout, what):
+    return col.wait_for(lambda c: pred(events(c, session)), timeout, what)
+
+
+def test_full_loop_emits_phases_deliberation_and_action_in_order(stack, llm):
+    llm.control(rules=rules(sol("note: the report is due on Friday")), delay_ms=300)
+    start_service(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    pub.publish(*human("general", "joel", "I must finish the quarterly report by Friday"))
+    time.sleep(0.3)
+    pub.publish(*control("joel", "start", session="s-full", room="general"))
+    wait_events(col, "s-full", lambda evs: any(e["type"] == "action" for e in evs), 20,
+                "the first loop's action")
+    loop1 = events(col, "s-full", loop=1)
+    assert kinds(loop1) == ["phase:sense", "phase:plan", "deliberation", "phase:act", "action"]
+    d = loop1[2]
+    assert d["polaris"].startswith("Polaris:") and d["aurora"].startswith("Aurora:")
+    assert d["vega"].startswith("Vega:") and d["sol"] == "note: the report is due on Friday"
+    assert d["decision"] == "note: the report is due on Friday"
+    a = loop1[4]
+    assert a["action"] == "note" and a["content"] == "the report is due on Friday"
+    assert loop1[0]["context"]["messages"] == 1
+    # the four persona calls were in flight at once (each answer took 300 ms)
+    st = llm.stats()
+    assert st["requests"] >= 4 and st["max_concurrent"] >= 4, st
+    # each prompt names its persona and carries the user's message
+    prompt = st["last_request"]["body"]["messages"][-1]["content"]
+    assert "quarterly report by Friday" in prompt and "You are " in prompt
+    s = harness.retained(stack.broker.port, "council/s-full/state")["council/s-full/state"]
+    assert s["status"] == "active" and s["loop_count"] == 1 and s["user"] == "joel"
+    assert s["room"] == "general"
+    pub.publish(*control("joel", "end"))
+    wait_events(col, "s-full", lambda evs: any(e["type"] == "session_ended" for e in evs), 10,
+                "session_ended")
+    assert validate_outputs(col, OUTPUTS) > 0
+
+
+def test_ask_user_then_answer_reaches_next_sense(stack, llm):
+    llm.control(rules=rules(sol("note: the user wants mornings", regex=r'A: "Mornings'),
+                            sol("ask user: [p8] When should I block focus time?")))
+    start_service(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    pub.publish(*control("ann", "start", session="s-ask"))
+    q = wait_events(col, "s-ask", lambda evs: [e for e in evs if e["type"] == "question"], 20,
+                    "a question event")[0]
+    assert q["priority"] == 8 and q["question"] == "When should I block focus time?"
+    assert q["expires_at"] > q["ts"]
+    t0 = time.monotonic()
+    pub.publish("council/s-ask/answer", {"id": uid("a"), "question_id": q["question_id"],
+                                         "answer": "Mornings, 9 to 11", "ts": harness.now_ms()})
+    acts = wait_events(col, "s-ask", lambda evs: [e for e in evs if e["type"] == "action" and
+                                                 e["loop"] == 2], 20, "loop 2's action")
+    # the answer started the next loop at once (the loop interval is 60 s)
+    assert time.monotonic() - t0 < 30
+    sense2 = events(col, "s-ask", "phase", loop=2)[0]
+    assert sense2["phase"] == "sense" and sense2["context"]["answered_questions"] == 1
+    assert sense2["context"]["answers"] == ["Mornings, 9 to 11"]
+    assert acts[0]["action"] == "note" and acts[0]["content"] == "the user wants mornings"
+    # answering again is refused, with a reason, and changes nothing
+    pub.publish("council/s-ask/answer", {"question_id": q["question_id"], "answer": "again"})
+    err = col.wait_event("sys/council/error", timeout=10)
+    assert err["reason"] == "bad_value" and "already answered" in err["detail"]
+    validate_outputs(col, OUTPUTS)
+
+
+def test_three_reflects_in_a_row_pause_the_session(stack, llm):
+    llm.control(rules=rules(sol("reflect: nothing needs doing")))
+    start_service(stack, llm, VIGIL_COUNCIL_LOOP_MS=200)
+    col = stack.collector()
+    pub = stack.publisher()
+    pub.publish(*control("bob", "start", session="s-spin"))
+    p = wait_events(col, "s-spin", lambda evs: [e for e in evs if e["type"] == "session_paused"],
+                    30, "session_paused")[0]
+    assert "spinning" in p["reason"] and "reflect:" in p["reason"]
+    time.sleep(1.0)  # several loop intervals: nothing more happens
+    acts = events(col, "s-spin", "action")
+    assert [a["action"] for a in acts] == ["reflect"] * 3
+    assert len(events(col, "s-spin", "phase")) == 3 * 3  # sense, plan, act per loop
+    s = harness.retained(stack.broker.port, "council/s-spin/state")["council/s-spin/state"]
+    assert s["status"] == "paused" and "spinning" in s["reason"] and s["loop_count"] == 3
+    # resume: the breaker starts over
+    pub.publish(*control("bob", "resume"))
+    wait_events(col, "s-spin", lambda evs: len([e for e in evs if e["type"] == "action"]) >= 4, 20,
+                "an action after resume")
+    validate_outputs(col, OUTPUTS)
+
+
+@pytest.mark.parametrize("method", ["message/send", "SendMessage"])
+def test_research_reaches_the_a2a_agent_and_its_artifact_is_recorded(stack, llm, a2a, method):
+    llm.control(rules=rules(sol("research: vector databases for notes")))
+    start_service(stack, llm, VIGIL_COUNCIL_A2A_URL=a2a.url, VIGIL_COUNCIL_A2A_METHOD=method)
+    col = stack.collector()
+    pub = stack.publisher()
+    pub.publish(*control("cyd", "start", session="s-res"))
+    a = wait_events(col, "s-res", lambda evs: [e for e in evs if e["type"] == "action"], 20,
+                    "the research action")[0]
+    assert a["action"] == "research" and a["delegated"] is True
+    assert a["result"].startswith("Findings on vector databases for notes")
+    assert a["a2a_state"] == "completed" and a["a2a_task_id"]
+    calls = a2a.stats()["calls"]
+    assert len(calls) == 1 and calls[0]["method"] == method
+    assert calls[0]["text"] == "vector databases for notes"
+    assert calls[0]["role"] == ("user" if method == "message/send" else "ROLE_USER")
+    # recorded: the session's durable record keeps the artifact as a note
+    r = stack.redis.client()
+    rec = json.loads(r.get(f"{stack.prefix}council:rec:s-res"))
+    assert any(n["text"].startswith("Findings on") for n in rec["notes"])
+    validate_outputs(col, OUTPUTS)
+
+
+def test_research_without_a2a_is_recorded_as_not_delegated(stack, llm):
+    llm.control(rules=rules(sol("Research: the user's calendar habits")))
+    start_service(stack, llm)
+    col = stack.collector()
+    stack.publisher().publish(*control("dee", "start", session="s-nod"))
+    a = wait_events(col, "s-nod", lambda evs: [e for e in evs if e["type"] == "action"], 20,
+                    "the research action")[0]
+    assert a["action"] == "research" and a["delegated"] is False
+    assert "VIGIL_COUNCIL_A2A_URL" in a["result"]
+
+
+def test_search_and_schedule_go_out_as_requests(stack, llm):
+    llm.control(rules=rules(sol("schedule: focus block tomorrow 9:00", regex=r"loop 2 of"),
+                            sol("search: pomodoro technique")))
+    start_service(stack, llm, VIGIL_COUNCIL_LOOP_MS=200)
+    col = stack.collector()
+    stack.publisher().publish(*control("eve", "start", session="s-req"))
+    reqs = col.wait_for(lambda c: c.events("council/s-req/request") if
+                        len(c.events("council/s-req/request")) >= 2 else None, 20, "two requests")
+    assert reqs[0]["kind"] == "search" and reqs[0]["query"] == "pomodoro technique"
+    assert reqs[1]["kind"] == "schedule" and reqs[1]["query"] == "focus block tomorrow 9:00"
+    validate_outputs(col, OUTPUTS)
+
+
+def test_without_llm_start_answers_with_the_reason(stack):
+    start_service(stack, None)
+    col = stack.collector()
+    stack.publisher().publish(*control("fay", "start", session="s-nollm"))
+    e = wait_events(col, "s-nollm", lambda evs: evs, 10, "the answer to start")[0]
+    assert e["type"] == "session_ended" and e["started"] is False
+    assert "no LLM" in e["reason"]
+    time.sleep(0.3)
+    assert not col.events("council/s-nollm/state")
+    validate_outputs(col, OUTPUTS)
+
+
+def test_kill9_mid_loop_resumes_without_repeating_a_completed_action(stack, llm):
+    # loop 1 notes, loop 2 searches, loop 3 notes (no three alike in a row)
+    llm.control(rules=rules(sol("search: deep work", regex=r"loop 2 of"),
+                            sol("note: progress noted")), delay_ms=1500)
+    svc = start_service(stack, llm, VIGIL_COUNCIL_LOOP_MS=100, VIGIL_COUNCIL_MAX_LOOPS=3)
+    col = stack.collector()
+    stack.publisher().publish(*control("gus", "start", session="s-kill"))
+    wait_events(col, "s-kill", lambda evs: any(e["type"] == "action" for e in evs), 20,
+                "loop 1's action")
+    # loop 2 is planning (its four calls take 1.5 s): kill the service now
+    wait_events(col, "s-kill", lambda evs: any(e["type"] == "phase" and e["phase"] == "plan" and
+                                               e["loop"] == 2 for e in evs), 10, "loop 2 planning")
+    svc.kill9()
+    svc.start()
+    wait_events(col, "s-kill", lambda evs: any(e["type"] == "session_ended" for e in evs), 40,
+                "the session to end after its three loops")
+    acts = events(col, "s-kill", "action")
+    assert [(a["loop"], a["action"]) for a in acts] == [(1, "note"), (2, "search"), (3, "note")]
+    reqs = {m["id"] for m in col.events("council/s-kill/request")}
+    assert len(reqs) == 1  # the search request once
+    rec = json.loads(stack.redis.client().get(f"{stack.prefix}council:rec:s-kill"))
+    assert len(rec["notes"]) == 2 and rec["actions"] == 3 and rec["status"] == "completed"
+    assert "loop limit" in rec["reason"]
+    validate_outputs(col, OUTPUTS)
+
+
+def test_pause_resume_and_end_by_control(stack, llm):
+    llm.control(rules=rules(sol("note: steady")), delay_ms=200)
+    start_service(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    pub.publish(*control("hal", "start", session="s-ctl"))
+    wait_events(col, "s-ctl", lambda evs: any(e["type"] == "action" for e in evs), 20, "an action")
+    pub.publish(*control("hal", "pause", session="s-ctl"))
+    p = wait_events(col, "s-ctl", lambda evs: [e for e in evs if e["type"] == "session_paused"],
+                    10, "paused")[0]
+    assert p["reason"] == "paused by the user"
+    pub.publish(*control("hal", "resume"))
+    wait_events(col, "s-ctl", lambda evs: len([e for e in evs if e["type"] == "action"]) >= 2, 20,
+                "an action after resume")
+    pub.publish(*control("hal", "end"))
+    e = wait_events(col, "s-ctl", lambda evs: [e for e in evs if e["type"] == "session_ended"],
+                    10, "ended")[0]
+    assert e["reason"] == "ended by the user"
+    s = harness.retained(stack.broker.port, "council/s-ctl/state")["council/s-ctl/state"]
+    assert s["status"] == "completed" and s["ended_at"] >= s["started_at"]
+    # a second start of the same session id is refused (bad_value on sys/council/error)
+    pub.publish(*control("hal", "start", session="s-ctl"))
+    err = col.wait_event("sys/council/error", timeout=10)
+    assert err["reason"] == "bad_value" and "already used" in err["detail"]
+
+
+def run_cli(stack, *args):
+    import os
+    import subprocess
+    exe = os.path.join(harness.BUILD_DIR, "cli", "vigil")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
+    env.update({"VIGIL_REDIS_URL": stack.redis.url, "VIGIL_REDIS_PREFIX": stack.prefix,
+                "VIGIL_MQTT_URL": stack.broker.url, "ASAN_OPTIONS": "detect_leaks=1",
+                "LSAN_OPTIONS": f"suppressions={harness.SOURCE_DIR}/tests/lsan.supp"})
+    return subprocess.run([exe, "council", *args], env=env, capture_output=True, text=True,
+                          timeout=30)
+
+
+def test_cli_lists_sessions_shows_one_and_lists_questions(stack, llm):
+    llm.control(rules=rules(sol("ask user: [p9] Is Friday still the deadline?")))
+    start_service(stack, llm)
+    col = stack.collector()
+    stack.publisher().publish(*control("ivy", "start", session="s-cli", room="general"))
+    wait_events(col, "s-cli", lambda evs: any(e["type"] == "question" for e in evs), 20, "a question")
+    r = run_cli(stack, "sessions", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [(x["session"], x["user"], x["status"], x["loop_count"]) for x in rows] == \
+        [("s-cli", "ivy", "active", 1)]
+    r = run_cli(stack, "show", "s-cli")
+    assert r.returncode == 0, r.stderr
+    assert "status  active" in r.stdout and "[p9 pending] Is Friday still the deadline?" in r.stdout
+    assert "polaris  Polaris:" in r.stdout and "decision ask user: [p9]" in r.stdout
+    r = run_cli(stack, "questions", "--json")
+    qs = [json.loads(line) for line in r.stdout.splitlines()]
+    assert len(qs) == 1 and qs[0]["priority"] == 9 and qs[0]["session"] == "s-cli"
+    assert run_cli(stack, "show", "s-none").returncode == 3
+    assert run_cli(stack, "show", "bad/id").returncode == 2
+
+
+def test_automatic_start_every_interval_up_to_the_daily_limit(stack, llm):
+    llm.control(rules=rules(sol("note: fine")))
+    # 1.2 s interval, one loop per session, two sessions a day
+    start_service(stack, llm, VIGIL_COUNCIL_INTERVAL_MIN=0.02, VIGIL_COUNCIL_MAX_LOOPS=1,
+                  VIGIL_COUNCIL_MAX_DAILY=2)
+    col = stack.collector()
+    stack.publisher().publish(*control("joy", "start", session="s-auto1", room="lab"))
+
+    def states(c):
+        return {m.topic: m.json() for m in c.find("council/+/state")}
+
+    auto = col.wait_for(lambda c: [s for s in states(c).values() if s.get("automatic")], 20,
+                        "an automatic session")[0]
+    assert auto["user"] == "joy" and auto["room"] == "lab" and auto["session"] != "s-auto1"
+    col.wait_for(lambda c: states(c)[f"council/{auto['session']}/state"]["status"] == "completed", 20,
+                 "the automatic session to finish its loop")
+    time.sleep(3.0)  # more than two intervals: the daily limit holds
+    sessions = {s["session"] for s in states(col).values()}
+    assert len(sessions) == 2, sessions
+    validate_outputs(col, OUTPUTS)
+
+
+def test_idle_timeout_ends_a_paused_session(stack, llm):
+    llm.control(rules=rules(sol("note: fine")))
+    start_service(stack, llm, VIGIL_COUNCIL_IDLE_TIMEOUT_MIN=0.02)
+    col = stack.collector()
+    pub = stack.publisher()
+    pub.publish(*control("kim", "start", session="s-idle"))
+    wait_events(col, "s-idle", lambda evs: any(e["type"] == "action" for e in evs), 20, "an action")
+    pub.publish(*control("kim", "pause"))
+    t0 = time.monotonic()
+    e = wait_events(col, "s-idle", lambda evs: [e for e in evs if e["type"] == "session_ended"], 20,
+                    "the idle timeout")[0]
+    assert "idle timeout" in e["reason"] and time.monotonic() - t0 >= 1.0
+    s = harness.retained(stack.broker.port, "council/s-idle/state")["council/s-idle/state"]
+    assert s["status"] == "completed" and "idle" in s["reason"]
+
+
+def test_unanswered_question_expires(stack, llm):
+    llm.control(rules=rules(sol("ask user: still there?")))
+    start_service(stack, llm, VIGIL_COUNCIL_QUESTION_TTL_MS=500)
+    col = stack.collector()
+    pub = stack.publisher()
+    pub.publish(*control("lee", "start", session="s-exp"))
+    q = wait_events(col, "s-exp", lambda evs: [e for e in evs if e["type"] == "question"], 20,
+                    "a question")[0]
+    assert q["priority"] == 5 and q["expires_at"] - q["ts"] == 500
+    time.sleep(1.0)
+    pub.publish("council/s-exp/answer", {"question_id": q["question_id"], "answer": "late"})
+    err = col.wait_event("sys/council/error", timeout=10)
+    assert err["reason"] == "bad_value" and "expired" in err["detail"]
+    r = run_cli(stack, "questions", "--all", "--json")
+    qs = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [(x["id"], x["status"]) for x in qs] == [(q["question_id"], "expired")]
+
+
+def test_sleep_delays_the_next_loop(stack, llm):
+    llm.control(rules=rules(sol("sleep: 2 seconds", regex=r"loop 1 of"), sol("note: awake")))
+    start_service(stack, llm, VIGIL_COUNCIL_LOOP_MS=100)
+    col = stack.collector()
+    stack.publisher().publish(*control("max", "start", session="s-sleep"))
+    a = wait_events(col, "s-sleep", lambda evs: [e for e in evs if e["type"] == "action"], 20,
+                    "the sleep action")[0]
+    assert a["action"] == "sleep" and a["until"] - a["ts"] == 2000
+    s2 = wait_events(col, "s-sleep", lambda evs: [e for e in evs if e["type"] == "phase" and
+                                                 e["loop"] == 2], 20, "loop 2")[0]
+    assert s2["ts"] - a["ts"] >= 2000
+
+
+def test_a_slow_a2a_agent_does_not_hold_up_other_sessions(stack, llm, a2a):
+    a2a.control(delay_ms=2500)
+    llm.control(rules=rules(sol("research: slow topic", regex=r"User: ann2"), sol("note: quick")))
+    start_service(stack, llm, VIGIL_COUNCIL_A2A_URL=a2a.url)
+    col = stack.collector()
+    pub = stack.publisher()
+    pub.publish(*control("ann2", "start", session="s-slow"))
+    time.sleep(0.3)
+    pub.publish(*control("ben2", "start", session="s-fast"))
+    fast = wait_events(col, "s-fast", lambda evs: [e for e in evs if e["type"] == "action"], 20,
+                       "the other session's action")[0]
+    slow = wait_events(col, "s-slow", lambda evs: [e for e in evs if e["type"] == "action"], 20,
+                       "the research action")[0]
+    assert fast["ts"] < slow["ts"], "the quick session waited for the slow agent"
+    assert slow["delegated"] is True and slow["result"].startswith("Findings on slow topic")

@@ -1,0 +1,328 @@
+"""floor-control (issue 15): at most K personas answer a human message,
+chosen before anyone generates. Driven only through the broker, with a
+real Redis and the real service process.
+
+The room is built the way personas and dormancy-monitor would build it:
+retained persona/{p}/meta (rooms, role, expertise_domains,
+confidence_levels) and retained persona/{p}/state (levels)."""
+
+import time
+
+import pytest
+
+import harness
+from conftest import ai, human, uid, validate_outputs
+from harness import scaled
+
+SERVICE = "floor-control"
+OUTPUTS = ("room/+/floor", "persona/+/floor", "sys/#")
+# The issue's goal is "within 50 ms" on an idle machine; the assertion is
+# generous because the test machine is shared (the figure is printed).
+LATENCY_BOUND_S = 2.0
+
+
+def meta(persona, room, domains=(), confidence=None, role="general-help", name=None):
+    body = {"persona": persona, "name": name or persona, "rooms": [room], "role": role,
+            "expertise_domains": list(domains), "confidence_levels": confidence or {},
+            "availability": 0.8, "tier": "basic"}
+    return f"persona/{persona}/meta", body
+
+
+def state(persona, room, level, trigger="manual"):
+    return f"persona/{persona}/state", {"persona": persona,
+                                        "rooms": {room: {"level": level, "since": harness.now_ms(),
+                                                         "trigger": trigger}},
+                                        "ts": harness.now_ms()}
+
+
+def room_view(stack, room):
+    return stack.store(SERVICE).state(room)[1] or {"personas": []}
+
+
+def wait_view(stack, room, pred, what, timeout=10):
+    """Waits until pred(the service's room view {persona: entry}) holds."""
+    last = {}
+
+    def check():
+        last["view"] = {p["id"]: p for p in room_view(stack, room)["personas"]}
+        return pred(last["view"])
+
+    try:
+        harness.wait_until(check, timeout, what)
+    except harness.HarnessError as e:
+        raise harness.HarnessError(f"{e}; the view: {last.get('view')}") from None
+
+
+def floor_for(col, mid, timeout=10):
+    return col.wait_event("room/+/floor", lambda e: e.get("message_id") == mid, timeout=timeout,
+                          what=f"the floor for {mid}")
+
+
+def fifteen(stack, pub, room):
+    """15 personas; kube-ann and kube-bob know kubernetes."""
+    names = [f"p{i:02d}" for i in range(13)] + ["kube-ann", "kube-bob"]
+    for n in names[:13]:
+        pub.publish(*meta(n, room, ["cooking", "poetry"], {"cooking": 0.9}), retain=True)
+    pub.publish(*meta("kube-ann", room, ["kubernetes", "networking"],
+                      {"kubernetes": 0.95, "networking": 0.5}), retain=True)
+    pub.publish(*meta("kube-bob", room, ["kubernetes"], {"kubernetes": 0.6}, role="sre"), retain=True)
+    wait_view(stack, room, lambda v: len(v) == 15 and v["kube-bob"]["domains"] == ["kubernetes"],
+              "15 personas in the room view")
+    return names
+
+
+def test_the_floor_goes_to_the_two_experts_and_a_mention_adds_a_third(stack):
+    stack.service(SERVICE)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "r-" + uid()[:8]
+    names = fifteen(stack, pub, room)
+
+    latencies = []
+    for attempt in range(3):  # three samples of the latency, the first one asserted in full
+        mid = uid()
+        since = col.mark()
+        t0 = time.monotonic()
+        pub.publish(*human(room, "joel", "Why does my Kubernetes pod keep restarting?", mid=mid))
+        fl = floor_for(col, mid)
+        m = [x for x in col.find("room/+/floor", since=since) if x.json()["message_id"] == mid][0]
+        latencies.append((m.t - t0) * 1000)
+        assert fl["granted"] == ["kube-ann", "kube-bob"], fl  # higher confidence first
+        assert sorted(fl["held"]) == sorted(n for n in names if not n.startswith("kube-"))
+        assert fl["k"] == 2 and fl["source"] == "rules" and fl["room"] == room
+        assert "kubernetes" in fl["reasons"]["kube-ann"] and "0.95" in fl["reasons"]["kube-ann"]
+        assert "floor full" in fl["reasons"]["p00"]
+        # the decision reaches each persona's own topic
+        per = col.wait_count("persona/+/floor", 15, timeout=10, since=since,
+                             pred=lambda e, mid=mid: e.get("message_id") == mid)
+        by = {e["persona"]: e for e in per.values()}
+        assert set(by) == set(names)
+        assert {p for p, e in by.items() if e["has_floor"]} == {"kube-ann", "kube-bob"}
+        assert all(e["granted"] == ["kube-ann", "kube-bob"] for e in by.values())
+        assert by["p03"]["reason"] == fl["reasons"]["p03"]
+    print(f"\nfloor latency (publish -> room/{room}/floor received), ms: "
+          + ", ".join(f"{x:.1f}" for x in latencies))
+    assert latencies[0] < LATENCY_BOUND_S * 1000 * harness.scaled(1)
+
+    # a mention of a third adds it (mentions come on top of K)
+    mid = uid()
+    pub.publish(*human(room, "joel", "Kubernetes again: @p07 you had this last week?", mid=mid))
+    fl = floor_for(col, mid)
+    assert fl["granted"] == ["p07", "kube-ann", "kube-bob"], fl
+    assert fl["reasons"]["p07"] == "@mentioned"
+    col.wait_count("persona/+/floor", 15, timeout=10, pred=lambda e: e.get("message_id") == mid)
+    validate_outputs(col, OUTPUTS)
+
+
+def test_levels_recency_and_membership(stack):
+    stack.service(SERVICE)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "r-" + uid()[:8]
+    for p in ("ann", "bob", "cid", "dan"):
+        pub.publish(*meta(p, room), retain=True)
+    wait_view(stack, room, lambda v: len(v) == 4, "4 personas")
+    # ann sleeps by choice, bob is mention-only after a pile-on, cid sleeps
+    # after an AI-only stretch (a human message wakes it), dan is active
+    pub.publish(*state("ann", room, "sleep", "manual"), retain=True)
+    pub.publish(*state("bob", room, "mention-only", "redundant"), retain=True)
+    pub.publish(*state("cid", room, "sleep", "ai-only"), retain=True)
+    wait_view(stack, room, lambda v: v["cid"]["level"] == "sleep" and v["ann"]["level"] == "sleep"
+              and v["bob"]["level"] == "mention-only", "levels learned")
+    mid = uid()
+    pub.publish(*human(room, "joel", "I'm back, anyone?", mid=mid))
+    fl = floor_for(col, mid)
+    assert sorted(fl["granted"]) == ["cid", "dan"], fl
+    assert "asleep" in fl["reasons"]["ann"] and "mention-only" in fl["reasons"]["bob"]
+    assert "woken by this human message" in fl["reasons"]["cid"]
+
+    # recency: dan and cid answered, then ann and bob are back to active
+    pub.publish(*state("ann", room, "active", "human-reentry"), retain=True)
+    pub.publish(*state("bob", room, "active", "human-reentry"), retain=True)
+    pub.publish(*ai(room, "dan", "here"))
+    pub.publish(*ai(room, "cid", "me too"))
+    wait_view(stack, room, lambda v: v["cid"]["spoke"] > 0 and v["ann"]["level"] == "active"
+              and v["bob"]["level"] == "active", "speakers and levels")
+    mid = uid()
+    pub.publish(*human(room, "joel", "next question", mid=mid))
+    assert sorted(floor_for(col, mid)["granted"]) == ["ann", "bob"]
+
+    # meta that moves dan elsewhere takes him out of the room
+    pub.publish(*meta("ann", room, name="Ann Smith"), retain=True)
+    pub.publish(f"persona/bob/meta", {"persona": "bob", "rooms": ["elsewhere"]}, retain=True)
+    wait_view(stack, room, lambda v: "bob" not in v and v["ann"]["name"] == "Ann Smith",
+              "bob left, ann renamed")
+    mid = uid()
+    pub.publish(*human(room, "joel", "@Ann Smith? no: @ann", mid=mid))
+    fl = floor_for(col, mid)
+    assert "bob" not in fl["granted"] + fl["held"]
+    assert fl["granted"][0] == "ann"
+    # AI and system messages are not decided
+    pub.publish(*ai(room, "ann", "an AI message"))
+    pub.publish(*room_sys(room))
+    mid = uid()
+    pub.publish(*human(room, "joel", "last", mid=mid))
+    floor_for(col, mid)
+    assert len(col.events("room/+/floor")) == 4
+    validate_outputs(col, OUTPUTS)
+
+
+def room_sys(room):
+    return f"room/{room}/message", {"id": uid(), "room": room, "sender": "dormancy-monitor",
+                                    "sender_type": "system", "text": "a notice", "ts": harness.now_ms()}
+
+
+def test_k_zero_turns_it_off(stack):
+    stack.service(SERVICE, env={"VIGIL_FLOOR_K": "0"})
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "r-" + uid()[:8]
+    pub.publish(*meta("ann", room), retain=True)
+    pub.publish(*human(room, "joel", "hello"))
+    time.sleep(0.5)
+    assert col.find("room/+/floor") == [] and col.find("persona/+/floor") == []
+
+
+def test_k_and_wake_triggers_from_the_environment(stack):
+    svc = stack.service(SERVICE, env={"VIGIL_FLOOR_K": "1", "VIGIL_FLOOR_WAKE_TRIGGERS": "no-human"})
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "r-" + uid()[:8]
+    for p in ("ann", "bob"):
+        pub.publish(*meta(p, room), retain=True)
+    pub.publish(*state("ann", room, "sleep", "ai-only"), retain=True)
+    wait_view(stack, room, lambda v: len(v) == 2 and v["ann"]["level"] == "sleep", "levels")
+    mid = uid()
+    pub.publish(*human(room, "joel", "hello", mid=mid))
+    fl = floor_for(col, mid)
+    assert fl["granted"] == ["bob"] and fl["k"] == 1  # ai-only is not a wake trigger here
+    bad = svc.run_cli(["--help"], env={"VIGIL_FLOOR_WAKE_TRIGGERS": "a,,b"})
+    assert bad.returncode == 0  # --help does not read the service's variables
+    svc.terminate()
+    svc.env["VIGIL_FLOOR_WAKE_TRIGGERS"] = "a,,b"
+    svc.expect_exit = True
+    svc.start(wait=False)
+    svc.proc.wait(timeout=scaled(10))
+    assert svc.proc.returncode == 2
+    assert "VIGIL_FLOOR_WAKE_TRIGGERS" in svc.stderr_text()
+
+
+BAD = [
+    # (topic, payload bytes, reason)
+    ("room/{r}/message", b"not json", "not_json"),
+    ("room/{r}/message", b'{"sender":"joel","sender_type":"human"', "not_json"),
+    ("room/{r}/message", b'[1,2]', "not_object"),
+    ("room/{r}/message", b'{"sender":"joel","sender_type":"human"}', "missing_field"),
+    ("room/{r}/message", b'{"sender":"joel","sender_type":"human","text":5}', "wrong_type"),
+    ("room/{r}/message", b'{"sender":"joel","sender_type":"alien","text":"x"}', "bad_value"),
+    ("room/{r}/message", b'{"sender":"jo el","sender_type":"human","text":"x"}', "bad_id"),
+    ("room/{r}/message", b'{"sender":"joel","sender_type":"human","text":"x","mentions":["a/b"]}', "bad_id"),
+    ("room/{r}/message", b'{"sender":"joel","sender_type":"human","text":"\xff\xfe"}', "invalid_utf8"),
+    ("room/{r}/message", b'{"room":"other","sender":"joel","sender_type":"human","text":"x"}', "topic_mismatch"),
+    ("room/{r}/message", b'{"sender":"joel","sender_type":"human","text":"' + b"x" * 70000 + b'"}', "oversize"),
+    ("persona/ann/meta", b"{", "not_json"),
+    ("persona/ann/meta", b'{"rooms":"general"}', "wrong_type"),
+    ("persona/ann/meta", b'{"rooms":["{r}"],"expertise_domains":[1]}', "wrong_type"),
+    ("persona/ann/meta", b'{"rooms":["{r}"],"expertise_domains":["' + b"d" * 65 + b'"]}', "bad_value"),
+    ("persona/ann/meta", b'{"rooms":["{r}"],"confidence_levels":{"go":"high"}}', "wrong_type"),
+    ("persona/ann/meta", b'{"rooms":["{r}"],"confidence_levels":{"go":1.5}}', "bad_value"),
+    ("persona/ann/meta", b'{"rooms":["bad room"]}', "bad_id"),
+    ("persona/ann/meta", b'{"persona":"bob","rooms":["{r}"]}', "topic_mismatch"),
+    ("persona/ann/state", b'{"persona":"ann"}', "missing_field"),
+    ("persona/ann/state", b'{"rooms":{"{r}":{"level":"dozing"}}}', "bad_value"),
+    ("persona/ann/state", b'{"rooms":{"{r}":"sleep"}}', "wrong_type"),
+    ("persona/ann/state", b'{"rooms":{"a b":{"level":"sleep"}}}', "bad_id"),
+    ("persona/ann/state", b'', "not_json"),
+    ("persona/a+b/meta".replace("+", "%"), b'{"rooms":["{r}"]}', "bad_topic"),
+    ("room/{r}/control", b'{"action":"explode"}', "bad_value"),
+    ("room/{r}/control", b'{"action":"delete","if_inactive_since":-5}', "bad_value"),
+    ("room/{r}/control", b'{"action":"delete","if_inactive_since":"yesterday"}', "wrong_type"),
+    ("room/{r}/control", b'{"by":"joel"}', "missing_field"),
+]
+
+
+def test_bad_input_on_each_topic(stack):
+    svc = stack.service(SERVICE)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "r-" + uid()[:8]
+    pub.publish(*meta("ann", room, ["go"], {"go": 0.7}), retain=True)
+    wait_view(stack, room, lambda v: "ann" in v, "ann")
+    before = stack.store(SERVICE).state(room)
+    for i, (topic, payload, reason) in enumerate(BAD):
+        since = col.mark()
+        t = topic.replace("{r}", room)
+        pub.publish(t, payload.replace(b"{r}", room.encode()))
+        err = col.wait_event(f"sys/{SERVICE}/error", lambda e, t=t: e.get("topic") == t, since=since,
+                             timeout=10, what=f"an error for case {i} on {t}")
+        assert err["reason"] == reason, (i, t, err)
+        assert err["service"] == SERVICE and err["detail"]
+    assert stack.store(SERVICE).state(room) == before  # no state change
+    assert col.find("room/+/floor") == []
+    # one rejection counted per case
+    assert harness.metric_value(svc.metrics(), "vigil_rejected_total") >= len(BAD)
+    assert harness.metric_value(svc.metrics(), "vigil_rejected_total", reason="topic_mismatch") >= 2
+    # still working
+    mid = uid()
+    pub.publish(*human(room, "joel", "a go question", mid=mid))
+    assert floor_for(col, mid)["granted"] == ["ann"]
+    validate_outputs(col, OUTPUTS)
+
+
+def test_kill9_loses_and_doubles_nothing(stack):
+    svc = stack.service(SERVICE)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "r-" + uid()[:8]
+    for p in ("ann", "bob", "cid"):
+        pub.publish(*meta(p, room), retain=True)
+    wait_view(stack, room, lambda v: len(v) == 3, "3 personas")
+    mids = [uid() for _ in range(60)]
+    items = [human(room, "joel", f"question {i}", mid=m) for i, m in enumerate(mids)]
+    pub.publish_many(items[:20])
+    svc.kill9()
+    pub.publish_many(items[20:40])  # queued by the broker for the persistent session
+    svc.start()
+    svc.kill9()
+    svc.start()
+    pub.publish_many(items[40:])
+    got = col.wait_count("room/+/floor", len(mids), timeout=30, key="message_id")
+    assert set(got) == set(mids)
+    by_msg = {}
+    for e in col.events("room/+/floor"):
+        by_msg.setdefault(e["message_id"], set()).add(e["id"])
+    # a redelivered message yields the same event id: nothing doubled
+    assert all(len(ids) == 1 for ids in by_msg.values()), by_msg
+    per = col.wait_count("persona/+/floor", 3 * len(mids), timeout=30)
+    assert len(per) == 3 * len(mids)
+    validate_outputs(col, OUTPUTS)
+
+
+def test_room_delete_forgets_unless_active_since(stack):
+    stack.service(SERVICE)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "r-" + uid()[:8]
+    for p in ("ann", "bob"):
+        pub.publish(*meta(p, room), retain=True)
+    wait_view(stack, room, lambda v: len(v) == 2, "2 personas")
+    mid = uid()
+    pub.publish(*human(room, "joel", "hello", mid=mid))
+    floor_for(col, mid)
+    # vigil chat cleanup of rooms idle since before that message: kept
+    pub.publish(f"room/{room}/control", {"action": "delete", "by": "cli",
+                                         "if_inactive_since": harness.now_ms() - 60000})
+    pub.publish(f"room/{room}/control", {"action": "pause", "by": "cli"})  # not ours: ignored
+    time.sleep(0.5)
+    assert len(room_view(stack, room)["personas"]) == 2
+    # an unconditional delete forgets them; the next message finds nobody
+    pub.publish(f"room/{room}/control", {"action": "delete", "by": "cli"})
+    wait_view(stack, room, lambda v: len(v) == 0, "room forgotten")
+    mid = uid()
+    pub.publish(*human(room, "joel", "anyone?", mid=mid))
+    fl = floor_for(col, mid)
+    assert fl["granted"] == [] and fl["held"] == []
+    # a meta brings ann back (her member set was cleared, so it is a join)
+    pub.publish(*meta("ann", room, name="Ann again"), retain=True)
+    wait_view(stack, room, lambda v: list(v) == ["ann"], "ann back")
+    assert col.find(f"sys/{SERVICE}/error") == []

@@ -1,0 +1,132 @@
+"""floor-control's optional LLM relevance (VIGIL_FLOOR_LLM_BUDGET_MS), with
+tests/support/fake_llm.py answering over real HTTP: the model's ranking
+picks the floor; a model slower than the budget, failing or answering
+nonsense leaves the decision to the rules at the deadline, marked in
+`fallback`; a kill -9 while messages wait loses none of them."""
+
+import time
+
+import pytest
+
+import harness
+from conftest import human, uid, validate_outputs
+from harness import scaled
+from test_floor_control import OUTPUTS, SERVICE, fifteen, floor_for
+from test_wake_evaluator import llm  # noqa: F401 - the fake_llm.py fixture
+
+BUDGET_MS = 1500
+
+
+def start(stack, llm, budget=BUDGET_MS, **env):
+    e = {"VIGIL_LLM_URL": llm.url, "VIGIL_FLOOR_LLM_BUDGET_MS": budget, "VIGIL_LLM_RETRIES": 0}
+    e.update(env)
+    return stack.service(SERVICE, env=e)
+
+
+def test_the_llm_ranking_picks_the_floor(stack, llm):
+    llm.control(reset=True, rules=[{"match": "who answers a chat message",
+                                    "reply": {"relevant": ["p05", "kube-bob", "nobody-here"]}}])
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "r-" + uid()[:8]
+    fifteen(stack, pub, room)
+    mid = uid()
+    t0 = time.monotonic()
+    pub.publish(*human(room, "joel", "My Kubernetes pod restarts, @p09 any idea?", mid=mid))
+    fl = floor_for(col, mid)
+    took = (time.monotonic() - t0) * 1000
+    assert fl["source"] == "llm" and "fallback" not in fl, fl
+    assert fl["granted"] == ["p09", "p05", "kube-bob"], fl  # mention first, then the model's order
+    assert fl["reasons"]["p05"] == "relevant to the message (LLM, rank 1)"
+    assert took < BUDGET_MS + 1000 * harness.scaled(1)
+    # the prompt named the able, unmentioned personas and the message
+    body = llm.stats()["last_request"]["body"]
+    prompt = body["messages"][-1]["content"]
+    assert "- kube-ann: role general-help; expertise: kubernetes (confidence 0.95)" in prompt
+    assert "- p09" not in prompt and "My Kubernetes pod restarts" in prompt
+    per = col.wait_count("persona/+/floor", 15, timeout=10, pred=lambda e: e.get("message_id") == mid)
+    assert {e["persona"] for e in per.values() if e["has_floor"]} == {"p09", "p05", "kube-bob"}
+    print(f"\nfloor with the LLM (fake endpoint): {took:.0f} ms")
+    validate_outputs(col, OUTPUTS)
+
+
+@pytest.mark.parametrize("misbehave", ["slow", "status", "garbage"])
+def test_the_rules_decide_when_the_llm_fails(stack, llm, misbehave):
+    rule = {"match": "who answers a chat message", "reply": {"relevant": ["p05"]}}
+    if misbehave == "slow":
+        rule["delay_ms"] = 4 * BUDGET_MS
+    elif misbehave == "status":
+        rule["status"] = 500
+    else:
+        rule["mode"] = "garbage"
+    llm.control(reset=True, rules=[rule])
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "r-" + uid()[:8]
+    fifteen(stack, pub, room)
+    mid = uid()
+    t0 = time.monotonic()
+    pub.publish(*human(room, "joel", "Why does my Kubernetes pod restart?", mid=mid))
+    fl = floor_for(col, mid, timeout=BUDGET_MS / 1000 + 10)
+    took = (time.monotonic() - t0) * 1000
+    assert fl["source"] == "rules" and fl["granted"] == ["kube-ann", "kube-bob"], fl
+    assert fl["fallback"], fl
+    if misbehave == "slow":
+        # the deadline timer or the client's own budget, whichever fires first
+        fb = fl["fallback"]
+        assert "did not answer within 1500 ms" in fb or fb.startswith("LLM timeout"), fb
+        assert took >= BUDGET_MS * 0.9
+    else:
+        assert fl["fallback"].startswith("LLM ")
+        assert took < BUDGET_MS + 1000 * harness.scaled(1)
+    time.sleep(0.3)
+    assert len([e for e in col.events("room/+/floor") if e["message_id"] == mid]) == 1
+    validate_outputs(col, OUTPUTS)
+
+
+def test_few_able_personas_need_no_llm(stack, llm):
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "r-" + uid()[:8]
+    for p in ("ann", "bob"):
+        pub.publish(f"persona/{p}/meta", {"rooms": [room]}, retain=True)
+    harness.wait_until(lambda: len((stack.store(SERVICE).state(room)[1] or {}).get("personas", [])) == 2,
+                       10, "two personas")
+    before = llm.stats()["requests"]
+    mid = uid()
+    pub.publish(*human(room, "joel", "hello", mid=mid))
+    fl = floor_for(col, mid)
+    assert fl["source"] == "rules" and sorted(fl["granted"]) == ["ann", "bob"]
+    assert llm.stats()["requests"] == before
+
+
+def test_kill9_while_messages_wait_loses_none(stack, llm):
+    llm.control(reset=True, rules=[{"match": "who answers a chat message", "delay_ms": 800,
+                                    "reply": {"relevant": ["p05", "p06"]}}])
+    svc = start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "r-" + uid()[:8]
+    fifteen(stack, pub, room)
+    mids = [uid() for _ in range(10)]
+    pub.publish_many([human(room, "joel", f"question {i}", mid=m) for i, m in enumerate(mids)])
+    time.sleep(0.3)
+    svc.kill9()
+    time.sleep(0.5)
+    svc.start()
+    got = col.wait_count("room/+/floor", len(mids), timeout=BUDGET_MS / 1000 + 20, key="message_id")
+    assert set(got) == set(mids)
+    by_msg = {}
+    for e in col.events("room/+/floor"):
+        by_msg.setdefault(e["message_id"], set()).add(e["id"])
+    assert all(len(ids) == 1 for ids in by_msg.values()), by_msg
+    # each decided once: by the model or, for those caught by the kill, at the deadline
+    for e in got.values():
+        assert e["source"] in ("llm", "rules")
+        assert e["granted"] == (["p05", "p06"] if e["source"] == "llm" else ["kube-ann", "kube-bob"]), e  # recency, ties by id
+    time.sleep(0.5)
+    assert len(col.events("room/+/floor")) == len(mids)
+    validate_outputs(col, OUTPUTS)

@@ -1,0 +1,446 @@
+"""stall-resumer (issue 12, seed 002: hardened activity detection, the
+fail-open resume guard, resume prompts with auto-claimed tasks, status
+categories) driven only through the broker, with a real Redis and the real
+service processes.
+
+Signals carry their own `ts`, so ages of minutes or hours are set up by
+publishing old timestamps against the default tier windows; only the scan
+period is shrunk (VIGIL_STALL_SCAN_MS)."""
+
+import json
+import time
+
+import pytest
+
+import harness
+from conftest import uid, validate_outputs
+
+SERVICE = "stall-resumer"
+MIN = 60_000
+HOUR = 60 * MIN
+OUTPUTS = ("agent/+/assessment", "agent/+/resume", "sys/#")
+FAST = {"VIGIL_STALL_SCAN_MS": "300"}
+
+
+def activity(agent, source, age_ms, detail="work", in_tool=None, sid=None):
+    body = {"id": sid or uid("act"), "agent": agent, "source": source, "detail": detail,
+            "ts": harness.now_ms() - age_ms}
+    if in_tool is not None:
+        body["in_tool"] = in_tool
+    return f"agent/{agent}/activity", body
+
+
+def status(agent, age_ms, fsm="EXECUTING", **extra):
+    body = {"agent": agent, "fsm_state": fsm, "ts": harness.now_ms() - age_ms}
+    body.update(extra)
+    return f"agent/{agent}/status", body
+
+
+def task(tid, priority, title=None, agent=None):
+    body = {"id": tid, "title": title or f"do {tid}", "priority": priority, "ts": harness.now_ms()}
+    if agent:
+        body["agent"] = agent
+    return "planner/task", body
+
+
+def assessment(col, agent, pred=lambda a: True, timeout=10):
+    return col.wait_event(f"agent/{agent}/assessment", pred, timeout=timeout,
+                          what=f"an assessment of {agent}")
+
+
+def resumes(col, agent="+", since=0):
+    """Distinct resume events (by id) per agent: {agent: {id: payload}}."""
+    out = {}
+    for ev in col.events(f"agent/{agent}/resume", since=since):
+        out.setdefault(ev["agent"], {})[ev["id"]] = ev
+    return out
+
+
+def pool(store):
+    _, st = store.state("planner:tasks")
+    return st or {"open": [], "claimed": []}
+
+
+# ------------------------------------------------------------ signal mixes
+
+
+@pytest.fixture(scope="module")
+def mixes(module_stack):
+    s = module_stack
+    svc = s.service(SERVICE, env=FAST)
+    col = s.collector()
+    pub = s.publisher()
+    return s, svc, col, pub
+
+
+# (agent, [signals (source, age_ms, in_tool)], status age or None,
+#  expected confidence, is_active, validation_passed, category)
+MIXES = [
+    ("two-tier1", [("GIT_COMMIT", MIN, None), ("TEST_EXECUTION", 2 * MIN, None)], 13 * HOUR,
+     0.9, True, True, "fresh"),
+    ("one-tier1-45min", [("TELEMETRY_EVENT", 45 * MIN, None)], None, 0.595, True, True, "fresh"),
+    ("two-tier2", [("FILE_MODIFICATION", 5 * MIN, None), ("DEVLOG_CREATED", 6 * MIN, None)],
+     3 * HOUR, 0.7, True, True, "fresh"),
+    ("one-tier2", [("INBOX_PROCESSING", 5 * MIN, None)], None, 0.5, True, True, "fresh"),
+    ("tier3-only", [("MESSAGE_QUEUE", MIN, None), ("WORKSPACE_ACCESS", MIN, None)], 3 * HOUR,
+     0.3, False, False, "warning"),
+    ("stale-tier2", [("STATUS_UPDATE", 40 * MIN, None)], 7 * HOUR, 0.0, False, False, "critical"),
+    ("in-tool", [("TELEMETRY_EVENT", 100 * MIN, True), ("TEST_EXECUTION", 90 * MIN, True)],
+     13 * HOUR, 0.63, True, True, "fresh"),
+    ("tool-ended", [("TELEMETRY_EVENT", 100 * MIN, True), ("MESSAGE_QUEUE", MIN, False)],
+     13 * HOUR + 5 * MIN, 0.3, False, False, "auto-resume"),
+]
+
+
+@pytest.mark.parametrize("agent,signals,status_age,conf,active,valid,category", MIXES,
+                         ids=[m[0] for m in MIXES])
+def test_signal_mix_gives_expected_assessment(mixes, agent, signals, status_age, conf, active, valid,
+                                              category):
+    s, svc, col, pub = mixes
+    agent = uid(agent + "-")
+    if status_age is not None:
+        pub.publish(*status(agent, status_age))
+    for source, age, in_tool in signals:
+        pub.publish(*activity(agent, source, age, in_tool=in_tool))
+    newest = min(age for _, age, _ in signals)
+    a = assessment(col, agent, lambda a: a["last_activity"] is not None
+                   and a["inactivity_minutes"] <= newest / MIN + 1 and a["category"] == category
+                   and a["confidence"] == conf, timeout=10)
+    assert a["is_active"] is active, a
+    assert a["validation_passed"] is valid, a
+    assert a["reasons"], a
+    assert isinstance(a["last_activity"], int)
+    # the retained copy says the same
+    kept = harness.retained(s.broker.port, f"agent/{agent}/assessment")
+    assert kept[f"agent/{agent}/assessment"]["category"] == category
+
+
+def test_noise_is_not_activity(mixes):
+    s, svc, col, pub = mixes
+    agent = uid("noisy-")
+    before = svc.metric("vigil_stall_signals_total", result="noise") or 0
+    for text in ("Inactivity detected for 3h", "[C2A] broadcast", "ping #no-reply",
+                 "🔄 [stall-recovery] you there?"):
+        pub.publish(*activity(agent, "GIT_COMMIT", 0, detail=text))
+    harness.wait_until(lambda: svc.metric("vigil_stall_signals_total", result="noise") == before + 4,
+                       10, "four noise signals counted")
+    assert not col.find(f"agent/{agent}/assessment"), "noise created an assessment"
+    assert s.store(SERVICE).state(f"agent:{agent}") == (0, None)
+    pub.publish(*activity(agent, "GIT_COMMIT", 0, detail="real commit"))
+    a = assessment(col, agent)
+    assert a["confidence"] == 0.7 and a["is_active"] is True
+
+
+def test_scan_republishes_and_outputs_validate(mixes):
+    s, svc, col, pub = mixes
+    agent = uid("scanned-")
+    pub.publish(*status(agent, 3 * HOUR))
+    first = assessment(col, agent)
+    harness.wait_until(lambda: len(col.find(f"agent/{agent}/assessment")) >= 3, 10,
+                       "the scan to republish the assessment")
+    later = col.events(f"agent/{agent}/assessment")[-1]
+    assert later["ts"] > first["ts"] and later["category"] == "warning"
+    assert validate_outputs(col, OUTPUTS) > 0
+
+
+# ----------------------------------------------------- resumes and claims
+
+
+def test_stalled_agent_gets_one_resume_with_a_claimed_task_active_gets_none(stack):
+    svc = stack.service(SERVICE, env=FAST)
+    col = stack.collector()
+    pub = stack.publisher()
+    store = stack.store(SERVICE)
+    stalled, active = uid("stalled-"), uid("active-")
+    pub.publish(*task("t-low", 1, "Low priority chore"))
+    pub.publish(*task("t-high", 9, "Fix the uploader"))
+    pub.publish(*task("t-other", 50, "Someone else's", agent="nobody-else"))
+    harness.wait_until(lambda: len(pool(store)["open"]) == 3, 10, "three open tasks")
+    pub.publish(*status(stalled, 13 * HOUR, mission="Harden the uploader", tasks=["retry on 5xx"]))
+    pub.publish(*activity(stalled, "GIT_COMMIT", 13 * HOUR, detail="wired the retry loop"))
+    pub.publish(*status(active, 13 * HOUR))
+    pub.publish(*activity(active, "GIT_COMMIT", 0, detail="commit 1"))
+    pub.publish(*activity(active, "TEST_EXECUTION", 0, detail="tests green"))
+
+    ev = col.wait_event(f"agent/{stalled}/resume", timeout=15)
+    assert ev["claimed_task"] == {"id": "t-high", "title": "Fix the uploader", "priority": 9}
+    assert ev["fsm_state"] == "EXECUTING"
+    assert "[stall-recovery]" in ev["prompt"] and "wired the retry loop" in ev["prompt"]
+    assert "Harden the uploader" in ev["prompt"] and "Low priority chore" in ev["prompt"]
+    # several more scans: still exactly one, and none for the active agent
+    n = len(col.find(f"agent/{stalled}/assessment"))
+    harness.wait_until(lambda: len(col.find(f"agent/{stalled}/assessment")) >= n + 4, 15, "4 more scans")
+    got = resumes(col)
+    assert list(got.get(stalled, {})) == [ev["id"]]
+    assert active not in got
+    a = col.events(f"agent/{active}/assessment")[-1]
+    assert a["is_active"] and a["category"] == "fresh"
+    p = pool(store)
+    assert [c[0] for c in p["claimed"]] == ["t-high"]
+    assert sorted(t[0] for t in p["open"]) == ["t-low", "t-other"]
+    # a claimed task offered again is not taken back into the pool
+    pub.publish(*task("t-high", 9, "Fix the uploader"))
+    harness.wait_until(lambda: svc.metric("vigil_stall_tasks_total", result="already_claimed") == 1,
+                       10, "the re-offered task refused")
+    # an agent echoing its resume back is not activity
+    pub.publish(*activity(stalled, "INBOX_PROCESSING", 0, detail=ev["prompt"]))
+    pub.publish(*activity(stalled, "INBOX_PROCESSING", 0, detail="ack", sid=ev["id"]))
+    harness.wait_until(lambda: svc.metric("vigil_stall_signals_total", result="noise") >= 2, 10,
+                       "the echoes counted as noise")
+    assert validate_outputs(col, OUTPUTS) > 0
+
+
+def stalled_fleet(pub, n, prefix):
+    agents = [f"{prefix}{i:03d}" for i in range(n)]
+    for a in agents:
+        pub.publish(*status(a, 13 * HOUR, fsm="IDLE"))
+    return agents
+
+
+def test_two_replicas_never_claim_the_same_task(stack):
+    env = dict(FAST, VIGIL_STALL_SCAN_MS="100")
+    r0 = stack.service(SERVICE, env=dict(env, VIGIL_SHARD="0/2"))
+    r1 = stack.service(SERVICE, env=dict(env, VIGIL_SHARD="1/2"))
+    col = stack.collector()
+    pub = stack.publisher()
+    store = stack.store(SERVICE)
+    for i in range(30):
+        pub.publish(*task(f"task-{i:02d}", i % 5))
+    harness.wait_until(lambda: len(pool(store)["open"]) == 30, 15, "30 open tasks")
+    agents = stalled_fleet(pub, 40, uid("rep") + "-")
+    col.wait_count("agent/+/resume", 40, timeout=60)
+    time.sleep(1.0)  # a few more scans: nothing more may come
+    got = resumes(col)
+    assert sorted(got) == agents
+    assert all(len(v) == 1 for v in got.values()), {a: list(v) for a, v in got.items() if len(v) > 1}
+    claimed = [next(iter(v.values())).get("claimed_task", {}).get("id") for v in got.values()]
+    with_task = [c for c in claimed if c]
+    assert len(with_task) == 30 and len(set(with_task)) == 30, claimed
+    p = pool(store)
+    assert p["open"] == [] and len({c[0] for c in p["claimed"]}) == 30
+    # both replicas did part of the work
+    for r in (r0, r1):
+        assert (r.metric("vigil_stall_scans_total") or 0) > 0
+    assert validate_outputs(col, OUTPUTS) > 0
+
+
+def test_kill9_mid_scan_loses_no_resume_and_doubles_none(stack):
+    env = dict(FAST, VIGIL_STALL_SCAN_MS="100")
+    svc = stack.service(SERVICE, instance="stall-k9", env=env)
+    col = stack.collector()
+    pub = stack.publisher()
+    store = stack.store(SERVICE)
+    for i in range(25):
+        pub.publish(*task(f"k-{i:02d}", i))
+    harness.wait_until(lambda: len(pool(store)["open"]) == 25, 15, "25 open tasks")
+    agents = stalled_fleet(pub, 30, uid("k9") + "-")
+    kills = 0
+    for target in (1, 8, 16):
+        col.wait_count("agent/+/resume", target, timeout=60)
+        svc.kill9()
+        kills += 1
+        svc.start()
+    col.wait_count("agent/+/resume", 30, timeout=90)
+    time.sleep(1.5)
+    got = resumes(col)
+    assert sorted(got) == agents, f"missing: {sorted(set(agents) - set(got))}"
+    doubled = {a: list(v) for a, v in got.items() if len(v) > 1}
+    assert not doubled, f"agents resumed twice after {kills} kills: {doubled}"
+    tasks = [next(iter(v.values())).get("claimed_task", {}).get("id") for v in got.values()]
+    with_task = [t for t in tasks if t]
+    assert len(with_task) == 25 and len(set(with_task)) == 25, tasks
+    assert len(pool(store)["claimed"]) == 25
+    # every resume job was acknowledged: nothing left pending in the stream
+    c = stack.redis.client()
+    try:
+        stream = f"{stack.prefix}{SERVICE}:resumes"
+        harness.wait_until(lambda: c.xpending(stream, "resumers")["pending"] == 0, 10,
+                           "every resume job acknowledged")
+    finally:
+        c.close()
+    assert validate_outputs(col, OUTPUTS) > 0
+
+
+# --------------------------------------------------------------- bad input
+
+
+def body(**fields):
+    return json.dumps(fields, ensure_ascii=False).encode()
+
+
+A = "agent/bad-agent/activity"
+S = "agent/bad-agent/status"
+T = "planner/task"
+NOW = int(time.time() * 1000)
+BAD = [
+    ("activity not json", A, b"{not json", "not_json"),
+    ("activity array", A, b"[1]", "not_object"),
+    ("activity invalid utf8", A, b'{"agent":"bad-agent","source":"GIT_COMMIT","detail":"\xff\xfe"}',
+     "invalid_utf8"),
+    ("activity oversize", A, body(agent="bad-agent", source="GIT_COMMIT", detail="x" * 70000), "oversize"),
+    ("activity no source", A, body(agent="bad-agent"), "missing_field"),
+    ("activity unknown source", A, body(agent="bad-agent", source="COFFEE"), "bad_value"),
+    ("activity source not string", A, body(agent="bad-agent", source=7), "wrong_type"),
+    ("activity in_tool not bool", A, body(agent="bad-agent", source="GIT_COMMIT", in_tool="yes"),
+     "wrong_type"),
+    ("activity detail number", A, body(agent="bad-agent", source="GIT_COMMIT", detail=5), "wrong_type"),
+    ("activity agent mismatch", A, body(agent="someone", source="GIT_COMMIT"), "topic_mismatch"),
+    ("activity no agent", A, body(source="GIT_COMMIT"), "missing_field"),
+    ("activity bad topic id", "agent/bad agent/activity", body(agent="bad-agent", source="GIT_COMMIT"),
+     "bad_topic"),
+    ("activity ts negative", A, body(agent="bad-agent", source="GIT_COMMIT", ts=-5), "bad_value"),
+    ("activity ts string", A, body(agent="bad-agent", source="GIT_COMMIT", ts="now"), "wrong_type"),
+    ("activity bad event id", A, body(id="a/b", agent="bad-agent", source="GIT_COMMIT"), "bad_id"),
+    ("activity agent bad id", "agent/bad-agent/activity", body(agent="bad agent", source="GIT_COMMIT"),
+     "topic_mismatch"),
+    ("status agent mismatch", S, body(agent="other", fsm_state="IDLE"), "topic_mismatch"),
+    ("status mission number", S, body(agent="bad-agent", fsm_state="IDLE", mission=5), "wrong_type"),
+    ("status invalid utf8", S, b'{"agent":"bad-agent","fsm_state":"\xc0\x80"}', "invalid_utf8"),
+    ("task not json", T, b"task!", "not_json"),
+    ("task title empty", T, body(id="t1", title="", priority=1), "bad_value"),
+    ("task id too long", T, body(id="x" * 200, title="t", priority=1), "bad_id"),
+    ("status no fsm", S, body(agent="bad-agent"), "missing_field"),
+    ("status fsm number", S, body(agent="bad-agent", fsm_state=3), "wrong_type"),
+    ("status fsm empty", S, body(agent="bad-agent", fsm_state=""), "bad_value"),
+    ("status tasks not array", S, body(agent="bad-agent", fsm_state="IDLE", tasks="x"), "wrong_type"),
+    ("status task number", S, body(agent="bad-agent", fsm_state="IDLE", tasks=[1]), "wrong_type"),
+    ("task no id", T, body(title="t", priority=1), "missing_field"),
+    ("task no title", T, body(id="t1", priority=1), "missing_field"),
+    ("task priority negative", T, body(id="t1", title="t", priority=-1), "bad_value"),
+    ("task priority string", T, body(id="t1", title="t", priority="high"), "wrong_type"),
+    ("task bad agent", T, body(id="t1", title="t", priority=1, agent="a/b"), "bad_id"),
+    ("unknown topic", "agent/bad-agent/whatever", body(agent="bad-agent"), None),
+]
+
+
+@pytest.fixture(scope="module")
+def bad_env(mixes):
+    """The service of the signal-mix tests (one per module stack: replicas
+    of one shard would share a client id)."""
+    s, svc, col, pub = mixes
+    pub.publish(*status("bad-agent", HOUR))  # a real record, so "no change" means something
+    pub.publish(*task("seed-task", 1))
+    col.wait_event("agent/bad-agent/assessment", timeout=10)
+    harness.wait_until(lambda: s.store(SERVICE).state("planner:tasks")[1], 10, "the task pool")
+    time.sleep(1.0)  # resumes of the mix agents (auto-resume ones) are done
+    return s, svc, col, pub
+
+
+@pytest.mark.parametrize("name,topic,payload,reason", [b for b in BAD if b[3]], ids=[b[0] for b in BAD if b[3]])
+def test_bad_input_is_rejected_and_changes_nothing(bad_env, name, topic, payload, reason):
+    s, svc, col, pub = bad_env
+    store = s.store(SERVICE)
+    before = svc.metric("vigil_rejected_total", reason=reason) or 0
+    # the scan keeps touching the agent's record (next_scan): compare what
+    # the input could have changed
+    def view():
+        v = {}
+        for k, (_, raw) in store.states().items():
+            st = json.loads(raw)
+            st.pop("next_scan", None)
+            st.pop("published", None)
+            v[k] = st
+        return v
+    states = view()
+    mark = col.mark()
+    pub.publish(topic, payload)
+    err = col.wait_event(f"sys/{SERVICE}/error", lambda e: e.get("topic") == topic, timeout=10,
+                         since=mark, what=f"an error event for {name}")
+    assert err["reason"] == reason, err
+    harness.wait_until(lambda: svc.metric("vigil_rejected_total", reason=reason) == before + 1, 5,
+                       f"vigil_rejected_total{{reason={reason}}} + 1")
+    assert view() == states
+    assert not col.find("agent/+/resume", since=mark)
+    assert svc.alive()
+
+
+def test_unknown_subtopic_is_not_subscribed_and_service_survives(bad_env):
+    s, svc, col, pub = bad_env
+    for i in range(100):
+        pub.publish(A, bytes([i % 256]) * (i + 1))
+    agent = uid("after-")
+    pub.publish(*activity(agent, "GIT_COMMIT", 0))
+    assessment(col, agent)
+    assert svc.alive() and svc.is_ready()
+    validate_outputs(col, OUTPUTS)
+
+
+def test_a_job_handled_again_claims_nothing_new_and_sends_nothing(stack):
+    """The crash window between committing a resume and acknowledging its
+    job: the job comes back (here: appended again, as XAUTOCLAIM would hand
+    it over) and must neither claim a second task nor send a second resume."""
+    svc = stack.service(SERVICE, env=FAST)
+    col = stack.collector()
+    pub = stack.publisher()
+    store = stack.store(SERVICE)
+    pub.publish(*task("w-1", 5))
+    pub.publish(*task("w-2", 4))
+    harness.wait_until(lambda: len(pool(store)["open"]) == 2, 10, "two open tasks")
+    agent = uid("again-")
+    pub.publish(*status(agent, 13 * HOUR))
+    ev = col.wait_event(f"agent/{agent}/resume", timeout=15)
+    assert ev["claimed_task"]["id"] == "w-1"
+    before = svc.metric("vigil_stall_jobs_total", outcome="duplicate") or 0
+    job = {"id": f"resume.{agent}.1", "agent": agent, "seq": 1, "decided": harness.now_ms(),
+           "reason": "replayed"}
+    c = stack.redis.client()
+    try:
+        c.xadd(f"{stack.prefix}{SERVICE}:resumes", {"m": json.dumps(job)})
+    finally:
+        c.close()
+    harness.wait_until(lambda: svc.metric("vigil_stall_jobs_total", outcome="duplicate") == before + 1, 10,
+                       "the replayed job found already done")
+    time.sleep(0.5)
+    assert list(resumes(col)[agent]) == [ev["id"]]
+    p = pool(store)
+    assert [t[0] for t in p["open"]] == ["w-2"] and [t[0] for t in p["claimed"]] == ["w-1"]
+
+
+def test_guard_fails_open_on_an_unreadable_record(stack):
+    """An internal error (here: the agent's stored record corrupted behind
+    the service's back) does not leave the agent alone: the scan fails open
+    and the agent gets a resume saying why."""
+    svc = stack.service(SERVICE, env=FAST)
+    col = stack.collector()
+    pub = stack.publisher()
+    agent = uid("corrupt-")
+    pub.publish(*status(agent, 10 * MIN))
+    pub.publish(*activity(agent, "GIT_COMMIT", 0))
+    assessment(col, agent, lambda a: a["is_active"])
+    c = stack.redis.client()
+    try:
+        key = f"{stack.prefix}{SERVICE}:state:agent:{agent}"
+        c.hset(key, mapping={"s": "{not a record", "v": int(c.hget(key, "v")) + 100})
+    finally:
+        c.close()
+    ev = col.wait_event(f"agent/{agent}/resume", timeout=15)
+    assert "failing open" in ev["reason"], ev
+    a = assessment(col, agent, lambda a: any("failing open" in r for r in a["reasons"]))
+    assert a["is_active"] is False
+    assert "unreadable agent record replaced" in svc.stderr_text()
+    assert svc.alive()
+    validate_outputs(col, OUTPUTS)
+
+
+def test_broker_and_redis_restarts_lose_no_resume_and_double_none(stack):
+    env = dict(FAST, VIGIL_STALL_SCAN_MS="100")
+    svc = stack.service(SERVICE, env=env)
+    col = stack.collector()
+    pub = stack.publisher(persistent=True)
+    store = stack.store(SERVICE)
+    for i in range(20):
+        pub.publish(*task(f"r-{i:02d}", i))
+    harness.wait_until(lambda: len(pool(store)["open"]) == 20, 15, "20 open tasks")
+    agents = stalled_fleet(pub, 20, uid("rs") + "-")
+    col.wait_count("agent/+/resume", 1, timeout=60)
+    stack.broker.restart()
+    col.wait_count("agent/+/resume", 8, timeout=60)
+    stack.redis.restart()
+    col.wait_count("agent/+/resume", 20, timeout=120)
+    time.sleep(1.0)
+    got = resumes(col)
+    assert sorted(got) == agents
+    assert all(len(v) == 1 for v in got.values()), {a: list(v) for a, v in got.items() if len(v) > 1}
+    tasks = [next(iter(v.values()))["claimed_task"]["id"] for v in got.values()]
+    assert len(set(tasks)) == 20
+    harness.wait_until(svc.is_ready, 30, "ready again")

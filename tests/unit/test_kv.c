@@ -1,0 +1,109 @@
+/* test_kv.c - typed reads of a service's own auxiliary keys (vigil/kv.h)
+ * against a real redis-server: GET of a string, a missing key and another
+ * type; stream ranges in both orders, stopped early, of a missing stream. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redis_server.h"
+#include "vigil/kv.h"
+#include "vigil/log.h"
+
+static vt_redis *srv;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    vigil_log_init("test_kv", "test", VIGIL_LOG_ERROR);
+    srv = vt_redis_start();
+    return srv ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    vt_redis_stop(srv);
+    return 0;
+}
+
+static vigil_redis *connect_redis(void)
+{
+    vigil_redis_addr a = vt_redis_addr(srv);
+    return vigil_redis_new(&a, 2000);
+}
+
+static void get_string_missing_and_wrong_type(void **state)
+{
+    (void)state;
+    assert_true(vt_redis_exec(srv, "FLUSHALL"));
+    vigil_redis *r = connect_redis();
+    assert_true(vt_redis_exec(srv, "SET k hello"));
+    char *v = NULL;
+    size_t len = 0;
+    assert_int_equal(vigil_kv_get(r, "k", &v, &len), 1);
+    assert_string_equal(v, "hello");
+    assert_int_equal(len, 5);
+    free(v);
+    assert_int_equal(vigil_kv_get(r, "missing", &v, NULL), 0);
+    assert_null(v);
+    assert_true(vt_redis_exec(srv, "RPUSH l a"));
+    assert_int_equal(vigil_kv_get(r, "l", &v, NULL), -1);
+    assert_null(v);
+    vigil_redis_free(r);
+}
+
+typedef struct seen {
+    char values[8][16];
+    int n;
+} seen;
+
+static int collect(void *ctx, const char *id, const char *value, size_t len)
+{
+    (void)id;
+    (void)len;
+    seen *s = ctx;
+    snprintf(s->values[s->n++], sizeof s->values[0], "%s", value);
+    return strcmp(value, "stop") == 0;
+}
+
+static void stream_ranges(void **state)
+{
+    (void)state;
+    assert_true(vt_redis_exec(srv, "FLUSHALL"));
+    vigil_redis *r = connect_redis();
+    assert_true(vt_redis_exec(srv, "XADD s * m one"));
+    assert_true(vt_redis_exec(srv, "XADD s * m two"));
+    assert_true(vt_redis_exec(srv, "XADD s * other x"));
+    assert_true(vt_redis_exec(srv, "XADD s * m three"));
+    seen a = {0};
+    assert_int_equal(vigil_kv_stream_range(r, "s", 0, 10, collect, &a), 3);
+    assert_string_equal(a.values[0], "one");
+    assert_string_equal(a.values[2], "three");
+    seen b = {0};
+    assert_int_equal(vigil_kv_stream_range(r, "s", 1, 2, collect, &b), 1); /* COUNT 2: three, x */
+    assert_string_equal(b.values[0], "three");
+    assert_true(vt_redis_exec(srv, "XADD s * m stop"));
+    assert_true(vt_redis_exec(srv, "XADD s * m after"));
+    seen c = {0};
+    assert_int_equal(vigil_kv_stream_range(r, "s", 0, 10, collect, &c), 4); /* stops at "stop" */
+    seen d = {0};
+    assert_int_equal(vigil_kv_stream_range(r, "nothing", 1, 10, collect, &d), 0);
+    assert_true(vt_redis_exec(srv, "SET str x"));
+    assert_int_equal(vigil_kv_stream_range(r, "str", 1, 10, collect, &d), -1);
+    vigil_redis_free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(get_string_missing_and_wrong_type),
+        cmocka_unit_test(stream_ranges),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
