@@ -19,8 +19,11 @@
  *   voi.c        value-of-information table and gate
  *   permission.c the per-user allow list of proactive messages
  *   prompt.c     the seed's prompt
- *   state.c      the persona record (JSON) and the config payload
- *   engine.c     events: config, room message, levels, timer, run result */
+ *   cfg_payload.c  heartbeat/{p}/config and the default checklist
+ *   state.c      the persona record (JSON)
+ *   job.c        the job payload of a started run
+ *   engine.c     events: config, room message, levels, timer, run result
+ *   internal.h   what these files share (skip check, job writer) */
 #ifndef HEARTBEAT_CORE_H
 #define HEARTBEAT_CORE_H
 #include <stdbool.h>
