@@ -98,6 +98,18 @@ static void replies_json_fenced_and_plain(void **st)
     assert_int_equal(r.priority, HB_PRIO_LOW);
     assert_int_equal(r.category, HB_CAT_ALERT);
     hb_reply_clear(&r);
+    /* prose around the JSON (small models do that) */
+    read("Sure! Here it is: {\"message\": \"Lunch at 12\", \"priority\": \"urgent\", "
+         "\"category\": \"reminder\"} Hope that helps.", &r);
+    assert_int_equal(r.kind, HB_REPLY_MESSAGE);
+    assert_string_equal(r.message, "Lunch at 12");
+    assert_int_equal(r.priority, HB_PRIO_URGENT);
+    hb_reply_clear(&r);
+    /* braces without a message object stay text */
+    read("Use {curly} braces wisely", &r);
+    assert_int_equal(r.kind, HB_REPLY_MESSAGE);
+    assert_string_equal(r.message, "Use {curly} braces wisely");
+    hb_reply_clear(&r);
     /* plain text: a normal-priority message of the default category */
     read("Don't forget to drink some water.", &r);
     assert_int_equal(r.kind, HB_REPLY_MESSAGE);

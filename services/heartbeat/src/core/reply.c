@@ -1,5 +1,6 @@
 /* reply.c - what the model answered: HEARTBEAT_OK, the JSON the prompt asks
- * for ({"message", "priority", "category"}, possibly in ``` fences), or
+ * for ({"message", "priority", "category"}, possibly in ``` fences or with
+ * prose around it), or
  * plain text taken as a normal-priority message of the default category. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,15 @@ static void cut_utf8(char *s, size_t max)
     s[max] = '\0';
 }
 
+static bool has_message_key(const char *s, size_t n)
+{
+    static const char KEY[] = "\"message\"";
+    for (size_t i = 0; i + sizeof KEY - 1 <= n; i++)
+        if (memcmp(s + i, KEY, sizeof KEY - 1) == 0)
+            return true;
+    return false;
+}
+
 static void set_message(hb_reply *out, const char *text, size_t len)
 {
     char *m = malloc(len + 1);
@@ -91,6 +101,17 @@ void hb_reply_read(const char *text, size_t len, hb_reply *out)
         out->kind = HB_REPLY_UNUSABLE;
         snprintf(out->why, sizeof out->why, "blank answer");
         return;
+    }
+    if (blen > 0 && body[0] != '{') {
+        /* prose around the object ("Sure! {...}"): the outermost braces,
+         * when they hold a "message" */
+        const char *a = memchr(body, '{', blen), *b = body + blen;
+        while (b > body && b[-1] != '}')
+            b--;
+        if (a && b > a && has_message_key(a, (size_t)(b - a))) {
+            blen = (size_t)(b - a);
+            body = a;
+        }
     }
     if (blen > 0 && body[0] == '{') {
         json_tokener *tok = json_tokener_new();
