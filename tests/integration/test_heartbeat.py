@@ -481,3 +481,26 @@ def test_redis_kill9_loses_neither_the_schedule_nor_a_run(stack, llm):
     numbers = sorted({e["run"] for e in runs(col, "durable")})
     assert numbers == list(range(numbers[0], numbers[-1] + 1))
     assert all(e["outcome"] == "ok" for e in runs(col, "durable"))
+
+
+def test_checklist_from_a_file_below_the_checklist_dir(stack, llm, tmp_path):
+    folder = tmp_path / "checklists"
+    folder.mkdir()
+    (folder / "ops.md").write_text("- CHECK-SPEAK: is the nightly backup done?\n", encoding="utf-8")
+    start(stack, llm, VIGIL_HEARTBEAT_CHECKLIST_DIR=str(folder))
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    topic, body = config("filed", room)
+    del body["checklist"]
+    body["checklist_file"] = "ops.md"
+    pub.publish(topic, body, retain=True)
+    assert wait_run(col, "filed", lambda e: e["outcome"] != "skipped")["outcome"] == "sent"
+    prompt = llm.stats()["last_request"]["body"]["messages"][-1]["content"]
+    assert "- CHECK-SPEAK: is the nightly backup done?" in prompt
+    # a missing file is refused with the reason, and changes nothing
+    errs = stack.collector(topics=(f"sys/{SERVICE}/error",))
+    body["checklist_file"] = "missing.md"
+    pub.publish(topic, body)
+    ev = errs.wait_event(f"sys/{SERVICE}/error", timeout=10)
+    assert ev["reason"] == "bad_value" and "missing.md" in ev["detail"]

@@ -185,6 +185,29 @@ static void switched_off_no_runs(void **st)
     hb_state_free(&s);
 }
 
+/* Switched off while the model thinks: the answer sends nothing, the run
+ * ends `skipped` (disabled) and no next run is scheduled. */
+static void switched_off_during_a_run(void **st)
+{
+    (void)st;
+    fx f;
+    setup_with(&f, NULL);
+    expect_run(&f, f.t0 + 2 * MIN_MS);
+    hb_persona_cfg cfg;
+    parse_cfg(&f.c, "{\"persona\":\"helper\",\"user\":\"joel\",\"room\":\"general\",\"enabled\":false}", &cfg);
+    hb_out_clear(&f.out);
+    hb_on_config(&f.s, &f.c, &cfg, f.t0 + 2 * MIN_MS + 10, &f.out);
+    assert_int_equal(f.out.timer, HB_TIMER_KEEP); /* the run in flight decides */
+    json_object *ev = answer(&f.s, &f.c, "{\"message\":\"x\",\"priority\":\"urgent\",\"category\":\"alert\"}",
+                             f.t0 + 3 * MIN_MS, &f.out);
+    assert_string_equal(jstr(ev, "outcome"), "skipped");
+    assert_string_equal(jstr(ev, "reason"), "disabled");
+    assert_null(out_json(&f.out, "/message"));
+    assert_int_equal(f.out.timer, HB_TIMER_CANCEL);
+    json_object_put(ev);
+    teardown_fx(&f);
+}
+
 static void one_run_at_a_time_and_a_lost_run_is_given_up(void **st)
 {
     (void)st;
@@ -353,6 +376,7 @@ int main(void)
         cmocka_unit_test(empty_checklist_and_no_llm),
         cmocka_unit_test(the_order_of_the_rules),
         cmocka_unit_test(switched_off_no_runs),
+        cmocka_unit_test(switched_off_during_a_run),
         cmocka_unit_test(one_run_at_a_time_and_a_lost_run_is_given_up),
         cmocka_unit_test(a_repeated_answer_sends_once),
         cmocka_unit_test(errors_of_the_model_call),
