@@ -1,23 +1,34 @@
 #!/usr/bin/python3
 """Vigil performance harness (a benchmark, not a test). Run via scripts/bench.
 
-Starts its own mosquitto (the project's config), redis-server (AOF,
+For each broker setting (mosquitto as shipped, i.e. WITHOUT set_tcp_nodelay,
+and with set_tcp_nodelay true; --broker-nodelay picks one) it starts its own
+mosquitto (the project's config with that setting), redis-server (AOF,
 appendfsync everysec) and dormancy-monitor (release build) on free loopback
-ports in a temporary folder, then measures in one run, for the same stream of
-N QoS 1 room messages over many rooms:
+ports in a temporary folder, then measures, for the same stream of N QoS 1
+room messages:
 
-  1. publisher only      publisher -> broker, nobody subscribed (PUBACK rate)
-  2. broker relay        publisher -> broker -> plain QoS 1 subscriber
-  3. dormancy-monitor    publisher -> broker -> service (state committed in
-                         Redis, persona/{p}/dormancy event out) -> subscriber
-  4. latency, paced      stages 2 and 3 again at a fixed rate below the
-                         service's capacity, for latency without queueing
+  1. broker relay        publisher -> broker -> plain QoS 1 subscriber
+  2. dormancy-monitor    publisher -> broker -> service (state committed in
+                         Redis, persona/{p}/dormancy event out) -> subscriber,
+                         with the service's CPU time (/proc) and Redis's time
+                         per commit script (INFO commandstats, evalsha)
+  3. latency, paced      stages 1 and 2 again at a fixed rate (default 1,000
+                         msg/s), p50/p99 from publish to event
+  4. replicas            (--replicas) two replicas, VIGIL_SHARD 0/2 and 1/2,
+                         against the same stream
+and the service's resident memory idle (after start, and after the run).
 
-Every message is an AI message "@self dormant sleep" / "@self awake",
-alternating per persona, so every input changes one persona's level and
-yields exactly one event naming it (message_id): the service path measured is
-the full one (parse, route, Redis commit with dedupe + outbox + snapshots,
-publish of the event, the retained persona and room states).
+Workloads (--mix):
+  ai     every message is an AI message "@self dormant sleep" / "@self
+         awake", alternating per persona (200 rooms x 5 personas by default)
+  human  the mixed one: 20 rooms with one persona each; each room's stream
+         alternates an AI "@self dormant sleep" and a human "hi" (which wakes
+         the persona again)
+Either way every input changes one persona's level and yields exactly one
+event naming it (message_id), so the service path measured is the full one:
+parse, route, Redis commit with dedupe + outbox + snapshots, publish of the
+event and of the retained persona and room states.
 
 Subscribers run in their own processes (no GIL contention with the
 publisher); times are CLOCK_MONOTONIC, shared by all processes.
@@ -29,6 +40,7 @@ import multiprocessing as mp
 import os
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -119,8 +131,9 @@ class Subscriber:
 # publisher
 
 
-def make_stream(n, rooms, personas, topic_fmt, run):
-    """[(key, topic, payload bytes)]; toggles per (room, persona)."""
+def make_stream(n, rooms, personas, topic_fmt, run, mix="ai"):
+    """[(key, topic, payload bytes)]. mix "ai": toggles per (room, persona);
+    mix "human": per room, an AI sleep then a human "hi", alternating."""
     out = []
     toggles = {}
     ts = harness.now_ms()
@@ -130,15 +143,74 @@ def make_stream(n, rooms, personas, topic_fmt, run):
         k = toggles.get((r, p), 0)
         toggles[(r, p)] = k + 1
         room, persona, mid = f"room-{run}-{r}", f"persona-{r}-{p}", f"{run}-{i}"
-        body = {
-            "id": mid, "room": room, "sender": persona, "sender_type": "ai",
-            "text": "@self dormant sleep" if k % 2 == 0 else "@self awake",
-            "ts": ts, "depth": 0, "mentions": [],
-            # unknown fields are ignored by consumers: a realistic size
-            "client_context": FILLER,
-        }
+        if mix == "human" and k % 2 == 1:
+            body = {"id": mid, "room": room, "sender": f"human-{r}", "sender_type": "human",
+                    "text": "hi", "ts": ts, "depth": 0, "mentions": []}
+        else:
+            body = {
+                "id": mid, "room": room, "sender": persona, "sender_type": "ai",
+                "text": "@self dormant sleep" if k % 2 == 0 else "@self awake",
+                "ts": ts, "depth": 0, "mentions": [],
+                # unknown fields are ignored by consumers: a realistic size
+                "client_context": FILLER,
+            }
         out.append((mid, topic_fmt.format(room=room), json.dumps(body).encode()))
     return out
+
+
+# --------------------------------------------------------------------------
+# measuring a process and Redis
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process (all its threads), seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def redis_reset_stats(redis):
+    c = redis.client()
+    try:
+        c.config_resetstat()
+    finally:
+        c.close()
+
+
+def redis_script_usec(redis):
+    """(calls, usec per call) of EVALSHA since the last reset."""
+    c = redis.client()
+    try:
+        st = c.info("commandstats").get("cmdstat_evalsha", {})
+        return int(st.get("calls", 0)), float(st.get("usec_per_call", float("nan")))
+    finally:
+        c.close()
+
+
+def broker_conf(workdir, nodelay):
+    """The project's broker config with set_tcp_nodelay as asked (absent =
+    mosquitto's default, false: the broker as shipped)."""
+    src = harness.deploy_mosquitto_conf()
+    lines = []
+    with open(src) as f:
+        for line in f:
+            if line.strip().startswith("set_tcp_nodelay"):
+                continue
+            lines.append(line)
+    if nodelay:
+        lines.append("set_tcp_nodelay true\n")
+    path = os.path.join(workdir, f"mosquitto-nodelay-{'on' if nodelay else 'off'}.conf")
+    with open(path, "w") as f:
+        f.writelines(lines)
+    return path
 
 
 WINDOW = 500  # QoS 1 messages in flight at most (sent, not yet acknowledged)
@@ -221,21 +293,203 @@ def publisher_only(port, stream):
     return {"n": len(stream), "rate": len(stream) / (t_acked - t0), "seconds": t_acked - t0}
 
 
+def start_service(work, name, broker, redis, prefix, extra_env, build_dir, instance, shard=None):
+    env = {
+        "VIGIL_MQTT_URL": broker.url, "VIGIL_REDIS_URL": redis.url,
+        "VIGIL_REDIS_PREFIX": prefix, "VIGIL_LOG_LEVEL": "warn",
+    }
+    env.update(extra_env)
+    # VIGIL_* variables of bench's own environment reach the service (e.g.
+    # VIGIL_MQTT_RECEIVE_MAX=4 scripts/bench ...), over the bench's defaults.
+    env.update({k: v for k, v in os.environ.items() if k.startswith("VIGIL_")})
+    if shard:
+        env["VIGIL_SHARD"] = shard
+    svc = harness.Service(name, work, env, build_dir=build_dir, instance=instance)
+    svc.start(timeout=30)
+    return svc
+
+
+DORMANCY_ENV = {
+    # keep the timed rules out of a long run: every message is a manual
+    # change or a wake, so the figures measure one path
+    "VIGIL_DORMANCY_NO_HUMAN_MS": "86400000", "VIGIL_DORMANCY_AI_ONLY_MS": "86400000",
+    # a human message wakes every sleeper (the seed's literal rule 3), so
+    # each "hi" of the mixed workload yields one event
+    "VIGIL_DORMANCY_HUMAN_WAKES": "all",
+}
+
+
+def run_setting(a, work, nodelay, label):
+    """Every stage against a fresh broker (with or without TCP_NODELAY),
+    Redis and service. Returns the figures."""
+    d = os.path.join(work, f"nodelay-{'on' if nodelay else 'off'}")
+    os.makedirs(d, exist_ok=True)
+    redis = broker = None
+    svcs = []
+    res = {"label": label}
+    tag = "nodelay-on" if nodelay else "nodelay-off"
+    try:
+        redis = harness.RedisServer(d, appendfsync="everysec").start()
+        broker = harness.Mosquitto(d, source_conf=broker_conf(d, nodelay)).start()
+        svc = start_service(d, "dormancy-monitor", broker, redis, "bench:", DORMANCY_ENV,
+                            a.build_dir, f"bench-{tag}")
+        svcs.append(svc)
+        time.sleep(1.0)
+        res["rss_start"] = rss_mib(svc.proc.pid)
+        mk = lambda n, fmt, run: make_stream(n, a.rooms, a.personas, fmt, run, a.mix)  # noqa: E731
+        print(f"[{label}] stage 1/4: broker relay (plain subscriber)", flush=True)
+        res["relay"] = run_stage("relay", broker.port, mk(a.n, "relay/{room}/message", "r"),
+                                 "relay/+/message", "id", a.timeout)
+        print(f"[{label}] stage 2/4: dormancy-monitor", flush=True)
+        redis_reset_stats(redis)
+        cpu0 = cpu_seconds(svc.proc.pid)
+        res["service"] = run_stage("service", broker.port, mk(a.n, "room/{room}/message", "s"),
+                                   "persona/+/dormancy", "message_id", a.timeout)
+        res["cpu_us"] = (cpu_seconds(svc.proc.pid) - cpu0) * 1e6 / a.n
+        res["commits"], res["redis_us"] = redis_script_usec(redis)
+        ln = min(a.latency_n, a.n)
+        print(f"[{label}] stage 3/4: latency at {a.latency_rate:.0f} msg/s ({ln} messages each)",
+              flush=True)
+        res["relay_paced"] = run_stage("relay-paced", broker.port, mk(ln, "relay/{room}/message", "rl"),
+                                       "relay/+/message", "id", a.timeout, rate=a.latency_rate, quiet=True)
+        res["service_paced"] = run_stage("service-paced", broker.port,
+                                         mk(ln, "room/{room}/message", "sl"),
+                                         "persona/+/dormancy", "message_id", a.timeout,
+                                         rate=a.latency_rate, quiet=True)
+        time.sleep(2.0)
+        res["rss_after"] = rss_mib(svc.proc.pid)
+        res["problems"] = svc.check() + ([] if svc.alive() else ["exited during the run"])
+        if a.replicas:
+            print(f"[{label}] stage 4/4: two replicas (VIGIL_SHARD 0/2 and 1/2)", flush=True)
+            svc.terminate(timeout=20)
+            svcs = [start_service(d, "dormancy-monitor", broker, redis, "bench:", DORMANCY_ENV,
+                                  a.build_dir, f"bench-{tag}-{i}", shard=f"{i}/2") for i in range(2)]
+            res["two"] = run_stage("two replicas", broker.port, mk(a.n, "room/{room}/message", "s2"),
+                                   "persona/+/dormancy", "message_id", a.timeout)
+            for x in svcs:
+                res["problems"] += x.check() + ([] if x.alive() else ["a replica exited"])
+        for x in svcs:
+            if x.alive():
+                x.terminate(timeout=20)
+        return res
+    finally:
+        for x in svcs:
+            if x.alive():
+                x.kill9()
+        for p in (broker, redis):
+            if p is not None:
+                p.stop()
+
+
+def alternate_settings(a, work):
+    """Both stacks (broker as shipped, broker with nodelay) up at once; the
+    relay and service stages alternate between them a.rounds times, so a
+    change of machine load hits both settings alike. Returns per setting the
+    median relay rate, service rate and ratio."""
+    stacks = []
+    try:
+        for nodelay in (False, True):
+            d = os.path.join(work, f"alt-{'on' if nodelay else 'off'}")
+            os.makedirs(d, exist_ok=True)
+            redis = harness.RedisServer(d, appendfsync="everysec").start()
+            broker = harness.Mosquitto(d, source_conf=broker_conf(d, nodelay)).start()
+            stacks.append({"nodelay": nodelay, "redis": redis, "broker": broker, "svc": None,
+                           "relay": [], "service": []})
+            stacks[-1]["svc"] = start_service(d, "dormancy-monitor", broker, redis, "bench:",
+                                              DORMANCY_ENV, a.build_dir,
+                                              f"bench-alt-{'on' if nodelay else 'off'}")
+        for r in range(a.rounds):
+            for st in stacks:
+                name = "nodelay on" if st["nodelay"] else "as shipped"
+                print(f"[alternating {r + 1}/{a.rounds}, {name}] relay and service", flush=True)
+                port = st["broker"].port
+                st["relay"].append(run_stage(
+                    "relay", port, make_stream(a.n, a.rooms, a.personas, "relay/{room}/message",
+                                               f"ar{r}", a.mix), "relay/+/message", "id",
+                    a.timeout, quiet=True)["rate"])
+                st["service"].append(run_stage(
+                    "service", port, make_stream(a.n, a.rooms, a.personas, "room/{room}/message",
+                                                 f"as{r}", a.mix), "persona/+/dormancy",
+                    "message_id", a.timeout, quiet=True)["rate"])
+        out = []
+        for st in stacks:
+            ratios = [sv / rl for sv, rl in zip(st["service"], st["relay"]) if rl]
+            out.append({"label": "nodelay on" if st["nodelay"] else "as shipped",
+                        "relay": statistics.median(st["relay"]),
+                        "service": statistics.median(st["service"]),
+                        "ratio": statistics.median(ratios) if ratios else float("nan"),
+                        "services": st["service"]})
+        return out
+    finally:
+        for st in stacks:
+            if st["svc"] is not None and st["svc"].alive():
+                st["svc"].terminate(timeout=20)
+            st["broker"].stop()
+            st["redis"].stop()
+
+
+def print_summary(a, results, payload_size):
+    print()
+    print("=" * 100)
+    print(f"Vigil bench summary  (dormancy-monitor, --mix {a.mix}: N={a.n}, {a.rooms} rooms x "
+          f"{a.personas} personas, ~{payload_size} B payloads, QoS 1, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f})")
+    print("-" * 100)
+    print(f"{'broker':<22}{'relay':>9}{'service':>9}{'ratio':>7}{'CPU/input':>11}{'Redis/commit':>14}"
+          f"{'p50/p99 at ' + str(int(a.latency_rate)) + '/s':>22}{'RSS idle':>11}")
+    for r in results:
+        rl, sv, sp = r["relay"], r["service"], r["service_paced"]
+        ratio = sv["rate"] / rl["rate"] if rl["rate"] else float("nan")
+        r["ratio"] = ratio
+        print(f"{r['label']:<22}{rl['rate']:>9.0f}{sv['rate']:>9.0f}{ratio:>7.3f}{r['cpu_us']:>9.0f}us"
+              f"{r['redis_us']:>12.1f}us{sp['p50']:>12.2f} / {sp['p99']:<7.2f}"
+              f"{r['rss_start']:>6.1f} MiB")
+    print("-" * 100)
+    for r in results:
+        rp = r["relay_paced"]
+        line = (f"{r['label']}: relay paced p50 {rp['p50']:.2f} ms p99 {rp['p99']:.2f} ms; "
+                f"service under load p50 {r['service']['p50']:.1f} ms p99 {r['service']['p99']:.1f} ms; "
+                f"{r['commits']} commit scripts for {a.n} inputs; RSS after the run {r['rss_after']:.1f} MiB")
+        if "two" in r:
+            line += (f"; two replicas {r['two']['rate']:.0f} msg/s = "
+                     f"{r['two']['rate'] / r['service']['rate']:.2f}x one")
+        print(line)
+        missing = [f"{k} {r[k]['missing']}" for k in ("relay", "service", "relay_paced", "service_paced", "two")
+                   if k in r and r[k]["missing"]]
+        if missing:
+            print(f"  MISSING: {', '.join(missing)}")
+        if r["problems"]:
+            print("  service problems: " + "; ".join(r["problems"]))
+    if len(results) == 2:
+        off, on = results
+        print(f"nodelay on vs off: ratio changes by {100 * (on['ratio'] - off['ratio']) / off['ratio']:+.1f} %")
+    print("=" * 100)
+
+
 def main():
     ap = argparse.ArgumentParser(prog="scripts/bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mix", choices=("ai", "human"), default="ai",
+                    help="workload: ai (AI-only toggles) or human (20 rooms, AI sleep / human hi)")
+    ap.add_argument("--broker-nodelay", choices=("off", "on", "both"), default="both",
+                    help="broker set_tcp_nodelay: off (as shipped), on, or both in one run (default)")
     ap.add_argument("--n", type=int, default=20000, help="messages per stage (default 20000)")
-    ap.add_argument("--rooms", type=int, default=200, help="rooms (default 200)")
-    ap.add_argument("--personas", type=int, default=5, help="personas per room (default 5)")
+    ap.add_argument("--rooms", type=int, default=0, help="rooms (default 200; 20 with --mix human)")
+    ap.add_argument("--personas", type=int, default=0, help="personas per room (default 5; 1 with --mix human)")
     ap.add_argument("--latency-n", type=int, default=2000, help="messages in each paced latency stage")
-    ap.add_argument("--latency-rate", type=float, default=0,
-                    help="msg/s of the paced stages (default: half the measured service rate)")
+    ap.add_argument("--latency-rate", type=float, default=1000, help="msg/s of the paced stages (default 1000)")
+    ap.add_argument("--replicas", action="store_true", help="also run two replicas (VIGIL_SHARD 0/2, 1/2)")
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="with both broker settings: also alternate the relay and service stages "
+                         "between them ROUNDS times and print the medians (robust to load changes)")
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build", "release"))
     ap.add_argument("--timeout", type=float, default=600, help="bound on each stage, seconds")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (logs)")
     a = ap.parse_args()
-    if a.n < 1 or a.rooms < 1 or a.personas < 1:
-        ap.error("--n, --rooms and --personas must be positive")
+    a.rooms = a.rooms or (20 if a.mix == "human" else 200)
+    a.personas = a.personas or (1 if a.mix == "human" else 5)
+    if a.n < 1 or a.rooms < 1 or a.personas < 1 or a.latency_rate <= 0:
+        ap.error("--n, --rooms, --personas and --latency-rate must be positive")
 
     exe = harness.service_binary("dormancy-monitor", a.build_dir)
     if not os.path.exists(exe):
@@ -244,79 +498,29 @@ def main():
         print("warning: this is a sanitizer build; figures will be much lower than release", flush=True)
 
     work = tempfile.mkdtemp(prefix="vigil-bench-")
-    redis = broker = svc = None
+    settings = {"off": [False], "on": [True], "both": [False, True]}[a.broker_nodelay]
+    payload_size = len(make_stream(1, 1, 1, "x/{room}", "s", a.mix)[0][2])
+    print(f"Vigil bench: --mix {a.mix}, N={a.n} QoS 1 messages over {a.rooms} rooms x {a.personas} "
+          f"personas, ~{payload_size} bytes each; {os.path.relpath(exe, ROOT)}", flush=True)
     try:
-        redis = harness.RedisServer(work, appendfsync="everysec").start()
-        broker = harness.Mosquitto(work).start()
-        env = {
-            "VIGIL_MQTT_URL": broker.url, "VIGIL_REDIS_URL": redis.url,
-            "VIGIL_REDIS_PREFIX": "bench:", "VIGIL_LOG_LEVEL": "warn",
-            # keep the timed rules out of a long run: every message is a
-            # manual change, so the figures measure one path
-            "VIGIL_DORMANCY_NO_HUMAN_MS": "86400000", "VIGIL_DORMANCY_AI_ONLY_MS": "86400000",
-        }
-        svc = harness.Service("dormancy-monitor", work, env, build_dir=a.build_dir, instance="bench")
-        svc.start(timeout=30)
-        payload_size = len(make_stream(1, 1, 1, "x/{room}", "s")[0][2])
-        print(f"Vigil bench: N={a.n} QoS 1 messages over {a.rooms} rooms x {a.personas} personas, "
-              f"~{payload_size} bytes each; mosquitto :{broker.port}, redis :{redis.port}, "
-              f"{os.path.relpath(exe, ROOT)}", flush=True)
-
-        print("stage 1/4: publisher only", flush=True)
-        pub_only = publisher_only(broker.port, make_stream(a.n, a.rooms, a.personas, "bench/sink/{room}/message", "p"))
-        print(f"  publisher only: {pub_only['rate']:.0f} msg/s", flush=True)
-
-        print("stage 2/4: broker relay (plain subscriber)", flush=True)
-        relay = run_stage("relay", broker.port, make_stream(a.n, a.rooms, a.personas, "relay/{room}/message", "r"),
-                          "relay/+/message", "id", a.timeout)
-
-        print("stage 3/4: dormancy-monitor", flush=True)
-        service = run_stage("service", broker.port, make_stream(a.n, a.rooms, a.personas, "room/{room}/message", "s"),
-                            "persona/+/dormancy", "message_id", a.timeout)
-
-        rate = a.latency_rate or max(50.0, 0.5 * service["rate"])
-        ln = min(a.latency_n, a.n)
-        print(f"stage 4/4: latency at {rate:.0f} msg/s ({ln} messages each)", flush=True)
-        relay_l = run_stage("relay-paced", broker.port, make_stream(ln, a.rooms, a.personas, "relay/{room}/message", "rl"),
-                            "relay/+/message", "id", a.timeout, rate=rate, quiet=True)
-        service_l = run_stage("service-paced", broker.port,
-                              make_stream(ln, a.rooms, a.personas, "room/{room}/message", "sl"),
-                              "persona/+/dormancy", "message_id", a.timeout, rate=rate, quiet=True)
-        alive = svc.alive()
-        problems = svc.check()
-        svc.terminate(timeout=20)
-
-        ratio = service["rate"] / relay["rate"] if relay["rate"] else float("nan")
-        pub_bound = relay["rate"] >= 0.9 * pub_only["rate"]
-        print()
-        print("=" * 78)
-        print(f"Vigil bench summary  (N={a.n}, {a.rooms} rooms, {a.personas} personas/room, "
-              f"~{payload_size} B payloads, QoS 1, {os.cpu_count()} CPUs)")
-        print("-" * 78)
-        print(f"publisher only       {pub_only['rate']:9.0f} msg/s")
-        print(f"broker relay         {relay['rate']:9.0f} msg/s   under load: p50 {relay['p50']:7.1f} ms  "
-              f"p99 {relay['p99']:7.1f} ms   (missing {relay['missing']})")
-        print(f"dormancy-monitor     {service['rate']:9.0f} msg/s   under load: p50 {service['p50']:7.1f} ms  "
-              f"p99 {service['p99']:7.1f} ms   (missing {service['missing']})")
-        print(f"ratio service/relay  {ratio:9.3f}")
-        print(f"paced at {rate:.0f} msg/s: relay p50 {relay_l['p50']:.2f} ms p99 {relay_l['p99']:.2f} ms;  "
-              f"service p50 {service_l['p50']:.2f} ms p99 {service_l['p99']:.2f} ms  "
-              f"(missing {relay_l['missing']}/{service_l['missing']})")
-        print("publisher bottleneck: " + (
-            "YES: the relay runs at the publisher's own rate, so the broker's real relay capacity is higher"
-            if pub_bound else "no (the relay is slower than the publisher alone)"))
-        if not alive or problems:
-            print("service problems: " + ("; ".join(problems) if problems else "it exited during the run"))
-        print("=" * 78)
-        ok = service["missing"] == 0 and relay["missing"] == 0 and alive and not problems
+        results = [run_setting(a, work, nd, "nodelay on" if nd else "as shipped (no nodelay)")
+                   for nd in settings]
+        print_summary(a, results, payload_size)
+        if a.rounds > 0 and len(settings) == 2:
+            alt = alternate_settings(a, work)
+            print(f"alternated {a.rounds} rounds (medians):")
+            for x in alt:
+                print(f"  {x['label']:<12} relay {x['relay']:7.0f} msg/s  service {x['service']:7.0f} msg/s  "
+                      f"ratio {x['ratio']:.3f}   (service per round: "
+                      f"{', '.join(f'{v:.0f}' for v in x['services'])})")
+            off, on = alt
+            print(f"  nodelay on vs off: ratio changes by {100 * (on['ratio'] - off['ratio']) / off['ratio']:+.1f} %, "
+                  f"service rate by {100 * (on['service'] - off['service']) / off['service']:+.1f} %")
+        ok = all(not r["problems"] and all(r[k]["missing"] == 0 for k in
+                                           ("relay", "service", "relay_paced", "service_paced", "two")
+                                           if k in r) for r in results)
         return 0 if ok else 1
     finally:
-        for p in (svc,):
-            if p is not None and p.alive():
-                p.kill9()
-        for p in (broker, redis):
-            if p is not None:
-                p.stop()
         if a.keep:
             print(f"kept {work}")
         else:

@@ -107,6 +107,9 @@ int cli_chat_resume(cli *c, int argc, char **argv);
 int cli_chat_delete(cli *c, int argc, char **argv);
 int cli_chat_cleanup(cli *c, int argc, char **argv);
 
+/* `vigil deadletter list|replay SERVICE` (deadletter.c); argv[0] is
+ * "deadletter". */
+int cli_deadletter(int argc, char **argv);
 /* `vigil agents status` (agents_status.c). */
 int cli_agents_status(cli *c, int argc, char **argv);
 

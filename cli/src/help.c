@@ -29,7 +29,8 @@ static const struct {
       "Commands:\n"
       "  chat      rooms, messages, pause/resume of AI conversations (vigil chat --help)\n"
       "  council   autonomous council sessions, deliberations, questions (vigil council --help)\n"
-      "  agents    agent stall status from stall-resumer (vigil agents --help)\n" },
+      "  agents    agent stall status from stall-resumer (vigil agents --help)\n"
+      "  deadletter  outputs a service could not publish: list, replay (vigil deadletter --help)\n" },
     { "council",
       "usage: vigil council sessions [--limit N] [--json]   recent sessions, newest first\n"
       "       vigil council show SESSION [--json]           one session: state, questions, notes,\n"
@@ -151,6 +152,18 @@ static const struct {
       "\n"
       "Removes log entries older than VIGIL_CHAT_LOG_MAX_AGE_MS from every room, then\n"
       "deletes the rooms left without messages (unless a message arrives meanwhile).\n" },
+    { "deadletter",
+      "usage: vigil deadletter list SERVICE\n"
+      "       vigil deadletter replay SERVICE [--shard I]\n"
+      "\n"
+      "A service's outbox moves an output it can never publish (an entry it cannot\n"
+      "decode, or one the broker refused VIGIL_OUTBOX_DEAD_LETTER_AFTER times in a row,\n"
+      "e.g. by an ACL) to the Redis list <VIGIL_REDIS_PREFIX>SERVICE:deadletter, oldest\n"
+      "first, instead of deleting it. `list` prints one line per dead letter: index,\n"
+      "topic (or \"(undecodable)\") and payload, escaped to one line; the count goes to\n"
+      "stderr. After fixing the cause, `replay` moves them all, in order and atomically,\n"
+      "to the tail of the outbox of shard I (default 0), which the running service\n"
+      "publishes within half a second.\n" },
 };
 
 void cli_help(const char *name, FILE *f)
@@ -174,6 +187,8 @@ int cli_usage_error(const char *name, const char *msg)
         fprintf(stderr, "Try 'vigil --help'.\n");
     else if (strcmp(name, "chat") == 0)
         fprintf(stderr, "Try 'vigil chat --help'.\n");
+    else if (strcmp(name, "deadletter") == 0)
+        fprintf(stderr, "Try 'vigil deadletter --help'.\n");
     else if (strcmp(name, "agents") == 0)
         fprintf(stderr, "Try 'vigil agents --help'.\n");
     else if (strncmp(name, "council", 7) == 0)

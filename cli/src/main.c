@@ -123,6 +123,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "chat") == 0)
         return run_chat(argc - 1, argv + 1);
+    if (strcmp(argv[1], "deadletter") == 0)
+        return cli_deadletter(argc - 1, argv + 1);
     if (strcmp(argv[1], "council") == 0)
         return run_council(argc - 1, argv + 1);
     if (strcmp(argv[1], "agents") == 0)

@@ -38,6 +38,10 @@ const vigil_config_var VIGIL_COMMON_VARS[] = {
     {"VIGIL_SHARD", "0/1", "this replica's shard, i/N with 0 <= i < N <= 1024"},
     {"VIGIL_TICK_MS", "1000", "timer resolution in milliseconds (1-60000)"},
     {"VIGIL_TIMER_LEASE_MS", "30000", "lease on a claimed timer in milliseconds (100-3600000)"},
+    {"VIGIL_OUTBOX_RETRY_MS", "1000",
+     "pause before an output the broker did not acknowledge is published again (1-600000)"},
+    {"VIGIL_OUTBOX_DEAD_LETTER_AFTER", "5",
+     "broker refusals in a row (e.g. ACL) before an output moves to the dead-letter list (1-1000000)"},
     {NULL, NULL, NULL},
 };
 
@@ -324,6 +328,13 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
     if (vigil_env_int64("VIGIL_TICK_MS", c->tick_ms, 1, 60000, &c->tick_ms, err, errlen) ||
         vigil_env_int64("VIGIL_TIMER_LEASE_MS", c->timer_lease_ms, 100, 3600000, &c->timer_lease_ms,
                         err, errlen))
+        return -1;
+    /* Read by the outbox publisher itself (outbox.c); checked here so a bad
+     * value stops the start. */
+    int64_t outbox_setting;
+    if (vigil_env_int64("VIGIL_OUTBOX_RETRY_MS", 1000, 1, 600000, &outbox_setting, err, errlen) ||
+        vigil_env_int64("VIGIL_OUTBOX_DEAD_LETTER_AFTER", 5, 1, 1000000, &outbox_setting, err,
+                        errlen))
         return -1;
     return 0;
 }

@@ -26,6 +26,8 @@
 #include "vigil/log.h"
 #include "vigil/metrics.h"
 
+#include "tcp_quickack.h"
+
 #define MQTT_KEEPALIVE_S 20
 #define MQTT_CONNECT_TIMEOUT_S 10
 #define MQTT_RETRY_MIN_S 1
@@ -35,6 +37,7 @@
 #define MQTT_MAX_QUEUED_SENDS 10000
 #define MQTT_MAX_WINDOW 1000
 #define MQTT_DEFAULT_WINDOW 10 /* half of mosquitto's default Receive Maximum */
+#define MQTT_QUICKACK_FDS 4
 
 /* Nonzero while this thread runs one of our paho callbacks. Waiting for an
  * acknowledgement there would deadlock (the acknowledgement is delivered by
@@ -63,6 +66,15 @@ struct pub_batch {
     pub_slot *slots;
 };
 
+/* One tagged publish handed to paho (vigil_mqtt_publish_tagged): lives
+ * until its callback, or until stop for one that never got a callback. */
+typedef struct pub_token pub_token;
+struct pub_token {
+    pub_token *prev, *next;
+    vigil_mqtt *m;
+    uint64_t tag;
+};
+
 enum conn_attempt { ATTEMPT_NONE = 0, ATTEMPT_PENDING, ATTEMPT_OK, ATTEMPT_FAILED };
 
 struct vigil_mqtt {
@@ -86,6 +98,9 @@ struct vigil_mqtt {
     MQTTAsync_willOptions will;
 
     atomic_bool connected;
+    int broker_port;             /* for finding our socket (tcp_quickack.h) */
+    atomic_int qa_n;             /* our sockets to the broker, 0 while down */
+    atomic_int qa_fds[MQTT_QUICKACK_FDS];
     atomic_int window; /* QoS 1 messages a batch keeps in flight */
 
     pthread_mutex_t mu;
@@ -97,6 +112,9 @@ struct vigil_mqtt {
     enum conn_attempt attempt;
     bool disconnect_done;
     pub_batch *batches;
+    pub_token *tokens;       /* tagged publishes awaiting their callback */
+    vigil_mqtt_ack_fn ack_fn; /* receives their outcomes (under mu) */
+    void *ack_ctx;
 };
 
 static char *dup_or_null(const char *s)
@@ -179,6 +197,20 @@ static void slot_resolve_locked(pub_batch *b, int idx, bool ok)
         pthread_cond_broadcast(&m->cv);
 }
 
+/* A PUBACK just arrived: acknowledge the broker's segment at once, so a
+ * broker without TCP_NODELAY sends the next PUBACKs now instead of after
+ * our delayed ACK (tcp_quickack.h). Runs on paho's receive thread. */
+static void quickack(vigil_mqtt *m)
+{
+    int fds[MQTT_QUICKACK_FDS] = { 0 };
+    int n = atomic_load(&m->qa_n);
+    if (n > MQTT_QUICKACK_FDS)
+        n = MQTT_QUICKACK_FDS;
+    for (int i = 0; i < n; i++)
+        fds[i] = atomic_load(&m->qa_fds[i]);
+    vigil_tcp_quickack(fds, n);
+}
+
 static void on_publish_ok(void *context, MQTTAsync_successData5 *resp)
 {
     pub_slot *s = context;
@@ -186,6 +218,7 @@ static void on_publish_ok(void *context, MQTTAsync_successData5 *resp)
     /* An MQTT 5 PUBACK may carry a failure reason (e.g. not authorized). */
     bool ok = !resp || resp->reasonCode < 0x80;
     tl_in_callback++;
+    quickack(m);
     if (!ok)
         vigil_log_kv(VIGIL_LOG_WARN, "mqtt publish refused by broker", "reason",
                      MQTTReasonCode_toString(resp->reasonCode), NULL);
@@ -334,6 +367,124 @@ int vigil_mqtt_publish_batch(vigil_mqtt *m, const vigil_pubmsg *msgs, int n, int
     return acked;
 }
 
+/* ---- tagged publishes (a window of QoS 1 messages, outcomes by tag) --- */
+
+static void token_unlink_locked(vigil_mqtt *m, pub_token *t)
+{
+    if (t->prev)
+        t->prev->next = t->next;
+    else if (m->tokens == t)
+        m->tokens = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+}
+
+/* Delivers one outcome to the ack handler and frees the token. The handler
+ * runs under m->mu, so vigil_mqtt_set_ack_handler(m, NULL, NULL) returning
+ * means no handler call is running or will start. */
+static void token_resolve(pub_token *t, int outcome, int reason)
+{
+    vigil_mqtt *m = t->m;
+    pthread_mutex_lock(&m->mu);
+    token_unlink_locked(m, t);
+    if (m->ack_fn)
+        m->ack_fn(m->ack_ctx, t->tag, outcome, reason);
+    pthread_mutex_unlock(&m->mu);
+    free(t);
+}
+
+static void on_tagged_ok(void *context, MQTTAsync_successData5 *resp)
+{
+    pub_token *t = context;
+    tl_in_callback++;
+    quickack(t->m);
+    /* An MQTT 5 PUBACK may carry a refusal (e.g. 0x87 not authorized). */
+    int reason = resp ? (int)resp->reasonCode : 0;
+    token_resolve(t, reason < 0x80 ? VIGIL_PUB_ACKED : VIGIL_PUB_REFUSED, reason);
+    tl_in_callback--;
+}
+
+static void on_tagged_fail(void *context, MQTTAsync_failureData5 *resp)
+{
+    pub_token *t = context;
+    tl_in_callback++;
+    /* A failure callback carries a reason code when the broker answered
+     * (PUBACK >= 0x80); otherwise the connection went away. */
+    int reason = resp ? (int)resp->reasonCode : 0;
+    token_resolve(t, reason >= 0x80 ? VIGIL_PUB_REFUSED : VIGIL_PUB_FAILED, reason);
+    tl_in_callback--;
+}
+
+void vigil_mqtt_set_ack_handler(vigil_mqtt *m, vigil_mqtt_ack_fn fn, void *ctx)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->mu);
+    m->ack_fn = fn;
+    m->ack_ctx = ctx;
+    pthread_mutex_unlock(&m->mu);
+}
+
+const char *vigil_mqtt_reason_string(int reason_code)
+{
+    const char *s = MQTTReasonCode_toString((enum MQTTReasonCodes)reason_code);
+    return s ? s : "unknown reason";
+}
+
+int vigil_mqtt_window(const vigil_mqtt *m)
+{
+    return m ? atomic_load(&((vigil_mqtt *)m)->window) : 1;
+}
+
+/* paho's own verdicts on a message that say nothing about the connection:
+ * sending the same message again can never succeed. */
+static bool paho_rc_permanent(int rc)
+{
+    return rc == MQTTASYNC_BAD_UTF8_STRING || rc == MQTTASYNC_NULL_PARAMETER ||
+           rc == MQTTASYNC_TOPICNAME_TRUNCATED || rc == MQTTASYNC_BAD_STRUCTURE ||
+           rc == MQTTASYNC_BAD_QOS;
+}
+
+int vigil_mqtt_publish_tagged(vigil_mqtt *m, const vigil_pubmsg *msg, uint64_t tag)
+{
+    if (!m || !msg || !msg->topic || (msg->len > 0 && !msg->payload) || msg->len > INT32_MAX)
+        return VIGIL_PUB_SEND_REFUSED;
+    if (!atomic_load(&m->connected))
+        return VIGIL_PUB_SEND_RETRY;
+    pub_token *t = calloc(1, sizeof *t);
+    if (!t)
+        return VIGIL_PUB_SEND_RETRY;
+    t->m = m;
+    t->tag = tag;
+    pthread_mutex_lock(&m->mu);
+    t->next = m->tokens;
+    if (m->tokens)
+        m->tokens->prev = t;
+    m->tokens = t;
+    pthread_mutex_unlock(&m->mu);
+
+    MQTTAsync_message pm = MQTTAsync_message_initializer;
+    MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
+    pm.payload = (void *)msg->payload;
+    pm.payloadlen = (int)msg->len;
+    pm.qos = 1;
+    pm.retained = msg->retain ? 1 : 0;
+    ro.onSuccess5 = on_tagged_ok;
+    ro.onFailure5 = on_tagged_fail;
+    ro.context = t;
+    int rc = MQTTAsync_sendMessage(m->client, msg->topic, &pm, &ro);
+    if (rc == MQTTASYNC_SUCCESS)
+        return VIGIL_PUB_SEND_OK;
+    /* Not handed over: no callback will come. */
+    pthread_mutex_lock(&m->mu);
+    token_unlink_locked(m, t);
+    pthread_mutex_unlock(&m->mu);
+    free(t);
+    vigil_log_kv(VIGIL_LOG_WARN, "mqtt publish not accepted", "topic", msg->topic, "error",
+                 MQTTAsync_strerror(rc), NULL);
+    return paho_rc_permanent(rc) ? VIGIL_PUB_SEND_REFUSED : VIGIL_PUB_SEND_RETRY;
+}
+
 static void on_async_publish_fail(void *context, MQTTAsync_failureData5 *resp)
 {
     (void)context;
@@ -412,6 +563,13 @@ static void on_connected(void *context, char *cause)
     vigil_mqtt *m = context;
     tl_in_callback++;
     atomic_store(&m->connected, true);
+    if (m->broker_port > 0) {
+        int fds[MQTT_QUICKACK_FDS] = { 0 };
+        int n = vigil_tcp_find_peer_fds(m->broker_port, fds, MQTT_QUICKACK_FDS);
+        for (int i = 0; i < n; i++)
+            atomic_store(&m->qa_fds[i], fds[i]);
+        atomic_store(&m->qa_n, n);
+    }
     pthread_mutex_lock(&m->mu);
     bool first = !m->ever_connected;
     m->ever_connected = true;
@@ -445,6 +603,7 @@ static void on_connected(void *context, char *cause)
  * callbacks below comes first for the same loss. */
 static void mark_down(vigil_mqtt *m)
 {
+    atomic_store(&m->qa_n, 0);
     if (!atomic_exchange(&m->connected, false))
         return;
     vigil_gauge_set("vigil_mqtt_connected", "1 while connected to the MQTT broker", NULL, 0);
@@ -725,6 +884,7 @@ vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errle
     m->connect_props.length = 1 + 4; /* identifier byte + four byte integer */
     m->connect_props.array = &m->session_expiry;
 
+
     m->will = (MQTTAsync_willOptions)MQTTAsync_willOptions_initializer;
     m->will.topicName = m->status_topic;
     m->will.message = m->lost_payload;
@@ -732,6 +892,14 @@ vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errle
     m->will.qos = 1;
 
     atomic_init(&m->connected, false);
+    atomic_init(&m->qa_n, 0);
+    for (int i = 0; i < MQTT_QUICKACK_FDS; i++)
+        atomic_init(&m->qa_fds[i], -1);
+    /* The broker's port, from the paho form tcp://host:port ([v6]:port). */
+    const char *colon = strrchr(m->url, ':');
+    m->broker_port = colon && colon[1] && !strchr(colon, ']') && !strchr(colon, '/') ? atoi(colon + 1) : 0;
+    if (m->broker_port <= 0)
+        m->broker_port = strncmp(m->url, "ssl://", 6) == 0 ? 8883 : 1883;
     atomic_init(&m->window, MQTT_DEFAULT_WINDOW);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -860,6 +1028,11 @@ void vigil_mqtt_stop(vigil_mqtt *m, const char *final_status, int timeout_ms)
      * acknowledged. */
     while (m->batches)
         batch_unlink_free(m, m->batches);
+    while (m->tokens) {
+        pub_token *t = m->tokens;
+        token_unlink_locked(m, t);
+        free(t);
+    }
     pthread_mutex_destroy(&m->mu);
     pthread_cond_destroy(&m->cv);
     vigil_log_kv(VIGIL_LOG_INFO, "mqtt stopped", "client_id", m->client_id, NULL);

@@ -1,14 +1,35 @@
 /* outbox.c - the publisher thread (see outbox.h).
  *
- * Loop: wait for a kick (or at most 500 ms, which also catches entries
- * committed by anyone who did not kick us); while MQTT is down, keep
- * waiting; otherwise drain the in-memory ephemeral queue, then the Redis
- * outbox in batches of up to 100: peek, publish and wait for the PUBACKs,
- * trim exactly the acknowledged prefix. Nothing leaves Redis before the
- * broker acknowledged it, so an entry is published at least once.
- * The thread owns its Redis connection (hiredis contexts are not
- * thread-safe) and never holds o->mu while talking to Redis or MQTT, so a
- * kick from a message callback never waits. */
+ * The Redis outbox is published through a window of QoS 1 messages in
+ * flight, never stop-and-wait per batch: a broker that does not set
+ * TCP_NODELAY (mosquitto as shipped) holds its PUBACKs behind Nagle and the
+ * delayed ACK, and a publisher that waits for a whole batch before sending
+ * more stalls ~40 ms each time. Here the thread keeps a ring of the oldest
+ * entries read from Redis; it hands them to paho in order while fewer than
+ * the window are unacknowledged, and as PUBACKs arrive it trims exactly the
+ * acknowledged prefix from Redis (pipelined with the next read). Nothing
+ * leaves Redis before the broker acknowledged it; after a crash the rest is
+ * published again with the same ids (consumers dedupe).
+ *
+ * Sequence numbers: every entry read gets the next number; [head_seq,
+ * read_seq) are in the ring, the list's index 0 being head_seq; [head_seq,
+ * send_seq) were handed to paho. Any doubt about what Redis holds (an error,
+ * a failed publish) resets the ring: new numbers, read again from index 0,
+ * so a late callback for an old number matches nothing.
+ *
+ * A failed publish (connection lost, or the broker refused it): wait until
+ * nothing is pending, trim the acknowledged prefix, pause
+ * VIGIL_OUTBOX_RETRY_MS, then publish the head alone (a probe) until it is
+ * acknowledged, and go on with the full window. A head entry that cannot be
+ * decoded, or that the broker explicitly refuses (PUBACK reason >= 0x80, e.g.
+ * an ACL) VIGIL_OUTBOX_DEAD_LETTER_AFTER times in a row, is moved atomically
+ * to the dead-letter list (deadletter.h). Timeouts and disconnects never
+ * count: a slow broker cannot cause a dead letter.
+ *
+ * Locks: o->mu guards the sequence numbers, slot states and flags the
+ * acknowledgement callback touches. The callback runs on paho's thread
+ * under the MQTT client's lock and takes o->mu; this thread never holds
+ * o->mu while calling paho or Redis. */
 #include "vigil/outbox.h"
 
 #include <errno.h>
@@ -18,12 +39,19 @@
 #include <string.h>
 #include <time.h>
 
+#include <json-c/json.h>
+
+#include "outbox_store.h"
 #include "vigil/clock.h"
+#include "vigil/config.h"
+#include "vigil/deadletter.h"
 #include "vigil/json.h"
 #include "vigil/log.h"
 #include "vigil/metrics.h"
 
-#define OUTBOX_BATCH 100
+#define OUTBOX_BATCH 100          /* ephemeral messages per batch */
+#define OUTBOX_RING 1024          /* entries held at most (>= the largest window) */
+#define OUTBOX_FETCH_MAX 256      /* entries read per round trip at most */
 #define OUTBOX_IDLE_WAIT_MS 500
 #define OUTBOX_STOP_POLL_MS 50
 #define OUTBOX_PUBLISH_TIMEOUT_MS 10000
@@ -31,16 +59,24 @@
 #define OUTBOX_REDIS_TIMEOUT_MS 2000
 #define OUTBOX_BACKOFF_BASE_MS 100
 #define OUTBOX_BACKOFF_CAP_MS 5000
+#define OUTBOX_GAUGE_REFRESH_MS 5000
+#define OUTBOX_RETRY_MS_DEFAULT 1000
+#define OUTBOX_DEAD_LETTER_AFTER_DEFAULT 5
 
 #define M_OUTPUTS "vigil_outputs_total"
 #define M_OUTPUTS_HELP "Output messages published and acknowledged by the broker"
-/* Consecutive failures of the same head entry before it is dropped (about
- * 30 s at the retry pause, far longer when publishes time out). */
-#define OUTBOX_POISON_TRIES 60
 #define M_FAILURES "vigil_outbox_publish_failures_total"
-#define M_FAILURES_HELP "Output messages the broker did not acknowledge in time (retried)"
+#define M_FAILURES_HELP "Output messages the broker did not acknowledge (published again)"
+#define M_REFUSED "vigil_outbox_refusals_total"
+#define M_REFUSED_HELP "Output messages the broker refused with a reason code (e.g. not authorized)"
 #define M_DROPPED "vigil_outbox_dropped_total"
 #define M_DROPPED_HELP "Ephemeral messages dropped because the in-memory queue was full"
+#define M_DEAD "vigil_outbox_dead_letters_total"
+#define M_DEAD_HELP "Outbox entries moved to the dead-letter list (undecodable or refused)"
+#define M_DEAD_LEN "vigil_outbox_dead_letters"
+#define M_DEAD_LEN_HELP "Entries in the service's dead-letter list"
+#define M_INFLIGHT "vigil_outbox_inflight"
+#define M_INFLIGHT_HELP "Output messages handed to the broker and not yet acknowledged"
 
 typedef struct eph_msg {
     struct eph_msg *next;
@@ -49,24 +85,58 @@ typedef struct eph_msg {
     bool retain;
 } eph_msg;
 
+enum slot_state { SLOT_UNSENT = 0, SLOT_PENDING, SLOT_ACKED, SLOT_FAILED, SLOT_REFUSED };
+
+/* One entry of the ring: the stored text and its decoded form. */
+typedef struct ob_slot {
+    uint64_t seq;
+    vigil_outbox_raw raw;
+    char *topic; /* NULL: undecodable */
+    const char *payload;
+    size_t plen;
+    bool retain;
+    int state;  /* enum slot_state, under mu */
+    int reason; /* broker reason code of a refusal */
+    int64_t sent_ms;
+} ob_slot;
+
 struct vigil_outbox {
     vigil_mqtt *mqtt;
     vigil_redis *r;
     vigil_store *s;
+    char service[128];
+    char error_topic[192];
+    char dl_key[320];
+    vigil_script dl_script;
+    int64_t retry_ms;
+    int dead_letter_after;
 
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool kicked;
+    bool acked_event; /* a callback reported something worth waking for */
     bool stopping;
+    bool waiting;           /* the thread sleeps in outbox_wait: signal it */
     int64_t drain_deadline; /* mono ms, valid once stopping */
     eph_msg *head, *tail;   /* oldest first */
     size_t count;
 
+    /* the window; seq fields and slot states under mu */
+    ob_slot *ring;
+    uint64_t head_seq, read_seq, send_seq;
+    int outstanding; /* tagged publishes without their callback yet */
+    bool failed;     /* a slot in [head_seq, send_seq) failed or was refused */
+    /* thread-only */
+    bool more;       /* Redis may hold entries not read yet */
+    bool probing;    /* after a failure: one at a time until the head is acknowledged */
+    int64_t retry_at;
+    int64_t recover_since; /* mono ms a failure was first seen, 0 = none */
+    uint64_t refused_hash;
+    int refusals;
+    int64_t gauge_at;
+
     atomic_ullong published;
-    /* the outbox thread's own bookkeeping of a failing head entry */
-    uint64_t head_hash;
-    int head_failures;
 };
 
 static void eph_free(eph_msg *e)
@@ -107,22 +177,25 @@ static void eph_enforce_bound_locked(vigil_outbox *o)
     }
 }
 
-/* Sleeps up to ms. A kick ends the wait early only if wake_on_kick (not
- * during a Redis backoff, so commits do not hammer a failing Redis); stop
- * always ends it. */
-static void outbox_wait(vigil_outbox *o, int64_t ms, bool wake_on_kick)
+/* Sleeps up to ms. A kick or a publish outcome ends the wait early only if
+ * wake (not during a Redis backoff, so commits do not hammer a failing
+ * Redis); stop always ends it. */
+static void outbox_wait(vigil_outbox *o, int64_t ms, bool wake)
 {
     struct timespec ts = mono_deadline(ms);
     pthread_mutex_lock(&o->mu);
-    while (!o->stopping && !(wake_on_kick && o->kicked)) {
+    o->waiting = true;
+    while (!o->stopping && !(wake && (o->kicked || o->acked_event))) {
         if (pthread_cond_timedwait(&o->cv, &o->mu, &ts) == ETIMEDOUT)
             break;
     }
+    o->waiting = false;
     pthread_mutex_unlock(&o->mu);
 }
 
 /* Publishes the in-memory queue in batches. Returns true when it is empty;
- * unacknowledged messages go back to the front in their order. */
+ * unacknowledged messages go back to the front in their order. Ephemeral
+ * messages (error events) are rare, so waiting per batch costs nothing. */
 static bool drain_ephemeral(vigil_outbox *o, int timeout_ms)
 {
     for (;;) {
@@ -178,85 +251,391 @@ static bool drain_ephemeral(vigil_outbox *o, int timeout_ms)
     }
 }
 
-typedef enum { DRAIN_EMPTY, DRAIN_INCOMPLETE, DRAIN_REDIS_ERROR } drain_result;
+/* ---- the window ------------------------------------------------------- */
 
-/* A head entry that can never be published (undecodable, or refused by the
- * broker, e.g. larger than its packet limit) would hold up every output
- * behind it forever. Undecodable entries are dropped at once; an entry
- * that fails OUTBOX_POISON_TRIES times in a row while we are connected is
- * dropped too. Both are logged with the topic and counted. */
-static bool head_is_poison(vigil_outbox *o, const vigil_outmsg *head)
+static ob_slot *slot_of(vigil_outbox *o, uint64_t seq)
 {
-    if (!head->topic || !*head->topic) {
-        vigil_log(VIGIL_LOG_ERROR, "outbox: dropping an undecodable entry");
-        return true;
-    }
-    if (!vigil_mqtt_connected(o->mqtt))
-        return false;
-    size_t tl = strlen(head->topic), pl = head->payload ? strlen(head->payload) : 0;
-    uint64_t h = vigil_hash64(head->topic, tl) ^ (vigil_hash64(head->payload ? head->payload : "", pl) * 31);
-    if (h != o->head_hash) {
-        o->head_hash = h;
-        o->head_failures = 0;
-    }
-    if (++o->head_failures < OUTBOX_POISON_TRIES)
-        return false;
-    vigil_log_kv(VIGIL_LOG_ERROR, "outbox: dropping a message the broker keeps refusing", "topic",
-                 head->topic, NULL);
-    return true;
+    return &o->ring[seq % OUTBOX_RING];
 }
 
-/* Publishes the Redis outbox, oldest first, until it is empty or a batch
- * is not fully acknowledged. Only the acknowledged prefix is trimmed, so a
- * failure leaves the rest (and a failed trim the whole batch: published
- * again later, consumers dedupe by id). */
-static drain_result drain_outbox(vigil_outbox *o, int timeout_ms)
+static void slot_clear(ob_slot *sl)
+{
+    vigil_outbox_raw_free(&sl->raw, 1);
+    free(sl->topic);
+    memset(sl, 0, sizeof *sl);
+}
+
+/* paho's thread, under the MQTT client's lock: record the outcome. Tags
+ * are sequence numbers; one outside the current window belongs to a ring
+ * that was reset and is ignored (its message counts only toward
+ * outstanding). Wakes the thread when the window has half emptied, when
+ * nothing is left in flight, or on a failure. */
+static void on_ack(void *ctx, uint64_t tag, int outcome, int reason)
+{
+    vigil_outbox *o = ctx;
+    pthread_mutex_lock(&o->mu);
+    if (o->outstanding > 0)
+        o->outstanding--;
+    bool wake = false;
+    if (tag >= o->head_seq && tag < o->send_seq) {
+        ob_slot *sl = slot_of(o, tag);
+        if (sl->seq == tag && sl->state == SLOT_PENDING) {
+            if (outcome == VIGIL_PUB_ACKED) {
+                sl->state = SLOT_ACKED;
+            } else {
+                sl->state = outcome == VIGIL_PUB_REFUSED ? SLOT_REFUSED : SLOT_FAILED;
+                sl->reason = reason;
+                o->failed = true;
+                wake = true;
+            }
+        }
+    }
+    /* Wake the thread only when it waits for this: a failure, room in the
+     * window for entries it holds unsent, or the last outcome while it
+     * drains at stop. Trimming what was acknowledged rides along with the
+     * next read (or the short poll), not one round trip per PUBACK. */
+    int window = vigil_mqtt_window(o->mqtt);
+    if (wake || (o->send_seq < o->read_seq && o->outstanding <= window / 2) ||
+        (o->outstanding == 0 && o->stopping)) {
+        o->acked_event = true;
+        if (o->waiting)
+            pthread_cond_signal(&o->cv);
+    }
+    pthread_mutex_unlock(&o->mu);
+}
+
+/* Forgets the ring: what Redis holds is read again from index 0 under new
+ * sequence numbers. Used after any Redis error and after a failed publish. */
+static void ring_reset(vigil_outbox *o)
+{
+    pthread_mutex_lock(&o->mu);
+    for (uint64_t q = o->head_seq; q < o->read_seq; q++)
+        slot_clear(slot_of(o, q));
+    o->head_seq = o->send_seq = o->read_seq;
+    o->failed = false;
+    pthread_mutex_unlock(&o->mu);
+    o->more = true;
+}
+
+/* Length of the acknowledged prefix of the window. Caller holds mu. */
+static int acked_prefix_locked(vigil_outbox *o)
+{
+    int k = 0;
+    for (uint64_t q = o->head_seq; q < o->send_seq && slot_of(o, q)->state == SLOT_ACKED; q++)
+        k++;
+    return k;
+}
+
+/* Entries handed to paho and still without an outcome. Caller holds mu. */
+static bool any_pending_locked(vigil_outbox *o, int64_t *oldest_sent)
+{
+    bool any = false;
+    for (uint64_t q = o->head_seq; q < o->send_seq; q++) {
+        ob_slot *sl = slot_of(o, q);
+        if (sl->state == SLOT_PENDING) {
+            if (!any || sl->sent_ms < *oldest_sent)
+                *oldest_sent = sl->sent_ms;
+            any = true;
+        }
+    }
+    return any;
+}
+
+/* Publishes an error event about a dead letter on sys/<service>/error
+ * (kept in memory only, like every error event). */
+static void report_dead_letter(vigil_outbox *o, const ob_slot *sl, const char *detail,
+                               long long dl_len)
+{
+    char sample[1024], topic_safe[512];
+    const char *body = sl->payload ? sl->payload : sl->raw.buf;
+    size_t blen = sl->payload ? sl->plen : sl->raw.len;
+    vigil_json_sample(body, blen, sample, sizeof sample);
+    if (sl->topic)
+        vigil_json_sample(sl->topic, strlen(sl->topic), topic_safe, sizeof topic_safe);
+    else
+        topic_safe[0] = '\0';
+    int64_t now = vigil_now_ms();
+    char id[64];
+    snprintf(id, sizeof id, "err-%016llx-%lld",
+             (unsigned long long)vigil_hash64(sl->raw.buf, sl->raw.len), (long long)now);
+    json_object *j = json_object_new_object();
+    json_object_object_add(j, "id", json_object_new_string(id));
+    json_object_object_add(j, "service", json_object_new_string(o->service));
+    json_object_object_add(j, "topic", json_object_new_string(topic_safe));
+    json_object_object_add(j, "reason", json_object_new_string("dead_letter"));
+    json_object_object_add(j, "detail", json_object_new_string(detail));
+    json_object_object_add(j, "sample", json_object_new_string(sample));
+    json_object_object_add(j, "dead_letter_key", json_object_new_string(o->dl_key));
+    json_object_object_add(j, "dead_letters", json_object_new_int64(dl_len));
+    json_object_object_add(j, "ts", json_object_new_int64(now));
+    char *s = vigil_json_dump(j);
+    json_object_put(j);
+    if (s)
+        vigil_outbox_push_ephemeral(o, o->error_topic, s, false);
+    free(s);
+    vigil_log_kv(VIGIL_LOG_ERROR, "outbox: entry moved to the dead-letter list", "topic",
+                 topic_safe, "detail", detail, "key", o->dl_key, NULL);
+}
+
+/* Moves the head entry (head_seq, all trimmed before it) to the dead-letter
+ * list. Returns 0, or -1 on a Redis error or when the head was not that
+ * entry (the ring is then reset). */
+static int dead_letter_head(vigil_outbox *o, const char *detail)
+{
+    ob_slot *sl = slot_of(o, o->head_seq);
+    long long n = vigil_outbox_store_dead_letter(o->s, &o->dl_script, o->dl_key, sl->raw.buf,
+                                                 sl->raw.len);
+    if (n <= 0) {
+        ring_reset(o);
+        return -1;
+    }
+    vigil_counter_add(M_DEAD, M_DEAD_HELP, NULL, 1);
+    vigil_gauge_set(M_DEAD_LEN, M_DEAD_LEN_HELP, NULL, (double)n);
+    report_dead_letter(o, sl, detail, n);
+    /* The entry left the list: everything after it moves up one index,
+     * which the ring follows by dropping its first slot. */
+    pthread_mutex_lock(&o->mu);
+    slot_clear(sl);
+    o->head_seq++;
+    if (o->send_seq < o->head_seq)
+        o->send_seq = o->head_seq;
+    pthread_mutex_unlock(&o->mu);
+    o->refusals = 0;
+    o->refused_hash = 0;
+    return 0;
+}
+
+/* Trims the acknowledged prefix and reads more entries into the ring, in
+ * one round trip. Returns 0, or -1 on a Redis error (ring reset). */
+static int sync_redis(vigil_outbox *o, int window)
+{
+    pthread_mutex_lock(&o->mu);
+    int k = acked_prefix_locked(o);
+    uint64_t head = o->head_seq, read = o->read_seq, send = o->send_seq;
+    pthread_mutex_unlock(&o->mu);
+    int room = OUTBOX_RING - (int)(read - head - (uint64_t)k);
+    int want = 0;
+    /* Read when there may be more and the unsent part is short of a window. */
+    if (o->more && (int)(read - send) < window) {
+        want = room < OUTBOX_FETCH_MAX ? room : OUTBOX_FETCH_MAX;
+        if (want < 0)
+            want = 0;
+    }
+    if (k == 0 && want == 0)
+        return 0;
+    vigil_outbox_raw got[OUTBOX_FETCH_MAX];
+    long offset = (long)(read - head) - k;
+    int n = vigil_outbox_store_sync(o->s, k, offset, want, got);
+    if (n < 0) {
+        vigil_log_kv(VIGIL_LOG_WARN, "outbox: redis error; unacknowledged entries are read again",
+                     "error", vigil_redis_last_error(o->r), NULL);
+        ring_reset(o);
+        return -1;
+    }
+    if (k > 0) {
+        vigil_counter_add(M_OUTPUTS, M_OUTPUTS_HELP, NULL, k);
+        atomic_fetch_add(&o->published, (unsigned long long)k);
+    }
+    pthread_mutex_lock(&o->mu);
+    for (int i = 0; i < k; i++)
+        slot_clear(slot_of(o, o->head_seq + (uint64_t)i));
+    o->head_seq += (uint64_t)k;
+    for (int i = 0; i < n; i++) {
+        ob_slot *sl = slot_of(o, o->read_seq);
+        memset(sl, 0, sizeof *sl);
+        sl->seq = o->read_seq;
+        sl->raw = got[i];
+        if (!vigil_outbox_entry_decode(sl->raw.buf, sl->raw.len, &sl->topic, &sl->payload,
+                                       &sl->plen, &sl->retain))
+            sl->topic = NULL;
+        o->read_seq++;
+    }
+    pthread_mutex_unlock(&o->mu);
+    if (k > 0 && o->probing)
+        o->probing = false; /* the head got through: full window again */
+    if (want > 0 && n < want)
+        o->more = false;
+    return 0;
+}
+
+/* After a failure, once nothing is pending any more (or the oldest pending
+ * waited too long): counts a broker refusal of the head, moves the head to
+ * the dead-letter list after too many, then resets the ring, pauses and
+ * probes. Returns -1 on a Redis error. */
+static int recover(vigil_outbox *o, int64_t now)
+{
+    pthread_mutex_lock(&o->mu);
+    ob_slot *h = o->head_seq < o->send_seq ? slot_of(o, o->head_seq) : NULL;
+    int hstate = h ? h->state : SLOT_UNSENT;
+    int reason = h ? h->reason : 0;
+    int failed_n = 0;
+    for (uint64_t q = o->head_seq; q < o->send_seq; q++)
+        if (slot_of(o, q)->state != SLOT_ACKED)
+            failed_n++;
+    pthread_mutex_unlock(&o->mu);
+    vigil_counter_add(M_FAILURES, M_FAILURES_HELP, NULL, failed_n);
+
+    if (hstate == SLOT_REFUSED) {
+        vigil_counter_add(M_REFUSED, M_REFUSED_HELP, NULL, 1);
+        uint64_t hh = vigil_hash64(h->raw.buf, h->raw.len);
+        if (hh != o->refused_hash) {
+            o->refused_hash = hh;
+            o->refusals = 0;
+        }
+        o->refusals++;
+        vigil_log_kv(VIGIL_LOG_WARN, "outbox: the broker refused a message", "topic",
+                     h->topic ? h->topic : "", "reason",
+                     reason ? vigil_mqtt_reason_string(reason) : "not publishable", NULL);
+        if (o->refusals >= o->dead_letter_after) {
+            char detail[256];
+            snprintf(detail, sizeof detail, "refused %d times in a row: %s", o->refusals,
+                     reason ? vigil_mqtt_reason_string(reason) : "not publishable");
+            if (dead_letter_head(o, detail) != 0)
+                return -1;
+        }
+    } else if (hstate == SLOT_ACKED || hstate == SLOT_PENDING) {
+        o->refusals = 0; /* the head itself is fine (or still unresolved) */
+    }
+    ring_reset(o);
+    o->probing = true;
+    o->retry_at = now + o->retry_ms;
+    o->recover_since = 0;
+    return 0;
+}
+
+/* Hands unsent entries to paho while the window has room. An undecodable
+ * entry is a barrier until it is the head, and then a dead letter. */
+static int send_window(vigil_outbox *o, int window, int64_t now)
 {
     for (;;) {
-        if (!vigil_redis_ensure(o->r))
-            return DRAIN_REDIS_ERROR;
-        vigil_outmsg ents[OUTBOX_BATCH];
-        int n = vigil_store_outbox_peek(o->s, OUTBOX_BATCH, ents);
-        if (n < 0)
-            return DRAIN_REDIS_ERROR;
-        if (n == 0)
-            return DRAIN_EMPTY;
-        vigil_pubmsg msgs[OUTBOX_BATCH];
-        for (int i = 0; i < n; i++) {
-            msgs[i].topic = ents[i].topic;
-            msgs[i].payload = ents[i].payload;
-            msgs[i].len = ents[i].payload ? strlen(ents[i].payload) : 0;
-            msgs[i].retain = ents[i].retain;
+        pthread_mutex_lock(&o->mu);
+        int limit = o->probing ? 1 : window;
+        bool can = !o->failed && o->send_seq < o->read_seq && o->outstanding < limit &&
+                   !(o->probing && o->send_seq > o->head_seq);
+        uint64_t seq = o->send_seq;
+        ob_slot *sl = slot_of(o, seq);
+        bool at_head = seq == o->head_seq;
+        if (can && sl->topic) {
+            sl->state = SLOT_PENDING;
+            sl->sent_ms = now;
+            o->outstanding++;
+            o->send_seq++;
         }
-        int acked = vigil_mqtt_publish_batch(o->mqtt, msgs, n, timeout_ms);
-        if (acked < 0)
-            acked = 0;
-        bool drop_head = acked < n && head_is_poison(o, &ents[acked]);
-        vigil_outbox_entries_free(ents, n);
-        if (acked > 0) {
-            vigil_counter_add(M_OUTPUTS, M_OUTPUTS_HELP, NULL, acked);
-            atomic_fetch_add(&o->published, (unsigned long long)acked);
-            if (vigil_store_outbox_trim(o->s, acked) != 0) {
-                vigil_log_kv(VIGIL_LOG_WARN, "outbox trim failed; entries will be published again",
-                             "error", vigil_redis_last_error(o->r), NULL);
-                return DRAIN_REDIS_ERROR;
+        pthread_mutex_unlock(&o->mu);
+        if (!can)
+            return 0;
+        if (!sl->topic) {
+            if (!at_head)
+                return 0; /* wait until everything before it is acknowledged */
+            if (dead_letter_head(o, "undecodable outbox entry") != 0)
+                return -1;
+            continue;
+        }
+        vigil_pubmsg msg = { sl->topic, sl->payload, sl->plen, sl->retain };
+        int rc = vigil_mqtt_publish_tagged(o->mqtt, &msg, seq);
+        if (rc != VIGIL_PUB_SEND_OK) {
+            pthread_mutex_lock(&o->mu);
+            if (o->outstanding > 0)
+                o->outstanding--;
+            if (sl->seq == seq && sl->state == SLOT_PENDING) {
+                sl->state = rc == VIGIL_PUB_SEND_REFUSED ? SLOT_REFUSED : SLOT_FAILED;
+                o->failed = true;
             }
+            pthread_mutex_unlock(&o->mu);
+            return 0;
         }
-        if (acked < n) {
-            vigil_counter_add(M_FAILURES, M_FAILURES_HELP, NULL, n - acked);
-            if (drop_head && vigil_store_outbox_trim(o->s, 1) == 0) {
-                vigil_counter_add("vigil_outbox_dropped_total",
-                                  "Output messages dropped (ephemeral overflow, or refused by the "
-                                  "broker too often)",
-                                  NULL, 1);
-                o->head_hash = 0;
-                o->head_failures = 0;
-                continue;
-            }
-            return DRAIN_INCOMPLETE;
-        }
-        o->head_failures = 0;
     }
+}
+
+/* One pass over the window. Returns -1 on a Redis error. */
+static int pump(vigil_outbox *o)
+{
+    int window = vigil_mqtt_window(o->mqtt);
+    if (window > OUTBOX_RING / 2)
+        window = OUTBOX_RING / 2;
+    int64_t now = vigil_mono_ms();
+    if (sync_redis(o, window) != 0)
+        return -1;
+
+    pthread_mutex_lock(&o->mu);
+    bool failed = o->failed;
+    int64_t oldest = 0;
+    bool pending = any_pending_locked(o, &oldest);
+    pthread_mutex_unlock(&o->mu);
+    /* A message paho keeps without an outcome for this long (a reconnect
+     * that never came back, a lost callback): publish it again. Never a
+     * dead letter. */
+    if (pending && now - oldest > OUTBOX_PUBLISH_TIMEOUT_MS) {
+        pthread_mutex_lock(&o->mu);
+        o->failed = failed = true;
+        o->outstanding = 0;
+        pending = false;
+        pthread_mutex_unlock(&o->mu);
+        vigil_log(VIGIL_LOG_WARN, "outbox: no acknowledgement for %d ms; publishing again",
+                  OUTBOX_PUBLISH_TIMEOUT_MS);
+    }
+    if (failed) {
+        if (o->recover_since == 0)
+            o->recover_since = now;
+        /* Let every outcome of the window arrive first, so what is
+         * published again starts from the first unacknowledged entry. */
+        if (pending && now - o->recover_since < OUTBOX_PUBLISH_TIMEOUT_MS)
+            return 0;
+        if (sync_redis(o, 0) != 0) /* trim what did get through */
+            return -1;
+        return recover(o, now);
+    }
+    if (now < o->retry_at)
+        return 0;
+    return send_window(o, window, now);
+}
+
+/* Is there something this thread can do right now without waiting? */
+static bool work_ready(vigil_outbox *o)
+{
+    int window = vigil_mqtt_window(o->mqtt);
+    pthread_mutex_lock(&o->mu);
+    int limit = o->probing ? 1 : window;
+    /* An undecodable entry waits until it is the head (a barrier). */
+    bool unsent = o->send_seq < o->read_seq &&
+                  (slot_of(o, o->send_seq)->topic || o->send_seq == o->head_seq);
+    bool r = !o->failed && vigil_mono_ms() >= o->retry_at &&
+             ((unsent && o->outstanding < limit && !o->probing) ||
+              (o->more && (int)(o->read_seq - o->send_seq) < window &&
+               o->read_seq - o->head_seq < OUTBOX_RING / 2));
+    pthread_mutex_unlock(&o->mu);
+    return r;
+}
+
+/* Something acknowledged waits to be trimmed, or is still in flight. */
+static bool window_busy(vigil_outbox *o)
+{
+    pthread_mutex_lock(&o->mu);
+    bool b = o->send_seq > o->head_seq;
+    pthread_mutex_unlock(&o->mu);
+    return b;
+}
+
+static bool window_empty(vigil_outbox *o)
+{
+    pthread_mutex_lock(&o->mu);
+    bool e = o->head_seq == o->read_seq;
+    pthread_mutex_unlock(&o->mu);
+    return e && !o->more;
+}
+
+static void refresh_gauges(vigil_outbox *o, int64_t now)
+{
+    if (now < o->gauge_at)
+        return;
+    o->gauge_at = now + OUTBOX_GAUGE_REFRESH_MS;
+    long long n = vigil_outbox_store_llen(o->s, o->dl_key);
+    if (n >= 0)
+        vigil_gauge_set(M_DEAD_LEN, M_DEAD_LEN_HELP, NULL, (double)n);
+    pthread_mutex_lock(&o->mu);
+    int out = o->outstanding;
+    pthread_mutex_unlock(&o->mu);
+    vigil_gauge_set(M_INFLIGHT, M_INFLIGHT_HELP, NULL, out);
 }
 
 static void *outbox_main(void *arg)
@@ -268,7 +647,11 @@ static void *outbox_main(void *arg)
         pthread_mutex_lock(&o->mu);
         bool stopping = o->stopping;
         int64_t deadline = o->drain_deadline;
+        if (o->kicked)
+            o->more = true;
         o->kicked = false;
+        o->acked_event = false;
+        bool eph = o->count > 0;
         pthread_mutex_unlock(&o->mu);
         int64_t now = vigil_mono_ms();
         if (stopping && now >= deadline)
@@ -280,13 +663,14 @@ static void *outbox_main(void *arg)
                 vigil_sleep_ms(OUTBOX_STOP_POLL_MS, NULL);
             continue;
         }
-        int timeout = OUTBOX_PUBLISH_TIMEOUT_MS;
-        if (stopping && deadline - now < timeout)
-            timeout = (int)(deadline - now);
-
-        bool eph_empty = drain_ephemeral(o, timeout);
-        drain_result dr = drain_outbox(o, timeout);
-        if (dr == DRAIN_REDIS_ERROR) {
+        bool eph_empty = true;
+        if (eph) {
+            int timeout = OUTBOX_PUBLISH_TIMEOUT_MS;
+            if (stopping && deadline - now < timeout)
+                timeout = (int)(deadline - now);
+            eph_empty = drain_ephemeral(o, timeout);
+        }
+        if (!vigil_redis_ensure(o->r) || pump(o) != 0) {
             int64_t d = vigil_backoff_ms(redis_attempt++, OUTBOX_BACKOFF_BASE_MS,
                                          OUTBOX_BACKOFF_CAP_MS);
             if (!redis_backoff || redis_attempt % 10 == 1)
@@ -306,17 +690,35 @@ static void *outbox_main(void *arg)
             vigil_log(VIGIL_LOG_INFO, "outbox: redis available again");
         redis_backoff = false;
         redis_attempt = 0;
-        if (stopping) {
-            if (eph_empty && dr == DRAIN_EMPTY)
-                break;
-            vigil_sleep_ms(OUTBOX_STOP_POLL_MS, NULL);
+        refresh_gauges(o, now);
+        if (stopping && eph_empty && window_empty(o))
+            break;
+        if (work_ready(o))
             continue;
-        }
-        /* Something left means the broker did not acknowledge in time:
-         * retry after the usual pause rather than at once. */
-        outbox_wait(o, OUTBOX_IDLE_WAIT_MS, eph_empty && dr == DRAIN_EMPTY);
+        /* Sleep until a kick, an acknowledgement that freed half the
+         * window or a failure, the end of a retry pause, or the idle poll
+         * (which also finds entries committed by anyone who did not kick). */
+        int64_t wait = stopping || window_busy(o) ? OUTBOX_STOP_POLL_MS : OUTBOX_IDLE_WAIT_MS;
+        if (o->retry_at > now && o->retry_at - now < wait)
+            wait = o->retry_at - now;
+        outbox_wait(o, wait, eph_empty);
+        if (vigil_mono_ms() - now >= wait)
+            o->more = true;
     }
     return NULL;
+}
+
+/* Reads one positive setting (already validated by the common config at
+ * start; a bad value here falls back to the default with a warning). */
+static int64_t env_setting(const char *name, int64_t def, int64_t min, int64_t max)
+{
+    int64_t v = def;
+    char err[256];
+    if (vigil_env_int64(name, def, min, max, &v, err, sizeof err) != 0) {
+        vigil_log(VIGIL_LOG_WARN, "outbox: %s; using %lld", err, (long long)def);
+        v = def;
+    }
+    return v;
 }
 
 vigil_outbox *vigil_outbox_start(const vigil_redis_addr *addr, const vigil_store_config *scfg,
@@ -327,7 +729,20 @@ vigil_outbox *vigil_outbox_start(const vigil_redis_addr *addr, const vigil_store
     vigil_outbox *o = calloc(1, sizeof *o);
     if (!o)
         return NULL;
+    o->ring = calloc(OUTBOX_RING, sizeof *o->ring);
+    if (!o->ring)
+        goto fail;
     o->mqtt = mqtt;
+    const char *service = scfg->service ? scfg->service : "";
+    snprintf(o->service, sizeof o->service, "%s", service);
+    snprintf(o->error_topic, sizeof o->error_topic, "sys/%s/error", service);
+    if (vigil_deadletter_key(scfg->prefix ? scfg->prefix : "vigil:", service, o->dl_key,
+                             sizeof o->dl_key) != 0)
+        goto fail;
+    o->dl_script = (vigil_script)VIGIL_SCRIPT(VIGIL_LUA_DEAD_LETTER);
+    o->retry_ms = env_setting("VIGIL_OUTBOX_RETRY_MS", OUTBOX_RETRY_MS_DEFAULT, 1, 600000);
+    o->dead_letter_after = (int)env_setting("VIGIL_OUTBOX_DEAD_LETTER_AFTER",
+                                            OUTBOX_DEAD_LETTER_AFTER_DEFAULT, 1, 1000000);
     o->r = vigil_redis_new(addr, OUTBOX_REDIS_TIMEOUT_MS);
     if (!o->r)
         goto fail;
@@ -344,9 +759,12 @@ vigil_outbox *vigil_outbox_start(const vigil_redis_addr *addr, const vigil_store
     /* Replay whatever a previous run left in the outbox without waiting
      * for a kick: the first loop iteration reads it at once. */
     o->kicked = true;
+    o->more = true;
+    vigil_mqtt_set_ack_handler(mqtt, on_ack, o);
     int rc = pthread_create(&o->thread, NULL, outbox_main, o);
     if (rc != 0) {
         vigil_log(VIGIL_LOG_ERROR, "outbox: cannot start thread: %s", strerror(rc));
+        vigil_mqtt_set_ack_handler(mqtt, NULL, NULL);
         pthread_mutex_destroy(&o->mu);
         pthread_cond_destroy(&o->cv);
         goto fail;
@@ -357,6 +775,7 @@ fail:
         vigil_store_free(o->s);
     if (o->r)
         vigil_redis_free(o->r);
+    free(o->ring);
     free(o);
     return NULL;
 }
@@ -365,9 +784,14 @@ void vigil_outbox_kick(vigil_outbox *o)
 {
     if (!o)
         return;
+    /* Called after every commit: a futex wake only when the thread sleeps
+     * and was not kicked already. */
     pthread_mutex_lock(&o->mu);
-    o->kicked = true;
-    pthread_cond_signal(&o->cv);
+    if (!o->kicked) {
+        o->kicked = true;
+        if (o->waiting)
+            pthread_cond_signal(&o->cv);
+    }
     pthread_mutex_unlock(&o->mu);
 }
 
@@ -415,6 +839,8 @@ void vigil_outbox_stop(vigil_outbox *o, int drain_ms)
     pthread_cond_broadcast(&o->cv);
     pthread_mutex_unlock(&o->mu);
     pthread_join(o->thread, NULL);
+    /* After this no acknowledgement callback runs or starts with o. */
+    vigil_mqtt_set_ack_handler(o->mqtt, NULL, NULL);
 
     size_t left = o->count;
     while (o->head) {
@@ -424,9 +850,12 @@ void vigil_outbox_stop(vigil_outbox *o, int drain_ms)
     }
     if (left > 0)
         vigil_log(VIGIL_LOG_WARN, "outbox stopped with %zu ephemeral messages unsent", left);
+    for (uint64_t q = o->head_seq; q < o->read_seq; q++)
+        slot_clear(slot_of(o, q));
     pthread_mutex_destroy(&o->mu);
     pthread_cond_destroy(&o->cv);
     vigil_store_free(o->s);
     vigil_redis_free(o->r);
+    free(o->ring);
     free(o);
 }

@@ -31,6 +31,7 @@ struct vt_mosq {
     char dir[256];
     char conf[300];
     char url[64];
+    bool acl; /* write acl_file <dir>/acl into the config */
 };
 
 /* Prints the end of the server's output, to explain a failed start. */
@@ -67,6 +68,8 @@ static int write_conf(const vt_mosq *s)
             s->port, s->dir);
     if (geteuid() == 0)
         fprintf(f, "user root\n");
+    if (s->acl)
+        fprintf(f, "acl_file %s/acl\n", s->dir);
     return fclose(f) == 0 ? 0 : -1;
 }
 
@@ -239,6 +242,24 @@ int vt_mosq_restart(vt_mosq *s)
     fprintf(stderr, "vt_mosq: restart on port %d failed\n", s->port);
     dump_log(s);
     return -1;
+}
+
+int vt_mosq_set_acl(vt_mosq *s, const char *acl)
+{
+    if (!s)
+        return -1;
+    if (acl) {
+        char path[300];
+        snprintf(path, sizeof path, "%s/acl", s->dir);
+        FILE *f = fopen(path, "w");
+        if (!f)
+            return -1;
+        fputs(acl, f);
+        if (fclose(f) != 0)
+            return -1;
+    }
+    s->acl = acl != NULL;
+    return write_conf(s);
 }
 
 void vt_mosq_stop(vt_mosq *s)

@@ -41,6 +41,10 @@ int vt_mosq_wipe_db(vt_mosq *s);
 /* Starts the broker again on the same port and directory (killing it first
  * if it runs). Returns 0 once the port accepts connections (at most 5 s). */
 int vt_mosq_restart(vt_mosq *s);
+/* Writes acl (mosquitto acl_file text; lines before any "user" apply to
+ * anonymous clients) and names it in the config, or with NULL removes it
+ * from the config. Takes effect at the next vt_mosq_restart. */
+int vt_mosq_set_acl(vt_mosq *s, const char *acl);
 /* Stops the broker (SIGTERM, then SIGKILL after 3 s), removes its
  * directory, frees s. NULL is ignored. */
 void vt_mosq_stop(vt_mosq *s);

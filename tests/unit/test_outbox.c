@@ -16,6 +16,7 @@
 #include "mosquitto_server.h"
 #include "redis_server.h"
 #include "vigil/clock.h"
+#include "vigil/deadletter.h"
 #include "vigil/effects.h"
 #include "vigil/log.h"
 #include "vigil/metrics.h"
@@ -103,6 +104,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     env *e = *state;
+    unsetenv("VIGIL_OUTBOX_RETRY_MS");
+    unsetenv("VIGIL_OUTBOX_DEAD_LETTER_AFTER");
     vigil_mqtt_stop(e->pub, NULL, 2000);
     vigil_mqtt_stop(e->obs, NULL, 2000);
     vt_msglog_free(e->log);
@@ -137,6 +140,8 @@ static void commit_outputs(env *e, const char *key, int first, int n, bool retai
     free(cur);
     vigil_effects_free(&fx);
 }
+
+static long long dl_len(env *e);
 
 static int outbox_len(env *e)
 {
@@ -213,6 +218,8 @@ static void test_replay_at_start(void **state)
 static void test_broker_outage_keeps_entries(void **state)
 {
     env *e = *state;
+    setenv("VIGIL_OUTBOX_RETRY_MS", "50", 1);
+    setenv("VIGIL_OUTBOX_DEAD_LETTER_AFTER", "1", 1);
     vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
     assert_non_null(o);
     commit_outputs(e, "room:first", 0, 1, false);
@@ -229,6 +236,7 @@ static void test_broker_outage_keeps_entries(void **state)
     assert_int_equal(vt_mosq_restart(e->b), 0);
     assert_received_in_order(e, 0, 3);
     assert_true(wait_outbox_len(e, 0, WAIT_MS));
+    assert_int_equal(dl_len(e), 0);
     vigil_outbox_stop(o, 1000);
 }
 
@@ -296,6 +304,253 @@ static void test_stop_drains(void **state)
     assert_int_equal(vt_msglog_count(e->log, "ev/eph"), 1);
 }
 
+/* ---- the window and dead letters ----------------------------------------- */
+
+static void rpush_raw(env *e, const char *raw)
+{
+    char key[256];
+    vigil_store_key(e->s, "outbox", NULL, key, sizeof key);
+    redisReply *rep = vigil_redis_command(e->r, "RPUSH %s %s", key, raw);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
+    freeReplyObject(rep);
+}
+
+static long long dl_len(env *e)
+{
+    char key[256];
+    assert_int_equal(vigil_deadletter_key("vigil:", "outbox-test", key, sizeof key), 0);
+    assert_string_equal(key, "vigil:outbox-test:deadletter");
+    redisReply *rep = vigil_redis_command(e->r, "LLEN %s", key);
+    assert_non_null(rep);
+    long long n = rep->integer;
+    freeReplyObject(rep);
+    return n;
+}
+
+static bool wait_dl_len(env *e, long long want, int timeout_ms)
+{
+    int64_t deadline = vigil_mono_ms() + timeout_ms;
+    while (dl_len(e) != want) {
+        if (vigil_mono_ms() >= deadline)
+            return false;
+        vigil_sleep_ms(20, NULL);
+    }
+    return true;
+}
+
+/* The first arrival of each of ev/first .. ev/first+n-1 came in that order
+ * (later copies are allowed: a failed window is published again). */
+static void assert_first_arrivals_in_order(env *e, int first, int n)
+{
+    int next = first;
+    int64_t deadline = vigil_mono_ms() + 6 * WAIT_MS;
+    for (int i = 0; next < first + n; i++) {
+        char topic[64];
+        while (vt_msglog_get(e->log, NULL, i, topic, sizeof topic, NULL, 0, NULL) != 0) {
+            assert_true(vigil_mono_ms() < deadline);
+            vigil_sleep_ms(10, NULL);
+        }
+        int k = -1;
+        if (sscanf(topic, "ev/%d", &k) != 1)
+            continue;
+        assert_true(k <= next); /* never one before its predecessors */
+        if (k == next)
+            next++;
+    }
+}
+
+/* Thousands of outputs go out through the window, in order, each once when
+ * nothing fails, and leave the outbox. */
+static void test_window_publishes_many_in_order(void **state)
+{
+    env *e = *state;
+    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    assert_non_null(o);
+    for (int c = 0; c < 30; c++) {
+        char key[32];
+        snprintf(key, sizeof key, "room:w%d", c);
+        commit_outputs(e, key, c * 100, 100, false);
+        vigil_outbox_kick(o);
+    }
+    /* generous: a sanitizer build on a loaded machine */
+    assert_true(vt_msglog_wait_count(e->log, NULL, 3000, 6 * WAIT_MS));
+    assert_received_in_order(e, 0, 3000);
+    assert_true(wait_outbox_len(e, 0, WAIT_MS));
+    assert_int_equal(vigil_outbox_published(o), 3000);
+    vigil_outbox_stop(o, 1000);
+}
+
+/* A subscriber to sys/outbox-test/error, for the dead-letter events. */
+static vigil_mqtt *error_observer(env *e, vt_msglog *log)
+{
+    static const char *const subs[] = { "sys/outbox-test/error", NULL };
+    vigil_mqtt_config cfg = {
+        .url = vt_mosq_url(e->b), .client_id = "vigil-outbox-err-observer", .subscriptions = subs,
+        .status_topic = "sys/outbox-test/errobs/status", .ready_payload = "ready",
+        .lost_payload = "lost", .on_message = vt_msglog_on_message, .ctx = log,
+    };
+    char err[256];
+    vigil_mqtt *m = vigil_mqtt_new(&cfg, err, sizeof err);
+    assert_non_null(m);
+    assert_int_equal(vigil_mqtt_start(m), 0);
+    assert_true(vt_mosq_wait_retained(e->b, "sys/outbox-test/errobs/status", "ready", WAIT_MS));
+    return m;
+}
+
+/* An undecodable entry (and one whose topic is a wildcard) cannot be
+ * published: each moves to the dead-letter list exactly as stored, with a
+ * metric and an error event, and what surrounds them goes out in order. */
+static void test_undecodable_entries_become_dead_letters(void **state)
+{
+    env *e = *state;
+    vt_msglog *errs = vt_msglog_new();
+    vigil_mqtt *eo = error_observer(e, errs);
+    double dead0 = vigil_metric_value("vigil_outbox_dead_letters_total", NULL);
+    commit_outputs(e, "room:d1", 0, 2, false);
+    rpush_raw(e, "garbage without a newline");
+    commit_outputs(e, "room:d2", 2, 2, false);
+    rpush_raw(e, "0ev/+\n{\"wildcard\":true}");
+    commit_outputs(e, "room:d3", 4, 1, false);
+
+    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    assert_non_null(o);
+    assert_received_in_order(e, 0, 5);
+    assert_true(wait_outbox_len(e, 0, WAIT_MS));
+    assert_int_equal(dl_len(e), 2);
+    redisReply *rep = vigil_redis_command(e->r, "LRANGE vigil:outbox-test:deadletter 0 -1");
+    assert_non_null(rep);
+    assert_int_equal(rep->elements, 2);
+    assert_string_equal(rep->element[0]->str, "garbage without a newline");
+    assert_string_equal(rep->element[1]->str, "0ev/+\n{\"wildcard\":true}");
+    freeReplyObject(rep);
+    assert_true(vigil_metric_value("vigil_outbox_dead_letters_total", NULL) >= dead0 + 2);
+    assert_true(vigil_metric_value("vigil_outbox_dead_letters", NULL) >= 2);
+    assert_true(vt_msglog_wait_count(errs, "sys/outbox-test/error", 2, WAIT_MS));
+    char payload[2048];
+    assert_int_equal(vt_msglog_get(errs, NULL, 0, NULL, 0, payload, sizeof payload, NULL), 0);
+    assert_non_null(strstr(payload, "\"reason\":\"dead_letter\""));
+    assert_non_null(strstr(payload, "\"service\":\"outbox-test\""));
+    vigil_outbox_stop(o, 1000);
+    vigil_mqtt_stop(eo, NULL, 2000);
+    vt_msglog_free(errs);
+}
+
+static void list_cb(void *ctx, long long index, const vigil_deadletter *d)
+{
+    char *out = ctx;
+    size_t used = strlen(out);
+    snprintf(out + used, 512 - used, "%lld %s %.*s;", index, d->topic ? d->topic : "(raw)",
+             (int)(d->payload ? d->payload_len : d->raw_len), d->payload ? d->payload : d->raw);
+}
+
+/* A message the broker refuses (ACL) is retried VIGIL_OUTBOX_DEAD_LETTER_AFTER
+ * times, then moved to the dead-letter list; the outputs behind it go out.
+ * Once the ACL is fixed, a replay publishes it. */
+static void test_refused_entry_dead_letter_and_replay(void **state)
+{
+    env *e = *state;
+    setenv("VIGIL_OUTBOX_RETRY_MS", "50", 1);
+    setenv("VIGIL_OUTBOX_DEAD_LETTER_AFTER", "3", 1);
+    assert_int_equal(vt_mosq_set_acl(e->b, "topic read ev/#\ntopic write ev/+\n"
+                                           "topic readwrite sys/#\n"), 0);
+    assert_int_equal(vt_mosq_restart(e->b), 0);
+    assert_true(wait_connected(e->pub, true, WAIT_MS));
+    assert_true(wait_connected(e->obs, true, WAIT_MS));
+    assert_true(vt_mosq_wait_retained(e->b, "sys/outbox-test/obs/status", "ready", WAIT_MS));
+    double refused0 = vigil_metric_value("vigil_outbox_refusals_total", NULL);
+
+    commit_outputs(e, "room:a0", 0, 1, false);
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    assert_int_equal(vigil_fx_publish(&fx, "ev/no/x", "refused", false), 0);
+    vigil_commit c = { .key = "room:acl", .input_id = "in-acl", .fx = &fx, .now_ms = vigil_now_ms() };
+    int64_t v = 0;
+    char *cur = NULL;
+    assert_int_equal(vigil_store_commit(e->s, &c, &v, &cur), VIGIL_COMMIT_OK);
+    free(cur);
+    vigil_effects_free(&fx);
+    commit_outputs(e, "room:a1", 1, 2, false);
+
+    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    assert_non_null(o);
+    assert_first_arrivals_in_order(e, 0, 3);
+    assert_true(wait_dl_len(e, 1, WAIT_MS));
+    assert_true(wait_outbox_len(e, 0, WAIT_MS));
+    assert_true(vigil_metric_value("vigil_outbox_refusals_total", NULL) >= refused0 + 3);
+    assert_int_equal(vt_msglog_count(e->log, "ev/no/x"), 0);
+
+    char listed[512] = "";
+    assert_int_equal(vigil_deadletter_list(e->r, "vigil:", "outbox-test", list_cb, listed), 1);
+    assert_string_equal(listed, "0 ev/no/x refused;");
+
+    /* Fix the ACL, replay: it goes out and leaves no dead letter behind. */
+    assert_int_equal(vt_mosq_set_acl(e->b, NULL), 0);
+    assert_int_equal(vt_mosq_restart(e->b), 0);
+    assert_true(wait_connected(e->pub, true, WAIT_MS));
+    assert_true(vt_mosq_wait_retained(e->b, "sys/outbox-test/obs/status", "ready", WAIT_MS));
+    assert_int_equal(vigil_deadletter_replay(e->r, "vigil:", "outbox-test", 3), 1);
+    assert_int_equal(dl_len(e), 0);
+    assert_true(vt_msglog_wait(e->log, "ev/no/x", "refused", -1, WAIT_MS));
+    assert_true(wait_outbox_len(e, 0, WAIT_MS));
+    vigil_outbox_stop(o, 1000);
+}
+
+/* A broker that stops answering (SIGSTOP) for a while is slow, not a
+ * refusal: even with one refusal allowed, nothing becomes a dead letter and
+ * everything goes out once it answers again. */
+static void test_slow_broker_never_dead_letters(void **state)
+{
+    env *e = *state;
+    setenv("VIGIL_OUTBOX_RETRY_MS", "50", 1);
+    setenv("VIGIL_OUTBOX_DEAD_LETTER_AFTER", "1", 1);
+    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    assert_non_null(o);
+    commit_outputs(e, "room:s0", 0, 50, false);
+    vigil_outbox_kick(o);
+    assert_int_equal(kill(vt_mosq_pid(e->b), SIGSTOP), 0);
+    commit_outputs(e, "room:s1", 50, 200, false);
+    vigil_outbox_kick(o);
+    vigil_sleep_ms(1500, NULL);
+    assert_int_equal(kill(vt_mosq_pid(e->b), SIGCONT), 0);
+    assert_true(vt_msglog_wait_count(e->log, NULL, 250, 6 * WAIT_MS));
+    assert_first_arrivals_in_order(e, 0, 250);
+    assert_true(wait_outbox_len(e, 0, WAIT_MS));
+    assert_int_equal(dl_len(e), 0);
+    vigil_outbox_stop(o, 1000);
+}
+
+/* kill -9 of the broker and then of Redis while thousands of outputs are in
+ * flight: every output still arrives (first arrivals in commit order),
+ * nothing is trimmed that the broker did not acknowledge, nothing becomes a
+ * dead letter, and the outbox ends empty. */
+static void test_broker_and_redis_crash_mid_flow(void **state)
+{
+    env *e = *state;
+    setenv("VIGIL_OUTBOX_RETRY_MS", "50", 1);
+    setenv("VIGIL_OUTBOX_DEAD_LETTER_AFTER", "1", 1);
+    for (int c = 0; c < 20; c++) {
+        char key[32];
+        snprintf(key, sizeof key, "room:c%d", c);
+        commit_outputs(e, key, c * 100, 100, false);
+    }
+    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    assert_non_null(o);
+    assert_true(vt_msglog_wait_count(e->log, NULL, 300, WAIT_MS));
+    assert_int_equal(vt_mosq_kill9(e->b), 0);
+    vigil_sleep_ms(300, NULL);
+    assert_int_equal(vt_mosq_restart(e->b), 0);
+    assert_true(vt_msglog_wait_count(e->log, NULL, 1200, 3 * WAIT_MS));
+    assert_int_equal(vt_redis_kill9(e->rs), 0);
+    vigil_sleep_ms(300, NULL);
+    assert_int_equal(vt_redis_restart(e->rs), 0);
+    assert_true(vt_msglog_wait_count(e->log, NULL, 2000, 6 * WAIT_MS));
+    assert_first_arrivals_in_order(e, 0, 2000);
+    assert_true(wait_outbox_len(e, 0, 3 * WAIT_MS));
+    assert_int_equal(dl_len(e), 0);
+    vigil_outbox_stop(o, 1000);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -312,6 +567,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ephemeral, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ephemeral_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_drains, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_window_publishes_many_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_undecodable_entries_become_dead_letters, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_refused_entry_dead_letter_and_replay, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_slow_broker_never_dead_letters, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_broker_and_redis_crash_mid_flow, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

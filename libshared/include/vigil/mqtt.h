@@ -16,6 +16,7 @@
 #define VIGIL_MQTT_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct vigil_mqtt vigil_mqtt;
 
@@ -64,6 +65,37 @@ typedef struct vigil_pubmsg {
  * leading messages acknowledged (n on full success). Never call from a
  * paho callback. */
 int vigil_mqtt_publish_batch(vigil_mqtt *m, const vigil_pubmsg *msgs, int n, int timeout_ms);
+
+/* Outcome of a tagged publish, delivered to the ack handler. */
+enum {
+    VIGIL_PUB_ACKED = 1,   /* PUBACK with a success reason code */
+    VIGIL_PUB_FAILED = 0,  /* no answer: connection lost, timed out in paho */
+    VIGIL_PUB_REFUSED = -1 /* the broker answered with a reason >= 0x80 (e.g. ACL) */
+};
+/* Called once per tagged publish handed to paho, on paho's thread, with the
+ * client's lock held: record the outcome and return; never call paho. */
+typedef void (*vigil_mqtt_ack_fn)(void *ctx, uint64_t tag, int outcome, int reason_code);
+/* Installs (or with fn NULL removes) the handler. Once it returns after a
+ * removal no handler call is running or will start, so ctx may be freed. */
+void vigil_mqtt_set_ack_handler(vigil_mqtt *m, vigil_mqtt_ack_fn fn, void *ctx);
+
+enum {
+    VIGIL_PUB_SEND_OK = 0,       /* handed to paho: exactly one handler call follows */
+    VIGIL_PUB_SEND_RETRY = -1,   /* not handed over (disconnected, paho queue full) */
+    VIGIL_PUB_SEND_REFUSED = -2  /* never publishable as is (e.g. topic not UTF-8) */
+};
+/* Hands one QoS 1 message to paho without waiting; its outcome reaches the
+ * ack handler with tag. paho copies topic and payload. Messages are sent in
+ * the order handed over. Keep fewer than vigil_mqtt_window() unresolved:
+ * beyond the broker's Receive Maximum paho parks messages for about a
+ * second each. Never call from a paho callback. */
+int vigil_mqtt_publish_tagged(vigil_mqtt *m, const vigil_pubmsg *msg, uint64_t tag);
+/* QoS 1 messages one publisher may keep in flight: half the broker's
+ * Receive Maximum (from the CONNACK), at most 1000. */
+int vigil_mqtt_window(const vigil_mqtt *m);
+
+/* Name of an MQTT 5 reason code ("Not authorized"). */
+const char *vigil_mqtt_reason_string(int reason_code);
 
 /* Queues one message at QoS 1 without waiting (safe from a callback).
  * Returns 0 if handed to paho. */

@@ -1,14 +1,19 @@
 /* outbox.h - the publisher thread.
  *
  * Output events are committed to the Redis outbox list together with the
- * state change (store.h). This thread reads the oldest entries, publishes
- * them at QoS 1, waits for the broker's acknowledgements and only then
- * trims them from the list; so an event is never lost and may, after a
- * crash, be published twice (consumers dedupe by event id). It also drains
- * an in-memory queue of ephemeral messages (error events), which need no
- * durability. The message callback never waits on this thread: it only
- * kicks it. On start it publishes whatever the outbox holds (replay after a
- * restart). */
+ * state change (store.h). This thread reads the oldest entries and keeps a
+ * window of them in flight at QoS 1 (half the broker's Receive Maximum),
+ * trimming each acknowledged prefix from the list as the PUBACKs arrive;
+ * it never waits for a whole batch, so a broker without TCP_NODELAY does
+ * not slow it down. So an event is never lost, goes out in commit order,
+ * and may, after a crash, be published twice with its same id (consumers
+ * dedupe by event id). An entry that can never be published (undecodable,
+ * or refused by the broker VIGIL_OUTBOX_DEAD_LETTER_AFTER times in a row)
+ * moves to the dead-letter list (deadletter.h) instead of blocking the rest;
+ * a slow or absent broker never causes that. It also drains an in-memory
+ * queue of ephemeral messages (error events), which need no durability.
+ * The message callback never waits on this thread: it only kicks it. On
+ * start it publishes whatever the outbox holds (replay after a restart). */
 #ifndef VIGIL_OUTBOX_H
 #define VIGIL_OUTBOX_H
 #include <stdbool.h>
