@@ -31,7 +31,9 @@ object (every key optional):
      "reset": true,       # clear overrides, delay and statistics first
      "rules": [...]}      # replace the rules table (null: the built-in one)
 GET /stats -> {"requests", "max_concurrent", "in_flight", "last_request":
-{"path", "headers", "body"}, "control": {...}}. GET /v1/models lists one.
+{"path", "headers", "body"}, "history": [{"start", "end", "prompt"}] (the
+last 1000 requests, times in epoch seconds, the prompt's first 200
+characters), "control": {...}}. GET /v1/models lists one.
 Every request is served on its own thread, so delays overlap.
 """
 
@@ -65,10 +67,17 @@ DEFAULT_RULES = COUNCIL_RULES + [
                "alternativeSuggestion": None}},
     {"match": "How was your weekend",
      "reply": {"shouldWake": False, "reason": "casual chatter", "confidence": 0.9}},
+    # heartbeat prompts (seed 004): the seed's own test checklist line makes
+    # the persona speak, any other heartbeat check answers HEARTBEAT_OK
+    {"regex": r"remind the user to take a break[\s\S]*Run the heartbeat check",
+     "reply": {"message": "You have been at it for a while: time for a short break?",
+               "priority": "urgent", "category": "reminder"}},
+    {"match": "Run the heartbeat check", "reply": "HEARTBEAT_OK"},
     {"reply": {"shouldWake": False, "reason": "not relevant", "confidence": 0.6}},
 ]
 
 MODES = ("ok", "close", "garbage", "error200", "truncated", "status")
+HISTORY_MAX = 1000
 
 
 class State:
@@ -89,6 +98,7 @@ class State:
         self.requests = 0
         self.max_concurrent = 0
         self.last_request = None
+        self.history = []  # last HISTORY_MAX requests: {start, end, prompt (first 200 chars)}
 
 
 def compile_rules(rules):
@@ -156,6 +166,7 @@ class Handler(BaseHTTPRequestHandler):
                     "max_concurrent": st.max_concurrent,
                     "in_flight": st.in_flight,
                     "last_request": st.last_request,
+                    "history": st.history,
                     "control": {"override": st.override, "delay_ms": st.delay_ms},
                 })
         elif self.path in ("/v1/models", "/models"):
@@ -221,11 +232,18 @@ class Handler(BaseHTTPRequestHandler):
             seq = st.seq
             st.in_flight += 1
             st.max_concurrent = max(st.max_concurrent, st.in_flight)
+        start = time.time()
         try:
             self.answer(raw, seq)
         finally:
             with st.lock:
                 st.in_flight -= 1
+                try:
+                    prompt = json.loads(raw)["messages"][-1]["content"][:200]
+                except Exception:  # noqa: BLE001 - a bad request has no prompt
+                    prompt = ""
+                st.history.append({"start": start, "end": time.time(), "prompt": prompt})
+                del st.history[:-HISTORY_MAX]
 
     def pick(self, user_text):
         """The behaviour for this request: rule, then global override, then

@@ -2,6 +2,7 @@
  * persona should wake for a message, runs the dormancy autopilot and
  * keeps the token economics (see README.md). */
 #include <string.h>
+#include <vigil/config_vars.h>
 #include "adapter.h"
 
 /* persona/+/dormancy (fresher levels than the retained state) is not
@@ -12,21 +13,9 @@
 const char *const WAKE_SUBSCRIPTIONS[] = {"room/+/message", "persona/+/meta", "persona/+/state",
                                           NULL};
 
-/* --help lists the LLM variables beside the service's own. */
-static const vigil_config_var *help_vars(void)
-{
-    static vigil_config_var all[96];
-    size_t n = 0;
-    for (size_t i = 0; VIGIL_LLM_VARS[i].name && n + 1 < sizeof all / sizeof all[0]; i++)
-        all[n++] = VIGIL_LLM_VARS[i];
-    for (size_t i = 0; WAKE_CONFIG_VARS[i].name && n + 1 < sizeof all / sizeof all[0]; i++)
-        all[n++] = WAKE_CONFIG_VARS[i];
-    all[n] = (vigil_config_var){NULL, NULL, NULL};
-    return all;
-}
-
 int main(int argc, char **argv)
 {
+    static vigil_config_var help[96]; /* --help: the LLM variables, then the service's */
     static wake_service svc;
     wake_service_init(&svc);
     vigil_service_def def = {
@@ -35,7 +24,8 @@ int main(int argc, char **argv)
                    "token economics",
         .default_http_port = WAKE_HTTP_PORT,
         .subscriptions = WAKE_SUBSCRIPTIONS,
-        .config_vars = help_vars(),
+        .config_vars = vigil_config_vars_join(help, sizeof help / sizeof help[0], VIGIL_LLM_VARS,
+                                              WAKE_CONFIG_VARS),
         .configure = wake_configure,
         .route = wake_route,
         .apply = wake_apply,

@@ -21,6 +21,7 @@
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include "adapter.h"
+#include <vigil/job_consumer.h>
 #include <vigil/jobs.h>
 #include "llm_reader.h"
 
@@ -49,15 +50,9 @@ struct wake_worker {
     bool started;
     vigil_runtime_conn *conn;
     vigil_llm_client *llm;
-    char consumer[200];
-    char stream[256];
     slot *slots;
     int cap, used;
-    bool group_ok;
-    bool pel_done;
-    char pel_cursor[48];
-    char claim_cursor[48];
-    int64_t next_claim;   /* monotonic ms */
+    vigil_job_consumer jobs; /* own pending, then abandoned past the lease, then new */
     int64_t next_read;    /* monotonic ms: backoff after a Redis error */
     char (*acks)[48];     /* finished entries not yet acknowledged */
     const char **ack_ptrs;
@@ -121,7 +116,7 @@ static void flush_acks(wake_worker *w)
         return;
     for (int i = 0; i < w->n_acks; i++)
         w->ack_ptrs[i] = w->acks[i];
-    if (vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->stream, WAKE_GROUP, w->ack_ptrs,
+    if (vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->jobs.stream, WAKE_GROUP, w->ack_ptrs,
                            w->n_acks) != 0)
         vigil_log_kv(VIGIL_LOG_WARN,
                      "jobs not acknowledged (they will be looked at again, decided once)", "first",
@@ -334,66 +329,30 @@ static void take(wake_worker *w, vigil_job_entries *es, bool fresh)
     vigil_job_entries_free(es);
 }
 
-/* Steps 1-3 of the loop: fill free slots from the stream. */
+/* Steps 1-3 of the loop: fill free slots from the stream, in libshared's
+ * order (vigil/job_consumer.h). */
 static void fill(wake_worker *w)
 {
-    vigil_redis *r = vigil_runtime_conn_redis(w->conn);
     int64_t mono = vigil_mono_ms();
     int room = w->cap - w->used;
     if (room <= 0 || mono < w->next_read)
         return;
-    if (!w->group_ok) {
-        if (vigil_jobs_group_create(r, w->stream, WAKE_GROUP) != 0) {
-            backoff(w, "XGROUP CREATE");
-            return;
-        }
-        w->group_ok = true;
-    }
+    bool idle = w->used == 0 && vigil_llm_pending(w->llm) == 0;
     vigil_job_entries es = {0};
-    int rc;
-    if (!w->pel_done) {
-        rc = vigil_jobs_read(r, w->stream, WAKE_GROUP, w->consumer, w->pel_cursor, room, 0, &es);
-        if (rc == 0 && es.n == 0) {
-            vigil_job_entries_free(&es);
-            w->pel_done = true;
-        } else if (rc == 0) {
-            snprintf(w->pel_cursor, sizeof w->pel_cursor, "%s", es.v[es.n - 1].id);
-            vigil_counter_add("vigil_wake_jobs_resumed_total",
-                              "Own pending jobs handled again after a restart", NULL, es.n);
-            take(w, &es, false);
-            return;
-        }
-    } else if (mono >= w->next_claim) {
-        rc = vigil_jobs_autoclaim(r, w->stream, WAKE_GROUP, w->consumer, w->svc->lease_ms, room,
-                                   w->claim_cursor, sizeof w->claim_cursor, &es);
-        if (rc == 0) {
-            if (strcmp(w->claim_cursor, "0-0") == 0) {
-                int64_t every = w->svc->lease_ms / 2;
-                w->next_claim = mono + (every < 1000 ? 1000 : every > 30000 ? 30000 : every);
-            }
-            if (es.n > 0)
-                vigil_counter_add("vigil_wake_jobs_reclaimed_total",
-                                  "Jobs taken over from a consumer idle past the lease", NULL,
-                                  es.n);
-            take(w, &es, false);
-            room = w->cap - w->used;
-        }
-    } else {
-        rc = 0;
-    }
-    if (rc == 0 && w->pel_done && room > 0) {
-        bool idle = w->used == 0 && vigil_llm_pending(w->llm) == 0;
-        rc = vigil_jobs_read(r, w->stream, WAKE_GROUP, w->consumer, ">", room,
-                              idle ? (int)w->svc->block_ms : 0, &es);
-        if (rc == 0)
-            take(w, &es, true);
-    }
-    if (rc == VIGIL_JOBS_NOGROUP)
-        w->group_ok = false;
-    if (rc != 0)
+    vigil_jobs_origin origin;
+    if (vigil_job_consumer_next(&w->jobs, vigil_runtime_conn_redis(w->conn), room,
+                                idle ? (int)w->svc->block_ms : 0, mono, &es, &origin) != 0) {
         backoff(w, "XREADGROUP");
-    else
-        w->errors = 0;
+        return;
+    }
+    w->errors = 0;
+    if (es.n > 0 && origin == VIGIL_JOBS_OWN_PENDING)
+        vigil_counter_add("vigil_wake_jobs_resumed_total",
+                          "Own pending jobs handled again after a restart", NULL, es.n);
+    else if (es.n > 0 && origin == VIGIL_JOBS_RECLAIMED)
+        vigil_counter_add("vigil_wake_jobs_reclaimed_total",
+                          "Jobs taken over from a consumer idle past the lease", NULL, es.n);
+    take(w, &es, origin == VIGIL_JOBS_NEW);
 }
 
 static void *worker_main(void *arg)
@@ -451,10 +410,10 @@ static wake_worker *worker_new(wake_service *svc, vigil_runtime *rt, int index)
         worker_free(w);
         return NULL;
     }
-    snprintf(w->consumer, sizeof w->consumer, "%s-w%d", svc->instance, index);
-    vigil_runtime_key(rt, WAKE_STREAM, w->stream, sizeof w->stream);
-    snprintf(w->pel_cursor, sizeof w->pel_cursor, "0");
-    snprintf(w->claim_cursor, sizeof w->claim_cursor, "0-0");
+    char consumer[200], stream[256];
+    snprintf(consumer, sizeof consumer, "%s-w%d", svc->instance, index);
+    vigil_runtime_key(rt, WAKE_STREAM, stream, sizeof stream);
+    vigil_job_consumer_init(&w->jobs, stream, WAKE_GROUP, consumer, svc->lease_ms);
     snprintf(w->labels, sizeof w->labels, "worker=\"%d\"", index);
     return w;
 }

@@ -1,0 +1,73 @@
+/* adapter.h - heartbeat's plug into libshared's runtime: the environment
+ * (config_env.c), time zone data loaded for the core (tz_cache.c), input
+ * validation and routing to persona keys (route.c), the core's decisions
+ * turned into effects (apply.c), and the job worker that calls the model
+ * and commits each run's outcome (worker.c on vigil/jobs.h). */
+#ifndef HEARTBEAT_ADAPTER_H
+#define HEARTBEAT_ADAPTER_H
+#include <stdatomic.h>
+#include <pthread.h>
+#include <vigil/llm.h>
+#include <vigil/runtime.h>
+#include "heartbeat.h"
+
+#define HB_SERVICE "heartbeat"
+#define HB_HTTP_PORT 9104
+#define HB_STREAM "jobs:"           /* P S ":jobs:<shard>": runs waiting for the model */
+#define HB_GROUP "workers"          /* its consumer group */
+#define HB_ROOM_INDEX "room-personas:" /* P S ":room-personas:<room>": personas serving it */
+#define HB_TIMER "run"              /* the one timer of a persona key */
+#define HB_PATH_MAX 512
+
+typedef struct hb_worker hb_worker;
+
+typedef struct hb_service {
+    hb_config core;
+    vigil_llm_config llm;
+    int64_t lease_ms;        /* VIGIL_HEARTBEAT_JOB_LEASE_MS (0 = derived) */
+    int64_t jobs_maxlen;
+    char zoneinfo[HB_PATH_MAX];      /* VIGIL_HEARTBEAT_ZONEINFO */
+    char checklist_dir[HB_PATH_MAX]; /* VIGIL_HEARTBEAT_CHECKLIST_DIR */
+    char instance[128];
+    char stream[32];         /* HB_STREAM + this replica's shard index */
+    vigil_runtime *rt;
+    hb_worker *worker;
+    atomic_int stop;
+} hb_service;
+
+typedef enum { HB_IN_MESSAGE, HB_IN_CONFIG, HB_IN_LEVELS } hb_in_kind;
+
+/* The typed form of one input, from route() to apply(). */
+typedef struct hb_parsed {
+    hb_in_kind kind;
+    hb_message msg;          /* strings point into the input's body */
+    hb_persona_cfg cfg;      /* owned */
+    hb_room_level *levels;   /* owned */
+    int n_levels;
+} hb_parsed;
+
+extern const char *const HB_SUBSCRIPTIONS[];
+extern const vigil_config_var HB_CONFIG_VARS[];
+
+void hb_service_init(hb_service *svc);
+int hb_configure(void *ctx, const vigil_common_config *common, char *err, size_t errlen);
+int hb_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][VIGIL_KEY_MAX],
+             int max_keys, void **parsed, vigil_error *err);
+int hb_apply(void *ctx, const char *key, const char *state_json, const vigil_input *in,
+             const void *parsed, int64_t now_ms, vigil_effects *fx, vigil_error *err);
+int hb_on_timer_fx(void *ctx, const char *key, const char *state_json, const char *timer_name,
+                   int64_t due_ms, int64_t now_ms, vigil_effects *fx);
+void hb_free_parsed(void *ctx, void *parsed);
+int hb_start(void *ctx, vigil_runtime *rt);
+void hb_stop(void *ctx);
+
+/* apply.c: the core's hb_out written into fx for persona key. */
+int hb_out_to_fx(const hb_service *svc, const char *persona, const hb_state *s, hb_out *out,
+                 vigil_effects *fx);
+
+/* tz_cache.c: zones by IANA name, loaded once from the zoneinfo folder
+ * (the core's hb_tz_resolver). Thread-safe; zones live until exit. */
+const hb_tz *hb_tz_cache_lookup(void *svc, const char *name);
+void hb_tz_cache_free(void);
+
+#endif

@@ -1,0 +1,137 @@
+/* apply.c - one input or timer on one persona record: load the record, run
+ * the core, and write its decision (record, messages, the run timer, the
+ * job for the model, the room index) into the runtime's effects, which
+ * commits them in one atomic step. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vigil/log.h>
+#include <vigil/metrics.h>
+#include "adapter.h"
+
+int hb_out_to_fx(const hb_service *svc, const char *persona, const hb_state *s, hb_out *out,
+                 vigil_effects *fx)
+{
+    char name[VIGIL_KEY_MAX + 32];
+    if (out->changed) {
+        char *st = hb_state_dump(s);
+        int rc = st ? vigil_fx_set_state(fx, st) : -1;
+        free(st);
+        if (rc != 0)
+            return -1;
+    }
+    for (int i = 0; i < out->n_msg; i++)
+        if (vigil_fx_publish(fx, out->msg[i].topic, out->msg[i].payload, false) != 0)
+            return -1;
+    if (out->timer == HB_TIMER_CANCEL) {
+        if (vigil_fx_timer_cancel(fx, HB_TIMER) != 0)
+            return -1;
+    } else if (out->timer != HB_TIMER_KEEP) {
+        if (vigil_fx_timer_set(fx, HB_TIMER, out->timer) != 0)
+            return -1;
+    }
+    if (out->job && vigil_fx_stream_add(fx, svc->stream, out->job, svc->jobs_maxlen, 0) != 0)
+        return -1;
+    if (out->index_remove[0]) {
+        snprintf(name, sizeof name, "%s%s", HB_ROOM_INDEX, out->index_remove);
+        if (vigil_fx_set_remove(fx, name, persona) != 0)
+            return -1;
+    }
+    if (out->index_add[0]) {
+        snprintf(name, sizeof name, "%s%s", HB_ROOM_INDEX, out->index_add);
+        if (vigil_fx_set_add(fx, name, persona) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int hb_apply(void *ctx, const char *key, const char *state_json, const vigil_input *in,
+             const void *parsed, int64_t now_ms, vigil_effects *fx, vigil_error *err)
+{
+    hb_service *svc = ctx;
+    const hb_parsed *p = parsed;
+    hb_state s;
+    hb_out out;
+    char why[160];
+    if (hb_state_load(&s, key, state_json, why, sizeof why) != 0) {
+        hb_state_free(&s);
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "record of %s: %s", key, why);
+    }
+    hb_out_init(&out);
+    hb_result r = HB_OK;
+    hb_persona_cfg cfg;
+    switch (p->kind) {
+    case HB_IN_MESSAGE:
+        r = hb_on_message(&s, &svc->core, &p->msg, now_ms, &out);
+        break;
+    case HB_IN_CONFIG:
+        /* apply may run again on a conflict: the core takes a copy */
+        cfg = p->cfg;
+        cfg.checklist = p->cfg.checklist ? strdup(p->cfg.checklist) : NULL;
+        cfg.identity = p->cfg.identity ? strdup(p->cfg.identity) : NULL;
+        if ((p->cfg.checklist && !cfg.checklist) || (p->cfg.identity && !cfg.identity))
+            r = HB_ERR_NOMEM;
+        else
+            r = hb_on_config(&s, &svc->core, &cfg, now_ms, &out);
+        hb_persona_cfg_clear(&cfg);
+        break;
+    case HB_IN_LEVELS:
+        r = hb_on_levels(&s, p->levels, p->n_levels, now_ms, &out);
+        break;
+    }
+    int rc = 0;
+    if (r != HB_OK || hb_out_to_fx(svc, key, &s, &out, fx) != 0)
+        rc = vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory deciding %s", in->id);
+    hb_out_clear(&out);
+    hb_state_free(&s);
+    return rc;
+}
+
+static void count_skips(const hb_out *out)
+{
+    for (int i = 0; i < out->n_msg; i++) {
+        if (!strstr(out->msg[i].topic, "/run"))
+            continue;
+        const char *r = strstr(out->msg[i].payload, "\"reason\":\"");
+        char reason[40] = "unknown", labels[96];
+        if (r) {
+            r += 10;
+            size_t n = strcspn(r, "\"");
+            snprintf(reason, sizeof reason, "%.*s", (int)(n < 39 ? n : 39), r);
+        }
+        snprintf(labels, sizeof labels, "reason=\"%s\"", reason);
+        vigil_counter_add("vigil_heartbeat_skipped_total",
+                          "Runs that ended before the model (skips, given-up runs), by reason",
+                          labels, 1);
+    }
+}
+
+int hb_on_timer_fx(void *ctx, const char *key, const char *state_json, const char *timer_name,
+                   int64_t due_ms, int64_t now_ms, vigil_effects *fx)
+{
+    hb_service *svc = ctx;
+    (void)due_ms;
+    if (strcmp(timer_name, HB_TIMER) != 0)
+        return 0;
+    hb_state s;
+    hb_out out;
+    char why[160];
+    if (hb_state_load(&s, key, state_json, why, sizeof why) != 0) {
+        vigil_log_kv(VIGIL_LOG_ERROR, "heartbeat record unreadable", "persona", key, "error", why,
+                     NULL);
+        hb_state_free(&s);
+        return -1;
+    }
+    hb_out_init(&out);
+    int rc = 0;
+    if (hb_on_timer(&s, &svc->core, now_ms, &out) != HB_OK ||
+        hb_out_to_fx(svc, key, &s, &out, fx) != 0)
+        rc = -1;
+    else
+        count_skips(&out);
+    if (rc == 0 && out.job)
+        vigil_counter_add("vigil_heartbeat_runs_started_total", "Runs handed to the model", NULL, 1);
+    hb_out_clear(&out);
+    hb_state_free(&s);
+    return rc;
+}

@@ -1,0 +1,367 @@
+/* engine.c - the heartbeat's events. A run is: the timer comes due (a skip
+ * with its reason, or a job for the model), the model answers (ok / sent /
+ * voi-blocked / permission-blocked / error), the next run is scheduled.
+ * The record says which run is waiting for the model, so a second run never
+ * starts beside it and a late or repeated answer changes nothing. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/json.h>
+#include "internal.h"
+
+#define VOI_NONE INT_MIN
+
+void hb_out_init(hb_out *o)
+{
+    memset(o, 0, sizeof *o);
+    o->timer = HB_TIMER_KEEP;
+}
+
+void hb_out_clear(hb_out *o)
+{
+    for (int i = 0; i < o->n_msg; i++)
+        free(o->msg[i].payload);
+    free(o->job);
+    hb_out_init(o);
+}
+
+const hb_tz *hb_state_tz(const hb_state *s, const hb_config *c)
+{
+    if (!s->cfg.tz[0] || !c->tz.lookup)
+        return NULL;
+    return c->tz.lookup(c->tz.arg, s->cfg.tz);
+}
+
+static hb_result emit(hb_out *out, const char *topic, json_object *o)
+{
+    hb_result rc = HB_ERR_NOMEM;
+    if (o && out->n_msg < HB_OUT_MAX) {
+        const char *t = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                              JSON_C_TO_STRING_NOSLASHESCAPE);
+        char *p = t ? strdup(t) : NULL;
+        if (p) {
+            snprintf(out->msg[out->n_msg].topic, sizeof out->msg[0].topic, "%s", topic);
+            out->msg[out->n_msg++].payload = p;
+            rc = HB_OK;
+        }
+    }
+    json_object_put(o);
+    return rc;
+}
+
+typedef struct run_report {
+    const char *run;
+    const char *outcome;
+    const char *reason;      /* NULL none */
+    const char *detail;      /* NULL none */
+    int voi;                 /* VOI_NONE none */
+    const hb_reply *reply;   /* priority/category when a message was judged */
+    const char *message_id;  /* when sent */
+    int64_t tokens;
+    int64_t next;            /* absolute; 0 none */
+} run_report;
+
+static hb_result emit_run(const hb_state *s, int64_t now, const run_report *r, hb_out *out)
+{
+    json_object *o = json_object_new_object();
+    if (!o)
+        return HB_ERR_NOMEM;
+    char topic[160];
+    snprintf(topic, sizeof topic, "heartbeat/%s/run", s->persona);
+    json_object_object_add(o, "id", json_object_new_string(r->run));
+    json_object_object_add(o, "persona", json_object_new_string(s->persona));
+    json_object_object_add(o, "user", json_object_new_string(s->cfg.user));
+    json_object_object_add(o, "room", json_object_new_string(s->cfg.room));
+    json_object_object_add(o, "run", json_object_new_int64(s->runs));
+    json_object_object_add(o, "outcome", json_object_new_string(r->outcome));
+    if (r->reason)
+        json_object_object_add(o, "reason", json_object_new_string(r->reason));
+    if (r->detail && r->detail[0])
+        json_object_object_add(o, "detail", json_object_new_string(r->detail));
+    if (r->voi != VOI_NONE)
+        json_object_object_add(o, "voi", json_object_new_double((double)r->voi / 1000.0));
+    if (r->reply && r->reply->kind == HB_REPLY_MESSAGE) {
+        json_object_object_add(o, "priority",
+                               json_object_new_string(hb_priority_name(r->reply->priority)));
+        json_object_object_add(o, "category",
+                               json_object_new_string(hb_category_name(r->reply->category)));
+    }
+    if (r->message_id)
+        json_object_object_add(o, "message_id", json_object_new_string(r->message_id));
+    json_object_object_add(o, "consecutive_skips", json_object_new_int(s->consecutive_ok));
+    json_object_object_add(o, "next_in_ms", json_object_new_int64(r->next > now ? r->next - now : 0));
+    if (r->next > 0)
+        json_object_object_add(o, "next_run_ts", json_object_new_int64(r->next));
+    json_object_object_add(o, "tokens", json_object_new_int64(r->tokens > 0 ? r->tokens : 0));
+    json_object_object_add(o, "ts", json_object_new_int64(now));
+    return emit(out, topic, o);
+}
+
+static void schedule(hb_state *s, int64_t next, hb_out *out)
+{
+    s->next_run = next;
+    out->timer = next > 0 ? next : HB_TIMER_CANCEL;
+    out->changed = true;
+}
+
+static int64_t next_after(const hb_state *s, const hb_config *c, int64_t now)
+{
+    return now + hb_interval_ms(c, now, s->last_activity, s->consecutive_ok);
+}
+
+static bool same_cfg(const hb_persona_cfg *a, const hb_persona_cfg *b)
+{
+    return a->set == b->set && strcmp(a->user, b->user) == 0 && strcmp(a->room, b->room) == 0 &&
+           strcmp(a->checklist ? a->checklist : "", b->checklist ? b->checklist : "") == 0 &&
+           strcmp(a->identity ? a->identity : "", b->identity ? b->identity : "") == 0 &&
+           a->quiet.set == b->quiet.set && a->quiet.start_min == b->quiet.start_min &&
+           a->quiet.end_min == b->quiet.end_min && strcmp(a->tz, b->tz) == 0 &&
+           a->enabled == b->enabled && a->allow == b->allow && strcmp(a->model, b->model) == 0;
+}
+
+hb_result hb_on_config(hb_state *s, const hb_config *c, hb_persona_cfg *cfg, int64_t now,
+                       hb_out *out)
+{
+    if (s->cfg.set && same_cfg(&s->cfg, cfg)) {
+        hb_persona_cfg_clear(cfg);
+        return HB_OK; /* republished as is: the schedule stands */
+    }
+    if (s->cfg.set && strcmp(s->cfg.room, cfg->room) != 0) {
+        snprintf(out->index_remove, sizeof out->index_remove, "%s", s->cfg.room);
+        s->n_recent = 0; /* another room: its context starts empty */
+    }
+    snprintf(out->index_add, sizeof out->index_add, "%s", cfg->room);
+    hb_persona_cfg_clear(&s->cfg);
+    s->cfg = *cfg;
+    memset(cfg, 0, sizeof *cfg);
+    s->last_activity = now; /* configuring counts as activity */
+    s->consecutive_ok = 0;
+    out->changed = true;
+    if (s->running[0])
+        return HB_OK; /* the run in flight schedules the next when it ends */
+    schedule(s, s->cfg.enabled ? next_after(s, c, now) : 0, out);
+    return HB_OK;
+}
+
+/* Appends a room message to the bounded context, cut to HB_RECENT_CHARS
+ * characters (not bytes: a cut never splits a UTF-8 sequence). */
+static void remember(hb_state *s, const hb_message *m)
+{
+    if (s->n_recent == HB_RECENT_MAX) {
+        memmove(&s->recent[0], &s->recent[1], sizeof s->recent[0] * (HB_RECENT_MAX - 1));
+        s->n_recent--;
+    }
+    hb_recent *r = &s->recent[s->n_recent++];
+    snprintf(r->sender, sizeof r->sender, "%s", m->sender);
+    r->human = m->human;
+    size_t i = 0, chars = 0;
+    const char *t = m->text ? m->text : "";
+    while (t[i] && i < sizeof r->text - 1) {
+        if (((unsigned char)t[i] & 0xC0) != 0x80) {
+            if (chars == HB_RECENT_CHARS)
+                break;
+            chars++;
+        }
+        i++;
+    }
+    while (i > 0 && i < strlen(t) && ((unsigned char)t[i] & 0xC0) == 0x80)
+        i--; /* never end inside a sequence */
+    memcpy(r->text, t, i);
+    r->text[i] = '\0';
+    /* the token is never kept as context either */
+    char tmp[sizeof r->text];
+    hb_strip_token(r->text, strlen(r->text), tmp, sizeof tmp);
+    if (strlen(tmp) != strlen(r->text))
+        snprintf(r->text, sizeof r->text, "%s", tmp);
+}
+
+hb_result hb_on_message(hb_state *s, const hb_config *c, const hb_message *m, int64_t now,
+                        hb_out *out)
+{
+    if (!s->cfg.set || strcmp(m->room, s->cfg.room) != 0)
+        return HB_OK;
+    remember(s, m);
+    out->changed = true;
+    if (!m->human || strcmp(m->sender, s->cfg.user) != 0)
+        return HB_OK;
+    int64_t ts = m->ts > 0 && m->ts < now ? m->ts : now;
+    if (ts > s->last_user_msg)
+        s->last_user_msg = ts;
+    if (ts > s->last_activity)
+        s->last_activity = ts;
+    if (s->last_proactive > 0 && ts >= s->last_proactive)
+        s->answered = true;
+    s->consecutive_ok = 0;
+    if (s->cfg.enabled && !s->running[0])
+        schedule(s, next_after(s, c, now), out);
+    return HB_OK;
+}
+
+hb_result hb_on_levels(hb_state *s, const hb_room_level *levels, int n, int64_t now, hb_out *out)
+{
+    (void)now;
+    if (n > HB_LEVELS_MAX)
+        n = HB_LEVELS_MAX;
+    bool same = n == s->n_levels;
+    for (int i = 0; same && i < n; i++)
+        same = strcmp(levels[i].room, s->levels[i].room) == 0 && levels[i].level == s->levels[i].level;
+    if (same)
+        return HB_OK;
+    memcpy(s->levels, levels, sizeof *levels * (size_t)n);
+    s->n_levels = n;
+    out->changed = true;
+    return HB_OK;
+}
+
+static hb_result give_up(hb_state *s, const hb_config *c, int64_t now, hb_out *out)
+{
+    char run[sizeof s->running];
+    snprintf(run, sizeof run, "%s", s->running);
+    s->running[0] = '\0';
+    int64_t next = s->cfg.enabled ? next_after(s, c, now) : 0;
+    schedule(s, next, out);
+    run_report r = {run, "error", "run-lost", "no answer from the model's job within the run guard",
+                    VOI_NONE, NULL, NULL, 0, next};
+    return emit_run(s, now, &r, out);
+}
+
+hb_result hb_on_timer(hb_state *s, const hb_config *c, int64_t now, hb_out *out)
+{
+    if (!s->cfg.set) {
+        out->timer = HB_TIMER_CANCEL;
+        return HB_OK;
+    }
+    if (s->running[0]) {
+        if (now - s->run_started >= c->run_guard_ms)
+            return give_up(s, c, now, out);
+        out->timer = s->run_started + c->run_guard_ms;
+        return HB_OK;
+    }
+    if (!s->cfg.enabled) {
+        schedule(s, 0, out);
+        return HB_OK;
+    }
+    char run[sizeof s->running];
+    s->runs++;
+    snprintf(run, sizeof run, "hb:%s:%lld", s->persona, (long long)s->runs);
+    const hb_tz *tz = hb_state_tz(s, c);
+    hb_skip sk;
+    if (hb_skip_check(s, c, tz, now, &sk)) {
+        int64_t next = sk.stop ? 0 : now + sk.next_in_ms;
+        schedule(s, next, out);
+        run_report r = {run, "skipped", sk.reason, sk.detail, VOI_NONE, NULL, NULL, 0, next};
+        return emit_run(s, now, &r, out);
+    }
+    hb_local l = hb_local_time(tz, now);
+    char *prompt = hb_prompt(s, &l, s->cfg.tz, now);
+    char *job = prompt ? hb_job_make(s, c, run, prompt) : NULL;
+    free(prompt);
+    if (!job)
+        return HB_ERR_NOMEM;
+    out->job = job;
+    snprintf(s->running, sizeof s->running, "%s", run);
+    s->run_started = now;
+    s->next_run = 0;
+    out->timer = now + c->run_guard_ms; /* gives the run up if its job is lost */
+    out->changed = true;
+    return HB_OK;
+}
+
+static hb_disturbance disturbance(const hb_state *s, const hb_local *l)
+{
+    if (hb_quiet_contains(&s->cfg.quiet, l->hour * 60 + l->minute))
+        return HB_DIST_QUIET;
+    return hb_is_peak(l->hour) ? HB_DIST_PEAK : HB_DIST_OFF_PEAK;
+}
+
+static hb_result send_message(hb_state *s, const char *run, const hb_reply *rep, int64_t now,
+                              char *msg_id, size_t idlen, hb_out *out)
+{
+    snprintf(msg_id, idlen, "%s:msg", run);
+    json_object *o = json_object_new_object();
+    if (!o)
+        return HB_ERR_NOMEM;
+    char topic[160];
+    snprintf(topic, sizeof topic, "room/%s/message", s->cfg.room);
+    json_object_object_add(o, "id", json_object_new_string(msg_id));
+    json_object_object_add(o, "room", json_object_new_string(s->cfg.room));
+    json_object_object_add(o, "sender", json_object_new_string(s->persona));
+    json_object_object_add(o, "sender_type", json_object_new_string("ai"));
+    json_object_object_add(o, "text", json_object_new_string(rep->message));
+    json_object_object_add(o, "proactive", json_object_new_boolean(1));
+    json_object_object_add(o, "priority", json_object_new_string(hb_priority_name(rep->priority)));
+    json_object_object_add(o, "category", json_object_new_string(hb_category_name(rep->category)));
+    json_object_object_add(o, "heartbeat_run", json_object_new_string(run));
+    json_object_object_add(o, "ts", json_object_new_int64(now));
+    return emit(out, topic, o);
+}
+
+hb_result hb_on_result(hb_state *s, const hb_config *c, const hb_run_result *r, int64_t now,
+                       hb_out *out)
+{
+    if (!s->running[0] || strcmp(s->running, r->run) != 0)
+        return HB_OK; /* given up, or already finished: never a second send */
+    char run[sizeof s->running];
+    snprintf(run, sizeof run, "%s", s->running);
+    s->running[0] = '\0';
+    out->changed = true;
+    run_report rep = {run, "error", NULL, NULL, VOI_NONE, NULL, NULL, r->tokens, 0};
+    hb_reply reply;
+    memset(&reply, 0, sizeof reply);
+    char detail[200] = "", msg_id[HB_ID_MAX + 48];
+    hb_result rc = HB_OK;
+    if (!s->cfg.set || !s->cfg.enabled) {
+        rep.outcome = "skipped";
+        rep.reason = "disabled";
+        rep.detail = "the heartbeat was switched off during the run";
+        schedule(s, 0, out);
+        return emit_run(s, now, &rep, out);
+    }
+    if (!r->llm_ok) {
+        rep.reason = "llm-error";
+        snprintf(detail, sizeof detail, "%.190s", r->error ? r->error : "the model call failed");
+        rep.detail = detail;
+    } else {
+        hb_reply_read(r->content, r->len, &reply);
+        rep.reply = &reply;
+        if (reply.kind == HB_REPLY_ACK) {
+            rep.outcome = "ok";
+            s->consecutive_ok++;
+        } else if (reply.kind == HB_REPLY_UNUSABLE) {
+            rep.reason = "unusable-answer";
+            rep.detail = reply.why;
+        } else {
+            hb_local l = hb_local_time(hb_state_tz(s, c), now);
+            hb_disturbance d = disturbance(s, &l);
+            rep.voi = hb_voi(reply.priority, reply.category, d);
+            snprintf(detail, sizeof detail, "%s %s at %02d:%02d local (%s): VoI %.2f %s %.2f",
+                     hb_priority_name(reply.priority), hb_category_name(reply.category), l.hour,
+                     l.minute, d == HB_DIST_QUIET ? "quiet hours" : d == HB_DIST_PEAK ? "peak" : "off-peak",
+                     rep.voi / 1000.0, hb_voi_send(rep.voi) ? ">" : "<=", HB_VOI_THRESHOLD / 1000.0);
+            rep.detail = detail;
+            if (!hb_voi_send(rep.voi)) {
+                rep.outcome = "voi-blocked";
+            } else if (!hb_permitted(s->cfg.allow, reply.category)) {
+                rep.outcome = "permission-blocked";
+                snprintf(detail, sizeof detail, "%s does not allow proactive %s messages",
+                         s->cfg.user, hb_category_name(reply.category));
+            } else {
+                rc = send_message(s, run, &reply, now, msg_id, sizeof msg_id, out);
+                rep.outcome = "sent";
+                rep.message_id = msg_id;
+                s->last_proactive = now;
+                s->answered = false;
+                s->last_activity = now; /* a sent message counts as activity */
+                s->consecutive_ok = 0;
+            }
+        }
+    }
+    if (rc == HB_OK) {
+        rep.next = next_after(s, c, now);
+        schedule(s, rep.next, out);
+        rc = emit_run(s, now, &rep, out);
+    }
+    hb_reply_clear(&reply);
+    return rc;
+}

@@ -1,0 +1,162 @@
+/* reply.c - what the model answered: HEARTBEAT_OK, the JSON the prompt asks
+ * for ({"message", "priority", "category"}, possibly in ``` fences or with
+ * prose around it), or
+ * plain text taken as a normal-priority message of the default category. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/json.h>
+#include "heartbeat.h"
+
+#define MESSAGE_MAX 4000 /* bytes of a proactive message at most */
+
+void hb_reply_clear(hb_reply *r)
+{
+    free(r->message);
+    memset(r, 0, sizeof *r);
+}
+
+static bool space(char c)
+{
+    return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+}
+
+/* The body of a ```json ... ``` block when the whole answer is one. */
+static void unfence(const char **t, size_t *len)
+{
+    const char *s = *t;
+    size_t n = *len;
+    while (n && space(*s))
+        s++, n--;
+    while (n && space(s[n - 1]))
+        n--;
+    if (n >= 6 && memcmp(s, "```", 3) == 0 && memcmp(s + n - 3, "```", 3) == 0) {
+        const char *nl = memchr(s, '\n', n);
+        if (nl && nl < s + n - 3) {
+            n = (size_t)(s + n - 3 - (nl + 1));
+            s = nl + 1;
+        }
+    }
+    *t = s;
+    *len = n;
+}
+
+/* Cuts s (NUL-terminated) to at most max bytes on a UTF-8 boundary. */
+static void cut_utf8(char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n <= max)
+        return;
+    while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
+        max--;
+    s[max] = '\0';
+}
+
+static bool has_message_key(const char *s, size_t n)
+{
+    static const char KEY[] = "\"message\"";
+    for (size_t i = 0; i + sizeof KEY - 1 <= n; i++)
+        if (memcmp(s + i, KEY, sizeof KEY - 1) == 0)
+            return true;
+    return false;
+}
+
+static void set_message(hb_reply *out, const char *text, size_t len)
+{
+    char *m = malloc(len + 1);
+    if (!m) {
+        out->kind = HB_REPLY_UNUSABLE;
+        snprintf(out->why, sizeof out->why, "out of memory");
+        return;
+    }
+    size_t n = hb_strip_token(text, len, m, len + 1);
+    if (n == 0) {
+        free(m);
+        out->kind = HB_REPLY_ACK;
+        return;
+    }
+    cut_utf8(m, MESSAGE_MAX);
+    out->kind = HB_REPLY_MESSAGE;
+    out->message = m;
+}
+
+void hb_reply_read(const char *text, size_t len, hb_reply *out)
+{
+    memset(out, 0, sizeof *out);
+    out->priority = HB_PRIO_NORMAL;
+    out->category = HB_CAT_DEFAULT;
+    if (!text || len == 0) {
+        out->kind = HB_REPLY_UNUSABLE;
+        snprintf(out->why, sizeof out->why, "empty answer");
+        return;
+    }
+    if (hb_is_ack(text, len)) {
+        out->kind = HB_REPLY_ACK;
+        return;
+    }
+    const char *body = text;
+    size_t blen = len;
+    unfence(&body, &blen);
+    if (blen == 0) {
+        out->kind = HB_REPLY_UNUSABLE;
+        snprintf(out->why, sizeof out->why, "blank answer");
+        return;
+    }
+    if (blen > 0 && body[0] != '{') {
+        /* prose around the object ("Sure! {...}"): the outermost braces,
+         * when they hold a "message" */
+        const char *a = memchr(body, '{', blen), *b = body + blen;
+        while (b > body && b[-1] != '}')
+            b--;
+        if (a && b > a && has_message_key(a, (size_t)(b - a))) {
+            blen = (size_t)(b - a);
+            body = a;
+        }
+    }
+    if (blen > 0 && body[0] == '{') {
+        json_tokener *tok = json_tokener_new();
+        json_object *o = NULL;
+        if (tok) {
+            json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+            o = json_tokener_parse_ex(tok, body, (int)blen);
+            if (json_tokener_get_error(tok) != json_tokener_success ||
+                tok->char_offset != (int)blen) {
+                json_object_put(o);
+                o = NULL;
+            }
+            json_tokener_free(tok);
+        }
+        if (o && json_object_is_type(o, json_type_object)) {
+            json_object *m, *p, *c;
+            if (!json_object_object_get_ex(o, "message", &m) ||
+                !json_object_is_type(m, json_type_string)) {
+                out->kind = HB_REPLY_UNUSABLE;
+                snprintf(out->why, sizeof out->why, "JSON answer without a \"message\" string");
+                json_object_put(o);
+                return;
+            }
+            if (json_object_object_get_ex(o, "priority", &p) &&
+                json_object_is_type(p, json_type_string)) {
+                int v = hb_priority_parse(json_object_get_string(p));
+                if (v >= 0)
+                    out->priority = (hb_priority)v;
+            }
+            if (json_object_object_get_ex(o, "category", &c) &&
+                json_object_is_type(c, json_type_string)) {
+                int v = hb_category_parse(json_object_get_string(c));
+                if (v >= 0)
+                    out->category = (hb_category)v;
+            }
+            const char *ms = json_object_get_string(m);
+            size_t ml = (size_t)json_object_get_string_len(m);
+            if (hb_is_ack(ms, ml))
+                out->kind = HB_REPLY_ACK;
+            else
+                set_message(out, ms, ml);
+            json_object_put(o);
+            return;
+        }
+        json_object_put(o);
+    }
+    set_message(out, text, len);
+}

@@ -1,0 +1,70 @@
+/* voi.c - the value-of-information gate of the Orion project the seed comes
+ * from: VoI = P(benefit | priority) x benefit(category) - 0.1 - disturbance,
+ * send when VoI > 0.3. Kept in thousandths so 0.6 x 1.0 - 0.1 - 0.2 is
+ * exactly 0.3 (not sent) rather than a float a hair either side. */
+#include <string.h>
+#include "heartbeat.h"
+
+static const char *const PRIORITIES[HB_PRIO__COUNT] = {"urgent", "normal", "low"};
+static const int PROBABILITY[HB_PRIO__COUNT] = {900, 600, 300};
+static const char *const CATEGORIES[HB_CAT__COUNT] = {
+    "reminder", "deadline", "alert", "notification", "check-in", "update", "default"};
+static const int BENEFIT[HB_CAT__COUNT] = {1000, 1000, 800, 500, 400, 300, 500};
+
+const char *hb_priority_name(hb_priority p)
+{
+    return p >= 0 && p < HB_PRIO__COUNT ? PRIORITIES[p] : "normal";
+}
+
+const char *hb_category_name(hb_category c)
+{
+    return c >= 0 && c < HB_CAT__COUNT ? CATEGORIES[c] : "default";
+}
+
+int hb_priority_parse(const char *s)
+{
+    for (int i = 0; s && i < HB_PRIO__COUNT; i++)
+        if (strcmp(s, PRIORITIES[i]) == 0)
+            return i;
+    return -1;
+}
+
+int hb_category_parse(const char *s)
+{
+    for (int i = 0; s && i < HB_CAT__COUNT; i++)
+        if (strcmp(s, CATEGORIES[i]) == 0)
+            return i;
+    if (s && strcmp(s, "checkin") == 0)
+        return HB_CAT_CHECK_IN;
+    return -1;
+}
+
+int hb_voi_probability(hb_priority p)
+{
+    return PROBABILITY[p >= 0 && p < HB_PRIO__COUNT ? p : HB_PRIO_NORMAL];
+}
+
+int hb_voi_benefit(hb_category c)
+{
+    return BENEFIT[c >= 0 && c < HB_CAT__COUNT ? c : HB_CAT_DEFAULT];
+}
+
+int hb_voi_disturbance(hb_disturbance d)
+{
+    return d == HB_DIST_QUIET ? 500 : d == HB_DIST_OFF_PEAK ? 200 : 100;
+}
+
+bool hb_is_peak(int hour)
+{
+    return (hour >= 9 && hour < 11) || (hour >= 14 && hour < 20);
+}
+
+int hb_voi(hb_priority p, hb_category c, hb_disturbance d)
+{
+    return hb_voi_probability(p) * hb_voi_benefit(c) / 1000 - 100 - hb_voi_disturbance(d);
+}
+
+bool hb_voi_send(int voi_milli)
+{
+    return voi_milli > HB_VOI_THRESHOLD;
+}

@@ -1,0 +1,88 @@
+/* heartbeat/{p}/config payloads: every field checked, with the reason a
+ * bad one is refused. */
+#include "hb_test.h"
+
+#define BASE "\"persona\":\"helper\",\"user\":\"joel\",\"room\":\"general\""
+
+static hb_cfg_status status(const char *json)
+{
+    hb_config c;
+    test_config(&c);
+    char err[200] = "";
+    hb_cfg_status st = parse_cfg_status(&c, json, err, sizeof err);
+    if (st != HB_CFG_OK)
+        assert_true(err[0] != '\0'); /* a refusal always says why */
+    return st;
+}
+
+static void accepted_forms(void **st)
+{
+    (void)st;
+    hb_config c;
+    test_config(&c);
+    hb_persona_cfg cfg;
+    parse_cfg(&c, "{" BASE ",\"enabled\":true}", &cfg);
+    assert_string_equal(cfg.checklist, HB_DEFAULT_CHECKLIST); /* the seed's HEARTBEAT.md */
+    assert_int_equal(cfg.allow, HB_ALLOW_ALL);
+    assert_false(cfg.quiet.set);
+    assert_string_equal(cfg.tz, "");
+    hb_persona_cfg_clear(&cfg);
+    parse_cfg(&c, "{" BASE ",\"enabled\":false,\"quiet_hours\":\"22:00-07:00\",\"timezone\":\"Europe/Berlin\","
+                  "\"allow_proactive\":[\"reminder\",\"check-in\"],\"checklist\":\"\"}", &cfg);
+    assert_false(cfg.enabled);
+    assert_int_equal(cfg.quiet.start_min, 22 * 60);
+    assert_int_equal(cfg.quiet.end_min, 7 * 60);
+    assert_string_equal(cfg.tz, "Europe/Berlin");
+    assert_true(hb_permitted(cfg.allow, HB_CAT_CHECK_IN));
+    assert_false(hb_permitted(cfg.allow, HB_CAT_ALERT));
+    assert_string_equal(cfg.checklist, "");
+    hb_persona_cfg_clear(&cfg);
+    /* quiet_hours' own zone wins over `timezone` */
+    parse_cfg(&c, "{" BASE ",\"enabled\":true,\"timezone\":\"UTC\",\"quiet_hours\":{\"start\":\"23:00\","
+                  "\"end\":\"06:30\",\"timezone\":\"Asia/Jakarta\"}}", &cfg);
+    assert_string_equal(cfg.tz, "Asia/Jakarta");
+    assert_int_equal(cfg.quiet.end_min, 6 * 60 + 30);
+    hb_persona_cfg_clear(&cfg);
+}
+
+static void refused_with_the_reason(void **st)
+{
+    (void)st;
+    assert_int_equal(status("{\"persona\":\"helper\",\"room\":\"general\",\"enabled\":true}"), HB_CFG_MISSING);
+    assert_int_equal(status("{" BASE "}"), HB_CFG_MISSING);
+    assert_int_equal(status("{" BASE ",\"enabled\":\"yes\"}"), HB_CFG_WRONG_TYPE);
+    assert_int_equal(status("{\"persona\":\"helper\",\"user\":\"jo el\",\"room\":\"general\",\"enabled\":true}"),
+                     HB_CFG_BAD_ID);
+    assert_int_equal(status("{\"persona\":\"helper\",\"user\":\"joel\",\"room\":\"a/b\",\"enabled\":true}"),
+                     HB_CFG_BAD_ID);
+    assert_int_equal(status("{" BASE ",\"enabled\":true,\"checklist\":5}"), HB_CFG_WRONG_TYPE);
+    assert_int_equal(status("{" BASE ",\"enabled\":true,\"quiet_hours\":\"22:00 to 07:00\"}"), HB_CFG_BAD_VALUE);
+    assert_int_equal(status("{" BASE ",\"enabled\":true,\"quiet_hours\":{\"start\":\"22:00\"}}"), HB_CFG_MISSING);
+    assert_int_equal(status("{" BASE ",\"enabled\":true,\"quiet_hours\":{\"start\":\"22:00\",\"end\":\"7\"}}"),
+                     HB_CFG_BAD_VALUE);
+    assert_int_equal(status("{" BASE ",\"enabled\":true,\"quiet_hours\":7}"), HB_CFG_WRONG_TYPE);
+    assert_int_equal(status("{" BASE ",\"enabled\":true,\"timezone\":\"Mars/Olympus\"}"), HB_CFG_BAD_VALUE);
+    assert_int_equal(status("{" BASE ",\"enabled\":true,\"timezone\":\"../../etc/passwd\"}"), HB_CFG_BAD_VALUE);
+    assert_int_equal(status("{" BASE ",\"enabled\":true,\"allow_proactive\":\"all\"}"), HB_CFG_WRONG_TYPE);
+    assert_int_equal(status("{" BASE ",\"enabled\":true,\"allow_proactive\":[\"gossip\"]}"), HB_CFG_BAD_VALUE);
+    assert_int_equal(status("{" BASE ",\"enabled\":true,\"allow_proactive\":[1]}"), HB_CFG_WRONG_TYPE);
+    assert_int_equal(status("{" BASE ",\"enabled\":true,\"model\":\"\"}"), HB_CFG_BAD_VALUE);
+    assert_int_equal(status("{" BASE ",\"enabled\":true,\"model\":3}"), HB_CFG_WRONG_TYPE);
+    char big[HB_CHECKLIST_MAX + 200];
+    snprintf(big, sizeof big, "{" BASE ",\"enabled\":true,\"checklist\":\"");
+    size_t n = strlen(big);
+    memset(big + n, 'x', HB_CHECKLIST_MAX + 1);
+    strcpy(big + n + HB_CHECKLIST_MAX + 1, "\"}");
+    assert_int_equal(status(big), HB_CFG_BAD_VALUE);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(accepted_forms),
+        cmocka_unit_test(refused_with_the_reason),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    test_zones_free();
+    return rc;
+}

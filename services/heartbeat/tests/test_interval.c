@@ -1,0 +1,131 @@
+/* The seed's adaptive interval: 2 min after recent activity, 10 min
+ * normally, 30 min after an hour of inactivity; consecutive `ok` runs
+ * stretch it x1.5 up to the inactive interval; no runs past the idle cap. */
+#include "hb_test.h"
+
+static void active_normal_inactive_by_the_users_last_activity(void **st)
+{
+    (void)st;
+    hb_config c;
+    test_config(&c);
+    int64_t t = 1000 * HOUR_MS;
+    assert_int_equal(hb_interval_ms(&c, t, t, 0), 2 * MIN_MS);
+    assert_int_equal(hb_interval_ms(&c, t, t - 5 * MIN_MS + 1, 0), 2 * MIN_MS);
+    assert_int_equal(hb_interval_ms(&c, t, t - 5 * MIN_MS, 0), 10 * MIN_MS);
+    assert_int_equal(hb_interval_ms(&c, t, t - HOUR_MS, 0), 10 * MIN_MS);
+    assert_int_equal(hb_interval_ms(&c, t, t - HOUR_MS - 1, 0), 30 * MIN_MS);
+    assert_int_equal(hb_interval_ms(&c, t, t - 40 * HOUR_MS, 0), 30 * MIN_MS);
+    /* activity "in the future" (clock skew) counts as now */
+    assert_int_equal(hb_interval_ms(&c, t, t + MIN_MS, 0), 2 * MIN_MS);
+}
+
+static void consecutive_oks_stretch_by_one_and_a_half_up_to_the_inactive_interval(void **st)
+{
+    (void)st;
+    hb_config c;
+    test_config(&c);
+    int64_t t = 1000 * HOUR_MS;
+    assert_int_equal(hb_interval_ms(&c, t, t, 1), 3 * MIN_MS);
+    assert_int_equal(hb_interval_ms(&c, t, t, 2), 270 * 1000);
+    assert_int_equal(hb_interval_ms(&c, t, t, 3), 405 * 1000);
+    assert_int_equal(hb_interval_ms(&c, t, t, 8), 30 * MIN_MS); /* capped */
+    assert_int_equal(hb_interval_ms(&c, t, t, 1000), 30 * MIN_MS);
+    assert_int_equal(hb_interval_ms(&c, t, t - 10 * MIN_MS, 1), 15 * MIN_MS);
+    assert_int_equal(hb_interval_ms(&c, t, t - 10 * MIN_MS, 3), 30 * MIN_MS);
+    assert_int_equal(hb_interval_ms(&c, t, t - 2 * HOUR_MS, 5), 30 * MIN_MS);
+    c.skip_stretch = 2.0;
+    assert_int_equal(hb_interval_ms(&c, t, t, 2), 8 * MIN_MS);
+}
+
+static void idle_cap_48h(void **st)
+{
+    (void)st;
+    hb_config c;
+    test_config(&c);
+    int64_t t = 1000 * HOUR_MS;
+    assert_false(hb_idle(&c, t, t - 48 * HOUR_MS + 1));
+    assert_true(hb_idle(&c, t, t - 48 * HOUR_MS));
+    c.idle_cap_ms = 0; /* 0: no cap */
+    assert_false(hb_idle(&c, t, t - 480 * HOUR_MS));
+}
+
+/* The schedule in the record: configuring starts on the active interval, a
+ * run after an hour of silence waits 30 min, an `ok` stretches the next. */
+static void schedule_follows_activity_and_oks(void **st)
+{
+    (void)st;
+    hb_config c;
+    test_config(&c);
+    hb_state s;
+    hb_out out;
+    hb_out_init(&out);
+    int64_t t0 = utc_ms(2026, 6, 1, 12, 0);
+    configured(&s, &c, NULL, t0);
+    assert_int_equal(s.next_run, t0 + 2 * MIN_MS);
+    json_object *ev = fire(&s, &c, t0 + 2 * MIN_MS, &out);
+    assert_null(ev); /* started: a job, no event yet */
+    assert_non_null(out.job);
+    ev = answer(&s, &c, "HEARTBEAT_OK", t0 + 2 * MIN_MS + 500, &out);
+    assert_string_equal(jstr(ev, "outcome"), "ok");
+    assert_int_equal(jint(ev, "consecutive_skips"), 1);
+    assert_int_equal(jint(ev, "next_in_ms"), 3 * MIN_MS); /* 2 min x 1.5 */
+    assert_int_equal(out.timer, t0 + 2 * MIN_MS + 500 + 3 * MIN_MS);
+    json_object_put(ev);
+    /* an hour and more later (runs missed while the user is gone): 30 min */
+    int64_t t1 = t0 + 2 * HOUR_MS;
+    fire(&s, &c, t1, &out);
+    ev = answer(&s, &c, "HEARTBEAT_OK", t1, &out);
+    assert_int_equal(jint(ev, "next_in_ms"), 30 * MIN_MS);
+    json_object_put(ev);
+    /* the user is back: activity resets the stretch and reschedules at once */
+    hb_message m = {"m1", "general", "joel", "morning!", true, false, t1 + MIN_MS};
+    hb_out_clear(&out);
+    assert_int_equal(hb_on_message(&s, &c, &m, t1 + MIN_MS, &out), HB_OK);
+    assert_int_equal(s.consecutive_ok, 0);
+    assert_int_equal(out.timer, t1 + 3 * MIN_MS);
+    hb_out_clear(&out);
+    hb_state_free(&s);
+}
+
+/* Past the idle cap a run stops the schedule (skipped, idle-cap, nothing
+ * next) until the user is back. */
+static void idle_cap_stops_runs_until_the_user_is_back(void **st)
+{
+    (void)st;
+    hb_config c;
+    test_config(&c);
+    hb_state s;
+    hb_out out;
+    hb_out_init(&out);
+    int64_t t0 = utc_ms(2026, 6, 1, 12, 0);
+    configured(&s, &c, NULL, t0);
+    int64_t t1 = t0 + 48 * HOUR_MS;
+    json_object *ev = fire(&s, &c, t1, &out);
+    assert_string_equal(jstr(ev, "outcome"), "skipped");
+    assert_string_equal(jstr(ev, "reason"), "idle-cap");
+    assert_int_equal(jint(ev, "next_in_ms"), 0);
+    assert_int_equal(jint(ev, "next_run_ts"), -1);
+    assert_int_equal(out.timer, HB_TIMER_CANCEL);
+    assert_null(out.job);
+    json_object_put(ev);
+    hb_message m = {"m1", "general", "joel", "back", true, false, t1 + HOUR_MS};
+    hb_out_clear(&out);
+    hb_on_message(&s, &c, &m, t1 + HOUR_MS, &out);
+    assert_int_equal(out.timer, t1 + HOUR_MS + 2 * MIN_MS);
+    hb_out_clear(&out);
+    hb_state_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(active_normal_inactive_by_the_users_last_activity),
+        cmocka_unit_test(consecutive_oks_stretch_by_one_and_a_half_up_to_the_inactive_interval),
+        cmocka_unit_test(idle_cap_48h),
+        cmocka_unit_test(schedule_follows_activity_and_oks),
+        cmocka_unit_test(idle_cap_stops_runs_until_the_user_is_back),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    test_zones_free();
+    return rc;
+}

@@ -1,0 +1,390 @@
+/* Every skip rule, with its reason, in order, with an injected clock; and
+ * the run's life: one run at a time, a lost run given up after the guard,
+ * a late or repeated answer changing nothing (never a second send). */
+#include "hb_test.h"
+
+typedef struct fx {
+    hb_config c;
+    hb_state s;
+    hb_out out;
+    int64_t t0;
+} fx;
+
+static void setup_with(fx *f, const char *extra)
+{
+    test_config(&f->c);
+    hb_out_init(&f->out);
+    f->t0 = utc_ms(2026, 7, 1, 14, 0); /* peak, in UTC */
+    configured(&f->s, &f->c, extra, f->t0);
+}
+
+static void teardown_fx(fx *f)
+{
+    hb_out_clear(&f->out);
+    hb_state_free(&f->s);
+}
+
+static void expect_skip(fx *f, int64_t t, const char *reason)
+{
+    json_object *ev = fire(&f->s, &f->c, t, &f->out);
+    if (!ev)
+        fail_msg("expected a skip (%s), got a run", reason);
+    assert_string_equal(jstr(ev, "outcome"), "skipped");
+    assert_string_equal(jstr(ev, "reason"), reason);
+    assert_non_null(jstr(ev, "detail"));
+    assert_int_equal(jint(ev, "tokens"), 0);
+    assert_null(f->out.job); /* no model call */
+    json_object_put(ev);
+}
+
+static void expect_run(fx *f, int64_t t)
+{
+    json_object *ev = fire(&f->s, &f->c, t, &f->out);
+    assert_null(ev);
+    assert_non_null(f->out.job);
+    assert_true(f->s.running[0] != '\0');
+}
+
+static void user_says(fx *f, const char *text, int64_t t)
+{
+    hb_message m = {"m", "general", "joel", text, true, false, t};
+    hb_out_clear(&f->out);
+    assert_int_equal(hb_on_message(&f->s, &f->c, &m, t, &f->out), HB_OK);
+}
+
+static void live_exchange(void **st)
+{
+    (void)st;
+    fx f;
+    setup_with(&f, NULL);
+    user_says(&f, "talking to Ann about lunch", f.t0 + 5 * MIN_MS);
+    expect_skip(&f, f.t0 + 5 * MIN_MS + 119 * 1000, "live-exchange");
+    expect_run(&f, f.t0 + 5 * MIN_MS + 120 * 1000);
+    teardown_fx(&f);
+}
+
+static void others_talking_is_no_live_exchange_and_no_activity(void **st)
+{
+    (void)st;
+    fx f;
+    setup_with(&f, NULL);
+    int64_t before = f.s.last_activity;
+    hb_message m = {"m", "general", "ann", "hi all", true, false, f.t0 + MIN_MS};
+    hb_out_clear(&f.out);
+    hb_on_message(&f.s, &f.c, &m, f.t0 + MIN_MS, &f.out);
+    assert_int_equal(f.out.timer, HB_TIMER_KEEP);
+    hb_message ai = {"m2", "general", "joel", "an AI named like the user", false, false, f.t0 + MIN_MS};
+    hb_on_message(&f.s, &f.c, &ai, f.t0 + MIN_MS, &f.out);
+    assert_int_equal(f.s.last_activity, before);
+    expect_run(&f, f.t0 + 2 * MIN_MS);
+    teardown_fx(&f);
+}
+
+static void asleep_or_mention_only_but_not_human_only(void **st)
+{
+    (void)st;
+    fx f;
+    setup_with(&f, NULL);
+    hb_room_level lv[2] = {{"general", HB_LEVEL_SLEEP}, {"other", HB_LEVEL_ACTIVE}};
+    hb_on_levels(&f.s, lv, 2, f.t0, &f.out);
+    expect_skip(&f, f.t0 + 2 * MIN_MS, "persona-asleep");
+    lv[0].level = HB_LEVEL_MENTION_ONLY;
+    hb_on_levels(&f.s, lv, 2, f.t0, &f.out);
+    expect_skip(&f, f.t0 + 4 * MIN_MS, "persona-mention-only");
+    lv[0].level = HB_LEVEL_HUMAN_ONLY;
+    hb_on_levels(&f.s, lv, 2, f.t0, &f.out);
+    expect_run(&f, f.t0 + 6 * MIN_MS);
+    teardown_fx(&f);
+}
+
+static void unanswered_proactive_message(void **st)
+{
+    (void)st;
+    fx f;
+    setup_with(&f, NULL);
+    expect_run(&f, f.t0 + 2 * MIN_MS);
+    json_object *ev = answer(&f.s, &f.c,
+                             "{\"message\":\"Stand-up now\",\"priority\":\"urgent\",\"category\":\"reminder\"}",
+                             f.t0 + 2 * MIN_MS, &f.out);
+    assert_string_equal(jstr(ev, "outcome"), "sent");
+    json_object_put(ev);
+    int64_t sent = f.t0 + 2 * MIN_MS;
+    /* its own message comes back from the room: context, not an answer */
+    hb_message own = {"hb:helper:1:msg", "general", "helper", "Stand-up now", false, true, sent};
+    hb_out_clear(&f.out);
+    hb_on_message(&f.s, &f.c, &own, sent + 100, &f.out);
+    expect_skip(&f, sent + 2 * MIN_MS, "unanswered");
+    expect_skip(&f, sent + 2 * HOUR_MS - 1, "unanswered");
+    expect_run(&f, sent + 2 * HOUR_MS); /* two hours later it may try again */
+    teardown_fx(&f);
+}
+
+static void an_answer_clears_unanswered(void **st)
+{
+    (void)st;
+    fx f;
+    setup_with(&f, NULL);
+    expect_run(&f, f.t0 + 2 * MIN_MS);
+    json_object *ev = answer(&f.s, &f.c, "{\"message\":\"x\",\"priority\":\"urgent\",\"category\":\"alert\"}",
+                             f.t0 + 2 * MIN_MS, &f.out);
+    json_object_put(ev);
+    user_says(&f, "thanks", f.t0 + 10 * MIN_MS);
+    expect_run(&f, f.t0 + 13 * MIN_MS);
+    teardown_fx(&f);
+}
+
+static void empty_checklist_and_no_llm(void **st)
+{
+    (void)st;
+    fx f;
+    setup_with(&f, "\"checklist\":\"  \\n\\t\",");
+    expect_skip(&f, f.t0 + 2 * MIN_MS, "empty-checklist");
+    teardown_fx(&f);
+    setup_with(&f, NULL);
+    f.c.llm_enabled = false;
+    expect_skip(&f, f.t0 + 2 * MIN_MS, "no-llm");
+    teardown_fx(&f);
+}
+
+static void the_order_of_the_rules(void **st)
+{
+    (void)st;
+    /* quiet hours come before the live exchange, both before no-llm */
+    fx f;
+    setup_with(&f, "\"quiet_hours\":\"13:00-15:00\",\"checklist\":\"\",");
+    f.c.llm_enabled = false;
+    user_says(&f, "hi", f.t0 + MIN_MS);
+    expect_skip(&f, f.t0 + 2 * MIN_MS, "quiet-hours");
+    teardown_fx(&f);
+    setup_with(&f, "\"checklist\":\"\",");
+    f.c.llm_enabled = false;
+    user_says(&f, "hi", f.t0 + MIN_MS);
+    expect_skip(&f, f.t0 + 2 * MIN_MS, "live-exchange");
+    expect_skip(&f, f.t0 + 4 * MIN_MS, "empty-checklist");
+    teardown_fx(&f);
+}
+
+static void switched_off_no_runs(void **st)
+{
+    (void)st;
+    hb_config c;
+    test_config(&c);
+    hb_state s;
+    hb_out out;
+    hb_out_init(&out);
+    char err[100];
+    hb_persona_cfg cfg;
+    parse_cfg(&c, "{\"persona\":\"helper\",\"user\":\"joel\",\"room\":\"general\",\"enabled\":false}", &cfg);
+    hb_state_load(&s, "helper", NULL, err, sizeof err);
+    hb_on_config(&s, &c, &cfg, 1000, &out);
+    assert_int_equal(out.timer, HB_TIMER_CANCEL);
+    assert_int_equal(s.next_run, 0);
+    assert_null(fire(&s, &c, 5 * MIN_MS, &out));
+    assert_null(out.job);
+    hb_out_clear(&out);
+    hb_state_free(&s);
+}
+
+/* Switched off while the model thinks: the answer sends nothing, the run
+ * ends `skipped` (disabled) and no next run is scheduled. */
+static void switched_off_during_a_run(void **st)
+{
+    (void)st;
+    fx f;
+    setup_with(&f, NULL);
+    expect_run(&f, f.t0 + 2 * MIN_MS);
+    hb_persona_cfg cfg;
+    parse_cfg(&f.c, "{\"persona\":\"helper\",\"user\":\"joel\",\"room\":\"general\",\"enabled\":false}", &cfg);
+    hb_out_clear(&f.out);
+    hb_on_config(&f.s, &f.c, &cfg, f.t0 + 2 * MIN_MS + 10, &f.out);
+    assert_int_equal(f.out.timer, HB_TIMER_KEEP); /* the run in flight decides */
+    json_object *ev = answer(&f.s, &f.c, "{\"message\":\"x\",\"priority\":\"urgent\",\"category\":\"alert\"}",
+                             f.t0 + 3 * MIN_MS, &f.out);
+    assert_string_equal(jstr(ev, "outcome"), "skipped");
+    assert_string_equal(jstr(ev, "reason"), "disabled");
+    assert_null(out_json(&f.out, "/message"));
+    assert_int_equal(f.out.timer, HB_TIMER_CANCEL);
+    json_object_put(ev);
+    teardown_fx(&f);
+}
+
+static void one_run_at_a_time_and_a_lost_run_is_given_up(void **st)
+{
+    (void)st;
+    fx f;
+    setup_with(&f, NULL);
+    expect_run(&f, f.t0 + 2 * MIN_MS);
+    char first[128];
+    snprintf(first, sizeof first, "%s", f.s.running);
+    assert_int_equal(f.out.timer, f.t0 + 2 * MIN_MS + f.c.run_guard_ms);
+    /* the timer comes again (a claim that lapsed): no second run */
+    assert_null(fire(&f.s, &f.c, f.t0 + 3 * MIN_MS, &f.out));
+    assert_null(f.out.job);
+    assert_string_equal(f.s.running, first);
+    /* a user message meanwhile: activity, but the run in flight schedules */
+    user_says(&f, "hi", f.t0 + 3 * MIN_MS);
+    assert_int_equal(f.out.timer, HB_TIMER_KEEP);
+    /* past the guard: given up with an error, the schedule goes on */
+    json_object *ev = fire(&f.s, &f.c, f.t0 + 2 * MIN_MS + f.c.run_guard_ms, &f.out);
+    assert_string_equal(jstr(ev, "outcome"), "error");
+    assert_string_equal(jstr(ev, "reason"), "run-lost");
+    assert_true(jint(ev, "next_in_ms") > 0);
+    json_object_put(ev);
+    assert_string_equal(f.s.running, "");
+    /* the lost run's answer arrives late: nothing happens, nothing is sent */
+    hb_run_result late = {first, true, "{\"message\":\"late\",\"priority\":\"urgent\",\"category\":\"alert\"}",
+                          60, NULL, 50};
+    late.len = strlen(late.content);
+    hb_out_clear(&f.out);
+    assert_int_equal(hb_on_result(&f.s, &f.c, &late, f.t0 + 20 * MIN_MS, &f.out), HB_OK);
+    assert_int_equal(f.out.n_msg, 0);
+    assert_false(f.out.changed);
+    teardown_fx(&f);
+}
+
+static void a_repeated_answer_sends_once(void **st)
+{
+    (void)st;
+    fx f;
+    setup_with(&f, NULL);
+    expect_run(&f, f.t0 + 2 * MIN_MS);
+    char run[128];
+    snprintf(run, sizeof run, "%s", f.s.running);
+    const char *txt = "{\"message\":\"Stand-up\",\"priority\":\"urgent\",\"category\":\"reminder\"}";
+    hb_run_result r = {run, true, txt, strlen(txt), NULL, 42};
+    hb_out_clear(&f.out);
+    hb_on_result(&f.s, &f.c, &r, f.t0 + 2 * MIN_MS, &f.out);
+    assert_int_equal(f.out.n_msg, 2); /* the room message and the run event */
+    hb_out_clear(&f.out);
+    hb_on_result(&f.s, &f.c, &r, f.t0 + 2 * MIN_MS + 10, &f.out);
+    assert_int_equal(f.out.n_msg, 0);
+    teardown_fx(&f);
+}
+
+static void errors_of_the_model_call(void **st)
+{
+    (void)st;
+    fx f;
+    setup_with(&f, NULL);
+    expect_run(&f, f.t0 + 2 * MIN_MS);
+    hb_run_result r = {f.s.running, false, NULL, 0, "LLM timeout: no answer", 0};
+    char run[128];
+    snprintf(run, sizeof run, "%s", f.s.running);
+    r.run = run;
+    hb_out_clear(&f.out);
+    hb_on_result(&f.s, &f.c, &r, f.t0 + 3 * MIN_MS, &f.out);
+    json_object *ev = out_json(&f.out, "/run");
+    assert_string_equal(jstr(ev, "outcome"), "error");
+    assert_string_equal(jstr(ev, "reason"), "llm-error");
+    assert_non_null(strstr(jstr(ev, "detail"), "timeout"));
+    assert_int_equal(f.s.consecutive_ok, 0);
+    json_object_put(ev);
+    expect_run(&f, f.t0 + 6 * MIN_MS);
+    ev = answer(&f.s, &f.c, "{\"nothing\": true}", f.t0 + 6 * MIN_MS, &f.out);
+    assert_string_equal(jstr(ev, "reason"), "unusable-answer");
+    json_object_put(ev);
+    teardown_fx(&f);
+}
+
+static void config_again_changes_nothing_and_a_new_room_moves_the_index(void **st)
+{
+    (void)st;
+    fx f;
+    setup_with(&f, NULL);
+    hb_persona_cfg cfg;
+    parse_cfg(&f.c, "{\"persona\":\"helper\",\"user\":\"joel\",\"room\":\"general\",\"enabled\":true,\"ts\":5}", &cfg);
+    hb_out_clear(&f.out);
+    hb_on_config(&f.s, &f.c, &cfg, f.t0 + MIN_MS, &f.out);
+    assert_false(f.out.changed);
+    assert_int_equal(f.out.timer, HB_TIMER_KEEP);
+    user_says(&f, "context", f.t0 + MIN_MS);
+    assert_int_equal(f.s.n_recent, 1);
+    parse_cfg(&f.c, "{\"persona\":\"helper\",\"user\":\"joel\",\"room\":\"lab\",\"enabled\":true}", &cfg);
+    hb_out_clear(&f.out);
+    hb_on_config(&f.s, &f.c, &cfg, f.t0 + 2 * MIN_MS, &f.out);
+    assert_string_equal(f.out.index_remove, "general");
+    assert_string_equal(f.out.index_add, "lab");
+    assert_int_equal(f.s.n_recent, 0);
+    assert_int_equal(f.out.timer, f.t0 + 4 * MIN_MS); /* configuring is activity */
+    teardown_fx(&f);
+}
+
+static void context_is_bounded_cut_and_token_free(void **st)
+{
+    (void)st;
+    fx f;
+    setup_with(&f, NULL);
+    char text[400];
+    for (int i = 0; i < 12; i++) {
+        snprintf(text, sizeof text, "message %d", i);
+        hb_message m = {"m", "general", "ann", text, true, false, f.t0};
+        hb_on_message(&f.s, &f.c, &m, f.t0, &f.out);
+    }
+    assert_int_equal(f.s.n_recent, HB_RECENT_MAX);
+    assert_string_equal(f.s.recent[0].text, "message 2");
+    /* 150 two-byte characters are cut to 100 characters (200 bytes) */
+    text[0] = '\0';
+    for (int i = 0; i < 150; i++)
+        strcat(text, "é");
+    hb_message m = {"m", "general", "ann", text, true, false, f.t0};
+    hb_on_message(&f.s, &f.c, &m, f.t0, &f.out);
+    assert_int_equal(strlen(f.s.recent[HB_RECENT_MAX - 1].text), 200);
+    hb_message t = {"m", "general", "ann", "ok HEARTBEAT_OK fine", true, false, f.t0};
+    hb_on_message(&f.s, &f.c, &t, f.t0, &f.out);
+    assert_null(strstr(f.s.recent[HB_RECENT_MAX - 1].text, "HEARTBEAT_OK"));
+    /* a message of another room is not this persona's context */
+    hb_message other = {"m", "lab", "joel", "elsewhere", true, false, f.t0};
+    int n = f.s.n_recent;
+    hb_on_message(&f.s, &f.c, &other, f.t0, &f.out);
+    assert_string_not_equal(f.s.recent[n - 1].text, "elsewhere");
+    teardown_fx(&f);
+}
+
+static void the_record_round_trips(void **st)
+{
+    (void)st;
+    fx f;
+    setup_with(&f, "\"quiet_hours\":{\"start\":\"22:00\",\"end\":\"07:00\",\"timezone\":\"Asia/Jakarta\"},"
+                   "\"allow_proactive\":[\"alert\"],\"model\":\"tiny\",\"identity\":\"I am Helper.\",");
+    user_says(&f, "hello", f.t0 + MIN_MS);
+    hb_room_level lv[1] = {{"general", HB_LEVEL_HUMAN_ONLY}};
+    hb_on_levels(&f.s, lv, 1, f.t0, &f.out);
+    char *json = hb_state_dump(&f.s), err[100];
+    hb_state back;
+    assert_int_equal(hb_state_load(&back, "helper", json, err, sizeof err), 0);
+    char *again = hb_state_dump(&back);
+    assert_string_equal(json, again);
+    assert_string_equal(back.cfg.tz, "Asia/Jakarta");
+    assert_int_equal(back.cfg.quiet.start_min, 22 * 60);
+    assert_int_equal(hb_state_level(&back, "general"), HB_LEVEL_HUMAN_ONLY);
+    free(json);
+    free(again);
+    hb_state_free(&back);
+    assert_int_equal(hb_state_load(&back, "helper", "[1]", err, sizeof err), -1);
+    hb_state_free(&back);
+    teardown_fx(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(live_exchange),
+        cmocka_unit_test(others_talking_is_no_live_exchange_and_no_activity),
+        cmocka_unit_test(asleep_or_mention_only_but_not_human_only),
+        cmocka_unit_test(unanswered_proactive_message),
+        cmocka_unit_test(an_answer_clears_unanswered),
+        cmocka_unit_test(empty_checklist_and_no_llm),
+        cmocka_unit_test(the_order_of_the_rules),
+        cmocka_unit_test(switched_off_no_runs),
+        cmocka_unit_test(switched_off_during_a_run),
+        cmocka_unit_test(one_run_at_a_time_and_a_lost_run_is_given_up),
+        cmocka_unit_test(a_repeated_answer_sends_once),
+        cmocka_unit_test(errors_of_the_model_call),
+        cmocka_unit_test(config_again_changes_nothing_and_a_new_room_moves_the_index),
+        cmocka_unit_test(context_is_bounded_cut_and_token_free),
+        cmocka_unit_test(the_record_round_trips),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    test_zones_free();
+    return rc;
+}

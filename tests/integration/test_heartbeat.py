@@ -1,0 +1,506 @@
+"""heartbeat (issue 11, seed 004: the proactive "inner thoughts" heartbeat)
+driven only through the broker, with a real Redis, the real service
+process(es) and tests/support/fake_llm.py answering over real HTTP.
+
+Intervals are shrunk to about a second through the documented
+VIGIL_HEARTBEAT_* variables; the fake model answers by the checklist text
+in the prompt (CHECK-OK -> HEARTBEAT_OK, CHECK-SPEAK -> a JSON message)."""
+
+import json
+import time
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+
+import harness
+from conftest import human, uid, validate_outputs
+from harness import scaled
+from test_wake_evaluator import FakeLLM
+
+SERVICE = "heartbeat"
+OUTPUTS = ("heartbeat/+/run", "room/+/message", "sys/#")
+
+RULES = [
+    {"match": "CHECK-OK-TAIL", "reply": "HEARTBEAT_OK. All quiet, nothing to report."},
+    {"match": "CHECK-OK", "reply": "HEARTBEAT_OK"},
+    {"match": "CHECK-SPEAK", "reply": {"message": "Stand-up starts in 5 minutes.",
+                                       "priority": "urgent", "category": "reminder"}},
+    {"match": "CHECK-LOW", "reply": {"message": "Some trivia you might like.",
+                                     "priority": "low", "category": "update"}},
+    {"match": "CHECK-MIDDLE", "reply": "Reminder: the deploy HEARTBEAT_OK window closes at 5."},
+    {"reply": "HEARTBEAT_OK"},
+]
+
+# Fast but ordered: a run every ~1.5 s while the user is recent.
+FAST = {
+    "VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS": 1500,
+    "VIGIL_HEARTBEAT_NORMAL_INTERVAL_MS": 3000,
+    "VIGIL_HEARTBEAT_INACTIVE_INTERVAL_MS": 6000,
+    "VIGIL_HEARTBEAT_LIVE_MS": 1000,
+    "VIGIL_HEARTBEAT_UNANSWERED_MS": 600000,
+    "VIGIL_LLM_TIMEOUT_MS": 4000,
+    "VIGIL_LLM_RETRIES": 0,
+}
+
+
+@pytest.fixture
+def llm(tmp_path):
+    f = FakeLLM(str(tmp_path))
+    f.control(rules=RULES)
+    try:
+        yield f
+    finally:
+        f.stop()
+
+
+def start(stack, llm=None, instance=None, **env):
+    e = dict(FAST)
+    e["VIGIL_LLM_URL"] = llm.url if llm else ""
+    e.update(env)
+    return stack.service(SERVICE, env=e, instance=instance)
+
+
+def config(persona, room, user="joel", checklist="CHECK-OK", **extra):
+    body = {"persona": persona, "user": user, "room": room, "checklist": checklist,
+            "enabled": True, "ts": harness.now_ms()}
+    body.update(extra)
+    return f"heartbeat/{persona}/config", body
+
+
+def runs(col, persona="+", pred=None):
+    return col.events(f"heartbeat/{persona}/run", pred)
+
+
+def wait_run(col, persona, pred=None, timeout=15):
+    return col.wait_event(f"heartbeat/{persona}/run", pred, timeout=timeout)
+
+
+def room_messages(col, room="+"):
+    return col.events(f"room/{room}/message")
+
+
+# --------------------------------------------------------------------------
+
+
+def test_ok_reply_sends_nothing_and_the_token_appears_in_no_room(stack, llm):
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    pub.publish(*config("quiet1", room, checklist="CHECK-OK"), retain=True)
+    pub.publish(*config("quiet2", room, checklist="CHECK-OK-TAIL"), retain=True)
+    for p in ("quiet1", "quiet2"):
+        ev = wait_run(col, p, lambda e: e["outcome"] == "ok")
+        assert ev["tokens"] > 0 and ev["consecutive_skips"] == 1
+        assert ev["next_in_ms"] > 0 and ev["next_run_ts"] > ev["ts"]
+    # the second ok stretches the interval (x1.5)
+    second = wait_run(col, "quiet1", lambda e: e["outcome"] == "ok" and e["consecutive_skips"] == 2)
+    assert second["next_in_ms"] == pytest.approx(1500 * 1.5 * 1.5, abs=5)
+    time.sleep(scaled(0.5))
+    assert [m for m in room_messages(col) if m.get("sender", "").startswith("quiet")] == []
+    for m in col.snapshot():
+        assert b"HEARTBEAT_OK" not in m.payload or m.topic.startswith("heartbeat/"), m.topic
+        if m.topic.startswith("room/"):
+            assert b"HEARTBEAT_OK" not in m.payload
+    # the prompt is the seed's
+    prompt = llm.stats()["last_request"]["body"]["messages"][-1]["content"]
+    assert prompt.startswith("You are quiet")
+    assert "Current time: " in prompt and "Time since last user interaction: " in prompt
+    assert "Recent conversation summary:\n" in prompt
+    assert "If nothing needs attention, reply only with: HEARTBEAT_OK" in prompt
+    validate_outputs(col, OUTPUTS)
+
+
+def test_message_reply_sends_exactly_one_proactive_message(stack, llm):
+    svc = start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    pub.publish(*human(room, "joel", "I have the stand-up at ten"))
+    pub.publish(*config("helper", room, checklist="CHECK-SPEAK"), retain=True)
+    sent = wait_run(col, "helper", lambda e: e["outcome"] == "sent")
+    assert sent["voi"] > 0.3 and sent["priority"] == "urgent" and sent["category"] == "reminder"
+    assert sent["tokens"] > 0 and sent["consecutive_skips"] == 0
+    msg = col.wait_event(f"room/{room}/message", lambda m: m.get("sender") == "helper")
+    assert msg["proactive"] is True and msg["sender_type"] == "ai"
+    assert msg["text"] == "Stand-up starts in 5 minutes."
+    assert msg["id"] == sent["message_id"]
+    # the next run finds the message unanswered: skipped, nothing more sent
+    wait_run(col, "helper", lambda e: e["outcome"] == "skipped" and e["reason"] == "unanswered")
+    assert len([m for m in room_messages(col, room) if m.get("sender") == "helper"]) == 1
+    assert llm.stats()["requests"] == 1
+    assert svc.metric("vigil_heartbeat_runs_total", outcome="sent") == 1
+    # the user answers: runs resume (and speak again)
+    pub.publish(*human(room, "joel", "thanks!"))
+    wait_run(col, "helper", lambda e: e["outcome"] == "sent" and e["id"] != sent["id"], timeout=20)
+    validate_outputs(col, OUTPUTS)
+
+
+def test_low_value_message_is_voi_blocked_and_middle_token_is_stripped(stack, llm):
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    pub.publish(*config("lowly", room, checklist="CHECK-LOW"), retain=True)
+    ev = wait_run(col, "lowly", lambda e: e["outcome"] != "skipped")
+    assert ev["outcome"] == "voi-blocked" and ev["voi"] <= 0.3
+    pub.publish(*config("mid", room, checklist="CHECK-MIDDLE", allow_proactive=["alert"]),
+                retain=True)
+    ev = wait_run(col, "mid", lambda e: e["outcome"] != "skipped")
+    # plain text: normal / default category; VoI 0.6 x 0.5 - 0.1 - d <= 0.2: blocked
+    assert ev["outcome"] == "voi-blocked" and ev["category"] == "default"
+    assert not [m for m in room_messages(col, room) if m.get("sender") in ("lowly", "mid")]
+
+
+def test_permission_blocked_when_the_user_does_not_allow_the_category(stack, llm):
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    pub.publish(*config("shy", room, checklist="CHECK-SPEAK", allow_proactive=["alert"]),
+                retain=True)
+    ev = wait_run(col, "shy", lambda e: e["outcome"] != "skipped")
+    assert ev["outcome"] == "permission-blocked" and "reminder" in ev["detail"]
+    assert not [m for m in room_messages(col, room) if m.get("sender") == "shy"]
+
+
+def test_the_user_talking_skips_the_run_with_the_reason(stack, llm):
+    start(stack, llm, VIGIL_HEARTBEAT_LIVE_MS=8000)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    pub.publish(*config("polite", room, checklist="CHECK-SPEAK"), retain=True)
+    pub.publish(*human(room, "joel", "talking to someone else right now"))
+    ev = wait_run(col, "polite")
+    assert ev["outcome"] == "skipped" and ev["reason"] == "live-exchange"
+    assert "joel" in ev["detail"]
+    assert ev["next_in_ms"] > 0
+    assert llm.stats()["requests"] == 0
+    assert not [m for m in room_messages(col, room) if m.get("sender") == "polite"]
+
+
+def hhmm(dt):
+    return dt.strftime("%H:%M")
+
+
+@pytest.mark.parametrize("tz", ["UTC", "Asia/Jakarta", "America/New_York"])
+def test_quiet_hours_skip_in_the_configured_time_zone(stack, llm, tz):
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    local = datetime.now(timezone.utc).astimezone(ZoneInfo(tz))
+    quiet = {"start": hhmm(local - timedelta(hours=1)), "end": hhmm(local + timedelta(hours=1)),
+             "timezone": tz}
+    pub.publish(*config("night", room, checklist="CHECK-SPEAK", quiet_hours=quiet), retain=True)
+    ev = wait_run(col, "night")
+    assert ev["outcome"] == "skipped" and ev["reason"] == "quiet-hours"
+    assert tz in ev["detail"]
+    # the next look is at the end of the window, about an hour away
+    assert 3500_000 <= ev["next_in_ms"] <= 3660_000
+    # outside the window (the hours before now): it runs
+    other = {"start": hhmm(local - timedelta(hours=3)), "end": hhmm(local - timedelta(hours=2)),
+             "timezone": tz}
+    pub.publish(*config("day", room, checklist="CHECK-OK", quiet_hours=other), retain=True)
+    assert wait_run(col, "day")["outcome"] == "ok"
+    assert not [h for h in llm.stats()["history"] if h["prompt"].startswith("You are night,")]
+
+
+def test_no_llm_and_empty_checklist_skip_without_a_model_call(stack):
+    start(stack, None)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    pub.publish(*config("nollm", room), retain=True)
+    pub.publish(*config("empty", room, checklist="  \n"), retain=True)
+    assert wait_run(col, "nollm")["reason"] == "no-llm"
+    assert wait_run(col, "empty")["reason"] == "empty-checklist"
+
+
+def test_a_sleeping_persona_does_not_run(stack, llm):
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    now = harness.now_ms()
+    pub.publish("persona/dozy/state", {"persona": "dozy", "ts": now, "rooms": {
+        room: {"level": "sleep", "since": now, "trigger": "manual"}}}, retain=True)
+    time.sleep(scaled(0.3))
+    pub.publish(*config("dozy", room, checklist="CHECK-SPEAK"), retain=True)
+    ev = wait_run(col, "dozy")
+    assert ev["outcome"] == "skipped" and ev["reason"] == "persona-asleep"
+    assert llm.stats()["requests"] == 0
+
+
+def test_kill9_during_a_run_neither_loses_the_schedule_nor_runs_twice(stack, llm):
+    env = {"VIGIL_LLM_TIMEOUT_MS": 3000, "VIGIL_HEARTBEAT_JOB_LEASE_MS": 4000}
+    svc = start(stack, llm, **env)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    llm.control(delay_ms=2500)
+    pub.publish(*config("sturdy", room, checklist="CHECK-SPEAK"), retain=True)
+    harness.wait_until(lambda: llm.stats()["in_flight"] >= 1, 15, "the run's model call in flight")
+    svc.kill9()
+    llm.control(delay_ms=0)
+    svc.start()
+    sent = wait_run(col, "sturdy", lambda e: e["outcome"] == "sent", timeout=30)
+    # the schedule goes on: the next run comes (and skips: unanswered)
+    wait_run(col, "sturdy", lambda e: e["outcome"] == "skipped" and e["reason"] == "unanswered",
+             timeout=20)
+    time.sleep(scaled(1.0))
+    assert len(runs(col, "sturdy", lambda e: e["id"] == sent["id"])) == 1
+    assert len([m for m in room_messages(col, room) if m.get("sender") == "sturdy"]) == 1
+    validate_outputs(col, OUTPUTS)
+
+
+def test_a_run_of_a_dead_replica_is_taken_over_after_its_claim_lapses_and_sent_once(stack, llm):
+    env = {"VIGIL_LLM_TIMEOUT_MS": 2000, "VIGIL_HEARTBEAT_JOB_LEASE_MS": 3000}
+    a = start(stack, llm, instance="hb-dead", **env)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    llm.control(delay_ms=1800)
+    topic, body = config("orphan", room, checklist="CHECK-SPEAK")
+    pub.publish(topic, body, retain=True)
+    harness.wait_until(lambda: llm.stats()["in_flight"] >= 1, 15, "the run's model call in flight")
+    a.kill9()
+    llm.control(delay_ms=0)
+    # a replacement under another name: nothing of its own is pending; it
+    # takes the dead replica's run once idle past the lease
+    b = start(stack, llm, instance="hb-new", **env)
+    sent = wait_run(col, "orphan", lambda e: e["outcome"] == "sent", timeout=30)
+    # not before the claim lapsed: run start (1.5 s after configuring) + lease
+    assert sent["ts"] - body["ts"] >= 1500 + 3000 - 100
+    time.sleep(scaled(1.5))
+    assert len(runs(col, "orphan", lambda e: e["id"] == sent["id"])) == 1
+    assert len([m for m in room_messages(col, room) if m.get("sender") == "orphan"]) == 1
+    assert b.metric("vigil_heartbeat_runs_reclaimed_total") >= 1
+
+
+def test_a_restart_neither_bursts_nor_skips_runs(stack, llm):
+    svc = start(stack, llm, VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS=2000)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    pub.publish(*config("steady", room, checklist="CHECK-OK"), retain=True)
+    first = wait_run(col, "steady", lambda e: e["outcome"] == "ok")
+    svc.terminate()
+    time.sleep(scaled(0.5))
+    svc.start()  # the retained config comes again: the same input, no reset
+    second = wait_run(col, "steady", lambda e: e["run"] == first["run"] + 1, timeout=20)
+    # the second run came when the first scheduled it, not at once
+    assert second["ts"] >= first["next_run_ts"] - 50
+    time.sleep(scaled(0.5))
+    assert len(runs(col, "steady", lambda e: e["run"] == first["run"] + 1)) == 1
+
+
+def test_two_replicas_never_run_the_same_persona_at_once(stack, llm):
+    env = {"VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS": 200, "VIGIL_LLM_TIMEOUT_MS": 5000}
+    start(stack, llm, instance="hb-a", VIGIL_SHARD="0/2", **env)
+    start(stack, llm, instance="hb-b", VIGIL_SHARD="1/2", **env)
+    col = stack.collector(topics=("heartbeat/+/run",))
+    pub = stack.publisher()
+    room = uid("r")
+    llm.control(delay_ms=400)
+    personas = [f"twin{i}" for i in range(6)]
+    for p in personas:
+        pub.publish(*config(p, room, checklist="CHECK-OK"), retain=True)
+    for p in personas:
+        col.wait_for(lambda c, p=p: len(runs(col, p, lambda e: e["outcome"] == "ok")) >= 3, 40,
+                     f"3 runs of {p}")
+    history = llm.stats()["history"]
+    for p in personas:
+        spans = sorted((h["start"], h["end"]) for h in history
+                       if h["prompt"].startswith(f"You are {p},"))
+        assert len(spans) >= 3
+        for (s0, e0), (s1, _) in zip(spans, spans[1:]):
+            assert s1 >= e0, f"{p}: two model calls overlapped"
+    # each run number once per persona
+    for p in personas:
+        numbers = [e["run"] for e in runs(col, p)]
+        assert len(numbers) == len(set(numbers))
+
+
+def test_user_message_reschedules_and_idle_cap_stops_runs(stack, llm):
+    start(stack, llm, VIGIL_HEARTBEAT_IDLE_CAP_MS=2500)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    pub.publish(*config("idler", room, checklist="CHECK-OK"), retain=True)
+    stop = wait_run(col, "idler", lambda e: e["outcome"] == "skipped", timeout=20)
+    assert stop["reason"] == "idle-cap" and "next_run_ts" not in stop
+    time.sleep(scaled(2.0))
+    assert len(runs(col, "idler", lambda e: e["reason"] == "idle-cap" if "reason" in e else False)) == 1
+    n = len(runs(col, "idler"))
+    pub.publish(*human(room, "joel", "back again"))
+    wait_run(col, "idler", lambda e: e["outcome"] == "ok" and e["run"] > stop["run"], timeout=10)
+    assert len(runs(col, "idler")) > n
+
+
+BAD = [
+    ("heartbeat/p1/config", b"not json", "not_json"),
+    ("heartbeat/p1/config", b"", "not_json"),  # clearing the retained config is no command
+    ("heartbeat/p1/config", {"persona": "p1", "room": "r1", "enabled": True}, "missing_field"),
+    ("heartbeat/p1/config", {"persona": "p1", "user": "u", "room": "r1", "enabled": "yes"}, "wrong_type"),
+    ("heartbeat/p1/config", {"persona": "p1", "user": "u u", "room": "r1", "enabled": True}, "bad_id"),
+    ("heartbeat/p2/config", {"persona": "p1", "user": "u", "room": "r1", "enabled": True}, "topic_mismatch"),
+    ("heartbeat/p1/config", {"persona": "p1", "user": "u", "room": "r1", "enabled": True,
+                             "quiet_hours": {"start": "25:00", "end": "07:00"}}, "bad_value"),
+    ("heartbeat/p1/config", {"persona": "p1", "user": "u", "room": "r1", "enabled": True,
+                             "quiet_hours": {"start": "22:00", "end": "07:00", "timezone": "Mars/Olympus"}},
+     "bad_value"),
+    ("heartbeat/p1/config", {"persona": "p1", "user": "u", "room": "r1", "enabled": True,
+                             "allow_proactive": ["gossip"]}, "bad_value"),
+    ("heartbeat/p1/config", {"persona": "p1", "user": "u", "room": "r1", "enabled": True,
+                             "checklist_file": "../etc/passwd"}, "bad_value"),
+    ("heartbeat/p1/config", b'{"persona": "p1", "user": "\xff"}', "invalid_utf8"),
+    ("room/r1/message", b"{\"sender\": ", "not_json"),
+    ("room/r1/message", {"sender": "a b", "sender_type": "human", "text": "t"}, "bad_id"),
+    ("room/r1/message", {"sender": "a", "sender_type": "robot", "text": "t"}, "bad_value"),
+    ("room/r1/message", {"sender": "a", "sender_type": "human"}, "missing_field"),
+    ("persona/p1/state", {"persona": "p1", "rooms": {"r1": {"level": "napping"}}}, "bad_value"),
+    ("persona/p1/state", {"persona": "p1", "rooms": ["r1"]}, "wrong_type"),
+    ("persona/p1/state", {"persona": "p1", "rooms": {"r 1": {"level": "sleep"}}}, "bad_id"),
+]
+
+
+@pytest.mark.parametrize("topic,payload,reason", BAD)
+def test_bad_input_is_rejected_with_a_reason_and_changes_nothing(stack, topic, payload, reason):
+    svc = start(stack, None)
+    col = stack.collector(topics=(f"sys/{SERVICE}/error",))
+    pub = stack.publisher()
+    pub.publish(topic, payload)
+    ev = col.wait_event(f"sys/{SERVICE}/error", timeout=10)
+    assert ev["reason"] == reason, ev
+    assert ev["topic"] == topic and ev["detail"]
+    assert svc.metric("vigil_rejected_total", reason=reason) >= 1
+    assert stack.store(SERVICE).states() == {}
+    validate_outputs(col, ("sys/#",))
+
+
+def test_oversize_config_is_rejected(stack):
+    svc = start(stack, None, VIGIL_MAX_PAYLOAD=2048)
+    col = stack.collector(topics=(f"sys/{SERVICE}/error",))
+    pub = stack.publisher()
+    topic, body = config("big", "r1", checklist="x" * 4000)
+    pub.publish(topic, body)
+    assert col.wait_event(f"sys/{SERVICE}/error", timeout=10)["reason"] == "oversize"
+    assert svc.metric("vigil_rejected_total", reason="oversize") >= 1
+    assert stack.store(SERVICE).states() == {}
+
+
+def test_help_lists_every_heartbeat_variable(stack):
+    svc = stack.service(SERVICE, start=False)
+    out = svc.run_cli(["--help"]).stdout.decode()
+    for name, default in [("ACTIVE_INTERVAL_MS", "120000"), ("NORMAL_INTERVAL_MS", "600000"),
+                          ("INACTIVE_INTERVAL_MS", "1800000"), ("RECENT_MS", "300000"),
+                          ("INACTIVE_AFTER_MS", "3600000"), ("LIVE_MS", "120000"),
+                          ("UNANSWERED_MS", "7200000"), ("IDLE_CAP_MS", "172800000"),
+                          ("SKIP_STRETCH", "1.5")]:
+        assert f"VIGIL_HEARTBEAT_{name} (default: {default})" in out
+    assert "9104" in out
+
+
+def test_heartbeat_survives_mutated_inputs(stack, llm):
+    """The fuzz of test_fuzz_inputs.py on heartbeat's own inputs (config,
+    room messages, persona state), with runs going on meanwhile."""
+    import json as _json
+    import random
+
+    from test_fuzz_inputs import load_example, mutate_bytes, mutate_value
+
+    svc = start(stack, llm, VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS=300)
+    col = stack.collector(topics=("heartbeat/+/run", "sys/+/error", "room/+/message"))
+    pub = stack.publisher()
+    rng = random.Random(20261124)
+    targets = [("heartbeat/{p}/config", "heartbeat-config"), ("room/{r}/message", "room-message"),
+               ("persona/{p}/state", "persona-state")]
+    examples = {name: load_example(name) for _, name in targets}
+    for i in range(1200):
+        pattern, name = rng.choice(targets)
+        p, r = rng.choice(["ann", "bob", "cy"]), rng.choice(["fz-a", "fz-b"])
+        topic = pattern.format(p=p, r=r)
+        obj = _json.loads(_json.dumps(examples[name]))
+        if "persona" in obj:
+            obj["persona"] = p
+        if "room" in obj:
+            obj["room"] = r
+        obj["id"] = f"fz-{i}"
+        for _ in range(rng.randint(0, 3)):
+            obj = mutate_value(rng, obj)
+        data = _json.dumps(obj).encode() if isinstance(obj, dict) else _json.dumps(obj).encode()
+        if rng.random() < 0.35:
+            data = mutate_bytes(rng, data)
+        pub.publish(topic, data)
+    last = [-1.0, 0]
+
+    def settled():
+        n = svc.metric("vigil_inputs_total")
+        last[1] = last[1] + 1 if n > 0 and n == last[0] else 0
+        last[0] = n
+        return last[1] >= 5
+
+    harness.wait_until(settled, 120, "heartbeat done with the fuzz backlog", interval=0.2)
+    assert svc.alive()
+    harness.wait_until(svc.is_ready, 30, "ready after fuzzing")
+    assert svc.metric("vigil_rejected_total") > 0 and svc.metric("vigil_commits_total") > 0
+    for m in col.snapshot():
+        if m.topic.startswith("room/"):
+            assert b"HEARTBEAT_OK" not in m.payload
+    # and still works
+    room = uid("r")
+    pub.publish(*config("after", room, checklist="CHECK-OK"), retain=True)
+    assert wait_run(col, "after", timeout=20)["outcome"] == "ok"
+    validate_outputs(col, ("heartbeat/+/run", "sys/#"))  # room/+/message holds the fuzz itself
+
+
+@pytest.mark.parametrize("var,value", [
+    ("VIGIL_HEARTBEAT_SKIP_STRETCH", "0.5"), ("VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS", "abc"),
+    ("VIGIL_HEARTBEAT_IDLE_CAP_MS", "-1"), ("VIGIL_HEARTBEAT_MAX_TOKENS", "0"),
+])
+def test_bad_environment_exits_2_naming_the_variable(stack, var, value):
+    svc = stack.service(SERVICE, start=False)
+    r = svc.run_cli([], env={var: value})
+    assert r.returncode == 2, r.stderr
+    assert var.encode() in r.stderr
+
+
+def test_redis_kill9_loses_neither_the_schedule_nor_a_run(stack, llm):
+    start(stack, llm, VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS=1000, VIGIL_HEARTBEAT_SKIP_STRETCH=1.0)
+    col = stack.collector(topics=("heartbeat/+/run",))
+    pub = stack.publisher()
+    room = uid("r")
+    pub.publish(*config("durable", room, checklist="CHECK-OK"), retain=True)
+    first = wait_run(col, "durable", lambda e: e["outcome"] == "ok")
+    stack.redis.restart()  # kill -9, then the same AOF (appendfsync always)
+    # the schedule lives on: later runs come, numbered on from the first
+    later = wait_run(col, "durable", lambda e: e["run"] >= first["run"] + 2, timeout=30)
+    # every run once (an outbox entry may be delivered twice: same id), none missing
+    numbers = sorted({e["run"] for e in runs(col, "durable")})
+    assert numbers == list(range(numbers[0], numbers[-1] + 1))
+    assert all(e["outcome"] == "ok" for e in runs(col, "durable"))
+
+
+def test_checklist_from_a_file_below_the_checklist_dir(stack, llm, tmp_path):
+    folder = tmp_path / "checklists"
+    folder.mkdir()
+    (folder / "ops.md").write_text("- CHECK-SPEAK: is the nightly backup done?\n", encoding="utf-8")
+    start(stack, llm, VIGIL_HEARTBEAT_CHECKLIST_DIR=str(folder))
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    topic, body = config("filed", room)
+    del body["checklist"]
+    body["checklist_file"] = "ops.md"
+    pub.publish(topic, body, retain=True)
+    assert wait_run(col, "filed", lambda e: e["outcome"] != "skipped")["outcome"] == "sent"
+    prompt = llm.stats()["last_request"]["body"]["messages"][-1]["content"]
+    assert "- CHECK-SPEAK: is the nightly backup done?" in prompt
+    # a missing file is refused with the reason, and changes nothing
+    errs = stack.collector(topics=(f"sys/{SERVICE}/error",))
+    body["checklist_file"] = "missing.md"
+    pub.publish(topic, body)
+    ev = errs.wait_event(f"sys/{SERVICE}/error", timeout=10)
+    assert ev["reason"] == "bad_value" and "missing.md" in ev["detail"]
