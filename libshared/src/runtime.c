@@ -95,6 +95,10 @@ int vigil_runtime_route_members(vigil_runtime *rt, const char *cmd, const char *
     vigil_runtime_key(rt, suffix, key, sizeof key);
     if (more)
         *more = false;
+    /* NULL covers a lost connection and every transient error reply
+     * (LOADING, BUSY, OOM, ...: vigil_redis_error_transient): retried, the
+     * input stays unacknowledged. An error reply that gets here concerns
+     * the data (the key holds another type): the input is refused. */
     redisReply *rep = vigil_redis_command(rt->intake_redis, "%s %s", cmd, key);
     if (!rep) {
         vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "cannot read %s: redis %s", key,

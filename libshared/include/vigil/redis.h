@@ -38,9 +38,19 @@ bool vigil_redis_connected(const vigil_redis *r);
 /* Last error text ("" if none). */
 const char *vigil_redis_last_error(const vigil_redis *r);
 
+/* True unless the error reply msg says the data itself is wrong
+ * (WRONGTYPE, a value that is no number, NOGROUP/BUSYGROUP, NOSCRIPT, and
+ * VIGIL_BAD_DATA from our own scripts). Only such an error may refuse an
+ * input; every other one (LOADING while Redis replays its AOF, BUSY, OOM,
+ * NOAUTH, MASTERDOWN, READONLY, MISCONF, unknown codes) is retried like a
+ * lost connection. The one place this is decided. */
+bool vigil_redis_error_transient(const char *msg);
+
 /* Runs one command. Returns the reply (caller frees with freeReplyObject),
- * including REDIS_REPLY_ERROR replies, or NULL on a connection/IO error (the
- * connection is dropped and will be re-established by the next call). */
+ * including error replies that concern the data (see
+ * vigil_redis_error_transient), or NULL on a connection/IO error or a
+ * transient error reply (the connection is dropped and will be
+ * re-established by the next call; vigil_redis_last_error says why). */
 redisReply *vigil_redis_command(vigil_redis *r, const char *fmt, ...);
 redisReply *vigil_redis_commandv(vigil_redis *r, int argc, const char **argv,
                                  const size_t *argvlen);

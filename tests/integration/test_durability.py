@@ -1,0 +1,114 @@
+"""libshared durability edges (issue 8), with real processes: Redis still
+loading its AOF after a restart, a wrong-typed key planted under a commit,
+and what an input that cannot be applied whole gets.
+
+Redis answers -LOADING to every command while it replays its AOF. Such an
+answer says nothing about the input: the service must keep the input
+unacknowledged and retry it like a lost connection, never refuse it."""
+
+import socket
+import subprocess
+import time
+
+import harness
+from conftest import ai, command, uid
+
+SLEEP = "@self dormant sleep"
+ENV = {"VIGIL_DORMANCY_HUMAN_WAKES": "all"}
+
+
+def fill_and_rewrite(redis, keys=40000):
+    """Fills Redis with filler keys and rewrites the AOF, so that a restart
+    has something to load."""
+    c = redis.client()
+    try:
+        p = c.pipeline(transaction=False)
+        for i in range(keys):
+            p.set(f"filler:{i}", "x" * 16)
+            if i % 5000 == 4999:
+                p.execute()
+        p.execute()
+        c.bgrewriteaof()
+        harness.wait_until(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0
+                           and c.info("persistence")["aof_rewrite_scheduled"] == 0, 30,
+                           "the AOF rewrite")
+    finally:
+        c.close()
+
+
+def restart_loading(redis, key_load_delay_us):
+    """kill -9 and start again with Redis' key-load-delay (microseconds per
+    key loaded), so loading the AOF takes seconds. Returns once the server
+    answers LOADING (not once it is ready)."""
+    redis.kill9()
+    redis._write_conf()
+    with open(redis.conf, "a") as f:
+        f.write(f"key-load-delay {key_load_delay_us}\n")
+        # answer clients (with -LOADING) every KB loaded, not every 2 MB
+        f.write("loading-process-events-interval-bytes 1024\n")
+    logf = open(redis.log, "ab")
+    redis.proc = harness._popen(["redis-server", redis.conf], stdout=logf, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    logf.close()
+
+    state = harness.wait_until(lambda: raw_ping(redis.port), 15, "redis to answer (LOADING)")
+    assert state == "loading", "Redis finished loading before the test could publish"
+
+
+def raw_ping(port):
+    """"loading", "ready" or None (not answering), from an EXISTS on a raw
+    socket (the Redis client library would wait out LOADING itself)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            s.sendall(b"EXISTS vigil-probe\r\n")
+            reply = s.recv(200)
+    except OSError:
+        return None
+    if reply.startswith(b"-LOADING"):
+        return "loading"
+    return "ready" if reply.startswith(b":") else None
+
+
+def levels(stack, persona):
+    return {room: v.get("level") for room, v in stack.store().snapshot(f"persona:{persona}").items()}
+
+
+def error_events(col):
+    return col.events("sys/dormancy-monitor/error")
+
+
+def test_input_published_while_redis_loads_its_aof_is_retried_not_refused(stack):
+    """Personas asleep in two rooms each; Redis is killed and restarted with
+    a large AOF that takes seconds to load; "awake" commands without a room
+    (routed by reading the persona's rooms from Redis) are published while
+    it answers LOADING. Every one must be applied once Redis is up, and none
+    refused."""
+    svc = stack.service(env=ENV)
+    col = stack.collector()
+    pub = stack.publisher()
+    tag = uid("ld")
+    personas = [f"{tag}-p{i}" for i in range(6)]
+    rooms = [f"{tag}-a", f"{tag}-b"]
+    for p in personas:
+        for r in rooms:
+            pub.publish(*ai(r, p, SLEEP))
+    harness.wait_until(lambda: all(levels(stack, p) == {r: "sleep" for r in rooms} for p in personas),
+                       30, "every persona asleep in both rooms")
+
+    fill_and_rewrite(stack.redis)
+    restart_loading(stack.redis, key_load_delay_us=150)  # 40k keys: about 6 s of LOADING
+    t_loading = time.monotonic()
+    for p in personas:
+        pub.publish(*command(p, "awake", by=p))
+    published_while_loading = time.monotonic()
+
+    # Still loading when the last command was published (else the test
+    # would prove nothing).
+    assert raw_ping(stack.redis.port) == "loading", f"Redis was done loading {published_while_loading - t_loading:.1f}s in"
+
+    harness.wait_until(lambda: all(levels(stack, p) == {r: "active" for r in rooms} for p in personas),
+                       90, "every persona awake in both rooms after the load")
+    refused = [e for e in error_events(col) if "LOADING" in e.get("detail", "") or "redis" in e.get("detail", "")]
+    assert not refused, f"inputs refused because of Redis' state: {refused[:3]}"
+    assert svc.metric("vigil_redis_transient_errors_total") >= 1
+    assert svc.alive()
