@@ -33,6 +33,9 @@ static const char *const REJECT_NAMES[VIGIL_REJECT__COUNT] = {
     [VIGIL_REJECT_BAD_TOPIC] = "bad_topic",
     [VIGIL_REJECT_TOPIC_MISMATCH] = "topic_mismatch",
     [VIGIL_REJECT_BAD_VALUE] = "bad_value",
+    [VIGIL_REJECT_STORED_DATA] = "bad_stored_data",
+    [VIGIL_REJECT_TOO_MANY_KEYS] = "too_many_keys",
+    [VIGIL_REJECT_NO_MEMORY] = "out_of_memory",
 };
 
 const char *vigil_reject_name(vigil_reject_reason r)

@@ -264,7 +264,14 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
     for (int attempt = 0;; attempt++) {
         if (!have) {
             int seen = 0;
-            if (vigil_store_load(store, key, args_input_id(a), &seen, &version, &state) != 0) {
+            int lr = vigil_store_load(store, key, args_input_id(a), &seen, &version, &state);
+            if (lr == VIGIL_STORE_BAD_DATA) {
+                vigil_error_set(err, VIGIL_REJECT_STORED_DATA,
+                                "the stored record of '%s' holds another type", key);
+                result = STEP_REJECT;
+                goto done;
+            }
+            if (lr != 0) {
                 if (!retry_wait(rt, errors++, ok_flag)) {
                     if (a->in)
                         die_unacknowledged(a->in->topic);
@@ -323,6 +330,15 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
             if (attempt > 50)
                 vigil_sleep_ms(vigil_backoff_ms(attempt - 50, 1, 100), NULL);
             continue;
+        case VIGIL_COMMIT_BAD_DATA:
+            atomic_store(ok_flag, true);
+            vigil_error_set(err, VIGIL_REJECT_STORED_DATA,
+                            "a Redis key the commit of '%s' needs holds another type "
+                            "(nothing written)", key);
+            vigil_state_cache_drop(rt->cache, key);
+            free(cur);
+            result = STEP_REJECT;
+            goto done;
         case VIGIL_COMMIT_ERROR:
         default:
             free(cur);

@@ -134,14 +134,21 @@ int vigil_store_load(vigil_store *s, const char *key, const char *input_id, int 
         goto cleanup;
     if (input_id) {
         zs = vigil_redis_pipeline_get(s->r);
-        if (!zs || zs->type == REDIS_REPLY_ERROR)
+        if (!zs)
             goto cleanup;
+        if (zs->type == REDIS_REPLY_ERROR) { /* a data error: transient ones are NULL */
+            vigil_log(VIGIL_LOG_ERROR, "store load %s: processed ids: %s", key, zs->str);
+            rc = VIGIL_STORE_BAD_DATA;
+            goto cleanup;
+        }
         if (seen)
             *seen = zs->type != REDIS_REPLY_NIL;
     }
     if (hm->type != REDIS_REPLY_ARRAY || hm->elements != 2) {
         vigil_log(VIGIL_LOG_ERROR, "store load %s: unexpected HMGET reply (%s)", key,
                   hm->type == REDIS_REPLY_ERROR ? hm->str : "type");
+        if (hm->type == REDIS_REPLY_ERROR)
+            rc = VIGIL_STORE_BAD_DATA;
         goto cleanup;
     }
     if (is_str(hm->element[1])) {
@@ -334,7 +341,11 @@ vigil_commit_result vigil_store_commit(vigil_store *s, const vigil_commit *c,
     if (!rep)
         goto cleanup;
     if (rep->type == REDIS_REPLY_ERROR) {
+        /* Transient error replies came back as NULL (vigil_redis_error_
+         * transient): this one concerns the data, and the script checked
+         * it before writing anything. */
         vigil_log(VIGIL_LOG_ERROR, "store commit %s: %s", c->key, rep->str);
+        res = VIGIL_COMMIT_BAD_DATA;
         goto cleanup;
     }
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || !is_str(rep->element[0])) {

@@ -22,6 +22,56 @@ struct vigil_store {
     vigil_script claim;
 };
 
+/* The first part of the commit: Redis keeps the writes a script made
+ * before a run-time error (there is no rollback), so every key's type and
+ * every argument is checked here, before the first write. A failure
+ * returns the error VIGIL_BAD_DATA (a data error: the input is refused,
+ * see vigil_redis_error_transient) and has written nothing. Argument
+ * layout: vigil_store_commit in store.c. */
+#define VIGIL_LUA_COMMIT_CHECK                                                        \
+    "local function bad(m) return redis.error_reply('VIGIL_BAD_DATA ' .. m) end\n"   \
+    "local function kind(k) return redis.call('TYPE', k)['ok'] end\n"                \
+    "local function want(k, t)\n"                                                    \
+    "  local g = kind(k)\n"                                                          \
+    "  if g ~= 'none' and g ~= t then return k .. ' holds a ' .. g .. ', not a ' .. t end\n" \
+    "end\n"                                                                          \
+    "local function int(x) return x ~= nil and string.match(x, '^-?%d+$') ~= nil end\n" \
+    "for a = 1, 12 do if ARGV[a] == nil then return bad('argument ' .. a .. ' missing') end end\n" \
+    "for _, a in ipairs({1, 3, 6, 8, 9, 10, 11, 12}) do\n"                           \
+    "  if not int(ARGV[a]) then return bad('argument ' .. a .. ' is not an integer') end\n" \
+    "end\n"                                                                          \
+    "if ARGV[4] ~= '0' and ARGV[4] ~= '1' then return bad('argument 4') end\n"       \
+    "local nt, no, ns, na = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])\n" \
+    "if #KEYS ~= 4 + ns + na then return bad('key count') end\n"                     \
+    "if #ARGV ~= 12 + 2 * nt + 4 * na + no + 6 * ns then return bad('argument count') end\n" \
+    "local e = want(KEYS[1], 'hash') or want(KEYS[2], 'zset') or want(KEYS[3], 'list')\n" \
+    "  or want(KEYS[4], 'zset')\n"                                                   \
+    "if e then return bad(e) end\n"                                                  \
+    "local c = 13\n"                                                                 \
+    "for _ = 1, nt do\n"                                                             \
+    "  if ARGV[c] == '' then return bad('empty timer member') end\n"                 \
+    "  if ARGV[c + 1] ~= '' and not int(ARGV[c + 1]) then return bad('timer due') end\n" \
+    "  c = c + 2\n"                                                                  \
+    "end\n"                                                                          \
+    "local AUX = {xadd = 'stream', qpush = 'list', qflush = 'list', sadd = 'set', srem = 'set',\n" \
+    "             set = true, del = true}\n"                                         \
+    "for k = 1, na do\n"                                                             \
+    "  local kd = ARGV[c]\n"                                                         \
+    "  if not AUX[kd] then return bad('unknown operation ' .. tostring(kd)) end\n"   \
+    "  if not int(ARGV[c + 2]) or not int(ARGV[c + 3]) then return bad('operation size') end\n" \
+    "  if AUX[kd] ~= true then e = want(KEYS[4 + ns + k], AUX[kd]); if e then return bad(e) end end\n" \
+    "  c = c + 4\n"                                                                  \
+    "end\n"                                                                          \
+    "c = c + no\n"                                                                   \
+    "for j = 1, ns do\n"                                                             \
+    "  e = want(KEYS[4 + j], 'hash'); if e then return bad(e) end\n"                 \
+    "  if ARGV[c + 1] ~= 's' and ARGV[c + 1] ~= 'd' then return bad('snapshot operation') end\n" \
+    "  if string.sub(ARGV[c + 4], 1, 1) ~= '{' or string.sub(ARGV[c + 4], -1) ~= '}' then\n" \
+    "    return bad('snapshot envelope')\n"                                         \
+    "  end\n"                                                                        \
+    "  c = c + 6\n"                                                                  \
+    "end\n"
+
 /* The commit (see store.h and vigil_store_commit for the argument layout).
  * Lua numbers are doubles: versions and ms timestamps travel as decimal
  * strings and are compared with tonumber (13-digit ms values are exact).
@@ -35,6 +85,7 @@ struct vigil_store {
  * envelope already stripped of map_name/"ts" and the map name already
  * JSON-encoded. */
 #define VIGIL_LUA_COMMIT                                                              \
+    VIGIL_LUA_COMMIT_CHECK                                                            \
     "local st, ids, outbox, timers = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"            \
     "local id, now = ARGV[2], ARGV[3]\n"                                              \
     "if id ~= '' and redis.call('ZSCORE', ids, id) then return {'DUPLICATE'} end\n"   \

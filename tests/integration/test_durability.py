@@ -112,3 +112,36 @@ def test_input_published_while_redis_loads_its_aof_is_retried_not_refused(stack)
     assert not refused, f"inputs refused because of Redis' state: {refused[:3]}"
     assert svc.metric("vigil_redis_transient_errors_total") >= 1
     assert svc.alive()
+
+
+def test_wrong_typed_key_refuses_the_input_whole_and_writes_nothing(stack):
+    """A key the commit needs holds another type (planted by hand): the
+    input is refused with reason bad_stored_data, nothing of it is written
+    (no processed id, no state, no output), and the service goes on with
+    other rooms."""
+    svc = stack.service(env=ENV)
+    col = stack.collector()
+    pub = stack.publisher()
+    tag = uid("wt")
+    bad_room, good_room = f"{tag}-bad", f"{tag}-good"
+    prefix = stack.prefix + "dormancy-monitor:"
+    c = stack.redis.client()
+    try:
+        c.set(f"{prefix}persona:{tag}-ann", "not a hash")  # the snapshot hash of the persona
+        pub.publish(*ai(bad_room, f"{tag}-ann", SLEEP, mid=f"{tag}-m1"))
+        ev = col.wait_event("sys/dormancy-monitor/error", lambda e: e.get("reason") == "bad_stored_data",
+                            timeout=20, what="the bad_stored_data error event")
+        assert f"{tag}-m1" in ev.get("sample", "") or bad_room in ev.get("topic", "")
+        assert c.get(f"{prefix}persona:{tag}-ann") == b"not a hash"
+        assert not c.exists(f"{prefix}state:{bad_room}"), "state written by a refused commit"
+        assert not c.exists(f"{prefix}ids:{bad_room}"), "processed id written by a refused commit"
+        assert not dormancy_for(col, f"{tag}-m1")
+        pub.publish(*ai(good_room, f"{tag}-bob", SLEEP, mid=f"{tag}-m2"))
+        harness.wait_until(lambda: dormancy_for(col, f"{tag}-m2"), 20, "the next input applied")
+    finally:
+        c.close()
+    assert svc.metric("vigil_rejected_total", reason="bad_stored_data") == 1
+
+
+def dormancy_for(col, mid):
+    return [e for e in col.events("persona/+/dormancy") if e.get("message_id") == mid]

@@ -40,11 +40,18 @@ typedef enum {
     VIGIL_COMMIT_OK = 0,
     VIGIL_COMMIT_CONFLICT,  /* version moved: the current record is returned */
     VIGIL_COMMIT_DUPLICATE, /* input id already applied to this key */
-    VIGIL_COMMIT_ERROR      /* Redis unreachable or script error: retry later */
+    VIGIL_COMMIT_ERROR,     /* Redis unreachable or a transient error reply: retry later */
+    VIGIL_COMMIT_BAD_DATA   /* a key holds another type, or an argument is malformed:
+                             * refused before any write (nothing was written); the
+                             * same commit would fail again */
 } vigil_commit_result;
 
+/* vigil_store_load's result when the record's key holds another type. */
+#define VIGIL_STORE_BAD_DATA (-2)
+
 /* Loads a record. Returns 0 with *version (0 = no record) and *state
- * (malloc'd JSON, NULL when no record), or -1 on a Redis error. If input_id
+ * (malloc'd JSON, NULL when no record), -1 on a Redis error (retry), or
+ * VIGIL_STORE_BAD_DATA when a key holds another type (a data error). If input_id
  * is not NULL, *seen is set to whether that id was already processed for key
  * (same round trip, pipelined). */
 int vigil_store_load(vigil_store *s, const char *key, const char *input_id, int *seen,
@@ -64,7 +71,8 @@ typedef struct vigil_commit {
     int64_t leased_score;
 } vigil_commit;
 
-/* Commits. On OK sets *new_version (unchanged version if fx->new_state is
+/* Commits. Checks every key's type and argument before the first write,
+ * so BAD_DATA means nothing was written. On OK sets *new_version (unchanged version if fx->new_state is
  * NULL). On CONFLICT sets *new_version and *cur_state (malloc'd or NULL) to
  * the current record. */
 vigil_commit_result vigil_store_commit(vigil_store *s, const vigil_commit *c,
