@@ -25,6 +25,7 @@
 #include "vigil/clock.h"
 #include "vigil/log.h"
 #include "vigil/metrics.h"
+#include "vigil/oom.h"
 
 #define MQTT_KEEPALIVE_S 20
 #define MQTT_CONNECT_TIMEOUT_S 10
@@ -491,9 +492,11 @@ static int on_message_arrived(void *context, char *topicName, int topicLen,
         if ((size_t)topicLen < sizeof stackbuf) {
             topic = stackbuf;
         } else {
-            heap = malloc((size_t)topicLen + 1);
-            if (!heap)
-                return 0; /* paho keeps the message and calls us again */
+            /* Returning 0 would make paho 1.3.12 acknowledge now and keep
+             * the message in memory only: retry, then leave unacknowledged. */
+            for (int attempt = 0; !(heap = malloc((size_t)topicLen + 1)); attempt++)
+                if (!vigil_oom_wait(attempt, "mqtt topic"))
+                    vigil_exit_unacknowledged("out of memory receiving a message", NULL);
             topic = heap;
         }
         memcpy(topic, topicName, (size_t)topicLen);

@@ -23,6 +23,7 @@
 #include "vigil/log.h"
 #include "vigil/metrics.h"
 #include "vigil/mqtt.h"
+#include "vigil/oom.h"
 #include "vigil/outbox.h"
 #include "vigil/state_cache.h"
 #include "vigil/store.h"
@@ -203,11 +204,16 @@ static bool retry_wait(vigil_runtime *rt, int attempt, atomic_bool *ok_flag)
  * acknowledges when the callback returns: so leave without returning. */
 static void die_unacknowledged(const char *topic)
 {
-    vigil_log_kv(VIGIL_LOG_ERROR,
-                 "shutdown while Redis is unreachable: exiting without acknowledging the "
-                 "message in hand (the broker will deliver it again)",
-                 "topic", topic, NULL);
-    _exit(3);
+    vigil_exit_unacknowledged("shutdown while Redis is unreachable: exiting without "
+                              "acknowledging the message in hand",
+                              topic);
+}
+
+/* An allocation failed: err says so (reason out_of_memory), or route()
+ * returned VIGIL_ROUTE_OOM. Never a refusal. */
+static bool is_oom(int rc, const vigil_error *err)
+{
+    return rc == VIGIL_ROUTE_OOM || (rc < 0 && err->reason == VIGIL_REJECT_NO_MEMORY);
 }
 
 typedef struct decide_args {
@@ -258,7 +264,7 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
     int64_t version = 0;
     char *state = NULL;
     bool have = vigil_state_cache_get(rt->cache, key, &version, &state);
-    int errors = 0;
+    int errors = 0, oom = 0;
     step_result result = STEP_DONE;
 
     for (int attempt = 0;; attempt++) {
@@ -291,7 +297,19 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
             }
         }
         vigil_effects_reset(&fx);
-        if (decide(rt, key, state, a, &fx, err) != 0) {
+        memset(err, 0, sizeof *err);
+        int drc = decide(rt, key, state, a, &fx, err);
+        if (drc != 0 && is_oom(drc, err)) {
+            /* not a refusal: try again after a pause, then leave */
+            if (!vigil_oom_wait(oom++, key)) {
+                if (a->in)
+                    vigil_exit_unacknowledged("out of memory deciding", a->in->topic);
+                result = STEP_GAVE_UP; /* a timer comes back when its lease ends */
+                goto done;
+            }
+            continue;
+        }
+        if (drc != 0) {
             result = STEP_REJECT;
             goto done;
         }
@@ -379,7 +397,16 @@ static void on_message(void *ctx, const char *topic, const void *payload, size_t
     void *parsed = NULL;
     char (*keys)[VIGIL_KEY_MAX] = NULL;
 
-    if (vigil_input_parse(topic, payload, len, rt->cfg.max_payload, now, &in, &err) != 0) {
+    for (int attempt = 0;; attempt++) {
+        memset(&err, 0, sizeof err);
+        int prc = vigil_input_parse(topic, payload, len, rt->cfg.max_payload, now, &in, &err);
+        if (prc == 0)
+            break;
+        if (is_oom(prc, &err)) {
+            if (!vigil_oom_wait(attempt, topic))
+                vigil_exit_unacknowledged("out of memory parsing an input", topic);
+            continue;
+        }
         vigil_counter_add("vigil_inputs_total", "Inputs received", "kind=\"invalid\"", 1);
         reject(rt, topic, payload, len, &err);
         return;
@@ -389,18 +416,24 @@ static void on_message(void *ctx, const char *topic, const void *payload, size_t
     kind_label(&in, label, sizeof label);
     vigil_counter_add("vigil_inputs_total", "Inputs received", label, 1);
 
-    keys = calloc(VIGIL_ROUTE_MAX_KEYS, sizeof *keys);
-    if (!keys) {
-        vigil_log(VIGIL_LOG_ERROR, "out of memory routing %s", topic);
-        abort(); /* not acknowledged: redelivered after restart */
-    }
+    for (int attempt = 0; !(keys = calloc(VIGIL_ROUTE_MAX_KEYS, sizeof *keys)); attempt++)
+        if (!vigil_oom_wait(attempt, topic))
+            vigil_exit_unacknowledged("out of memory routing an input", topic);
     int n;
-    for (int attempt = 0;; attempt++) {
+    for (int attempt = 0, oom = 0;;) {
         memset(&err, 0, sizeof err);
         n = rt->def->route(rt->def->ctx, rt, &in, keys, VIGIL_ROUTE_MAX_KEYS, &parsed, &err);
+        if (is_oom(n, &err)) {
+            if (parsed && rt->def->free_parsed)
+                rt->def->free_parsed(rt->def->ctx, parsed);
+            parsed = NULL;
+            if (!vigil_oom_wait(oom++, topic))
+                vigil_exit_unacknowledged("out of memory routing an input", topic);
+            continue;
+        }
         if (n != VIGIL_ROUTE_RETRY)
             break;
-        if (!retry_wait(rt, attempt, &rt->intake_redis_ok))
+        if (!retry_wait(rt, attempt++, &rt->intake_redis_ok))
             die_unacknowledged(topic);
     }
     if (n < 0) {

@@ -30,6 +30,11 @@
 #define VIGIL_KEY_MAX 128
 #define VIGIL_ROUTE_MAX_KEYS 64
 #define VIGIL_ROUTE_RETRY (-2)
+/* route() could not allocate: the input is retried after a pause and, if
+ * memory stays short, the process exits without acknowledging it (oom.h).
+ * Returning -1 with err->reason VIGIL_REJECT_NO_MEMORY means the same, from
+ * route(), apply(), on_timer's callers and vigil_decide_fn alike. */
+#define VIGIL_ROUTE_OOM (-3)
 
 typedef struct vigil_runtime vigil_runtime;
 
@@ -51,7 +56,8 @@ typedef struct vigil_service_def {
      * keys (0 = nothing to do, acknowledged), -1 to reject with err, or
      * VIGIL_ROUTE_RETRY when a lookup failed for a passing reason (Redis
      * unreachable): the runtime then retries the input after a backoff and
-     * does not acknowledge it meanwhile. */
+     * does not acknowledge it meanwhile; VIGIL_ROUTE_OOM when an allocation
+     * failed (never a refusal). */
     int (*route)(void *ctx, vigil_runtime *rt, const vigil_input *in,
                  char keys[][VIGIL_KEY_MAX], int max_keys, void **parsed, vigil_error *err);
 

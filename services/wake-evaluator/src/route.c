@@ -91,7 +91,7 @@ static int parse_confidence(json_object *b, wake_parsed *pp, vigil_error *err)
     pp->conf_values = calloc((size_t)n + 1, sizeof *pp->conf_values);
     if (!keys || !pp->conf_values) {
         free(keys);
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     }
     int i = 0;
     json_object_object_foreach(cl, k, v) {
@@ -241,7 +241,7 @@ int wake_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][
         return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "unknown topic '%s'", in->topic);
     wake_parsed *pp = calloc(1, sizeof *pp);
     if (!pp)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     int n;
     if (room) {
         const char *r;
