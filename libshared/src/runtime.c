@@ -77,11 +77,18 @@ void vigil_runtime_key(const vigil_runtime *rt, const char *suffix, char *out, s
     snprintf(out, outlen, "%s%s:%s", rt->cfg.redis_prefix, rt->def->name, suffix);
 }
 
-int vigil_route_add_key(char keys[][VIGIL_KEY_MAX], int n, int max, const char *key)
+bool vigil_route_has_key(char keys[][VIGIL_KEY_MAX], int n, const char *key)
 {
     for (int i = 0; i < n; i++)
         if (strcmp(keys[i], key) == 0)
-            return n;
+            return true;
+    return false;
+}
+
+int vigil_route_add_key(char keys[][VIGIL_KEY_MAX], int n, int max, const char *key)
+{
+    if (vigil_route_has_key(keys, n, key))
+        return n;
     if (n >= max)
         return n;
     snprintf(keys[n], VIGIL_KEY_MAX, "%s", key);
@@ -116,11 +123,16 @@ int vigil_runtime_route_members(vigil_runtime *rt, const char *cmd, const char *
         redisReply *e = rep->element[i];
         if (e->type != REDIS_REPLY_STRING || !vigil_id_valid(e->str, e->len))
             continue;
-        if (n >= max) {
-            if (more)
+        if (n >= max && !vigil_route_has_key(keys, n, e->str)) {
+            if (more) { /* the caller works in batches and said so */
                 *more = true;
-            vigil_log_kv(VIGIL_LOG_WARN, "more keys than one input may touch", "key", key, NULL);
-            break;
+                break;
+            }
+            /* Never a silent cut: an input is applied whole or not at all. */
+            vigil_error_set(err, VIGIL_REJECT_TOO_MANY_KEYS,
+                            "%s lists more than %d state records for one input", key, max);
+            freeReplyObject(rep);
+            return -1;
         }
         n = vigil_route_add_key(keys, n, max, e->str);
     }
@@ -224,6 +236,8 @@ typedef struct decide_args {
     void *fn_arg;
     const char *input_id;  /* dedupe id of a background decision, or NULL */
     int64_t now;
+    bool dry_run;          /* decide and check the commit (vigil_store_check), write
+                            * nothing: STEP_DONE when it would be accepted */
 } decide_args;
 
 struct vigil_runtime_conn {
@@ -324,10 +338,13 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
         };
         int64_t newv = 0;
         char *cur = NULL;
-        vigil_commit_result r = vigil_store_commit(store, &c, &newv, &cur);
+        vigil_commit_result r = a->dry_run ? vigil_store_check(store, &c, &newv, &cur)
+                                           : vigil_store_commit(store, &c, &newv, &cur);
         switch (r) {
         case VIGIL_COMMIT_OK:
             atomic_store(ok_flag, true);
+            if (a->dry_run)
+                goto done; /* would commit: nothing written */
             vigil_counter_add("vigil_commits_total", "State commits", NULL, 1);
             vigil_state_cache_put(rt->cache, key, newv, fx.new_state ? fx.new_state : state);
             goto done;
@@ -377,6 +394,23 @@ done:
     free(state);
     vigil_effects_free(&fx);
     return result;
+}
+
+/* Decides an input on every one of its keys before committing any, so an
+ * input that one key refuses is refused whole (nothing written). Keys
+ * already applied (a redelivery) pass. Returns false with err. */
+static bool decide_all(vigil_runtime *rt, char keys[][VIGIL_KEY_MAX], int n,
+                       const decide_args *a, vigil_error *err)
+{
+    decide_args check = *a;
+    check.dry_run = true;
+    for (int i = 0; i < n; i++) {
+        memset(err, 0, sizeof *err);
+        if (run_key(rt, rt->intake_store, &rt->intake_redis_ok, keys[i], &check, err) ==
+            STEP_REJECT)
+            return false;
+    }
+    return true;
 }
 
 /* A short, bounded label for an input's kind: first and last topic level. */
@@ -440,7 +474,8 @@ static void on_message(void *ctx, const char *topic, const void *payload, size_t
         reject(rt, topic, payload, len, &err);
         goto done;
     }
-    decide_args a = { .in = &in, .parsed = parsed, .timer = NULL, .now = now };
+    /* Only this replica's keys; the others are its peers' business. */
+    int mine = 0;
     for (int i = 0; i < n; i++) {
         if (rt->cfg.shard_count > 1 &&
             vigil_shard_of(keys[i], rt->cfg.shard_count) != rt->cfg.shard_index) {
@@ -448,8 +483,24 @@ static void on_message(void *ctx, const char *topic, const void *payload, size_t
                               "Keys skipped because another shard owns them", NULL, 1);
             continue;
         }
+        if (mine != i)
+            memcpy(keys[mine], keys[i], sizeof keys[i]);
+        mine++;
+    }
+    decide_args a = { .in = &in, .parsed = parsed, .timer = NULL, .now = now };
+    if (mine > 1 && !decide_all(rt, keys, mine, &a, &err)) {
+        reject(rt, topic, payload, len, &err);
+        goto done;
+    }
+    for (int i = 0; i < mine; i++) {
         memset(&err, 0, sizeof err);
         if (run_key(rt, rt->intake_store, &rt->intake_redis_ok, keys[i], &a, &err) == STEP_REJECT) {
+            /* Only when a record changed between the check and the commit
+             * and the decision on the new one refuses: the keys before
+             * stay committed. Said loudly, counted apart. */
+            vigil_counter_add("vigil_inputs_partly_applied_total",
+                              "Multi-key inputs refused on a later key after the check passed",
+                              NULL, 1);
             reject(rt, topic, payload, len, &err);
             break;
         }

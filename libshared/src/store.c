@@ -34,6 +34,7 @@ vigil_store *vigil_store_new(vigil_redis *r, const vigil_store_config *cfg)
     snprintf(s->outbox_key, sizeof s->outbox_key, "%soutbox:%d", s->base, s->shard_index);
     snprintf(s->timers_key, sizeof s->timers_key, "%stimers:%d", s->base, s->shard_index);
     s->commit = (vigil_script)VIGIL_SCRIPT(VIGIL_LUA_COMMIT);
+    s->check = (vigil_script)VIGIL_SCRIPT(VIGIL_LUA_CHECK);
     s->del = (vigil_script)VIGIL_SCRIPT(VIGIL_LUA_DELETE);
     s->claim = (vigil_script)VIGIL_SCRIPT(VIGIL_LUA_CLAIM);
     return s;
@@ -320,8 +321,9 @@ static int build_commit_args(vigil_store *s, const vigil_commit *c, commit_args 
     return rc == 0 ? 0 : -1;
 }
 
-vigil_commit_result vigil_store_commit(vigil_store *s, const vigil_commit *c,
-                                       int64_t *new_version, char **cur_state)
+/* Runs the commit script, or its check-only twin, and reads the reply. */
+static vigil_commit_result run_commit(vigil_store *s, vigil_script *script, const vigil_commit *c,
+                                      int64_t *new_version, char **cur_state)
 {
     vigil_commit_result res = VIGIL_COMMIT_ERROR;
     commit_args a = { 0 };
@@ -337,7 +339,7 @@ vigil_commit_result vigil_store_commit(vigil_store *s, const vigil_commit *c,
         goto cleanup;
     }
     int nkeys = 4 + (int)(c->fx ? c->fx->n_snaps + c->fx->n_aux : 0);
-    rep = vigil_redis_eval(s->r, &s->commit, nkeys, a.argc, a.argv, a.argvlen);
+    rep = vigil_redis_eval(s->r, script, nkeys, a.argc, a.argv, a.argvlen);
     if (!rep)
         goto cleanup;
     if (rep->type == REDIS_REPLY_ERROR) {
@@ -380,6 +382,18 @@ cleanup:
     free(a.argv);
     free(a.argvlen);
     return res;
+}
+
+vigil_commit_result vigil_store_commit(vigil_store *s, const vigil_commit *c,
+                                       int64_t *new_version, char **cur_state)
+{
+    return run_commit(s, &s->commit, c, new_version, cur_state);
+}
+
+vigil_commit_result vigil_store_check(vigil_store *s, const vigil_commit *c,
+                                      int64_t *new_version, char **cur_state)
+{
+    return run_commit(s, &s->check, c, new_version, cur_state);
 }
 
 int vigil_store_delete(vigil_store *s, const char *key)

@@ -18,6 +18,7 @@ struct vigil_store {
     char outbox_key[224]; /* P S ":outbox:" i */
     char timers_key[224]; /* P S ":timers:" i */
     vigil_script commit;
+    vigil_script check;
     vigil_script del;
     vigil_script claim;
 };
@@ -71,6 +72,16 @@ struct vigil_store {
     "  end\n"                                                                        \
     "  c = c + 6\n"                                                                  \
     "end\n"
+
+/* The commit's checks alone, and its compare-and-set, writing nothing
+ * (vigil_store_check): same arguments as the commit. Returns {"OK", v} |
+ * {"CONFLICT", v, s-or-nil} | the VIGIL_BAD_DATA error. */
+#define VIGIL_LUA_CHECK                                                               \
+    VIGIL_LUA_COMMIT_CHECK                                                            \
+    "local cur = redis.call('HMGET', KEYS[1], 'v', 's')\n"                           \
+    "local v = tonumber(cur[1] or '0') or 0\n"                                       \
+    "if v ~= tonumber(ARGV[1]) then return {'CONFLICT', cur[1] or '0', cur[2]} end\n" \
+    "return {'OK', string.format('%d', v)}\n"
 
 /* The commit (see store.h and vigil_store_commit for the argument layout).
  * Lua numbers are doubles: versions and ms timestamps travel as decimal

@@ -145,3 +145,56 @@ def test_wrong_typed_key_refuses_the_input_whole_and_writes_nothing(stack):
 
 def dormancy_for(col, mid):
     return [e for e in col.events("persona/+/dormancy") if e.get("message_id") == mid]
+
+
+def test_multi_key_input_one_key_refuses_is_refused_whole(stack):
+    """A persona asleep in two rooms; one room's record is made unreadable
+    (wrong type). An "awake" command without a room touches both rooms: it
+    is refused whole, up front, with an error event, and the healthy room
+    is not changed either."""
+    svc = stack.service(env=ENV)
+    col = stack.collector()
+    pub = stack.publisher()
+    tag = uid("mk")
+    p = f"{tag}-ann"
+    good, bad = f"{tag}-a", f"{tag}-b"
+    for r in (good, bad):
+        pub.publish(*ai(r, p, SLEEP))
+    harness.wait_until(lambda: levels(stack, p) == {good: "sleep", bad: "sleep"}, 30, "asleep in both rooms")
+    prefix = stack.prefix + "dormancy-monitor:"
+    c = stack.redis.client()
+    try:
+        v_before = c.hget(f"{prefix}state:{good}", "v")
+        c.delete(f"{prefix}state:{bad}")
+        c.set(f"{prefix}state:{bad}", "not a hash")
+        pub.publish(*command(p, "awake", cid=f"{tag}-c1", by=p))
+        ev = col.wait_event("sys/dormancy-monitor/error", lambda e: e.get("reason") == "bad_stored_data",
+                            timeout=20, what="the refusal")
+        assert "persona/" in ev["topic"]
+        time.sleep(0.5)
+        assert c.hget(f"{prefix}state:{good}", "v") == v_before, ("the healthy room was changed", ev, c.hgetall(f"{prefix}state:{good}"))
+        assert levels(stack, p)[good] == "sleep"
+        assert not c.zscore(f"{prefix}ids:{good}", f"{tag}-c1")
+    finally:
+        c.close()
+    assert svc.alive()
+
+
+def test_more_rooms_than_one_input_may_touch_is_refused_visibly(stack):
+    """A persona in 65 rooms (one more than VIGIL_ROUTE_MAX_KEYS = 64): a
+    command for all its rooms is refused with reason too_many_keys, not
+    applied to the first 64."""
+    svc = stack.service(env=ENV)
+    col = stack.collector()
+    pub = stack.publisher()
+    tag = uid("tm")
+    p = f"{tag}-ann"
+    rooms = [f"{tag}-r{i}" for i in range(65)]
+    pub.publish_many([ai(r, p, SLEEP) for r in rooms])
+    harness.wait_until(lambda: len(levels(stack, p)) == 65, 60, "asleep in 65 rooms")
+    pub.publish(*command(p, "awake", cid=f"{tag}-c1", by=p))
+    col.wait_event("sys/dormancy-monitor/error", lambda e: e.get("reason") == "too_many_keys",
+                   timeout=20, what="the too_many_keys refusal")
+    time.sleep(0.5)
+    assert set(levels(stack, p).values()) == {"sleep"}, "part of the rooms were changed"
+    assert svc.metric("vigil_rejected_total", reason="too_many_keys") == 1

@@ -132,6 +132,31 @@ static void test_load_wrong_type(void **s)
     assert_null(state);
 }
 
+/* vigil_store_check: OK on clean keys, BAD_DATA on a planted key,
+ * CONFLICT on a stale version, and never a write. */
+static void test_check_only_writes_nothing(void **s)
+{
+    (void)s;
+    assert_true(vt_redis_exec(srv, "FLUSHALL"));
+    vigil_effects fx;
+    full_effects(&fx);
+    vigil_commit c = { .key = "r1", .expected_version = 0, .input_id = "in-1", .fx = &fx,
+                       .now_ms = NOW };
+    int64_t v = -1;
+    char *cur = NULL;
+    assert_int_equal(vigil_store_check(st, &c, &v, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(dbsize(), 0);
+    c.expected_version = 3;
+    assert_int_equal(vigil_store_check(st, &c, &v, &cur), VIGIL_COMMIT_CONFLICT);
+    assert_int_equal(v, 0);
+    assert_null(cur);
+    c.expected_version = 0;
+    assert_true(vt_redis_exec(srv, "SET vigil:svc:rooms x"));
+    assert_int_equal(vigil_store_check(st, &c, &v, &cur), VIGIL_COMMIT_BAD_DATA);
+    assert_int_equal(dbsize(), 1);
+    vigil_effects_free(&fx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -145,6 +170,7 @@ int main(void)
         cmocka_unit_test(test_wrong_type_queue),
         cmocka_unit_test(test_clean_keys_commit),
         cmocka_unit_test(test_load_wrong_type),
+        cmocka_unit_test(test_check_only_writes_nothing),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -6,8 +6,9 @@
  *  - connects to Redis and MQTT (persistent session, client id
  *    "vigil-<service>-<shard index>"), subscribes to def->subscriptions;
  *  - for each message: parses the envelope, asks route() which state keys it
- *    touches, keeps only the keys of this replica's shard (VIGIL_SHARD), and
- *    for each key runs decide-then-commit: apply() on the current state,
+ *    touches, keeps only the keys of this replica's shard (VIGIL_SHARD),
+ *    decides on every one of them before committing any (an input one key
+ *    refuses is refused whole), and for each key runs decide-then-commit: apply() on the current state,
  *    then one atomic commit of state + processed id + outbox + timers,
  *    retried on a version conflict, retried with backoff while Redis is down
  *    (the message is not acknowledged before its effect is durable);
@@ -121,13 +122,18 @@ int vigil_runtime_main(int argc, char **argv, const vigil_service_def *def);
 /* For route(): appends key to keys[0..n) unless already there or n == max.
  * Returns the new count. */
 int vigil_route_add_key(char keys[][VIGIL_KEY_MAX], int n, int max, const char *key);
+/* True when key is among keys[0..n). */
+bool vigil_route_has_key(char keys[][VIGIL_KEY_MAX], int n, const char *key);
 
 /* For route(): appends (as vigil_route_add_key) the members of the Redis
  * set, or the fields of the hash, named P S ":" suffix (cmd "SMEMBERS" or
- * "HKEYS"), skipping values that are not ids. Returns the new count
- * (*more, if given, is set when some did not fit); VIGIL_ROUTE_RETRY when
- * Redis is unreachable (the input is retried, not acknowledged); -1 with
- * err when the key holds another type. */
+ * "HKEYS"), skipping values that are not ids. Returns the new count;
+ * VIGIL_ROUTE_RETRY when Redis is unreachable or answers a transient error
+ * (the input is retried, not acknowledged); -1 with err when the key holds
+ * another type, or (reason too_many_keys) when more than max keys would
+ * result and more is NULL: an input is applied whole or refused, never cut.
+ * With more given, *more is set instead and the count stops at max (for a
+ * caller that works through the rest in batches). */
 int vigil_runtime_route_members(vigil_runtime *rt, const char *cmd, const char *suffix,
                                 char keys[][VIGIL_KEY_MAX], int n, int max, bool *more,
                                 vigil_error *err);

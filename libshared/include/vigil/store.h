@@ -78,6 +78,14 @@ typedef struct vigil_commit {
 vigil_commit_result vigil_store_commit(vigil_store *s, const vigil_commit *c,
                                        int64_t *new_version, char **cur_state);
 
+/* The commit's checks (key types, arguments) and its compare-and-set,
+ * writing nothing: OK (the commit would be accepted on this version),
+ * CONFLICT (with the current record, as vigil_store_commit), BAD_DATA or
+ * ERROR. Lets an input that touches several records be checked on all of
+ * them before the first is committed. */
+vigil_commit_result vigil_store_check(vigil_store *s, const vigil_commit *c,
+                                      int64_t *new_version, char **cur_state);
+
 /* Deletes a record, its processed ids and its timers (e.g. room delete). */
 int vigil_store_delete(vigil_store *s, const char *key);
 
