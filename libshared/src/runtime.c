@@ -284,7 +284,10 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
     for (int attempt = 0;; attempt++) {
         if (!have) {
             int seen = 0;
-            int lr = vigil_store_load(store, key, args_input_id(a), &seen, &version, &state);
+            /* A timer firing's dedupe is left to the commit, which also
+             * completes the lease of a firing already applied. */
+            int lr = vigil_store_load(store, key, a->timer ? NULL : args_input_id(a), &seen,
+                                      &version, &state);
             if (lr == VIGIL_STORE_BAD_DATA) {
                 vigil_error_set(err, VIGIL_REJECT_STORED_DATA,
                                 "the stored record of '%s' holds another type", key);
@@ -545,7 +548,14 @@ static void *timer_main(void *arg)
         errors = 0;
         atomic_store(&rt->timer_redis_ok, true);
         for (int i = 0; i < n && !atomic_load(&rt->stop); i++) {
-            decide_args a = { .in = NULL, .parsed = NULL, .timer = &claims[i], .now = now };
+            /* The firing's id comes from the timer's original deadline, so
+             * a firing retried after a lost commit reply, or claimed again
+             * after its lease ran out, is recognised as applied. */
+            char firing[sizeof claims[i].name + 40];
+            snprintf(firing, sizeof firing, "timer:%s:%lld", claims[i].name,
+                     (long long)claims[i].due_ms);
+            decide_args a = { .in = NULL, .parsed = NULL, .timer = &claims[i], .now = now,
+                              .input_id = firing };
             vigil_error err = { 0 };
             run_key(rt, rt->timer_store, &rt->timer_redis_ok, claims[i].key, &a, &err);
             vigil_counter_add("vigil_timers_fired_total", "Timers that came due and were handled",

@@ -17,6 +17,7 @@ struct vigil_store {
     char base[192];       /* P S ":" */
     char outbox_key[224]; /* P S ":outbox:" i */
     char timers_key[224]; /* P S ":timers:" i */
+    char dues_key[232];   /* P S ":timers:" i ":due": original deadlines of claimed timers */
     vigil_script commit;
     vigil_script check;
     vigil_script del;
@@ -43,10 +44,10 @@ struct vigil_store {
     "end\n"                                                                          \
     "if ARGV[4] ~= '0' and ARGV[4] ~= '1' then return bad('argument 4') end\n"       \
     "local nt, no, ns, na = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])\n" \
-    "if #KEYS ~= 4 + ns + na then return bad('key count') end\n"                     \
+    "if #KEYS ~= 5 + ns + na then return bad('key count') end\n"                     \
     "if #ARGV ~= 12 + 2 * nt + 4 * na + no + 6 * ns then return bad('argument count') end\n" \
     "local e = want(KEYS[1], 'hash') or want(KEYS[2], 'zset') or want(KEYS[3], 'list')\n" \
-    "  or want(KEYS[4], 'zset')\n"                                                   \
+    "  or want(KEYS[4], 'zset') or want(KEYS[5], 'hash')\n"                          \
     "if e then return bad(e) end\n"                                                  \
     "local c = 13\n"                                                                 \
     "for _ = 1, nt do\n"                                                             \
@@ -60,12 +61,12 @@ struct vigil_store {
     "  local kd = ARGV[c]\n"                                                         \
     "  if not AUX[kd] then return bad('unknown operation ' .. tostring(kd)) end\n"   \
     "  if not int(ARGV[c + 2]) or not int(ARGV[c + 3]) then return bad('operation size') end\n" \
-    "  if AUX[kd] ~= true then e = want(KEYS[4 + ns + k], AUX[kd]); if e then return bad(e) end end\n" \
+    "  if AUX[kd] ~= true then e = want(KEYS[5 + ns + k], AUX[kd]); if e then return bad(e) end end\n" \
     "  c = c + 4\n"                                                                  \
     "end\n"                                                                          \
     "c = c + no\n"                                                                   \
     "for j = 1, ns do\n"                                                             \
-    "  e = want(KEYS[4 + j], 'hash'); if e then return bad(e) end\n"                 \
+    "  e = want(KEYS[5 + j], 'hash'); if e then return bad(e) end\n"                 \
     "  if ARGV[c + 1] ~= 's' and ARGV[c + 1] ~= 'd' then return bad('snapshot operation') end\n" \
     "  if string.sub(ARGV[c + 4], 1, 1) ~= '{' or string.sub(ARGV[c + 4], -1) ~= '}' then\n" \
     "    return bad('snapshot envelope')\n"                                         \
@@ -97,9 +98,20 @@ struct vigil_store {
  * JSON-encoded. */
 #define VIGIL_LUA_COMMIT                                                              \
     VIGIL_LUA_COMMIT_CHECK                                                            \
-    "local st, ids, outbox, timers = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"            \
+    "local st, ids, outbox, timers, dues = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]\n" \
     "local id, now = ARGV[2], ARGV[3]\n"                                              \
-    "if id ~= '' and redis.call('ZSCORE', ids, id) then return {'DUPLICATE'} end\n"   \
+    "local function complete_lease()\n"                                              \
+    "  if ARGV[7] == '' then return end\n"                                           \
+    "  local sc = redis.call('ZSCORE', timers, ARGV[7])\n"                           \
+    "  if sc and tonumber(sc) == tonumber(ARGV[8]) then\n"                           \
+    "    redis.call('ZREM', timers, ARGV[7])\n"                                      \
+    "    redis.call('HDEL', dues, ARGV[7])\n"                                        \
+    "  end\n"                                                                        \
+    "end\n"                                                                          \
+    "if id ~= '' and redis.call('ZSCORE', ids, id) then\n"                           \
+    "  complete_lease()\n"                                                           \
+    "  return {'DUPLICATE'}\n"                                                       \
+    "end\n"                                                                          \
     "local cur = redis.call('HMGET', st, 'v', 's')\n"                                 \
     "local v = tonumber(cur[1] or '0') or 0\n"                                        \
     "if v ~= tonumber(ARGV[1]) then\n"                                                \
@@ -113,21 +125,17 @@ struct vigil_store {
     "  redis.call('ZADD', ids, now, id)\n"                                            \
     "  redis.call('ZREMRANGEBYRANK', ids, 0, -tonumber(ARGV[6]) - 1)\n"               \
     "end\n"                                                                           \
-    "if ARGV[7] ~= '' then\n"                                                         \
-    "  local sc = redis.call('ZSCORE', timers, ARGV[7])\n"                            \
-    "  if sc and tonumber(sc) == tonumber(ARGV[8]) then\n"                            \
-    "    redis.call('ZREM', timers, ARGV[7])\n"                                       \
-    "  end\n"                                                                         \
-    "end\n"                                                                           \
+    "complete_lease()\n"                                                             \
     "local i = 13\n"                                                                  \
     "for _ = 1, tonumber(ARGV[9]) do\n"                                               \
     "  if ARGV[i + 1] == '' then redis.call('ZREM', timers, ARGV[i])\n"               \
     "  else redis.call('ZADD', timers, ARGV[i + 1], ARGV[i]) end\n"                   \
+    "  redis.call('HDEL', dues, ARGV[i])\n"                                           \
     "  i = i + 2\n"                                                                   \
     "end\n"                                                                           \
     "local nsnap = tonumber(ARGV[11])\n"                                              \
     "for k = 1, tonumber(ARGV[12]) do\n"                                              \
-    "  local key = KEYS[4 + nsnap + k]\n"                                             \
+    "  local key = KEYS[5 + nsnap + k]\n"                                             \
     "  local kind, val, n1, n2 = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])\n" \
     "  i = i + 4\n"                                                                   \
     "  if kind == 'xadd' then\n"                                                      \
@@ -152,7 +160,7 @@ struct vigil_store {
     "  i = i + 1\n"                                                                   \
     "end\n"                                                                           \
     "for j = 1, tonumber(ARGV[11]) do\n"                                              \
-    "  local h = KEYS[4 + j]\n"                                                       \
+    "  local h = KEYS[5 + j]\n"                                                       \
     "  local field, op, val = ARGV[i], ARGV[i + 1], ARGV[i + 2]\n"                    \
     "  local topic, env, mapname = ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]\n"           \
     "  i = i + 6\n"                                                                   \
@@ -172,7 +180,7 @@ struct vigil_store {
     "end\n"                                                                           \
     "return {'OK', string.format('%d', v)}\n"
 
-/* Deletes a record: KEYS state, ids, timers; ARGV[1] the member prefix
+/* Deletes a record: KEYS state, ids, timers, timer dues; ARGV[1] the member prefix
  * "<key>|". Members of a key cannot be found by score or by lex range
  * (scores differ), so the set is scanned; deletes are rare. Returns the
  * number of timers removed. */
@@ -188,19 +196,36 @@ struct vigil_store {
     "  for k = 1, #items, 2 do\n"                                                     \
     "    if string.sub(items[k], 1, plen) == prefix then\n"                           \
     "      removed = removed + redis.call('ZREM', KEYS[3], items[k])\n"               \
+    "      redis.call('HDEL', KEYS[4], items[k])\n"                                   \
     "    end\n"                                                                       \
     "  end\n"                                                                         \
     "until cursor == '0'\n"                                                           \
     "return removed\n"
 
-/* Claims due timers: KEYS[1] timers; ARGV now, lease score (now + lease,
- * computed in C so it stays an exact integer), max. Every due member gets
- * the lease score; returns the flat list member, original due, ... oldest
- * first (ties in member order). */
+/* Claims due timers: KEYS[1] timers, KEYS[2] timer dues; ARGV now, lease
+ * score (now + lease, computed in C so it stays an exact integer), max.
+ * Every due member gets the lease score. A member's original deadline is
+ * kept in the dues hash at its first claim (HSETNX), so a timer claimed
+ * again after a lease ran out still reports the deadline it was set for,
+ * not the lease score: event ids derived from it stay the same. Commits
+ * drop the entry when they complete, set or cancel the timer. Returns the
+ * flat list member, original due, ... oldest first. */
 #define VIGIL_LUA_CLAIM                                                               \
+    "for _, kt in ipairs({{KEYS[1], 'zset'}, {KEYS[2], 'hash'}}) do\n"                \
+    "  local t = redis.call('TYPE', kt[1])['ok']\n"                                   \
+    "  if t ~= 'none' and t ~= kt[2] then\n"                                          \
+    "    return redis.error_reply('VIGIL_BAD_DATA ' .. kt[1] .. ' holds a ' .. t)\n"   \
+    "  end\n"                                                                         \
+    "end\n"                                                                           \
     "local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1],\n"             \
     "                       'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))\n"           \
-    "for k = 1, #due, 2 do redis.call('ZADD', KEYS[1], ARGV[2], due[k]) end\n"        \
-    "return due\n"
+    "local out = {}\n"                                                                \
+    "for k = 1, #due, 2 do\n"                                                         \
+    "  redis.call('HSETNX', KEYS[2], due[k], due[k + 1])\n"                           \
+    "  redis.call('ZADD', KEYS[1], ARGV[2], due[k])\n"                                \
+    "  out[#out + 1] = due[k]\n"                                                      \
+    "  out[#out + 1] = redis.call('HGET', KEYS[2], due[k])\n"                         \
+    "end\n"                                                                           \
+    "return out\n"
 
 #endif

@@ -9,6 +9,9 @@
  *   P S ":outbox:" i        list of pending output messages, oldest first;
  *                           each entry is "<0|1 retain><topic>\n<payload>"
  *   P S ":timers:" i        zset of timer members "<key>|<name>" scored by due ms
+ *                           (a claimed member: by its lease's end)
+ *   P S ":timers:" i ":due" hash member -> original due ms of claimed timers
+ *                           (stable event ids and firing ids on a re-claim)
  *   P S ":" hash            snapshot hashes (effects.h)
  *
  * A commit succeeds only if the record's version still equals the version
@@ -60,7 +63,10 @@ int vigil_store_load(vigil_store *s, const char *key, const char *input_id, int 
 typedef struct vigil_commit {
     const char *key;
     int64_t expected_version; /* 0 = record must not exist yet */
-    const char *input_id;     /* NULL: no dedupe (e.g. timer firings) */
+    const char *input_id;     /* NULL: no dedupe. A timer firing passes
+                               * "timer:<name>:<original due>": a firing
+                               * already applied returns DUPLICATE and still
+                               * completes the lease. */
     const vigil_effects *fx;
     int64_t now_ms;
     /* When completing a claimed timer: its member name and the lease score
