@@ -38,6 +38,12 @@ const vigil_config_var VIGIL_COMMON_VARS[] = {
     {"VIGIL_SHARD", "0/1", "this replica's shard, i/N with 0 <= i < N <= 1024"},
     {"VIGIL_TICK_MS", "1000", "timer resolution in milliseconds (1-60000)"},
     {"VIGIL_TIMER_LEASE_MS", "30000", "lease on a claimed timer in milliseconds (100-3600000)"},
+    {"VIGIL_MQTT_SESSION_EXPIRY_S", "604800",
+     "seconds the broker keeps this replica's session and queued input while it is away "
+     "(60-2147483647; keep it at or below the broker's persistent_client_expiration)"},
+    {"VIGIL_LIVENESS_MS", "60000",
+     "/healthz fails when intake, outbox or timers made no progress with work pending "
+     "this long (1000-86400000)"},
     {NULL, NULL, NULL},
 };
 
@@ -236,6 +242,8 @@ void vigil_common_config_init(vigil_common_config *c, int default_http_port)
     c->shard_count = 1;
     c->tick_ms = 1000;
     c->timer_lease_ms = 30000;
+    c->mqtt_session_expiry_s = 604800;
+    c->liveness_ms = 60000;
 }
 
 static bool has_prefix(const char *s, const char *p)
@@ -323,7 +331,11 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
 
     if (vigil_env_int64("VIGIL_TICK_MS", c->tick_ms, 1, 60000, &c->tick_ms, err, errlen) ||
         vigil_env_int64("VIGIL_TIMER_LEASE_MS", c->timer_lease_ms, 100, 3600000, &c->timer_lease_ms,
-                        err, errlen))
+                        err, errlen) ||
+        vigil_env_int64("VIGIL_MQTT_SESSION_EXPIRY_S", c->mqtt_session_expiry_s, 60, 2147483647,
+                        &c->mqtt_session_expiry_s, err, errlen) ||
+        vigil_env_int64("VIGIL_LIVENESS_MS", c->liveness_ms, 1000, 86400000, &c->liveness_ms, err,
+                        errlen))
         return -1;
     return 0;
 }

@@ -700,7 +700,7 @@ static int start_io(vigil_runtime *rt, char *err, size_t errlen)
         .password = rt->cfg.mqtt_password,
         .client_id = rt->client_id,
         .subscriptions = rt->def->subscriptions,
-        .session_expiry_s = 0,
+        .session_expiry_s = (int)rt->cfg.mqtt_session_expiry_s,
         .status_topic = rt->status_topic,
         .ready_payload = ready_payload,
         .lost_payload = lost_payload,
