@@ -60,6 +60,19 @@ struct vigil_runtime {
     atomic_llong stop_at_ms;
     atomic_bool intake_redis_ok;
     atomic_bool timer_redis_ok;
+    atomic_bool mqtt_up;        /* mirrors the MQTT state: /readyz never touches rt->mqtt */
+
+    /* The outbox pointer is read by the paho callback and background
+     * threads (kick, error events) and cleared at shutdown before the
+     * outbox is freed: a short lock, never held across I/O. */
+    pthread_mutex_t outbox_mu;
+
+    /* Liveness (/healthz), monotonic ms: when the message in hand arrived
+     * (0 = none), the timer loop's last turn, the last time the outbox was
+     * empty or published something. */
+    atomic_llong intake_busy_since;
+    atomic_llong timer_beat;
+    atomic_llong outbox_progress;
 
     char status_topic[VIGIL_TOPIC_MAX];
     char error_topic[VIGIL_TOPIC_MAX];
@@ -67,6 +80,14 @@ struct vigil_runtime {
 };
 
 typedef enum { STEP_DONE, STEP_DUPLICATE, STEP_REJECT, STEP_GAVE_UP } step_result;
+
+/* Wakes the publisher, if it still runs (NULL once shutdown took it). */
+static void kick_outbox(vigil_runtime *rt)
+{
+    pthread_mutex_lock(&rt->outbox_mu);
+    vigil_outbox_kick(rt->outbox);
+    pthread_mutex_unlock(&rt->outbox_mu);
+}
 
 vigil_redis *vigil_runtime_redis(vigil_runtime *rt) { return rt->intake_redis; }
 
@@ -187,8 +208,11 @@ static void reject(vigil_runtime *rt, const char *topic, const void *payload, si
     json_object_object_add(o, "ts", json_object_new_int64(now));
     char *s = vigil_json_dump(o);
     json_object_put(o);
-    if (s && rt->outbox)
+    if (s) {
+        pthread_mutex_lock(&rt->outbox_mu);
         vigil_outbox_push_ephemeral(rt->outbox, rt->error_topic, s, false);
+        pthread_mutex_unlock(&rt->outbox_mu);
+    }
     free(s);
     vigil_log_kv(VIGIL_LOG_WARN, "input rejected", "topic", topic_safe, "reason", reason,
                  "detail", err->detail, NULL);
@@ -429,6 +453,7 @@ static void on_message(void *ctx, const char *topic, const void *payload, size_t
     vigil_runtime *rt = ctx;
     int64_t t0 = vigil_mono_ms();
     int64_t now = vigil_now_ms();
+    atomic_store(&rt->intake_busy_since, t0 ? t0 : 1);
     vigil_input in;
     vigil_error err = { 0 };
     void *parsed = NULL;
@@ -446,6 +471,7 @@ static void on_message(void *ctx, const char *topic, const void *payload, size_t
         }
         vigil_counter_add("vigil_inputs_total", "Inputs received", "kind=\"invalid\"", 1);
         reject(rt, topic, payload, len, &err);
+        atomic_store(&rt->intake_busy_since, 0);
         return;
     }
     in.retained = retained;
@@ -508,7 +534,7 @@ static void on_message(void *ctx, const char *topic, const void *payload, size_t
             break;
         }
     }
-    vigil_outbox_kick(rt->outbox);
+    kick_outbox(rt);
 done:
     if (parsed && rt->def->free_parsed)
         rt->def->free_parsed(rt->def->ctx, parsed);
@@ -516,16 +542,69 @@ done:
     vigil_input_clear(&in);
     vigil_histogram_observe("vigil_handler_seconds", "Time from arrival to durable commit",
                             NULL, (double)(vigil_mono_ms() - t0) / 1000.0);
+    atomic_store(&rt->intake_busy_since, 0);
 }
 
 static void on_mqtt_state(void *ctx, bool connected)
 {
     vigil_runtime *rt = ctx;
+    atomic_store(&rt->mqtt_up, connected);
     vigil_gauge_set("vigil_mqtt_connected", "1 while connected to the broker", NULL,
                     connected ? 1 : 0);
     vigil_log_kv(connected ? VIGIL_LOG_INFO : VIGIL_LOG_WARN,
                  connected ? "mqtt connected" : "mqtt connection lost", "client_id",
                  rt->client_id, NULL);
+}
+
+/* Liveness of the publisher, sampled from the timer thread (it has a
+ * Redis connection of its own and runs every tick): progress is an empty
+ * outbox or a publish since the last sample. An unknown length (Redis
+ * down) counts as progress: the outage shows in /readyz instead. */
+static void sample_outbox(vigil_runtime *rt, unsigned long long *last)
+{
+    char key[256];
+    vigil_store_key(rt->timer_store, "outbox", NULL, key, sizeof key);
+    redisReply *rep = vigil_redis_command(rt->timer_redis, "LLEN %s", key);
+    long long pending = rep && rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
+    if (rep)
+        freeReplyObject(rep);
+    pthread_mutex_lock(&rt->outbox_mu);
+    unsigned long long pub = rt->outbox ? vigil_outbox_published(rt->outbox) : *last;
+    pthread_mutex_unlock(&rt->outbox_mu);
+    if (pending <= 0 || pub != *last)
+        atomic_store(&rt->outbox_progress, vigil_mono_ms());
+    *last = pub;
+}
+
+/* /healthz: false (with why) when some part has work and has made no
+ * progress for VIGIL_LIVENESS_MS, so an orchestrator restarts the process
+ * (nothing acknowledged is lost by a restart). */
+static bool live(void *ctx, char *why, size_t whylen)
+{
+    vigil_runtime *rt = ctx;
+    if (atomic_load(&rt->stop))
+        return true; /* shutdown is bounded by itself */
+    int64_t now = vigil_mono_ms(), bound = rt->cfg.liveness_ms;
+    int64_t busy = atomic_load(&rt->intake_busy_since);
+    if (busy != 0 && now - busy > bound) {
+        snprintf(why, whylen, "intake: one input in hand for %lld ms (redis %s)",
+                 (long long)(now - busy),
+                 atomic_load(&rt->intake_redis_ok) ? "reachable" : "unreachable");
+        return false;
+    }
+    int64_t beat = atomic_load(&rt->timer_beat);
+    if (rt->timer_started && beat != 0 && now - beat > bound + rt->cfg.tick_ms) {
+        snprintf(why, whylen, "timers: no turn of the timer loop for %lld ms",
+                 (long long)(now - beat));
+        return false;
+    }
+    int64_t ob = atomic_load(&rt->outbox_progress);
+    if (ob != 0 && now - ob > bound + rt->cfg.tick_ms) {
+        snprintf(why, whylen, "outbox: entries pending and none published for %lld ms (mqtt %s)",
+                 (long long)(now - ob), atomic_load(&rt->mqtt_up) ? "connected" : "disconnected");
+        return false;
+    }
+    return true;
 }
 
 /* The timer thread: each tick, claim what is due in this shard and act. */
@@ -536,7 +615,10 @@ static void *timer_main(void *arg)
     int errors = 0;
     if (!claims)
         return NULL;
+    unsigned long long last_published = 0;
     while (!atomic_load(&rt->stop)) {
+        atomic_store(&rt->timer_beat, vigil_mono_ms());
+        sample_outbox(rt, &last_published);
         int64_t now = vigil_now_ms();
         int n = vigil_timers_claim(rt->timer_store, now, rt->cfg.timer_lease_ms, TIMER_BATCH,
                                    claims);
@@ -562,7 +644,7 @@ static void *timer_main(void *arg)
                               NULL, 1);
         }
         if (n > 0)
-            vigil_outbox_kick(rt->outbox);
+            kick_outbox(rt);
         if (n < TIMER_BATCH)
             vigil_sleep_ms(rt->cfg.tick_ms, &rt->stop_sleep);
     }
@@ -605,7 +687,7 @@ vigil_decide_result vigil_runtime_decide(vigil_runtime *rt, vigil_runtime_conn *
     decide_args a = { .fn = fn, .fn_arg = arg, .input_id = input_id, .now = now_ms };
     step_result r = run_key(rt, conn->store, &conn->ok, key, &a, err);
     if (r == STEP_DONE)
-        vigil_outbox_kick(rt->outbox);
+        kick_outbox(rt);
     switch (r) {
     case STEP_DONE:
         return VIGIL_DECIDE_DONE;
@@ -622,7 +704,7 @@ vigil_decide_result vigil_runtime_decide(vigil_runtime *rt, vigil_runtime_conn *
 static bool ready(void *ctx, char *why, size_t whylen)
 {
     vigil_runtime *rt = ctx;
-    bool mq = rt->mqtt && vigil_mqtt_connected(rt->mqtt);
+    bool mq = atomic_load(&rt->mqtt_up);
     bool rd = atomic_load(&rt->intake_redis_ok) && atomic_load(&rt->timer_redis_ok);
     bool stopping = atomic_load(&rt->stop);
     vigil_gauge_set("vigil_ready", "1 when connected to the broker and Redis", NULL,
@@ -658,6 +740,7 @@ static void runtime_free(vigil_runtime *rt)
     vigil_redis_free(rt->intake_redis);
     vigil_redis_free(rt->timer_redis);
     vigil_state_cache_free(rt->cache);
+    pthread_mutex_destroy(&rt->outbox_mu);
     free(rt);
 }
 
@@ -687,7 +770,10 @@ static int setup(vigil_runtime *rt, char *err, size_t errlen)
     snprintf(rt->error_topic, sizeof rt->error_topic, "sys/%s/error", d->name);
     snprintf(rt->client_id, sizeof rt->client_id, "vigil-%s-%d", d->name, rt->cfg.shard_index);
     rt->http = vigil_http_start(rt->cfg.http_addr, ready, rt, err, errlen);
-    return rt->http ? 0 : -1;
+    if (!rt->http)
+        return -1;
+    vigil_http_set_live(rt->http, live, rt);
+    return 0;
 }
 
 static int start_io(vigil_runtime *rt, char *err, size_t errlen)
@@ -747,9 +833,15 @@ static void shutdown_io(vigil_runtime *rt)
         pthread_join(rt->timer_thread, NULL);
     if (rt->started && rt->def->stop)
         rt->def->stop(rt->def->ctx);
-    if (rt->outbox)
-        vigil_outbox_stop(rt->outbox, 3000);
+    /* Take the outbox away from the paho callback (which may still run
+     * until the client is destroyed below) before freeing it: a message
+     * committed from now on stays in the Redis outbox for the next start. */
+    pthread_mutex_lock(&rt->outbox_mu);
+    vigil_outbox *ob = rt->outbox;
     rt->outbox = NULL;
+    pthread_mutex_unlock(&rt->outbox_mu);
+    if (ob)
+        vigil_outbox_stop(ob, 3000);
     if (rt->mqtt) {
         char *bye = status_payload(rt, "disconnected");
         vigil_mqtt_stop(rt->mqtt, bye, 3000);
@@ -771,6 +863,7 @@ int vigil_runtime_main(int argc, char **argv, const vigil_service_def *def)
         return 1;
     }
     rt->def = def;
+    pthread_mutex_init(&rt->outbox_mu, NULL);
     char err[512] = "";
     vigil_common_config_init(&rt->cfg, def->default_http_port);
     if (vigil_common_config_load(&rt->cfg, err, sizeof err) != 0 ||
