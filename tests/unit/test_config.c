@@ -18,6 +18,7 @@ static const char *const ALL_COMMON[] = {
     "VIGIL_MQTT_URL",     "VIGIL_MQTT_USER",   "VIGIL_MQTT_PASSWORD", "VIGIL_REDIS_URL",
     "VIGIL_REDIS_PREFIX", "VIGIL_HTTP_ADDR",   "VIGIL_LOG_LEVEL",     "VIGIL_INSTANCE",
     "VIGIL_MAX_PAYLOAD",  "VIGIL_SHARD",       "VIGIL_TICK_MS",       "VIGIL_TIMER_LEASE_MS",
+    "VIGIL_MQTT_SESSION_EXPIRY_S", "VIGIL_LIVENESS_MS",
     NULL,
 };
 
@@ -72,7 +73,7 @@ static void test_common_vars_table(void **state)
         assert_non_null(v->help);
         assert_true(v->help[0] != '\0');
     }
-    assert_int_equal(n, 12);
+    assert_int_equal(n, 14);
     assert_string_equal(VIGIL_COMMON_VARS[0].def, "mqtt://127.0.0.1:1883");
     assert_string_equal(VIGIL_COMMON_VARS[3].def, "redis://127.0.0.1:6379/0");
     assert_string_equal(VIGIL_COMMON_VARS[4].def, "vigil:");
