@@ -25,6 +25,7 @@
 #include "vigil/mqtt.h"
 #include "vigil/oom.h"
 #include "vigil/outbox.h"
+#include "vigil/redact.h"
 #include "vigil/state_cache.h"
 #include "vigil/store.h"
 #include "vigil/timers.h"
@@ -727,8 +728,12 @@ static void probe_redis(vigil_runtime *rt)
     bool ok = vigil_redis_ensure(rt->intake_redis);
     atomic_store(&rt->intake_redis_ok, ok);
     if (!ok)
-        vigil_log_kv(VIGIL_LOG_WARN, "redis not reachable yet; will keep trying", "url",
-                     rt->cfg.redis_url, "error", vigil_redis_last_error(rt->intake_redis), NULL);
+    {
+        char url[sizeof rt->cfg.redis_url + 8];
+        vigil_redact_url(rt->cfg.redis_url, url, sizeof url);
+        vigil_log_kv(VIGIL_LOG_WARN, "redis not reachable yet; will keep trying", "url", url,
+                     "error", vigil_redis_last_error(rt->intake_redis), NULL);
+    }
 }
 
 static void runtime_free(vigil_runtime *rt)
@@ -749,6 +754,9 @@ static int setup(vigil_runtime *rt, char *err, size_t errlen)
     const vigil_service_def *d = rt->def;
     if (vigil_redis_url_parse(rt->cfg.redis_url, &rt->raddr, err, errlen) != 0)
         return -1;
+    /* Credentials never reach a log line, whoever writes it (redact.h). */
+    vigil_redact_add_secret(rt->raddr.password);
+    vigil_redact_add_secret(rt->cfg.mqtt_password);
     rt->scfg = (vigil_store_config){ .prefix = rt->cfg.redis_prefix, .service = d->name,
                                      .shard_index = rt->cfg.shard_index, .dedupe_keep = 0 };
     int timeout = 2000;
@@ -897,8 +905,11 @@ int vigil_runtime_main(int argc, char **argv, const vigil_service_def *def)
     snprintf(shard, sizeof shard, "%d/%d", rt->cfg.shard_index, rt->cfg.shard_count);
     char port[16];
     snprintf(port, sizeof port, "%d", vigil_http_port(rt->http));
-    vigil_log_kv(VIGIL_LOG_INFO, "starting", "version", VIGIL_VERSION, "mqtt", rt->cfg.mqtt_url,
-                 "redis", rt->cfg.redis_url, "shard", shard, "http_port", port, NULL);
+    char mqtt_url[sizeof rt->cfg.mqtt_url + 8], redis_url[sizeof rt->cfg.redis_url + 8];
+    vigil_redact_url(rt->cfg.mqtt_url, mqtt_url, sizeof mqtt_url);
+    vigil_redact_url(rt->cfg.redis_url, redis_url, sizeof redis_url);
+    vigil_log_kv(VIGIL_LOG_INFO, "starting", "version", VIGIL_VERSION, "mqtt", mqtt_url,
+                 "redis", redis_url, "shard", shard, "http_port", port, NULL);
 
     int code = 0;
     if (start_io(rt, err, sizeof err) != 0) {

@@ -270,3 +270,26 @@ def test_sigterm_under_load_with_readyz_polled_is_clean(stack):
         sender.join(60)
         svc.start()
     harness.wait_until(lambda: all(dormancy_for(col, m) for m in mids), 90, "every input applied")
+
+
+def test_credentials_never_logged_published_or_exported(stack):
+    """Redis URL with a password (Redis not reachable, so the outage is
+    logged with the URL), MQTT user and password: neither password appears
+    in any log line, in the retained status, in /metrics or in --help."""
+    col = stack.collector()
+    redis_secret, mqtt_secret = "r3dis-s3cret-pw", "mqtt-s3cret-pw"
+    dead = harness.free_port()
+    svc = stack.service(start=False, env=dict(ENV, VIGIL_REDIS_URL=f"redis://:{redis_secret}@127.0.0.1:{dead}/0",
+                                              VIGIL_MQTT_USER="vigil", VIGIL_MQTT_PASSWORD=mqtt_secret))
+    svc.start(wait=False)
+    harness.wait_until(lambda: "redis not reachable" in svc.stderr_text(), 20, "the outage log line")
+    harness.wait_until(lambda: col.find("sys/dormancy-monitor/+/status"), 20, "the status topic")
+    st, metrics, _ = harness.http_get(svc.http_port, "/metrics")
+    helptext = svc.run_cli(["--help"]).stdout.decode()
+    svc.terminate(timeout=20)
+    logs = svc.stderr_text()
+    assert "***@127.0.0.1" in logs, "the URL is logged, masked"
+    status = " ".join(m.payload.decode("utf-8", "replace") for m in col.snapshot("sys/#"))
+    for secret in (redis_secret, mqtt_secret):
+        for where, text in (("log", logs), ("status", status), ("metrics", metrics), ("--help", helptext)):
+            assert secret not in text, f"{secret} in {where}"
