@@ -233,6 +233,8 @@ def main():
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build", "release"))
     ap.add_argument("--timeout", type=float, default=600, help="bound on each stage, seconds")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (logs)")
+    ap.add_argument("--appendfsync", choices=("everysec", "always"), default="everysec",
+                    help="Redis AOF fsync policy (default everysec; always = no loss on a host crash)")
     a = ap.parse_args()
     if a.n < 1 or a.rooms < 1 or a.personas < 1:
         ap.error("--n, --rooms and --personas must be positive")
@@ -246,7 +248,7 @@ def main():
     work = tempfile.mkdtemp(prefix="vigil-bench-")
     redis = broker = svc = None
     try:
-        redis = harness.RedisServer(work, appendfsync="everysec").start()
+        redis = harness.RedisServer(work, appendfsync=a.appendfsync).start()
         broker = harness.Mosquitto(work).start()
         env = {
             "VIGIL_MQTT_URL": broker.url, "VIGIL_REDIS_URL": redis.url,

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "vigil/clock.h"
+#include "vigil/handover.h"
 #include "vigil/http.h"
 #include "vigil/log.h"
 #include "vigil/metrics.h"
@@ -32,6 +33,10 @@
 
 #define CACHE_MAX_ENTRIES 20000
 #define TIMER_BATCH 64
+/* Shard handover (handover.h): how often a replica refreshes its heartbeat
+ * and looks for orphaned shard indexes, and how long the heartbeat lives. */
+#define HANDOVER_EVERY_MS 2000
+#define HANDOVER_TTL_MS 10000
 /* How long a message in hand may keep retrying Redis after shutdown was
  * asked for, before the process exits without acknowledging it. */
 #define SHUTDOWN_GRACE_MS 5000
@@ -608,6 +613,18 @@ static bool live(void *ctx, char *why, size_t whylen)
     return true;
 }
 
+/* Keeps this replica's heartbeat and takes over the outbox and timers of
+ * shard indexes beyond VIGIL_SHARD's N whose replica is gone (handover.h),
+ * so shrinking N strands nothing. */
+static void handover(vigil_runtime *rt)
+{
+    int64_t ttl = HANDOVER_TTL_MS > 3 * rt->cfg.tick_ms ? HANDOVER_TTL_MS : 3 * rt->cfg.tick_ms;
+    if (vigil_handover_beat(rt->timer_store, rt->cfg.instance, ttl) != 0)
+        return;
+    if (vigil_handover_adopt(rt->timer_store, rt->cfg.shard_count) > 0)
+        kick_outbox(rt);
+}
+
 /* The timer thread: each tick, claim what is due in this shard and act. */
 static void *timer_main(void *arg)
 {
@@ -617,9 +634,14 @@ static void *timer_main(void *arg)
     if (!claims)
         return NULL;
     unsigned long long last_published = 0;
+    int64_t next_handover = 0;
     while (!atomic_load(&rt->stop)) {
         atomic_store(&rt->timer_beat, vigil_mono_ms());
         sample_outbox(rt, &last_published);
+        if (vigil_mono_ms() >= next_handover) {
+            handover(rt);
+            next_handover = vigil_mono_ms() + HANDOVER_EVERY_MS;
+        }
         int64_t now = vigil_now_ms();
         int n = vigil_timers_claim(rt->timer_store, now, rt->cfg.timer_lease_ms, TIMER_BATCH,
                                    claims);

@@ -293,3 +293,33 @@ def test_credentials_never_logged_published_or_exported(stack):
     for secret in (redis_secret, mqtt_secret):
         for where, text in (("log", logs), ("status", status), ("metrics", metrics), ("--help", helptext)):
             assert secret not in text, f"{secret} in {where}"
+
+
+def test_shrinking_the_shard_count_hands_over_outbox_and_timers(stack):
+    """N shrinks from 3 to 1: the outbox and timers stored under index 2
+    are taken over by the replica 0/1 (outbox entries published, timers
+    merged at their original deadline), but only once index 2's heartbeat
+    is gone: a replica still running under the old N keeps its own."""
+    col = stack.collector()
+    base = stack.prefix + "dormancy-monitor:"
+    tag = uid("ho")
+    c = stack.redis.client()
+    try:
+        c.set(f"{base}alive:2", "old-replica", px=60000)
+        payload = json.dumps({"id": f"{tag}-e1", "probe": True})
+        c.rpush(f"{base}outbox:2", f"0test/{tag}/handover\n{payload}")
+        far = harness.now_ms() + 3600_000
+        c.zadd(f"{base}timers:2", {f"{tag}-room|probe": far + 30000})  # a claimed one (lease score)...
+        c.hset(f"{base}timers:2:due", f"{tag}-room|probe", far)         # ...and its original deadline
+        svc = stack.service(env=dict(ENV, VIGIL_SHARD="0/1"))
+        time.sleep(3)
+        assert c.llen(f"{base}outbox:2") == 1, "taken from a replica that is still alive"
+        assert not col.find(f"test/{tag}/handover")
+        c.delete(f"{base}alive:2")
+        col.wait_event(f"test/{tag}/handover", timeout=20, what="the adopted outbox entry published")
+        harness.wait_until(lambda: not c.exists(f"{base}outbox:2") and not c.exists(f"{base}timers:2"),
+                           10, "index 2 emptied")
+        assert c.zscore(f"{base}timers:0", f"{tag}-room|probe") == far, "moved at its original deadline"
+        assert svc.metric("vigil_handover_moved_total") == 2
+    finally:
+        c.close()
