@@ -44,7 +44,6 @@ import os
 import random
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -115,7 +114,7 @@ class Run:
         self.redis.start()
         self.broker.start()
         if filler:
-            fill(self.redis, filler)
+            harness.redis_fill(self.redis, filler)
         env = dict(SERVICE_ENV, VIGIL_MQTT_URL=self.broker.url, VIGIL_REDIS_URL=self.redis.url,
                    VIGIL_REDIS_PREFIX=PREFIX)
         for name in SERVICES:
@@ -230,36 +229,6 @@ class Run:
             c.close()
 
 
-def fill(redis, n):
-    """Filler keys (another prefix) so that a restart has data to load."""
-    c = redis.client()
-    try:
-        p = c.pipeline(transaction=False)
-        for i in range(n):
-            p.set(f"filler:{i}", "x" * 16)
-            if i % 5000 == 4999:
-                p.execute()
-        p.execute()
-        c.bgrewriteaof()
-        harness.wait_until(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0
-                           and c.info("persistence")["aof_rewrite_scheduled"] == 0, 60, "the AOF rewrite")
-    finally:
-        c.close()
-
-
-def redis_start_loading(redis, delay_us):
-    """kill -9, then start with key-load-delay so the AOF takes seconds to
-    load (clients get -LOADING meanwhile); returns without waiting."""
-    redis.kill9()
-    redis._write_conf()
-    with open(redis.conf, "a") as f:
-        f.write(f"key-load-delay {delay_us}\nloading-process-events-interval-bytes 1024\n")
-    logf = open(redis.log, "ab")
-    redis.proc = harness._popen(["redis-server", redis.conf], stdout=logf, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-    logf.close()
-
-
 def redis_ready(redis):
     try:
         c = redis.client(socket_timeout=1)
@@ -348,7 +317,7 @@ class Faults:
             time.sleep(self.rng.uniform(0.2, 1.5))
             r.redis.start(timeout=60)
         elif kind == "redis_loading":
-            redis_start_loading(r.redis, delay_us=self.rng.choice((30, 60, 90)))
+            harness.redis_start_loading(r.redis, self.rng.choice((30, 60, 90)))
             harness.wait_until(lambda: redis_ready(r.redis), 120, "Redis to finish loading")
             # the next plain restart loads at full speed again
         elif kind == "mosquitto_kill9":

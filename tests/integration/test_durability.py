@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import time
 
 import harness
@@ -20,40 +19,10 @@ SLEEP = "@self dormant sleep"
 ENV = {"VIGIL_DORMANCY_HUMAN_WAKES": "all"}
 
 
-def fill_and_rewrite(redis, keys=40000):
-    """Fills Redis with filler keys and rewrites the AOF, so that a restart
-    has something to load."""
-    c = redis.client()
-    try:
-        p = c.pipeline(transaction=False)
-        for i in range(keys):
-            p.set(f"filler:{i}", "x" * 16)
-            if i % 5000 == 4999:
-                p.execute()
-        p.execute()
-        c.bgrewriteaof()
-        harness.wait_until(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0
-                           and c.info("persistence")["aof_rewrite_scheduled"] == 0, 30,
-                           "the AOF rewrite")
-    finally:
-        c.close()
-
-
 def restart_loading(redis, key_load_delay_us):
-    """kill -9 and start again with Redis' key-load-delay (microseconds per
-    key loaded), so loading the AOF takes seconds. Returns once the server
-    answers LOADING (not once it is ready)."""
-    redis.kill9()
-    redis._write_conf()
-    with open(redis.conf, "a") as f:
-        f.write(f"key-load-delay {key_load_delay_us}\n")
-        # answer clients (with -LOADING) every KB loaded, not every 2 MB
-        f.write("loading-process-events-interval-bytes 1024\n")
-    logf = open(redis.log, "ab")
-    redis.proc = harness._popen(["redis-server", redis.conf], stdout=logf, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-    logf.close()
-
+    """harness.redis_start_loading, then waits until the server answers
+    LOADING (not until it is ready)."""
+    harness.redis_start_loading(redis, key_load_delay_us)
     state = harness.wait_until(lambda: raw_ping(redis.port), 15, "redis to answer (LOADING)")
     assert state == "loading", "Redis finished loading before the test could publish"
 
@@ -98,7 +67,7 @@ def test_input_published_while_redis_loads_its_aof_is_retried_not_refused(stack)
     harness.wait_until(lambda: all(levels(stack, p) == {r: "sleep" for r in rooms} for p in personas),
                        30, "every persona asleep in both rooms")
 
-    fill_and_rewrite(stack.redis)
+    harness.redis_fill(stack.redis)
     restart_loading(stack.redis, key_load_delay_us=150)  # 40k keys: about 6 s of LOADING
     t_loading = time.monotonic()
     for p in personas:
