@@ -42,7 +42,8 @@ SCHEMAS = sc.schema_names()
 EXAMPLES = sorted(p.stem for p in (TOPICS / "examples").glob("*.json"))
 
 REJECT_REASONS = ["oversize", "invalid_utf8", "not_json", "not_object", "missing_field",
-                  "wrong_type", "bad_id", "bad_topic", "topic_mismatch", "bad_value"]
+                  "wrong_type", "bad_id", "bad_topic", "topic_mismatch", "bad_value",
+                  "bad_stored_data", "too_many_keys"]
 BAD_IDS = ["", "a/b", "a+b", "a#b", "$x", "has space", "ü", "x" * 65, 42, None]
 
 

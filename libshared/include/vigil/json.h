@@ -32,9 +32,10 @@ typedef enum {
                                  * another type: refused before anything was written) */
     VIGIL_REJECT_TOO_MANY_KEYS, /* "too_many_keys" (the input would touch more state
                                  * records than VIGIL_ROUTE_MAX_KEYS: refused whole) */
-    VIGIL_REJECT_NO_MEMORY,     /* "out_of_memory": never a refusal. An allocation
-                                 * failed; the runtime retries the input and, if memory
-                                 * stays short, exits without acknowledging it */
+    VIGIL_REJECT_NO_MEMORY,     /* never a refusal, so not in sys-error's reasons (named
+                                 * "out_of_memory"): an allocation failed; the runtime
+                                 * retries the input and, if memory stays short, exits
+                                 * without acknowledging it */
     VIGIL_REJECT__COUNT
 } vigil_reject_reason;
 
