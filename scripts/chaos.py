@@ -60,6 +60,10 @@ SERVICES = ("dormancy-monitor", "chat-router", "wake-evaluator")
 # Output families whose content depends on the order in which two services
 # saw things (not compared with the reference; see main).
 ORDER_DEPENDENT = {"persona/+/wake"}
+# Output families whose effects are fixed by the input but whose ids carry a
+# time (a timer's deadline depends on when the input was handled): the
+# effects are compared with the reference, and one effect must have one id.
+ID_VARIABLE = {"persona/+/dormancy timed-end"}
 PREFIX = "chaos:"
 LEASE_MS = 2000
 FILLER_KEYS = 30000  # makes a restart with key-load-delay answer LOADING for seconds
@@ -84,14 +88,18 @@ def log(msg):
 
 
 def make_inputs(n, rooms, seed):
-    """n AI messages "@self dormant sleep", each from its own persona,
-    spread over the rooms. Ids are fixed by the seed and the index."""
+    """n AI messages "@self dormant sleep" (every third "... for 3s"), each
+    from its own persona, spread over the rooms. Ids are fixed by the seed
+    and the index."""
     items, ids = [], []
     for i in range(n):
         room = f"cr{seed}-r{i % rooms}"
         mid = f"cm{seed}-{i}"
+        # every third one is timed: its end is a timer firing (claimed with a
+        # lease, so a replica stopped past its lease exercises the re-claim)
+        text = "@self dormant sleep for 3s" if i % 3 == 0 else "@self dormant sleep"
         body = {"id": mid, "room": room, "sender": f"cp{seed}-{i}", "sender_type": "ai",
-                "text": "@self dormant sleep", "ts": 1700000000000 + i}
+                "text": text, "ts": 1700000000000 + i}
         items.append((f"room/{room}/message", body))
         ids.append(mid)
     return items, ids
@@ -182,6 +190,8 @@ class Run:
                 continue
             parts = m.topic.split("/")
             fam = "/".join([parts[0], "+"] + parts[2:]) if len(parts) > 2 else m.topic
+            if doc.get("trigger") == "timed-end":
+                fam += " timed-end"
             effect = (fam, str(doc.get("message_id") or doc.get("in_reply_to") or ""),
                       str(doc.get("persona") or doc.get("room") or ""))
             out[doc["id"]] = (fam, effect)
@@ -299,8 +309,15 @@ class Faults:
         self.gap = gap
         self.count = collections.Counter()
         self.total = 0
+        self.first = None
 
     def pick(self):
+        # every kind once first (in random order), then weighted at random
+        if self.first is None:
+            self.first = [k for k, _ in self.KINDS]
+            self.rng.shuffle(self.first)
+        if self.first:
+            return self.first.pop()
         kinds, weights = zip(*self.KINDS)
         return self.rng.choices(kinds, weights)[0]
 
@@ -428,12 +445,12 @@ def main():
     ap.add_argument("--faults", type=int, default=1000000, help="stop injecting after this many")
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
     ap.add_argument("--short", action="store_true",
-                    help="the CI version: 25 s of load, a fault every ~2 s")
+                    help="the CI version: 35 s of load, a fault every ~1.5 s, each kind at least once")
     ap.add_argument("--build-dir", default=os.environ.get("VIGIL_BUILD_DIR") or os.path.join(ROOT, "build", "release"))
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = ap.parse_args()
     if args.short:
-        args.duration, args.gap, args.rate = 25, 2.0, 25
+        args.duration, args.gap, args.rate = 35, 1.5, 20
     args.build_dir = os.path.abspath(args.build_dir)
     for name in SERVICES:
         if not os.path.exists(harness.service_binary(name, args.build_dir)):
@@ -489,16 +506,20 @@ def main():
 
     lost_inputs = {s: sorted(want[s] - got[s]) for s in SERVICES}
     # Outputs that are a function of the input alone are compared with the
-    # reference. A wake decision is not: which personas wake-evaluator sees
+    # reference (timed ends by effect, their ids carry a deadline). A wake
+    # decision is not: which personas wake-evaluator sees
     # asleep when a message arrives depends on how far dormancy-monitor has
     # got, so for those only the chaos run's own consistency is checked (one
     # effect, one id).
-    det = lambda d: {i: v for i, v in d.items() if v[0] not in ORDER_DEPENDENT}  # noqa: E731
+    det = lambda d: {i: v for i, v in d.items() if v[0] not in ORDER_DEPENDENT | ID_VARIABLE}  # noqa: E731
     lost_outputs = sorted(set(det(ref_out)) - set(det(out)))
     extra_outputs = sorted(set(det(out)) - set(det(ref_out)))
+    ref_effects = {v[1] for v in ref_out.values() if v[0] in ID_VARIABLE}
+    got_effects = {v[1] for v in out.values() if v[0] in ID_VARIABLE}
+    lost_outputs += sorted(str(e) for e in ref_effects - got_effects)
     by_effect = collections.defaultdict(set)
     for i, (fam, effect) in out.items():
-        if fam in ORDER_DEPENDENT:
+        if fam in ORDER_DEPENDENT | ID_VARIABLE:
             by_effect[effect].add(i)
     extra_outputs += sorted(i for ids_ in by_effect.values() if len(ids_) > 1 for i in sorted(ids_)[1:])
     families = collections.Counter(v[0] for v in ref_out.values())

@@ -22,6 +22,8 @@ def test_short_chaos_run_loses_and_doubles_nothing():
     assert p.returncode == 0, out[-6000:]
     faults = int(re.search(r"faults injected\s+(\d+)", out).group(1))
     assert faults >= 5, out[-3000:]
+    for kind in ("kill9_replica", "redis_kill9", "redis_loading", "mosquitto_kill9", "sigstop_replica"):
+        assert kind in out, f"no {kind} fault:\n{out[-3000:]}"
     assert re.search(r"^\s+lost\s+0\b", out, re.M), out[-3000:]
     assert re.search(r"^\s+doubled\s+0\b", out, re.M), out[-3000:]
     assert "were both found" in out, out[-3000:]
