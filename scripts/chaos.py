@@ -363,14 +363,19 @@ class Faults:
             log(f"fault {self.total:3d}: {kind} ({time.monotonic() - t:.1f}s)")
 
 
-def settle(run, want_processed, timeout):
-    """Waits until every service recorded what the reference recorded and
-    the outboxes are empty (bounded)."""
+def settle(run, want_processed, timeout, inputs=frozenset(), want_effects=frozenset()):
+    """Waits until every service recorded what the reference recorded, the
+    outboxes are empty and the timed effects of the reference were seen
+    (a timer set by one of the last inputs fires seconds after it was
+    processed), bounded."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             got = run.processed_ids()
-            if all(want_processed[s] <= got[s] for s in SERVICES) and run.outbox_pending() == 0:
+            timed = {v[1] for v in run.output_ids(inputs).values() if v[0] in ID_VARIABLE} \
+                if want_effects else set()
+            if all(want_processed[s] <= got[s] for s in SERVICES) and run.outbox_pending() == 0 \
+                    and want_effects <= timed:
                 time.sleep(2.0)  # let the last outputs reach the collector
                 return True
         except Exception:  # noqa: BLE001 - Redis may still be coming back
@@ -480,7 +485,7 @@ def main():
             sig = tuple(len(cur[s]) for s in SERVICES)
             if sig != prev:
                 prev, stable_since = sig, time.monotonic()
-            elif time.monotonic() - stable_since > 3 and ref.outbox_pending() == 0:
+            elif time.monotonic() - stable_since > 6 and ref.outbox_pending() == 0:  # > a timed end (3 s)
                 break
             time.sleep(0.5)
         want = {s: ref.processed_ids()[s] & set(ids) for s in SERVICES}
@@ -492,7 +497,8 @@ def main():
             raise RuntimeError("the reference run recorded nothing: the oracle would prove nothing")
 
         chaos, faults = one_run(args, workdir, items, ids, faults=True)
-        settled = settle(chaos, want, timeout=max(180, args.duration / 2))
+        ref_timed = frozenset(v[1] for v in ref_out.values() if v[0] in ID_VARIABLE)
+        settled = settle(chaos, want, max(180, args.duration / 2), frozenset(ids), ref_timed)
         got = chaos.processed_ids()
         out = chaos.output_ids(set(ids))
         log_counts = chaos.log_counts()
