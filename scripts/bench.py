@@ -329,7 +329,7 @@ def run_setting(a, work, nodelay, label):
     res = {"label": label}
     tag = "nodelay-on" if nodelay else "nodelay-off"
     try:
-        redis = harness.RedisServer(d, appendfsync="everysec").start()
+        redis = harness.RedisServer(d, appendfsync=a.appendfsync).start()
         broker = harness.Mosquitto(d, source_conf=broker_conf(d, nodelay)).start()
         svc = start_service(d, "dormancy-monitor", broker, redis, "bench:", DORMANCY_ENV,
                             a.build_dir, f"bench-{tag}")
@@ -391,7 +391,7 @@ def alternate_settings(a, work):
         for nodelay in (False, True):
             d = os.path.join(work, f"alt-{'on' if nodelay else 'off'}")
             os.makedirs(d, exist_ok=True)
-            redis = harness.RedisServer(d, appendfsync="everysec").start()
+            redis = harness.RedisServer(d, appendfsync=a.appendfsync).start()
             broker = harness.Mosquitto(d, source_conf=broker_conf(d, nodelay)).start()
             stacks.append({"nodelay": nodelay, "redis": redis, "broker": broker, "svc": None,
                            "relay": [], "service": []})
@@ -510,7 +510,7 @@ def run_persona_cost(a, work, sizes):
     os.makedirs(d, exist_ok=True)
     redis = broker = svc = None
     try:
-        redis = harness.RedisServer(d, appendfsync="everysec").start()
+        redis = harness.RedisServer(d, appendfsync=a.appendfsync).start()
         broker = harness.Mosquitto(d).start()
         svc = start_service(d, "dormancy-monitor", broker, redis, "bench:", DORMANCY_ENV,
                             a.build_dir, "bench-cost")
@@ -557,6 +557,8 @@ def main():
                          "(personas per room; printed as msg/s and ms per input)")
     ap.add_argument("--persona-cost-n", type=int, default=2000,
                     help="inputs timed per room size (default 2000)")
+    ap.add_argument("--appendfsync", choices=("everysec", "always"), default="everysec",
+                    help="Redis AOF fsync policy (default everysec; always = no loss on a host crash)")
     a = ap.parse_args()
     a.rooms = a.rooms or (20 if a.mix == "human" else 200)
     a.personas = a.personas or (1 if a.mix == "human" else 5)

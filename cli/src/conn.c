@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <vigil/clock.h>
+#include <vigil/redact.h>
 #include <vigil/json.h>
 #include <vigil/log.h>
 #include "cli.h"
@@ -20,12 +21,13 @@
 
 int cli_fail(int code, const char *fmt, ...)
 {
+    char msg[2048], safe[2048 + 256];
     va_list ap;
     va_start(ap, fmt);
-    fputs("vigil: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    vigil_redact(msg, safe, sizeof safe); /* a URL's password never printed */
+    fprintf(stderr, "vigil: %s\n", safe);
     return code;
 }
 

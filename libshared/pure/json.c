@@ -34,6 +34,9 @@ static const char *const REJECT_NAMES[VIGIL_REJECT__COUNT] = {
     [VIGIL_REJECT_TOPIC_MISMATCH] = "topic_mismatch",
     [VIGIL_REJECT_BAD_VALUE] = "bad_value",
     [VIGIL_REJECT_LIMIT] = "limit",
+    [VIGIL_REJECT_STORED_DATA] = "bad_stored_data",
+    [VIGIL_REJECT_TOO_MANY_KEYS] = "too_many_keys",
+    [VIGIL_REJECT_NO_MEMORY] = "out_of_memory",
 };
 
 const char *vigil_reject_name(vigil_reject_reason r)
@@ -381,7 +384,7 @@ json_object *vigil_json_parse_object(const char *buf, size_t len, size_t max, vi
 
     struct json_tokener *tok = json_tokener_new_ex(JSON_MAX_DEPTH);
     if (!tok) {
-        vigil_error_set(err, VIGIL_REJECT_NOT_JSON, "out of memory");
+        vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
         return NULL;
     }
     json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
@@ -390,7 +393,12 @@ json_object *vigil_json_parse_object(const char *buf, size_t len, size_t max, vi
     size_t end = json_tokener_get_parse_end(tok);
     json_tokener_free(tok);
     if (!o) {
-        if (jerr == json_tokener_continue)
+        /* The syntax was checked above; a tree that failed to build with no
+         * error recorded failed for lack of memory (json-c 0.16 has no
+         * error code for it): not the payload's fault, never a refusal. */
+        if (jerr == json_tokener_success)
+            vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory parsing JSON");
+        else if (jerr == json_tokener_continue)
             vigil_error_set(err, VIGIL_REJECT_NOT_JSON, "truncated JSON at byte %zu", len);
         else
             vigil_error_set(err, VIGIL_REJECT_NOT_JSON, "%s at byte %zu",
@@ -730,7 +738,7 @@ int vigil_json_string_array(json_object *o, const char *field, bool required, bo
                                field, max);
     const char **v = calloc(len + 1, sizeof *v);
     if (!v)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field '%s': out of memory", field);
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "field '%s': out of memory", field);
     for (size_t i = 0; i < len; i++) {
         json_object *e = json_object_array_get_idx(arr, i);
         if (!e || !json_object_is_type(e, json_type_string)) {

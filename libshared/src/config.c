@@ -42,6 +42,12 @@ const vigil_config_var VIGIL_COMMON_VARS[] = {
      "pause before an output the broker did not acknowledge is published again (1-600000)"},
     {"VIGIL_OUTBOX_DEAD_LETTER_AFTER", "5",
      "broker refusals in a row (e.g. ACL) before an output moves to the dead-letter list (1-1000000)"},
+    {"VIGIL_MQTT_SESSION_EXPIRY_S", "604800",
+     "seconds the broker keeps this replica's session and queued input while it is away "
+     "(60-2147483647; keep it at or below the broker's persistent_client_expiration)"},
+    {"VIGIL_LIVENESS_MS", "60000",
+     "/healthz fails when intake, outbox or timers made no progress with work pending "
+     "this long (1000-86400000)"},
     {NULL, NULL, NULL},
 };
 
@@ -272,6 +278,8 @@ void vigil_common_config_init(vigil_common_config *c, int default_http_port)
     c->shard_count = 1;
     c->tick_ms = 1000;
     c->timer_lease_ms = 30000;
+    c->mqtt_session_expiry_s = 604800;
+    c->liveness_ms = 60000;
 }
 
 static bool has_prefix(const char *s, const char *p)
@@ -359,7 +367,11 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
 
     if (vigil_env_int64("VIGIL_TICK_MS", c->tick_ms, 1, 60000, &c->tick_ms, err, errlen) ||
         vigil_env_int64("VIGIL_TIMER_LEASE_MS", c->timer_lease_ms, 100, 3600000, &c->timer_lease_ms,
-                        err, errlen))
+                        err, errlen) ||
+        vigil_env_int64("VIGIL_MQTT_SESSION_EXPIRY_S", c->mqtt_session_expiry_s, 60, 2147483647,
+                        &c->mqtt_session_expiry_s, err, errlen) ||
+        vigil_env_int64("VIGIL_LIVENESS_MS", c->liveness_ms, 1000, 86400000, &c->liveness_ms, err,
+                        errlen))
         return -1;
     /* Read by the outbox publisher itself (outbox.c); checked here so a bad
      * value stops the start. */

@@ -15,12 +15,14 @@
 #include <sys/socket.h>
 
 #include "http_api_listen.h"
+#include "vigil/json.h"
 #include "vigil/log.h"
 #include "vigil/metrics.h"
 #include "vigil/metrics_backlog.h"
 #include "vigil/metrics_process.h"
 
 #define CT_TEXT "text/plain; charset=utf-8"
+#define CT_JSON "application/json"
 #define CT_METRICS "text/plain; version=0.0.4; charset=utf-8"
 
 struct vigil_http {
@@ -28,6 +30,8 @@ struct vigil_http {
     vigil_ready_fn ready;
     void *ctx;
     int port;
+    vigil_live_fn live; /* written once by vigil_http_set_live, read atomically */
+    void *live_ctx;
 };
 
 /* Parses "host:port", ":port" or "port" into an IPv4 socket address. An
@@ -106,8 +110,22 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return send_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n",
                          MHD_RESPMEM_PERSISTENT, CT_TEXT);
 
-    if (strcmp(url, "/healthz") == 0)
-        return send_text(c, MHD_HTTP_OK, "ok\n", MHD_RESPMEM_PERSISTENT, CT_TEXT);
+    if (strcmp(url, "/healthz") == 0) {
+        vigil_live_fn live = __atomic_load_n(&h->live, __ATOMIC_ACQUIRE);
+        char why[256] = "";
+        if (!live || live(h->live_ctx, why, sizeof why))
+            return send_text(c, MHD_HTTP_OK, "ok\n", MHD_RESPMEM_PERSISTENT, CT_TEXT);
+        why[sizeof why - 1] = '\0';
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "status", json_object_new_string("stalled"));
+        json_object_object_add(o, "reason", json_object_new_string(why[0] ? why : "unknown"));
+        char *body = vigil_json_dump(o);
+        json_object_put(o);
+        if (!body)
+            return send_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "{\"status\":\"stalled\"}\n",
+                             MHD_RESPMEM_PERSISTENT, CT_JSON);
+        return send_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, body, MHD_RESPMEM_MUST_FREE, CT_JSON);
+    }
 
     if (strcmp(url, "/readyz") == 0) {
         char why[256] = "";
@@ -172,6 +190,14 @@ vigil_http *vigil_http_start_api(const char *addr, vigil_ready_fn ready, void *c
     vigil_log(VIGIL_LOG_INFO, "http: serving /healthz /readyz /metrics on %s (port %d)", addr,
               h->port);
     return h;
+}
+
+void vigil_http_set_live(vigil_http *h, vigil_live_fn live, void *ctx)
+{
+    if (!h)
+        return;
+    h->live_ctx = ctx;
+    __atomic_store_n(&h->live, live, __ATOMIC_RELEASE);
 }
 
 int vigil_http_port(const vigil_http *h)

@@ -21,6 +21,7 @@
 #include "vigil/clock.h"
 #include "vigil/json.h"
 #include "vigil/log.h"
+#include "vigil/redact.h"
 #include "vigil/metrics.h"
 
 /* A retry that would be left less than this much of the budget is not
@@ -78,6 +79,7 @@ int vigil_llm_config_load(vigil_llm_config *c, char *err, size_t errlen)
         env_str("VIGIL_LLM_API_KEY", c->api_key, sizeof c->api_key, err, errlen) < 0 ||
         env_str("VIGIL_LLM_MODEL", c->model, sizeof c->model, err, errlen) < 0)
         return -1;
+    vigil_redact_add_secret(c->api_key); /* never in a log line */
     for (int t = 0; t < VIGIL_LLM_TIER__COUNT; t++) {
         if (env_str(TIER_VARS[t], c->model_tier[t], sizeof c->model_tier[t], err, errlen) < 0)
             return -1;

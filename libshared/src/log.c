@@ -6,6 +6,7 @@
  * string is JSON-escaped here, and bytes that are not valid UTF-8 are written
  * as the text \xNN, so a line is valid JSON whatever a message contains. */
 #include "vigil/log.h"
+#include "vigil/redact.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -232,6 +233,24 @@ static void write_all(const char *s, size_t n)
     }
 }
 
+/* Writes line[0..n) and a newline with every credential masked
+ * (redact.h): a URL's password or a registered secret never reaches the
+ * log, whoever formatted the text. Masking may lengthen a line a little
+ * (a 1-byte password becomes "***"), hence the slack. */
+static void write_redacted(const char *line, size_t n)
+{
+    char stack[LOG_STACK_LINE + 512];
+    size_t cap = n + n / 2 + 64;
+    char *out = cap <= sizeof stack ? stack : malloc(cap);
+    if (!out)
+        return;
+    size_t len = vigil_redact(line, out, cap - 1);
+    out[len] = '\n';
+    write_all(out, len + 1);
+    if (out != stack)
+        free(out);
+}
+
 /* Renders into a stack buffer, or into a heap buffer sized for the worst
  * case (every byte escaped to 6 characters) when the line is long. */
 static void emit(vigil_log_level lvl, const char *msg, const char *const *kv, int nkv)
@@ -240,8 +259,7 @@ static void emit(vigil_log_level lvl, const char *msg, const char *const *kv, in
     long long ts = (long long)vigil_now_ms();
     int n = vigil_log_format(stack, (int)sizeof stack - 1, ts, lvl, msg, kv, nkv);
     if (n >= 0) {
-        stack[n] = '\n';
-        write_all(stack, (size_t)n + 1);
+        write_redacted(stack, (size_t)n);
         return;
     }
     size_t need = strlen(msg ? msg : "") + 2 * LOG_NAME_MAX;
@@ -257,10 +275,8 @@ static void emit(vigil_log_level lvl, const char *msg, const char *const *kv, in
     if (!heap)
         return;
     n = vigil_log_format(heap, (int)need, ts, lvl, msg, kv, nkv);
-    if (n >= 0) {
-        heap[n] = '\n';
-        write_all(heap, (size_t)n + 1);
-    }
+    if (n >= 0)
+        write_redacted(heap, (size_t)n);
     free(heap);
 }
 

@@ -25,6 +25,7 @@
 #include "vigil/clock.h"
 #include "vigil/log.h"
 #include "vigil/metrics.h"
+#include "vigil/oom.h"
 
 #include "tcp_quickack.h"
 
@@ -32,7 +33,7 @@
 #define MQTT_CONNECT_TIMEOUT_S 10
 #define MQTT_RETRY_MIN_S 1
 #define MQTT_RETRY_MAX_S 30
-#define MQTT_DEFAULT_SESSION_EXPIRY_S 86400
+#define MQTT_DEFAULT_SESSION_EXPIRY_S 604800 /* 7 days, as VIGIL_MQTT_SESSION_EXPIRY_S */
 #define MQTT_DISCONNECT_WAIT_MS 5000
 #define MQTT_MAX_QUEUED_SENDS 10000
 #define MQTT_MAX_WINDOW 1000
@@ -635,9 +636,11 @@ static int on_message_arrived(void *context, char *topicName, int topicLen,
         if ((size_t)topicLen < sizeof stackbuf) {
             topic = stackbuf;
         } else {
-            heap = malloc((size_t)topicLen + 1);
-            if (!heap)
-                return 0; /* paho keeps the message and calls us again */
+            /* Returning 0 would make paho 1.3.12 acknowledge now and keep
+             * the message in memory only: retry, then leave unacknowledged. */
+            for (int attempt = 0; !(heap = malloc((size_t)topicLen + 1)); attempt++)
+                if (!vigil_oom_wait(attempt, "mqtt topic"))
+                    vigil_exit_unacknowledged("out of memory receiving a message", NULL);
             topic = heap;
         }
         memcpy(topic, topicName, (size_t)topicLen);

@@ -165,6 +165,35 @@ int vigil_redis_url_parse(const char *url, vigil_redis_addr *out, char *err, siz
     return 0;
 }
 
+/* ---- error replies ---------------------------------------------------- */
+
+/* Error codes that say the data itself is wrong: the same command on the
+ * same data fails again however long one waits, so the input that asked for
+ * it may be refused. Everything else (LOADING, BUSY, NOAUTH, OOM,
+ * MASTERDOWN, READONLY, MISCONF, TRYAGAIN, an unknown code, ...) describes
+ * the server's condition at the moment and is retried like a lost
+ * connection: refusing the input then would acknowledge and lose it. */
+static const char *const DATA_ERRORS[] = {
+    "WRONGTYPE",                  /* a key holds another type */
+    "NOGROUP",                    /* stream consumer group missing (the caller creates it) */
+    "BUSYGROUP",                  /* consumer group exists already (the caller ignores it) */
+    "NOSCRIPT",                   /* handled by vigil_redis_eval (loads the script) */
+    "ERR value is not",           /* INCR/ZADD on a string that is no number */
+    "ERR hash value is not",      /* HINCRBY on a field that is no number */
+    "VIGIL_BAD_DATA",             /* our scripts' own refusal before any write */
+    NULL,
+};
+
+bool vigil_redis_error_transient(const char *msg)
+{
+    if (!msg)
+        return true;
+    for (int i = 0; DATA_ERRORS[i]; i++)
+        if (strncmp(msg, DATA_ERRORS[i], strlen(DATA_ERRORS[i])) == 0)
+            return false;
+    return true;
+}
+
 /* ---- connection -------------------------------------------------------- */
 
 vigil_redis *vigil_redis_new(const vigil_redis_addr *addr, int timeout_ms)
@@ -307,6 +336,31 @@ static bool drain_pending(vigil_redis *r)
     return r->c != NULL;
 }
 
+/* Turns a transient error reply into a failure of the connection (see
+ * vigil_redis_error_transient): every caller already retries a NULL reply
+ * with backoff and never acknowledges meanwhile, so this one check covers
+ * every path through the store, timers, jobs and route lookups. The
+ * connection is dropped too: the next attempt reconnects (and AUTHs again,
+ * which is what NOAUTH after a server restart needs). */
+static redisReply *screen(vigil_redis *r, redisReply *rep, const char *what)
+{
+    if (!rep) {
+        fail_ctx(r, what);
+        return NULL;
+    }
+    if (rep->type == REDIS_REPLY_ERROR && vigil_redis_error_transient(rep->str)) {
+        char detail[200];
+        snprintf(detail, sizeof detail, "%s", rep->str ? rep->str : "error reply");
+        freeReplyObject(rep);
+        fail(r, what, detail);
+        vigil_counter_add("vigil_redis_transient_errors_total",
+                          "Redis error replies retried as an outage (LOADING, BUSY, OOM, ...)",
+                          NULL, 1);
+        return NULL;
+    }
+    return rep;
+}
+
 redisReply *vigil_redis_command(vigil_redis *r, const char *fmt, ...)
 {
     if (!vigil_redis_ensure(r) || !drain_pending(r))
@@ -315,9 +369,7 @@ redisReply *vigil_redis_command(vigil_redis *r, const char *fmt, ...)
     va_start(ap, fmt);
     redisReply *rep = redisvCommand(r->c, fmt, ap);
     va_end(ap);
-    if (!rep)
-        fail_ctx(r, "command");
-    return rep;
+    return screen(r, rep, "command");
 }
 
 redisReply *vigil_redis_commandv(vigil_redis *r, int argc, const char **argv,
@@ -326,9 +378,7 @@ redisReply *vigil_redis_commandv(vigil_redis *r, int argc, const char **argv,
     if (!vigil_redis_ensure(r) || !drain_pending(r))
         return NULL;
     redisReply *rep = redisCommandArgv(r->c, argc, argv, argvlen);
-    if (!rep)
-        fail_ctx(r, "command");
-    return rep;
+    return screen(r, rep, "command");
 }
 
 int vigil_redis_append(vigil_redis *r, int argc, const char **argv, const size_t *argvlen)
@@ -355,7 +405,7 @@ redisReply *vigil_redis_pipeline_get(vigil_redis *r)
         return NULL;
     }
     r->pending--;
-    return rep;
+    return screen(r, rep, "pipeline");
 }
 
 /* ---- scripts ----------------------------------------------------------- */

@@ -20,17 +20,24 @@
 #include <unistd.h>
 
 #include "vigil/clock.h"
+#include "vigil/handover.h"
 #include "vigil/http.h"
 #include "vigil/log.h"
 #include "vigil/metrics.h"
 #include "vigil/mqtt.h"
+#include "vigil/oom.h"
 #include "vigil/outbox.h"
+#include "vigil/redact.h"
 #include "vigil/state_cache.h"
 #include "vigil/store.h"
 #include "vigil/timers.h"
 
 #define CACHE_MAX_ENTRIES 20000
 #define TIMER_BATCH 64
+/* Shard handover (handover.h): how often a replica refreshes its heartbeat
+ * and looks for orphaned shard indexes, and how long the heartbeat lives. */
+#define HANDOVER_EVERY_MS 2000
+#define HANDOVER_TTL_MS 10000
 /* How long a message in hand may keep retrying Redis after shutdown was
  * asked for, before the process exits without acknowledging it. */
 #define SHUTDOWN_GRACE_MS 5000
@@ -60,6 +67,19 @@ struct vigil_runtime {
     atomic_llong stop_at_ms;
     atomic_bool intake_redis_ok;
     atomic_bool timer_redis_ok;
+    atomic_bool mqtt_up;        /* mirrors the MQTT state: /readyz never touches rt->mqtt */
+
+    /* The outbox pointer is read by the paho callback and background
+     * threads (kick, error events) and cleared at shutdown before the
+     * outbox is freed: a short lock, never held across I/O. */
+    pthread_mutex_t outbox_mu;
+
+    /* Liveness (/healthz), monotonic ms: when the message in hand arrived
+     * (0 = none), the timer loop's last turn, the last time the outbox was
+     * empty or published something. */
+    atomic_llong intake_busy_since;
+    atomic_llong timer_beat;
+    atomic_llong outbox_progress;
 
     char status_topic[VIGIL_TOPIC_MAX];
     char error_topic[VIGIL_TOPIC_MAX];
@@ -67,6 +87,14 @@ struct vigil_runtime {
 };
 
 typedef enum { STEP_DONE, STEP_DUPLICATE, STEP_REJECT, STEP_GAVE_UP } step_result;
+
+/* Wakes the publisher, if it still runs (NULL once shutdown took it). */
+static void kick_outbox(vigil_runtime *rt)
+{
+    pthread_mutex_lock(&rt->outbox_mu);
+    vigil_outbox_kick(rt->outbox);
+    pthread_mutex_unlock(&rt->outbox_mu);
+}
 
 vigil_redis *vigil_runtime_redis(vigil_runtime *rt) { return rt->intake_redis; }
 
@@ -77,11 +105,18 @@ void vigil_runtime_key(const vigil_runtime *rt, const char *suffix, char *out, s
     snprintf(out, outlen, "%s%s:%s", rt->cfg.redis_prefix, rt->def->name, suffix);
 }
 
-int vigil_route_add_key(char keys[][VIGIL_KEY_MAX], int n, int max, const char *key)
+bool vigil_route_has_key(char keys[][VIGIL_KEY_MAX], int n, const char *key)
 {
     for (int i = 0; i < n; i++)
         if (strcmp(keys[i], key) == 0)
-            return n;
+            return true;
+    return false;
+}
+
+int vigil_route_add_key(char keys[][VIGIL_KEY_MAX], int n, int max, const char *key)
+{
+    if (vigil_route_has_key(keys, n, key))
+        return n;
     if (n >= max)
         return n;
     snprintf(keys[n], VIGIL_KEY_MAX, "%s", key);
@@ -96,6 +131,10 @@ int vigil_runtime_route_members(vigil_runtime *rt, const char *cmd, const char *
     vigil_runtime_key(rt, suffix, key, sizeof key);
     if (more)
         *more = false;
+    /* NULL covers a lost connection and every transient error reply
+     * (LOADING, BUSY, OOM, ...: vigil_redis_error_transient): retried, the
+     * input stays unacknowledged. An error reply that gets here concerns
+     * the data (the key holds another type): the input is refused. */
     redisReply *rep = vigil_redis_command(rt->intake_redis, "%s %s", cmd, key);
     if (!rep) {
         vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "cannot read %s: redis %s", key,
@@ -112,11 +151,16 @@ int vigil_runtime_route_members(vigil_runtime *rt, const char *cmd, const char *
         redisReply *e = rep->element[i];
         if (e->type != REDIS_REPLY_STRING || !vigil_id_valid(e->str, e->len))
             continue;
-        if (n >= max) {
-            if (more)
+        if (n >= max && !vigil_route_has_key(keys, n, e->str)) {
+            if (more) { /* the caller works in batches and said so */
                 *more = true;
-            vigil_log_kv(VIGIL_LOG_WARN, "more keys than one input may touch", "key", key, NULL);
-            break;
+                break;
+            }
+            /* Never a silent cut: an input is applied whole or not at all. */
+            vigil_error_set(err, VIGIL_REJECT_TOO_MANY_KEYS,
+                            "%s lists more than %d state records for one input", key, max);
+            freeReplyObject(rep);
+            return -1;
         }
         n = vigil_route_add_key(keys, n, max, e->str);
     }
@@ -171,8 +215,11 @@ static void reject(vigil_runtime *rt, const char *topic, const void *payload, si
     json_object_object_add(o, "ts", json_object_new_int64(now));
     char *s = vigil_json_dump(o);
     json_object_put(o);
-    if (s && rt->outbox)
+    if (s) {
+        pthread_mutex_lock(&rt->outbox_mu);
         vigil_outbox_push_ephemeral(rt->outbox, rt->error_topic, s, false);
+        pthread_mutex_unlock(&rt->outbox_mu);
+    }
     free(s);
     vigil_log_kv(VIGIL_LOG_WARN, "input rejected", "topic", topic_safe, "reason", reason,
                  "detail", err->detail, NULL);
@@ -200,11 +247,16 @@ static bool retry_wait(vigil_runtime *rt, int attempt, atomic_bool *ok_flag)
  * acknowledges when the callback returns: so leave without returning. */
 static void die_unacknowledged(const char *topic)
 {
-    vigil_log_kv(VIGIL_LOG_ERROR,
-                 "shutdown while Redis is unreachable: exiting without acknowledging the "
-                 "message in hand (the broker will deliver it again)",
-                 "topic", topic, NULL);
-    _exit(3);
+    vigil_exit_unacknowledged("shutdown while Redis is unreachable: exiting without "
+                              "acknowledging the message in hand",
+                              topic);
+}
+
+/* An allocation failed: err says so (reason out_of_memory), or route()
+ * returned VIGIL_ROUTE_OOM. Never a refusal. */
+static bool is_oom(int rc, const vigil_error *err)
+{
+    return rc == VIGIL_ROUTE_OOM || (rc < 0 && err->reason == VIGIL_REJECT_NO_MEMORY);
 }
 
 typedef struct decide_args {
@@ -215,6 +267,8 @@ typedef struct decide_args {
     void *fn_arg;
     const char *input_id;  /* dedupe id of a background decision, or NULL */
     int64_t now;
+    bool dry_run;          /* decide and check the commit (vigil_store_check), write
+                            * nothing: STEP_DONE when it would be accepted */
 } decide_args;
 
 struct vigil_runtime_conn {
@@ -255,13 +309,23 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
     int64_t version = 0;
     char *state = NULL;
     bool have = vigil_state_cache_get(rt->cache, key, &version, &state);
-    int errors = 0;
+    int errors = 0, oom = 0;
     step_result result = STEP_DONE;
 
     for (int attempt = 0;; attempt++) {
         if (!have) {
             int seen = 0;
-            if (vigil_store_load(store, key, args_input_id(a), &seen, &version, &state) != 0) {
+            /* A timer firing's dedupe is left to the commit, which also
+             * completes the lease of a firing already applied. */
+            int lr = vigil_store_load(store, key, a->timer ? NULL : args_input_id(a), &seen,
+                                      &version, &state);
+            if (lr == VIGIL_STORE_BAD_DATA) {
+                vigil_error_set(err, VIGIL_REJECT_STORED_DATA,
+                                "the stored record of '%s' holds another type", key);
+                result = STEP_REJECT;
+                goto done;
+            }
+            if (lr != 0) {
                 if (!retry_wait(rt, errors++, ok_flag)) {
                     if (a->in)
                         die_unacknowledged(a->in->topic);
@@ -281,7 +345,19 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
             }
         }
         vigil_effects_reset(&fx);
-        if (decide(rt, key, state, a, &fx, err) != 0) {
+        memset(err, 0, sizeof *err);
+        int drc = decide(rt, key, state, a, &fx, err);
+        if (drc != 0 && is_oom(drc, err)) {
+            /* not a refusal: try again after a pause, then leave */
+            if (!vigil_oom_wait(oom++, key)) {
+                if (a->in)
+                    vigil_exit_unacknowledged("out of memory deciding", a->in->topic);
+                result = STEP_GAVE_UP; /* a timer comes back when its lease ends */
+                goto done;
+            }
+            continue;
+        }
+        if (drc != 0) {
             result = STEP_REJECT;
             goto done;
         }
@@ -296,10 +372,13 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
         };
         int64_t newv = 0;
         char *cur = NULL;
-        vigil_commit_result r = vigil_store_commit(store, &c, &newv, &cur);
+        vigil_commit_result r = a->dry_run ? vigil_store_check(store, &c, &newv, &cur)
+                                           : vigil_store_commit(store, &c, &newv, &cur);
         switch (r) {
         case VIGIL_COMMIT_OK:
             atomic_store(ok_flag, true);
+            if (a->dry_run)
+                goto done; /* would commit: nothing written */
             vigil_counter_add("vigil_commits_total", "State commits", NULL, 1);
             vigil_state_cache_put(rt->cache, key, newv, fx.new_state ? fx.new_state : state);
             goto done;
@@ -320,6 +399,15 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
             if (attempt > 50)
                 vigil_sleep_ms(vigil_backoff_ms(attempt - 50, 1, 100), NULL);
             continue;
+        case VIGIL_COMMIT_BAD_DATA:
+            atomic_store(ok_flag, true);
+            vigil_error_set(err, VIGIL_REJECT_STORED_DATA,
+                            "a Redis key the commit of '%s' needs holds another type "
+                            "(nothing written)", key);
+            vigil_state_cache_drop(rt->cache, key);
+            free(cur);
+            result = STEP_REJECT;
+            goto done;
         case VIGIL_COMMIT_ERROR:
         default:
             free(cur);
@@ -342,6 +430,23 @@ done:
     return result;
 }
 
+/* Decides an input on every one of its keys before committing any, so an
+ * input that one key refuses is refused whole (nothing written). Keys
+ * already applied (a redelivery) pass. Returns false with err. */
+static bool decide_all(vigil_runtime *rt, char keys[][VIGIL_KEY_MAX], int n,
+                       const decide_args *a, vigil_error *err)
+{
+    decide_args check = *a;
+    check.dry_run = true;
+    for (int i = 0; i < n; i++) {
+        memset(err, 0, sizeof *err);
+        if (run_key(rt, rt->intake_store, &rt->intake_redis_ok, keys[i], &check, err) ==
+            STEP_REJECT)
+            return false;
+    }
+    return true;
+}
+
 /* A short, bounded label for an input's kind: first and last topic level. */
 static void kind_label(const vigil_input *in, char *out, size_t outlen)
 {
@@ -355,14 +460,25 @@ static void on_message(void *ctx, const char *topic, const void *payload, size_t
     vigil_runtime *rt = ctx;
     int64_t t0 = vigil_mono_ms();
     int64_t now = vigil_now_ms();
+    atomic_store(&rt->intake_busy_since, t0 ? t0 : 1);
     vigil_input in;
     vigil_error err = { 0 };
     void *parsed = NULL;
     char (*keys)[VIGIL_KEY_MAX] = NULL;
 
-    if (vigil_input_parse(topic, payload, len, rt->cfg.max_payload, now, &in, &err) != 0) {
+    for (int attempt = 0;; attempt++) {
+        memset(&err, 0, sizeof err);
+        int prc = vigil_input_parse(topic, payload, len, rt->cfg.max_payload, now, &in, &err);
+        if (prc == 0)
+            break;
+        if (is_oom(prc, &err)) {
+            if (!vigil_oom_wait(attempt, topic))
+                vigil_exit_unacknowledged("out of memory parsing an input", topic);
+            continue;
+        }
         vigil_counter_add("vigil_inputs_total", "Inputs received", "kind=\"invalid\"", 1);
         reject(rt, topic, payload, len, &err);
+        atomic_store(&rt->intake_busy_since, 0);
         return;
     }
     in.retained = retained;
@@ -370,25 +486,32 @@ static void on_message(void *ctx, const char *topic, const void *payload, size_t
     kind_label(&in, label, sizeof label);
     vigil_counter_add("vigil_inputs_total", "Inputs received", label, 1);
 
-    keys = calloc(VIGIL_ROUTE_MAX_KEYS, sizeof *keys);
-    if (!keys) {
-        vigil_log(VIGIL_LOG_ERROR, "out of memory routing %s", topic);
-        abort(); /* not acknowledged: redelivered after restart */
-    }
+    for (int attempt = 0; !(keys = calloc(VIGIL_ROUTE_MAX_KEYS, sizeof *keys)); attempt++)
+        if (!vigil_oom_wait(attempt, topic))
+            vigil_exit_unacknowledged("out of memory routing an input", topic);
     int n;
-    for (int attempt = 0;; attempt++) {
+    for (int attempt = 0, oom = 0;;) {
         memset(&err, 0, sizeof err);
         n = rt->def->route(rt->def->ctx, rt, &in, keys, VIGIL_ROUTE_MAX_KEYS, &parsed, &err);
+        if (is_oom(n, &err)) {
+            if (parsed && rt->def->free_parsed)
+                rt->def->free_parsed(rt->def->ctx, parsed);
+            parsed = NULL;
+            if (!vigil_oom_wait(oom++, topic))
+                vigil_exit_unacknowledged("out of memory routing an input", topic);
+            continue;
+        }
         if (n != VIGIL_ROUTE_RETRY)
             break;
-        if (!retry_wait(rt, attempt, &rt->intake_redis_ok))
+        if (!retry_wait(rt, attempt++, &rt->intake_redis_ok))
             die_unacknowledged(topic);
     }
     if (n < 0) {
         reject(rt, topic, payload, len, &err);
         goto done;
     }
-    decide_args a = { .in = &in, .parsed = parsed, .timer = NULL, .now = now };
+    /* Only this replica's keys; the others are its peers' business. */
+    int mine = 0;
     for (int i = 0; i < n; i++) {
         if (rt->cfg.shard_count > 1 &&
             vigil_shard_of(keys[i], rt->cfg.shard_count) != rt->cfg.shard_index) {
@@ -396,13 +519,29 @@ static void on_message(void *ctx, const char *topic, const void *payload, size_t
                               "Keys skipped because another shard owns them", NULL, 1);
             continue;
         }
+        if (mine != i)
+            memcpy(keys[mine], keys[i], sizeof keys[i]);
+        mine++;
+    }
+    decide_args a = { .in = &in, .parsed = parsed, .timer = NULL, .now = now };
+    if (mine > 1 && !decide_all(rt, keys, mine, &a, &err)) {
+        reject(rt, topic, payload, len, &err);
+        goto done;
+    }
+    for (int i = 0; i < mine; i++) {
         memset(&err, 0, sizeof err);
         if (run_key(rt, rt->intake_store, &rt->intake_redis_ok, keys[i], &a, &err) == STEP_REJECT) {
+            /* Only when a record changed between the check and the commit
+             * and the decision on the new one refuses: the keys before
+             * stay committed. Said loudly, counted apart. */
+            vigil_counter_add("vigil_inputs_partly_applied_total",
+                              "Multi-key inputs refused on a later key after the check passed",
+                              NULL, 1);
             reject(rt, topic, payload, len, &err);
             break;
         }
     }
-    vigil_outbox_kick(rt->outbox);
+    kick_outbox(rt);
 done:
     if (parsed && rt->def->free_parsed)
         rt->def->free_parsed(rt->def->ctx, parsed);
@@ -410,16 +549,81 @@ done:
     vigil_input_clear(&in);
     vigil_histogram_observe("vigil_handler_seconds", "Time from arrival to durable commit",
                             NULL, (double)(vigil_mono_ms() - t0) / 1000.0);
+    atomic_store(&rt->intake_busy_since, 0);
 }
 
 static void on_mqtt_state(void *ctx, bool connected)
 {
     vigil_runtime *rt = ctx;
+    atomic_store(&rt->mqtt_up, connected);
     vigil_gauge_set("vigil_mqtt_connected", "1 while connected to the broker", NULL,
                     connected ? 1 : 0);
     vigil_log_kv(connected ? VIGIL_LOG_INFO : VIGIL_LOG_WARN,
                  connected ? "mqtt connected" : "mqtt connection lost", "client_id",
                  rt->client_id, NULL);
+}
+
+/* Liveness of the publisher, sampled from the timer thread (it has a
+ * Redis connection of its own and runs every tick): progress is an empty
+ * outbox or a publish since the last sample. An unknown length (Redis
+ * down) counts as progress: the outage shows in /readyz instead. */
+static void sample_outbox(vigil_runtime *rt, unsigned long long *last)
+{
+    char key[256];
+    vigil_store_key(rt->timer_store, "outbox", NULL, key, sizeof key);
+    redisReply *rep = vigil_redis_command(rt->timer_redis, "LLEN %s", key);
+    long long pending = rep && rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
+    if (rep)
+        freeReplyObject(rep);
+    pthread_mutex_lock(&rt->outbox_mu);
+    unsigned long long pub = rt->outbox ? vigil_outbox_published(rt->outbox) : *last;
+    pthread_mutex_unlock(&rt->outbox_mu);
+    if (pending <= 0 || pub != *last)
+        atomic_store(&rt->outbox_progress, vigil_mono_ms());
+    *last = pub;
+}
+
+/* /healthz: false (with why) when some part has work and has made no
+ * progress for VIGIL_LIVENESS_MS, so an orchestrator restarts the process
+ * (nothing acknowledged is lost by a restart). */
+static bool live(void *ctx, char *why, size_t whylen)
+{
+    vigil_runtime *rt = ctx;
+    if (atomic_load(&rt->stop))
+        return true; /* shutdown is bounded by itself */
+    int64_t now = vigil_mono_ms(), bound = rt->cfg.liveness_ms;
+    int64_t busy = atomic_load(&rt->intake_busy_since);
+    if (busy != 0 && now - busy > bound) {
+        snprintf(why, whylen, "intake: one input in hand for %lld ms (redis %s)",
+                 (long long)(now - busy),
+                 atomic_load(&rt->intake_redis_ok) ? "reachable" : "unreachable");
+        return false;
+    }
+    int64_t beat = atomic_load(&rt->timer_beat);
+    if (rt->timer_started && beat != 0 && now - beat > bound + rt->cfg.tick_ms) {
+        snprintf(why, whylen, "timers: no turn of the timer loop for %lld ms",
+                 (long long)(now - beat));
+        return false;
+    }
+    int64_t ob = atomic_load(&rt->outbox_progress);
+    if (ob != 0 && now - ob > bound + rt->cfg.tick_ms) {
+        snprintf(why, whylen, "outbox: entries pending and none published for %lld ms (mqtt %s)",
+                 (long long)(now - ob), atomic_load(&rt->mqtt_up) ? "connected" : "disconnected");
+        return false;
+    }
+    return true;
+}
+
+/* Keeps this replica's heartbeat and takes over the outbox and timers of
+ * shard indexes beyond VIGIL_SHARD's N whose replica is gone (handover.h),
+ * so shrinking N strands nothing. */
+static void handover(vigil_runtime *rt)
+{
+    int64_t ttl = HANDOVER_TTL_MS > 3 * rt->cfg.tick_ms ? HANDOVER_TTL_MS : 3 * rt->cfg.tick_ms;
+    if (vigil_handover_beat(rt->timer_store, rt->cfg.instance, ttl) != 0)
+        return;
+    if (vigil_handover_adopt(rt->timer_store, rt->cfg.shard_count) > 0)
+        kick_outbox(rt);
 }
 
 /* The timer thread: each tick, claim what is due in this shard and act. */
@@ -430,7 +634,15 @@ static void *timer_main(void *arg)
     int errors = 0;
     if (!claims)
         return NULL;
+    unsigned long long last_published = 0;
+    int64_t next_handover = 0;
     while (!atomic_load(&rt->stop)) {
+        atomic_store(&rt->timer_beat, vigil_mono_ms());
+        sample_outbox(rt, &last_published);
+        if (vigil_mono_ms() >= next_handover) {
+            handover(rt);
+            next_handover = vigil_mono_ms() + HANDOVER_EVERY_MS;
+        }
         int64_t now = vigil_now_ms();
         int n = vigil_timers_claim(rt->timer_store, now, rt->cfg.timer_lease_ms, TIMER_BATCH,
                                    claims);
@@ -442,14 +654,21 @@ static void *timer_main(void *arg)
         errors = 0;
         atomic_store(&rt->timer_redis_ok, true);
         for (int i = 0; i < n && !atomic_load(&rt->stop); i++) {
-            decide_args a = { .in = NULL, .parsed = NULL, .timer = &claims[i], .now = now };
+            /* The firing's id comes from the timer's original deadline, so
+             * a firing retried after a lost commit reply, or claimed again
+             * after its lease ran out, is recognised as applied. */
+            char firing[sizeof claims[i].name + 40];
+            snprintf(firing, sizeof firing, "timer:%s:%lld", claims[i].name,
+                     (long long)claims[i].due_ms);
+            decide_args a = { .in = NULL, .parsed = NULL, .timer = &claims[i], .now = now,
+                              .input_id = firing };
             vigil_error err = { 0 };
             run_key(rt, rt->timer_store, &rt->timer_redis_ok, claims[i].key, &a, &err);
             vigil_counter_add("vigil_timers_fired_total", "Timers that came due and were handled",
                               NULL, 1);
         }
         if (n > 0)
-            vigil_outbox_kick(rt->outbox);
+            kick_outbox(rt);
         if (n < TIMER_BATCH)
             vigil_sleep_ms(rt->cfg.tick_ms, &rt->stop_sleep);
     }
@@ -492,7 +711,7 @@ vigil_decide_result vigil_runtime_decide(vigil_runtime *rt, vigil_runtime_conn *
     decide_args a = { .fn = fn, .fn_arg = arg, .input_id = input_id, .now = now_ms };
     step_result r = run_key(rt, conn->store, &conn->ok, key, &a, err);
     if (r == STEP_DONE)
-        vigil_outbox_kick(rt->outbox);
+        kick_outbox(rt);
     switch (r) {
     case STEP_DONE:
         return VIGIL_DECIDE_DONE;
@@ -509,7 +728,7 @@ vigil_decide_result vigil_runtime_decide(vigil_runtime *rt, vigil_runtime_conn *
 static bool ready(void *ctx, char *why, size_t whylen)
 {
     vigil_runtime *rt = ctx;
-    bool mq = rt->mqtt && vigil_mqtt_connected(rt->mqtt);
+    bool mq = atomic_load(&rt->mqtt_up);
     bool rd = atomic_load(&rt->intake_redis_ok) && atomic_load(&rt->timer_redis_ok);
     bool stopping = atomic_load(&rt->stop);
     vigil_gauge_set("vigil_ready", "1 when connected to the broker and Redis", NULL,
@@ -532,8 +751,12 @@ static void probe_redis(vigil_runtime *rt)
     bool ok = vigil_redis_ensure(rt->intake_redis);
     atomic_store(&rt->intake_redis_ok, ok);
     if (!ok)
-        vigil_log_kv(VIGIL_LOG_WARN, "redis not reachable yet; will keep trying", "url",
-                     rt->cfg.redis_url, "error", vigil_redis_last_error(rt->intake_redis), NULL);
+    {
+        char url[sizeof rt->cfg.redis_url + 8];
+        vigil_redact_url(rt->cfg.redis_url, url, sizeof url);
+        vigil_log_kv(VIGIL_LOG_WARN, "redis not reachable yet; will keep trying", "url", url,
+                     "error", vigil_redis_last_error(rt->intake_redis), NULL);
+    }
 }
 
 static void runtime_free(vigil_runtime *rt)
@@ -545,6 +768,7 @@ static void runtime_free(vigil_runtime *rt)
     vigil_redis_free(rt->intake_redis);
     vigil_redis_free(rt->timer_redis);
     vigil_state_cache_free(rt->cache);
+    pthread_mutex_destroy(&rt->outbox_mu);
     free(rt);
 }
 
@@ -553,6 +777,9 @@ static int setup(vigil_runtime *rt, char *err, size_t errlen)
     const vigil_service_def *d = rt->def;
     if (vigil_redis_url_parse(rt->cfg.redis_url, &rt->raddr, err, errlen) != 0)
         return -1;
+    /* Credentials never reach a log line, whoever writes it (redact.h). */
+    vigil_redact_add_secret(rt->raddr.password);
+    vigil_redact_add_secret(rt->cfg.mqtt_password);
     rt->scfg = (vigil_store_config){ .prefix = rt->cfg.redis_prefix, .service = d->name,
                                      .shard_index = rt->cfg.shard_index, .dedupe_keep = 0 };
     int timeout = 2000;
@@ -574,7 +801,10 @@ static int setup(vigil_runtime *rt, char *err, size_t errlen)
     snprintf(rt->error_topic, sizeof rt->error_topic, "sys/%s/error", d->name);
     snprintf(rt->client_id, sizeof rt->client_id, "vigil-%s-%d", d->name, rt->cfg.shard_index);
     rt->http = vigil_http_start_api(rt->cfg.http_addr, ready, rt, d->http_api, err, errlen);
-    return rt->http ? 0 : -1;
+    if (!rt->http)
+        return -1;
+    vigil_http_set_live(rt->http, live, rt);
+    return 0;
 }
 
 static int start_io(vigil_runtime *rt, char *err, size_t errlen)
@@ -587,7 +817,7 @@ static int start_io(vigil_runtime *rt, char *err, size_t errlen)
         .password = rt->cfg.mqtt_password,
         .client_id = rt->client_id,
         .subscriptions = rt->def->subscriptions,
-        .session_expiry_s = 0,
+        .session_expiry_s = (int)rt->cfg.mqtt_session_expiry_s,
         .status_topic = rt->status_topic,
         .ready_payload = ready_payload,
         .lost_payload = lost_payload,
@@ -634,9 +864,15 @@ static void shutdown_io(vigil_runtime *rt)
         pthread_join(rt->timer_thread, NULL);
     if (rt->started && rt->def->stop)
         rt->def->stop(rt->def->ctx);
-    if (rt->outbox)
-        vigil_outbox_stop(rt->outbox, 3000);
+    /* Take the outbox away from the paho callback (which may still run
+     * until the client is destroyed below) before freeing it: a message
+     * committed from now on stays in the Redis outbox for the next start. */
+    pthread_mutex_lock(&rt->outbox_mu);
+    vigil_outbox *ob = rt->outbox;
     rt->outbox = NULL;
+    pthread_mutex_unlock(&rt->outbox_mu);
+    if (ob)
+        vigil_outbox_stop(ob, 3000);
     if (rt->mqtt) {
         char *bye = status_payload(rt, "disconnected");
         vigil_mqtt_stop(rt->mqtt, bye, 3000);
@@ -658,6 +894,7 @@ int vigil_runtime_main(int argc, char **argv, const vigil_service_def *def)
         return 1;
     }
     rt->def = def;
+    pthread_mutex_init(&rt->outbox_mu, NULL);
     char err[512] = "";
     vigil_common_config_init(&rt->cfg, def->default_http_port);
     if (vigil_common_config_load(&rt->cfg, err, sizeof err) != 0 ||
@@ -691,8 +928,11 @@ int vigil_runtime_main(int argc, char **argv, const vigil_service_def *def)
     snprintf(shard, sizeof shard, "%d/%d", rt->cfg.shard_index, rt->cfg.shard_count);
     char port[16];
     snprintf(port, sizeof port, "%d", vigil_http_port(rt->http));
-    vigil_log_kv(VIGIL_LOG_INFO, "starting", "version", VIGIL_VERSION, "mqtt", rt->cfg.mqtt_url,
-                 "redis", rt->cfg.redis_url, "shard", shard, "http_port", port, NULL);
+    char mqtt_url[sizeof rt->cfg.mqtt_url + 8], redis_url[sizeof rt->cfg.redis_url + 8];
+    vigil_redact_url(rt->cfg.mqtt_url, mqtt_url, sizeof mqtt_url);
+    vigil_redact_url(rt->cfg.redis_url, redis_url, sizeof redis_url);
+    vigil_log_kv(VIGIL_LOG_INFO, "starting", "version", VIGIL_VERSION, "mqtt", mqtt_url,
+                 "redis", redis_url, "shard", shard, "http_port", port, NULL);
 
     int code = 0;
     if (start_io(rt, err, sizeof err) != 0) {

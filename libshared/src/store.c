@@ -35,7 +35,9 @@ vigil_store *vigil_store_new(vigil_redis *r, const vigil_store_config *cfg)
     }
     snprintf(s->outbox_key, sizeof s->outbox_key, "%soutbox:%d", s->base, s->shard_index);
     snprintf(s->timers_key, sizeof s->timers_key, "%stimers:%d", s->base, s->shard_index);
+    snprintf(s->dues_key, sizeof s->dues_key, "%s:due", s->timers_key);
     s->commit = (vigil_script)VIGIL_SCRIPT(VIGIL_LUA_COMMIT);
+    s->check = (vigil_script)VIGIL_SCRIPT(VIGIL_LUA_CHECK);
     s->del = (vigil_script)VIGIL_SCRIPT(VIGIL_LUA_DELETE);
     s->claim = (vigil_script)VIGIL_SCRIPT(VIGIL_LUA_CLAIM);
     return s;
@@ -119,14 +121,21 @@ int vigil_store_load(vigil_store *s, const char *key, const char *input_id, int 
         goto cleanup;
     if (input_id) {
         zs = vigil_redis_pipeline_get(s->r);
-        if (!zs || zs->type == REDIS_REPLY_ERROR)
+        if (!zs)
             goto cleanup;
+        if (zs->type == REDIS_REPLY_ERROR) { /* a data error: transient ones are NULL */
+            vigil_log(VIGIL_LOG_ERROR, "store load %s: processed ids: %s", key, zs->str);
+            rc = VIGIL_STORE_BAD_DATA;
+            goto cleanup;
+        }
         if (seen)
             *seen = zs->type != REDIS_REPLY_NIL;
     }
     if (hm->type != REDIS_REPLY_ARRAY || hm->elements != 2) {
         vigil_log(VIGIL_LOG_ERROR, "store load %s: unexpected HMGET reply (%s)", key,
                   hm->type == REDIS_REPLY_ERROR ? hm->str : "type");
+        if (hm->type == REDIS_REPLY_ERROR)
+            rc = VIGIL_STORE_BAD_DATA;
         goto cleanup;
     }
     if (is_str(hm->element[1])) {
@@ -216,7 +225,7 @@ static char *json_quote(const char *s)
 }
 
 /* Builds KEYS and ARGV of VIGIL_LUA_COMMIT:
- *   KEYS  state, ids, outbox, timers, one snapshot hash per snapshot op,
+ *   KEYS  state, ids, outbox, timers, timer dues, one snapshot hash per snapshot op,
  *         one key per auxiliary op
  *   ARGV  1 expected version, 2 input id or "", 3 now, 4 "1"/"0" new state,
  *         5 state JSON, 6 dedupe_keep, 7 leased member or "", 8 leased score,
@@ -229,7 +238,7 @@ static int build_commit_args(vigil_store *s, const vigil_commit *c, commit_args 
     const vigil_effects *fx = c->fx;
     size_t nt = fx ? fx->n_timers : 0, no = fx ? fx->n_out : 0, ns = fx ? fx->n_snaps : 0;
     size_t na = fx ? fx->n_aux : 0;
-    size_t total = 4 + ns + na + 12 + 2 * nt + 4 * na + no + 6 * ns;
+    size_t total = 5 + ns + na + 12 + 2 * nt + 4 * na + no + 6 * ns;
     a->argv = calloc(total, sizeof *a->argv);
     a->argvlen = calloc(total, sizeof *a->argvlen);
     a->owned = calloc(total, sizeof *a->owned);
@@ -241,6 +250,7 @@ static int build_commit_args(vigil_store *s, const vigil_commit *c, commit_args 
     rc |= push_owned(a, xprintf("%sids:%s", s->base, c->key));
     rc |= push_str(a, s->outbox_key);
     rc |= push_str(a, s->timers_key);
+    rc |= push_str(a, s->dues_key);
     for (size_t j = 0; j < ns; j++)
         rc |= push_owned(a, xprintf("%s%s", s->base, fx->snaps[j].hash));
     for (size_t j = 0; j < na; j++)
@@ -298,8 +308,9 @@ static int build_commit_args(vigil_store *s, const vigil_commit *c, commit_args 
     return rc == 0 ? 0 : -1;
 }
 
-vigil_commit_result vigil_store_commit(vigil_store *s, const vigil_commit *c,
-                                       int64_t *new_version, char **cur_state)
+/* Runs the commit script, or its check-only twin, and reads the reply. */
+static vigil_commit_result run_commit(vigil_store *s, vigil_script *script, const vigil_commit *c,
+                                      int64_t *new_version, char **cur_state)
 {
     vigil_commit_result res = VIGIL_COMMIT_ERROR;
     commit_args a = { 0 };
@@ -314,12 +325,16 @@ vigil_commit_result vigil_store_commit(vigil_store *s, const vigil_commit *c,
         vigil_log(VIGIL_LOG_ERROR, "store commit %s: cannot build arguments", c->key);
         goto cleanup;
     }
-    int nkeys = 4 + (int)(c->fx ? c->fx->n_snaps + c->fx->n_aux : 0);
-    rep = vigil_redis_eval(s->r, &s->commit, nkeys, a.argc, a.argv, a.argvlen);
+    int nkeys = 5 + (int)(c->fx ? c->fx->n_snaps + c->fx->n_aux : 0);
+    rep = vigil_redis_eval(s->r, script, nkeys, a.argc, a.argv, a.argvlen);
     if (!rep)
         goto cleanup;
     if (rep->type == REDIS_REPLY_ERROR) {
+        /* Transient error replies came back as NULL (vigil_redis_error_
+         * transient): this one concerns the data, and the script checked
+         * it before writing anything. */
         vigil_log(VIGIL_LOG_ERROR, "store commit %s: %s", c->key, rep->str);
+        res = VIGIL_COMMIT_BAD_DATA;
         goto cleanup;
     }
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || !is_str(rep->element[0])) {
@@ -356,6 +371,18 @@ cleanup:
     return res;
 }
 
+vigil_commit_result vigil_store_commit(vigil_store *s, const vigil_commit *c,
+                                       int64_t *new_version, char **cur_state)
+{
+    return run_commit(s, &s->commit, c, new_version, cur_state);
+}
+
+vigil_commit_result vigil_store_check(vigil_store *s, const vigil_commit *c,
+                                      int64_t *new_version, char **cur_state)
+{
+    return run_commit(s, &s->check, c, new_version, cur_state);
+}
+
 int vigil_store_delete(vigil_store *s, const char *key)
 {
     int rc = -1;
@@ -365,8 +392,8 @@ int vigil_store_delete(vigil_store *s, const char *key)
     char *prefix = xprintf("%s|", key);
     if (!skey || !ikey || !prefix)
         goto cleanup;
-    const char *argv[] = { skey, ikey, s->timers_key, prefix };
-    rep = vigil_redis_eval(s->r, &s->del, 3, 4, argv, NULL);
+    const char *argv[] = { skey, ikey, s->timers_key, s->dues_key, prefix };
+    rep = vigil_redis_eval(s->r, &s->del, 4, 5, argv, NULL);
     if (!rep)
         goto cleanup;
     if (rep->type == REDIS_REPLY_ERROR) {

@@ -17,10 +17,72 @@ struct vigil_store {
     char base[192];       /* P S ":" */
     char outbox_key[224]; /* P S ":outbox:" i */
     char timers_key[224]; /* P S ":timers:" i */
+    char dues_key[232];   /* P S ":timers:" i ":due": original deadlines of claimed timers */
     vigil_script commit;
+    vigil_script check;
     vigil_script del;
     vigil_script claim;
 };
+
+/* The first part of the commit: Redis keeps the writes a script made
+ * before a run-time error (there is no rollback), so every key's type and
+ * every argument is checked here, before the first write. A failure
+ * returns the error VIGIL_BAD_DATA (a data error: the input is refused,
+ * see vigil_redis_error_transient) and has written nothing. Argument
+ * layout: vigil_store_commit in store.c. */
+#define VIGIL_LUA_COMMIT_CHECK                                                        \
+    "local function bad(m) return redis.error_reply('VIGIL_BAD_DATA ' .. m) end\n"   \
+    "local function kind(k) return redis.call('TYPE', k)['ok'] end\n"                \
+    "local function want(k, t)\n"                                                    \
+    "  local g = kind(k)\n"                                                          \
+    "  if g ~= 'none' and g ~= t then return k .. ' holds a ' .. g .. ', not a ' .. t end\n" \
+    "end\n"                                                                          \
+    "local function int(x) return x ~= nil and string.match(x, '^-?%d+$') ~= nil end\n" \
+    "for a = 1, 12 do if ARGV[a] == nil then return bad('argument ' .. a .. ' missing') end end\n" \
+    "for _, a in ipairs({1, 3, 6, 8, 9, 10, 11, 12}) do\n"                           \
+    "  if not int(ARGV[a]) then return bad('argument ' .. a .. ' is not an integer') end\n" \
+    "end\n"                                                                          \
+    "if ARGV[4] ~= '0' and ARGV[4] ~= '1' then return bad('argument 4') end\n"       \
+    "local nt, no, ns, na = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])\n" \
+    "if #KEYS ~= 5 + ns + na then return bad('key count') end\n"                     \
+    "if #ARGV ~= 12 + 2 * nt + 4 * na + no + 6 * ns then return bad('argument count') end\n" \
+    "local e = want(KEYS[1], 'hash') or want(KEYS[2], 'zset') or want(KEYS[3], 'list')\n" \
+    "  or want(KEYS[4], 'zset') or want(KEYS[5], 'hash')\n"                          \
+    "if e then return bad(e) end\n"                                                  \
+    "local c = 13\n"                                                                 \
+    "for _ = 1, nt do\n"                                                             \
+    "  if ARGV[c] == '' then return bad('empty timer member') end\n"                 \
+    "  if ARGV[c + 1] ~= '' and not int(ARGV[c + 1]) then return bad('timer due') end\n" \
+    "  c = c + 2\n"                                                                  \
+    "end\n"                                                                          \
+    "local AUX = {xadd = 'stream', qpush = 'list', qflush = 'list', sadd = 'set', srem = 'set',\n" \
+    "             set = true, del = true}\n"                                         \
+    "for k = 1, na do\n"                                                             \
+    "  local kd = ARGV[c]\n"                                                         \
+    "  if not AUX[kd] then return bad('unknown operation ' .. tostring(kd)) end\n"   \
+    "  if not int(ARGV[c + 2]) or not int(ARGV[c + 3]) then return bad('operation size') end\n" \
+    "  if AUX[kd] ~= true then e = want(KEYS[5 + ns + k], AUX[kd]); if e then return bad(e) end end\n" \
+    "  c = c + 4\n"                                                                  \
+    "end\n"                                                                          \
+    "c = c + no\n"                                                                   \
+    "for j = 1, ns do\n"                                                             \
+    "  e = want(KEYS[5 + j], 'hash'); if e then return bad(e) end\n"                 \
+    "  if ARGV[c + 1] ~= 's' and ARGV[c + 1] ~= 'd' then return bad('snapshot operation') end\n" \
+    "  if string.sub(ARGV[c + 4], 1, 1) ~= '{' or string.sub(ARGV[c + 4], -1) ~= '}' then\n" \
+    "    return bad('snapshot envelope')\n"                                         \
+    "  end\n"                                                                        \
+    "  c = c + 6\n"                                                                  \
+    "end\n"
+
+/* The commit's checks alone, and its compare-and-set, writing nothing
+ * (vigil_store_check): same arguments as the commit. Returns {"OK", v} |
+ * {"CONFLICT", v, s-or-nil} | the VIGIL_BAD_DATA error. */
+#define VIGIL_LUA_CHECK                                                               \
+    VIGIL_LUA_COMMIT_CHECK                                                            \
+    "local cur = redis.call('HMGET', KEYS[1], 'v', 's')\n"                           \
+    "local v = tonumber(cur[1] or '0') or 0\n"                                       \
+    "if v ~= tonumber(ARGV[1]) then return {'CONFLICT', cur[1] or '0', cur[2]} end\n" \
+    "return {'OK', string.format('%d', v)}\n"
 
 /* The commit (see store.h and vigil_store_commit for the argument layout).
  * Lua numbers are doubles: versions and ms timestamps travel as decimal
@@ -35,9 +97,21 @@ struct vigil_store {
  * envelope already stripped of map_name/"ts" and the map name already
  * JSON-encoded. */
 #define VIGIL_LUA_COMMIT                                                              \
-    "local st, ids, outbox, timers = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"            \
+    VIGIL_LUA_COMMIT_CHECK                                                            \
+    "local st, ids, outbox, timers, dues = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]\n" \
     "local id, now = ARGV[2], ARGV[3]\n"                                              \
-    "if id ~= '' and redis.call('ZSCORE', ids, id) then return {'DUPLICATE'} end\n"   \
+    "local function complete_lease()\n"                                              \
+    "  if ARGV[7] == '' then return end\n"                                           \
+    "  local sc = redis.call('ZSCORE', timers, ARGV[7])\n"                           \
+    "  if sc and tonumber(sc) == tonumber(ARGV[8]) then\n"                           \
+    "    redis.call('ZREM', timers, ARGV[7])\n"                                      \
+    "    redis.call('HDEL', dues, ARGV[7])\n"                                        \
+    "  end\n"                                                                        \
+    "end\n"                                                                          \
+    "if id ~= '' and redis.call('ZSCORE', ids, id) then\n"                           \
+    "  complete_lease()\n"                                                           \
+    "  return {'DUPLICATE'}\n"                                                       \
+    "end\n"                                                                          \
     "local cur = redis.call('HMGET', st, 'v', 's')\n"                                 \
     "local v = tonumber(cur[1] or '0') or 0\n"                                        \
     "if v ~= tonumber(ARGV[1]) then\n"                                                \
@@ -51,21 +125,17 @@ struct vigil_store {
     "  redis.call('ZADD', ids, now, id)\n"                                            \
     "  redis.call('ZREMRANGEBYRANK', ids, 0, -tonumber(ARGV[6]) - 1)\n"               \
     "end\n"                                                                           \
-    "if ARGV[7] ~= '' then\n"                                                         \
-    "  local sc = redis.call('ZSCORE', timers, ARGV[7])\n"                            \
-    "  if sc and tonumber(sc) == tonumber(ARGV[8]) then\n"                            \
-    "    redis.call('ZREM', timers, ARGV[7])\n"                                       \
-    "  end\n"                                                                         \
-    "end\n"                                                                           \
+    "complete_lease()\n"                                                             \
     "local i = 13\n"                                                                  \
     "for _ = 1, tonumber(ARGV[9]) do\n"                                               \
     "  if ARGV[i + 1] == '' then redis.call('ZREM', timers, ARGV[i])\n"               \
     "  else redis.call('ZADD', timers, ARGV[i + 1], ARGV[i]) end\n"                   \
+    "  redis.call('HDEL', dues, ARGV[i])\n"                                           \
     "  i = i + 2\n"                                                                   \
     "end\n"                                                                           \
     "local nsnap = tonumber(ARGV[11])\n"                                              \
     "for k = 1, tonumber(ARGV[12]) do\n"                                              \
-    "  local key = KEYS[4 + nsnap + k]\n"                                             \
+    "  local key = KEYS[5 + nsnap + k]\n"                                             \
     "  local kind, val, n1, n2 = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])\n" \
     "  i = i + 4\n"                                                                   \
     "  if kind == 'xadd' then\n"                                                      \
@@ -90,7 +160,7 @@ struct vigil_store {
     "  i = i + 1\n"                                                                   \
     "end\n"                                                                           \
     "for j = 1, tonumber(ARGV[11]) do\n"                                              \
-    "  local h = KEYS[4 + j]\n"                                                       \
+    "  local h = KEYS[5 + j]\n"                                                       \
     "  local field, op, val = ARGV[i], ARGV[i + 1], ARGV[i + 2]\n"                    \
     "  local topic, env, mapname = ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]\n"           \
     "  i = i + 6\n"                                                                   \
@@ -110,7 +180,7 @@ struct vigil_store {
     "end\n"                                                                           \
     "return {'OK', string.format('%d', v)}\n"
 
-/* Deletes a record: KEYS state, ids, timers; ARGV[1] the member prefix
+/* Deletes a record: KEYS state, ids, timers, timer dues; ARGV[1] the member prefix
  * "<key>|". Members of a key cannot be found by score or by lex range
  * (scores differ), so the set is scanned; deletes are rare. Returns the
  * number of timers removed. */
@@ -126,19 +196,36 @@ struct vigil_store {
     "  for k = 1, #items, 2 do\n"                                                     \
     "    if string.sub(items[k], 1, plen) == prefix then\n"                           \
     "      removed = removed + redis.call('ZREM', KEYS[3], items[k])\n"               \
+    "      redis.call('HDEL', KEYS[4], items[k])\n"                                   \
     "    end\n"                                                                       \
     "  end\n"                                                                         \
     "until cursor == '0'\n"                                                           \
     "return removed\n"
 
-/* Claims due timers: KEYS[1] timers; ARGV now, lease score (now + lease,
- * computed in C so it stays an exact integer), max. Every due member gets
- * the lease score; returns the flat list member, original due, ... oldest
- * first (ties in member order). */
+/* Claims due timers: KEYS[1] timers, KEYS[2] timer dues; ARGV now, lease
+ * score (now + lease, computed in C so it stays an exact integer), max.
+ * Every due member gets the lease score. A member's original deadline is
+ * kept in the dues hash at its first claim (HSETNX), so a timer claimed
+ * again after a lease ran out still reports the deadline it was set for,
+ * not the lease score: event ids derived from it stay the same. Commits
+ * drop the entry when they complete, set or cancel the timer. Returns the
+ * flat list member, original due, ... oldest first. */
 #define VIGIL_LUA_CLAIM                                                               \
+    "for _, kt in ipairs({{KEYS[1], 'zset'}, {KEYS[2], 'hash'}}) do\n"                \
+    "  local t = redis.call('TYPE', kt[1])['ok']\n"                                   \
+    "  if t ~= 'none' and t ~= kt[2] then\n"                                          \
+    "    return redis.error_reply('VIGIL_BAD_DATA ' .. kt[1] .. ' holds a ' .. t)\n"   \
+    "  end\n"                                                                         \
+    "end\n"                                                                           \
     "local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1],\n"             \
     "                       'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))\n"           \
-    "for k = 1, #due, 2 do redis.call('ZADD', KEYS[1], ARGV[2], due[k]) end\n"        \
-    "return due\n"
+    "local out = {}\n"                                                                \
+    "for k = 1, #due, 2 do\n"                                                         \
+    "  redis.call('HSETNX', KEYS[2], due[k], due[k + 1])\n"                           \
+    "  redis.call('ZADD', KEYS[1], ARGV[2], due[k])\n"                                \
+    "  out[#out + 1] = due[k]\n"                                                      \
+    "  out[#out + 1] = redis.call('HGET', KEYS[2], due[k])\n"                         \
+    "end\n"                                                                           \
+    "return out\n"
 
 #endif

@@ -57,8 +57,8 @@ int vigil_timers_claim(vigil_store *s, int64_t now_ms, int64_t lease_ms, int max
     snprintf(now, sizeof now, "%" PRId64, now_ms);
     snprintf(lease, sizeof lease, "%" PRId64, lease_score);
     snprintf(maxs, sizeof maxs, "%d", max);
-    const char *argv[] = { s->timers_key, now, lease, maxs };
-    redisReply *rep = vigil_redis_eval(s->r, &s->claim, 1, 4, argv, NULL);
+    const char *argv[] = { s->timers_key, s->dues_key, now, lease, maxs };
+    redisReply *rep = vigil_redis_eval(s->r, &s->claim, 2, 5, argv, NULL);
     if (!rep)
         return -1;
     int n = 0;

@@ -1039,3 +1039,41 @@ class StoreView:
             return c.llen(f"{self.base}outbox:{shard}")
         finally:
             c.close()
+
+
+# --------------------------------------------------------------------------
+# Redis with data to load (LOADING after a restart)
+
+
+def redis_fill(redis, keys=40000):
+    """Fills Redis with filler keys (prefix "filler:") and rewrites the AOF,
+    so that a restart has something to load."""
+    c = redis.client()
+    try:
+        p = c.pipeline(transaction=False)
+        for i in range(keys):
+            p.set(f"filler:{i}", "x" * 16)
+            if i % 5000 == 4999:
+                p.execute()
+        p.execute()
+        c.bgrewriteaof()
+        wait_until(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0
+                   and c.info("persistence")["aof_rewrite_scheduled"] == 0, 60, "the AOF rewrite")
+    finally:
+        c.close()
+
+
+def redis_start_loading(redis, key_load_delay_us):
+    """kill -9, then start again with Redis' key-load-delay (microseconds
+    per key loaded), so loading its data takes seconds and every command
+    meanwhile is answered -LOADING. Returns without waiting for the load."""
+    redis.kill9()
+    redis._write_conf()
+    with open(redis.conf, "a") as f:
+        f.write(f"key-load-delay {key_load_delay_us}\n")
+        # answer clients (with -LOADING) every KB loaded, not every 2 MB
+        f.write("loading-process-events-interval-bytes 1024\n")
+    logf = open(redis.log, "ab")
+    redis.proc = _popen(["redis-server", redis.conf], stdout=logf, stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL, start_new_session=True)
+    logf.close()

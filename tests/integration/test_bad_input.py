@@ -104,6 +104,9 @@ def env(module_stack):
     # ROOM exists with a member, so "no state change" is about a real record.
     pub.publish(*ai(ROOM, "ada", "I am here", mid=uid("seed")))
     col.wait_event(f"room/{ROOM}/state", timeout=10)
+    # the same commit's persona state may come a moment later: wait for it
+    # too, or it lands after the first case's mark
+    col.wait_event("persona/ada/state", timeout=10)
     return s, svc, col, pub
 
 

@@ -43,7 +43,7 @@ EXAMPLES = sorted(p.stem for p in (TOPICS / "examples").glob("*.json"))
 
 REJECT_REASONS = ["oversize", "invalid_utf8", "not_json", "not_object", "missing_field",
                   "wrong_type", "bad_id", "bad_topic", "topic_mismatch", "bad_value",
-                  "limit"]
+                  "limit", "bad_stored_data", "too_many_keys"]
 # Reasons on sys/<service>/error that are not a rejected input: a committed
 # output moved to the dead-letter list by the outbox (libshared/src/outbox.c).
 OUTPUT_ERROR_REASONS = ["dead_letter"]

@@ -160,6 +160,42 @@ static void test_claim_respects_max(void **state)
     assert_string_equal(cl[0].name, "c");
 }
 
+/* Two claimants of one timer (the first outlived its lease): both see the
+ * original deadline, so both derive the same firing id; the first commit
+ * applies, the second is a DUPLICATE that still completes its lease, and
+ * the deadline bookkeeping is gone with the timer. */
+static void test_firing_applied_once_across_claims(void **state)
+{
+    fixture *f = *state;
+    timer(f, "k", "t", T0);
+    vigil_timer_claim a[1], b[1];
+    assert_int_equal(vigil_timers_claim(f->s, T0, 1000, 1, a), 1);
+    assert_int_equal(vigil_timers_claim(f->s, T0 + 1000, 1000, 1, b), 1);
+    assert_true(a[0].due_ms == T0 && b[0].due_ms == T0);
+    char id[80];
+    snprintf(id, sizeof id, "timer:%s:%lld", a[0].name, (long long)a[0].due_ms);
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    assert_int_equal(vigil_fx_set_state(&fx, "{\"fired\":1}"), 0);
+    int64_t nv = 0;
+    char *cur = NULL;
+    vigil_commit ca = { .key = "k", .expected_version = 0, .input_id = id, .fx = &fx,
+                        .now_ms = T0 + 1500, .leased_timer = a[0].member,
+                        .leased_score = a[0].lease_score };
+    assert_int_equal(vigil_store_commit(f->s, &ca, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(vigil_timers_count(f->s), 1); /* b's lease still holds it */
+    vigil_commit cb = ca;
+    cb.expected_version = 1;
+    cb.leased_score = b[0].lease_score;
+    assert_int_equal(vigil_store_commit(f->s, &cb, &nv, &cur), VIGIL_COMMIT_DUPLICATE);
+    assert_int_equal(vigil_timers_count(f->s), 0);
+    redisReply *rep = vigil_redis_command(f->r, "EXISTS vigil:svc:timers:1:due");
+    assert_non_null(rep);
+    assert_int_equal(rep->integer, 0);
+    freeReplyObject(rep);
+    vigil_effects_free(&fx);
+}
+
 static void test_lease_hides_then_returns(void **state)
 {
     fixture *f = *state;
@@ -173,7 +209,7 @@ static void test_lease_hides_then_returns(void **state)
     /* the claimer died: when the lease ends another replica gets it */
     assert_int_equal(vigil_timers_claim(f->s, T0 + 5000, 5000, 2, cl), 1);
     assert_string_equal(cl[0].member, "k|t");
-    assert_true(cl[0].due_ms == T0 + 5000);
+    assert_true(cl[0].due_ms == T0); /* the deadline it was set for, not the lease */
     assert_true(cl[0].lease_score == T0 + 10000);
     /* completing with the first (expired) lease no longer removes it */
     vigil_effects fx;
@@ -249,6 +285,7 @@ int main(void)
         T(test_cancel),
         T(test_claim_only_due_oldest_first),
         T(test_claim_respects_max),
+        T(test_firing_applied_once_across_claims),
         T(test_lease_hides_then_returns),
         T(test_member_split_at_last_bar),
         T(test_malformed_member_skipped),

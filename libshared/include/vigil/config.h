@@ -37,6 +37,8 @@ typedef struct vigil_common_config {
     int shard_count;
     int64_t tick_ms;         /* 1000 */
     int64_t timer_lease_ms;  /* VIGIL_TIMER_LEASE_MS, 30000 */
+    int64_t mqtt_session_expiry_s; /* VIGIL_MQTT_SESSION_EXPIRY_S, 604800 (7 days) */
+    int64_t liveness_ms;     /* VIGIL_LIVENESS_MS, 60000 */
 } vigil_common_config;
 
 /* Fills every field with its default; http_addr becomes

@@ -29,6 +29,14 @@ typedef enum {
     VIGIL_REJECT_TOPIC_MISMATCH,/* "topic_mismatch" (payload id disagrees with topic) */
     VIGIL_REJECT_BAD_VALUE,     /* "bad_value" (enum value unknown, out of range) */
     VIGIL_REJECT_LIMIT,         /* "limit" (a configured bound refused it: vigil/limits.h) */
+    VIGIL_REJECT_STORED_DATA,   /* "bad_stored_data" (a Redis key the input needs holds
+                                 * another type: refused before anything was written) */
+    VIGIL_REJECT_TOO_MANY_KEYS, /* "too_many_keys" (the input would touch more state
+                                 * records than VIGIL_ROUTE_MAX_KEYS: refused whole) */
+    VIGIL_REJECT_NO_MEMORY,     /* never a refusal, so not in sys-error's reasons (named
+                                 * "out_of_memory"): an allocation failed; the runtime
+                                 * retries the input and, if memory stays short, exits
+                                 * without acknowledging it */
     VIGIL_REJECT__COUNT
 } vigil_reject_reason;
 

@@ -33,7 +33,7 @@ typedef struct vigil_mqtt_config {
     const char *password;
     const char *client_id;  /* stable across restarts, e.g. "vigil-dormancy-monitor-0" */
     const char *const *subscriptions; /* NULL-terminated topic filters */
-    int session_expiry_s;   /* how long the broker keeps our session (default 86400 if 0);
+    int session_expiry_s;   /* how long the broker keeps our session (default 604800, 7 days, if 0);
                              * < 0: clean start and no session kept (short-lived clients) */
     const char *status_topic;   /* sys/{service}/{instance}/status, NULL = none */
     const char *ready_payload;  /* published retained on every connect */

@@ -43,6 +43,14 @@ bool vigil_redis_connected(const vigil_redis *r);
 /* Last error text ("" if none). */
 const char *vigil_redis_last_error(const vigil_redis *r);
 
+/* True unless the error reply msg says the data itself is wrong
+ * (WRONGTYPE, a value that is no number, NOGROUP/BUSYGROUP, NOSCRIPT, and
+ * VIGIL_BAD_DATA from our own scripts). Only such an error may refuse an
+ * input; every other one (LOADING while Redis replays its AOF, BUSY, OOM,
+ * NOAUTH, MASTERDOWN, READONLY, MISCONF, unknown codes) is retried like a
+ * lost connection. The one place this is decided. */
+bool vigil_redis_error_transient(const char *msg);
+
 /* libshared's own modules (compiled with VIGIL_LIBSHARED_INTERNAL) see the
  * commands and replies with the handle; services and the CLI include
  * vigil/redis_raw.h themselves, and services may not. */

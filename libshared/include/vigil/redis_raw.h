@@ -9,8 +9,10 @@
 #include "redis.h"
 
 /* Runs one command. Returns the reply (caller frees with freeReplyObject),
- * including REDIS_REPLY_ERROR replies, or NULL on a connection/IO error (the
- * connection is dropped and will be re-established by the next call). */
+ * including error replies that concern the data (see
+ * vigil_redis_error_transient), or NULL on a connection/IO error or a
+ * transient error reply (the connection is dropped and will be
+ * re-established by the next call; vigil_redis_last_error says why). */
 redisReply *vigil_redis_command(vigil_redis *r, const char *fmt, ...);
 redisReply *vigil_redis_commandv(vigil_redis *r, int argc, const char **argv,
                                  const size_t *argvlen);

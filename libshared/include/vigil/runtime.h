@@ -6,8 +6,9 @@
  *  - connects to Redis and MQTT (persistent session, client id
  *    "vigil-<service>-<shard index>"), subscribes to def->subscriptions;
  *  - for each message: parses the envelope, asks route() which state keys it
- *    touches, keeps only the keys of this replica's shard (VIGIL_SHARD), and
- *    for each key runs decide-then-commit: apply() on the current state,
+ *    touches, keeps only the keys of this replica's shard (VIGIL_SHARD),
+ *    decides on every one of them before committing any (an input one key
+ *    refuses is refused whole), and for each key runs decide-then-commit: apply() on the current state,
  *    then one atomic commit of state + processed id + outbox + timers,
  *    retried on a version conflict, retried with backoff while Redis is down
  *    (the message is not acknowledged before its effect is durable);
@@ -30,6 +31,11 @@
 #define VIGIL_KEY_MAX 128
 #define VIGIL_ROUTE_MAX_KEYS 64
 #define VIGIL_ROUTE_RETRY (-2)
+/* route() could not allocate: the input is retried after a pause and, if
+ * memory stays short, the process exits without acknowledging it (oom.h).
+ * Returning -1 with err->reason VIGIL_REJECT_NO_MEMORY means the same, from
+ * route(), apply(), on_timer's callers and vigil_decide_fn alike. */
+#define VIGIL_ROUTE_OOM (-3)
 
 typedef struct vigil_runtime vigil_runtime;
 
@@ -51,7 +57,8 @@ typedef struct vigil_service_def {
      * keys (0 = nothing to do, acknowledged), -1 to reject with err, or
      * VIGIL_ROUTE_RETRY when a lookup failed for a passing reason (Redis
      * unreachable): the runtime then retries the input after a backoff and
-     * does not acknowledge it meanwhile. */
+     * does not acknowledge it meanwhile; VIGIL_ROUTE_OOM when an allocation
+     * failed (never a refusal). */
     int (*route)(void *ctx, vigil_runtime *rt, const vigil_input *in,
                  char keys[][VIGIL_KEY_MAX], int max_keys, void **parsed, vigil_error *err);
 
@@ -119,13 +126,18 @@ int vigil_runtime_main(int argc, char **argv, const vigil_service_def *def);
 /* For route(): appends key to keys[0..n) unless already there or n == max.
  * Returns the new count. */
 int vigil_route_add_key(char keys[][VIGIL_KEY_MAX], int n, int max, const char *key);
+/* True when key is among keys[0..n). */
+bool vigil_route_has_key(char keys[][VIGIL_KEY_MAX], int n, const char *key);
 
 /* For route(): appends (as vigil_route_add_key) the members of the Redis
  * set, or the fields of the hash, named P S ":" suffix (cmd "SMEMBERS" or
- * "HKEYS"), skipping values that are not ids. Returns the new count
- * (*more, if given, is set when some did not fit); VIGIL_ROUTE_RETRY when
- * Redis is unreachable (the input is retried, not acknowledged); -1 with
- * err when the key holds another type. */
+ * "HKEYS"), skipping values that are not ids. Returns the new count;
+ * VIGIL_ROUTE_RETRY when Redis is unreachable or answers a transient error
+ * (the input is retried, not acknowledged); -1 with err when the key holds
+ * another type, or (reason too_many_keys) when more than max keys would
+ * result and more is NULL: an input is applied whole or refused, never cut.
+ * With more given, *more is set instead and the count stops at max (for a
+ * caller that works through the rest in batches). */
 int vigil_runtime_route_members(vigil_runtime *rt, const char *cmd, const char *suffix,
                                 char keys[][VIGIL_KEY_MAX], int n, int max, bool *more,
                                 vigil_error *err);

@@ -9,6 +9,9 @@
  *   P S ":outbox:" i        list of pending output messages, oldest first;
  *                           each entry is "<0|1 retain><topic>\n<payload>"
  *   P S ":timers:" i        zset of timer members "<key>|<name>" scored by due ms
+ *                           (a claimed member: by its lease's end)
+ *   P S ":timers:" i ":due" hash member -> original due ms of claimed timers
+ *                           (stable event ids and firing ids on a re-claim)
  *   P S ":" hash            snapshot hashes (effects.h)
  *
  * A commit succeeds only if the record's version still equals the version
@@ -40,11 +43,18 @@ typedef enum {
     VIGIL_COMMIT_OK = 0,
     VIGIL_COMMIT_CONFLICT,  /* version moved: the current record is returned */
     VIGIL_COMMIT_DUPLICATE, /* input id already applied to this key */
-    VIGIL_COMMIT_ERROR      /* Redis unreachable or script error: retry later */
+    VIGIL_COMMIT_ERROR,     /* Redis unreachable or a transient error reply: retry later */
+    VIGIL_COMMIT_BAD_DATA   /* a key holds another type, or an argument is malformed:
+                             * refused before any write (nothing was written); the
+                             * same commit would fail again */
 } vigil_commit_result;
 
+/* vigil_store_load's result when the record's key holds another type. */
+#define VIGIL_STORE_BAD_DATA (-2)
+
 /* Loads a record. Returns 0 with *version (0 = no record) and *state
- * (malloc'd JSON, NULL when no record), or -1 on a Redis error. If input_id
+ * (malloc'd JSON, NULL when no record), -1 on a Redis error (retry), or
+ * VIGIL_STORE_BAD_DATA when a key holds another type (a data error). If input_id
  * is not NULL, *seen is set to whether that id was already processed for key
  * (same round trip, pipelined). */
 int vigil_store_load(vigil_store *s, const char *key, const char *input_id, int *seen,
@@ -53,7 +63,10 @@ int vigil_store_load(vigil_store *s, const char *key, const char *input_id, int 
 typedef struct vigil_commit {
     const char *key;
     int64_t expected_version; /* 0 = record must not exist yet */
-    const char *input_id;     /* NULL: no dedupe (e.g. timer firings) */
+    const char *input_id;     /* NULL: no dedupe. A timer firing passes
+                               * "timer:<name>:<original due>": a firing
+                               * already applied returns DUPLICATE and still
+                               * completes the lease. */
     const vigil_effects *fx;
     int64_t now_ms;
     /* When completing a claimed timer: its member name and the lease score
@@ -64,11 +77,20 @@ typedef struct vigil_commit {
     int64_t leased_score;
 } vigil_commit;
 
-/* Commits. On OK sets *new_version (unchanged version if fx->new_state is
+/* Commits. Checks every key's type and argument before the first write,
+ * so BAD_DATA means nothing was written. On OK sets *new_version (unchanged version if fx->new_state is
  * NULL). On CONFLICT sets *new_version and *cur_state (malloc'd or NULL) to
  * the current record. */
 vigil_commit_result vigil_store_commit(vigil_store *s, const vigil_commit *c,
                                        int64_t *new_version, char **cur_state);
+
+/* The commit's checks (key types, arguments) and its compare-and-set,
+ * writing nothing: OK (the commit would be accepted on this version),
+ * CONFLICT (with the current record, as vigil_store_commit), BAD_DATA or
+ * ERROR. Lets an input that touches several records be checked on all of
+ * them before the first is committed. */
+vigil_commit_result vigil_store_check(vigil_store *s, const vigil_commit *c,
+                                      int64_t *new_version, char **cur_state);
 
 /* Deletes a record, its processed ids and its timers (e.g. room delete). */
 int vigil_store_delete(vigil_store *s, const char *key);

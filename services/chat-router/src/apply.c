@@ -94,6 +94,6 @@ int chat_apply_fx(void *ctx, const char *key, const char *state_json, const vigi
     }
     chat_result_free(&r);
     if (bad != 0)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory building effects");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory building effects");
     return 0;
 }

@@ -41,7 +41,7 @@ static int parse_message(const vigil_input *in, chat_parsed *pp, vigil_error *er
     m->depth = r->depth;
     pp->log_json = chat_log_entry_json(in->body, in->id, in->ts);
     if (!pp->log_json)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     m->log_json = pp->log_json;
     return 0;
 }
@@ -76,7 +76,7 @@ int chat_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][
         return -1;
     chat_parsed *pp = calloc(1, sizeof *pp);
     if (!pp)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     snprintf(pp->topic_room, sizeof pp->topic_room, "%s", room);
     bool is_message = strcmp(in->parts[2], "message") == 0;
     int n = -1;

@@ -12,7 +12,7 @@ int council_with_user(const council_service *svc, const char *key, const char *s
     (void)svc;
     council_user *u = calloc(1, sizeof *u);
     if (!u)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     char why[COUNCIL_REASON_MAX] = "";
     int rc = 0;
     if (state_json) {
@@ -34,7 +34,7 @@ int council_with_user(const council_service *svc, const char *key, const char *s
     }
     char *json = r == COUNCIL_OK && !c.failed ? council_user_dump(u) : NULL;
     if (!json || vigil_fx_set_state(fx, json) != 0)
-        rc = vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory deciding for '%s'", key);
+        rc = vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory deciding for '%s'", key);
     free(json);
 done:
     free(u);

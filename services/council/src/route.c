@@ -130,7 +130,7 @@ int council_route_input(void *ctx, vigil_runtime *rt, const vigil_input *in,
         return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "unknown topic '%s'", in->topic);
     council_parsed *pp = calloc(1, sizeof *pp);
     if (!pp)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     int n = control  ? route_control(rt, in, pp, keys, err)
             : answer ? route_answer(rt, in, pp, keys, err)
                      : route_message(in, pp, keys, err);

@@ -186,7 +186,7 @@ int dormancy_apply(void *ctx, const char *key, const char *state_json, const vig
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "nothing to apply");
     dormancy_room *r = load_room(key, state_json);
     if (!r)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     id_ctx ic = {in->id, key};
     dormancy_ids ids = {make_id, &ic};
     dormancy_actions acts;
@@ -195,7 +195,7 @@ int dormancy_apply(void *ctx, const char *key, const char *state_json, const vig
     if (rc == 0)
         rc = finish(fx, r, state_json, &svc->cfg, &acts, in, now_ms);
     if (rc != 0)
-        vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory applying to room '%s'", key);
+        vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory applying to room '%s'", key);
     dormancy_actions_free(&acts);
     dormancy_room_free(r);
     return rc;

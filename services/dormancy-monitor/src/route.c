@@ -111,7 +111,7 @@ static int parse_autopilot(json_object *b, dormancy_parsed *pp, vigil_error *err
                                MAX_DECISIONS);
     pp->decisions = calloc(len + 1, sizeof *pp->decisions);
     if (!pp->decisions)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     for (size_t i = 0; i < len; i++) {
         json_object *d = json_object_array_get_idx(arr, i);
         dormancy_ap_decision *x = &pp->decisions[i];
@@ -286,7 +286,7 @@ int dormancy_route(void *ctx, vigil_runtime *rt, const vigil_input *in,
         return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "unknown topic '%s'", in->topic);
     dormancy_parsed *pp = calloc(1, sizeof *pp);
     if (!pp)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     pp->ev.id = in->id;
     pp->ev.ts = in->ts;
     int n = strcmp(in->parts[0], "room") == 0 ? route_room(in, pp, keys, err)

@@ -167,7 +167,7 @@ int floor_apply(void *ctx, const char *key, const char *state_json, const vigil_
     const floor_parsed *pp = parsed;
     floor_room *r = floor_load_room(key, state_json);
     if (!r)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     bool changed = false, joined = false, left = false;
     const char *who = pp->persona;
     int rc = 0;
@@ -197,7 +197,7 @@ int floor_apply(void *ctx, const char *key, const char *state_json, const vigil_
         rc = floor_save_room(r, fx);
     floor_room_free(r);
     if (rc != 0)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     return 0;
 }
 

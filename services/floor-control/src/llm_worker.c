@@ -159,7 +159,7 @@ static int decide_llm(void *arg, const char *key, const char *state_json, int64_
     const floor_service *svc = ((void **)arg)[1];
     floor_room *r = floor_load_room(key, state_json);
     if (!r)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     floor_pending *p = floor_pending_find(r, s->message_id);
     int rc = 0;
     if (p) {
@@ -190,7 +190,7 @@ static int decide_llm(void *arg, const char *key, const char *state_json, int64_
     }
     floor_room_free(r);
     if (rc != 0)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     return 0;
 }
 

@@ -194,7 +194,7 @@ int floor_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[]
         return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "unknown topic '%s'", in->topic);
     floor_parsed *pp = calloc(1, sizeof *pp);
     if (!pp)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     int n = route_input(ctx, rt, in, pp, keys, max_keys, err);
     if (n <= 0) { /* nothing to do, reject, or VIGIL_ROUTE_RETRY */
         floor_free_parsed(ctx, pp);

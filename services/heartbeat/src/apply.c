@@ -81,7 +81,7 @@ int hb_apply(void *ctx, const char *key, const char *state_json, const vigil_inp
     }
     int rc = 0;
     if (r != HB_OK || hb_out_to_fx(svc, key, &s, &out, fx) != 0)
-        rc = vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory deciding %s", in->id);
+        rc = vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory deciding %s", in->id);
     hb_out_clear(&out);
     hb_state_free(&s);
     return rc;

@@ -56,7 +56,7 @@ static int route_message(vigil_runtime *rt, const vigil_input *in, char keys[][V
         return n; /* no heartbeat serves this room, or retry, or reject */
     hb_parsed *p = new_parsed(HB_IN_MESSAGE);
     if (!p)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     m.id = in->id;
     m.room = room;
     m.human = type == 0;
@@ -88,7 +88,7 @@ static int read_checklist(const hb_service *svc, const char *name, char **text, 
     size_t n = buf ? fread(buf, 1, CHECKLIST_FILE_MAX, f) : 0;
     fclose(f);
     if (!buf)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     if (n >= CHECKLIST_FILE_MAX || !vigil_utf8_valid(buf, n)) {
         free(buf);
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
@@ -117,7 +117,7 @@ static int route_config(hb_service *svc, const vigil_input *in, char keys[][VIGI
     hb_parsed *p = new_parsed(HB_IN_CONFIG);
     if (!p) {
         free(text);
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     }
     char why[200];
     hb_cfg_status st = hb_config_payload(in->body, &svc->core, text, &p->cfg, why, sizeof why);
@@ -145,7 +145,7 @@ static int route_levels(const vigil_input *in, char keys[][VIGIL_KEY_MAX], hb_pa
     hb_parsed *p = new_parsed(HB_IN_LEVELS);
     if (!p || !(p->levels = calloc(HB_LEVELS_MAX, sizeof *p->levels))) {
         hb_free_parsed(NULL, p);
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     }
     json_object_object_foreach(rooms, room, v) {
         int level;

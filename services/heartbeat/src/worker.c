@@ -161,7 +161,7 @@ static int decide_result(void *arg, const char *key, const char *state_json, int
     int rc = 0;
     if (hb_on_result(&s, &a->svc->core, a->r, now_ms, &out) != HB_OK ||
         hb_out_to_fx(a->svc, key, &s, &out, fx) != 0)
-        rc = vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory committing %s", a->r->run);
+        rc = vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory committing %s", a->r->run);
     snprintf(a->outcome, sizeof a->outcome, "stale");
     for (int i = 0; i < out.n_msg; i++) {
         const char *o = strstr(out.msg[i].payload, "\"outcome\":\"");

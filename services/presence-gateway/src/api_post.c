@@ -48,7 +48,7 @@ static int publish_fn(void *arg, const char *key, const char *state_json, int64_
     (void)now_ms;
     publish_arg *a = arg;
     if (vigil_fx_publish(fx, a->topic, a->payload, false) != 0)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     return 0;
 }
 
@@ -60,7 +60,7 @@ int gateway_publish(gateway *g, const char *key, const char *input_id, const cha
         return 1;
     char *text = vigil_json_dump(payload);
     if (!text)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory"), VIGIL_DECIDE_REJECTED;
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory"), VIGIL_DECIDE_REJECTED;
     vigil_runtime_conn *conn = gw_pool_take(g);
     int rc = VIGIL_DECIDE_GAVE_UP;
     if (conn) {
@@ -169,13 +169,13 @@ static int beat_fn(void *arg, const char *key, const char *state_json, int64_t n
     beat_arg *a = arg;
     gw_presence_out po;
     if (gw_presence_beat(&a->g->cfg.presence, state_json, a->beat, now_ms, &po) != GW_PRESENCE_OK)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     a->status = gw_presence_derive(&a->g->cfg.presence, a->beat->last_activity > now_ms ? now_ms : a->beat->last_activity,
                                    now_ms, a->beat->claimed, now_ms);
     a->changes = po.nchanges;
     int rc = gateway_presence_fx(a->beat->user, &po, a->id_base, now_ms, fx);
     gw_presence_out_free(&po);
-    return rc == 0 ? 0 : vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+    return rc == 0 ? 0 : vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
 }
 
 void gateway_api_presence(gateway *g, vigil_http_req *req, const char *user)

@@ -164,7 +164,7 @@ int stall_apply(void *ctx, const char *key, const char *state_json, const vigil_
     int rc = pp->kind == STALL_IN_TASK ? apply_task(state_json, pp, fx)
                                        : apply_agent(svc, key, state_json, pp, in, now_ms, fx);
     if (rc != 0)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory applying to '%s'", key);
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory applying to '%s'", key);
     return 0;
 }
 

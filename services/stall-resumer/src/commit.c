@@ -54,7 +54,7 @@ static int decide_claim(void *arg, const char *key, const char *state_json, int6
         free(json);
     }
     stall_tasks_free(t);
-    return rc == 0 ? 0 : vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+    return rc == 0 ? 0 : vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
 }
 
 typedef struct resume_arg {
@@ -73,7 +73,7 @@ static int decide_resume(void *arg, const char *key, const char *state_json, int
         return 0; /* the agent's record is gone */
     stall_agent *a = stall_load_agent(key, state_json, NULL);
     if (!a)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     char event_id[VIGIL_EVENT_ID_MAX + 1], topic[VIGIL_TOPIC_MAX];
     vigil_event_id(event_id, sizeof event_id, job->id, a->agent, 0);
     if (a->sent_seq >= job->seq) {
@@ -104,7 +104,7 @@ static int decide_resume(void *arg, const char *key, const char *state_json, int
         r->sent = rc == 0;
     }
     free(a);
-    return rc == 0 ? 0 : vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+    return rc == 0 ? 0 : vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
 }
 
 vigil_decide_result stall_commit_resume(stall_service *svc, vigil_runtime_conn *conn,

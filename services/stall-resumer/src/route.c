@@ -24,7 +24,7 @@ static int parse_activity(json_object *b, stall_parsed *pp, vigil_error *err)
         } else if (json_object_is_type(d, json_type_object)) {
             pp->detail_owned = vigil_json_dump(d);
             if (!pp->detail_owned)
-                return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+                return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
             pp->detail = pp->detail_owned;
         } else {
             return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE,
@@ -100,7 +100,7 @@ int stall_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[]
     *parsed = NULL;
     stall_parsed *pp = calloc(1, sizeof *pp);
     if (!pp)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     int rc = -1;
     if (in->nparts == 2 && strcmp(in->parts[0], "planner") == 0 && strcmp(in->parts[1], "task") == 0) {
         if (parse_task(in, pp, err) == 0) {

@@ -62,7 +62,7 @@ int wake_apply(void *ctx, const char *key, const char *state_json, const vigil_i
     const wake_service *svc = ctx;
     apply_arg a = {svc, parsed, key, NULL, 0};
     if (wake_with_room(svc, key, state_json, in, now_ms, fx, true, on_input, &a) != 0)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory deciding on room '%s'",
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory deciding on room '%s'",
                                key);
     return 0;
 }

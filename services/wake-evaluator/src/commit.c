@@ -26,7 +26,7 @@ static int decide_wake(void *arg, const char *key, const char *state_json, int64
 {
     decision_arg *a = arg;
     if (wake_with_room(a->svc, key, state_json, NULL, now_ms, fx, false, on_decision, a) != 0)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory committing %s",
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory committing %s",
                                a->d->id);
     return 0;
 }
@@ -81,7 +81,7 @@ static int decide_autopilot(void *arg, const char *key, const char *state_json, 
 {
     ap_arg *a = arg;
     if (wake_with_room(a->svc, key, state_json, NULL, now_ms, fx, false, on_autopilot, a) != 0)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory committing %s",
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory committing %s",
                                a->o->job);
     return 0;
 }

@@ -142,7 +142,7 @@ int wake_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][
         return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "unknown topic '%s'", in->topic);
     wake_parsed *pp = calloc(1, sizeof *pp);
     if (!pp)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     int n;
     if (room) {
         const char *r;

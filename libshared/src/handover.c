@@ -1,0 +1,166 @@
+/* handover.c - adoption of the outbox and timers of shard indexes beyond
+ * the current count (see handover.h). */
+#include "vigil/handover.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_lua.h"
+#include "vigil/log.h"
+#include "vigil/metrics.h"
+
+#define BATCH "1000"
+#define MAX_INDEX 1024 /* VIGIL_SHARD's bound on N */
+
+/* KEYS: alive_j, outbox_j, timers_j, dues_j, outbox_i, timers_i, dues_i;
+ * ARGV: batch. Returns -1 when j's heartbeat is present (not an orphan),
+ * else {entries moved, timers moved, left} for this batch. Checks every
+ * key's type before the first write (a failing script keeps its writes). */
+static const char ADOPT_LUA[] =
+    "if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end\n"
+    "local want = {'list', 'zset', 'hash', 'list', 'zset', 'hash'}\n"
+    "for k = 2, 7 do\n"
+    "  local t = redis.call('TYPE', KEYS[k])['ok']\n"
+    "  if t ~= 'none' and t ~= want[k - 1] then\n"
+    "    return redis.error_reply('VIGIL_BAD_DATA ' .. KEYS[k] .. ' holds a ' .. t)\n"
+    "  end\n"
+    "end\n"
+    "local n = tonumber(ARGV[1])\n"
+    "local items = redis.call('LRANGE', KEYS[2], 0, n - 1)\n"
+    "for _, e in ipairs(items) do redis.call('RPUSH', KEYS[5], e) end\n"
+    "if #items > 0 then redis.call('LTRIM', KEYS[2], #items, -1) end\n"
+    "local t = redis.call('ZRANGE', KEYS[3], 0, n - 1, 'WITHSCORES')\n"
+    "for k = 1, #t, 2 do\n"
+    "  local m = t[k]\n"
+    "  if not redis.call('ZSCORE', KEYS[6], m) then\n"
+    "    local due = redis.call('HGET', KEYS[4], m)\n"
+    "    redis.call('ZADD', KEYS[6], due or t[k + 1], m)\n"
+    "    if due then redis.call('HSET', KEYS[7], m, due) end\n"
+    "  end\n"
+    "  redis.call('ZREM', KEYS[3], m)\n"
+    "  redis.call('HDEL', KEYS[4], m)\n"
+    "end\n"
+    "local left = redis.call('LLEN', KEYS[2]) + redis.call('ZCARD', KEYS[3])\n"
+    "if left == 0 then redis.call('DEL', KEYS[4]) end\n"
+    "return {#items, #t / 2, left}\n";
+
+int vigil_handover_beat(vigil_store *s, const char *instance, int64_t ttl_ms)
+{
+    char key[240], ttl[24];
+    snprintf(key, sizeof key, "%salive:%d", s->base, s->shard_index);
+    snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
+    const char *argv[] = { "SET", key, instance && *instance ? instance : "?", "PX", ttl };
+    redisReply *rep = vigil_redis_commandv(s->r, 5, argv, NULL);
+    if (!rep)
+        return -1;
+    int rc = rep->type == REDIS_REPLY_ERROR ? -1 : 0;
+    freeReplyObject(rep);
+    return rc;
+}
+
+/* Moves index j into this store's index, batch by batch. Returns what was
+ * moved, 0 when j is alive, -1 on error. */
+static long long adopt_one(vigil_store *s, vigil_script *script, int j)
+{
+    char alive[240], ob[240], tm[240], du[248];
+    snprintf(alive, sizeof alive, "%salive:%d", s->base, j);
+    snprintf(ob, sizeof ob, "%soutbox:%d", s->base, j);
+    snprintf(tm, sizeof tm, "%stimers:%d", s->base, j);
+    snprintf(du, sizeof du, "%s:due", tm);
+    const char *argv[] = { alive, ob, tm, du, s->outbox_key, s->timers_key, s->dues_key, BATCH };
+    long long moved = 0;
+    for (;;) {
+        redisReply *rep = vigil_redis_eval(s->r, script, 7, 8, argv, NULL);
+        if (!rep)
+            return -1;
+        if (rep->type == REDIS_REPLY_INTEGER) { /* alive: not ours to take */
+            freeReplyObject(rep);
+            return moved;
+        }
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3) {
+            vigil_log(VIGIL_LOG_ERROR, "handover of shard %d: %s", j,
+                      rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+            freeReplyObject(rep);
+            return -1;
+        }
+        long long e = rep->element[0]->integer, t = rep->element[1]->integer;
+        long long left = rep->element[2]->integer;
+        freeReplyObject(rep);
+        moved += e + t;
+        if (e + t > 0) {
+            char ej[24], tj[24], js[16];
+            snprintf(ej, sizeof ej, "%lld", e);
+            snprintf(tj, sizeof tj, "%lld", t);
+            snprintf(js, sizeof js, "%d", j);
+            vigil_log_kv(VIGIL_LOG_INFO, "adopted the outbox and timers of a removed shard index",
+                         "from_shard", js, "outbox_entries", ej, "timers", tj, NULL);
+            vigil_counter_add("vigil_handover_moved_total",
+                              "Outbox entries and timers taken over from removed shard indexes",
+                              NULL, (double)(e + t));
+        }
+        if (left == 0)
+            return moved;
+    }
+}
+
+/* Index j parsed from "<base>outbox:<j>" or "<base>timers:<j>" (not the
+ * ":due" hashes), or -1. */
+static int index_of(const vigil_store *s, const char *key)
+{
+    size_t bl = strlen(s->base);
+    if (strncmp(key, s->base, bl) != 0)
+        return -1;
+    const char *p = key + bl;
+    if (strncmp(p, "outbox:", 7) == 0)
+        p += 7;
+    else if (strncmp(p, "timers:", 7) == 0)
+        p += 7;
+    else
+        return -1;
+    char *end = NULL;
+    long j = strtol(p, &end, 10);
+    if (end == p || *end != '\0' || j < 0 || j >= MAX_INDEX)
+        return -1;
+    return (int)j;
+}
+
+long long vigil_handover_adopt(vigil_store *s, int shard_count)
+{
+    static _Thread_local vigil_script script = VIGIL_SCRIPT(ADOPT_LUA);
+    if (shard_count < 1)
+        return 0;
+    bool orphan[MAX_INDEX] = { false };
+    char cursor[32] = "0";
+    do {
+        char match[256];
+        snprintf(match, sizeof match, "%s[ot][ui][tm]*:[0-9]*", s->base);
+        const char *argv[] = { "SCAN", cursor, "MATCH", match, "COUNT", "1000" };
+        redisReply *rep = vigil_redis_commandv(s->r, 6, argv, NULL);
+        if (!rep)
+            return -1;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
+            freeReplyObject(rep);
+            return -1;
+        }
+        snprintf(cursor, sizeof cursor, "%s", rep->element[0]->str);
+        redisReply *keys = rep->element[1];
+        for (size_t k = 0; k < keys->elements; k++) {
+            int j = index_of(s, keys->element[k]->str);
+            if (j >= shard_count && j % shard_count == s->shard_index)
+                orphan[j] = true;
+        }
+        freeReplyObject(rep);
+    } while (strcmp(cursor, "0") != 0);
+    long long moved = 0;
+    for (int j = 0; j < MAX_INDEX; j++) {
+        if (!orphan[j])
+            continue;
+        long long m = adopt_one(s, &script, j);
+        if (m < 0)
+            return -1;
+        moved += m;
+    }
+    return moved;
+}
