@@ -56,6 +56,9 @@ static void declare_zero_series(void)
     vigil_gauge_declare("vigil_outbox_dead_letters", "Entries in the service's dead-letter list", NULL);
     vigil_gauge_declare("vigil_outbox_inflight",
                         "Output messages handed to the broker and not yet acknowledged", NULL);
+    vigil_gauge_declare("vigil_inputs_in_flight",
+                        "Inputs received and not yet durable (acknowledged when their handler returns)",
+                        NULL);
     vigil_histogram_declare("vigil_handler_seconds", "Time from arrival to durable commit", NULL);
 }
 

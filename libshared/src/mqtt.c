@@ -622,6 +622,11 @@ static void on_server_disconnect(void *context, MQTTProperties *props,
     tl_in_callback--;
 }
 
+/* Messages inside on_message_arrived across every client of the process. */
+static atomic_int inputs_in_flight;
+#define M_INPUTS_IN_FLIGHT "vigil_inputs_in_flight"
+#define M_INPUTS_IN_FLIGHT_HELP "Inputs received and not yet durable (acknowledged when their handler returns)"
+
 /* paho sends the PUBACK after this returns, so on_message makes the
  * effect durable before we return 1. topicLen 0 means NUL-terminated; a
  * nonzero length is copied to give the handler a C string. */
@@ -648,10 +653,16 @@ static int on_message_arrived(void *context, char *topicName, int topicLen,
     }
     tl_in_callback++;
     vigil_counter_add("vigil_mqtt_messages_received_total", "MQTT messages received", NULL, 1);
+    /* In flight from arrival until its effect is durable (the handler
+     * returns): a gauge stuck at 1 is intake blocked on Redis. */
+    vigil_gauge_set(M_INPUTS_IN_FLIGHT, M_INPUTS_IN_FLIGHT_HELP, NULL,
+                    (double)atomic_fetch_add(&inputs_in_flight, 1) + 1);
     if (m->on_message)
         m->on_message(m->ctx, topic, message->payload,
                       message->payloadlen > 0 ? (size_t)message->payloadlen : 0,
                       message->retained != 0);
+    vigil_gauge_set(M_INPUTS_IN_FLIGHT, M_INPUTS_IN_FLIGHT_HELP, NULL,
+                    (double)atomic_fetch_sub(&inputs_in_flight, 1) - 1);
     tl_in_callback--;
     free(heap);
     MQTTAsync_freeMessage(&message);

@@ -237,3 +237,27 @@ def test_backlog_gauges_follow_the_outbox_and_the_timers(stack):
     col.wait_event("persona/helper/suggestion", timeout=30)
     harness.wait_until(lambda: value(scrape(svc), "vigil_outbox_pending") == 0, 30, "the outbox drained")
     assert value(scrape(svc), "vigil_outbox_oldest_age_seconds") == 0
+
+
+def test_inputs_in_flight_shows_intake_blocked_on_redis(stack):
+    """An input whose commit waits for a frozen Redis is in flight (not yet
+    acknowledged): vigil_inputs_in_flight is 1 until Redis answers again,
+    then 0, and the input is applied."""
+    import os
+    import signal
+    svc = stack.service()
+    assert value(scrape(svc), "vigil_inputs_in_flight") == 0
+    col = stack.collector(topics=("persona/+/dormancy",))
+    pub = stack.publisher()
+    room = uid("room")
+    os.kill(stack.redis.proc.pid, signal.SIGSTOP)
+    try:
+        pub.publish(f"room/{room}/message", {"id": uid(), "room": room, "sender": "ann",
+                                             "sender_type": "ai", "text": "@self dormant sleep",
+                                             "ts": harness.now_ms()})
+        harness.wait_until(lambda: value(scrape(svc), "vigil_inputs_in_flight") == 1, 15,
+                           "the input in flight while Redis is frozen")
+    finally:
+        os.kill(stack.redis.proc.pid, signal.SIGCONT)
+    col.wait_event("persona/ann/dormancy", timeout=30)
+    harness.wait_until(lambda: value(scrape(svc), "vigil_inputs_in_flight") == 0, 15, "nothing in flight")
