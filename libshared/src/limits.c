@@ -60,12 +60,13 @@ int vigil_route_members_noted(vigil_runtime *rt, const char *cmd, const char *su
                               const char *what, char keys[][VIGIL_KEY_MAX], int n, int max,
                               vigil_error *err)
 {
-    bool more = false;
-    int rc = vigil_runtime_route_members(rt, cmd, suffix, keys, n, max, &more, err);
-    if (more) {
+    /* No `more`: an input that reaches past max records is refused whole
+     * (too_many_keys, with an error event), never applied to the first max. */
+    int rc = vigil_runtime_route_members(rt, cmd, suffix, keys, n, max, NULL, err);
+    if (rc == -1 && err->reason == VIGIL_REJECT_TOO_MANY_KEYS) {
         char detail[256];
-        snprintf(detail, sizeof detail, "%.100s is in more than %d rooms: only %d get this input",
-                 what, max, max);
+        snprintf(detail, sizeof detail, "%.100s is in more than %d rooms: the input is refused whole",
+                 what, max);
         vigil_limit_note("rooms_per_input", detail);
     }
     return rc;

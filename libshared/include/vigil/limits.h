@@ -33,9 +33,10 @@ int vigil_fx_limit_refusal(vigil_effects *fx, const char *service, const char *e
 void vigil_limit_note(const char *limit, const char *detail);
 
 /* For route(): vigil_runtime_route_members (cmd "SMEMBERS" or "HKEYS" on
- * P S ":" suffix) that notes, as limit "rooms_per_input", when the members
- * do not all fit in keys[n..max) (what: the subject of the detail, e.g.
- * "persona 'ann'"). Same return values as vigil_runtime_route_members. */
+ * P S ":" suffix) that refuses the input whole (-1, reason too_many_keys)
+ * when the members do not all fit in keys[n..max), and notes it as limit
+ * "rooms_per_input" (what: the subject of the detail, e.g. "persona 'ann'").
+ * Same return values as vigil_runtime_route_members. */
 struct vigil_runtime;
 int vigil_route_members_noted(struct vigil_runtime *rt, const char *cmd, const char *suffix,
                               const char *what, char keys[][128], int n, int max,
