@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <vigil/kv.h>
+#include <vigil/reads.h>
 #include <vigil/log.h>
 #include <vigil/msg_room.h>
 #include "adapter.h"
@@ -28,10 +28,13 @@ static int session_user(vigil_runtime *rt, const char *session, char *user, size
     snprintf(suffix, sizeof suffix, "rec:%s", session);
     vigil_runtime_key(rt, suffix, key, sizeof key);
     char *rec = NULL;
-    int rc = vigil_kv_get(vigil_runtime_redis(rt), key, &rec, NULL);
-    if (rc < 0)
+    char why[128];
+    vigil_read_result rc = vigil_read_string(vigil_runtime_redis(rt), key, &rec, NULL, why, sizeof why);
+    if (rc == VIGIL_READ_UNREACHABLE)
         return VIGIL_ROUTE_RETRY;
-    if (rc == 0)
+    if (rc == VIGIL_READ_WRONG_TYPE)
+        vigil_log(VIGIL_LOG_WARN, "session record %s unreadable: %s", key, why);
+    if (!rec)
         return 0;
     json_object *o = vigil_json_parse_object(rec, strlen(rec), 1 << 24, err);
     free(rec);
