@@ -48,8 +48,6 @@ typedef struct slot {
 struct council_worker {
     council_service *svc;
     int index;
-    pthread_t thread;
-    bool started;
     vigil_runtime_conn *conn;
     vigil_llm_client *llm;
     vigil_job_consumer jobs;
@@ -356,8 +354,9 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static void worker_free(council_worker *w)
+static void worker_free(void *arg)
 {
+    council_worker *w = arg;
     if (!w)
         return;
     council_delegator_free(w->delegator); /* first: it writes into the slots */
@@ -382,8 +381,9 @@ static void wake_worker(void *arg)
     vigil_llm_wakeup(w->llm);
 }
 
-static council_worker *worker_new(council_service *svc, vigil_runtime *rt, int index)
+static void *worker_new(void *ctx, vigil_runtime *rt, int index)
 {
+    council_service *svc = ctx;
     council_worker *w = calloc(1, sizeof *w);
     if (!w)
         return NULL;
@@ -412,19 +412,15 @@ static council_worker *worker_new(council_service *svc, vigil_runtime *rt, int i
     return w;
 }
 
+static const vigil_worker_ops WORKER_OPS = {
+    .make = worker_new, .run = worker_main, .wake = wake_worker, .drop = worker_free};
+
 int council_start(void *ctx, vigil_runtime *rt)
 {
     council_service *svc = ctx;
     svc->rt = rt;
-    for (int i = 0; i < svc->workers; i++) {
-        council_worker *w = worker_new(svc, rt, i);
-        if (!w)
-            return -1;
-        svc->w[svc->n_workers++] = w;
-        if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
-            return -1;
-        w->started = true;
-    }
+    if (vigil_workers_start(&svc->pool, &WORKER_OPS, svc->workers, svc, rt) < 0)
+        return -1;
     vigil_log_kv(VIGIL_LOG_INFO, "job workers started", "llm",
                  svc->core.llm_enabled ? svc->llm.url : "(none: sessions do not start)", "a2a",
                  svc->core.a2a_enabled ? svc->a2a_url : "(none: research is not delegated)", NULL);
@@ -435,14 +431,5 @@ void council_stop(void *ctx)
 {
     council_service *svc = ctx;
     atomic_store(&svc->stop, 1);
-    for (int i = 0; i < svc->n_workers; i++)
-        if (svc->w[i]->started)
-            vigil_llm_wakeup(svc->w[i]->llm);
-    for (int i = 0; i < svc->n_workers; i++) {
-        if (svc->w[i]->started)
-            pthread_join(svc->w[i]->thread, NULL);
-        worker_free(svc->w[i]);
-        svc->w[i] = NULL;
-    }
-    svc->n_workers = 0;
+    vigil_workers_stop(&svc->pool);
 }

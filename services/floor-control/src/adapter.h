@@ -8,6 +8,7 @@
 #include <vigil/msg_persona.h>
 #include <vigil/msg_room.h>
 #include <vigil/runtime.h>
+#include <vigil/workers.h>
 #include "floor.h"
 
 #define FLOOR_SERVICE "floor-control"
@@ -27,7 +28,7 @@ typedef struct floor_service {
     vigil_llm_config llm;
     bool llm_on; /* a budget and an endpoint: ask the LLM */
     vigil_runtime *rt;
-    floor_worker *worker;
+    vigil_workers pool; /* the LLM worker thread (none when the LLM is off) */
     atomic_bool stop;
 } floor_service;
 

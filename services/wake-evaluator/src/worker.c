@@ -45,8 +45,6 @@ typedef struct slot {
 struct wake_worker {
     wake_service *svc;
     int index;
-    pthread_t thread;
-    bool started;
     vigil_runtime_conn *conn;
     vigil_llm_client *llm;
     char consumer[200];
@@ -417,8 +415,9 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static void worker_free(wake_worker *w)
+static void worker_free(void *arg)
 {
+    wake_worker *w = arg;
     if (!w)
         return;
     vigil_llm_client_free(w->llm); /* abandons calls in flight: their jobs stay pending */
@@ -434,8 +433,9 @@ static void worker_free(wake_worker *w)
     free(w);
 }
 
-static wake_worker *worker_new(wake_service *svc, vigil_runtime *rt, int index)
+static void *worker_new(void *ctx, vigil_runtime *rt, int index)
 {
+    wake_service *svc = ctx;
     wake_worker *w = calloc(1, sizeof *w);
     if (!w)
         return NULL;
@@ -459,19 +459,22 @@ static wake_worker *worker_new(wake_service *svc, vigil_runtime *rt, int index)
     return w;
 }
 
+/* Out of a wait on the LLM client, at stop. */
+static void worker_wake(void *arg)
+{
+    wake_worker *w = arg;
+    vigil_llm_wakeup(w->llm);
+}
+
+static const vigil_worker_ops WORKER_OPS = {
+    .make = worker_new, .run = worker_main, .wake = worker_wake, .drop = worker_free};
+
 int wake_start(void *ctx, vigil_runtime *rt)
 {
     wake_service *svc = ctx;
     svc->rt = rt;
-    for (int i = 0; i < svc->workers; i++) {
-        wake_worker *w = worker_new(svc, rt, i);
-        if (!w)
-            return -1;
-        svc->w[svc->n_workers++] = w;
-        if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
-            return -1;
-        w->started = true;
-    }
+    if (vigil_workers_start(&svc->pool, &WORKER_OPS, svc->workers, svc, rt) < 0)
+        return -1;
     vigil_log_kv(VIGIL_LOG_INFO, "job workers started", "llm",
                  svc->core.llm_enabled ? svc->llm.url : "(none: rules only)", NULL);
     return 0;
@@ -481,14 +484,5 @@ void wake_stop(void *ctx)
 {
     wake_service *svc = ctx;
     atomic_store(&svc->stop, 1);
-    for (int i = 0; i < svc->n_workers; i++)
-        if (svc->w[i]->started)
-            vigil_llm_wakeup(svc->w[i]->llm);
-    for (int i = 0; i < svc->n_workers; i++) {
-        if (svc->w[i]->started)
-            pthread_join(svc->w[i]->thread, NULL);
-        worker_free(svc->w[i]);
-        svc->w[i] = NULL;
-    }
-    svc->n_workers = 0;
+    vigil_workers_stop(&svc->pool);
 }
