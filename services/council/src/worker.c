@@ -21,6 +21,7 @@
 #include <vigil/job_consumer.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
+#include <vigil/job_acks.h>
 #include "adapter.h"
 #include "delegate.h"
 
@@ -55,9 +56,7 @@ struct council_worker {
     int a2a_pending;
     slot *slots;
     int cap, used;
-    char (*acks)[48];  /* finished entries not yet acknowledged */
-    const char **ack_ptrs;
-    int n_acks;
+    vigil_job_acks acks; /* finished entries not yet acknowledged */
     int errors;
     int64_t next_read; /* monotonic ms: backoff after a Redis error */
 };
@@ -93,27 +92,18 @@ static bool in_flight(const council_worker *w, const char *entry)
     return false;
 }
 
-/* Acknowledgements are batched: one XACK + XDEL round trip per loop turn
- * (a crash before it only means the job is looked at again and found
- * decided). */
+/* Acknowledgements are batched (vigil/job_acks.h): one XACK + XDEL round
+ * trip per loop turn. */
 static void flush_acks(council_worker *w)
 {
-    if (w->n_acks == 0)
-        return;
-    for (int i = 0; i < w->n_acks; i++)
-        w->ack_ptrs[i] = w->acks[i];
-    if (vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->jobs.stream, COUNCIL_GROUP,
-                          w->ack_ptrs, w->n_acks) != 0)
-        vigil_log_kv(VIGIL_LOG_WARN, "jobs not acknowledged (looked at again, committed once)",
-                     "first", w->acks[0], NULL);
-    w->n_acks = 0;
+    vigil_job_acks_flush(&w->acks, vigil_runtime_conn_redis(w->conn), w->jobs.stream,
+                         COUNCIL_GROUP);
 }
 
 static void finish_entry(council_worker *w, const char *entry)
 {
-    if (w->n_acks == w->cap)
-        flush_acks(w);
-    snprintf(w->acks[w->n_acks++], sizeof w->acks[0], "%s", entry);
+    vigil_job_acks_add(&w->acks, vigil_runtime_conn_redis(w->conn), w->jobs.stream, COUNCIL_GROUP,
+                       entry);
 }
 
 static void backoff(council_worker *w, const char *what)
@@ -368,8 +358,7 @@ static void worker_free(void *arg)
             free(w->slots[i].calls[p].content);
     }
     free(w->slots);
-    free(w->acks);
-    free(w->ack_ptrs);
+    vigil_job_acks_free(&w->acks);
     vigil_runtime_conn_close(w->conn);
     free(w);
 }
@@ -394,13 +383,12 @@ static void *worker_new(void *ctx, vigil_runtime *rt, int index)
     if (w->cap < 1)
         w->cap = 1;
     w->slots = calloc((size_t)w->cap, sizeof *w->slots);
-    w->acks = calloc((size_t)w->cap, sizeof *w->acks);
-    w->ack_ptrs = calloc((size_t)w->cap, sizeof *w->ack_ptrs);
+    int acks_ok = vigil_job_acks_init(&w->acks, w->cap) == 0;
     w->conn = vigil_runtime_conn_open(rt);
     w->llm = vigil_llm_client_new(&svc->llm);
     if (w->slots && w->llm && svc->core.a2a_enabled)
         w->delegator = council_delegator_new(svc, w->cap, wake_worker, w);
-    if (!w->slots || !w->acks || !w->ack_ptrs || !w->conn || !w->llm ||
+    if (!w->slots || !acks_ok || !w->conn || !w->llm ||
         (svc->core.a2a_enabled && !w->delegator)) {
         worker_free(w);
         return NULL;

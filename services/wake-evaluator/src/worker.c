@@ -20,6 +20,7 @@
 #include <vigil/clock.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
+#include <vigil/job_acks.h>
 #include "adapter.h"
 #include <vigil/jobs.h>
 #include "llm_reader.h"
@@ -57,9 +58,7 @@ struct wake_worker {
     char claim_cursor[48];
     int64_t next_claim;   /* monotonic ms */
     int64_t next_read;    /* monotonic ms: backoff after a Redis error */
-    char (*acks)[48];     /* finished entries not yet acknowledged */
-    const char **ack_ptrs;
-    int n_acks;
+    vigil_job_acks acks; /* finished entries not yet acknowledged */
     int errors;
     char labels[32];
 };
@@ -110,28 +109,18 @@ static void backoff(wake_worker *w, const char *what)
     w->next_read = vigil_mono_ms() + d;
 }
 
-/* Acknowledgements are batched: one XACK + XDEL round trip per loop turn
- * (a crash before it only means the job is looked at again and found
- * decided). */
+/* Acknowledgements are batched (vigil/job_acks.h): one XACK + XDEL round
+ * trip per loop turn. */
 static void flush_acks(wake_worker *w)
 {
-    if (w->n_acks == 0)
-        return;
-    for (int i = 0; i < w->n_acks; i++)
-        w->ack_ptrs[i] = w->acks[i];
-    if (vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->stream, WAKE_GROUP, w->ack_ptrs,
-                           w->n_acks) != 0)
-        vigil_log_kv(VIGIL_LOG_WARN,
-                     "jobs not acknowledged (they will be looked at again, decided once)", "first",
-                     w->acks[0], NULL);
-    w->n_acks = 0;
+    vigil_job_acks_flush(&w->acks, vigil_runtime_conn_redis(w->conn), w->stream,
+                         WAKE_GROUP);
 }
 
 static void finish_entry(wake_worker *w, const char *entry)
 {
-    if (w->n_acks == w->cap)
-        flush_acks(w);
-    snprintf(w->acks[w->n_acks++], sizeof w->acks[0], "%s", entry);
+    vigil_job_acks_add(&w->acks, vigil_runtime_conn_redis(w->conn), w->stream, WAKE_GROUP,
+                       entry);
 }
 
 /* Called from vigil_llm_run: copy what we keep, the rest is handled after. */
@@ -427,8 +416,7 @@ static void worker_free(void *arg)
         free(w->slots[i].content);
     }
     free(w->slots);
-    free(w->acks);
-    free(w->ack_ptrs);
+    vigil_job_acks_free(&w->acks);
     vigil_runtime_conn_close(w->conn);
     free(w);
 }
@@ -443,11 +431,10 @@ static void *worker_new(void *ctx, vigil_runtime *rt, int index)
     w->index = index;
     w->cap = svc->max_inflight > 0 ? svc->max_inflight : 1;
     w->slots = calloc((size_t)w->cap, sizeof *w->slots);
-    w->acks = calloc((size_t)w->cap, sizeof *w->acks);
-    w->ack_ptrs = calloc((size_t)w->cap, sizeof *w->ack_ptrs);
+    int acks_ok = vigil_job_acks_init(&w->acks, w->cap) == 0;
     w->conn = vigil_runtime_conn_open(rt);
     w->llm = vigil_llm_client_new(&svc->llm);
-    if (!w->slots || !w->acks || !w->ack_ptrs || !w->conn || !w->llm) {
+    if (!w->slots || !acks_ok || !w->conn || !w->llm) {
         worker_free(w);
         return NULL;
     }
