@@ -108,11 +108,8 @@ static void finish_entry(council_worker *w, const char *entry)
 
 static void backoff(council_worker *w, const char *what)
 {
-    int64_t d = vigil_backoff_ms(w->errors++, 100, 5000);
-    if (w->errors == 1 || w->errors % 20 == 0)
-        vigil_log_kv(VIGIL_LOG_WARN, "job stream unavailable, retrying", "what", what, "error",
-                     vigil_redis_last_error(vigil_runtime_conn_redis(w->conn)), NULL);
-    w->next_read = vigil_mono_ms() + d;
+    w->next_read =
+        vigil_mono_ms() + vigil_job_backoff(&w->errors, vigil_runtime_conn_redis(w->conn), what);
 }
 
 static void on_done(const vigil_llm_result *res, void *user)

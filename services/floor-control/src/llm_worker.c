@@ -18,6 +18,7 @@
 #include <vigil/jobs.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
+#include <vigil/job_consumer.h>
 #include "adapter.h"
 
 #define MAX_SLOTS 64
@@ -252,7 +253,8 @@ static void *worker_main(void *arg)
         if (!w->group_ok) {
             w->group_ok = vigil_jobs_group_create(r, w->stream, FLOOR_JOBS_GROUP) == 0;
             if (!w->group_ok) {
-                w->next_try = vigil_mono_ms() + vigil_backoff_ms(w->errors++, 100, 5000);
+                w->next_try = vigil_mono_ms() +
+                              vigil_job_backoff(&w->errors, r, "XGROUP CREATE");
                 continue;
             }
         }
@@ -264,7 +266,7 @@ static void *worker_main(void *arg)
             if (rc == VIGIL_JOBS_NOGROUP)
                 w->group_ok = false;
             else if (rc != 0)
-                w->next_try = vigil_mono_ms() + vigil_backoff_ms(w->errors++, 100, 5000);
+                w->next_try = vigil_mono_ms() + vigil_job_backoff(&w->errors, r, "XREADGROUP");
             else
                 w->errors = 0;
             for (int i = 0; i < es.n; i++)

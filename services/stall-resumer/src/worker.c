@@ -41,10 +41,7 @@ static void count_job(const char *outcome)
 
 static void backoff(stall_worker *w, const char *what)
 {
-    int64_t d = vigil_backoff_ms(w->errors++, 100, 5000);
-    if (w->errors == 1 || w->errors % 20 == 0)
-        vigil_log_kv(VIGIL_LOG_WARN, "resume job stream unavailable, retrying", "what", what,
-                     "error", vigil_redis_last_error(vigil_runtime_conn_redis(w->conn)), NULL);
+    int64_t d = vigil_job_backoff(&w->errors, vigil_runtime_conn_redis(w->conn), what);
     for (int64_t t = 0; t < d && !stopping(w); t += 50)
         vigil_sleep_ms(50, NULL);
 }

@@ -21,6 +21,7 @@
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include <vigil/job_acks.h>
+#include <vigil/job_consumer.h>
 #include "adapter.h"
 #include <vigil/jobs.h>
 #include "llm_reader.h"
@@ -102,11 +103,8 @@ static bool in_flight(const wake_worker *w, const char *entry)
 
 static void backoff(wake_worker *w, const char *what)
 {
-    int64_t d = vigil_backoff_ms(w->errors++, 100, 5000);
-    if (w->errors == 1 || w->errors % 20 == 0)
-        vigil_log_kv(VIGIL_LOG_WARN, "job stream unavailable, retrying", "what", what, "error",
-                     vigil_redis_last_error(vigil_runtime_conn_redis(w->conn)), NULL);
-    w->next_read = vigil_mono_ms() + d;
+    w->next_read =
+        vigil_mono_ms() + vigil_job_backoff(&w->errors, vigil_runtime_conn_redis(w->conn), what);
 }
 
 /* Acknowledgements are batched (vigil/job_acks.h): one XACK + XDEL round
