@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "vigil/job_consumer.h"
+#include "vigil/clock.h"
+#include "vigil/log.h"
 
 void vigil_job_consumer_init(vigil_job_consumer *c, const char *stream, const char *group,
                              const char *consumer, int64_t lease_ms)
@@ -67,4 +69,13 @@ fail:
     if (rc == VIGIL_JOBS_NOGROUP)
         c->group_ok = false;
     return VIGIL_JOBS_ERROR;
+}
+
+int64_t vigil_job_backoff(int *errors, vigil_redis *r, const char *what)
+{
+    int64_t d = vigil_backoff_ms((*errors)++, 100, 5000);
+    if (*errors == 1 || *errors % 20 == 0)
+        vigil_log_kv(VIGIL_LOG_WARN, "job stream unavailable, retrying", "what", what, "error",
+                     r ? vigil_redis_last_error(r) : "no connection", NULL);
+    return d;
 }

@@ -179,23 +179,3 @@ vigil_read_result vigil_read_members(vigil_redis *r, const char *key, char ***ou
     return rc;
 }
 
-vigil_read_result vigil_read_string(vigil_redis *r, const char *key, char **out, size_t *len)
-{
-    *out = NULL;
-    if (len)
-        *len = 0;
-    redisReply *rep = r ? vigil_redis_command(r, "GET %s", key) : NULL;
-    if (!rep)
-        return VIGIL_READ_UNREACHABLE;
-    vigil_read_result rc = VIGIL_READ_OK;
-    if (rep->type == REDIS_REPLY_STRING) {
-        if (!(*out = dup_bytes(rep->str, rep->len)))
-            rc = VIGIL_READ_UNREACHABLE;
-        else if (len)
-            *len = rep->len;
-    } else if (rep->type != REDIS_REPLY_NIL) {
-        rc = VIGIL_READ_WRONG_TYPE;
-    }
-    freeReplyObject(rep);
-    return rc;
-}

@@ -124,10 +124,33 @@ static void test_group_comes_back(void **state)
     vigil_job_entries_free(&es);
 }
 
+/* The wait after failed reads doubles from 100 ms to 5 s (jittered in
+ * [d/2, d]) and counts the failures (the worker sets the count back to 0
+ * after a good read). */
+static void in_range(int64_t v, int64_t lo, int64_t hi)
+{
+    assert_true(v >= lo && v <= hi);
+}
+
+static void test_backoff(void **state)
+{
+    (void)state;
+    int errors = 0;
+    in_range(vigil_job_backoff(&errors, NULL, "XREADGROUP"), 50, 100);
+    in_range(vigil_job_backoff(&errors, NULL, "XREADGROUP"), 100, 200);
+    assert_int_equal(errors, 2);
+    for (int i = 0; i < 20; i++)
+        vigil_job_backoff(&errors, NULL, "XREADGROUP");
+    in_range(vigil_job_backoff(&errors, NULL, "XREADGROUP"), 2500, 5000);
+    errors = 0;
+    in_range(vigil_job_backoff(&errors, NULL, "XREADGROUP"), 50, 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_order),
+        cmocka_unit_test(test_backoff),
         cmocka_unit_test(test_group_comes_back),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -95,7 +95,7 @@ static void binary_values_are_copied_whole(void **state)
     assert_true(vt_redis_exec(srv, "SETRANGE b 2 x"));
     char *v;
     size_t len;
-    assert_int_equal(vigil_read_string(r, "b", &v, &len), VIGIL_READ_OK);
+    assert_int_equal(vigil_read_string(r, "b", &v, &len, NULL, 0), VIGIL_READ_OK);
     assert_int_equal(len, 3);
     assert_memory_equal(v, "\0\0x", 4);
     free(v);
@@ -185,14 +185,14 @@ static void members_and_strings(void **state)
 
     char *v;
     size_t len;
-    assert_int_equal(vigil_read_string(r, "str", &v, &len), VIGIL_READ_OK);
+    assert_int_equal(vigil_read_string(r, "str", &v, &len, NULL, 0), VIGIL_READ_OK);
     assert_string_equal(v, "hello");
     assert_int_equal(len, 5);
     free(v);
-    assert_int_equal(vigil_read_string(r, "missing", &v, &len), VIGIL_READ_OK);
+    assert_int_equal(vigil_read_string(r, "missing", &v, &len, NULL, 0), VIGIL_READ_OK);
     assert_null(v);
     assert_int_equal(len, 0);
-    assert_int_equal(vigil_read_string(r, "set", &v, NULL), VIGIL_READ_WRONG_TYPE);
+    assert_int_equal(vigil_read_string(r, "set", &v, NULL, NULL, 0), VIGIL_READ_WRONG_TYPE);
     assert_null(v);
     vigil_redis_free(r);
 }
@@ -218,7 +218,7 @@ static void unreachable_is_not_empty(void **state)
     char **m;
     assert_int_equal(vigil_read_members(r, "set", &m, &n), VIGIL_READ_UNREACHABLE);
     char *v;
-    assert_int_equal(vigil_read_string(r, "str", &v, NULL), VIGIL_READ_UNREACHABLE);
+    assert_int_equal(vigil_read_string(r, "str", &v, NULL, NULL, 0), VIGIL_READ_UNREACHABLE);
     assert_null(v);
     assert_int_equal(vigil_stream_range(NULL, "s", "-", "+", 10, false, &e, &n),
                      VIGIL_READ_UNREACHABLE);

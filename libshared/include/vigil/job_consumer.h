@@ -44,4 +44,11 @@ void vigil_job_consumer_init(vigil_job_consumer *c, const char *stream, const ch
 int vigil_job_consumer_next(vigil_job_consumer *c, vigil_redis *r, int max, int block_ms,
                             int64_t now_mono, vigil_job_entries *out, vigil_jobs_origin *origin);
 
+/* After a failed read of the job stream: the wait before the next try
+ * (vigil_backoff_ms: 100 ms doubling to 5 s, jittered, with *errors,
+ * which it counts up; the worker sets it back to 0 after a good read), and
+ * a warning naming what failed and Redis' error on the first failure and
+ * every 20th after it. */
+int64_t vigil_job_backoff(int *errors, vigil_redis *r, const char *what);
+
 #endif

@@ -55,8 +55,6 @@ vigil_read_result vigil_stream_read_after(vigil_redis *r, const char *key, const
 vigil_read_result vigil_read_members(vigil_redis *r, const char *key, char ***out, size_t *n);
 void vigil_strings_free(char **s, size_t n);
 
-/* GET key: *out (malloc'd, NUL-terminated; caller frees) and *len, or
- * *out NULL when the key is absent (VIGIL_READ_OK either way). */
-vigil_read_result vigil_read_string(vigil_redis *r, const char *key, char **out, size_t *len);
+/* A string: vigil_read_string in reads.h. */
 
 #endif

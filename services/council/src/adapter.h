@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <vigil/llm.h>
 #include <vigil/runtime.h>
+#include <vigil/workers.h>
 #include "council.h"
 
 #define COUNCIL_SERVICE "council"
@@ -31,8 +32,7 @@ typedef struct council_service {
     int64_t block_ms;
     char instance[128];
     vigil_runtime *rt;
-    council_worker *w[COUNCIL_MAX_WORKERS];
-    int n_workers;
+    vigil_workers pool; /* the job worker threads */
     atomic_int stop;
 } council_service;
 

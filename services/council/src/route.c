@@ -10,14 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <vigil/kv.h>
+#include <vigil/reads.h>
 #include <vigil/log.h>
+#include <vigil/msg_room.h>
 #include "adapter.h"
 
 #define MAX_TEXT 60000
 
 static const char *const ACTIONS[] = {"start", "pause", "resume", "end", NULL};
-static const char *const SENDER_TYPES[] = {"human", "ai", "system", NULL};
 
 /* The user a session belongs to, from its durable record. 1 found, 0 not,
  * VIGIL_ROUTE_RETRY when Redis is away. */
@@ -28,10 +28,13 @@ static int session_user(vigil_runtime *rt, const char *session, char *user, size
     snprintf(suffix, sizeof suffix, "rec:%s", session);
     vigil_runtime_key(rt, suffix, key, sizeof key);
     char *rec = NULL;
-    int rc = vigil_kv_get(vigil_runtime_redis(rt), key, &rec, NULL);
-    if (rc < 0)
+    char why[128];
+    vigil_read_result rc = vigil_read_string(vigil_runtime_redis(rt), key, &rec, NULL, why, sizeof why);
+    if (rc == VIGIL_READ_UNREACHABLE)
         return VIGIL_ROUTE_RETRY;
-    if (rc == 0)
+    if (rc == VIGIL_READ_WRONG_TYPE)
+        vigil_log(VIGIL_LOG_WARN, "session record %s unreadable: %s", key, why);
+    if (!rec)
         return 0;
     json_object *o = vigil_json_parse_object(rec, strlen(rec), 1 << 24, err);
     free(rec);
@@ -73,16 +76,13 @@ static int route_answer(vigil_runtime *rt, const vigil_input *in, council_parsed
 {
     const char *payload_session = NULL;
     pp->kind = COUNCIL_IN_ANSWER;
-    if (vigil_input_topic_id(in, 1, "session", &pp->session, err) < 0 ||
+    /* the topic's session; a payload `session` must be a valid id and agree */
+    if (vigil_json_id(in->body, "session", false, &payload_session, err) < 0 ||
+        vigil_input_topic_id(in, 1, "session", &pp->session, err) < 0 ||
         vigil_json_string_bounded(in->body, "question_id", true, COUNCIL_EVID_MAX,
                                   &pp->question_id, err) < 0 ||
-        vigil_json_string_bounded(in->body, "answer", true, MAX_TEXT, &pp->answer, err) < 0 ||
-        vigil_json_id(in->body, "session", false, &payload_session, err) < 0)
+        vigil_json_string_bounded(in->body, "answer", true, MAX_TEXT, &pp->answer, err) < 0)
         return -1;
-    if (payload_session && strcmp(payload_session, pp->session) != 0)
-        return vigil_error_set(err, VIGIL_REJECT_TOPIC_MISMATCH,
-                               "field 'session' ('%s') disagrees with the topic ('%s')",
-                               payload_session, pp->session);
     char user[VIGIL_ID_MAX + 1];
     int rc = session_user(rt, pp->session, user, sizeof user, err);
     if (rc == VIGIL_ROUTE_RETRY)
@@ -93,25 +93,22 @@ static int route_answer(vigil_runtime *rt, const vigil_input *in, council_parsed
     return 1;
 }
 
+/* room/{r}/message through libshared's reader (the same checks and
+ * reasons as every other consumer); the topic names the room and
+ * vigil_input_topic_id() refuses a payload `room` that disagrees. */
 static int route_message(const vigil_input *in, council_parsed *pp, char keys[][VIGIL_KEY_MAX],
                          vigil_error *err)
 {
-    const char *sender, *payload_room = NULL;
-    int type;
+    vigil_room_message m;
     pp->kind = COUNCIL_IN_MESSAGE;
     if (vigil_input_topic_id(in, 1, "room", &pp->room, err) < 0 ||
-        vigil_json_id(in->body, "sender", true, &sender, err) < 0 ||
-        vigil_json_enum(in->body, "sender_type", true, SENDER_TYPES, &type, err) < 0 ||
-        vigil_json_string(in->body, "text", true, &pp->text, err) < 0 ||
-        vigil_json_id(in->body, "room", false, &payload_room, err) < 0)
+        vigil_room_message_read(in->body, &m, err) < 0)
         return -1;
-    if (payload_room && strcmp(payload_room, pp->room) != 0)
-        return vigil_error_set(err, VIGIL_REJECT_TOPIC_MISMATCH,
-                               "field 'room' ('%s') disagrees with the topic ('%s')", payload_room,
-                               pp->room);
-    if (type != 0)
+    pp->text = m.text;
+    vigil_room_message_release(&m); /* only the text and sender are kept */
+    if (m.sender_type != VIGIL_SENDER_HUMAN)
         return 0; /* only the user's (human) messages are context */
-    snprintf(keys[0], VIGIL_KEY_MAX, "%s", sender);
+    snprintf(keys[0], VIGIL_KEY_MAX, "%s", m.sender);
     return 1;
 }
 

@@ -21,6 +21,7 @@
 #include <vigil/job_consumer.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
+#include <vigil/job_acks.h>
 #include "adapter.h"
 #include "delegate.h"
 
@@ -48,8 +49,6 @@ typedef struct slot {
 struct council_worker {
     council_service *svc;
     int index;
-    pthread_t thread;
-    bool started;
     vigil_runtime_conn *conn;
     vigil_llm_client *llm;
     vigil_job_consumer jobs;
@@ -57,9 +56,7 @@ struct council_worker {
     int a2a_pending;
     slot *slots;
     int cap, used;
-    char (*acks)[48];  /* finished entries not yet acknowledged */
-    const char **ack_ptrs;
-    int n_acks;
+    vigil_job_acks acks; /* finished entries not yet acknowledged */
     int errors;
     int64_t next_read; /* monotonic ms: backoff after a Redis error */
 };
@@ -95,36 +92,24 @@ static bool in_flight(const council_worker *w, const char *entry)
     return false;
 }
 
-/* Acknowledgements are batched: one XACK + XDEL round trip per loop turn
- * (a crash before it only means the job is looked at again and found
- * decided). */
+/* Acknowledgements are batched (vigil/job_acks.h): one XACK + XDEL round
+ * trip per loop turn. */
 static void flush_acks(council_worker *w)
 {
-    if (w->n_acks == 0)
-        return;
-    for (int i = 0; i < w->n_acks; i++)
-        w->ack_ptrs[i] = w->acks[i];
-    if (vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->jobs.stream, COUNCIL_GROUP,
-                          w->ack_ptrs, w->n_acks) != 0)
-        vigil_log_kv(VIGIL_LOG_WARN, "jobs not acknowledged (looked at again, committed once)",
-                     "first", w->acks[0], NULL);
-    w->n_acks = 0;
+    vigil_job_acks_flush(&w->acks, vigil_runtime_conn_redis(w->conn), w->jobs.stream,
+                         COUNCIL_GROUP);
 }
 
 static void finish_entry(council_worker *w, const char *entry)
 {
-    if (w->n_acks == w->cap)
-        flush_acks(w);
-    snprintf(w->acks[w->n_acks++], sizeof w->acks[0], "%s", entry);
+    vigil_job_acks_add(&w->acks, vigil_runtime_conn_redis(w->conn), w->jobs.stream, COUNCIL_GROUP,
+                       entry);
 }
 
 static void backoff(council_worker *w, const char *what)
 {
-    int64_t d = vigil_backoff_ms(w->errors++, 100, 5000);
-    if (w->errors == 1 || w->errors % 20 == 0)
-        vigil_log_kv(VIGIL_LOG_WARN, "job stream unavailable, retrying", "what", what, "error",
-                     vigil_redis_last_error(vigil_runtime_conn_redis(w->conn)), NULL);
-    w->next_read = vigil_mono_ms() + d;
+    w->next_read =
+        vigil_mono_ms() + vigil_job_backoff(&w->errors, vigil_runtime_conn_redis(w->conn), what);
 }
 
 static void on_done(const vigil_llm_result *res, void *user)
@@ -356,8 +341,9 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static void worker_free(council_worker *w)
+static void worker_free(void *arg)
 {
+    council_worker *w = arg;
     if (!w)
         return;
     council_delegator_free(w->delegator); /* first: it writes into the slots */
@@ -369,8 +355,7 @@ static void worker_free(council_worker *w)
             free(w->slots[i].calls[p].content);
     }
     free(w->slots);
-    free(w->acks);
-    free(w->ack_ptrs);
+    vigil_job_acks_free(&w->acks);
     vigil_runtime_conn_close(w->conn);
     free(w);
 }
@@ -382,8 +367,9 @@ static void wake_worker(void *arg)
     vigil_llm_wakeup(w->llm);
 }
 
-static council_worker *worker_new(council_service *svc, vigil_runtime *rt, int index)
+static void *worker_new(void *ctx, vigil_runtime *rt, int index)
 {
+    council_service *svc = ctx;
     council_worker *w = calloc(1, sizeof *w);
     if (!w)
         return NULL;
@@ -394,13 +380,12 @@ static council_worker *worker_new(council_service *svc, vigil_runtime *rt, int i
     if (w->cap < 1)
         w->cap = 1;
     w->slots = calloc((size_t)w->cap, sizeof *w->slots);
-    w->acks = calloc((size_t)w->cap, sizeof *w->acks);
-    w->ack_ptrs = calloc((size_t)w->cap, sizeof *w->ack_ptrs);
+    int acks_ok = vigil_job_acks_init(&w->acks, w->cap) == 0;
     w->conn = vigil_runtime_conn_open(rt);
     w->llm = vigil_llm_client_new(&svc->llm);
     if (w->slots && w->llm && svc->core.a2a_enabled)
         w->delegator = council_delegator_new(svc, w->cap, wake_worker, w);
-    if (!w->slots || !w->acks || !w->ack_ptrs || !w->conn || !w->llm ||
+    if (!w->slots || !acks_ok || !w->conn || !w->llm ||
         (svc->core.a2a_enabled && !w->delegator)) {
         worker_free(w);
         return NULL;
@@ -412,19 +397,15 @@ static council_worker *worker_new(council_service *svc, vigil_runtime *rt, int i
     return w;
 }
 
+static const vigil_worker_ops WORKER_OPS = {
+    .make = worker_new, .run = worker_main, .wake = wake_worker, .drop = worker_free};
+
 int council_start(void *ctx, vigil_runtime *rt)
 {
     council_service *svc = ctx;
     svc->rt = rt;
-    for (int i = 0; i < svc->workers; i++) {
-        council_worker *w = worker_new(svc, rt, i);
-        if (!w)
-            return -1;
-        svc->w[svc->n_workers++] = w;
-        if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
-            return -1;
-        w->started = true;
-    }
+    if (vigil_workers_start(&svc->pool, &WORKER_OPS, svc->workers, svc, rt) < 0)
+        return -1;
     vigil_log_kv(VIGIL_LOG_INFO, "job workers started", "llm",
                  svc->core.llm_enabled ? svc->llm.url : "(none: sessions do not start)", "a2a",
                  svc->core.a2a_enabled ? svc->a2a_url : "(none: research is not delegated)", NULL);
@@ -435,14 +416,5 @@ void council_stop(void *ctx)
 {
     council_service *svc = ctx;
     atomic_store(&svc->stop, 1);
-    for (int i = 0; i < svc->n_workers; i++)
-        if (svc->w[i]->started)
-            vigil_llm_wakeup(svc->w[i]->llm);
-    for (int i = 0; i < svc->n_workers; i++) {
-        if (svc->w[i]->started)
-            pthread_join(svc->w[i]->thread, NULL);
-        worker_free(svc->w[i]);
-        svc->w[i] = NULL;
-    }
-    svc->n_workers = 0;
+    vigil_workers_stop(&svc->pool);
 }

@@ -5,7 +5,10 @@
 #define FLOOR_ADAPTER_H
 #include <stdatomic.h>
 #include <vigil/llm.h>
+#include <vigil/msg_persona.h>
+#include <vigil/msg_room.h>
 #include <vigil/runtime.h>
+#include <vigil/workers.h>
 #include "floor.h"
 
 #define FLOOR_SERVICE "floor-control"
@@ -25,22 +28,25 @@ typedef struct floor_service {
     vigil_llm_config llm;
     bool llm_on; /* a budget and an endpoint: ask the LLM */
     vigil_runtime *rt;
-    floor_worker *worker;
+    vigil_workers pool; /* the LLM worker thread (none when the LLM is off) */
     atomic_bool stop;
 } floor_service;
 
 typedef enum { FLOOR_IN_MESSAGE, FLOOR_IN_META, FLOOR_IN_STATE, FLOOR_IN_DELETE } floor_input_kind;
 
-/* The typed form of one input handed from route() to apply(). Strings
- * point into the input's JSON body, which outlives it; arrays are owned. */
+/* The typed form of one input handed from route() to apply(), read by
+ * libshared's one reader per message (vigil/msg_room.h, msg_persona.h).
+ * Strings point into the input's JSON body, which outlives it; the
+ * readers' arrays are released by floor_free_parsed(). */
 typedef struct floor_parsed {
     floor_input_kind kind;
-    const char *persona; /* meta, state: from the topic */
-    floor_message msg;   /* message */
-    floor_meta meta;     /* meta */
-    const char **mentions, **rooms, **domains;
-    json_object *room_map; /* state: {room: {level, trigger, ...}} */
-    int64_t if_inactive_since; /* delete: 0 = unconditional */
+    const char *persona;        /* meta, state: from the topic */
+    vigil_room_message room_msg; /* message, as read */
+    floor_message msg;          /* message, as the core sees it */
+    vigil_persona_meta pmeta;   /* meta, as read */
+    floor_meta meta;            /* meta, as the core sees it */
+    vigil_persona_state state;  /* state */
+    int64_t if_inactive_since;  /* delete: 0 = unconditional */
 } floor_parsed;
 
 extern const char *const FLOOR_SUBSCRIPTIONS[];

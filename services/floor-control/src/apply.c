@@ -144,20 +144,15 @@ static int forget(floor_room *r, int64_t if_inactive_since, vigil_effects *fx, b
     return 0;
 }
 
-/* persona/{p}/state's entry for this room (route() checked its shape). */
+/* persona/{p}/state's entry for this room (route() read it). */
 static bool learn_state(const floor_service *svc, floor_room *r, const floor_parsed *pp,
                         int64_t now, bool *joined)
 {
-    json_object *entry, *v;
-    if (!json_object_object_get_ex(pp->room_map, r->room, &entry))
+    const vigil_persona_room_state *e = vigil_persona_state_room(&pp->state, r->room);
+    if (!e)
         return false;
-    int level = json_object_object_get_ex(entry, "level", &v) ? floor_level_parse(json_object_get_string(v)) : -1;
-    const char *trigger = json_object_object_get_ex(entry, "trigger", &v) && json_object_is_type(v, json_type_string)
-                              ? json_object_get_string(v)
-                              : "";
-    if (level < 0)
-        return false;
-    return floor_learn_level(r, &svc->cfg, pp->persona, (floor_level)level, trigger, now, joined);
+    return floor_learn_level(r, &svc->cfg, pp->persona, (floor_level)e->level,
+                             e->trigger ? e->trigger : "", now, joined);
 }
 
 int floor_apply(void *ctx, const char *key, const char *state_json, const vigil_input *in,

@@ -18,6 +18,7 @@
 #include <vigil/jobs.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
+#include <vigil/job_consumer.h>
 #include "adapter.h"
 
 #define MAX_SLOTS 64
@@ -38,7 +39,6 @@ typedef struct slot {
 
 struct floor_worker {
     floor_service *svc;
-    pthread_t thread;
     vigil_runtime_conn *conn;
     vigil_llm_client *llm;
     char stream[256];
@@ -253,7 +253,8 @@ static void *worker_main(void *arg)
         if (!w->group_ok) {
             w->group_ok = vigil_jobs_group_create(r, w->stream, FLOOR_JOBS_GROUP) == 0;
             if (!w->group_ok) {
-                w->next_try = vigil_mono_ms() + vigil_backoff_ms(w->errors++, 100, 5000);
+                w->next_try = vigil_mono_ms() +
+                              vigil_job_backoff(&w->errors, r, "XGROUP CREATE");
                 continue;
             }
         }
@@ -265,7 +266,7 @@ static void *worker_main(void *arg)
             if (rc == VIGIL_JOBS_NOGROUP)
                 w->group_ok = false;
             else if (rc != 0)
-                w->next_try = vigil_mono_ms() + vigil_backoff_ms(w->errors++, 100, 5000);
+                w->next_try = vigil_mono_ms() + vigil_job_backoff(&w->errors, r, "XREADGROUP");
             else
                 w->errors = 0;
             for (int i = 0; i < es.n; i++)
@@ -281,44 +282,61 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-int floor_worker_start(void *ctx, vigil_runtime *rt)
+static void *worker_new(void *ctx, vigil_runtime *rt, int index)
 {
+    (void)index; /* one worker per instance and shard */
     floor_service *svc = ctx;
-    svc->rt = rt;
-    if (!svc->llm_on)
-        return 0;
     floor_worker *w = calloc(1, sizeof *w);
     if (!w)
-        return -1;
+        return NULL;
     w->svc = svc;
     const vigil_common_config *c = vigil_runtime_config(rt);
     vigil_runtime_key(rt, FLOOR_JOBS, w->stream, sizeof w->stream);
     snprintf(w->consumer, sizeof w->consumer, "%s-%d", c->instance, c->shard_index);
     w->conn = vigil_runtime_conn_open(rt);
     w->llm = vigil_llm_client_new(&svc->llm);
-    if (!w->conn || !w->llm || pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+    if (!w->conn || !w->llm) {
         vigil_llm_client_free(w->llm);
         vigil_runtime_conn_close(w->conn);
         free(w);
-        return -1;
+        return NULL;
     }
-    svc->worker = w;
-    return 0;
+    return w;
 }
 
-void floor_worker_stop(void *ctx)
+static void worker_wake(void *arg)
 {
-    floor_service *svc = ctx;
-    floor_worker *w = svc->worker;
+    floor_worker *w = arg;
+    vigil_llm_wakeup(w->llm);
+}
+
+static void worker_free(void *arg)
+{
+    floor_worker *w = arg;
     if (!w)
         return;
-    atomic_store(&svc->stop, true);
-    vigil_llm_wakeup(w->llm);
-    pthread_join(w->thread, NULL);
     for (int i = 0; i < MAX_SLOTS; i++)
         free(w->slots[i].content);
     vigil_llm_client_free(w->llm);
     vigil_runtime_conn_close(w->conn);
     free(w);
-    svc->worker = NULL;
+}
+
+static const vigil_worker_ops WORKER_OPS = {
+    .make = worker_new, .run = worker_main, .wake = worker_wake, .drop = worker_free};
+
+int floor_worker_start(void *ctx, vigil_runtime *rt)
+{
+    floor_service *svc = ctx;
+    svc->rt = rt;
+    if (!svc->llm_on)
+        return 0;
+    return vigil_workers_start(&svc->pool, &WORKER_OPS, 1, svc, rt);
+}
+
+void floor_worker_stop(void *ctx)
+{
+    floor_service *svc = ctx;
+    atomic_store(&svc->stop, true);
+    vigil_workers_stop(&svc->pool);
 }

@@ -14,132 +14,71 @@
 #include <string.h>
 #include "adapter.h"
 
-#define MAX_MENTIONS 256
-#define MAX_DOMAINS 64
-
-static const char *const SENDER_TYPES[] = {"human", "ai", "system", NULL};
-static const char *const LEVELS[] = {"active", "mention-only", "human-only", "sleep", NULL};
-static const char *const CONTROL_ACTIONS[] = {"pause", "resume", "delete", "wake", NULL};
-enum { ACTION_DELETE = 2 };
-
-/* room/{r}/message. Fields the choice does not use (reply_to, depth,
- * proactive) are still type-checked: a wrong type is a producer bug. */
+/* room/{r}/message through libshared's reader (every field checked, the
+ * same reasons as every other consumer). */
 static int parse_message(const vigil_input *in, floor_parsed *pp, vigil_error *err)
 {
-    json_object *b = in->body;
-    int type, n = 0;
-    const char *reply_to;
-    int64_t depth;
-    bool proactive;
     pp->kind = FLOOR_IN_MESSAGE;
-    if (vigil_json_id(b, "sender", true, &pp->msg.sender, err) < 0 ||
-        vigil_json_enum(b, "sender_type", true, SENDER_TYPES, &type, err) < 0 ||
-        vigil_json_string(b, "text", true, &pp->msg.text, err) < 0 ||
-        vigil_json_string_bounded(b, "reply_to", false, VIGIL_EVENT_ID_MAX, &reply_to, err) < 0 ||
-        vigil_json_string_array(b, "mentions", false, true, MAX_MENTIONS, &pp->mentions, &n, err) < 0 ||
-        vigil_json_int64(b, "depth", false, &depth, err) < 0 ||
-        vigil_json_bool(b, "proactive", false, &proactive, err) < 0)
+    if (vigil_room_message_read(in->body, &pp->room_msg, err) < 0)
         return -1;
     pp->msg.id = in->id;
-    pp->msg.sender_type = (floor_sender_type)type;
-    pp->msg.mentions = pp->mentions;
-    pp->msg.n_mentions = n;
+    pp->msg.sender = pp->room_msg.sender;
+    pp->msg.sender_type = (floor_sender_type)pp->room_msg.sender_type;
+    pp->msg.text = pp->room_msg.text;
+    pp->msg.mentions = pp->room_msg.mentions;
+    pp->msg.n_mentions = pp->room_msg.n_mentions;
     return 0;
 }
 
-/* room/{r}/control: every field type-checked; only `delete` concerns us.
- * Returns 1 for a delete, 0 for an action that is not ours, -1 to reject. */
+/* room/{r}/control: checked whole by libshared's reader; only `delete`
+ * concerns us. Returns 1 for a delete, 0 for an action that is not ours,
+ * -1 to reject. */
 static int parse_control(const vigil_input *in, floor_parsed *pp, vigil_error *err)
 {
-    json_object *b = in->body;
-    int action;
-    bool all = false;
-    const char *by, *persona;
-    int64_t since = 0;
-    if (vigil_json_enum(b, "action", true, CONTROL_ACTIONS, &action, err) < 0 ||
-        vigil_json_bool(b, "all", false, &all, err) < 0 ||
-        vigil_json_id(b, "by", false, &by, err) < 0 ||
-        vigil_json_id(b, "persona", false, &persona, err) < 0 ||
-        vigil_json_int64(b, "if_inactive_since", false, &since, err) < 0)
+    vigil_room_control c;
+    if (vigil_room_control_read(in->body, &c, err) < 0)
         return -1;
-    if (since < 0)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field 'if_inactive_since': must be >= 0");
     pp->kind = FLOOR_IN_DELETE;
-    pp->if_inactive_since = since;
-    return action == ACTION_DELETE;
+    pp->if_inactive_since = c.if_inactive_since;
+    return c.action == VIGIL_CONTROL_DELETE;
 }
 
-/* confidence_levels: {domain: number in 0..1}. */
-static int check_confidence(json_object *conf, vigil_error *err)
-{
-    json_object_object_foreach(conf, domain, v) {
-        if (!v || (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)))
-            return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE,
-                                   "field 'confidence_levels.%.64s': expected number", domain);
-        double d = json_object_get_double(v);
-        if (!(d >= 0.0 && d <= 1.0))
-            return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
-                                   "field 'confidence_levels.%.64s': expected 0..1", domain);
-    }
-    return 0;
-}
-
-/* persona/{p}/meta: only what the choice uses (name, rooms, role,
- * expertise_domains, confidence_levels); the rest belongs to others. */
+/* persona/{p}/meta through libshared's reader, plus this service's own
+ * bound: a domain longer than FLOOR_WORD_MAX could not be matched. */
 static int parse_meta(const vigil_input *in, const char *persona, floor_parsed *pp, vigil_error *err)
 {
-    json_object *b = in->body, *conf = NULL;
+    vigil_persona_meta *pm = &pp->pmeta;
     floor_meta *m = &pp->meta;
     pp->kind = FLOOR_IN_META;
     pp->persona = persona;
-    m->persona = persona;
-    if (vigil_json_string(b, "name", false, &m->name, err) < 0 ||
-        vigil_json_string(b, "role", false, &m->role, err) < 0 ||
-        vigil_json_string_array(b, "rooms", false, true, VIGIL_ROUTE_MAX_KEYS, &pp->rooms, &m->n_rooms, err) < 0 ||
-        vigil_json_string_array(b, "expertise_domains", false, false, MAX_DOMAINS, &pp->domains,
-                                &m->n_domains, err) < 0 ||
-        vigil_json_object(b, "confidence_levels", false, &conf, err) < 0)
+    if (vigil_persona_meta_read(in->body, VIGIL_ROUTE_MAX_KEYS, pm, err) < 0)
         return -1;
-    for (int i = 0; i < m->n_domains; i++) {
-        size_t len = strlen(pp->domains[i]);
+    for (int i = 0; i < pm->n_domains; i++) {
+        size_t len = strlen(pm->domains[i]);
         if (len == 0 || len > FLOOR_WORD_MAX)
             return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
                                    "field 'expertise_domains[%d]': expected 1..%d bytes", i, FLOOR_WORD_MAX);
     }
-    if (conf && check_confidence(conf, err) < 0)
-        return -1;
-    m->rooms = pp->rooms;
-    m->domains = pp->domains;
-    m->confidence = conf;
+    *m = (floor_meta){.persona = persona, .name = pm->name, .role = pm->role,
+                      .rooms = pm->rooms, .n_rooms = pm->n_rooms,
+                      .domains = pm->domains, .n_domains = pm->n_domains,
+                      .conf_domains = pm->conf_domains, .conf_values = pm->conf_values,
+                      .n_conf = pm->n_conf};
     return 0;
 }
 
-/* persona/{p}/state (dormancy-monitor's retained snapshot):
- * {persona, rooms: {room: {level, since?, trigger?}}, ts}. */
+/* persona/{p}/state (dormancy-monitor's retained snapshot) through
+ * libshared's reader: the rooms of its map are the keys. */
 static int parse_state(const vigil_input *in, const char *persona, floor_parsed *pp,
                        char keys[][VIGIL_KEY_MAX], int max_keys, vigil_error *err)
 {
-    json_object *map;
     pp->kind = FLOOR_IN_STATE;
     pp->persona = persona;
-    if (vigil_json_object(in->body, "rooms", true, &map, err) < 0)
+    if (vigil_persona_state_read(in->body, max_keys, &pp->state, err) < 0)
         return -1;
     int n = 0;
-    json_object_object_foreach(map, room, entry) {
-        int level;
-        const char *trigger;
-        int64_t since;
-        if (!vigil_id_valid(room, strlen(room)))
-            return vigil_error_set(err, VIGIL_REJECT_BAD_ID, "field 'rooms': key '%.64s' is not an id", room);
-        if (!entry || !json_object_is_type(entry, json_type_object))
-            return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE, "field 'rooms.%s': expected object", room);
-        if (vigil_json_enum(entry, "level", true, LEVELS, &level, err) < 0 ||
-            vigil_json_string(entry, "trigger", false, &trigger, err) < 0 ||
-            vigil_json_int64(entry, "since", false, &since, err) < 0)
-            return -1;
-        n = vigil_route_add_key(keys, n, max_keys, room);
-    }
-    pp->room_map = map;
+    for (int i = 0; i < pp->state.n_rooms; i++)
+        n = vigil_route_add_key(keys, n, max_keys, pp->state.rooms[i].room);
     return n;
 }
 
@@ -210,8 +149,8 @@ void floor_free_parsed(void *ctx, void *parsed)
     floor_parsed *pp = parsed;
     if (!pp)
         return;
-    free(pp->mentions);
-    free(pp->rooms);
-    free(pp->domains);
+    vigil_room_message_release(&pp->room_msg);
+    vigil_persona_meta_release(&pp->pmeta);
+    vigil_persona_state_release(&pp->state);
     free(pp);
 }

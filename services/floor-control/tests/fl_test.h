@@ -54,7 +54,9 @@ static inline void fl_meta_full(fl_fx *f, const char *id, const char *name, cons
     const char *ds[FLOOR_MAX_DOMAINS];
     char buf[FLOOR_MAX_DOMAINS][FLOOR_WORD_MAX + 1];
     int n = 0;
-    json_object *c = json_object_new_object();
+    const char *cds[FLOOR_MAX_DOMAINS];
+    double cvs[FLOOR_MAX_DOMAINS];
+    int nc = 0;
     const char *s = domains ? domains : "";
     const char *cs = conf;
     while (*s && n < FLOOR_MAX_DOMAINS) {
@@ -63,7 +65,8 @@ static inline void fl_meta_full(fl_fx *f, const char *id, const char *name, cons
         ds[n] = buf[n];
         if (cs && *cs) {
             double v = strtod(cs, NULL);
-            json_object_object_add(c, buf[n], json_object_new_double(v));
+            cds[nc] = buf[n];
+            cvs[nc++] = v;
             cs += strcspn(cs, ",");
             if (*cs == ',')
                 cs++;
@@ -75,9 +78,9 @@ static inline void fl_meta_full(fl_fx *f, const char *id, const char *name, cons
     }
     const char *rooms[] = {"general"};
     floor_meta m = {.persona = id, .name = name, .role = role, .rooms = rooms, .n_rooms = 1,
-                    .domains = ds, .n_domains = n, .confidence = c};
+                    .domains = ds, .n_domains = n, .conf_domains = cds,
+                    .conf_values = cvs, .n_conf = nc};
     floor_learn_meta(f->room, &f->cfg, &m, f->now, NULL, NULL);
-    json_object_put(c);
 }
 
 static inline void fl_meta(fl_fx *f, const char *id, const char *domains, const char *conf)

@@ -116,7 +116,7 @@ static int read_snapshot(gateway *g, const gw_filter_set *fs, buf *b)
         if (kl < 0 || (size_t)kl >= sizeof key)
             continue; /* longer than any topic the gateway keeps */
         char *v;
-        if (vigil_read_string(r, key, &v, NULL) == VIGIL_READ_UNREACHABLE) {
+        if (vigil_read_string(r, key, &v, NULL, NULL, 0) == VIGIL_READ_UNREACHABLE) {
             rc = -1;
             break;
         }

@@ -7,6 +7,7 @@
 #define STALL_ADAPTER_H
 #include <stdatomic.h>
 #include <vigil/runtime.h>
+#include <vigil/workers.h>
 #include "stall.h"
 
 #define STALL_SERVICE "stall-resumer"
@@ -26,7 +27,7 @@ typedef struct stall_service {
     vigil_runtime *rt;
     int64_t lease_ms; /* a resume job unacknowledged this long is taken over */
     char instance[128];
-    stall_worker *worker;
+    vigil_workers pool; /* the resume worker thread */
     atomic_int stop;
 } stall_service;
 

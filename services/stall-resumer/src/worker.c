@@ -22,8 +22,6 @@
 
 struct stall_worker {
     stall_service *svc;
-    pthread_t thread;
-    bool started;
     vigil_runtime_conn *conn;
     vigil_job_consumer jobs;
     int errors;
@@ -43,10 +41,7 @@ static void count_job(const char *outcome)
 
 static void backoff(stall_worker *w, const char *what)
 {
-    int64_t d = vigil_backoff_ms(w->errors++, 100, 5000);
-    if (w->errors == 1 || w->errors % 20 == 0)
-        vigil_log_kv(VIGIL_LOG_WARN, "resume job stream unavailable, retrying", "what", what,
-                     "error", vigil_redis_last_error(vigil_runtime_conn_redis(w->conn)), NULL);
+    int64_t d = vigil_job_backoff(&w->errors, vigil_runtime_conn_redis(w->conn), what);
     for (int64_t t = 0; t < d && !stopping(w); t += 50)
         vigil_sleep_ms(50, NULL);
 }
@@ -115,41 +110,49 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-int stall_start(void *ctx, vigil_runtime *rt)
+/* One worker: its own connection, and a consumer name stable per
+ * instance, so a restarted instance finds its own pending jobs. */
+static void *worker_new(void *ctx, vigil_runtime *rt, int index)
 {
     stall_service *svc = ctx;
-    svc->rt = rt;
     stall_worker *w = calloc(1, sizeof *w);
     if (!w)
-        return -1;
+        return NULL;
     w->svc = svc;
     w->conn = vigil_runtime_conn_open(rt);
     if (!w->conn) {
         free(w);
-        return -1;
+        return NULL;
     }
-    /* stable per instance: a restarted instance finds its own pending jobs */
     char consumer[200], stream[256];
-    snprintf(consumer, sizeof consumer, "%s-w0", svc->instance);
+    snprintf(consumer, sizeof consumer, "%s-w%d", svc->instance, index);
     vigil_runtime_key(rt, STALL_STREAM, stream, sizeof stream);
     vigil_job_consumer_init(&w->jobs, stream, STALL_GROUP, consumer, svc->lease_ms);
-    svc->worker = w;
-    if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
-        return -1;
-    w->started = true;
-    return 0;
+    return w;
+}
+
+static void worker_free(void *arg)
+{
+    stall_worker *w = arg;
+    if (!w)
+        return;
+    vigil_runtime_conn_close(w->conn);
+    free(w);
+}
+
+static const vigil_worker_ops WORKER_OPS = {
+    .make = worker_new, .run = worker_main, .wake = NULL, .drop = worker_free};
+
+int stall_start(void *ctx, vigil_runtime *rt)
+{
+    stall_service *svc = ctx;
+    svc->rt = rt;
+    return vigil_workers_start(&svc->pool, &WORKER_OPS, 1, svc, rt);
 }
 
 void stall_stop(void *ctx)
 {
     stall_service *svc = ctx;
     atomic_store(&svc->stop, 1);
-    stall_worker *w = svc->worker;
-    if (!w)
-        return;
-    if (w->started)
-        pthread_join(w->thread, NULL);
-    vigil_runtime_conn_close(w->conn);
-    free(w);
-    svc->worker = NULL;
+    vigil_workers_stop(&svc->pool);
 }

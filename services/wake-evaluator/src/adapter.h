@@ -10,6 +10,7 @@
 #include <vigil/msg_persona.h>
 #include <vigil/msg_room.h>
 #include <vigil/runtime.h>
+#include <vigil/workers.h>
 #include "wake.h"
 
 #define WAKE_SERVICE "wake-evaluator"
@@ -32,8 +33,7 @@ typedef struct wake_service {
     int64_t block_ms;       /* XREADGROUP BLOCK while idle */
     char instance[128];
     vigil_runtime *rt;
-    wake_worker *w[WAKE_MAX_WORKERS];
-    int n_workers;
+    vigil_workers pool; /* the job worker threads */
     atomic_int stop;
 } wake_service;
 

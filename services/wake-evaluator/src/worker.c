@@ -20,6 +20,7 @@
 #include <vigil/clock.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
+#include <vigil/job_acks.h>
 #include "adapter.h"
 #include <vigil/job_consumer.h>
 #include <vigil/jobs.h>
@@ -46,17 +47,13 @@ typedef struct slot {
 struct wake_worker {
     wake_service *svc;
     int index;
-    pthread_t thread;
-    bool started;
     vigil_runtime_conn *conn;
     vigil_llm_client *llm;
     slot *slots;
     int cap, used;
     vigil_job_consumer jobs; /* own pending, then abandoned past the lease, then new */
     int64_t next_read;    /* monotonic ms: backoff after a Redis error */
-    char (*acks)[48];     /* finished entries not yet acknowledged */
-    const char **ack_ptrs;
-    int n_acks;
+    vigil_job_acks acks; /* finished entries not yet acknowledged */
     int errors;
     char labels[32];
 };
@@ -100,35 +97,22 @@ static bool in_flight(const wake_worker *w, const char *entry)
 
 static void backoff(wake_worker *w, const char *what)
 {
-    int64_t d = vigil_backoff_ms(w->errors++, 100, 5000);
-    if (w->errors == 1 || w->errors % 20 == 0)
-        vigil_log_kv(VIGIL_LOG_WARN, "job stream unavailable, retrying", "what", what, "error",
-                     vigil_redis_last_error(vigil_runtime_conn_redis(w->conn)), NULL);
-    w->next_read = vigil_mono_ms() + d;
+    w->next_read =
+        vigil_mono_ms() + vigil_job_backoff(&w->errors, vigil_runtime_conn_redis(w->conn), what);
 }
 
-/* Acknowledgements are batched: one XACK + XDEL round trip per loop turn
- * (a crash before it only means the job is looked at again and found
- * decided). */
+/* Acknowledgements are batched (vigil/job_acks.h): one XACK + XDEL round
+ * trip per loop turn. */
 static void flush_acks(wake_worker *w)
 {
-    if (w->n_acks == 0)
-        return;
-    for (int i = 0; i < w->n_acks; i++)
-        w->ack_ptrs[i] = w->acks[i];
-    if (vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->jobs.stream, WAKE_GROUP, w->ack_ptrs,
-                           w->n_acks) != 0)
-        vigil_log_kv(VIGIL_LOG_WARN,
-                     "jobs not acknowledged (they will be looked at again, decided once)", "first",
-                     w->acks[0], NULL);
-    w->n_acks = 0;
+    vigil_job_acks_flush(&w->acks, vigil_runtime_conn_redis(w->conn), w->jobs.stream,
+                         WAKE_GROUP);
 }
 
 static void finish_entry(wake_worker *w, const char *entry)
 {
-    if (w->n_acks == w->cap)
-        flush_acks(w);
-    snprintf(w->acks[w->n_acks++], sizeof w->acks[0], "%s", entry);
+    vigil_job_acks_add(&w->acks, vigil_runtime_conn_redis(w->conn), w->jobs.stream, WAKE_GROUP,
+                       entry);
 }
 
 /* Called from vigil_llm_run: copy what we keep, the rest is handled after. */
@@ -376,8 +360,9 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static void worker_free(wake_worker *w)
+static void worker_free(void *arg)
 {
+    wake_worker *w = arg;
     if (!w)
         return;
     vigil_llm_client_free(w->llm); /* abandons calls in flight: their jobs stay pending */
@@ -387,14 +372,14 @@ static void worker_free(wake_worker *w)
         free(w->slots[i].content);
     }
     free(w->slots);
-    free(w->acks);
-    free(w->ack_ptrs);
+    vigil_job_acks_free(&w->acks);
     vigil_runtime_conn_close(w->conn);
     free(w);
 }
 
-static wake_worker *worker_new(wake_service *svc, vigil_runtime *rt, int index)
+static void *worker_new(void *ctx, vigil_runtime *rt, int index)
 {
+    wake_service *svc = ctx;
     wake_worker *w = calloc(1, sizeof *w);
     if (!w)
         return NULL;
@@ -402,11 +387,10 @@ static wake_worker *worker_new(wake_service *svc, vigil_runtime *rt, int index)
     w->index = index;
     w->cap = svc->max_inflight > 0 ? svc->max_inflight : 1;
     w->slots = calloc((size_t)w->cap, sizeof *w->slots);
-    w->acks = calloc((size_t)w->cap, sizeof *w->acks);
-    w->ack_ptrs = calloc((size_t)w->cap, sizeof *w->ack_ptrs);
+    int acks_ok = vigil_job_acks_init(&w->acks, w->cap) == 0;
     w->conn = vigil_runtime_conn_open(rt);
     w->llm = vigil_llm_client_new(&svc->llm);
-    if (!w->slots || !w->acks || !w->ack_ptrs || !w->conn || !w->llm) {
+    if (!w->slots || !acks_ok || !w->conn || !w->llm) {
         worker_free(w);
         return NULL;
     }
@@ -418,19 +402,22 @@ static wake_worker *worker_new(wake_service *svc, vigil_runtime *rt, int index)
     return w;
 }
 
+/* Out of a wait on the LLM client, at stop. */
+static void worker_wake(void *arg)
+{
+    wake_worker *w = arg;
+    vigil_llm_wakeup(w->llm);
+}
+
+static const vigil_worker_ops WORKER_OPS = {
+    .make = worker_new, .run = worker_main, .wake = worker_wake, .drop = worker_free};
+
 int wake_start(void *ctx, vigil_runtime *rt)
 {
     wake_service *svc = ctx;
     svc->rt = rt;
-    for (int i = 0; i < svc->workers; i++) {
-        wake_worker *w = worker_new(svc, rt, i);
-        if (!w)
-            return -1;
-        svc->w[svc->n_workers++] = w;
-        if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
-            return -1;
-        w->started = true;
-    }
+    if (vigil_workers_start(&svc->pool, &WORKER_OPS, svc->workers, svc, rt) < 0)
+        return -1;
     vigil_log_kv(VIGIL_LOG_INFO, "job workers started", "llm",
                  svc->core.llm_enabled ? svc->llm.url : "(none: rules only)", NULL);
     return 0;
@@ -440,14 +427,5 @@ void wake_stop(void *ctx)
 {
     wake_service *svc = ctx;
     atomic_store(&svc->stop, 1);
-    for (int i = 0; i < svc->n_workers; i++)
-        if (svc->w[i]->started)
-            vigil_llm_wakeup(svc->w[i]->llm);
-    for (int i = 0; i < svc->n_workers; i++) {
-        if (svc->w[i]->started)
-            pthread_join(svc->w[i]->thread, NULL);
-        worker_free(svc->w[i]);
-        svc->w[i] = NULL;
-    }
-    svc->n_workers = 0;
+    vigil_workers_stop(&svc->pool);
 }

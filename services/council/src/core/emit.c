@@ -4,17 +4,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <vigil/json.h>
 #include "internal.h"
-
-uint64_t council_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (; s && *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
 
 void council_emit_init(council_emit *e, const council_sink *sink, const char *input)
 {
@@ -23,7 +14,7 @@ void council_emit_init(council_emit *e, const council_sink *sink, const char *in
     if (strlen(input) <= 100)
         snprintf(e->input, sizeof e->input, "%s", input);
     else
-        snprintf(e->input, sizeof e->input, "h-%016" PRIx64, council_hash(input));
+        snprintf(e->input, sizeof e->input, "h-%016" PRIx64, vigil_hash64(input, strlen(input)));
 }
 
 json_object *council_event(council_emit *e, const council_user *u, const char *type, int64_t now)

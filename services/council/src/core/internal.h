@@ -52,7 +52,5 @@ const char *council_start_blocked(const council_user *u, const council_config *c
  * its last progress (or its next scheduled loop). */
 int64_t council_idle_due(const council_user *u, const council_config *c);
 
-/* FNV-1a 64 (derived ids). */
-uint64_t council_hash(const char *s);
 
 #endif

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <vigil/json.h>
 #include "internal.h"
 
 static bool live(const council_user *u)
@@ -130,7 +131,7 @@ council_rc council_on_control(council_user *u, const council_config *c, const co
         if (in->session)
             snprintf(sid, sizeof sid, "%s", in->session);
         else /* derived from the input id: a redelivered start names the same session */
-            snprintf(sid, sizeof sid, "s-%016" PRIx64, council_hash(input_id));
+            snprintf(sid, sizeof sid, "s-%016" PRIx64, vigil_hash64(input_id, strlen(input_id)));
         if (u->has_session && strcmp(u->s.id, sid) == 0) {
             /* never a session_ended event about a session that is running */
             snprintf(why, whylen, live(u) ? "session '%s' is already %s"
@@ -249,7 +250,7 @@ council_rc council_on_timer(council_user *u, const council_config *c, const char
         char why[COUNCIL_REASON_MAX];
         if (c->enabled && u->enrolled && !council_start_blocked(u, c, now, why, sizeof why)) {
             char sid[COUNCIL_ID_MAX + 1];
-            snprintf(sid, sizeof sid, "a-%016" PRIx64, council_hash(input));
+            snprintf(sid, sizeof sid, "a-%016" PRIx64, vigil_hash64(input, strlen(input)));
             rc = council_session_begin(&e, u, c, sid, u->last_room, true, now);
         } else {
             u->last_start = now; /* try again one interval later */

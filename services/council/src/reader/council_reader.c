@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
-#include <vigil/kv.h>
+#include <vigil/reads.h>
 
 #define SERVICE "council:"
 
@@ -15,7 +15,8 @@ int council_reader_session(vigil_redis *r, const char *prefix, const char *sessi
 {
     char key[512];
     snprintf(key, sizeof key, "%s" SERVICE "rec:%s", prefix, session);
-    return vigil_kv_get(r, key, json, NULL);
+    vigil_read_result rc = vigil_read_string(r, key, json, NULL, NULL, 0);
+    return rc != VIGIL_READ_OK ? -1 : *json ? 1 : 0;
 }
 
 typedef struct index_ctx {
@@ -57,7 +58,7 @@ int council_reader_sessions(vigil_redis *r, const char *prefix, int limit, counc
     char key[512];
     snprintf(key, sizeof key, "%s" SERVICE "sessions", prefix);
     index_ctx c = {r, prefix, fn, ctx, 0, 0};
-    if (vigil_kv_stream_range(r, key, 1, limit > 0 ? limit : 20, on_index, &c) < 0 || c.error)
+    if (vigil_read_stream(r, key, true, limit > 0 ? limit : 20, on_index, &c) < 0 || c.error)
         return -1;
     return c.n;
 }
@@ -80,5 +81,5 @@ int council_reader_deliberations(vigil_redis *r, const char *prefix, const char 
     char key[512];
     snprintf(key, sizeof key, "%s" SERVICE "delib:%s", prefix, session);
     pass_ctx p = {fn, ctx};
-    return vigil_kv_stream_range(r, key, 0, limit > 0 ? limit : 1000, pass, &p);
+    return vigil_read_stream(r, key, false, limit > 0 ? limit : 1000, pass, &p);
 }

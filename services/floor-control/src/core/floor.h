@@ -120,7 +120,11 @@ typedef struct floor_meta {
     int n_rooms;
     const char *const *domains;
     int n_domains;
-    json_object *confidence; /* {domain: 0..1} or NULL; validated by the caller */
+    /* confidence_levels as parallel arrays (domain, value in 0..1; the
+     * caller validated them); a domain not listed has no confidence */
+    const char *const *conf_domains;
+    const double *conf_values;
+    int n_conf;
 } floor_meta;
 
 /* persona/{p}/meta for room r: a listed room adds or refreshes the persona

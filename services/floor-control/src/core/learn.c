@@ -11,17 +11,15 @@ static void copy(char *dst, size_t n, const char *src)
     snprintf(dst, n, "%s", src ? src : "");
 }
 
-/* The confidence of one domain from meta's {domain: number}; unset when
- * absent or not a number in 0..1 (the shell rejects such meta first). */
-static double confidence_of(json_object *conf, const char *domain)
+/* The confidence of one domain from meta's confidence_levels; unset when
+ * not listed or not in 0..1 (the shell rejects such meta first). */
+static double confidence_of(const floor_meta *m, const char *domain)
 {
-    json_object *v;
-    if (!conf || !json_object_object_get_ex(conf, domain, &v))
-        return FLOOR_CONFIDENCE_UNSET;
-    if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
-        return FLOOR_CONFIDENCE_UNSET;
-    double d = json_object_get_double(v);
-    return d >= 0.0 && d <= 1.0 ? d : FLOOR_CONFIDENCE_UNSET;
+    for (int i = 0; i < m->n_conf; i++)
+        if (m->conf_domains[i] && strcmp(m->conf_domains[i], domain) == 0)
+            return m->conf_values[i] >= 0.0 && m->conf_values[i] <= 1.0 ? m->conf_values[i]
+                                                                       : FLOOR_CONFIDENCE_UNSET;
+    return FLOOR_CONFIDENCE_UNSET;
 }
 
 static bool listed(const floor_meta *m, const char *room)
@@ -70,7 +68,7 @@ bool floor_learn_meta(floor_room *r, const floor_config *c, const floor_meta *m,
         if (!d || !d[0] || strlen(d) > FLOOR_WORD_MAX)
             continue;
         copy(p->domains[p->n_domains], sizeof p->domains[0], d);
-        p->confidence[p->n_domains] = confidence_of(m->confidence, d);
+        p->confidence[p->n_domains] = confidence_of(m, d);
         p->n_domains++;
     }
     return true;

@@ -5,17 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/json.h>
 #include "floor.h"
 
 void floor_timer_name(const char *message_id, char *out, size_t outlen)
 {
-    /* FNV-1a 64: timer names are short and free of the store's separator */
-    uint64_t h = 1469598103934665603ULL;
-    for (const unsigned char *s = (const unsigned char *)message_id; *s; s++) {
-        h ^= *s;
-        h *= 1099511628211ULL;
-    }
-    snprintf(out, outlen, "llm.%016" PRIx64, h);
+    /* a hash: timer names are short and free of the store's separator */
+    snprintf(out, outlen, "llm.%016" PRIx64, vigil_hash64(message_id, strlen(message_id)));
 }
 
 floor_pending *floor_pending_find(floor_room *r, const char *message_id)

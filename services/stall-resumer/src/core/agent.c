@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <vigil/json.h>
 #include "stall.h"
 
 void stall_agent_init(stall_agent *a, const char *agent)
@@ -100,16 +101,10 @@ bool stall_agent_set_status(stall_agent *a, const stall_status *st, int64_t now)
 
 uint64_t stall_assessment_key(const stall_assessment *as)
 {
-    /* FNV-1a over the fields a reader acts on */
-    uint64_t h = 1469598103934665603ULL;
+    /* the project's hash over the fields a reader acts on */
     int64_t v[] = {as->is_active, as->confidence_milli, as->validation_passed, as->category,
                    as->last_activity, as->n_counted, as->in_tool};
-    const unsigned char *p = (const unsigned char *)v;
-    for (size_t i = 0; i < sizeof v; i++) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
+    return vigil_hash64(v, sizeof v);
 }
 
 bool stall_resume_due(const stall_agent *a, const stall_config *c, const stall_guard *g,

@@ -1,18 +1,19 @@
-/* test_kv.c - typed reads of a service's own auxiliary keys (vigil/kv.h)
- * against a real redis-server: GET of a string, a missing key and another
- * type; stream ranges in both orders, stopped early, of a missing stream. */
+/* test_reads.c - typed reads of Redis values (vigil/reads.h) against a
+ * real redis-server: GET of a string, a missing key and another type; a
+ * flag; stream ranges in both orders, stopped early, of a missing stream. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "redis_server.h"
-#include "vigil/kv.h"
+#include "vigil/reads.h"
 #include "vigil/log.h"
 
 static vt_redis *srv;
@@ -20,7 +21,7 @@ static vt_redis *srv;
 static int group_setup(void **state)
 {
     (void)state;
-    vigil_log_init("test_kv", "test", VIGIL_LOG_ERROR);
+    vigil_log_init("test_reads", "test", VIGIL_LOG_ERROR);
     srv = vt_redis_start();
     return srv ? 0 : -1;
 }
@@ -38,6 +39,28 @@ static vigil_redis *connect_redis(void)
     return vigil_redis_new(&a, 2000);
 }
 
+static void flags(void **state)
+{
+    (void)state;
+    assert_true(vt_redis_exec(srv, "FLUSHALL"));
+    vigil_redis *r = connect_redis();
+    bool on = true;
+    assert_int_equal(vigil_read_flag(r, "f", &on, NULL, 0), VIGIL_READ_OK);
+    assert_false(on); /* absent */
+    assert_true(vt_redis_exec(srv, "SET f 1"));
+    assert_int_equal(vigil_read_flag(r, "f", &on, NULL, 0), VIGIL_READ_OK);
+    assert_true(on);
+    assert_true(vt_redis_exec(srv, "SET f 10"));
+    assert_int_equal(vigil_read_flag(r, "f", &on, NULL, 0), VIGIL_READ_OK);
+    assert_false(on);
+    assert_true(vt_redis_exec(srv, "RPUSH l a"));
+    on = true;
+    assert_int_equal(vigil_read_flag(r, "l", &on, NULL, 0), VIGIL_READ_WRONG_TYPE);
+    assert_false(on);
+    assert_int_equal(vigil_read_flag(NULL, "f", &on, NULL, 0), VIGIL_READ_UNREACHABLE);
+    vigil_redis_free(r);
+}
+
 static void get_string_missing_and_wrong_type(void **state)
 {
     (void)state;
@@ -46,15 +69,17 @@ static void get_string_missing_and_wrong_type(void **state)
     assert_true(vt_redis_exec(srv, "SET k hello"));
     char *v = NULL;
     size_t len = 0;
-    assert_int_equal(vigil_kv_get(r, "k", &v, &len), 1);
+    assert_int_equal(vigil_read_string(r, "k", &v, &len, NULL, 0), VIGIL_READ_OK);
     assert_string_equal(v, "hello");
     assert_int_equal(len, 5);
     free(v);
-    assert_int_equal(vigil_kv_get(r, "missing", &v, NULL), 0);
+    assert_int_equal(vigil_read_string(r, "missing", &v, NULL, NULL, 0), VIGIL_READ_OK);
     assert_null(v);
     assert_true(vt_redis_exec(srv, "RPUSH l a"));
-    assert_int_equal(vigil_kv_get(r, "l", &v, NULL), -1);
+    char why[128] = "";
+    assert_int_equal(vigil_read_string(r, "l", &v, NULL, why, sizeof why), VIGIL_READ_WRONG_TYPE);
     assert_null(v);
+    assert_non_null(strstr(why, "WRONGTYPE"));
     vigil_redis_free(r);
 }
 
@@ -82,20 +107,20 @@ static void stream_ranges(void **state)
     assert_true(vt_redis_exec(srv, "XADD s * other x"));
     assert_true(vt_redis_exec(srv, "XADD s * m three"));
     seen a = {0};
-    assert_int_equal(vigil_kv_stream_range(r, "s", 0, 10, collect, &a), 3);
+    assert_int_equal(vigil_read_stream(r, "s", false, 10, collect, &a), 3);
     assert_string_equal(a.values[0], "one");
     assert_string_equal(a.values[2], "three");
     seen b = {0};
-    assert_int_equal(vigil_kv_stream_range(r, "s", 1, 2, collect, &b), 1); /* COUNT 2: three, x */
+    assert_int_equal(vigil_read_stream(r, "s", true, 2, collect, &b), 1); /* COUNT 2: three, x */
     assert_string_equal(b.values[0], "three");
     assert_true(vt_redis_exec(srv, "XADD s * m stop"));
     assert_true(vt_redis_exec(srv, "XADD s * m after"));
     seen c = {0};
-    assert_int_equal(vigil_kv_stream_range(r, "s", 0, 10, collect, &c), 4); /* stops at "stop" */
+    assert_int_equal(vigil_read_stream(r, "s", false, 10, collect, &c), 4); /* stops at "stop" */
     seen d = {0};
-    assert_int_equal(vigil_kv_stream_range(r, "nothing", 1, 10, collect, &d), 0);
+    assert_int_equal(vigil_read_stream(r, "nothing", true, 10, collect, &d), 0);
     assert_true(vt_redis_exec(srv, "SET str x"));
-    assert_int_equal(vigil_kv_stream_range(r, "str", 1, 10, collect, &d), -1);
+    assert_int_equal(vigil_read_stream(r, "str", true, 10, collect, &d), -1);
     vigil_redis_free(r);
 }
 
@@ -104,6 +129,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(get_string_missing_and_wrong_type),
         cmocka_unit_test(stream_ranges),
+        cmocka_unit_test(flags),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
