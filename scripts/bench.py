@@ -464,6 +464,73 @@ def print_summary(a, results, payload_size):
         off, on = results
         print(f"nodelay on vs off: ratio changes by {100 * (on['ratio'] - off['ratio']) / off['ratio']:+.1f} %")
     print("=" * 100)
+# --------------------------------------------------------------------------
+# --persona-cost: the cost of one input as rooms grow
+
+
+def persona_cost_stream(rooms, personas, n, run, base):
+    """n messages over `rooms` rooms of the run `base` that already hold
+    `personas` personas each (all asleep): each one toggles a persona
+    awake/asleep, so each yields exactly one persona/{p}/dormancy event."""
+    out, toggles, ts = [], {}, harness.now_ms()
+    for i in range(n):
+        r, p = i % rooms, (i * 7919 + i // rooms) % personas
+        k = toggles[(r, p)] = toggles.get((r, p), 0) + 1
+        mid = f"{run}-{i}"
+        body = {"id": mid, "room": f"cost-{base}-{r}", "sender": f"persona-{r}-{p}",
+                "sender_type": "ai", "text": "@self awake" if k % 2 else "@self dormant sleep",
+                "ts": ts}
+        out.append((mid, f"room/cost-{base}-{r}/message", json.dumps(body).encode()))
+    return out
+
+
+def persona_cost(port, sizes, rooms, n, timeout):
+    """For each size P: fills `rooms` fresh rooms with P sleeping personas
+    each (not timed), then times n inputs on them. Returns [(P, stage)]."""
+    results = []
+    for size in sizes:
+        # one message per (room, persona): each persona joins and sleeps
+        fill = [(f"f{size}-{r}-{p}", f"room/cost-{size}-{r}/message", json.dumps({
+            "id": f"f{size}-{r}-{p}", "room": f"cost-{size}-{r}", "sender": f"persona-{r}-{p}",
+            "sender_type": "ai", "text": "@self dormant sleep", "ts": harness.now_ms()}).encode())
+            for p in range(size) for r in range(rooms)]
+        print(f"  [persona-cost] filling {rooms} rooms with {size} personas each", flush=True)
+        run_stage(f"fill-{size}", port, fill, "persona/+/dormancy", "message_id", timeout, quiet=True)
+        print(f"  [persona-cost] {n} inputs on rooms of {size} personas", flush=True)
+        results.append((size, run_stage(f"cost-{size}", port,
+                                        persona_cost_stream(rooms, size, n, f"c{size}", size),
+                                        "persona/+/dormancy", "message_id", timeout, quiet=True)))
+    return results
+
+
+def run_persona_cost(a, work, sizes):
+    """--persona-cost on a stack of its own (broker as configured in deploy/,
+    Redis, dormancy-monitor): the input cost at each room size."""
+    d = os.path.join(work, "persona-cost")
+    os.makedirs(d, exist_ok=True)
+    redis = broker = svc = None
+    try:
+        redis = harness.RedisServer(d, appendfsync="everysec").start()
+        broker = harness.Mosquitto(d).start()
+        svc = start_service(d, "dormancy-monitor", broker, redis, "bench:", DORMANCY_ENV,
+                            a.build_dir, "bench-cost")
+        print(f"persona cost: room sizes {sizes}", flush=True)
+        return persona_cost(broker.port, sizes, 4, a.persona_cost_n, a.timeout)
+    finally:
+        if svc is not None and svc.alive():
+            svc.terminate(timeout=20)
+        for x in (broker, redis):
+            if x is not None:
+                x.stop()
+
+
+def print_persona_cost(results, rooms):
+    print(f"input cost by room size ({rooms} rooms, each input toggles one sleeping persona):")
+    print("  personas/room     msg/s   ms/input   p50 ms   p99 ms   missing")
+    for size, st in results:
+        per = 1000.0 / st["rate"] if st["rate"] else float("nan")
+        print(f"  {size:13d} {st['rate']:9.0f} {per:10.3f} {st['p50']:8.1f} {st['p99']:8.1f} "
+              f"{st['missing']:9d}")
 
 
 def main():
@@ -485,6 +552,11 @@ def main():
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build", "release"))
     ap.add_argument("--timeout", type=float, default=600, help="bound on each stage, seconds")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (logs)")
+    ap.add_argument("--persona-cost", default="",
+                    help="also time one input on rooms of these sizes, e.g. 10,100,1000 "
+                         "(personas per room; printed as msg/s and ms per input)")
+    ap.add_argument("--persona-cost-n", type=int, default=2000,
+                    help="inputs timed per room size (default 2000)")
     a = ap.parse_args()
     a.rooms = a.rooms or (20 if a.mix == "human" else 200)
     a.personas = a.personas or (1 if a.mix == "human" else 5)
@@ -516,7 +588,11 @@ def main():
             off, on = alt
             print(f"  nodelay on vs off: ratio changes by {100 * (on['ratio'] - off['ratio']) / off['ratio']:+.1f} %, "
                   f"service rate by {100 * (on['service'] - off['service']) / off['service']:+.1f} %")
-        ok = all(not r["problems"] and all(r[k]["missing"] == 0 for k in
+        sizes = [int(x) for x in a.persona_cost.split(",") if x.strip()]
+        cost = run_persona_cost(a, work, sizes) if sizes else []
+        if cost:
+            print_persona_cost(cost, 4)
+        ok = all(st["missing"] == 0 for _, st in cost) and all(not r["problems"] and all(r[k]["missing"] == 0 for k in
                                            ("relay", "service", "relay_paced", "service_paced", "two")
                                            if k in r) for r in results)
         return 0 if ok else 1

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 #include <vigil/json.h>
+#include <vigil/msg_room.h>
 #include "cli.h"
 #include "help.h"
 #include "opts.h"
@@ -13,19 +14,14 @@ int cli_post(cli *c, const char *room, const char *sender, const char *type, con
                 size_t id_outlen)
 {
     cli_new_id(id_out, id_outlen, "cli");
-    json_object *o = json_object_new_object();
-    json_object_object_add(o, "id", json_object_new_string(id_out));
-    json_object_object_add(o, "room", json_object_new_string(room));
-    json_object_object_add(o, "sender", json_object_new_string(sender));
-    json_object_object_add(o, "sender_type", json_object_new_string(type));
-    json_object_object_add(o, "text", json_object_new_string(text));
-    if (reply_to)
-        json_object_object_add(o, "reply_to", json_object_new_string(reply_to));
-    if (depth >= 0)
-        json_object_object_add(o, "depth", json_object_new_int64(depth));
-    if (event)
-        json_object_object_add(o, "event", json_object_new_string(event));
-    json_object_object_add(o, "ts", json_object_new_int64(cli_now_ms()));
+    int t = vigil_name_index(vigil_sender_type_names, type);
+    vigil_room_message_out m = {.id = id_out, .room = room, .sender = sender,
+                                .sender_type = t < 0 ? VIGIL_SENDER_HUMAN : (vigil_sender_type)t,
+                                .text = text, .reply_to = reply_to, .event = event,
+                                .has_depth = depth >= 0, .depth = depth, .ts = cli_now_ms()};
+    json_object *o = vigil_room_message_json(&m); /* libshared's one writer */
+    if (!o)
+        return cli_fail(CLI_ERR_RUNTIME, "out of memory");
     const char *payload = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
                                                                 JSON_C_TO_STRING_NOSLASHESCAPE);
     int rc;

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <vigil/config.h>
 #include <vigil/mqtt.h>
+#include <vigil/reads.h>
+#include <vigil/redis_raw.h>
 #include <vigil/redis.h>
 #include "chat.h"
 

@@ -277,10 +277,8 @@ bool cli_paused_all(cli *c)
 {
     char key[256];
     cli_key(c, CHAT_KEY_PAUSED_ALL, key, sizeof key);
-    redisReply *r = vigil_redis_command(c->redis, "GET %s", key);
-    bool on = r && r->type == REDIS_REPLY_STRING && r->len == 1 && r->str[0] == '1';
-    if (r)
-        freeReplyObject(r);
+    bool on = false;
+    (void)vigil_read_flag(c->redis, key, &on, NULL, 0); /* unreadable: shown as not paused */
     return on;
 }
 

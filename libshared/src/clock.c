@@ -104,3 +104,18 @@ int64_t vigil_backoff_ms(int attempt, int64_t base_ms, int64_t cap_ms)
     uint64_t span = (uint64_t)(d - lo) + 1;
     return lo + (int64_t)(rng_next() % span);
 }
+
+struct timespec vigil_mono_deadline(int64_t ms_from_now)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (ms_from_now < 0)
+        ms_from_now = 0;
+    ts.tv_sec += (time_t)(ms_from_now / 1000);
+    ts.tv_nsec += (long)(ms_from_now % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}

@@ -91,20 +91,35 @@ static const char *env_nonempty(const char *name)
     return v && *v ? v : NULL;
 }
 
+/* Reads name as a whole number (integer) or any finite number into *i or
+ * *d: 1 when unset or empty, 0 when it parses, -1 when it does not. q gets
+ * the value quoted for an error message. */
+static int env_number(const char *name, bool integer, long long *i, double *d, char *q,
+                      size_t qlen)
+{
+    const char *v = env_nonempty(name);
+    if (!v)
+        return 1;
+    quote(v, q, qlen);
+    errno = 0;
+    char *end = NULL;
+    if (integer)
+        *i = strtoll(v, &end, 10);
+    else
+        *d = strtod(v, &end);
+    bool ok = end != v && *end == '\0' && errno != ERANGE && (integer || isfinite(*d));
+    return ok ? 0 : -1;
+}
+
 int vigil_env_int64(const char *name, int64_t def, int64_t min, int64_t max, int64_t *out,
                     char *err, size_t errlen)
 {
-    const char *v = env_nonempty(name);
-    if (!v) {
-        *out = def;
-        return 0;
-    }
     char q[QUOTE_BYTES * 4 + 1];
-    quote(v, q, sizeof q);
-    errno = 0;
-    char *end = NULL;
-    long long x = strtoll(v, &end, 10);
-    if (end == v || *end != '\0' || errno == ERANGE || x < min || x > max)
+    long long x = 0;
+    int rc = env_number(name, true, &x, NULL, q, sizeof q);
+    if (rc == 1)
+        x = def;
+    else if (rc < 0 || x < min || x > max)
         return fail(err, errlen, "%s: expected an integer in %" PRId64 "..%" PRId64 ", got '%s'",
                     name, min, max, q);
     *out = (int64_t)x;
@@ -114,17 +129,12 @@ int vigil_env_int64(const char *name, int64_t def, int64_t min, int64_t max, int
 int vigil_env_double(const char *name, double def, double min, double max, double *out,
                      char *err, size_t errlen)
 {
-    const char *v = env_nonempty(name);
-    if (!v) {
-        *out = def;
-        return 0;
-    }
     char q[QUOTE_BYTES * 4 + 1];
-    quote(v, q, sizeof q);
-    errno = 0;
-    char *end = NULL;
-    double x = strtod(v, &end);
-    if (end == v || *end != '\0' || errno == ERANGE || !isfinite(x) || x < min || x > max)
+    double x = 0;
+    int rc = env_number(name, false, NULL, &x, q, sizeof q);
+    if (rc == 1)
+        x = def;
+    else if (rc < 0 || x < min || x > max)
         return fail(err, errlen, "%s: expected a number in %g..%g, got '%s'", name, min, max, q);
     *out = x;
     return 0;
@@ -166,6 +176,28 @@ int vigil_env_string(const char *name, const char *def, char *out, size_t outlen
                     outlen ? outlen - 1 : 0);
     memcpy(out, v, n + 1);
     return 0;
+}
+
+int vigil_env_choice(const char *name, const char *const *choices, int def, int *out, char *err,
+                     size_t errlen)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) {
+        *out = def;
+        return 0;
+    }
+    char list[256] = "";
+    size_t used = 0;
+    for (int i = 0; choices[i]; i++) {
+        if (strcasecmp(v, choices[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+        int n = snprintf(list + used, sizeof list - used, "%s%s", i ? " or " : "", choices[i]);
+        if (n > 0 && (size_t)n < sizeof list - used)
+            used += (size_t)n;
+    }
+    return fail(err, errlen, "%s: expected %s, got '%.64s'", name, list, v);
 }
 
 /* Strict decimal without sign or spaces, at most 4 digits (N <= 1024). */

@@ -7,18 +7,6 @@
 
 #define TOPIC_QUOTE_BYTES 60 /* how much of a bad topic a detail quotes */
 
-/* FNV-1a continued over several pieces; equals vigil_hash64 of their
- * concatenation, without building it. */
-static uint64_t fnv1a_more(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 static void quote_topic(const char *topic, char *out, size_t outlen)
 {
     size_t n = strlen(topic);
@@ -86,9 +74,9 @@ static int read_id(const char *topic, const void *payload, size_t len, vigil_inp
 {
     json_object *v = NULL;
     if (!json_object_object_get_ex(in->body, "id", &v) || v == NULL) {
-        uint64_t h = fnv1a_more(0xcbf29ce484222325ull, topic, strlen(topic));
-        h = fnv1a_more(h, "\n", 1);
-        h = fnv1a_more(h, payload, len);
+        uint64_t h = vigil_hash64_more(VIGIL_HASH64_INIT, topic, strlen(topic));
+        h = vigil_hash64_more(h, "\n", 1);
+        h = vigil_hash64_more(h, payload, len);
         snprintf(in->id, sizeof in->id, "h-%016llx", (unsigned long long)h);
         return 0;
     }

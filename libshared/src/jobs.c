@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "vigil/jobs.h"
+#include "vigil/redis_raw.h"
 
 void vigil_job_entries_free(vigil_job_entries *e)
 {

@@ -1,4 +1,4 @@
-/* mqtt.c - MQTT 5 client over paho MQTTAsync (see mqtt.h and PITFALLS.md).
+/* mqtt.c - MQTT 5 client over paho MQTTAsync (see mqtt.h and docs/architecture.md, "paho.mqtt.c").
  *
  * Threads involved:
  *  - paho's send and receive threads run every callback below; a callback
@@ -122,22 +122,7 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
-/* Monotonic deadline for pthread_cond_timedwait (the condvars are created
- * with CLOCK_MONOTONIC so a wall clock jump cannot stretch a wait). */
-static struct timespec mono_deadline(int64_t ms_from_now)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    if (ms_from_now < 0)
-        ms_from_now = 0;
-    ts.tv_sec += (time_t)(ms_from_now / 1000);
-    ts.tv_nsec += (long)(ms_from_now % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
+#define mono_deadline vigil_mono_deadline /* clock.h */
 
 int vigil_mqtt_url_to_paho(const char *url, char *out, size_t outlen)
 {
@@ -671,6 +656,15 @@ static int on_message_arrived(void *context, char *topicName, int topicLen,
     return 1;
 }
 
+/* Ends a connect attempt: wakes whoever waits for its outcome. */
+static void attempt_end(vigil_mqtt *m, enum conn_attempt outcome)
+{
+    pthread_mutex_lock(&m->mu);
+    m->attempt = outcome;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+}
+
 /* The CONNACK's Receive Maximum (65535 when absent, per MQTT 5) bounds the
  * publish window. paho hands us the CONNACK properties only here, on the
  * first connect; reconnects normally reach the same broker. */
@@ -690,10 +684,7 @@ static void on_connect_ok(void *context, MQTTAsync_successData5 *resp)
             rm = 1;
         atomic_store(&m->window, rm > MQTT_MAX_WINDOW ? MQTT_MAX_WINDOW : rm);
     }
-    pthread_mutex_lock(&m->mu);
-    m->attempt = ATTEMPT_OK;
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
+    attempt_end(m, ATTEMPT_OK);
     tl_in_callback--;
 }
 
@@ -705,10 +696,7 @@ static void on_connect_fail(void *context, MQTTAsync_failureData5 *resp)
     snprintf(code, sizeof code, "%d", resp ? resp->code : 0);
     vigil_log_kv(VIGIL_LOG_WARN, "mqtt connect failed", "client_id", m->client_id, "code", code,
                  "error", resp && resp->message ? resp->message : NULL, NULL);
-    pthread_mutex_lock(&m->mu);
-    m->attempt = ATTEMPT_FAILED;
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
+    attempt_end(m, ATTEMPT_FAILED);
     tl_in_callback--;
 }
 

@@ -148,20 +148,7 @@ static void eph_free(eph_msg *e)
     free(e);
 }
 
-static struct timespec mono_deadline(int64_t ms_from_now)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    if (ms_from_now < 0)
-        ms_from_now = 0;
-    ts.tv_sec += (time_t)(ms_from_now / 1000);
-    ts.tv_nsec += (long)(ms_from_now % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
+#define mono_deadline vigil_mono_deadline /* clock.h */
 
 /* Drops the oldest ephemeral messages beyond the bound. Caller holds mu. */
 static void eph_enforce_bound_locked(vigil_outbox *o)

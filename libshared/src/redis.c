@@ -1,6 +1,7 @@
 /* redis.c - one hiredis connection that reconnects, scripts by SHA,
  * pipelining. See redis.h for the contract. */
 #include "vigil/redis.h"
+#include "vigil/redis_raw.h"
 
 #include <ctype.h>
 #include <errno.h>

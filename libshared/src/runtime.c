@@ -8,6 +8,7 @@
  *   http      health, readiness, metrics (http.c).
  * Each thread that talks to Redis has its own connection. */
 #include "vigil/runtime.h"
+#include "vigil/redis_raw.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -2,6 +2,7 @@
  * input id, the outbox, timer changes and snapshot updates (one EVALSHA).
  * Key layout and semantics: store.h. The scripts: store_lua.h. */
 #include "vigil/store.h"
+#include "vigil/redis_raw.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 
 #include "store_lua.h"
 #include "vigil/log.h"
+#include "vigil/str.h"
 
 #define DEDUPE_KEEP_DEFAULT 10000
 
@@ -61,25 +63,8 @@ void vigil_store_key(const vigil_store *s, const char *kind, const char *key, ch
         snprintf(out, outlen, "%s%s:%s", s->base, kind, key ? key : "");
 }
 
-/* malloc'd printf; NULL on failure. Used for keys and arguments whose
- * length is not bounded by the header's buffers. */
-static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xprintf(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return NULL;
-    char *p = malloc((size_t)n + 1);
-    if (!p)
-        return NULL;
-    va_start(ap, fmt);
-    vsnprintf(p, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return p;
-}
+/* malloc'd printf (keys and arguments no header buffer bounds). */
+#define xprintf vigil_asprintf
 
 static char *dup_reply_str(const redisReply *rep)
 {

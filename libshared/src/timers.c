@@ -1,6 +1,7 @@
 /* timers.c - claiming due timers with a lease, and looking at the set.
  * Timers are written by commits (store.c); see timers.h. */
 #include "vigil/timers.h"
+#include "vigil/redis_raw.h"
 
 #include <inttypes.h>
 #include <math.h>

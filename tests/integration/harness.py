@@ -254,7 +254,7 @@ _MOSQ_OURS = {
     "include_dir", "password_file", "acl_file", "allow_anonymous", "per_listener_settings",
 }
 # What the project's broker config must give us when deploy/ has none yet
-# (PITFALLS.md: no silent drop of queued QoS 1 messages, frequent autosave,
+# (docs/architecture.md: no silent drop of queued QoS 1 messages, frequent autosave,
 # an explicit packet size limit).
 MOSQ_ESSENTIALS = [
     "persistence true",
@@ -299,7 +299,7 @@ def mosquitto_config(port, datadir, source=None):
         "log_type warning",
         "log_type notice",
         # Root would otherwise drop to user mosquitto, which cannot write
-        # into pytest's private temporary folders (PITFALLS.md).
+        # into pytest's private temporary folders (docs/architecture.md).
         "user root" if os.geteuid() == 0 else f"user {os.environ.get('USER', 'nobody')}",
         f"listener {port} 127.0.0.1",
         "allow_anonymous true",

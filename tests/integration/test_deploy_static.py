@@ -11,7 +11,7 @@ statically what can be checked, and runs for real what Debian ships
   tests, runtime stage without build tools; a built daemon needs no shared
   library that the runtime stage does not install; the healthcheck script
   works against a real HTTP server;
-- mosquitto.conf: the durable-intake settings (PITFALLS.md), a comment for
+- mosquitto.conf: the durable-intake settings (docs/architecture.md), a comment for
   each setting, the docker variant in step; a real mosquitto starts with it,
   queues more than 1000 messages for an offline durable client, and passes a
   1 MiB payload;

@@ -55,7 +55,7 @@ def test_help_lists_every_common_variable_and_exits_0(tmp_path):
     assert not missing, f"--help does not list {missing}:\n{out}"
     missing = [v for v in DORMANCY_VARS if v not in out]
     assert not missing, f"--help does not list the service's variables {missing}"
-    # defaults are shown (CONTRACT.md)
+    # defaults are shown (README "Configuration")
     assert "mqtt://127.0.0.1:1883" in out and "redis://127.0.0.1:6379/0" in out
     assert svc.run_cli(["-h"]).returncode == 0
 

@@ -42,14 +42,15 @@ SCHEMAS = sc.schema_names()
 EXAMPLES = sorted(p.stem for p in (TOPICS / "examples").glob("*.json"))
 
 REJECT_REASONS = ["oversize", "invalid_utf8", "not_json", "not_object", "missing_field",
-                  "wrong_type", "bad_id", "bad_topic", "topic_mismatch", "bad_value"]
+                  "wrong_type", "bad_id", "bad_topic", "topic_mismatch", "bad_value",
+                  "limit"]
 # Reasons on sys/<service>/error that are not a rejected input: a committed
 # output moved to the dead-letter list by the outbox (libshared/src/outbox.c).
 OUTPUT_ERROR_REASONS = ["dead_letter"]
 BAD_IDS = ["", "a/b", "a+b", "a#b", "$x", "has space", "ü", "x" * 65, 42, None]
 
 
-# Required fields per CONTRACT.md (inputs: `id` and `ts` optional, see its
+# Required fields per docs/contract.md (inputs: `id` and `ts` optional, see its
 # conventions; events Vigil emits: `id` and `ts` required; retained
 # snapshots: `ts` required). Pinned here so a schema cannot be loosened
 # (or tightened) by accident: change both together.

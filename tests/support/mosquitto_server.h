@@ -4,7 +4,7 @@
  * vt_mosq_start() runs `mosquitto -c FILE` (found on PATH; VT_MOSQUITTO
  * overrides) on a free loopback port in a fresh temporary directory with a
  * generated config: anonymous access, persistence in that directory saved
- * on every change, max_queued_messages 0 (no silent loss, see PITFALLS.md)
+ * on every change, max_queued_messages 0 (no silent loss, see docs/architecture.md)
  * bounded by max_queued_bytes, max_packet_size 1100000. Run as root it adds
  * `user root` so the broker keeps write access to its directory. The child
  * gets SIGKILL if the thread that started it dies (PR_SET_PDEATHSIG: start

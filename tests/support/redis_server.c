@@ -2,6 +2,7 @@
 #include "redis_server.h"
 #include "proc.h"
 #include "vigil/clock.h"
+#include "vigil/redis_raw.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -48,6 +48,7 @@ static void test_reject_names(void **state)
     assert_string_equal(vigil_reject_name(VIGIL_REJECT_BAD_TOPIC), "bad_topic");
     assert_string_equal(vigil_reject_name(VIGIL_REJECT_TOPIC_MISMATCH), "topic_mismatch");
     assert_string_equal(vigil_reject_name(VIGIL_REJECT_BAD_VALUE), "bad_value");
+    assert_string_equal(vigil_reject_name(VIGIL_REJECT_LIMIT), "limit");
     assert_string_equal(vigil_reject_name(VIGIL_REJECT__COUNT), "unknown");
 }
 

@@ -12,6 +12,7 @@
 
 #include "redis_server.h"
 #include "vigil/log.h"
+#include "vigil/redis_raw.h"
 #include "vigil/metrics.h"
 #include "vigil/redis.h"
 

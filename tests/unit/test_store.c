@@ -15,6 +15,7 @@
 
 #include "redis_server.h"
 #include "vigil/log.h"
+#include "vigil/redis_raw.h"
 #include "vigil/store.h"
 #include "vigil/timers.h"
 

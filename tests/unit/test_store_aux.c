@@ -14,6 +14,7 @@
 
 #include "redis_server.h"
 #include "vigil/log.h"
+#include "vigil/redis_raw.h"
 #include "vigil/store.h"
 
 #define NOW 1700000000123LL

@@ -3,7 +3,7 @@
  *
  * Every variable has a default that works on one machine. Each service lists
  * its own variables as a table of vigil_config_var so --help can print them
- * beside the common ones (names are the public contract, see CONTRACT.md). */
+ * beside the common ones (names are the public contract, see docs/contract.md). */
 #ifndef VIGIL_CONFIG_H
 #define VIGIL_CONFIG_H
 #include <stdbool.h>
@@ -58,6 +58,11 @@ int vigil_env_bool(const char *name, bool def, bool *out, char *err, size_t errl
 /* Copies the value (or def) into out; -1 if it does not fit. */
 int vigil_env_string(const char *name, const char *def, char *out, size_t outlen,
                      char *err, size_t errlen);
+/* One of choices (NULL-terminated, compared case-insensitively), default
+ * choices[def]: *out is its index. Anything else: -1 with err listing the
+ * choices (e.g. VIGIL_DORMANCY_HUMAN_WAKES with vigil_human_wakes_names). */
+int vigil_env_choice(const char *name, const char *const *choices, int def, int *out, char *err,
+                     size_t errlen);
 
 /* Parses "i/N" (0 <= i < N, 1 <= N <= 1024). */
 int vigil_shard_parse(const char *s, int *index, int *count);

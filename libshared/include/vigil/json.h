@@ -28,6 +28,7 @@ typedef enum {
     VIGIL_REJECT_BAD_TOPIC,     /* "bad_topic" (topic segment id invalid, unknown topic) */
     VIGIL_REJECT_TOPIC_MISMATCH,/* "topic_mismatch" (payload id disagrees with topic) */
     VIGIL_REJECT_BAD_VALUE,     /* "bad_value" (enum value unknown, out of range) */
+    VIGIL_REJECT_LIMIT,         /* "limit" (a configured bound refused it: vigil/limits.h) */
     VIGIL_REJECT__COUNT
 } vigil_reject_reason;
 
@@ -104,8 +105,13 @@ void vigil_json_sample(const char *buf, size_t len, char *out, size_t outlen);
  * malloc'd string the caller frees. */
 char *vigil_json_dump(json_object *o);
 
-/* FNV-1a 64-bit. Used for derived ids and shard selection. */
+/* FNV-1a 64-bit: the one hash of the project (derived input ids, shard
+ * selection, the ids services derive from several pieces). */
 uint64_t vigil_hash64(const void *data, size_t n);
+/* FNV-1a continued over one more piece: vigil_hash64 of a concatenation is
+ * vigil_hash64_more(...vigil_hash64_more(VIGIL_HASH64_INIT, a)..., z). */
+#define VIGIL_HASH64_INIT 0xcbf29ce484222325ull
+uint64_t vigil_hash64_more(uint64_t h, const void *data, size_t n);
 
 /* Shard of a key: vigil_hash64(key) % count. */
 int vigil_shard_of(const char *key, int count);

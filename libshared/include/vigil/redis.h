@@ -5,12 +5,17 @@
  * protocol error the underlying context is freed and the next call connects
  * anew (hiredis contexts cannot be reused after an error). Scripts are sent
  * with EVALSHA and loaded again on NOSCRIPT (Redis forgets scripts on
- * restart). */
+ * restart).
+ *
+ * This header names no hiredis type: services see the handle only (for
+ * vigil_redis_last_error, and to pass it to libshared operations such as
+ * vigil/jobs.h). Commands and replies (redisReply) are in vigil/redis_raw.h,
+ * for libshared's own modules and the vigil CLI; no service includes it
+ * (tests/integration/test_repo_rules.py). */
 #ifndef VIGIL_REDIS_H
 #define VIGIL_REDIS_H
 #include <stdbool.h>
 #include <stddef.h>
-#include <hiredis/hiredis.h>
 
 typedef struct vigil_redis_addr {
     char host[256];
@@ -38,32 +43,11 @@ bool vigil_redis_connected(const vigil_redis *r);
 /* Last error text ("" if none). */
 const char *vigil_redis_last_error(const vigil_redis *r);
 
-/* Runs one command. Returns the reply (caller frees with freeReplyObject),
- * including REDIS_REPLY_ERROR replies, or NULL on a connection/IO error (the
- * connection is dropped and will be re-established by the next call). */
-redisReply *vigil_redis_command(vigil_redis *r, const char *fmt, ...);
-redisReply *vigil_redis_commandv(vigil_redis *r, int argc, const char **argv,
-                                 const size_t *argvlen);
-
-/* Pipelining: append any number of commands, then collect the replies in
- * order. vigil_redis_pipeline_get returns NULL on IO error (connection
- * dropped; remaining replies are lost). */
-int vigil_redis_append(vigil_redis *r, int argc, const char **argv, const size_t *argvlen);
-redisReply *vigil_redis_pipeline_get(vigil_redis *r);
-
-typedef struct vigil_script {
-    const char *source; /* Lua source, static storage */
-    char sha[41];       /* filled on first load */
-} vigil_script;
-
-#define VIGIL_SCRIPT(src) { (src), { 0 } }
-
-/* EVALSHA script with nkeys keys followed by the other arguments
- * (argv[0..argc) = keys then args). On NOSCRIPT (or no sha yet) loads the
- * script and retries once. Same return convention as vigil_redis_command.
- * A vigil_script may be shared by several threads only after its sha is
- * set; the store and timer modules keep one per handle. */
-redisReply *vigil_redis_eval(vigil_redis *r, vigil_script *s, int nkeys, int argc,
-                             const char **argv, const size_t *argvlen);
+/* libshared's own modules (compiled with VIGIL_LIBSHARED_INTERNAL) see the
+ * commands and replies with the handle; services and the CLI include
+ * vigil/redis_raw.h themselves, and services may not. */
+#ifdef VIGIL_LIBSHARED_INTERNAL
+#include "redis_raw.h"
+#endif
 
 #endif

@@ -4,6 +4,7 @@
  * (flags.c), and the core's actions turned into effects (apply.c). */
 #ifndef CHAT_ADAPTER_H
 #define CHAT_ADAPTER_H
+#include <vigil/msg_room.h>
 #include <vigil/runtime.h>
 #include "chat.h"
 
@@ -24,7 +25,7 @@ typedef struct chat_service {
  * into the input's JSON body, which outlives it; the rest is owned. */
 typedef struct chat_parsed {
     chat_input in;
-    const char **mentions;
+    vigil_room_message msg; /* owned: what in.msg points into */
     char *log_json;
     char topic_room[VIGIL_ID_MAX + 1];
 } chat_parsed;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/limits.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include "adapter.h"
@@ -58,7 +59,6 @@ static void count(const chat_result *r)
 int chat_apply_fx(void *ctx, const char *key, const char *state_json, const vigil_input *in,
                   const void *parsed, int64_t now_ms, vigil_effects *fx, vigil_error *err)
 {
-    (void)in;
     const chat_service *svc = ctx;
     const chat_parsed *pp = parsed;
     chat_result r;
@@ -82,6 +82,16 @@ int chat_apply_fx(void *ctx, const char *key, const char *state_json, const vigi
     if (r.stopped)
         vigil_log_kv(VIGIL_LOG_INFO, "chain stopped at the depth limit", "room", key,
                      "message_id", pp->in.msg.id, NULL);
+    if (bad == 0 && r.mentions_capped) {
+        char id[VIGIL_EVENT_ID_MAX + 1], detail[300];
+        vigil_event_id(id, sizeof id, in->id, "limit", 0);
+        snprintf(detail, sizeof detail,
+                 "message '%.128s' in room '%s' mentions more than %d personas, the most "
+                 "VIGIL_CHAT_MAX_MENTIONS notifies: the others are not notified",
+                 pp->in.msg.id, key, svc->cfg.max_mentions);
+        bad |= vigil_fx_limit_refusal(fx, CHAT_SERVICE, id, in, "mentions_per_message", detail,
+                                      now_ms);
+    }
     chat_result_free(&r);
     if (bad != 0)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory building effects");

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <vigil/clock.h>
 #include <vigil/log.h>
+#include <vigil/reads.h>
 #include "adapter.h"
 
 int chat_flag_paused_all(chat_service *svc, vigil_runtime *rt, bool *out)
@@ -21,17 +22,14 @@ int chat_flag_paused_all(chat_service *svc, vigil_runtime *rt, bool *out)
     }
     char key[VIGIL_KEY_MAX * 2];
     vigil_runtime_key(rt, CHAT_KEY_PAUSED_ALL, key, sizeof key);
-    vigil_redis *r = vigil_runtime_redis(rt);
-    redisReply *rep = r ? vigil_redis_command(r, "GET %s", key) : NULL;
-    if (!rep)
+    bool v;
+    char why[160];
+    vigil_read_result rc = vigil_read_flag(vigil_runtime_redis(rt), key, &v, why, sizeof why);
+    if (rc == VIGIL_READ_UNREACHABLE)
         return VIGIL_ROUTE_RETRY;
-    bool v = false;
-    if (rep->type == REDIS_REPLY_STRING)
-        v = rep->len == 1 && rep->str[0] == '1';
-    else if (rep->type == REDIS_REPLY_ERROR)
+    if (rc == VIGIL_READ_WRONG_TYPE)
         vigil_log_kv(VIGIL_LOG_WARN, "cannot read the global pause flag: taken as off", "key", key,
-                     "error", rep->str, NULL);
-    freeReplyObject(rep);
+                     "error", why, NULL);
     chat_flag_note(svc, v);
     *out = v;
     return 0;

@@ -8,40 +8,37 @@
  *   room/{r}/control resume, all     -> r + every paused room + every room
  *                                       with queued notifications
  *   room/{r}/control wake            -> nothing (dormancy-monitor's)
- * The same rules as dormancy-monitor's for the shared topics, so both
- * services accept and reject the same messages. */
+ * Both payloads are read by libshared's one reader of each (msg_room.h),
+ * so every consumer of these topics accepts and rejects the same inputs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/msg_room.h>
 #include "adapter.h"
 
-#define MAX_MENTIONS 256
-
-static const char *const SENDER_TYPES[] = { "human", "ai", "system", NULL };
-static const char *const CONTROL_ACTIONS[] = { "pause", "resume", "delete", "wake", NULL };
+_Static_assert(CHAT_SENDER_SYSTEM == (int)VIGIL_SENDER_SYSTEM && CHAT_SENDER_AI == (int)VIGIL_SENDER_AI,
+               "sender types are libshared's");
+_Static_assert(CHAT_CTL_WAKE == (int)VIGIL_CONTROL_WAKE && CHAT_CTL_DELETE == (int)VIGIL_CONTROL_DELETE &&
+                   CHAT_CTL_RESUME == (int)VIGIL_CONTROL_RESUME,
+               "control actions are libshared's");
 
 static int parse_message(const vigil_input *in, chat_parsed *pp, vigil_error *err)
 {
     chat_message *m = &pp->in.msg;
-    json_object *b = in->body;
-    int type, rc;
-    bool proactive;
+    vigil_room_message *r = &pp->msg;
     pp->in.kind = CHAT_IN_MESSAGE;
     m->id = in->id;
     m->ts = in->ts;
-    if (vigil_json_id(b, "sender", true, &m->sender, err) < 0 ||
-        vigil_json_enum(b, "sender_type", true, SENDER_TYPES, &type, err) < 0 ||
-        vigil_json_string(b, "text", true, &m->text, err) < 0 ||
-        vigil_json_string_bounded(b, "reply_to", false, VIGIL_EVENT_ID_MAX, &m->reply_to, err) < 0 ||
-        vigil_json_string_array(b, "mentions", false, true, MAX_MENTIONS, &pp->mentions, &m->n_mentions, err) < 0 ||
-        (rc = vigil_json_int64(b, "depth", false, &m->depth, err)) < 0 ||
-        vigil_json_bool(b, "proactive", false, &proactive, err) < 0)
+    if (vigil_room_message_read(in->body, r, err) < 0)
         return -1;
-    if (rc == 0 && m->depth < 0)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field 'depth': negative");
-    m->has_depth = rc == 0;
-    m->sender_type = (chat_sender_type)type;
-    m->mentions = pp->mentions;
+    m->sender = r->sender;
+    m->sender_type = (chat_sender_type)r->sender_type;
+    m->text = r->text;
+    m->reply_to = r->reply_to;
+    m->mentions = r->mentions;
+    m->n_mentions = r->n_mentions;
+    m->has_depth = r->has_depth;
+    m->depth = r->depth;
     pp->log_json = chat_log_entry_json(in->body, in->id, in->ts);
     if (!pp->log_json)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
@@ -52,26 +49,17 @@ static int parse_message(const vigil_input *in, chat_parsed *pp, vigil_error *er
 static int parse_control(const vigil_input *in, chat_parsed *pp, vigil_error *err)
 {
     chat_control *c = &pp->in.ctl;
-    json_object *b = in->body;
-    int action;
-    const char *persona = NULL;
+    vigil_room_control r;
     pp->in.kind = CHAT_IN_CONTROL;
     c->id = in->id;
     c->ts = in->ts;
     c->topic_room = pp->topic_room;
-    if (vigil_json_enum(b, "action", true, CONTROL_ACTIONS, &action, err) < 0 ||
-        vigil_json_bool(b, "all", false, &c->all, err) < 0 ||
-        vigil_json_id(b, "by", false, &c->by, err) < 0 ||
-        vigil_json_id(b, "persona", false, &persona, err) < 0 ||
-        vigil_json_int64(b, "if_inactive_since", false, &c->if_inactive_since, err) < 0)
+    if (vigil_room_control_read(in->body, &r, err) < 0)
         return -1;
-    c->action = (chat_control_action)action;
-    if (c->if_inactive_since < 0)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field 'if_inactive_since': negative");
-    if (c->action == CHAT_CTL_DELETE && c->all)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
-                               "action 'delete' deletes one room: \"all\": true is only for "
-                               "pause and resume");
+    c->action = (chat_control_action)r.action;
+    c->all = r.all;
+    c->by = r.by;
+    c->if_inactive_since = r.if_inactive_since;
     return 0;
 }
 
@@ -124,7 +112,7 @@ void chat_free_parsed(void *ctx, void *parsed)
     chat_parsed *pp = parsed;
     if (!pp)
         return;
-    free(pp->mentions);
+    vigil_room_message_release(&pp->msg);
     free(pp->log_json);
     free(pp);
 }

@@ -114,10 +114,34 @@ static void test_no_stop_without_mentions(void **st)
     sim_free(&s);
 }
 
+/* VIGIL_CHAT_MAX_MENTIONS: the first max personas are notified and the
+ * result says the limit cut the list (the service then publishes a limit
+ * refusal); at exactly max nothing is cut. */
+static void test_mentions_past_the_limit_are_reported(void **st)
+{
+    (void)st;
+    static sim s;
+    sim_init(&s, "r");
+    s.cfg.max_mentions = 3;
+    chat_result r;
+    chat_input in = sim_msg_in("m1", "joel", CHAT_SENDER_HUMAN, "@a @b @c please");
+    sim_apply(&s, &in, 1, &r);
+    assert_false(r.mentions_capped);
+    assert_int_equal(r.notified, 3);
+    chat_result_free(&r);
+    in = sim_msg_in("m2", "joel", CHAT_SENDER_HUMAN, "@a @b @c @d @e please");
+    sim_apply(&s, &in, 2, &r);
+    assert_true(r.mentions_capped);
+    assert_int_equal(r.notified, 3);
+    chat_result_free(&r);
+    sim_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chain_stops_at_100),
+        cmocka_unit_test(test_mentions_past_the_limit_are_reported),
         cmocka_unit_test(test_other_limits),
         cmocka_unit_test(test_no_stop_without_mentions),
     };

@@ -3,6 +3,8 @@
  * keys (route.c), and the core's actions turned into effects (apply.c). */
 #ifndef DORMANCY_ADAPTER_H
 #define DORMANCY_ADAPTER_H
+#include <vigil/msg_persona.h>
+#include <vigil/msg_room.h>
 #include <vigil/runtime.h>
 #include "dormancy.h"
 
@@ -17,8 +19,8 @@ typedef struct dormancy_service {
  * into the input's JSON body, which outlives it; the arrays are owned. */
 typedef struct dormancy_parsed {
     dormancy_event ev;
-    const char **mentions;
-    const char **rooms;
+    vigil_room_message msg;  /* room/{r}/message, owned (mentions) */
+    vigil_persona_meta meta; /* persona/{p}/meta, owned (rooms, domains) */
     dormancy_ap_decision *decisions;
 } dormancy_parsed;
 

@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <vigil/limits.h>
+#include <vigil/record_cache.h>
 #include <vigil/log.h>
 #include "adapter.h"
 
@@ -20,12 +23,31 @@ static void make_id(void *ctx, int n, char *out, size_t outlen)
     vigil_event_id(out, outlen, c->input_id, c->room, n);
 }
 
+static void *room_clone(const void *r) { return dormancy_room_clone(r); }
+static void room_free(void *r) { dormancy_room_free(r); }
+
+/* The parsed room records of this process: a commit usually starts from
+ * the record the previous commit of the room wrote, and parsing a record
+ * of 1,000 personas cost more than the decision. */
+static vigil_record_cache *cache;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void cache_make(void)
+{
+    static const vigil_record_ops ops = {room_clone, room_free};
+    cache = vigil_record_cache_new(&ops, 16);
+}
+
 /* A record that cannot be read is replaced by a fresh one (and logged):
  * refusing every later input of the room forever would be worse. */
 static dormancy_room *load_room(const char *key, const char *state_json)
 {
     if (!state_json)
         return dormancy_room_new(key);
+    pthread_once(&cache_once, cache_make);
+    dormancy_room *hit = vigil_record_cache_get(cache, key, state_json);
+    if (hit)
+        return hit;
     char err[200];
     dormancy_room *r = dormancy_room_from_json(state_json, key, err, sizeof err);
     if (!r) {
@@ -73,7 +95,7 @@ static int persona_snapshot(vigil_effects *fx, const dormancy_action *a, const c
  * snapshot that reflects it. Any effect that cannot be recorded fails the
  * whole decision (nothing half-committed). */
 static int emit(vigil_effects *fx, const dormancy_room *r, const dormancy_config *cfg,
-                const dormancy_actions *acts, int64_t now)
+                const dormancy_actions *acts, const vigil_input *in, int64_t now)
 {
     char topic[VIGIL_TOPIC_MAX];
     for (size_t i = 0; i < acts->n; i++) {
@@ -113,6 +135,12 @@ static int emit(vigil_effects *fx, const dormancy_room *r, const dormancy_config
             snprintf(topic, sizeof topic, "room/%s/state", r->room);
             rc = vigil_fx_publish(fx, topic, "", true); /* empty retained = cleared */
             break;
+        case DORMANCY_OUT_LIMIT:
+            rc = vigil_fx_limit_refusal(fx, DORMANCY_SERVICE, a->id, in, "personas_per_room",
+                                        a->reason, now);
+            vigil_log_kv(VIGIL_LOG_WARN, "limit refused a persona", "room", r->room, "persona",
+                         a->persona, "detail", a->reason, NULL);
+            break;
         }
         if (rc != 0)
             return -1;
@@ -123,14 +151,15 @@ static int emit(vigil_effects *fx, const dormancy_room *r, const dormancy_config
 /* Shared tail of apply and on_timer: commit the new record only if it
  * differs from the one read. */
 static int finish(vigil_effects *fx, dormancy_room *r, const char *state_json,
-                  const dormancy_config *cfg, const dormancy_actions *acts, int64_t now)
+                  const dormancy_config *cfg, const dormancy_actions *acts, const vigil_input *in,
+                  int64_t now)
 {
     /* An input about a room never seen that left nothing behind (a wake
      * decision or autopilot for unknown personas, an answer with nothing
      * pending) creates no record and no retained room/{r}/state. */
     if (!state_json && dormancy_room_blank(r))
         return 0;
-    if (emit(fx, r, cfg, acts, now) != 0)
+    if (emit(fx, r, cfg, acts, in, now) != 0)
         return -1;
     char *json = dormancy_room_to_json(r);
     if (!json)
@@ -138,7 +167,13 @@ static int finish(vigil_effects *fx, dormancy_room *r, const char *state_json,
     int rc = 0;
     if (!state_json || strcmp(json, state_json) != 0)
         rc = vigil_fx_set_state(fx, json);
-    free(json);
+    /* the next commit of the room likely starts from this record */
+    pthread_once(&cache_once, cache_make);
+    dormancy_room *copy = rc == 0 && cache ? dormancy_room_clone(r) : NULL;
+    if (!copy || vigil_record_cache_put(cache, r->room, json, copy) != 0) {
+        free(json);
+        dormancy_room_free(copy);
+    }
     return rc;
 }
 
@@ -158,7 +193,7 @@ int dormancy_apply(void *ctx, const char *key, const char *state_json, const vig
     dormancy_actions_init(&acts);
     int rc = dormancy_room_apply(r, &pp->ev, &svc->cfg, now_ms, &ids, &acts);
     if (rc == 0)
-        rc = finish(fx, r, state_json, &svc->cfg, &acts, now_ms);
+        rc = finish(fx, r, state_json, &svc->cfg, &acts, in, now_ms);
     if (rc != 0)
         vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory applying to room '%s'", key);
     dormancy_actions_free(&acts);
@@ -183,7 +218,7 @@ int dormancy_on_timer(void *ctx, const char *key, const char *state_json, const 
     dormancy_actions_init(&acts);
     int rc = dormancy_room_timer(r, timer_name, due_ms, &svc->cfg, now_ms, &ids, &acts);
     if (rc == 0)
-        rc = finish(fx, r, state_json, &svc->cfg, &acts, now_ms);
+        rc = finish(fx, r, state_json, &svc->cfg, &acts, NULL, now_ms);
     dormancy_actions_free(&acts);
     dormancy_room_free(r);
     return rc;

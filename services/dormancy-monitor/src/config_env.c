@@ -1,9 +1,10 @@
-/* config_env.c - the VIGIL_DORMANCY_* variables of CONTRACT.md (all times
+/* config_env.c - the VIGIL_DORMANCY_* variables of docs/contract.md (all times
  * in milliseconds, booleans 0/1) into the core's dormancy_config. */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <vigil/config.h>
+#include <vigil/names.h>
 #include "adapter.h"
 
 #define MAX_MS (30LL * 24 * 3600 * 1000)
@@ -28,6 +29,7 @@ const vigil_config_var DORMANCY_CONFIG_VARS[] = {
     {"VIGIL_DORMANCY_PRESENCE_AWAY_MS", "300000", "rule 6: ... idle until this, then away"},
     {"VIGIL_DORMANCY_VELOCITY_WINDOW_MS", "300000", "window of velocity_per_min and ai_to_human_ratio"},
     {"VIGIL_DORMANCY_TZ_OFFSET_MIN", "0", "minutes east of UTC for '@self dormant ... until 17:00'"},
+    {"VIGIL_DORMANCY_MAX_PERSONAS", "1000", "personas tracked per room; more are refused on sys/dormancy-monitor/error (reason limit)"},
     {NULL, NULL, NULL}};
 
 static int ms_var(const char *name, int64_t def, int64_t min, int64_t *out, char *err, size_t errlen)
@@ -41,8 +43,8 @@ int dormancy_configure(void *ctx, const vigil_common_config *common, char *err, 
     dormancy_service *svc = ctx;
     dormancy_config *c = &svc->cfg;
     dormancy_config_init(c);
-    int64_t keep, min_awake, tz;
-    char wakes[16];
+    int64_t keep, min_awake, tz, max_personas;
+    int wakes = 0;
     if (vigil_env_bool("VIGIL_DORMANCY_AUTO_SUGGEST", c->auto_suggest, &c->auto_suggest, err, errlen) ||
         vigil_env_bool("VIGIL_DORMANCY_AUTO_SLEEP", c->auto_sleep, &c->auto_sleep, err, errlen) ||
         vigil_env_bool("VIGIL_DORMANCY_AUTO_WAKE", c->auto_wake, &c->auto_wake, err, errlen) ||
@@ -59,7 +61,7 @@ int dormancy_configure(void *ctx, const vigil_common_config *common, char *err, 
                          &c->wake_confidence, err, errlen) ||
         vigil_env_bool("VIGIL_DORMANCY_PRESENCE", c->presence, &c->presence, err, errlen) ||
         vigil_env_bool("VIGIL_DORMANCY_ADAPTIVE", c->adaptive, &c->adaptive, err, errlen) ||
-        vigil_env_string("VIGIL_DORMANCY_HUMAN_WAKES", "absent", wakes, sizeof wakes, err, errlen) ||
+        vigil_env_choice("VIGIL_DORMANCY_HUMAN_WAKES", vigil_human_wakes_names, 0, &wakes, err, errlen) ||
         vigil_env_int64("VIGIL_DORMANCY_MIN_AWAKE", c->min_awake, 0, 1000, &min_awake, err, errlen) ||
         ms_var("VIGIL_DORMANCY_PRESENCE_ACTIVE_MS", c->presence_active_ms, 1,
                &c->presence_active_ms, err, errlen) ||
@@ -67,22 +69,18 @@ int dormancy_configure(void *ctx, const vigil_common_config *common, char *err, 
                err, errlen) ||
         ms_var("VIGIL_DORMANCY_VELOCITY_WINDOW_MS", c->velocity_window_ms, 1,
                &c->velocity_window_ms, err, errlen) ||
-        vigil_env_int64("VIGIL_DORMANCY_TZ_OFFSET_MIN", c->tz_offset_min, -720, 840, &tz, err, errlen))
+        vigil_env_int64("VIGIL_DORMANCY_TZ_OFFSET_MIN", c->tz_offset_min, -720, 840, &tz, err, errlen) ||
+        vigil_env_int64("VIGIL_DORMANCY_MAX_PERSONAS", c->max_personas, 1, DORMANCY_MAX_PERSONAS_LIMIT,
+                        &max_personas, err, errlen))
         return -1;
-    if (strcasecmp(wakes, "absent") == 0) {
-        c->human_wakes_all = false;
-    } else if (strcasecmp(wakes, "all") == 0) {
-        c->human_wakes_all = true;
-    } else {
-        snprintf(err, errlen, "VIGIL_DORMANCY_HUMAN_WAKES: expected absent or all, got '%s'", wakes);
-        return -1;
-    }
+    c->human_wakes_all = wakes == 1; /* vigil_human_wakes_names: absent, all */
     if (c->presence_away_ms < c->presence_active_ms) {
         snprintf(err, errlen, "VIGIL_DORMANCY_PRESENCE_AWAY_MS must be >= VIGIL_DORMANCY_PRESENCE_ACTIVE_MS");
         return -1;
     }
     c->redundant_keep = (int)keep;
     c->min_awake = (int)min_awake;
+    c->max_personas = (int)max_personas;
     c->tz_offset_min = (int)tz;
     return 0;
 }

@@ -10,46 +10,55 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/limits.h>
 #include <vigil/log.h>
+#include <vigil/msg_persona.h>
+#include <vigil/msg_room.h>
 #include "adapter.h"
 
-#define MAX_MENTIONS 256
 #define MAX_DECISIONS 256
 #define MAX_META_ROOMS VIGIL_ROUTE_MAX_KEYS
 
-static const char *const SENDER_TYPES[] = {"human", "ai", "system", NULL};
-static const char *const PRESENCE_STATUSES[] = {"active", "idle", "away", NULL};
-static const char *const CONTROL_ACTIONS[] = {"pause", "resume", "delete", "wake", NULL};
-static const char *const AP_ACTIONS[] = {"suggest-mention-only", "auto-sleep", "wake", "keep", NULL};
-static const char *const AP_SOURCES[] = {"llm", "rules", NULL};
-static const char *const COMMANDS[] = {"dormant", "awake", "status", "answer", NULL};
-static const char *const LEVELS[] = {"active", "mention-only", "human-only", "sleep", NULL};
-static const char *const ANSWERS[] = {"yes", "no", "snooze", NULL};
-static const char *const VIAS[] = {"llm", "rules", "fallback", NULL};
-static const char *const TIERS[] = {"smart", "mid", "basic", NULL};
+/* The core's enumerations are the contract's, in the same order, so the
+ * readers' values convert by cast. */
+_Static_assert(DORMANCY_SENDER_SYSTEM == (int)VIGIL_SENDER_SYSTEM &&
+                   DORMANCY_SENDER_AI == (int)VIGIL_SENDER_AI,
+               "sender types");
+_Static_assert(DORMANCY_PRESENCE_AWAY == (int)VIGIL_PRESENCE_AWAY &&
+                   DORMANCY_PRESENCE_IDLE == (int)VIGIL_PRESENCE_IDLE,
+               "presence statuses");
+_Static_assert(DORMANCY_CTL_WAKE == (int)VIGIL_CONTROL_WAKE &&
+                   DORMANCY_CTL_DELETE == (int)VIGIL_CONTROL_DELETE &&
+                   DORMANCY_CTL_RESUME == (int)VIGIL_CONTROL_RESUME,
+               "control actions");
+_Static_assert(DORMANCY_CMD_ANSWER == (int)VIGIL_COMMAND_ANSWER &&
+                   DORMANCY_CMD_STATUS == (int)VIGIL_COMMAND_STATUS &&
+                   DORMANCY_CMD_AWAKE == (int)VIGIL_COMMAND_AWAKE,
+               "commands");
+_Static_assert(DORMANCY_ANSWER_SNOOZE == (int)VIGIL_ANSWER_SNOOZE &&
+                   DORMANCY_ANSWER_NO == (int)VIGIL_ANSWER_NO,
+               "answers");
+_Static_assert(DORMANCY_AP_KEEP == (int)VIGIL_AP_KEEP && DORMANCY_AP_WAKE == (int)VIGIL_AP_WAKE &&
+                   DORMANCY_AP_AUTO_SLEEP == (int)VIGIL_AP_AUTO_SLEEP,
+               "autopilot actions");
+_Static_assert(DORMANCY_VIA_FALLBACK == (int)VIGIL_VIA_FALLBACK &&
+                   DORMANCY_VIA_RULES == (int)VIGIL_VIA_RULES,
+               "vias");
 
-/* room/{r}/message. Fields the rules do not use (depth, proactive) are
- * still type-checked: a wrong type is a producer bug worth a reject. */
+/* room/{r}/message through libshared's one reader. */
 static int parse_message(json_object *b, dormancy_parsed *pp, vigil_error *err)
 {
     dormancy_event *ev = &pp->ev;
-    int type, n;
-    const char *text;
-    int64_t depth;
-    bool proactive;
+    vigil_room_message *m = &pp->msg;
     ev->kind = DORMANCY_EV_MESSAGE;
-    if (vigil_json_id(b, "sender", true, &ev->msg.sender, err) < 0 ||
-        vigil_json_enum(b, "sender_type", true, SENDER_TYPES, &type, err) < 0 ||
-        vigil_json_string(b, "text", true, &text, err) < 0 ||
-        vigil_json_string_bounded(b, "reply_to", false, VIGIL_EVENT_ID_MAX, &ev->msg.reply_to, err) < 0 ||
-        vigil_json_string_array(b, "mentions", false, true, MAX_MENTIONS, &pp->mentions, &n, err) < 0 ||
-        vigil_json_int64(b, "depth", false, &depth, err) < 0 ||
-        vigil_json_bool(b, "proactive", false, &proactive, err) < 0)
+    if (vigil_room_message_read(b, m, err) < 0)
         return -1;
-    ev->msg.sender_type = (dormancy_sender_type)type;
-    ev->msg.text = text;
-    ev->msg.mentions = pp->mentions;
-    ev->msg.n_mentions = n;
+    ev->msg.sender = m->sender;
+    ev->msg.sender_type = (dormancy_sender_type)m->sender_type;
+    ev->msg.text = m->text;
+    ev->msg.reply_to = m->reply_to;
+    ev->msg.mentions = m->mentions;
+    ev->msg.n_mentions = m->n_mentions;
     return 0;
 }
 
@@ -57,41 +66,30 @@ static int parse_message(json_object *b, dormancy_parsed *pp, vigil_error *err)
 static int parse_presence(json_object *b, dormancy_parsed *pp, vigil_error *err)
 {
     dormancy_event *ev = &pp->ev;
-    int status;
-    int64_t la = 0;
+    vigil_room_presence p;
     ev->kind = DORMANCY_EV_PRESENCE;
-    if (vigil_json_id(b, "user", true, &ev->presence.user, err) < 0 ||
-        vigil_json_id(b, "session", true, &ev->presence.session, err) < 0 ||
-        vigil_json_enum(b, "status", true, PRESENCE_STATUSES, &status, err) < 0 ||
-        vigil_json_int64(b, "last_activity", false, &la, err) < 0)
+    if (vigil_room_presence_read(b, &p, err) < 0)
         return -1;
-    if (la < 0)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field 'last_activity': negative");
-    ev->presence.status = (dormancy_presence_status)status;
-    ev->presence.last_activity = la;
+    ev->presence.user = p.user;
+    ev->presence.session = p.session;
+    ev->presence.status = (dormancy_presence_status)p.status;
+    ev->presence.last_activity = p.last_activity;
     return 0;
 }
 
-/* room/{r}/control. `wake` must say whom: all, or one persona (extension). */
+/* room/{r}/control. */
 static int parse_control(json_object *b, dormancy_parsed *pp, vigil_error *err)
 {
     dormancy_event *ev = &pp->ev;
-    int action;
-    bool all = false;
+    vigil_room_control c;
     ev->kind = DORMANCY_EV_CONTROL;
-    if (vigil_json_enum(b, "action", true, CONTROL_ACTIONS, &action, err) < 0 ||
-        vigil_json_bool(b, "all", false, &all, err) < 0 ||
-        vigil_json_id(b, "by", false, &ev->control.by, err) < 0 ||
-        vigil_json_id(b, "persona", false, &ev->control.persona, err) < 0 ||
-        vigil_json_int64(b, "if_inactive_since", false, &ev->control.if_inactive_since, err) < 0)
+    if (vigil_room_control_read(b, &c, err) < 0)
         return -1;
-    if (ev->control.if_inactive_since < 0)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field 'if_inactive_since': must be >= 0");
-    ev->control.action = (dormancy_control_action)action;
-    ev->control.all = all;
-    if (action == DORMANCY_CTL_WAKE && !all && !ev->control.persona)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
-                               "action 'wake' needs \"all\": true or a 'persona'");
+    ev->control.action = (dormancy_control_action)c.action;
+    ev->control.all = c.all;
+    ev->control.by = c.by;
+    ev->control.persona = c.persona;
+    ev->control.if_inactive_since = c.if_inactive_since;
     return 0;
 }
 
@@ -104,9 +102,9 @@ static int parse_autopilot(json_object *b, dormancy_parsed *pp, vigil_error *err
     int source = -1;
     ev->kind = DORMANCY_EV_AUTOPILOT;
     if (vigil_json_array(b, "decisions", true, &arr, err) < 0 ||
-        vigil_json_enum(b, "source", false, AP_SOURCES, &source, err) < 0)
+        vigil_json_enum(b, "source", false, vigil_autopilot_source_names, &source, err) < 0)
         return -1;
-    ev->autopilot.source = source >= 0 ? AP_SOURCES[source] : NULL;
+    ev->autopilot.source = source >= 0 ? vigil_autopilot_source_names[source] : NULL;
     size_t len = json_object_array_length(arr);
     if (len > MAX_DECISIONS)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field 'decisions': more than %d entries",
@@ -122,7 +120,7 @@ static int parse_autopilot(json_object *b, dormancy_parsed *pp, vigil_error *err
             return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE,
                                    "field 'decisions[%zu]': expected object", i);
         if (vigil_json_id(d, "persona", true, &x->persona, err) < 0 ||
-            vigil_json_enum(d, "action", true, AP_ACTIONS, &action, err) < 0 ||
+            vigil_json_enum(d, "action", true, vigil_autopilot_action_names, &action, err) < 0 ||
             vigil_json_string(d, "reason", false, &x->reason, err) < 0) {
             /* prefix the inner field's reason with its position */
             char inner[sizeof err->detail];
@@ -147,52 +145,33 @@ static int parse_command(const vigil_input *in, json_object *b, dormancy_parsed 
                          vigil_error *err)
 {
     dormancy_event *ev = &pp->ev;
-    int cmd, level = -1, answer = -1;
-    int64_t until = 0;
+    vigil_persona_command c;
     ev->kind = DORMANCY_EV_COMMAND;
-    if (vigil_json_enum(b, "cmd", true, COMMANDS, &cmd, err) < 0 ||
-        vigil_json_enum(b, "level", false, LEVELS, &level, err) < 0 ||
-        vigil_json_int64(b, "until", false, &until, err) < 0 ||
-        vigil_json_id(b, "room", false, &ev->command.room, err) < 0 ||
-        vigil_json_string_bounded(b, "suggestion_id", false, DORMANCY_EVID_MAX, &ev->command.suggestion_id, err) < 0 ||
-        vigil_json_enum(b, "answer", cmd == DORMANCY_CMD_ANSWER, ANSWERS, &answer, err) < 0 ||
-        vigil_json_id(b, "by", false, &ev->command.by, err) < 0)
+    if (vigil_persona_command_read(b, in->received_ms, &c, err) < 0)
         return -1;
-    ev->command.cmd = (dormancy_cmd)cmd;
-    if (cmd == DORMANCY_CMD_DORMANT) {
-        if (level < 0)
-            return vigil_error_set(err, VIGIL_REJECT_MISSING_FIELD,
-                                   "field 'level': required for cmd 'dormant'");
-        if (level == DORMANCY_ACTIVE)
-            return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
-                                   "field 'level': 'dormant' needs mention-only, human-only or sleep");
-        if (until != 0 && until <= in->received_ms)
-            return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field 'until': in the past");
-    }
-    ev->command.has_level = level >= 0;
-    ev->command.level = level >= 0 ? (dormancy_level)level : DORMANCY_ACTIVE;
-    ev->command.until = until > 0 ? until : 0;
-    ev->command.answer = answer >= 0 ? (dormancy_answer)answer : DORMANCY_ANSWER_NO;
+    ev->command.cmd = (dormancy_cmd)c.cmd;
+    ev->command.room = c.room;
+    ev->command.suggestion_id = c.suggestion_id;
+    ev->command.by = c.by;
+    ev->command.has_level = c.has_level;
+    ev->command.level = (dormancy_level)c.level;
+    ev->command.until = c.until > 0 ? c.until : 0;
+    ev->command.answer = (dormancy_answer)c.answer;
     return 0;
 }
 
-/* persona/{p}/meta: only what this service uses (name, rooms, dormancy);
- * the other fields belong to wake-evaluator. */
+/* persona/{p}/meta: this service uses name, rooms and dormancy; the reader
+ * checks every field, so both consumers reject the same metas. */
 static int parse_meta(json_object *b, dormancy_parsed *pp, vigil_error *err)
 {
     dormancy_event *ev = &pp->ev;
-    json_object *dorm = NULL;
-    char msg[160];
     ev->kind = DORMANCY_EV_META;
-    if (vigil_json_string(b, "name", false, &ev->meta.name, err) < 0 ||
-        vigil_json_string_array(b, "rooms", false, true, MAX_META_ROOMS, &pp->rooms, &ev->meta.n_rooms, err) < 0 ||
-        vigil_json_object(b, "dormancy", false, &dorm, err) < 0)
+    if (vigil_persona_meta_read(b, MAX_META_ROOMS, &pp->meta, err) < 0)
         return -1;
-    ev->meta.rooms = pp->rooms;
-    int rc = dormancy_overrides_parse(dorm, &ev->meta.ov, msg, sizeof msg);
-    if (rc != 0)
-        return vigil_error_set(err, rc == -1 ? VIGIL_REJECT_WRONG_TYPE : VIGIL_REJECT_BAD_VALUE,
-                               "%s", msg);
+    ev->meta.name = pp->meta.name;
+    ev->meta.rooms = pp->meta.rooms;
+    ev->meta.n_rooms = pp->meta.n_rooms;
+    ev->meta.ov = pp->meta.dormancy;
     return 0;
 }
 
@@ -209,8 +188,8 @@ static int parse_wake(json_object *b, dormancy_parsed *pp, vigil_error *err)
         vigil_json_double(b, "confidence", false, &conf, err) < 0 ||
         vigil_json_string_bounded(b, "message_id", false, VIGIL_EVENT_ID_MAX, &ev->wake.message_id, err) < 0 ||
         vigil_json_string(b, "reason", false, &ev->wake.reason, err) < 0 ||
-        vigil_json_enum(b, "via", false, VIAS, &via, err) < 0 ||
-        vigil_json_enum(b, "tier", false, TIERS, &tier, err) < 0)
+        vigil_json_enum(b, "via", false, vigil_via_names, &via, err) < 0 ||
+        vigil_json_enum(b, "tier", false, vigil_tier_names, &tier, err) < 0)
         return -1;
     if (!(conf >= 0.0 && conf <= 1.0))
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field 'confidence': expected 0..1");
@@ -226,7 +205,9 @@ static int persona_rooms(vigil_runtime *rt, const char *persona, char keys[][VIG
 {
     char suffix[VIGIL_KEY_MAX];
     snprintf(suffix, sizeof suffix, "persona:%s", persona);
-    return vigil_runtime_route_members(rt, "HKEYS", suffix, keys, n, max, NULL, err);
+    char what[VIGIL_KEY_MAX];
+    snprintf(what, sizeof what, "persona '%s'", persona);
+    return vigil_route_members_noted(rt, "HKEYS", suffix, what, keys, n, max, err);
 }
 
 static int route_room(const vigil_input *in, dormancy_parsed *pp, char keys[][VIGIL_KEY_MAX],
@@ -324,8 +305,8 @@ void dormancy_free_parsed(void *ctx, void *parsed)
     dormancy_parsed *pp = parsed;
     if (!pp)
         return;
-    free(pp->mentions);
-    free(pp->rooms);
+    vigil_room_message_release(&pp->msg);
+    vigil_persona_meta_release(&pp->meta);
     free(pp->decisions);
     free(pp);
 }

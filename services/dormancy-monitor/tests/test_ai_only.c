@@ -114,7 +114,7 @@ static void per_persona_ai_only_threshold(void **state)
     (void)state;
     dm_fx *f = dm_new();
     dormancy_overrides ov = {0};
-    ov.has = DORMANCY_OV_AI_ONLY;
+    ov.has = VIGIL_OV_AI_ONLY;
     ov.ai_only_ms = 5 * MIN_MS;
     dm_meta(f, "quick", &ov);
     dm_meta(f, "slow", NULL);

@@ -117,7 +117,7 @@ static void llm_wake_switch_and_confidence_override(void **state)
 
     dm_fx *g = dm_new();
     dormancy_overrides ov = {0};
-    ov.has = DORMANCY_OV_WAKE_CONFIDENCE;
+    ov.has = VIGIL_OV_WAKE_CONFIDENCE;
     ov.wake_confidence = 0.9;
     dm_meta(g, "ann", &ov);
     dm_sleep(g, "ann");

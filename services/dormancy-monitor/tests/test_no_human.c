@@ -253,9 +253,9 @@ static void per_persona_override_3min_vs_10min(void **state)
     (void)state;
     dm_fx *f = dm_new();
     dormancy_overrides helper = {0}, teacher = {0};
-    helper.has = DORMANCY_OV_NO_HUMAN;
+    helper.has = VIGIL_OV_NO_HUMAN;
     helper.no_human_ms = 180000;
-    teacher.has = DORMANCY_OV_NO_HUMAN;
+    teacher.has = VIGIL_OV_NO_HUMAN;
     teacher.no_human_ms = 600000;
     dm_meta(f, "helper-ai", &helper);
     dm_meta(f, "teacher-ai", &teacher);

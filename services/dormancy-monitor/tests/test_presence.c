@@ -122,7 +122,7 @@ static void per_persona_presence_override(void **state)
     (void)state;
     dm_fx *f = dm_new();
     dormancy_overrides ov = {0};
-    ov.has = DORMANCY_OV_PRESENCE;
+    ov.has = VIGIL_OV_PRESENCE;
     ov.presence = true;
     dm_meta(f, "careful", &ov);
     dm_meta(f, "plain", NULL);

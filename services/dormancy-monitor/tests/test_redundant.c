@@ -142,7 +142,7 @@ static void per_persona_window(void **state)
     (void)state;
     dm_fx *f = dm_new();
     dormancy_overrides ov = {0};
-    ov.has = DORMANCY_OV_REDUNDANT_WINDOW;
+    ov.has = VIGIL_OV_REDUNDANT_WINDOW;
     ov.redundant_window_ms = 60000;
     dm_personas(f, 2, "ann", "bob");
     dm_meta(f, "patient", &ov);

@@ -8,7 +8,7 @@ static void busy_record_round_trips(void **state)
     (void)state;
     dm_fx *f = dm_new();
     dormancy_overrides ov = {0};
-    ov.has = DORMANCY_OV_NO_HUMAN | DORMANCY_OV_PRESENCE;
+    ov.has = VIGIL_OV_NO_HUMAN | VIGIL_OV_PRESENCE;
     ov.no_human_ms = 120000;
     ov.presence = true;
     dm_meta(f, "ann", &ov);
@@ -48,11 +48,12 @@ static void lists_are_bounded(void **state)
     f->cfg.auto_suggest = false;
     f->cfg.auto_sleep = false;
     char name[32];
-    for (int i = 0; i < 2 * DORMANCY_MAX_PERSONAS; i++) {
+    f->cfg.max_personas = 20;
+    for (int i = 0; i < 2 * f->cfg.max_personas; i++) {
         snprintf(name, sizeof name, "p%d", i);
         dm_ai(f, name, "hi");
     }
-    assert_int_equal(f->room->n_personas, DORMANCY_MAX_PERSONAS);
+    assert_int_equal(f->room->n_personas, 20);
     for (int i = 0; i < 2 * DORMANCY_MAX_HUMAN_MSGS; i++)
         dm_human(f, "h");
     assert_int_equal(f->room->n_humans, DORMANCY_MAX_HUMAN_MSGS);
@@ -196,11 +197,48 @@ static void every_event_gets_its_own_id(void **state)
     dm_free(f);
 }
 
+/* Past VIGIL_DORMANCY_MAX_PERSONAS a persona is refused visibly: one
+ * DORMANCY_OUT_LIMIT per refused input naming the room and the persona,
+ * whether it spoke, was listed by its meta or was commanded into the room;
+ * the members already tracked keep working. */
+static void personas_past_the_limit_are_refused_visibly(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    f->cfg.auto_suggest = false;
+    f->cfg.auto_sleep = false;
+    f->cfg.max_personas = 3;
+    dm_ai(f, "p1", "hi");
+    dm_ai(f, "p2", "hi");
+    dm_ai(f, "p3", "hi");
+    assert_int_equal(dm_count(f, DORMANCY_OUT_LIMIT, NULL), 0);
+    dm_ai(f, "p4", "hi");
+    assert_int_equal(f->room->n_personas, 3);
+    assert_int_equal(dm_count(f, DORMANCY_OUT_LIMIT, "p4"), 1);
+    const dormancy_action *a = dm_last(f, DORMANCY_OUT_LIMIT, "p4");
+    assert_non_null(strstr(a->reason, "room 'general'"));
+    assert_non_null(strstr(a->reason, "persona 'p4'"));
+    assert_non_null(strstr(a->reason, "VIGIL_DORMANCY_MAX_PERSONAS"));
+    assert_true(a->id[0] != '\0'); /* an event: it carries an id */
+    /* listed by its meta: refused too */
+    dm_meta(f, "p5", NULL);
+    assert_int_equal(dm_count(f, DORMANCY_OUT_LIMIT, "p5"), 1);
+    /* a tracked member is never refused */
+    dm_ai(f, "p2", "still here");
+    assert_int_equal(dm_count(f, DORMANCY_OUT_LIMIT, "p2"), 0);
+    /* room for one more once a member leaves is not needed for the rest to
+     * work: the tracked ones still follow the rules */
+    dm_sleep(f, "p1");
+    assert_int_equal(dm_level(f, "p1"), DORMANCY_SLEEP);
+    dm_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(busy_record_round_trips),
         cmocka_unit_test(lists_are_bounded),
+        cmocka_unit_test(personas_past_the_limit_are_refused_visibly),
         cmocka_unit_test(quiet_room_record_is_small),
         cmocka_unit_test(unreadable_records_are_refused),
         cmocka_unit_test(persona_snapshot_on_join_and_change_only),

@@ -7,6 +7,8 @@
 #define WAKE_ADAPTER_H
 #include <stdatomic.h>
 #include <vigil/llm.h>
+#include <vigil/msg_persona.h>
+#include <vigil/msg_room.h>
 #include <vigil/runtime.h>
 #include "wake.h"
 
@@ -44,11 +46,11 @@ typedef struct wake_parsed {
     wake_message msg;
     wake_meta meta;
     const char *persona;
-    const char **strings;   /* owned: mentions, domains, confidence keys */
-    double *conf_values;    /* owned */
-    const char **rooms;     /* owned: meta rooms */
+    vigil_room_message room_msg;     /* owned: what msg points into */
+    vigil_persona_meta persona_meta; /* owned: what meta points into */
+    const char *const *rooms;        /* meta rooms (in persona_meta) */
     int n_rooms;
-    json_object *room_map;  /* persona/{p}/state rooms (borrowed) */
+    vigil_persona_state state;       /* persona/{p}/state, owned */
     int64_t state_ts;
     wake_level level;       /* persona/{p}/dormancy */
     int64_t since;
@@ -75,12 +77,16 @@ typedef struct wake_fx_ctx {
     const wake_service *svc;
     vigil_effects *fx;
     const char *room;
+    const vigil_input *in; /* the input decided on; NULL for timers and jobs */
+    int64_t now;
+    int n_limits;          /* limit refusals in this decision (their event ids) */
 } wake_fx_ctx;
 void wake_sink_fx(wake_sink *sink, wake_fx_ctx *ctx, bool intake);
 
 /* Loads the room record, runs fn on it with a sink into fx, stores it. */
 typedef int (*wake_room_fn)(wake_room *r, const wake_sink *sink, int64_t now, void *arg);
 int wake_with_room(const wake_service *svc, const char *key, const char *state_json,
+                   const vigil_input *in,
                    int64_t now, vigil_effects *fx, bool intake, wake_room_fn fn, void *arg);
 
 /* commit.c: a finished job committed into its room through

@@ -23,14 +23,12 @@ static bool listed(const char *const *rooms, int n, const char *room)
 static int state_entry(const wake_parsed *pp, const char *room, wake_level *level,
                        int64_t *since, const char **trigger)
 {
-    json_object *e, *v;
-    if (!json_object_object_get_ex(pp->room_map, room, &e) || !e)
+    const vigil_persona_room_state *e = vigil_persona_state_room(&pp->state, room);
+    if (!e)
         return 0;
-    *level = WAKE_LEVEL_ACTIVE;
-    if (json_object_object_get_ex(e, "level", &v))
-        wake_level_parse(json_object_get_string(v), level);
-    *since = json_object_object_get_ex(e, "since", &v) ? json_object_get_int64(v) : pp->state_ts;
-    *trigger = json_object_object_get_ex(e, "trigger", &v) ? json_object_get_string(v) : "";
+    *level = wake_level_from(e->level);
+    *since = e->has_since ? e->since : pp->state_ts;
+    *trigger = e->trigger ? e->trigger : "";
     return 1;
 }
 
@@ -61,10 +59,9 @@ static int on_input(wake_room *r, const wake_sink *sink, int64_t now, void *arg)
 int wake_apply(void *ctx, const char *key, const char *state_json, const vigil_input *in,
                const void *parsed, int64_t now_ms, vigil_effects *fx, vigil_error *err)
 {
-    (void)in;
     const wake_service *svc = ctx;
     apply_arg a = {svc, parsed, key, NULL, 0};
-    if (wake_with_room(svc, key, state_json, now_ms, fx, true, on_input, &a) != 0)
+    if (wake_with_room(svc, key, state_json, in, now_ms, fx, true, on_input, &a) != 0)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory deciding on room '%s'",
                                key);
     return 0;
@@ -81,5 +78,5 @@ int wake_on_timer_fx(void *ctx, const char *key, const char *state_json, const c
 {
     const wake_service *svc = ctx;
     apply_arg a = {svc, NULL, key, timer_name, due_ms};
-    return wake_with_room(svc, key, state_json, now_ms, fx, true, on_timer, &a);
+    return wake_with_room(svc, key, state_json, NULL, now_ms, fx, true, on_timer, &a);
 }

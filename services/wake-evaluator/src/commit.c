@@ -5,6 +5,7 @@
  * restart, a lease taken over) is published once. */
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <vigil/log.h>
 #include "adapter.h"
 #include "llm_reader.h"
@@ -24,7 +25,7 @@ static int decide_wake(void *arg, const char *key, const char *state_json, int64
                        vigil_effects *fx, vigil_error *err)
 {
     decision_arg *a = arg;
-    if (wake_with_room(a->svc, key, state_json, now_ms, fx, false, on_decision, a) != 0)
+    if (wake_with_room(a->svc, key, state_json, NULL, now_ms, fx, false, on_decision, a) != 0)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory committing %s",
                                a->d->id);
     return 0;
@@ -79,7 +80,7 @@ static int decide_autopilot(void *arg, const char *key, const char *state_json, 
                             vigil_effects *fx, vigil_error *err)
 {
     ap_arg *a = arg;
-    if (wake_with_room(a->svc, key, state_json, now_ms, fx, false, on_autopilot, a) != 0)
+    if (wake_with_room(a->svc, key, state_json, NULL, now_ms, fx, false, on_autopilot, a) != 0)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory committing %s",
                                a->o->job);
     return 0;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 #include <vigil/config.h>
+#include <vigil/names.h>
 #include <vigil/log.h>
 #include "adapter.h"
 
@@ -66,10 +67,10 @@ int wake_configure(void *ctx, const vigil_common_config *common, char *err, size
 {
     wake_service *svc = ctx;
     wake_config *c = &svc->core;
-    char wakes[16];
+    int wakes = 0;
     if (vigil_llm_config_load(&svc->llm, err, errlen) != 0 ||
         vigil_env_bool("VIGIL_DORMANCY_AUTO_WAKE", c->auto_wake, &c->auto_wake, err, errlen) ||
-        vigil_env_string("VIGIL_DORMANCY_HUMAN_WAKES", "absent", wakes, sizeof wakes, err, errlen) ||
+        vigil_env_choice("VIGIL_DORMANCY_HUMAN_WAKES", vigil_human_wakes_names, 0, &wakes, err, errlen) ||
         vigil_env_bool("VIGIL_DORMANCY_LLM_WAKE", c->llm_wake, &c->llm_wake, err, errlen) ||
         vigil_env_double("VIGIL_DORMANCY_WAKE_CONFIDENCE", c->wake_confidence, 0.0, 1.0,
                          &c->wake_confidence, err, errlen) ||
@@ -103,14 +104,7 @@ int wake_configure(void *ctx, const vigil_common_config *common, char *err, size
         int_var("VIGIL_AUTOPILOT_MAX_TOKENS", c->autopilot_max_tokens, 1, 100000,
                 &c->autopilot_max_tokens, err, errlen))
         return -1;
-    if (strcasecmp(wakes, "absent") == 0) {
-        c->human_wakes_all = false;
-    } else if (strcasecmp(wakes, "all") == 0) {
-        c->human_wakes_all = true;
-    } else {
-        snprintf(err, errlen, "VIGIL_DORMANCY_HUMAN_WAKES: expected absent or all, got '%s'", wakes);
-        return -1;
-    }
+    c->human_wakes_all = wakes == 1; /* vigil_human_wakes_names: absent, all */
     c->llm_enabled = svc->llm.url[0] != '\0';
     if (svc->max_inflight == 0)
         svc->max_inflight = 2 * svc->llm.concurrency;

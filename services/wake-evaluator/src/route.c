@@ -11,136 +11,56 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/limits.h>
 #include <vigil/log.h>
 #include "adapter.h"
 
-#define MAX_MENTIONS 256
-#define MAX_DOMAINS 64
-
-static const char *const SENDER_TYPES[] = {"human", "ai", "system", NULL};
-static const char *const LEVELS[] = {"active", "mention-only", "human-only", "sleep", NULL};
-static const char *const TIERS[] = {"smart", "mid", "basic", NULL};
-
-static int probability(json_object *o, const char *field, double *out, vigil_error *err)
-{
-    int rc = vigil_json_double(o, field, false, out, err);
-    if (rc == 0 && !(*out >= 0.0 && *out <= 1.0))
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field '%s': expected 0..1", field);
-    return rc;
-}
-
+/* room/{r}/message through libshared's one reader (same accepts and
+ * rejects as every other consumer, depth included). */
 static int parse_message(const vigil_input *in, wake_parsed *pp, vigil_error *err)
 {
-    int type, n = 0;
     wake_message *m = &pp->msg;
     pp->kind = WAKE_IN_MESSAGE;
-    if (vigil_json_id(in->body, "sender", true, &m->sender, err) < 0 ||
-        vigil_json_enum(in->body, "sender_type", true, SENDER_TYPES, &type, err) < 0 ||
-        vigil_json_string(in->body, "text", true, &m->text, err) < 0 ||
-        vigil_json_string_array(in->body, "mentions", false, true, MAX_MENTIONS, &pp->strings, &n, err) < 0)
+    if (vigil_room_message_read(in->body, &pp->room_msg, err) < 0)
         return -1;
     m->id = in->id;
-    m->type = (wake_sender)type;
-    m->mentions = pp->strings;
-    m->n_mentions = n;
+    m->sender = pp->room_msg.sender;
+    m->type = (wake_sender)pp->room_msg.sender_type;
+    m->text = pp->room_msg.text;
+    m->mentions = pp->room_msg.mentions;
+    m->n_mentions = pp->room_msg.n_mentions;
     return 0;
 }
 
-static int parse_overrides(json_object *b, wake_meta *m, vigil_error *err)
-{
-    json_object *d = NULL;
-    bool v;
-    m->auto_wake = m->llm_wake = -1;
-    m->wake_conf = -1;
-    if (vigil_json_object(b, "dormancy", false, &d, err) < 0)
-        return -1;
-    if (!d)
-        return 0;
-    int rc = vigil_json_bool(d, "enableAutoWake", false, &v, err);
-    if (rc < 0)
-        return -1;
-    if (rc == 0)
-        m->auto_wake = v;
-    rc = vigil_json_bool(d, "enableLLMWakeDecisions", false, &v, err);
-    if (rc < 0)
-        return -1;
-    if (rc == 0)
-        m->llm_wake = v;
-    double c;
-    rc = probability(d, "wakeConfidenceThreshold", &c, err);
-    if (rc < 0)
-        return -1;
-    if (rc == 0)
-        m->wake_conf = c;
-    return 0;
-}
-
-static int parse_confidence(json_object *b, wake_parsed *pp, vigil_error *err)
-{
-    json_object *cl = NULL;
-    wake_meta *m = &pp->meta;
-    if (vigil_json_object(b, "confidence_levels", false, &cl, err) < 0)
-        return -1;
-    if (!cl)
-        return 0;
-    int n = json_object_object_length(cl);
-    if (n > MAX_DOMAINS)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
-                               "field 'confidence_levels': more than %d entries", MAX_DOMAINS);
-    const char **keys = calloc((size_t)n + 1, sizeof *keys);
-    pp->conf_values = calloc((size_t)n + 1, sizeof *pp->conf_values);
-    if (!keys || !pp->conf_values) {
-        free(keys);
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "out of memory");
-    }
-    int i = 0;
-    json_object_object_foreach(cl, k, v) {
-        if (!v || !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int))) {
-            free(keys);
-            return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE,
-                                   "field 'confidence_levels.%.60s': expected number", k);
-        }
-        double x = json_object_get_double(v);
-        if (!(x >= 0.0 && x <= 1.0)) {
-            free(keys);
-            return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
-                                   "field 'confidence_levels.%.60s': expected 0..1", k);
-        }
-        keys[i] = k;
-        pp->conf_values[i++] = x;
-    }
-    m->conf_domains = keys;
-    m->conf_values = pp->conf_values;
-    m->n_conf = i;
-    return 0;
-}
-
+/* persona/{p}/meta through libshared's one reader, its `dormancy`
+ * overrides included; the core sees the fields it uses. */
 static int parse_meta(const vigil_input *in, const char *persona, wake_parsed *pp,
                       vigil_error *err)
 {
-    json_object *b = in->body;
     wake_meta *m = &pp->meta;
-    int tier = -1, nd = 0;
+    const vigil_persona_meta *v = &pp->persona_meta;
+    const vigil_dormancy_overrides *ov = &v->dormancy;
     pp->kind = WAKE_IN_META;
-    m->persona = persona;
-    m->parameters = -1;
-    m->availability = -1;
-    if (vigil_json_string(b, "name", false, &m->name, err) < 0 ||
-        vigil_json_string(b, "role", false, &m->role, err) < 0 ||
-        vigil_json_string(b, "model", false, &m->model, err) < 0 ||
-        vigil_json_string(b, "mood", false, &m->mood, err) < 0 ||
-        vigil_json_enum(b, "tier", false, TIERS, &tier, err) < 0 ||
-        vigil_json_int64(b, "parameters", false, &m->parameters, err) < 0 ||
-        probability(b, "availability", &m->availability, err) < 0 ||
-        vigil_json_string_array(b, "rooms", false, true, VIGIL_ROUTE_MAX_KEYS, &pp->rooms, &pp->n_rooms, err) < 0 ||
-        vigil_json_string_array(b, "expertise_domains", false, false, MAX_DOMAINS, &pp->strings, &nd, err) < 0 ||
-        parse_confidence(b, pp, err) < 0 || parse_overrides(b, m, err) < 0)
+    if (vigil_persona_meta_read(in->body, VIGIL_ROUTE_MAX_KEYS, &pp->persona_meta, err) < 0)
         return -1;
-    if (m->parameters < -1)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field 'parameters': negative");
-    m->tier = tier >= 0 ? TIERS[tier] : NULL;
-    m->domains = pp->strings;
-    m->n_domains = nd;
+    m->persona = persona;
+    m->name = v->name;
+    m->role = v->role;
+    m->model = v->model;
+    m->mood = v->mood;
+    m->tier = v->has_tier ? vigil_tier_names[v->tier] : NULL;
+    m->parameters = v->parameters;
+    m->availability = v->availability;
+    m->domains = v->domains;
+    m->n_domains = v->n_domains;
+    m->conf_domains = v->conf_domains;
+    m->conf_values = v->conf_values;
+    m->n_conf = v->n_conf;
+    m->auto_wake = ov->has & VIGIL_OV_AUTO_WAKE ? ov->auto_wake : -1;
+    m->llm_wake = ov->has & VIGIL_OV_LLM_WAKE ? ov->llm_wake : -1;
+    m->wake_conf = ov->has & VIGIL_OV_WAKE_CONFIDENCE ? ov->wake_confidence : -1;
+    pp->rooms = v->rooms;
+    pp->n_rooms = v->n_rooms;
     return 0;
 }
 
@@ -148,29 +68,10 @@ static int parse_meta(const vigil_input *in, const char *persona, wake_parsed *p
 static int parse_state(const vigil_input *in, const char *persona, wake_parsed *pp,
                        vigil_error *err)
 {
-    json_object *rooms;
     pp->kind = WAKE_IN_STATE;
     pp->persona = persona;
     pp->state_ts = in->ts;
-    if (vigil_json_object(in->body, "rooms", true, &rooms, err) < 0)
-        return -1;
-    json_object_object_foreach(rooms, room, entry) {
-        int level;
-        int64_t since;
-        const char *trigger;
-        if (!vigil_id_valid(room, strlen(room)))
-            return vigil_error_set(err, VIGIL_REJECT_BAD_ID, "field 'rooms': key '%.64s' is not an id",
-                                   room);
-        if (!entry || !json_object_is_type(entry, json_type_object))
-            return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE,
-                                   "field 'rooms.%s': expected object", room);
-        if (vigil_json_enum(entry, "level", true, LEVELS, &level, err) < 0 ||
-            vigil_json_int64(entry, "since", false, &since, err) < 0 ||
-            vigil_json_string(entry, "trigger", false, &trigger, err) < 0)
-            return -1;
-    }
-    pp->room_map = rooms;
-    return 0;
+    return vigil_persona_state_read(in->body, VIGIL_ROUTE_MAX_KEYS, &pp->state, err);
 }
 
 /* persona/{p}/dormancy: {id, persona, room, level, previous, trigger, ..., ts} */
@@ -181,10 +82,10 @@ static int parse_dormancy(const vigil_input *in, const char *persona, wake_parse
     pp->kind = WAKE_IN_DORMANCY;
     pp->persona = persona;
     if (vigil_json_id(in->body, "room", true, room, err) < 0 ||
-        vigil_json_enum(in->body, "level", true, LEVELS, &level, err) < 0 ||
+        vigil_json_enum(in->body, "level", true, vigil_level_names, &level, err) < 0 ||
         vigil_json_string(in->body, "trigger", false, &pp->trigger, err) < 0)
         return -1;
-    wake_level_parse(LEVELS[level], &pp->level);
+    pp->level = wake_level_from((vigil_level)level);
     pp->since = in->ts;
     return 0;
 }
@@ -195,7 +96,9 @@ static int persona_rooms(vigil_runtime *rt, const char *persona, char keys[][VIG
 {
     char suffix[VIGIL_KEY_MAX];
     snprintf(suffix, sizeof suffix, WAKE_MEMBER_SET "%s", persona);
-    return vigil_runtime_route_members(rt, "SMEMBERS", suffix, keys, n, max, NULL, err);
+    char what[VIGIL_KEY_MAX];
+    snprintf(what, sizeof what, "persona '%s'", persona);
+    return vigil_route_members_noted(rt, "SMEMBERS", suffix, what, keys, n, max, err);
 }
 
 static int route_persona(vigil_runtime *rt, const vigil_input *in, wake_parsed *pp,
@@ -216,10 +119,8 @@ static int route_persona(vigil_runtime *rt, const vigil_input *in, wake_parsed *
     if (strcmp(kind, "state") == 0) {
         if (parse_state(in, persona, pp, err) < 0)
             return -1;
-        json_object_object_foreach(pp->room_map, r, v) {
-            (void)v;
-            n = vigil_route_add_key(keys, n, max_keys, r);
-        }
+        for (int i = 0; i < pp->state.n_rooms; i++)
+            n = vigil_route_add_key(keys, n, max_keys, pp->state.rooms[i].room);
         return persona_rooms(rt, persona, keys, n, max_keys, err);
     }
     if (strcmp(kind, "dormancy") == 0) {
@@ -271,9 +172,8 @@ void wake_free_parsed(void *ctx, void *parsed)
     wake_parsed *pp = parsed;
     if (!pp)
         return;
-    free(pp->strings);
-    free(pp->conf_values);
-    free(pp->rooms);
-    free((void *)pp->meta.conf_domains);
+    vigil_room_message_release(&pp->room_msg);
+    vigil_persona_meta_release(&pp->persona_meta);
+    vigil_persona_state_release(&pp->state);
     free(pp);
 }

@@ -2,13 +2,15 @@
  * one commit: publishes go to the outbox, jobs to the durable stream, the
  * room's timers and its entry in each persona's room set change in the
  * same atomic commit as the room record. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/limits.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include "adapter.h"
-#include "room_cache.h"
+#include <vigil/record_cache.h>
 
 static int fx_publish(void *ctx, const char *topic, const char *payload, bool retain)
 {
@@ -61,6 +63,22 @@ static void fx_decided(void *ctx, const wake_decision *d)
     vigil_counter_add("vigil_wake_decisions_total", "Wake decisions published", labels, 1);
 }
 
+/* A refusal while deciding on an input goes out as an error event with the
+ * commit; without an input (a timer, a job) it is logged and counted. */
+static void fx_limit(void *ctx, const char *limit, const char *detail)
+{
+    wake_fx_ctx *c = ctx;
+    if (!c->in) {
+        vigil_limit_note(limit, detail);
+        return;
+    }
+    char key[WAKE_ID_MAX + 32], id[WAKE_EVID_MAX + 1];
+    snprintf(key, sizeof key, "limit:%s:%d", c->room, c->n_limits++);
+    wake_event_id(id, sizeof id, c->in->id, key);
+    if (vigil_fx_limit_refusal(c->fx, WAKE_SERVICE, id, c->in, limit, detail, c->now) != 0)
+        vigil_limit_note(limit, detail); /* out of memory: at least the log */
+}
+
 void wake_sink_fx(wake_sink *sink, wake_fx_ctx *ctx, bool intake)
 {
     *sink = (wake_sink){
@@ -71,30 +89,48 @@ void wake_sink_fx(wake_sink *sink, wake_fx_ctx *ctx, bool intake)
         .member = fx_member,
         .economics = fx_economics,
         .decided = intake ? fx_decided : NULL,
+        .limit = fx_limit,
     };
 }
 
-int wake_with_room(const wake_service *svc, const char *key, const char *state_json,
-                   int64_t now, vigil_effects *fx, bool intake, wake_room_fn fn, void *arg)
+static void *room_clone(const void *r) { return wake_room_clone(r); }
+static void room_free(void *r) { wake_room_free(r); }
+
+/* The parsed room records of this process (intake and workers share it): a
+ * commit usually starts from the record the previous one wrote, and parsing
+ * a 200-persona record cost more than the decision. */
+static vigil_record_cache *cache;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void cache_make(void)
 {
+    static const vigil_record_ops ops = {room_clone, room_free};
+    cache = vigil_record_cache_new(&ops, 16);
+}
+
+int wake_with_room(const wake_service *svc, const char *key, const char *state_json,
+                   const vigil_input *in, int64_t now, vigil_effects *fx, bool intake,
+                   wake_room_fn fn, void *arg)
+{
+    pthread_once(&cache_once, cache_make);
     bool corrupt = false;
-    wake_room *r = wake_room_cache_get(key, state_json, &corrupt);
+    wake_room *r = vigil_record_cache_get(cache, key, state_json);
+    if (!r)
+        r = wake_room_from_json(key, state_json, &corrupt);
     if (!r)
         return -1;
     if (corrupt)
         vigil_log_kv(VIGIL_LOG_WARN, "room record unreadable: starting it afresh", "room", key,
                      NULL);
-    wake_fx_ctx c = {svc, fx, key};
+    wake_fx_ctx c = {svc, fx, key, in, now, 0};
     wake_sink sink;
     wake_sink_fx(&sink, &c, intake);
     int rc = fn(r, &sink, now, arg);
     char *s = rc == 0 ? wake_room_to_json(r) : NULL;
     if (rc == 0)
         rc = s ? vigil_fx_set_state(fx, s) : -1;
-    if (rc == 0) {
-        wake_room_cache_put(key, s, r); /* the next commit likely starts here */
-    } else {
-        free(s);
+    if (rc != 0 || vigil_record_cache_put(cache, key, s, r) != 0) {
+        free(s); /* not kept: a failed decision, or no cache */
         wake_room_free(r);
     }
     return rc;

@@ -250,33 +250,14 @@ static void llm_note(const slot *s, char *out, size_t outlen)
         snprintf(out, outlen, "LLM %s: %.150s", status_name(s->status), s->error);
 }
 
+/* Reports the call's outcome to the core, which chooses between the
+ * model's answer and the rules (wake_decide_after_llm), then commits. */
 static vigil_decide_result finish_wake(wake_worker *w, slot *s, int64_t now)
 {
-    const wake_job *j = &s->wj;
     wake_decision d;
-    memset(&d, 0, sizeof d);
-    char why[300] = "", note[400];
-    bool ok = false;
-    if (s->status == VIGIL_LLM_OK && s->content)
-        ok = wake_interpret(&WAKE_LLM_READER, j->tier, s->content, s->len, j->threshold, &d, why,
-                            sizeof why) == 0;
-    if (ok) {
-        snprintf(d.id, sizeof d.id, "%s", j->job);
-        snprintf(d.persona, sizeof d.persona, "%s", j->persona);
-        snprintf(d.room, sizeof d.room, "%s", j->room);
-        snprintf(d.message_id, sizeof d.message_id, "%s", j->message_id);
-    } else {
-        if (s->status == VIGIL_LLM_OK)
-            snprintf(note, sizeof note, "LLM answer unusable%s: %.250s",
-                     s->truncated ? " (output truncated)" : "", why);
-        else
-            llm_note(s, note, sizeof note);
-        wake_decide_rules(j, WAKE_VIA_FALLBACK, note, &d);
-    }
-    d.latency_ms = j->enqueued > 0 && now > j->enqueued ? now - j->enqueued : s->latency_ms;
-    d.llm_latency_ms = s->latency_ms;
-    d.tokens = s->tokens > 0 ? s->tokens : (s->status == VIGIL_LLM_OK ? 0 : -1);
-    snprintf(d.llm_status, sizeof d.llm_status, "%s", status_name(s->status));
+    wake_llm_answer a = {s->status == VIGIL_LLM_OK, status_name(s->status), s->error,
+                         s->content, s->len, s->truncated, s->tokens, s->latency_ms};
+    wake_decide_after_llm(&WAKE_LLM_READER, &s->wj, &a, now, &d);
     vigil_decide_result r = wake_commit_decision(w->svc, w->conn, &d, now);
     if (r == VIGIL_DECIDE_DONE) {
         char labels[96];

@@ -310,6 +310,32 @@ static void event_ids(void **state)
     assert_string_equal(id, other); /* deterministic */
 }
 
+/* Past VIGIL_WAKE_MAX_PERSONAS a persona is not tracked, and the sink is
+ * told so (the service logs and counts it): by meta, by level report and by
+ * speaking. Tracked members are never refused. */
+static void personas_past_the_limit_are_told(void **state)
+{
+    (void)state;
+    wk *t = wk_new();
+    t->c.max_personas = 2;
+    wk_persona(t, "a", "smart", -1, NULL, 0);
+    wk_persona(t, "b", "smart", -1, NULL, 0);
+    assert_int_equal(t->limits, 0);
+    wk_persona(t, "c", "smart", -1, NULL, 0);
+    assert_int_equal(t->limits, 1);
+    assert_non_null(strstr(t->last_limit, "persona 'c'"));
+    assert_non_null(strstr(t->last_limit, "VIGIL_WAKE_MAX_PERSONAS"));
+    assert_null(wake_room_find(t->r, "c"));
+    wk_level(t, "d", WAKE_LEVEL_SLEEP, "manual");
+    assert_int_equal(t->limits, 2);
+    wk_msg(t, "e", WAKE_SENDER_AI, "hello");
+    assert_int_equal(t->limits, 3);
+    wk_level(t, "a", WAKE_LEVEL_SLEEP, "manual");
+    assert_int_equal(t->limits, 3);
+    assert_int_equal(t->r->n_personas, 2);
+    wk_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -323,6 +349,7 @@ int main(void)
         cmocka_unit_test(bad_jobs_are_refused),
         cmocka_unit_test(a_decision_commit_counts_tokens),
         cmocka_unit_test(event_ids),
+        cmocka_unit_test(personas_past_the_limit_are_told),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

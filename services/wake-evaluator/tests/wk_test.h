@@ -37,6 +37,8 @@ typedef struct wk {
     int64_t timer_due; /* last timer set, 0 none */
     int members_added, members_removed;
     int seq;
+    int limits;              /* refusals told through sink->limit */
+    char last_limit[256];    /* ... the last one's detail */
 } wk;
 
 static inline int wk_publish(void *ctx, const char *topic, const char *payload, bool retain)
@@ -66,6 +68,14 @@ static inline int wk_timer(void *ctx, const char *name, int64_t due)
     return 0;
 }
 
+static inline void wk_limit(void *ctx, const char *limit, const char *detail)
+{
+    wk *t = ctx;
+    (void)limit;
+    t->limits++;
+    snprintf(t->last_limit, sizeof t->last_limit, "%s", detail);
+}
+
 static inline int wk_member(void *ctx, const char *persona, bool add)
 {
     wk *t = ctx;
@@ -85,7 +95,7 @@ static inline wk *wk_new(void)
     wake_config_init(&t->c);
     t->c.llm_enabled = true;
     t->now = T0;
-    t->sink = (wake_sink){t, wk_publish, wk_enqueue, wk_timer, wk_member, NULL, NULL};
+    t->sink = (wake_sink){t, wk_publish, wk_enqueue, wk_timer, wk_member, NULL, NULL, wk_limit};
     return t;
 }
 

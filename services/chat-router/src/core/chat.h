@@ -147,6 +147,7 @@ typedef struct chat_result {
     int queued;        /* notifications put in the queue */
     int flushed;       /* queue flushes (0 or 1) */
     bool stopped;      /* forwarding stopped at the depth limit */
+    bool mentions_capped; /* more personas mentioned than max_mentions: the rest not notified */
     bool logged;
 } chat_result;
 
@@ -236,6 +237,5 @@ char *chat_log_entry_json(json_object *body, const char *id, int64_t ts);
 /* Deterministic ids usable as input ids (no '/'): "<tag>-<16 hex>" of a
  * hash of the parts. */
 void chat_derived_id(char *out, size_t outlen, const char *tag, const char *a, const char *b);
-uint64_t chat_hash64(const void *data, size_t n);
 
 #endif

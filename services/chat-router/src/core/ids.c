@@ -4,19 +4,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <vigil/json.h>
 #include "step.h"
-
-/* FNV-1a 64-bit (the same function libshared uses for derived ids). */
-uint64_t chat_hash64(const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
 
 /* Ids that become inputs again (the stop message, the resume-all
  * continuation) must be valid input ids: no '/', at most 128 bytes. */
@@ -25,7 +14,7 @@ void chat_derived_id(char *out, size_t outlen, const char *tag, const char *a, c
     char buf[2 * (CHAT_EVID_MAX + 1) + 2];
     int n = snprintf(buf, sizeof buf, "%s\n%s", a ? a : "", b ? b : "");
     size_t len = n < 0 ? 0 : ((size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
-    snprintf(out, outlen, "%s-%016" PRIx64, tag, chat_hash64(buf, len));
+    snprintf(out, outlen, "%s-%016" PRIx64, tag, vigil_hash64(buf, len));
 }
 
 void chat_event_id(const chat_config *cfg, char *out, size_t outlen, const char *input_id,

@@ -102,10 +102,15 @@ int chat_on_message(const chat_config *cfg, chat_room *r, const chat_input *in, 
     if (m->sender_type == CHAT_SENDER_SYSTEM)
         return 0;
     int max = cfg->max_mentions > 0 ? cfg->max_mentions : CHAT_DEFAULT_MAX_MENTIONS;
-    char (*who)[CHAT_ID_MAX + 1] = calloc((size_t)max, sizeof *who);
+    /* one more than notified, to know whether the limit cut the list */
+    char (*who)[CHAT_ID_MAX + 1] = calloc((size_t)max + 1, sizeof *who);
     if (!who)
         return -1;
-    int n = chat_mentions_collect(m, who, max);
+    int n = chat_mentions_collect(m, who, max + 1);
+    if (n > max) {
+        out->mentions_capped = true;
+        n = max;
+    }
     int rc = 0;
     if (n > 0)
         rc = depth >= cfg->max_depth ? stop_chain(cfg, r, m, depth, who, n, now, out)

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/msg_room.h>
 #include "chat.h"
 
 static char *dump_put(json_object *o, int rc)
@@ -27,7 +28,7 @@ static int add(json_object *o, const char *k, json_object *v)
 
 static const char *sender_type_name(chat_sender_type t)
 {
-    return t == CHAT_SENDER_HUMAN ? "human" : t == CHAT_SENDER_AI ? "ai" : "system";
+    return vigil_sender_type_names[t];
 }
 
 /* The contract's fields {id, persona, room, message_id, from, depth, ts},
@@ -74,20 +75,12 @@ char *chat_stop_message_json(const char *id, const char *room, const chat_messag
              "(VIGIL_CHAT_MAX_DEPTH), so %s %s not notified. A new message from a human starts "
              "a new chain.",
              (long long)depth, (long long)max_depth, names, n_who == 1 ? "was" : "were");
-    json_object *o = json_object_new_object();
-    if (!o)
-        return NULL;
-    int rc = 0;
-    rc |= add(o, "id", json_object_new_string(id));
-    rc |= add(o, "room", json_object_new_string(room));
-    rc |= add(o, "sender", json_object_new_string(CHAT_SYSTEM_SENDER));
-    rc |= add(o, "sender_type", json_object_new_string("system"));
-    rc |= add(o, "text", json_object_new_string(text));
-    rc |= add(o, "reply_to", json_object_new_string(m->id));
-    rc |= add(o, "depth", json_object_new_int64(depth));
-    rc |= add(o, "reason", json_object_new_string("max_depth"));
-    rc |= add(o, "ts", json_object_new_int64(now));
-    return dump_put(o, rc);
+    vigil_room_message_out out = {.id = id, .room = room, .sender = CHAT_SYSTEM_SENDER,
+                                  .sender_type = VIGIL_SENDER_SYSTEM, .text = text,
+                                  .reply_to = m->id, .reason = "max_depth", .has_depth = true,
+                                  .depth = depth, .ts = now};
+    json_object *o = vigil_room_message_json(&out);
+    return o ? dump_put(o, 0) : NULL;
 }
 
 char *chat_log_entry_json(json_object *body, const char *id, int64_t ts)

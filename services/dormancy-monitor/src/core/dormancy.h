@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <json-c/json.h>
+#include <vigil/msg_persona.h>
+#include <vigil/names.h>
 
 #define DORMANCY_ID_MAX 64       /* room, persona, user, session ids */
 #define DORMANCY_MSGID_MAX 128   /* message / event / input ids */
@@ -26,7 +28,7 @@
 #define DORMANCY_REASON_MAX 256
 
 /* Bounds that keep one room record small whatever the traffic. */
-#define DORMANCY_MAX_PERSONAS 100  /* members per room; more are not tracked */
+#define DORMANCY_MAX_PERSONAS_LIMIT 100000 /* highest VIGIL_DORMANCY_MAX_PERSONAS */
 #define DORMANCY_MAX_RECENT 256    /* message times kept for velocity/ratio */
 #define DORMANCY_MAX_HUMAN_MSGS 16 /* human messages tracked for pile-ons */
 #define DORMANCY_MAX_RESPONDERS 16 /* responders remembered per human message */
@@ -111,46 +113,21 @@ typedef struct dormancy_config {
     int64_t presence_away_ms;   /* VIGIL_DORMANCY_PRESENCE_AWAY_MS: idle -> away */
     int64_t velocity_window_ms; /* VIGIL_DORMANCY_VELOCITY_WINDOW_MS */
     int tz_offset_min;          /* VIGIL_DORMANCY_TZ_OFFSET_MIN: for "until 17:00" */
+    int max_personas;           /* VIGIL_DORMANCY_MAX_PERSONAS: members tracked per room */
 } dormancy_config;
 
-/* Every default of CONTRACT.md in one place. */
+/* Every default of the README's configuration table in one place. */
 void dormancy_config_init(dormancy_config *c);
 
-/* Per-persona overrides from persona/{p}/meta `dormancy` (seed key names). */
-enum {
-    DORMANCY_OV_AUTO_SUGGEST = 1u << 0,   /* enableAutoSuggestions */
-    DORMANCY_OV_AUTO_SLEEP = 1u << 1,     /* enableAutoSleep */
-    DORMANCY_OV_AUTO_WAKE = 1u << 2,      /* enableAutoWake */
-    DORMANCY_OV_NO_HUMAN = 1u << 3,       /* noHumanActivityThreshold */
-    DORMANCY_OV_AI_ONLY = 1u << 4,        /* aiOnlyDiscussionThreshold */
-    DORMANCY_OV_REDUNDANT_WINDOW = 1u << 5, /* redundantResponseWindow */
-    DORMANCY_OV_LLM_WAKE = 1u << 6,       /* enableLLMWakeDecisions */
-    DORMANCY_OV_WAKE_CONFIDENCE = 1u << 7,/* wakeConfidenceThreshold */
-    DORMANCY_OV_PRESENCE = 1u << 8,       /* enablePresenceChecking */
-    DORMANCY_OV_ADAPTIVE = 1u << 9,       /* enableAdaptiveThresholds */
-    DORMANCY_OV_SUGGESTION_TIMEOUT = 1u << 10, /* suggestionTimeout (extension) */
-    DORMANCY_OV_SNOOZE = 1u << 11,        /* snoozeDuration (extension) */
-    DORMANCY_OV_REDUNDANT_KEEP = 1u << 12 /* redundantResponseKeep (extension) */
-};
-
-typedef struct dormancy_overrides {
-    unsigned has; /* DORMANCY_OV_* bits */
-    bool auto_suggest, auto_sleep, auto_wake, llm_wake, presence, adaptive;
-    int64_t no_human_ms, ai_only_ms, redundant_window_ms, suggestion_timeout_ms, snooze_ms;
-    int redundant_keep;
-    double wake_confidence;
-} dormancy_overrides;
+/* Per-persona overrides from persona/{p}/meta `dormancy` (seed key names):
+ * libshared's one reader (vigil/msg_persona.h) fills them; `has` holds
+ * VIGIL_OV_* bits. */
+typedef vigil_dormancy_overrides dormancy_overrides;
 
 /* The config in force for one persona: base with its overrides applied. */
 dormancy_config dormancy_config_effective(const dormancy_config *base,
                                           const dormancy_overrides *ov);
 
-/* Reads a meta `dormancy` object (NULL = none) into *ov. Unknown keys are
- * ignored; a known key of the wrong type returns -1, out of range -2, with
- * a message naming it in err. */
-int dormancy_overrides_parse(json_object *o, dormancy_overrides *ov, char *err, size_t errlen);
-/* The inverse, for the state record (camelCase keys); a new object. */
-json_object *dormancy_overrides_to_json(const dormancy_overrides *ov);
 
 /* ---- state ---------------------------------------------------------- */
 
@@ -224,6 +201,8 @@ typedef struct dormancy_room {
 
 dormancy_room *dormancy_room_new(const char *room_id);
 void dormancy_room_free(dormancy_room *r);
+/* A deep copy; NULL when out of memory. */
+dormancy_room *dormancy_room_clone(const dormancy_room *r);
 
 /* Nothing known about the room: no member, no message, no presence. */
 bool dormancy_room_blank(const dormancy_room *r);
@@ -339,7 +318,8 @@ typedef enum {
     DORMANCY_OUT_PERSONA_STATE,  /* entry of persona/{p}/state for this room */
     DORMANCY_OUT_PERSONA_REMOVED,/* drop this room from persona/{p}/state */
     DORMANCY_OUT_ROOM_STATE,     /* room/{r}/state changed: render the room */
-    DORMANCY_OUT_ROOM_CLEARED    /* room deleted: clear the retained room/{r}/state */
+    DORMANCY_OUT_ROOM_CLEARED,   /* room deleted: clear the retained room/{r}/state */
+    DORMANCY_OUT_LIMIT           /* a limit refused persona: reason says which (an error event) */
 } dormancy_action_kind;
 
 typedef struct dormancy_action {
@@ -389,7 +369,7 @@ int dormancy_room_timer(dormancy_room *r, const char *timer_name, int64_t due,
                         const dormancy_config *cfg, int64_t now, const dormancy_ids *ids,
                         dormancy_actions *out);
 
-/* ---- rendering (payloads of CONTRACT.md; new json-c objects) ---------- */
+/* ---- rendering (payloads of topics/schemas; new json-c objects) ---------- */
 
 json_object *dormancy_change_json(const dormancy_action *a, const char *room, int64_t now);
 json_object *dormancy_suggestion_json(const dormancy_action *a, const char *room, int64_t now);

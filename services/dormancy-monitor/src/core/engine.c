@@ -78,7 +78,7 @@ static void on_message(dormancy_step *s, const dormancy_event *ev)
     dormancy_persona *sender = NULL;
     bool self_cmd = false;
     if (ev->msg.sender_type == DORMANCY_SENDER_AI) {
-        sender = room_persona_ensure(r, ev->msg.sender, s->now);
+        sender = step_persona_ensure(s, ev->msg.sender);
         if (sender) {
             sender->joined = true;
             dormancy_self_cmd c = dormancy_self_parse(ev->msg.text, s->now, s->cfg->tz_offset_min);

@@ -93,7 +93,7 @@ void manual_on_command(dormancy_step *s, const dormancy_event *ev)
 {
     dormancy_persona *p;
     if (ev->command.room) {
-        p = room_persona_ensure(s->room, ev->command.persona, s->now);
+        p = step_persona_ensure(s, ev->command.persona);
         if (!p)
             return;
         p->joined = true;

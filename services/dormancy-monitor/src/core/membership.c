@@ -3,7 +3,29 @@
  * directed there by a command). Meta also carries the persona's display
  * name and its DormancyConfig overrides, kept per room entry. */
 #include <string.h>
+#include <stdio.h>
 #include "step.h"
+
+dormancy_persona *step_persona_ensure(dormancy_step *s, const char *id)
+{
+    dormancy_room *r = s->room;
+    dormancy_persona *p = dormancy_persona_find(r, id);
+    if (p)
+        return p;
+    if (r->n_personas >= s->cfg->max_personas) {
+        dormancy_action *a = step_event(s, DORMANCY_OUT_LIMIT, id);
+        if (a)
+            snprintf(a->reason, sizeof a->reason,
+                     "room '%s' already tracks %d personas, the most VIGIL_DORMANCY_MAX_PERSONAS "
+                     "allows: persona '%s' is not tracked there",
+                     r->room, r->n_personas, id);
+        return NULL;
+    }
+    p = room_persona_ensure(r, id, s->now);
+    if (!p)
+        s->failed = true;
+    return p;
+}
 
 void membership_on_meta(dormancy_step *s, const dormancy_event *ev)
 {
@@ -12,7 +34,7 @@ void membership_on_meta(dormancy_step *s, const dormancy_event *ev)
     for (int i = 0; i < ev->meta.n_rooms; i++)
         if (ev->meta.rooms[i] && strcmp(ev->meta.rooms[i], r->room) == 0)
             listed = true;
-    dormancy_persona *p = listed ? room_persona_ensure(r, ev->meta.persona, s->now)
+    dormancy_persona *p = listed ? step_persona_ensure(s, ev->meta.persona)
                                  : dormancy_persona_find(r, ev->meta.persona);
     if (!p)
         return;

@@ -1,10 +1,11 @@
-/* render.c - the payloads of CONTRACT.md built from actions and the room
+/* render.c - the payloads of topics/schemas built from actions and the room
  * record: persona/{p}/dormancy, persona/{p}/suggestion, the system message
  * on room/{r}/message, the persona/{p}/state entry and room/{r}/state. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <vigil/msg_room.h>
 #include "step.h"
 
 void format_iso(int64_t ms, char *out, size_t outlen)
@@ -93,25 +94,16 @@ json_object *dormancy_suggestion_json(const dormancy_action *a, const char *room
 json_object *dormancy_system_message_json(const dormancy_action *a, const char *room,
                                           const char *sender, int64_t now)
 {
-    json_object *o = json_object_new_object();
-    if (!o)
-        return NULL;
     char id[DORMANCY_EVID_MAX + 1];
     dm_copy(id, sizeof id, a->id);
     for (char *c = id; *c; c++)
         if (*c == '/' || *c == '+' || *c == '#')
             *c = ':';
-    add_str(o, "id", id);
-    add_str(o, "room", room);
-    add_str(o, "sender", sender);
-    add_str(o, "sender_type", "system");
-    add_str(o, "text", a->text);
-    if (a->message_id[0])
-        add_str(o, "reply_to", a->message_id);
-    if (a->persona[0])
-        add_str(o, "about", a->persona);
-    json_object_object_add(o, "ts", json_object_new_int64(now));
-    return o;
+    vigil_room_message_out m = {.id = id, .room = room, .sender = sender,
+                                .sender_type = VIGIL_SENDER_SYSTEM, .text = a->text,
+                                .reply_to = a->message_id[0] ? a->message_id : NULL,
+                                .about = a->persona[0] ? a->persona : NULL, .ts = now};
+    return vigil_room_message_json(&m);
 }
 
 json_object *dormancy_persona_entry_json(const dormancy_action *a)

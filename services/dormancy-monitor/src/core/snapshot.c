@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <vigil/json.h>
 #include "step.h"
 
 static uint64_t nonzero(uint64_t d)
@@ -16,7 +17,7 @@ static uint64_t persona_digest(const dormancy_persona *p, int64_t snoozed)
     char buf[160];
     int n = snprintf(buf, sizeof buf, "%d|%" PRId64 "|%d|%" PRId64, (int)p->level, p->since,
                      (int)p->trigger, snoozed);
-    return nonzero(dormancy_hash64(buf, (size_t)n));
+    return nonzero(vigil_hash64(buf, (size_t)n));
 }
 
 static uint64_t room_digest(const dormancy_step *s)
@@ -26,7 +27,7 @@ static uint64_t room_digest(const dormancy_step *s)
         return 0;
     json_object_object_del(o, "ts");
     const char *txt = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-    uint64_t d = nonzero(dormancy_hash64(txt, strlen(txt)));
+    uint64_t d = nonzero(vigil_hash64(txt, strlen(txt)));
     json_object_put(o);
     return d;
 }

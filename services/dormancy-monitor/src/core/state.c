@@ -5,8 +5,12 @@
 #include <strings.h>
 #include "step.h"
 
-static const char *const LEVEL_NAMES[DORMANCY_LEVEL__COUNT] = {
-    "active", "mention-only", "human-only", "sleep"};
+_Static_assert(DORMANCY_ACTIVE == (int)VIGIL_LEVEL_ACTIVE &&
+                   DORMANCY_MENTION_ONLY == (int)VIGIL_LEVEL_MENTION_ONLY &&
+                   DORMANCY_HUMAN_ONLY == (int)VIGIL_LEVEL_HUMAN_ONLY &&
+                   DORMANCY_SLEEP == (int)VIGIL_LEVEL_SLEEP &&
+                   DORMANCY_LEVEL__COUNT == (int)VIGIL_LEVEL__COUNT,
+               "dormancy levels are libshared's (names.h)");
 
 static const char *const TRIGGER_NAMES[DORMANCY_TRIGGER__COUNT] = {
     NULL, "manual", "timed-end", "mention", "no-human", "ai-only", "human-reentry",
@@ -14,18 +18,16 @@ static const char *const TRIGGER_NAMES[DORMANCY_TRIGGER__COUNT] = {
 
 const char *dormancy_level_name(dormancy_level l)
 {
-    return (l >= 0 && l < DORMANCY_LEVEL__COUNT) ? LEVEL_NAMES[l] : "active";
+    return vigil_level_name((vigil_level)l);
 }
 
 int dormancy_level_parse(const char *s, dormancy_level *out)
 {
-    for (int i = 0; s && i < DORMANCY_LEVEL__COUNT; i++) {
-        if (strcmp(s, LEVEL_NAMES[i]) == 0) {
-            *out = (dormancy_level)i;
-            return 0;
-        }
-    }
-    return -1;
+    vigil_level l;
+    if (vigil_level_parse(s, &l) != 0)
+        return -1;
+    *out = (dormancy_level)l;
+    return 0;
 }
 
 const char *dormancy_trigger_name(dormancy_trigger t)
@@ -70,17 +72,6 @@ void dm_copy(char *dst, size_t cap, const char *src)
     dst[n] = '\0';
 }
 
-uint64_t dormancy_hash64(const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
 dormancy_room *dormancy_room_new(const char *room_id)
 {
     dormancy_room *r = calloc(1, sizeof *r);
@@ -97,6 +88,34 @@ void dormancy_room_free(dormancy_room *r)
     free(r->personas);
     free(r->timers);
     free(r);
+}
+
+dormancy_room *dormancy_room_clone(const dormancy_room *r)
+{
+    dormancy_room *c = malloc(sizeof *c);
+    if (!c)
+        return NULL;
+    *c = *r;
+    c->personas = NULL;
+    c->timers = NULL;
+    c->cap_personas = r->n_personas;
+    c->cap_timers = r->n_timers;
+    if (r->n_personas) {
+        c->personas = malloc((size_t)r->n_personas * sizeof *c->personas);
+        if (!c->personas)
+            goto oom;
+        memcpy(c->personas, r->personas, (size_t)r->n_personas * sizeof *c->personas);
+    }
+    if (r->n_timers) {
+        c->timers = malloc((size_t)r->n_timers * sizeof *c->timers);
+        if (!c->timers)
+            goto oom;
+        memcpy(c->timers, r->timers, (size_t)r->n_timers * sizeof *c->timers);
+    }
+    return c;
+oom:
+    dormancy_room_free(c);
+    return NULL;
 }
 
 bool dormancy_room_blank(const dormancy_room *r)
@@ -119,14 +138,19 @@ dormancy_persona *dormancy_persona_find(dormancy_room *r, const char *id)
 }
 
 /* A persona joins as active with no trigger; its first snapshot is
- * published by snapshot_sync because its digest is still 0. Bounded so a
- * flood of distinct senders cannot grow one record without limit. */
+ * published by snapshot_sync because its digest is still 0. The rules add
+ * members through step_persona_ensure, which applies (and reports) the
+ * configured bound; this hard bound only guards a record read back. */
 dormancy_persona *room_persona_ensure(dormancy_room *r, const char *id, int64_t now)
 {
     dormancy_persona *p = dormancy_persona_find(r, id);
-    if (p)
-        return p;
-    if (r->n_personas >= DORMANCY_MAX_PERSONAS)
+    return p ? p : room_persona_append(r, id, now);
+}
+
+dormancy_persona *room_persona_append(dormancy_room *r, const char *id, int64_t now)
+{
+    dormancy_persona *p;
+    if (r->n_personas >= DORMANCY_MAX_PERSONAS_LIMIT)
         return NULL;
     if (r->n_personas == r->cap_personas) {
         int cap = r->cap_personas ? r->cap_personas * 2 : 8;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/json.h>
 #include "step.h"
 
 #define STATE_VERSION 1
@@ -68,7 +69,7 @@ static json_object *persona_to_json(const dormancy_persona *p)
         json_object_object_add(o, "sugg", s);
     }
     if (p->ov.has)
-        json_object_object_add(o, "cfg", dormancy_overrides_to_json(&p->ov));
+        json_object_object_add(o, "cfg", vigil_dormancy_overrides_to_json(&p->ov));
     put_digest(o, "digest", p->snap_digest);
     return o;
 }
@@ -224,8 +225,8 @@ static void persona_from_json(dormancy_persona *p, json_object *o)
     }
     json_object *c;
     if (json_object_object_get_ex(o, "cfg", &c) && c) {
-        char err[128];
-        if (dormancy_overrides_parse(c, &p->ov, err, sizeof err) != 0)
+        vigil_error err = {0};
+        if (vigil_dormancy_overrides_read(c, &p->ov, &err) != 0)
             memset(&p->ov, 0, sizeof p->ov);
     }
     p->snap_digest = get_digest(o, "digest");
@@ -314,6 +315,36 @@ static void read_sessions(dormancy_room *r, json_object *o)
     }
 }
 
+/* The persona ids read so far, so a record of n personas loads in O(n)
+ * rather than with a linear search per entry (that search was most of the
+ * cost of an input at 1,000 personas per room). Open addressing over
+ * vigil_hash64; ids point into the record being read. */
+typedef struct id_set {
+    const char **v;
+    size_t mask;
+} id_set;
+
+static int id_set_init(id_set *s, size_t n)
+{
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    s->v = calloc(cap, sizeof *s->v);
+    s->mask = cap - 1;
+    return s->v ? 0 : -1;
+}
+
+/* Adds id; false when it was there already. */
+static bool id_set_add(id_set *s, const char *id)
+{
+    size_t i = (size_t)vigil_hash64(id, strlen(id)) & s->mask;
+    for (; s->v[i]; i = (i + 1) & s->mask)
+        if (strcmp(s->v[i], id) == 0)
+            return false;
+    s->v[i] = id;
+    return true;
+}
+
 dormancy_room *dormancy_room_from_json(const char *json, const char *room_id,
                                        char *err, size_t errlen)
 {
@@ -356,16 +387,22 @@ dormancy_room *dormancy_room_from_json(const char *json, const char *room_id,
     if (json_object_object_get_ex(o, "personas", &ps) && ps &&
         json_object_is_type(ps, json_type_array)) {
         size_t n = json_object_array_length(ps);
-        for (size_t i = 0; i < n && r->n_personas < DORMANCY_MAX_PERSONAS; i++) {
+        id_set seen;
+        if (id_set_init(&seen, n) != 0)
+            goto oom;
+        for (size_t i = 0; i < n && r->n_personas < DORMANCY_MAX_PERSONAS_LIMIT; i++) {
             json_object *e = json_object_array_get_idx(ps, i);
             const char *id = e && json_object_is_type(e, json_type_object) ? get_str(e, "id") : NULL;
-            if (!id || dormancy_persona_find(r, id))
-                continue;
-            dormancy_persona *p = room_persona_ensure(r, id, 0);
-            if (!p)
+            if (!id || !id_set_add(&seen, id))
+                continue; /* a duplicate entry: the first one counts */
+            dormancy_persona *p = room_persona_append(r, id, 0);
+            if (!p) {
+                free(seen.v);
                 goto oom;
+            }
             persona_from_json(p, e);
         }
+        free(seen.v);
     }
     json_object_put(o);
     return r;

@@ -57,11 +57,22 @@ bool step_set_level_forced(dormancy_step *s, dormancy_persona *p, dormancy_level
 /* Able to answer a human message: active or human-only. */
 bool persona_can_answer(const dormancy_persona *p);
 
+/* ---- membership (membership.c) ---- */
+
+/* p, made a member of the room if it is not one yet, unless the room
+ * already tracks cfg->max_personas: then NULL, and a DORMANCY_OUT_LIMIT
+ * action names the room and the persona (never silent). NULL also on
+ * allocation failure (step->failed). */
+dormancy_persona *step_persona_ensure(dormancy_step *s, const char *id);
+
 /* ---- membership (state.c) ---- */
 
 /* Finds or adds p (active, trigger none). NULL when the room is full or on
  * allocation failure. */
 dormancy_persona *room_persona_ensure(dormancy_room *r, const char *id, int64_t now);
+/* Appends p without looking for it first (the caller knows it is new).
+ * NULL when the room is full or on allocation failure. */
+dormancy_persona *room_persona_append(dormancy_room *r, const char *id, int64_t now);
 void room_persona_remove(dormancy_room *r, int index);
 
 /* ---- suggestions (suggestions.c) ---- */
@@ -109,8 +120,6 @@ void timers_forget(dormancy_room *r, const char *name);
 void timers_sync(dormancy_step *s);
 void snapshot_sync(dormancy_step *s);
 
-/* FNV-1a 64 (the core's own; it links json-c only). */
-uint64_t dormancy_hash64(const void *data, size_t n);
 
 /* "2025-06-01T17:00:00Z" (UTC) for texts (render.c). */
 void format_iso(int64_t ms, char *out, size_t outlen);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/json.h>
 #include "step.h"
 
 /* Keeps the earliest deadline per name. Deadlines at or before `now` are
@@ -44,7 +45,7 @@ void timer_name(char *out, size_t outlen, const char *kind, const char *persona)
     int n = snprintf(out, outlen, "%s:%s", kind, persona);
     if (n < 0 || (size_t)n >= outlen || n > DORMANCY_TIMER_NAME_MAX)
         snprintf(out, outlen, "%s:#%016" PRIx64, kind,
-                 dormancy_hash64(persona, strlen(persona)));
+                 vigil_hash64(persona, strlen(persona)));
 }
 
 void timers_forget(dormancy_room *r, const char *name)

@@ -10,16 +10,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <vigil/json.h>
 #include "wake.h"
-
-static uint64_t fnv1a(const char *s, uint64_t h)
-{
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
 
 void wake_event_id(char *out, size_t outlen, const char *input, const char *key)
 {
@@ -30,7 +22,9 @@ void wake_event_id(char *out, size_t outlen, const char *input, const char *key)
         snprintf(out, outlen, "%s:%s", input, key);
         return;
     }
-    uint64_t h = fnv1a(key, fnv1a(":", fnv1a(input, 14695981039346656037ULL)));
+    uint64_t h = vigil_hash64_more(VIGIL_HASH64_INIT, input, strlen(input));
+    h = vigil_hash64_more(h, ":", 1);
+    h = vigil_hash64_more(h, key, strlen(key));
     size_t room = WAKE_EVID_MAX < outlen - 1 ? WAKE_EVID_MAX : outlen - 1;
     size_t fixed = 1 + 16 + 1 + strlen(key); /* "~" hash ":" key */
     int keep = room > fixed ? (int)(room - fixed) : 0;

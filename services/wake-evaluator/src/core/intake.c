@@ -208,7 +208,7 @@ int wake_on_message(wake_room *r, const wake_config *c, const wake_message *m, i
         return rc;
     /* an AI speaking in the room is one of its personas */
     if (m->type == WAKE_SENDER_AI && !wake_room_find(r, m->sender)) {
-        if (wake_room_add(r, m->sender, c->max_personas) &&
+        if (wake_room_join(r, c, m->sender, sink) &&
             sink->member(sink->ctx, m->sender, true) != 0)
             return -1;
     }

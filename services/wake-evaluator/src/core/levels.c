@@ -50,7 +50,7 @@ int wake_on_level(wake_room *r, const wake_config *c, const char *persona, bool 
         return 0;
     }
     if (!p) {
-        p = wake_room_add(r, persona, c->max_personas);
+        p = wake_room_join(r, c, persona, sink);
         if (!p)
             return 0; /* room full: the persona is not tracked here */
         if (sink->member(sink->ctx, persona, true) != 0)

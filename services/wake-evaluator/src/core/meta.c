@@ -48,7 +48,7 @@ int wake_on_meta(wake_room *r, const wake_config *c, const wake_meta *m, bool me
         return 0;
     }
     if (!p) {
-        p = wake_room_add(r, m->persona, c->max_personas);
+        p = wake_room_join(r, c, m->persona, sink);
         if (!p)
             return 0; /* room full */
         if (sink->member(sink->ctx, m->persona, true) != 0)

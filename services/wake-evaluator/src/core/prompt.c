@@ -10,26 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/str.h>
 #include "wake.h"
-
-static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *format(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return NULL;
-    char *out = malloc((size_t)n + 1);
-    if (!out)
-        return NULL;
-    va_start(ap, fmt);
-    vsnprintf(out, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return out;
-}
 
 static const char *or_default(const char *s, const char *def)
 {
@@ -48,7 +30,7 @@ static const char *sender_name(const wake_job *j)
 
 char *wake_prompt_smart(const wake_job *j)
 {
-    return format(
+    return vigil_asprintf(
         "You are %s, currently in deep sleep mode.\n"
         "\n"
         "A new message was sent. Evaluate if you should wake up using your full reasoning "
@@ -85,7 +67,7 @@ char *wake_prompt_smart(const wake_job *j)
 
 char *wake_prompt_mid(const wake_job *j)
 {
-    return format(
+    return vigil_asprintf(
         "You are %s, currently sleeping.\n"
         "\n"
         "New message: \"%s\"\n"
@@ -114,7 +96,7 @@ char *wake_prompt_autopilot(const wake_ap_job *j)
     for (int i = 0; i < j->n_personas; i++)
         len += (size_t)snprintf(state + len, cap - len, "%s- %s: %s", i ? "\n" : "",
                                 j->personas[i].id, wake_level_name(j->personas[i].level));
-    char *out = format(
+    char *out = vigil_asprintf(
         "You are the Dormancy Autopilot managing %d AI personas in a chat room.\n"
         "\n"
         "**Current state**:\n"

@@ -108,3 +108,18 @@ wake_room *wake_room_clone(const wake_room *src)
     }
     return r;
 }
+
+wake_persona *wake_room_join(wake_room *r, const wake_config *c, const char *persona,
+                             const wake_sink *sink)
+{
+    wake_persona *p = wake_room_add(r, persona, c->max_personas);
+    if (!p && c->max_personas > 0 && r->n_personas >= c->max_personas && sink->limit) {
+        char detail[256];
+        snprintf(detail, sizeof detail,
+                 "room '%s' already tracks %d personas, the most VIGIL_WAKE_MAX_PERSONAS allows: "
+                 "persona '%.64s' is not evaluated there",
+                 r->id, r->n_personas, persona ? persona : "");
+        sink->limit(sink->ctx, "personas_per_room", detail);
+    }
+    return p;
+}

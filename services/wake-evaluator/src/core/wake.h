@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <json-c/json.h>
+#include <vigil/names.h>
 
 #define WAKE_ID_MAX 64        /* room, persona ids */
 #define WAKE_EVID_MAX 128     /* message / event ids */
@@ -70,6 +71,8 @@ const char *wake_ap_action_name(wake_ap_action a);
 /* Strict contract names only ("suggest-mention-only", ...). */
 int wake_ap_action_parse(const char *s, wake_ap_action *out);
 bool wake_level_dormant(wake_level l); /* mention-only, human-only, sleep */
+/* The core's level of a contract level (vigil/names.h). */
+wake_level wake_level_from(vigil_level l);
 
 /* ------------------------------------------------------------------ */
 /* Configuration                                                      */
@@ -213,7 +216,16 @@ typedef struct wake_sink {
     /* Told each decision made at intake (rules/fallback, no LLM) for
      * metrics; may be NULL. Worker decisions are counted by the worker. */
     void (*decided)(void *ctx, const wake_decision *d);
+    /* Told when a limit refused something (limit: a metric label such as
+     * "personas_per_room"; detail names the setting, the room and the
+     * persona); may be NULL. */
+    void (*limit)(void *ctx, const char *limit, const char *detail);
 } wake_sink;
+
+/* wake_room_add, and when the room already holds c->max_personas, says so
+ * through sink->limit (never silently). NULL when not added. */
+wake_persona *wake_room_join(wake_room *r, const wake_config *c, const char *persona,
+                             const wake_sink *sink);
 
 /* The tolerant readers of model output (libshared's llm_parse): the core
  * never parses free model text itself. Field readers return 0 ok, 1
@@ -451,6 +463,27 @@ int wake_interpret(const wake_reader *rd, wake_tier tier, const char *content, s
  * WAKE_VIA_FALLBACK; note (may be NULL) is prefixed to the reason (why
  * the fallback happened). Confidence is 1: the rules are certain. */
 void wake_decide_rules(const wake_job *j, wake_via via, const char *note, wake_decision *d);
+
+/* What a worker got back for a wake job's LLM call. */
+typedef struct wake_llm_answer {
+    bool ok;              /* the call returned a completion */
+    const char *status;   /* the call's status name: "ok", "timeout", "http_error", ... */
+    const char *error;    /* what went wrong when !ok (may be NULL) */
+    const char *content;  /* the model's text when ok (may be NULL) */
+    size_t len;
+    bool truncated;       /* finish_reason "length" */
+    int64_t tokens;       /* usage tokens, <= 0 when not reported */
+    int64_t latency_ms;   /* the call alone */
+} wake_llm_answer;
+
+/* The decision for job j once its LLM call is over: the model's when its
+ * answer reads as one (wake_interpret), otherwise the rules' with via
+ * fallback and a reason saying why the model's answer was not used
+ * ("LLM timeout: ...", "LLM answer unusable (output truncated): ...").
+ * latency_ms runs from the job's enqueue time when known (else the call's),
+ * tokens is -1 when the call failed without usage. */
+void wake_decide_after_llm(const wake_reader *rd, const wake_job *j, const wake_llm_answer *a,
+                           int64_t now, wake_decision *d);
 
 /* Renders the persona/{p}/wake payload (malloc'd). */
 char *wake_decision_json(const wake_decision *d, int64_t now);

@@ -33,6 +33,7 @@ static const char *const REJECT_NAMES[VIGIL_REJECT__COUNT] = {
     [VIGIL_REJECT_BAD_TOPIC] = "bad_topic",
     [VIGIL_REJECT_TOPIC_MISMATCH] = "topic_mismatch",
     [VIGIL_REJECT_BAD_VALUE] = "bad_value",
+    [VIGIL_REJECT_LIMIT] = "limit",
 };
 
 const char *vigil_reject_name(vigil_reject_reason r)
@@ -677,15 +678,19 @@ char *vigil_json_dump(json_object *o)
     return s ? strdup(s) : NULL;
 }
 
-uint64_t vigil_hash64(const void *data, size_t n)
+uint64_t vigil_hash64_more(uint64_t h, const void *data, size_t n)
 {
     const unsigned char *p = data;
-    uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n; i++) {
         h ^= p[i];
         h *= 0x100000001b3ull;
     }
     return h;
+}
+
+uint64_t vigil_hash64(const void *data, size_t n)
+{
+    return vigil_hash64_more(VIGIL_HASH64_INIT, data, n);
 }
 
 int vigil_shard_of(const char *key, int count)

@@ -1,0 +1,44 @@
+/* limits.h - limits that speak. A service bounds what one key may hold
+ * (personas per room, ...) with a setting; when the bound refuses part of an
+ * input that is otherwise applied, the service says so instead of dropping
+ * it silently: an error event on sys/{service}/error with reason "limit"
+ * and a detail naming the limit, its setting, the key and what was refused,
+ * committed with the input's other effects (so it goes out exactly when
+ * they do), and a count in vigil_limit_refusals_total{limit}.
+ *
+ * Every limit of a service is listed in its README's limits table (limit,
+ * setting, refusal, measured cost). */
+#ifndef VIGIL_LIMITS_H
+#define VIGIL_LIMITS_H
+#include <stdint.h>
+#include "effects.h"
+#include "envelope.h"
+#include "json.h"
+
+/* Adds the error event to fx and counts the refusal. service: the
+ * service's name; event_id: a deterministic id (vigil_event_id of the
+ * input); in: the input (may be NULL for a timer: topic "timer"); limit: a
+ * metric label value ("personas_per_room"); detail: the human-readable
+ * refusal. Returns 0, or -1 when fx is out of memory. The counter is
+ * incremented once per call, so a decision retried after a version
+ * conflict may count twice. */
+int vigil_fx_limit_refusal(vigil_effects *fx, const char *service, const char *event_id,
+                           const vigil_input *in, const char *limit, const char *detail,
+                           int64_t now);
+
+/* A limit refused something where no error event can go out (route(),
+ * which commits nothing, or a sink without the input at hand): a warning
+ * log line with the detail and the same vigil_limit_refusals_total{limit}
+ * count. */
+void vigil_limit_note(const char *limit, const char *detail);
+
+/* For route(): vigil_runtime_route_members (cmd "SMEMBERS" or "HKEYS" on
+ * P S ":" suffix) that notes, as limit "rooms_per_input", when the members
+ * do not all fit in keys[n..max) (what: the subject of the detail, e.g.
+ * "persona 'ann'"). Same return values as vigil_runtime_route_members. */
+struct vigil_runtime;
+int vigil_route_members_noted(struct vigil_runtime *rt, const char *cmd, const char *suffix,
+                              const char *what, char keys[][128], int n, int max,
+                              vigil_error *err);
+
+#endif

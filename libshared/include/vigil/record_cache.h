@@ -1,0 +1,33 @@
+/* record_cache.h - the last few state records a service decided on, kept
+ * parsed. A commit usually starts from the record the previous commit of
+ * the same key wrote (the runtime hands that exact text back), and parsing
+ * a large record (a room of hundreds of personas) costs more than the
+ * decision. Entries are keyed by key and the exact record text, so a hit is
+ * always the record the text holds; a miss just parses as before.
+ * Thread-safe (intake and job workers share one cache). Records are the
+ * service's own type, handled through a small table of functions. */
+#ifndef VIGIL_RECORD_CACHE_H
+#define VIGIL_RECORD_CACHE_H
+
+typedef struct vigil_record_ops {
+    void *(*clone)(const void *rec); /* a private deep copy; NULL when out of memory */
+    void (*free)(void *rec);
+} vigil_record_ops;
+
+typedef struct vigil_record_cache vigil_record_cache;
+
+/* A cache of `slots` entries replaced round robin (0: 16). NULL when out
+ * of memory. */
+vigil_record_cache *vigil_record_cache_new(const vigil_record_ops *ops, int slots);
+void vigil_record_cache_free(vigil_record_cache *c);
+
+/* A private copy of the record key's text `json` holds, or NULL on a miss
+ * (or when the copy cannot be made): then parse it yourself. */
+void *vigil_record_cache_get(vigil_record_cache *c, const char *key, const char *json);
+
+/* Remembers rec as the record of key whose text is json: 0 and it takes
+ * both (json malloc'd; the entry it replaces is freed), or -1 (no cache,
+ * out of memory) and the caller still owns both. */
+int vigil_record_cache_put(vigil_record_cache *c, const char *key, char *json, void *rec);
+
+#endif

@@ -1,0 +1,39 @@
+/* redis_raw.h - commands and raw hiredis replies on a vigil_redis (see
+ * redis.h). For libshared's modules (store, timers, jobs, runtime, ...) and
+ * the vigil CLI only: a service never includes it, nor any hiredis header
+ * (tests/integration/test_repo_rules.py); it asks libshared for the
+ * operation it needs instead (vigil/reads.h, vigil/jobs.h, ...). */
+#ifndef VIGIL_REDIS_RAW_H
+#define VIGIL_REDIS_RAW_H
+#include <hiredis/hiredis.h>
+#include "redis.h"
+
+/* Runs one command. Returns the reply (caller frees with freeReplyObject),
+ * including REDIS_REPLY_ERROR replies, or NULL on a connection/IO error (the
+ * connection is dropped and will be re-established by the next call). */
+redisReply *vigil_redis_command(vigil_redis *r, const char *fmt, ...);
+redisReply *vigil_redis_commandv(vigil_redis *r, int argc, const char **argv,
+                                 const size_t *argvlen);
+
+/* Pipelining: append any number of commands, then collect the replies in
+ * order. vigil_redis_pipeline_get returns NULL on IO error (connection
+ * dropped; remaining replies are lost). */
+int vigil_redis_append(vigil_redis *r, int argc, const char **argv, const size_t *argvlen);
+redisReply *vigil_redis_pipeline_get(vigil_redis *r);
+
+typedef struct vigil_script {
+    const char *source; /* Lua source, static storage */
+    char sha[41];       /* filled on first load */
+} vigil_script;
+
+#define VIGIL_SCRIPT(src) { (src), { 0 } }
+
+/* EVALSHA script with nkeys keys followed by the other arguments
+ * (argv[0..argc) = keys then args). On NOSCRIPT (or no sha yet) loads the
+ * script and retries once. Same return convention as vigil_redis_command.
+ * A vigil_script may be shared by several threads only after its sha is
+ * set; the store and timer modules keep one per handle. */
+redisReply *vigil_redis_eval(vigil_redis *r, vigil_script *s, int nkeys, int argc,
+                             const char **argv, const size_t *argvlen);
+
+#endif

@@ -1,0 +1,72 @@
+/* limits.c - the refusal of a limit as an error event and a metric
+ * (limits.h). */
+#include "vigil/limits.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "vigil/json.h"
+#include "vigil/log.h"
+#include "vigil/metrics.h"
+#include "vigil/runtime.h"
+
+static void count(const char *limit)
+{
+    char labels[128];
+    snprintf(labels, sizeof labels, "limit=\"%s\"", limit);
+    vigil_counter_add("vigil_limit_refusals_total",
+                      "Parts of inputs a configured limit refused (each also logged or on "
+                      "sys/{service}/error)",
+                      labels, 1);
+}
+
+void vigil_limit_note(const char *limit, const char *detail)
+{
+    count(limit);
+    vigil_log_kv(VIGIL_LOG_WARN, "limit reached", "limit", limit, "detail", detail, NULL);
+}
+
+int vigil_fx_limit_refusal(vigil_effects *fx, const char *service, const char *event_id,
+                           const vigil_input *in, const char *limit, const char *detail,
+                           int64_t now)
+{
+    char topic[VIGIL_TOPIC_MAX], sample[1024], in_topic[VIGIL_TOPIC_MAX * 2];
+    count(limit);
+    snprintf(topic, sizeof topic, "sys/%s/error", service);
+    const char *t = in ? in->topic : "timer";
+    vigil_json_sample(t, strlen(t), in_topic, sizeof in_topic);
+    if (in && in->raw)
+        vigil_json_sample(in->raw, in->raw_len, sample, sizeof sample);
+    else
+        sample[0] = '\0';
+    json_object *o = json_object_new_object();
+    if (!o)
+        return -1;
+    json_object_object_add(o, "id", json_object_new_string(event_id));
+    json_object_object_add(o, "service", json_object_new_string(service));
+    json_object_object_add(o, "topic", json_object_new_string(in_topic));
+    json_object_object_add(o, "reason", json_object_new_string(vigil_reject_name(VIGIL_REJECT_LIMIT)));
+    json_object_object_add(o, "detail", json_object_new_string(detail));
+    json_object_object_add(o, "sample", json_object_new_string(sample));
+    json_object_object_add(o, "ts", json_object_new_int64(now));
+    int rc = vigil_fx_publish_json(fx, topic, o, false);
+    json_object_put(o);
+    return rc;
+}
+
+_Static_assert(VIGIL_KEY_MAX == 128, "limits.h spells the key width");
+
+int vigil_route_members_noted(vigil_runtime *rt, const char *cmd, const char *suffix,
+                              const char *what, char keys[][VIGIL_KEY_MAX], int n, int max,
+                              vigil_error *err)
+{
+    bool more = false;
+    int rc = vigil_runtime_route_members(rt, cmd, suffix, keys, n, max, &more, err);
+    if (more) {
+        char detail[256];
+        snprintf(detail, sizeof detail, "%.100s is in more than %d rooms: only %d get this input",
+                 what, max, max);
+        vigil_limit_note("rooms_per_input", detail);
+    }
+    return rc;
+}

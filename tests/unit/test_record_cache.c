@@ -1,0 +1,84 @@
+/* test_record_cache.c - parsed records kept by key and exact text: a hit
+ * is a private copy, a changed text or another key misses, entries are
+ * replaced round robin, and everything is freed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+#include "vigil/record_cache.h"
+
+static int live; /* records alive, to catch leaks and double frees */
+
+static void *rec_new(int v)
+{
+    int *p = malloc(sizeof *p);
+    *p = v;
+    live++;
+    return p;
+}
+static void *rec_clone(const void *r) { return rec_new(*(const int *)r); }
+static void rec_free(void *r)
+{
+    live--;
+    free(r);
+}
+static const vigil_record_ops OPS = {rec_clone, rec_free};
+
+static void hit_is_a_private_copy_and_text_must_match(void **state)
+{
+    (void)state;
+    vigil_record_cache *c = vigil_record_cache_new(&OPS, 2);
+    assert_non_null(c);
+    assert_null(vigil_record_cache_get(c, "a", "{\"v\":1}"));
+    void *r1 = rec_new(1);
+    assert_int_equal(vigil_record_cache_put(c, "a", strdup("{\"v\":1}"), r1), 0);
+    int *hit = vigil_record_cache_get(c, "a", "{\"v\":1}");
+    assert_non_null(hit);
+    assert_ptr_not_equal(hit, r1);
+    assert_int_equal(*hit, 1);
+    rec_free(hit);
+    assert_null(vigil_record_cache_get(c, "a", "{\"v\":2}")); /* another text */
+    assert_null(vigil_record_cache_get(c, "b", "{\"v\":1}")); /* another key */
+    assert_null(vigil_record_cache_get(c, "a", NULL));
+    /* a new record for the same key replaces the old one */
+    assert_int_equal(vigil_record_cache_put(c, "a", strdup("{\"v\":2}"), rec_new(2)), 0);
+    assert_null(vigil_record_cache_get(c, "a", "{\"v\":1}"));
+    assert_int_equal(live, 1);
+    vigil_record_cache_free(c);
+    assert_int_equal(live, 0);
+}
+
+static void entries_are_replaced_round_robin(void **state)
+{
+    (void)state;
+    vigil_record_cache *c = vigil_record_cache_new(&OPS, 2);
+    vigil_record_cache_put(c, "a", strdup("A"), rec_new(1));
+    vigil_record_cache_put(c, "b", strdup("B"), rec_new(2));
+    vigil_record_cache_put(c, "c", strdup("C"), rec_new(3)); /* evicts a */
+    assert_null(vigil_record_cache_get(c, "a", "A"));
+    int *b = vigil_record_cache_get(c, "b", "B");
+    assert_non_null(b);
+    rec_free(b);
+    assert_int_equal(live, 2);
+    vigil_record_cache_free(c);
+    assert_int_equal(live, 0);
+    /* no cache: nothing is taken */
+    void *r = rec_new(9);
+    char *j = strdup("x");
+    assert_int_equal(vigil_record_cache_put(NULL, "a", j, r), -1);
+    free(j);
+    rec_free(r);
+    assert_int_equal(live, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(hit_is_a_private_copy_and_text_must_match),
+        cmocka_unit_test(entries_are_replaced_round_robin),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
