@@ -11,11 +11,11 @@
 #include <string.h>
 #include <json-c/json.h>
 #include <vigil/log.h>
+#include <vigil/msg_persona.h>
+#include <vigil/msg_room.h>
 #include "adapter.h"
 
 #define CHECKLIST_FILE_MAX (HB_CHECKLIST_MAX + 1)
-
-static const char *const SENDER_TYPES[] = {"human", "ai", "system", NULL};
 
 static hb_parsed *new_parsed(hb_in_kind kind)
 {
@@ -36,19 +36,18 @@ void hb_free_parsed(void *ctx, void *parsed)
     free(p);
 }
 
+/* room/{r}/message, read by libshared's one reader of that topic. */
 static int route_message(vigil_runtime *rt, const vigil_input *in, char keys[][VIGIL_KEY_MAX],
                          int max_keys, hb_parsed **out, vigil_error *err)
 {
     const char *room;
-    int type;
-    bool proactive = false;
-    hb_message m = {0};
+    vigil_room_message rm;
     if (vigil_input_topic_id(in, 1, "room", &room, err) < 0 ||
-        vigil_json_id(in->body, "sender", true, &m.sender, err) < 0 ||
-        vigil_json_enum(in->body, "sender_type", true, SENDER_TYPES, &type, err) < 0 ||
-        vigil_json_string(in->body, "text", true, &m.text, err) < 0 ||
-        vigil_json_bool(in->body, "proactive", false, &proactive, err) < 0)
+        vigil_room_message_read(in->body, &rm, err) < 0)
         return -1;
+    hb_message m = {in->id, room, rm.sender, rm.text, rm.sender_type == VIGIL_SENDER_HUMAN,
+                    rm.proactive, in->ts};
+    vigil_room_message_release(&rm); /* the strings point into the body, not into rm */
     char suffix[VIGIL_KEY_MAX + 32];
     snprintf(suffix, sizeof suffix, "%s%s", HB_ROOM_INDEX, room);
     int n = vigil_runtime_route_members(rt, "SMEMBERS", suffix, keys, 0, max_keys, NULL, err);
@@ -57,11 +56,6 @@ static int route_message(vigil_runtime *rt, const vigil_input *in, char keys[][V
     hb_parsed *p = new_parsed(HB_IN_MESSAGE);
     if (!p)
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
-    m.id = in->id;
-    m.room = room;
-    m.human = type == 0;
-    m.proactive = proactive;
-    m.ts = in->ts;
     p->msg = m;
     *out = p;
     return n;
@@ -131,44 +125,29 @@ static int route_config(hb_service *svc, const vigil_input *in, char keys[][VIGI
     return 1;
 }
 
-/* persona/{p}/state (dormancy-monitor's retained snapshot): the level per
- * room; only `rooms.<r>.level` is read. */
+/* persona/{p}/state (dormancy-monitor's retained snapshot), read by
+ * libshared's one reader of that topic: the level per room. */
 static int route_levels(const vigil_input *in, char keys[][VIGIL_KEY_MAX], hb_parsed **out,
                         vigil_error *err)
 {
-    static const char *const LEVELS[] = {"active", "mention-only", "human-only", "sleep", NULL};
     const char *persona;
-    json_object *rooms;
+    vigil_persona_state ps;
     if (vigil_input_topic_id(in, 1, "persona", &persona, err) < 0 ||
-        vigil_json_object(in->body, "rooms", true, &rooms, err) < 0)
+        vigil_persona_state_read(in->body, HB_LEVELS_MAX, &ps, err) < 0)
         return -1;
     hb_parsed *p = new_parsed(HB_IN_LEVELS);
     if (!p || !(p->levels = calloc(HB_LEVELS_MAX, sizeof *p->levels))) {
         hb_free_parsed(NULL, p);
+        vigil_persona_state_release(&ps);
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     }
-    json_object_object_foreach(rooms, room, v) {
-        int level;
-        if (!vigil_id_valid(room, strlen(room))) {
-            hb_free_parsed(NULL, p);
-            return vigil_error_set(err, VIGIL_REJECT_BAD_ID, "field 'rooms': key '%.64s' is not an id",
-                                   room);
-        }
-        if (!json_object_is_type(v, json_type_object)) {
-            hb_free_parsed(NULL, p);
-            return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE, "field 'rooms.%s': expected object",
-                                   room);
-        }
-        if (vigil_json_enum(v, "level", true, LEVELS, &level, err) < 0) {
-            hb_free_parsed(NULL, p);
-            return -1;
-        }
-        if (p->n_levels < HB_LEVELS_MAX) {
-            hb_room_level *l = &p->levels[p->n_levels++];
-            snprintf(l->room, sizeof l->room, "%s", room);
-            l->level = (hb_level)(level + 1);
-        }
+    for (int i = 0; i < ps.n_rooms && p->n_levels < HB_LEVELS_MAX; i++) {
+        hb_room_level *l = &p->levels[p->n_levels++];
+        snprintf(l->room, sizeof l->room, "%s", ps.rooms[i].room);
+        /* vigil_level is active=0 .. sleep=3; the core's has unknown=0 first */
+        l->level = (hb_level)(ps.rooms[i].level + 1);
     }
+    vigil_persona_state_release(&ps);
     snprintf(keys[0], VIGIL_KEY_MAX, "%s", persona);
     *out = p;
     return 1;

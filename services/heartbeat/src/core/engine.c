@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
+#include <vigil/msg_room.h>
 #include "internal.h"
 
 #define VOI_NONE INT_MIN
@@ -275,25 +276,24 @@ static hb_disturbance disturbance(const hb_state *s, const hb_local *l)
     return hb_is_peak(l->hour) ? HB_DIST_PEAK : HB_DIST_OFF_PEAK;
 }
 
+/* The proactive message, written by libshared's one writer of
+ * room/{r}/message, plus heartbeat's own fields (priority, category, the
+ * run). */
 static hb_result send_message(hb_state *s, const char *run, const hb_reply *rep, int64_t now,
                               char *msg_id, size_t idlen, hb_out *out)
 {
     snprintf(msg_id, idlen, "%s:msg", run);
-    json_object *o = json_object_new_object();
+    vigil_room_message_out m = {.id = msg_id, .room = s->cfg.room, .sender = s->persona,
+                                .sender_type = VIGIL_SENDER_AI, .text = rep->message,
+                                .proactive = true, .ts = now};
+    json_object *o = vigil_room_message_json(&m);
     if (!o)
         return HB_ERR_NOMEM;
     char topic[160];
     snprintf(topic, sizeof topic, "room/%s/message", s->cfg.room);
-    json_object_object_add(o, "id", json_object_new_string(msg_id));
-    json_object_object_add(o, "room", json_object_new_string(s->cfg.room));
-    json_object_object_add(o, "sender", json_object_new_string(s->persona));
-    json_object_object_add(o, "sender_type", json_object_new_string("ai"));
-    json_object_object_add(o, "text", json_object_new_string(rep->message));
-    json_object_object_add(o, "proactive", json_object_new_boolean(1));
     json_object_object_add(o, "priority", json_object_new_string(hb_priority_name(rep->priority)));
     json_object_object_add(o, "category", json_object_new_string(hb_category_name(rep->category)));
     json_object_object_add(o, "heartbeat_run", json_object_new_string(run));
-    json_object_object_add(o, "ts", json_object_new_int64(now));
     return emit(out, topic, o);
 }
 
