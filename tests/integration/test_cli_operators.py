@@ -13,8 +13,9 @@ import time
 import pytest
 
 import harness
+import schema_check
 from chat_personas import run_vigil, vigil_env, vigil_exe
-from conftest import ai, human, uid
+from conftest import ai, command, human, uid
 
 SUBCOMMANDS = [("persona",), ("persona", "status"), ("persona", "sleep"), ("persona", "wake"),
                ("persona", "level"), ("status",), ("errors",)]
@@ -129,6 +130,59 @@ def test_persona_sleep_level_wake_and_status(stack):
     time.sleep(0.3)
     assert len(col.events(f"persona/{p}/command")) == n_cmds
     assert svc.alive()
+
+
+def test_persona_status_shows_reason_and_pending_suggestion(stack):
+    """The retained persona/{p}/state carries the last change's reason and
+    the suggestion waiting for an answer; `vigil persona status` shows both,
+    in text and in --json, as dormancy-monitor published them (the same
+    reason as the persona/{p}/dormancy and persona/{p}/suggestion events)."""
+    stack.service(env={"VIGIL_DORMANCY_NO_HUMAN_MS": 1500, "VIGIL_DORMANCY_AI_ONLY_MS": 600000,
+                       "VIGIL_DORMANCY_SUGGESTION_TIMEOUT_MS": 600000})
+    pub = stack.publisher()
+    col = stack.collector(topics=("persona/#",))
+    room, p, q = uid("room"), uid("p"), uid("q")
+    pub.publish(*ai(room, q, "hi from q"))
+    col.wait_event(f"persona/{q}/state", timeout=10)
+    # a reason: q is put to sleep and woken by joel (the CLI's VIGIL_USER)
+    assert run_vigil(stack, "persona", "sleep", q, room).returncode == 0
+    r = run_vigil(stack, "persona", "wake", q, room)
+    assert r.returncode == 0, r.stderr
+    woke = col.wait_event(f"persona/{q}/dormancy", lambda m: m["level"] == "active", timeout=10)
+    assert woke["reason"] == "awake requested by joel"
+    # a pending suggestion: p speaks, no human for 1.5 s
+    pub.publish(*ai(room, p, "anyone here?"))
+    sugg = col.wait_event(f"persona/{p}/suggestion", timeout=15)
+    assert sugg["trigger"] == "no-human" and sugg["reason"]
+    state = col.wait_event(f"persona/{p}/state", lambda m: "pending" in m["rooms"].get(room, {}), timeout=10)
+    schema_check.validate("persona-state", state)
+
+    doc = json.loads(run_vigil(stack, "persona", "status", room, "--json").stdout)
+    by = {e["persona"]: e for e in doc["personas"]}
+    pending = by[p]["pending"]
+    assert pending["level"] == "mention-only" and pending["trigger"] == "no-human"
+    assert pending["reason"] == sugg["reason"]
+    assert pending["expires"] == sugg["ts"] + sugg["default_after_ms"]
+    assert by[p]["level"] == "active" and "reason" not in by[p]  # joined, never changed
+    assert by[q]["reason"] == woke["reason"] and by[q]["trigger"] == "manual"
+    assert "pending" not in by[q] or by[q]["pending"]["trigger"] == "no-human"
+
+    out = run_vigil(stack, "persona", "status", room).stdout
+    lines = out.splitlines()
+    row = next(i for i, ln in enumerate(lines) if ln.split()[:1] == [p])
+    assert lines[row].split()[1] == "active"
+    detail = lines[row + 1].strip()
+    assert detail.startswith("pending: mention-only suggested (no-human), default yes at "), out
+    assert detail.endswith(": " + sugg["reason"]), out
+    row_q = next(i for i, ln in enumerate(lines) if ln.split()[:1] == [q])
+    assert lines[row_q + 1].strip() == "reason: awake requested by joel", out
+
+    # answered: the suggestion is no longer pending in the retained state
+    pub.publish(*command(p, "answer", room=room, suggestion_id=sugg["id"], answer="no", by=p))
+    col.wait_event(f"persona/{p}/state", lambda m: room in m["rooms"] and "pending" not in m["rooms"][room],
+                   timeout=10)
+    doc = json.loads(run_vigil(stack, "persona", "status", p, "--json").stdout)
+    assert [e.get("pending") for e in doc["personas"]] == [None]
 
 
 def test_persona_command_refused_and_unanswered(stack):
