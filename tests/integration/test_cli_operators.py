@@ -228,6 +228,23 @@ def test_status_instances_and_ports(stack):
     r = run_vigil(stack, "status", "--no-default-ports", "--port", port_arg, "--port", f"ghost={dead}")
     assert r.returncode == 6 and "unreachable (NOT READY)" in r.stdout
 
+    # a port that answers /readyz with 503 (Redis gone): not ready, exit 6
+    stack.redis.kill9()
+    try:
+        harness.wait_until(lambda: harness.http_get(svc.http_port, "/readyz", timeout=2)[0] == 503, 20,
+                           "dormancy-monitor not ready without Redis")
+        r = run_vigil(stack, "status", "--no-default-ports", "--port", port_arg)
+        assert r.returncode == 6, (r.returncode, r.stdout, r.stderr)
+        assert "NOT READY" in r.stdout and "503" in r.stdout, r.stdout
+        doc = json.loads(run_vigil(stack, "status", "--no-default-ports", "--port", port_arg, "--json").stdout)
+        assert doc["ready"] is False
+        assert doc["http"] == [{"service": "dormancy-monitor", "host": "127.0.0.1", "port": svc.http_port,
+                                "reachable": True, "status": 503, "ready": False}]
+    finally:
+        stack.redis.restart()
+    harness.wait_until(lambda: run_vigil(stack, "status", "--no-default-ports", "--port", port_arg).returncode == 0,
+                       30, "ready again once Redis is back")
+
     # kill -9: the broker publishes the last will, the port is gone
     svc.kill9()
     harness.wait_until(lambda: "lost" in run_vigil(stack, "status", "--no-http").stdout, 15,
