@@ -71,6 +71,51 @@ def test_broker_unreachable_is_a_runtime_error():
         assert "cannot reach the MQTT broker" in r.stderr, (args, r.stderr)
 
 
+def test_broker_credentials_come_from_the_common_configuration(tmp_path):
+    """The commands take the broker's URL, user and password from libshared's
+    common configuration (the services' VIGIL_MQTT_URL, VIGIL_MQTT_USER,
+    VIGIL_MQTT_PASSWORD), so what that layer learns applies to them too:
+    against a broker that refuses anonymous clients they work with the right
+    credentials, fail (exit 1) without them or with a wrong password, and
+    never print the password."""
+    import shutil
+    pw = tmp_path / "passwd"
+    subprocess.run(["mosquitto_passwd", "-c", "-b", str(pw), "ops", "s3cret-pass"], check=True,
+                   capture_output=True, timeout=20)
+    port = harness.free_port()
+    conf = tmp_path / "mosquitto.conf"
+    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous false\npassword_file {pw}\n"
+                    "persistence false\nlog_dest stderr\n"
+                    + ("user root\n" if os.geteuid() == 0 else ""))
+    log = open(tmp_path / "mosquitto.log", "wb")
+    broker = subprocess.Popen([shutil.which("mosquitto") or "/usr/sbin/mosquitto", "-c", str(conf)],
+                              stdout=log, stderr=log)
+    try:
+        harness.wait_until(lambda: harness.port_open(port), 15, "the password-protected broker listening")
+        env = plain_env()
+        env.update({"VIGIL_MQTT_URL": f"mqtt://127.0.0.1:{port}", "VIGIL_CLI_TIMEOUT_MS": "3000"})
+
+        def run(args, **extra):
+            e = dict(env, **extra)
+            return subprocess.run([vigil_exe(), *args], env=e, capture_output=True, text=True, timeout=30)
+
+        good = {"VIGIL_MQTT_USER": "ops", "VIGIL_MQTT_PASSWORD": "s3cret-pass"}
+        r = run(("persona", "status"), **good)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == "no persona state published yet", r.stdout
+        r = run(("status", "--no-http", "--json"), **good)
+        assert r.returncode == 0 and json.loads(r.stdout)["instances"] == [], (r.stdout, r.stderr)
+        for bad in ({}, {"VIGIL_MQTT_USER": "ops", "VIGIL_MQTT_PASSWORD": "wrong-pass"}):
+            r = run(("persona", "status"), **bad)
+            assert r.returncode == 1, (bad, r.returncode, r.stdout, r.stderr)
+            assert "cannot reach the MQTT broker" in r.stderr, r.stderr
+            assert "wrong-pass" not in r.stderr and "s3cret" not in r.stderr
+    finally:
+        broker.terminate()
+        broker.wait(timeout=10)
+        log.close()
+
+
 # --------------------------------------------------------------------------
 # persona
 
