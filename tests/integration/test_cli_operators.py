@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -323,10 +324,19 @@ def test_errors_listen_filter_and_follow(stack):
                               stderr=subprocess.PIPE, text=True)
     other = subprocess.Popen([vigil_exe(), "errors", "--service", "wake-evaluator", "--json"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    room = uid("room")
+    stop = threading.Event()
+
+    def keep_refusing():
+        # error events are not retained: publish until the listeners (which
+        # may take a while to subscribe on a loaded machine) have heard one
+        while not stop.is_set():
+            pub.publish(f"room/{room}/message", b"not json at all")
+            stop.wait(0.25)
+
+    sender = threading.Thread(target=keep_refusing, daemon=True)
+    sender.start()
     try:
-        time.sleep(1.0)  # the three are subscribed (no retained error events to wait for)
-        room = uid("room")
-        pub.publish(f"room/{room}/message", b"not json at all")
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
         events = [json.loads(ln) for ln in out.splitlines()]
@@ -341,6 +351,8 @@ def test_errors_listen_filter_and_follow(stack):
         follow.send_signal(signal.SIGINT)
         assert follow.wait(timeout=15) == 0
     finally:
+        stop.set()
+        sender.join(timeout=10)
         for p in (proc, follow, other):
             if p.poll() is None:
                 p.kill()
