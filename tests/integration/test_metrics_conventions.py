@@ -306,3 +306,17 @@ def test_every_service_exposes_the_operators_series_from_the_start(stack, name):
             assert value(fams, "vigil_llm_requests_total", status=status) == 0, (name, status)
         assert value(fams, "vigil_llm_latency_seconds_bucket", le="60") == 0, name
         assert value(fams, "vigil_llm_latency_seconds_bucket", le="+Inf") == 0, name
+
+
+def test_ready_gauge_follows_redis_without_readyz_polls(stack):
+    """vigil_ready (what VigilServiceNotReady watches) is current at each
+    scrape of /metrics, even when nothing polls /readyz (a Prometheus
+    without a kubelet beside it): 0 while Redis is gone, 1 once it is back."""
+    svc = stack.service()
+    assert value(scrape(svc), "vigil_ready") == 1
+    stack.redis.kill9()
+    try:
+        harness.wait_until(lambda: value(scrape(svc), "vigil_ready") == 0, 20, "vigil_ready 0 without Redis")
+    finally:
+        stack.redis.restart()
+    harness.wait_until(lambda: value(scrape(svc), "vigil_ready") == 1, 30, "vigil_ready 1 with Redis back")
