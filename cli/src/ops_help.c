@@ -32,15 +32,15 @@ static const struct {
     { "persona status",
       "usage: vigil persona status [ROOM | PERSONA] [--json]\n"
       "\n"
-      "Each persona's dormancy level in each room: since when, the trigger of the last\n"
-      "change, the snooze of suggestions; per room whether it is paused, the last human\n"
-      "message, the AI-only stretch and the humans present. Read from the retained\n"
-      "persona/+/state and room/+/state topics. ROOM or PERSONA limits the output to that\n"
-      "room or persona (a name that is both shows both).\n"
+      "Each persona's dormancy level in each room: since when, the trigger and the reason\n"
+      "of the last change, the end of a timed dormancy, the snooze of suggestions and the\n"
+      "suggestion pending (level, trigger, reason, when its default yes applies); per room\n"
+      "whether it is paused, the last human message, the AI-only stretch and the humans\n"
+      "present. Read from the retained persona/+/state and room/+/state topics. ROOM or\n"
+      "PERSONA limits the output to that room or persona (a name that is both shows both).\n"
       "  --json   one JSON object: {\"personas\": [{persona, room, level, since, trigger,\n"
-      "           snoozed_until?}], \"rooms\": [room/{r}/state payloads]}\n"
-      "Pending suggestions are events (persona/{p}/suggestion, not retained): they are not\n"
-      "shown.\n",
+      "           reason?, until?, snoozed_until?, pending?: {level, trigger, reason,\n"
+      "           expires}}], \"rooms\": [room/{r}/state payloads]}\n",
       "Exit status: 0 ok, 1 runtime error (broker unreachable), 2 usage error, 3 the ROOM or\n"
       "PERSONA given has no retained state.\n" },
     { "persona sleep",

@@ -1,5 +1,6 @@
 /* persona_status.c - `vigil persona status [ROOM | PERSONA] [--json]`:
- * each persona's dormancy level per room, since when and why, read from
+ * each persona's dormancy level per room, since when and why, the
+ * suggestion pending, read from
  * the retained persona/+/state and room/+/state that dormancy-monitor
  * publishes (no Redis: the broker's retained messages are the source). */
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 /* One (persona, room) entry of a persona/{p}/state. */
 typedef struct entry {
     const char *persona, *room;
-    json_object *o; /* {level, since, trigger, snoozed_until?}, borrowed */
+    json_object *o; /* {level, since, trigger, reason?, until?, snoozed_until?, pending?}, borrowed */
 } entry;
 
 typedef struct view {
@@ -108,6 +109,26 @@ static void print_room_header(json_object *rs, const char *room)
     printf("%s\n", nh ? "" : " none");
 }
 
+/* The lines under a persona's row: why it is at its level, and the
+ * suggestion waiting for its answer (with when the default applies). */
+static void print_details(json_object *o)
+{
+    const char *reason = ops_str(o, "reason");
+    if (reason[0])
+        printf("      reason: %s\n", reason);
+    json_object *pd = NULL;
+    if (!json_object_object_get_ex(o, "pending", &pd) || !json_object_is_type(pd, json_type_object))
+        return;
+    char expires[32];
+    ops_local_time(ops_int(pd, "expires", 0), expires, sizeof expires);
+    printf("      pending: %s suggested (%s), default yes at %s", ops_str(pd, "level"),
+           ops_str(pd, "trigger"), expires);
+    const char *why = ops_str(pd, "reason");
+    if (why[0])
+        printf(": %s", why);
+    putchar('\n');
+}
+
 static void print_text(view *v, entry *e, size_t n)
 {
     const char *room = NULL;
@@ -136,11 +157,13 @@ static void print_text(view *v, entry *e, size_t n)
             printf(" (until %s)", snooze);
         }
         putchar('\n');
+        print_details(e[i].o);
     }
 }
 
-/* {"personas":[{persona, room, level, since, trigger, ...}], "rooms":
- * [room state...]}: the entries as published plus persona and room. */
+/* {"personas":[{persona, room, level, since, trigger, reason?, pending?,
+ * ...}], "rooms": [room state...]}: the entries as published plus persona
+ * and room. */
 static void print_json(view *v, entry *e, size_t n, const char *filter)
 {
     json_object *out = json_object_new_object();

@@ -138,6 +138,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
 
     if (strcmp(url, "/metrics") == 0) {
+        /* The readiness check sets vigil_ready: run it here too, so the
+         * gauge (and the alert on it) is current when nothing polls /readyz. */
+        char why[256];
+        if (h->ready)
+            (void)h->ready(h->ctx, why, sizeof why);
         vigil_metrics_process_collect();
         vigil_metrics_backlog_collect();
         char *text = vigil_metrics_render();

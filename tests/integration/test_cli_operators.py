@@ -8,13 +8,15 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
 
 import harness
+import schema_check
 from chat_personas import run_vigil, vigil_env, vigil_exe
-from conftest import ai, human, uid
+from conftest import ai, command, human, uid
 
 SUBCOMMANDS = [("persona",), ("persona", "status"), ("persona", "sleep"), ("persona", "wake"),
                ("persona", "level"), ("status",), ("errors",)]
@@ -68,6 +70,51 @@ def test_broker_unreachable_is_a_runtime_error():
         r = subprocess.run([vigil_exe(), *args], env=env, capture_output=True, text=True, timeout=20)
         assert r.returncode == 1, (args, r.returncode, r.stderr)
         assert "cannot reach the MQTT broker" in r.stderr, (args, r.stderr)
+
+
+def test_broker_credentials_come_from_the_common_configuration(tmp_path):
+    """The commands take the broker's URL, user and password from libshared's
+    common configuration (the services' VIGIL_MQTT_URL, VIGIL_MQTT_USER,
+    VIGIL_MQTT_PASSWORD), so what that layer learns applies to them too:
+    against a broker that refuses anonymous clients they work with the right
+    credentials, fail (exit 1) without them or with a wrong password, and
+    never print the password."""
+    import shutil
+    pw = tmp_path / "passwd"
+    subprocess.run(["mosquitto_passwd", "-c", "-b", str(pw), "ops", "s3cret-pass"], check=True,
+                   capture_output=True, timeout=20)
+    port = harness.free_port()
+    conf = tmp_path / "mosquitto.conf"
+    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous false\npassword_file {pw}\n"
+                    "persistence false\nlog_dest stderr\n"
+                    + ("user root\n" if os.geteuid() == 0 else ""))
+    log = open(tmp_path / "mosquitto.log", "wb")
+    broker = subprocess.Popen([shutil.which("mosquitto") or "/usr/sbin/mosquitto", "-c", str(conf)],
+                              stdout=log, stderr=log)
+    try:
+        harness.wait_until(lambda: harness.port_open(port), 15, "the password-protected broker listening")
+        env = plain_env()
+        env.update({"VIGIL_MQTT_URL": f"mqtt://127.0.0.1:{port}", "VIGIL_CLI_TIMEOUT_MS": "3000"})
+
+        def run(args, **extra):
+            e = dict(env, **extra)
+            return subprocess.run([vigil_exe(), *args], env=e, capture_output=True, text=True, timeout=30)
+
+        good = {"VIGIL_MQTT_USER": "ops", "VIGIL_MQTT_PASSWORD": "s3cret-pass"}
+        r = run(("persona", "status"), **good)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == "no persona state published yet", r.stdout
+        r = run(("status", "--no-http", "--json"), **good)
+        assert r.returncode == 0 and json.loads(r.stdout)["instances"] == [], (r.stdout, r.stderr)
+        for bad in ({}, {"VIGIL_MQTT_USER": "ops", "VIGIL_MQTT_PASSWORD": "wrong-pass"}):
+            r = run(("persona", "status"), **bad)
+            assert r.returncode == 1, (bad, r.returncode, r.stdout, r.stderr)
+            assert "cannot reach the MQTT broker" in r.stderr, r.stderr
+            assert "wrong-pass" not in r.stderr and "s3cret" not in r.stderr
+    finally:
+        broker.terminate()
+        broker.wait(timeout=10)
+        log.close()
 
 
 # --------------------------------------------------------------------------
@@ -131,6 +178,59 @@ def test_persona_sleep_level_wake_and_status(stack):
     assert svc.alive()
 
 
+def test_persona_status_shows_reason_and_pending_suggestion(stack):
+    """The retained persona/{p}/state carries the last change's reason and
+    the suggestion waiting for an answer; `vigil persona status` shows both,
+    in text and in --json, as dormancy-monitor published them (the same
+    reason as the persona/{p}/dormancy and persona/{p}/suggestion events)."""
+    stack.service(env={"VIGIL_DORMANCY_NO_HUMAN_MS": 1500, "VIGIL_DORMANCY_AI_ONLY_MS": 600000,
+                       "VIGIL_DORMANCY_SUGGESTION_TIMEOUT_MS": 600000})
+    pub = stack.publisher()
+    col = stack.collector(topics=("persona/#",))
+    room, p, q = uid("room"), uid("p"), uid("q")
+    pub.publish(*ai(room, q, "hi from q"))
+    col.wait_event(f"persona/{q}/state", timeout=10)
+    # a reason: q is put to sleep and woken by joel (the CLI's VIGIL_USER)
+    assert run_vigil(stack, "persona", "sleep", q, room).returncode == 0
+    r = run_vigil(stack, "persona", "wake", q, room)
+    assert r.returncode == 0, r.stderr
+    woke = col.wait_event(f"persona/{q}/dormancy", lambda m: m["level"] == "active", timeout=10)
+    assert woke["reason"] == "awake requested by joel"
+    # a pending suggestion: p speaks, no human for 1.5 s
+    pub.publish(*ai(room, p, "anyone here?"))
+    sugg = col.wait_event(f"persona/{p}/suggestion", timeout=15)
+    assert sugg["trigger"] == "no-human" and sugg["reason"]
+    state = col.wait_event(f"persona/{p}/state", lambda m: "pending" in m["rooms"].get(room, {}), timeout=10)
+    schema_check.validate("persona-state", state)
+
+    doc = json.loads(run_vigil(stack, "persona", "status", room, "--json").stdout)
+    by = {e["persona"]: e for e in doc["personas"]}
+    pending = by[p]["pending"]
+    assert pending["level"] == "mention-only" and pending["trigger"] == "no-human"
+    assert pending["reason"] == sugg["reason"]
+    assert pending["expires"] == sugg["ts"] + sugg["default_after_ms"]
+    assert by[p]["level"] == "active" and "reason" not in by[p]  # joined, never changed
+    assert by[q]["reason"] == woke["reason"] and by[q]["trigger"] == "manual"
+    assert "pending" not in by[q] or by[q]["pending"]["trigger"] == "no-human"
+
+    out = run_vigil(stack, "persona", "status", room).stdout
+    lines = out.splitlines()
+    row = next(i for i, ln in enumerate(lines) if ln.split()[:1] == [p])
+    assert lines[row].split()[1] == "active"
+    detail = lines[row + 1].strip()
+    assert detail.startswith("pending: mention-only suggested (no-human), default yes at "), out
+    assert detail.endswith(": " + sugg["reason"]), out
+    row_q = next(i for i, ln in enumerate(lines) if ln.split()[:1] == [q])
+    assert lines[row_q + 1].strip() == "reason: awake requested by joel", out
+
+    # answered: the suggestion is no longer pending in the retained state
+    pub.publish(*command(p, "answer", room=room, suggestion_id=sugg["id"], answer="no", by=p))
+    col.wait_event(f"persona/{p}/state", lambda m: room in m["rooms"] and "pending" not in m["rooms"][room],
+                   timeout=10)
+    doc = json.loads(run_vigil(stack, "persona", "status", p, "--json").stdout)
+    assert [e.get("pending") for e in doc["personas"]] == [None]
+
+
 def test_persona_command_refused_and_unanswered(stack):
     stack.service()
     room, p = uid("room"), uid("p")
@@ -174,6 +274,23 @@ def test_status_instances_and_ports(stack):
     r = run_vigil(stack, "status", "--no-default-ports", "--port", port_arg, "--port", f"ghost={dead}")
     assert r.returncode == 6 and "unreachable (NOT READY)" in r.stdout
 
+    # a port that answers /readyz with 503 (Redis gone): not ready, exit 6
+    stack.redis.kill9()
+    try:
+        harness.wait_until(lambda: harness.http_get(svc.http_port, "/readyz", timeout=2)[0] == 503, 20,
+                           "dormancy-monitor not ready without Redis")
+        r = run_vigil(stack, "status", "--no-default-ports", "--port", port_arg)
+        assert r.returncode == 6, (r.returncode, r.stdout, r.stderr)
+        assert "NOT READY" in r.stdout and "503" in r.stdout, r.stdout
+        doc = json.loads(run_vigil(stack, "status", "--no-default-ports", "--port", port_arg, "--json").stdout)
+        assert doc["ready"] is False
+        assert doc["http"] == [{"service": "dormancy-monitor", "host": "127.0.0.1", "port": svc.http_port,
+                                "reachable": True, "status": 503, "ready": False}]
+    finally:
+        stack.redis.restart()
+    harness.wait_until(lambda: run_vigil(stack, "status", "--no-default-ports", "--port", port_arg).returncode == 0,
+                       30, "ready again once Redis is back")
+
     # kill -9: the broker publishes the last will, the port is gone
     svc.kill9()
     harness.wait_until(lambda: "lost" in run_vigil(stack, "status", "--no-http").stdout, 15,
@@ -207,10 +324,19 @@ def test_errors_listen_filter_and_follow(stack):
                               stderr=subprocess.PIPE, text=True)
     other = subprocess.Popen([vigil_exe(), "errors", "--service", "wake-evaluator", "--json"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    room = uid("room")
+    stop = threading.Event()
+
+    def keep_refusing():
+        # error events are not retained: publish until the listeners (which
+        # may take a while to subscribe on a loaded machine) have heard one
+        while not stop.is_set():
+            pub.publish(f"room/{room}/message", b"not json at all")
+            stop.wait(0.25)
+
+    sender = threading.Thread(target=keep_refusing, daemon=True)
+    sender.start()
     try:
-        time.sleep(1.0)  # the three are subscribed (no retained error events to wait for)
-        room = uid("room")
-        pub.publish(f"room/{room}/message", b"not json at all")
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
         events = [json.loads(ln) for ln in out.splitlines()]
@@ -225,6 +351,8 @@ def test_errors_listen_filter_and_follow(stack):
         follow.send_signal(signal.SIGINT)
         assert follow.wait(timeout=15) == 0
     finally:
+        stop.set()
+        sender.join(timeout=10)
         for p in (proc, follow, other):
             if p.poll() is None:
                 p.kill()

@@ -146,8 +146,14 @@ def test_network_policies_deny_by_default_and_allow_only_the_dependencies(docs):
                 ingress |= {pt["port"] for r in p["spec"].get("ingress", []) for pt in r.get("ports", [])}
         assert ingress == {"http"}, (name, ingress)
         assert "VIGIL_HTTP_ADDR" in env
-    assert by_kind(docs, "StatefulSet")["wake-evaluator"]["spec"]["template"]["metadata"]["labels"].get(
-        "vigil.dev/llm") == "true", "wake-evaluator calls the LLM"
+    # the LLM users are exactly the services whose code makes an LLM client
+    llm_users = {d.name for d in (ROOT / "services").iterdir()
+                 if any("vigil_llm_client_new" in f.read_text(errors="replace")
+                        for f in (d / "src").rglob("*.c"))}
+    assert {"wake-evaluator", "council", "heartbeat", "floor-control"} <= llm_users, llm_users
+    labelled = {name for name, sts in by_kind(docs, "StatefulSet").items()
+                if sts["spec"]["template"]["metadata"]["labels"].get("vigil.dev/llm") == "true"}
+    assert labelled == llm_users, (sorted(labelled), sorted(llm_users))
     # the broker and Redis are reached in their namespaces only
     dep = pols["vigil-egress-broker-redis-dns"]["spec"]["egress"]
     namespaces = {t["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
@@ -344,7 +350,10 @@ def test_grafana_dashboard(tmp_path):
         names |= metric_names(e.replace("$namespace", "x").replace("$service", "x"))
     check_known(names, "dashboard")
     for want in ("vigil_ready", "vigil_rejected_total", "process_resident_memory_bytes",
-                 "process_cpu_seconds_total", "vigil_llm_latency_seconds_bucket", "vigil_outbox_dead_letters"):
+                 "process_cpu_seconds_total", "process_open_fds", "vigil_build_info",
+                 "vigil_llm_latency_seconds_bucket", "vigil_llm_requests_total", "vigil_outbox_dead_letters",
+                 "vigil_outbox_pending", "vigil_outbox_oldest_age_seconds", "vigil_timers_pending",
+                 "vigil_timers_overdue_seconds", "vigil_inputs_in_flight", "vigil_mqtt_reconnects_total"):
         assert want in names, want
     # every expression parses: as recording rules through promtool
     rules = {"groups": [{"name": "dashboard", "rules": [

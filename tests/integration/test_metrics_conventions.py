@@ -144,13 +144,24 @@ STARTUP_ZERO = [("vigil_rejected_total", {"reason": "not_json"}), ("vigil_reject
                 ("vigil_outbox_dead_letters", {}), ("vigil_outbox_refusals_total", {})]
 
 
-def check_process_series(fams, service):
+def proc_cpu_seconds(pid):
+    """utime + stime of /proc/<pid>/stat, in seconds (what the service reports)."""
+    import os
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def check_process_series(fams, service, pid):
     assert value(fams, "vigil_build_info", service=service) == 1
     assert [lb["version"] for _, lb, _ in fams["vigil_build_info"]["samples"]][0]
     assert value(fams, "process_resident_memory_bytes") > 1e6
     assert value(fams, "process_open_fds") >= 5
-    assert value(fams, "process_cpu_seconds_total") > 0
     assert fams["process_cpu_seconds_total"]["type"] == "counter"
+    cpu = value(fams, "process_cpu_seconds_total")
+    # what the kernel counts for it (a process that just started may have
+    # used less than one clock tick: 0 is then right)
+    assert 0 <= cpu <= proc_cpu_seconds(pid), (cpu, proc_cpu_seconds(pid))
     assert value(fams, "process_start_time_seconds") > harness.now_ms() / 1000 - 3600
     assert value(fams, "process_max_fds") >= value(fams, "process_open_fds")
 
@@ -158,7 +169,7 @@ def check_process_series(fams, service):
 def test_dormancy_monitor_metrics_from_the_start_and_after_an_event(stack):
     svc = stack.service()
     fams = scrape(svc)
-    check_process_series(fams, "dormancy-monitor")
+    check_process_series(fams, "dormancy-monitor", pid=svc.proc.pid)
     for name, labels in STARTUP_ZERO:
         assert value(fams, name, **labels) == 0, (name, labels)
     assert value(fams, "vigil_handler_seconds_count") >= 0
@@ -185,7 +196,7 @@ def test_wake_evaluator_llm_metrics_and_no_per_room_labels(stack, tmp_path):
         svc = stack.service("wake-evaluator", env={"VIGIL_LLM_URL": llm.url, "VIGIL_LLM_RETRIES": 0,
                                                    "VIGIL_AUTOPILOT": 0})
         fams = scrape(svc)
-        check_process_series(fams, "wake-evaluator")
+        check_process_series(fams, "wake-evaluator", pid=svc.proc.pid)
         for status in ("ok", "timeout", "http_error", "rate_limited", "connect_error", "bad_response"):
             assert value(fams, "vigil_llm_requests_total", status=status) == 0, status
         assert value(fams, "vigil_llm_latency_seconds_count") == 0
@@ -261,3 +272,51 @@ def test_inputs_in_flight_shows_intake_blocked_on_redis(stack):
         os.kill(stack.redis.proc.pid, signal.SIGCONT)
     col.wait_event("persona/ann/dormancy", timeout=30)
     harness.wait_until(lambda: value(scrape(svc), "vigil_inputs_in_flight") == 0, 15, "nothing in flight")
+
+
+# Every daemon, not only the two above: the same libshared /metrics, so
+# the same conventions, process series, backlog gauges and startup zeros.
+# Services that call an LLM declare its series at zero too (an LLM that
+# nobody answers: the URL is never called before an input needs it).
+SERVICES = ["dormancy-monitor", "wake-evaluator", "chat-router", "heartbeat", "council",
+            "stall-resumer", "floor-control", "presence-gateway"]
+LLM_USERS = {"wake-evaluator", "heartbeat", "council", "floor-control"}
+BACKLOG = ("vigil_outbox_pending", "vigil_outbox_oldest_age_seconds", "vigil_timers_pending",
+           "vigil_timers_overdue_seconds", "vigil_inputs_in_flight", "vigil_outbox_dead_letters")
+
+
+@pytest.mark.parametrize("name", SERVICES)
+def test_every_service_exposes_the_operators_series_from_the_start(stack, name):
+    env = {"VIGIL_LLM_URL": f"http://127.0.0.1:{harness.free_port()}/v1"}
+    if name == "floor-control":
+        env["VIGIL_FLOOR_LLM_BUDGET_MS"] = "500"  # its LLM is off without a budget
+    if name == "presence-gateway":
+        from gateway_client import write_tokens
+        env.update({"VIGIL_GATEWAY_TOKENS_FILE": write_tokens(stack.dir), "VIGIL_GATEWAY_RATE": "0"})
+    svc = stack.service(name, env=env)
+    fams = scrape(svc)
+    check_process_series(fams, name, pid=svc.proc.pid)
+    for series, labels in STARTUP_ZERO:
+        assert value(fams, series, **labels) == 0, (name, series, labels)
+    for series in BACKLOG:
+        assert value(fams, series) == 0, (name, series)
+    assert value(fams, "vigil_ready") == 1, name  # what VigilServiceNotReady watches
+    if name in LLM_USERS:
+        for status in ("ok", "timeout", "http_error", "rate_limited", "connect_error", "bad_response"):
+            assert value(fams, "vigil_llm_requests_total", status=status) == 0, (name, status)
+        assert value(fams, "vigil_llm_latency_seconds_bucket", le="60") == 0, name
+        assert value(fams, "vigil_llm_latency_seconds_bucket", le="+Inf") == 0, name
+
+
+def test_ready_gauge_follows_redis_without_readyz_polls(stack):
+    """vigil_ready (what VigilServiceNotReady watches) is current at each
+    scrape of /metrics, even when nothing polls /readyz (a Prometheus
+    without a kubelet beside it): 0 while Redis is gone, 1 once it is back."""
+    svc = stack.service()
+    assert value(scrape(svc), "vigil_ready") == 1
+    stack.redis.kill9()
+    try:
+        harness.wait_until(lambda: value(scrape(svc), "vigil_ready") == 0, 20, "vigil_ready 0 without Redis")
+    finally:
+        stack.redis.restart()
+    harness.wait_until(lambda: value(scrape(svc), "vigil_ready") == 1, 30, "vigil_ready 1 with Redis back")

@@ -135,6 +135,107 @@ static void persona_snapshot_on_join_and_change_only(void **state)
     dm_free(f);
 }
 
+static const char *entry_str(json_object *o, const char *k)
+{
+    json_object *v = NULL;
+    return json_object_object_get_ex(o, k, &v) && v ? json_object_get_string(v) : NULL;
+}
+
+/* The persona/{p}/state entry says why the persona is at its level (the
+ * reason of its last change, word for word as on persona/{p}/dormancy) and
+ * which suggestion waits for an answer (level, trigger and reason as on
+ * persona/{p}/suggestion, and when its default applies); both survive the
+ * record's JSON round trip (dm_after) and a republish for another cause. */
+static void persona_snapshot_carries_reason_and_pending_suggestion(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    f->cfg.ai_only_ms = 60 * MIN_MS; /* keep rule 2 out of the way */
+    dm_personas(f, 1, "ann");
+    dm_sleep(f, "ann");
+    dm_command(f, "ann", DORMANCY_CMD_AWAKE, DORMANCY_ACTIVE, 0, "joel");
+    const dormancy_action *ch = dm_last(f, DORMANCY_OUT_CHANGE, "ann");
+    assert_string_equal(ch->reason, "awake requested by joel");
+    const dormancy_action *st = dm_last(f, DORMANCY_OUT_PERSONA_STATE, "ann");
+    assert_string_equal(st->reason, ch->reason);
+    assert_int_equal(st->suggest, DORMANCY_SUGGEST_NONE);
+    json_object *o = dormancy_persona_entry_json(st);
+    assert_string_equal(entry_str(o, "reason"), "awake requested by joel");
+    assert_false(json_object_object_get_ex(o, "pending", NULL));
+    json_object_put(o);
+
+    /* quiet room: the no-human suggestion is pending, the entry says so */
+    dm_ai(f, "ann", "anyone?");
+    dm_clear(f);
+    dm_advance(f, 5 * MIN_MS);
+    const dormancy_action *sg = dm_last(f, DORMANCY_OUT_SUGGESTION, "ann");
+    assert_non_null(sg);
+    st = dm_last(f, DORMANCY_OUT_PERSONA_STATE, "ann");
+    assert_non_null(st);
+    assert_int_equal(st->suggest, DORMANCY_SUGGEST_NO_HUMAN);
+    assert_int_equal(st->pending_expires, f->now + f->cfg.suggestion_timeout_ms);
+    o = dormancy_persona_entry_json(st);
+    assert_string_equal(entry_str(o, "level"), "active");
+    assert_string_equal(entry_str(o, "reason"), "awake requested by joel"); /* still the last change */
+    json_object *pd = NULL;
+    assert_true(json_object_object_get_ex(o, "pending", &pd));
+    assert_string_equal(entry_str(pd, "level"), "mention-only");
+    assert_string_equal(entry_str(pd, "trigger"), "no-human");
+    assert_string_equal(entry_str(pd, "reason"), sg->reason);
+    assert_true(strlen(sg->reason) > 0);
+    assert_int_equal(json_object_get_int64(json_object_object_get(pd, "expires")),
+                     f->now + f->cfg.suggestion_timeout_ms);
+    json_object_put(o);
+    /* the record kept both through its JSON round trip */
+    assert_string_equal(dm_p(f, "ann")->sugg.reason, sg->reason);
+    assert_string_equal(dm_p(f, "ann")->reason, "awake requested by joel");
+
+    /* no answer: the default applies; the entry has the new reason and
+     * nothing pending */
+    dm_clear(f);
+    dm_advance(f, f->cfg.suggestion_timeout_ms);
+    ch = dm_last(f, DORMANCY_OUT_CHANGE, "ann");
+    assert_non_null(ch);
+    assert_int_equal(ch->trigger, DORMANCY_TRIGGER_SUGGESTION_DEFAULT);
+    st = dm_last(f, DORMANCY_OUT_PERSONA_STATE, "ann");
+    assert_non_null(st);
+    o = dormancy_persona_entry_json(st);
+    assert_string_equal(entry_str(o, "level"), "mention-only");
+    assert_string_equal(entry_str(o, "reason"), ch->reason);
+    assert_false(json_object_object_get_ex(o, "pending", NULL));
+    json_object_put(o);
+    dm_free(f);
+}
+
+/* Answering or dropping a pending suggestion republishes the entry without
+ * it; a timed dormancy shows its end. */
+static void persona_snapshot_drops_answered_suggestion_and_shows_until(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    f->cfg.ai_only_ms = 60 * MIN_MS;
+    dm_personas(f, 1, "ann");
+    dm_ai(f, "ann", "x");
+    dm_advance(f, 5 * MIN_MS);
+    assert_int_equal(dm_last(f, DORMANCY_OUT_PERSONA_STATE, "ann")->suggest, DORMANCY_SUGGEST_NO_HUMAN);
+    dm_clear(f);
+    dm_answer(f, "ann", DORMANCY_ANSWER_NO, NULL);
+    const dormancy_action *st = dm_last(f, DORMANCY_OUT_PERSONA_STATE, "ann");
+    assert_non_null(st); /* republished: nothing pending any more */
+    assert_int_equal(st->suggest, DORMANCY_SUGGEST_NONE);
+    assert_int_equal(dm_count(f, DORMANCY_OUT_CHANGE, "ann"), 0);
+    dm_clear(f);
+    dm_ai(f, "ann", "@self dormant sleep for 1h");
+    st = dm_last(f, DORMANCY_OUT_PERSONA_STATE, "ann");
+    assert_non_null(st);
+    assert_int_equal(st->until, f->now + 3600000);
+    json_object *o = dormancy_persona_entry_json(st);
+    assert_int_equal(json_object_get_int64(json_object_object_get(o, "until")), f->now + 3600000);
+    assert_non_null(strstr(entry_str(o, "reason"), "sleep requested by ann until"));
+    json_object_put(o);
+    dm_free(f);
+}
+
 static void room_state_schema_and_change_detection(void **state)
 {
     (void)state;
@@ -242,6 +343,8 @@ int main(void)
         cmocka_unit_test(quiet_room_record_is_small),
         cmocka_unit_test(unreadable_records_are_refused),
         cmocka_unit_test(persona_snapshot_on_join_and_change_only),
+        cmocka_unit_test(persona_snapshot_carries_reason_and_pending_suggestion),
+        cmocka_unit_test(persona_snapshot_drops_answered_suggestion_and_shows_until),
         cmocka_unit_test(room_state_schema_and_change_detection),
         cmocka_unit_test(timer_names_fit_the_store),
         cmocka_unit_test(every_event_gets_its_own_id),

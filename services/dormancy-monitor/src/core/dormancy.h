@@ -137,6 +137,7 @@ typedef struct dormancy_suggestion {
     int64_t at;         /* when it was made */
     int64_t default_at; /* when "yes" is applied without an answer */
     char message_id[DORMANCY_MSGID_MAX + 1]; /* human message (redundant) */
+    char reason[DORMANCY_REASON_MAX]; /* as in persona/{p}/suggestion */
 } dormancy_suggestion;
 
 typedef struct dormancy_persona {
@@ -145,6 +146,7 @@ typedef struct dormancy_persona {
     dormancy_level level;
     int64_t since;
     dormancy_trigger trigger;
+    char reason[DORMANCY_REASON_MAX]; /* of the last change, as in persona/{p}/dormancy */
     dormancy_cause cause;
     int64_t until;        /* timed dormancy end, 0 = none */
     bool via_meta;        /* meta.rooms lists this room */
@@ -333,9 +335,12 @@ typedef struct dormancy_action {
     char text[DORMANCY_TEXT_MAX]; /* change, suggestion, system message */
     char message_id[DORMANCY_MSGID_MAX + 1]; /* change: the cause; system: reply_to */
     int64_t since, snoozed_until;
-    /* suggestion */
+    int64_t until; /* persona state: timed dormancy end, 0 = none */
+    /* suggestion; persona state: the pending one (suggest NONE = none) */
     dormancy_suggest_kind suggest;
     int64_t default_after_ms;
+    char pending_reason[DORMANCY_REASON_MAX]; /* persona state */
+    int64_t pending_expires;                  /* persona state: when "yes" applies */
     /* timers */
     char timer[DORMANCY_TIMER_NAME_MAX + 1];
     int64_t due;
@@ -375,7 +380,8 @@ json_object *dormancy_change_json(const dormancy_action *a, const char *room, in
 json_object *dormancy_suggestion_json(const dormancy_action *a, const char *room, int64_t now);
 json_object *dormancy_system_message_json(const dormancy_action *a, const char *room,
                                           const char *sender, int64_t now);
-/* {"level","since","trigger","snoozed_until"?} for persona/{p}/state. */
+/* {"level","since","trigger","reason"?,"snoozed_until"?,"until"?,
+ *  "pending"?: {"level","trigger","reason","expires"}} for persona/{p}/state. */
 json_object *dormancy_persona_entry_json(const dormancy_action *a);
 json_object *dormancy_room_state_json(const dormancy_room *r, const dormancy_config *cfg,
                                       int64_t now);

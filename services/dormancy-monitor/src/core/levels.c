@@ -20,8 +20,10 @@ static bool change(dormancy_step *s, dormancy_persona *p, dormancy_level level,
     p->level = level;
     p->since = s->now;
     p->trigger = trigger;
+    dm_copy(p->reason, sizeof p->reason, reason);
     p->cause = new_cause;
     p->until = 0;
+    p->snap_digest = 0; /* the persona/{p}/state entry carries the new reason */
     /* A pending suggestion is moot once the level moved; a snooze only
      * concerns active personas. */
     memset(&p->sugg, 0, sizeof p->sugg);

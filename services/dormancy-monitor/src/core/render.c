@@ -117,8 +117,25 @@ json_object *dormancy_persona_entry_json(const dormancy_action *a)
      * never moved is at its default level, shown as "manual" */
     const char *trig = dormancy_trigger_name(a->trigger);
     add_str(o, "trigger", trig ? trig : "manual");
+    if (a->reason[0])
+        add_str(o, "reason", a->reason);
+    if (a->until)
+        json_object_object_add(o, "until", json_object_new_int64(a->until));
     if (a->snoozed_until)
         json_object_object_add(o, "snoozed_until", json_object_new_int64(a->snoozed_until));
+    if (a->suggest != DORMANCY_SUGGEST_NONE) {
+        /* the pending suggestion, named as on persona/{p}/suggestion */
+        json_object *pd = json_object_new_object();
+        if (!pd) {
+            json_object_put(o);
+            return NULL;
+        }
+        add_str(pd, "level", dormancy_level_name(DORMANCY_MENTION_ONLY));
+        add_str(pd, "trigger", dormancy_suggest_trigger_name(a->suggest));
+        add_str(pd, "reason", a->pending_reason);
+        json_object_object_add(pd, "expires", json_object_new_int64(a->pending_expires));
+        json_object_object_add(o, "pending", pd);
+    }
     return o;
 }
 

@@ -1,6 +1,8 @@
 /* snapshot.c - the retained views: each persona's entry in
  * persona/{p}/state and the room's room/{r}/state are republished only
- * when their content changed, detected by a digest kept in the record. */
+ * when their content changed, detected by a digest kept in the record.
+ * A level change clears the persona's digest itself (levels.c), so the
+ * reason, which only changes with the level, is not hashed here. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,8 +17,9 @@ static uint64_t nonzero(uint64_t d)
 static uint64_t persona_digest(const dormancy_persona *p, int64_t snoozed)
 {
     char buf[160];
-    int n = snprintf(buf, sizeof buf, "%d|%" PRId64 "|%d|%" PRId64, (int)p->level, p->since,
-                     (int)p->trigger, snoozed);
+    int n = snprintf(buf, sizeof buf, "%d|%" PRId64 "|%d|%" PRId64 "|%" PRId64 "|%d|%" PRId64,
+                     (int)p->level, p->since, (int)p->trigger, snoozed, p->until,
+                     (int)p->sugg.kind, p->sugg.default_at);
     return nonzero(vigil_hash64(buf, (size_t)n));
 }
 
@@ -48,6 +51,13 @@ void snapshot_sync(dormancy_step *s)
         a->since = p->since;
         a->trigger = p->trigger;
         a->snoozed_until = snoozed;
+        a->until = p->until;
+        dm_copy(a->reason, sizeof a->reason, p->reason);
+        if (p->sugg.kind != DORMANCY_SUGGEST_NONE) {
+            a->suggest = p->sugg.kind;
+            a->pending_expires = p->sugg.default_at;
+            dm_copy(a->pending_reason, sizeof a->pending_reason, p->sugg.reason);
+        }
         p->snap_digest = d;
     }
     uint64_t d = room_digest(s);

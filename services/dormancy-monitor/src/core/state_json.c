@@ -48,6 +48,7 @@ static json_object *persona_to_json(const dormancy_persona *p)
     json_object_object_add(o, "level", json_object_new_string(dormancy_level_name(p->level)));
     put_i64(o, "since", p->since);
     put_str(o, "trigger", dormancy_trigger_name(p->trigger));
+    put_str(o, "reason", p->reason);
     if (p->cause > DORMANCY_CAUSE_NONE && p->cause <= DORMANCY_CAUSE_CHOICE)
         put_str(o, "cause", CAUSE_NAMES[p->cause]);
     put_i64(o, "until", p->until);
@@ -66,6 +67,7 @@ static json_object *persona_to_json(const dormancy_persona *p)
         put_i64(s, "at", p->sugg.at);
         put_i64(s, "default_at", p->sugg.default_at);
         put_str(s, "message_id", p->sugg.message_id);
+        put_str(s, "reason", p->sugg.reason);
         json_object_object_add(o, "sugg", s);
     }
     if (p->ov.has)
@@ -207,6 +209,7 @@ static void persona_from_json(dormancy_persona *p, json_object *o)
     p->since = get_i64(o, "since");
     if (dormancy_trigger_parse(get_str(o, "trigger"), &p->trigger) != 0)
         p->trigger = DORMANCY_TRIGGER_NONE;
+    dm_copy(p->reason, sizeof p->reason, get_str(o, "reason"));
     p->cause = (dormancy_cause)name_index(get_str(o, "cause"), CAUSE_NAMES, 3);
     p->until = get_i64(o, "until");
     p->via_meta = get_bool(o, "meta");
@@ -222,6 +225,7 @@ static void persona_from_json(dormancy_persona *p, json_object *o)
         p->sugg.at = get_i64(s, "at");
         p->sugg.default_at = get_i64(s, "default_at");
         dm_copy(p->sugg.message_id, sizeof p->sugg.message_id, get_str(s, "message_id"));
+        dm_copy(p->sugg.reason, sizeof p->sugg.reason, get_str(s, "reason"));
     }
     json_object *c;
     if (json_object_object_get_ex(o, "cfg", &c) && c) {

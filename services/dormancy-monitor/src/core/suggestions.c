@@ -31,6 +31,7 @@ bool suggestion_make(dormancy_step *s, dormancy_persona *p, dormancy_suggest_kin
     p->sugg.at = s->now;
     p->sugg.default_at = s->now + c.suggestion_timeout_ms;
     dm_copy(p->sugg.message_id, sizeof p->sugg.message_id, message_id);
+    dm_copy(p->sugg.reason, sizeof p->sugg.reason, reason);
     return true;
 }
 
