@@ -182,10 +182,13 @@ int vigil_runtime_route_members(vigil_runtime *rt, const char *cmd, const char *
     return n;
 }
 
-/* The status payload published retained on sys/{service}/{instance}/status. */
+/* The status payload published retained on sys/{service}/{instance}/status;
+ * NULL when out of memory (json-c asserts on a NULL object, so check it). */
 static char *status_payload(const vigil_runtime *rt, const char *state)
 {
     json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
     char shard[32];
     snprintf(shard, sizeof shard, "%d/%d", rt->cfg.shard_index, rt->cfg.shard_count);
     json_object_object_add(o, "state", json_object_new_string(state));
@@ -888,6 +891,12 @@ static int start_io(vigil_runtime *rt, char *err, size_t errlen)
 {
     char *ready_payload = status_payload(rt, "ready");
     char *lost_payload = status_payload(rt, "lost");
+    if (!ready_payload || !lost_payload) {
+        free(ready_payload);
+        free(lost_payload);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     vigil_mqtt_config mc = {
         .url = rt->cfg.mqtt_url,
         .user = rt->cfg.mqtt_user,
