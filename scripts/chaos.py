@@ -12,7 +12,12 @@ the order inputs are handled in), twice:
      replica (restarted), kill -9 of Redis (restarted from its AOF), Redis
      restarted and still loading a large data set (LOADING for seconds),
      kill -9 of mosquitto (restarted from its persistence), a replica
-     SIGSTOPped past its timer lease and continued.
+     SIGSTOPped past its timer lease and continued, and a change of one
+     service's shard count under load (2 -> 3 -> 1 -> 2 ..., the README's
+     procedure: growing, the new replicas start first and the old ones
+     restart one by one with the new N; shrinking, the survivors restart
+     with the new N first, and the surplus replicas, sometimes after a
+     restart as draining replicas i/N with i >= N, are then killed).
 
 The oracle then compares the chaos run with the reference:
   - lost: an input recorded as processed by a service in the reference
@@ -115,6 +120,9 @@ class Run:
         self.redis = RedisServer(self.dir, appendfsync="everysec")
         self.broker = Mosquitto(self.dir)
         self.replicas = []
+        self.retired = []  # replicas removed by a shrinking shard count
+        self.shards = {name: 2 for name in SERVICES}
+        self.env = None
         self.collector = None
         self.extra_conf = []
 
@@ -123,18 +131,24 @@ class Run:
         self.broker.start()
         if filler:
             harness.redis_fill(self.redis, filler)
-        env = dict(SERVICE_ENV, VIGIL_MQTT_URL=self.broker.url, VIGIL_REDIS_URL=self.redis.url,
-                   VIGIL_REDIS_PREFIX=PREFIX)
+        self.env = dict(SERVICE_ENV, VIGIL_MQTT_URL=self.broker.url, VIGIL_REDIS_URL=self.redis.url,
+                        VIGIL_REDIS_PREFIX=PREFIX)
         for name in SERVICES:
             for shard in range(2):
-                svc = Service(name, self.dir, dict(env, VIGIL_SHARD=f"{shard}/2"), build_dir=self.build_dir,
-                              instance=f"{name}-{shard}")
-                self.replicas.append(svc)
+                self.replicas.append(self.replica(name, shard, 2))
         for svc in self.replicas:
             svc.start(wait=False)
         for svc in self.replicas:
             svc.wait_ready(timeout=60)
         self.collector = Collector(self.broker.port, topics=("#",), persistent=True, name="chaos-oracle").start()
+
+    def replica(self, name, index, count):
+        # an index that comes back after a shrink gets a fresh instance name
+        # (its own log files); the MQTT session follows the index
+        again = sum(1 for s in self.replicas + self.retired if s.instance.startswith(f"{name}-{index}"))
+        instance = f"{name}-{index}" + (f"-{again}" if again else "")
+        return Service(name, self.dir, dict(self.env, VIGIL_SHARD=f"{index}/{count}"),
+                       build_dir=self.build_dir, instance=instance)
 
     def stop(self):
         for svc in self.replicas:
@@ -300,9 +314,14 @@ class Faults:
     before the next."""
 
     KINDS = (("kill9_replica", 6), ("redis_kill9", 1), ("redis_loading", 1), ("mosquitto_kill9", 1),
-             ("sigstop_replica", 1))
+             ("sigstop_replica", 1), ("reshard", 1))
+    # the shard count a service moves to from each count
+    NEXT_COUNT = {2: 3, 3: 1, 1: 2}
 
-    def __init__(self, run, load, rng, gap):
+    def __init__(self, run, load, rng, gap, kinds=None, drain=True):
+        if kinds:
+            self.KINDS = tuple((k, w) for k, w in self.KINDS if k in kinds)
+        self.drain = drain
         self.run = run
         self.load = load
         self.rng = rng
@@ -344,6 +363,8 @@ class Faults:
             time.sleep(self.rng.uniform(0.2, 1.0))
             r.broker.start(timeout=60)
             self.load.resume()
+        elif kind == "reshard":
+            self.reshard(self.rng.choice(SERVICES))
         elif kind == "sigstop_replica":
             svc = self.rng.choice(r.replicas)
             os.kill(svc.proc.pid, signal.SIGSTOP)
@@ -351,6 +372,49 @@ class Faults:
             os.kill(svc.proc.pid, signal.SIGCONT)
         self.count[kind] += 1
         self.total += 1
+
+    def restart_as(self, svc, shard):
+        """Stops a replica (kill -9 or SIGTERM) and starts it with another
+        VIGIL_SHARD, as a rolling update does."""
+        if self.rng.random() < 0.5:
+            svc.kill9()
+        else:
+            svc.terminate(timeout=20)
+        svc.env["VIGIL_SHARD"] = shard
+        svc.start(wait=False)
+        svc.wait_ready(timeout=120)
+
+    def reshard(self, name):
+        """Changes one service's shard count under load, by the README's
+        procedure (see the module docstring)."""
+        r = self.run
+        old = r.shards[name]
+        new = self.NEXT_COUNT[old]
+        mine = {int(s.env["VIGIL_SHARD"].split("/")[0]): s for s in r.replicas if s.name == name}
+        log(f"reshard {name}: {old} -> {new}")
+        if new > old:
+            for j in range(old, new):
+                svc = r.replica(name, j, new)
+                r.replicas.append(svc)
+                svc.start(wait=False)
+                svc.wait_ready(timeout=120)
+            for i in sorted(mine, reverse=True):
+                self.restart_as(mine[i], f"{i}/{new}")
+        else:
+            for i in sorted(mine):
+                if i < new:
+                    self.restart_as(mine[i], f"{i}/{new}")
+            for j in sorted(mine, reverse=True):
+                if j < new:
+                    continue
+                svc = mine[j]
+                if self.drain and self.rng.random() < 0.5:
+                    self.restart_as(svc, f"{j}/{new}")  # draining, as a StatefulSet rollout leaves it
+                    time.sleep(self.rng.uniform(0.2, 1.0))
+                svc.kill9()
+                r.replicas.remove(svc)
+                r.retired.append(svc)
+        r.shards[name] = new
 
     def loop(self, until, max_faults):
         while not self.load.done.is_set() and time.monotonic() < until and self.total < max_faults:
@@ -431,7 +495,7 @@ def one_run(args, workdir, items, ids, faults):
         lt.start()
         f = None
         if faults:
-            f = Faults(run, load, random.Random(args.seed), args.gap)
+            f = Faults(run, load, random.Random(args.seed), args.gap, kinds=args.kinds, drain=not args.no_drain)
             f.loop(time.monotonic() + args.duration * 3, args.faults)
         lt.join()
         if load.error:
@@ -453,6 +517,12 @@ def main():
     ap.add_argument("--gap", type=float, default=4.0, help="mean seconds between faults")
     ap.add_argument("--faults", type=int, default=1000000, help="stop injecting after this many")
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
+    ap.add_argument("--kinds", type=lambda v: set(v.split(",")), default=None,
+                    help="only these fault kinds (comma-separated: kill9_replica, redis_kill9, "
+                         "redis_loading, mosquitto_kill9, sigstop_replica, reshard)")
+    ap.add_argument("--no-drain", action="store_true",
+                    help="a shrink never restarts the surplus replicas as draining ones first "
+                         "(for binaries that refuse VIGIL_SHARD i/N with i >= N)")
     ap.add_argument("--short", action="store_true",
                     help="the CI version: 35 s of load, a fault every ~1.5 s, each kind at least once")
     ap.add_argument("--build-dir", default=os.environ.get("VIGIL_BUILD_DIR") or os.path.join(ROOT, "build", "release"))
@@ -504,7 +574,7 @@ def main():
         log_counts = chaos.log_counts()
         dead = chaos.dead_letters()
         self_check = oracle_self_check(chaos, want, got, log_counts)
-        crashed = [f"{s.instance}: {p}" for s in chaos.replicas for p in s.check()
+        crashed = [f"{s.instance}: {p}" for s in chaos.replicas + chaos.retired for p in s.check()
                    if "exited by itself" not in p]
     except BaseException as e:  # noqa: BLE001
         log(f"harness failure: {e!r}")

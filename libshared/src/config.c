@@ -35,7 +35,9 @@ const vigil_config_var VIGIL_COMMON_VARS[] = {
     {"VIGIL_LOG_LEVEL", "info", "debug, info, warn or error"},
     {"VIGIL_INSTANCE", "<hostname>", "instance name (an id) in status topics and logs"},
     {"VIGIL_MAX_PAYLOAD", "65536", "largest accepted payload in bytes (1-16777216)"},
-    {"VIGIL_SHARD", "0/1", "this replica's shard, i/N with 0 <= i < N <= 1024"},
+    {"VIGIL_SHARD", "0/1",
+     "this replica's shard, i/N with 0 <= i < N <= 1024 (i >= N: a replica that only drains "
+     "while N shrinks)"},
     {"VIGIL_TICK_MS", "1000", "timer resolution in milliseconds (1-60000)"},
     {"VIGIL_TIMER_LEASE_MS", "30000", "lease on a claimed timer in milliseconds (100-3600000)"},
     {"VIGIL_OUTBOX_RETRY_MS", "1000",
@@ -232,7 +234,9 @@ int vigil_shard_parse(const char *s, int *index, int *count)
     if (parse_small_uint(s, (size_t)(slash - s), &i) != 0 ||
         parse_small_uint(slash + 1, strlen(slash + 1), &n) != 0)
         return -1;
-    if (n < 1 || n > 1024 || i >= n)
+    /* i >= N is allowed: a replica that drains while N shrinks
+     * (shard_view.h); i stays below the largest N. */
+    if (n < 1 || n > 1024 || i >= 1024)
         return -1;
     if (index)
         *index = i;
@@ -359,7 +363,7 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
         int i, n;
         if (vigil_shard_parse(shard, &i, &n) != 0) {
             quote(shard, q, sizeof q);
-            return fail(err, errlen, "VIGIL_SHARD: expected i/N with 0 <= i < N <= 1024, got %s", q);
+            return fail(err, errlen, "VIGIL_SHARD: expected i/N with 0 <= i < 1024 and 1 <= N <= 1024, got %s", q);
         }
         c->shard_index = i;
         c->shard_count = n;

@@ -28,6 +28,7 @@
 #include "vigil/oom.h"
 #include "vigil/outbox.h"
 #include "vigil/redact.h"
+#include "vigil/shard_view.h"
 #include "vigil/state_cache.h"
 #include "vigil/store.h"
 #include "vigil/timers.h"
@@ -38,6 +39,10 @@
  * and looks for orphaned shard indexes, and how long the heartbeat lives. */
 #define HANDOVER_EVERY_MS 2000
 #define HANDOVER_TTL_MS 10000
+/* The intake refreshes the shard view itself when the timer thread's copy
+ * is older than this (a replica resumed after a pause must not decide on a
+ * view from before it). */
+#define VIEW_STALE_MS (2 * HANDOVER_EVERY_MS)
 /* How long a message in hand may keep retrying Redis after shutdown was
  * asked for, before the process exits without acknowledging it. */
 #define SHUTDOWN_GRACE_MS 5000
@@ -74,6 +79,13 @@ struct vigil_runtime {
      * outbox is freed: a short lock, never held across I/O. */
     pthread_mutex_t outbox_mu;
 
+    /* The shard counts in use (shard_view.h), refreshed by the timer
+     * thread every HANDOVER_EVERY_MS and read by the intake: a short lock,
+     * never held across I/O. view_at: monotonic ms of the last refresh. */
+    pthread_mutex_t view_mu;
+    vigil_shard_view view;
+    int64_t view_at;
+
     /* Liveness (/healthz), monotonic ms: when the message in hand arrived
      * (0 = none), the timer loop's last turn, the last time the outbox was
      * empty or published something. */
@@ -87,6 +99,8 @@ struct vigil_runtime {
 };
 
 typedef enum { STEP_DONE, STEP_DUPLICATE, STEP_REJECT, STEP_GAVE_UP } step_result;
+
+static void intake_view(vigil_runtime *rt, vigil_shard_view *out);
 
 /* Wakes the publisher, if it still runs (NULL once shutdown took it). */
 static void kick_outbox(vigil_runtime *rt)
@@ -168,10 +182,13 @@ int vigil_runtime_route_members(vigil_runtime *rt, const char *cmd, const char *
     return n;
 }
 
-/* The status payload published retained on sys/{service}/{instance}/status. */
+/* The status payload published retained on sys/{service}/{instance}/status;
+ * NULL when out of memory (json-c asserts on a NULL object, so check it). */
 static char *status_payload(const vigil_runtime *rt, const char *state)
 {
     json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
     char shard[32];
     snprintf(shard, sizeof shard, "%d/%d", rt->cfg.shard_index, rt->cfg.shard_count);
     json_object_object_add(o, "state", json_object_new_string(state));
@@ -510,11 +527,13 @@ static void on_message(void *ctx, const char *topic, const void *payload, size_t
         reject(rt, topic, payload, len, &err);
         goto done;
     }
-    /* Only this replica's keys; the others are its peers' business. */
+    /* Only this replica's keys (under any shard count still in use:
+     * shard_view.h); the others are its peers' business. */
+    vigil_shard_view view;
+    intake_view(rt, &view);
     int mine = 0;
     for (int i = 0; i < n; i++) {
-        if (rt->cfg.shard_count > 1 &&
-            vigil_shard_of(keys[i], rt->cfg.shard_count) != rt->cfg.shard_index) {
+        if (!vigil_shard_view_owns(&view, rt->cfg.shard_index, keys[i])) {
             vigil_counter_add("vigil_inputs_other_shard_total",
                               "Keys skipped because another shard owns them", NULL, 1);
             continue;
@@ -614,14 +633,66 @@ static bool live(void *ctx, char *why, size_t whylen)
     return true;
 }
 
+/* How long a replica's heartbeat and advertised shard count live. */
+static int64_t handover_ttl(const vigil_runtime *rt)
+{
+    return HANDOVER_TTL_MS > 3 * rt->cfg.tick_ms ? HANDOVER_TTL_MS : 3 * rt->cfg.tick_ms;
+}
+
+/* Refreshes the shard view over store's connection (the caller's thread
+ * owns it) and says so when the counts in use change: a change of N has
+ * begun or ended. On a Redis error the previous view stays, unrefreshed,
+ * so the intake tries again before its next decision. */
+static void view_refresh(vigil_runtime *rt, vigil_store *store)
+{
+    vigil_shard_view v;
+    int64_t session_ms = rt->cfg.mqtt_session_expiry_s * 1000;
+    if (vigil_shard_view_refresh(store, rt->cfg.shard_index, rt->cfg.shard_count,
+                                 atomic_load(&rt->mqtt_up), vigil_now_ms(), handover_ttl(rt),
+                                 session_ms, &v) != 0)
+        return;
+    pthread_mutex_lock(&rt->view_mu);
+    bool changed = !vigil_shard_view_equal(&v, &rt->view);
+    rt->view = v;
+    rt->view_at = vigil_mono_ms();
+    pthread_mutex_unlock(&rt->view_mu);
+    vigil_gauge_set("vigil_shard_counts_in_use",
+                    "Shard counts (VIGIL_SHARD's N) in use by live replicas or not yet settled; "
+                    "above 1 while N changes", NULL, v.n);
+    if (changed) {
+        char counts[64];
+        vigil_shard_view_format(&v, counts, sizeof counts);
+        vigil_log_kv(VIGIL_LOG_INFO,
+                     v.n > 1 ? "shard counts in use: a change of N is in progress, this replica "
+                               "takes the keys it owns under any of them"
+                             : "shard counts in use: one",
+                     "counts", counts, NULL);
+    }
+}
+
+/* The view the intake decides with: the timer thread's, or a fresh one
+ * when that is stale (the timer thread stalled, or the process was
+ * paused). */
+static void intake_view(vigil_runtime *rt, vigil_shard_view *out)
+{
+    pthread_mutex_lock(&rt->view_mu);
+    bool stale = vigil_mono_ms() - rt->view_at > VIEW_STALE_MS;
+    pthread_mutex_unlock(&rt->view_mu);
+    if (stale)
+        view_refresh(rt, rt->intake_store);
+    pthread_mutex_lock(&rt->view_mu);
+    *out = rt->view;
+    pthread_mutex_unlock(&rt->view_mu);
+}
+
 /* Keeps this replica's heartbeat and takes over the outbox and timers of
  * shard indexes beyond VIGIL_SHARD's N whose replica is gone (handover.h),
  * so shrinking N strands nothing. */
 static void handover(vigil_runtime *rt)
 {
-    int64_t ttl = HANDOVER_TTL_MS > 3 * rt->cfg.tick_ms ? HANDOVER_TTL_MS : 3 * rt->cfg.tick_ms;
-    if (vigil_handover_beat(rt->timer_store, rt->cfg.instance, ttl) != 0)
+    if (vigil_handover_beat(rt->timer_store, rt->cfg.instance, handover_ttl(rt)) != 0)
         return;
+    view_refresh(rt, rt->timer_store);
     if (vigil_handover_adopt(rt->timer_store, rt->cfg.shard_count) > 0)
         kick_outbox(rt);
 }
@@ -769,6 +840,7 @@ static void runtime_free(vigil_runtime *rt)
     vigil_redis_free(rt->timer_redis);
     vigil_state_cache_free(rt->cache);
     pthread_mutex_destroy(&rt->outbox_mu);
+    pthread_mutex_destroy(&rt->view_mu);
     free(rt);
 }
 
@@ -780,6 +852,14 @@ static int setup(vigil_runtime *rt, char *err, size_t errlen)
     /* Credentials never reach a log line, whoever writes it (redact.h). */
     vigil_redact_add_secret(rt->raddr.password);
     vigil_redact_add_secret(rt->cfg.mqtt_password);
+    vigil_shard_view_init(&rt->view, rt->cfg.shard_count);
+    if (rt->cfg.shard_index >= rt->cfg.shard_count)
+        vigil_log(VIGIL_LOG_WARN,
+                  "VIGIL_SHARD %d/%d: the index is at or beyond the count, so this replica "
+                  "owns no key under it and only drains (it takes the keys it owns under "
+                  "other shard counts still in use): intended for the surplus replicas "
+                  "while N shrinks",
+                  rt->cfg.shard_index, rt->cfg.shard_count);
     rt->scfg = (vigil_store_config){ .prefix = rt->cfg.redis_prefix, .service = d->name,
                                      .shard_index = rt->cfg.shard_index, .dedupe_keep = 0 };
     int timeout = 2000;
@@ -811,6 +891,12 @@ static int start_io(vigil_runtime *rt, char *err, size_t errlen)
 {
     char *ready_payload = status_payload(rt, "ready");
     char *lost_payload = status_payload(rt, "lost");
+    if (!ready_payload || !lost_payload) {
+        free(ready_payload);
+        free(lost_payload);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     vigil_mqtt_config mc = {
         .url = rt->cfg.mqtt_url,
         .user = rt->cfg.mqtt_user,
@@ -895,6 +981,7 @@ int vigil_runtime_main(int argc, char **argv, const vigil_service_def *def)
     }
     rt->def = def;
     pthread_mutex_init(&rt->outbox_mu, NULL);
+    pthread_mutex_init(&rt->view_mu, NULL);
     char err[512] = "";
     vigil_common_config_init(&rt->cfg, def->default_http_port);
     if (vigil_common_config_load(&rt->cfg, err, sizeof err) != 0 ||

@@ -2,7 +2,8 @@
 dormancy-monitor, chat-router and wake-evaluator with two replicas each,
 a steady load of room messages with known ids and random faults (kill -9
 of replicas, of Redis and of mosquitto, Redis still loading its AOF, a
-replica stopped past its timer lease), compared with a fault-free run of
+replica stopped past its timer lease, a change of a service's shard count
+under load), compared with a fault-free run of
 the same inputs: nothing lost, nothing applied twice, no dead letter, and
 the oracle proves it can see a planted loss."""
 
@@ -22,7 +23,8 @@ def test_short_chaos_run_loses_and_doubles_nothing():
     assert p.returncode == 0, out[-6000:]
     faults = int(re.search(r"faults injected\s+(\d+)", out).group(1))
     assert faults >= 5, out[-3000:]
-    for kind in ("kill9_replica", "redis_kill9", "redis_loading", "mosquitto_kill9", "sigstop_replica"):
+    for kind in ("kill9_replica", "redis_kill9", "redis_loading", "mosquitto_kill9", "sigstop_replica",
+                 "reshard"):
         assert kind in out, f"no {kind} fault:\n{out[-3000:]}"
     assert re.search(r"^\s+lost\s+0\b", out, re.M), out[-3000:]
     assert re.search(r"^\s+doubled\s+0\b", out, re.M), out[-3000:]

@@ -200,8 +200,7 @@ static void test_errors_name_variable_and_value(void **state)
     expect_error("VIGIL_MAX_PAYLOAD", "16777217", "16777217");
     expect_error("VIGIL_MAX_PAYLOAD", "64k", "64k");
     expect_error("VIGIL_MAX_PAYLOAD", "-5", "-5");
-    expect_error("VIGIL_SHARD", "3/2", "3/2");
-    expect_error("VIGIL_SHARD", "2/2", "2/2");
+    expect_error("VIGIL_SHARD", "1024/2", "1024/2");
     expect_error("VIGIL_SHARD", "0/0", "0/0");
     expect_error("VIGIL_SHARD", "0/1025", "0/1025");
     expect_error("VIGIL_SHARD", "1", "1");
@@ -222,8 +221,8 @@ static void test_exact_messages(void **state)
     (void)state;
     vigil_common_config c;
     char err[256] = "";
-    assert_int_equal(load_with("VIGIL_SHARD", "3/2", &c, err, sizeof err), -1);
-    assert_string_equal(err, "VIGIL_SHARD: expected i/N with 0 <= i < N <= 1024, got 3/2");
+    assert_int_equal(load_with("VIGIL_SHARD", "3/0", &c, err, sizeof err), -1);
+    assert_string_equal(err, "VIGIL_SHARD: expected i/N with 0 <= i < 1024 and 1 <= N <= 1024, got 3/0");
     assert_int_equal(load_with("VIGIL_TICK_MS", "0", &c, err, sizeof err), -1);
     assert_string_equal(err, "VIGIL_TICK_MS: expected an integer in 1..60000, got '0'");
     assert_int_equal(load_with("VIGIL_LOG_LEVEL", "loud", &c, err, sizeof err), -1);
@@ -379,7 +378,11 @@ static void test_shard_parse(void **state)
     assert_int_equal(i, 5);
     assert_int_equal(n, 8);
     assert_int_equal(vigil_shard_parse("0/1024", &i, &n), 0);
-    static const char *const BAD[] = {"", "1", "/", "0/", "/1", "1/1", "2/1", "0/0", "0/1025",
+    /* an index at or beyond N: a replica that drains while N shrinks */
+    assert_int_equal(vigil_shard_parse("2/1", &i, &n), 0);
+    assert_int_equal(i, 2);
+    assert_int_equal(n, 1);
+    static const char *const BAD[] = {"", "1", "/", "0/", "/1", "1024/1", "0/0", "0/1025",
                                       "-1/2", "+1/2", " 0/1", "0/1 ", "a/b", "0/1/2", "0.0/1",
                                       "00000/1", NULL};
     for (int k = 0; BAD[k]; k++) {

@@ -46,7 +46,7 @@ typedef struct vigil_common_config {
 void vigil_common_config_init(vigil_common_config *c, int default_http_port);
 
 /* Reads the environment over the defaults. Returns 0, or -1 with a clear
- * message in err (e.g. "VIGIL_SHARD: expected i/N with 0 <= i < N, got 3/2"). */
+ * message in err (e.g. "VIGIL_SHARD: expected i/N with 0 <= i < 1024 and 1 <= N <= 1024, got 3/0"). */
 int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen);
 
 /* Typed getters: return 0 and set *out (def when unset or empty), or -1
@@ -66,7 +66,8 @@ int vigil_env_string(const char *name, const char *def, char *out, size_t outlen
 int vigil_env_choice(const char *name, const char *const *choices, int def, int *out, char *err,
                      size_t errlen);
 
-/* Parses "i/N" (0 <= i < N, 1 <= N <= 1024). */
+/* Parses "i/N" (1 <= N <= 1024, 0 <= i < 1024; i >= N is a replica that
+ * only drains while N shrinks, see shard_view.h). */
 int vigil_shard_parse(const char *s, int *index, int *count);
 
 /* The service's default HTTP port, shown by --help as VIGIL_HTTP_ADDR's

@@ -1,0 +1,68 @@
+/* shard_view.h - which keys a replica takes while the shard count changes.
+ *
+ * Every replica has its own persistent MQTT session subscribed to every
+ * topic, so every input reaches every replica; each acts on the keys of its
+ * shard and acknowledges the rest. With one shard count N everywhere that
+ * is exact. While N changes (a rolling update: some replicas run i/2,
+ * others i/3) a key could belong to no running replica: its old owner
+ * already skips it under the new N, its new owner still skips it under
+ * the old one, and the input is acknowledged by everyone and lost.
+ *
+ * The view closes that gap: a replica takes a key when it owns it under
+ * ANY shard count still in use, not only its own:
+ *   - every replica advertises its N in P S ":counts" (a sorted set scored
+ *     by expiry, refreshed every 2 s, gone 10 s after the replica);
+ *   - P S ":settled" holds the last N for which every index 0..N-1 has a
+ *     persistent session (P S ":session:" i, set once the replica is
+ *     connected): a new index's session does not exist before its first
+ *     connect, so input published before then is queued only for the old
+ *     indexes, and the old N must stay in the view until it exists.
+ * During a change two replicas may both take a key: harmless, the commit's
+ * version check and processed-id dedupe apply the input once. A replica
+ * whose index is at or beyond its own N (i/N with i >= N) owns nothing
+ * under N: it drains, taking only the keys it owns under the other counts
+ * still in use (a shrinking StatefulSet's surplus pods during the
+ * rollout). */
+#ifndef VIGIL_SHARD_VIEW_H
+#define VIGIL_SHARD_VIEW_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store.h"
+
+/* Counts kept in a view: the replica's own first, then others. More than
+ * this many counts in use at once is a deployment going wrong; the extra
+ * ones are ignored with a warning. */
+#define VIGIL_SHARD_VIEW_MAX 4
+
+typedef struct vigil_shard_view {
+    int counts[VIGIL_SHARD_VIEW_MAX];
+    int n;
+} vigil_shard_view;
+
+/* A view holding only the replica's own count. */
+void vigil_shard_view_init(vigil_shard_view *v, int own_count);
+
+/* Adds a count (1..1024) unless present. Returns false when the view is
+ * full and the count was not added. */
+bool vigil_shard_view_add(vigil_shard_view *v, int count);
+
+/* Whether replica `index` takes key under any count of the view. */
+bool vigil_shard_view_owns(const vigil_shard_view *v, int index, const char *key);
+
+/* Whether two views hold the same counts (in any order). */
+bool vigil_shard_view_equal(const vigil_shard_view *a, const vigil_shard_view *b);
+
+/* Writes "2,3" into out. */
+void vigil_shard_view_format(const vigil_shard_view *v, char *out, size_t outlen);
+
+/* One round trip: advertises (index, count) until now_ms + ttl_ms, marks
+ * this index's session as existing (for session_ms) when session_ready,
+ * settles count if every index below it has a session, and fills v with
+ * the own count, every advertised count and the settled one. Returns 0,
+ * or -1 on a Redis error (v then holds the own count only). */
+int vigil_shard_view_refresh(vigil_store *s, int index, int count, bool session_ready,
+                             int64_t now_ms, int64_t ttl_ms, int64_t session_ms,
+                             vigil_shard_view *v);
+
+#endif

@@ -1,0 +1,152 @@
+/* shard_view.c - the shard counts in use, and which keys a replica takes
+ * while N changes (see shard_view.h). */
+#include "vigil/shard_view.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_lua.h"
+#include "vigil/json.h"
+#include "vigil/log.h"
+
+#define MAX_COUNT 1024 /* VIGIL_SHARD's bound on N */
+
+void vigil_shard_view_init(vigil_shard_view *v, int own_count)
+{
+    memset(v, 0, sizeof *v);
+    v->counts[0] = own_count;
+    v->n = 1;
+}
+
+bool vigil_shard_view_add(vigil_shard_view *v, int count)
+{
+    if (count < 1 || count > MAX_COUNT)
+        return true; /* not a count: nothing to add */
+    for (int i = 0; i < v->n; i++)
+        if (v->counts[i] == count)
+            return true;
+    if (v->n >= VIGIL_SHARD_VIEW_MAX)
+        return false;
+    v->counts[v->n++] = count;
+    return true;
+}
+
+bool vigil_shard_view_owns(const vigil_shard_view *v, int index, const char *key)
+{
+    for (int i = 0; i < v->n; i++) {
+        int c = v->counts[i];
+        if (index >= c)
+            continue; /* a draining index owns nothing under c */
+        if (c == 1 || vigil_shard_of(key, c) == index)
+            return true;
+    }
+    return false;
+}
+
+bool vigil_shard_view_equal(const vigil_shard_view *a, const vigil_shard_view *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (int i = 0; i < a->n; i++) {
+        bool found = false;
+        for (int j = 0; j < b->n && !found; j++)
+            found = a->counts[i] == b->counts[j];
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+void vigil_shard_view_format(const vigil_shard_view *v, char *out, size_t outlen)
+{
+    size_t off = 0;
+    if (outlen)
+        out[0] = '\0';
+    for (int i = 0; i < v->n && off < outlen; i++) {
+        int w = snprintf(out + off, outlen - off, "%s%d", i ? "," : "", v->counts[i]);
+        if (w < 0)
+            break;
+        off += (size_t)w;
+    }
+}
+
+/* KEYS: counts (zset: member N, score = expiry ms), settled (string).
+ * ARGV: now, ttl, count, index, session_ready (0/1), session_px, base.
+ * Checks both keys' types before the first write (a failing script keeps
+ * its writes). The session markers' names are built from base: they are
+ * the service's own keys, like every other key the script touches. */
+static const char VIEW_LUA[] =
+    "local want = {'zset', 'string'}\n"
+    "for k = 1, 2 do\n"
+    "  local t = redis.call('TYPE', KEYS[k])['ok']\n"
+    "  if t ~= 'none' and t ~= want[k] then\n"
+    "    return redis.error_reply('VIGIL_BAD_DATA ' .. KEYS[k] .. ' holds a ' .. t)\n"
+    "  end\n"
+    "end\n"
+    "local now = tonumber(ARGV[1])\n"
+    "redis.call('ZADD', KEYS[1], 'GT', now + tonumber(ARGV[2]), ARGV[3])\n"
+    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. now)\n"
+    "if ARGV[5] == '1' then\n"
+    "  redis.call('SET', ARGV[7] .. 'session:' .. ARGV[4], '1', 'PX', ARGV[6])\n"
+    "end\n"
+    "local n = tonumber(ARGV[3])\n"
+    "local all = true\n"
+    "for j = 0, n - 1 do\n"
+    "  if redis.call('EXISTS', ARGV[7] .. 'session:' .. j) == 0 then all = false; break end\n"
+    "end\n"
+    "if all then redis.call('SET', KEYS[2], ARGV[3]) end\n"
+    "return {redis.call('ZRANGE', KEYS[1], 0, -1), redis.call('GET', KEYS[2]) or ''}\n";
+
+/* Parses a count from a reply string; 0 when it is not one. */
+static int count_of(const redisReply *r)
+{
+    if (!r || r->type != REDIS_REPLY_STRING || r->len == 0 || r->len > 4)
+        return 0;
+    char buf[8];
+    memcpy(buf, r->str, r->len);
+    buf[r->len] = '\0';
+    char *end = NULL;
+    long c = strtol(buf, &end, 10);
+    return *end == '\0' && c >= 1 && c <= MAX_COUNT ? (int)c : 0;
+}
+
+int vigil_shard_view_refresh(vigil_store *s, int index, int count, bool session_ready,
+                             int64_t now_ms, int64_t ttl_ms, int64_t session_ms,
+                             vigil_shard_view *v)
+{
+    static _Thread_local vigil_script script = VIGIL_SCRIPT(VIEW_LUA);
+    vigil_shard_view_init(v, count);
+    char counts[224], settled[224], now[24], ttl[24], cnt[16], idx[16], px[24];
+    snprintf(counts, sizeof counts, "%scounts", s->base);
+    snprintf(settled, sizeof settled, "%ssettled", s->base);
+    snprintf(now, sizeof now, "%" PRId64, now_ms);
+    snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
+    snprintf(cnt, sizeof cnt, "%d", count);
+    snprintf(idx, sizeof idx, "%d", index);
+    snprintf(px, sizeof px, "%" PRId64, session_ms > 0 ? session_ms : 1);
+    const char *argv[] = { counts, settled, now, ttl, cnt, idx, session_ready ? "1" : "0", px,
+                           s->base };
+    redisReply *rep = vigil_redis_eval(s->r, &script, 2, 9, argv, NULL);
+    if (!rep)
+        return -1;
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+        rep->element[0]->type != REDIS_REPLY_ARRAY) {
+        vigil_log(VIGIL_LOG_ERROR, "shard view: %s",
+                  rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+        freeReplyObject(rep);
+        return -1;
+    }
+    bool full = false;
+    const redisReply *live = rep->element[0];
+    for (size_t i = 0; i < live->elements; i++)
+        full |= !vigil_shard_view_add(v, count_of(live->element[i]));
+    full |= !vigil_shard_view_add(v, count_of(rep->element[1]));
+    freeReplyObject(rep);
+    if (full)
+        vigil_log(VIGIL_LOG_WARN, "shard view: more than %d shard counts in use at once; "
+                                  "finish one change of VIGIL_SHARD before starting another",
+                  VIGIL_SHARD_VIEW_MAX);
+    return 0;
+}

@@ -1,0 +1,225 @@
+/* test_shard_view.c - which keys a replica takes while the shard count
+ * changes: the pure ownership rule over every count in use, and the
+ * Redis side (advertised counts that expire, the settled count that waits
+ * for every index's session) against a real redis-server. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redis_server.h"
+#include "vigil/json.h"
+#include "vigil/log.h"
+#include "vigil/redis_raw.h"
+#include "vigil/shard_view.h"
+#include "vigil/store.h"
+
+#define NOW 1700000000000LL
+#define TTL 10000
+#define SESSION 60000
+
+static vt_redis *srv;
+
+typedef struct fixture {
+    vigil_redis *r;
+    vigil_store *s[4]; /* replica i's store (its own shard index) */
+} fixture;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    vigil_log_init("test_shard_view", "test", VIGIL_LOG_ERROR);
+    srv = vt_redis_start();
+    return srv ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    vt_redis_stop(srv);
+    return 0;
+}
+
+static int setup(void **state)
+{
+    if (!vt_redis_exec(srv, "FLUSHALL"))
+        return -1;
+    fixture *f = calloc(1, sizeof *f);
+    vigil_redis_addr a = vt_redis_addr(srv);
+    f->r = vigil_redis_new(&a, 2000);
+    for (int i = 0; i < 4; i++) {
+        vigil_store_config cfg = { "vigil:", "svc", i, 0 };
+        f->s[i] = vigil_store_new(f->r, &cfg);
+        if (!f->s[i])
+            return -1;
+    }
+    *state = f;
+    return f->r ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    for (int i = 0; i < 4; i++)
+        vigil_store_free(f->s[i]);
+    vigil_redis_free(f->r);
+    free(f);
+    return 0;
+}
+
+/* The keys used below, each with its owner under N = 2 and N = 3. */
+static const char *const KEYS[] = { "room:a", "room:b", "room:c", "room:d", "room:e", "room:f",
+                                    "room:g", "room:h", "room:i", "room:j", NULL };
+
+static void test_one_count_is_plain_sharding(void **state)
+{
+    (void)state;
+    vigil_shard_view v;
+    vigil_shard_view_init(&v, 3);
+    for (int k = 0; KEYS[k]; k++)
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(vigil_shard_view_owns(&v, i, KEYS[k]),
+                             vigil_shard_of(KEYS[k], 3) == i);
+    vigil_shard_view_init(&v, 1);
+    assert_true(vigil_shard_view_owns(&v, 0, "room:a"));
+}
+
+/* While 2 and 3 are both in use, every key has an owner under each, and
+ * every replica takes what it owns under either. */
+static void test_union_during_a_change(void **state)
+{
+    (void)state;
+    vigil_shard_view v;
+    vigil_shard_view_init(&v, 3);
+    assert_true(vigil_shard_view_add(&v, 2));
+    assert_true(vigil_shard_view_add(&v, 2)); /* present: no change */
+    assert_int_equal(v.n, 2);
+    for (int k = 0; KEYS[k]; k++) {
+        int o2 = vigil_shard_of(KEYS[k], 2), o3 = vigil_shard_of(KEYS[k], 3);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(vigil_shard_view_owns(&v, i, KEYS[k]), i == o2 || i == o3);
+    }
+}
+
+/* A draining replica (index >= its own N) owns nothing under that N. */
+static void test_draining_index(void **state)
+{
+    (void)state;
+    vigil_shard_view v;
+    vigil_shard_view_init(&v, 1);
+    for (int k = 0; KEYS[k]; k++)
+        assert_false(vigil_shard_view_owns(&v, 2, KEYS[k]));
+    assert_true(vigil_shard_view_add(&v, 3)); /* the old count still in use */
+    for (int k = 0; KEYS[k]; k++)
+        assert_int_equal(vigil_shard_view_owns(&v, 2, KEYS[k]), vigil_shard_of(KEYS[k], 3) == 2);
+}
+
+static void test_full_view_and_format(void **state)
+{
+    (void)state;
+    vigil_shard_view v, w;
+    vigil_shard_view_init(&v, 1);
+    for (int c = 2; c <= VIGIL_SHARD_VIEW_MAX; c++)
+        assert_true(vigil_shard_view_add(&v, c));
+    assert_false(vigil_shard_view_add(&v, 99));
+    assert_true(vigil_shard_view_add(&v, 0)); /* not a count: ignored */
+    assert_int_equal(v.n, VIGIL_SHARD_VIEW_MAX);
+    char buf[64];
+    vigil_shard_view_format(&v, buf, sizeof buf);
+    assert_string_equal(buf, "1,2,3,4");
+    vigil_shard_view_init(&w, 4);
+    vigil_shard_view_add(&w, 3);
+    vigil_shard_view_add(&w, 2);
+    vigil_shard_view_add(&w, 1);
+    assert_true(vigil_shard_view_equal(&v, &w));
+    vigil_shard_view_init(&w, 4);
+    assert_false(vigil_shard_view_equal(&v, &w));
+}
+
+/* GET key: a copy of the value, or NULL when there is none. */
+static char *get(fixture *f, const char *key)
+{
+    const char *argv[] = { "GET", key };
+    redisReply *rep = vigil_redis_commandv(f->r, 2, argv, NULL);
+    assert_non_null(rep);
+    char *v = rep->type == REDIS_REPLY_STRING ? strdup(rep->str) : NULL;
+    freeReplyObject(rep);
+    return v;
+}
+
+static void expect_counts(const vigil_shard_view *v, const char *want)
+{
+    char buf[64];
+    vigil_shard_view_format(v, buf, sizeof buf);
+    assert_string_equal(buf, want);
+}
+
+/* Growing 2 -> 3: the new count joins the view as soon as a replica
+ * advertises it; the old one stays while an old replica lives and, after
+ * the last one is gone, until index 2's session exists (settled). */
+static void test_growth_keeps_old_count_until_settled(void **state)
+{
+    fixture *f = *state;
+    vigil_shard_view v;
+    /* steady state under 2: both sessions exist, 2 is settled */
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 2, true, NOW, TTL, SESSION, &v), 0);
+    assert_int_equal(vigil_shard_view_refresh(f->s[1], 1, 2, true, NOW, TTL, SESSION, &v), 0);
+    expect_counts(&v, "2");
+    /* replica 1 restarts as 1/3; replica 2 has not connected yet */
+    assert_int_equal(vigil_shard_view_refresh(f->s[1], 1, 3, true, NOW + 1000, TTL, SESSION, &v), 0);
+    expect_counts(&v, "3,2");
+    /* replica 0 restarts as 0/3; the old advertisements have expired */
+    int64_t later = NOW + 1000 + TTL + 1;
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 3, true, later, TTL, SESSION, &v), 0);
+    expect_counts(&v, "3,2"); /* 2 stays: index 2 has no session yet */
+    /* replica 2 connects: 3 settles, 2 leaves the view */
+    assert_int_equal(vigil_shard_view_refresh(f->s[2], 2, 3, true, later + 10, TTL, SESSION, &v), 0);
+    expect_counts(&v, "3");
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 3, true, later + 20, TTL, SESSION, &v), 0);
+    expect_counts(&v, "3");
+}
+
+/* A replica not yet connected advertises its count but marks no session. */
+static void test_session_marked_only_when_connected(void **state)
+{
+    fixture *f = *state;
+    vigil_shard_view v;
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, false, NOW, TTL, SESSION, &v), 0);
+    assert_null(get(f, "vigil:svc:settled"));
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, true, NOW, TTL, SESSION, &v), 0);
+    char *settled = get(f, "vigil:svc:settled");
+    assert_non_null(settled);
+    assert_string_equal(settled, "1");
+    free(settled);
+}
+
+/* A key of the wrong type fails the refresh before any write. */
+static void test_bad_data_writes_nothing(void **state)
+{
+    fixture *f = *state;
+    assert_true(vt_redis_exec(srv, "SET vigil:svc:counts x"));
+    vigil_shard_view v;
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 2, true, NOW, TTL, SESSION, &v), -1);
+    expect_counts(&v, "2");
+    assert_null(get(f, "vigil:svc:session:0"));
+    assert_null(get(f, "vigil:svc:settled"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_count_is_plain_sharding),
+        cmocka_unit_test(test_union_during_a_change),
+        cmocka_unit_test(test_draining_index),
+        cmocka_unit_test(test_full_view_and_format),
+        cmocka_unit_test_setup_teardown(test_growth_keeps_old_count_until_settled, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_session_marked_only_when_connected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_data_writes_nothing, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
