@@ -13,34 +13,27 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "redis_server.h"
+#include "fixture_redis.h"
 #include "vigil/clock.h"
 #include "vigil/job_consumer.h"
 #include "vigil/log.h"
 
 #define STREAM "svc:jobs"
 
-static vt_redis *srv;
 static vigil_redis *r;
 
 static int group_setup(void **state)
 {
-    (void)state;
-    vigil_log_init("test_job_consumer", "test", VIGIL_LOG_ERROR);
-    srv = vt_redis_start();
-    if (!srv)
+    if (vt_redis_group_setup(state) != 0)
         return -1;
-    vigil_redis_addr a = vt_redis_addr(srv);
-    r = vigil_redis_new(&a, 2000);
+    r = vt_redis_connect();
     return r ? 0 : -1;
 }
 
 static int group_teardown(void **state)
 {
-    (void)state;
     vigil_redis_free(r);
-    vt_redis_stop(srv);
-    return 0;
+    return vt_redis_group_teardown(state);
 }
 
 static void add_jobs(int n)

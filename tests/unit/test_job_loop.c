@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "redis_server.h"
+#include "fixture_redis.h"
 #include "vigil/job_loop.h"
 #include "vigil/log.h"
 #include "vigil/redis_raw.h"
@@ -36,28 +36,21 @@ typedef struct owner {
     int last_status;
 } owner;
 
-static vt_redis *srv;
 static vigil_redis *r;
 static atomic_int stop;
 
 static int group_setup(void **state)
 {
-    (void)state;
-    vigil_log_init("test_job_loop", "test", VIGIL_LOG_ERROR);
-    srv = vt_redis_start();
-    if (!srv)
+    if (vt_redis_group_setup(state) != 0)
         return -1;
-    vigil_redis_addr addr = vt_redis_addr(srv);
-    r = vigil_redis_new(&addr, 2000);
+    r = vt_redis_connect();
     return r ? 0 : -1;
 }
 
 static int group_teardown(void **state)
 {
-    (void)state;
     vigil_redis_free(r);
-    vt_redis_stop(srv);
-    return 0;
+    return vt_redis_group_teardown(state);
 }
 
 /* A job is "<key> <job>"; anything else is unreadable. */
@@ -201,7 +194,7 @@ static void turn_until(owner *o, int n)
 
 static void reset(void)
 {
-    assert_true(vt_redis_exec(srv, "FLUSHALL"));
+    assert_true(vt_redis_exec(vt_srv, "FLUSHALL"));
     atomic_store(&stop, 0);
 }
 
@@ -249,7 +242,7 @@ static void gave_up_stays_pending_then_found_decided(void **state)
     assert_int_equal(pending(), 1);
     vigil_job_loop_free(l);
 
-    assert_true(vt_redis_exec(srv, "ZADD t:ids:r1 1 j1"));
+    assert_true(vt_redis_exec(vt_srv, "ZADD t:ids:r1 1 j1"));
     owner o2 = {.result = VIGIL_DECIDE_DONE};
     l = loop_new(&o2, 4);
     turn_until(&o2, 1);

@@ -12,55 +12,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis_server.h"
+#include "fixture_redis.h"
 #include "vigil/log.h"
 #include "vigil/redis_raw.h"
 #include "vigil/store.h"
 
 #define NOW 1700000000123LL
 
-static vt_redis *srv;
-
-typedef struct fixture {
-    vigil_redis *r;
-    vigil_store *s;
-} fixture;
-
-static int group_setup(void **state)
-{
-    (void)state;
-    vigil_log_init("test_store_aux", "test", VIGIL_LOG_ERROR);
-    srv = vt_redis_start();
-    return srv ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    vt_redis_stop(srv);
-    return 0;
-}
+typedef vt_store_fixture fixture;
 
 static int setup(void **state)
 {
-    if (!vt_redis_exec(srv, "FLUSHALL"))
-        return -1;
-    fixture *f = calloc(1, sizeof *f);
-    vigil_redis_addr a = vt_redis_addr(srv);
-    f->r = vigil_redis_new(&a, 2000);
     vigil_store_config cfg = { "vigil:", "svc", 0, 0 };
-    f->s = vigil_store_new(f->r, &cfg);
-    *state = f;
-    return f->r && f->s ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    vigil_store_free(f->s);
-    vigil_redis_free(f->r);
-    free(f);
-    return 0;
+    return vt_store_fixture_setup(state, &cfg);
 }
 
 static vigil_commit_result commit(fixture *f, const char *key, int64_t expected, const char *id,
@@ -222,13 +186,13 @@ static void bad_arguments_are_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(stream_add_appends_and_bounds_by_count, setup, teardown),
-        cmocka_unit_test_setup_teardown(stream_add_trims_by_age, setup, teardown),
+        cmocka_unit_test_setup_teardown(stream_add_appends_and_bounds_by_count, setup, vt_store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(stream_add_trims_by_age, setup, vt_store_fixture_teardown),
         cmocka_unit_test_setup_teardown(queue_push_then_flush_moves_entries_before_outputs, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(keys_and_sets, setup, teardown),
-        cmocka_unit_test_setup_teardown(nothing_happens_on_duplicate_or_conflict, setup, teardown),
+                                        vt_store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(keys_and_sets, setup, vt_store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(nothing_happens_on_duplicate_or_conflict, setup, vt_store_fixture_teardown),
         cmocka_unit_test(bad_arguments_are_refused),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, vt_redis_group_setup, vt_redis_group_teardown);
 }

@@ -1,0 +1,32 @@
+/* fixture_redis.h - the setup libshared's unit tests against Redis share:
+ * one throwaway redis-server per test program (vt_redis_group_setup and
+ * vt_redis_group_teardown, as the cmocka group's setup and teardown, the
+ * log initialised under the program's name), connections to it, and per
+ * test a flushed database with a store on a fresh connection. */
+#ifndef VT_FIXTURE_REDIS_H
+#define VT_FIXTURE_REDIS_H
+#include "redis_server.h"
+#include "vigil/redis.h"
+#include "vigil/store.h"
+
+/* The group's server (NULL outside the group). */
+extern vt_redis *vt_srv;
+
+int vt_redis_group_setup(void **state);
+int vt_redis_group_teardown(void **state);
+
+/* A new connection to vt_srv (2 s command timeout); NULL on failure. */
+vigil_redis *vt_redis_connect(void);
+
+/* A test's connection and store. */
+typedef struct vt_store_fixture {
+    vigil_redis *r;
+    vigil_store *s;
+} vt_store_fixture;
+
+/* FLUSHALL, then *state = a vt_store_fixture with a store of cfg on a new
+ * connection. 0, or -1 (cmocka then fails the test). */
+int vt_store_fixture_setup(void **state, const vigil_store_config *cfg);
+int vt_store_fixture_teardown(void **state);
+
+#endif
