@@ -1,6 +1,6 @@
 /* job_loop.h - the loop of a job worker that holds several jobs at once
- * while their slow work (LLM calls) runs: the shape council's and
- * wake-evaluator's workers share. One turn:
+ * while their slow work (LLM calls) runs: the shape council's,
+ * wake-evaluator's and heartbeat's workers share. One turn:
  *   1. fill the free slots from the durable job stream in job_consumer.h's
  *      order (own pending after a start, then jobs idle past the lease,
  *      then new ones, blocking briefly only when idle), after a Redis error

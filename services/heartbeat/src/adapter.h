@@ -2,13 +2,14 @@
  * (config_env.c), time zone data loaded for the core (tz_cache.c), input
  * validation and routing to persona keys (route.c), the core's decisions
  * turned into effects (apply.c), and the job worker that calls the model
- * and commits each run's outcome (worker.c on vigil/jobs.h). */
+ * and commits each run's outcome (worker.c on vigil/job_loop.h). */
 #ifndef HEARTBEAT_ADAPTER_H
 #define HEARTBEAT_ADAPTER_H
 #include <stdatomic.h>
 #include <pthread.h>
 #include <vigil/llm.h>
 #include <vigil/runtime.h>
+#include <vigil/workers.h>
 #include "heartbeat.h"
 
 #define HB_SERVICE "heartbeat"
@@ -31,7 +32,7 @@ typedef struct hb_service {
     char instance[128];
     char stream[32];         /* HB_STREAM + this replica's shard index */
     vigil_runtime *rt;
-    hb_worker *worker;
+    vigil_workers pool;      /* the run worker (worker.c) */
     atomic_int stop;
 } hb_service;
 
