@@ -16,7 +16,7 @@ import pytest
 import harness
 from conftest import human, uid, validate_outputs
 from harness import scaled
-from test_wake_evaluator import FakeLLM
+from fake_servers import FakeLLM, running
 
 SERVICE = "heartbeat"
 OUTPUTS = ("heartbeat/+/run", "room/+/message", "sys/#")
@@ -46,12 +46,8 @@ FAST = {
 
 @pytest.fixture
 def llm(tmp_path):
-    f = FakeLLM(str(tmp_path))
-    f.control(rules=RULES)
-    try:
+    with running(FakeLLM, tmp_path, rules=RULES) as f:
         yield f
-    finally:
-        f.stop()
 
 
 def start(stack, llm=None, instance=None, **env):
