@@ -2,6 +2,7 @@
 #include "mosquitto_server.h"
 #include "proc.h"
 #include "vigil/clock.h"
+#include "vigil/mqtt.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -558,4 +559,15 @@ int vt_msglog_get(vt_msglog *l, const char *topic, int i, char *topic_out, size_
     }
     pthread_mutex_unlock(&l->mu);
     return rc;
+}
+
+bool vt_mqtt_wait_connected(vigil_mqtt *m, bool want, int timeout_ms)
+{
+    int64_t deadline = vigil_mono_ms() + timeout_ms;
+    while (vigil_mqtt_connected(m) != want) {
+        if (vigil_mono_ms() >= deadline)
+            return false;
+        vigil_sleep_ms(20, NULL);
+    }
+    return true;
 }
