@@ -257,3 +257,41 @@ void vigil_job_loop_free(vigil_job_loop *l)
     vigil_job_acks_free(&l->acks);
     free(l);
 }
+
+int vigil_job_worker_open(vigil_job_worker *jw, vigil_runtime *rt, const vigil_job_loop_ops *ops,
+                          void *owner, const char *stream_suffix, vigil_job_loop_config *cfg)
+{
+    jw->conn = vigil_runtime_conn_open(rt);
+    if (!jw->conn)
+        return -1;
+    char stream[256], ids_prefix[256];
+    vigil_runtime_key(rt, stream_suffix, stream, sizeof stream);
+    vigil_runtime_key(rt, "ids:", ids_prefix, sizeof ids_prefix);
+    cfg->redis = vigil_runtime_conn_redis(jw->conn);
+    cfg->rt = rt;
+    cfg->stream = stream;
+    cfg->ids_prefix = ids_prefix;
+    jw->loop = vigil_job_loop_new(ops, owner, cfg);
+    return jw->loop ? 0 : -1;
+}
+
+void vigil_job_worker_close(vigil_job_worker *jw)
+{
+    vigil_job_loop_free(jw->loop);
+    jw->loop = NULL;
+    vigil_runtime_conn_close(jw->conn);
+    jw->conn = NULL;
+}
+
+void *vigil_job_worker_run(void *worker)
+{
+    vigil_job_worker *jw = worker;
+    vigil_job_loop_run(jw->loop);
+    return NULL;
+}
+
+void vigil_job_worker_wake(void *worker)
+{
+    vigil_job_worker *jw = worker;
+    vigil_job_loop_wakeup(jw->loop);
+}

@@ -89,6 +89,31 @@ void vigil_job_loop_turn(vigil_job_loop *l);
 /* Turns until stopping, then acknowledges what is batched. */
 void vigil_job_loop_run(vigil_job_loop *l);
 
+/* ---- a service's job worker: its runtime connection and its loop ---- */
+
+/* The first member of a service's worker struct, so that a pointer to the
+ * worker is one to its vigil_job_worker: vigil_job_worker_run and
+ * vigil_job_worker_wake then serve as the worker's vigil_worker_ops run
+ * and wake (workers.h). */
+typedef struct vigil_job_worker {
+    vigil_runtime_conn *conn; /* the worker's own (its commits use it too) */
+    vigil_job_loop *loop;
+} vigil_job_worker;
+
+/* Opens jw's runtime connection and its loop on the stream
+ * <prefix><service>:<stream_suffix>, with the runtime's dedupe records
+ * (<prefix><service>:ids:<key>); sets cfg's redis, rt, stream and
+ * ids_prefix, the rest is the caller's. 0, or -1 (then
+ * vigil_job_worker_close is still safe). */
+int vigil_job_worker_open(vigil_job_worker *jw, vigil_runtime *rt, const vigil_job_loop_ops *ops,
+                          void *owner, const char *stream_suffix, vigil_job_loop_config *cfg);
+/* Frees the loop, then closes the connection. */
+void vigil_job_worker_close(vigil_job_worker *jw);
+/* A vigil_worker_ops run: the loop until stopping. */
+void *vigil_job_worker_run(void *worker);
+/* A vigil_worker_ops wake: out of the loop's wait on the LLM client. */
+void vigil_job_worker_wake(void *worker);
+
 vigil_llm_client *vigil_job_loop_llm(vigil_job_loop *l);
 /* Out of a wait on the LLM client (at stop, or when other work is in). */
 void vigil_job_loop_wakeup(vigil_job_loop *l);

@@ -46,10 +46,9 @@ typedef struct slot {
 } slot;
 
 struct council_worker {
+    vigil_job_worker jw; /* first: the worker is its vigil_job_worker */
     council_service *svc;
     int index;
-    vigil_runtime_conn *conn;
-    vigil_job_loop *loop;
     council_delegator *delegator;
     int a2a_pending;
 };
@@ -100,7 +99,7 @@ static void submit(void *arg, void *sarg)
         req.user = s->job.prompts[p];
         req.max_tokens = w->svc->max_tokens;
         req.temperature = 0.7;
-        if (vigil_llm_submit(vigil_job_loop_llm(w->loop), &req, c) != 0) {
+        if (vigil_llm_submit(vigil_job_loop_llm(w->jw.loop), &req, c) != 0) {
             c->done = true;
             c->status = VIGIL_LLM_STATUS__COUNT;
             snprintf(c->error, sizeof c->error, "the LLM client refused the request");
@@ -200,7 +199,7 @@ static vigil_decide_result commit(void *arg, void *sarg)
         o.a2a_tried = true;
         o.a2a = s->reply;
     }
-    vigil_decide_result r = council_commit_outcome(w->svc, w->conn, s->job.user, &o, vigil_now_ms());
+    vigil_decide_result r = council_commit_outcome(w->svc, w->jw.conn, s->job.user, &o, vigil_now_ms());
     if (r == VIGIL_DECIDE_DONE && tokens > 0)
         vigil_counter_add("vigil_council_tokens_total", "LLM tokens spent (usage)", NULL,
                           (double)tokens);
@@ -211,7 +210,7 @@ static vigil_decide_result commit(void *arg, void *sarg)
 static void after_llm(void *arg)
 {
     council_worker *w = arg;
-    if (vigil_llm_pending(vigil_job_loop_llm(w->loop)) == 0 && w->a2a_pending > 0)
+    if (vigil_llm_pending(vigil_job_loop_llm(w->jw.loop)) == 0 && w->a2a_pending > 0)
         vigil_sleep_ms(20, NULL);
 }
 
@@ -233,29 +232,14 @@ static const vigil_job_loop_ops LOOP_OPS = {
     .reclaimed_help = "Loop jobs taken over from a consumer idle past the lease",
 };
 
-static void *worker_main(void *arg)
-{
-    council_worker *w = arg;
-    vigil_job_loop_run(w->loop);
-    return NULL;
-}
-
 static void worker_free(void *arg)
 {
     council_worker *w = arg;
     if (!w)
         return;
     council_delegator_free(w->delegator); /* first: it writes into the slots */
-    vigil_job_loop_free(w->loop);
-    vigil_runtime_conn_close(w->conn);
+    vigil_job_worker_close(&w->jw);
     free(w);
-}
-
-/* Called by the delegation thread: a reply is in. */
-static void wake_worker(void *arg)
-{
-    council_worker *w = arg;
-    vigil_job_loop_wakeup(w->loop);
 }
 
 static void *worker_new(void *ctx, vigil_runtime *rt, int index)
@@ -270,31 +254,16 @@ static void *worker_new(void *ctx, vigil_runtime *rt, int index)
     int cap = svc->llm.concurrency / COUNCIL_PERSONAS;
     if (cap < 1)
         cap = 1;
-    w->conn = vigil_runtime_conn_open(rt);
-    if (!w->conn) {
-        worker_free(w);
-        return NULL;
-    }
-    char consumer[200], stream[256], ids_prefix[256];
+    char consumer[200];
     snprintf(consumer, sizeof consumer, "%s-w%d", svc->instance, index);
-    vigil_runtime_key(rt, COUNCIL_STREAM, stream, sizeof stream);
-    vigil_runtime_key(rt, "ids:", ids_prefix, sizeof ids_prefix);
-    vigil_job_loop_config lc = {.redis = vigil_runtime_conn_redis(w->conn),
-                                .rt = rt,
-                                .stop = &svc->stop,
-                                .llm = &svc->llm,
-                                .stream = stream,
-                                .group = COUNCIL_GROUP,
-                                .consumer = consumer,
-                                .lease_ms = svc->lease_ms,
-                                .ids_prefix = ids_prefix,
-                                .cap = cap,
-                                .block_ms = (int)svc->block_ms,
-                                .index = index};
-    w->loop = vigil_job_loop_new(&LOOP_OPS, w, &lc);
-    if (w->loop && svc->core.a2a_enabled)
-        w->delegator = council_delegator_new(svc, cap, wake_worker, w);
-    if (!w->loop || (svc->core.a2a_enabled && !w->delegator)) {
+    vigil_job_loop_config lc = {.stop = &svc->stop, .llm = &svc->llm, .group = COUNCIL_GROUP,
+                                .consumer = consumer, .lease_ms = svc->lease_ms, .cap = cap,
+                                .block_ms = (int)svc->block_ms, .index = index};
+    int rc = vigil_job_worker_open(&w->jw, rt, &LOOP_OPS, w, COUNCIL_STREAM, &lc);
+    /* the delegation thread wakes the worker when a reply is in */
+    if (rc == 0 && svc->core.a2a_enabled)
+        w->delegator = council_delegator_new(svc, cap, vigil_job_worker_wake, w);
+    if (rc != 0 || (svc->core.a2a_enabled && !w->delegator)) {
         worker_free(w);
         return NULL;
     }
@@ -302,7 +271,8 @@ static void *worker_new(void *ctx, vigil_runtime *rt, int index)
 }
 
 static const vigil_worker_ops WORKER_OPS = {
-    .make = worker_new, .run = worker_main, .wake = wake_worker, .drop = worker_free};
+    .make = worker_new, .run = vigil_job_worker_run, .wake = vigil_job_worker_wake,
+    .drop = worker_free};
 
 int council_start(void *ctx, vigil_runtime *rt)
 {

@@ -34,9 +34,8 @@ typedef struct run_slot {
 } run_slot;
 
 struct hb_worker {
+    vigil_job_worker jw; /* first: the worker is its vigil_job_worker */
     hb_service *svc;
-    vigil_runtime_conn *conn;
-    vigil_job_loop *loop;
 };
 
 static void slot_clear(void *arg)
@@ -94,7 +93,7 @@ static void submit(void *arg, void *sarg)
     req.model = s->job.model[0] ? s->job.model : NULL;
     req.max_tokens = s->job.max_tokens > 0 ? s->job.max_tokens : w->svc->core.max_tokens;
     req.user = s->job.prompt;
-    if (vigil_llm_submit(vigil_job_loop_llm(w->loop), &req, s) != 0) {
+    if (vigil_llm_submit(vigil_job_loop_llm(w->jw.loop), &req, s) != 0) {
         s->done = true;
         s->ok = false;
         snprintf(s->error, sizeof s->error, "the LLM client refused the request");
@@ -149,7 +148,7 @@ static vigil_decide_result commit(void *arg, void *sarg)
     hb_run_result r = {s->job.run, s->ok, s->content, s->len, s->error, s->tokens};
     result_arg a = {w->svc, &r, ""};
     vigil_error err = {0};
-    vigil_decide_result d = vigil_runtime_decide(w->svc->rt, w->conn, s->job.persona, s->job.run,
+    vigil_decide_result d = vigil_runtime_decide(w->svc->rt, w->jw.conn, s->job.persona, s->job.run,
                                                  vigil_now_ms(), decide_result, &a, &err);
     if (d == VIGIL_DECIDE_DONE) {
         char labels[64];
@@ -184,27 +183,13 @@ static const vigil_job_loop_ops LOOP_OPS = {
     .reclaimed_help = "Runs taken over from a replica idle past the lease",
 };
 
-static void *worker_main(void *arg)
-{
-    hb_worker *w = arg;
-    vigil_job_loop_run(w->loop);
-    return NULL;
-}
-
 static void worker_free(void *arg)
 {
     hb_worker *w = arg;
     if (!w)
         return;
-    vigil_job_loop_free(w->loop);
-    vigil_runtime_conn_close(w->conn);
+    vigil_job_worker_close(&w->jw);
     free(w);
-}
-
-static void worker_wake(void *arg)
-{
-    hb_worker *w = arg;
-    vigil_job_loop_wakeup(w->loop);
 }
 
 /* One worker, consumer name the instance's (its pending runs are found
@@ -216,28 +201,10 @@ static void *worker_new(void *ctx, vigil_runtime *rt, int index)
     if (!w)
         return NULL;
     w->svc = svc;
-    w->conn = vigil_runtime_conn_open(rt);
-    if (!w->conn) {
-        worker_free(w);
-        return NULL;
-    }
-    char stream[256], ids_prefix[256];
-    vigil_runtime_key(rt, svc->stream, stream, sizeof stream);
-    vigil_runtime_key(rt, "ids:", ids_prefix, sizeof ids_prefix);
-    vigil_job_loop_config lc = {.redis = vigil_runtime_conn_redis(w->conn),
-                                .rt = rt,
-                                .stop = &svc->stop,
-                                .llm = &svc->llm,
-                                .stream = stream,
-                                .group = HB_GROUP,
-                                .consumer = svc->instance,
-                                .lease_ms = svc->lease_ms,
-                                .ids_prefix = ids_prefix,
-                                .cap = svc->llm.concurrency,
-                                .block_ms = 200,
-                                .index = index};
-    w->loop = vigil_job_loop_new(&LOOP_OPS, w, &lc);
-    if (!w->loop) {
+    vigil_job_loop_config lc = {.stop = &svc->stop, .llm = &svc->llm, .group = HB_GROUP,
+                                .consumer = svc->instance, .lease_ms = svc->lease_ms,
+                                .cap = svc->llm.concurrency, .block_ms = 200, .index = index};
+    if (vigil_job_worker_open(&w->jw, rt, &LOOP_OPS, w, svc->stream, &lc) != 0) {
         worker_free(w);
         return NULL;
     }
@@ -245,7 +212,8 @@ static void *worker_new(void *ctx, vigil_runtime *rt, int index)
 }
 
 static const vigil_worker_ops WORKER_OPS = {
-    .make = worker_new, .run = worker_main, .wake = worker_wake, .drop = worker_free};
+    .make = worker_new, .run = vigil_job_worker_run, .wake = vigil_job_worker_wake,
+    .drop = worker_free};
 
 int hb_start(void *ctx, vigil_runtime *rt)
 {

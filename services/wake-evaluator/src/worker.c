@@ -43,10 +43,9 @@ typedef struct slot {
 } slot;
 
 struct wake_worker {
+    vigil_job_worker jw; /* first: the worker is its vigil_job_worker */
     wake_service *svc;
     int index;
-    vigil_runtime_conn *conn;
-    vigil_job_loop *loop;
 };
 
 static const char *status_name(int s)
@@ -128,7 +127,7 @@ static void submit(void *arg, void *sarg)
         return;
     }
     req.user = prompt;
-    if (vigil_llm_submit(vigil_job_loop_llm(w->loop), &req, s) != 0)
+    if (vigil_llm_submit(vigil_job_loop_llm(w->jw.loop), &req, s) != 0)
         fail_now(s, "the LLM client refused the request");
     free(prompt);
 }
@@ -169,7 +168,7 @@ static vigil_decide_result finish_wake(wake_worker *w, slot *s, int64_t now)
     wake_llm_answer a = {s->status == VIGIL_LLM_OK, status_name(s->status), s->error,
                          s->content, s->len, s->truncated, s->tokens, s->latency_ms};
     wake_decide_after_llm(&WAKE_LLM_READER, &s->wj, &a, now, &d);
-    vigil_decide_result r = wake_commit_decision(w->svc, w->conn, &d, now);
+    vigil_decide_result r = wake_commit_decision(w->svc, w->jw.conn, &d, now);
     if (r == VIGIL_DECIDE_DONE) {
         char labels[96];
         snprintf(labels, sizeof labels, "tier=\"%s\",via=\"%s\",wake=\"%s\"",
@@ -196,7 +195,7 @@ static vigil_decide_result finish_autopilot(wake_worker *w, slot *s, int64_t now
     wake_ap_outcome o = {s->aj.job, s->aj.room, ok ? s->content : NULL, ok ? s->len : 0,
                          ok ? NULL : note,
                          s->tokens > 0 ? s->tokens : (s->status == VIGIL_LLM_OK ? 0 : -1)};
-    vigil_decide_result r = wake_commit_autopilot(w->svc, w->conn, &o, now);
+    vigil_decide_result r = wake_commit_autopilot(w->svc, w->jw.conn, &o, now);
     if (r == VIGIL_DECIDE_DONE && s->tokens > 0)
         vigil_counter_add("vigil_wake_tokens_spent_total", "LLM tokens spent (usage)",
                           "kind=\"autopilot\"", (double)s->tokens);
@@ -234,20 +233,12 @@ static const vigil_job_loop_ops LOOP_OPS = {
     .in_flight_help = "Jobs a worker holds (LLM call or commit)",
 };
 
-static void *worker_main(void *arg)
-{
-    wake_worker *w = arg;
-    vigil_job_loop_run(w->loop);
-    return NULL;
-}
-
 static void worker_free(void *arg)
 {
     wake_worker *w = arg;
     if (!w)
         return;
-    vigil_job_loop_free(w->loop);
-    vigil_runtime_conn_close(w->conn);
+    vigil_job_worker_close(&w->jw);
     free(w);
 }
 
@@ -259,44 +250,22 @@ static void *worker_new(void *ctx, vigil_runtime *rt, int index)
         return NULL;
     w->svc = svc;
     w->index = index;
-    w->conn = vigil_runtime_conn_open(rt);
-    if (!w->conn) {
-        worker_free(w);
-        return NULL;
-    }
-    char consumer[200], stream[256], ids_prefix[256];
+    char consumer[200];
     snprintf(consumer, sizeof consumer, "%s-w%d", svc->instance, index);
-    vigil_runtime_key(rt, WAKE_STREAM, stream, sizeof stream);
-    vigil_runtime_key(rt, "ids:", ids_prefix, sizeof ids_prefix);
-    vigil_job_loop_config lc = {.redis = vigil_runtime_conn_redis(w->conn),
-                                .rt = rt,
-                                .stop = &svc->stop,
-                                .llm = &svc->llm,
-                                .stream = stream,
-                                .group = WAKE_GROUP,
-                                .consumer = consumer,
-                                .lease_ms = svc->lease_ms,
-                                .ids_prefix = ids_prefix,
-                                .cap = svc->max_inflight,
-                                .block_ms = (int)svc->block_ms,
+    vigil_job_loop_config lc = {.stop = &svc->stop, .llm = &svc->llm, .group = WAKE_GROUP,
+                                .consumer = consumer, .lease_ms = svc->lease_ms,
+                                .cap = svc->max_inflight, .block_ms = (int)svc->block_ms,
                                 .index = index};
-    w->loop = vigil_job_loop_new(&LOOP_OPS, w, &lc);
-    if (!w->loop) {
+    if (vigil_job_worker_open(&w->jw, rt, &LOOP_OPS, w, WAKE_STREAM, &lc) != 0) {
         worker_free(w);
         return NULL;
     }
     return w;
 }
 
-/* Out of a wait on the LLM client, at stop. */
-static void worker_wake(void *arg)
-{
-    wake_worker *w = arg;
-    vigil_job_loop_wakeup(w->loop);
-}
-
 static const vigil_worker_ops WORKER_OPS = {
-    .make = worker_new, .run = worker_main, .wake = worker_wake, .drop = worker_free};
+    .make = worker_new, .run = vigil_job_worker_run, .wake = vigil_job_worker_wake,
+    .drop = worker_free};
 
 int wake_start(void *ctx, vigil_runtime *rt)
 {
