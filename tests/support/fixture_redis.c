@@ -9,6 +9,7 @@
 #include "vigil/log.h"
 
 vt_redis *vt_srv;
+vigil_redis *vt_conn;
 
 int vt_redis_group_setup(void **state)
 {
@@ -25,6 +26,21 @@ int vt_redis_group_teardown(void **state)
     vt_redis_stop(vt_srv);
     vt_srv = NULL;
     return 0;
+}
+
+int vt_redis_group_setup_conn(void **state)
+{
+    if (vt_redis_group_setup(state) != 0)
+        return -1;
+    vt_conn = vt_redis_connect();
+    return vt_conn ? 0 : -1;
+}
+
+int vt_redis_group_teardown_conn(void **state)
+{
+    vigil_redis_free(vt_conn);
+    vt_conn = NULL;
+    return vt_redis_group_teardown(state);
 }
 
 vigil_redis *vt_redis_connect(void)

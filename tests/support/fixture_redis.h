@@ -1,7 +1,8 @@
 /* fixture_redis.h - the setup libshared's unit tests against Redis share:
  * one throwaway redis-server per test program (vt_redis_group_setup and
  * vt_redis_group_teardown, as the cmocka group's setup and teardown, the
- * log initialised under the program's name), connections to it, and per
+ * log initialised under the program's name; with _conn, a connection kept
+ * for the group too), connections to it, and per
  * test a flushed database with a store on a fresh connection. */
 #ifndef VT_FIXTURE_REDIS_H
 #define VT_FIXTURE_REDIS_H
@@ -14,6 +15,11 @@ extern vt_redis *vt_srv;
 
 int vt_redis_group_setup(void **state);
 int vt_redis_group_teardown(void **state);
+
+/* The same with one connection to it for the whole group, vt_conn. */
+extern vigil_redis *vt_conn;
+int vt_redis_group_setup_conn(void **state);
+int vt_redis_group_teardown_conn(void **state);
 
 /* A new connection to vt_srv (2 s command timeout); NULL on failure. */
 vigil_redis *vt_redis_connect(void);
