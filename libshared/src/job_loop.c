@@ -50,6 +50,12 @@ void vigil_job_loop_wakeup(vigil_job_loop *l) { vigil_llm_wakeup(l->llm); }
 
 int vigil_job_loop_used(const vigil_job_loop *l) { return l->used; }
 
+static void count(vigil_job_loop *l, const void *slot, const char *outcome)
+{
+    if (l->ops.count)
+        l->ops.count(slot, outcome);
+}
+
 static void set_in_flight(vigil_job_loop *l)
 {
     if (l->ops.in_flight_metric)
@@ -120,7 +126,7 @@ static void start_entry(vigil_job_loop *l, const vigil_job_entry *e, bool fresh)
     if (l->ops.parse(l->owner, s, e->payload, e->len, why, sizeof why) != 0) {
         vigil_log_kv(VIGIL_LOG_ERROR, "job unreadable: dropped", "entry", e->id, "detail", why,
                      NULL);
-        l->ops.count(NULL, "invalid");
+        count(l, NULL, "invalid");
         finish_entry(l, e->id);
         return;
     }
@@ -128,7 +134,7 @@ static void start_entry(vigil_job_loop *l, const vigil_job_entry *e, bool fresh)
     l->used++;
     snprintf(l->heads[i].entry, sizeof l->heads[i].entry, "%s", e->id);
     if (!fresh && already_decided(l, s) == 1) {
-        l->ops.count(s, "duplicate");
+        count(l, s, "duplicate");
         finish_entry(l, e->id);
         release(l, i);
         return;
@@ -142,20 +148,20 @@ static void finish_slot(vigil_job_loop *l, int i)
     void *s = slot_at(l, i);
     switch (l->ops.commit(l->owner, s)) {
     case VIGIL_DECIDE_DONE:
-        l->ops.count(s, l->ops.done_outcome);
+        count(l, s, l->ops.done_outcome);
         finish_entry(l, l->heads[i].entry);
         break;
     case VIGIL_DECIDE_DUPLICATE:
-        l->ops.count(s, "duplicate");
+        count(l, s, "duplicate");
         finish_entry(l, l->heads[i].entry);
         break;
     case VIGIL_DECIDE_REJECTED:
-        l->ops.count(s, "rejected");
+        count(l, s, "rejected");
         finish_entry(l, l->heads[i].entry);
         break;
     case VIGIL_DECIDE_GAVE_UP:
     default:
-        l->ops.count(s, "deferred"); /* shutting down with Redis away: stays pending */
+        count(l, s, "deferred"); /* shutting down with Redis away: stays pending */
         break;
     }
     release(l, i);
@@ -281,6 +287,14 @@ void vigil_job_worker_close(vigil_job_worker *jw)
     jw->loop = NULL;
     vigil_runtime_conn_close(jw->conn);
     jw->conn = NULL;
+}
+
+void vigil_job_worker_drop(void *worker)
+{
+    if (!worker)
+        return;
+    vigil_job_worker_close(worker);
+    free(worker);
 }
 
 void *vigil_job_worker_run(void *worker)

@@ -164,7 +164,10 @@ static long long int_of(redisReply *rep)
 }
 
 static long long xlen(void) { return int_of(vigil_redis_command(vt_conn, "XLEN %s", STREAM)); }
-static long long pending(void) { return int_of(vigil_redis_command(vt_conn, "XPENDING %s g", STREAM)); }
+static long long pending(void)
+{
+    return int_of(vigil_redis_command(vt_conn, "XPENDING %s g", STREAM));
+}
 
 /* Turns until the owner saw n outcomes (bounded: a hang fails). */
 static void turn_until(owner *o, int n)

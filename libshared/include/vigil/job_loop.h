@@ -46,8 +46,9 @@ typedef struct vigil_job_loop_ops {
     vigil_decide_result (*commit)(void *owner, void *slot);
     /* Frees what a slot holds (the loop zeroes it after). */
     void (*clear)(void *slot);
-    /* Counts a job handled: outcome is done_outcome, "duplicate",
-     * "rejected", "deferred" or "invalid" (slot NULL: nothing was read). */
+    /* Optional: counts a job handled: outcome is done_outcome,
+     * "duplicate", "rejected", "deferred" or "invalid" (slot NULL: nothing
+     * was read). */
     void (*count)(const void *slot, const char *outcome);
     /* Optional: called every turn after the LLM transfers were driven. */
     void (*after_llm)(void *owner);
@@ -109,6 +110,10 @@ int vigil_job_worker_open(vigil_job_worker *jw, vigil_runtime *rt, const vigil_j
                           void *owner, const char *stream_suffix, vigil_job_loop_config *cfg);
 /* Frees the loop, then closes the connection. */
 void vigil_job_worker_close(vigil_job_worker *jw);
+/* A vigil_worker_ops drop: closes the worker's vigil_job_worker and frees
+ * the worker (one malloc'd block; NULL is ok). A worker holding more frees
+ * that first. */
+void vigil_job_worker_drop(void *worker);
 /* A vigil_worker_ops run: the loop until stopping. */
 void *vigil_job_worker_run(void *worker);
 /* A vigil_worker_ops wake: out of the loop's wait on the LLM client. */

@@ -53,7 +53,7 @@ struct council_worker {
     int a2a_pending;
 };
 
-static void count_job(const void *s, const char *outcome)
+static void count_loop(const void *s, const char *outcome)
 {
     char labels[64];
     snprintf(labels, sizeof labels, "outcome=\"%s\"", outcome);
@@ -61,7 +61,7 @@ static void count_job(const void *s, const char *outcome)
                       labels, 1);
 }
 
-static void slot_clear(void *arg)
+static void loop_clear(void *arg)
 {
     slot *s = arg;
     council_job_clear(&s->job);
@@ -70,7 +70,7 @@ static void slot_clear(void *arg)
         free(s->calls[p].content);
 }
 
-static void on_done(const vigil_llm_result *res, void *user)
+static void call_done(const vigil_llm_result *res, void *user)
 {
     call *c = user;
     c->done = true;
@@ -87,7 +87,7 @@ static void on_done(const vigil_llm_result *res, void *user)
     }
 }
 
-static void submit(void *arg, void *sarg)
+static void ask_personas(void *arg, void *sarg)
 {
     council_worker *w = arg;
     slot *s = sarg;
@@ -107,14 +107,15 @@ static void submit(void *arg, void *sarg)
     }
 }
 
-static int parse(void *arg, void *sarg, const char *payload, size_t len, char *why, size_t whylen)
+static int read_loop_job(void *arg, void *sarg, const char *payload, size_t len, char *why,
+                         size_t whylen)
 {
     slot *s = sarg;
     return council_job_parse(payload, len, &s->job, why, whylen);
 }
 
 /* The user's record dedupes loops by job id. */
-static void ids(const void *sarg, const char **key, const char **job)
+static void loop_ids(const void *sarg, const char **key, const char **job)
 {
     const slot *s = sarg;
     *key = s->job.user;
@@ -165,7 +166,7 @@ static void delegation_start(council_worker *w, slot *s)
 
 /* A loop is ready once its four calls are in and its delegation (if any)
  * is over. */
-static bool ready(void *arg, void *sarg)
+static bool loop_ready(void *arg, void *sarg)
 {
     council_worker *w = arg;
     slot *s = sarg;
@@ -180,7 +181,7 @@ static bool ready(void *arg, void *sarg)
     return s->a2a == A2A_NONE || s->a2a == A2A_DONE;
 }
 
-static vigil_decide_result commit(void *arg, void *sarg)
+static vigil_decide_result commit_loop(void *arg, void *sarg)
 {
     council_worker *w = arg;
     slot *s = sarg;
@@ -199,7 +200,8 @@ static vigil_decide_result commit(void *arg, void *sarg)
         o.a2a_tried = true;
         o.a2a = s->reply;
     }
-    vigil_decide_result r = council_commit_outcome(w->svc, w->jw.conn, s->job.user, &o, vigil_now_ms());
+    vigil_decide_result r =
+        council_commit_outcome(w->svc, w->jw.conn, s->job.user, &o, vigil_now_ms());
     if (r == VIGIL_DECIDE_DONE && tokens > 0)
         vigil_counter_add("vigil_council_tokens_total", "LLM tokens spent (usage)", NULL,
                           (double)tokens);
@@ -207,7 +209,7 @@ static vigil_decide_result commit(void *arg, void *sarg)
 }
 
 /* Only delegations in flight: do not spin. */
-static void after_llm(void *arg)
+static void wait_for_delegations(void *arg)
 {
     council_worker *w = arg;
     if (vigil_llm_pending(vigil_job_loop_llm(w->jw.loop)) == 0 && w->a2a_pending > 0)
@@ -216,15 +218,15 @@ static void after_llm(void *arg)
 
 static const vigil_job_loop_ops LOOP_OPS = {
     .slot_size = sizeof(slot),
-    .parse = parse,
-    .ids = ids,
-    .submit = submit,
-    .ready = ready,
-    .commit = commit,
-    .clear = slot_clear,
-    .count = count_job,
-    .after_llm = after_llm,
-    .on_done = on_done,
+    .parse = read_loop_job,
+    .ids = loop_ids,
+    .submit = ask_personas,
+    .ready = loop_ready,
+    .commit = commit_loop,
+    .clear = loop_clear,
+    .count = count_loop,
+    .after_llm = wait_for_delegations,
+    .on_done = call_done,
     .done_outcome = "committed",
     .resumed_metric = "vigil_council_jobs_resumed_total",
     .resumed_help = "Own pending loop jobs run again after a restart",
@@ -238,8 +240,7 @@ static void worker_free(void *arg)
     if (!w)
         return;
     council_delegator_free(w->delegator); /* first: it writes into the slots */
-    vigil_job_worker_close(&w->jw);
-    free(w);
+    vigil_job_worker_drop(w);
 }
 
 static void *worker_new(void *ctx, vigil_runtime *rt, int index)

@@ -38,14 +38,14 @@ struct hb_worker {
     hb_service *svc;
 };
 
-static void slot_clear(void *arg)
+static void run_clear(void *arg)
 {
     run_slot *s = arg;
     hb_job_clear(&s->job);
     free(s->content);
 }
 
-static void on_done(const vigil_llm_result *res, void *user)
+static void answer_in(const vigil_llm_result *res, void *user)
 {
     run_slot *s = user;
     s->done = true;
@@ -67,7 +67,8 @@ static void on_done(const vigil_llm_result *res, void *user)
     }
 }
 
-static int parse(void *arg, void *sarg, const char *payload, size_t len, char *why, size_t whylen)
+static int read_run(void *arg, void *sarg, const char *payload, size_t len, char *why,
+                    size_t whylen)
 {
     run_slot *s = sarg;
     if (hb_job_parse(payload, len, &s->job, why, whylen) == 0)
@@ -77,14 +78,14 @@ static int parse(void *arg, void *sarg, const char *payload, size_t len, char *w
 }
 
 /* The persona's record dedupes runs by run id. */
-static void ids(const void *sarg, const char **key, const char **job)
+static void run_ids(const void *sarg, const char **key, const char **job)
 {
     const run_slot *s = sarg;
     *key = s->job.persona;
     *job = s->job.run;
 }
 
-static void submit(void *arg, void *sarg)
+static void ask_model(void *arg, void *sarg)
 {
     hb_worker *w = arg;
     run_slot *s = sarg;
@@ -100,7 +101,7 @@ static void submit(void *arg, void *sarg)
     }
 }
 
-static bool ready(void *arg, void *sarg)
+static bool run_answered(void *arg, void *sarg)
 {
     const run_slot *s = sarg;
     return s->done;
@@ -141,7 +142,7 @@ static int decide_result(void *arg, const char *key, const char *state_json, int
     return rc;
 }
 
-static vigil_decide_result commit(void *arg, void *sarg)
+static vigil_decide_result commit_run(void *arg, void *sarg)
 {
     hb_worker *w = arg;
     run_slot *s = sarg;
@@ -165,32 +166,20 @@ static vigil_decide_result commit(void *arg, void *sarg)
     return d;
 }
 
-/* Runs are counted by their outcome at the commit (vigil_heartbeat_runs_total). */
-static void count_job(const void *s, const char *outcome) {}
-
 static const vigil_job_loop_ops LOOP_OPS = {
     .slot_size = sizeof(run_slot),
-    .parse = parse,
-    .ids = ids,
-    .submit = submit,
-    .ready = ready,
-    .commit = commit,
-    .clear = slot_clear,
-    .count = count_job,
-    .on_done = on_done,
+    .parse = read_run,
+    .ids = run_ids,
+    .submit = ask_model,
+    .ready = run_answered,
+    .commit = commit_run,
+    .clear = run_clear,
+    /* no .count: runs are counted by their outcome at the commit */
+    .on_done = answer_in,
     .done_outcome = "committed",
     .reclaimed_metric = "vigil_heartbeat_runs_reclaimed_total",
     .reclaimed_help = "Runs taken over from a replica idle past the lease",
 };
-
-static void worker_free(void *arg)
-{
-    hb_worker *w = arg;
-    if (!w)
-        return;
-    vigil_job_worker_close(&w->jw);
-    free(w);
-}
 
 /* One worker, consumer name the instance's (its pending runs are found
  * again after a restart); as many runs in hand as the LLM client runs. */
@@ -205,7 +194,7 @@ static void *worker_new(void *ctx, vigil_runtime *rt, int index)
                                 .consumer = svc->instance, .lease_ms = svc->lease_ms,
                                 .cap = svc->llm.concurrency, .block_ms = 200, .index = index};
     if (vigil_job_worker_open(&w->jw, rt, &LOOP_OPS, w, svc->stream, &lc) != 0) {
-        worker_free(w);
+        vigil_job_worker_drop(w);
         return NULL;
     }
     return w;
@@ -213,7 +202,7 @@ static void *worker_new(void *ctx, vigil_runtime *rt, int index)
 
 static const vigil_worker_ops WORKER_OPS = {
     .make = worker_new, .run = vigil_job_worker_run, .wake = vigil_job_worker_wake,
-    .drop = worker_free};
+    .drop = vigil_job_worker_drop};
 
 int hb_start(void *ctx, vigil_runtime *rt)
 {

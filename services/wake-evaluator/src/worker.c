@@ -233,15 +233,6 @@ static const vigil_job_loop_ops LOOP_OPS = {
     .in_flight_help = "Jobs a worker holds (LLM call or commit)",
 };
 
-static void worker_free(void *arg)
-{
-    wake_worker *w = arg;
-    if (!w)
-        return;
-    vigil_job_worker_close(&w->jw);
-    free(w);
-}
-
 static void *worker_new(void *ctx, vigil_runtime *rt, int index)
 {
     wake_service *svc = ctx;
@@ -257,7 +248,7 @@ static void *worker_new(void *ctx, vigil_runtime *rt, int index)
                                 .cap = svc->max_inflight, .block_ms = (int)svc->block_ms,
                                 .index = index};
     if (vigil_job_worker_open(&w->jw, rt, &LOOP_OPS, w, WAKE_STREAM, &lc) != 0) {
-        worker_free(w);
+        vigil_job_worker_drop(w);
         return NULL;
     }
     return w;
@@ -265,7 +256,7 @@ static void *worker_new(void *ctx, vigil_runtime *rt, int index)
 
 static const vigil_worker_ops WORKER_OPS = {
     .make = worker_new, .run = vigil_job_worker_run, .wake = vigil_job_worker_wake,
-    .drop = worker_free};
+    .drop = vigil_job_worker_drop};
 
 int wake_start(void *ctx, vigil_runtime *rt)
 {
