@@ -12,8 +12,7 @@ import random
 import harness
 from conftest import uid
 from council_support import FakeLLM, rules, sol
-from harness import SOURCE_DIR
-from test_fuzz_inputs import mutate_bytes, mutate_value, wait_drained
+from test_fuzz_inputs import load_example, mutate_bytes, mutate_value, wait_drained
 
 SEED = int(os.environ.get("VIGIL_FUZZ_SEED", "20261124"))
 COUNT = int(os.environ.get("VIGIL_FUZZ_COUNT", "1500"))
@@ -21,17 +20,12 @@ TARGETS = [("council/{u}/control", "council-control"), ("council/{s}/answer", "c
            ("room/{r}/message", "room-message")]
 
 
-def example(name):
-    with open(os.path.join(SOURCE_DIR, "topics", "examples", f"{name}.json"), encoding="utf-8") as f:
-        return json.load(f)
-
-
 def messages(rng, count):
     users, sessions = ["fz-u1", "fz-u2", "joel"], ["fz-s1", "fz-s2", "s-9c1e"]
     for i in range(count):
         pattern, name = rng.choice(TARGETS)
         topic = pattern.format(u=rng.choice(users), s=rng.choice(sessions), r="general")
-        obj = example(name)
+        obj = load_example(name)
         obj["id"] = f"fz-{i}"
         if name == "council-control":
             obj["action"] = rng.choice(["start", "pause", "resume", "end"])
