@@ -4,9 +4,15 @@
 #include "fixture_redis.h"
 
 #include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <cmocka.h>
 
 #include "vigil/log.h"
+#include "vigil/redis_raw.h"
 
 vt_redis *vt_srv;
 vigil_redis *vt_conn;
@@ -47,6 +53,16 @@ vigil_redis *vt_redis_connect(void)
 {
     vigil_redis_addr a = vt_redis_addr(vt_srv);
     return vigil_redis_new(&a, 2000);
+}
+
+long long vt_redis_int(vigil_redis *r, const char *fmt, const char *arg)
+{
+    redisReply *rep = vigil_redis_command(r, fmt, arg);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
+    long long v = rep->integer;
+    freeReplyObject(rep);
+    return v;
 }
 
 int vt_store_fixture_setup(void **state, const vigil_store_config *cfg)

@@ -24,6 +24,10 @@ int vt_redis_group_teardown_conn(void **state);
 /* A new connection to vt_srv (2 s command timeout); NULL on failure. */
 vigil_redis *vt_redis_connect(void);
 
+/* The integer reply of fmt (one %s, arg) on r; any other reply fails the
+ * test. */
+long long vt_redis_int(vigil_redis *r, const char *fmt, const char *arg);
+
 /* A test's connection and store. */
 typedef struct vt_store_fixture {
     vigil_redis *r;

@@ -48,21 +48,11 @@ static vigil_commit_result commit(fixture *f, const char *key, int64_t expected,
     return vigil_store_commit(f->s, &c, nv, cur);
 }
 
-static long long int_cmd(fixture *f, const char *fmt, const char *arg)
-{
-    redisReply *rep = vigil_redis_command(f->r, fmt, arg);
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
-    long long v = rep->integer;
-    freeReplyObject(rep);
-    return v;
-}
-
 static long long outbox_len(fixture *f)
 {
     char k[256];
     vigil_store_key(f->s, "outbox", NULL, k, sizeof k);
-    return int_cmd(f, "LLEN %s", k);
+    return vt_redis_int(f->r, "LLEN %s", k);
 }
 
 static void test_key_names(void **state)
@@ -251,7 +241,7 @@ static void test_no_input_id_no_dedupe(void **state)
     assert_int_equal(commit(f, "k", 0, NULL, &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
     assert_int_equal(commit(f, "k", 1, NULL, &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
     assert_int_equal(nv, 2);
-    assert_int_equal(int_cmd(f, "EXISTS %s", "vigil:svc:ids:k"), 0);
+    assert_int_equal(vt_redis_int(f->r, "EXISTS %s", "vigil:svc:ids:k"), 0);
     vigil_effects_free(&fx);
 }
 
@@ -265,7 +255,7 @@ static void test_dedupe_keeps_newest(void **state)
     char *cur = NULL;
     for (int i = 0; i < 5; i++)
         assert_int_equal(commit(f, "k", 0, ids[i], &fx, NOW + i, &nv, &cur), VIGIL_COMMIT_OK);
-    assert_int_equal(int_cmd(f, "ZCARD %s", "vigil:svc:ids:k"), 3);
+    assert_int_equal(vt_redis_int(f->r, "ZCARD %s", "vigil:svc:ids:k"), 3);
     int seen;
     int64_t v;
     char *st;
@@ -401,7 +391,7 @@ static void test_snapshot_aggregates_across_keys(void **state)
     assert_true(json_object_get_double(get(a, "x")) == 1.5);
     assert_string_equal(json_object_get_string(get(get(rooms, "b/x"), "level")), "active");
     json_object_put(o);
-    assert_int_equal(int_cmd(f, "HLEN %s", "vigil:svc:persona:ann"), 2);
+    assert_int_equal(vt_redis_int(f->r, "HLEN %s", "vigil:svc:persona:ann"), 2);
     vigil_effects_free(&fx);
 }
 
@@ -437,7 +427,7 @@ static void test_snapshot_delete_to_empty_map(void **state)
     assert_int_equal(json_object_object_length(rooms), 0);
     assert_int_equal(json_object_object_length(o), 2); /* rooms, ts */
     json_object_put(o);
-    assert_int_equal(int_cmd(f, "EXISTS %s", "vigil:svc:persona:bo"), 0);
+    assert_int_equal(vt_redis_int(f->r, "EXISTS %s", "vigil:svc:persona:bo"), 0);
     assert_int_equal(outbox_len(f), 4); /* one payload per snapshot op */
     vigil_effects_free(&fx);
 }

@@ -39,16 +39,6 @@ static vigil_commit_result commit(fixture *f, const char *key, int64_t expected,
     return r;
 }
 
-static long long int_reply(fixture *f, const char *fmt, const char *arg)
-{
-    redisReply *rep = vigil_redis_command(f->r, fmt, arg);
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
-    long long v = rep->integer;
-    freeReplyObject(rep);
-    return v;
-}
-
 static void stream_add_appends_and_bounds_by_count(void **state)
 {
     fixture *f = *state;
@@ -63,7 +53,7 @@ static void stream_add_appends_and_bounds_by_count(void **state)
         assert_int_equal(commit(f, "general", 0, id, &fx, NOW + i), VIGIL_COMMIT_OK);
     }
     vigil_effects_free(&fx);
-    long long n = int_reply(f, "XLEN %s", "vigil:svc:log:general");
+    long long n = vt_redis_int(f->r, "XLEN %s", "vigil:svc:log:general");
     /* MAXLEN ~ trims whole macro nodes: at least the bound, never unbounded */
     assert_true(n >= 100 && n < 300);
     redisReply *rep = vigil_redis_command(f->r, "XREVRANGE vigil:svc:log:general + - COUNT 1");
@@ -85,7 +75,7 @@ static void stream_add_trims_by_age(void **state)
     vigil_effects_init(&fx);
     assert_int_equal(vigil_fx_stream_add(&fx, "log:r", "{\"a\":1}", 0, 0), 0);
     assert_int_equal(commit(f, "r", 0, "a", &fx, NOW), VIGIL_COMMIT_OK);
-    assert_int_equal(int_reply(f, "XLEN %s", "vigil:svc:log:r"), 1);
+    assert_int_equal(vt_redis_int(f->r, "XLEN %s", "vigil:svc:log:r"), 1);
     vigil_effects_reset(&fx);
     /* a commit "ten years later" with a one-day age drops the old entry
      * (the new one has a current id, older than now-1day in that future) */
@@ -95,7 +85,7 @@ static void stream_add_trims_by_age(void **state)
     vigil_effects_free(&fx);
     /* both entries carry ids of the server's real clock, far older than the
      * bound of that future commit: the exact MINID trim removes both */
-    assert_int_equal(int_reply(f, "XLEN %s", "vigil:svc:log:r"), 0);
+    assert_int_equal(vt_redis_int(f->r, "XLEN %s", "vigil:svc:log:r"), 0);
 }
 
 static void queue_push_then_flush_moves_entries_before_outputs(void **state)
@@ -106,15 +96,15 @@ static void queue_push_then_flush_moves_entries_before_outputs(void **state)
     assert_int_equal(vigil_fx_queue_push(&fx, "queue:r", "persona/a/notify", "{\"n\":1}", false), 0);
     assert_int_equal(vigil_fx_queue_push(&fx, "queue:r", "persona/b/notify", "{\"n\":2}", true), 0);
     assert_int_equal(commit(f, "r", 0, "p1", &fx, NOW), VIGIL_COMMIT_OK);
-    assert_int_equal(int_reply(f, "LLEN %s", "vigil:svc:queue:r"), 2);
-    assert_int_equal(int_reply(f, "LLEN %s", "vigil:svc:outbox:0"), 0);
+    assert_int_equal(vt_redis_int(f->r, "LLEN %s", "vigil:svc:queue:r"), 2);
+    assert_int_equal(vt_redis_int(f->r, "LLEN %s", "vigil:svc:outbox:0"), 0);
 
     vigil_effects_reset(&fx);
     assert_int_equal(vigil_fx_publish(&fx, "room/r/message", "{\"resumed\":true}", false), 0);
     assert_int_equal(vigil_fx_queue_flush(&fx, "queue:r"), 0);
     assert_int_equal(commit(f, "r", 0, "resume", &fx, NOW + 1), VIGIL_COMMIT_OK);
     vigil_effects_free(&fx);
-    assert_int_equal(int_reply(f, "EXISTS %s", "vigil:svc:queue:r"), 0);
+    assert_int_equal(vt_redis_int(f->r, "EXISTS %s", "vigil:svc:queue:r"), 0);
 
     vigil_outmsg out[8];
     int n = vigil_store_outbox_peek(f->s, 8, out);
@@ -137,7 +127,7 @@ static void keys_and_sets(void **state)
     assert_int_equal(vigil_fx_set_add(&fx, "rooms", "general"), 0);
     assert_int_equal(vigil_fx_set_add(&fx, "rooms", "random"), 0);
     assert_int_equal(commit(f, "general", 0, "k1", &fx, NOW), VIGIL_COMMIT_OK);
-    assert_int_equal(int_reply(f, "SCARD %s", "vigil:svc:rooms"), 2);
+    assert_int_equal(vt_redis_int(f->r, "SCARD %s", "vigil:svc:rooms"), 2);
     redisReply *rep = vigil_redis_command(f->r, "GET vigil:svc:paused-all");
     assert_string_equal(rep->str, "1");
     freeReplyObject(rep);
@@ -148,8 +138,8 @@ static void keys_and_sets(void **state)
     assert_int_equal(vigil_fx_key_delete(&fx, "log:general"), 0);
     assert_int_equal(commit(f, "general", 0, "k2", &fx, NOW), VIGIL_COMMIT_OK);
     vigil_effects_free(&fx);
-    assert_int_equal(int_reply(f, "EXISTS %s", "vigil:svc:paused-all"), 0);
-    assert_int_equal(int_reply(f, "SCARD %s", "vigil:svc:rooms"), 1);
+    assert_int_equal(vt_redis_int(f->r, "EXISTS %s", "vigil:svc:paused-all"), 0);
+    assert_int_equal(vt_redis_int(f->r, "SCARD %s", "vigil:svc:rooms"), 1);
 }
 
 static void nothing_happens_on_duplicate_or_conflict(void **state)
@@ -165,7 +155,7 @@ static void nothing_happens_on_duplicate_or_conflict(void **state)
     /* a stale version: conflict, no log entry */
     assert_int_equal(commit(f, "x", 0, "other", &fx, NOW), VIGIL_COMMIT_CONFLICT);
     vigil_effects_free(&fx);
-    assert_int_equal(int_reply(f, "XLEN %s", "vigil:svc:log:x"), 1);
+    assert_int_equal(vt_redis_int(f->r, "XLEN %s", "vigil:svc:log:x"), 1);
 }
 
 static void bad_arguments_are_refused(void **state)
