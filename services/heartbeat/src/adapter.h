@@ -63,6 +63,12 @@ int hb_start(void *ctx, vigil_runtime *rt);
 void hb_stop(void *ctx);
 
 /* apply.c: the core's hb_out written into fx for persona key. */
+/* The record of persona key loaded into *s (json NULL: a new one)
+ * and *out made empty, for one decision; -1 with why when the record is
+ * unreadable (nothing to close then). hb_record_close frees both. */
+int hb_record_open(hb_state *s, hb_out *out, const char *key, const char *json, char *why,
+                   size_t whylen);
+void hb_record_close(hb_state *s, hb_out *out);
 int hb_out_to_fx(const hb_service *svc, const char *persona, const hb_state *s, hb_out *out,
                  vigil_effects *fx);
 

@@ -120,11 +120,8 @@ static int decide_result(void *arg, const char *key, const char *state_json, int
     hb_state s;
     hb_out out;
     char why[160];
-    if (hb_state_load(&s, key, state_json, why, sizeof why) != 0) {
-        hb_state_free(&s);
+    if (hb_record_open(&s, &out, key, state_json, why, sizeof why) != 0)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "record of %s: %s", key, why);
-    }
-    hb_out_init(&out);
     int rc = 0;
     if (hb_on_result(&s, &a->svc->core, a->r, now_ms, &out) != HB_OK ||
         hb_out_to_fx(a->svc, key, &s, &out, fx) != 0)
@@ -137,8 +134,7 @@ static int decide_result(void *arg, const char *key, const char *state_json, int
             snprintf(a->outcome, sizeof a->outcome, "%.*s", (int)strcspn(o, "\""), o);
         }
     }
-    hb_out_clear(&out);
-    hb_state_free(&s);
+    hb_record_close(&s, &out);
     return rc;
 }
 
