@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "vigil/redis_raw.h"
+#include "vigil/stream_reads.h"
 
 vigil_read_result vigil_read_string(vigil_redis *r, const char *key, char **out, size_t *len,
                                     char *err, size_t errlen)
@@ -51,38 +52,26 @@ vigil_read_result vigil_read_flag(vigil_redis *r, const char *key, bool *on, cha
     return rc;
 }
 
-/* The "m" field of each entry of an XRANGE/XREVRANGE reply to fn. */
-static int each_entry(const redisReply *rep, vigil_read_entry_fn fn, void *ctx)
-{
-    int n = 0;
-    for (size_t i = 0; i < rep->elements; i++) {
-        const redisReply *e = rep->element[i];
-        if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
-            e->element[0]->type != REDIS_REPLY_STRING || e->element[1]->type != REDIS_REPLY_ARRAY)
-            continue;
-        const redisReply *f = e->element[1];
-        for (size_t k = 0; k + 1 < f->elements; k += 2) {
-            if (f->element[k]->type == REDIS_REPLY_STRING && strcmp(f->element[k]->str, "m") == 0 &&
-                f->element[k + 1]->type == REDIS_REPLY_STRING) {
-                n++;
-                if (fn(ctx, e->element[0]->str, f->element[k + 1]->str, f->element[k + 1]->len))
-                    return n;
-            }
-        }
-    }
-    return n;
-}
-
+/* One implementation of stream reads: vigil_stream_range (stream_reads.c)
+ * copies the entries out; this hands their "m" field to fn. */
 int vigil_read_stream(vigil_redis *r, const char *key, bool newest_first, int count,
                       vigil_read_entry_fn fn, void *ctx)
 {
-    int c = count > 0 ? count : 100;
-    redisReply *rep = !r             ? NULL
-                      : newest_first ? vigil_redis_command(r, "XREVRANGE %s + - COUNT %d", key, c)
-                                     : vigil_redis_command(r, "XRANGE %s - + COUNT %d", key, c);
-    if (!rep)
+    vigil_stream_entry *e = NULL;
+    size_t len = 0;
+    vigil_read_result rc =
+        vigil_stream_range(r, key, newest_first ? "+" : "-", newest_first ? "-" : "+",
+                           count > 0 ? count : 100, newest_first, &e, &len);
+    if (rc != VIGIL_READ_OK)
         return -1;
-    int n = rep->type == REDIS_REPLY_ARRAY ? each_entry(rep, fn, ctx) : -1;
-    freeReplyObject(rep);
+    int n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (strcmp(e[i].field, "m") != 0)
+            continue;
+        n++;
+        if (fn(ctx, e[i].id, e[i].value, e[i].len))
+            break;
+    }
+    vigil_stream_entries_free(e, len);
     return n;
 }

@@ -11,6 +11,7 @@ import pytest
 import harness
 from conftest import human, uid, validate_outputs
 from council_support import FakeA2A, FakeLLM, events, kinds, rules, sol
+from fake_servers import running
 
 SERVICE = "council"
 OUTPUTS = ("council/+/event", "council/+/state", "council/+/request", "sys/#")
@@ -18,20 +19,14 @@ OUTPUTS = ("council/+/event", "council/+/state", "council/+/request", "sys/#")
 
 @pytest.fixture
 def llm(tmp_path):
-    f = FakeLLM(str(tmp_path))
-    try:
+    with running(FakeLLM, tmp_path) as f:
         yield f
-    finally:
-        f.stop()
 
 
 @pytest.fixture
 def a2a(tmp_path):
-    f = FakeA2A(str(tmp_path))
-    try:
+    with running(FakeA2A, tmp_path) as f:
         yield f
-    finally:
-        f.stop()
 
 
 def start_service(stack, llm=None, **env):

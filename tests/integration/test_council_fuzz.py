@@ -12,8 +12,7 @@ import random
 import harness
 from conftest import uid
 from council_support import FakeLLM, rules, sol
-from harness import SOURCE_DIR, wait_until
-from test_fuzz_inputs import mutate_bytes, mutate_value
+from test_fuzz_inputs import load_example, mutate_bytes, mutate_value, wait_drained
 
 SEED = int(os.environ.get("VIGIL_FUZZ_SEED", "20261124"))
 COUNT = int(os.environ.get("VIGIL_FUZZ_COUNT", "1500"))
@@ -21,17 +20,12 @@ TARGETS = [("council/{u}/control", "council-control"), ("council/{s}/answer", "c
            ("room/{r}/message", "room-message")]
 
 
-def example(name):
-    with open(os.path.join(SOURCE_DIR, "topics", "examples", f"{name}.json"), encoding="utf-8") as f:
-        return json.load(f)
-
-
 def messages(rng, count):
     users, sessions = ["fz-u1", "fz-u2", "joel"], ["fz-s1", "fz-s2", "s-9c1e"]
     for i in range(count):
         pattern, name = rng.choice(TARGETS)
         topic = pattern.format(u=rng.choice(users), s=rng.choice(sessions), r="general")
-        obj = example(name)
+        obj = load_example(name)
         obj["id"] = f"fz-{i}"
         if name == "council-control":
             obj["action"] = rng.choice(["start", "pause", "resume", "end"])
@@ -60,17 +54,7 @@ def test_council_survives_mutated_inputs(stack, tmp_path):
         rng = random.Random(SEED)
         for topic, data in messages(rng, COUNT):
             pub.publish(topic, data)
-        last = [-1.0, 0]
-
-        def settled():
-            n = harness.metric_value(svc.metrics(), "vigil_inputs_total")
-            if n > 0 and n == last[0]:
-                last[1] += 1
-            else:
-                last[0], last[1] = n, 0
-            return last[1] >= 5
-
-        wait_until(settled, 180, "council done with the fuzz backlog", interval=0.2)
+        wait_drained(svc, 180, "council done with the fuzz backlog")
         assert svc.alive() and svc.is_ready()
         assert harness.metric_value(svc.metrics(), "vigil_rejected_total") > 0
         assert col.find("council/+/event"), "no session ran during the fuzzing"

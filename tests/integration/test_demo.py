@@ -12,6 +12,7 @@ import time
 
 import harness
 from conftest import require_binary
+from script_support import assert_help_names, script_env
 
 DEMO = os.path.join(harness.SOURCE_DIR, "scripts", "demo")
 
@@ -24,25 +25,15 @@ SEED_TEXTS = [
 
 
 def demo_env(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
-    env.update({
-        "VIGIL_BUILD_DIR": harness.BUILD_DIR,
-        "VIGIL_RUN_DIR": str(tmp_path / "no-stack-here"),
-        "VIGIL_MQTT_PORT": str(harness.free_port()),
-        "VIGIL_REDIS_PORT": str(harness.free_port()),
-        "VIGIL_TEST_SLOW": os.environ.get("VIGIL_TEST_SLOW", "1"),
-        "TMPDIR": str(tmp_path),
-    })
+    env = script_env(tmp_path, VIGIL_RUN_DIR=str(tmp_path / "no-stack-here"),
+                     VIGIL_MQTT_PORT=str(harness.free_port()),
+                     VIGIL_REDIS_PORT=str(harness.free_port()))
     env.pop("NO_COLOR", None)
     return env
 
 
 def test_help():
-    r = subprocess.run([DEMO, "--help"], capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
-    assert r.returncode == 0, r.stderr.decode()
-    out = r.stdout.decode()
-    for word in ("--check", "--stack", "VIGIL_BUILD_DIR", "fake_llm.py"):
-        assert word in out
+    assert_help_names(DEMO, "--check", "--stack", "VIGIL_BUILD_DIR", "fake_llm.py")
 
 
 def test_demo_shows_every_rule_in_under_a_minute(tmp_path):

@@ -10,24 +10,20 @@ import time
 
 import harness
 from conftest import require_binary
+from script_support import assert_help_names, script_env
 
 DEMO = os.path.join(harness.SOURCE_DIR, "scripts", "demo-agents")
 
 
 def demo_env(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
-    env.update({"VIGIL_BUILD_DIR": harness.BUILD_DIR, "TMPDIR": str(tmp_path),
-                "VIGIL_TEST_SLOW": os.environ.get("VIGIL_TEST_SLOW", "1")})
+    env = script_env(tmp_path)
     env.pop("NO_COLOR", None)
     return env
 
 
 def test_help():
-    r = subprocess.run([DEMO, "--help"], capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
-    assert r.returncode == 0, r.stderr.decode()
-    out = r.stdout.decode()
-    for word in ("--check", "VIGIL_BUILD_DIR", "VIGIL_STALL_AUTORESUME_MS=24000", "VIGIL_STALL_SCAN_MS"):
-        assert word in out
+    assert_help_names(DEMO, "--check", "VIGIL_BUILD_DIR", "VIGIL_STALL_AUTORESUME_MS=24000",
+                      "VIGIL_STALL_SCAN_MS")
 
 
 def test_demo_shows_stall_resumer_in_about_a_minute(tmp_path):

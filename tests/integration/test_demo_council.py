@@ -10,22 +10,18 @@ import subprocess
 
 import harness
 from conftest import require_binary
+from script_support import assert_help_names, script_env
 
 DEMO = os.path.join(harness.SOURCE_DIR, "scripts", "demo-council")
 
 
 def test_help():
-    r = subprocess.run([DEMO, "--help"], capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
-    assert r.returncode == 0, r.stderr.decode()
-    for word in ("--check", "VIGIL_BUILD_DIR", "fake_llm.py", "fake_a2a.py"):
-        assert word in r.stdout.decode()
+    assert_help_names(DEMO, "--check", "VIGIL_BUILD_DIR", "fake_llm.py", "fake_a2a.py")
 
 
 def test_demo_council_shows_every_handler_in_about_a_minute(tmp_path):
     require_binary("council")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
-    env.update({"VIGIL_BUILD_DIR": harness.BUILD_DIR, "TMPDIR": str(tmp_path),
-                "VIGIL_TEST_SLOW": os.environ.get("VIGIL_TEST_SLOW", "1")})
+    env = script_env(tmp_path)
     r = subprocess.run([DEMO, "--check"], capture_output=True, timeout=harness.scaled(180), env=env,
                        stdin=subprocess.DEVNULL)
     out = r.stdout.decode()

@@ -10,23 +10,18 @@ import time
 
 import harness
 from conftest import require_binary
+from script_support import assert_help_names, script_env
 
 DEMO = os.path.join(harness.SOURCE_DIR, "scripts", "demo-heartbeat")
 
 
 def test_help():
-    r = subprocess.run([DEMO, "--help"], capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
-    assert r.returncode == 0, r.stderr.decode()
-    out = r.stdout.decode()
-    for word in ("--check", "VIGIL_BUILD_DIR", "fake_llm.py"):
-        assert word in out
+    assert_help_names(DEMO, "--check", "VIGIL_BUILD_DIR", "fake_llm.py")
 
 
 def test_demo_shows_a_silent_run_and_one_that_speaks(tmp_path):
     require_binary("heartbeat")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
-    env.update({"VIGIL_BUILD_DIR": harness.BUILD_DIR, "TMPDIR": str(tmp_path),
-                "VIGIL_TEST_SLOW": os.environ.get("VIGIL_TEST_SLOW", "1")})
+    env = script_env(tmp_path)
     t0 = time.monotonic()
     r = subprocess.run([DEMO, "--check"], env=env, cwd=harness.SOURCE_DIR, capture_output=True,
                        timeout=harness.scaled(180), stdin=subprocess.DEVNULL)

@@ -105,6 +105,22 @@ def fuzz_messages(rng, count):
         yield topic, data
 
 
+
+def wait_drained(svc, timeout, what):
+    """Waits until svc is done with its input backlog: its input counter is
+    non-zero and the same five polls in a row (0.2 s apart)."""
+    last = [-1.0, 0]
+
+    def settled():
+        n = svc.metric("vigil_inputs_total")
+        if n > 0 and n == last[0]:
+            last[1] += 1
+        else:
+            last[0], last[1] = n, 0
+        return last[1] >= 5
+
+    wait_until(settled, timeout, what, interval=0.2)
+
 def test_services_survive_mutated_inputs(stack):
     env = {"VIGIL_DORMANCY_NO_HUMAN_MS": 200, "VIGIL_DORMANCY_AI_ONLY_MS": 400,
            "VIGIL_DORMANCY_SUGGESTION_TIMEOUT_MS": 100, "VIGIL_DORMANCY_SNOOZE_MS": 150,
@@ -122,17 +138,7 @@ def test_services_survive_mutated_inputs(stack):
     # every service drains its backlog (its input counter stops moving),
     # stays up and ready, and rejected something with a reason
     for svc in services:
-        last = [-1.0, 0]
-
-        def settled(s=svc, last=last):
-            n = harness.metric_value(s.metrics(), "vigil_inputs_total")
-            if n > 0 and n == last[0]:
-                last[1] += 1
-            else:
-                last[0], last[1] = n, 0
-            return last[1] >= 5
-
-        wait_until(settled, 180, f"{svc.name} done with the fuzz backlog", interval=0.2)
+        wait_drained(svc, 180, f"{svc.name} done with the fuzz backlog")
         assert svc.alive(), f"{svc.name} died under fuzzing"
         wait_until(svc.is_ready, 30, f"{svc.name} ready after fuzzing")
         rejected = harness.metric_value(svc.metrics(), "vigil_rejected_total")

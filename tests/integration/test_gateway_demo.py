@@ -8,6 +8,7 @@ import subprocess
 
 import harness
 from conftest import require_binary
+from script_support import script_env
 
 DEMO = os.path.join(harness.SOURCE_DIR, "scripts", "demo-theater")
 
@@ -15,9 +16,7 @@ DEMO = os.path.join(harness.SOURCE_DIR, "scripts", "demo-theater")
 def test_demo_theater_check(tmp_path):
     for name in ("presence-gateway", "dormancy-monitor", "chat-router"):
         require_binary(name)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
-    env.update({"VIGIL_BUILD_DIR": harness.BUILD_DIR, "TMPDIR": str(tmp_path),
-                "VIGIL_TEST_SLOW": os.environ.get("VIGIL_TEST_SLOW", "1")})
+    env = script_env(tmp_path)
     p = subprocess.run([DEMO, "--check"], env=env, capture_output=True, text=True, timeout=harness.scaled(120))
     print(p.stdout[-4000:], p.stderr[-2000:])
     assert p.returncode == 0

@@ -16,7 +16,7 @@ import pytest
 import harness
 from conftest import human, uid, validate_outputs
 from harness import scaled
-from test_wake_evaluator import FakeLLM
+from fake_servers import FakeLLM, running
 
 SERVICE = "heartbeat"
 OUTPUTS = ("heartbeat/+/run", "room/+/message", "sys/#")
@@ -46,12 +46,8 @@ FAST = {
 
 @pytest.fixture
 def llm(tmp_path):
-    f = FakeLLM(str(tmp_path))
-    f.control(rules=RULES)
-    try:
+    with running(FakeLLM, tmp_path, rules=RULES) as f:
         yield f
-    finally:
-        f.stop()
 
 
 def start(stack, llm=None, instance=None, **env):
@@ -409,7 +405,7 @@ def test_heartbeat_survives_mutated_inputs(stack, llm):
     import json as _json
     import random
 
-    from test_fuzz_inputs import load_example, mutate_bytes, mutate_value
+    from test_fuzz_inputs import load_example, mutate_bytes, mutate_value, wait_drained
 
     svc = start(stack, llm, VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS=300)
     col = stack.collector(topics=("heartbeat/+/run", "sys/+/error", "room/+/message"))
@@ -434,15 +430,7 @@ def test_heartbeat_survives_mutated_inputs(stack, llm):
         if rng.random() < 0.35:
             data = mutate_bytes(rng, data)
         pub.publish(topic, data)
-    last = [-1.0, 0]
-
-    def settled():
-        n = svc.metric("vigil_inputs_total")
-        last[1] = last[1] + 1 if n > 0 and n == last[0] else 0
-        last[0] = n
-        return last[1] >= 5
-
-    harness.wait_until(settled, 120, "heartbeat done with the fuzz backlog", interval=0.2)
+    wait_drained(svc, 120, "heartbeat done with the fuzz backlog")
     assert svc.alive()
     harness.wait_until(svc.is_ready, 30, "ready after fuzzing")
     assert svc.metric("vigil_rejected_total") > 0 and svc.metric("vigil_commits_total") > 0

@@ -14,7 +14,8 @@ import pytest
 
 import harness
 from conftest import human, uid
-from test_wake_evaluator import EMERGENCY, FakeLLM, setup_sleepers
+from fake_servers import FakeLLM
+from test_wake_evaluator import EMERGENCY, RULES, setup_sleepers
 
 prom_parser = pytest.importorskip("prometheus_client.parser",
                                   reason="python3-prometheus-client (scripts/install-deps) is missing")
@@ -193,6 +194,7 @@ def test_dormancy_monitor_metrics_from_the_start_and_after_an_event(stack):
 def test_wake_evaluator_llm_metrics_and_no_per_room_labels(stack, tmp_path):
     llm = FakeLLM(str(tmp_path))
     try:
+        llm.control(rules=RULES)
         svc = stack.service("wake-evaluator", env={"VIGIL_LLM_URL": llm.url, "VIGIL_LLM_RETRIES": 0,
                                                    "VIGIL_AUTOPILOT": 0})
         fams = scrape(svc)

@@ -10,23 +10,19 @@ import subprocess
 
 import harness
 from conftest import require_binary
+from script_support import assert_help_names, script_env
 
 SIMULATE = os.path.join(harness.SOURCE_DIR, "scripts", "simulate")
 
 
 def test_help():
-    r = subprocess.run([SIMULATE, "--help"], capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
-    assert r.returncode == 0, r.stderr.decode()
-    for word in ("--check", "--personas", "--k", "VIGIL_BUILD_DIR"):
-        assert word in r.stdout.decode()
+    assert_help_names(SIMULATE, "--check", "--personas", "--k", "VIGIL_BUILD_DIR")
 
 
 def test_simulate_check_with_and_without_floor_control(tmp_path):
     require_binary("dormancy-monitor")
     require_binary("floor-control")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
-    env.update({"VIGIL_BUILD_DIR": harness.BUILD_DIR, "TMPDIR": str(tmp_path),
-                "VIGIL_TEST_SLOW": os.environ.get("VIGIL_TEST_SLOW", "1")})
+    env = script_env(tmp_path)
     r = subprocess.run([SIMULATE, "--check", "--json"], env=env, cwd=harness.SOURCE_DIR,
                        capture_output=True, timeout=harness.scaled(240), stdin=subprocess.DEVNULL)
     out = r.stdout.decode("utf-8", "replace")

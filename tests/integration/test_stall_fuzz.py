@@ -11,7 +11,7 @@ import random
 
 import harness
 from harness import wait_until
-from test_fuzz_inputs import load_example, mutate_bytes, mutate_value
+from test_fuzz_inputs import load_example, mutate_bytes, mutate_value, wait_drained
 
 SEED = int(os.environ.get("VIGIL_FUZZ_SEED", "20261124"))
 COUNT = int(os.environ.get("VIGIL_FUZZ_COUNT", "1500"))
@@ -54,17 +54,7 @@ def test_stall_resumer_survives_mutated_inputs(stack):
     rng = random.Random(SEED)
     for topic, data in messages(rng, COUNT):
         pub.publish(topic, data)
-    last = [-1.0, 0]
-
-    def settled():
-        n = svc.metric("vigil_inputs_total")
-        if n > 0 and n == last[0]:
-            last[1] += 1
-        else:
-            last[0], last[1] = n, 0
-        return last[1] >= 5
-
-    wait_until(settled, 180, "stall-resumer done with the fuzz backlog", interval=0.2)
+    wait_drained(svc, 180, "stall-resumer done with the fuzz backlog")
     assert svc.alive()
     wait_until(svc.is_ready, 30, "ready after fuzzing")
     assert svc.metric("vigil_rejected_total") > 0

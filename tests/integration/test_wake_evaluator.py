@@ -9,19 +9,16 @@ is a manual one (trigger "manual"), so a human message does not wake them
 by rule and the evaluator has to decide."""
 
 import json
-import os
-import subprocess
 import time
-import urllib.request
 
 import pytest
 
 import harness
 from conftest import ai, human, uid, validate_outputs
+from fake_servers import FakeLLM, running
 from harness import scaled
 
 SERVICE = "wake-evaluator"
-FAKE_LLM = os.path.join(harness.SOURCE_DIR, "tests", "support", "fake_llm.py")
 
 EMERGENCY = "Server is down, need help ASAP!"
 WEEKEND = "How was your weekend?"
@@ -47,53 +44,10 @@ RULES = [
 WAKE_OUTPUTS = ("persona/+/wake", "room/+/autopilot", "room/+/economics", "sys/#")
 
 
-class FakeLLM:
-    """tests/support/fake_llm.py on a free port, with its /control and /stats."""
-
-    def __init__(self, workdir):
-        self.log = os.path.join(workdir, "fake_llm.log")
-        logf = open(self.log, "ab")
-        self.proc = subprocess.Popen(["/usr/bin/python3", FAKE_LLM, "--port", "0"],
-                                     stdout=subprocess.PIPE, stderr=logf, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
-        logf.close()
-        line = self.proc.stdout.readline().decode()
-        if not line.startswith("PORT "):
-            raise harness.HarnessError(f"fake_llm did not start: {line!r}\n{harness.tail(self.log)}")
-        self.port = int(line.split()[1])
-        self.control(rules=RULES)
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def _req(self, method, path, body=None):
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=5) as r:
-            return json.loads(r.read())
-
-    def control(self, **kw):
-        return self._req("POST", "/control", kw)
-
-    def stats(self):
-        return self._req("GET", "/stats")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-        self.proc.stdout.close()
-
-
 @pytest.fixture
 def llm(tmp_path):
-    f = FakeLLM(str(tmp_path))
-    try:
+    with running(FakeLLM, tmp_path, rules=RULES) as f:
         yield f
-    finally:
-        f.stop()
 
 
 def start(stack, llm=None, **env):

@@ -2,6 +2,7 @@
 #include "mosquitto_server.h"
 #include "proc.h"
 #include "vigil/clock.h"
+#include "vigil/mqtt.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -83,30 +84,8 @@ static pid_t spawn(const vt_mosq *s)
 {
     char out[300];
     snprintf(out, sizeof out, "%s/mosquitto.log", s->dir);
-    const char *bin = mosquitto_bin();
-    pid_t parent = getpid();
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid;
-    /* child: die with the test, even if it crashes */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
-        _exit(127);
-    int fd = open(out, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (fd >= 0) {
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-        close(fd);
-    }
-    int nul = open("/dev/null", O_RDONLY);
-    if (nul >= 0) {
-        dup2(nul, STDIN_FILENO);
-        close(nul);
-    }
-    char *const argv[] = { (char *)bin, "-c", (char *)s->conf, NULL };
-    execvp(bin, argv);
-    fprintf(stderr, "vt_mosq: exec %s: %s\n", bin, strerror(errno));
-    _exit(127);
+    char *const argv[] = { (char *)mosquitto_bin(), "-c", (char *)s->conf, NULL };
+    return vt_spawn(argv, out, "vt_mosq");
 }
 
 static bool port_accepts(int port)
@@ -128,20 +107,13 @@ static bool port_accepts(int port)
  * deadline passes (then it is killed). */
 static int wait_ready(vt_mosq *s)
 {
-    long long deadline = vigil_mono_ms() + READY_TIMEOUT_MS;
-    while (vigil_mono_ms() < deadline) {
-        int status;
-        if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
-            s->pid = 0;
-            return -1;
-        }
-        if (port_accepts(s->port))
-            return 0;
-        vigil_sleep_ms(20, NULL);
+    int rc = vt_wait_ready(&s->pid, port_accepts, s->port, READY_TIMEOUT_MS);
+    if (rc == VT_WAIT_TIMEOUT) {
+        fprintf(stderr, "vt_mosq: port %d not accepting within %d ms\n", s->port,
+                READY_TIMEOUT_MS);
+        vt_mosq_kill9(s);
     }
-    fprintf(stderr, "vt_mosq: port %d not accepting within %d ms\n", s->port, READY_TIMEOUT_MS);
-    vt_mosq_kill9(s);
-    return -1;
+    return rc == 0 ? 0 : -1;
 }
 
 static int launch(vt_mosq *s)
@@ -587,4 +559,15 @@ int vt_msglog_get(vt_msglog *l, const char *topic, int i, char *topic_out, size_
     }
     pthread_mutex_unlock(&l->mu);
     return rc;
+}
+
+bool vt_mqtt_wait_connected(vigil_mqtt *m, bool want, int timeout_ms)
+{
+    int64_t deadline = vigil_mono_ms() + timeout_ms;
+    while (vigil_mqtt_connected(m) != want) {
+        if (vigil_mono_ms() >= deadline)
+            return false;
+        vigil_sleep_ms(20, NULL);
+    }
+    return true;
 }

@@ -62,6 +62,11 @@ int vt_mosq_get_retained(const vt_mosq *s, const char *topic, char *out, size_t 
  * timeout_ms). */
 bool vt_mosq_wait_retained(const vt_mosq *s, const char *topic, const char *want, int timeout_ms);
 
+/* Polls until vigil_mqtt_connected(m) is want (every 20 ms, bounded by
+ * timeout_ms); false on timeout. */
+struct vigil_mqtt;
+bool vt_mqtt_wait_connected(struct vigil_mqtt *m, bool want, int timeout_ms);
+
 /* ---- message recorder ---------------------------------------------------- */
 
 typedef struct vt_msglog vt_msglog;

@@ -3,12 +3,19 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include "vigil/clock.h"
 
 int vt_free_port(void)
 {
@@ -65,4 +72,46 @@ void vt_dump_tail(const char *path, const char *title)
     buf[n] = '\0';
     fclose(f);
     fprintf(stderr, "%s (tail):\n%s\n", title, buf);
+}
+
+pid_t vt_spawn(char *const argv[], const char *log, const char *who)
+{
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid; /* parent, or -1 */
+    /* child: die with the test, even if it crashes */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(127);
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+        close(fd);
+    }
+    int nul = open("/dev/null", O_RDONLY);
+    if (nul >= 0) {
+        dup2(nul, STDIN_FILENO);
+        close(nul);
+    }
+    execvp(argv[0], argv);
+    fprintf(stderr, "%s: exec %s: %s\n", who, argv[0], strerror(errno));
+    _exit(127);
+}
+
+int vt_wait_ready(pid_t *pid, bool (*ready)(int port), int port, int timeout_ms)
+{
+    long long deadline = vigil_mono_ms() + timeout_ms;
+    while (vigil_mono_ms() < deadline) {
+        int status;
+        if (waitpid(*pid, &status, WNOHANG) == *pid) {
+            *pid = 0;
+            return VT_WAIT_EXITED;
+        }
+        if (ready(port))
+            return 0;
+        vigil_sleep_ms(20, NULL);
+    }
+    return VT_WAIT_TIMEOUT;
 }

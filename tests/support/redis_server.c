@@ -48,33 +48,12 @@ static pid_t spawn(const vt_redis *s)
     const char *bin = getenv("VT_REDIS_SERVER");
     if (!bin || !*bin)
         bin = "redis-server";
-    pid_t parent = getpid();
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid; /* parent, or -1 */
-    /* child: die with the test, even if it crashes */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
-        _exit(127);
-    int fd = open(out, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (fd >= 0) {
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-        close(fd);
-    }
-    int nul = open("/dev/null", O_RDONLY);
-    if (nul >= 0) {
-        dup2(nul, STDIN_FILENO);
-        close(nul);
-    }
     char *const argv[] = {
         (char *)bin, "--port", port, "--bind", "127.0.0.1", "--save", "",
         "--appendonly", "yes", "--dir", (char *)s->dir, "--daemonize", "no",
         "--logfile", "", NULL,
     };
-    execvp(bin, argv);
-    fprintf(stderr, "vt_redis: exec %s: %s\n", bin, strerror(errno));
-    _exit(127);
+    return vt_spawn(argv, out, "vt_redis");
 }
 
 static bool ping(int port)
@@ -98,21 +77,13 @@ static bool ping(int port)
  * counts as not yet), or exits, or the deadline passes. */
 static int wait_ready(vt_redis *s)
 {
-    long long deadline = vigil_mono_ms() + READY_TIMEOUT_MS;
-    while (vigil_mono_ms() < deadline) {
-        int status;
-        if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
-            s->pid = 0;
-            return -1;
-        }
-        if (ping(s->port))
-            return 0;
-        vigil_sleep_ms(20, NULL);
+    int rc = vt_wait_ready(&s->pid, ping, s->port, READY_TIMEOUT_MS);
+    if (rc == VT_WAIT_TIMEOUT) {
+        fprintf(stderr, "vt_redis: no PING answer on port %d within %d ms\n", s->port,
+                READY_TIMEOUT_MS);
+        vt_redis_kill9(s);
     }
-    fprintf(stderr, "vt_redis: no PING answer on port %d within %d ms\n", s->port,
-            READY_TIMEOUT_MS);
-    vt_redis_kill9(s);
-    return -1;
+    return rc == 0 ? 0 : -1;
 }
 
 vt_redis *vt_redis_start(void)

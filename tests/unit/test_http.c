@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http_body.h"
 #include "vigil/http.h"
 #include "vigil/log.h"
 #include "vigil/metrics.h"
@@ -23,19 +24,6 @@ typedef struct resp {
     char ctype[128];
     char allow[64];
 } resp;
-
-static size_t on_body(char *p, size_t size, size_t n, void *ud)
-{
-    resp *r = ud;
-    size_t total = size * n;
-    size_t take = total;
-    if (take > sizeof r->body - 1 - r->len)
-        take = sizeof r->body - 1 - r->len;
-    memcpy(r->body + r->len, p, take);
-    r->len += take;
-    r->body[r->len] = '\0';
-    return total;
-}
 
 static size_t on_header(char *p, size_t size, size_t n, void *ud)
 {
@@ -64,8 +52,9 @@ static void request(int port, const char *method, const char *path, resp *r)
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+    vt_body body_buf = {r->body, sizeof r->body, &r->len};
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, vt_body_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &body_buf);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
     if (method && strcmp(method, "HEAD") == 0)

@@ -10,27 +10,10 @@
 
 #include <stdio.h>
 
-#include "redis_server.h"
+#include "fixture_redis.h"
 #include "vigil/job_acks.h"
 #include "vigil/log.h"
 #include "vigil/redis_raw.h"
-
-static vt_redis *srv;
-
-static int group_setup(void **state)
-{
-    (void)state;
-    vigil_log_init("test_job_acks", "test", VIGIL_LOG_ERROR);
-    srv = vt_redis_start();
-    return srv ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    vt_redis_stop(srv);
-    return 0;
-}
 
 static long long xlen(vigil_redis *r)
 {
@@ -44,15 +27,14 @@ static long long xlen(vigil_redis *r)
 static void batches_then_flushes(void **state)
 {
     (void)state;
-    assert_true(vt_redis_exec(srv, "FLUSHALL"));
-    vigil_redis_addr addr = vt_redis_addr(srv);
-    vigil_redis *r = vigil_redis_new(&addr, 2000);
+    assert_true(vt_redis_exec(vt_srv, "FLUSHALL"));
+    vigil_redis *r = vt_redis_connect();
     assert_non_null(r);
-    assert_true(vt_redis_exec(srv, "XGROUP CREATE s g $ MKSTREAM"));
-    assert_true(vt_redis_exec(srv, "XADD s 1-1 m a"));
-    assert_true(vt_redis_exec(srv, "XADD s 1-2 m b"));
-    assert_true(vt_redis_exec(srv, "XADD s 1-3 m c"));
-    assert_true(vt_redis_exec(srv, "XREADGROUP GROUP g c1 COUNT 10 STREAMS s >"));
+    assert_true(vt_redis_exec(vt_srv, "XGROUP CREATE s g $ MKSTREAM"));
+    assert_true(vt_redis_exec(vt_srv, "XADD s 1-1 m a"));
+    assert_true(vt_redis_exec(vt_srv, "XADD s 1-2 m b"));
+    assert_true(vt_redis_exec(vt_srv, "XADD s 1-3 m c"));
+    assert_true(vt_redis_exec(vt_srv, "XREADGROUP GROUP g c1 COUNT 10 STREAMS s >"));
     vigil_job_acks a;
     assert_int_equal(vigil_job_acks_init(&a, 2), 0);
     vigil_job_acks_flush(&a, r, "s", "g"); /* empty: nothing */
@@ -79,5 +61,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(batches_then_flushes),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, vt_redis_group_setup, vt_redis_group_teardown);
 }

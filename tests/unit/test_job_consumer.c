@@ -13,40 +13,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "redis_server.h"
+#include "fixture_redis.h"
 #include "vigil/clock.h"
 #include "vigil/job_consumer.h"
 #include "vigil/log.h"
 
 #define STREAM "svc:jobs"
 
-static vt_redis *srv;
-static vigil_redis *r;
-
-static int group_setup(void **state)
-{
-    (void)state;
-    vigil_log_init("test_job_consumer", "test", VIGIL_LOG_ERROR);
-    srv = vt_redis_start();
-    if (!srv)
-        return -1;
-    vigil_redis_addr a = vt_redis_addr(srv);
-    r = vigil_redis_new(&a, 2000);
-    return r ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    vigil_redis_free(r);
-    vt_redis_stop(srv);
-    return 0;
-}
-
 static void add_jobs(int n)
 {
     for (int i = 0; i < n; i++) {
-        redisReply *rep = vigil_redis_command(r, "XADD %s * m job-%d", STREAM, i);
+        redisReply *rep = vigil_redis_command(vt_conn, "XADD %s * m job-%d", STREAM, i);
         assert_non_null(rep);
         freeReplyObject(rep);
     }
@@ -54,13 +31,13 @@ static void add_jobs(int n)
 
 static int next(vigil_job_consumer *c, vigil_job_entries *es, vigil_jobs_origin *o)
 {
-    return vigil_job_consumer_next(c, r, 10, 0, vigil_mono_ms(), es, o);
+    return vigil_job_consumer_next(c, vt_conn, 10, 0, vigil_mono_ms(), es, o);
 }
 
 static void test_order(void **state)
 {
     (void)state;
-    redisReply *rep = vigil_redis_command(r, "FLUSHALL");
+    redisReply *rep = vigil_redis_command(vt_conn, "FLUSHALL");
     freeReplyObject(rep);
     vigil_job_consumer a;
     vigil_job_consumer_init(&a, STREAM, "workers", "inst-a", 60000);
@@ -85,7 +62,7 @@ static void test_order(void **state)
     assert_int_equal(o, VIGIL_JOBS_OWN_PENDING);
     assert_int_equal(es.n, 3);
     const char *ids[1] = {es.v[0].id};
-    assert_int_equal(vigil_jobs_finish(r, STREAM, "workers", ids, 1), 0);
+    assert_int_equal(vigil_jobs_finish(vt_conn, STREAM, "workers", ids, 1), 0);
     vigil_job_entries_free(&es);
     /* past its pending list: nothing new, nothing idle past 60 s */
     assert_int_equal(next(&a2, &es, &o), 0);
@@ -106,7 +83,7 @@ static void test_order(void **state)
 static void test_group_comes_back(void **state)
 {
     (void)state;
-    redisReply *rep = vigil_redis_command(r, "FLUSHALL");
+    redisReply *rep = vigil_redis_command(vt_conn, "FLUSHALL");
     freeReplyObject(rep);
     vigil_job_consumer a;
     vigil_job_consumer_init(&a, STREAM, "workers", "inst-a", 60000);
@@ -114,7 +91,7 @@ static void test_group_comes_back(void **state)
     vigil_jobs_origin o;
     assert_int_equal(next(&a, &es, &o), 0);
     vigil_job_entries_free(&es);
-    rep = vigil_redis_command(r, "DEL %s", STREAM);
+    rep = vigil_redis_command(vt_conn, "DEL %s", STREAM);
     freeReplyObject(rep);
     assert_int_equal(next(&a, &es, &o), VIGIL_JOBS_ERROR);
     assert_false(a.group_ok);
@@ -153,5 +130,5 @@ int main(void)
         cmocka_unit_test(test_backoff),
         cmocka_unit_test(test_group_comes_back),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, vt_redis_group_setup_conn, vt_redis_group_teardown_conn);
 }

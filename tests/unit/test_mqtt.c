@@ -89,17 +89,6 @@ static vigil_mqtt *new_client(const char *url, const char *id, const char *const
     return m;
 }
 
-static bool wait_connected(vigil_mqtt *m, bool want, int timeout_ms)
-{
-    int64_t deadline = vigil_mono_ms() + timeout_ms;
-    while (vigil_mqtt_connected(m) != want) {
-        if (vigil_mono_ms() >= deadline)
-            return false;
-        vigil_sleep_ms(20, NULL);
-    }
-    return true;
-}
-
 /* on_state runs just after the flag changes: poll for it. */
 static bool wait_atomic_ge(atomic_int *v, int want, int timeout_ms)
 {
@@ -117,7 +106,7 @@ static bool wait_atomic_ge(atomic_int *v, int want, int timeout_ms)
 static void start_and_wait_ready(const vt_mosq *b, vigil_mqtt *m, const char *status_topic)
 {
     assert_int_equal(vigil_mqtt_start(m), 0);
-    assert_true(wait_connected(m, true, WAIT_MS));
+    assert_true(vt_mqtt_wait_connected(m, true, WAIT_MS));
     assert_true(vt_mosq_wait_retained(b, status_topic, "ready", WAIT_MS));
 }
 
@@ -328,14 +317,14 @@ static void test_reconnect_after_broker_crash(void **state)
     double reconnects = vigil_metric_value("vigil_mqtt_reconnects_total", NULL);
 
     assert_int_equal(vt_mosq_kill9(b), 0);
-    assert_true(wait_connected(m, false, WAIT_MS));
+    assert_true(vt_mqtt_wait_connected(m, false, WAIT_MS));
     assert_true(wait_atomic_ge(&t.downs, 1, WAIT_MS));
     vigil_pubmsg msg = { "in/x", "x", 1, false };
     assert_int_equal(vigil_mqtt_publish_batch(m, &msg, 1, 200), 0);
 
     assert_int_equal(vt_mosq_wipe_db(b), 0);
     assert_int_equal(vt_mosq_restart(b), 0);
-    assert_true(wait_connected(m, true, 15000));
+    assert_true(vt_mqtt_wait_connected(m, true, 15000));
     assert_true(wait_atomic_ge(&t.ups, 2, WAIT_MS));
     assert_true(vt_mosq_wait_retained(b, "sys/test/reconn/status", "ready", WAIT_MS));
     assert_true(vigil_metric_value("vigil_mqtt_reconnects_total", NULL) >= reconnects + 1);
@@ -370,7 +359,7 @@ static void test_session_takeover(void **state)
     int rc = system(cmd); /* exits after 1 s (-W) */
     (void)rc;
     assert_true(wait_atomic_ge(&t.downs, 1, WAIT_MS));
-    assert_true(wait_connected(m, true, 15000));
+    assert_true(vt_mqtt_wait_connected(m, true, 15000));
     /* Subscribed again: wait until a probe gets through. */
     bool got = false;
     for (int i = 0; i < 50 && !got; i++) {
@@ -400,7 +389,7 @@ static void test_first_connect_while_broker_down(void **state)
     assert_false(vigil_mqtt_connected(m));
 
     assert_int_equal(vt_mosq_restart(b), 0);
-    assert_true(wait_connected(m, true, 15000));
+    assert_true(vt_mqtt_wait_connected(m, true, 15000));
     assert_true(vt_mosq_wait_retained(b, "sys/test/late/status", "ready", WAIT_MS));
     assert_int_equal(vt_mosq_pub(b, "late/x", "hi", 1, false), 0);
     assert_true(vt_msglog_wait(t.log, "late/x", "hi", 0, WAIT_MS));
@@ -421,7 +410,7 @@ static void test_stop_while_broker_down(void **state)
     vigil_mqtt *m = new_client(vt_mosq_url(b), "vigil-test-gone", NULL, "sys/test/gone/status", &t);
     start_and_wait_ready(b, m, "sys/test/gone/status");
     assert_int_equal(vt_mosq_kill9(b), 0);
-    assert_true(wait_connected(m, false, WAIT_MS));
+    assert_true(vt_mqtt_wait_connected(m, false, WAIT_MS));
     int64_t t0 = vigil_mono_ms();
     vigil_mqtt_stop(m, "disconnected", 1000);
     assert_true(vigil_mono_ms() - t0 < 7000);

@@ -39,17 +39,6 @@ typedef struct env {
     vt_msglog *log;
 } env;
 
-static bool wait_connected(vigil_mqtt *m, bool want, int timeout_ms)
-{
-    int64_t deadline = vigil_mono_ms() + timeout_ms;
-    while (vigil_mqtt_connected(m) != want) {
-        if (vigil_mono_ms() >= deadline)
-            return false;
-        vigil_sleep_ms(20, NULL);
-    }
-    return true;
-}
-
 static vigil_mqtt *client(env *e, const char *id, const char *const *subs, const char *status)
 {
     vigil_mqtt_config cfg = {
@@ -92,8 +81,8 @@ static int setup(void **state)
      * connection in one process). */
     e->obs = client(e, "vigil-outbox-observer", subs, "sys/outbox-test/obs/status");
     e->pub = client(e, "vigil-outbox-publisher", NULL, "sys/outbox-test/pub/status");
-    assert_true(wait_connected(e->obs, true, WAIT_MS));
-    assert_true(wait_connected(e->pub, true, WAIT_MS));
+    assert_true(vt_mqtt_wait_connected(e->obs, true, WAIT_MS));
+    assert_true(vt_mqtt_wait_connected(e->pub, true, WAIT_MS));
     /* "ready" follows the SUBSCRIBE on the same connection. */
     assert_true(vt_mosq_wait_retained(e->b, "sys/outbox-test/obs/status", "ready", WAIT_MS));
     assert_true(vt_mosq_wait_retained(e->b, "sys/outbox-test/pub/status", "ready", WAIT_MS));
@@ -227,7 +216,7 @@ static void test_broker_outage_keeps_entries(void **state)
     assert_received_in_order(e, 0, 1);
 
     assert_int_equal(vt_mosq_kill9(e->b), 0);
-    assert_true(wait_connected(e->pub, false, WAIT_MS));
+    assert_true(vt_mqtt_wait_connected(e->pub, false, WAIT_MS));
     commit_outputs(e, "room:during", 1, 2, false);
     vigil_outbox_kick(o);
     vigil_sleep_ms(800, NULL);
@@ -279,7 +268,7 @@ static void test_ephemeral_bound(void **state)
     double dropped0 = vigil_metric_value("vigil_outbox_dropped_total", NULL);
     /* The broker is down, so the queue only grows. */
     assert_int_equal(vt_mosq_kill9(e->b), 0);
-    assert_true(wait_connected(e->pub, false, WAIT_MS));
+    assert_true(vt_mqtt_wait_connected(e->pub, false, WAIT_MS));
     vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
     assert_non_null(o);
     for (int i = 0; i < 10005; i++)
@@ -455,8 +444,8 @@ static void test_refused_entry_dead_letter_and_replay(void **state)
     assert_int_equal(vt_mosq_set_acl(e->b, "topic read ev/#\ntopic write ev/+\n"
                                            "topic readwrite sys/#\n"), 0);
     assert_int_equal(vt_mosq_restart(e->b), 0);
-    assert_true(wait_connected(e->pub, true, WAIT_MS));
-    assert_true(wait_connected(e->obs, true, WAIT_MS));
+    assert_true(vt_mqtt_wait_connected(e->pub, true, WAIT_MS));
+    assert_true(vt_mqtt_wait_connected(e->obs, true, WAIT_MS));
     assert_true(vt_mosq_wait_retained(e->b, "sys/outbox-test/obs/status", "ready", WAIT_MS));
     double refused0 = vigil_metric_value("vigil_outbox_refusals_total", NULL);
 
@@ -487,7 +476,7 @@ static void test_refused_entry_dead_letter_and_replay(void **state)
     /* Fix the ACL, replay: it goes out and leaves no dead letter behind. */
     assert_int_equal(vt_mosq_set_acl(e->b, NULL), 0);
     assert_int_equal(vt_mosq_restart(e->b), 0);
-    assert_true(wait_connected(e->pub, true, WAIT_MS));
+    assert_true(vt_mqtt_wait_connected(e->pub, true, WAIT_MS));
     assert_true(vt_mosq_wait_retained(e->b, "sys/outbox-test/obs/status", "ready", WAIT_MS));
     assert_int_equal(vigil_deadletter_replay(e->r, "vigil:", "outbox-test", 3), 1);
     assert_int_equal(dl_len(e), 0);

@@ -12,48 +12,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis_server.h"
+#include "fixture_redis.h"
 #include "vigil/reads.h"
 #include "vigil/log.h"
-
-static vt_redis *srv;
-
-static int group_setup(void **state)
-{
-    (void)state;
-    vigil_log_init("test_reads", "test", VIGIL_LOG_ERROR);
-    srv = vt_redis_start();
-    return srv ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    vt_redis_stop(srv);
-    return 0;
-}
-
-static vigil_redis *connect_redis(void)
-{
-    vigil_redis_addr a = vt_redis_addr(srv);
-    return vigil_redis_new(&a, 2000);
-}
 
 static void flags(void **state)
 {
     (void)state;
-    assert_true(vt_redis_exec(srv, "FLUSHALL"));
-    vigil_redis *r = connect_redis();
+    assert_true(vt_redis_exec(vt_srv, "FLUSHALL"));
+    vigil_redis *r = vt_redis_connect();
     bool on = true;
     assert_int_equal(vigil_read_flag(r, "f", &on, NULL, 0), VIGIL_READ_OK);
     assert_false(on); /* absent */
-    assert_true(vt_redis_exec(srv, "SET f 1"));
+    assert_true(vt_redis_exec(vt_srv, "SET f 1"));
     assert_int_equal(vigil_read_flag(r, "f", &on, NULL, 0), VIGIL_READ_OK);
     assert_true(on);
-    assert_true(vt_redis_exec(srv, "SET f 10"));
+    assert_true(vt_redis_exec(vt_srv, "SET f 10"));
     assert_int_equal(vigil_read_flag(r, "f", &on, NULL, 0), VIGIL_READ_OK);
     assert_false(on);
-    assert_true(vt_redis_exec(srv, "RPUSH l a"));
+    assert_true(vt_redis_exec(vt_srv, "RPUSH l a"));
     on = true;
     assert_int_equal(vigil_read_flag(r, "l", &on, NULL, 0), VIGIL_READ_WRONG_TYPE);
     assert_false(on);
@@ -64,9 +41,9 @@ static void flags(void **state)
 static void get_string_missing_and_wrong_type(void **state)
 {
     (void)state;
-    assert_true(vt_redis_exec(srv, "FLUSHALL"));
-    vigil_redis *r = connect_redis();
-    assert_true(vt_redis_exec(srv, "SET k hello"));
+    assert_true(vt_redis_exec(vt_srv, "FLUSHALL"));
+    vigil_redis *r = vt_redis_connect();
+    assert_true(vt_redis_exec(vt_srv, "SET k hello"));
     char *v = NULL;
     size_t len = 0;
     assert_int_equal(vigil_read_string(r, "k", &v, &len, NULL, 0), VIGIL_READ_OK);
@@ -75,7 +52,7 @@ static void get_string_missing_and_wrong_type(void **state)
     free(v);
     assert_int_equal(vigil_read_string(r, "missing", &v, NULL, NULL, 0), VIGIL_READ_OK);
     assert_null(v);
-    assert_true(vt_redis_exec(srv, "RPUSH l a"));
+    assert_true(vt_redis_exec(vt_srv, "RPUSH l a"));
     char why[128] = "";
     assert_int_equal(vigil_read_string(r, "l", &v, NULL, why, sizeof why), VIGIL_READ_WRONG_TYPE);
     assert_null(v);
@@ -100,12 +77,12 @@ static int collect(void *ctx, const char *id, const char *value, size_t len)
 static void stream_ranges(void **state)
 {
     (void)state;
-    assert_true(vt_redis_exec(srv, "FLUSHALL"));
-    vigil_redis *r = connect_redis();
-    assert_true(vt_redis_exec(srv, "XADD s * m one"));
-    assert_true(vt_redis_exec(srv, "XADD s * m two"));
-    assert_true(vt_redis_exec(srv, "XADD s * other x"));
-    assert_true(vt_redis_exec(srv, "XADD s * m three"));
+    assert_true(vt_redis_exec(vt_srv, "FLUSHALL"));
+    vigil_redis *r = vt_redis_connect();
+    assert_true(vt_redis_exec(vt_srv, "XADD s * m one"));
+    assert_true(vt_redis_exec(vt_srv, "XADD s * m two"));
+    assert_true(vt_redis_exec(vt_srv, "XADD s * other x"));
+    assert_true(vt_redis_exec(vt_srv, "XADD s * m three"));
     seen a = {0};
     assert_int_equal(vigil_read_stream(r, "s", false, 10, collect, &a), 3);
     assert_string_equal(a.values[0], "one");
@@ -113,13 +90,13 @@ static void stream_ranges(void **state)
     seen b = {0};
     assert_int_equal(vigil_read_stream(r, "s", true, 2, collect, &b), 1); /* COUNT 2: three, x */
     assert_string_equal(b.values[0], "three");
-    assert_true(vt_redis_exec(srv, "XADD s * m stop"));
-    assert_true(vt_redis_exec(srv, "XADD s * m after"));
+    assert_true(vt_redis_exec(vt_srv, "XADD s * m stop"));
+    assert_true(vt_redis_exec(vt_srv, "XADD s * m after"));
     seen c = {0};
     assert_int_equal(vigil_read_stream(r, "s", false, 10, collect, &c), 4); /* stops at "stop" */
     seen d = {0};
     assert_int_equal(vigil_read_stream(r, "nothing", true, 10, collect, &d), 0);
-    assert_true(vt_redis_exec(srv, "SET str x"));
+    assert_true(vt_redis_exec(vt_srv, "SET str x"));
     assert_int_equal(vigil_read_stream(r, "str", true, 10, collect, &d), -1);
     vigil_redis_free(r);
 }
@@ -131,5 +108,5 @@ int main(void)
         cmocka_unit_test(stream_ranges),
         cmocka_unit_test(flags),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, vt_redis_group_setup, vt_redis_group_teardown);
 }

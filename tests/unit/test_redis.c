@@ -10,37 +10,20 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "redis_server.h"
+#include "fixture_redis.h"
 #include "vigil/log.h"
 #include "vigil/redis_raw.h"
 #include "vigil/metrics.h"
 #include "vigil/redis.h"
 
-static vt_redis *srv;
-
-static int group_setup(void **state)
-{
-    vigil_log_init("test_redis", "test", VIGIL_LOG_ERROR);
-    srv = vt_redis_start();
-    return srv ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-    vt_redis_stop(srv);
-    srv = NULL;
-    return 0;
-}
-
 static int flush(void **state)
 {
-    return vt_redis_exec(srv, "FLUSHALL") ? 0 : -1;
+    return vt_redis_exec(vt_srv, "FLUSHALL") ? 0 : -1;
 }
 
 static vigil_redis *connect_srv(void)
 {
-    vigil_redis_addr a = vt_redis_addr(srv);
-    vigil_redis *r = vigil_redis_new(&a, 2000);
+    vigil_redis *r = vt_redis_connect();
     assert_non_null(r);
     return r;
 }
@@ -171,8 +154,8 @@ static void test_command_and_binary_args(void **state)
 
 static void test_connect_refused_counts_error(void **state)
 {
-    vigil_redis_addr a = vt_redis_addr(srv);
-    a.port = vt_redis_port(srv) == 1 ? 2 : 1; /* nothing listens on port 1 */
+    vigil_redis_addr a = vt_redis_addr(vt_srv);
+    a.port = vt_redis_port(vt_srv) == 1 ? 2 : 1; /* nothing listens on port 1 */
     vigil_redis *r = vigil_redis_new(&a, 500);
     double before = vigil_metric_value("vigil_redis_errors_total", NULL);
     assert_false(vigil_redis_ensure(r));
@@ -190,7 +173,7 @@ static void test_auth_and_select(void **state)
     assert_non_null(rep);
     freeReplyObject(rep);
 
-    vigil_redis_addr a = vt_redis_addr(srv);
+    vigil_redis_addr a = vt_redis_addr(vt_srv);
     /* wrong password: connect fails */
     snprintf(a.password, sizeof a.password, "nope");
     vigil_redis *bad = vigil_redis_new(&a, 2000);
@@ -243,14 +226,14 @@ static void test_reconnect_after_kill9_and_restart(void **state)
     double err0 = vigil_metric_value("vigil_redis_errors_total", NULL);
     double rec0 = vigil_metric_value("vigil_redis_reconnects_total", NULL);
 
-    assert_int_equal(vt_redis_kill9(srv), 0);
+    assert_int_equal(vt_redis_kill9(vt_srv), 0);
     rep = vigil_redis_command(r, "GET durable");
     assert_null(rep); /* server gone */
     assert_false(vigil_redis_connected(r));
     assert_true(vigil_metric_value("vigil_redis_errors_total", NULL) >= err0 + 1);
     assert_false(vigil_redis_ensure(r)); /* still down: no loop, just false */
 
-    assert_int_equal(vt_redis_restart(srv), 0);
+    assert_int_equal(vt_redis_restart(vt_srv), 0);
     rep = command_retry_once(r, "GET durable");
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_STRING);
@@ -352,12 +335,12 @@ static void test_pipeline_io_error(void **state)
     vigil_redis *r = connect_srv();
     const char *a1[] = { "PING" };
     assert_true(vigil_redis_ensure(r));
-    assert_int_equal(vt_redis_kill9(srv), 0);
+    assert_int_equal(vt_redis_kill9(vt_srv), 0);
     /* appending only buffers; the error shows when replies are read */
     if (vigil_redis_append(r, 1, a1, NULL) == 0)
         assert_null(vigil_redis_pipeline_get(r));
     assert_false(vigil_redis_connected(r));
-    assert_int_equal(vt_redis_restart(srv), 0);
+    assert_int_equal(vt_redis_restart(vt_srv), 0);
     assert_int_equal(vigil_redis_append(r, 1, a1, NULL), 0);
     redisReply *rep = vigil_redis_pipeline_get(r);
     assert_non_null(rep);
@@ -384,5 +367,5 @@ int main(void)
         cmocka_unit_test_setup(test_pipeline_in_order, flush),
         cmocka_unit_test_setup(test_pipeline_io_error, flush),
     };
-    return cmocka_run_group_tests_name("redis", tests, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("redis", tests, vt_redis_group_setup, vt_redis_group_teardown);
 }

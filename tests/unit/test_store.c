@@ -13,7 +13,7 @@
 
 #include <json-c/json.h>
 
-#include "redis_server.h"
+#include "fixture_redis.h"
 #include "vigil/log.h"
 #include "vigil/redis_raw.h"
 #include "vigil/store.h"
@@ -21,37 +21,12 @@
 
 #define NOW 1700000000123LL /* 13-digit ms: must survive Lua doubles exactly */
 
-static vt_redis *srv;
-
-typedef struct fixture {
-    vigil_redis *r;
-    vigil_store *s;
-} fixture;
-
-static int group_setup(void **state)
-{
-    vigil_log_init("test_store", "test", VIGIL_LOG_ERROR);
-    srv = vt_redis_start();
-    return srv ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-    vt_redis_stop(srv);
-    return 0;
-}
+typedef vt_store_fixture fixture;
 
 static int setup_keep(void **state, int keep)
 {
-    if (!vt_redis_exec(srv, "FLUSHALL"))
-        return -1;
-    fixture *f = calloc(1, sizeof *f);
-    vigil_redis_addr a = vt_redis_addr(srv);
-    f->r = vigil_redis_new(&a, 2000);
     vigil_store_config cfg = { "vigil:", "svc", 0, keep };
-    f->s = vigil_store_new(f->r, &cfg);
-    *state = f;
-    return f->r && f->s ? 0 : -1;
+    return vt_store_fixture_setup(state, &cfg);
 }
 
 static int setup(void **state)
@@ -64,15 +39,6 @@ static int setup_keep3(void **state)
     return setup_keep(state, 3);
 }
 
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    vigil_store_free(f->s);
-    vigil_redis_free(f->r);
-    free(f);
-    return 0;
-}
-
 static vigil_commit_result commit(fixture *f, const char *key, int64_t expected,
                                   const char *id, const vigil_effects *fx, int64_t now,
                                   int64_t *nv, char **cur)
@@ -82,21 +48,11 @@ static vigil_commit_result commit(fixture *f, const char *key, int64_t expected,
     return vigil_store_commit(f->s, &c, nv, cur);
 }
 
-static long long int_cmd(fixture *f, const char *fmt, const char *arg)
-{
-    redisReply *rep = vigil_redis_command(f->r, fmt, arg);
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
-    long long v = rep->integer;
-    freeReplyObject(rep);
-    return v;
-}
-
 static long long outbox_len(fixture *f)
 {
     char k[256];
     vigil_store_key(f->s, "outbox", NULL, k, sizeof k);
-    return int_cmd(f, "LLEN %s", k);
+    return vt_redis_int(f->r, "LLEN %s", k);
 }
 
 static void test_key_names(void **state)
@@ -285,7 +241,7 @@ static void test_no_input_id_no_dedupe(void **state)
     assert_int_equal(commit(f, "k", 0, NULL, &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
     assert_int_equal(commit(f, "k", 1, NULL, &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
     assert_int_equal(nv, 2);
-    assert_int_equal(int_cmd(f, "EXISTS %s", "vigil:svc:ids:k"), 0);
+    assert_int_equal(vt_redis_int(f->r, "EXISTS %s", "vigil:svc:ids:k"), 0);
     vigil_effects_free(&fx);
 }
 
@@ -299,7 +255,7 @@ static void test_dedupe_keeps_newest(void **state)
     char *cur = NULL;
     for (int i = 0; i < 5; i++)
         assert_int_equal(commit(f, "k", 0, ids[i], &fx, NOW + i, &nv, &cur), VIGIL_COMMIT_OK);
-    assert_int_equal(int_cmd(f, "ZCARD %s", "vigil:svc:ids:k"), 3);
+    assert_int_equal(vt_redis_int(f->r, "ZCARD %s", "vigil:svc:ids:k"), 3);
     int seen;
     int64_t v;
     char *st;
@@ -435,7 +391,7 @@ static void test_snapshot_aggregates_across_keys(void **state)
     assert_true(json_object_get_double(get(a, "x")) == 1.5);
     assert_string_equal(json_object_get_string(get(get(rooms, "b/x"), "level")), "active");
     json_object_put(o);
-    assert_int_equal(int_cmd(f, "HLEN %s", "vigil:svc:persona:ann"), 2);
+    assert_int_equal(vt_redis_int(f->r, "HLEN %s", "vigil:svc:persona:ann"), 2);
     vigil_effects_free(&fx);
 }
 
@@ -471,7 +427,7 @@ static void test_snapshot_delete_to_empty_map(void **state)
     assert_int_equal(json_object_object_length(rooms), 0);
     assert_int_equal(json_object_object_length(o), 2); /* rooms, ts */
     json_object_put(o);
-    assert_int_equal(int_cmd(f, "EXISTS %s", "vigil:svc:persona:bo"), 0);
+    assert_int_equal(vt_redis_int(f->r, "EXISTS %s", "vigil:svc:persona:bo"), 0);
     assert_int_equal(outbox_len(f), 4); /* one payload per snapshot op */
     vigil_effects_free(&fx);
 }
@@ -611,7 +567,7 @@ static void test_commit_after_script_flush(void **state)
     int64_t nv;
     char *cur = NULL;
     assert_int_equal(commit(f, "k", 0, "m1", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
-    assert_true(vt_redis_exec(srv, "SCRIPT FLUSH"));
+    assert_true(vt_redis_exec(vt_srv, "SCRIPT FLUSH"));
     assert_int_equal(commit(f, "k", 1, "m2", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
     assert_int_equal(nv, 2);
     vigil_effects_free(&fx);
@@ -619,7 +575,7 @@ static void test_commit_after_script_flush(void **state)
 
 static void test_errors_when_unreachable(void **state)
 {
-    vigil_redis_addr a = vt_redis_addr(srv);
+    vigil_redis_addr a = vt_redis_addr(vt_srv);
     a.port = 1;
     vigil_redis *r = vigil_redis_new(&a, 300);
     vigil_store_config cfg = { "vigil:", "svc", 2, 0 };
@@ -645,7 +601,7 @@ static void test_errors_when_unreachable(void **state)
 
 int main(void)
 {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, vt_store_fixture_teardown)
     const struct CMUnitTest tests[] = {
         T(test_key_names),
         T(test_load_missing),
@@ -654,7 +610,7 @@ int main(void)
         T(test_duplicate_changes_nothing),
         T(test_unchanged_state_keeps_version_records_id),
         T(test_no_input_id_no_dedupe),
-        cmocka_unit_test_setup_teardown(test_dedupe_keeps_newest, setup_keep3, teardown),
+        cmocka_unit_test_setup_teardown(test_dedupe_keeps_newest, setup_keep3, vt_store_fixture_teardown),
         T(test_outbox_order_format_peek_trim),
         T(test_outbox_malformed_entry_keeps_count),
         T(test_snapshot_aggregates_across_keys),
@@ -667,5 +623,5 @@ int main(void)
         cmocka_unit_test(test_errors_when_unreachable),
     };
 #undef T
-    return cmocka_run_group_tests_name("store", tests, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("store", tests, vt_redis_group_setup, vt_redis_group_teardown);
 }

@@ -12,55 +12,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis_server.h"
+#include "fixture_redis.h"
 #include "vigil/log.h"
 #include "vigil/redis_raw.h"
 #include "vigil/store.h"
 
 #define NOW 1700000000123LL
 
-static vt_redis *srv;
-
-typedef struct fixture {
-    vigil_redis *r;
-    vigil_store *s;
-} fixture;
-
-static int group_setup(void **state)
-{
-    (void)state;
-    vigil_log_init("test_store_aux", "test", VIGIL_LOG_ERROR);
-    srv = vt_redis_start();
-    return srv ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    vt_redis_stop(srv);
-    return 0;
-}
+typedef vt_store_fixture fixture;
 
 static int setup(void **state)
 {
-    if (!vt_redis_exec(srv, "FLUSHALL"))
-        return -1;
-    fixture *f = calloc(1, sizeof *f);
-    vigil_redis_addr a = vt_redis_addr(srv);
-    f->r = vigil_redis_new(&a, 2000);
     vigil_store_config cfg = { "vigil:", "svc", 0, 0 };
-    f->s = vigil_store_new(f->r, &cfg);
-    *state = f;
-    return f->r && f->s ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    vigil_store_free(f->s);
-    vigil_redis_free(f->r);
-    free(f);
-    return 0;
+    return vt_store_fixture_setup(state, &cfg);
 }
 
 static vigil_commit_result commit(fixture *f, const char *key, int64_t expected, const char *id,
@@ -73,16 +37,6 @@ static vigil_commit_result commit(fixture *f, const char *key, int64_t expected,
     vigil_commit_result r = vigil_store_commit(f->s, &c, &nv, &cur);
     free(cur);
     return r;
-}
-
-static long long int_reply(fixture *f, const char *fmt, const char *arg)
-{
-    redisReply *rep = vigil_redis_command(f->r, fmt, arg);
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
-    long long v = rep->integer;
-    freeReplyObject(rep);
-    return v;
 }
 
 static void stream_add_appends_and_bounds_by_count(void **state)
@@ -99,7 +53,7 @@ static void stream_add_appends_and_bounds_by_count(void **state)
         assert_int_equal(commit(f, "general", 0, id, &fx, NOW + i), VIGIL_COMMIT_OK);
     }
     vigil_effects_free(&fx);
-    long long n = int_reply(f, "XLEN %s", "vigil:svc:log:general");
+    long long n = vt_redis_int(f->r, "XLEN %s", "vigil:svc:log:general");
     /* MAXLEN ~ trims whole macro nodes: at least the bound, never unbounded */
     assert_true(n >= 100 && n < 300);
     redisReply *rep = vigil_redis_command(f->r, "XREVRANGE vigil:svc:log:general + - COUNT 1");
@@ -121,7 +75,7 @@ static void stream_add_trims_by_age(void **state)
     vigil_effects_init(&fx);
     assert_int_equal(vigil_fx_stream_add(&fx, "log:r", "{\"a\":1}", 0, 0), 0);
     assert_int_equal(commit(f, "r", 0, "a", &fx, NOW), VIGIL_COMMIT_OK);
-    assert_int_equal(int_reply(f, "XLEN %s", "vigil:svc:log:r"), 1);
+    assert_int_equal(vt_redis_int(f->r, "XLEN %s", "vigil:svc:log:r"), 1);
     vigil_effects_reset(&fx);
     /* a commit "ten years later" with a one-day age drops the old entry
      * (the new one has a current id, older than now-1day in that future) */
@@ -131,7 +85,7 @@ static void stream_add_trims_by_age(void **state)
     vigil_effects_free(&fx);
     /* both entries carry ids of the server's real clock, far older than the
      * bound of that future commit: the exact MINID trim removes both */
-    assert_int_equal(int_reply(f, "XLEN %s", "vigil:svc:log:r"), 0);
+    assert_int_equal(vt_redis_int(f->r, "XLEN %s", "vigil:svc:log:r"), 0);
 }
 
 static void queue_push_then_flush_moves_entries_before_outputs(void **state)
@@ -142,15 +96,15 @@ static void queue_push_then_flush_moves_entries_before_outputs(void **state)
     assert_int_equal(vigil_fx_queue_push(&fx, "queue:r", "persona/a/notify", "{\"n\":1}", false), 0);
     assert_int_equal(vigil_fx_queue_push(&fx, "queue:r", "persona/b/notify", "{\"n\":2}", true), 0);
     assert_int_equal(commit(f, "r", 0, "p1", &fx, NOW), VIGIL_COMMIT_OK);
-    assert_int_equal(int_reply(f, "LLEN %s", "vigil:svc:queue:r"), 2);
-    assert_int_equal(int_reply(f, "LLEN %s", "vigil:svc:outbox:0"), 0);
+    assert_int_equal(vt_redis_int(f->r, "LLEN %s", "vigil:svc:queue:r"), 2);
+    assert_int_equal(vt_redis_int(f->r, "LLEN %s", "vigil:svc:outbox:0"), 0);
 
     vigil_effects_reset(&fx);
     assert_int_equal(vigil_fx_publish(&fx, "room/r/message", "{\"resumed\":true}", false), 0);
     assert_int_equal(vigil_fx_queue_flush(&fx, "queue:r"), 0);
     assert_int_equal(commit(f, "r", 0, "resume", &fx, NOW + 1), VIGIL_COMMIT_OK);
     vigil_effects_free(&fx);
-    assert_int_equal(int_reply(f, "EXISTS %s", "vigil:svc:queue:r"), 0);
+    assert_int_equal(vt_redis_int(f->r, "EXISTS %s", "vigil:svc:queue:r"), 0);
 
     vigil_outmsg out[8];
     int n = vigil_store_outbox_peek(f->s, 8, out);
@@ -173,7 +127,7 @@ static void keys_and_sets(void **state)
     assert_int_equal(vigil_fx_set_add(&fx, "rooms", "general"), 0);
     assert_int_equal(vigil_fx_set_add(&fx, "rooms", "random"), 0);
     assert_int_equal(commit(f, "general", 0, "k1", &fx, NOW), VIGIL_COMMIT_OK);
-    assert_int_equal(int_reply(f, "SCARD %s", "vigil:svc:rooms"), 2);
+    assert_int_equal(vt_redis_int(f->r, "SCARD %s", "vigil:svc:rooms"), 2);
     redisReply *rep = vigil_redis_command(f->r, "GET vigil:svc:paused-all");
     assert_string_equal(rep->str, "1");
     freeReplyObject(rep);
@@ -184,8 +138,8 @@ static void keys_and_sets(void **state)
     assert_int_equal(vigil_fx_key_delete(&fx, "log:general"), 0);
     assert_int_equal(commit(f, "general", 0, "k2", &fx, NOW), VIGIL_COMMIT_OK);
     vigil_effects_free(&fx);
-    assert_int_equal(int_reply(f, "EXISTS %s", "vigil:svc:paused-all"), 0);
-    assert_int_equal(int_reply(f, "SCARD %s", "vigil:svc:rooms"), 1);
+    assert_int_equal(vt_redis_int(f->r, "EXISTS %s", "vigil:svc:paused-all"), 0);
+    assert_int_equal(vt_redis_int(f->r, "SCARD %s", "vigil:svc:rooms"), 1);
 }
 
 static void nothing_happens_on_duplicate_or_conflict(void **state)
@@ -201,7 +155,7 @@ static void nothing_happens_on_duplicate_or_conflict(void **state)
     /* a stale version: conflict, no log entry */
     assert_int_equal(commit(f, "x", 0, "other", &fx, NOW), VIGIL_COMMIT_CONFLICT);
     vigil_effects_free(&fx);
-    assert_int_equal(int_reply(f, "XLEN %s", "vigil:svc:log:x"), 1);
+    assert_int_equal(vt_redis_int(f->r, "XLEN %s", "vigil:svc:log:x"), 1);
 }
 
 static void bad_arguments_are_refused(void **state)
@@ -222,13 +176,13 @@ static void bad_arguments_are_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(stream_add_appends_and_bounds_by_count, setup, teardown),
-        cmocka_unit_test_setup_teardown(stream_add_trims_by_age, setup, teardown),
+        cmocka_unit_test_setup_teardown(stream_add_appends_and_bounds_by_count, setup, vt_store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(stream_add_trims_by_age, setup, vt_store_fixture_teardown),
         cmocka_unit_test_setup_teardown(queue_push_then_flush_moves_entries_before_outputs, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(keys_and_sets, setup, teardown),
-        cmocka_unit_test_setup_teardown(nothing_happens_on_duplicate_or_conflict, setup, teardown),
+                                        vt_store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(keys_and_sets, setup, vt_store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(nothing_happens_on_duplicate_or_conflict, setup, vt_store_fixture_teardown),
         cmocka_unit_test(bad_arguments_are_refused),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, vt_redis_group_setup, vt_redis_group_teardown);
 }

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis_server.h"
+#include "fixture_redis.h"
 #include "vigil/effects.h"
 #include "vigil/log.h"
 #include "vigil/redis.h"
@@ -22,19 +22,14 @@
 
 #define NOW 1700000000123LL
 
-static vt_redis *srv;
 static vigil_redis *r;
 static vigil_store *st;
 
 static int group_setup(void **state)
 {
-    (void)state;
-    vigil_log_init("test_store_check", "test", VIGIL_LOG_ERROR);
-    srv = vt_redis_start();
-    if (!srv)
+    if (vt_redis_group_setup(state) != 0)
         return -1;
-    vigil_redis_addr a = vt_redis_addr(srv);
-    r = vigil_redis_new(&a, 2000);
+    r = vt_redis_connect();
     vigil_store_config cfg = { "vigil:", "svc", 0, 0 };
     st = vigil_store_new(r, &cfg);
     return r && st ? 0 : -1;
@@ -42,11 +37,9 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-    (void)state;
     vigil_store_free(st);
     vigil_redis_free(r);
-    vt_redis_stop(srv);
-    return 0;
+    return vt_redis_group_teardown(state);
 }
 
 static long long dbsize(void)
@@ -77,8 +70,8 @@ static void full_effects(vigil_effects *fx)
  * commit was refused and that the planted key is the only key there is. */
 static void refused_with_nothing_written(const char *plant)
 {
-    assert_true(vt_redis_exec(srv, "FLUSHALL"));
-    assert_true(vt_redis_exec(srv, plant));
+    assert_true(vt_redis_exec(vt_srv, "FLUSHALL"));
+    assert_true(vt_redis_exec(vt_srv, plant));
     assert_int_equal(dbsize(), 1);
     vigil_effects fx;
     full_effects(&fx);
@@ -105,7 +98,7 @@ static void test_wrong_type_queue(void **s) { (void)s; refused_with_nothing_writ
 static void test_clean_keys_commit(void **s)
 {
     (void)s;
-    assert_true(vt_redis_exec(srv, "FLUSHALL"));
+    assert_true(vt_redis_exec(vt_srv, "FLUSHALL"));
     vigil_effects fx;
     full_effects(&fx);
     vigil_commit c = { .key = "r1", .expected_version = 0, .input_id = "in-1", .fx = &fx,
@@ -123,8 +116,8 @@ static void test_clean_keys_commit(void **s)
 static void test_load_wrong_type(void **s)
 {
     (void)s;
-    assert_true(vt_redis_exec(srv, "FLUSHALL"));
-    assert_true(vt_redis_exec(srv, "SET vigil:svc:state:r1 x"));
+    assert_true(vt_redis_exec(vt_srv, "FLUSHALL"));
+    assert_true(vt_redis_exec(vt_srv, "SET vigil:svc:state:r1 x"));
     int seen = 0;
     int64_t v = 0;
     char *state = NULL;
@@ -137,7 +130,7 @@ static void test_load_wrong_type(void **s)
 static void test_check_only_writes_nothing(void **s)
 {
     (void)s;
-    assert_true(vt_redis_exec(srv, "FLUSHALL"));
+    assert_true(vt_redis_exec(vt_srv, "FLUSHALL"));
     vigil_effects fx;
     full_effects(&fx);
     vigil_commit c = { .key = "r1", .expected_version = 0, .input_id = "in-1", .fx = &fx,
@@ -151,7 +144,7 @@ static void test_check_only_writes_nothing(void **s)
     assert_int_equal(v, 0);
     assert_null(cur);
     c.expected_version = 0;
-    assert_true(vt_redis_exec(srv, "SET vigil:svc:rooms x"));
+    assert_true(vt_redis_exec(vt_srv, "SET vigil:svc:rooms x"));
     assert_int_equal(vigil_store_check(st, &c, &v, &cur), VIGIL_COMMIT_BAD_DATA);
     assert_int_equal(dbsize(), 1);
     vigil_effects_free(&fx);

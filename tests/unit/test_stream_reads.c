@@ -15,42 +15,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis_server.h"
+#include "fixture_redis.h"
 #include "vigil/log.h"
 #include "vigil/stream_reads.h"
-
-static vt_redis *srv;
-
-static int group_setup(void **state)
-{
-    (void)state;
-    vigil_log_init("test_stream_reads", "test", VIGIL_LOG_ERROR);
-    srv = vt_redis_start();
-    return srv ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    vt_redis_stop(srv);
-    return 0;
-}
-
-static vigil_redis *connect_redis(void)
-{
-    vigil_redis_addr a = vt_redis_addr(srv);
-    return vigil_redis_new(&a, 2000);
-}
 
 static void ranges_both_orders_and_bounds(void **state)
 {
     (void)state;
-    assert_true(vt_redis_exec(srv, "FLUSHALL"));
-    vigil_redis *r = connect_redis();
-    assert_true(vt_redis_exec(srv, "XADD s 1-1 m one"));
-    assert_true(vt_redis_exec(srv, "XADD s 2-1 m two"));
-    assert_true(vt_redis_exec(srv, "XADD s 3-1 other three"));
-    assert_true(vt_redis_exec(srv, "XADD s 4-1 m four"));
+    assert_true(vt_redis_exec(vt_srv, "FLUSHALL"));
+    vigil_redis *r = vt_redis_connect();
+    assert_true(vt_redis_exec(vt_srv, "XADD s 1-1 m one"));
+    assert_true(vt_redis_exec(vt_srv, "XADD s 2-1 m two"));
+    assert_true(vt_redis_exec(vt_srv, "XADD s 3-1 other three"));
+    assert_true(vt_redis_exec(vt_srv, "XADD s 4-1 m four"));
     vigil_stream_entry *e;
     size_t n;
     /* Exclusive start, COUNT 2. */
@@ -78,7 +55,7 @@ static void ranges_both_orders_and_bounds(void **state)
     assert_int_equal(vigil_stream_range(r, "nothing", "-", "+", 10, false, &e, &n),
                      VIGIL_READ_OK);
     assert_int_equal(n, 0);
-    assert_true(vt_redis_exec(srv, "SET str x"));
+    assert_true(vt_redis_exec(vt_srv, "SET str x"));
     assert_int_equal(vigil_stream_range(r, "str", "-", "+", 10, false, &e, &n),
                      VIGIL_READ_WRONG_TYPE);
     assert_int_equal(n, 0);
@@ -90,9 +67,9 @@ static void ranges_both_orders_and_bounds(void **state)
 static void binary_values_are_copied_whole(void **state)
 {
     (void)state;
-    assert_true(vt_redis_exec(srv, "FLUSHALL"));
-    vigil_redis *r = connect_redis();
-    assert_true(vt_redis_exec(srv, "SETRANGE b 2 x"));
+    assert_true(vt_redis_exec(vt_srv, "FLUSHALL"));
+    vigil_redis *r = vt_redis_connect();
+    assert_true(vt_redis_exec(vt_srv, "SETRANGE b 2 x"));
     char *v;
     size_t len;
     assert_int_equal(vigil_read_string(r, "b", &v, &len, NULL, 0), VIGIL_READ_OK);
@@ -105,19 +82,19 @@ static void binary_values_are_copied_whole(void **state)
 static void last_id(void **state)
 {
     (void)state;
-    assert_true(vt_redis_exec(srv, "FLUSHALL"));
-    vigil_redis *r = connect_redis();
+    assert_true(vt_redis_exec(vt_srv, "FLUSHALL"));
+    vigil_redis *r = vt_redis_connect();
     char id[VIGIL_STREAM_ID_MAX] = "junk";
     assert_int_equal(vigil_stream_last_id(r, "s", id, sizeof id), VIGIL_READ_OK);
     assert_string_equal(id, "");
-    assert_true(vt_redis_exec(srv, "XADD s 7-0 m a"));
-    assert_true(vt_redis_exec(srv, "XADD s 9-3 m b"));
+    assert_true(vt_redis_exec(vt_srv, "XADD s 7-0 m a"));
+    assert_true(vt_redis_exec(vt_srv, "XADD s 9-3 m b"));
     assert_int_equal(vigil_stream_last_id(r, "s", id, sizeof id), VIGIL_READ_OK);
     assert_string_equal(id, "9-3");
-    assert_true(vt_redis_exec(srv, "XADD big 18446744073709551615-18446744073709551615 m z"));
+    assert_true(vt_redis_exec(vt_srv, "XADD big 18446744073709551615-18446744073709551615 m z"));
     assert_int_equal(vigil_stream_last_id(r, "big", id, sizeof id), VIGIL_READ_OK);
     assert_string_equal(id, "18446744073709551615-18446744073709551615");
-    assert_true(vt_redis_exec(srv, "RPUSH l a"));
+    assert_true(vt_redis_exec(vt_srv, "RPUSH l a"));
     assert_int_equal(vigil_stream_last_id(r, "l", id, sizeof id), VIGIL_READ_WRONG_TYPE);
     assert_string_equal(id, "");
     vigil_redis_free(r);
@@ -126,17 +103,17 @@ static void last_id(void **state)
 static void read_after(void **state)
 {
     (void)state;
-    assert_true(vt_redis_exec(srv, "FLUSHALL"));
-    vigil_redis *r = connect_redis();
+    assert_true(vt_redis_exec(vt_srv, "FLUSHALL"));
+    vigil_redis *r = vt_redis_connect();
     vigil_stream_entry *e;
     size_t n;
     /* Nothing yet: the wait ends empty (and a missing stream is fine). */
     assert_int_equal(vigil_stream_read_after(r, "s", "0-0", 10, 50, &e, &n), VIGIL_READ_OK);
     assert_int_equal(n, 0);
     assert_null(e);
-    assert_true(vt_redis_exec(srv, "XADD s 1-0 m a"));
-    assert_true(vt_redis_exec(srv, "XADD s 2-0 m b"));
-    assert_true(vt_redis_exec(srv, "XADD s 3-0 m c"));
+    assert_true(vt_redis_exec(vt_srv, "XADD s 1-0 m a"));
+    assert_true(vt_redis_exec(vt_srv, "XADD s 2-0 m b"));
+    assert_true(vt_redis_exec(vt_srv, "XADD s 3-0 m c"));
     assert_int_equal(vigil_stream_read_after(r, "s", "1-0", 10, 50, &e, &n), VIGIL_READ_OK);
     assert_int_equal(n, 2);
     assert_string_equal(e[0].id, "2-0");
@@ -150,7 +127,7 @@ static void read_after(void **state)
     vigil_stream_entries_free(e, n);
     assert_int_equal(vigil_stream_read_after(r, "s", "3-0", 10, -1, &e, &n), VIGIL_READ_OK);
     assert_int_equal(n, 0);
-    assert_true(vt_redis_exec(srv, "SET str x"));
+    assert_true(vt_redis_exec(vt_srv, "SET str x"));
     assert_int_equal(vigil_stream_read_after(r, "str", "0-0", 10, 50, &e, &n),
                      VIGIL_READ_WRONG_TYPE);
     assert_int_equal(n, 0);
@@ -165,21 +142,21 @@ static int cmp_str(const void *a, const void *b)
 static void members_and_strings(void **state)
 {
     (void)state;
-    assert_true(vt_redis_exec(srv, "FLUSHALL"));
-    vigil_redis *r = connect_redis();
+    assert_true(vt_redis_exec(vt_srv, "FLUSHALL"));
+    vigil_redis *r = vt_redis_connect();
     char **m;
     size_t n;
     assert_int_equal(vigil_read_members(r, "set", &m, &n), VIGIL_READ_OK);
     assert_int_equal(n, 0);
     assert_null(m);
-    assert_true(vt_redis_exec(srv, "SADD set b/x a/y"));
+    assert_true(vt_redis_exec(vt_srv, "SADD set b/x a/y"));
     assert_int_equal(vigil_read_members(r, "set", &m, &n), VIGIL_READ_OK);
     assert_int_equal(n, 2);
     qsort(m, n, sizeof *m, cmp_str);
     assert_string_equal(m[0], "a/y");
     assert_string_equal(m[1], "b/x");
     vigil_strings_free(m, n);
-    assert_true(vt_redis_exec(srv, "SET str hello"));
+    assert_true(vt_redis_exec(vt_srv, "SET str hello"));
     assert_int_equal(vigil_read_members(r, "str", &m, &n), VIGIL_READ_WRONG_TYPE);
     assert_int_equal(n, 0);
 
@@ -202,11 +179,11 @@ static void members_and_strings(void **state)
 static void unreachable_is_not_empty(void **state)
 {
     (void)state;
-    vigil_redis *r = connect_redis();
+    vigil_redis *r = vt_redis_connect();
     char id[VIGIL_STREAM_ID_MAX];
     assert_int_equal(vigil_stream_last_id(r, "s", id, sizeof id), VIGIL_READ_OK);
-    vt_redis_stop(srv);
-    srv = NULL;
+    vt_redis_stop(vt_srv);
+    vt_srv = NULL;
     vigil_stream_entry *e;
     size_t n;
     assert_int_equal(vigil_stream_range(r, "s", "-", "+", 10, false, &e, &n),
@@ -235,5 +212,5 @@ int main(void)
         cmocka_unit_test(members_and_strings),
         cmocka_unit_test(unreachable_is_not_empty),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, vt_redis_group_setup, vt_redis_group_teardown);
 }

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis_server.h"
+#include "fixture_redis.h"
 #include "vigil/log.h"
 #include "vigil/redis_raw.h"
 #include "vigil/store.h"
@@ -18,46 +18,12 @@
 
 #define T0 1700000000000LL
 
-static vt_redis *srv;
-
-typedef struct fixture {
-    vigil_redis *r;
-    vigil_store *s;
-} fixture;
-
-static int group_setup(void **state)
-{
-    vigil_log_init("test_timers", "test", VIGIL_LOG_ERROR);
-    srv = vt_redis_start();
-    return srv ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-    vt_redis_stop(srv);
-    return 0;
-}
+typedef vt_store_fixture fixture;
 
 static int setup(void **state)
 {
-    if (!vt_redis_exec(srv, "FLUSHALL"))
-        return -1;
-    fixture *f = calloc(1, sizeof *f);
-    vigil_redis_addr a = vt_redis_addr(srv);
-    f->r = vigil_redis_new(&a, 2000);
     vigil_store_config cfg = { "vigil:", "svc", 1, 0 };
-    f->s = vigil_store_new(f->r, &cfg);
-    *state = f;
-    return f->r && f->s ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    vigil_store_free(f->s);
-    vigil_redis_free(f->r);
-    free(f);
-    return 0;
+    return vt_store_fixture_setup(state, &cfg);
 }
 
 /* Sets (due > 0) or cancels (due == VIGIL_TIMER_CANCEL) one timer of key
@@ -263,7 +229,7 @@ static void test_shards_are_separate(void **state)
 
 static void test_errors_when_unreachable(void **state)
 {
-    vigil_redis_addr a = vt_redis_addr(srv);
+    vigil_redis_addr a = vt_redis_addr(vt_srv);
     a.port = 1;
     vigil_redis *r = vigil_redis_new(&a, 300);
     vigil_store_config cfg = { "vigil:", "svc", 0, 0 };
@@ -278,7 +244,7 @@ static void test_errors_when_unreachable(void **state)
 
 int main(void)
 {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, vt_store_fixture_teardown)
     const struct CMUnitTest tests[] = {
         T(test_empty_set),
         T(test_set_count_next_due_and_replace),
@@ -293,5 +259,5 @@ int main(void)
         cmocka_unit_test(test_errors_when_unreachable),
     };
 #undef T
-    return cmocka_run_group_tests_name("timers", tests, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("timers", tests, vt_redis_group_setup, vt_redis_group_teardown);
 }

@@ -28,8 +28,10 @@ vigil_read_result vigil_read_string(vigil_redis *r, const char *key, char **out,
 vigil_read_result vigil_read_flag(vigil_redis *r, const char *key, bool *on, char *err,
                                   size_t errlen);
 
-/* Calls fn for the entries of stream key (their field "m"), newest first
- * when newest_first, at most count (<= 0: 100). fn returns 0 to go on,
+/* Calls fn for the entries of stream key (their field "m"; an entry whose
+ * first field is another is skipped), newest first when newest_first, at
+ * most count (<= 0: 100), read by vigil_stream_range (stream_reads.h).
+ * fn returns 0 to go on,
  * non-zero to stop. Returns the number of entries given to fn (0 for a
  * missing stream), or -1 when Redis is away or key is not a stream. */
 typedef int (*vigil_read_entry_fn)(void *ctx, const char *id, const char *value, size_t len);

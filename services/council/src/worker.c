@@ -4,24 +4,24 @@
  * proposal over A2A when configured, and commit the loop through
  * vigil_runtime_decide before acknowledging the job.
  *
- * Order of work in one worker loop:
- *   1. take jobs in libshared's order (vigil/job_consumer.h): after a
- *      start this consumer's own pending jobs first -- a kill -9 never
- *      drops a loop: it is run again, and the commit's dedupe by job id
- *      acts once -- then jobs idle past the lease, then new ones;
- *   2. drive the LLM transfers; 3. commit what finished, then XACK + XDEL.
- * A job is acknowledged only after its loop is durable (or was already
- * committed, or cannot be parsed at all). The A2A call runs on the worker's
- * delegation thread (delegate.c), so the other loops' calls go on meanwhile. */
+ * The loop is libshared's (vigil/job_loop.h): jobs taken in
+ * vigil/job_consumer.h's order -- after a start this consumer's own pending
+ * jobs first (a kill -9 never drops a loop: it is run again, and the
+ * commit's dedupe by job id acts once), then jobs idle past the lease, then
+ * new ones -- the LLM transfers driven, what finished committed, then XACK +
+ * XDEL. What a loop job is, its four calls, its delegation and its commit
+ * are this file's hooks. A job is acknowledged only after its loop is
+ * durable (or was already committed, or cannot be parsed at all). The A2A
+ * call runs on the worker's delegation thread (delegate.c), so the other
+ * loops' calls go on meanwhile. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <vigil/clock.h>
-#include <vigil/job_consumer.h>
+#include <vigil/job_loop.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
-#include <vigil/job_acks.h>
 #include "adapter.h"
 #include "delegate.h"
 
@@ -36,9 +36,8 @@ typedef struct call {
 
 typedef enum { A2A_UNDECIDED = 0, A2A_NONE, A2A_PENDING, A2A_DONE } a2a_step;
 
+/* One loop in hand (vigil/job_loop.h holds the slots). */
 typedef struct slot {
-    bool used;
-    char entry[48];
     council_job job;
     call calls[COUNCIL_PERSONAS];
     a2a_step a2a;
@@ -47,26 +46,14 @@ typedef struct slot {
 } slot;
 
 struct council_worker {
+    vigil_job_worker jw; /* first: the worker is its vigil_job_worker */
     council_service *svc;
     int index;
-    vigil_runtime_conn *conn;
-    vigil_llm_client *llm;
-    vigil_job_consumer jobs;
     council_delegator *delegator;
     int a2a_pending;
-    slot *slots;
-    int cap, used;
-    vigil_job_acks acks; /* finished entries not yet acknowledged */
-    int errors;
-    int64_t next_read; /* monotonic ms: backoff after a Redis error */
 };
 
-static bool stopping(const council_worker *w)
-{
-    return atomic_load(&w->svc->stop) || vigil_runtime_stopping(w->svc->rt);
-}
-
-static void count_job(const char *outcome)
+static void count_loop(const void *s, const char *outcome)
 {
     char labels[64];
     snprintf(labels, sizeof labels, "outcome=\"%s\"", outcome);
@@ -74,45 +61,16 @@ static void count_job(const char *outcome)
                       labels, 1);
 }
 
-static void slot_release(council_worker *w, slot *s)
+static void loop_clear(void *arg)
 {
+    slot *s = arg;
     council_job_clear(&s->job);
     free(s->reply);
     for (int p = 0; p < COUNCIL_PERSONAS; p++)
         free(s->calls[p].content);
-    memset(s, 0, sizeof *s);
-    w->used--;
 }
 
-static bool in_flight(const council_worker *w, const char *entry)
-{
-    for (int i = 0; i < w->cap; i++)
-        if (w->slots[i].used && strcmp(w->slots[i].entry, entry) == 0)
-            return true;
-    return false;
-}
-
-/* Acknowledgements are batched (vigil/job_acks.h): one XACK + XDEL round
- * trip per loop turn. */
-static void flush_acks(council_worker *w)
-{
-    vigil_job_acks_flush(&w->acks, vigil_runtime_conn_redis(w->conn), w->jobs.stream,
-                         COUNCIL_GROUP);
-}
-
-static void finish_entry(council_worker *w, const char *entry)
-{
-    vigil_job_acks_add(&w->acks, vigil_runtime_conn_redis(w->conn), w->jobs.stream, COUNCIL_GROUP,
-                       entry);
-}
-
-static void backoff(council_worker *w, const char *what)
-{
-    w->next_read =
-        vigil_mono_ms() + vigil_job_backoff(&w->errors, vigil_runtime_conn_redis(w->conn), what);
-}
-
-static void on_done(const vigil_llm_result *res, void *user)
+static void call_done(const vigil_llm_result *res, void *user)
 {
     call *c = user;
     c->done = true;
@@ -129,8 +87,10 @@ static void on_done(const vigil_llm_result *res, void *user)
     }
 }
 
-static void submit(council_worker *w, slot *s)
+static void ask_personas(void *arg, void *sarg)
 {
+    council_worker *w = arg;
+    slot *s = sarg;
     for (int p = 0; p < COUNCIL_PERSONAS; p++) {
         call *c = &s->calls[p];
         c->slot = s;
@@ -139,7 +99,7 @@ static void submit(council_worker *w, slot *s)
         req.user = s->job.prompts[p];
         req.max_tokens = w->svc->max_tokens;
         req.temperature = 0.7;
-        if (vigil_llm_submit(w->llm, &req, c) != 0) {
+        if (vigil_llm_submit(vigil_job_loop_llm(w->jw.loop), &req, c) != 0) {
             c->done = true;
             c->status = VIGIL_LLM_STATUS__COUNT;
             snprintf(c->error, sizeof c->error, "the LLM client refused the request");
@@ -147,56 +107,22 @@ static void submit(council_worker *w, slot *s)
     }
 }
 
-/* Has the user's record already committed this loop (a restart after the
- * commit but before the XACK)? Then the personas need not be asked again. */
-static int already_decided(council_worker *w, const char *user, const char *job)
+static int read_loop_job(void *arg, void *sarg, const char *payload, size_t len, char *why,
+                         size_t whylen)
 {
-    char suffix[VIGIL_KEY_MAX + 8], key[2 * VIGIL_KEY_MAX + 64];
-    snprintf(suffix, sizeof suffix, "ids:%s", user);
-    vigil_runtime_key(w->svc->rt, suffix, key, sizeof key);
-    return vigil_jobs_decided(vigil_runtime_conn_redis(w->conn), key, job);
+    slot *s = sarg;
+    return council_job_parse(payload, len, &s->job, why, whylen);
 }
 
-static slot *free_slot(council_worker *w)
+/* The user's record dedupes loops by job id. */
+static void loop_ids(const void *sarg, const char **key, const char **job)
 {
-    for (int i = 0; i < w->cap; i++)
-        if (!w->slots[i].used)
-            return &w->slots[i];
-    return NULL;
+    const slot *s = sarg;
+    *key = s->job.user;
+    *job = s->job.job;
 }
 
-static void start_entry(council_worker *w, const vigil_job_entry *e, bool fresh)
-{
-    if (!e->payload) {
-        finish_entry(w, e->id);
-        return;
-    }
-    if (in_flight(w, e->id))
-        return;
-    slot *s = free_slot(w);
-    if (!s)
-        return; /* stays pending: read again later */
-    char why[200];
-    if (council_job_parse(e->payload, e->len, &s->job, why, sizeof why) != 0) {
-        vigil_log_kv(VIGIL_LOG_ERROR, "job unreadable: dropped", "entry", e->id, "detail", why,
-                     NULL);
-        count_job("invalid");
-        finish_entry(w, e->id);
-        return;
-    }
-    s->used = true;
-    w->used++;
-    snprintf(s->entry, sizeof s->entry, "%s", e->id);
-    if (!fresh && already_decided(w, s->job.user, s->job.job) == 1) {
-        count_job("duplicate");
-        finish_entry(w, e->id);
-        slot_release(w, s);
-        return;
-    }
-    submit(w, s);
-}
-
-static bool slot_done(const slot *s)
+static bool calls_done(const slot *s)
 {
     for (int p = 0; p < COUNCIL_PERSONAS; p++)
         if (!s->calls[p].done)
@@ -238,8 +164,27 @@ static void delegation_start(council_worker *w, slot *s)
     w->a2a_pending++;
 }
 
-static void finish_slot(council_worker *w, slot *s)
+/* A loop is ready once its four calls are in and its delegation (if any)
+ * is over. */
+static bool loop_ready(void *arg, void *sarg)
 {
+    council_worker *w = arg;
+    slot *s = sarg;
+    if (!calls_done(s))
+        return false;
+    if (s->a2a == A2A_UNDECIDED)
+        delegation_start(w, s);
+    if (s->a2a == A2A_PENDING && atomic_load(&s->a2a_done)) {
+        s->a2a = A2A_DONE;
+        w->a2a_pending--;
+    }
+    return s->a2a == A2A_NONE || s->a2a == A2A_DONE;
+}
+
+static vigil_decide_result commit_loop(void *arg, void *sarg)
+{
+    council_worker *w = arg;
+    slot *s = sarg;
     council_outcome o = {0};
     o.job = s->job.job;
     o.session = s->job.session;
@@ -255,91 +200,39 @@ static void finish_slot(council_worker *w, slot *s)
         o.a2a_tried = true;
         o.a2a = s->reply;
     }
-    vigil_decide_result r = council_commit_outcome(w->svc, w->conn, s->job.user, &o, vigil_now_ms());
-    switch (r) {
-    case VIGIL_DECIDE_DONE:
-        count_job("committed");
-        if (tokens > 0)
-            vigil_counter_add("vigil_council_tokens_total", "LLM tokens spent (usage)", NULL,
-                              (double)tokens);
-        finish_entry(w, s->entry);
-        break;
-    case VIGIL_DECIDE_DUPLICATE:
-        count_job("duplicate");
-        finish_entry(w, s->entry);
-        break;
-    case VIGIL_DECIDE_REJECTED:
-        count_job("rejected");
-        finish_entry(w, s->entry);
-        break;
-    case VIGIL_DECIDE_GAVE_UP:
-    default:
-        count_job("deferred"); /* shutting down with Redis away: stays pending */
-        break;
-    }
-    slot_release(w, s);
+    vigil_decide_result r =
+        council_commit_outcome(w->svc, w->jw.conn, s->job.user, &o, vigil_now_ms());
+    if (r == VIGIL_DECIDE_DONE && tokens > 0)
+        vigil_counter_add("vigil_council_tokens_total", "LLM tokens spent (usage)", NULL,
+                          (double)tokens);
+    return r;
 }
 
-/* Takes at most the free slots' worth of jobs, in libshared's order (own
- * pending after a restart, then jobs idle past the lease, then new ones,
- * blocking briefly only when idle). */
-static void fill(council_worker *w)
-{
-    int64_t mono = vigil_mono_ms();
-    int room = w->cap - w->used;
-    if (room <= 0 || mono < w->next_read)
-        return;
-    bool idle = w->used == 0 && vigil_llm_pending(w->llm) == 0;
-    vigil_job_entries es = {0};
-    vigil_jobs_origin origin;
-    if (vigil_job_consumer_next(&w->jobs, vigil_runtime_conn_redis(w->conn), room,
-                                idle ? (int)w->svc->block_ms : 0, mono, &es, &origin) != 0) {
-        backoff(w, "XREADGROUP");
-        return;
-    }
-    w->errors = 0;
-    if (es.n > 0 && origin == VIGIL_JOBS_OWN_PENDING)
-        vigil_counter_add("vigil_council_jobs_resumed_total",
-                          "Own pending loop jobs run again after a restart", NULL, es.n);
-    else if (es.n > 0 && origin == VIGIL_JOBS_RECLAIMED)
-        vigil_counter_add("vigil_council_jobs_reclaimed_total",
-                          "Loop jobs taken over from a consumer idle past the lease", NULL, es.n);
-    for (int i = 0; i < es.n && !stopping(w); i++)
-        start_entry(w, &es.v[i], origin == VIGIL_JOBS_NEW);
-    vigil_job_entries_free(&es);
-}
-
-static void *worker_main(void *arg)
+/* Only delegations in flight: do not spin. */
+static void wait_for_delegations(void *arg)
 {
     council_worker *w = arg;
-    while (!stopping(w)) {
-        fill(w);
-        if (vigil_llm_pending(w->llm) > 0) {
-            if (vigil_llm_run(w->llm, w->used < w->cap ? 20 : 100, on_done) < 0)
-                vigil_log(VIGIL_LOG_ERROR, "LLM client: internal curl error");
-        } else if (w->used == 0 && vigil_mono_ms() < w->next_read) {
-            vigil_sleep_ms(50, NULL);
-        }
-        if (vigil_llm_pending(w->llm) == 0 && w->a2a_pending > 0)
-            vigil_sleep_ms(20, NULL); /* only delegations in flight: do not spin */
-        for (int i = 0; i < w->cap && !stopping(w); i++) {
-            slot *s = &w->slots[i];
-            if (!s->used || !slot_done(s))
-                continue;
-            if (s->a2a == A2A_UNDECIDED)
-                delegation_start(w, s);
-            if (s->a2a == A2A_PENDING && atomic_load(&s->a2a_done)) {
-                s->a2a = A2A_DONE;
-                w->a2a_pending--;
-            }
-            if (s->a2a == A2A_NONE || s->a2a == A2A_DONE)
-                finish_slot(w, s);
-        }
-        flush_acks(w);
-    }
-    flush_acks(w);
-    return NULL;
+    if (vigil_llm_pending(vigil_job_loop_llm(w->jw.loop)) == 0 && w->a2a_pending > 0)
+        vigil_sleep_ms(20, NULL);
 }
+
+static const vigil_job_loop_ops LOOP_OPS = {
+    .slot_size = sizeof(slot),
+    .parse = read_loop_job,
+    .ids = loop_ids,
+    .submit = ask_personas,
+    .ready = loop_ready,
+    .commit = commit_loop,
+    .clear = loop_clear,
+    .count = count_loop,
+    .after_llm = wait_for_delegations,
+    .on_done = call_done,
+    .done_outcome = "committed",
+    .resumed_metric = "vigil_council_jobs_resumed_total",
+    .resumed_help = "Own pending loop jobs run again after a restart",
+    .reclaimed_metric = "vigil_council_jobs_reclaimed_total",
+    .reclaimed_help = "Loop jobs taken over from a consumer idle past the lease",
+};
 
 static void worker_free(void *arg)
 {
@@ -347,24 +240,7 @@ static void worker_free(void *arg)
     if (!w)
         return;
     council_delegator_free(w->delegator); /* first: it writes into the slots */
-    vigil_llm_client_free(w->llm); /* abandons calls in flight: their jobs stay pending */
-    for (int i = 0; w->slots && i < w->cap; i++) {
-        council_job_clear(&w->slots[i].job);
-        free(w->slots[i].reply);
-        for (int p = 0; p < COUNCIL_PERSONAS; p++)
-            free(w->slots[i].calls[p].content);
-    }
-    free(w->slots);
-    vigil_job_acks_free(&w->acks);
-    vigil_runtime_conn_close(w->conn);
-    free(w);
-}
-
-/* Called by the delegation thread: a reply is in. */
-static void wake_worker(void *arg)
-{
-    council_worker *w = arg;
-    vigil_llm_wakeup(w->llm);
+    vigil_job_worker_drop(w);
 }
 
 static void *worker_new(void *ctx, vigil_runtime *rt, int index)
@@ -376,29 +252,28 @@ static void *worker_new(void *ctx, vigil_runtime *rt, int index)
     w->svc = svc;
     w->index = index;
     /* four calls per loop: hold as many loops as the client runs calls */
-    w->cap = svc->llm.concurrency / COUNCIL_PERSONAS;
-    if (w->cap < 1)
-        w->cap = 1;
-    w->slots = calloc((size_t)w->cap, sizeof *w->slots);
-    int acks_ok = vigil_job_acks_init(&w->acks, w->cap) == 0;
-    w->conn = vigil_runtime_conn_open(rt);
-    w->llm = vigil_llm_client_new(&svc->llm);
-    if (w->slots && w->llm && svc->core.a2a_enabled)
-        w->delegator = council_delegator_new(svc, w->cap, wake_worker, w);
-    if (!w->slots || !acks_ok || !w->conn || !w->llm ||
-        (svc->core.a2a_enabled && !w->delegator)) {
+    int cap = svc->llm.concurrency / COUNCIL_PERSONAS;
+    if (cap < 1)
+        cap = 1;
+    char consumer[200];
+    snprintf(consumer, sizeof consumer, "%s-w%d", svc->instance, index);
+    vigil_job_loop_config lc = {.stop = &svc->stop, .llm = &svc->llm, .group = COUNCIL_GROUP,
+                                .consumer = consumer, .lease_ms = svc->lease_ms, .cap = cap,
+                                .block_ms = (int)svc->block_ms, .index = index};
+    int rc = vigil_job_worker_open(&w->jw, rt, &LOOP_OPS, w, COUNCIL_STREAM, &lc);
+    /* the delegation thread wakes the worker when a reply is in */
+    if (rc == 0 && svc->core.a2a_enabled)
+        w->delegator = council_delegator_new(svc, cap, vigil_job_worker_wake, w);
+    if (rc != 0 || (svc->core.a2a_enabled && !w->delegator)) {
         worker_free(w);
         return NULL;
     }
-    char consumer[200], stream[256];
-    snprintf(consumer, sizeof consumer, "%s-w%d", svc->instance, index);
-    vigil_runtime_key(rt, COUNCIL_STREAM, stream, sizeof stream);
-    vigil_job_consumer_init(&w->jobs, stream, COUNCIL_GROUP, consumer, svc->lease_ms);
     return w;
 }
 
 static const vigil_worker_ops WORKER_OPS = {
-    .make = worker_new, .run = worker_main, .wake = wake_worker, .drop = worker_free};
+    .make = worker_new, .run = vigil_job_worker_run, .wake = vigil_job_worker_wake,
+    .drop = worker_free};
 
 int council_start(void *ctx, vigil_runtime *rt)
 {

@@ -2,13 +2,14 @@
  * (config_env.c), time zone data loaded for the core (tz_cache.c), input
  * validation and routing to persona keys (route.c), the core's decisions
  * turned into effects (apply.c), and the job worker that calls the model
- * and commits each run's outcome (worker.c on vigil/jobs.h). */
+ * and commits each run's outcome (worker.c on vigil/job_loop.h). */
 #ifndef HEARTBEAT_ADAPTER_H
 #define HEARTBEAT_ADAPTER_H
 #include <stdatomic.h>
 #include <pthread.h>
 #include <vigil/llm.h>
 #include <vigil/runtime.h>
+#include <vigil/workers.h>
 #include "heartbeat.h"
 
 #define HB_SERVICE "heartbeat"
@@ -31,7 +32,7 @@ typedef struct hb_service {
     char instance[128];
     char stream[32];         /* HB_STREAM + this replica's shard index */
     vigil_runtime *rt;
-    hb_worker *worker;
+    vigil_workers pool;      /* the run worker (worker.c) */
     atomic_int stop;
 } hb_service;
 
@@ -62,6 +63,12 @@ int hb_start(void *ctx, vigil_runtime *rt);
 void hb_stop(void *ctx);
 
 /* apply.c: the core's hb_out written into fx for persona key. */
+/* The record of persona key loaded into *s (json NULL: a new one)
+ * and *out made empty, for one decision; -1 with why when the record is
+ * unreadable (nothing to close then). hb_record_close frees both. */
+int hb_record_open(hb_state *s, hb_out *out, const char *key, const char *json, char *why,
+                   size_t whylen);
+void hb_record_close(hb_state *s, hb_out *out);
 int hb_out_to_fx(const hb_service *svc, const char *persona, const hb_state *s, hb_out *out,
                  vigil_effects *fx);
 

@@ -45,6 +45,23 @@ int hb_out_to_fx(const hb_service *svc, const char *persona, const hb_state *s, 
     return 0;
 }
 
+int hb_record_open(hb_state *s, hb_out *out, const char *key, const char *json, char *why,
+                   size_t whylen)
+{
+    if (hb_state_load(s, key, json, why, whylen) != 0) {
+        hb_state_free(s);
+        return -1;
+    }
+    hb_out_init(out);
+    return 0;
+}
+
+void hb_record_close(hb_state *s, hb_out *out)
+{
+    hb_out_clear(out);
+    hb_state_free(s);
+}
+
 int hb_apply(void *ctx, const char *key, const char *state_json, const vigil_input *in,
              const void *parsed, int64_t now_ms, vigil_effects *fx, vigil_error *err)
 {
@@ -53,11 +70,8 @@ int hb_apply(void *ctx, const char *key, const char *state_json, const vigil_inp
     hb_state s;
     hb_out out;
     char why[160];
-    if (hb_state_load(&s, key, state_json, why, sizeof why) != 0) {
-        hb_state_free(&s);
+    if (hb_record_open(&s, &out, key, state_json, why, sizeof why) != 0)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "record of %s: %s", key, why);
-    }
-    hb_out_init(&out);
     hb_result r = HB_OK;
     hb_persona_cfg cfg;
     switch (p->kind) {
@@ -82,8 +96,7 @@ int hb_apply(void *ctx, const char *key, const char *state_json, const vigil_inp
     int rc = 0;
     if (r != HB_OK || hb_out_to_fx(svc, key, &s, &out, fx) != 0)
         rc = vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory deciding %s", in->id);
-    hb_out_clear(&out);
-    hb_state_free(&s);
+    hb_record_close(&s, &out);
     return rc;
 }
 
@@ -116,13 +129,11 @@ int hb_on_timer_fx(void *ctx, const char *key, const char *state_json, const cha
     hb_state s;
     hb_out out;
     char why[160];
-    if (hb_state_load(&s, key, state_json, why, sizeof why) != 0) {
+    if (hb_record_open(&s, &out, key, state_json, why, sizeof why) != 0) {
         vigil_log_kv(VIGIL_LOG_ERROR, "heartbeat record unreadable", "persona", key, "error", why,
                      NULL);
-        hb_state_free(&s);
         return -1;
     }
-    hb_out_init(&out);
     int rc = 0;
     if (hb_on_timer(&s, &svc->core, now_ms, &out) != HB_OK ||
         hb_out_to_fx(svc, key, &s, &out, fx) != 0)
@@ -131,7 +142,6 @@ int hb_on_timer_fx(void *ctx, const char *key, const char *state_json, const cha
         count_skips(&out);
     if (rc == 0 && out.job)
         vigil_counter_add("vigil_heartbeat_runs_started_total", "Runs handed to the model", NULL, 1);
-    hb_out_clear(&out);
-    hb_state_free(&s);
+    hb_record_close(&s, &out);
     return rc;
 }

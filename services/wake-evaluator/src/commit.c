@@ -10,6 +10,38 @@
 #include "adapter.h"
 #include "llm_reader.h"
 
+/* One finished job to commit on its room: fn runs on the room's record
+ * with fn_arg. */
+typedef struct job_commit {
+    wake_service *svc;
+    const char *job;
+    wake_room_fn fn;
+    void *fn_arg;
+} job_commit;
+
+static int decide_job(void *arg, const char *key, const char *state_json, int64_t now_ms,
+                      vigil_effects *fx, vigil_error *err)
+{
+    job_commit *c = arg;
+    if (wake_with_room(c->svc, key, state_json, NULL, now_ms, fx, false, c->fn, c->fn_arg) != 0)
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory committing %s", c->job);
+    return 0;
+}
+
+/* Decides job on room's record, deduplicated by the job id; a rejected
+ * commit is logged with what (the job is acknowledged all the same). */
+static vigil_decide_result commit_job(wake_service *svc, vigil_runtime_conn *conn,
+                                      const char *room, const char *job, int64_t now,
+                                      wake_room_fn fn, void *fn_arg, const char *what)
+{
+    job_commit c = {svc, job, fn, fn_arg};
+    vigil_error err = {0};
+    vigil_decide_result r = vigil_runtime_decide(svc->rt, conn, room, job, now, decide_job, &c, &err);
+    if (r == VIGIL_DECIDE_REJECTED)
+        vigil_log_kv(VIGIL_LOG_ERROR, what, "job", job, "detail", err.detail, NULL);
+    return r;
+}
+
 typedef struct decision_arg {
     wake_service *svc;
     const wake_decision *d;
@@ -21,27 +53,12 @@ static int on_decision(wake_room *r, const wake_sink *sink, int64_t now, void *a
     return wake_on_decision(r, &a->svc->core, a->d, now, sink);
 }
 
-static int decide_wake(void *arg, const char *key, const char *state_json, int64_t now_ms,
-                       vigil_effects *fx, vigil_error *err)
-{
-    decision_arg *a = arg;
-    if (wake_with_room(a->svc, key, state_json, NULL, now_ms, fx, false, on_decision, a) != 0)
-        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory committing %s",
-                               a->d->id);
-    return 0;
-}
-
 vigil_decide_result wake_commit_decision(wake_service *svc, vigil_runtime_conn *conn,
                                          const wake_decision *d, int64_t now)
 {
     decision_arg a = {svc, d};
-    vigil_error err = {0};
-    vigil_decide_result r =
-        vigil_runtime_decide(svc->rt, conn, d->room, d->id, now, decide_wake, &a, &err);
-    if (r == VIGIL_DECIDE_REJECTED)
-        vigil_log_kv(VIGIL_LOG_ERROR, "wake decision not committed", "job", d->id, "detail",
-                     err.detail, NULL);
-    return r;
+    return commit_job(svc, conn, d->room, d->id, now, on_decision, &a,
+                      "wake decision not committed");
 }
 
 typedef struct ap_arg {
@@ -76,25 +93,10 @@ static int on_autopilot(wake_room *r, const wake_sink *sink, int64_t now, void *
     return rc;
 }
 
-static int decide_autopilot(void *arg, const char *key, const char *state_json, int64_t now_ms,
-                            vigil_effects *fx, vigil_error *err)
-{
-    ap_arg *a = arg;
-    if (wake_with_room(a->svc, key, state_json, NULL, now_ms, fx, false, on_autopilot, a) != 0)
-        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory committing %s",
-                               a->o->job);
-    return 0;
-}
-
 vigil_decide_result wake_commit_autopilot(wake_service *svc, vigil_runtime_conn *conn,
                                           const wake_ap_outcome *o, int64_t now)
 {
     ap_arg a = {svc, o};
-    vigil_error err = {0};
-    vigil_decide_result r =
-        vigil_runtime_decide(svc->rt, conn, o->room, o->job, now, decide_autopilot, &a, &err);
-    if (r == VIGIL_DECIDE_REJECTED)
-        vigil_log_kv(VIGIL_LOG_ERROR, "autopilot run not committed", "job", o->job, "detail",
-                     err.detail, NULL);
-    return r;
+    return commit_job(svc, conn, o->room, o->job, now, on_autopilot, &a,
+                      "autopilot run not committed");
 }

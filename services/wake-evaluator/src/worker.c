@@ -4,14 +4,14 @@
  * rules on any failure, and commit each decision through
  * vigil_runtime_decide before acknowledging the job.
  *
- * Order of work in one worker loop:
- *   1. after a start, this consumer's own pending jobs (a restart never
- *      drops an evaluation: they are handled again, and the commit's dedupe
- *      by job id publishes each decision once);
- *   2. jobs of other consumers idle longer than the lease (XAUTOCLAIM);
- *   3. new jobs (XREADGROUP >), blocking briefly only when idle;
- *   4. drive the LLM transfers; 5. commit what finished, then XACK + XDEL.
- * A job is acknowledged only after its decision is durable (or was already
+ * The loop is libshared's (vigil/job_loop.h): after a start this
+ * consumer's own pending jobs (a restart never drops an evaluation: they
+ * are handled again, and the commit's dedupe by job id publishes each
+ * decision once), then jobs of other consumers idle longer than the lease
+ * (XAUTOCLAIM), then new jobs (XREADGROUP >), blocking briefly only when
+ * idle; the LLM transfers driven; what finished committed, then XACK +
+ * XDEL. What a job is, its call and its commit are this file's hooks. A
+ * job is acknowledged only after its decision is durable (or was already
  * committed, or cannot be parsed at all). */
 #include <pthread.h>
 #include <stdio.h>
@@ -20,17 +20,15 @@
 #include <vigil/clock.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
-#include <vigil/job_acks.h>
+#include <vigil/job_loop.h>
 #include "adapter.h"
-#include <vigil/job_consumer.h>
-#include <vigil/jobs.h>
 #include "llm_reader.h"
 
 #define STATUS_INTERNAL VIGIL_LLM_STATUS__COUNT /* prompt or submit failed */
 
+/* One job in hand (vigil/job_loop.h holds the slots). */
 typedef struct slot {
-    bool used, done;
-    char entry[48];
+    bool done;
     wake_job_kind kind;
     wake_job wj;
     wake_ap_job aj;
@@ -45,74 +43,33 @@ typedef struct slot {
 } slot;
 
 struct wake_worker {
+    vigil_job_worker jw; /* first: the worker is its vigil_job_worker */
     wake_service *svc;
     int index;
-    vigil_runtime_conn *conn;
-    vigil_llm_client *llm;
-    slot *slots;
-    int cap, used;
-    vigil_job_consumer jobs; /* own pending, then abandoned past the lease, then new */
-    int64_t next_read;    /* monotonic ms: backoff after a Redis error */
-    vigil_job_acks acks; /* finished entries not yet acknowledged */
-    int errors;
-    char labels[32];
 };
-
-static bool stopping(const wake_worker *w)
-{
-    return atomic_load(&w->svc->stop) || vigil_runtime_stopping(w->svc->rt);
-}
 
 static const char *status_name(int s)
 {
     return s == STATUS_INTERNAL ? "internal" : vigil_llm_status_name((vigil_llm_status)s);
 }
 
-static void count_job(const char *kind, const char *outcome)
+/* slot NULL: the job could not be read, its kind is unknown. */
+static void count_job(const void *sarg, const char *outcome)
 {
+    const slot *s = sarg;
+    const char *kind = !s ? "unknown" : s->kind == WAKE_JOB_WAKE ? "wake" : "autopilot";
     char labels[96];
     snprintf(labels, sizeof labels, "kind=\"%s\",outcome=\"%s\"", kind, outcome);
     vigil_counter_add("vigil_wake_jobs_total", "Jobs finished by the workers, by outcome",
                       labels, 1);
 }
 
-static void slot_release(wake_worker *w, slot *s)
+static void slot_clear(void *arg)
 {
+    slot *s = arg;
     wake_job_clear(&s->wj);
     wake_ap_job_clear(&s->aj);
     free(s->content);
-    memset(s, 0, sizeof *s);
-    w->used--;
-    vigil_gauge_set("vigil_wake_jobs_in_flight", "Jobs a worker holds (LLM call or commit)",
-                    w->labels, (double)w->used);
-}
-
-static bool in_flight(const wake_worker *w, const char *entry)
-{
-    for (int i = 0; i < w->cap; i++)
-        if (w->slots[i].used && strcmp(w->slots[i].entry, entry) == 0)
-            return true;
-    return false;
-}
-
-static void backoff(wake_worker *w, const char *what)
-{
-    w->next_read =
-        vigil_mono_ms() + vigil_job_backoff(&w->errors, vigil_runtime_conn_redis(w->conn), what);
-}
-
-/* Acknowledgements are batched (vigil/job_acks.h): one XACK + XDEL round
- * trip per loop turn. */
-static void flush_acks(wake_worker *w)
-{
-    vigil_job_acks_flush(&w->acks, vigil_runtime_conn_redis(w->conn), w->jobs.stream,
-                         WAKE_GROUP);
-}
-
-static void finish_entry(wake_worker *w, const char *entry)
-{
-    vigil_job_acks_add(&w->acks, vigil_runtime_conn_redis(w->conn), w->jobs.stream, WAKE_GROUP,
-                       entry);
 }
 
 /* Called from vigil_llm_run: copy what we keep, the rest is handled after. */
@@ -143,8 +100,10 @@ static void fail_now(slot *s, const char *why)
     snprintf(s->error, sizeof s->error, "%s", why);
 }
 
-static void submit(wake_worker *w, slot *s)
+static void submit(void *arg, void *sarg)
 {
+    wake_worker *w = arg;
+    slot *s = sarg;
     const wake_config *c = &w->svc->core;
     vigil_llm_request req = VIGIL_LLM_REQUEST_INIT;
     char *prompt;
@@ -168,62 +127,29 @@ static void submit(wake_worker *w, slot *s)
         return;
     }
     req.user = prompt;
-    if (vigil_llm_submit(w->llm, &req, s) != 0)
+    if (vigil_llm_submit(vigil_job_loop_llm(w->jw.loop), &req, s) != 0)
         fail_now(s, "the LLM client refused the request");
     free(prompt);
 }
 
-static slot *free_slot(wake_worker *w)
+static int parse(void *arg, void *sarg, const char *payload, size_t len, char *why, size_t whylen)
 {
-    for (int i = 0; i < w->cap; i++)
-        if (!w->slots[i].used)
-            return &w->slots[i];
-    return NULL;
+    slot *s = sarg;
+    return wake_job_parse(payload, len, &s->kind, &s->wj, &s->aj, why, whylen);
 }
 
-/* Has the room already committed this job (a restart after the commit but
- * before the XACK)? Then the LLM need not be asked again. */
-static int already_decided(wake_worker *w, const char *room, const char *job)
+/* The room's record dedupes both kinds of job by job id. */
+static void ids(const void *sarg, const char **key, const char **job)
 {
-    char suffix[VIGIL_KEY_MAX + 8], key[2 * VIGIL_KEY_MAX + 64];
-    snprintf(suffix, sizeof suffix, "ids:%s", room);
-    vigil_runtime_key(w->svc->rt, suffix, key, sizeof key);
-    return vigil_jobs_decided(vigil_runtime_conn_redis(w->conn), key, job);
+    const slot *s = sarg;
+    *key = s->kind == WAKE_JOB_WAKE ? s->wj.room : s->aj.room;
+    *job = s->kind == WAKE_JOB_WAKE ? s->wj.job : s->aj.job;
 }
 
-static void start_entry(wake_worker *w, const vigil_job_entry *e, bool fresh)
+static bool ready(void *arg, void *sarg)
 {
-    if (!e->payload) { /* deleted meanwhile (trimmed): nothing to do */
-        finish_entry(w, e->id);
-        return;
-    }
-    if (in_flight(w, e->id))
-        return;
-    slot *s = free_slot(w);
-    if (!s)
-        return; /* stays pending for this consumer: read again after a restart */
-    char why[200];
-    if (wake_job_parse(e->payload, e->len, &s->kind, &s->wj, &s->aj, why, sizeof why) != 0) {
-        vigil_log_kv(VIGIL_LOG_ERROR, "job unreadable: dropped", "entry", e->id, "detail", why,
-                     NULL);
-        count_job("unknown", "invalid");
-        finish_entry(w, e->id);
-        return;
-    }
-    s->used = true;
-    w->used++;
-    snprintf(s->entry, sizeof s->entry, "%s", e->id);
-    const char *room = s->kind == WAKE_JOB_WAKE ? s->wj.room : s->aj.room;
-    const char *job = s->kind == WAKE_JOB_WAKE ? s->wj.job : s->aj.job;
-    if (!fresh && already_decided(w, room, job) == 1) {
-        count_job(s->kind == WAKE_JOB_WAKE ? "wake" : "autopilot", "duplicate");
-        finish_entry(w, e->id);
-        slot_release(w, s);
-        return;
-    }
-    vigil_gauge_set("vigil_wake_jobs_in_flight", "Jobs a worker holds (LLM call or commit)",
-                    w->labels, (double)w->used);
-    submit(w, s);
+    const slot *s = sarg;
+    return s->done;
 }
 
 static void llm_note(const slot *s, char *out, size_t outlen)
@@ -242,7 +168,7 @@ static vigil_decide_result finish_wake(wake_worker *w, slot *s, int64_t now)
     wake_llm_answer a = {s->status == VIGIL_LLM_OK, status_name(s->status), s->error,
                          s->content, s->len, s->truncated, s->tokens, s->latency_ms};
     wake_decide_after_llm(&WAKE_LLM_READER, &s->wj, &a, now, &d);
-    vigil_decide_result r = wake_commit_decision(w->svc, w->conn, &d, now);
+    vigil_decide_result r = wake_commit_decision(w->svc, w->jw.conn, &d, now);
     if (r == VIGIL_DECIDE_DONE) {
         char labels[96];
         snprintf(labels, sizeof labels, "tier=\"%s\",via=\"%s\",wake=\"%s\"",
@@ -269,113 +195,43 @@ static vigil_decide_result finish_autopilot(wake_worker *w, slot *s, int64_t now
     wake_ap_outcome o = {s->aj.job, s->aj.room, ok ? s->content : NULL, ok ? s->len : 0,
                          ok ? NULL : note,
                          s->tokens > 0 ? s->tokens : (s->status == VIGIL_LLM_OK ? 0 : -1)};
-    vigil_decide_result r = wake_commit_autopilot(w->svc, w->conn, &o, now);
+    vigil_decide_result r = wake_commit_autopilot(w->svc, w->jw.conn, &o, now);
     if (r == VIGIL_DECIDE_DONE && s->tokens > 0)
         vigil_counter_add("vigil_wake_tokens_spent_total", "LLM tokens spent (usage)",
                           "kind=\"autopilot\"", (double)s->tokens);
     return r;
 }
 
-static void finish_slot(wake_worker *w, slot *s)
+static vigil_decide_result commit(void *arg, void *sarg)
 {
+    wake_worker *w = arg;
+    slot *s = sarg;
     int64_t now = vigil_now_ms(), t0 = vigil_mono_ms();
-    bool wake = s->kind == WAKE_JOB_WAKE;
-    vigil_decide_result r = wake ? finish_wake(w, s, now) : finish_autopilot(w, s, now);
+    vigil_decide_result r =
+        s->kind == WAKE_JOB_WAKE ? finish_wake(w, s, now) : finish_autopilot(w, s, now);
     vigil_histogram_observe("vigil_wake_commit_seconds", "Time to commit one finished job", NULL,
                             (double)(vigil_mono_ms() - t0) / 1000.0);
-    const char *kind = wake ? "wake" : "autopilot";
-    switch (r) {
-    case VIGIL_DECIDE_DONE:
-        count_job(kind, "decided");
-        finish_entry(w, s->entry);
-        break;
-    case VIGIL_DECIDE_DUPLICATE:
-        count_job(kind, "duplicate");
-        finish_entry(w, s->entry);
-        break;
-    case VIGIL_DECIDE_REJECTED:
-        count_job(kind, "rejected");
-        finish_entry(w, s->entry);
-        break;
-    case VIGIL_DECIDE_GAVE_UP:
-    default:
-        /* shutting down with Redis away: the job stays pending */
-        count_job(kind, "deferred");
-        break;
-    }
-    slot_release(w, s);
+    return r;
 }
 
-static void take(wake_worker *w, vigil_job_entries *es, bool fresh)
-{
-    for (int i = 0; i < es->n && !stopping(w); i++)
-        start_entry(w, &es->v[i], fresh);
-    vigil_job_entries_free(es);
-}
-
-/* Steps 1-3 of the loop: fill free slots from the stream, in libshared's
- * order (vigil/job_consumer.h). */
-static void fill(wake_worker *w)
-{
-    int64_t mono = vigil_mono_ms();
-    int room = w->cap - w->used;
-    if (room <= 0 || mono < w->next_read)
-        return;
-    bool idle = w->used == 0 && vigil_llm_pending(w->llm) == 0;
-    vigil_job_entries es = {0};
-    vigil_jobs_origin origin;
-    if (vigil_job_consumer_next(&w->jobs, vigil_runtime_conn_redis(w->conn), room,
-                                idle ? (int)w->svc->block_ms : 0, mono, &es, &origin) != 0) {
-        backoff(w, "XREADGROUP");
-        return;
-    }
-    w->errors = 0;
-    if (es.n > 0 && origin == VIGIL_JOBS_OWN_PENDING)
-        vigil_counter_add("vigil_wake_jobs_resumed_total",
-                          "Own pending jobs handled again after a restart", NULL, es.n);
-    else if (es.n > 0 && origin == VIGIL_JOBS_RECLAIMED)
-        vigil_counter_add("vigil_wake_jobs_reclaimed_total",
-                          "Jobs taken over from a consumer idle past the lease", NULL, es.n);
-    take(w, &es, origin == VIGIL_JOBS_NEW);
-}
-
-static void *worker_main(void *arg)
-{
-    wake_worker *w = arg;
-    while (!stopping(w)) {
-        fill(w);
-        if (vigil_llm_pending(w->llm) > 0) {
-            int wait = w->used < w->cap ? 20 : 100;
-            if (vigil_llm_run(w->llm, wait, on_done) < 0)
-                vigil_log(VIGIL_LOG_ERROR, "LLM client: internal curl error");
-        } else if (w->used == 0 && vigil_mono_ms() < w->next_read) {
-            vigil_sleep_ms(50, NULL);
-        }
-        for (int i = 0; i < w->cap && !stopping(w); i++)
-            if (w->slots[i].used && w->slots[i].done)
-                finish_slot(w, &w->slots[i]);
-        flush_acks(w);
-    }
-    flush_acks(w);
-    return NULL;
-}
-
-static void worker_free(void *arg)
-{
-    wake_worker *w = arg;
-    if (!w)
-        return;
-    vigil_llm_client_free(w->llm); /* abandons calls in flight: their jobs stay pending */
-    for (int i = 0; w->slots && i < w->cap; i++) {
-        wake_job_clear(&w->slots[i].wj);
-        wake_ap_job_clear(&w->slots[i].aj);
-        free(w->slots[i].content);
-    }
-    free(w->slots);
-    vigil_job_acks_free(&w->acks);
-    vigil_runtime_conn_close(w->conn);
-    free(w);
-}
+static const vigil_job_loop_ops LOOP_OPS = {
+    .slot_size = sizeof(slot),
+    .parse = parse,
+    .ids = ids,
+    .submit = submit,
+    .ready = ready,
+    .commit = commit,
+    .clear = slot_clear,
+    .count = count_job,
+    .on_done = on_done,
+    .done_outcome = "decided",
+    .resumed_metric = "vigil_wake_jobs_resumed_total",
+    .resumed_help = "Own pending jobs handled again after a restart",
+    .reclaimed_metric = "vigil_wake_jobs_reclaimed_total",
+    .reclaimed_help = "Jobs taken over from a consumer idle past the lease",
+    .in_flight_metric = "vigil_wake_jobs_in_flight",
+    .in_flight_help = "Jobs a worker holds (LLM call or commit)",
+};
 
 static void *worker_new(void *ctx, vigil_runtime *rt, int index)
 {
@@ -385,32 +241,22 @@ static void *worker_new(void *ctx, vigil_runtime *rt, int index)
         return NULL;
     w->svc = svc;
     w->index = index;
-    w->cap = svc->max_inflight > 0 ? svc->max_inflight : 1;
-    w->slots = calloc((size_t)w->cap, sizeof *w->slots);
-    int acks_ok = vigil_job_acks_init(&w->acks, w->cap) == 0;
-    w->conn = vigil_runtime_conn_open(rt);
-    w->llm = vigil_llm_client_new(&svc->llm);
-    if (!w->slots || !acks_ok || !w->conn || !w->llm) {
-        worker_free(w);
+    char consumer[200];
+    snprintf(consumer, sizeof consumer, "%s-w%d", svc->instance, index);
+    vigil_job_loop_config lc = {.stop = &svc->stop, .llm = &svc->llm, .group = WAKE_GROUP,
+                                .consumer = consumer, .lease_ms = svc->lease_ms,
+                                .cap = svc->max_inflight, .block_ms = (int)svc->block_ms,
+                                .index = index};
+    if (vigil_job_worker_open(&w->jw, rt, &LOOP_OPS, w, WAKE_STREAM, &lc) != 0) {
+        vigil_job_worker_drop(w);
         return NULL;
     }
-    char consumer[200], stream[256];
-    snprintf(consumer, sizeof consumer, "%s-w%d", svc->instance, index);
-    vigil_runtime_key(rt, WAKE_STREAM, stream, sizeof stream);
-    vigil_job_consumer_init(&w->jobs, stream, WAKE_GROUP, consumer, svc->lease_ms);
-    snprintf(w->labels, sizeof w->labels, "worker=\"%d\"", index);
     return w;
 }
 
-/* Out of a wait on the LLM client, at stop. */
-static void worker_wake(void *arg)
-{
-    wake_worker *w = arg;
-    vigil_llm_wakeup(w->llm);
-}
-
 static const vigil_worker_ops WORKER_OPS = {
-    .make = worker_new, .run = worker_main, .wake = worker_wake, .drop = worker_free};
+    .make = worker_new, .run = vigil_job_worker_run, .wake = vigil_job_worker_wake,
+    .drop = vigil_job_worker_drop};
 
 int wake_start(void *ctx, vigil_runtime *rt)
 {

@@ -4,23 +4,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <vigil/json.h>
 #include "gateway.h"
 
 #define TOKEN_MIN 8
 #define TOKEN_MAX 256
 
+/* libshared's one id rule (vigil_id_valid): 1..64 of A-Z a-z 0-9 . _ - */
 bool gw_id_valid(const char *s)
 {
-    size_t n = s ? strlen(s) : 0;
-    if (n == 0 || n > GW_ID_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              ch == '.' || ch == '_' || ch == '-'))
-            return false;
-    }
-    return true;
+    return s && vigil_id_valid(s, strlen(s));
 }
 
 static bool token_valid(const char *s, size_t n)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/json.h>
 #include "stall.h"
 
 void stall_job_make(stall_job *j, const char *agent, int64_t seq, int64_t decided,
@@ -36,19 +37,10 @@ char *stall_job_to_json(const stall_job *j)
     return r;
 }
 
-/* Ids are spliced into topics: 1-64 of A-Z a-z 0-9 . _ - only. */
+/* Ids are spliced into topics: libshared's one id rule (vigil_id_valid). */
 static bool id_ok(const char *s)
 {
-    size_t n = strlen(s);
-    if (n == 0 || n > STALL_ID_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              ch == '.' || ch == '_' || ch == '-'))
-            return false;
-    }
-    return true;
+    return vigil_id_valid(s, strlen(s));
 }
 
 int stall_job_parse(const char *buf, size_t len, stall_job *j, char *err, size_t errlen)
