@@ -146,12 +146,17 @@ static void state_example_reads(void **state)
     vigil_persona_state s;
     vigil_error err = {0};
     assert_int_equal(vigil_persona_state_read(o, 64, &s, &err), 0);
-    assert_int_equal(s.n_rooms, 2);
+    assert_int_equal(s.n_rooms, 4);
     const vigil_persona_room_state *g = vigil_persona_state_room(&s, "general");
     const vigil_persona_room_state *d = vigil_persona_state_room(&s, "dev");
+    const vigil_persona_room_state *n = vigil_persona_state_room(&s, "night");
     assert_non_null(g);
     assert_non_null(d);
-    assert_null(vigil_persona_state_room(&s, "ops"));
+    assert_non_null(n);
+    assert_null(vigil_persona_state_room(&s, "lobby"));
+    assert_int_equal(n->level, VIGIL_LEVEL_SLEEP);
+    /* the fields a reader does not know (reason, pending, until) are ignored */
+    assert_int_equal(vigil_persona_state_room(&s, "ops")->level, VIGIL_LEVEL_ACTIVE);
     assert_int_equal(g->level, VIGIL_LEVEL_ACTIVE);
     assert_true(g->has_since);
     assert_int_equal(g->since, 1763800000012LL);

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis_server.h"
+#include "fixture_redis.h"
 #include "vigil/json.h"
 #include "vigil/log.h"
 #include "vigil/redis_raw.h"
@@ -23,43 +23,26 @@
 #define TTL 10000
 #define SESSION 60000
 
-static vt_redis *srv;
-
+/* Replica i's store (its own shard index) on the group's connection. */
 typedef struct fixture {
-    vigil_redis *r;
-    vigil_store *s[4]; /* replica i's store (its own shard index) */
+    vigil_store *s[4];
 } fixture;
-
-static int group_setup(void **state)
-{
-    (void)state;
-    vigil_log_init("test_shard_view", "test", VIGIL_LOG_ERROR);
-    srv = vt_redis_start();
-    return srv ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    vt_redis_stop(srv);
-    return 0;
-}
 
 static int setup(void **state)
 {
-    if (!vt_redis_exec(srv, "FLUSHALL"))
+    if (!vt_redis_exec(vt_srv, "FLUSHALL"))
         return -1;
     fixture *f = calloc(1, sizeof *f);
-    vigil_redis_addr a = vt_redis_addr(srv);
-    f->r = vigil_redis_new(&a, 2000);
+    if (!f)
+        return -1;
+    *state = f;
     for (int i = 0; i < 4; i++) {
         vigil_store_config cfg = { "vigil:", "svc", i, 0 };
-        f->s[i] = vigil_store_new(f->r, &cfg);
+        f->s[i] = vigil_store_new(vt_conn, &cfg);
         if (!f->s[i])
             return -1;
     }
-    *state = f;
-    return f->r ? 0 : -1;
+    return 0;
 }
 
 static int teardown(void **state)
@@ -67,7 +50,6 @@ static int teardown(void **state)
     fixture *f = *state;
     for (int i = 0; i < 4; i++)
         vigil_store_free(f->s[i]);
-    vigil_redis_free(f->r);
     free(f);
     return 0;
 }
@@ -144,8 +126,9 @@ static void test_full_view_and_format(void **state)
 /* GET key: a copy of the value, or NULL when there is none. */
 static char *get(fixture *f, const char *key)
 {
+    (void)f;
     const char *argv[] = { "GET", key };
-    redisReply *rep = vigil_redis_commandv(f->r, 2, argv, NULL);
+    redisReply *rep = vigil_redis_commandv(vt_conn, 2, argv, NULL);
     assert_non_null(rep);
     char *v = rep->type == REDIS_REPLY_STRING ? strdup(rep->str) : NULL;
     freeReplyObject(rep);
@@ -202,7 +185,7 @@ static void test_session_marked_only_when_connected(void **state)
 static void test_bad_data_writes_nothing(void **state)
 {
     fixture *f = *state;
-    assert_true(vt_redis_exec(srv, "SET vigil:svc:counts x"));
+    assert_true(vt_redis_exec(vt_srv, "SET vigil:svc:counts x"));
     vigil_shard_view v;
     assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 2, true, NOW, TTL, SESSION, &v), -1);
     expect_counts(&v, "2");
@@ -221,5 +204,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_session_marked_only_when_connected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_data_writes_nothing, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, vt_redis_group_setup_conn, vt_redis_group_teardown_conn);
 }
