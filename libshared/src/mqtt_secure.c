@@ -1,0 +1,197 @@
+/* mqtt_secure.c - TLS options and refusal classification for the broker
+ * connection (see mqtt_secure.h). */
+#include "mqtt_secure.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vigil/redact.h"
+
+/* A file the client will read later must be readable now: a typo in a
+ * mounted path should stop the start, not fail every connect. */
+static int readable(const char *var, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot read '%.200s': %s", var, path, strerror(errno));
+        return -1;
+    }
+    fclose(f);
+    return 0;
+}
+
+static bool set(const char *s)
+{
+    return s && s[0];
+}
+
+static bool tls_url(const char *url)
+{
+    return url && (strncmp(url, "ssl://", 6) == 0 || strncmp(url, "mqtts://", 8) == 0);
+}
+
+int vigil_mqtt_tls_check(const char *url, const char *ca_file, const char *cert_file,
+                         const char *key_file, char *err, size_t errlen)
+{
+    if (!tls_url(url)) {
+        const char *var = set(ca_file) ? "VIGIL_MQTT_CA_FILE"
+                          : set(cert_file) ? "VIGIL_MQTT_CERT_FILE"
+                          : set(key_file) ? "VIGIL_MQTT_KEY_FILE" : NULL;
+        if (var) {
+            snprintf(err, errlen,
+                     "%s is set but VIGIL_MQTT_URL is not mqtts:// or ssl://: the connection "
+                     "would not use TLS",
+                     var);
+            return -1;
+        }
+        return 0;
+    }
+    if (set(cert_file) != set(key_file)) {
+        snprintf(err, errlen, "%s is set without %s: a client certificate needs its key",
+                 set(cert_file) ? "VIGIL_MQTT_CERT_FILE" : "VIGIL_MQTT_KEY_FILE",
+                 set(cert_file) ? "VIGIL_MQTT_KEY_FILE" : "VIGIL_MQTT_CERT_FILE");
+        return -1;
+    }
+    if ((set(ca_file) && readable("VIGIL_MQTT_CA_FILE", ca_file, err, errlen) != 0) ||
+        (set(cert_file) && readable("VIGIL_MQTT_CERT_FILE", cert_file, err, errlen) != 0) ||
+        (set(key_file) && readable("VIGIL_MQTT_KEY_FILE", key_file, err, errlen) != 0))
+        return -1;
+    return 0;
+}
+
+/* paho hands OpenSSL's error queue to this callback (ERR_print_errors_cb)
+ * on its own thread when a handshake fails; the last line is the one that
+ * says why ("...:certificate verify failed"). */
+static int on_ssl_error(const char *str, size_t len, void *u)
+{
+    vigil_mqtt_tls *t = u;
+    while (len > 0 && (str[len - 1] == '\n' || str[len - 1] == '\r'))
+        len--;
+    pthread_mutex_lock(&t->mu);
+    snprintf(t->error, sizeof t->error, "%.*s", (int)(len < 255 ? len : 255), str);
+    pthread_mutex_unlock(&t->mu);
+    return 0;
+}
+
+static char *dup_set(const char *s)
+{
+    return set(s) ? strdup(s) : NULL;
+}
+
+int vigil_mqtt_tls_init(vigil_mqtt_tls *t, const char *paho_url, const char *ca_file,
+                        const char *cert_file, const char *key_file, char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    pthread_mutex_init(&t->mu, NULL);
+    if (vigil_mqtt_tls_check(paho_url, ca_file, cert_file, key_file, err, errlen) != 0)
+        return -1;
+    t->on = tls_url(paho_url);
+    if (!t->on)
+        return 0;
+    t->ca_file = dup_set(ca_file);
+    t->cert_file = dup_set(cert_file);
+    t->key_file = dup_set(key_file);
+    if ((set(ca_file) && !t->ca_file) || (set(cert_file) && !t->cert_file) ||
+        (set(key_file) && !t->key_file)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    MQTTAsync_SSLOptions o = MQTTAsync_SSLOptions_initializer;
+    o.trustStore = t->ca_file;
+    o.keyStore = t->cert_file;
+    o.privateKey = t->key_file;
+    o.enableServerCertAuth = 1; /* the server's chain must verify ... */
+    o.verify = 1;               /* ... and name the host we dialled */
+    o.sslVersion = MQTT_SSL_VERSION_TLS_1_2;
+    o.ssl_error_cb = on_ssl_error;
+    o.ssl_error_context = t;
+    t->opts = o;
+    return 0;
+}
+
+void vigil_mqtt_tls_free(vigil_mqtt_tls *t)
+{
+    free(t->ca_file);
+    free(t->cert_file);
+    free(t->key_file);
+    t->ca_file = t->cert_file = t->key_file = NULL;
+    pthread_mutex_destroy(&t->mu);
+}
+
+MQTTAsync_SSLOptions *vigil_mqtt_tls_options(vigil_mqtt_tls *t)
+{
+    return t->on ? &t->opts : NULL;
+}
+
+void vigil_mqtt_tls_clear_error(vigil_mqtt_tls *t)
+{
+    pthread_mutex_lock(&t->mu);
+    t->error[0] = '\0';
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* "host:port" of a URL in any of our forms, for messages. */
+static void host_port(const char *url, char *out, size_t outlen)
+{
+    const char *p = strstr(url, "://");
+    p = p ? p + 3 : url;
+    const char *at = strrchr(p, '@'); /* never show credentials */
+    if (at)
+        p = at + 1;
+    size_t n = strcspn(p, "/");
+    snprintf(out, outlen, "%.*s", (int)(n < 200 ? n : 200), p);
+}
+
+/* OpenSSL's text says why in its last field: "error:0A000086:SSL
+ * routines::certificate verify failed" -> "certificate verify failed". */
+static const char *ssl_reason(const char *line)
+{
+    const char *colon = strrchr(line, ':');
+    return colon && colon[1] ? colon + 1 : line;
+}
+
+bool vigil_mqtt_refusal(const MQTTAsync_failureData5 *resp, vigil_mqtt_tls *tls,
+                        const char *url, const char *user, char *out, size_t outlen)
+{
+    char safe_url[300];
+    vigil_redact_url(url, safe_url, sizeof safe_url);
+    const char *who = set(user) ? user : "(anonymous)";
+    int reason = resp ? (int)resp->reasonCode : 0;
+    int code = resp ? resp->code : 0;
+    /* MQTT 5 puts the CONNACK reason into reasonCode and, in some paho
+     * versions, into code as well; MQTT 3.1.1 return codes arrive in code. */
+    if (reason == MQTTREASONCODE_BAD_USER_NAME_OR_PASSWORD ||
+        code == MQTTREASONCODE_BAD_USER_NAME_OR_PASSWORD || code == 4) {
+        snprintf(out, outlen, "MQTT broker %s refused user '%s': bad user name or password",
+                 safe_url, who);
+        return true;
+    }
+    if (reason == MQTTREASONCODE_NOT_AUTHORIZED || code == MQTTREASONCODE_NOT_AUTHORIZED ||
+        code == 5) {
+        snprintf(out, outlen, "MQTT broker %s refused user '%s': not authorized", safe_url, who);
+        return true;
+    }
+    if (!tls || !tls->on)
+        return false;
+    char ssl_err[256];
+    pthread_mutex_lock(&tls->mu);
+    snprintf(ssl_err, sizeof ssl_err, "%s", tls->error);
+    pthread_mutex_unlock(&tls->mu);
+    const char *msg = resp && resp->message ? resp->message : "";
+    char hp[256];
+    host_port(url, hp, sizeof hp);
+    if (ssl_err[0]) {
+        snprintf(out, outlen, "TLS handshake with %s failed: %s", hp, ssl_reason(ssl_err));
+        return true;
+    }
+    /* paho checks the host name after the handshake, without OpenSSL
+     * error text: its connect fails with a TLS message instead. */
+    if ((strstr(msg, "TLS") || strstr(msg, "SSL")) && !strstr(msg, "TCP/TLS connect failure")) {
+        snprintf(out, outlen, "TLS handshake with %s failed: %s (certificate does not match the host name?)",
+                 hp, msg);
+        return true;
+    }
+    return false;
+}
