@@ -713,6 +713,12 @@ static void on_connect_ok(void *context, MQTTAsync_successData5 *resp)
     tl_in_callback--;
 }
 
+static void count_refusal(void)
+{
+    vigil_counter_add("vigil_mqtt_refusals_total",
+                      "Connects the broker refused (credentials, authorization or TLS)", NULL, 1);
+}
+
 /* A refusal of our credentials or certificate (mqtt_secure.h) is logged
  * as an error naming what failed; before the first connect the connector
  * then gives up (connector_main), after it paho keeps retrying and every
@@ -727,8 +733,7 @@ static void on_connect_fail(void *context, MQTTAsync_failureData5 *resp)
         pthread_mutex_lock(&m->mu);
         snprintf(m->refusal, sizeof m->refusal, "%s", why);
         pthread_mutex_unlock(&m->mu);
-        vigil_counter_add("vigil_mqtt_refusals_total",
-                          "Connects the broker refused (credentials, authorization or TLS)", NULL, 1);
+        count_refusal();
         vigil_log_kv(VIGIL_LOG_ERROR, why, "client_id", m->client_id, "code", code, NULL);
     } else {
         vigil_log_kv(VIGIL_LOG_WARN, "mqtt connect failed", "client_id", m->client_id, "code",
@@ -797,6 +802,26 @@ static bool first_refusal(vigil_mqtt *m)
     return true;
 }
 
+/* A TLS connect failed without a reason paho could name: our own
+ * handshake (mqtt_secure.h) finds out whether TLS is the problem and
+ * records the refusal like on_connect_fail does. Called with m->mu held;
+ * releases it meanwhile (the probe may take seconds). */
+static void diagnose_tls(vigil_mqtt *m)
+{
+    if (!m->tls.on)
+        return;
+    char why[sizeof m->refusal];
+    pthread_mutex_unlock(&m->mu);
+    bool refused = vigil_mqtt_tls_diagnose(&m->tls, m->display_url, why, sizeof why);
+    if (refused) {
+        count_refusal();
+        vigil_log_kv(VIGIL_LOG_ERROR, why, "client_id", m->client_id, NULL);
+    }
+    pthread_mutex_lock(&m->mu);
+    if (refused)
+        snprintf(m->refusal, sizeof m->refusal, "%s", why);
+}
+
 /* Connects until it succeeds or stop is requested, with capped exponential
  * backoff. Returns true when connected, false when stopping or when the
  * first connect was refused (first_refusal). Called with m->mu held. */
@@ -817,6 +842,8 @@ static bool connect_with_backoff(vigil_mqtt *m)
             }
             if (m->attempt == ATTEMPT_OK)
                 return true;
+            if (m->attempt == ATTEMPT_FAILED && !m->refusal[0])
+                diagnose_tls(m);
             if (m->attempt == ATTEMPT_FAILED && m->refusal[0] && !m->ever_connected &&
                 first_refusal(m))
                 return false;

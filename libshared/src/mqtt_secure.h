@@ -51,4 +51,14 @@ int vigil_mqtt_tls_check(const char *url, const char *ca_file, const char *cert_
 bool vigil_mqtt_refusal(const MQTTAsync_failureData5 *resp, vigil_mqtt_tls *tls,
                         const char *url, const char *user, char *out, size_t outlen);
 
+/* After a failed connect on a TLS URL that vigil_mqtt_refusal could not
+ * explain (paho reports a failed host name check, and some alerts, only as
+ * "TCP/TLS connect failure", without OpenSSL's text): makes a handshake of
+ * its own with the same CA, client certificate and host name check, and
+ * when TLS is what fails, writes "TLS handshake with h:p failed: <why>"
+ * and returns true. False when the handshake works or the broker cannot
+ * be reached at all. Blocks up to about 6 s: call it from our own thread,
+ * never a paho callback. */
+bool vigil_mqtt_tls_diagnose(vigil_mqtt_tls *tls, const char *url, char *out, size_t outlen);
+
 #endif

@@ -1127,7 +1127,7 @@ class SecureMosquitto(Mosquitto):
         lines.append(f"listener {self.port} 127.0.0.1")
         if self.tls:
             lines += [f"cafile {self.tls['cafile']}", f"certfile {self.tls['certfile']}",
-                      f"keyfile {self.tls['keyfile']}", "tls_version tlsv1.2"]
+                      f"keyfile {self.tls['keyfile']}"]
             if self.tls.get("require_certificate"):
                 lines.append("require_certificate true")
         if self.users:

@@ -11,18 +11,14 @@ the service runs does not stop it: every refused attempt is an error line,
 and it is ready again once the credentials match.
 """
 
-import json
 import os
 import sys
 import time
-
-import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import (  # noqa: E402
     AclRedisServer,
-    HarnessError,
     Mosquitto,
     RedisServer,
     SecureMosquitto,
@@ -30,31 +26,14 @@ from harness import (  # noqa: E402
     scaled,
     wait_until,
 )
+from security_support import error_lines, expect_config_exit, procs  # noqa: E402,F401
 
 SERVICE = "dormancy-monitor"
-EXIT_CONFIG = 78
 MQTT_GOOD = "s3cr3t-mqtt-good"
 MQTT_BAD = "s3cr3t-mqtt-wrong"
 REDIS_GOOD = "s3cr3t-redis-g@od/pw"  # '@' and '/' travel percent-encoded in the URL
 REDIS_BAD = "s3cr3t-redis-wrong"
 SECRETS = (MQTT_GOOD, MQTT_BAD, REDIS_GOOD, REDIS_BAD, "s3cr3t-redis-g%40od%2Fpw")
-
-
-@pytest.fixture
-def procs():
-    started = []
-    yield started
-    problems = []
-    for p in reversed(started):
-        if isinstance(p, Service):
-            try:
-                p.terminate()
-            except HarnessError as e:
-                problems.append(str(e))
-            problems += p.check()
-        else:
-            p.stop()
-    assert not problems, "\n".join(problems)
 
 
 def env_for(broker_url, redis_url, **extra):
@@ -69,41 +48,16 @@ def env_for(broker_url, redis_url, **extra):
     return env
 
 
-def log_lines(svc):
-    out = []
-    for line in svc.stderr_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            pass
-    return out
-
-
-def errors(svc):
-    return [l for l in log_lines(svc) if l.get("level") == "error"]
-
-
 def assert_no_secret(svc):
     text = svc.stderr_text()
     for s in SECRETS:
         assert s not in text, f"secret {s!r} in the log of {svc.name}"
 
 
-def expect_config_exit(svc, timeout=30):
-    """Starts svc, which must exit by itself with status 78."""
-    svc.expect_exit = True
-    svc.start(wait=False)
-    try:
-        rc = svc.proc.wait(timeout=scaled(timeout))
-    except Exception:  # noqa: BLE001 - reported with the log
-        svc.kill9()
-        raise AssertionError(f"{svc.name} still running after {timeout}s:\n{svc.stderr_text()[-3000:]}")
-    svc.runs[-1][1:] = [rc, "exited"]
-    assert rc == EXIT_CONFIG, f"exit status {rc}, expected {EXIT_CONFIG}:\n{svc.stderr_text()[-3000:]}"
+def expect_refused(svc, procs):
+    msg = expect_config_exit(svc, procs)
     assert_no_secret(svc)
-    errs = errors(svc)
-    assert len(errs) == 1, f"expected one error line, got {errs}"
-    return errs[0]["msg"]
+    return msg
 
 
 def test_wrong_mqtt_password_exits_with_a_clear_error(tmp_path, procs):
@@ -115,15 +69,13 @@ def test_wrong_mqtt_password_exits_with_a_clear_error(tmp_path, procs):
 
     bad = Service(SERVICE, d, env_for(broker.url, redis.url, VIGIL_MQTT_USER=SERVICE,
                                       VIGIL_MQTT_PASSWORD=MQTT_BAD))
-    procs.append(bad)
-    msg = expect_config_exit(bad)
+    msg = expect_refused(bad, procs)
     assert f"MQTT broker mqtt://127.0.0.1:{broker.port} refused user '{SERVICE}'" in msg, msg
     assert "not authorized" in msg or "bad user name or password" in msg, msg
 
     # An unknown user and no credentials at all are refused the same way.
     nouser = Service(SERVICE, d, env_for(broker.url, redis.url))
-    procs.append(nouser)
-    msg = expect_config_exit(nouser)
+    msg = expect_refused(nouser, procs)
     assert "refused user '(anonymous)'" in msg, msg
 
     good = Service(SERVICE, d, env_for(broker.url, redis.url, VIGIL_MQTT_USER=SERVICE,
@@ -131,7 +83,7 @@ def test_wrong_mqtt_password_exits_with_a_clear_error(tmp_path, procs):
     procs.append(good)
     good.start(timeout=30)
     assert good.is_ready()
-    assert errors(good) == []
+    assert error_lines(good) == []
     assert_no_secret(good)
 
 
@@ -181,15 +133,13 @@ def test_wrong_redis_credentials_exit_with_a_clear_error(tmp_path, procs):
     procs.append(redis)
 
     bad = Service(SERVICE, d, env_for(broker.url, redis.url_for("dm", REDIS_BAD)))
-    procs.append(bad)
-    msg = expect_config_exit(bad)
+    msg = expect_refused(bad, procs)
     assert f"Redis 127.0.0.1:{redis.port} refused user 'dm'" in msg, msg
     assert "WRONGPASS" in msg, msg
 
     # No password while Redis requires one: NOAUTH, the same clear exit.
     none = Service(SERVICE, d, env_for(broker.url, redis.url_for()))
-    procs.append(none)
-    msg = expect_config_exit(none)
+    msg = expect_refused(none, procs)
     assert f"Redis 127.0.0.1:{redis.port} refused user 'default'" in msg, msg
     assert "NOAUTH" in msg, msg
 
@@ -220,7 +170,7 @@ def test_refusal_after_start_is_logged_and_retried(tmp_path, procs):
     # the password matches.
     broker.users[SERVICE] = "s3cr3t-rotated-elsewhere"
     broker.restart()
-    wait_until(lambda: any("refused user" in e["msg"] for e in errors(svc)), 30,
+    wait_until(lambda: any("refused user" in e for e in error_lines(svc)), 30,
                "an error line about the refused reconnect")
     wait_until(lambda: not svc.is_ready(), 10, "not ready while refused")
     assert svc.alive()
@@ -235,7 +185,7 @@ def test_refusal_after_start_is_logged_and_retried(tmp_path, procs):
     try:
         c.execute_command("ACL", "SETUSER", "dm", "resetpass", ">s3cr3t-rotated-redis")
         c.execute_command("CLIENT", "KILL", "USER", "dm")
-        wait_until(lambda: any("credentials refused" in e["msg"] for e in errors(svc)), 30,
+        wait_until(lambda: any("credentials refused" in e for e in error_lines(svc)), 30,
                    "an error line about the refused Redis AUTH")
         assert svc.alive()
         c.execute_command("ACL", "SETUSER", "dm", "resetpass", f">{REDIS_GOOD}")
