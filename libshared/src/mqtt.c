@@ -248,7 +248,6 @@ static int leading_acked(const pub_batch *b, bool *final)
     return k;
 }
 
-/* Hands message i of the batch to paho. */
 /* ---- topic prefix (VIGIL_TOPIC_PREFIX, vigil/topic_prefix.h) ----------- */
 
 /* topic under the client's prefix: topic itself without one, else buf, or
@@ -279,6 +278,7 @@ static int send_prefixed(vigil_mqtt *m, const char *topic, MQTTAsync_message *pm
     return rc;
 }
 
+/* Hands message i of the batch to paho. */
 static int send_one(vigil_mqtt *m, pub_batch *b, const vigil_pubmsg *msg, int i)
 {
     MQTTAsync_message pm = MQTTAsync_message_initializer;
@@ -757,8 +757,8 @@ static void count_refusal(void)
 
 /* A refusal of our credentials or certificate (mqtt_secure.h) is logged
  * as an error naming what failed; before the first connect the connector
- * then gives up (connector_main), after it paho keeps retrying and every
- * refusal is logged again, so a rotated password is loud, not silent. */
+ * then gives up (first_refusal), after it the connector keeps retrying and
+ * every refusal is logged again, so a rotated password is loud, not silent. */
 static void on_connect_fail(void *context, MQTTAsync_failureData5 *resp)
 {
     vigil_mqtt *m = context;
@@ -858,6 +858,16 @@ static void diagnose_tls(vigil_mqtt *m)
         snprintf(m->refusal, sizeof m->refusal, "%s", why);
 }
 
+/* Waits ms on m->cv (m->mu held), returning early when stop is requested. */
+static void pause_unless_stopping(vigil_mqtt *m, int64_t ms)
+{
+    struct timespec ts = mono_deadline(ms);
+    while (!m->stopping) {
+        if (pthread_cond_timedwait(&m->cv, &m->mu, &ts) == ETIMEDOUT)
+            break;
+    }
+}
+
 /* Connects until it succeeds or stop is requested, with capped exponential
  * backoff. Returns true when connected, false when stopping or when the
  * first connect was refused (first_refusal). Called with m->mu held. */
@@ -892,11 +902,7 @@ static bool connect_with_backoff(vigil_mqtt *m)
         int64_t delay = vigil_backoff_ms(attempt++, MQTT_RETRY_MIN_S * 1000,
                                          MQTT_RETRY_MAX_S * 1000);
         vigil_log(VIGIL_LOG_INFO, "mqtt: retrying connect in %lld ms", (long long)delay);
-        struct timespec ts = mono_deadline(delay);
-        while (!m->stopping) {
-            if (pthread_cond_timedwait(&m->cv, &m->mu, &ts) == ETIMEDOUT)
-                break;
-        }
+        pause_unless_stopping(m, delay);
     }
     return false;
 }
@@ -914,6 +920,10 @@ static void *connector_main(void *arg)
     while (connect_with_backoff(m)) {
         while (!m->lost && !m->stopping)
             pthread_cond_wait(&m->cv, &m->mu);
+        /* A pause before reconnecting, as paho's own reconnect made: two
+         * replicas started with the same client id would otherwise take
+         * the session from each other in a tight loop. */
+        pause_unless_stopping(m, MQTT_RETRY_MIN_S * 1000);
         if (m->stopping)
             break;
     }
