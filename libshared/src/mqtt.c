@@ -3,9 +3,9 @@
  * Threads involved:
  *  - paho's send and receive threads run every callback below; a callback
  *    must never wait for paho (no waitForCompletion, isConnected, destroy).
- *  - our connector thread makes the first connection: paho's automatic
- *    reconnect only starts after one connect succeeded, so until then we
- *    retry ourselves with capped exponential backoff.
+ *  - our connector thread makes every connection, the first and each one
+ *    after a loss, with capped exponential backoff (paho's automatic
+ *    reconnect is off: it reports a refused reconnect to no callback).
  *  - callers of vigil_mqtt_publish_batch wait on our condition variable for
  *    the acknowledgements, which the callbacks deliver.
  * Our mutex m->mu is never held while calling into paho, because paho may
@@ -27,6 +27,9 @@
 #include "vigil/metrics.h"
 #include "vigil/oom.h"
 
+#include "vigil/topic_prefix.h"
+
+#include "mqtt_secure.h"
 #include "tcp_quickack.h"
 
 #define MQTT_KEEPALIVE_S 20
@@ -88,6 +91,8 @@ struct vigil_mqtt {
     int *sub_qos;
     int nsubs;
     char *status_topic;
+    char *topic_prefix;  /* VIGIL_TOPIC_PREFIX, NULL = none (topic_prefix.h) */
+    char *will_topic;    /* status_topic under the prefix: paho sends it itself */
     char *ready_payload;
     char *lost_payload;
     vigil_mqtt_on_message on_message;
@@ -97,6 +102,10 @@ struct vigil_mqtt {
     MQTTProperty session_expiry;
     bool ephemeral; /* session_expiry_s < 0: clean start, no session kept */
     MQTTAsync_willOptions will;
+    char *display_url;            /* as configured, for messages */
+    vigil_mqtt_tls tls;           /* mqtt_secure.h */
+    vigil_mqtt_on_refused on_refused;
+    char refusal[320];            /* why the broker refused us ("" = it did not) */
 
     atomic_bool connected;
     int broker_port;             /* for finding our socket (tcp_quickack.h) */
@@ -109,6 +118,7 @@ struct vigil_mqtt {
     bool ever_connected;
     bool stopping;
     bool connector_started;
+    bool lost; /* the connection went down: the connector connects again */
     pthread_t connector;
     enum conn_attempt attempt;
     bool disconnect_done;
@@ -238,6 +248,36 @@ static int leading_acked(const pub_batch *b, bool *final)
     return k;
 }
 
+/* ---- topic prefix (VIGIL_TOPIC_PREFIX, vigil/topic_prefix.h) ----------- */
+
+/* topic under the client's prefix: topic itself without one, else buf, or
+ * *heap (the caller frees it) when buf is too small; NULL out of memory. */
+static const char *topic_with_prefix(const vigil_mqtt *m, const char *topic, char *buf,
+                                     size_t buflen, char **heap)
+{
+    *heap = NULL;
+    if (!m->topic_prefix)
+        return topic;
+    if (vigil_topic_prefix_apply(m->topic_prefix, topic, buf, buflen) >= 0)
+        return buf;
+    size_t n = strlen(m->topic_prefix) + strlen(topic) + 16;
+    *heap = malloc(n);
+    if (!*heap || vigil_topic_prefix_apply(m->topic_prefix, topic, *heap, n) < 0)
+        return NULL;
+    return *heap;
+}
+
+/* MQTTAsync_sendMessage with the topic under the prefix; paho copies it. */
+static int send_prefixed(vigil_mqtt *m, const char *topic, MQTTAsync_message *pm,
+                         MQTTAsync_responseOptions *ro)
+{
+    char buf[512], *heap;
+    const char *full = topic_with_prefix(m, topic, buf, sizeof buf, &heap);
+    int rc = full ? MQTTAsync_sendMessage(m->client, full, pm, ro) : MQTTASYNC_FAILURE;
+    free(heap);
+    return rc;
+}
+
 /* Hands message i of the batch to paho. */
 static int send_one(vigil_mqtt *m, pub_batch *b, const vigil_pubmsg *msg, int i)
 {
@@ -250,7 +290,7 @@ static int send_one(vigil_mqtt *m, pub_batch *b, const vigil_pubmsg *msg, int i)
     ro.onSuccess5 = on_publish_ok;
     ro.onFailure5 = on_publish_fail;
     ro.context = &b->slots[i];
-    int rc = MQTTAsync_sendMessage(m->client, msg->topic, &pm, &ro);
+    int rc = send_prefixed(m, msg->topic, &pm, &ro);
     if (rc != MQTTASYNC_SUCCESS)
         vigil_log_kv(VIGIL_LOG_WARN, "mqtt publish not accepted", "topic", msg->topic, "error",
                      MQTTAsync_strerror(rc), NULL);
@@ -458,7 +498,7 @@ int vigil_mqtt_publish_tagged(vigil_mqtt *m, const vigil_pubmsg *msg, uint64_t t
     ro.onSuccess5 = on_tagged_ok;
     ro.onFailure5 = on_tagged_fail;
     ro.context = t;
-    int rc = MQTTAsync_sendMessage(m->client, msg->topic, &pm, &ro);
+    int rc = send_prefixed(m, msg->topic, &pm, &ro);
     if (rc == MQTTASYNC_SUCCESS)
         return VIGIL_PUB_SEND_OK;
     /* Not handed over: no callback will come. */
@@ -498,7 +538,7 @@ int vigil_mqtt_publish_async(vigil_mqtt *m, const char *topic, const void *paylo
     msg.retained = retain ? 1 : 0;
     ro.onFailure5 = on_async_publish_fail;
     ro.context = m;
-    int rc = MQTTAsync_sendMessage(m->client, topic, &msg, &ro);
+    int rc = send_prefixed(m, topic, &msg, &ro);
     if (rc != MQTTASYNC_SUCCESS) {
         vigil_log_kv(VIGIL_LOG_WARN, "mqtt async publish not accepted", "topic", topic, "error",
                      MQTTAsync_strerror(rc), NULL);
@@ -539,7 +579,7 @@ static void on_subscribe_fail(void *context, MQTTAsync_failureData5 *resp)
     tl_in_callback--;
 }
 
-/* Runs on the first connect and on every automatic reconnect. The broker
+/* Runs on the first connect and on every reconnect. The broker
  * may have lost our subscriptions (shared ones never survive a restart on
  * mosquitto 2.0.11), so subscribe again each time, before announcing ready:
  * the broker handles our packets in order, so a client that sees "ready"
@@ -559,6 +599,7 @@ static void on_connected(void *context, char *cause)
     pthread_mutex_lock(&m->mu);
     bool first = !m->ever_connected;
     m->ever_connected = true;
+    m->refusal[0] = '\0'; /* accepted again (e.g. after a password rotation) */
     pthread_mutex_unlock(&m->mu);
     if (!first)
         vigil_counter_add("vigil_mqtt_reconnects_total",
@@ -592,6 +633,10 @@ static void mark_down(vigil_mqtt *m)
     atomic_store(&m->qa_n, 0);
     if (!atomic_exchange(&m->connected, false))
         return;
+    pthread_mutex_lock(&m->mu);
+    m->lost = true; /* wakes connector_main */
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
     vigil_gauge_set("vigil_mqtt_connected", "1 while connected to the MQTT broker", NULL, 0);
     if (m->on_state)
         m->on_state(m->ctx, false);
@@ -657,8 +702,10 @@ static int on_message_arrived(void *context, char *topicName, int topicLen,
      * returns): a gauge stuck at 1 is intake blocked on Redis. */
     vigil_gauge_set(M_INPUTS_IN_FLIGHT, M_INPUTS_IN_FLIGHT_HELP, NULL,
                     (double)atomic_fetch_add(&inputs_in_flight, 1) + 1);
-    if (m->on_message)
-        m->on_message(m->ctx, topic, message->payload,
+    /* Every subscription is under the prefix, so every topic is too. */
+    const char *ours = m->topic_prefix ? vigil_topic_prefix_strip(m->topic_prefix, topic) : topic;
+    if (m->on_message && ours)
+        m->on_message(m->ctx, ours, message->payload,
                       message->payloadlen > 0 ? (size_t)message->payloadlen : 0,
                       message->retained != 0);
     vigil_gauge_set(M_INPUTS_IN_FLIGHT, M_INPUTS_IN_FLIGHT_HELP, NULL,
@@ -702,14 +749,32 @@ static void on_connect_ok(void *context, MQTTAsync_successData5 *resp)
     tl_in_callback--;
 }
 
+static void count_refusal(void)
+{
+    vigil_counter_add("vigil_mqtt_refusals_total",
+                      "Connects the broker refused (credentials, authorization or TLS)", NULL, 1);
+}
+
+/* A refusal of our credentials or certificate (mqtt_secure.h) is logged
+ * as an error naming what failed; before the first connect the connector
+ * then gives up (first_refusal), after it the connector keeps retrying and
+ * every refusal is logged again, so a rotated password is loud, not silent. */
 static void on_connect_fail(void *context, MQTTAsync_failureData5 *resp)
 {
     vigil_mqtt *m = context;
     tl_in_callback++;
-    char code[32];
-    snprintf(code, sizeof code, "%d", resp ? resp->code : 0);
-    vigil_log_kv(VIGIL_LOG_WARN, "mqtt connect failed", "client_id", m->client_id, "code", code,
-                 "error", resp && resp->message ? resp->message : NULL, NULL);
+    char code[32], why[sizeof m->refusal];
+    snprintf(code, sizeof code, "%d/%d", resp ? resp->code : 0, resp ? (int)resp->reasonCode : 0);
+    if (vigil_mqtt_refusal(resp, &m->tls, m->display_url, m->user, why, sizeof why)) {
+        pthread_mutex_lock(&m->mu);
+        snprintf(m->refusal, sizeof m->refusal, "%s", why);
+        pthread_mutex_unlock(&m->mu);
+        count_refusal();
+        vigil_log_kv(VIGIL_LOG_ERROR, why, "client_id", m->client_id, "code", code, NULL);
+    } else {
+        vigil_log_kv(VIGIL_LOG_WARN, "mqtt connect failed", "client_id", m->client_id, "code",
+                     code, "error", resp && resp->message ? resp->message : NULL, NULL);
+    }
     attempt_end(m, ATTEMPT_FAILED);
     tl_in_callback--;
 }
@@ -748,25 +813,70 @@ static int connect_once(vigil_mqtt *m)
     o.username = m->user;
     o.password = m->password;
     o.connectTimeout = MQTT_CONNECT_TIMEOUT_S;
-    o.automaticReconnect = 1;
-    o.minRetryInterval = MQTT_RETRY_MIN_S;
-    o.maxRetryInterval = MQTT_RETRY_MAX_S;
+    o.automaticReconnect = 0; /* connector_main reconnects (see there) */
     o.onSuccess5 = on_connect_ok;
     o.onFailure5 = on_connect_fail;
     o.context = m;
+    o.ssl = vigil_mqtt_tls_options(&m->tls);
+    vigil_mqtt_tls_clear_error(&m->tls);
     return MQTTAsync_connect(m->client, &o);
 }
 
-/* Makes the first connection, retrying with capped exponential backoff
- * until it succeeds or stop is requested; after that paho's automatic
- * reconnect takes over. Runs outside paho's threads so it may wait. */
-static void *connector_main(void *arg)
+/* Called by the connector with m->mu held when the first connect was
+ * refused: hands the reason to on_refused (the runtime exits with
+ * VIGIL_EXIT_CONFIG) and ends the connector. Without a handler (e.g. the
+ * CLI, which asks vigil_mqtt_refused) it ends too: retrying the same
+ * credentials cannot succeed. Returns true to stop retrying. */
+static bool first_refusal(vigil_mqtt *m)
 {
-    vigil_mqtt *m = arg;
-    int attempt = 0;
+    char why[sizeof m->refusal];
+    snprintf(why, sizeof why, "%s", m->refusal);
+    pthread_mutex_unlock(&m->mu);
+    if (m->on_refused)
+        m->on_refused(m->ctx, why);
     pthread_mutex_lock(&m->mu);
+    return true;
+}
+
+/* A TLS connect failed without a reason paho could name: our own
+ * handshake (mqtt_secure.h) finds out whether TLS is the problem and
+ * records the refusal like on_connect_fail does. Called with m->mu held;
+ * releases it meanwhile (the probe may take seconds). */
+static void diagnose_tls(vigil_mqtt *m)
+{
+    if (!m->tls.on)
+        return;
+    char why[sizeof m->refusal];
+    pthread_mutex_unlock(&m->mu);
+    bool refused = vigil_mqtt_tls_diagnose(&m->tls, m->display_url, why, sizeof why);
+    if (refused) {
+        count_refusal();
+        vigil_log_kv(VIGIL_LOG_ERROR, why, "client_id", m->client_id, NULL);
+    }
+    pthread_mutex_lock(&m->mu);
+    if (refused)
+        snprintf(m->refusal, sizeof m->refusal, "%s", why);
+}
+
+/* Waits ms on m->cv (m->mu held), returning early when stop is requested. */
+static void pause_unless_stopping(vigil_mqtt *m, int64_t ms)
+{
+    struct timespec ts = mono_deadline(ms);
+    while (!m->stopping) {
+        if (pthread_cond_timedwait(&m->cv, &m->mu, &ts) == ETIMEDOUT)
+            break;
+    }
+}
+
+/* Connects until it succeeds or stop is requested, with capped exponential
+ * backoff. Returns true when connected, false when stopping or when the
+ * first connect was refused (first_refusal). Called with m->mu held. */
+static bool connect_with_backoff(vigil_mqtt *m)
+{
+    int attempt = 0;
     while (!m->stopping) {
         m->attempt = ATTEMPT_PENDING;
+        m->lost = false;
         pthread_mutex_unlock(&m->mu);
         int rc = connect_once(m);
         pthread_mutex_lock(&m->mu);
@@ -777,7 +887,12 @@ static void *connector_main(void *arg)
                     break;
             }
             if (m->attempt == ATTEMPT_OK)
-                break;
+                return true;
+            if (m->attempt == ATTEMPT_FAILED && !m->refusal[0])
+                diagnose_tls(m);
+            if (m->attempt == ATTEMPT_FAILED && m->refusal[0] && !m->ever_connected &&
+                first_refusal(m))
+                return false;
         } else {
             vigil_log_kv(VIGIL_LOG_WARN, "mqtt connect not started", "error",
                          MQTTAsync_strerror(rc), NULL);
@@ -786,12 +901,31 @@ static void *connector_main(void *arg)
             break;
         int64_t delay = vigil_backoff_ms(attempt++, MQTT_RETRY_MIN_S * 1000,
                                          MQTT_RETRY_MAX_S * 1000);
-        vigil_log(VIGIL_LOG_INFO, "mqtt: retrying first connect in %lld ms", (long long)delay);
-        struct timespec ts = mono_deadline(delay);
-        while (!m->stopping) {
-            if (pthread_cond_timedwait(&m->cv, &m->mu, &ts) == ETIMEDOUT)
-                break;
-        }
+        vigil_log(VIGIL_LOG_INFO, "mqtt: retrying connect in %lld ms", (long long)delay);
+        pause_unless_stopping(m, delay);
+    }
+    return false;
+}
+
+/* Makes every connection: the first, and again after each loss. paho's own
+ * automatic reconnect is off because it reports a refused reconnect to no
+ * callback (checked on Debian's 1.3.11: a password rotated on the broker
+ * left the service silently disconnected); connecting here means every
+ * refusal reaches on_connect_fail and is logged. Runs outside paho's
+ * threads so it may wait. */
+static void *connector_main(void *arg)
+{
+    vigil_mqtt *m = arg;
+    pthread_mutex_lock(&m->mu);
+    while (connect_with_backoff(m)) {
+        while (!m->lost && !m->stopping)
+            pthread_cond_wait(&m->cv, &m->mu);
+        /* A pause before reconnecting, as paho's own reconnect made: two
+         * replicas started with the same client id would otherwise take
+         * the session from each other in a tight loop. */
+        pause_unless_stopping(m, MQTT_RETRY_MIN_S * 1000);
+        if (m->stopping)
+            break;
     }
     pthread_mutex_unlock(&m->mu);
     return NULL;
@@ -801,6 +935,10 @@ static void *connector_main(void *arg)
 
 static void mqtt_free_fields(vigil_mqtt *m)
 {
+    free(m->topic_prefix);
+    free(m->will_topic);
+    free(m->display_url);
+    vigil_mqtt_tls_free(&m->tls);
     free(m->url);
     free(m->user);
     free(m->password);
@@ -814,6 +952,34 @@ static void mqtt_free_fields(vigil_mqtt *m)
     free(m->status_topic);
     free(m->ready_payload);
     free(m->lost_payload);
+}
+
+/* strdup of topic under the prefix (subscriptions). */
+static char *prefixed_dup(const vigil_mqtt *m, const char *topic)
+{
+    char buf[512], *heap;
+    const char *full = topic_with_prefix(m, topic, buf, sizeof buf, &heap);
+    if (heap || !full)
+        return heap;
+    return strdup(full);
+}
+
+/* Checks and keeps the prefix, and the last will's topic under it (paho
+ * publishes the will itself, so it cannot go through send_prefixed). */
+static int set_topic_prefix(vigil_mqtt *m, const char *prefix, char *err, size_t errlen)
+{
+    if (!prefix || !prefix[0])
+        return 0;
+    if (vigil_topic_prefix_check(prefix, err, errlen) != 0)
+        return -1;
+    m->topic_prefix = strdup(prefix);
+    if (m->topic_prefix && m->status_topic)
+        m->will_topic = prefixed_dup(m, m->status_topic);
+    if (!m->topic_prefix || (m->status_topic && !m->will_topic)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
 }
 
 vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errlen)
@@ -834,14 +1000,27 @@ vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errle
     m = calloc(1, sizeof *m);
     if (!m)
         goto oom;
+    if (vigil_mqtt_tls_init(&m->tls, paho_url, cfg->tls_ca_file, cfg->tls_cert_file,
+                            cfg->tls_key_file, err, errlen) != 0) {
+        mqtt_free_fields(m);
+        free(m);
+        return NULL;
+    }
+    m->on_refused = cfg->on_refused;
+    m->display_url = strdup(cfg->url);
     m->url = strdup(paho_url);
     m->client_id = strdup(cfg->client_id);
     m->user = (cfg->user && cfg->user[0]) ? strdup(cfg->user) : NULL;
     m->password = (cfg->user && cfg->user[0]) ? dup_or_null(cfg->password) : NULL;
     m->status_topic = (cfg->status_topic && cfg->status_topic[0]) ? strdup(cfg->status_topic) : NULL;
+    if (set_topic_prefix(m, cfg->topic_prefix, err, errlen) != 0) {
+        mqtt_free_fields(m);
+        free(m);
+        return NULL;
+    }
     m->ready_payload = dup_or_null(cfg->ready_payload);
     m->lost_payload = dup_or_null(cfg->lost_payload);
-    if (!m->url || !m->client_id || (cfg->user && cfg->user[0] && !m->user) ||
+    if (!m->url || !m->display_url || !m->client_id || (cfg->user && cfg->user[0] && !m->user) ||
         (m->user && cfg->password && !m->password) ||
         (cfg->status_topic && cfg->status_topic[0] && !m->status_topic) ||
         (cfg->ready_payload && !m->ready_payload) || (cfg->lost_payload && !m->lost_payload))
@@ -856,7 +1035,7 @@ vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errle
             if (!m->subs || !m->sub_qos)
                 goto oom;
             for (int i = 0; i < n; i++) {
-                m->subs[i] = strdup(cfg->subscriptions[i]);
+                m->subs[i] = prefixed_dup(m, cfg->subscriptions[i]);
                 if (!m->subs[i]) {
                     m->nsubs = i;
                     goto oom;
@@ -888,7 +1067,7 @@ vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errle
 
 
     m->will = (MQTTAsync_willOptions)MQTTAsync_willOptions_initializer;
-    m->will.topicName = m->status_topic;
+    m->will.topicName = m->topic_prefix ? m->will_topic : m->status_topic;
     m->will.message = m->lost_payload;
     m->will.retained = 1;
     m->will.qos = 1;
@@ -966,6 +1145,18 @@ int vigil_mqtt_start(vigil_mqtt *m)
         return -1;
     }
     return 0;
+}
+
+bool vigil_mqtt_refused(vigil_mqtt *m, char *why, size_t whylen)
+{
+    if (!m)
+        return false;
+    pthread_mutex_lock(&m->mu);
+    bool refused = m->refusal[0] != '\0';
+    if (refused && why && whylen)
+        snprintf(why, whylen, "%s", m->refusal);
+    pthread_mutex_unlock(&m->mu);
+    return refused;
 }
 
 bool vigil_mqtt_connected(const vigil_mqtt *m)

@@ -27,6 +27,9 @@ struct vigil_redis {
     /* true once a failure has been logged; cleared by the next successful
      * connect, so an outage logs one line, not one per retry. */
     bool down_logged;
+    bool auth_refused; /* the last failure was AUTH/NOAUTH/NOPERM at setup */
+    bool auth_logged;  /* that refusal was logged in this outage */
+    bool served;       /* a command was answered once: we are past startup */
     int pending; /* pipelined commands whose replies are not read yet */
     char err[256];
 };
@@ -105,7 +108,12 @@ int vigil_redis_url_parse(const char *url, vigil_redis_addr *out, char *err, siz
     const char *at = strrchr(p, '@');
     if (at) {
         const char *colon = memchr(p, ':', (size_t)(at - p));
-        if (colon) { /* [user]:password; the user name is ignored */
+        const char *uend = colon ? colon : at;
+        if (pct_decode(p, (size_t)(uend - p), a.user, sizeof a.user) != 0) {
+            snprintf(err, errlen, "redis url: bad or too long user name");
+            return -1;
+        }
+        if (colon) { /* [user]:password */
             if (pct_decode(colon + 1, (size_t)(at - colon - 1), a.password,
                            sizeof a.password) != 0) {
                 snprintf(err, errlen, "redis url: bad or too long password");
@@ -221,9 +229,20 @@ static void fail(vigil_redis *r, const char *what, const char *detail)
 {
     snprintf(r->err, sizeof r->err, "%s: %s", what, detail && *detail ? detail : "unknown error");
     vigil_counter_add(ERRORS_METRIC, ERRORS_HELP, NULL, 1);
-    if (!r->down_logged) {
-        vigil_log(VIGIL_LOG_WARN, "redis %s:%d: %s", r->addr.host, r->addr.port, r->err);
+    /* One line per outage, plus one when the credentials are refused in
+     * it (e.g. the password rotated while the connection was down). A
+     * running service retries, so that line is an error an operator must
+     * see; before the first connect the caller decides (the runtime exits
+     * with its own error line). */
+    bool auth_news = r->auth_refused && !r->auth_logged;
+    if (!r->down_logged || auth_news) {
+        if (auth_news && r->served)
+            vigil_log(VIGIL_LOG_ERROR, "redis %s:%d: %s (credentials refused; retrying)",
+                      r->addr.host, r->addr.port, r->err);
+        else
+            vigil_log(VIGIL_LOG_WARN, "redis %s:%d: %s", r->addr.host, r->addr.port, r->err);
         r->down_logged = true;
+        r->auth_logged = r->auth_logged || auth_news;
     }
     if (r->c) {
         redisFree(r->c);
@@ -250,6 +269,18 @@ static struct timeval ms_to_tv(int ms)
     return tv;
 }
 
+/* True for the error replies that mean "these credentials are refused":
+ * WRONGPASS (bad user or password), NOAUTH (a password is required, or
+ * AUTH was not accepted), NOPERM (the ACL user may not run a command we
+ * need at setup, such as SELECT). */
+static bool auth_error(const char *msg)
+{
+    return msg && (strncmp(msg, "WRONGPASS", 9) == 0 || strncmp(msg, "NOAUTH", 6) == 0 ||
+                   strncmp(msg, "NOPERM", 6) == 0 ||
+                   strncmp(msg, "ERR invalid password", 20) == 0 ||
+                   strncmp(msg, "ERR AUTH <password> called without", 34) == 0);
+}
+
 /* Sends a setup command (AUTH/SELECT) on the fresh context; any error
  * reply or I/O failure makes the whole connect fail. */
 static bool setup_cmd(vigil_redis *r, const char *what, int argc, const char **argv)
@@ -262,6 +293,7 @@ static bool setup_cmd(vigil_redis *r, const char *what, int argc, const char **a
     if (rep->type == REDIS_REPLY_ERROR) {
         char detail[160];
         snprintf(detail, sizeof detail, "%s", rep->str ? rep->str : "error reply");
+        r->auth_refused = auth_error(rep->str);
         freeReplyObject(rep);
         fail(r, what, detail);
         return false;
@@ -270,11 +302,23 @@ static bool setup_cmd(vigil_redis *r, const char *what, int argc, const char **a
     return true;
 }
 
+/* AUTH user password (ACL user, Redis 6+) or AUTH password: hiredis 0.14
+ * knows no user, so the command is sent here. The error text is Redis's
+ * reply, which never holds the password. */
+static bool auth(vigil_redis *r)
+{
+    const char *argv[] = { "AUTH", r->addr.user, r->addr.password };
+    if (!r->addr.user[0])
+        return setup_cmd(r, "AUTH", 2, (const char *[]){ "AUTH", r->addr.password });
+    return setup_cmd(r, "AUTH", 3, argv);
+}
+
 bool vigil_redis_ensure(vigil_redis *r)
 {
     if (r->c)
         return true;
     r->pending = 0;
+    r->auth_refused = false;
     r->c = redisConnectWithTimeout(r->addr.host, r->addr.port, ms_to_tv(r->timeout_ms));
     if (!r->c) {
         fail(r, "connect", "out of memory");
@@ -288,11 +332,8 @@ bool vigil_redis_ensure(vigil_redis *r)
         fail_ctx(r, "set timeout");
         return false;
     }
-    if (r->addr.password[0]) {
-        const char *argv[] = { "AUTH", r->addr.password };
-        if (!setup_cmd(r, "AUTH", 2, argv))
-            return false;
-    }
+    if (r->addr.password[0] && !auth(r))
+        return false;
     if (r->addr.db != 0) {
         char db[16];
         snprintf(db, sizeof db, "%d", r->addr.db);
@@ -306,6 +347,7 @@ bool vigil_redis_ensure(vigil_redis *r)
     }
     r->ever_connected = true;
     r->down_logged = false;
+    r->auth_logged = false;
     r->err[0] = '\0';
     return true;
 }
@@ -318,6 +360,25 @@ bool vigil_redis_connected(const vigil_redis *r)
 const char *vigil_redis_last_error(const vigil_redis *r)
 {
     return r->err;
+}
+
+bool vigil_redis_auth_refused(const vigil_redis *r)
+{
+    return r->auth_refused;
+}
+
+int vigil_redis_probe(vigil_redis *r, char *err, size_t errlen)
+{
+    redisReply *pong = vigil_redis_command(r, "PING");
+    if (pong) {
+        freeReplyObject(pong);
+        return 1;
+    }
+    if (!r->auth_refused)
+        return 0;
+    snprintf(err, errlen, "Redis %s:%d refused user '%s': %s", r->addr.host, r->addr.port,
+             r->addr.user[0] ? r->addr.user : "default", r->err);
+    return -1;
 }
 
 /* A plain command issued while pipelined replies are still unread would
@@ -351,6 +412,7 @@ static redisReply *screen(vigil_redis *r, redisReply *rep, const char *what)
     if (rep->type == REDIS_REPLY_ERROR && vigil_redis_error_transient(rep->str)) {
         char detail[200];
         snprintf(detail, sizeof detail, "%s", rep->str ? rep->str : "error reply");
+        r->auth_refused = auth_error(rep->str);
         freeReplyObject(rep);
         fail(r, what, detail);
         vigil_counter_add("vigil_redis_transient_errors_total",
@@ -358,6 +420,7 @@ static redisReply *screen(vigil_redis *r, redisReply *rep, const char *what)
                           NULL, 1);
         return NULL;
     }
+    r->served = true;
     return rep;
 }
 

@@ -39,7 +39,17 @@ typedef struct vigil_common_config {
     int64_t timer_lease_ms;  /* VIGIL_TIMER_LEASE_MS, 30000 */
     int64_t mqtt_session_expiry_s; /* VIGIL_MQTT_SESSION_EXPIRY_S, 604800 (7 days) */
     int64_t liveness_ms;     /* VIGIL_LIVENESS_MS, 60000 */
+    char mqtt_ca_file[256];   /* VIGIL_MQTT_CA_FILE (mqtts:// only), "" = system trust store */
+    char mqtt_cert_file[256]; /* VIGIL_MQTT_CERT_FILE, client certificate, "" = none */
+    char mqtt_key_file[256];  /* VIGIL_MQTT_KEY_FILE, its key */
+    char topic_prefix[128];   /* VIGIL_TOPIC_PREFIX, "" = none (vigil/topic_prefix.h) */
 } vigil_common_config;
+
+/* Exit status of a daemon whose configuration cannot work: the broker or
+ * Redis refused its credentials at startup, a TLS certificate did not
+ * verify (EX_CONFIG of sysexits.h). 2 stays the status of a configuration
+ * that does not parse. */
+#define VIGIL_EXIT_CONFIG 78
 
 /* Fills every field with its default; http_addr becomes
  * "127.0.0.1:<default_http_port>". */
@@ -60,6 +70,16 @@ int vigil_env_bool(const char *name, bool def, bool *out, char *err, size_t errl
 /* Copies the value (or def) into out; -1 if it does not fit. */
 int vigil_env_string(const char *name, const char *def, char *out, size_t outlen,
                      char *err, size_t errlen);
+/* A secret from name or from the file named by name_FILE (a Kubernetes
+ * Secret mounted as a file): the file's content with one trailing newline
+ * ("\n" or "\r\n") stripped. Both set (and not empty) is an error; an
+ * unreadable, empty, too long or NUL-holding file is an error naming the
+ * variable and the path, never the content. Unset: def. A value read from
+ * either place is registered with vigil_redact_add_secret, so it never
+ * reaches a log line. */
+int vigil_env_secret(const char *name, const char *def, char *out, size_t outlen, char *err,
+                     size_t errlen);
+
 /* One of choices (NULL-terminated, compared case-insensitively), default
  * choices[def]: *out is its index. Anything else: -1 with err listing the
  * choices (e.g. VIGIL_DORMANCY_HUMAN_WAKES with vigil_human_wakes_names). */
