@@ -187,10 +187,10 @@ static void test_connect_refused_counts_error(void **state)
  * as is NOAUTH when no password was given at all. */
 static void test_auth_acl_user(void **state)
 {
-    assert_true(vt_redis_exec(srv, "ACL SETUSER svc on >s3cr3t-pw ~* +@all"));
+    assert_true(vt_redis_exec(vt_srv, "ACL SETUSER svc on >s3cr3t-pw ~* +@all"));
     char url[160], err[128];
     vigil_redis_addr a;
-    snprintf(url, sizeof url, "redis://svc:s3cr3t-pw@127.0.0.1:%d/0", vt_redis_port(srv));
+    snprintf(url, sizeof url, "redis://svc:s3cr3t-pw@127.0.0.1:%d/0", vt_redis_port(vt_srv));
     assert_int_equal(vigil_redis_url_parse(url, &a, err, sizeof err), 0);
     vigil_redis *r = vigil_redis_new(&a, 2000);
     assert_true(vigil_redis_ensure(r));
@@ -211,8 +211,8 @@ static void test_auth_acl_user(void **state)
     vigil_redis_free(r);
 
     /* default user off (like requirepass): no AUTH at all gets NOAUTH */
-    assert_true(vt_redis_exec(srv, "ACL SETUSER default off"));
-    a = vt_redis_addr(srv);
+    assert_true(vt_redis_exec(vt_srv, "ACL SETUSER default off"));
+    a = vt_redis_addr(vt_srv);
     r = vigil_redis_new(&a, 2000);
     rep = vigil_redis_command(r, "PING");
     assert_null(rep);
@@ -223,12 +223,12 @@ static void test_auth_acl_user(void **state)
     assert_non_null(strstr(perr, "NOAUTH"));
     vigil_redis_free(r);
     /* nobody listening: not a refusal, just unreachable */
-    vigil_redis_addr gone = vt_redis_addr(srv);
+    vigil_redis_addr gone = vt_redis_addr(vt_srv);
     gone.port = 1;
     r = vigil_redis_new(&gone, 500);
     assert_int_equal(vigil_redis_probe(r, perr, sizeof perr), 0);
     vigil_redis_free(r);
-    snprintf(url, sizeof url, "redis://svc:s3cr3t-pw@127.0.0.1:%d/0", vt_redis_port(srv));
+    snprintf(url, sizeof url, "redis://svc:s3cr3t-pw@127.0.0.1:%d/0", vt_redis_port(vt_srv));
     assert_int_equal(vigil_redis_url_parse(url, &a, err, sizeof err), 0);
     r = vigil_redis_new(&a, 2000);
     rep = vigil_redis_command(r, "ACL SETUSER default on");
