@@ -10,6 +10,7 @@
 #include "vigil/config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -21,6 +22,8 @@
 
 #include "vigil/json.h"
 #include "vigil/log.h"
+#include "vigil/redact.h"
+#include "vigil/redis.h"
 
 #define QUOTE_BYTES 80 /* how much of a bad value a message quotes */
 
@@ -29,7 +32,9 @@ const vigil_config_var VIGIL_COMMON_VARS[] = {
      "MQTT broker URL (mqtt://, tcp://, mqtts:// or ssl://host:port)"},
     {"VIGIL_MQTT_USER", "", "MQTT user name (empty: anonymous)"},
     {"VIGIL_MQTT_PASSWORD", "", "MQTT password"},
-    {"VIGIL_REDIS_URL", "redis://127.0.0.1:6379/0", "Redis URL (redis://[:password@]host:port/db)"},
+    {"VIGIL_REDIS_URL", "redis://127.0.0.1:6379/0",
+     "Redis URL (redis://[[user]:password@]host:port/db; user and password percent-encoded; "
+     "a user sends AUTH user password)"},
     {"VIGIL_REDIS_PREFIX", "vigil:", "prefix of every Redis key (1-63 bytes)"},
     {"VIGIL_HTTP_ADDR", "127.0.0.1:<service port>", "address of /healthz, /readyz and /metrics"},
     {"VIGIL_LOG_LEVEL", "info", "debug, info, warn or error"},
@@ -48,6 +53,11 @@ const vigil_config_var VIGIL_COMMON_VARS[] = {
     {"VIGIL_LIVENESS_MS", "60000",
      "/healthz fails when intake, outbox or timers made no progress with work pending "
      "this long (1000-86400000)"},
+    /* Secrets from files (a Kubernetes Secret mounted as a file). */
+    {"VIGIL_MQTT_PASSWORD_FILE", "",
+     "file holding the MQTT password (one trailing newline stripped; not with VIGIL_MQTT_PASSWORD)"},
+    {"VIGIL_REDIS_URL_FILE", "",
+     "file holding the Redis URL (one trailing newline stripped; not with VIGIL_REDIS_URL)"},
     {NULL, NULL, NULL},
 };
 
@@ -184,6 +194,89 @@ int vigil_env_string(const char *name, const char *def, char *out, size_t outlen
     return 0;
 }
 
+/* Reads the whole file at path into out and strips one trailing newline
+ * ("\n" or "\r\n"). The file is read into a buffer two bytes larger than
+ * out, so a value that fits exactly may still end in "\r\n". Errors name
+ * the variable and the path, never a byte of the content. */
+static int read_secret_file(const char *var, const char *path, char *out, size_t outlen,
+                            char *err, size_t errlen)
+{
+    char qp[QUOTE_BYTES * 4 + 1];
+    quote(path, qp, sizeof qp);
+    size_t cap = outlen + 2;
+    char *buf = malloc(cap);
+    if (!buf)
+        return fail(err, errlen, "%s: out of memory", var);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        free(buf);
+        return fail(err, errlen, "%s: cannot read '%s': %s", var, qp, strerror(errno));
+    }
+    size_t n = 0;
+    int rc = 0;
+    while (n < cap) {
+        ssize_t k = read(fd, buf + n, cap - n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            rc = fail(err, errlen, "%s: cannot read '%s': %s", var, qp, strerror(errno));
+            break;
+        }
+        if (k == 0)
+            break;
+        n += (size_t)k;
+    }
+    close(fd);
+    if (rc == 0 && n > 0 && buf[n - 1] == '\n') {
+        n--;
+        if (n > 0 && buf[n - 1] == '\r')
+            n--;
+    }
+    if (rc == 0 && n == 0)
+        rc = fail(err, errlen, "%s: '%s' is empty", var, qp);
+    else if (rc == 0 && n >= outlen)
+        rc = fail(err, errlen, "%s: '%s' is longer than %zu bytes", var, qp, outlen - 1);
+    else if (rc == 0 && memchr(buf, '\0', n))
+        rc = fail(err, errlen, "%s: '%s' holds a NUL byte", var, qp);
+    if (rc == 0) {
+        memcpy(out, buf, n);
+        out[n] = '\0';
+    }
+    memset(buf, 0, cap); /* no copy of a secret left in freed memory */
+    free(buf);
+    return rc;
+}
+
+/* name or name_FILE into out, without registering the value (the Redis
+ * URL registers only its password: the rest of it is no secret). */
+static int env_or_file(const char *name, const char *def, char *out, size_t outlen, char *err,
+                       size_t errlen)
+{
+    char file_var[128];
+    snprintf(file_var, sizeof file_var, "%s_FILE", name);
+    const char *path = env_nonempty(file_var);
+    if (path && env_nonempty(name))
+        return fail(err, errlen, "%s and %s are both set: set one", name, file_var);
+    if (path) {
+        if (!out || outlen < 2)
+            return fail(err, errlen, "%s: no room for the value", file_var);
+        if (read_secret_file(file_var, path, out, outlen, err, errlen) != 0)
+            return -1;
+    } else if (vigil_env_string(name, def, out, outlen, err, errlen) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+int vigil_env_secret(const char *name, const char *def, char *out, size_t outlen, char *err,
+                     size_t errlen)
+{
+    if (env_or_file(name, def, out, outlen, err, errlen) != 0)
+        return -1;
+    vigil_redact_add_secret(out);
+    return 0;
+}
+
 int vigil_env_choice(const char *name, const char *const *choices, int def, int *out, char *err,
                      size_t errlen)
 {
@@ -312,9 +405,10 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
 
     if (vigil_env_string("VIGIL_MQTT_URL", c->mqtt_url, c->mqtt_url, sizeof c->mqtt_url, err, errlen) ||
         vigil_env_string("VIGIL_MQTT_USER", c->mqtt_user, c->mqtt_user, sizeof c->mqtt_user, err, errlen) ||
-        vigil_env_string("VIGIL_MQTT_PASSWORD", c->mqtt_password, c->mqtt_password,
+        vigil_env_secret("VIGIL_MQTT_PASSWORD", c->mqtt_password, c->mqtt_password,
                          sizeof c->mqtt_password, err, errlen) ||
-        vigil_env_string("VIGIL_REDIS_URL", c->redis_url, c->redis_url, sizeof c->redis_url, err, errlen) ||
+        env_or_file("VIGIL_REDIS_URL", c->redis_url, c->redis_url, sizeof c->redis_url, err,
+                    errlen) ||
         vigil_env_string("VIGIL_REDIS_PREFIX", c->redis_prefix, c->redis_prefix,
                          sizeof c->redis_prefix, err, errlen) ||
         vigil_env_string("VIGIL_HTTP_ADDR", c->http_addr, c->http_addr, sizeof c->http_addr, err, errlen) ||
@@ -331,6 +425,11 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
         quote_url(c->redis_url, q, sizeof q);
         return fail(err, errlen, "VIGIL_REDIS_URL: expected redis://host:port/db, got '%s'", q);
     }
+    vigil_redis_addr raddr; /* the one parser; its messages never quote a password */
+    char rerr[160];
+    if (vigil_redis_url_parse(c->redis_url, &raddr, rerr, sizeof rerr) != 0)
+        return fail(err, errlen, "VIGIL_REDIS_URL: %s", rerr);
+    vigil_redact_add_secret(raddr.password);
     if (!c->redis_prefix[0])
         return fail(err, errlen, "VIGIL_REDIS_PREFIX: must not be empty");
     if (!http_addr_valid(c->http_addr)) {

@@ -37,6 +37,8 @@ const vigil_config_var VIGIL_LLM_VARS[] = {
     {"VIGIL_LLM_URL", "",
      "OpenAI-compatible base URL ending in /v1 (e.g. http://127.0.0.1:11434/v1); empty = no LLM"},
     {"VIGIL_LLM_API_KEY", "", "sent as Authorization: Bearer <key> when set"},
+    {"VIGIL_LLM_API_KEY_FILE", "",
+     "file holding the API key (one trailing newline stripped; not with VIGIL_LLM_API_KEY)"},
     {"VIGIL_LLM_MODEL", "", "model name for every tier without its own"},
     {"VIGIL_LLM_MODEL_SMART", "", "model for the smart tier (default VIGIL_LLM_MODEL)"},
     {"VIGIL_LLM_MODEL_MID", "", "model for the mid tier (default VIGIL_LLM_MODEL)"},
@@ -72,14 +74,22 @@ static int env_str(const char *name, char *field, size_t cap, char *err, size_t 
     return vigil_env_string(name, def, field, cap, err, errlen);
 }
 
+/* Like env_str for a secret: VIGIL_X or VIGIL_X_FILE, registered with the
+ * redaction so it never reaches a log line (vigil_env_secret). */
+static int env_secret(const char *name, char *field, size_t cap, char *err, size_t errlen)
+{
+    char def[512];
+    snprintf(def, sizeof def, "%s", field);
+    return vigil_env_secret(name, def, field, cap, err, errlen);
+}
+
 int vigil_llm_config_load(vigil_llm_config *c, char *err, size_t errlen)
 {
     int64_t v;
     if (env_str("VIGIL_LLM_URL", c->url, sizeof c->url, err, errlen) < 0 ||
-        env_str("VIGIL_LLM_API_KEY", c->api_key, sizeof c->api_key, err, errlen) < 0 ||
+        env_secret("VIGIL_LLM_API_KEY", c->api_key, sizeof c->api_key, err, errlen) < 0 ||
         env_str("VIGIL_LLM_MODEL", c->model, sizeof c->model, err, errlen) < 0)
         return -1;
-    vigil_redact_add_secret(c->api_key); /* never in a log line */
     for (int t = 0; t < VIGIL_LLM_TIER__COUNT; t++) {
         if (env_str(TIER_VARS[t], c->model_tier[t], sizeof c->model_tier[t], err, errlen) < 0)
             return -1;

@@ -27,6 +27,7 @@ struct vigil_redis {
     /* true once a failure has been logged; cleared by the next successful
      * connect, so an outage logs one line, not one per retry. */
     bool down_logged;
+    bool auth_refused; /* the last failure was AUTH/NOAUTH/NOPERM at setup */
     int pending; /* pipelined commands whose replies are not read yet */
     char err[256];
 };
@@ -105,7 +106,12 @@ int vigil_redis_url_parse(const char *url, vigil_redis_addr *out, char *err, siz
     const char *at = strrchr(p, '@');
     if (at) {
         const char *colon = memchr(p, ':', (size_t)(at - p));
-        if (colon) { /* [user]:password; the user name is ignored */
+        const char *uend = colon ? colon : at;
+        if (pct_decode(p, (size_t)(uend - p), a.user, sizeof a.user) != 0) {
+            snprintf(err, errlen, "redis url: bad or too long user name");
+            return -1;
+        }
+        if (colon) { /* [user]:password */
             if (pct_decode(colon + 1, (size_t)(at - colon - 1), a.password,
                            sizeof a.password) != 0) {
                 snprintf(err, errlen, "redis url: bad or too long password");
@@ -250,6 +256,18 @@ static struct timeval ms_to_tv(int ms)
     return tv;
 }
 
+/* True for the error replies that mean "these credentials are refused":
+ * WRONGPASS (bad user or password), NOAUTH (a password is required, or
+ * AUTH was not accepted), NOPERM (the ACL user may not run a command we
+ * need at setup, such as SELECT). */
+static bool auth_error(const char *msg)
+{
+    return msg && (strncmp(msg, "WRONGPASS", 9) == 0 || strncmp(msg, "NOAUTH", 6) == 0 ||
+                   strncmp(msg, "NOPERM", 6) == 0 ||
+                   strncmp(msg, "ERR invalid password", 20) == 0 ||
+                   strncmp(msg, "ERR AUTH <password> called without", 34) == 0);
+}
+
 /* Sends a setup command (AUTH/SELECT) on the fresh context; any error
  * reply or I/O failure makes the whole connect fail. */
 static bool setup_cmd(vigil_redis *r, const char *what, int argc, const char **argv)
@@ -262,8 +280,38 @@ static bool setup_cmd(vigil_redis *r, const char *what, int argc, const char **a
     if (rep->type == REDIS_REPLY_ERROR) {
         char detail[160];
         snprintf(detail, sizeof detail, "%s", rep->str ? rep->str : "error reply");
+        bool refused = auth_error(rep->str);
         freeReplyObject(rep);
         fail(r, what, detail);
+        r->auth_refused = refused;
+        return false;
+    }
+    freeReplyObject(rep);
+    return true;
+}
+
+/* AUTH user password (ACL user, Redis 6+) or AUTH password: hiredis 0.14
+ * knows no user, so the command is sent here. The error text names the
+ * user, never the password. */
+static bool auth(vigil_redis *r)
+{
+    const char *argv[] = { "AUTH", r->addr.user, r->addr.password };
+    int argc = r->addr.user[0] ? 3 : 2;
+    if (argc == 2)
+        argv[1] = r->addr.password;
+    redisReply *rep = redisCommandArgv(r->c, argc, argv, NULL);
+    if (!rep) {
+        fail_ctx(r, "AUTH");
+        return false;
+    }
+    if (rep->type == REDIS_REPLY_ERROR) {
+        char detail[200];
+        snprintf(detail, sizeof detail, "refused user '%s': %s",
+                 r->addr.user[0] ? r->addr.user : "default", rep->str ? rep->str : "error reply");
+        bool refused = auth_error(rep->str);
+        freeReplyObject(rep);
+        fail(r, "AUTH", detail);
+        r->auth_refused = refused;
         return false;
     }
     freeReplyObject(rep);
@@ -275,6 +323,7 @@ bool vigil_redis_ensure(vigil_redis *r)
     if (r->c)
         return true;
     r->pending = 0;
+    r->auth_refused = false;
     r->c = redisConnectWithTimeout(r->addr.host, r->addr.port, ms_to_tv(r->timeout_ms));
     if (!r->c) {
         fail(r, "connect", "out of memory");
@@ -288,11 +337,8 @@ bool vigil_redis_ensure(vigil_redis *r)
         fail_ctx(r, "set timeout");
         return false;
     }
-    if (r->addr.password[0]) {
-        const char *argv[] = { "AUTH", r->addr.password };
-        if (!setup_cmd(r, "AUTH", 2, argv))
-            return false;
-    }
+    if (r->addr.password[0] && !auth(r))
+        return false;
     if (r->addr.db != 0) {
         char db[16];
         snprintf(db, sizeof db, "%d", r->addr.db);
@@ -318,6 +364,11 @@ bool vigil_redis_connected(const vigil_redis *r)
 const char *vigil_redis_last_error(const vigil_redis *r)
 {
     return r->err;
+}
+
+bool vigil_redis_auth_refused(const vigil_redis *r)
+{
+    return r->auth_refused;
 }
 
 /* A plain command issued while pipelined replies are still unread would
@@ -351,8 +402,10 @@ static redisReply *screen(vigil_redis *r, redisReply *rep, const char *what)
     if (rep->type == REDIS_REPLY_ERROR && vigil_redis_error_transient(rep->str)) {
         char detail[200];
         snprintf(detail, sizeof detail, "%s", rep->str ? rep->str : "error reply");
+        bool refused = auth_error(rep->str);
         freeReplyObject(rep);
         fail(r, what, detail);
+        r->auth_refused = refused;
         vigil_counter_add("vigil_redis_transient_errors_total",
                           "Redis error replies retried as an outage (LOADING, BUSY, OOM, ...)",
                           NULL, 1);

@@ -815,9 +815,9 @@ static void config_defaults_and_environment(void **unused)
 {
     (void)unused;
     static const char *const vars[] = {
-        "VIGIL_LLM_URL", "VIGIL_LLM_API_KEY", "VIGIL_LLM_MODEL", "VIGIL_LLM_MODEL_SMART",
-        "VIGIL_LLM_MODEL_MID", "VIGIL_LLM_MODEL_FAST", "VIGIL_LLM_TIMEOUT_MS",
-        "VIGIL_LLM_CONCURRENCY", "VIGIL_LLM_RETRIES"};
+        "VIGIL_LLM_URL", "VIGIL_LLM_API_KEY", "VIGIL_LLM_API_KEY_FILE", "VIGIL_LLM_MODEL",
+        "VIGIL_LLM_MODEL_SMART", "VIGIL_LLM_MODEL_MID", "VIGIL_LLM_MODEL_FAST",
+        "VIGIL_LLM_TIMEOUT_MS", "VIGIL_LLM_CONCURRENCY", "VIGIL_LLM_RETRIES"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
     char err[256] = "";

@@ -70,18 +70,34 @@ static void test_url_full(void **state)
     assert_string_equal(a.password, "s3cret");
 }
 
-static void test_url_user_password_user_ignored(void **state)
+static void test_url_user_and_password(void **state)
 {
     vigil_redis_addr a;
     char err[128];
     assert_int_equal(vigil_redis_url_parse("redis://bob:pw@cache:7000", &a, err, sizeof err), 0);
     assert_string_equal(a.host, "cache");
     assert_int_equal(a.port, 7000);
+    assert_string_equal(a.user, "bob");
     assert_string_equal(a.password, "pw");
     /* a user without password means no AUTH */
     assert_int_equal(vigil_redis_url_parse("redis://bob@cache", &a, err, sizeof err), 0);
     assert_string_equal(a.host, "cache");
+    assert_string_equal(a.user, "bob");
     assert_string_equal(a.password, "");
+    /* no user: AUTH password (the default user) */
+    assert_int_equal(vigil_redis_url_parse("redis://:pw@cache", &a, err, sizeof err), 0);
+    assert_string_equal(a.user, "");
+    assert_string_equal(a.password, "pw");
+    /* both percent-decoded: '@', ':' and '/' in user or password */
+    assert_int_equal(
+        vigil_redis_url_parse("redis://svc%3Adm:p%40%3A%2Fw@h:1/2", &a, err, sizeof err), 0);
+    assert_string_equal(a.user, "svc:dm");
+    assert_string_equal(a.password, "p@:/w");
+    assert_string_equal(a.host, "h");
+    assert_int_equal(a.db, 2);
+    /* a bad escape in the user is an error that quotes no credential */
+    assert_int_equal(vigil_redis_url_parse("redis://b%zz:s3cr3t@h", &a, err, sizeof err), -1);
+    assert_null(strstr(err, "s3cr3t"));
 }
 
 static void test_url_password_percent_and_at(void **state)
@@ -180,6 +196,55 @@ static void test_connect_refused_counts_error(void **state)
     assert_true(strlen(vigil_redis_last_error(r)) > 0);
     assert_null(vigil_redis_command(r, "PING"));
     assert_true(vigil_metric_value("vigil_redis_errors_total", NULL) >= before + 2);
+    vigil_redis_free(r);
+}
+
+/* An ACL user in the URL sends AUTH user password (hiredis 0.14 has no
+ * user of its own); a wrong password is flagged as refused credentials,
+ * as is NOAUTH when no password was given at all. */
+static void test_auth_acl_user(void **state)
+{
+    assert_true(vt_redis_exec(srv, "ACL SETUSER svc on >s3cr3t-pw ~* +@all"));
+    char url[160], err[128];
+    vigil_redis_addr a;
+    snprintf(url, sizeof url, "redis://svc:s3cr3t-pw@127.0.0.1:%d/0", vt_redis_port(srv));
+    assert_int_equal(vigil_redis_url_parse(url, &a, err, sizeof err), 0);
+    vigil_redis *r = vigil_redis_new(&a, 2000);
+    assert_true(vigil_redis_ensure(r));
+    redisReply *rep = vigil_redis_command(r, "ACL WHOAMI");
+    assert_non_null(rep);
+    assert_string_equal(rep->str, "svc");
+    freeReplyObject(rep);
+    assert_false(vigil_redis_auth_refused(r));
+    vigil_redis_free(r);
+
+    snprintf(a.password, sizeof a.password, "wrong-pw");
+    r = vigil_redis_new(&a, 2000);
+    assert_false(vigil_redis_ensure(r));
+    assert_true(vigil_redis_auth_refused(r));
+    const char *e = vigil_redis_last_error(r);
+    assert_non_null(strstr(e, "WRONGPASS"));
+    assert_non_null(strstr(e, "'svc'"));
+    assert_null(strstr(e, "wrong-pw"));
+    vigil_redis_free(r);
+
+    /* default user off (like requirepass): no AUTH at all gets NOAUTH */
+    assert_true(vt_redis_exec(srv, "ACL SETUSER default off"));
+    a = vt_redis_addr(srv);
+    r = vigil_redis_new(&a, 2000);
+    rep = vigil_redis_command(r, "PING");
+    assert_null(rep);
+    assert_true(vigil_redis_auth_refused(r));
+    vigil_redis_free(r);
+    snprintf(url, sizeof url, "redis://svc:s3cr3t-pw@127.0.0.1:%d/0", vt_redis_port(srv));
+    assert_int_equal(vigil_redis_url_parse(url, &a, err, sizeof err), 0);
+    r = vigil_redis_new(&a, 2000);
+    rep = vigil_redis_command(r, "ACL SETUSER default on");
+    assert_non_null(rep);
+    freeReplyObject(rep);
+    rep = vigil_redis_command(r, "ACL DELUSER svc");
+    assert_non_null(rep);
+    freeReplyObject(rep);
     vigil_redis_free(r);
 }
 
@@ -371,13 +436,14 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_url_defaults),
         cmocka_unit_test(test_url_full),
-        cmocka_unit_test(test_url_user_password_user_ignored),
+        cmocka_unit_test(test_url_user_and_password),
         cmocka_unit_test(test_url_password_percent_and_at),
         cmocka_unit_test(test_url_ipv6_and_trailing_slash),
         cmocka_unit_test(test_url_errors),
         cmocka_unit_test_setup(test_command_and_binary_args, flush),
         cmocka_unit_test_setup(test_connect_refused_counts_error, flush),
         cmocka_unit_test_setup(test_auth_and_select, flush),
+        cmocka_unit_test_setup(test_auth_acl_user, flush),
         cmocka_unit_test_setup(test_reconnect_after_kill9_and_restart, flush),
         cmocka_unit_test_setup(test_eval_loads_and_survives_script_flush, flush),
         cmocka_unit_test_setup(test_eval_script_error_is_reply, flush),

@@ -60,6 +60,16 @@ int vigil_env_bool(const char *name, bool def, bool *out, char *err, size_t errl
 /* Copies the value (or def) into out; -1 if it does not fit. */
 int vigil_env_string(const char *name, const char *def, char *out, size_t outlen,
                      char *err, size_t errlen);
+/* A secret from name or from the file named by name_FILE (a Kubernetes
+ * Secret mounted as a file): the file's content with one trailing newline
+ * ("\n" or "\r\n") stripped. Both set (and not empty) is an error; an
+ * unreadable, empty, too long or NUL-holding file is an error naming the
+ * variable and the path, never the content. Unset: def. A value read from
+ * either place is registered with vigil_redact_add_secret, so it never
+ * reaches a log line. */
+int vigil_env_secret(const char *name, const char *def, char *out, size_t outlen, char *err,
+                     size_t errlen);
+
 /* One of choices (NULL-terminated, compared case-insensitively), default
  * choices[def]: *out is its index. Anything else: -1 with err listing the
  * choices (e.g. VIGIL_DORMANCY_HUMAN_WAKES with vigil_human_wakes_names). */

@@ -21,10 +21,16 @@ typedef struct vigil_redis_addr {
     char host[256];
     int port;          /* 6379 */
     int db;            /* 0 */
+    char user[128];    /* ACL user; "" = the default user */
     char password[256];/* "" = no AUTH */
 } vigil_redis_addr;
 
-/* Parses redis://[:password@]host[:port][/db]. Returns 0 or -1 with err. */
+/* Parses redis://[[user]:password@]host[:port][/db]. User and password are
+ * percent-decoded (a password holding '@', ':' or '/' is written %40, %3A,
+ * %2F). With a user, connect sends AUTH user password (a Redis 6+ ACL
+ * user); with only a password, AUTH password; a user without a password
+ * sends no AUTH. The one parser of a Redis URL (services, CLI, metrics).
+ * Returns 0 or -1 with err (which never quotes the password). */
 int vigil_redis_url_parse(const char *url, vigil_redis_addr *out, char *err, size_t errlen);
 
 typedef struct vigil_redis vigil_redis;
@@ -42,6 +48,10 @@ bool vigil_redis_ensure(vigil_redis *r);
 bool vigil_redis_connected(const vigil_redis *r);
 /* Last error text ("" if none). */
 const char *vigil_redis_last_error(const vigil_redis *r);
+/* True when the last failure was Redis refusing our credentials (AUTH
+ * answered WRONGPASS, or NOAUTH/NOPERM during setup): waiting will not
+ * help until the password or the ACL changes. */
+bool vigil_redis_auth_refused(const vigil_redis *r);
 
 /* True unless the error reply msg says the data itself is wrong
  * (WRONGTYPE, a value that is no number, NOGROUP/BUSYGROUP, NOSCRIPT, and
