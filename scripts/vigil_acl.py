@@ -174,7 +174,13 @@ def redis_users_acl(passwords, redis_prefix="vigil:", doc=None):
     """The aclfile text. passwords: {user: clear password} for every
     service, the CLI, admin and health. The default user is off."""
     # No comment line: Redis refuses an aclfile with one.
-    lines = ["user default off resetpass resetkeys resetchannels -@all"]
+    # The default user is off (nobody can log in as it: an unauthenticated
+    # connection gets NOAUTH) but keeps every permission: Redis 7.0 replays
+    # the AOF as the default user and re-checks its permissions at each
+    # EXEC, so a default user without them silently drops, at the next
+    # restart, every write a Lua script made (redis/redis#14541, fixed after
+    # 7.0; tests/integration/test_security.py restarts Redis to prove it).
+    lines = ["user default off resetpass ~* &* +@all"]
     for user, (keys, cmds) in redis_rules(redis_prefix, doc).items():
         lines.append(f"user {user} on {_pw(passwords[user])} resetchannels -@all "
                      + " ".join(keys) + " " + " ".join("+" + c for c in cmds))

@@ -152,3 +152,17 @@ def test_redis_users_have_their_prefix_and_the_commands_their_code_calls():
     assert "chat_log_prefix" in gw and rules["presence-gateway"][0][1] == "%R~vigil:chat-router:log:*"
     others = [s for s in vigil_acl.services() if s != "presence-gateway"]
     assert all(len(rules[s][0]) == 1 for s in others)
+
+
+def test_redis_default_user_is_off_without_a_password():
+    pw = {u: "pw-" + u for u in vigil_acl.all_users()}
+    lines = vigil_acl.redis_users_acl(pw).splitlines()
+    default = [line for line in lines if line.startswith("user default ")]
+    assert len(default) == 1
+    words = default[0].split()
+    assert "off" in words and "on" not in words and "nopass" not in words
+    assert not any(w.startswith((">", "#")) for w in words), "no password: nobody logs in as default"
+    assert all(not line.startswith("#") for line in lines), "Redis refuses comments in an aclfile"
+    for u in vigil_acl.all_users():
+        line = [x for x in lines if x.startswith(f"user {u} ")][0]
+        assert "pw-" not in line, f"{u}: clear password in users.acl"

@@ -251,6 +251,19 @@ def test_whole_stack_each_service_its_own_user(secure, tmp_path):
     # the CLI reads the records with its own Redis user
     assert room in secure.vigil_ok("chat")
     assert "Server is down" in secure.vigil_ok("chat", "view", room)
+    # kill -9 of Redis: what the services' Lua scripts wrote is replayed from
+    # the AOF with the ACL on (a default user without permissions would drop
+    # every scripted write at this point: see scripts/vigil_acl.py)
+    before = admin.hgetall(f"vigil:wake-evaluator:state:{room}")
+    log_len = admin.xlen(f"vigil:chat-router:log:{room}")
+    assert before and log_len >= 1
+    secure.redis.restart()
+    admin = secure.redis.client()
+    assert admin.hgetall(f"vigil:wake-evaluator:state:{room}") == before
+    assert admin.xlen(f"vigil:chat-router:log:{room}") == log_len
+    assert "CRITICAL" not in harness.tail(secure.redis.log, 200)
+    for svc in secure.services:
+        svc.wait_ready(timeout=30)
     for svc in secure.services:
         assert svc.is_ready(), f"{svc.name} not ready at the end"
         assert svc.metric("vigil_outbox_dead_letters_total") in (None, 0), f"{svc.name} dead letters"
