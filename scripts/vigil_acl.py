@@ -156,8 +156,11 @@ def mosquitto_acl(prefix="", doc=None):
 
 
 def _pw(password):
-    """Redis ACL password clause: the SHA-256 (the file holds no clear text)."""
-    return "#" + hashlib.sha256(password.encode()).hexdigest()
+    """Redis ACL password clause(s): the SHA-256 (the file holds no clear
+    text). A list gives several valid passwords: the new and the previous
+    one while a rotation is under way (scripts/secrets --rotate)."""
+    pws = password if isinstance(password, (list, tuple)) else [password]
+    return " ".join("#" + hashlib.sha256(p.encode()).hexdigest() for p in pws)
 
 
 def redis_rules(redis_prefix="vigil:", doc=None):
@@ -171,8 +174,9 @@ def redis_rules(redis_prefix="vigil:", doc=None):
 
 
 def redis_users_acl(passwords, redis_prefix="vigil:", doc=None):
-    """The aclfile text. passwords: {user: clear password} for every
-    service, the CLI, admin and health. The default user is off."""
+    """The aclfile text. passwords: {user: clear password, or a list of
+    them} for every service, the CLI, admin and health. The default user is
+    off."""
     # No comment line: Redis refuses an aclfile with one.
     # The default user is off (nobody can log in as it: an unauthenticated
     # connection gets NOAUTH) but keeps every permission: Redis 7.0 replays

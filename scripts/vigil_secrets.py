@@ -28,8 +28,10 @@ Writes (into DIR, default deploy/secrets/, which git ignores):
                               vigil-mosquitto and vigil-redis
 
 Idempotent: an existing password is kept (files derived from it are written
-again); --rotate USER makes a new one for USER only. Then reload: see the
-README, "Security" (rotate a password).
+again); --rotate USER makes a new one for USER only, and Redis accepts the
+previous one too (passwords/<user>.previous) until --drop-previous, so
+nothing is refused while the service restarts. The steps: README,
+"Security" (rotating a password).
 """
 
 
@@ -47,6 +49,8 @@ def parse(argv):
     p.add_argument("--db", default="0", help="Redis database number (default 0)")
     p.add_argument("--rotate", action="append", default=[], metavar="USER",
                    help="make a new password for USER (repeatable; 'all' = every user)")
+    p.add_argument("--drop-previous", action="store_true",
+                   help="end a rotation: Redis stops accepting the previous passwords")
     p.add_argument("--k8s", action="store_true", help="also write k8s/secrets.yaml")
     p.add_argument("--namespace", default="vigil", help="namespace of the Kubernetes Secrets")
     p.add_argument("--k8s-redis-host", default="redis.data.svc.cluster.local:6379",
@@ -78,9 +82,30 @@ def passwords(d, users, rotate):
             with open(path) as f:
                 out[u] = f.read().strip()
             continue
+        if os.path.exists(path):
+            # Redis accepts the previous password too until --drop-previous,
+            # so connections that ACL LOAD closes reconnect with it.
+            os.replace(path, path + ".previous")
         out[u] = rnd.token_urlsafe(32)
         write(path, out[u] + "\n", 0o600)
         print(f"scripts/secrets: new password for {u}", file=sys.stderr)
+    return out
+
+
+def previous(d, users, drop):
+    """{user: [new, previous]} for users in rotation (a passwords/<user>.previous
+    file); with drop, those files are removed instead."""
+    out = {}
+    for u in users:
+        path = os.path.join(d, "passwords", u + ".previous")
+        if not os.path.exists(path):
+            continue
+        if drop:
+            os.unlink(path)
+            print(f"scripts/secrets: previous password of {u} dropped", file=sys.stderr)
+            continue
+        with open(path) as f:
+            out[u] = f.read().strip()
     return out
 
 
@@ -124,7 +149,9 @@ def main(argv):
     d = a.dir
     acl = vigil_acl.mosquitto_acl(a.prefix)
     passwd = mosquitto_passwd(pw)
-    users_acl = vigil_acl.redis_users_acl(pw, a.redis_prefix)
+    prev = previous(a.dir, users, a.drop_previous)
+    users_acl = vigil_acl.redis_users_acl({u: [p, prev[u]] if u in prev else p for u, p in pw.items()},
+                                          a.redis_prefix)
     write(os.path.join(d, "mosquitto", "acl"), acl)
     write(os.path.join(d, "mosquitto", "passwd"), passwd)
     write(os.path.join(d, "mosquitto", "health-password"), pw["health"] + "\n")
