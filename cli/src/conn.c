@@ -99,9 +99,14 @@ int cli_redis(cli *c)
     c->redis = vigil_redis_new(&addr, (int)c->timeout_ms);
     if (!c->redis)
         return cli_fail(CLI_ERR_RUNTIME, "out of memory");
-    if (!vigil_redis_ensure(c->redis))
+    if (!vigil_redis_ensure(c->redis)) {
+        if (vigil_redis_auth_refused(c->redis))
+            return cli_fail(CLI_ERR_RUNTIME, "Redis %s:%d refused user '%s': %s", addr.host,
+                            addr.port, addr.user[0] ? addr.user : "default",
+                            vigil_redis_last_error(c->redis));
         return cli_fail(CLI_ERR_RUNTIME, "cannot reach Redis at %s: %s", c->cfg.redis_url,
                         vigil_redis_last_error(c->redis));
+    }
     return CLI_OK;
 }
 
@@ -167,6 +172,9 @@ int cli_mqtt(cli *c, const char *const *subs, vigil_mqtt_on_message cb, void *ct
         .status_topic = NULL,
         .on_message = on_message,
         .ctx = m,
+        .tls_ca_file = c->cfg.mqtt_ca_file,
+        .tls_cert_file = c->cfg.mqtt_cert_file,
+        .tls_key_file = c->cfg.mqtt_key_file,
     };
     c->mqtt = vigil_mqtt_new(&mc, err, sizeof err);
     if (!c->mqtt)
@@ -175,6 +183,9 @@ int cli_mqtt(cli *c, const char *const *subs, vigil_mqtt_on_message cb, void *ct
         return cli_fail(CLI_ERR_RUNTIME, "cannot start the MQTT client");
     int64_t deadline = vigil_mono_ms() + c->timeout_ms;
     while (!vigil_mqtt_connected(c->mqtt)) {
+        char why[320];
+        if (vigil_mqtt_refused(c->mqtt, why, sizeof why))
+            return cli_fail(CLI_ERR_RUNTIME, "%s", why);
         if (vigil_mono_ms() >= deadline)
             return cli_fail(CLI_ERR_RUNTIME, "cannot reach the MQTT broker at %s (no connection within %lld ms)",
                             c->cfg.mqtt_url, (long long)c->timeout_ms);

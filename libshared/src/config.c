@@ -25,6 +25,8 @@
 #include "vigil/redact.h"
 #include "vigil/redis.h"
 
+#include "mqtt_secure.h"
+
 #define QUOTE_BYTES 80 /* how much of a bad value a message quotes */
 
 const vigil_config_var VIGIL_COMMON_VARS[] = {
@@ -58,6 +60,12 @@ const vigil_config_var VIGIL_COMMON_VARS[] = {
      "file holding the MQTT password (one trailing newline stripped; not with VIGIL_MQTT_PASSWORD)"},
     {"VIGIL_REDIS_URL_FILE", "",
      "file holding the Redis URL (one trailing newline stripped; not with VIGIL_REDIS_URL)"},
+    /* TLS to the broker. */
+    {"VIGIL_MQTT_CA_FILE", "",
+     "PEM file of the CA(s) that sign the broker's certificate (mqtts:// only; empty: the "
+     "system's trust store); certificate and host name are always verified"},
+    {"VIGIL_MQTT_CERT_FILE", "", "PEM client certificate for brokers that require one (with VIGIL_MQTT_KEY_FILE)"},
+    {"VIGIL_MQTT_KEY_FILE", "", "PEM private key of VIGIL_MQTT_CERT_FILE"},
     {NULL, NULL, NULL},
 };
 
@@ -413,7 +421,13 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
                          sizeof c->redis_prefix, err, errlen) ||
         vigil_env_string("VIGIL_HTTP_ADDR", c->http_addr, c->http_addr, sizeof c->http_addr, err, errlen) ||
         vigil_env_string("VIGIL_LOG_LEVEL", c->log_level, c->log_level, sizeof c->log_level, err, errlen) ||
-        vigil_env_string("VIGIL_INSTANCE", c->instance, c->instance, sizeof c->instance, err, errlen))
+        vigil_env_string("VIGIL_INSTANCE", c->instance, c->instance, sizeof c->instance, err, errlen) ||
+        vigil_env_string("VIGIL_MQTT_CA_FILE", c->mqtt_ca_file, c->mqtt_ca_file,
+                         sizeof c->mqtt_ca_file, err, errlen) ||
+        vigil_env_string("VIGIL_MQTT_CERT_FILE", c->mqtt_cert_file, c->mqtt_cert_file,
+                         sizeof c->mqtt_cert_file, err, errlen) ||
+        vigil_env_string("VIGIL_MQTT_KEY_FILE", c->mqtt_key_file, c->mqtt_key_file,
+                         sizeof c->mqtt_key_file, err, errlen))
         return -1;
 
     if (!has_prefix(c->mqtt_url, "mqtt://") && !has_prefix(c->mqtt_url, "tcp://") &&
@@ -421,6 +435,11 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
         quote_url(c->mqtt_url, q, sizeof q);
         return fail(err, errlen, "VIGIL_MQTT_URL: expected mqtt://, tcp://, mqtts:// or ssl://host:port, got '%s'", q);
     }
+    /* A CA file with a plain mqtt:// URL is an error, not a warning: the
+     * operator asked for TLS and would silently not get it. */
+    if (vigil_mqtt_tls_check(c->mqtt_url, c->mqtt_ca_file, c->mqtt_cert_file, c->mqtt_key_file,
+                             err, errlen) != 0)
+        return -1;
     if (!has_prefix(c->redis_url, "redis://")) {
         quote_url(c->redis_url, q, sizeof q);
         return fail(err, errlen, "VIGIL_REDIS_URL: expected redis://host:port/db, got '%s'", q);

@@ -3,9 +3,9 @@
  * Threads involved:
  *  - paho's send and receive threads run every callback below; a callback
  *    must never wait for paho (no waitForCompletion, isConnected, destroy).
- *  - our connector thread makes the first connection: paho's automatic
- *    reconnect only starts after one connect succeeded, so until then we
- *    retry ourselves with capped exponential backoff.
+ *  - our connector thread makes every connection, the first and each one
+ *    after a loss, with capped exponential backoff (paho's automatic
+ *    reconnect is off: it reports a refused reconnect to no callback).
  *  - callers of vigil_mqtt_publish_batch wait on our condition variable for
  *    the acknowledgements, which the callbacks deliver.
  * Our mutex m->mu is never held while calling into paho, because paho may
@@ -27,6 +27,7 @@
 #include "vigil/metrics.h"
 #include "vigil/oom.h"
 
+#include "mqtt_secure.h"
 #include "tcp_quickack.h"
 
 #define MQTT_KEEPALIVE_S 20
@@ -97,6 +98,10 @@ struct vigil_mqtt {
     MQTTProperty session_expiry;
     bool ephemeral; /* session_expiry_s < 0: clean start, no session kept */
     MQTTAsync_willOptions will;
+    char *display_url;            /* as configured, for messages */
+    vigil_mqtt_tls tls;           /* mqtt_secure.h */
+    vigil_mqtt_on_refused on_refused;
+    char refusal[320];            /* why the broker refused us ("" = it did not) */
 
     atomic_bool connected;
     int broker_port;             /* for finding our socket (tcp_quickack.h) */
@@ -109,6 +114,7 @@ struct vigil_mqtt {
     bool ever_connected;
     bool stopping;
     bool connector_started;
+    bool lost; /* the connection went down: the connector connects again */
     pthread_t connector;
     enum conn_attempt attempt;
     bool disconnect_done;
@@ -539,7 +545,7 @@ static void on_subscribe_fail(void *context, MQTTAsync_failureData5 *resp)
     tl_in_callback--;
 }
 
-/* Runs on the first connect and on every automatic reconnect. The broker
+/* Runs on the first connect and on every reconnect. The broker
  * may have lost our subscriptions (shared ones never survive a restart on
  * mosquitto 2.0.11), so subscribe again each time, before announcing ready:
  * the broker handles our packets in order, so a client that sees "ready"
@@ -559,6 +565,7 @@ static void on_connected(void *context, char *cause)
     pthread_mutex_lock(&m->mu);
     bool first = !m->ever_connected;
     m->ever_connected = true;
+    m->refusal[0] = '\0'; /* accepted again (e.g. after a password rotation) */
     pthread_mutex_unlock(&m->mu);
     if (!first)
         vigil_counter_add("vigil_mqtt_reconnects_total",
@@ -592,6 +599,10 @@ static void mark_down(vigil_mqtt *m)
     atomic_store(&m->qa_n, 0);
     if (!atomic_exchange(&m->connected, false))
         return;
+    pthread_mutex_lock(&m->mu);
+    m->lost = true; /* wakes connector_main */
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
     vigil_gauge_set("vigil_mqtt_connected", "1 while connected to the MQTT broker", NULL, 0);
     if (m->on_state)
         m->on_state(m->ctx, false);
@@ -702,14 +713,32 @@ static void on_connect_ok(void *context, MQTTAsync_successData5 *resp)
     tl_in_callback--;
 }
 
+static void count_refusal(void)
+{
+    vigil_counter_add("vigil_mqtt_refusals_total",
+                      "Connects the broker refused (credentials, authorization or TLS)", NULL, 1);
+}
+
+/* A refusal of our credentials or certificate (mqtt_secure.h) is logged
+ * as an error naming what failed; before the first connect the connector
+ * then gives up (connector_main), after it paho keeps retrying and every
+ * refusal is logged again, so a rotated password is loud, not silent. */
 static void on_connect_fail(void *context, MQTTAsync_failureData5 *resp)
 {
     vigil_mqtt *m = context;
     tl_in_callback++;
-    char code[32];
-    snprintf(code, sizeof code, "%d", resp ? resp->code : 0);
-    vigil_log_kv(VIGIL_LOG_WARN, "mqtt connect failed", "client_id", m->client_id, "code", code,
-                 "error", resp && resp->message ? resp->message : NULL, NULL);
+    char code[32], why[sizeof m->refusal];
+    snprintf(code, sizeof code, "%d/%d", resp ? resp->code : 0, resp ? (int)resp->reasonCode : 0);
+    if (vigil_mqtt_refusal(resp, &m->tls, m->display_url, m->user, why, sizeof why)) {
+        pthread_mutex_lock(&m->mu);
+        snprintf(m->refusal, sizeof m->refusal, "%s", why);
+        pthread_mutex_unlock(&m->mu);
+        count_refusal();
+        vigil_log_kv(VIGIL_LOG_ERROR, why, "client_id", m->client_id, "code", code, NULL);
+    } else {
+        vigil_log_kv(VIGIL_LOG_WARN, "mqtt connect failed", "client_id", m->client_id, "code",
+                     code, "error", resp && resp->message ? resp->message : NULL, NULL);
+    }
     attempt_end(m, ATTEMPT_FAILED);
     tl_in_callback--;
 }
@@ -748,25 +777,60 @@ static int connect_once(vigil_mqtt *m)
     o.username = m->user;
     o.password = m->password;
     o.connectTimeout = MQTT_CONNECT_TIMEOUT_S;
-    o.automaticReconnect = 1;
-    o.minRetryInterval = MQTT_RETRY_MIN_S;
-    o.maxRetryInterval = MQTT_RETRY_MAX_S;
+    o.automaticReconnect = 0; /* connector_main reconnects (see there) */
     o.onSuccess5 = on_connect_ok;
     o.onFailure5 = on_connect_fail;
     o.context = m;
+    o.ssl = vigil_mqtt_tls_options(&m->tls);
+    vigil_mqtt_tls_clear_error(&m->tls);
     return MQTTAsync_connect(m->client, &o);
 }
 
-/* Makes the first connection, retrying with capped exponential backoff
- * until it succeeds or stop is requested; after that paho's automatic
- * reconnect takes over. Runs outside paho's threads so it may wait. */
-static void *connector_main(void *arg)
+/* Called by the connector with m->mu held when the first connect was
+ * refused: hands the reason to on_refused (the runtime exits with
+ * VIGIL_EXIT_CONFIG) and ends the connector. Without a handler (e.g. the
+ * CLI, which asks vigil_mqtt_refused) it ends too: retrying the same
+ * credentials cannot succeed. Returns true to stop retrying. */
+static bool first_refusal(vigil_mqtt *m)
 {
-    vigil_mqtt *m = arg;
-    int attempt = 0;
+    char why[sizeof m->refusal];
+    snprintf(why, sizeof why, "%s", m->refusal);
+    pthread_mutex_unlock(&m->mu);
+    if (m->on_refused)
+        m->on_refused(m->ctx, why);
     pthread_mutex_lock(&m->mu);
+    return true;
+}
+
+/* A TLS connect failed without a reason paho could name: our own
+ * handshake (mqtt_secure.h) finds out whether TLS is the problem and
+ * records the refusal like on_connect_fail does. Called with m->mu held;
+ * releases it meanwhile (the probe may take seconds). */
+static void diagnose_tls(vigil_mqtt *m)
+{
+    if (!m->tls.on)
+        return;
+    char why[sizeof m->refusal];
+    pthread_mutex_unlock(&m->mu);
+    bool refused = vigil_mqtt_tls_diagnose(&m->tls, m->display_url, why, sizeof why);
+    if (refused) {
+        count_refusal();
+        vigil_log_kv(VIGIL_LOG_ERROR, why, "client_id", m->client_id, NULL);
+    }
+    pthread_mutex_lock(&m->mu);
+    if (refused)
+        snprintf(m->refusal, sizeof m->refusal, "%s", why);
+}
+
+/* Connects until it succeeds or stop is requested, with capped exponential
+ * backoff. Returns true when connected, false when stopping or when the
+ * first connect was refused (first_refusal). Called with m->mu held. */
+static bool connect_with_backoff(vigil_mqtt *m)
+{
+    int attempt = 0;
     while (!m->stopping) {
         m->attempt = ATTEMPT_PENDING;
+        m->lost = false;
         pthread_mutex_unlock(&m->mu);
         int rc = connect_once(m);
         pthread_mutex_lock(&m->mu);
@@ -777,7 +841,12 @@ static void *connector_main(void *arg)
                     break;
             }
             if (m->attempt == ATTEMPT_OK)
-                break;
+                return true;
+            if (m->attempt == ATTEMPT_FAILED && !m->refusal[0])
+                diagnose_tls(m);
+            if (m->attempt == ATTEMPT_FAILED && m->refusal[0] && !m->ever_connected &&
+                first_refusal(m))
+                return false;
         } else {
             vigil_log_kv(VIGIL_LOG_WARN, "mqtt connect not started", "error",
                          MQTTAsync_strerror(rc), NULL);
@@ -786,12 +855,31 @@ static void *connector_main(void *arg)
             break;
         int64_t delay = vigil_backoff_ms(attempt++, MQTT_RETRY_MIN_S * 1000,
                                          MQTT_RETRY_MAX_S * 1000);
-        vigil_log(VIGIL_LOG_INFO, "mqtt: retrying first connect in %lld ms", (long long)delay);
+        vigil_log(VIGIL_LOG_INFO, "mqtt: retrying connect in %lld ms", (long long)delay);
         struct timespec ts = mono_deadline(delay);
         while (!m->stopping) {
             if (pthread_cond_timedwait(&m->cv, &m->mu, &ts) == ETIMEDOUT)
                 break;
         }
+    }
+    return false;
+}
+
+/* Makes every connection: the first, and again after each loss. paho's own
+ * automatic reconnect is off because it reports a refused reconnect to no
+ * callback (checked on Debian's 1.3.11: a password rotated on the broker
+ * left the service silently disconnected); connecting here means every
+ * refusal reaches on_connect_fail and is logged. Runs outside paho's
+ * threads so it may wait. */
+static void *connector_main(void *arg)
+{
+    vigil_mqtt *m = arg;
+    pthread_mutex_lock(&m->mu);
+    while (connect_with_backoff(m)) {
+        while (!m->lost && !m->stopping)
+            pthread_cond_wait(&m->cv, &m->mu);
+        if (m->stopping)
+            break;
     }
     pthread_mutex_unlock(&m->mu);
     return NULL;
@@ -801,6 +889,8 @@ static void *connector_main(void *arg)
 
 static void mqtt_free_fields(vigil_mqtt *m)
 {
+    free(m->display_url);
+    vigil_mqtt_tls_free(&m->tls);
     free(m->url);
     free(m->user);
     free(m->password);
@@ -834,6 +924,14 @@ vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errle
     m = calloc(1, sizeof *m);
     if (!m)
         goto oom;
+    if (vigil_mqtt_tls_init(&m->tls, paho_url, cfg->tls_ca_file, cfg->tls_cert_file,
+                            cfg->tls_key_file, err, errlen) != 0) {
+        mqtt_free_fields(m);
+        free(m);
+        return NULL;
+    }
+    m->on_refused = cfg->on_refused;
+    m->display_url = strdup(cfg->url);
     m->url = strdup(paho_url);
     m->client_id = strdup(cfg->client_id);
     m->user = (cfg->user && cfg->user[0]) ? strdup(cfg->user) : NULL;
@@ -841,7 +939,7 @@ vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errle
     m->status_topic = (cfg->status_topic && cfg->status_topic[0]) ? strdup(cfg->status_topic) : NULL;
     m->ready_payload = dup_or_null(cfg->ready_payload);
     m->lost_payload = dup_or_null(cfg->lost_payload);
-    if (!m->url || !m->client_id || (cfg->user && cfg->user[0] && !m->user) ||
+    if (!m->url || !m->display_url || !m->client_id || (cfg->user && cfg->user[0] && !m->user) ||
         (m->user && cfg->password && !m->password) ||
         (cfg->status_topic && cfg->status_topic[0] && !m->status_topic) ||
         (cfg->ready_payload && !m->ready_payload) || (cfg->lost_payload && !m->lost_payload))
@@ -966,6 +1064,18 @@ int vigil_mqtt_start(vigil_mqtt *m)
         return -1;
     }
     return 0;
+}
+
+bool vigil_mqtt_refused(vigil_mqtt *m, char *why, size_t whylen)
+{
+    if (!m)
+        return false;
+    pthread_mutex_lock(&m->mu);
+    bool refused = m->refusal[0] != '\0';
+    if (refused && why && whylen)
+        snprintf(why, whylen, "%s", m->refusal);
+    pthread_mutex_unlock(&m->mu);
+    return refused;
 }
 
 bool vigil_mqtt_connected(const vigil_mqtt *m)

@@ -28,6 +28,8 @@ struct vigil_redis {
      * connect, so an outage logs one line, not one per retry. */
     bool down_logged;
     bool auth_refused; /* the last failure was AUTH/NOAUTH/NOPERM at setup */
+    bool auth_logged;  /* that refusal was logged in this outage */
+    bool served;       /* a command was answered once: we are past startup */
     int pending; /* pipelined commands whose replies are not read yet */
     char err[256];
 };
@@ -227,9 +229,20 @@ static void fail(vigil_redis *r, const char *what, const char *detail)
 {
     snprintf(r->err, sizeof r->err, "%s: %s", what, detail && *detail ? detail : "unknown error");
     vigil_counter_add(ERRORS_METRIC, ERRORS_HELP, NULL, 1);
-    if (!r->down_logged) {
-        vigil_log(VIGIL_LOG_WARN, "redis %s:%d: %s", r->addr.host, r->addr.port, r->err);
+    /* One line per outage, plus one when the credentials are refused in
+     * it (e.g. the password rotated while the connection was down). A
+     * running service retries, so that line is an error an operator must
+     * see; before the first connect the caller decides (the runtime exits
+     * with its own error line). */
+    bool auth_news = r->auth_refused && !r->auth_logged;
+    if (!r->down_logged || auth_news) {
+        if (auth_news && r->served)
+            vigil_log(VIGIL_LOG_ERROR, "redis %s:%d: %s (credentials refused; retrying)",
+                      r->addr.host, r->addr.port, r->err);
+        else
+            vigil_log(VIGIL_LOG_WARN, "redis %s:%d: %s", r->addr.host, r->addr.port, r->err);
         r->down_logged = true;
+        r->auth_logged = r->auth_logged || auth_news;
     }
     if (r->c) {
         redisFree(r->c);
@@ -280,10 +293,9 @@ static bool setup_cmd(vigil_redis *r, const char *what, int argc, const char **a
     if (rep->type == REDIS_REPLY_ERROR) {
         char detail[160];
         snprintf(detail, sizeof detail, "%s", rep->str ? rep->str : "error reply");
-        bool refused = auth_error(rep->str);
+        r->auth_refused = auth_error(rep->str);
         freeReplyObject(rep);
         fail(r, what, detail);
-        r->auth_refused = refused;
         return false;
     }
     freeReplyObject(rep);
@@ -291,31 +303,14 @@ static bool setup_cmd(vigil_redis *r, const char *what, int argc, const char **a
 }
 
 /* AUTH user password (ACL user, Redis 6+) or AUTH password: hiredis 0.14
- * knows no user, so the command is sent here. The error text names the
- * user, never the password. */
+ * knows no user, so the command is sent here. The error text is Redis's
+ * reply, which never holds the password. */
 static bool auth(vigil_redis *r)
 {
     const char *argv[] = { "AUTH", r->addr.user, r->addr.password };
-    int argc = r->addr.user[0] ? 3 : 2;
-    if (argc == 2)
-        argv[1] = r->addr.password;
-    redisReply *rep = redisCommandArgv(r->c, argc, argv, NULL);
-    if (!rep) {
-        fail_ctx(r, "AUTH");
-        return false;
-    }
-    if (rep->type == REDIS_REPLY_ERROR) {
-        char detail[200];
-        snprintf(detail, sizeof detail, "refused user '%s': %s",
-                 r->addr.user[0] ? r->addr.user : "default", rep->str ? rep->str : "error reply");
-        bool refused = auth_error(rep->str);
-        freeReplyObject(rep);
-        fail(r, "AUTH", detail);
-        r->auth_refused = refused;
-        return false;
-    }
-    freeReplyObject(rep);
-    return true;
+    if (!r->addr.user[0])
+        return setup_cmd(r, "AUTH", 2, (const char *[]){ "AUTH", r->addr.password });
+    return setup_cmd(r, "AUTH", 3, argv);
 }
 
 bool vigil_redis_ensure(vigil_redis *r)
@@ -352,6 +347,7 @@ bool vigil_redis_ensure(vigil_redis *r)
     }
     r->ever_connected = true;
     r->down_logged = false;
+    r->auth_logged = false;
     r->err[0] = '\0';
     return true;
 }
@@ -402,15 +398,15 @@ static redisReply *screen(vigil_redis *r, redisReply *rep, const char *what)
     if (rep->type == REDIS_REPLY_ERROR && vigil_redis_error_transient(rep->str)) {
         char detail[200];
         snprintf(detail, sizeof detail, "%s", rep->str ? rep->str : "error reply");
-        bool refused = auth_error(rep->str);
+        r->auth_refused = auth_error(rep->str);
         freeReplyObject(rep);
         fail(r, what, detail);
-        r->auth_refused = refused;
         vigil_counter_add("vigil_redis_transient_errors_total",
                           "Redis error replies retried as an outage (LOADING, BUSY, OOM, ...)",
                           NULL, 1);
         return NULL;
     }
+    r->served = true;
     return rep;
 }
 

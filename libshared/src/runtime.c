@@ -68,6 +68,7 @@ struct vigil_runtime {
     atomic_bool intake_redis_ok;
     atomic_bool timer_redis_ok;
     atomic_bool mqtt_up;        /* mirrors the MQTT state: /readyz never touches rt->mqtt */
+    atomic_int exit_code;       /* set before a self-requested stop (VIGIL_EXIT_CONFIG) */
 
     /* The outbox pointer is read by the paho callback and background
      * threads (kick, error events) and cleared at shutdown before the
@@ -745,10 +746,23 @@ static bool ready(void *ctx, char *why, size_t whylen)
 }
 
 /* Checks Redis once at start so readiness reflects reality before the first
- * input or tick; failure is not fatal (the service waits for Redis). */
-static void probe_redis(vigil_runtime *rt)
+ * input or tick. Redis being away is not fatal (the service waits for it);
+ * Redis refusing our credentials is (returns -1 with err): a PING after
+ * AUTH also catches a password that is missing altogether (NOAUTH). */
+static int probe_redis(vigil_runtime *rt, char *err, size_t errlen)
 {
     bool ok = vigil_redis_ensure(rt->intake_redis);
+    if (ok) {
+        redisReply *pong = vigil_redis_command(rt->intake_redis, "PING");
+        ok = pong != NULL;
+        freeReplyObject(pong);
+    }
+    if (!ok && vigil_redis_auth_refused(rt->intake_redis)) {
+        snprintf(err, errlen, "Redis %s:%d refused user '%s': %s", rt->raddr.host, rt->raddr.port,
+                 rt->raddr.user[0] ? rt->raddr.user : "default",
+                 vigil_redis_last_error(rt->intake_redis));
+        return -1;
+    }
     atomic_store(&rt->intake_redis_ok, ok);
     if (!ok)
     {
@@ -757,6 +771,19 @@ static void probe_redis(vigil_runtime *rt)
         vigil_log_kv(VIGIL_LOG_WARN, "redis not reachable yet; will keep trying", "url", url,
                      "error", vigil_redis_last_error(rt->intake_redis), NULL);
     }
+    return 0;
+}
+
+/* The broker refused our first connect (credentials, authorization, TLS;
+ * mqtt.c logged why): stop the way a signal does and exit with
+ * VIGIL_EXIT_CONFIG. Runs on the MQTT connector thread, which the
+ * shutdown joins, so it only flags and signals. */
+static void on_mqtt_refused(void *ctx, const char *why)
+{
+    vigil_runtime *rt = ctx;
+    (void)why;
+    atomic_store(&rt->exit_code, VIGIL_EXIT_CONFIG);
+    kill(getpid(), SIGTERM);
 }
 
 static void runtime_free(vigil_runtime *rt)
@@ -824,6 +851,10 @@ static int start_io(vigil_runtime *rt, char *err, size_t errlen)
         .on_message = on_message,
         .on_state = on_mqtt_state,
         .ctx = rt,
+        .tls_ca_file = rt->cfg.mqtt_ca_file,
+        .tls_cert_file = rt->cfg.mqtt_cert_file,
+        .tls_key_file = rt->cfg.mqtt_key_file,
+        .on_refused = on_mqtt_refused,
     };
     rt->mqtt = vigil_mqtt_new(&mc, err, errlen);
     free(ready_payload);
@@ -922,7 +953,11 @@ int vigil_runtime_main(int argc, char **argv, const vigil_service_def *def)
         runtime_free(rt);
         return 2;
     }
-    probe_redis(rt);
+    if (probe_redis(rt, err, sizeof err) != 0) {
+        vigil_log_kv(VIGIL_LOG_ERROR, err, NULL);
+        runtime_free(rt);
+        return VIGIL_EXIT_CONFIG;
+    }
     atomic_store(&rt->timer_redis_ok, atomic_load(&rt->intake_redis_ok));
     char shard[32];
     snprintf(shard, sizeof shard, "%d/%d", rt->cfg.shard_index, rt->cfg.shard_count);
@@ -942,7 +977,12 @@ int vigil_runtime_main(int argc, char **argv, const vigil_service_def *def)
         int sig = 0;
         while (sigwait(&set, &sig) != 0)
             ;
-        vigil_log(VIGIL_LOG_INFO, "signal %d received: shutting down", sig);
+        code = atomic_load(&rt->exit_code);
+        if (code == 0)
+            vigil_log(VIGIL_LOG_INFO, "signal %d received: shutting down", sig);
+        else
+            vigil_log(VIGIL_LOG_INFO, "stopping: the broker refused this configuration (exit %d)",
+                      code);
     }
     shutdown_io(rt);
     runtime_free(rt);

@@ -342,7 +342,7 @@ class Mosquitto:
         exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
         for attempt in range(3):
             with open(self.conf, "w") as f:
-                f.write(mosquitto_config(self.port, self.dir, self.source_conf, self.auth))
+                f.write(self.config_text())
             logf = open(self.log, "ab")
             self.proc = _popen([exe, "-c", self.conf], stdout=logf, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
@@ -360,6 +360,11 @@ class Mosquitto:
                     continue
                 raise HarnessError(f"mosquitto did not start:\n{tail(self.log)}")
         return self
+
+    def config_text(self):
+        """The config file's text (SecureMosquitto adds authentication / TLS;
+        auth= the generated password_file and acl_file)."""
+        return mosquitto_config(self.port, self.dir, self.source_conf, self.auth)
 
     def _ready(self):
         if self.proc.poll() is not None:
@@ -1091,3 +1096,138 @@ def redis_start_loading(redis, key_load_delay_us):
     redis.proc = _popen(["redis-server", redis.conf], stdout=logf, stderr=subprocess.STDOUT,
                         stdin=subprocess.DEVNULL, start_new_session=True)
     logf.close()
+
+
+# --------------------------------------------------------------------------
+# Authenticated and TLS servers (credentials, ACL users, certificates):
+# subclasses, so the plain ones above stay as they are.
+
+
+def write_mosquitto_password_file(path, users):
+    """users: {name: password}; hashed with mosquitto_passwd -b."""
+    exe = shutil.which("mosquitto_passwd") or "/usr/bin/mosquitto_passwd"
+    with open(path, "w"):
+        pass
+    for name, pw in users.items():
+        subprocess.run([exe, "-b", path, name, pw], check=True, capture_output=True, timeout=10)
+    os.chmod(path, 0o600)
+    return path
+
+
+class SecureMosquitto(Mosquitto):
+    """mosquitto with allow_anonymous false and a password_file (users:
+    {name: password}, written again at every start, so changing
+    self.users then restart() rotates a password), an optional acl_file
+    (its text), and an optional TLS listener: tls={"cafile", "certfile",
+    "keyfile", "require_certificate": bool}. anonymous=True keeps
+    anonymous clients allowed (TLS-only tests)."""
+
+    def __init__(self, workdir, port=None, users=None, acl=None, tls=None, anonymous=False,
+                 source_conf=None):
+        super().__init__(workdir, port=port, source_conf=source_conf)
+        self.users = dict(users or {})
+        self.acl = acl
+        self.tls = tls
+        self.anonymous = anonymous
+
+    @property
+    def url(self):
+        if self.tls:
+            return f"mqtts://127.0.0.1:{self.port}"
+        return f"mqtt://127.0.0.1:{self.port}"
+
+    def config_text(self):
+        lines = [l for l in super().config_text().splitlines()
+                 if not l.startswith("listener ") and not l.startswith("allow_anonymous ")]
+        lines.append(f"listener {self.port} 127.0.0.1")
+        if self.tls:
+            lines += [f"cafile {self.tls['cafile']}", f"certfile {self.tls['certfile']}",
+                      f"keyfile {self.tls['keyfile']}"]
+            if self.tls.get("require_certificate"):
+                lines.append("require_certificate true")
+        if self.users:
+            pw = write_mosquitto_password_file(os.path.join(self.dir, "passwd"), self.users)
+            lines.append(f"password_file {pw}")
+        if self.acl is not None:
+            path = os.path.join(self.dir, "acl")
+            with open(path, "w") as f:
+                f.write(self.acl)
+            lines.append(f"acl_file {path}")
+        lines.append("allow_anonymous " + ("true" if self.anonymous or not self.users else "false"))
+        return "\n".join(lines) + "\n"
+
+    def _ready(self):
+        if self.proc.poll() is not None:
+            raise HarnessError(f"mosquitto exited with {self.proc.returncode}:\n{tail(self.log)}")
+        return port_open(self.port)
+
+
+class AclRedisServer(RedisServer):
+    """redis-server with requirepass (the default user's password) and ACL
+    users: users={name: (password, rules)}, e.g. {"svc": ("pw", "~t:* +@all")}.
+    client() authenticates as the default user."""
+
+    def __init__(self, workdir, port=None, requirepass="admin-pw", users=None, appendfsync="always"):
+        super().__init__(workdir, port=port, appendfsync=appendfsync)
+        self.requirepass = requirepass
+        self.users = dict(users or {})
+
+    def url_for(self, user=None, password=None, db=0):
+        """redis://user:password@127.0.0.1:port/db, percent-encoded."""
+        from urllib.parse import quote
+
+        auth = ""
+        if password is not None:
+            auth = f"{quote(user or '', safe='')}:{quote(password, safe='')}@"
+        return f"redis://{auth}127.0.0.1:{self.port}/{db}"
+
+    def _write_conf(self):
+        super()._write_conf()
+        with open(self.conf, "a") as f:
+            if self.requirepass:
+                f.write(f"requirepass {self.requirepass}\n")
+            for name, (pw, rules) in self.users.items():
+                f.write(f"user {name} on >{pw} {rules}\n")
+
+    def client(self, **kw):
+        if self.requirepass:
+            kw.setdefault("password", self.requirepass)
+        return super().client(**kw)
+
+
+def make_test_pki(dirpath, hosts=("127.0.0.1", "localhost")):
+    """Certificates for TLS tests, made with openssl in dirpath: a CA, a
+    server certificate for hosts signed by it, a server certificate for a
+    wrong host name signed by the same CA, a second (unrelated) CA, and a
+    client certificate signed by the first CA. Returns a dict of paths."""
+    os.makedirs(dirpath, exist_ok=True)
+    p = {k: os.path.join(dirpath, f"{k}.pem") for k in (
+        "ca", "ca_key", "server", "server_key", "wrong_host", "wrong_host_key", "other_ca",
+        "other_ca_key", "client", "client_key")}
+
+    def run(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+
+    def ca(cert, key, cn):
+        run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+            "-days", "2", "-subj", f"/CN={cn}", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+
+    def leaf(cert, key, cn, san, usage):
+        csr = cert + ".csr"
+        ext = cert + ".ext"
+        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", f"/CN={cn}")
+        with open(ext, "w") as f:
+            if san:
+                f.write(f"subjectAltName={san}\n")
+            f.write(f"extendedKeyUsage={usage}\n")
+        run("x509", "-req", "-in", csr, "-CA", p["ca"], "-CAkey", p["ca_key"], "-CAcreateserial",
+            "-out", cert, "-days", "2", "-extfile", ext)
+
+    ca(p["ca"], p["ca_key"], "vigil test CA")
+    ca(p["other_ca"], p["other_ca_key"], "vigil unrelated CA")
+    san = ",".join(("IP:" if h.replace(".", "").isdigit() else "DNS:") + h for h in hosts)
+    leaf(p["server"], p["server_key"], hosts[0], san, "serverAuth")
+    leaf(p["wrong_host"], p["wrong_host_key"], "wrong.example", "DNS:wrong.example", "serverAuth")
+    leaf(p["client"], p["client_key"], "vigil-client", None, "clientAuth")
+    return p

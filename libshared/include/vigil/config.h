@@ -39,7 +39,16 @@ typedef struct vigil_common_config {
     int64_t timer_lease_ms;  /* VIGIL_TIMER_LEASE_MS, 30000 */
     int64_t mqtt_session_expiry_s; /* VIGIL_MQTT_SESSION_EXPIRY_S, 604800 (7 days) */
     int64_t liveness_ms;     /* VIGIL_LIVENESS_MS, 60000 */
+    char mqtt_ca_file[256];   /* VIGIL_MQTT_CA_FILE (mqtts:// only), "" = system trust store */
+    char mqtt_cert_file[256]; /* VIGIL_MQTT_CERT_FILE, client certificate, "" = none */
+    char mqtt_key_file[256];  /* VIGIL_MQTT_KEY_FILE, its key */
 } vigil_common_config;
+
+/* Exit status of a daemon whose configuration cannot work: the broker or
+ * Redis refused its credentials at startup, a TLS certificate did not
+ * verify (EX_CONFIG of sysexits.h). 2 stays the status of a configuration
+ * that does not parse. */
+#define VIGIL_EXIT_CONFIG 78
 
 /* Fills every field with its default; http_addr becomes
  * "127.0.0.1:<default_http_port>". */

@@ -2,7 +2,7 @@
  *
  * - Stable client id, cleanstart=0 and a Session Expiry Interval, so the
  *   broker queues our QoS 1 input while we are away.
- * - Automatic reconnect with capped exponential backoff (1 s .. 30 s); on
+ * - Reconnect (our connector thread) with capped exponential backoff (1 s .. 30 s); on
  *   every (re)connect: subscribe to every filter again (QoS 1) and publish
  *   the retained status payload "ready" (paho does not resubscribe).
  * - Last will: the retained "lost" status.
@@ -27,6 +27,12 @@ typedef void (*vigil_mqtt_on_message)(void *ctx, const char *topic, const void *
 /* Called (on paho's thread) when the connection comes up or goes down. */
 typedef void (*vigil_mqtt_on_state)(void *ctx, bool connected);
 
+/* Called (on our connector thread, never paho's) when the broker refused
+ * the first connect for a reason waiting will not fix: bad user name or
+ * password, not authorized, or a TLS certificate that does not verify.
+ * why is one line naming what failed, without the password. */
+typedef void (*vigil_mqtt_on_refused)(void *ctx, const char *why);
+
 typedef struct vigil_mqtt_config {
     const char *url;        /* mqtt://host:port or tcp://host:port */
     const char *user;       /* NULL or "" = none */
@@ -41,6 +47,16 @@ typedef struct vigil_mqtt_config {
     vigil_mqtt_on_message on_message;
     vigil_mqtt_on_state on_state; /* may be NULL */
     void *ctx;
+    /* TLS (mqtts:// or ssl:// only; a file with a plain URL is an error):
+     * the CA that signs the broker's certificate (NULL = the system's
+     * trust store), an optional client certificate and its key. Server
+     * certificate and host name are always verified. */
+    const char *tls_ca_file;
+    const char *tls_cert_file;
+    const char *tls_key_file;
+    /* may be NULL: the first connect then ends without retrying, and
+     * vigil_mqtt_refused says why */
+    vigil_mqtt_on_refused on_refused;
 } vigil_mqtt_config;
 
 /* Creates the client (no network yet). Returns NULL with err on a bad URL
@@ -49,6 +65,12 @@ vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errle
 
 /* Starts connecting in the background; reconnects by itself forever. */
 int vigil_mqtt_start(vigil_mqtt *m);
+
+/* True while the broker refuses us (credentials, authorization, TLS): why
+ * gets the last refusal's text. A refused first connect is final; a
+ * refused reconnect is retried by paho, and the next accepted connect
+ * clears this. */
+bool vigil_mqtt_refused(vigil_mqtt *m, char *why, size_t whylen);
 
 /* Our own flag, kept by the connected/connectionLost callbacks (never
  * calls MQTTAsync_isConnected, which may deadlock inside callbacks). */
