@@ -26,33 +26,10 @@ pytestmark = pytest.mark.skipif(shutil.which("stunnel4") is None and shutil.whic
                                 reason="stunnel4 is not installed (scripts/install-deps installs it)")
 
 
-def openssl(*args, cwd):
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
-
-
-def make_ca(d, name):
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.crt",
-            "-days", "2", "-subj", f"/CN={name}", cwd=d)
-
-
-def make_cert(d, ca, name, host):
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
-            "-subj", f"/CN={host}", cwd=d)
-    with open(os.path.join(d, f"{name}.ext"), "w") as f:
-        f.write(f"subjectAltName=DNS:{host}\n")
-    openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key",
-            "-CAcreateserial", "-out", f"{name}.crt", "-days", "2", "-extfile", f"{name}.ext", cwd=d)
-
-
 @pytest.fixture
 def pki(tmp_path):
-    d = str(tmp_path / "pki")
-    os.makedirs(d)
-    make_ca(d, "ca")
-    make_ca(d, "other-ca")
-    make_cert(d, "ca", "server", "localhost")
-    make_cert(d, "ca", "client", "dormancy-monitor")
-    return d
+    """harness.make_test_pki's CA, server (localhost), client and unrelated CA."""
+    return harness.make_test_pki(str(tmp_path / "pki"))
 
 
 def rewrite(path, repl):
@@ -72,8 +49,8 @@ class TlsRedis:
     def __init__(self, d, pki, aclfile=None):
         self.dir, self.port = d, free_port()
         conf = rewrite(os.path.join(TLS_DIR, "redis-tls.conf"), {
-            "tls-port": str(self.port), "tls-cert-file": f"{pki}/server.crt",
-            "tls-key-file": f"{pki}/server.key", "tls-ca-cert-file": f"{pki}/ca.crt"})
+            "tls-port": str(self.port), "tls-cert-file": pki["server"],
+            "tls-key-file": pki["server_key"], "tls-ca-cert-file": pki["ca"]})
         conf += f"bind 127.0.0.1\ndir {d}\nsave \"\"\nappendonly yes\n"
         if aclfile:
             conf += f"aclfile {aclfile}\n"
@@ -87,8 +64,8 @@ class TlsRedis:
 
     def client(self, pki, **kw):
         import redis
-        return redis.Redis(host="localhost", port=self.port, ssl=True, ssl_ca_certs=f"{pki}/ca.crt",
-                           ssl_certfile=f"{pki}/client.crt", ssl_keyfile=f"{pki}/client.key",
+        return redis.Redis(host="localhost", port=self.port, ssl=True, ssl_ca_certs=pki["ca"],
+                           ssl_certfile=pki["client"], ssl_keyfile=pki["client_key"],
                            socket_timeout=5, **kw)
 
     def stop(self):
@@ -100,8 +77,8 @@ class Tunnel:
         self.port = free_port()
         conf = rewrite(os.path.join(TLS_DIR, "stunnel-client.conf"), {
             "accept": f"127.0.0.1:{self.port}", "connect": f"127.0.0.1:{redis_port}",
-            "CAfile": f"{pki}/{ca}.crt", "checkHost": host,
-            "cert": f"{pki}/client.crt", "key": f"{pki}/client.key"})
+            "CAfile": pki[ca], "checkHost": host,
+            "cert": pki["client"], "key": pki["client_key"]})
         path = os.path.join(d, f"stunnel-{self.port}.conf")
         with open(path, "w") as f:
             f.write(conf)
@@ -152,7 +129,7 @@ def test_service_reaches_tls_only_redis_through_the_tunnel(tmp_path, pki):
                    "the command's state committed in the TLS-only Redis")
 
         # a tunnel that trusts another CA, or expects another host name, is refused
-        for kw, why in (({"ca": "other-ca"}, "self-signed certificate in certificate chain"),
+        for kw, why in (({"ca": "other_ca"}, "self-signed certificate in certificate chain"),
                         ({"host": "redis.example.org"}, "rejected by cert")):
             t = Tunnel(str(tmp_path), pki, r.port, **kw)
             try:
