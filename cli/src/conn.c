@@ -175,6 +175,7 @@ int cli_mqtt(cli *c, const char *const *subs, vigil_mqtt_on_message cb, void *ct
         .tls_ca_file = c->cfg.mqtt_ca_file,
         .tls_cert_file = c->cfg.mqtt_cert_file,
         .tls_key_file = c->cfg.mqtt_key_file,
+        .topic_prefix = c->cfg.topic_prefix,
     };
     c->mqtt = vigil_mqtt_new(&mc, err, sizeof err);
     if (!c->mqtt)

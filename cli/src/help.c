@@ -13,6 +13,7 @@ static const char ENV_HELP[] =
     "  VIGIL_REDIS_URL_FILE       file holding the Redis URL (not with VIGIL_REDIS_URL)\n"
     "  VIGIL_MQTT_CA_FILE, VIGIL_MQTT_CERT_FILE, VIGIL_MQTT_KEY_FILE\n"
     "                             TLS to the broker (mqtts:// only): CA, client certificate, key\n"
+    "  VIGIL_TOPIC_PREFIX         every topic under <prefix>/ (as the services use it)\n"
     "  VIGIL_REDIS_PREFIX         key prefix (vigil:)\n"
     "  VIGIL_USER                 your name in messages and controls (default: $USER)\n"
     "  VIGIL_CLI_TIMEOUT_MS       how long to wait for the broker, Redis and chat-router (5000)\n"

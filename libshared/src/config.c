@@ -24,6 +24,7 @@
 #include "vigil/log.h"
 #include "vigil/redact.h"
 #include "vigil/redis.h"
+#include "vigil/topic_prefix.h"
 
 #include "mqtt_secure.h"
 
@@ -66,6 +67,9 @@ const vigil_config_var VIGIL_COMMON_VARS[] = {
      "system's trust store); certificate and host name are always verified"},
     {"VIGIL_MQTT_CERT_FILE", "", "PEM client certificate for brokers that require one (with VIGIL_MQTT_KEY_FILE)"},
     {"VIGIL_MQTT_KEY_FILE", "", "PEM private key of VIGIL_MQTT_CERT_FILE"},
+    {"VIGIL_TOPIC_PREFIX", "",
+     "every topic under <prefix>/ on a shared broker (A-Z a-z 0-9 . _ - in '/'-separated "
+     "levels, at most 100 bytes; no '/' at either end, no $, + or #)"},
     {NULL, NULL, NULL},
 };
 
@@ -427,7 +431,10 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
         vigil_env_string("VIGIL_MQTT_CERT_FILE", c->mqtt_cert_file, c->mqtt_cert_file,
                          sizeof c->mqtt_cert_file, err, errlen) ||
         vigil_env_string("VIGIL_MQTT_KEY_FILE", c->mqtt_key_file, c->mqtt_key_file,
-                         sizeof c->mqtt_key_file, err, errlen))
+                         sizeof c->mqtt_key_file, err, errlen) ||
+        vigil_env_string("VIGIL_TOPIC_PREFIX", c->topic_prefix, c->topic_prefix,
+                         sizeof c->topic_prefix, err, errlen) ||
+        vigil_topic_prefix_check(c->topic_prefix, err, errlen) != 0)
         return -1;
 
     if (!has_prefix(c->mqtt_url, "mqtt://") && !has_prefix(c->mqtt_url, "tcp://") &&

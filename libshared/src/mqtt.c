@@ -27,6 +27,8 @@
 #include "vigil/metrics.h"
 #include "vigil/oom.h"
 
+#include "vigil/topic_prefix.h"
+
 #include "mqtt_secure.h"
 #include "tcp_quickack.h"
 
@@ -89,6 +91,8 @@ struct vigil_mqtt {
     int *sub_qos;
     int nsubs;
     char *status_topic;
+    char *topic_prefix;  /* VIGIL_TOPIC_PREFIX, NULL = none (topic_prefix.h) */
+    char *will_topic;    /* status_topic under the prefix: paho sends it itself */
     char *ready_payload;
     char *lost_payload;
     vigil_mqtt_on_message on_message;
@@ -244,6 +248,36 @@ static int leading_acked(const pub_batch *b, bool *final)
     return k;
 }
 
+/* ---- topic prefix (VIGIL_TOPIC_PREFIX, vigil/topic_prefix.h) ----------- */
+
+/* topic under the client's prefix: topic itself without one, else buf, or
+ * *heap (the caller frees it) when buf is too small; NULL out of memory. */
+static const char *topic_with_prefix(const vigil_mqtt *m, const char *topic, char *buf,
+                                     size_t buflen, char **heap)
+{
+    *heap = NULL;
+    if (!m->topic_prefix)
+        return topic;
+    if (vigil_topic_prefix_apply(m->topic_prefix, topic, buf, buflen) >= 0)
+        return buf;
+    size_t n = strlen(m->topic_prefix) + strlen(topic) + 16;
+    *heap = malloc(n);
+    if (!*heap || vigil_topic_prefix_apply(m->topic_prefix, topic, *heap, n) < 0)
+        return NULL;
+    return *heap;
+}
+
+/* MQTTAsync_sendMessage with the topic under the prefix; paho copies it. */
+static int send_prefixed(vigil_mqtt *m, const char *topic, MQTTAsync_message *pm,
+                         MQTTAsync_responseOptions *ro)
+{
+    char buf[512], *heap;
+    const char *full = topic_with_prefix(m, topic, buf, sizeof buf, &heap);
+    int rc = full ? MQTTAsync_sendMessage(m->client, full, pm, ro) : MQTTASYNC_FAILURE;
+    free(heap);
+    return rc;
+}
+
 /* Hands message i of the batch to paho. */
 static int send_one(vigil_mqtt *m, pub_batch *b, const vigil_pubmsg *msg, int i)
 {
@@ -256,7 +290,7 @@ static int send_one(vigil_mqtt *m, pub_batch *b, const vigil_pubmsg *msg, int i)
     ro.onSuccess5 = on_publish_ok;
     ro.onFailure5 = on_publish_fail;
     ro.context = &b->slots[i];
-    int rc = MQTTAsync_sendMessage(m->client, msg->topic, &pm, &ro);
+    int rc = send_prefixed(m, msg->topic, &pm, &ro);
     if (rc != MQTTASYNC_SUCCESS)
         vigil_log_kv(VIGIL_LOG_WARN, "mqtt publish not accepted", "topic", msg->topic, "error",
                      MQTTAsync_strerror(rc), NULL);
@@ -464,7 +498,7 @@ int vigil_mqtt_publish_tagged(vigil_mqtt *m, const vigil_pubmsg *msg, uint64_t t
     ro.onSuccess5 = on_tagged_ok;
     ro.onFailure5 = on_tagged_fail;
     ro.context = t;
-    int rc = MQTTAsync_sendMessage(m->client, msg->topic, &pm, &ro);
+    int rc = send_prefixed(m, msg->topic, &pm, &ro);
     if (rc == MQTTASYNC_SUCCESS)
         return VIGIL_PUB_SEND_OK;
     /* Not handed over: no callback will come. */
@@ -504,7 +538,7 @@ int vigil_mqtt_publish_async(vigil_mqtt *m, const char *topic, const void *paylo
     msg.retained = retain ? 1 : 0;
     ro.onFailure5 = on_async_publish_fail;
     ro.context = m;
-    int rc = MQTTAsync_sendMessage(m->client, topic, &msg, &ro);
+    int rc = send_prefixed(m, topic, &msg, &ro);
     if (rc != MQTTASYNC_SUCCESS) {
         vigil_log_kv(VIGIL_LOG_WARN, "mqtt async publish not accepted", "topic", topic, "error",
                      MQTTAsync_strerror(rc), NULL);
@@ -668,8 +702,10 @@ static int on_message_arrived(void *context, char *topicName, int topicLen,
      * returns): a gauge stuck at 1 is intake blocked on Redis. */
     vigil_gauge_set(M_INPUTS_IN_FLIGHT, M_INPUTS_IN_FLIGHT_HELP, NULL,
                     (double)atomic_fetch_add(&inputs_in_flight, 1) + 1);
-    if (m->on_message)
-        m->on_message(m->ctx, topic, message->payload,
+    /* Every subscription is under the prefix, so every topic is too. */
+    const char *ours = m->topic_prefix ? vigil_topic_prefix_strip(m->topic_prefix, topic) : topic;
+    if (m->on_message && ours)
+        m->on_message(m->ctx, ours, message->payload,
                       message->payloadlen > 0 ? (size_t)message->payloadlen : 0,
                       message->retained != 0);
     vigil_gauge_set(M_INPUTS_IN_FLIGHT, M_INPUTS_IN_FLIGHT_HELP, NULL,
@@ -721,8 +757,8 @@ static void count_refusal(void)
 
 /* A refusal of our credentials or certificate (mqtt_secure.h) is logged
  * as an error naming what failed; before the first connect the connector
- * then gives up (connector_main), after it paho keeps retrying and every
- * refusal is logged again, so a rotated password is loud, not silent. */
+ * then gives up (first_refusal), after it the connector keeps retrying and
+ * every refusal is logged again, so a rotated password is loud, not silent. */
 static void on_connect_fail(void *context, MQTTAsync_failureData5 *resp)
 {
     vigil_mqtt *m = context;
@@ -822,6 +858,16 @@ static void diagnose_tls(vigil_mqtt *m)
         snprintf(m->refusal, sizeof m->refusal, "%s", why);
 }
 
+/* Waits ms on m->cv (m->mu held), returning early when stop is requested. */
+static void pause_unless_stopping(vigil_mqtt *m, int64_t ms)
+{
+    struct timespec ts = mono_deadline(ms);
+    while (!m->stopping) {
+        if (pthread_cond_timedwait(&m->cv, &m->mu, &ts) == ETIMEDOUT)
+            break;
+    }
+}
+
 /* Connects until it succeeds or stop is requested, with capped exponential
  * backoff. Returns true when connected, false when stopping or when the
  * first connect was refused (first_refusal). Called with m->mu held. */
@@ -856,11 +902,7 @@ static bool connect_with_backoff(vigil_mqtt *m)
         int64_t delay = vigil_backoff_ms(attempt++, MQTT_RETRY_MIN_S * 1000,
                                          MQTT_RETRY_MAX_S * 1000);
         vigil_log(VIGIL_LOG_INFO, "mqtt: retrying connect in %lld ms", (long long)delay);
-        struct timespec ts = mono_deadline(delay);
-        while (!m->stopping) {
-            if (pthread_cond_timedwait(&m->cv, &m->mu, &ts) == ETIMEDOUT)
-                break;
-        }
+        pause_unless_stopping(m, delay);
     }
     return false;
 }
@@ -878,6 +920,10 @@ static void *connector_main(void *arg)
     while (connect_with_backoff(m)) {
         while (!m->lost && !m->stopping)
             pthread_cond_wait(&m->cv, &m->mu);
+        /* A pause before reconnecting, as paho's own reconnect made: two
+         * replicas started with the same client id would otherwise take
+         * the session from each other in a tight loop. */
+        pause_unless_stopping(m, MQTT_RETRY_MIN_S * 1000);
         if (m->stopping)
             break;
     }
@@ -889,6 +935,8 @@ static void *connector_main(void *arg)
 
 static void mqtt_free_fields(vigil_mqtt *m)
 {
+    free(m->topic_prefix);
+    free(m->will_topic);
     free(m->display_url);
     vigil_mqtt_tls_free(&m->tls);
     free(m->url);
@@ -904,6 +952,34 @@ static void mqtt_free_fields(vigil_mqtt *m)
     free(m->status_topic);
     free(m->ready_payload);
     free(m->lost_payload);
+}
+
+/* strdup of topic under the prefix (subscriptions). */
+static char *prefixed_dup(const vigil_mqtt *m, const char *topic)
+{
+    char buf[512], *heap;
+    const char *full = topic_with_prefix(m, topic, buf, sizeof buf, &heap);
+    if (heap || !full)
+        return heap;
+    return strdup(full);
+}
+
+/* Checks and keeps the prefix, and the last will's topic under it (paho
+ * publishes the will itself, so it cannot go through send_prefixed). */
+static int set_topic_prefix(vigil_mqtt *m, const char *prefix, char *err, size_t errlen)
+{
+    if (!prefix || !prefix[0])
+        return 0;
+    if (vigil_topic_prefix_check(prefix, err, errlen) != 0)
+        return -1;
+    m->topic_prefix = strdup(prefix);
+    if (m->topic_prefix && m->status_topic)
+        m->will_topic = prefixed_dup(m, m->status_topic);
+    if (!m->topic_prefix || (m->status_topic && !m->will_topic)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
 }
 
 vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errlen)
@@ -937,6 +1013,11 @@ vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errle
     m->user = (cfg->user && cfg->user[0]) ? strdup(cfg->user) : NULL;
     m->password = (cfg->user && cfg->user[0]) ? dup_or_null(cfg->password) : NULL;
     m->status_topic = (cfg->status_topic && cfg->status_topic[0]) ? strdup(cfg->status_topic) : NULL;
+    if (set_topic_prefix(m, cfg->topic_prefix, err, errlen) != 0) {
+        mqtt_free_fields(m);
+        free(m);
+        return NULL;
+    }
     m->ready_payload = dup_or_null(cfg->ready_payload);
     m->lost_payload = dup_or_null(cfg->lost_payload);
     if (!m->url || !m->display_url || !m->client_id || (cfg->user && cfg->user[0] && !m->user) ||
@@ -954,7 +1035,7 @@ vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errle
             if (!m->subs || !m->sub_qos)
                 goto oom;
             for (int i = 0; i < n; i++) {
-                m->subs[i] = strdup(cfg->subscriptions[i]);
+                m->subs[i] = prefixed_dup(m, cfg->subscriptions[i]);
                 if (!m->subs[i]) {
                     m->nsubs = i;
                     goto oom;
@@ -986,7 +1067,7 @@ vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errle
 
 
     m->will = (MQTTAsync_willOptions)MQTTAsync_willOptions_initializer;
-    m->will.topicName = m->status_topic;
+    m->will.topicName = m->topic_prefix ? m->will_topic : m->status_topic;
     m->will.message = m->lost_payload;
     m->will.retained = 1;
     m->will.qos = 1;

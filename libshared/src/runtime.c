@@ -855,6 +855,7 @@ static int start_io(vigil_runtime *rt, char *err, size_t errlen)
         .tls_cert_file = rt->cfg.mqtt_cert_file,
         .tls_key_file = rt->cfg.mqtt_key_file,
         .on_refused = on_mqtt_refused,
+        .topic_prefix = rt->cfg.topic_prefix,
     };
     rt->mqtt = vigil_mqtt_new(&mc, err, errlen);
     free(ready_payload);

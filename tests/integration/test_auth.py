@@ -195,3 +195,30 @@ def test_refusal_after_start_is_logged_and_retried(tmp_path, procs):
     assert svc.alive()
     assert_no_secret(svc)
     assert "s3cr3t-rotated" not in svc.stderr_text()
+
+
+def test_cli_says_which_credentials_were_refused(tmp_path, procs):
+    import subprocess
+
+    from chat_personas import vigil_exe
+
+    d = str(tmp_path)
+    broker = SecureMosquitto(d, users={"ops": MQTT_GOOD}).start()
+    procs.append(broker)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
+    env.update({"LSAN_OPTIONS": "print_suppressions=0", "VIGIL_MQTT_URL": broker.url,
+                "VIGIL_MQTT_USER": "ops", "VIGIL_MQTT_PASSWORD": MQTT_BAD,
+                "VIGIL_CLI_TIMEOUT_MS": "60000"})
+    t0 = time.monotonic()
+    r = subprocess.run([vigil_exe(), "persona", "status"], env=env, capture_output=True, text=True,
+                       timeout=scaled(60))
+    took = time.monotonic() - t0
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert f"MQTT broker mqtt://127.0.0.1:{broker.port} refused user 'ops'" in r.stderr, r.stderr
+    assert took < 30, f"waited {took:.1f}s instead of stopping at the refusal"
+    for s in SECRETS:
+        assert s not in r.stdout + r.stderr
+    env["VIGIL_MQTT_PASSWORD"] = MQTT_GOOD
+    r = subprocess.run([vigil_exe(), "persona", "status"], env=env, capture_output=True, text=True,
+                       timeout=scaled(60))
+    assert r.returncode in (0, 3), (r.stdout, r.stderr)

@@ -21,7 +21,7 @@ static const char *const ALL_COMMON[] = {
     "VIGIL_OUTBOX_RETRY_MS", "VIGIL_OUTBOX_DEAD_LETTER_AFTER",
     "VIGIL_MQTT_SESSION_EXPIRY_S", "VIGIL_LIVENESS_MS",
     "VIGIL_MQTT_PASSWORD_FILE", "VIGIL_REDIS_URL_FILE", "VIGIL_MQTT_CA_FILE",
-    "VIGIL_MQTT_CERT_FILE", "VIGIL_MQTT_KEY_FILE",
+    "VIGIL_MQTT_CERT_FILE", "VIGIL_MQTT_KEY_FILE", "VIGIL_TOPIC_PREFIX",
     NULL,
 };
 
@@ -76,7 +76,7 @@ static void test_common_vars_table(void **state)
         assert_non_null(v->help);
         assert_true(v->help[0] != '\0');
     }
-    assert_int_equal(n, 21);
+    assert_int_equal(n, 22);
     assert_string_equal(VIGIL_COMMON_VARS[0].def, "mqtt://127.0.0.1:1883");
     assert_string_equal(VIGIL_COMMON_VARS[3].def, "redis://127.0.0.1:6379/0");
     assert_string_equal(VIGIL_COMMON_VARS[4].def, "vigil:");

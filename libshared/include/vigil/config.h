@@ -42,6 +42,7 @@ typedef struct vigil_common_config {
     char mqtt_ca_file[256];   /* VIGIL_MQTT_CA_FILE (mqtts:// only), "" = system trust store */
     char mqtt_cert_file[256]; /* VIGIL_MQTT_CERT_FILE, client certificate, "" = none */
     char mqtt_key_file[256];  /* VIGIL_MQTT_KEY_FILE, its key */
+    char topic_prefix[128];   /* VIGIL_TOPIC_PREFIX, "" = none (vigil/topic_prefix.h) */
 } vigil_common_config;
 
 /* Exit status of a daemon whose configuration cannot work: the broker or

@@ -57,6 +57,11 @@ typedef struct vigil_mqtt_config {
     /* may be NULL: the first connect then ends without retrying, and
      * vigil_mqtt_refused says why */
     vigil_mqtt_on_refused on_refused;
+    /* VIGIL_TOPIC_PREFIX (vigil/topic_prefix.h), NULL or "" = none: every
+     * subscription and publish (status and will included) is put under
+     * "<prefix>/", and on_message sees topics without it. Topics passed
+     * to and from this client stay unprefixed. */
+    const char *topic_prefix;
 } vigil_mqtt_config;
 
 /* Creates the client (no network yet). Returns NULL with err on a bad URL
