@@ -106,12 +106,13 @@ def test_acl_covers_what_each_service_subscribes_to_and_publishes():
 
 
 def test_prefix_reaches_every_rule():
-    text = vigil_acl.mosquitto_acl("tenant-a/")
+    text = vigil_acl.mosquitto_acl("tenant-a")
+    assert vigil_acl.mosquitto_acl("tenant-a/") == text
     topics = [line.split(None, 2)[2] for line in text.splitlines() if line.startswith("topic ")]
     assert topics
     assert all(t.startswith("tenant-a/") or t.startswith("$SYS/") for t in topics), topics
     assert "topic readwrite tenant-a/#" in text  # admin stays inside the prefix
-    out = subprocess.run([os.path.join(ROOT, "scripts", "acl"), "--prefix", "tenant-a/"], capture_output=True,
+    out = subprocess.run([os.path.join(ROOT, "scripts", "acl"), "--prefix", "tenant-a"], capture_output=True,
                          text=True, check=True).stdout
     assert out == text
 

@@ -33,10 +33,10 @@ SERVICES = ["dormancy-monitor", "wake-evaluator", "chat-router", "council", "sta
 SECRETS = os.path.join(harness.SOURCE_DIR, "scripts", "secrets")
 
 
-def make_secrets(d, redis_port):
+def make_secrets(d, redis_port, topic_prefix=""):
     host = f"127.0.0.1:{redis_port}"
-    subprocess.run([SECRETS, "--dir", d, "--redis-host", host, "--cli-redis-host", host],
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run([SECRETS, "--dir", d, "--redis-host", host, "--cli-redis-host", host,
+                    "--prefix", topic_prefix], check=True, capture_output=True, timeout=60)
 
 
 def password(d, user):
@@ -49,14 +49,15 @@ class SecureStack(Stack):
     Redis with users.acl (default user off), secrets from scripts/secrets.
     Teardown (close) is conftest's Stack's."""
 
-    def __init__(self, tmp_path, request, acl_edit=None):
+    def __init__(self, tmp_path, request, acl_edit=None, topic_prefix=""):
         self.dir = str(tmp_path)
         self.request = request
+        self.topic_prefix = topic_prefix  # VIGIL_TOPIC_PREFIX of every service and the CLI
         self.secrets = os.path.join(self.dir, "secrets")
         self.prefix = "vigil:"  # the key prefix users.acl grants
         self.services, self.clients = [], []
         self.redis = RedisServer(self.dir, aclfile=os.path.join(self.secrets, "redis", "users.acl"))
-        make_secrets(self.secrets, self.redis.port)
+        make_secrets(self.secrets, self.redis.port, topic_prefix)
         self.redis.auth = ("admin", password(self.secrets, "admin"))
         self.acl = os.path.join(self.secrets, "mosquitto", "acl")
         if acl_edit:
@@ -81,7 +82,8 @@ class SecureStack(Stack):
         env.update({"VIGIL_MQTT_URL": self.broker.url, "VIGIL_REDIS_PREFIX": self.prefix,
                     "VIGIL_MQTT_USER": name,
                     "VIGIL_MQTT_PASSWORD_FILE": os.path.join(sd, "mqtt-password"),
-                    "VIGIL_REDIS_URL_FILE": os.path.join(sd, "redis-url")})
+                    "VIGIL_REDIS_URL_FILE": os.path.join(sd, "redis-url"),
+                    "VIGIL_TOPIC_PREFIX": self.topic_prefix})
         env.update({k: str(v) for k, v in extra.items()})
         return env
 
@@ -112,7 +114,8 @@ class SecureStack(Stack):
                     "VIGIL_MQTT_USER": "vigil-cli",
                     "VIGIL_MQTT_PASSWORD_FILE": os.path.join(cd, "mqtt-password"),
                     "VIGIL_REDIS_URL_FILE": os.path.join(cd, "redis-url"),
-                    "VIGIL_USER": "joel", "VIGIL_CLI_TIMEOUT_MS": "15000"})
+                    "VIGIL_USER": "joel", "VIGIL_CLI_TIMEOUT_MS": "15000",
+                    "VIGIL_TOPIC_PREFIX": self.topic_prefix})
         r = subprocess.run([vigil_exe(), *args], env=env, capture_output=True, text=True, timeout=timeout)
         for m in SANITIZER_MARKERS:
             assert m not in r.stderr, f"vigil {' '.join(args)}: sanitizer report:\n{r.stderr[:4000]}"
@@ -368,3 +371,21 @@ def test_password_rotation_as_the_readme_says(secure):
     assert connack(secure.broker.port, "chat-router", old) in (134, 135)
     with pytest.raises(pyredis.exceptions.ResponseError, match="WRONGPASS"):
         secure.redis.client(username="chat-router", password=old).ping()
+
+
+def test_topic_prefix_acl_with_prefixed_services(tmp_path, request):
+    """scripts/secrets --prefix with VIGIL_TOPIC_PREFIX: the services and
+    the CLI work under the prefix with the generated ACL (which grants
+    nothing outside it: test_acl.py)."""
+    s = SecureStack(tmp_path, request, topic_prefix="tenant-a")
+    request.addfinalizer(s.close)
+    s.service("dormancy-monitor")
+    s.service("chat-router")
+    col = s.collector()
+    room = uid("p")
+    s.vigil_ok("persona", "sleep", "ann", room)  # the CLI waits for dormancy-monitor's event
+    s.vigil_ok("chat", "new", room)
+    s.vigil_ok("chat", "send", room, "@ann hello")  # chat-router logs it
+    col.wait_event("tenant-a/persona/ann/notify", timeout=15, what="chat-router's notification, prefixed")
+    col.wait_event(f"tenant-a/room/{room}/message", timeout=15, what="the message under the prefix")
+    col.wait_event("tenant-a/sys/dormancy-monitor/+/status", timeout=15, what="status under the prefix")

@@ -90,7 +90,7 @@ def test_k8s_secrets_match_the_rendered_manifests(tmp_path):
 
 def test_mosquitto_loads_the_generated_files(tmp_path):
     d = str(tmp_path / "s")
-    assert run("--dir", d, "--prefix", "tenant-a/").returncode == 0
+    assert run("--dir", d, "--prefix", "tenant-a").returncode == 0
     broker = harness.Mosquitto(str(tmp_path), auth=(f"{d}/mosquitto/passwd", f"{d}/mosquitto/acl")).start()
     try:
         assert "Error" not in harness.tail(broker.log)
