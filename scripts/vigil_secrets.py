@@ -25,7 +25,8 @@ Writes (into DIR, default deploy/secrets/, which git ignores):
   services/<svc>/redis-url       VIGIL_MQTT_PASSWORD_FILE, VIGIL_REDIS_URL_FILE
   vigil-cli/mqtt-password, vigil-cli/redis-url   the CLI's, for the host
   k8s/secrets.yaml            with --k8s: one Secret per service (vigil-<svc>),
-                              vigil-mosquitto and vigil-redis
+                              vigil-mosquitto and vigil-redis (for the broker
+                              and Redis, e.g. deploy/k8s/infra)
 
 Idempotent: an existing password is kept (files derived from it are written
 again); --rotate USER makes a new one for USER only, and Redis accepts the
@@ -35,26 +36,32 @@ nothing is refused while the service restarts. The steps: README,
 """
 
 
+# Options with a value: (flag, default, help).
+VALUE_OPTIONS = [
+    ("--dir", os.path.join(vigil_acl.ROOT, "deploy", "secrets"), "output folder (default deploy/secrets)"),
+    ("--prefix", "", "VIGIL_TOPIC_PREFIX for the MQTT ACL (default empty)"),
+    ("--redis-prefix", "vigil:", "VIGIL_REDIS_PREFIX (default vigil:)"),
+    ("--redis-host", "redis:6379", "host:port in the services' Redis URLs (default redis:6379, compose)"),
+    ("--cli-redis-host", "127.0.0.1:6379", "host:port in the CLI's Redis URL (default 127.0.0.1:6379)"),
+    ("--db", "0", "Redis database number (default 0)"),
+    ("--namespace", "vigil", "namespace of the services' Secrets (default vigil)"),
+    ("--broker-namespace", "messaging",
+     "namespace of Secret vigil-mosquitto (default messaging, as deploy/k8s/infra)"),
+    ("--redis-namespace", "data", "namespace of Secret vigil-redis (default data, as deploy/k8s/infra)"),
+    ("--k8s-redis-host", "redis.data.svc.cluster.local:6379", "host:port in the Kubernetes Secrets' Redis URLs"),
+]
+
+
 def parse(argv):
     p = argparse.ArgumentParser(prog="scripts/secrets", description=HELP,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dir", default=os.path.join(vigil_acl.ROOT, "deploy", "secrets"),
-                   help="output folder (default deploy/secrets)")
-    p.add_argument("--prefix", default="", help="VIGIL_TOPIC_PREFIX for the MQTT ACL (default empty)")
-    p.add_argument("--redis-prefix", default="vigil:", help="VIGIL_REDIS_PREFIX (default vigil:)")
-    p.add_argument("--redis-host", default="redis:6379",
-                   help="host:port in the services' Redis URLs (default redis:6379, compose)")
-    p.add_argument("--cli-redis-host", default="127.0.0.1:6379",
-                   help="host:port in the CLI's Redis URL (default 127.0.0.1:6379)")
-    p.add_argument("--db", default="0", help="Redis database number (default 0)")
+    for flag, default, what in VALUE_OPTIONS:
+        p.add_argument(flag, default=default, help=what)
     p.add_argument("--rotate", action="append", default=[], metavar="USER",
                    help="make a new password for USER (repeatable; 'all' = every user)")
     p.add_argument("--drop-previous", action="store_true",
                    help="end a rotation: Redis stops accepting the previous passwords")
     p.add_argument("--k8s", action="store_true", help="also write k8s/secrets.yaml")
-    p.add_argument("--namespace", default="vigil", help="namespace of the Kubernetes Secrets")
-    p.add_argument("--k8s-redis-host", default="redis.data.svc.cluster.local:6379",
-                   help="host:port in the Kubernetes Secrets' Redis URLs")
     return p.parse_args(argv)
 
 
@@ -167,9 +174,9 @@ def main(argv):
         docs = [k8s_secret(f"vigil-{s}", a.namespace, {
             "mqtt-password": pw[s],
             "redis-url": redis_url(s, pw[s], a.k8s_redis_host, a.db)}) for s in vigil_acl.services()]
-        docs.append(k8s_secret("vigil-mosquitto", a.namespace, {
+        docs.append(k8s_secret("vigil-mosquitto", a.broker_namespace, {
             "passwd": passwd, "acl": acl, "health-password": pw["health"]}))
-        docs.append(k8s_secret("vigil-redis", a.namespace, {
+        docs.append(k8s_secret("vigil-redis", a.redis_namespace, {
             "users.acl": users_acl, "health-password": pw["health"]}))
         write(os.path.join(d, "k8s", "secrets.yaml"), "".join(docs), 0o600)
     print(f"scripts/secrets: {len(users)} users in {d}", file=sys.stderr)

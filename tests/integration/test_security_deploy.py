@@ -96,3 +96,42 @@ def test_mosquitto_loads_the_generated_files(tmp_path):
         assert "Error" not in harness.tail(broker.log)
     finally:
         broker.stop()
+
+
+def test_k8s_infra_example_broker_and_redis_with_auth(tmp_path):
+    """deploy/k8s/infra: the project's configs (copies kept identical), the
+    broker's password_file/acl_file and Redis' aclfile from the Secrets
+    scripts/secrets --k8s writes, in the namespaces the Vigil manifests
+    expect."""
+    infra = os.path.join(ROOT, "deploy", "k8s", "infra")
+    for copy, orig in (("mosquitto.conf", ("mosquitto", "mosquitto.docker.conf")),
+                       ("redis.conf", ("redis", "redis.conf"))):
+        assert read(infra, copy) == read(os.path.join(ROOT, "deploy"), *orig), \
+            f"deploy/k8s/infra/{copy} differs from deploy/{'/'.join(orig)}: copy it again"
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl not installed")
+    docs = [x for x in yaml.safe_load_all(subprocess.run(["kubectl", "kustomize", infra], capture_output=True,
+                                                          text=True, check=True, timeout=60).stdout) if x]
+    sts = {x["metadata"]["name"]: x for x in docs if x["kind"] == "StatefulSet"}
+    svcs = {(x["metadata"]["namespace"], x["metadata"]["name"]) for x in docs if x["kind"] == "Service"}
+    assert {("messaging", "mqtt"), ("data", "redis")} <= svcs  # configmap.yaml's URLs
+    d = str(tmp_path / "s")
+    assert run("--dir", d, "--k8s").returncode == 0
+    secrets = {(x["metadata"]["namespace"], x["metadata"]["name"]): x
+               for x in yaml.safe_load_all(read(d, "k8s", "secrets.yaml")) if x}
+    conf = read(infra, "mosquitto.conf")
+    for name, ns, path, keys in (("mosquitto", "messaging", "/mosquitto/secrets", {"passwd", "acl"}),
+                                 ("redis", "data", "/usr/local/etc/redis/secrets", {"users.acl"})):
+        s = sts[name]
+        assert s["metadata"]["namespace"] == ns
+        pod = s["spec"]["template"]["spec"]
+        c = pod["containers"][0]
+        mount = next(m for m in c["volumeMounts"] if m["mountPath"] == path)
+        vol = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+        secret = secrets[(ns, vol["secret"]["secretName"])]
+        assert keys | {"health-password"} <= set(secret["data"])
+        assert "health" in " ".join(c["readinessProbe"]["exec"]["command"])
+    assert "allow_anonymous false" in conf and "password_file /mosquitto/secrets/passwd" in conf \
+        and "acl_file /mosquitto/secrets/acl" in conf
+    cmd = " ".join(sts["redis"]["spec"]["template"]["spec"]["containers"][0]["command"])
+    assert "--aclfile /usr/local/etc/redis/secrets/users.acl" in cmd and "protected-mode" not in cmd
