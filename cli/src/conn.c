@@ -99,14 +99,12 @@ int cli_redis(cli *c)
     c->redis = vigil_redis_new(&addr, (int)c->timeout_ms);
     if (!c->redis)
         return cli_fail(CLI_ERR_RUNTIME, "out of memory");
-    if (!vigil_redis_ensure(c->redis)) {
-        if (vigil_redis_auth_refused(c->redis))
-            return cli_fail(CLI_ERR_RUNTIME, "Redis %s:%d refused user '%s': %s", addr.host,
-                            addr.port, addr.user[0] ? addr.user : "default",
-                            vigil_redis_last_error(c->redis));
+    int probe = vigil_redis_probe(c->redis, err, sizeof err);
+    if (probe < 0)
+        return cli_fail(CLI_ERR_RUNTIME, "%s", err);
+    if (probe == 0)
         return cli_fail(CLI_ERR_RUNTIME, "cannot reach Redis at %s: %s", c->cfg.redis_url,
                         vigil_redis_last_error(c->redis));
-    }
     return CLI_OK;
 }
 

@@ -442,6 +442,10 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
         quote_url(c->mqtt_url, q, sizeof q);
         return fail(err, errlen, "VIGIL_MQTT_URL: expected mqtt://, tcp://, mqtts:// or ssl://host:port, got '%s'", q);
     }
+    /* MQTT sends a password only with a user name: one alone would be
+     * silently dropped and the broker would see an anonymous client. */
+    if (c->mqtt_password[0] && !c->mqtt_user[0])
+        return fail(err, errlen, "VIGIL_MQTT_PASSWORD is set but VIGIL_MQTT_USER is empty");
     /* A CA file with a plain mqtt:// URL is an error, not a warning: the
      * operator asked for TLS and would silently not get it. */
     if (vigil_mqtt_tls_check(c->mqtt_url, c->mqtt_ca_file, c->mqtt_cert_file, c->mqtt_key_file,

@@ -367,6 +367,20 @@ bool vigil_redis_auth_refused(const vigil_redis *r)
     return r->auth_refused;
 }
 
+int vigil_redis_probe(vigil_redis *r, char *err, size_t errlen)
+{
+    redisReply *pong = vigil_redis_command(r, "PING");
+    if (pong) {
+        freeReplyObject(pong);
+        return 1;
+    }
+    if (!r->auth_refused)
+        return 0;
+    snprintf(err, errlen, "Redis %s:%d refused user '%s': %s", r->addr.host, r->addr.port,
+             r->addr.user[0] ? r->addr.user : "default", r->err);
+    return -1;
+}
+
 /* A plain command issued while pipelined replies are still unread would
  * read one of those instead of its own: discard them first. */
 static bool drain_pending(vigil_redis *r)

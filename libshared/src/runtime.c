@@ -751,18 +751,10 @@ static bool ready(void *ctx, char *why, size_t whylen)
  * AUTH also catches a password that is missing altogether (NOAUTH). */
 static int probe_redis(vigil_runtime *rt, char *err, size_t errlen)
 {
-    bool ok = vigil_redis_ensure(rt->intake_redis);
-    if (ok) {
-        redisReply *pong = vigil_redis_command(rt->intake_redis, "PING");
-        ok = pong != NULL;
-        freeReplyObject(pong);
-    }
-    if (!ok && vigil_redis_auth_refused(rt->intake_redis)) {
-        snprintf(err, errlen, "Redis %s:%d refused user '%s': %s", rt->raddr.host, rt->raddr.port,
-                 rt->raddr.user[0] ? rt->raddr.user : "default",
-                 vigil_redis_last_error(rt->intake_redis));
+    int probe = vigil_redis_probe(rt->intake_redis, err, errlen);
+    if (probe < 0)
         return -1;
-    }
+    bool ok = probe > 0;
     atomic_store(&rt->intake_redis_ok, ok);
     if (!ok)
     {

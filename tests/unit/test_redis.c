@@ -234,6 +234,16 @@ static void test_auth_acl_user(void **state)
     rep = vigil_redis_command(r, "PING");
     assert_null(rep);
     assert_true(vigil_redis_auth_refused(r));
+    char perr[256] = "";
+    assert_int_equal(vigil_redis_probe(r, perr, sizeof perr), -1);
+    assert_non_null(strstr(perr, "refused user 'default'"));
+    assert_non_null(strstr(perr, "NOAUTH"));
+    vigil_redis_free(r);
+    /* nobody listening: not a refusal, just unreachable */
+    vigil_redis_addr gone = vt_redis_addr(srv);
+    gone.port = 1;
+    r = vigil_redis_new(&gone, 500);
+    assert_int_equal(vigil_redis_probe(r, perr, sizeof perr), 0);
     vigil_redis_free(r);
     snprintf(url, sizeof url, "redis://svc:s3cr3t-pw@127.0.0.1:%d/0", vt_redis_port(srv));
     assert_int_equal(vigil_redis_url_parse(url, &a, err, sizeof err), 0);

@@ -24,7 +24,7 @@ static char g_dir[64];
 static const char *const VARS[] = {
     "VIGIL_MQTT_PASSWORD", "VIGIL_MQTT_PASSWORD_FILE", "VIGIL_REDIS_URL", "VIGIL_REDIS_URL_FILE",
     "VIGIL_LLM_API_KEY",   "VIGIL_LLM_API_KEY_FILE",   "VIGIL_TEST_S",    "VIGIL_TEST_S_FILE",
-    NULL,
+    "VIGIL_MQTT_USER",     NULL,
 };
 
 static int group_setup(void **state)
@@ -163,6 +163,11 @@ static void test_common_config_from_files(void **state)
     setenv("VIGIL_MQTT_PASSWORD_FILE", write_file("mq", "s3cr3t-mqtt\n", 12), 1);
     setenv("VIGIL_REDIS_URL_FILE",
            write_file("rd", "redis://svc:s3cr3t%40redis@10.0.0.1:6380/2\n", 43), 1);
+    /* a password without a user would be dropped silently: an error */
+    vigil_common_config_init(&c, 9100);
+    assert_int_equal(vigil_common_config_load(&c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "VIGIL_MQTT_PASSWORD is set but VIGIL_MQTT_USER is empty"));
+    setenv("VIGIL_MQTT_USER", "svc", 1);
     vigil_common_config_init(&c, 9100);
     assert_int_equal(vigil_common_config_load(&c, err, sizeof err), 0);
     assert_string_equal(c.mqtt_password, "s3cr3t-mqtt");

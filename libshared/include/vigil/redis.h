@@ -53,6 +53,13 @@ const char *vigil_redis_last_error(const vigil_redis *r);
  * help until the password or the ACL changes. */
 bool vigil_redis_auth_refused(const vigil_redis *r);
 
+/* Connects (AUTH, SELECT) and sends PING, which also catches a password
+ * that is missing altogether (NOAUTH). Returns 1 when Redis answered, 0
+ * when it cannot be reached (wait and retry), -1 when it refused the
+ * credentials, with err "Redis host:port refused user 'u': <reply>" (the
+ * reply never holds the password). */
+int vigil_redis_probe(vigil_redis *r, char *err, size_t errlen);
+
 /* True unless the error reply msg says the data itself is wrong
  * (WRONGTYPE, a value that is no number, NOGROUP/BUSYGROUP, NOSCRIPT, and
  * VIGIL_BAD_DATA from our own scripts). Only such an error may refuse an
