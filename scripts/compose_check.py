@@ -7,6 +7,8 @@ expected and what was seen. Every wait is bounded.
 
   healthy     every container of the project reports healthy, and each
               published /readyz answers 200
+  auth        an anonymous MQTT client and an anonymous Redis client are
+              refused (the checks below log in as admin, scripts/secrets)
   recipe      the README's mosquitto_pub recipe gives persona/ann/dormancy
               events (sleep, then awake again) on the published port 1883
   kill        a stream of inputs with known ids; dormancy-monitor and
@@ -22,6 +24,7 @@ expected and what was seen. Every wait is bounded.
 """
 import argparse
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -35,6 +38,26 @@ import yaml
 MQTT_PORT = 1883
 REDIS_PORT = 6379
 PREFIX = "vigil:"
+# The stack runs with authentication on: this check logs in as admin with
+# the password scripts/secrets wrote (scripts/compose-test runs it first).
+SECRETS = os.environ.get("VIGIL_SECRETS_DIR",
+                         os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                      "deploy", "secrets"))
+
+
+def admin_password():
+    with open(os.path.join(SECRETS, "passwords", "admin")) as f:
+        return f.read().strip()
+
+
+def mqtt_client(client_id):
+    c = mqtt.Client(client_id=client_id, clean_session=True)
+    c.username_pw_set("admin", admin_password())
+    return c
+
+
+def redis_admin():
+    return redis.Redis(port=REDIS_PORT, username="admin", password=admin_password())
 
 
 def say(what, detail=""):
@@ -135,7 +158,7 @@ class Watcher:
         self.msgs = []
         self.lock = threading.Lock()
         self.connected = threading.Event()
-        self.c = mqtt.Client(client_id=f"compose-check-{name}-{now_ms()}", clean_session=True)
+        self.c = mqtt_client(f"compose-check-{name}-{now_ms()}")
         self.filters = filters
         self.c.on_connect = self._on_connect
         self.c.on_message = self._on_message
@@ -168,7 +191,7 @@ class Watcher:
 
 
 def publisher():
-    c = mqtt.Client(client_id=f"compose-check-pub-{now_ms()}", clean_session=True)
+    c = mqtt_client(f"compose-check-pub-{now_ms()}")
     c.connect("127.0.0.1", MQTT_PORT)
     c.loop_start()
     return c
@@ -187,6 +210,7 @@ def check_recipe():
                             ("I am back", "joel", "human")):
         body = {"room": "general", "sender": who, "sender_type": kind, "text": text, "ts": now_ms()}
         r = subprocess.run(["mosquitto_pub", "-h", "127.0.0.1", "-p", str(MQTT_PORT), "-q", "1",
+                            "-u", "admin", "-P", admin_password(),
                             "-t", "room/general/message", "-m", json.dumps(body)],
                            capture_output=True, text=True, timeout=30)
         if r.returncode != 0:
@@ -251,7 +275,7 @@ def check_kill(stack, ports, n, rate):
     t.join()
     c.loop_stop()
     c.disconnect()
-    r = redis.Redis(port=REDIS_PORT)
+    r = redis_admin()
     deadline = time.time() + 120
     missing, doubled, logged = ids, [], []
     while time.time() < deadline:
@@ -276,14 +300,14 @@ def check_kill(stack, ports, n, rate):
 
 
 def check_restart(stack, ports, room, persona):
-    r = redis.Redis(port=REDIS_PORT)
+    r = redis_admin()
     before = len(log_ids(r, room))
     stack.compose("kill", "-s", "KILL", "mosquitto", "redis")
     time.sleep(1)
     stack.compose("start", "mosquitto", "redis")
     stack.wait_healthy(0, 120)
     wait_ready(ports, 120)
-    r = redis.Redis(port=REDIS_PORT)
+    r = redis_admin()
     after = len(log_ids(r, room))
     if after != before:
         fail("restart", f"room log had {before} entries before the Redis kill, {after} after")
@@ -354,6 +378,21 @@ def check_shards(stack, rooms=20):
     say("shards", f"two dormancy-monitor replicas {sorted(status.items())}: {rooms} rooms, each once")
 
 
+def check_auth():
+    """Anonymous clients are refused by the broker and by Redis."""
+    r = subprocess.run(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(MQTT_PORT), "-t", "#", "-C", "1",
+                        "-W", "3"], capture_output=True, text=True, timeout=30)
+    if r.returncode == 0 or "not authori" not in (r.stderr + r.stdout).lower():
+        fail("auth", f"an anonymous MQTT client was not refused: rc={r.returncode} {r.stderr.strip()}")
+    try:
+        redis.Redis(port=REDIS_PORT).get(PREFIX + "dormancy-monitor:x")
+        fail("auth", "an anonymous Redis client read a key")
+    except (redis.exceptions.AuthenticationError, redis.exceptions.ResponseError) as e:
+        if "NOAUTH" not in str(e) and "uthentication" not in str(e):
+            fail("auth", f"anonymous Redis: {e}")
+    say("auth", "anonymous MQTT client and anonymous Redis client refused")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--project", required=True)
@@ -372,6 +411,7 @@ def main():
     since = f"{time.time() - a.up_started:.0f}s after 'up' started" if a.up_started else \
         f"{time.time() - t0:.0f}s after 'up' returned"
     say("healthy", f"{len(states)} containers healthy, {len(ports)} /readyz 200, {since}")
+    check_auth()
     check_recipe()
     n = 200 if a.short else 1000
     room, persona = check_kill(stack, ports, n, 100)

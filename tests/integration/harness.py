@@ -156,7 +156,11 @@ def _kill9(proc):
 
 
 class RedisServer:
-    def __init__(self, workdir, port=None, appendfsync="always"):
+    def __init__(self, workdir, port=None, appendfsync="always", aclfile=None, auth=None):
+        # aclfile: a users.acl (scripts/secrets); auth: (user, password) the
+        # harness's own clients (readiness, client()) log in with.
+        self.aclfile = aclfile
+        self.auth = auth
         self.dir = os.path.join(workdir, "redis")
         os.makedirs(self.dir, exist_ok=True)
         self.port = port or free_port()
@@ -183,6 +187,8 @@ class RedisServer:
             'save ""',
             "databases 16",
         ]
+        if self.aclfile:
+            lines.append(f"aclfile {self.aclfile}")
         with open(self.conf, "w") as f:
             f.write("\n".join(lines) + "\n")
 
@@ -223,6 +229,9 @@ class RedisServer:
 
         kw.setdefault("socket_timeout", 5)
         kw.setdefault("socket_connect_timeout", 2)
+        if self.auth:
+            kw.setdefault("username", self.auth[0])
+            kw.setdefault("password", self.auth[1])
         return redis.Redis(host="127.0.0.1", port=self.port, db=0, **kw)
 
     def kill9(self):
@@ -272,10 +281,11 @@ def deploy_mosquitto_conf():
     return os.path.join(SOURCE_DIR, "deploy", "mosquitto", "mosquitto.conf")
 
 
-def mosquitto_config(port, datadir, source=None):
+def mosquitto_config(port, datadir, source=None, auth=None):
     """Config text: the project's broker settings with our listener, data
     folder and logging. source defaults to deploy/mosquitto/mosquitto.conf;
-    the essentials above are used when it does not exist."""
+    the essentials above are used when it does not exist. auth:
+    (password_file, acl_file) for a broker that refuses anonymous clients."""
     source = source or deploy_mosquitto_conf()
     out = []
     if os.path.exists(source):
@@ -302,13 +312,17 @@ def mosquitto_config(port, datadir, source=None):
         # into pytest's private temporary folders (docs/architecture.md).
         "user root" if os.geteuid() == 0 else f"user {os.environ.get('USER', 'nobody')}",
         f"listener {port} 127.0.0.1",
-        "allow_anonymous true",
     ]
+    if auth:
+        out += ["allow_anonymous false", f"password_file {auth[0]}", f"acl_file {auth[1]}"]
+    else:
+        out.append("allow_anonymous true")
     return "\n".join(out) + "\n"
 
 
 class Mosquitto:
-    def __init__(self, workdir, port=None, source_conf=None):
+    def __init__(self, workdir, port=None, source_conf=None, auth=None):
+        self.auth = auth  # (password_file, acl_file): see mosquitto_config
         self.dir = os.path.join(workdir, "mosquitto")
         os.makedirs(self.dir, exist_ok=True)
         self.port = port or free_port()
@@ -348,8 +362,9 @@ class Mosquitto:
         return self
 
     def config_text(self):
-        """The config file's text (SecureMosquitto adds authentication / TLS)."""
-        return mosquitto_config(self.port, self.dir, self.source_conf)
+        """The config file's text (SecureMosquitto adds authentication / TLS;
+        auth= the generated password_file and acl_file)."""
+        return mosquitto_config(self.port, self.dir, self.source_conf, self.auth)
 
     def _ready(self):
         if self.proc.poll() is not None:

@@ -201,7 +201,12 @@ def test_every_service_has_a_compose_entry(compose, svc):
     if isinstance(env, list):
         env = dict(e.split("=", 1) for e in env)
     assert env["VIGIL_MQTT_URL"] == "mqtt://mosquitto:1883"
-    assert env["VIGIL_REDIS_URL"] == "redis://redis:6379/0"
+    # its own MQTT and Redis user (scripts/secrets' files), never a URL in the file
+    assert "VIGIL_REDIS_URL" not in env and "VIGIL_MQTT_PASSWORD" not in env
+    assert env["VIGIL_MQTT_USER"] == svc
+    assert env["VIGIL_MQTT_PASSWORD_FILE"] == "/run/secrets/vigil/mqtt-password"
+    assert env["VIGIL_REDIS_URL_FILE"] == "/run/secrets/vigil/redis-url"
+    assert any(str(v).endswith(f"deploy/secrets/services/{svc}:/run/secrets/vigil:ro") for v in s["volumes"])
     assert env["VIGIL_HTTP_ADDR"] == f"0.0.0.0:{port_of(svc)}"
     ports = [str(p) for p in s.get("ports", [])]
     assert any(f"{port_of(svc)}:{port_of(svc)}" in p for p in ports), ports
@@ -230,7 +235,9 @@ def test_compose_mosquitto_and_redis(compose):
     cmd = " ".join(r["command"]) if isinstance(r["command"], list) else r["command"]
     assert "/usr/local/etc/redis/redis.conf" in cmd and "--dir /data" in cmd
     assert "--appendonly no" not in cmd
-    assert "redis-cli ping" in " ".join(r["healthcheck"]["test"])
+    assert "redis-cli --user health ping" in " ".join(r["healthcheck"]["test"])
+    assert "--protected-mode" not in cmd, "protected mode stays on (the default user is off)"
+    assert "--aclfile /usr/local/etc/redis/secrets/users.acl" in cmd
     assert {"mosquitto-data", "redis-data"} <= set(compose["volumes"])
     for name, s in compose["services"].items():
         for p in s.get("ports", []):
@@ -447,7 +454,11 @@ def test_mosquitto_docker_conf_differs_only_where_it_must():
     assert one(docker, "listener") == "1883 0.0.0.0"
     assert one(docker, "persistence_location") == "/mosquitto/data/"
     assert one(docker, "log_dest") == "stdout"
-    own = ("listener", "persistence_location", "log_dest")
+    # the container broker refuses anonymous clients (scripts/secrets' files)
+    assert one(docker, "allow_anonymous") == "false"
+    assert one(docker, "password_file") == "/mosquitto/secrets/passwd"
+    assert one(docker, "acl_file") == "/mosquitto/secrets/acl"
+    own = ("listener", "persistence_location", "log_dest", "allow_anonymous", "password_file", "acl_file")
     assert [kv for kv in local if kv[0] not in own] == [kv for kv in docker if kv[0] not in own]
 
 
