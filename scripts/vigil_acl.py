@@ -58,15 +58,15 @@ HEALTH_RULES = [("read", "$SYS/broker/version")]
 
 # Every command libshared issues for any service: C code (redis.c, store.c,
 # outbox.c, jobs.c, timers.c, handover.c, reads.c, stream_reads.c,
-# job_consumer.c, metrics_backlog.c) and the Lua scripts (store_lua.h,
-# outbox_store.c, handover.c), which run with the caller's permissions.
+# job_consumer.c, metrics_backlog.c, shard_view.c) and the Lua scripts (store_lua.h,
+# outbox_store.c, handover.c, shard_view.c), which run with the caller's permissions.
 REDIS_COMMON = sorted("""
 ping select evalsha script|load
 get set exists del type scan
 hget hmget hgetall hset hsetnx hdel
 lindex llen lrange ltrim lpop rpush
 sadd srem smembers
-zadd zrem zcard zrange zrangebyscore zremrangebyrank zscan zscore
+zadd zrem zcard zrange zrangebyscore zremrangebyrank zremrangebyscore zscan zscore
 xadd xtrim xack xautoclaim xdel xgroup|create xrange xrevrange xread xreadgroup
 """.split())
 # Commands one service's own code adds (grep its src/ for Redis calls).
