@@ -146,9 +146,10 @@ def test_network_policies_deny_by_default_and_allow_only_the_dependencies(docs):
                 ingress |= {pt["port"] for r in p["spec"].get("ingress", []) for pt in r.get("ports", [])}
         assert ingress == {"http"}, (name, ingress)
         assert "VIGIL_HTTP_ADDR" in env
-    # the LLM users are exactly the services whose code makes an LLM client
+    # the LLM users are exactly the services whose code loads the LLM
+    # configuration (the client itself may be made by libshared's job loop)
     llm_users = {d.name for d in (ROOT / "services").iterdir()
-                 if any("vigil_llm_client_new" in f.read_text(errors="replace")
+                 if any("vigil_llm_config_load" in f.read_text(errors="replace")
                         for f in (d / "src").rglob("*.c"))}
     assert {"wake-evaluator", "council", "heartbeat", "floor-control"} <= llm_users, llm_users
     labelled = {name for name, sts in by_kind(docs, "StatefulSet").items()
