@@ -484,9 +484,10 @@ def persona_cost_stream(rooms, personas, n, run, base):
     return out
 
 
-def persona_cost(port, sizes, rooms, n, timeout):
+def persona_cost(port, sizes, rooms, n, timeout, pid=None, redis=None):
     """For each size P: fills `rooms` fresh rooms with P sleeping personas
-    each (not timed), then times n inputs on them. Returns [(P, stage)]."""
+    each (not timed), then times n inputs on them, counting the service's
+    CPU time (pid) and Redis's time per commit script. Returns [(P, stage)]."""
     results = []
     for size in sizes:
         # one message per (room, persona): each persona joins and sleeps
@@ -497,9 +498,14 @@ def persona_cost(port, sizes, rooms, n, timeout):
         print(f"  [persona-cost] filling {rooms} rooms with {size} personas each", flush=True)
         run_stage(f"fill-{size}", port, fill, "persona/+/dormancy", "message_id", timeout, quiet=True)
         print(f"  [persona-cost] {n} inputs on rooms of {size} personas", flush=True)
-        results.append((size, run_stage(f"cost-{size}", port,
-                                        persona_cost_stream(rooms, size, n, f"c{size}", size),
-                                        "persona/+/dormancy", "message_id", timeout, quiet=True)))
+        if redis is not None:
+            redis_reset_stats(redis)
+        cpu0 = cpu_seconds(pid) if pid else 0.0
+        st = run_stage(f"cost-{size}", port, persona_cost_stream(rooms, size, n, f"c{size}", size),
+                       "persona/+/dormancy", "message_id", timeout, quiet=True)
+        st["cpu_us"] = (cpu_seconds(pid) - cpu0) * 1e6 / n if pid else float("nan")
+        st["redis_us"] = redis_script_usec(redis)[1] if redis is not None else float("nan")
+        results.append((size, st))
     return results
 
 
@@ -515,7 +521,8 @@ def run_persona_cost(a, work, sizes):
         svc = start_service(d, "dormancy-monitor", broker, redis, "bench:", DORMANCY_ENV,
                             a.build_dir, "bench-cost")
         print(f"persona cost: room sizes {sizes}", flush=True)
-        return persona_cost(broker.port, sizes, 4, a.persona_cost_n, a.timeout)
+        return persona_cost(broker.port, sizes, 4, a.persona_cost_n, a.timeout,
+                            pid=svc.proc.pid, redis=redis)
     finally:
         if svc is not None and svc.alive():
             svc.terminate(timeout=20)
@@ -526,11 +533,11 @@ def run_persona_cost(a, work, sizes):
 
 def print_persona_cost(results, rooms):
     print(f"input cost by room size ({rooms} rooms, each input toggles one sleeping persona):")
-    print("  personas/room     msg/s   ms/input   p50 ms   p99 ms   missing")
+    print("  personas/room     msg/s   ms/input   CPU/input  Redis/commit   p50 ms   p99 ms   missing")
     for size, st in results:
         per = 1000.0 / st["rate"] if st["rate"] else float("nan")
-        print(f"  {size:13d} {st['rate']:9.0f} {per:10.3f} {st['p50']:8.1f} {st['p99']:8.1f} "
-              f"{st['missing']:9d}")
+        print(f"  {size:13d} {st['rate']:9.0f} {per:10.3f} {st['cpu_us']:8.0f}us {st['redis_us']:10.1f}us "
+              f"{st['p50']:8.1f} {st['p99']:8.1f} {st['missing']:9d}")
 
 
 def main():

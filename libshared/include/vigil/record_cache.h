@@ -1,4 +1,4 @@
-/* record_cache.h - the last few state records a service decided on, kept
+/* record_cache.h - the state records a service decided on last, kept
  * parsed. A commit usually starts from the record the previous commit of
  * the same key wrote (the runtime hands that exact text back), and parsing
  * a large record (a room of hundreds of personas) costs more than the
@@ -16,14 +16,23 @@ typedef struct vigil_record_ops {
 
 typedef struct vigil_record_cache vigil_record_cache;
 
-/* A cache of `slots` entries replaced round robin (0: 16). NULL when out
- * of memory. */
+#define VIGIL_RECORD_CACHE_DEFAULT 256 /* entries when 0 is asked */
+
+/* A cache of at most `slots` keys (0: VIGIL_RECORD_CACHE_DEFAULT), the key
+ * used longest ago evicted first; a lookup is a hash, whatever the number
+ * of keys. NULL when out of memory. */
 vigil_record_cache *vigil_record_cache_new(const vigil_record_ops *ops, int slots);
 void vigil_record_cache_free(vigil_record_cache *c);
 
 /* A private copy of the record key's text `json` holds, or NULL on a miss
  * (or when the copy cannot be made): then parse it yourself. */
 void *vigil_record_cache_get(vigil_record_cache *c, const char *key, const char *json);
+
+/* Like vigil_record_cache_get, but hands over the cached record itself
+ * (no copy) and forgets the key: for a caller that will put the record it
+ * derives back (the usual decide-then-put). A stale entry of the key is
+ * dropped. NULL on a miss. */
+void *vigil_record_cache_take(vigil_record_cache *c, const char *key, const char *json);
 
 /* Remembers rec as the record of key whose text is json: 0 and it takes
  * both (json malloc'd; the entry it replaces is freed), or -1 (no cache,

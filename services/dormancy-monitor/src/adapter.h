@@ -10,6 +10,9 @@
 
 #define DORMANCY_SERVICE "dormancy-monitor"
 #define DORMANCY_HTTP_PORT 9101
+/* parsed room records kept by a replica (apply.c); a room beyond them is
+ * parsed again from its stored text, which is slower, never wrong */
+#define DORMANCY_RECORD_CACHE 256
 
 typedef struct dormancy_service {
     dormancy_config cfg;

@@ -91,6 +91,46 @@ static void quiet_room_record_is_small(void **state)
     dm_free(f);
 }
 
+/* The message times travel as one string of differences; records written
+ * before, with the recent_ts array, still read. */
+static void recent_times_round_trip_compactly(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dm_personas(f, 1, "ann");
+    dm_human(f, "hello");
+    dm_advance(f, 1234);
+    dm_ai(f, "ann", "hi");
+    dm_advance(f, 7);
+    dm_human(f, "again");
+    dormancy_room *r = f->room;
+    assert_int_equal(r->n_recent, 3);
+    char *json = dormancy_room_to_json(r);
+    assert_non_null(strstr(json, "\"recent_dt\":\""));
+    assert_null(strstr(json, "recent_ts"));
+    char err[200];
+    dormancy_room *back = dormancy_room_from_json(json, r->room, err, sizeof err);
+    assert_non_null(back);
+    assert_int_equal(back->n_recent, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(back->recent_ts[i], r->recent_ts[i]);
+        assert_int_equal(back->recent_human[i], r->recent_human[i]);
+    }
+    assert_int_equal(back->recent_ts[1] - back->recent_ts[0], 1234);
+    dormancy_room_free(back);
+    free(json);
+    dormancy_room *old = dormancy_room_from_json(
+        "{\"room\":\"general\",\"recent_ts\":[1700000000000,1700000000500],"
+        "\"recent_kind\":\"ha\",\"personas\":[]}", "general", err, sizeof err);
+    assert_non_null(old);
+    assert_int_equal(old->n_recent, 2);
+    assert_int_equal(old->recent_ts[1], 1700000000500);
+    assert_true(old->recent_human[0]);
+    assert_false(old->recent_human[1]);
+    dormancy_room_free(old);
+    dm_free(f);
+}
+
 static void unreadable_records_are_refused(void **state)
 {
     (void)state;
@@ -240,6 +280,7 @@ int main(void)
         cmocka_unit_test(lists_are_bounded),
         cmocka_unit_test(personas_past_the_limit_are_refused_visibly),
         cmocka_unit_test(quiet_room_record_is_small),
+        cmocka_unit_test(recent_times_round_trip_compactly),
         cmocka_unit_test(unreadable_records_are_refused),
         cmocka_unit_test(persona_snapshot_on_join_and_change_only),
         cmocka_unit_test(room_state_schema_and_change_detection),

@@ -74,6 +74,43 @@ static json_object *persona_to_json(const dormancy_persona *p)
     return o;
 }
 
+/* Decimal text of v into out (at least 21 bytes), returning its length:
+ * snprintf's format parsing was most of the cost of writing a record. */
+static size_t put_dec(char *out, int64_t v)
+{
+    char tmp[24];
+    size_t n = 0, len = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        out[len++] = '-';
+    while (n)
+        out[len++] = tmp[--n];
+    return len;
+}
+
+/* The recent message times as one string, "t0,d1,d2,...": the first time,
+ * then each time's difference to the one before (a few digits instead of
+ * thirteen, and one JSON value instead of up to 256). NULL when out of
+ * memory. */
+static char *recent_text(const dormancy_room *r)
+{
+    char *out = malloc((size_t)r->n_recent * 22 + 1);
+    if (!out)
+        return NULL;
+    size_t len = 0;
+    for (int i = 0; i < r->n_recent; i++) {
+        if (i > 0)
+            out[len++] = ',';
+        len += put_dec(out + len, i == 0 ? r->recent_ts[0] : r->recent_ts[i] - r->recent_ts[i - 1]);
+    }
+    out[len] = '\0';
+    return out;
+}
+
 char *dormancy_room_to_json(const dormancy_room *r)
 {
     json_object *o = json_object_new_object();
@@ -88,21 +125,21 @@ char *dormancy_room_to_json(const dormancy_room *r)
     if (r->paused)
         json_object_object_add(o, "paused", json_object_new_boolean(1));
     if (r->n_recent > 0) {
-        json_object *ts = json_object_new_array();
+        char *dt = recent_text(r);
         char *h = malloc((size_t)r->n_recent + 1);
-        if (!h) {
-            json_object_put(ts);
+        if (!h || !dt) {
+            free(h);
+            free(dt);
             json_object_put(o);
             return NULL;
         }
-        for (int i = 0; i < r->n_recent; i++) {
-            json_object_array_add(ts, json_object_new_int64(r->recent_ts[i]));
+        for (int i = 0; i < r->n_recent; i++)
             h[i] = r->recent_human[i] ? 'h' : 'a';
-        }
         h[r->n_recent] = '\0';
-        json_object_object_add(o, "recent_ts", ts);
+        json_object_object_add(o, "recent_dt", json_object_new_string(dt));
         json_object_object_add(o, "recent_kind", json_object_new_string(h));
         free(h);
+        free(dt);
     }
     if (r->n_humans > 0) {
         json_object *a = json_object_new_array();
@@ -248,10 +285,41 @@ static int add_timer(dormancy_room *r, const char *name, int64_t due)
     return 0;
 }
 
+/* The compact form recent_text writes; stops at the first malformed
+ * number. Returns the number of times read. */
+static size_t read_recent_text(dormancy_room *r, const char *s, size_t max)
+{
+    size_t n = 0;
+    int64_t prev = 0;
+    while (n < max && *s) {
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end == s)
+            break;
+        prev = n == 0 ? (int64_t)v : prev + (int64_t)v;
+        r->recent_ts[n++] = prev;
+        if (*end != ',')
+            break;
+        s = end + 1;
+    }
+    return n;
+}
+
+/* recent_dt (written since the compact form) or recent_ts (an array, as
+ * records written before hold it), with recent_kind. */
 static void read_recent(dormancy_room *r, json_object *o)
 {
     json_object *ts;
     const char *kind = get_str(o, "recent_kind");
+    const char *dt = get_str(o, "recent_dt");
+    if (dt && kind) {
+        size_t nk = strlen(kind);
+        size_t n = read_recent_text(r, dt, nk < DORMANCY_MAX_RECENT ? nk : DORMANCY_MAX_RECENT);
+        for (size_t i = 0; i < n; i++)
+            r->recent_human[i] = kind[i] == 'h';
+        r->n_recent = (int)n;
+        return;
+    }
     if (!json_object_object_get_ex(o, "recent_ts", &ts) || !ts ||
         !json_object_is_type(ts, json_type_array) || !kind)
         return;
