@@ -131,6 +131,42 @@ static void recent_times_round_trip_compactly(void **state)
     dm_free(f);
 }
 
+/* Persona texts are reused from the last record written: after changes,
+ * a record written with them equals one written from nothing (a copy). */
+static void reused_persona_texts_match_a_fresh_write(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dm_personas(f, 3, "ann", "bob", "cara");
+    char *first = dormancy_room_to_json(f->room);
+    dm_ai(f, "bob", "@self dormant sleep");
+    dm_human(f, "hello");
+    dm_ai(f, "dan", "joining");
+    char *cached = dormancy_room_to_json(f->room);
+    dormancy_room *copy = dormancy_room_clone(f->room);
+    char *fresh = dormancy_room_to_json(copy);
+    assert_string_equal(cached, fresh);
+    assert_string_not_equal(first, cached);
+    assert_non_null(strstr(cached, "\"id\":\"dan\""));
+    /* a persona removed: the texts after it move, and still match */
+    dormancy_room *r = f->room;
+    memmove(&r->personas[0], &r->personas[1], (size_t)(r->n_personas - 1) * sizeof r->personas[0]);
+    r->n_personas--;
+    char *after = dormancy_room_to_json(f->room);
+    dormancy_room *copy2 = dormancy_room_clone(f->room);
+    char *fresh2 = dormancy_room_to_json(copy2);
+    assert_string_equal(after, fresh2);
+    assert_null(strstr(after, "\"id\":\"ann\""));
+    free(first);
+    free(cached);
+    free(fresh);
+    free(after);
+    free(fresh2);
+    dormancy_room_free(copy);
+    dormancy_room_free(copy2);
+    dm_free(f);
+}
+
 static void unreadable_records_are_refused(void **state)
 {
     (void)state;
@@ -281,6 +317,7 @@ int main(void)
         cmocka_unit_test(personas_past_the_limit_are_refused_visibly),
         cmocka_unit_test(quiet_room_record_is_small),
         cmocka_unit_test(recent_times_round_trip_compactly),
+        cmocka_unit_test(reused_persona_texts_match_a_fresh_write),
         cmocka_unit_test(unreadable_records_are_refused),
         cmocka_unit_test(persona_snapshot_on_join_and_change_only),
         cmocka_unit_test(room_state_schema_and_change_detection),

@@ -178,6 +178,10 @@ typedef struct dormancy_timer {
     int64_t due;
 } dormancy_timer;
 
+/* The JSON texts of a room's personas from the last record written
+ * (persona_texts.c): not part of the record. */
+typedef struct dormancy_texts dormancy_texts;
+
 typedef struct dormancy_room {
     char room[DORMANCY_ID_MAX + 1];
     int64_t first_seen;    /* first non-system message, 0 = none yet */
@@ -197,6 +201,7 @@ typedef struct dormancy_room {
     int n_personas, cap_personas;
     dormancy_persona *personas; /* in order of arrival */
     uint64_t room_digest;       /* of the last published room/{r}/state */
+    dormancy_texts *texts;      /* never NULL; a copy gets empty ones */
 } dormancy_room;
 
 dormancy_room *dormancy_room_new(const char *room_id);

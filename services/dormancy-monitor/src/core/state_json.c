@@ -40,7 +40,7 @@ static void put_digest(json_object *o, const char *k, uint64_t d)
     json_object_object_add(o, k, json_object_new_string(hex));
 }
 
-static json_object *persona_to_json(const dormancy_persona *p)
+json_object *dormancy_persona_record_json(const dormancy_persona *p)
 {
     json_object *o = json_object_new_object();
     put_str(o, "id", p->id);
@@ -108,6 +108,45 @@ static char *recent_text(const dormancy_room *r)
         len += put_dec(out + len, i == 0 ? r->recent_ts[0] : r->recent_ts[i] - r->recent_ts[i - 1]);
     }
     out[len] = '\0';
+    return out;
+}
+
+/* The record's text: `head` (the record without its personas, an object
+ * whose last member was written) with "personas":[...] appended from each
+ * persona's cached text (persona_texts.c): byte for byte what json-c
+ * writes for the whole tree, at the cost of the personas that changed. */
+static char *with_personas(const dormancy_room *r, const char *head)
+{
+    size_t hl = strlen(head), total = hl + 16;
+    const char **txt = r->n_personas ? malloc((size_t)r->n_personas * sizeof *txt) : NULL;
+    size_t *lens = r->n_personas ? malloc((size_t)r->n_personas * sizeof *lens) : NULL;
+    char *out = NULL;
+    if (r->n_personas && (!txt || !lens))
+        goto done;
+    for (int i = 0; i < r->n_personas; i++) {
+        txt[i] = dormancy_texts_persona(r->texts, i, &r->personas[i], &lens[i]);
+        if (!txt[i])
+            goto done;
+        total += lens[i] + 1;
+    }
+    out = malloc(total);
+    if (!out)
+        goto done;
+    size_t n = hl - 1; /* without the closing brace */
+    memcpy(out, head, n);
+    static const char key[] = ",\"personas\":[";
+    memcpy(out + n, key, sizeof key - 1);
+    n += sizeof key - 1;
+    for (int i = 0; i < r->n_personas; i++) {
+        if (i > 0)
+            out[n++] = ',';
+        memcpy(out + n, txt[i], lens[i]);
+        n += lens[i];
+    }
+    memcpy(out + n, "]}", 3);
+done:
+    free(txt);
+    free(lens);
     return out;
 }
 
@@ -182,16 +221,11 @@ char *dormancy_room_to_json(const dormancy_room *r)
         json_object_object_add(o, "timers", t);
     }
     put_digest(o, "digest", r->room_digest);
-    json_object *ps = json_object_new_array();
-    for (int i = 0; i < r->n_personas; i++)
-        json_object_array_add(ps, persona_to_json(&r->personas[i]));
-    json_object_object_add(o, "personas", ps);
-
     const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
                                                           JSON_C_TO_STRING_NOSLASHESCAPE);
-    char *copy = s ? strdup(s) : NULL;
+    char *out = s ? with_personas(r, s) : NULL;
     json_object_put(o);
-    return copy;
+    return out;
 }
 
 /* ---- reading ---- */

@@ -127,4 +127,14 @@ void format_iso(int64_t ms, char *out, size_t outlen);
 /* snprintf into a fixed buffer, truncating silently (texts and reasons). */
 void dm_copy(char *dst, size_t cap, const char *src);
 
+/* persona_texts.c: the cached text of persona i of a record (p), written
+ * again when p differs from the persona it was written for. NULL when out
+ * of memory. */
+dormancy_texts *dormancy_texts_new(void);
+void dormancy_texts_free(dormancy_texts *t);
+const char *dormancy_texts_persona(dormancy_texts *t, int i, const dormancy_persona *p,
+                                   size_t *len);
+/* state_json.c: one persona as the record holds it. */
+json_object *dormancy_persona_record_json(const dormancy_persona *p);
+
 #endif
