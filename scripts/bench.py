@@ -169,6 +169,21 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_by_process(named_pids):
+    """{name: CPU seconds} of each (name, pid) and of this process (the
+    bench's own publisher and subscriber threads), to split a stage's CPU
+    between the service, the broker, Redis and the load generator."""
+    out = {name: cpu_seconds(pid) for name, pid in named_pids}
+    t = os.times()
+    out["bench"] = t.user + t.system + t.children_user + t.children_system
+    return out
+
+
+def cpu_split(before, after, n):
+    """'name N us' per input for each process between two cpu_by_process."""
+    return ", ".join(f"{k} {(after[k] - before[k]) * 1e6 / n:.0f}" for k in after)
+
+
 def rss_mib(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -343,9 +358,12 @@ def run_setting(a, work, nodelay, label):
         print(f"[{label}] stage 2/4: dormancy-monitor", flush=True)
         redis_reset_stats(redis)
         cpu0 = cpu_seconds(svc.proc.pid)
+        procs = [("service", svc.proc.pid), ("broker", broker.proc.pid), ("redis", redis.proc.pid)]
+        split0 = cpu_by_process(procs)
         res["service"] = run_stage("service", broker.port, mk(a.n, "room/{room}/message", "s"),
                                    "persona/+/dormancy", "message_id", a.timeout)
         res["cpu_us"] = (cpu_seconds(svc.proc.pid) - cpu0) * 1e6 / a.n
+        res["cpu_split"] = cpu_split(split0, cpu_by_process(procs), a.n)
         res["commits"], res["redis_us"] = redis_script_usec(redis)
         ln = min(a.latency_n, a.n)
         print(f"[{label}] stage 3/4: latency at {a.latency_rate:.0f} msg/s ({ln} messages each)",
@@ -364,8 +382,12 @@ def run_setting(a, work, nodelay, label):
             svc.terminate(timeout=20)
             svcs = [start_service(d, "dormancy-monitor", broker, redis, "bench:", DORMANCY_ENV,
                                   a.build_dir, f"bench-{tag}-{i}", shard=f"{i}/2") for i in range(2)]
+            procs = [(f"replica{i}", x.proc.pid) for i, x in enumerate(svcs)] + [
+                ("broker", broker.proc.pid), ("redis", redis.proc.pid)]
+            split0 = cpu_by_process(procs)
             res["two"] = run_stage("two replicas", broker.port, mk(a.n, "room/{room}/message", "s2"),
                                    "persona/+/dormancy", "message_id", a.timeout)
+            res["two_split"] = cpu_split(split0, cpu_by_process(procs), a.n)
             for x in svcs:
                 res["problems"] += x.check() + ([] if x.alive() else ["a replica exited"])
         for x in svcs:
@@ -454,6 +476,9 @@ def print_summary(a, results, payload_size):
             line += (f"; two replicas {r['two']['rate']:.0f} msg/s = "
                      f"{r['two']['rate'] / r['service']['rate']:.2f}x one")
         print(line)
+        print(f"  CPU us per input by process, one replica: {r['cpu_split']}")
+        if "two_split" in r:
+            print(f"  CPU us per input by process, two replicas: {r['two_split']}")
         missing = [f"{k} {r[k]['missing']}" for k in ("relay", "service", "relay_paced", "service_paced", "two")
                    if k in r and r[k]["missing"]]
         if missing:
