@@ -37,7 +37,7 @@ static void add_str(json_object *o, const char *k, const char *v)
 static json_object *new_rounded(double v)
 {
     char buf[32];
-    snprintf(buf, sizeof buf, "%.2f", v);
+    room_rounded(v, buf, sizeof buf);
     double r;
     sscanf(buf, "%lf", &r);
     return json_object_new_double_s(r, buf);
@@ -122,6 +122,23 @@ json_object *dormancy_persona_entry_json(const dormancy_action *a)
     return o;
 }
 
+bool room_session_listed(const dormancy_room *r, int i, const dormancy_config *cfg, int64_t now)
+{
+    const dormancy_session *s = &r->sessions[i];
+    if (dormancy_session_status(s, cfg, now) != DORMANCY_PRESENCE_ACTIVE)
+        return false;
+    for (int j = 0; j < i; j++)
+        if (strcmp(r->sessions[j].user, s->user) == 0 &&
+            dormancy_session_status(&r->sessions[j], cfg, now) == DORMANCY_PRESENCE_ACTIVE)
+            return false;
+    return true;
+}
+
+void room_rounded(double v, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%.2f", v);
+}
+
 json_object *dormancy_room_state_json(const dormancy_room *r, const dormancy_config *cfg,
                                       int64_t now)
 {
@@ -133,17 +150,9 @@ json_object *dormancy_room_state_json(const dormancy_room *r, const dormancy_con
     json_object_object_add(o, "ai_only_since",
                            r->ai_only_since ? json_object_new_int64(r->ai_only_since) : NULL);
     json_object *hp = json_object_new_array();
-    for (int i = 0; i < r->n_sessions; i++) {
-        const dormancy_session *s = &r->sessions[i];
-        if (dormancy_session_status(s, cfg, now) != DORMANCY_PRESENCE_ACTIVE)
-            continue;
-        bool dup = false;
-        for (int j = 0; j < i && !dup; j++)
-            dup = strcmp(r->sessions[j].user, s->user) == 0 &&
-                  dormancy_session_status(&r->sessions[j], cfg, now) == DORMANCY_PRESENCE_ACTIVE;
-        if (!dup)
-            json_object_array_add(hp, json_object_new_string(s->user));
-    }
+    for (int i = 0; i < r->n_sessions; i++)
+        if (room_session_listed(r, i, cfg, now))
+            json_object_array_add(hp, json_object_new_string(r->sessions[i].user));
     json_object_object_add(o, "humans_present", hp);
     dormancy_metrics m = dormancy_room_metrics(r, cfg, now);
     json_object_object_add(o, "velocity_per_min", new_rounded(m.velocity_per_min));

@@ -137,4 +137,10 @@ const char *dormancy_texts_persona(dormancy_texts *t, int i, const dormancy_pers
 /* state_json.c: one persona as the record holds it. */
 json_object *dormancy_persona_record_json(const dormancy_persona *p);
 
+/* render.c: whether session i's user is listed in room/{r}/state's
+ * humans_present (active, and the first active session of that user), and
+ * a figure as room/{r}/state writes it (two decimals). */
+bool room_session_listed(const dormancy_room *r, int i, const dormancy_config *cfg, int64_t now);
+void room_rounded(double v, char *out, size_t outlen);
+
 #endif
