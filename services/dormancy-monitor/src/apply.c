@@ -71,6 +71,16 @@ static int publish_obj(vigil_effects *fx, const char *topic, json_object *o, boo
     return rc;
 }
 
+/* Publishes and frees text (NULL = allocation failure upstream). */
+static int publish_text(vigil_effects *fx, const char *topic, char *text, bool retain)
+{
+    if (!text)
+        return -1;
+    int rc = vigil_fx_publish(fx, topic, text, retain);
+    free(text);
+    return rc;
+}
+
 /* The room's entry in persona/{p}/state (value NULL removes it); the
  * runtime republishes the whole hash, so the retained state gathers every
  * room, whichever shard owns it. */
@@ -132,7 +142,7 @@ static int emit(vigil_effects *fx, const dormancy_room *r, const dormancy_config
             break;
         case DORMANCY_OUT_ROOM_STATE:
             snprintf(topic, sizeof topic, "room/%s/state", r->room);
-            rc = publish_obj(fx, topic, dormancy_room_state_json(r, cfg, now), true);
+            rc = publish_text(fx, topic, dormancy_room_state_text(r, cfg, now), true);
             break;
         case DORMANCY_OUT_ROOM_CLEARED:
             snprintf(topic, sizeof topic, "room/%s/state", r->room);

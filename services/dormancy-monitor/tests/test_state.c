@@ -241,6 +241,44 @@ static void room_state_schema_and_change_detection(void **state)
     dm_free(f);
 }
 
+/* room/{r}/state is written as text: it is valid JSON that json-c writes
+ * back byte for byte, with the names json-c must escape escaped, and empty
+ * lists as []. */
+static void room_state_text_is_what_json_c_writes(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    char *empty = dormancy_room_state_text(f->room, &f->cfg, f->now);
+    assert_non_null(strstr(empty, "\"humans_present\":[]"));
+    assert_non_null(strstr(empty, "\"personas\":{}"));
+    dm_personas(f, 2, "ann", "bob");
+    dm_human(f, "hi");
+    dormancy_event ev = {0};
+    ev.kind = DORMANCY_EV_PRESENCE;
+    ev.presence.user = "jo\"el/\\x";
+    ev.presence.session = "tab";
+    ev.presence.status = DORMANCY_PRESENCE_ACTIVE;
+    dm_send(f, &ev);
+    for (int round = 0; round < 2; round++) {
+        char *t = dormancy_room_state_text(f->room, &f->cfg, f->now);
+        json_object *o = json_tokener_parse(t);
+        assert_non_null(o);
+        assert_string_equal(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                                  JSON_C_TO_STRING_NOSLASHESCAPE),
+                            t);
+        json_object_put(o);
+        free(t);
+    }
+    json_object *e = json_tokener_parse(empty);
+    assert_non_null(e);
+    assert_string_equal(json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN |
+                                                              JSON_C_TO_STRING_NOSLASHESCAPE),
+                        empty);
+    json_object_put(e);
+    free(empty);
+    dm_free(f);
+}
+
 static void timer_names_fit_the_store(void **state)
 {
     (void)state;
@@ -321,6 +359,7 @@ int main(void)
         cmocka_unit_test(unreadable_records_are_refused),
         cmocka_unit_test(persona_snapshot_on_join_and_change_only),
         cmocka_unit_test(room_state_schema_and_change_detection),
+        cmocka_unit_test(room_state_text_is_what_json_c_writes),
         cmocka_unit_test(timer_names_fit_the_store),
         cmocka_unit_test(every_event_gets_its_own_id),
     };

@@ -382,6 +382,9 @@ json_object *dormancy_system_message_json(const dormancy_action *a, const char *
                                           const char *sender, int64_t now);
 /* {"level","since","trigger","snoozed_until"?} for persona/{p}/state. */
 json_object *dormancy_persona_entry_json(const dormancy_action *a);
+/* room/{r}/state's payload as text (malloc'd; NULL when out of memory);
+ * dormancy_room_state_json is the same, parsed. */
+char *dormancy_room_state_text(const dormancy_room *r, const dormancy_config *cfg, int64_t now);
 json_object *dormancy_room_state_json(const dormancy_room *r, const dormancy_config *cfg,
                                       int64_t now);
 

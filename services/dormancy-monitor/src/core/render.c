@@ -3,6 +3,7 @@
  * on room/{r}/message, the persona/{p}/state entry and room/{r}/state. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <vigil/msg_room.h>
@@ -31,16 +32,6 @@ void dormancy_format_duration(int64_t ms, char *out, size_t outlen)
 static void add_str(json_object *o, const char *k, const char *v)
 {
     json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
-}
-
-/* Two decimals, printed as such (json-c would print 17 significant digits). */
-static json_object *new_rounded(double v)
-{
-    char buf[32];
-    room_rounded(v, buf, sizeof buf);
-    double r;
-    sscanf(buf, "%lf", &r);
-    return json_object_new_double_s(r, buf);
 }
 
 json_object *dormancy_change_json(const dormancy_action *a, const char *room, int64_t now)
@@ -139,31 +130,128 @@ void room_rounded(double v, char *out, size_t outlen)
     snprintf(out, outlen, "%.2f", v);
 }
 
+/* A growable text buffer for room_state_text; a failed append sets oom. */
+typedef struct text_buf {
+    char *s;
+    size_t n, cap;
+    bool oom;
+} text_buf;
+
+static void tb_put(text_buf *b, const char *v, size_t len)
+{
+    if (b->oom)
+        return;
+    if (b->n + len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + len + 1)
+            cap *= 2;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+            b->oom = true;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->n, v, len);
+    b->n += len;
+    b->s[b->n] = '\0';
+}
+
+static void tb_lit(text_buf *b, const char *v) { tb_put(b, v, strlen(v)); }
+
+static void tb_i64(text_buf *b, int64_t v)
+{
+    char num[24];
+    tb_put(b, num, (size_t)snprintf(num, sizeof num, "%" PRId64, v));
+}
+
+/* A JSON string as json-c writes it: ids are plain, so they are copied;
+ * anything json-c would escape goes through json-c. */
+static void tb_str(text_buf *b, const char *v)
+{
+    bool plain = true;
+    for (const unsigned char *c = (const unsigned char *)v; *c && plain; c++)
+        plain = *c >= 0x20 && *c != '"' && *c != '\\' && *c != 0x7f;
+    if (plain) {
+        tb_put(b, "\"", 1);
+        tb_lit(b, v);
+        tb_put(b, "\"", 1);
+        return;
+    }
+    json_object *o = json_object_new_string(v);
+    const char *t = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                              JSON_C_TO_STRING_NOSLASHESCAPE)
+                      : NULL;
+    if (t)
+        tb_lit(b, t);
+    else
+        b->oom = true;
+    json_object_put(o);
+}
+
+/* room/{r}/state written as text: with 1,000 personas, a json-c object of
+ * 1,000 members cost more than the rest of the input. */
+char *dormancy_room_state_text(const dormancy_room *r, const dormancy_config *cfg, int64_t now)
+{
+    text_buf b = {0};
+    char num[32];
+    tb_lit(&b, "{\"room\":");
+    tb_str(&b, r->room);
+    tb_lit(&b, ",\"last_human_ts\":");
+    if (r->last_human)
+        tb_i64(&b, r->last_human);
+    else
+        tb_lit(&b, "null");
+    tb_lit(&b, ",\"ai_only_since\":");
+    if (r->ai_only_since)
+        tb_i64(&b, r->ai_only_since);
+    else
+        tb_lit(&b, "null");
+    tb_lit(&b, ",\"humans_present\":[");
+    bool first = true;
+    for (int i = 0; i < r->n_sessions; i++) {
+        if (!room_session_listed(r, i, cfg, now))
+            continue;
+        if (!first)
+            tb_lit(&b, ",");
+        first = false;
+        tb_str(&b, r->sessions[i].user);
+    }
+    dormancy_metrics m = dormancy_room_metrics(r, cfg, now);
+    tb_lit(&b, "],\"velocity_per_min\":");
+    room_rounded(m.velocity_per_min, num, sizeof num);
+    tb_lit(&b, num);
+    tb_lit(&b, ",\"ai_to_human_ratio\":");
+    if (m.humans > 0) {
+        room_rounded(m.ai_to_human_ratio, num, sizeof num);
+        tb_lit(&b, num);
+    } else {
+        tb_lit(&b, "null");
+    }
+    tb_lit(&b, r->paused ? ",\"paused\":true,\"personas\":{" : ",\"paused\":false,\"personas\":{");
+    for (int i = 0; i < r->n_personas; i++) {
+        if (i > 0)
+            tb_lit(&b, ",");
+        tb_str(&b, r->personas[i].id);
+        tb_lit(&b, ":");
+        tb_str(&b, dormancy_level_name(r->personas[i].level));
+    }
+    tb_lit(&b, "},\"ts\":");
+    tb_i64(&b, now);
+    tb_lit(&b, "}");
+    if (b.oom) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
 json_object *dormancy_room_state_json(const dormancy_room *r, const dormancy_config *cfg,
                                       int64_t now)
 {
-    json_object *o = json_object_new_object();
-    if (!o)
-        return NULL;
-    add_str(o, "room", r->room);
-    json_object_object_add(o, "last_human_ts", r->last_human ? json_object_new_int64(r->last_human) : NULL);
-    json_object_object_add(o, "ai_only_since",
-                           r->ai_only_since ? json_object_new_int64(r->ai_only_since) : NULL);
-    json_object *hp = json_object_new_array();
-    for (int i = 0; i < r->n_sessions; i++)
-        if (room_session_listed(r, i, cfg, now))
-            json_object_array_add(hp, json_object_new_string(r->sessions[i].user));
-    json_object_object_add(o, "humans_present", hp);
-    dormancy_metrics m = dormancy_room_metrics(r, cfg, now);
-    json_object_object_add(o, "velocity_per_min", new_rounded(m.velocity_per_min));
-    json_object_object_add(o, "ai_to_human_ratio",
-                           m.humans > 0 ? new_rounded(m.ai_to_human_ratio) : NULL);
-    json_object_object_add(o, "paused", json_object_new_boolean(r->paused));
-    json_object *ps = json_object_new_object();
-    for (int i = 0; i < r->n_personas; i++)
-        json_object_object_add(ps, r->personas[i].id,
-                               json_object_new_string(dormancy_level_name(r->personas[i].level)));
-    json_object_object_add(o, "personas", ps);
-    json_object_object_add(o, "ts", json_object_new_int64(now));
+    char *t = dormancy_room_state_text(r, cfg, now);
+    json_object *o = t ? json_tokener_parse(t) : NULL;
+    free(t);
     return o;
 }
