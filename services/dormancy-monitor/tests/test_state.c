@@ -38,6 +38,17 @@ static void busy_record_round_trips(void **state)
     assert_int_equal(f->room->humans[0].n_responders, 3);
     assert_int_equal(f->room->n_sessions, 1);
     assert_true(f->room->n_timers >= 3);
+    /* the record is written as text: json-c writes it back byte for byte */
+    char *t = dormancy_room_to_json(f->room);
+    json_object *o = json_tokener_parse(t);
+    assert_non_null(o);
+    assert_string_equal(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                              JSON_C_TO_STRING_NOSLASHESCAPE),
+                        t);
+    assert_non_null(strstr(t, "\"humans\":[{\"id\":"));
+    assert_non_null(strstr(t, "\"sessions\":[{\"user\":\"joel\""));
+    json_object_put(o);
+    free(t);
     dm_free(f);
 }
 

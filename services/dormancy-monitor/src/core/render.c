@@ -130,116 +130,56 @@ void room_rounded(double v, char *out, size_t outlen)
     snprintf(out, outlen, "%.2f", v);
 }
 
-/* A growable text buffer for room_state_text; a failed append sets oom. */
-typedef struct text_buf {
-    char *s;
-    size_t n, cap;
-    bool oom;
-} text_buf;
-
-static void tb_put(text_buf *b, const char *v, size_t len)
-{
-    if (b->oom)
-        return;
-    if (b->n + len + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + len + 1)
-            cap *= 2;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->oom = true;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->n, v, len);
-    b->n += len;
-    b->s[b->n] = '\0';
-}
-
-static void tb_lit(text_buf *b, const char *v) { tb_put(b, v, strlen(v)); }
-
-static void tb_i64(text_buf *b, int64_t v)
-{
-    char num[24];
-    tb_put(b, num, (size_t)snprintf(num, sizeof num, "%" PRId64, v));
-}
-
-/* A JSON string as json-c writes it: ids are plain, so they are copied;
- * anything json-c would escape goes through json-c. */
-static void tb_str(text_buf *b, const char *v)
-{
-    bool plain = true;
-    for (const unsigned char *c = (const unsigned char *)v; *c && plain; c++)
-        plain = *c >= 0x20 && *c != '"' && *c != '\\' && *c != 0x7f;
-    if (plain) {
-        tb_put(b, "\"", 1);
-        tb_lit(b, v);
-        tb_put(b, "\"", 1);
-        return;
-    }
-    json_object *o = json_object_new_string(v);
-    const char *t = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-                                                              JSON_C_TO_STRING_NOSLASHESCAPE)
-                      : NULL;
-    if (t)
-        tb_lit(b, t);
-    else
-        b->oom = true;
-    json_object_put(o);
-}
-
 /* room/{r}/state written as text: with 1,000 personas, a json-c object of
  * 1,000 members cost more than the rest of the input. */
 char *dormancy_room_state_text(const dormancy_room *r, const dormancy_config *cfg, int64_t now)
 {
-    text_buf b = {0};
+    dm_text b = {0};
     char num[32];
-    tb_lit(&b, "{\"room\":");
-    tb_str(&b, r->room);
-    tb_lit(&b, ",\"last_human_ts\":");
+    dm_text_lit(&b, "{\"room\":");
+    dm_text_str(&b, r->room);
+    dm_text_lit(&b, ",\"last_human_ts\":");
     if (r->last_human)
-        tb_i64(&b, r->last_human);
+        dm_text_i64(&b, r->last_human);
     else
-        tb_lit(&b, "null");
-    tb_lit(&b, ",\"ai_only_since\":");
+        dm_text_lit(&b, "null");
+    dm_text_lit(&b, ",\"ai_only_since\":");
     if (r->ai_only_since)
-        tb_i64(&b, r->ai_only_since);
+        dm_text_i64(&b, r->ai_only_since);
     else
-        tb_lit(&b, "null");
-    tb_lit(&b, ",\"humans_present\":[");
+        dm_text_lit(&b, "null");
+    dm_text_lit(&b, ",\"humans_present\":[");
     bool first = true;
     for (int i = 0; i < r->n_sessions; i++) {
         if (!room_session_listed(r, i, cfg, now))
             continue;
         if (!first)
-            tb_lit(&b, ",");
+            dm_text_lit(&b, ",");
         first = false;
-        tb_str(&b, r->sessions[i].user);
+        dm_text_str(&b, r->sessions[i].user);
     }
     dormancy_metrics m = dormancy_room_metrics(r, cfg, now);
-    tb_lit(&b, "],\"velocity_per_min\":");
+    dm_text_lit(&b, "],\"velocity_per_min\":");
     room_rounded(m.velocity_per_min, num, sizeof num);
-    tb_lit(&b, num);
-    tb_lit(&b, ",\"ai_to_human_ratio\":");
+    dm_text_lit(&b, num);
+    dm_text_lit(&b, ",\"ai_to_human_ratio\":");
     if (m.humans > 0) {
         room_rounded(m.ai_to_human_ratio, num, sizeof num);
-        tb_lit(&b, num);
+        dm_text_lit(&b, num);
     } else {
-        tb_lit(&b, "null");
+        dm_text_lit(&b, "null");
     }
-    tb_lit(&b, r->paused ? ",\"paused\":true,\"personas\":{" : ",\"paused\":false,\"personas\":{");
+    dm_text_lit(&b, r->paused ? ",\"paused\":true,\"personas\":{" : ",\"paused\":false,\"personas\":{");
     for (int i = 0; i < r->n_personas; i++) {
         if (i > 0)
-            tb_lit(&b, ",");
-        tb_str(&b, r->personas[i].id);
-        tb_lit(&b, ":");
-        tb_str(&b, dormancy_level_name(r->personas[i].level));
+            dm_text_lit(&b, ",");
+        dm_text_str(&b, r->personas[i].id);
+        dm_text_lit(&b, ":");
+        dm_text_str(&b, dormancy_level_name(r->personas[i].level));
     }
-    tb_lit(&b, "},\"ts\":");
-    tb_i64(&b, now);
-    tb_lit(&b, "}");
+    dm_text_lit(&b, "},\"ts\":");
+    dm_text_i64(&b, now);
+    dm_text_lit(&b, "}");
     if (b.oom) {
         free(b.s);
         return NULL;

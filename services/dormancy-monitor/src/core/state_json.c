@@ -74,158 +74,166 @@ json_object *dormancy_persona_record_json(const dormancy_persona *p)
     return o;
 }
 
-/* Decimal text of v into out (at least 21 bytes), returning its length:
- * snprintf's format parsing was most of the cost of writing a record. */
-static size_t put_dec(char *out, int64_t v)
-{
-    char tmp[24];
-    size_t n = 0, len = 0;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        out[len++] = '-';
-    while (n)
-        out[len++] = tmp[--n];
-    return len;
-}
-
 /* The recent message times as one string, "t0,d1,d2,...": the first time,
  * then each time's difference to the one before (a few digits instead of
- * thirteen, and one JSON value instead of up to 256). NULL when out of
- * memory. */
-static char *recent_text(const dormancy_room *r)
+ * thirteen, and one JSON value instead of up to 256). */
+static void put_recent(dm_text *b, const dormancy_room *r)
 {
-    char *out = malloc((size_t)r->n_recent * 22 + 1);
-    if (!out)
-        return NULL;
-    size_t len = 0;
+    char *h = malloc((size_t)r->n_recent + 1);
+    if (!h) {
+        b->oom = true;
+        return;
+    }
+    dm_text_lit(b, ",\"recent_dt\":\"");
     for (int i = 0; i < r->n_recent; i++) {
         if (i > 0)
-            out[len++] = ',';
-        len += put_dec(out + len, i == 0 ? r->recent_ts[0] : r->recent_ts[i] - r->recent_ts[i - 1]);
+            dm_text_put(b, ",", 1);
+        dm_text_i64(b, i == 0 ? r->recent_ts[0] : r->recent_ts[i] - r->recent_ts[i - 1]);
+        h[i] = r->recent_human[i] ? 'h' : 'a';
     }
-    out[len] = '\0';
-    return out;
+    h[r->n_recent] = '\0';
+    dm_text_lit(b, "\",\"recent_kind\":\"");
+    dm_text_lit(b, h);
+    dm_text_put(b, "\"", 1);
+    free(h);
 }
 
-/* The record's text: `head` (the record without its personas, an object
- * whose last member was written) with "personas":[...] appended from each
- * persona's cached text (persona_texts.c): byte for byte what json-c
- * writes for the whole tree, at the cost of the personas that changed. */
-static char *with_personas(const dormancy_room *r, const char *head)
+/* ,"k":v unless v is 0 (zero fields are left out) */
+static void text_i64(dm_text *b, const char *k, int64_t v)
 {
-    size_t hl = strlen(head), total = hl + 16;
-    const char **txt = r->n_personas ? malloc((size_t)r->n_personas * sizeof *txt) : NULL;
-    size_t *lens = r->n_personas ? malloc((size_t)r->n_personas * sizeof *lens) : NULL;
-    char *out = NULL;
-    if (r->n_personas && (!txt || !lens))
-        goto done;
-    for (int i = 0; i < r->n_personas; i++) {
-        txt[i] = dormancy_texts_persona(r->texts, i, &r->personas[i], &lens[i]);
-        if (!txt[i])
-            goto done;
-        total += lens[i] + 1;
-    }
-    out = malloc(total);
-    if (!out)
-        goto done;
-    size_t n = hl - 1; /* without the closing brace */
-    memcpy(out, head, n);
-    static const char key[] = ",\"personas\":[";
-    memcpy(out + n, key, sizeof key - 1);
-    n += sizeof key - 1;
-    for (int i = 0; i < r->n_personas; i++) {
-        if (i > 0)
-            out[n++] = ',';
-        memcpy(out + n, txt[i], lens[i]);
-        n += lens[i];
-    }
-    memcpy(out + n, "]}", 3);
-done:
-    free(txt);
-    free(lens);
-    return out;
+    if (v == 0)
+        return;
+    dm_text_lit(b, k);
+    dm_text_i64(b, v);
 }
 
+/* ,"k":"v" unless v is empty */
+static void text_str(dm_text *b, const char *k, const char *v)
+{
+    if (!v || !v[0])
+        return;
+    dm_text_lit(b, k);
+    dm_text_str(b, v);
+}
+
+static void text_digest(dm_text *b, const char *k, uint64_t d)
+{
+    char hex[17];
+    if (d == 0)
+        return;
+    snprintf(hex, sizeof hex, "%016" PRIx64, d);
+    dm_text_lit(b, k);
+    dm_text_str(b, hex);
+}
+
+/* Removes the comma that opens an object's first member, written at `at`
+ * (the members are written each with its comma, some left out). */
+static void drop_comma(dm_text *b, size_t at)
+{
+    if (b->oom || b->n <= at)
+        return;
+    memmove(b->s + at, b->s + at + 1, b->n - at); /* with the NUL */
+    b->n--;
+}
+
+static void put_humans(dm_text *b, const dormancy_room *r)
+{
+    dm_text_lit(b, ",\"humans\":[");
+    for (int i = 0; i < r->n_humans; i++) {
+        const dormancy_human_msg *m = &r->humans[i];
+        dm_text_lit(b, i > 0 ? ",{" : "{");
+        size_t at = b->n;
+        text_str(b, ",\"id\":", m->id);
+        text_i64(b, ",\"ts\":", m->ts);
+        text_i64(b, ",\"n\":", m->n_responders);
+        int kept = m->n_responders < DORMANCY_MAX_RESPONDERS ? m->n_responders
+                                                             : DORMANCY_MAX_RESPONDERS;
+        if (kept > 0) {
+            dm_text_lit(b, ",\"responders\":[");
+            for (int j = 0; j < kept; j++) {
+                if (j > 0)
+                    dm_text_put(b, ",", 1);
+                dm_text_str(b, m->responders[j]);
+            }
+            dm_text_put(b, "]", 1);
+        }
+        drop_comma(b, at);
+        dm_text_put(b, "}", 1);
+    }
+    dm_text_put(b, "]", 1);
+}
+
+static void put_sessions(dm_text *b, const dormancy_room *r)
+{
+    dm_text_lit(b, ",\"sessions\":[");
+    for (int i = 0; i < r->n_sessions; i++) {
+        const dormancy_session *se = &r->sessions[i];
+        dm_text_lit(b, i > 0 ? ",{" : "{");
+        size_t at = b->n;
+        text_str(b, ",\"user\":", se->user);
+        text_str(b, ",\"session\":", se->session);
+        text_str(b, ",\"status\":", PRESENCE_NAMES[se->status]);
+        text_i64(b, ",\"last_activity\":", se->last_activity);
+        text_i64(b, ",\"heard\":", se->heard);
+        drop_comma(b, at);
+        dm_text_put(b, "}", 1);
+    }
+    dm_text_put(b, "]", 1);
+}
+
+/* The record as text, written directly (what json-c wrote for the same
+ * fields, in the same order, zero fields left out); each persona's text
+ * comes from the room's persona texts (persona_texts.c), written again
+ * only for the personas that changed. */
 char *dormancy_room_to_json(const dormancy_room *r)
 {
-    json_object *o = json_object_new_object();
-    if (!o)
-        return NULL;
-    json_object_object_add(o, "v", json_object_new_int(STATE_VERSION));
-    json_object_object_add(o, "room", json_object_new_string(r->room));
-    put_i64(o, "first_seen", r->first_seen);
-    put_i64(o, "last_message", r->last_message);
-    put_i64(o, "last_human", r->last_human);
-    put_i64(o, "ai_only_since", r->ai_only_since);
+    dm_text b = {0};
+    dm_text_lit(&b, "{\"v\":");
+    dm_text_i64(&b, STATE_VERSION);
+    dm_text_lit(&b, ",\"room\":");
+    dm_text_str(&b, r->room);
+    text_i64(&b, ",\"first_seen\":", r->first_seen);
+    text_i64(&b, ",\"last_message\":", r->last_message);
+    text_i64(&b, ",\"last_human\":", r->last_human);
+    text_i64(&b, ",\"ai_only_since\":", r->ai_only_since);
     if (r->paused)
-        json_object_object_add(o, "paused", json_object_new_boolean(1));
-    if (r->n_recent > 0) {
-        char *dt = recent_text(r);
-        char *h = malloc((size_t)r->n_recent + 1);
-        if (!h || !dt) {
-            free(h);
-            free(dt);
-            json_object_put(o);
-            return NULL;
-        }
-        for (int i = 0; i < r->n_recent; i++)
-            h[i] = r->recent_human[i] ? 'h' : 'a';
-        h[r->n_recent] = '\0';
-        json_object_object_add(o, "recent_dt", json_object_new_string(dt));
-        json_object_object_add(o, "recent_kind", json_object_new_string(h));
-        free(h);
-        free(dt);
-    }
-    if (r->n_humans > 0) {
-        json_object *a = json_object_new_array();
-        for (int i = 0; i < r->n_humans; i++) {
-            const dormancy_human_msg *m = &r->humans[i];
-            json_object *e = json_object_new_object();
-            put_str(e, "id", m->id);
-            put_i64(e, "ts", m->ts);
-            put_i64(e, "n", m->n_responders);
-            int kept = m->n_responders < DORMANCY_MAX_RESPONDERS ? m->n_responders
-                                                                 : DORMANCY_MAX_RESPONDERS;
-            if (kept > 0) {
-                json_object *rs = json_object_new_array();
-                for (int j = 0; j < kept; j++)
-                    json_object_array_add(rs, json_object_new_string(m->responders[j]));
-                json_object_object_add(e, "responders", rs);
-            }
-            json_object_array_add(a, e);
-        }
-        json_object_object_add(o, "humans", a);
-    }
-    if (r->n_sessions > 0) {
-        json_object *a = json_object_new_array();
-        for (int i = 0; i < r->n_sessions; i++) {
-            const dormancy_session *s = &r->sessions[i];
-            json_object *e = json_object_new_object();
-            put_str(e, "user", s->user);
-            put_str(e, "session", s->session);
-            put_str(e, "status", PRESENCE_NAMES[s->status]);
-            put_i64(e, "last_activity", s->last_activity);
-            put_i64(e, "heard", s->heard);
-            json_object_array_add(a, e);
-        }
-        json_object_object_add(o, "sessions", a);
-    }
+        dm_text_lit(&b, ",\"paused\":true");
+    if (r->n_recent > 0)
+        put_recent(&b, r);
+    if (r->n_humans > 0)
+        put_humans(&b, r);
+    if (r->n_sessions > 0)
+        put_sessions(&b, r);
     if (r->n_timers > 0) {
-        json_object *t = json_object_new_object();
-        for (int i = 0; i < r->n_timers; i++)
-            json_object_object_add(t, r->timers[i].name, json_object_new_int64(r->timers[i].due));
-        json_object_object_add(o, "timers", t);
+        dm_text_lit(&b, ",\"timers\":{");
+        for (int i = 0; i < r->n_timers; i++) {
+            if (i > 0)
+                dm_text_put(&b, ",", 1);
+            dm_text_str(&b, r->timers[i].name);
+            dm_text_put(&b, ":", 1);
+            dm_text_i64(&b, r->timers[i].due);
+        }
+        dm_text_put(&b, "}", 1);
     }
-    put_digest(o, "digest", r->room_digest);
-    const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-                                                          JSON_C_TO_STRING_NOSLASHESCAPE);
-    char *out = s ? with_personas(r, s) : NULL;
-    json_object_put(o);
-    return out;
+    text_digest(&b, ",\"digest\":", r->room_digest);
+    dm_text_lit(&b, ",\"personas\":[");
+    for (int i = 0; i < r->n_personas; i++) {
+        size_t len = 0;
+        const char *t = dormancy_texts_persona(r->texts, i, &r->personas[i], &len);
+        if (!t) {
+            b.oom = true;
+            break;
+        }
+        if (i > 0)
+            dm_text_put(&b, ",", 1);
+        dm_text_put(&b, t, len);
+    }
+    dm_text_lit(&b, "]}");
+    if (b.oom) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
 }
 
 /* ---- reading ---- */
