@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include <vigil/msg_room.h>
+#include <vigil/jtext.h>
 #include "step.h"
 
 void format_iso(int64_t ms, char *out, size_t outlen)
@@ -134,57 +135,53 @@ void room_rounded(double v, char *out, size_t outlen)
  * 1,000 members cost more than the rest of the input. */
 char *dormancy_room_state_text(const dormancy_room *r, const dormancy_config *cfg, int64_t now)
 {
-    dm_text b = {0};
+    vigil_jtext b = {0};
     char num[32];
-    dm_text_lit(&b, "{\"room\":");
-    dm_text_str(&b, r->room);
-    dm_text_lit(&b, ",\"last_human_ts\":");
+    vigil_jtext_lit(&b, "{\"room\":");
+    vigil_jtext_str(&b, r->room);
+    vigil_jtext_lit(&b, ",\"last_human_ts\":");
     if (r->last_human)
-        dm_text_i64(&b, r->last_human);
+        vigil_jtext_i64(&b, r->last_human);
     else
-        dm_text_lit(&b, "null");
-    dm_text_lit(&b, ",\"ai_only_since\":");
+        vigil_jtext_lit(&b, "null");
+    vigil_jtext_lit(&b, ",\"ai_only_since\":");
     if (r->ai_only_since)
-        dm_text_i64(&b, r->ai_only_since);
+        vigil_jtext_i64(&b, r->ai_only_since);
     else
-        dm_text_lit(&b, "null");
-    dm_text_lit(&b, ",\"humans_present\":[");
+        vigil_jtext_lit(&b, "null");
+    vigil_jtext_lit(&b, ",\"humans_present\":[");
     bool first = true;
     for (int i = 0; i < r->n_sessions; i++) {
         if (!room_session_listed(r, i, cfg, now))
             continue;
         if (!first)
-            dm_text_lit(&b, ",");
+            vigil_jtext_lit(&b, ",");
         first = false;
-        dm_text_str(&b, r->sessions[i].user);
+        vigil_jtext_str(&b, r->sessions[i].user);
     }
     dormancy_metrics m = dormancy_room_metrics(r, cfg, now);
-    dm_text_lit(&b, "],\"velocity_per_min\":");
+    vigil_jtext_lit(&b, "],\"velocity_per_min\":");
     room_rounded(m.velocity_per_min, num, sizeof num);
-    dm_text_lit(&b, num);
-    dm_text_lit(&b, ",\"ai_to_human_ratio\":");
+    vigil_jtext_lit(&b, num);
+    vigil_jtext_lit(&b, ",\"ai_to_human_ratio\":");
     if (m.humans > 0) {
         room_rounded(m.ai_to_human_ratio, num, sizeof num);
-        dm_text_lit(&b, num);
+        vigil_jtext_lit(&b, num);
     } else {
-        dm_text_lit(&b, "null");
+        vigil_jtext_lit(&b, "null");
     }
-    dm_text_lit(&b, r->paused ? ",\"paused\":true,\"personas\":{" : ",\"paused\":false,\"personas\":{");
+    vigil_jtext_lit(&b, r->paused ? ",\"paused\":true,\"personas\":{" : ",\"paused\":false,\"personas\":{");
     for (int i = 0; i < r->n_personas; i++) {
         if (i > 0)
-            dm_text_lit(&b, ",");
-        dm_text_str(&b, r->personas[i].id);
-        dm_text_lit(&b, ":");
-        dm_text_str(&b, dormancy_level_name(r->personas[i].level));
+            vigil_jtext_lit(&b, ",");
+        vigil_jtext_str(&b, r->personas[i].id);
+        vigil_jtext_lit(&b, ":");
+        vigil_jtext_str(&b, dormancy_level_name(r->personas[i].level));
     }
-    dm_text_lit(&b, "},\"ts\":");
-    dm_text_i64(&b, now);
-    dm_text_lit(&b, "}");
-    if (b.oom) {
-        free(b.s);
-        return NULL;
-    }
-    return b.s;
+    vigil_jtext_lit(&b, "},\"ts\":");
+    vigil_jtext_i64(&b, now);
+    vigil_jtext_lit(&b, "}");
+    return vigil_jtext_take(&b);
 }
 
 json_object *dormancy_room_state_json(const dormancy_room *r, const dormancy_config *cfg,

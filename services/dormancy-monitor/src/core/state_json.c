@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <vigil/json.h>
+#include <vigil/jtext.h>
 #include "step.h"
 
 #define STATE_VERSION 1
@@ -77,58 +78,58 @@ json_object *dormancy_persona_record_json(const dormancy_persona *p)
 /* The recent message times as one string, "t0,d1,d2,...": the first time,
  * then each time's difference to the one before (a few digits instead of
  * thirteen, and one JSON value instead of up to 256). */
-static void put_recent(dm_text *b, const dormancy_room *r)
+static void put_recent(vigil_jtext *b, const dormancy_room *r)
 {
     char *h = malloc((size_t)r->n_recent + 1);
     if (!h) {
         b->oom = true;
         return;
     }
-    dm_text_lit(b, ",\"recent_dt\":\"");
+    vigil_jtext_lit(b, ",\"recent_dt\":\"");
     for (int i = 0; i < r->n_recent; i++) {
         if (i > 0)
-            dm_text_put(b, ",", 1);
-        dm_text_i64(b, i == 0 ? r->recent_ts[0] : r->recent_ts[i] - r->recent_ts[i - 1]);
+            vigil_jtext_put(b, ",", 1);
+        vigil_jtext_i64(b, i == 0 ? r->recent_ts[0] : r->recent_ts[i] - r->recent_ts[i - 1]);
         h[i] = r->recent_human[i] ? 'h' : 'a';
     }
     h[r->n_recent] = '\0';
-    dm_text_lit(b, "\",\"recent_kind\":\"");
-    dm_text_lit(b, h);
-    dm_text_put(b, "\"", 1);
+    vigil_jtext_lit(b, "\",\"recent_kind\":\"");
+    vigil_jtext_lit(b, h);
+    vigil_jtext_put(b, "\"", 1);
     free(h);
 }
 
 /* ,"k":v unless v is 0 (zero fields are left out) */
-static void text_i64(dm_text *b, const char *k, int64_t v)
+static void text_i64(vigil_jtext *b, const char *k, int64_t v)
 {
     if (v == 0)
         return;
-    dm_text_lit(b, k);
-    dm_text_i64(b, v);
+    vigil_jtext_lit(b, k);
+    vigil_jtext_i64(b, v);
 }
 
 /* ,"k":"v" unless v is empty */
-static void text_str(dm_text *b, const char *k, const char *v)
+static void text_str(vigil_jtext *b, const char *k, const char *v)
 {
     if (!v || !v[0])
         return;
-    dm_text_lit(b, k);
-    dm_text_str(b, v);
+    vigil_jtext_lit(b, k);
+    vigil_jtext_str(b, v);
 }
 
-static void text_digest(dm_text *b, const char *k, uint64_t d)
+static void text_digest(vigil_jtext *b, const char *k, uint64_t d)
 {
     char hex[17];
     if (d == 0)
         return;
     snprintf(hex, sizeof hex, "%016" PRIx64, d);
-    dm_text_lit(b, k);
-    dm_text_str(b, hex);
+    vigil_jtext_lit(b, k);
+    vigil_jtext_str(b, hex);
 }
 
 /* Removes the comma that opens an object's first member, written at `at`
  * (the members are written each with its comma, some left out). */
-static void drop_comma(dm_text *b, size_t at)
+static void drop_comma(vigil_jtext *b, size_t at)
 {
     if (b->oom || b->n <= at)
         return;
@@ -136,12 +137,12 @@ static void drop_comma(dm_text *b, size_t at)
     b->n--;
 }
 
-static void put_humans(dm_text *b, const dormancy_room *r)
+static void put_humans(vigil_jtext *b, const dormancy_room *r)
 {
-    dm_text_lit(b, ",\"humans\":[");
+    vigil_jtext_lit(b, ",\"humans\":[");
     for (int i = 0; i < r->n_humans; i++) {
         const dormancy_human_msg *m = &r->humans[i];
-        dm_text_lit(b, i > 0 ? ",{" : "{");
+        vigil_jtext_lit(b, i > 0 ? ",{" : "{");
         size_t at = b->n;
         text_str(b, ",\"id\":", m->id);
         text_i64(b, ",\"ts\":", m->ts);
@@ -149,26 +150,26 @@ static void put_humans(dm_text *b, const dormancy_room *r)
         int kept = m->n_responders < DORMANCY_MAX_RESPONDERS ? m->n_responders
                                                              : DORMANCY_MAX_RESPONDERS;
         if (kept > 0) {
-            dm_text_lit(b, ",\"responders\":[");
+            vigil_jtext_lit(b, ",\"responders\":[");
             for (int j = 0; j < kept; j++) {
                 if (j > 0)
-                    dm_text_put(b, ",", 1);
-                dm_text_str(b, m->responders[j]);
+                    vigil_jtext_put(b, ",", 1);
+                vigil_jtext_str(b, m->responders[j]);
             }
-            dm_text_put(b, "]", 1);
+            vigil_jtext_put(b, "]", 1);
         }
         drop_comma(b, at);
-        dm_text_put(b, "}", 1);
+        vigil_jtext_put(b, "}", 1);
     }
-    dm_text_put(b, "]", 1);
+    vigil_jtext_put(b, "]", 1);
 }
 
-static void put_sessions(dm_text *b, const dormancy_room *r)
+static void put_sessions(vigil_jtext *b, const dormancy_room *r)
 {
-    dm_text_lit(b, ",\"sessions\":[");
+    vigil_jtext_lit(b, ",\"sessions\":[");
     for (int i = 0; i < r->n_sessions; i++) {
         const dormancy_session *se = &r->sessions[i];
-        dm_text_lit(b, i > 0 ? ",{" : "{");
+        vigil_jtext_lit(b, i > 0 ? ",{" : "{");
         size_t at = b->n;
         text_str(b, ",\"user\":", se->user);
         text_str(b, ",\"session\":", se->session);
@@ -176,9 +177,9 @@ static void put_sessions(dm_text *b, const dormancy_room *r)
         text_i64(b, ",\"last_activity\":", se->last_activity);
         text_i64(b, ",\"heard\":", se->heard);
         drop_comma(b, at);
-        dm_text_put(b, "}", 1);
+        vigil_jtext_put(b, "}", 1);
     }
-    dm_text_put(b, "]", 1);
+    vigil_jtext_put(b, "]", 1);
 }
 
 /* The record as text, written directly (what json-c wrote for the same
@@ -187,17 +188,17 @@ static void put_sessions(dm_text *b, const dormancy_room *r)
  * only for the personas that changed. */
 char *dormancy_room_to_json(const dormancy_room *r)
 {
-    dm_text b = {0};
-    dm_text_lit(&b, "{\"v\":");
-    dm_text_i64(&b, STATE_VERSION);
-    dm_text_lit(&b, ",\"room\":");
-    dm_text_str(&b, r->room);
+    vigil_jtext b = {0};
+    vigil_jtext_lit(&b, "{\"v\":");
+    vigil_jtext_i64(&b, STATE_VERSION);
+    vigil_jtext_lit(&b, ",\"room\":");
+    vigil_jtext_str(&b, r->room);
     text_i64(&b, ",\"first_seen\":", r->first_seen);
     text_i64(&b, ",\"last_message\":", r->last_message);
     text_i64(&b, ",\"last_human\":", r->last_human);
     text_i64(&b, ",\"ai_only_since\":", r->ai_only_since);
     if (r->paused)
-        dm_text_lit(&b, ",\"paused\":true");
+        vigil_jtext_lit(&b, ",\"paused\":true");
     if (r->n_recent > 0)
         put_recent(&b, r);
     if (r->n_humans > 0)
@@ -205,18 +206,18 @@ char *dormancy_room_to_json(const dormancy_room *r)
     if (r->n_sessions > 0)
         put_sessions(&b, r);
     if (r->n_timers > 0) {
-        dm_text_lit(&b, ",\"timers\":{");
+        vigil_jtext_lit(&b, ",\"timers\":{");
         for (int i = 0; i < r->n_timers; i++) {
             if (i > 0)
-                dm_text_put(&b, ",", 1);
-            dm_text_str(&b, r->timers[i].name);
-            dm_text_put(&b, ":", 1);
-            dm_text_i64(&b, r->timers[i].due);
+                vigil_jtext_put(&b, ",", 1);
+            vigil_jtext_str(&b, r->timers[i].name);
+            vigil_jtext_put(&b, ":", 1);
+            vigil_jtext_i64(&b, r->timers[i].due);
         }
-        dm_text_put(&b, "}", 1);
+        vigil_jtext_put(&b, "}", 1);
     }
     text_digest(&b, ",\"digest\":", r->room_digest);
-    dm_text_lit(&b, ",\"personas\":[");
+    vigil_jtext_lit(&b, ",\"personas\":[");
     for (int i = 0; i < r->n_personas; i++) {
         size_t len = 0;
         const char *t = dormancy_texts_persona(r->texts, i, &r->personas[i], &len);
@@ -225,15 +226,11 @@ char *dormancy_room_to_json(const dormancy_room *r)
             break;
         }
         if (i > 0)
-            dm_text_put(&b, ",", 1);
-        dm_text_put(&b, t, len);
+            vigil_jtext_put(&b, ",", 1);
+        vigil_jtext_put(&b, t, len);
     }
-    dm_text_lit(&b, "]}");
-    if (b.oom) {
-        free(b.s);
-        return NULL;
-    }
-    return b.s;
+    vigil_jtext_lit(&b, "]}");
+    return vigil_jtext_take(&b);
 }
 
 /* ---- reading ---- */

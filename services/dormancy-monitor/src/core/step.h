@@ -143,16 +143,4 @@ json_object *dormancy_persona_record_json(const dormancy_persona *p);
 bool room_session_listed(const dormancy_room *r, int i, const dormancy_config *cfg, int64_t now);
 void room_rounded(double v, char *out, size_t outlen);
 
-/* json_text.c: JSON written as text; an append that cannot grow the
- * buffer sets oom and the text is to be dropped (free(s)). */
-typedef struct dm_text {
-    char *s;
-    size_t n, cap;
-    bool oom;
-} dm_text;
-void dm_text_put(dm_text *b, const char *v, size_t len);
-void dm_text_lit(dm_text *b, const char *v);
-void dm_text_i64(dm_text *b, int64_t v);
-void dm_text_str(dm_text *b, const char *v); /* a JSON string, quoted and escaped */
-
 #endif

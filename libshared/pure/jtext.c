@@ -1,13 +1,11 @@
-/* json_text.c - JSON written as text into a growable buffer, for the payloads
- * and records written on every input (room/{r}/state, the room record):
- * building a json-c tree of hundreds of values and printing it cost more
- * than the decision. Strings come out as json-c writes them (with
- * JSON_C_TO_STRING_NOSLASHESCAPE), so a text written here equals json-c's. */
+/* jtext.c - see vigil/jtext.h. */
+#include "vigil/jtext.h"
+
+#include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
-#include "step.h"
 
-void dm_text_put(dm_text *b, const char *v, size_t len)
+void vigil_jtext_put(vigil_jtext *b, const char *v, size_t len)
 {
     if (b->oom)
         return;
@@ -28,11 +26,11 @@ void dm_text_put(dm_text *b, const char *v, size_t len)
     b->s[b->n] = '\0';
 }
 
-void dm_text_lit(dm_text *b, const char *v) { dm_text_put(b, v, strlen(v)); }
+void vigil_jtext_lit(vigil_jtext *b, const char *v) { vigil_jtext_put(b, v, strlen(v)); }
 
 /* Decimal digits by hand: snprintf's format parsing was most of the cost
  * of writing a record's numbers. */
-void dm_text_i64(dm_text *b, int64_t v)
+void vigil_jtext_i64(vigil_jtext *b, int64_t v)
 {
     char tmp[24];
     size_t n = sizeof tmp;
@@ -43,20 +41,20 @@ void dm_text_i64(dm_text *b, int64_t v)
     } while (u);
     if (v < 0)
         tmp[--n] = '-';
-    dm_text_put(b, tmp + n, sizeof tmp - n);
+    vigil_jtext_put(b, tmp + n, sizeof tmp - n);
 }
 
 /* A JSON string as json-c writes it: ids are plain, so they are copied;
  * anything json-c would escape goes through json-c. */
-void dm_text_str(dm_text *b, const char *v)
+void vigil_jtext_str(vigil_jtext *b, const char *v)
 {
     bool plain = true;
     for (const unsigned char *c = (const unsigned char *)v; *c && plain; c++)
         plain = *c >= 0x20 && *c != '"' && *c != '\\' && *c != 0x7f;
     if (plain) {
-        dm_text_put(b, "\"", 1);
-        dm_text_lit(b, v);
-        dm_text_put(b, "\"", 1);
+        vigil_jtext_put(b, "\"", 1);
+        vigil_jtext_lit(b, v);
+        vigil_jtext_put(b, "\"", 1);
         return;
     }
     json_object *o = json_object_new_string(v);
@@ -64,9 +62,21 @@ void dm_text_str(dm_text *b, const char *v)
                                                               JSON_C_TO_STRING_NOSLASHESCAPE)
                       : NULL;
     if (t)
-        dm_text_lit(b, t);
+        vigil_jtext_lit(b, t);
     else
         b->oom = true;
     json_object_put(o);
 }
 
+
+char *vigil_jtext_take(vigil_jtext *b)
+{
+    if (b->oom) {
+        free(b->s);
+        b->s = NULL;
+        return NULL;
+    }
+    char *s = b->s ? b->s : strdup("");
+    b->s = NULL;
+    return s;
+}
