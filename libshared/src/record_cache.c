@@ -17,6 +17,7 @@ typedef struct entry {
     char *key;
     char *json;
     void *rec;
+    size_t bytes; /* what the entry holds, for the memory bound */
 } entry;
 
 struct vigil_record_cache {
@@ -24,15 +25,23 @@ struct vigil_record_cache {
     pthread_mutex_t lock;
     entry **buckets;
     size_t nbuckets, count, max;
+    size_t bytes, max_bytes;
     entry *newest, *oldest;
 };
 
 vigil_record_cache *vigil_record_cache_new(const vigil_record_ops *ops, int slots)
 {
+    return vigil_record_cache_new_bounded(ops, slots, 0);
+}
+
+vigil_record_cache *vigil_record_cache_new_bounded(const vigil_record_ops *ops, int slots,
+                                                   size_t max_bytes)
+{
     vigil_record_cache *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
     c->max = slots > 0 ? (size_t)slots : VIGIL_RECORD_CACHE_DEFAULT;
+    c->max_bytes = max_bytes ? max_bytes : VIGIL_RECORD_CACHE_BYTES;
     c->nbuckets = 16;
     while (c->nbuckets < 2 * c->max && c->nbuckets < (1u << 20))
         c->nbuckets <<= 1;
@@ -95,6 +104,7 @@ static entry *unlink_at(vigil_record_cache *c, entry **pp)
     *pp = e->next;
     lru_unlink(c, e);
     c->count--;
+    c->bytes -= e->bytes;
     return e;
 }
 
@@ -153,6 +163,12 @@ void *vigil_record_cache_take(vigil_record_cache *c, const char *key, const char
 
 int vigil_record_cache_put(vigil_record_cache *c, const char *key, char *json, void *rec)
 {
+    return vigil_record_cache_put_sized(c, key, json, rec, 0);
+}
+
+int vigil_record_cache_put_sized(vigil_record_cache *c, const char *key, char *json, void *rec,
+                                 size_t rec_bytes)
+{
     if (!c || !key || !json || !rec)
         return -1;
     entry *e = calloc(1, sizeof *e);
@@ -165,24 +181,36 @@ int vigil_record_cache_put(vigil_record_cache *c, const char *key, char *json, v
     e->key = k;
     e->json = json;
     e->rec = rec;
-    entry *old = NULL, *evicted = NULL;
+    e->bytes = sizeof *e + strlen(key) + strlen(json) + rec_bytes;
+    if (e->bytes > c->max_bytes) { /* would evict everything else, then itself */
+        free(k);
+        free(e);
+        return -1;
+    }
+    entry *gone = NULL; /* the replaced and evicted entries, chained by next */
     pthread_mutex_lock(&c->lock);
     entry **pp = bucket_of(c, key);
-    if (*pp)
-        old = unlink_at(c, pp);
-    else if (c->count >= c->max && c->oldest) {
-        entry *lru = c->oldest;
-        evicted = unlink_at(c, bucket_of(c, lru->key));
-        pp = bucket_of(c, key); /* the chain may have changed */
+    if (*pp) {
+        entry *old = unlink_at(c, pp);
+        old->next = gone;
+        gone = old;
     }
+    while (c->oldest && (c->count >= c->max || c->bytes + e->bytes > c->max_bytes)) {
+        entry *lru = unlink_at(c, bucket_of(c, c->oldest->key));
+        lru->next = gone;
+        gone = lru;
+    }
+    pp = bucket_of(c, key); /* the chain may have changed */
     e->next = *pp;
     *pp = e;
     lru_push(c, e);
     c->count++;
+    c->bytes += e->bytes;
     pthread_mutex_unlock(&c->lock);
-    if (old)
-        entry_free(c, old);
-    if (evicted)
-        entry_free(c, evicted);
+    while (gone) {
+        entry *n = gone->next;
+        entry_free(c, gone);
+        gone = n;
+    }
     return 0;
 }

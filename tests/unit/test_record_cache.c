@@ -132,6 +132,29 @@ static void many_keys_are_all_found(void **state)
     vigil_record_cache_free(c);
 }
 
+static void the_memory_bound_evicts_and_refuses(void **state)
+{
+    (void)state;
+    vigil_record_cache *c = vigil_record_cache_new_bounded(&OPS, 100, 3000);
+    assert_int_equal(vigil_record_cache_put_sized(c, "a", strdup("A"), rec_new(1), 1000), 0);
+    assert_int_equal(vigil_record_cache_put_sized(c, "b", strdup("B"), rec_new(2), 1000), 0);
+    /* a third of 1000 does not fit beside both: the oldest (a) goes */
+    assert_int_equal(vigil_record_cache_put_sized(c, "c", strdup("C"), rec_new(3), 1000), 0);
+    assert_null(vigil_record_cache_take(c, "a", "A"));
+    int *b = vigil_record_cache_take(c, "b", "B");
+    assert_non_null(b);
+    rec_free(b);
+    /* larger than the whole bound: refused, the caller keeps both */
+    void *big = rec_new(4);
+    char *j = strdup("D");
+    assert_int_equal(vigil_record_cache_put_sized(c, "d", j, big, 5000), -1);
+    free(j);
+    rec_free(big);
+    assert_int_equal(live, 1); /* c */
+    vigil_record_cache_free(c);
+    assert_int_equal(live, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -139,6 +162,7 @@ int main(void)
         cmocka_unit_test(the_key_used_longest_ago_is_evicted),
         cmocka_unit_test(take_hands_over_the_record_and_forgets_the_key),
         cmocka_unit_test(many_keys_are_all_found),
+        cmocka_unit_test(the_memory_bound_evicts_and_refuses),
         cmocka_unit_test(a_full_cache_evicts_one_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,6 +8,7 @@
  * service's own type, handled through a small table of functions. */
 #ifndef VIGIL_RECORD_CACHE_H
 #define VIGIL_RECORD_CACHE_H
+#include <stddef.h>
 
 typedef struct vigil_record_ops {
     void *(*clone)(const void *rec); /* a private deep copy; NULL when out of memory */
@@ -16,11 +17,17 @@ typedef struct vigil_record_ops {
 
 typedef struct vigil_record_cache vigil_record_cache;
 
-#define VIGIL_RECORD_CACHE_DEFAULT 256 /* entries when 0 is asked */
+#define VIGIL_RECORD_CACHE_DEFAULT 256              /* entries when 0 is asked */
+#define VIGIL_RECORD_CACHE_BYTES (32u * 1024 * 1024) /* memory bound when 0 is asked */
 
-/* A cache of at most `slots` keys (0: VIGIL_RECORD_CACHE_DEFAULT), the key
- * used longest ago evicted first; a lookup is a hash, whatever the number
- * of keys. NULL when out of memory. */
+/* A cache of at most `slots` keys (0: VIGIL_RECORD_CACHE_DEFAULT) holding
+ * at most max_bytes (0: VIGIL_RECORD_CACHE_BYTES; texts plus the record
+ * sizes vigil_record_cache_put_sized is told), the key used longest ago evicted first; a lookup
+ * is a hash, whatever the number of keys. A single record larger than the
+ * bound is not kept. NULL when out of memory. */
+vigil_record_cache *vigil_record_cache_new_bounded(const vigil_record_ops *ops, int slots,
+                                                   size_t max_bytes);
+/* vigil_record_cache_new_bounded(ops, slots, 0) */
 vigil_record_cache *vigil_record_cache_new(const vigil_record_ops *ops, int slots);
 void vigil_record_cache_free(vigil_record_cache *c);
 
@@ -38,5 +45,9 @@ void *vigil_record_cache_take(vigil_record_cache *c, const char *key, const char
  * both (json malloc'd; the entry it replaces is freed), or -1 (no cache,
  * out of memory) and the caller still owns both. */
 int vigil_record_cache_put(vigil_record_cache *c, const char *key, char *json, void *rec);
+/* The same, telling the bytes rec holds (besides its text) for the memory
+ * bound: a record too large for the bound is refused (-1). */
+int vigil_record_cache_put_sized(vigil_record_cache *c, const char *key, char *json, void *rec,
+                                 size_t rec_bytes);
 
 #endif

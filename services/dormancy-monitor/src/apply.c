@@ -38,7 +38,8 @@ static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 static void cache_make(void)
 {
     static const vigil_record_ops ops = {room_clone, room_free};
-    cache = vigil_record_cache_new(&ops, DORMANCY_RECORD_CACHE);
+    cache = vigil_record_cache_new_bounded(&ops, DORMANCY_RECORD_CACHE,
+                                           DORMANCY_RECORD_CACHE_BYTES);
 }
 
 /* A record that cannot be read is replaced by a fresh one (and logged):
@@ -182,7 +183,8 @@ static int finish_effects(vigil_effects *fx, dormancy_room *r, const char *state
         rc = vigil_fx_set_state(fx, json);
     /* the next commit of the room likely starts from this record */
     pthread_once(&cache_once, cache_make);
-    if (rc == 0 && cache && vigil_record_cache_put(cache, r->room, json, r) == 0)
+    if (rc == 0 && cache &&
+        vigil_record_cache_put_sized(cache, r->room, json, r, dormancy_room_bytes(r)) == 0)
         *kept = true;
     else
         free(json);

@@ -208,6 +208,8 @@ dormancy_room *dormancy_room_new(const char *room_id);
 void dormancy_room_free(dormancy_room *r);
 /* A deep copy; NULL when out of memory. */
 dormancy_room *dormancy_room_clone(const dormancy_room *r);
+/* Memory a room holds (its struct, personas, timers, persona texts). */
+size_t dormancy_room_bytes(const dormancy_room *r);
 
 /* Nothing known about the room: no member, no message, no presence. */
 bool dormancy_room_blank(const dormancy_room *r);

@@ -88,3 +88,13 @@ const char *dormancy_texts_persona(dormancy_texts *t, int i, const dormancy_pers
     *len = t->len[i];
     return copy;
 }
+
+size_t dormancy_texts_bytes(const dormancy_texts *t)
+{
+    if (!t)
+        return 0;
+    size_t n = sizeof *t + (size_t)t->cap * (sizeof *t->seen + sizeof *t->text + sizeof *t->len);
+    for (int i = 0; i < t->n; i++)
+        n += t->text[i] ? t->len[i] + 1 : 0;
+    return n;
+}

@@ -96,6 +96,12 @@ void dormancy_room_free(dormancy_room *r)
     free(r);
 }
 
+size_t dormancy_room_bytes(const dormancy_room *r)
+{
+    return sizeof *r + (size_t)r->cap_personas * sizeof *r->personas +
+           (size_t)r->cap_timers * sizeof *r->timers + dormancy_texts_bytes(r->texts);
+}
+
 dormancy_room *dormancy_room_clone(const dormancy_room *r)
 {
     dormancy_room *c = malloc(sizeof *c);

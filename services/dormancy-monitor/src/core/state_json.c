@@ -324,7 +324,7 @@ static int add_timer(dormancy_room *r, const char *name, int64_t due)
     return 0;
 }
 
-/* The compact form recent_text writes; stops at the first malformed
+/* The compact form put_recent writes; stops at the first malformed
  * number. Returns the number of times read. */
 static size_t read_recent_text(dormancy_room *r, const char *s, size_t max)
 {

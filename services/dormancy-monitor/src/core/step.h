@@ -132,6 +132,7 @@ void dm_copy(char *dst, size_t cap, const char *src);
  * of memory. */
 dormancy_texts *dormancy_texts_new(void);
 void dormancy_texts_free(dormancy_texts *t);
+size_t dormancy_texts_bytes(const dormancy_texts *t); /* memory held */
 const char *dormancy_texts_persona(dormancy_texts *t, int i, const dormancy_persona *p,
                                    size_t *len);
 /* state_json.c: one persona as the record holds it. */
