@@ -18,6 +18,11 @@ room messages:
   4. replicas            (--replicas) two replicas, VIGIL_SHARD 0/2 and 1/2,
                          against the same stream
 and the service's resident memory idle (after start, and after the run).
+For stages 2 and 4 it also splits CPU time per input by process (the
+service or each replica, the broker, Redis, the bench itself), which says
+how much of the machine the whole pipeline needs per input.
+--persona-cost P1,P2,... then times inputs on rooms of P personas each
+(msg/s, wall time, CPU time and Redis time per input).
 
 Workloads (--mix):
   ai     every message is an AI message "@self dormant sleep" / "@self
