@@ -591,7 +591,7 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (logs)")
     ap.add_argument("--persona-cost", default="",
                     help="also time one input on rooms of these sizes, e.g. 10,100,1000 "
-                         "(personas per room; printed as msg/s and ms per input)")
+                         "(personas per room; printed as msg/s, ms, CPU and Redis time per input)")
     ap.add_argument("--persona-cost-n", type=int, default=2000,
                     help="inputs timed per room size (default 2000)")
     ap.add_argument("--appendfsync", choices=("everysec", "always"), default="everysec",
