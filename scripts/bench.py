@@ -18,6 +18,11 @@ room messages:
   4. replicas            (--replicas) two replicas, VIGIL_SHARD 0/2 and 1/2,
                          against the same stream
 and the service's resident memory idle (after start, and after the run).
+For stages 2 and 4 it also splits CPU time per input by process (the
+service or each replica, the broker, Redis, the bench itself), which says
+how much of the machine the whole pipeline needs per input.
+--persona-cost P1,P2,... then times inputs on rooms of P personas each
+(msg/s, wall time, CPU time and Redis time per input).
 
 Workloads (--mix):
   ai     every message is an AI message "@self dormant sleep" / "@self
@@ -167,6 +172,21 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_by_process(named_pids):
+    """{name: CPU seconds} of each (name, pid) and of this process (the
+    bench's own publisher and subscriber threads), to split a stage's CPU
+    between the service, the broker, Redis and the load generator."""
+    out = {name: cpu_seconds(pid) for name, pid in named_pids}
+    t = os.times()
+    out["bench"] = t.user + t.system + t.children_user + t.children_system
+    return out
+
+
+def cpu_split(before, after, n):
+    """'name N us' per input for each process between two cpu_by_process."""
+    return ", ".join(f"{k} {(after[k] - before[k]) * 1e6 / n:.0f}" for k in after)
 
 
 def rss_mib(pid):
@@ -343,9 +363,12 @@ def run_setting(a, work, nodelay, label):
         print(f"[{label}] stage 2/4: dormancy-monitor", flush=True)
         redis_reset_stats(redis)
         cpu0 = cpu_seconds(svc.proc.pid)
+        procs = [("service", svc.proc.pid), ("broker", broker.proc.pid), ("redis", redis.proc.pid)]
+        split0 = cpu_by_process(procs)
         res["service"] = run_stage("service", broker.port, mk(a.n, "room/{room}/message", "s"),
                                    "persona/+/dormancy", "message_id", a.timeout)
         res["cpu_us"] = (cpu_seconds(svc.proc.pid) - cpu0) * 1e6 / a.n
+        res["cpu_split"] = cpu_split(split0, cpu_by_process(procs), a.n)
         res["commits"], res["redis_us"] = redis_script_usec(redis)
         ln = min(a.latency_n, a.n)
         print(f"[{label}] stage 3/4: latency at {a.latency_rate:.0f} msg/s ({ln} messages each)",
@@ -364,8 +387,12 @@ def run_setting(a, work, nodelay, label):
             svc.terminate(timeout=20)
             svcs = [start_service(d, "dormancy-monitor", broker, redis, "bench:", DORMANCY_ENV,
                                   a.build_dir, f"bench-{tag}-{i}", shard=f"{i}/2") for i in range(2)]
+            procs = [(f"replica{i}", x.proc.pid) for i, x in enumerate(svcs)] + [
+                ("broker", broker.proc.pid), ("redis", redis.proc.pid)]
+            split0 = cpu_by_process(procs)
             res["two"] = run_stage("two replicas", broker.port, mk(a.n, "room/{room}/message", "s2"),
                                    "persona/+/dormancy", "message_id", a.timeout)
+            res["two_split"] = cpu_split(split0, cpu_by_process(procs), a.n)
             for x in svcs:
                 res["problems"] += x.check() + ([] if x.alive() else ["a replica exited"])
         for x in svcs:
@@ -454,6 +481,9 @@ def print_summary(a, results, payload_size):
             line += (f"; two replicas {r['two']['rate']:.0f} msg/s = "
                      f"{r['two']['rate'] / r['service']['rate']:.2f}x one")
         print(line)
+        print(f"  CPU us per input by process, one replica: {r['cpu_split']}")
+        if "two_split" in r:
+            print(f"  CPU us per input by process, two replicas: {r['two_split']}")
         missing = [f"{k} {r[k]['missing']}" for k in ("relay", "service", "relay_paced", "service_paced", "two")
                    if k in r and r[k]["missing"]]
         if missing:
@@ -484,9 +514,10 @@ def persona_cost_stream(rooms, personas, n, run, base):
     return out
 
 
-def persona_cost(port, sizes, rooms, n, timeout):
+def persona_cost(port, sizes, rooms, n, timeout, pid=None, redis=None):
     """For each size P: fills `rooms` fresh rooms with P sleeping personas
-    each (not timed), then times n inputs on them. Returns [(P, stage)]."""
+    each (not timed), then times n inputs on them, counting the service's
+    CPU time (pid) and Redis's time per commit script. Returns [(P, stage)]."""
     results = []
     for size in sizes:
         # one message per (room, persona): each persona joins and sleeps
@@ -497,9 +528,14 @@ def persona_cost(port, sizes, rooms, n, timeout):
         print(f"  [persona-cost] filling {rooms} rooms with {size} personas each", flush=True)
         run_stage(f"fill-{size}", port, fill, "persona/+/dormancy", "message_id", timeout, quiet=True)
         print(f"  [persona-cost] {n} inputs on rooms of {size} personas", flush=True)
-        results.append((size, run_stage(f"cost-{size}", port,
-                                        persona_cost_stream(rooms, size, n, f"c{size}", size),
-                                        "persona/+/dormancy", "message_id", timeout, quiet=True)))
+        if redis is not None:
+            redis_reset_stats(redis)
+        cpu0 = cpu_seconds(pid) if pid else 0.0
+        st = run_stage(f"cost-{size}", port, persona_cost_stream(rooms, size, n, f"c{size}", size),
+                       "persona/+/dormancy", "message_id", timeout, quiet=True)
+        st["cpu_us"] = (cpu_seconds(pid) - cpu0) * 1e6 / n if pid else float("nan")
+        st["redis_us"] = redis_script_usec(redis)[1] if redis is not None else float("nan")
+        results.append((size, st))
     return results
 
 
@@ -515,7 +551,8 @@ def run_persona_cost(a, work, sizes):
         svc = start_service(d, "dormancy-monitor", broker, redis, "bench:", DORMANCY_ENV,
                             a.build_dir, "bench-cost")
         print(f"persona cost: room sizes {sizes}", flush=True)
-        return persona_cost(broker.port, sizes, 4, a.persona_cost_n, a.timeout)
+        return persona_cost(broker.port, sizes, 4, a.persona_cost_n, a.timeout,
+                            pid=svc.proc.pid, redis=redis)
     finally:
         if svc is not None and svc.alive():
             svc.terminate(timeout=20)
@@ -526,11 +563,11 @@ def run_persona_cost(a, work, sizes):
 
 def print_persona_cost(results, rooms):
     print(f"input cost by room size ({rooms} rooms, each input toggles one sleeping persona):")
-    print("  personas/room     msg/s   ms/input   p50 ms   p99 ms   missing")
+    print("  personas/room     msg/s   ms/input   CPU/input  Redis/commit   p50 ms   p99 ms   missing")
     for size, st in results:
         per = 1000.0 / st["rate"] if st["rate"] else float("nan")
-        print(f"  {size:13d} {st['rate']:9.0f} {per:10.3f} {st['p50']:8.1f} {st['p99']:8.1f} "
-              f"{st['missing']:9d}")
+        print(f"  {size:13d} {st['rate']:9.0f} {per:10.3f} {st['cpu_us']:8.0f}us {st['redis_us']:10.1f}us "
+              f"{st['p50']:8.1f} {st['p99']:8.1f} {st['missing']:9d}")
 
 
 def main():
@@ -554,7 +591,7 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (logs)")
     ap.add_argument("--persona-cost", default="",
                     help="also time one input on rooms of these sizes, e.g. 10,100,1000 "
-                         "(personas per room; printed as msg/s and ms per input)")
+                         "(personas per room; printed as msg/s, ms, CPU and Redis time per input)")
     ap.add_argument("--persona-cost-n", type=int, default=2000,
                     help="inputs timed per room size (default 2000)")
     ap.add_argument("--appendfsync", choices=("everysec", "always"), default="everysec",

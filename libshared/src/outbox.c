@@ -278,11 +278,12 @@ static void on_ack(void *ctx, uint64_t tag, int outcome, int reason)
         }
     }
     /* Wake the thread only when it waits for this: a failure, room in the
-     * window for entries it holds unsent, or the last outcome while it
-     * drains at stop. Trimming what was acknowledged rides along with the
+     * window for entries it holds unsent or for entries committed since it
+     * last looked (a kick deferred while publishes were in flight, see
+     * vigil_outbox_kick), or the last outcome while it drains at stop. Trimming what was acknowledged rides along with the
      * next read (or the short poll), not one round trip per PUBACK. */
     int window = vigil_mqtt_window(o->mqtt);
-    if (wake || (o->send_seq < o->read_seq && o->outstanding <= window / 2) ||
+    if (wake || ((o->send_seq < o->read_seq || o->kicked) && o->outstanding <= window / 2) ||
         (o->outstanding == 0 && o->stopping)) {
         o->acked_event = true;
         if (o->waiting)
@@ -772,11 +773,15 @@ void vigil_outbox_kick(vigil_outbox *o)
     if (!o)
         return;
     /* Called after every commit: a futex wake only when the thread sleeps
-     * and was not kicked already. */
+     * with nothing in flight and was not kicked already. While publishes
+     * are in flight, their acknowledgements wake it (on_ack) and it reads
+     * what the commits added meanwhile in one go: one wake for many
+     * commits instead of one per commit (a failure or the short poll
+     * wakes it if no acknowledgement comes). */
     pthread_mutex_lock(&o->mu);
     if (!o->kicked) {
         o->kicked = true;
-        if (o->waiting)
+        if (o->waiting && o->outstanding == 0)
             pthread_cond_signal(&o->cv);
     }
     pthread_mutex_unlock(&o->mu);

@@ -26,10 +26,12 @@ struct vigil_store {
 
 /* The first part of the commit: Redis keeps the writes a script made
  * before a run-time error (there is no rollback), so every key's type and
- * every argument is checked here, before the first write. A failure
- * returns the error VIGIL_BAD_DATA (a data error: the input is refused,
- * see vigil_redis_error_transient) and has written nothing. Argument
- * layout: vigil_store_commit in store.c. */
+ * every argument is checked before the first write: here, and for the
+ * record and the processed ids by the commit's first reads, made through
+ * read() (a pcall: a key of another type is the same refusal, and saves
+ * a TYPE call per commit). A failure returns the error VIGIL_BAD_DATA (a
+ * data error: the input is refused, see vigil_redis_error_transient) and
+ * has written nothing. Argument layout: vigil_store_commit in store.c. */
 #define VIGIL_LUA_COMMIT_CHECK                                                        \
     "local function bad(m) return redis.error_reply('VIGIL_BAD_DATA ' .. m) end\n"   \
     "local function kind(k) return redis.call('TYPE', k)['ok'] end\n"                \
@@ -46,9 +48,13 @@ struct vigil_store {
     "local nt, no, ns, na = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])\n" \
     "if #KEYS ~= 5 + ns + na then return bad('key count') end\n"                     \
     "if #ARGV ~= 12 + 2 * nt + 4 * na + no + 6 * ns then return bad('argument count') end\n" \
-    "local e = want(KEYS[1], 'hash') or want(KEYS[2], 'zset') or want(KEYS[3], 'list')\n" \
-    "  or want(KEYS[4], 'zset') or want(KEYS[5], 'hash')\n"                          \
+    "local e = want(KEYS[3], 'list') or want(KEYS[4], 'zset') or want(KEYS[5], 'hash')\n" \
     "if e then return bad(e) end\n"                                                  \
+    "local function read(...)\n"                                                    \
+    "  local ok, res = pcall(redis.call, ...)\n"                                     \
+    "  if ok then return true, res end\n"                                            \
+    "  return false, bad(select(2, ...) .. ': ' .. tostring(res.err or res))\n"      \
+    "end\n"                                                                          \
     "local c = 13\n"                                                                 \
     "for _ = 1, nt do\n"                                                             \
     "  if ARGV[c] == '' then return bad('empty timer member') end\n"                 \
@@ -79,9 +85,12 @@ struct vigil_store {
  * {"CONFLICT", v, s-or-nil} | the VIGIL_BAD_DATA error. */
 #define VIGIL_LUA_CHECK                                                               \
     VIGIL_LUA_COMMIT_CHECK                                                            \
-    "local cur = redis.call('HMGET', KEYS[1], 'v', 's')\n"                           \
-    "local v = tonumber(cur[1] or '0') or 0\n"                                       \
-    "if v ~= tonumber(ARGV[1]) then return {'CONFLICT', cur[1] or '0', cur[2]} end\n" \
+    "local ok, cur = read('HGET', KEYS[1], 'v')\n"                                   \
+    "if not ok then return cur end\n"                                                \
+    "local v = tonumber(cur or '0') or 0\n"                                          \
+    "if v ~= tonumber(ARGV[1]) then\n"                                               \
+    "  return {'CONFLICT', cur or '0', redis.call('HGET', KEYS[1], 's')}\n"          \
+    "end\n"                                                                          \
     "return {'OK', string.format('%d', v)}\n"
 
 /* The commit (see store.h and vigil_store_commit for the argument layout).
@@ -108,14 +117,20 @@ struct vigil_store {
     "    redis.call('HDEL', dues, ARGV[7])\n"                                        \
     "  end\n"                                                                        \
     "end\n"                                                                          \
-    "if id ~= '' and redis.call('ZSCORE', ids, id) then\n"                           \
-    "  complete_lease()\n"                                                           \
-    "  return {'DUPLICATE'}\n"                                                       \
+    "local ok, cur = read('HGET', st, 'v')\n"                                        \
+    "if not ok then return cur end\n"                                                \
+    "if id ~= '' then\n"                                                             \
+    "  local seen\n"                                                                 \
+    "  ok, seen = read('ZSCORE', ids, id)\n"                                         \
+    "  if not ok then return seen end\n"                                             \
+    "  if seen then\n"                                                               \
+    "    complete_lease()\n"                                                         \
+    "    return {'DUPLICATE'}\n"                                                     \
+    "  end\n"                                                                        \
     "end\n"                                                                          \
-    "local cur = redis.call('HMGET', st, 'v', 's')\n"                                 \
-    "local v = tonumber(cur[1] or '0') or 0\n"                                        \
+    "local v = tonumber(cur or '0') or 0\n"                                           \
     "if v ~= tonumber(ARGV[1]) then\n"                                                \
-    "  return {'CONFLICT', cur[1] or '0', cur[2]}\n"                                  \
+    "  return {'CONFLICT', cur or '0', redis.call('HGET', st, 's')}\n"                \
     "end\n"                                                                           \
     "if ARGV[4] == '1' then\n"                                                        \
     "  v = v + 1\n"                                                                   \
@@ -126,6 +141,12 @@ struct vigil_store {
     "  redis.call('ZREMRANGEBYRANK', ids, 0, -tonumber(ARGV[6]) - 1)\n"               \
     "end\n"                                                                           \
     "complete_lease()\n"                                                             \
+    "local out = {}\n"                                                               \
+    "local function flush()\n"                                                       \
+    "  for a = 1, #out, 1000 do\n"                                                   \
+    "    redis.call('RPUSH', outbox, unpack(out, a, math.min(a + 999, #out)))\n"     \
+    "  end\n"                                                                        \
+    "end\n"                                                                          \
     "local i = 13\n"                                                                  \
     "for _ = 1, tonumber(ARGV[9]) do\n"                                               \
     "  if ARGV[i + 1] == '' then redis.call('ZREM', timers, ARGV[i])\n"               \
@@ -147,7 +168,7 @@ struct vigil_store {
     "  elseif kind == 'qpush' then redis.call('RPUSH', key, val)\n"                   \
     "  elseif kind == 'qflush' then\n"                                                \
     "    local items = redis.call('LRANGE', key, 0, -1)\n"                            \
-    "    for _, e in ipairs(items) do redis.call('RPUSH', outbox, e) end\n"           \
+    "    for _, e in ipairs(items) do out[#out + 1] = e end\n"                       \
     "    redis.call('DEL', key)\n"                                                    \
     "  elseif kind == 'set' then redis.call('SET', key, val)\n"                       \
     "  elseif kind == 'del' then redis.call('DEL', key)\n"                            \
@@ -156,7 +177,7 @@ struct vigil_store {
     "  end\n"                                                                         \
     "end\n"                                                                           \
     "for _ = 1, tonumber(ARGV[10]) do\n"                                              \
-    "  redis.call('RPUSH', outbox, ARGV[i])\n"                                        \
+    "  out[#out + 1] = ARGV[i]\n"                                                    \
     "  i = i + 1\n"                                                                   \
     "end\n"                                                                           \
     "for j = 1, tonumber(ARGV[11]) do\n"                                              \
@@ -176,8 +197,9 @@ struct vigil_store {
     "  local payload\n"                                                               \
     "  if env == '{}' then payload = '{' .. body\n"                                   \
     "  else payload = string.sub(env, 1, -2) .. ',' .. body end\n"                    \
-    "  redis.call('RPUSH', outbox, '1' .. topic .. '\\n' .. payload)\n"               \
+    "  out[#out + 1] = '1' .. topic .. '\\n' .. payload\n"                           \
     "end\n"                                                                           \
+    "flush()\n"                                                                      \
     "return {'OK', string.format('%d', v)}\n"
 
 /* Deletes a record: KEYS state, ids, timers, timer dues; ARGV[1] the member prefix

@@ -1,11 +1,13 @@
 /* test_record_cache.c - parsed records kept by key and exact text: a hit
- * is a private copy, a changed text or another key misses, entries are
- * replaced round robin, and everything is freed. */
+ * is a private copy (get) or the record itself (take), a changed text or
+ * another key misses, the key used longest ago is evicted first, many keys
+ * stay found, and everything is freed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "vigil/record_cache.h"
@@ -51,7 +53,7 @@ static void hit_is_a_private_copy_and_text_must_match(void **state)
     assert_int_equal(live, 0);
 }
 
-static void entries_are_replaced_round_robin(void **state)
+static void a_full_cache_evicts_one_key(void **state)
 {
     (void)state;
     vigil_record_cache *c = vigil_record_cache_new(&OPS, 2);
@@ -74,11 +76,94 @@ static void entries_are_replaced_round_robin(void **state)
     assert_int_equal(live, 0);
 }
 
+static void the_key_used_longest_ago_is_evicted(void **state)
+{
+    (void)state;
+    vigil_record_cache *c = vigil_record_cache_new(&OPS, 2);
+    vigil_record_cache_put(c, "a", strdup("A"), rec_new(1));
+    vigil_record_cache_put(c, "b", strdup("B"), rec_new(2));
+    rec_free(vigil_record_cache_get(c, "a", "A")); /* a is now the newer */
+    vigil_record_cache_put(c, "c", strdup("C"), rec_new(3)); /* evicts b */
+    assert_null(vigil_record_cache_get(c, "b", "B"));
+    int *a = vigil_record_cache_get(c, "a", "A");
+    assert_non_null(a);
+    rec_free(a);
+    assert_int_equal(live, 2);
+    vigil_record_cache_free(c);
+    assert_int_equal(live, 0);
+}
+
+static void take_hands_over_the_record_and_forgets_the_key(void **state)
+{
+    (void)state;
+    vigil_record_cache *c = vigil_record_cache_new(&OPS, 4);
+    void *r1 = rec_new(1);
+    vigil_record_cache_put(c, "a", strdup("A1"), r1);
+    assert_ptr_equal(vigil_record_cache_take(c, "a", "A1"), r1); /* no copy */
+    assert_int_equal(live, 1);
+    assert_null(vigil_record_cache_take(c, "a", "A1")); /* forgotten */
+    vigil_record_cache_put(c, "a", strdup("A2"), r1);
+    assert_null(vigil_record_cache_take(c, "a", "A1")); /* stale: dropped */
+    assert_int_equal(live, 0);
+    assert_null(vigil_record_cache_take(c, "a", "A2"));
+    vigil_record_cache_free(c);
+}
+
+static void many_keys_are_all_found(void **state)
+{
+    (void)state;
+    enum { N = 1000 };
+    vigil_record_cache *c = vigil_record_cache_new(&OPS, N);
+    char key[16], text[16];
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof key, "room-%d", i);
+        snprintf(text, sizeof text, "{\"n\":%d}", i);
+        assert_int_equal(vigil_record_cache_put(c, key, strdup(text), rec_new(i)), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof key, "room-%d", i);
+        snprintf(text, sizeof text, "{\"n\":%d}", i);
+        int *r = vigil_record_cache_take(c, key, text);
+        assert_non_null(r);
+        assert_int_equal(*r, i);
+        rec_free(r);
+    }
+    assert_int_equal(live, 0);
+    vigil_record_cache_free(c);
+}
+
+static void the_memory_bound_evicts_and_refuses(void **state)
+{
+    (void)state;
+    vigil_record_cache *c = vigil_record_cache_new_bounded(&OPS, 100, 3000);
+    assert_int_equal(vigil_record_cache_put_sized(c, "a", strdup("A"), rec_new(1), 1000), 0);
+    assert_int_equal(vigil_record_cache_put_sized(c, "b", strdup("B"), rec_new(2), 1000), 0);
+    /* a third of 1000 does not fit beside both: the oldest (a) goes */
+    assert_int_equal(vigil_record_cache_put_sized(c, "c", strdup("C"), rec_new(3), 1000), 0);
+    assert_null(vigil_record_cache_take(c, "a", "A"));
+    int *b = vigil_record_cache_take(c, "b", "B");
+    assert_non_null(b);
+    rec_free(b);
+    /* larger than the whole bound: refused, the caller keeps both */
+    void *big = rec_new(4);
+    char *j = strdup("D");
+    assert_int_equal(vigil_record_cache_put_sized(c, "d", j, big, 5000), -1);
+    free(j);
+    rec_free(big);
+    assert_int_equal(live, 1); /* c */
+    vigil_record_cache_free(c);
+    assert_int_equal(live, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(hit_is_a_private_copy_and_text_must_match),
-        cmocka_unit_test(entries_are_replaced_round_robin),
+        cmocka_unit_test(the_key_used_longest_ago_is_evicted),
+        cmocka_unit_test(take_hands_over_the_record_and_forgets_the_key),
+        cmocka_unit_test(many_keys_are_all_found),
+        cmocka_unit_test(the_memory_bound_evicts_and_refuses),
+        cmocka_unit_test(a_full_cache_evicts_one_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

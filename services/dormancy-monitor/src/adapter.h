@@ -10,6 +10,12 @@
 
 #define DORMANCY_SERVICE "dormancy-monitor"
 #define DORMANCY_HTTP_PORT 9101
+/* parsed room records kept by a replica (apply.c), at most so many rooms
+ * and so many bytes (a room of 1,000 personas holds about 1.4 MB parsed);
+ * a room beyond them is parsed again from its stored text, which is
+ * slower, never wrong */
+#define DORMANCY_RECORD_CACHE 256
+#define DORMANCY_RECORD_CACHE_BYTES (32u * 1024 * 1024)
 
 typedef struct dormancy_service {
     dormancy_config cfg;

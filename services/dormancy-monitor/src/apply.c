@@ -28,14 +28,18 @@ static void room_free(void *r) { dormancy_room_free(r); }
 
 /* The parsed room records of this process: a commit usually starts from
  * the record the previous commit of the room wrote, and parsing a record
- * of 1,000 personas cost more than the decision. */
+ * of 1,000 personas cost more than the decision. A decision takes the
+ * cached record itself and puts the one it derives back (no copies); a
+ * record whose commit then fails is keyed by a text Redis never held, so
+ * it is never found. */
 static vigil_record_cache *cache;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 
 static void cache_make(void)
 {
     static const vigil_record_ops ops = {room_clone, room_free};
-    cache = vigil_record_cache_new(&ops, 16);
+    cache = vigil_record_cache_new_bounded(&ops, DORMANCY_RECORD_CACHE,
+                                           DORMANCY_RECORD_CACHE_BYTES);
 }
 
 /* A record that cannot be read is replaced by a fresh one (and logged):
@@ -45,7 +49,7 @@ static dormancy_room *load_room(const char *key, const char *state_json)
     if (!state_json)
         return dormancy_room_new(key);
     pthread_once(&cache_once, cache_make);
-    dormancy_room *hit = vigil_record_cache_get(cache, key, state_json);
+    dormancy_room *hit = vigil_record_cache_take(cache, key, state_json);
     if (hit)
         return hit;
     char err[200];
@@ -65,6 +69,16 @@ static int publish_obj(vigil_effects *fx, const char *topic, json_object *o, boo
         return -1;
     int rc = vigil_fx_publish_json(fx, topic, o, retain);
     json_object_put(o);
+    return rc;
+}
+
+/* Publishes and frees text (NULL = allocation failure upstream). */
+static int publish_text(vigil_effects *fx, const char *topic, char *text, bool retain)
+{
+    if (!text)
+        return -1;
+    int rc = vigil_fx_publish(fx, topic, text, retain);
+    free(text);
     return rc;
 }
 
@@ -129,7 +143,7 @@ static int emit(vigil_effects *fx, const dormancy_room *r, const dormancy_config
             break;
         case DORMANCY_OUT_ROOM_STATE:
             snprintf(topic, sizeof topic, "room/%s/state", r->room);
-            rc = publish_obj(fx, topic, dormancy_room_state_json(r, cfg, now), true);
+            rc = publish_text(fx, topic, dormancy_room_state_text(r, cfg, now), true);
             break;
         case DORMANCY_OUT_ROOM_CLEARED:
             snprintf(topic, sizeof topic, "room/%s/state", r->room);
@@ -148,11 +162,11 @@ static int emit(vigil_effects *fx, const dormancy_room *r, const dormancy_config
     return 0;
 }
 
-/* Shared tail of apply and on_timer: commit the new record only if it
- * differs from the one read. */
-static int finish(vigil_effects *fx, dormancy_room *r, const char *state_json,
-                  const dormancy_config *cfg, const dormancy_actions *acts, const vigil_input *in,
-                  int64_t now)
+/* The effects of a decision and the new record (if it changed); puts r
+ * itself in the record cache and sets *kept when the cache took it. */
+static int finish_effects(vigil_effects *fx, dormancy_room *r, const char *state_json,
+                          const dormancy_config *cfg, const dormancy_actions *acts,
+                          const vigil_input *in, int64_t now, bool *kept)
 {
     /* An input about a room never seen that left nothing behind (a wake
      * decision or autopilot for unknown personas, an answer with nothing
@@ -169,11 +183,23 @@ static int finish(vigil_effects *fx, dormancy_room *r, const char *state_json,
         rc = vigil_fx_set_state(fx, json);
     /* the next commit of the room likely starts from this record */
     pthread_once(&cache_once, cache_make);
-    dormancy_room *copy = rc == 0 && cache ? dormancy_room_clone(r) : NULL;
-    if (!copy || vigil_record_cache_put(cache, r->room, json, copy) != 0) {
+    if (rc == 0 && cache &&
+        vigil_record_cache_put_sized(cache, r->room, json, r, dormancy_room_bytes(r)) == 0)
+        *kept = true;
+    else
         free(json);
-        dormancy_room_free(copy);
-    }
+    return rc;
+}
+/* Shared tail of apply and on_timer: commit the new record only if it
+ * differs from the one read. Takes r (into the record cache, or freed). */
+static int finish(vigil_effects *fx, dormancy_room *r, const char *state_json,
+                  const dormancy_config *cfg, const dormancy_actions *acts, const vigil_input *in,
+                  int64_t now)
+{
+    bool kept = false;
+    int rc = finish_effects(fx, r, state_json, cfg, acts, in, now, &kept);
+    if (!kept)
+        dormancy_room_free(r);
     return rc;
 }
 
@@ -194,10 +220,11 @@ int dormancy_apply(void *ctx, const char *key, const char *state_json, const vig
     int rc = dormancy_room_apply(r, &pp->ev, &svc->cfg, now_ms, &ids, &acts);
     if (rc == 0)
         rc = finish(fx, r, state_json, &svc->cfg, &acts, in, now_ms);
+    else
+        dormancy_room_free(r);
     if (rc != 0)
         vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory applying to room '%s'", key);
     dormancy_actions_free(&acts);
-    dormancy_room_free(r);
     return rc;
 }
 
@@ -219,7 +246,8 @@ int dormancy_on_timer(void *ctx, const char *key, const char *state_json, const 
     int rc = dormancy_room_timer(r, timer_name, due_ms, &svc->cfg, now_ms, &ids, &acts);
     if (rc == 0)
         rc = finish(fx, r, state_json, &svc->cfg, &acts, NULL, now_ms);
+    else
+        dormancy_room_free(r);
     dormancy_actions_free(&acts);
-    dormancy_room_free(r);
     return rc;
 }

@@ -38,6 +38,17 @@ static void busy_record_round_trips(void **state)
     assert_int_equal(f->room->humans[0].n_responders, 3);
     assert_int_equal(f->room->n_sessions, 1);
     assert_true(f->room->n_timers >= 3);
+    /* the record is written as text: json-c writes it back byte for byte */
+    char *t = dormancy_room_to_json(f->room);
+    json_object *o = json_tokener_parse(t);
+    assert_non_null(o);
+    assert_string_equal(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                              JSON_C_TO_STRING_NOSLASHESCAPE),
+                        t);
+    assert_non_null(strstr(t, "\"humans\":[{\"id\":"));
+    assert_non_null(strstr(t, "\"sessions\":[{\"user\":\"joel\""));
+    json_object_put(o);
+    free(t);
     dm_free(f);
 }
 
@@ -88,6 +99,82 @@ static void quiet_room_record_is_small(void **state)
     assert_true(strlen(json) < 2000);
     assert_int_equal(f->n_store, 0); /* idle: no deadline left */
     free(json);
+    dm_free(f);
+}
+
+/* The message times travel as one string of differences; records written
+ * before, with the recent_ts array, still read. */
+static void recent_times_round_trip_compactly(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dm_personas(f, 1, "ann");
+    dm_human(f, "hello");
+    dm_advance(f, 1234);
+    dm_ai(f, "ann", "hi");
+    dm_advance(f, 7);
+    dm_human(f, "again");
+    dormancy_room *r = f->room;
+    assert_int_equal(r->n_recent, 3);
+    char *json = dormancy_room_to_json(r);
+    assert_non_null(strstr(json, "\"recent_dt\":\""));
+    assert_null(strstr(json, "recent_ts"));
+    char err[200];
+    dormancy_room *back = dormancy_room_from_json(json, r->room, err, sizeof err);
+    assert_non_null(back);
+    assert_int_equal(back->n_recent, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(back->recent_ts[i], r->recent_ts[i]);
+        assert_int_equal(back->recent_human[i], r->recent_human[i]);
+    }
+    assert_int_equal(back->recent_ts[1] - back->recent_ts[0], 1234);
+    dormancy_room_free(back);
+    free(json);
+    dormancy_room *old = dormancy_room_from_json(
+        "{\"room\":\"general\",\"recent_ts\":[1700000000000,1700000000500],"
+        "\"recent_kind\":\"ha\",\"personas\":[]}", "general", err, sizeof err);
+    assert_non_null(old);
+    assert_int_equal(old->n_recent, 2);
+    assert_int_equal(old->recent_ts[1], 1700000000500);
+    assert_true(old->recent_human[0]);
+    assert_false(old->recent_human[1]);
+    dormancy_room_free(old);
+    dm_free(f);
+}
+
+/* Persona texts are reused from the last record written: after changes,
+ * a record written with them equals one written from nothing (a copy). */
+static void reused_persona_texts_match_a_fresh_write(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dm_personas(f, 3, "ann", "bob", "cara");
+    char *first = dormancy_room_to_json(f->room);
+    dm_ai(f, "bob", "@self dormant sleep");
+    dm_human(f, "hello");
+    dm_ai(f, "dan", "joining");
+    char *cached = dormancy_room_to_json(f->room);
+    dormancy_room *copy = dormancy_room_clone(f->room);
+    char *fresh = dormancy_room_to_json(copy);
+    assert_string_equal(cached, fresh);
+    assert_string_not_equal(first, cached);
+    assert_non_null(strstr(cached, "\"id\":\"dan\""));
+    /* a persona removed: the texts after it move, and still match */
+    dormancy_room *r = f->room;
+    memmove(&r->personas[0], &r->personas[1], (size_t)(r->n_personas - 1) * sizeof r->personas[0]);
+    r->n_personas--;
+    char *after = dormancy_room_to_json(f->room);
+    dormancy_room *copy2 = dormancy_room_clone(f->room);
+    char *fresh2 = dormancy_room_to_json(copy2);
+    assert_string_equal(after, fresh2);
+    assert_null(strstr(after, "\"id\":\"ann\""));
+    free(first);
+    free(cached);
+    free(fresh);
+    free(after);
+    free(fresh2);
+    dormancy_room_free(copy);
+    dormancy_room_free(copy2);
     dm_free(f);
 }
 
@@ -266,6 +353,44 @@ static void room_state_schema_and_change_detection(void **state)
     dm_free(f);
 }
 
+/* room/{r}/state is written as text: it is valid JSON that json-c writes
+ * back byte for byte, with the names json-c must escape escaped, and empty
+ * lists as []. */
+static void room_state_text_is_what_json_c_writes(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    char *empty = dormancy_room_state_text(f->room, &f->cfg, f->now);
+    assert_non_null(strstr(empty, "\"humans_present\":[]"));
+    assert_non_null(strstr(empty, "\"personas\":{}"));
+    dm_personas(f, 2, "ann", "bob");
+    dm_human(f, "hi");
+    dormancy_event ev = {0};
+    ev.kind = DORMANCY_EV_PRESENCE;
+    ev.presence.user = "jo\"el/\\x";
+    ev.presence.session = "tab";
+    ev.presence.status = DORMANCY_PRESENCE_ACTIVE;
+    dm_send(f, &ev);
+    for (int round = 0; round < 2; round++) {
+        char *t = dormancy_room_state_text(f->room, &f->cfg, f->now);
+        json_object *o = json_tokener_parse(t);
+        assert_non_null(o);
+        assert_string_equal(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                                  JSON_C_TO_STRING_NOSLASHESCAPE),
+                            t);
+        json_object_put(o);
+        free(t);
+    }
+    json_object *e = json_tokener_parse(empty);
+    assert_non_null(e);
+    assert_string_equal(json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN |
+                                                              JSON_C_TO_STRING_NOSLASHESCAPE),
+                        empty);
+    json_object_put(e);
+    free(empty);
+    dm_free(f);
+}
+
 static void timer_names_fit_the_store(void **state)
 {
     (void)state;
@@ -341,11 +466,14 @@ int main(void)
         cmocka_unit_test(lists_are_bounded),
         cmocka_unit_test(personas_past_the_limit_are_refused_visibly),
         cmocka_unit_test(quiet_room_record_is_small),
+        cmocka_unit_test(recent_times_round_trip_compactly),
+        cmocka_unit_test(reused_persona_texts_match_a_fresh_write),
         cmocka_unit_test(unreadable_records_are_refused),
         cmocka_unit_test(persona_snapshot_on_join_and_change_only),
         cmocka_unit_test(persona_snapshot_carries_reason_and_pending_suggestion),
         cmocka_unit_test(persona_snapshot_drops_answered_suggestion_and_shows_until),
         cmocka_unit_test(room_state_schema_and_change_detection),
+        cmocka_unit_test(room_state_text_is_what_json_c_writes),
         cmocka_unit_test(timer_names_fit_the_store),
         cmocka_unit_test(every_event_gets_its_own_id),
     };

@@ -180,6 +180,10 @@ typedef struct dormancy_timer {
     int64_t due;
 } dormancy_timer;
 
+/* The JSON texts of a room's personas from the last record written
+ * (persona_texts.c): not part of the record. */
+typedef struct dormancy_texts dormancy_texts;
+
 typedef struct dormancy_room {
     char room[DORMANCY_ID_MAX + 1];
     int64_t first_seen;    /* first non-system message, 0 = none yet */
@@ -199,12 +203,15 @@ typedef struct dormancy_room {
     int n_personas, cap_personas;
     dormancy_persona *personas; /* in order of arrival */
     uint64_t room_digest;       /* of the last published room/{r}/state */
+    dormancy_texts *texts;      /* never NULL; a copy gets empty ones */
 } dormancy_room;
 
 dormancy_room *dormancy_room_new(const char *room_id);
 void dormancy_room_free(dormancy_room *r);
 /* A deep copy; NULL when out of memory. */
 dormancy_room *dormancy_room_clone(const dormancy_room *r);
+/* Memory a room holds (its struct, personas, timers, persona texts). */
+size_t dormancy_room_bytes(const dormancy_room *r);
 
 /* Nothing known about the room: no member, no message, no presence. */
 bool dormancy_room_blank(const dormancy_room *r);
@@ -383,6 +390,9 @@ json_object *dormancy_system_message_json(const dormancy_action *a, const char *
 /* {"level","since","trigger","reason"?,"snoozed_until"?,"until"?,
  *  "pending"?: {"level","trigger","reason","expires"}} for persona/{p}/state. */
 json_object *dormancy_persona_entry_json(const dormancy_action *a);
+/* room/{r}/state's payload as text (malloc'd; NULL when out of memory);
+ * dormancy_room_state_json is the same, parsed. */
+char *dormancy_room_state_text(const dormancy_room *r, const dormancy_config *cfg, int64_t now);
 json_object *dormancy_room_state_json(const dormancy_room *r, const dormancy_config *cfg,
                                       int64_t now);
 

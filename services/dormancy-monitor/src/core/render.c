@@ -3,9 +3,11 @@
  * on room/{r}/message, the persona/{p}/state entry and room/{r}/state. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <vigil/msg_room.h>
+#include <vigil/jtext.h>
 #include "step.h"
 
 void format_iso(int64_t ms, char *out, size_t outlen)
@@ -31,16 +33,6 @@ void dormancy_format_duration(int64_t ms, char *out, size_t outlen)
 static void add_str(json_object *o, const char *k, const char *v)
 {
     json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
-}
-
-/* Two decimals, printed as such (json-c would print 17 significant digits). */
-static json_object *new_rounded(double v)
-{
-    char buf[32];
-    snprintf(buf, sizeof buf, "%.2f", v);
-    double r;
-    sscanf(buf, "%lf", &r);
-    return json_object_new_double_s(r, buf);
 }
 
 json_object *dormancy_change_json(const dormancy_action *a, const char *room, int64_t now)
@@ -139,39 +131,81 @@ json_object *dormancy_persona_entry_json(const dormancy_action *a)
     return o;
 }
 
+bool room_session_listed(const dormancy_room *r, int i, const dormancy_config *cfg, int64_t now)
+{
+    const dormancy_session *s = &r->sessions[i];
+    if (dormancy_session_status(s, cfg, now) != DORMANCY_PRESENCE_ACTIVE)
+        return false;
+    for (int j = 0; j < i; j++)
+        if (strcmp(r->sessions[j].user, s->user) == 0 &&
+            dormancy_session_status(&r->sessions[j], cfg, now) == DORMANCY_PRESENCE_ACTIVE)
+            return false;
+    return true;
+}
+
+void room_rounded(double v, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%.2f", v);
+}
+
+/* room/{r}/state written as text: with 1,000 personas, a json-c object of
+ * 1,000 members cost more than the rest of the input. */
+char *dormancy_room_state_text(const dormancy_room *r, const dormancy_config *cfg, int64_t now)
+{
+    vigil_jtext b = {0};
+    char num[32];
+    vigil_jtext_lit(&b, "{\"room\":");
+    vigil_jtext_str(&b, r->room);
+    vigil_jtext_lit(&b, ",\"last_human_ts\":");
+    if (r->last_human)
+        vigil_jtext_i64(&b, r->last_human);
+    else
+        vigil_jtext_lit(&b, "null");
+    vigil_jtext_lit(&b, ",\"ai_only_since\":");
+    if (r->ai_only_since)
+        vigil_jtext_i64(&b, r->ai_only_since);
+    else
+        vigil_jtext_lit(&b, "null");
+    vigil_jtext_lit(&b, ",\"humans_present\":[");
+    bool first = true;
+    for (int i = 0; i < r->n_sessions; i++) {
+        if (!room_session_listed(r, i, cfg, now))
+            continue;
+        if (!first)
+            vigil_jtext_lit(&b, ",");
+        first = false;
+        vigil_jtext_str(&b, r->sessions[i].user);
+    }
+    dormancy_metrics m = dormancy_room_metrics(r, cfg, now);
+    vigil_jtext_lit(&b, "],\"velocity_per_min\":");
+    room_rounded(m.velocity_per_min, num, sizeof num);
+    vigil_jtext_lit(&b, num);
+    vigil_jtext_lit(&b, ",\"ai_to_human_ratio\":");
+    if (m.humans > 0) {
+        room_rounded(m.ai_to_human_ratio, num, sizeof num);
+        vigil_jtext_lit(&b, num);
+    } else {
+        vigil_jtext_lit(&b, "null");
+    }
+    vigil_jtext_lit(&b, r->paused ? ",\"paused\":true,\"personas\":{" : ",\"paused\":false,\"personas\":{");
+    for (int i = 0; i < r->n_personas; i++) {
+        if (i > 0)
+            vigil_jtext_lit(&b, ",");
+        vigil_jtext_str(&b, r->personas[i].id);
+        vigil_jtext_lit(&b, ":");
+        vigil_jtext_str(&b, dormancy_level_name(r->personas[i].level));
+    }
+    vigil_jtext_lit(&b, "},\"ts\":");
+    vigil_jtext_i64(&b, now);
+    vigil_jtext_lit(&b, "}");
+    return vigil_jtext_take(&b);
+}
+
 json_object *dormancy_room_state_json(const dormancy_room *r, const dormancy_config *cfg,
                                       int64_t now)
 {
-    json_object *o = json_object_new_object();
-    if (!o)
-        return NULL;
-    add_str(o, "room", r->room);
-    json_object_object_add(o, "last_human_ts", r->last_human ? json_object_new_int64(r->last_human) : NULL);
-    json_object_object_add(o, "ai_only_since",
-                           r->ai_only_since ? json_object_new_int64(r->ai_only_since) : NULL);
-    json_object *hp = json_object_new_array();
-    for (int i = 0; i < r->n_sessions; i++) {
-        const dormancy_session *s = &r->sessions[i];
-        if (dormancy_session_status(s, cfg, now) != DORMANCY_PRESENCE_ACTIVE)
-            continue;
-        bool dup = false;
-        for (int j = 0; j < i && !dup; j++)
-            dup = strcmp(r->sessions[j].user, s->user) == 0 &&
-                  dormancy_session_status(&r->sessions[j], cfg, now) == DORMANCY_PRESENCE_ACTIVE;
-        if (!dup)
-            json_object_array_add(hp, json_object_new_string(s->user));
-    }
-    json_object_object_add(o, "humans_present", hp);
-    dormancy_metrics m = dormancy_room_metrics(r, cfg, now);
-    json_object_object_add(o, "velocity_per_min", new_rounded(m.velocity_per_min));
-    json_object_object_add(o, "ai_to_human_ratio",
-                           m.humans > 0 ? new_rounded(m.ai_to_human_ratio) : NULL);
-    json_object_object_add(o, "paused", json_object_new_boolean(r->paused));
-    json_object *ps = json_object_new_object();
-    for (int i = 0; i < r->n_personas; i++)
-        json_object_object_add(ps, r->personas[i].id,
-                               json_object_new_string(dormancy_level_name(r->personas[i].level)));
-    json_object_object_add(o, "personas", ps);
-    json_object_object_add(o, "ts", json_object_new_int64(now));
+    char *t = dormancy_room_state_text(r, cfg, now);
+    json_object *o = t ? json_tokener_parse(t) : NULL;
+    free(t);
     return o;
 }

@@ -77,6 +77,11 @@ dormancy_room *dormancy_room_new(const char *room_id)
     dormancy_room *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
+    r->texts = dormancy_texts_new();
+    if (!r->texts) {
+        free(r);
+        return NULL;
+    }
     dm_copy(r->room, sizeof r->room, room_id);
     return r;
 }
@@ -87,7 +92,14 @@ void dormancy_room_free(dormancy_room *r)
         return;
     free(r->personas);
     free(r->timers);
+    dormancy_texts_free(r->texts);
     free(r);
+}
+
+size_t dormancy_room_bytes(const dormancy_room *r)
+{
+    return sizeof *r + (size_t)r->cap_personas * sizeof *r->personas +
+           (size_t)r->cap_timers * sizeof *r->timers + dormancy_texts_bytes(r->texts);
 }
 
 dormancy_room *dormancy_room_clone(const dormancy_room *r)
@@ -98,6 +110,11 @@ dormancy_room *dormancy_room_clone(const dormancy_room *r)
     *c = *r;
     c->personas = NULL;
     c->timers = NULL;
+    c->texts = dormancy_texts_new();
+    if (!c->texts) {
+        free(c);
+        return NULL;
+    }
     c->cap_personas = r->n_personas;
     c->cap_timers = r->n_timers;
     if (r->n_personas) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <vigil/json.h>
+#include <vigil/jtext.h>
 #include "step.h"
 
 #define STATE_VERSION 1
@@ -40,7 +41,7 @@ static void put_digest(json_object *o, const char *k, uint64_t d)
     json_object_object_add(o, k, json_object_new_string(hex));
 }
 
-static json_object *persona_to_json(const dormancy_persona *p)
+json_object *dormancy_persona_record_json(const dormancy_persona *p)
 {
     json_object *o = json_object_new_object();
     put_str(o, "id", p->id);
@@ -76,87 +77,162 @@ static json_object *persona_to_json(const dormancy_persona *p)
     return o;
 }
 
+/* The recent message times as one string, "t0,d1,d2,...": the first time,
+ * then each time's difference to the one before (a few digits instead of
+ * thirteen, and one JSON value instead of up to 256). */
+static void put_recent(vigil_jtext *b, const dormancy_room *r)
+{
+    char *h = malloc((size_t)r->n_recent + 1);
+    if (!h) {
+        b->oom = true;
+        return;
+    }
+    vigil_jtext_lit(b, ",\"recent_dt\":\"");
+    for (int i = 0; i < r->n_recent; i++) {
+        if (i > 0)
+            vigil_jtext_put(b, ",", 1);
+        vigil_jtext_i64(b, i == 0 ? r->recent_ts[0] : r->recent_ts[i] - r->recent_ts[i - 1]);
+        h[i] = r->recent_human[i] ? 'h' : 'a';
+    }
+    h[r->n_recent] = '\0';
+    vigil_jtext_lit(b, "\",\"recent_kind\":\"");
+    vigil_jtext_lit(b, h);
+    vigil_jtext_put(b, "\"", 1);
+    free(h);
+}
+
+/* ,"k":v unless v is 0 (zero fields are left out) */
+static void text_i64(vigil_jtext *b, const char *k, int64_t v)
+{
+    if (v == 0)
+        return;
+    vigil_jtext_lit(b, k);
+    vigil_jtext_i64(b, v);
+}
+
+/* ,"k":"v" unless v is empty */
+static void text_str(vigil_jtext *b, const char *k, const char *v)
+{
+    if (!v || !v[0])
+        return;
+    vigil_jtext_lit(b, k);
+    vigil_jtext_str(b, v);
+}
+
+static void text_digest(vigil_jtext *b, const char *k, uint64_t d)
+{
+    char hex[17];
+    if (d == 0)
+        return;
+    snprintf(hex, sizeof hex, "%016" PRIx64, d);
+    vigil_jtext_lit(b, k);
+    vigil_jtext_str(b, hex);
+}
+
+/* Removes the comma that opens an object's first member, written at `at`
+ * (the members are written each with its comma, some left out). */
+static void drop_comma(vigil_jtext *b, size_t at)
+{
+    if (b->oom || b->n <= at)
+        return;
+    memmove(b->s + at, b->s + at + 1, b->n - at); /* with the NUL */
+    b->n--;
+}
+
+static void put_humans(vigil_jtext *b, const dormancy_room *r)
+{
+    vigil_jtext_lit(b, ",\"humans\":[");
+    for (int i = 0; i < r->n_humans; i++) {
+        const dormancy_human_msg *m = &r->humans[i];
+        vigil_jtext_lit(b, i > 0 ? ",{" : "{");
+        size_t at = b->n;
+        text_str(b, ",\"id\":", m->id);
+        text_i64(b, ",\"ts\":", m->ts);
+        text_i64(b, ",\"n\":", m->n_responders);
+        int kept = m->n_responders < DORMANCY_MAX_RESPONDERS ? m->n_responders
+                                                             : DORMANCY_MAX_RESPONDERS;
+        if (kept > 0) {
+            vigil_jtext_lit(b, ",\"responders\":[");
+            for (int j = 0; j < kept; j++) {
+                if (j > 0)
+                    vigil_jtext_put(b, ",", 1);
+                vigil_jtext_str(b, m->responders[j]);
+            }
+            vigil_jtext_put(b, "]", 1);
+        }
+        drop_comma(b, at);
+        vigil_jtext_put(b, "}", 1);
+    }
+    vigil_jtext_put(b, "]", 1);
+}
+
+static void put_sessions(vigil_jtext *b, const dormancy_room *r)
+{
+    vigil_jtext_lit(b, ",\"sessions\":[");
+    for (int i = 0; i < r->n_sessions; i++) {
+        const dormancy_session *se = &r->sessions[i];
+        vigil_jtext_lit(b, i > 0 ? ",{" : "{");
+        size_t at = b->n;
+        text_str(b, ",\"user\":", se->user);
+        text_str(b, ",\"session\":", se->session);
+        text_str(b, ",\"status\":", PRESENCE_NAMES[se->status]);
+        text_i64(b, ",\"last_activity\":", se->last_activity);
+        text_i64(b, ",\"heard\":", se->heard);
+        drop_comma(b, at);
+        vigil_jtext_put(b, "}", 1);
+    }
+    vigil_jtext_put(b, "]", 1);
+}
+
+/* The record as text, written directly (what json-c wrote for the same
+ * fields, in the same order, zero fields left out); each persona's text
+ * comes from the room's persona texts (persona_texts.c), written again
+ * only for the personas that changed. */
 char *dormancy_room_to_json(const dormancy_room *r)
 {
-    json_object *o = json_object_new_object();
-    if (!o)
-        return NULL;
-    json_object_object_add(o, "v", json_object_new_int(STATE_VERSION));
-    json_object_object_add(o, "room", json_object_new_string(r->room));
-    put_i64(o, "first_seen", r->first_seen);
-    put_i64(o, "last_message", r->last_message);
-    put_i64(o, "last_human", r->last_human);
-    put_i64(o, "ai_only_since", r->ai_only_since);
+    vigil_jtext b = {0};
+    vigil_jtext_lit(&b, "{\"v\":");
+    vigil_jtext_i64(&b, STATE_VERSION);
+    vigil_jtext_lit(&b, ",\"room\":");
+    vigil_jtext_str(&b, r->room);
+    text_i64(&b, ",\"first_seen\":", r->first_seen);
+    text_i64(&b, ",\"last_message\":", r->last_message);
+    text_i64(&b, ",\"last_human\":", r->last_human);
+    text_i64(&b, ",\"ai_only_since\":", r->ai_only_since);
     if (r->paused)
-        json_object_object_add(o, "paused", json_object_new_boolean(1));
-    if (r->n_recent > 0) {
-        json_object *ts = json_object_new_array();
-        char *h = malloc((size_t)r->n_recent + 1);
-        if (!h) {
-            json_object_put(ts);
-            json_object_put(o);
-            return NULL;
-        }
-        for (int i = 0; i < r->n_recent; i++) {
-            json_object_array_add(ts, json_object_new_int64(r->recent_ts[i]));
-            h[i] = r->recent_human[i] ? 'h' : 'a';
-        }
-        h[r->n_recent] = '\0';
-        json_object_object_add(o, "recent_ts", ts);
-        json_object_object_add(o, "recent_kind", json_object_new_string(h));
-        free(h);
-    }
-    if (r->n_humans > 0) {
-        json_object *a = json_object_new_array();
-        for (int i = 0; i < r->n_humans; i++) {
-            const dormancy_human_msg *m = &r->humans[i];
-            json_object *e = json_object_new_object();
-            put_str(e, "id", m->id);
-            put_i64(e, "ts", m->ts);
-            put_i64(e, "n", m->n_responders);
-            int kept = m->n_responders < DORMANCY_MAX_RESPONDERS ? m->n_responders
-                                                                 : DORMANCY_MAX_RESPONDERS;
-            if (kept > 0) {
-                json_object *rs = json_object_new_array();
-                for (int j = 0; j < kept; j++)
-                    json_object_array_add(rs, json_object_new_string(m->responders[j]));
-                json_object_object_add(e, "responders", rs);
-            }
-            json_object_array_add(a, e);
-        }
-        json_object_object_add(o, "humans", a);
-    }
-    if (r->n_sessions > 0) {
-        json_object *a = json_object_new_array();
-        for (int i = 0; i < r->n_sessions; i++) {
-            const dormancy_session *s = &r->sessions[i];
-            json_object *e = json_object_new_object();
-            put_str(e, "user", s->user);
-            put_str(e, "session", s->session);
-            put_str(e, "status", PRESENCE_NAMES[s->status]);
-            put_i64(e, "last_activity", s->last_activity);
-            put_i64(e, "heard", s->heard);
-            json_object_array_add(a, e);
-        }
-        json_object_object_add(o, "sessions", a);
-    }
+        vigil_jtext_lit(&b, ",\"paused\":true");
+    if (r->n_recent > 0)
+        put_recent(&b, r);
+    if (r->n_humans > 0)
+        put_humans(&b, r);
+    if (r->n_sessions > 0)
+        put_sessions(&b, r);
     if (r->n_timers > 0) {
-        json_object *t = json_object_new_object();
-        for (int i = 0; i < r->n_timers; i++)
-            json_object_object_add(t, r->timers[i].name, json_object_new_int64(r->timers[i].due));
-        json_object_object_add(o, "timers", t);
+        vigil_jtext_lit(&b, ",\"timers\":{");
+        for (int i = 0; i < r->n_timers; i++) {
+            if (i > 0)
+                vigil_jtext_put(&b, ",", 1);
+            vigil_jtext_str(&b, r->timers[i].name);
+            vigil_jtext_put(&b, ":", 1);
+            vigil_jtext_i64(&b, r->timers[i].due);
+        }
+        vigil_jtext_put(&b, "}", 1);
     }
-    put_digest(o, "digest", r->room_digest);
-    json_object *ps = json_object_new_array();
-    for (int i = 0; i < r->n_personas; i++)
-        json_object_array_add(ps, persona_to_json(&r->personas[i]));
-    json_object_object_add(o, "personas", ps);
-
-    const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-                                                          JSON_C_TO_STRING_NOSLASHESCAPE);
-    char *copy = s ? strdup(s) : NULL;
-    json_object_put(o);
-    return copy;
+    text_digest(&b, ",\"digest\":", r->room_digest);
+    vigil_jtext_lit(&b, ",\"personas\":[");
+    for (int i = 0; i < r->n_personas; i++) {
+        size_t len = 0;
+        const char *t = dormancy_texts_persona(r->texts, i, &r->personas[i], &len);
+        if (!t) {
+            b.oom = true;
+            break;
+        }
+        if (i > 0)
+            vigil_jtext_put(&b, ",", 1);
+        vigil_jtext_put(&b, t, len);
+    }
+    vigil_jtext_lit(&b, "]}");
+    return vigil_jtext_take(&b);
 }
 
 /* ---- reading ---- */
@@ -252,10 +328,41 @@ static int add_timer(dormancy_room *r, const char *name, int64_t due)
     return 0;
 }
 
+/* The compact form put_recent writes; stops at the first malformed
+ * number. Returns the number of times read. */
+static size_t read_recent_text(dormancy_room *r, const char *s, size_t max)
+{
+    size_t n = 0;
+    int64_t prev = 0;
+    while (n < max && *s) {
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end == s)
+            break;
+        prev = n == 0 ? (int64_t)v : prev + (int64_t)v;
+        r->recent_ts[n++] = prev;
+        if (*end != ',')
+            break;
+        s = end + 1;
+    }
+    return n;
+}
+
+/* recent_dt (written since the compact form) or recent_ts (an array, as
+ * records written before hold it), with recent_kind. */
 static void read_recent(dormancy_room *r, json_object *o)
 {
     json_object *ts;
     const char *kind = get_str(o, "recent_kind");
+    const char *dt = get_str(o, "recent_dt");
+    if (dt && kind) {
+        size_t nk = strlen(kind);
+        size_t n = read_recent_text(r, dt, nk < DORMANCY_MAX_RECENT ? nk : DORMANCY_MAX_RECENT);
+        for (size_t i = 0; i < n; i++)
+            r->recent_human[i] = kind[i] == 'h';
+        r->n_recent = (int)n;
+        return;
+    }
     if (!json_object_object_get_ex(o, "recent_ts", &ts) || !ts ||
         !json_object_is_type(ts, json_type_array) || !kind)
         return;

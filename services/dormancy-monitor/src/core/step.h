@@ -127,4 +127,21 @@ void format_iso(int64_t ms, char *out, size_t outlen);
 /* snprintf into a fixed buffer, truncating silently (texts and reasons). */
 void dm_copy(char *dst, size_t cap, const char *src);
 
+/* persona_texts.c: the cached text of persona i of a record (p), written
+ * again when p differs from the persona it was written for. NULL when out
+ * of memory. */
+dormancy_texts *dormancy_texts_new(void);
+void dormancy_texts_free(dormancy_texts *t);
+size_t dormancy_texts_bytes(const dormancy_texts *t); /* memory held */
+const char *dormancy_texts_persona(dormancy_texts *t, int i, const dormancy_persona *p,
+                                   size_t *len);
+/* state_json.c: one persona as the record holds it. */
+json_object *dormancy_persona_record_json(const dormancy_persona *p);
+
+/* render.c: whether session i's user is listed in room/{r}/state's
+ * humans_present (active, and the first active session of that user), and
+ * a figure as room/{r}/state writes it (two decimals). */
+bool room_session_listed(const dormancy_room *r, int i, const dormancy_config *cfg, int64_t now);
+void room_rounded(double v, char *out, size_t outlen);
+
 #endif

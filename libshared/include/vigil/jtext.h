@@ -1,0 +1,29 @@
+/* jtext.h - JSON written as text into a growable buffer, for payloads and
+ * records written on every input: building a json-c tree of hundreds of
+ * values and printing it costs more than the decision it reports.
+ * Strings come out exactly as json-c writes them (with
+ * JSON_C_TO_STRING_NOSLASHESCAPE), numbers as decimal integers, so a text
+ * written here equals json-c's for the same values. The caller writes the
+ * punctuation ("{", ",", ":") itself. Pure: json-c only. */
+#ifndef VIGIL_JTEXT_H
+#define VIGIL_JTEXT_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct vigil_jtext {
+    char *s;  /* NUL-terminated while not oom */
+    size_t n, cap;
+    bool oom; /* an append could not grow the buffer: the text is incomplete */
+} vigil_jtext; /* start with {0} */
+
+void vigil_jtext_put(vigil_jtext *b, const char *v, size_t len);
+void vigil_jtext_lit(vigil_jtext *b, const char *v);
+void vigil_jtext_i64(vigil_jtext *b, int64_t v);
+/* A JSON string, quoted and escaped as json-c does. */
+void vigil_jtext_str(vigil_jtext *b, const char *v);
+/* The text (malloc'd, the caller frees it), or NULL when an append failed
+ * (then everything is freed). The buffer is empty afterwards. */
+char *vigil_jtext_take(vigil_jtext *b);
+
+#endif

@@ -1,0 +1,85 @@
+/* test_jtext.c - JSON written as text equals what json-c writes for the
+ * same values: plain and escaped strings, the extreme integers, and an
+ * allocation that fails leaves nothing behind. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+#include "vigil/jtext.h"
+
+static const int FLAGS = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
+
+static void strings_are_written_as_json_c_writes_them(void **state)
+{
+    (void)state;
+    const char *cases[] = {"", "ann", "a/b", "q\"uote", "back\\slash", "tab\there",
+                           "nl\n", "\x01\x1f", "del\x7f", "\xc3\xa9t\xc3\xa9"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        vigil_jtext b = {0};
+        vigil_jtext_str(&b, cases[i]);
+        char *t = vigil_jtext_take(&b);
+        json_object *o = json_object_new_string(cases[i]);
+        assert_string_equal(t, json_object_to_json_string_ext(o, FLAGS));
+        json_object_put(o);
+        free(t);
+    }
+}
+
+static void integers_are_written_as_json_c_writes_them(void **state)
+{
+    (void)state;
+    const int64_t cases[] = {0, 7, -7, 1732448000000, INT64_MAX, INT64_MIN};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        vigil_jtext b = {0};
+        vigil_jtext_i64(&b, cases[i]);
+        char *t = vigil_jtext_take(&b);
+        json_object *o = json_object_new_int64(cases[i]);
+        assert_string_equal(t, json_object_to_json_string_ext(o, FLAGS));
+        json_object_put(o);
+        free(t);
+    }
+}
+
+static void a_document_and_a_failed_one(void **state)
+{
+    (void)state;
+    vigil_jtext b = {0};
+    vigil_jtext_lit(&b, "{\"k\":");
+    vigil_jtext_str(&b, "v");
+    vigil_jtext_lit(&b, ",\"n\":[");
+    for (int i = 0; i < 1000; i++) { /* grows past the first buffer */
+        if (i > 0)
+            vigil_jtext_put(&b, ",", 1);
+        vigil_jtext_i64(&b, i);
+    }
+    vigil_jtext_lit(&b, "]}");
+    char *t = vigil_jtext_take(&b);
+    json_object *o = json_tokener_parse(t);
+    assert_non_null(o);
+    assert_string_equal(t, json_object_to_json_string_ext(o, FLAGS));
+    json_object_put(o);
+    free(t);
+    assert_null(b.s);
+    char *empty = vigil_jtext_take(&b); /* nothing written: "" */
+    assert_string_equal(empty, "");
+    free(empty);
+    vigil_jtext f = {0};
+    vigil_jtext_lit(&f, "{");
+    f.oom = true; /* as after a failed realloc */
+    vigil_jtext_lit(&f, "more");
+    assert_null(vigil_jtext_take(&f));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(strings_are_written_as_json_c_writes_them),
+        cmocka_unit_test(integers_are_written_as_json_c_writes_them),
+        cmocka_unit_test(a_document_and_a_failed_one),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
