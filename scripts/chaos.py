@@ -574,6 +574,8 @@ def main():
         log_counts = chaos.log_counts()
         dead = chaos.dead_letters()
         self_check = oracle_self_check(chaos, want, got, log_counts)
+        adopted = sum(s.stderr_text().count("adopted the MQTT session of a removed shard index")
+                      for s in chaos.replicas + chaos.retired)
         crashed = [f"{s.instance}: {p}" for s in chaos.replicas + chaos.retired for p in s.check()
                    if "exited by itself" not in p]
     except BaseException as e:  # noqa: BLE001
@@ -625,6 +627,7 @@ def main():
     print(f"  doubled             {doubled}  (output ids the reference never produced {len(extra_outputs)}; "
           f"room log entries twice {len(doubled_log)})")
     print(f"  dead letters        {dead_total}  ({', '.join(f'{s}:deadletter {v}' for s, v in dead.items())})")
+    print(f"  sessions adopted    {adopted}  (MQTT sessions of removed shard indexes drained and ended)")
     print(f"  settled             {'yes' if settled else 'NO (timed out)'}")
     print(f"  oracle self-check   {self_check or 'FAILED: a planted loss went unseen'}")
     print(f"  elapsed             {time.monotonic() - t0:.0f} s")

@@ -43,6 +43,13 @@
  * is older than this (a replica resumed after a pause must not decide on a
  * view from before it). */
 #define VIEW_STALE_MS (2 * HANDOVER_EVERY_MS)
+/* Adopting a removed index's session: how long to wait for the connection,
+ * how long without input counts as drained, and the most one adoption may
+ * take before the timer thread goes back to its ticks (the rest is taken
+ * on the next round). */
+#define ADOPT_CONNECT_MS 10000
+#define ADOPT_QUIET_MS 2000
+#define ADOPT_MAX_MS 30000
 /* How long a message in hand may keep retrying Redis after shutdown was
  * asked for, before the process exits without acknowledging it. */
 #define SHUTDOWN_GRACE_MS 5000
@@ -473,9 +480,12 @@ static void kind_label(const vigil_input *in, char *out, size_t outlen)
 
 /* paho's message callback: the message is acknowledged when this returns,
  * so everything durable happens before. */
-static void on_message(void *ctx, const char *topic, const void *payload, size_t len, bool retained)
+/* One input, from this replica's session or (take_all) from an adopted
+ * session of a removed shard index, whose every input is taken whoever
+ * owns its keys: the owners under the old count skipped them. */
+static void intake(vigil_runtime *rt, const char *topic, const void *payload, size_t len,
+                   bool retained, bool take_all)
 {
-    vigil_runtime *rt = ctx;
     int64_t t0 = vigil_mono_ms();
     int64_t now = vigil_now_ms();
     atomic_store(&rt->intake_busy_since, t0 ? t0 : 1);
@@ -534,7 +544,7 @@ static void on_message(void *ctx, const char *topic, const void *payload, size_t
     intake_view(rt, &view);
     int mine = 0;
     for (int i = 0; i < n; i++) {
-        if (!vigil_shard_view_owns(&view, rt->cfg.shard_index, keys[i])) {
+        if (!take_all && !vigil_shard_view_owns(&view, rt->cfg.shard_index, keys[i])) {
             vigil_counter_add("vigil_inputs_other_shard_total",
                               "Keys skipped because another shard owns them", NULL, 1);
             continue;
@@ -570,6 +580,11 @@ done:
     vigil_histogram_observe("vigil_handler_seconds", "Time from arrival to durable commit",
                             NULL, (double)(vigil_mono_ms() - t0) / 1000.0);
     atomic_store(&rt->intake_busy_since, 0);
+}
+
+static void on_message(void *ctx, const char *topic, const void *payload, size_t len, bool retained)
+{
+    intake(ctx, topic, payload, len, retained, false);
 }
 
 static void on_mqtt_state(void *ctx, bool connected)
@@ -644,14 +659,14 @@ static int64_t handover_ttl(const vigil_runtime *rt)
  * owns it) and says so when the counts in use change: a change of N has
  * begun or ended. On a Redis error the previous view stays, unrefreshed,
  * so the intake tries again before its next decision. */
-static void view_refresh(vigil_runtime *rt, vigil_store *store)
+static int view_refresh(vigil_runtime *rt, vigil_store *store, vigil_shard_sessions *sessions)
 {
     vigil_shard_view v;
     int64_t session_ms = rt->cfg.mqtt_session_expiry_s * 1000;
     if (vigil_shard_view_refresh(store, rt->cfg.shard_index, rt->cfg.shard_count,
                                  atomic_load(&rt->mqtt_up), vigil_now_ms(), handover_ttl(rt),
-                                 session_ms, &v) != 0)
-        return;
+                                 session_ms, &v, sessions) != 0)
+        return -1;
     pthread_mutex_lock(&rt->view_mu);
     bool changed = !vigil_shard_view_equal(&v, &rt->view);
     rt->view = v;
@@ -669,6 +684,7 @@ static void view_refresh(vigil_runtime *rt, vigil_store *store)
                              : "shard counts in use: one",
                      "counts", counts, NULL);
     }
+    return 0;
 }
 
 /* The view the intake decides with: the timer thread's, or a fresh one
@@ -680,10 +696,126 @@ static void intake_view(vigil_runtime *rt, vigil_shard_view *out)
     bool stale = vigil_mono_ms() - rt->view_at > VIEW_STALE_MS;
     pthread_mutex_unlock(&rt->view_mu);
     if (stale)
-        view_refresh(rt, rt->intake_store);
+        view_refresh(rt, rt->intake_store, NULL);
     pthread_mutex_lock(&rt->view_mu);
     *out = rt->view;
     pthread_mutex_unlock(&rt->view_mu);
+}
+
+/* An adopted session (adopt_session): when its last input arrived. */
+typedef struct adoption {
+    vigil_runtime *rt;
+    atomic_llong last;
+    atomic_llong inputs;
+} adoption;
+
+/* paho delivers the adopted session's inputs here; the callbacks of every
+ * client of the process run under paho's one lock, so this never runs
+ * beside on_message and may use the intake's Redis connection. */
+static void on_adopted_message(void *ctx, const char *topic, const void *payload, size_t len,
+                               bool retained)
+{
+    adoption *a = ctx;
+    intake(a->rt, topic, payload, len, retained, true);
+    atomic_fetch_add(&a->inputs, 1);
+    atomic_store(&a->last, vigil_mono_ms());
+}
+
+/* Connects as client_id with the runtime's broker settings and waits (at
+ * most connect_ms) until connected; then, when quiet_ms > 0, until no
+ * input arrived for quiet_ms (at most ADOPT_MAX_MS), and stops the client.
+ * Returns whether it connected. */
+static bool adopt_connect(vigil_runtime *rt, const char *client_id, int session_expiry_s,
+                          const char *const *subs, adoption *a, int64_t quiet_ms)
+{
+    vigil_mqtt_config mc = {
+        .url = rt->cfg.mqtt_url,
+        .user = rt->cfg.mqtt_user,
+        .password = rt->cfg.mqtt_password,
+        .client_id = client_id,
+        .subscriptions = subs,
+        .session_expiry_s = session_expiry_s,
+        .on_message = on_adopted_message,
+        .ctx = a,
+        .tls_ca_file = rt->cfg.mqtt_ca_file,
+        .tls_cert_file = rt->cfg.mqtt_cert_file,
+        .tls_key_file = rt->cfg.mqtt_key_file,
+        .topic_prefix = rt->cfg.topic_prefix,
+    };
+    char err[256] = "";
+    vigil_mqtt *m = vigil_mqtt_new(&mc, err, sizeof err);
+    if (!m) {
+        vigil_log_kv(VIGIL_LOG_WARN, "cannot adopt a removed shard's session", "client_id",
+                     client_id, "error", err, NULL);
+        return false;
+    }
+    bool connected = false;
+    if (vigil_mqtt_start(m) == 0) {
+        int64_t start = vigil_mono_ms();
+        while (!atomic_load(&rt->stop)) {
+            int64_t now = vigil_mono_ms();
+            if (!connected) {
+                connected = vigil_mqtt_connected(m);
+                if (connected)
+                    atomic_store(&a->last, now);
+                else if (now - start > ADOPT_CONNECT_MS)
+                    break;
+            }
+            if (connected && (quiet_ms <= 0 || now - atomic_load(&a->last) >= quiet_ms ||
+                              now - start > ADOPT_MAX_MS))
+                break;
+            vigil_sleep_ms(50, &rt->stop_sleep);
+        }
+    }
+    vigil_mqtt_stop(m, NULL, 3000);
+    return connected;
+}
+
+/* Takes over the persistent session of shard index j, whose replica is
+ * gone for good (j >= N): a replica killed with a backlog leaves input in
+ * it that the others skipped as not theirs, and nobody would ever connect
+ * as j again. Connects as j, takes every input the session holds (whoever
+ * owns its keys; inputs already applied are recognised by their ids) until
+ * it is quiet, then ends the session with a clean start that keeps none.
+ * Input published between the two connections also reached every other
+ * replica's session, whose owners under the current counts take it. Runs
+ * on the timer thread, between ticks. */
+static void adopt_session(vigil_runtime *rt, int j)
+{
+    char client_id[128];
+    snprintf(client_id, sizeof client_id, "vigil-%s-%d", rt->def->name, j);
+    adoption a = { .rt = rt };
+    atomic_init(&a.last, vigil_mono_ms());
+    atomic_init(&a.inputs, 0);
+    if (!adopt_connect(rt, client_id, (int)rt->cfg.mqtt_session_expiry_s, rt->def->subscriptions,
+                       &a, ADOPT_QUIET_MS))
+        return;
+    static const char *const none[] = { NULL };
+    if (!adopt_connect(rt, client_id, -1, none, &a, 0))
+        return;
+    vigil_shard_view_forget_session(rt->timer_store, j);
+    char js[16], n[24];
+    snprintf(js, sizeof js, "%d", j);
+    snprintf(n, sizeof n, "%lld", (long long)atomic_load(&a.inputs));
+    vigil_log_kv(VIGIL_LOG_INFO, "adopted the MQTT session of a removed shard index and ended it",
+                 "from_shard", js, "inputs", n, NULL);
+    vigil_counter_add("vigil_handover_sessions_total",
+                      "MQTT sessions of removed shard indexes taken over and ended", NULL, 1);
+}
+
+/* Adopts the session of every index this replica inherits (j >= N,
+ * j % N == own index) whose replica's heartbeat is gone. */
+static void adopt_sessions(vigil_runtime *rt, const vigil_shard_sessions *sessions)
+{
+    int i = rt->cfg.shard_index, n = rt->cfg.shard_count;
+    if (i >= n)
+        return; /* a draining replica inherits nothing */
+    for (int k = 0; k < sessions->n && !atomic_load(&rt->stop); k++) {
+        int j = sessions->index[k];
+        if (j < n || j % n != i || vigil_shard_view_alive(rt->timer_store, j) != 0)
+            continue;
+        adopt_session(rt, j);
+    }
 }
 
 /* Keeps this replica's heartbeat and takes over the outbox and timers of
@@ -693,7 +825,9 @@ static void handover(vigil_runtime *rt)
 {
     if (vigil_handover_beat(rt->timer_store, rt->cfg.instance, handover_ttl(rt)) != 0)
         return;
-    view_refresh(rt, rt->timer_store);
+    static vigil_shard_sessions sessions; /* timer thread only */
+    if (view_refresh(rt, rt->timer_store, &sessions) == 0 && atomic_load(&rt->mqtt_up))
+        adopt_sessions(rt, &sessions);
     if (vigil_handover_adopt(rt->timer_store, rt->cfg.shard_count) > 0)
         kick_outbox(rt);
 }

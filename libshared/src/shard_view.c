@@ -72,14 +72,15 @@ void vigil_shard_view_format(const vigil_shard_view *v, char *out, size_t outlen
     }
 }
 
-/* KEYS: counts (zset: member N, score = expiry ms), settled (string).
+/* KEYS: counts (zset: member N, score = expiry ms), settled (string),
+ * sessions (set of the indexes that ever had a session).
  * ARGV: now, ttl, count, index, session_ready (0/1), session_px, base.
- * Checks both keys' types before the first write (a failing script keeps
+ * Checks every key's type before the first write (a failing script keeps
  * its writes). The session markers' names are built from base: they are
  * the service's own keys, like every other key the script touches. */
 static const char VIEW_LUA[] =
-    "local want = {'zset', 'string'}\n"
-    "for k = 1, 2 do\n"
+    "local want = {'zset', 'string', 'set'}\n"
+    "for k = 1, 3 do\n"
     "  local t = redis.call('TYPE', KEYS[k])['ok']\n"
     "  if t ~= 'none' and t ~= want[k] then\n"
     "    return redis.error_reply('VIGIL_BAD_DATA ' .. KEYS[k] .. ' holds a ' .. t)\n"
@@ -90,6 +91,7 @@ static const char VIEW_LUA[] =
     "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. now)\n"
     "if ARGV[5] == '1' then\n"
     "  redis.call('SET', ARGV[7] .. 'session:' .. ARGV[4], '1', 'PX', ARGV[6])\n"
+    "  redis.call('SADD', KEYS[3], ARGV[4])\n"
     "end\n"
     "local n = tonumber(ARGV[3])\n"
     "local all = true\n"
@@ -97,7 +99,8 @@ static const char VIEW_LUA[] =
     "  if redis.call('EXISTS', ARGV[7] .. 'session:' .. j) == 0 then all = false; break end\n"
     "end\n"
     "if all then redis.call('SET', KEYS[2], ARGV[3]) end\n"
-    "return {redis.call('ZRANGE', KEYS[1], 0, -1), redis.call('GET', KEYS[2]) or ''}\n";
+    "return {redis.call('ZRANGE', KEYS[1], 0, -1), redis.call('GET', KEYS[2]) or '',\n"
+    "        redis.call('SMEMBERS', KEYS[3])}\n";
 
 /* Parses a count from a reply string; 0 when it is not one. */
 static int count_of(const redisReply *r)
@@ -112,27 +115,78 @@ static int count_of(const redisReply *r)
     return *end == '\0' && c >= 1 && c <= MAX_COUNT ? (int)c : 0;
 }
 
+/* An index (0..1023) from a reply string; -1 when it is not one. */
+static int index_of_member(const redisReply *r)
+{
+    if (!r || r->type != REDIS_REPLY_STRING || r->len == 0 || r->len > 4)
+        return -1;
+    int j = 0;
+    for (size_t i = 0; i < r->len; i++) {
+        if (r->str[i] < '0' || r->str[i] > '9')
+            return -1;
+        j = j * 10 + (r->str[i] - '0');
+    }
+    return j < MAX_COUNT ? j : -1;
+}
+
+int vigil_shard_view_forget_session(vigil_store *s, int index)
+{
+    char members[224], marker[224], idx[16];
+    snprintf(members, sizeof members, "%ssessions", s->base);
+    snprintf(marker, sizeof marker, "%ssession:%d", s->base, index);
+    snprintf(idx, sizeof idx, "%d", index);
+    const char *srem[] = { "SREM", members, idx };
+    redisReply *rep = vigil_redis_commandv(s->r, 3, srem, NULL);
+    if (!rep)
+        return -1;
+    int rc = rep->type == REDIS_REPLY_ERROR ? -1 : 0;
+    freeReplyObject(rep);
+    const char *del[] = { "DEL", marker };
+    rep = vigil_redis_commandv(s->r, 2, del, NULL);
+    if (!rep)
+        return -1;
+    rc |= rep->type == REDIS_REPLY_ERROR ? -1 : 0;
+    freeReplyObject(rep);
+    return rc;
+}
+
+int vigil_shard_view_alive(vigil_store *s, int index)
+{
+    char alive[224];
+    snprintf(alive, sizeof alive, "%salive:%d", s->base, index);
+    const char *argv[] = { "EXISTS", alive };
+    redisReply *rep = vigil_redis_commandv(s->r, 2, argv, NULL);
+    if (!rep)
+        return -1;
+    int rc = rep->type == REDIS_REPLY_INTEGER ? rep->integer > 0 : -1;
+    freeReplyObject(rep);
+    return rc;
+}
+
 int vigil_shard_view_refresh(vigil_store *s, int index, int count, bool session_ready,
                              int64_t now_ms, int64_t ttl_ms, int64_t session_ms,
-                             vigil_shard_view *v)
+                             vigil_shard_view *v, vigil_shard_sessions *sessions)
 {
     static _Thread_local vigil_script script = VIGIL_SCRIPT(VIEW_LUA);
     vigil_shard_view_init(v, count);
-    char counts[224], settled[224], now[24], ttl[24], cnt[16], idx[16], px[24];
+    if (sessions)
+        sessions->n = 0;
+    char counts[224], settled[224], members[224], now[24], ttl[24], cnt[16], idx[16], px[24];
     snprintf(counts, sizeof counts, "%scounts", s->base);
     snprintf(settled, sizeof settled, "%ssettled", s->base);
+    snprintf(members, sizeof members, "%ssessions", s->base);
     snprintf(now, sizeof now, "%" PRId64, now_ms);
     snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
     snprintf(cnt, sizeof cnt, "%d", count);
     snprintf(idx, sizeof idx, "%d", index);
     snprintf(px, sizeof px, "%" PRId64, session_ms > 0 ? session_ms : 1);
-    const char *argv[] = { counts, settled, now, ttl, cnt, idx, session_ready ? "1" : "0", px,
-                           s->base };
-    redisReply *rep = vigil_redis_eval(s->r, &script, 2, 9, argv, NULL);
+    const char *argv[] = { counts, settled, members, now, ttl, cnt, idx,
+                           session_ready ? "1" : "0", px, s->base };
+    redisReply *rep = vigil_redis_eval(s->r, &script, 3, 10, argv, NULL);
     if (!rep)
         return -1;
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
-        rep->element[0]->type != REDIS_REPLY_ARRAY) {
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3 ||
+        rep->element[0]->type != REDIS_REPLY_ARRAY || rep->element[2]->type != REDIS_REPLY_ARRAY) {
         vigil_log(VIGIL_LOG_ERROR, "shard view: %s",
                   rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
         freeReplyObject(rep);
@@ -143,6 +197,12 @@ int vigil_shard_view_refresh(vigil_store *s, int index, int count, bool session_
     for (size_t i = 0; i < live->elements; i++)
         full |= !vigil_shard_view_add(v, count_of(live->element[i]));
     full |= !vigil_shard_view_add(v, count_of(rep->element[1]));
+    const redisReply *had = rep->element[2];
+    for (size_t i = 0; sessions && i < had->elements; i++) {
+        int j = index_of_member(had->element[i]);
+        if (j >= 0 && sessions->n < VIGIL_SHARD_SESSIONS_MAX)
+            sessions->index[sessions->n++] = j;
+    }
     freeReplyObject(rep);
     if (full)
         vigil_log(VIGIL_LOG_WARN, "shard view: more than %d shard counts in use at once; "

@@ -150,20 +150,20 @@ static void test_growth_keeps_old_count_until_settled(void **state)
     fixture *f = *state;
     vigil_shard_view v;
     /* steady state under 2: both sessions exist, 2 is settled */
-    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 2, true, NOW, TTL, SESSION, &v), 0);
-    assert_int_equal(vigil_shard_view_refresh(f->s[1], 1, 2, true, NOW, TTL, SESSION, &v), 0);
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 2, true, NOW, TTL, SESSION, &v, NULL), 0);
+    assert_int_equal(vigil_shard_view_refresh(f->s[1], 1, 2, true, NOW, TTL, SESSION, &v, NULL), 0);
     expect_counts(&v, "2");
     /* replica 1 restarts as 1/3; replica 2 has not connected yet */
-    assert_int_equal(vigil_shard_view_refresh(f->s[1], 1, 3, true, NOW + 1000, TTL, SESSION, &v), 0);
+    assert_int_equal(vigil_shard_view_refresh(f->s[1], 1, 3, true, NOW + 1000, TTL, SESSION, &v, NULL), 0);
     expect_counts(&v, "3,2");
     /* replica 0 restarts as 0/3; the old advertisements have expired */
     int64_t later = NOW + 1000 + TTL + 1;
-    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 3, true, later, TTL, SESSION, &v), 0);
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 3, true, later, TTL, SESSION, &v, NULL), 0);
     expect_counts(&v, "3,2"); /* 2 stays: index 2 has no session yet */
     /* replica 2 connects: 3 settles, 2 leaves the view */
-    assert_int_equal(vigil_shard_view_refresh(f->s[2], 2, 3, true, later + 10, TTL, SESSION, &v), 0);
+    assert_int_equal(vigil_shard_view_refresh(f->s[2], 2, 3, true, later + 10, TTL, SESSION, &v, NULL), 0);
     expect_counts(&v, "3");
-    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 3, true, later + 20, TTL, SESSION, &v), 0);
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 3, true, later + 20, TTL, SESSION, &v, NULL), 0);
     expect_counts(&v, "3");
 }
 
@@ -172,13 +172,37 @@ static void test_session_marked_only_when_connected(void **state)
 {
     fixture *f = *state;
     vigil_shard_view v;
-    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, false, NOW, TTL, SESSION, &v), 0);
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, false, NOW, TTL, SESSION, &v, NULL), 0);
     assert_null(get(f, "vigil:svc:settled"));
-    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, true, NOW, TTL, SESSION, &v), 0);
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, true, NOW, TTL, SESSION, &v, NULL), 0);
     char *settled = get(f, "vigil:svc:settled");
     assert_non_null(settled);
     assert_string_equal(settled, "1");
     free(settled);
+}
+
+/* The set of indexes that had a session: what a survivor may adopt once
+ * an index is removed; forgotten after the adoption. */
+static void test_sessions_listed_alive_and_forgotten(void **state)
+{
+    fixture *f = *state;
+    vigil_shard_view v;
+    vigil_shard_sessions ss;
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(vigil_shard_view_refresh(f->s[i], i, 3, true, NOW, TTL, SESSION, &v, NULL), 0);
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, true, NOW + 1, TTL, SESSION, &v, &ss), 0);
+    assert_int_equal(ss.n, 3);
+    int seen = 0;
+    for (int k = 0; k < ss.n; k++)
+        seen |= 1 << ss.index[k];
+    assert_int_equal(seen, 7);
+    assert_int_equal(vigil_shard_view_alive(f->s[0], 2), 0);
+    assert_true(vt_redis_exec(vt_srv, "SET vigil:svc:alive:2 x"));
+    assert_int_equal(vigil_shard_view_alive(f->s[0], 2), 1);
+    assert_int_equal(vigil_shard_view_forget_session(f->s[0], 2), 0);
+    assert_null(get(f, "vigil:svc:session:2"));
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, true, NOW + 2, TTL, SESSION, &v, &ss), 0);
+    assert_int_equal(ss.n, 2);
 }
 
 /* A key of the wrong type fails the refresh before any write. */
@@ -187,7 +211,7 @@ static void test_bad_data_writes_nothing(void **state)
     fixture *f = *state;
     assert_true(vt_redis_exec(vt_srv, "SET vigil:svc:counts x"));
     vigil_shard_view v;
-    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 2, true, NOW, TTL, SESSION, &v), -1);
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 2, true, NOW, TTL, SESSION, &v, NULL), -1);
     expect_counts(&v, "2");
     assert_null(get(f, "vigil:svc:session:0"));
     assert_null(get(f, "vigil:svc:settled"));
@@ -202,6 +226,7 @@ int main(void)
         cmocka_unit_test(test_full_view_and_format),
         cmocka_unit_test_setup_teardown(test_growth_keeps_old_count_until_settled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_session_marked_only_when_connected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sessions_listed_alive_and_forgotten, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_data_writes_nothing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, vt_redis_group_setup_conn, vt_redis_group_teardown_conn);

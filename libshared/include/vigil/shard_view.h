@@ -17,6 +17,11 @@
  *     connected): a new index's session does not exist before its first
  *     connect, so input published before then is queued only for the old
  *     indexes, and the old N must stay in the view until it exists.
+ * A removed index's session may still hold input its replica never got
+ * to (killed with a backlog), which the others skipped as not theirs: a
+ * survivor adopts it (runtime.c: connects as that index, takes every
+ * input it gets, whoever owns it, until the session is quiet, then ends
+ * the session).
  * During a change two replicas may both take a key: harmless, the commit's
  * version check and processed-id dedupe apply the input once. A replica
  * whose index is at or beyond its own N (i/N with i >= N) owns nothing
@@ -56,13 +61,28 @@ bool vigil_shard_view_equal(const vigil_shard_view *a, const vigil_shard_view *b
 /* Writes "2,3" into out. */
 void vigil_shard_view_format(const vigil_shard_view *v, char *out, size_t outlen);
 
+/* The indexes that have had a persistent session (P S ":sessions"). */
+#define VIGIL_SHARD_SESSIONS_MAX 1024
+typedef struct vigil_shard_sessions {
+    int index[VIGIL_SHARD_SESSIONS_MAX];
+    int n;
+} vigil_shard_sessions;
+
 /* One round trip: advertises (index, count) until now_ms + ttl_ms, marks
- * this index's session as existing (for session_ms) when session_ready,
- * settles count if every index below it has a session, and fills v with
- * the own count, every advertised count and the settled one. Returns 0,
- * or -1 on a Redis error (v then holds the own count only). */
+ * this index's session as existing (for session_ms, and in the set of
+ * sessions) when session_ready, settles count if every index below it has
+ * a session, and fills v with the own count, every advertised count and
+ * the settled one, and sessions (if not NULL) with the set. Returns 0, or
+ * -1 on a Redis error (v then holds the own count only). */
 int vigil_shard_view_refresh(vigil_store *s, int index, int count, bool session_ready,
                              int64_t now_ms, int64_t ttl_ms, int64_t session_ms,
-                             vigil_shard_view *v);
+                             vigil_shard_view *v, vigil_shard_sessions *sessions);
+
+/* Whether index's replica is alive (its handover heartbeat, handover.h):
+ * 1, 0, or -1 on a Redis error. */
+int vigil_shard_view_alive(vigil_store *s, int index);
+
+/* Forgets index's session once it was adopted and ended. 0 or -1. */
+int vigil_shard_view_forget_session(vigil_store *s, int index);
 
 #endif
