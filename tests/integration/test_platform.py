@@ -74,7 +74,7 @@ def test_unknown_argument_exits_2(tmp_path):
     assert r.stderr.strip(), "no message on stderr for an unknown argument"
 
 
-@pytest.mark.parametrize("shard", ["3/2", "2/2", "abc", "1/0", "-1/2", "0/", "/2", "0/2/1"])
+@pytest.mark.parametrize("shard", ["1024/2", "0/1025", "abc", "1/0", "-1/2", "0/", "/2", "0/2/1"])
 def test_bad_shard_exits_2_with_a_message(tmp_path, shard):
     r = offline_service(tmp_path, VIGIL_SHARD=shard).run_cli([], timeout=10)
     err = (r.stderr + r.stdout).decode("utf-8", "replace")
