@@ -797,7 +797,9 @@ static void adopt_session(vigil_runtime *rt, int j)
     char js[16], n[24];
     snprintf(js, sizeof js, "%d", j);
     snprintf(n, sizeof n, "%lld", (long long)atomic_load(&a.inputs));
-    vigil_log_kv(VIGIL_LOG_INFO, "adopted the MQTT session of a removed shard index and ended it",
+    /* warn: rare, and an operator should see it at the default filter of
+     * a busy deployment */
+    vigil_log_kv(VIGIL_LOG_WARN, "adopted the MQTT session of a removed shard index and ended it",
                  "from_shard", js, "inputs", n, NULL);
     vigil_counter_add("vigil_handover_sessions_total",
                       "MQTT sessions of removed shard indexes taken over and ended", NULL, 1);
