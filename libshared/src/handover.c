@@ -46,6 +46,14 @@ static const char ADOPT_LUA[] =
     "if left == 0 then redis.call('DEL', KEYS[4]) end\n"
     "return {#items, #t / 2, left}\n";
 
+static void count_moved(long long n)
+{
+    vigil_counter_add("vigil_handover_moved_total",
+                      "Outbox entries, timers and stream entries taken over from removed shard "
+                      "indexes",
+                      NULL, (double)n);
+}
+
 int vigil_handover_beat(vigil_store *s, const char *instance, int64_t ttl_ms)
 {
     char key[240], ttl[24];
@@ -96,46 +104,103 @@ static long long adopt_one(vigil_store *s, vigil_script *script, int j)
             snprintf(js, sizeof js, "%d", j);
             vigil_log_kv(VIGIL_LOG_INFO, "adopted the outbox and timers of a removed shard index",
                          "from_shard", js, "outbox_entries", ej, "timers", tj, NULL);
-            vigil_counter_add("vigil_handover_moved_total",
-                              "Outbox entries and timers taken over from removed shard indexes",
-                              NULL, (double)(e + t));
+            count_moved(e + t);
         }
         if (left == 0)
             return moved;
     }
 }
 
-/* Index j parsed from "<base>outbox:<j>" or "<base>timers:<j>" (not the
- * ":due" hashes), or -1. */
-static int index_of(const vigil_store *s, const char *key)
+/* KEYS: alive_j, stream_j, stream_i; ARGV: batch. Returns -1 when j's
+ * heartbeat is present, else {entries moved, left}. Entries are appended
+ * to i's stream as new ones (pending ones too: their consumer died with
+ * index j; a job is deduped by its own id, not the stream's), deleted
+ * from j's, and j's stream (with its group) goes once empty. Types are
+ * checked before the first write. */
+static const char ADOPT_STREAM_LUA[] =
+    "if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end\n"
+    "for k = 2, 3 do\n"
+    "  local t = redis.call('TYPE', KEYS[k])['ok']\n"
+    "  if t ~= 'none' and t ~= 'stream' then\n"
+    "    return redis.error_reply('VIGIL_BAD_DATA ' .. KEYS[k] .. ' holds a ' .. t)\n"
+    "  end\n"
+    "end\n"
+    "local items = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', tonumber(ARGV[1]))\n"
+    "for _, e in ipairs(items) do\n"
+    "  redis.call('XADD', KEYS[3], '*', unpack(e[2]))\n"
+    "  redis.call('XDEL', KEYS[2], e[1])\n"
+    "end\n"
+    "local left = redis.call('XLEN', KEYS[2])\n"
+    "if left == 0 then redis.call('DEL', KEYS[2]) end\n"
+    "return {#items, left}\n";
+
+/* Moves the per-shard stream base suffix j into base suffix i, batch by
+ * batch. Returns what was moved (0 when j is alive), -1 on error. */
+static long long adopt_stream(vigil_store *s, vigil_script *script, const char *suffix, int j)
+{
+    char alive[240], from[256], to[256];
+    snprintf(alive, sizeof alive, "%salive:%d", s->base, j);
+    snprintf(from, sizeof from, "%s%s%d", s->base, suffix, j);
+    snprintf(to, sizeof to, "%s%s%d", s->base, suffix, s->shard_index);
+    const char *argv[] = { alive, from, to, BATCH };
+    long long moved = 0;
+    for (;;) {
+        redisReply *rep = vigil_redis_eval(s->r, script, 3, 4, argv, NULL);
+        if (!rep)
+            return -1;
+        if (rep->type == REDIS_REPLY_INTEGER) {
+            freeReplyObject(rep);
+            return moved;
+        }
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
+            vigil_log(VIGIL_LOG_ERROR, "handover of %s%d: %s", suffix, j,
+                      rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+            freeReplyObject(rep);
+            return -1;
+        }
+        long long e = rep->element[0]->integer, left = rep->element[1]->integer;
+        freeReplyObject(rep);
+        moved += e;
+        if (e > 0) {
+            char es[24], js[16];
+            snprintf(es, sizeof es, "%lld", e);
+            snprintf(js, sizeof js, "%d", j);
+            vigil_log_kv(VIGIL_LOG_INFO, "adopted the job stream of a removed shard index",
+                         "from_shard", js, "stream", suffix, "entries", es, NULL);
+            count_moved(e);
+        }
+        if (left == 0)
+            return moved;
+    }
+}
+
+/* Index j parsed from key when it is base + one of suffixes + j, or -1. */
+static int index_of(const vigil_store *s, const char *key, const char *const *suffixes)
 {
     size_t bl = strlen(s->base);
     if (strncmp(key, s->base, bl) != 0)
         return -1;
-    const char *p = key + bl;
-    if (strncmp(p, "outbox:", 7) == 0)
-        p += 7;
-    else if (strncmp(p, "timers:", 7) == 0)
-        p += 7;
-    else
+    const char *p = key + bl, *q = NULL;
+    for (const char *const *x = suffixes; *x && !q; x++)
+        if (strncmp(p, *x, strlen(*x)) == 0)
+            q = p + strlen(*x);
+    if (!q)
         return -1;
     char *end = NULL;
-    long j = strtol(p, &end, 10);
-    if (end == p || *end != '\0' || j < 0 || j >= MAX_INDEX)
+    long j = strtol(q, &end, 10);
+    if (end == q || *end != '\0' || j < 0 || j >= MAX_INDEX)
         return -1;
     return (int)j;
 }
 
-long long vigil_handover_adopt(vigil_store *s, int shard_count)
+/* Marks in orphan[] every index j >= shard_count with j % shard_count ==
+ * this replica's whose key base + suffix + j exists (SCAN with match).
+ * 0, or -1 on a Redis error. */
+static int find_orphans(vigil_store *s, const char *match, const char *const *suffixes,
+                        int shard_count, bool orphan[MAX_INDEX])
 {
-    static _Thread_local vigil_script script = VIGIL_SCRIPT(ADOPT_LUA);
-    if (shard_count < 1)
-        return 0;
-    bool orphan[MAX_INDEX] = { false };
     char cursor[32] = "0";
     do {
-        char match[256];
-        snprintf(match, sizeof match, "%s[ot][ui][tm]*:[0-9]*", s->base);
         const char *argv[] = { "SCAN", cursor, "MATCH", match, "COUNT", "1000" };
         redisReply *rep = vigil_redis_commandv(s->r, 6, argv, NULL);
         if (!rep)
@@ -147,12 +212,26 @@ long long vigil_handover_adopt(vigil_store *s, int shard_count)
         snprintf(cursor, sizeof cursor, "%s", rep->element[0]->str);
         redisReply *keys = rep->element[1];
         for (size_t k = 0; k < keys->elements; k++) {
-            int j = index_of(s, keys->element[k]->str);
+            int j = index_of(s, keys->element[k]->str, suffixes);
             if (j >= shard_count && j % shard_count == s->shard_index)
                 orphan[j] = true;
         }
         freeReplyObject(rep);
     } while (strcmp(cursor, "0") != 0);
+    return 0;
+}
+
+long long vigil_handover_adopt(vigil_store *s, int shard_count)
+{
+    static _Thread_local vigil_script script = VIGIL_SCRIPT(ADOPT_LUA);
+    static const char *const suffixes[] = { "outbox:", "timers:", NULL };
+    if (shard_count < 1)
+        return 0;
+    bool orphan[MAX_INDEX] = { false };
+    char match[256];
+    snprintf(match, sizeof match, "%s[ot][ui][tm]*:[0-9]*", s->base);
+    if (find_orphans(s, match, suffixes, shard_count, orphan) != 0)
+        return -1;
     long long moved = 0;
     for (int j = 0; j < MAX_INDEX; j++) {
         if (!orphan[j])
@@ -161,6 +240,32 @@ long long vigil_handover_adopt(vigil_store *s, int shard_count)
         if (m < 0)
             return -1;
         moved += m;
+    }
+    return moved;
+}
+
+long long vigil_handover_adopt_streams(vigil_store *s, const char *const *suffixes,
+                                       int shard_count)
+{
+    static _Thread_local vigil_script script = VIGIL_SCRIPT(ADOPT_STREAM_LUA);
+    if (shard_count < 1 || !suffixes)
+        return 0;
+    long long moved = 0;
+    for (const char *const *x = suffixes; *x; x++) {
+        const char *one[] = { *x, NULL };
+        bool orphan[MAX_INDEX] = { false };
+        char match[256];
+        snprintf(match, sizeof match, "%s%s[0-9]*", s->base, *x);
+        if (find_orphans(s, match, one, shard_count, orphan) != 0)
+            return -1;
+        for (int j = 0; j < MAX_INDEX; j++) {
+            if (!orphan[j])
+                continue;
+            long long m = adopt_stream(s, &script, *x, j);
+            if (m < 0)
+                return -1;
+            moved += m;
+        }
     }
     return moved;
 }

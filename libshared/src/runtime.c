@@ -820,8 +820,8 @@ static void adopt_sessions(vigil_runtime *rt, const vigil_shard_sessions *sessio
     }
 }
 
-/* Keeps this replica's heartbeat and takes over the outbox and timers of
- * shard indexes beyond VIGIL_SHARD's N whose replica is gone (handover.h),
+/* Keeps this replica's heartbeat and takes over the outbox, timers and
+ * per-shard streams of shard indexes beyond VIGIL_SHARD's N whose replica is gone (handover.h),
  * so shrinking N strands nothing. */
 static void handover(vigil_runtime *rt)
 {
@@ -832,6 +832,9 @@ static void handover(vigil_runtime *rt)
         adopt_sessions(rt, &sessions);
     if (vigil_handover_adopt(rt->timer_store, rt->cfg.shard_count) > 0)
         kick_outbox(rt);
+    if (rt->def->shard_streams)
+        vigil_handover_adopt_streams(rt->timer_store, rt->def->shard_streams,
+                                     rt->cfg.shard_count);
 }
 
 /* The timer thread: each tick, claim what is due in this shard and act. */

@@ -275,6 +275,46 @@ def test_a_run_of_a_dead_replica_is_taken_over_after_its_claim_lapses_and_sent_o
     assert b.metric("vigil_heartbeat_runs_reclaimed_total") >= 1
 
 
+def test_shrinking_n_hands_over_the_removed_index_job_stream_and_the_run_is_sent_once(stack, llm):
+    """N shrinks 2 -> 1 with replica 1/2 killed while a run of its shard is
+    in the model: once its heartbeat key is gone, the survivor 0/1 takes
+    over index 1's job stream (with its outbox and timers) and that very
+    run is sent, once; it is neither stranded nor given up as run-lost.
+    The lease is long, so the run guard (2 leases + a budget) cannot end
+    the run before the takeover (~10 s)."""
+    env = {"VIGIL_LLM_TIMEOUT_MS": 3000, "VIGIL_HEARTBEAT_JOB_LEASE_MS": 20000}
+    a = start(stack, llm, instance="hb-s1", VIGIL_SHARD="1/2", **env)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    llm.control(delay_ms=2500)
+    personas = [uid("sh") for _ in range(8)]
+    for p in personas:
+        pub.publish(*config(p, room, checklist="CHECK-SPEAK"), retain=True)
+    harness.wait_until(lambda: llm.stats()["in_flight"] >= 1, 15, "a run of shard 1 in the model")
+    a.kill9()
+    llm.control(delay_ms=0)
+    base = stack.prefix + "heartbeat:"
+    c = stack.redis.client()
+    try:
+        entries = c.xrange(f"{base}jobs:1")
+        text = b" ".join(v for _, f in entries for v in f.values())
+        stranded = [p for p in personas if p.encode() in text]
+        assert stranded, "index 1's job stream holds the run the killed replica had claimed"
+        b = start(stack, llm, instance="hb-s0", VIGIL_SHARD="0/1", **env)
+        harness.wait_until(lambda: not c.exists(f"{base}jobs:1"), 30, "index 1's job stream taken over")
+        for p in stranded:
+            first = wait_run(col, p, timeout=30)
+            assert first["outcome"] == "sent", first
+            time.sleep(scaled(0.5))
+            assert len(runs(col, p, lambda e, i=first["id"]: e["id"] == i)) == 1
+            assert len([m for m in room_messages(col, room) if m.get("sender") == p]) == 1
+        assert b.metric("vigil_handover_moved_total") >= len(entries)
+    finally:
+        c.close()
+    validate_outputs(col, OUTPUTS)
+
+
 def test_a_restart_neither_bursts_nor_skips_runs(stack, llm):
     svc = start(stack, llm, VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS=2000)
     col = stack.collector()

@@ -25,4 +25,12 @@ int vigil_handover_beat(vigil_store *s, const char *instance, int64_t ttl_ms);
  * moved (>= 0), or -1 on a Redis error. */
 long long vigil_handover_adopt(vigil_store *s, int shard_count);
 
+/* The same for durable streams kept per shard index (a service's job
+ * queue, key P S suffix i): the entries of an orphaned index j, pending
+ * ones included, are appended to this replica's stream as new entries
+ * and j's stream is deleted once empty. suffixes is NULL-terminated.
+ * Returns the entries moved (>= 0), or -1 on a Redis error. */
+long long vigil_handover_adopt_streams(vigil_store *s, const char *const *suffixes,
+                                       int shard_count);
+
 #endif

@@ -88,6 +88,13 @@ typedef struct vigil_service_def {
     /* Optional application routes served beside /healthz /readyz /metrics
      * on VIGIL_HTTP_ADDR (http_api.h); they may be called before start(). */
     const struct vigil_http_api *http_api;
+
+    /* Optional: NULL-terminated key suffixes of durable streams the service
+     * keeps per shard index (P S suffix i, e.g. a job queue whose jobs must
+     * be committed by the shard that queued them). When N shrinks, the
+     * stream of a removed index is taken over like its outbox and timers
+     * (handover.h), so its jobs are neither stranded nor lost. */
+    const char *const *shard_streams;
 } vigil_service_def;
 
 /* A Redis connection (and store) for one background thread. */

@@ -7,6 +7,8 @@
 
 const char *const HB_SUBSCRIPTIONS[] = {"heartbeat/+/config", "room/+/message", "persona/+/state",
                                         NULL};
+/* runs wait in one job stream per shard index (adapter.h) */
+static const char *const HB_SHARD_STREAMS[] = {HB_STREAM, NULL};
 
 int main(int argc, char **argv)
 {
@@ -29,6 +31,7 @@ int main(int argc, char **argv)
         .ctx = &svc,
         .start = hb_start,
         .stop = hb_stop,
+        .shard_streams = HB_SHARD_STREAMS,
     };
     int rc = vigil_runtime_main(argc, argv, &def);
     hb_tz_cache_free();
