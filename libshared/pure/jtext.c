@@ -1,7 +1,6 @@
 /* jtext.c - see vigil/jtext.h. */
 #include "vigil/jtext.h"
 
-#include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,30 +43,42 @@ void vigil_jtext_i64(vigil_jtext *b, int64_t v)
     vigil_jtext_put(b, tmp + n, sizeof tmp - n);
 }
 
-/* A JSON string as json-c writes it: ids are plain, so they are copied;
- * anything json-c would escape goes through json-c. */
+/* A JSON string as json-c 0.16 writes it with NOSLASHESCAPE: '"' and '\\'
+ * escaped, \b \t \n \f \r by name, other bytes below 0x20 as \u00xx (lower
+ * case), everything else (0x7f, UTF-8) copied. Runs of plain bytes are
+ * copied at once; test_jtext compares every byte with json-c's output. */
 void vigil_jtext_str(vigil_jtext *b, const char *v)
 {
-    bool plain = true;
-    for (const unsigned char *c = (const unsigned char *)v; *c && plain; c++)
-        plain = *c >= 0x20 && *c != '"' && *c != '\\' && *c != 0x7f;
-    if (plain) {
-        vigil_jtext_put(b, "\"", 1);
-        vigil_jtext_lit(b, v);
-        vigil_jtext_put(b, "\"", 1);
-        return;
+    static const char hex[] = "0123456789abcdef";
+    vigil_jtext_put(b, "\"", 1);
+    const char *run = v;
+    for (const char *p = v; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        vigil_jtext_put(b, run, (size_t)(p - run));
+        char esc[6] = {'\\', 0, 0, 0, 0, 0};
+        size_t n = 2;
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\t': esc[1] = 't'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\f': esc[1] = 'f'; break;
+        case '\r': esc[1] = 'r'; break;
+        default:
+            memcpy(esc + 1, "u00", 3);
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            n = 6;
+        }
+        vigil_jtext_put(b, esc, n);
+        run = p + 1;
     }
-    json_object *o = json_object_new_string(v);
-    const char *t = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-                                                              JSON_C_TO_STRING_NOSLASHESCAPE)
-                      : NULL;
-    if (t)
-        vigil_jtext_lit(b, t);
-    else
-        b->oom = true;
-    json_object_put(o);
+    vigil_jtext_lit(b, run);
+    vigil_jtext_put(b, "\"", 1);
 }
-
 
 char *vigil_jtext_take(vigil_jtext *b)
 {

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cmocka.h>
 #include <json-c/json.h>
 #include <stdlib.h>
@@ -26,6 +27,29 @@ static void strings_are_written_as_json_c_writes_them(void **state)
         assert_string_equal(t, json_object_to_json_string_ext(o, FLAGS));
         json_object_put(o);
         free(t);
+    }
+}
+
+/* Every byte value, alone and between plain text (the escaper copies
+ * runs of plain bytes at once). */
+static void every_byte_is_escaped_as_json_c_escapes_it(void **state)
+{
+    (void)state;
+    for (int c = 1; c < 256; c++) {
+        for (int framed = 0; framed < 2; framed++) {
+            char in[8];
+            if (framed)
+                snprintf(in, sizeof in, "ab%cc", c);
+            else
+                snprintf(in, sizeof in, "%c", c);
+            vigil_jtext b = {0};
+            vigil_jtext_str(&b, in);
+            char *t = vigil_jtext_take(&b);
+            json_object *o = json_object_new_string(in);
+            assert_string_equal(t, json_object_to_json_string_ext(o, FLAGS));
+            json_object_put(o);
+            free(t);
+        }
     }
 }
 
@@ -78,6 +102,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(strings_are_written_as_json_c_writes_them),
+        cmocka_unit_test(every_byte_is_escaped_as_json_c_escapes_it),
         cmocka_unit_test(integers_are_written_as_json_c_writes_them),
         cmocka_unit_test(a_document_and_a_failed_one),
     };

@@ -4,7 +4,7 @@
  * Strings come out exactly as json-c writes them (with
  * JSON_C_TO_STRING_NOSLASHESCAPE), numbers as decimal integers, so a text
  * written here equals json-c's for the same values. The caller writes the
- * punctuation ("{", ",", ":") itself. Pure: json-c only. */
+ * punctuation ("{", ",", ":") itself. Pure: no library at all. */
 #ifndef VIGIL_JTEXT_H
 #define VIGIL_JTEXT_H
 #include <stdbool.h>

@@ -1,20 +1,20 @@
-/* jbuf.h - a growable buffer that writes JSON text directly (no json-c
- * object tree): the room record is rewritten on every commit, and building
- * thousands of small objects to print them once cost most of a commit. */
+/* jbuf.h - JSON text written directly (no json-c object tree), with the
+ * separators kept track of: the room record is rewritten on every commit,
+ * and building thousands of small objects to print them once cost most of
+ * a commit. The text itself is libshared's vigil_jtext. */
 #ifndef WAKE_JBUF_H
 #define WAKE_JBUF_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <vigil/jtext.h>
 
 typedef struct jbuf {
-    char *s;
-    size_t len, cap;
-    bool failed; /* out of memory: every later write is a no-op */
-    bool comma;  /* a value was written at this level: next needs ',' */
+    vigil_jtext t; /* the text; out of memory: every later write is a no-op */
+    bool comma;    /* a value was written at this level: next needs ',' */
 } jbuf;
 
-void jb_init(jbuf *b, size_t cap);
+void jb_init(jbuf *b);
 void jb_open(jbuf *b, char c);          /* '{' or '[' */
 void jb_close(jbuf *b, char c);         /* '}' or ']' */
 void jb_key(jbuf *b, const char *key);  /* "key": (comma handled) */

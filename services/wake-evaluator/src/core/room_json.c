@@ -301,7 +301,7 @@ static void write_persona(jbuf *b, const wake_persona *p)
 char *wake_room_to_json(const wake_room *r)
 {
     jbuf b;
-    jb_init(&b, 4096 + (size_t)r->n_personas * 256);
+    jb_init(&b);
     jb_open(&b, '{');
     w_i64(&b, "v", RECORD_VERSION, -1);
     w_str(&b, "room", r->id);
