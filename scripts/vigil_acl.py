@@ -67,7 +67,7 @@ hget hmget hgetall hset hsetnx hdel
 lindex llen lrange ltrim lpop rpush
 sadd srem smembers
 zadd zrem zcard zrange zrangebyscore zremrangebyrank zremrangebyscore zscan zscore
-xadd xtrim xack xautoclaim xdel xgroup|create xrange xrevrange xread xreadgroup
+xadd xtrim xack xautoclaim xdel xgroup|create xlen xrange xrevrange xread xreadgroup
 """.split())
 # Commands one service's own code adds (grep its src/ for Redis calls).
 REDIS_EXTRA = {
@@ -82,7 +82,7 @@ REDIS_READS = {
 # The vigil CLI reads every service's records (chat list/view, council,
 # persona status), trims chat-router's logs (chat cleanup) and lists and
 # replays dead letters (libshared deadletter.c, a Lua move into an outbox).
-CLI_REDIS_COMMANDS = sorted(set(REDIS_COMMON) | {"hkeys", "scard", "sismember", "xlen"})
+CLI_REDIS_COMMANDS = sorted(set(REDIS_COMMON) | {"hkeys", "scard", "sismember"})
 
 
 def load_contract(path=ASYNCAPI):

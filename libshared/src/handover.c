@@ -56,16 +56,25 @@ static void count_moved(long long n)
 
 int vigil_handover_beat(vigil_store *s, const char *instance, int64_t ttl_ms)
 {
-    char key[240], ttl[24];
+    char key[240], set[240], ttl[24], idx[16];
     snprintf(key, sizeof key, "%salive:%d", s->base, s->shard_index);
+    snprintf(set, sizeof set, "%sindexes", s->base);
     snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
-    const char *argv[] = { "SET", key, instance && *instance ? instance : "?", "PX", ttl };
-    redisReply *rep = vigil_redis_commandv(s->r, 5, argv, NULL);
-    if (!rep)
-        return -1;
-    int rc = rep->type == REDIS_REPLY_ERROR ? -1 : 0;
-    freeReplyObject(rep);
-    return rc;
+    snprintf(idx, sizeof idx, "%d", s->shard_index);
+    const char *beat[] = { "SET", key, instance && *instance ? instance : "?", "PX", ttl };
+    const char *known[] = { "SADD", set, idx };
+    const char **cmds[] = { beat, known };
+    const int argc[] = { 5, 3 };
+    for (int c = 0; c < 2; c++) {
+        redisReply *rep = vigil_redis_commandv(s->r, argc[c], cmds[c], NULL);
+        if (!rep)
+            return -1;
+        int rc = rep->type == REDIS_REPLY_ERROR ? -1 : 0;
+        freeReplyObject(rep);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* Moves index j into this store's index, batch by batch. Returns what was
@@ -193,12 +202,13 @@ static int index_of(const vigil_store *s, const char *key, const char *const *su
     return (int)j;
 }
 
-/* Marks in orphan[] every index j >= shard_count with j % shard_count ==
- * this replica's whose key base + suffix + j exists (SCAN with match).
+/* Adds to P S ":indexes" every index j that has a key base + suffix + j
+ * (SCAN with match): the indexes of data written before that set existed.
  * 0, or -1 on a Redis error. */
-static int find_orphans(vigil_store *s, const char *match, const char *const *suffixes,
-                        int shard_count, bool orphan[MAX_INDEX])
+static int scan_indexes(vigil_store *s, const char *set, const char *match,
+                        const char *const *suffixes)
 {
+    bool seen[MAX_INDEX] = { false };
     char cursor[32] = "0";
     do {
         const char *argv[] = { "SCAN", cursor, "MATCH", match, "COUNT", "1000" };
@@ -213,24 +223,81 @@ static int find_orphans(vigil_store *s, const char *match, const char *const *su
         redisReply *keys = rep->element[1];
         for (size_t k = 0; k < keys->elements; k++) {
             int j = index_of(s, keys->element[k]->str, suffixes);
-            if (j >= shard_count && j % shard_count == s->shard_index)
-                orphan[j] = true;
+            if (j >= 0)
+                seen[j] = true;
         }
         freeReplyObject(rep);
     } while (strcmp(cursor, "0") != 0);
+    for (int j = 0; j < MAX_INDEX; j++) {
+        if (!seen[j])
+            continue;
+        char js[16];
+        snprintf(js, sizeof js, "%d", j);
+        const char *argv[] = { "SADD", set, js };
+        redisReply *rep = vigil_redis_commandv(s->r, 3, argv, NULL);
+        if (!rep)
+            return -1;
+        int bad = rep->type == REDIS_REPLY_ERROR;
+        freeReplyObject(rep);
+        if (bad)
+            return -1;
+    }
     return 0;
 }
 
-long long vigil_handover_adopt(vigil_store *s, int shard_count)
+/* Marks in orphan[] the indexes this replica inherits (j >= N with
+ * j % N == i) among those that ever kept data: P S ":indexes", to which
+ * each replica adds its own with its heartbeat. The keyspace is SCANned
+ * only on the calling thread's first success, for data from before that
+ * set existed: a SCAN of a large keyspace every 2 s by every replica of
+ * every service would cost Redis more than the work itself. */
+static int inherited(vigil_store *s, int shard_count, const char *const *streams,
+                     bool orphan[MAX_INDEX])
+{
+    static _Thread_local bool scanned;
+    char set[240], match[256];
+    snprintf(set, sizeof set, "%sindexes", s->base);
+    if (!scanned) {
+        static const char *const kept[] = { "outbox:", "timers:", NULL };
+        snprintf(match, sizeof match, "%s[ot][ui][tm]*:[0-9]*", s->base);
+        if (scan_indexes(s, set, match, kept) != 0)
+            return -1;
+        for (const char *const *x = streams; x && *x; x++) {
+            const char *one[] = { *x, NULL };
+            snprintf(match, sizeof match, "%s%s[0-9]*", s->base, *x);
+            if (scan_indexes(s, set, match, one) != 0)
+                return -1;
+        }
+        scanned = true;
+    }
+    const char *argv[] = { "SMEMBERS", set };
+    redisReply *rep = vigil_redis_commandv(s->r, 2, argv, NULL);
+    if (!rep)
+        return -1;
+    if (rep->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(rep);
+        return -1;
+    }
+    for (size_t k = 0; k < rep->elements; k++) {
+        const redisReply *e = rep->element[k];
+        char *end = NULL;
+        long j = e->type == REDIS_REPLY_STRING ? strtol(e->str, &end, 10) : -1;
+        if (end && *end == '\0' && j >= shard_count && j < MAX_INDEX &&
+            j % shard_count == s->shard_index)
+            orphan[j] = true;
+    }
+    freeReplyObject(rep);
+    return 0;
+}
+
+long long vigil_handover_adopt(vigil_store *s, int shard_count, const char *const *streams)
 {
     static _Thread_local vigil_script script = VIGIL_SCRIPT(ADOPT_LUA);
-    static const char *const suffixes[] = { "outbox:", "timers:", NULL };
+    static _Thread_local vigil_script stream_script = VIGIL_SCRIPT(ADOPT_STREAM_LUA);
     if (shard_count < 1)
         return 0;
     bool orphan[MAX_INDEX] = { false };
-    char match[256];
-    snprintf(match, sizeof match, "%s[ot][ui][tm]*:[0-9]*", s->base);
-    if (find_orphans(s, match, suffixes, shard_count, orphan) != 0)
+    if (inherited(s, shard_count, streams, orphan) != 0)
         return -1;
     long long moved = 0;
     for (int j = 0; j < MAX_INDEX; j++) {
@@ -240,28 +307,8 @@ long long vigil_handover_adopt(vigil_store *s, int shard_count)
         if (m < 0)
             return -1;
         moved += m;
-    }
-    return moved;
-}
-
-long long vigil_handover_adopt_streams(vigil_store *s, const char *const *suffixes,
-                                       int shard_count)
-{
-    static _Thread_local vigil_script script = VIGIL_SCRIPT(ADOPT_STREAM_LUA);
-    if (shard_count < 1 || !suffixes)
-        return 0;
-    long long moved = 0;
-    for (const char *const *x = suffixes; *x; x++) {
-        const char *one[] = { *x, NULL };
-        bool orphan[MAX_INDEX] = { false };
-        char match[256];
-        snprintf(match, sizeof match, "%s%s[0-9]*", s->base, *x);
-        if (find_orphans(s, match, one, shard_count, orphan) != 0)
-            return -1;
-        for (int j = 0; j < MAX_INDEX; j++) {
-            if (!orphan[j])
-                continue;
-            long long m = adopt_stream(s, &script, *x, j);
+        for (const char *const *x = streams; x && *x; x++) {
+            m = adopt_stream(s, &stream_script, *x, j);
             if (m < 0)
                 return -1;
             moved += m;

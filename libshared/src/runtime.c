@@ -830,11 +830,8 @@ static void handover(vigil_runtime *rt)
     static vigil_shard_sessions sessions; /* timer thread only */
     if (view_refresh(rt, rt->timer_store, &sessions) == 0 && atomic_load(&rt->mqtt_up))
         adopt_sessions(rt, &sessions);
-    if (vigil_handover_adopt(rt->timer_store, rt->cfg.shard_count) > 0)
+    if (vigil_handover_adopt(rt->timer_store, rt->cfg.shard_count, rt->def->shard_streams) > 0)
         kick_outbox(rt);
-    if (rt->def->shard_streams)
-        vigil_handover_adopt_streams(rt->timer_store, rt->def->shard_streams,
-                                     rt->cfg.shard_count);
 }
 
 /* The timer thread: each tick, claim what is due in this shard and act. */

@@ -268,7 +268,9 @@ def test_shrinking_the_shard_count_hands_over_outbox_and_timers(stack):
     """N shrinks from 3 to 1: the outbox and timers stored under index 2
     are taken over by the replica 0/1 (outbox entries published, timers
     merged at their original deadline), but only once index 2's heartbeat
-    is gone: a replica still running under the old N keeps its own."""
+    is gone: a replica still running under the old N keeps its own. Data
+    from before the start is found by one scan; later, by the set of
+    indexes the replicas' heartbeats list."""
     col = stack.collector()
     base = stack.prefix + "dormancy-monitor:"
     tag = uid("ho")
@@ -290,5 +292,13 @@ def test_shrinking_the_shard_count_hands_over_outbox_and_timers(stack):
                            10, "index 2 emptied")
         assert c.zscore(f"{base}timers:0", f"{tag}-room|probe") == far, "moved at its original deadline"
         assert svc.metric("vigil_handover_moved_total") == 2
+        # after the start, candidates come from P S ":indexes" (each replica
+        # lists its index with its heartbeat), not from a keyspace scan: an
+        # index 4 that ran and died is adopted too
+        payload4 = json.dumps({"id": f"{tag}-e4", "probe": True})
+        c.rpush(f"{base}outbox:4", f"0test/{tag}/handover4\n{payload4}")
+        c.sadd(f"{base}indexes", "4")
+        col.wait_event(f"test/{tag}/handover4", timeout=20, what="index 4's outbox entry published")
+        assert svc.metric("vigil_handover_moved_total") == 3
     finally:
         c.close()

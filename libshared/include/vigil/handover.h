@@ -11,26 +11,26 @@
  * (a timer the new owner set itself meanwhile wins). The heartbeat keeps a
  * replica still running under the old N (a rolling update) from being
  * robbed while it publishes. Moves are batched (1000 entries a call) and
- * atomic per batch, so a crash in between loses nothing. */
+ * atomic per batch, so a crash in between loses nothing. Candidates come
+ * from the set P S ":indexes", not from a scan of the keyspace (scanned
+ * once per process, for data older than the set). */
 #ifndef VIGIL_HANDOVER_H
 #define VIGIL_HANDOVER_H
 #include <stdint.h>
 #include "store.h"
 
-/* Refreshes this replica's heartbeat (value: instance) for ttl_ms. 0 or -1. */
+/* Refreshes this replica's heartbeat (value: instance) for ttl_ms and
+ * lists its index in P S ":indexes" (the indexes that ever kept data,
+ * where adoption looks). 0 or -1. */
 int vigil_handover_beat(vigil_store *s, const char *instance, int64_t ttl_ms);
 
 /* Adopts every orphaned index of this replica (see above) given the
- * current shard count. Returns the number of outbox entries and timers
- * moved (>= 0), or -1 on a Redis error. */
-long long vigil_handover_adopt(vigil_store *s, int shard_count);
-
-/* The same for durable streams kept per shard index (a service's job
- * queue, key P S suffix i): the entries of an orphaned index j, pending
- * ones included, are appended to this replica's stream as new entries
- * and j's stream is deleted once empty. suffixes is NULL-terminated.
- * Returns the entries moved (>= 0), or -1 on a Redis error. */
-long long vigil_handover_adopt_streams(vigil_store *s, const char *const *suffixes,
-                                       int shard_count);
+ * current shard count: its outbox and timers, and the durable streams the
+ * service keeps per shard index (key P S suffix i, streams a
+ * NULL-terminated list of suffixes, or NULL): their entries, pending ones
+ * included, are appended to this replica's stream as new entries, and the
+ * removed index's stream is deleted once empty. Returns what was moved
+ * (>= 0), or -1 on a Redis error. */
+long long vigil_handover_adopt(vigil_store *s, int shard_count, const char *const *streams);
 
 #endif
