@@ -1,6 +1,6 @@
 """scripts/chaos - random faults under a steady load, against a fault-free run.
 
-Starts a real mosquitto and redis-server (AOF on, appendfsync everysec) on
+Starts a real mosquitto and redis-server (AOF on, appendfsync always, as deployed) on
 free loopback ports, and dormancy-monitor, chat-router and wake-evaluator
 with two replicas each (VIGIL_SHARD 0/2 and 1/2). Publishes a steady stream
 of room messages with known ids (AI personas putting themselves to sleep,
@@ -117,7 +117,7 @@ class Run:
         self.dir = os.path.join(workdir, name)
         os.makedirs(self.dir)
         self.build_dir = build_dir
-        self.redis = RedisServer(self.dir, appendfsync="everysec")
+        self.redis = RedisServer(self.dir, appendfsync="always")
         self.broker = Mosquitto(self.dir)
         self.replicas = []
         self.retired = []  # replicas removed by a shrinking shard count

@@ -164,7 +164,7 @@ redis_conf() {
         grep -Eq '^[[:space:]]*appendonly[[:space:]]+yes' "$src" || echo "appendonly yes"
     else
         echo "appendonly yes"
-        echo "appendfsync everysec"
+        echo "appendfsync always"
         echo 'save ""'
     fi
     echo "port $port"

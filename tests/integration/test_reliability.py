@@ -230,8 +230,8 @@ def test_broker_kill9_mid_stream_loses_no_acknowledged_input(stack):
     paced well below what the service handles, keeping the broker's queue for
     it empty: this test is about the service's side (reconnect, resume, lose
     nothing delivered), not mosquitto's snapshot window. Redis is not killed
-    here, so it runs with appendfsync everysec (the deploy setting), which
-    lets the sanitizer build keep up."""
+    here, so it runs with appendfsync everysec (the deploy setting is
+    always), which lets the sanitizer build keep up."""
     stack.redis.appendfsync = "everysec"
     stack.redis.restart()
     svc = stack.service(env=ENV)
