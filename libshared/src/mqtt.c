@@ -9,7 +9,7 @@
  *  - callers of vigil_mqtt_publish_batch wait on our condition variable for
  *    the acknowledgements, which the callbacks deliver.
  * Our mutex m->mu is never held while calling into paho, because paho may
- * run a callback that takes it (PITFALLS: no own lock around send). */
+ * run a callback that takes it (docs/architecture.md: no own lock around send). */
 #include "vigil/mqtt.h"
 
 #include <MQTTAsync.h>

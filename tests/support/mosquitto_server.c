@@ -44,7 +44,7 @@ static void dump_log(const vt_mosq *s)
 }
 
 /* The config for this port and directory. As root, mosquitto would switch
- * to user "mosquitto", which cannot write our 0700 temp dir (PITFALLS);
+ * to user "mosquitto", which cannot write our 0700 temp dir (docs/architecture.md);
  * `user root` (accepted by 2.0.11) keeps it as root. */
 static int write_conf(const vt_mosq *s)
 {
