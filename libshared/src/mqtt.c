@@ -66,6 +66,7 @@ struct pub_batch {
     int n;
     int refs;
     int resolved; /* messages with an outcome */
+    bool orphan;  /* its handle was retired: freed at stop */
     signed char *state; /* 0 pending, 1 acknowledged, -1 failed */
     pub_slot *slots;
 };
@@ -77,12 +78,17 @@ struct pub_token {
     pub_token *prev, *next;
     vigil_mqtt *m;
     uint64_t tag;
+    bool orphan; /* its handle was retired: the outcome was already given */
 };
 
 enum conn_attempt { ATTEMPT_NONE = 0, ATTEMPT_PENDING, ATTEMPT_OK, ATTEMPT_FAILED };
 
 struct vigil_mqtt {
-    MQTTAsync client;
+    /* The paho handle in use. After a lost connection the connector puts a
+     * new one here (client_replace); the old one is never freed. */
+    _Atomic(MQTTAsync) client;
+    atomic_bool tainted; /* a publish of this handle failed on a socket error */
+    int replaced;        /* handles retired so far */
     char *url; /* paho form */
     char *user;
     char *password;
@@ -207,6 +213,19 @@ static void quickack(vigil_mqtt *m)
     vigil_tcp_quickack(fds, n);
 }
 
+/* paho 1.3.12 gives a publish that failed on the socket (code
+ * MQTTASYNC_FAILURE, no reason code) this callback and then frees its topic
+ * and payload, while its copy in the session's list of messages in flight
+ * still points at them: a reconnect of the same handle would send them
+ * again, MQTTAsync_destroy would free them twice (ASan: heap-use-after-free
+ * in MQTTPacket_send_publish from MQTTProtocol_retry). Such a handle is
+ * marked, and never reconnected nor destroyed (client_replace). */
+static void note_socket_failure(vigil_mqtt *m, const MQTTAsync_failureData5 *resp)
+{
+    if (resp && resp->code == MQTTASYNC_FAILURE && resp->reasonCode == 0)
+        atomic_store(&m->tainted, true);
+}
+
 static void on_publish_ok(void *context, MQTTAsync_successData5 *resp)
 {
     pub_slot *s = context;
@@ -229,6 +248,7 @@ static void on_publish_fail(void *context, MQTTAsync_failureData5 *resp)
     pub_slot *s = context;
     vigil_mqtt *m = s->b->m;
     tl_in_callback++;
+    note_socket_failure(m, resp);
     vigil_log_kv(VIGIL_LOG_WARN, "mqtt publish failed", "error",
                  resp ? MQTTAsync_strerror(resp->code) : "unknown", NULL);
     pthread_mutex_lock(&m->mu);
@@ -273,7 +293,8 @@ static int send_prefixed(vigil_mqtt *m, const char *topic, MQTTAsync_message *pm
 {
     char buf[512], *heap;
     const char *full = topic_with_prefix(m, topic, buf, sizeof buf, &heap);
-    int rc = full ? MQTTAsync_sendMessage(m->client, full, pm, ro) : MQTTASYNC_FAILURE;
+    int rc = full ? MQTTAsync_sendMessage(atomic_load(&m->client), full, pm, ro)
+                   : MQTTASYNC_FAILURE;
     free(heap);
     return rc;
 }
@@ -413,7 +434,7 @@ static void token_resolve(pub_token *t, int outcome, int reason)
     vigil_mqtt *m = t->m;
     pthread_mutex_lock(&m->mu);
     token_unlink_locked(m, t);
-    if (m->ack_fn)
+    if (m->ack_fn && !t->orphan)
         m->ack_fn(m->ack_ctx, t->tag, outcome, reason);
     pthread_mutex_unlock(&m->mu);
     free(t);
@@ -434,6 +455,7 @@ static void on_tagged_fail(void *context, MQTTAsync_failureData5 *resp)
 {
     pub_token *t = context;
     tl_in_callback++;
+    note_socket_failure(t->m, resp);
     /* A failure callback carries a reason code when the broker answered
      * (PUBACK >= 0x80); otherwise the connection went away. */
     int reason = resp ? (int)resp->reasonCode : 0;
@@ -513,8 +535,8 @@ int vigil_mqtt_publish_tagged(vigil_mqtt *m, const vigil_pubmsg *msg, uint64_t t
 
 static void on_async_publish_fail(void *context, MQTTAsync_failureData5 *resp)
 {
-    (void)context;
     tl_in_callback++;
+    note_socket_failure(context, resp);
     vigil_counter_add("vigil_mqtt_publish_failures_total",
                       "Messages queued without waiting that the broker did not acknowledge",
                       NULL, 1);
@@ -613,7 +635,8 @@ static void on_connected(void *context, char *cause)
         ro.onSuccess5 = on_subscribe_ok;
         ro.onFailure5 = on_subscribe_fail;
         ro.context = m;
-        int rc = MQTTAsync_subscribeMany(m->client, m->nsubs, m->subs, m->sub_qos, &ro);
+        int rc = MQTTAsync_subscribeMany(atomic_load(&m->client), m->nsubs, m->subs,
+                                         m->sub_qos, &ro);
         if (rc != MQTTASYNC_SUCCESS)
             vigil_log_kv(VIGIL_LOG_ERROR, "mqtt subscribe not accepted", "error",
                          MQTTAsync_strerror(rc), NULL);
@@ -819,7 +842,7 @@ static int connect_once(vigil_mqtt *m)
     o.context = m;
     o.ssl = vigil_mqtt_tls_options(&m->tls);
     vigil_mqtt_tls_clear_error(&m->tls);
-    return MQTTAsync_connect(m->client, &o);
+    return MQTTAsync_connect(atomic_load(&m->client), &o);
 }
 
 /* Called by the connector with m->mu held when the first connect was
@@ -907,6 +930,8 @@ static bool connect_with_backoff(vigil_mqtt *m)
     return false;
 }
 
+static void client_replace(vigil_mqtt *m);
+
 /* Makes every connection: the first, and again after each loss. paho's own
  * automatic reconnect is off because it reports a refused reconnect to no
  * callback (checked on Debian's 1.3.11: a password rotated on the broker
@@ -926,9 +951,113 @@ static void *connector_main(void *arg)
         pause_unless_stopping(m, MQTT_RETRY_MIN_S * 1000);
         if (m->stopping)
             break;
+        pthread_mutex_unlock(&m->mu);
+        client_replace(m);
+        pthread_mutex_lock(&m->mu);
     }
     pthread_mutex_unlock(&m->mu);
     return NULL;
+}
+
+/* ---- paho handles -------------------------------------------------------- */
+
+/* A new paho handle with our callbacks. Returns 0, or -1 with err set. */
+static int client_create(vigil_mqtt *m, MQTTAsync *out, char *err, size_t errlen)
+{
+    MQTTAsync_createOptions co = MQTTAsync_createOptions_initializer5;
+    /* paho refuses a send once this many are queued, connected or not
+     * (default 100: one full outbox batch plus a status would fail). */
+    co.maxBufferedMessages = MQTT_MAX_QUEUED_SENDS;
+    MQTTAsync c = NULL;
+    int rc = MQTTAsync_createWithOptions(&c, m->url, m->client_id, MQTTCLIENT_PERSISTENCE_NONE,
+                                         NULL, &co);
+    if (rc != MQTTASYNC_SUCCESS) {
+        snprintf(err, errlen, "cannot create MQTT client for %s: %s", m->display_url,
+                 MQTTAsync_strerror(rc));
+        return -1;
+    }
+    rc = MQTTAsync_setCallbacks(c, m, on_connection_lost, on_message_arrived, NULL);
+    if (rc == MQTTASYNC_SUCCESS)
+        rc = MQTTAsync_setConnected(c, m, on_connected);
+    if (rc == MQTTASYNC_SUCCESS)
+        rc = MQTTAsync_setDisconnected(c, m, on_server_disconnect);
+    if (rc != MQTTASYNC_SUCCESS) {
+        snprintf(err, errlen, "cannot set MQTT callbacks: %s", MQTTAsync_strerror(rc));
+        MQTTAsync_destroy(&c);
+        return -1;
+    }
+    *out = c;
+    return 0;
+}
+
+/* A retired handle receives nothing (it is not connected); paho insists on
+ * a message callback all the same. */
+static int retired_message(void *context, char *topicName, int topicLen, MQTTAsync_message *msg)
+{
+    (void)context;
+    (void)topicLen;
+    MQTTAsync_freeMessage(&msg);
+    MQTTAsync_free(topicName);
+    return 1;
+}
+
+/* Unhooks a handle that is no longer used and leaves it to paho, which
+ * keeps it in its list of clients until the process ends. Destroying it
+ * could free a topic twice (note_socket_failure). */
+static void client_retire(MQTTAsync c)
+{
+    (void)MQTTAsync_setCallbacks(c, NULL, NULL, retired_message, NULL);
+    (void)MQTTAsync_setConnected(c, NULL, NULL);
+    (void)MQTTAsync_setDisconnected(c, NULL, NULL);
+}
+
+/* Called by the connector, without m->mu, before connecting again after a
+ * lost connection: the next connection starts on a new paho handle, so
+ * paho never sends again what its old session kept in flight (our outbox
+ * publishes it again itself), and a message that paho 1.3.12 freed on the
+ * socket failure is never touched again (note_socket_failure). Whatever
+ * the old handle still had in flight fails now: its callbacks may never
+ * come, and what they would point at is kept until stop. */
+static void client_replace(vigil_mqtt *m)
+{
+    char err[256];
+    MQTTAsync fresh = NULL;
+    if (client_create(m, &fresh, err, sizeof err) != 0) {
+        vigil_log_kv(VIGIL_LOG_WARN, "mqtt: keeping the old client", "error", err, NULL);
+        return;
+    }
+    MQTTAsync old = atomic_exchange(&m->client, fresh);
+    atomic_store(&m->tainted, false);
+    client_retire(old);
+
+    pthread_mutex_lock(&m->mu);
+    m->replaced++;
+    int failed = 0;
+    for (pub_token *t = m->tokens; t; t = t->next) {
+        if (t->orphan)
+            continue;
+        t->orphan = true;
+        failed++;
+        if (m->ack_fn)
+            m->ack_fn(m->ack_ctx, t->tag, VIGIL_PUB_FAILED, 0);
+    }
+    for (pub_batch *b = m->batches; b; b = b->next) {
+        for (int i = 0; i < b->n; i++) {
+            if (b->state[i] != 0)
+                continue;
+            /* An outcome without dropping the callback's reference: the
+             * batch stays allocated until stop. */
+            b->state[i] = -1;
+            b->resolved++;
+            b->orphan = true;
+            failed++;
+        }
+    }
+    pthread_cond_broadcast(&m->cv);
+    int replaced = m->replaced;
+    pthread_mutex_unlock(&m->mu);
+    vigil_log(VIGIL_LOG_INFO, "mqtt: reconnecting on a new client (%d so far); %d messages in flight "
+              "on the old one will be published again", replaced, failed);
 }
 
 /* ---- lifecycle ---------------------------------------------------------- */
@@ -1089,27 +1218,11 @@ vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errle
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&m->mu, NULL);
 
-    MQTTAsync_createOptions co = MQTTAsync_createOptions_initializer5;
-    /* paho refuses a send once this many are queued, connected or not
-     * (default 100: one full outbox batch plus a status would fail). */
-    co.maxBufferedMessages = MQTT_MAX_QUEUED_SENDS;
-    int rc = MQTTAsync_createWithOptions(&m->client, m->url, m->client_id,
-                                         MQTTCLIENT_PERSISTENCE_NONE, NULL, &co);
-    if (rc != MQTTASYNC_SUCCESS) {
-        snprintf(err, errlen, "cannot create MQTT client for %s: %s", cfg->url,
-                 MQTTAsync_strerror(rc));
+    MQTTAsync c = NULL;
+    if (client_create(m, &c, err, errlen) != 0)
         goto fail_sync;
-    }
-    rc = MQTTAsync_setCallbacks(m->client, m, on_connection_lost, on_message_arrived, NULL);
-    if (rc == MQTTASYNC_SUCCESS)
-        rc = MQTTAsync_setConnected(m->client, m, on_connected);
-    if (rc == MQTTASYNC_SUCCESS)
-        rc = MQTTAsync_setDisconnected(m->client, m, on_server_disconnect);
-    if (rc != MQTTASYNC_SUCCESS) {
-        snprintf(err, errlen, "cannot set MQTT callbacks: %s", MQTTAsync_strerror(rc));
-        MQTTAsync_destroy(&m->client);
-        goto fail_sync;
-    }
+    atomic_init(&m->client, c);
+    atomic_init(&m->tainted, false);
     return m;
 
 fail_sync:
@@ -1198,7 +1311,8 @@ void vigil_mqtt_stop(vigil_mqtt *m, const char *final_status, int timeout_ms)
     d.onSuccess5 = on_disconnect_done;
     d.onFailure5 = on_disconnect_fail;
     d.context = m;
-    int rc = MQTTAsync_disconnect(m->client, &d);
+    MQTTAsync c = atomic_load(&m->client);
+    int rc = MQTTAsync_disconnect(c, &d);
     if (rc == MQTTASYNC_SUCCESS) {
         int64_t wait = deadline - vigil_mono_ms();
         if (wait < 200)
@@ -1215,7 +1329,11 @@ void vigil_mqtt_stop(vigil_mqtt *m, const char *final_status, int timeout_ms)
     }
     atomic_store(&m->connected, false);
     vigil_gauge_set("vigil_mqtt_connected", "1 while connected to the MQTT broker", NULL, 0);
-    MQTTAsync_destroy(&m->client);
+    if (atomic_load(&m->tainted))
+        client_retire(c); /* destroying it could free a topic twice */
+    else
+        MQTTAsync_destroy(&c);
+    atomic_store(&m->client, NULL);
 
     /* No callback can run any more: free batches whose messages were never
      * acknowledged. */
