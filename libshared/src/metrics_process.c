@@ -53,6 +53,12 @@ static void declare_zero_series(void)
                       NULL, 0);
     vigil_counter_add("vigil_outbox_dead_letters_total",
                       "Outbox entries moved to the dead-letter list (undecodable or refused)", NULL, 0);
+    vigil_counter_add("vigil_outbox_replayed_total",
+                      "Outputs published again after a lost connection (the broker may not have saved them)",
+                      NULL, 0);
+    vigil_counter_add("vigil_outbox_replay_overflow_total",
+                      "Acknowledged outputs not kept for publishing again (more than the bound in the window)",
+                      NULL, 0);
     vigil_gauge_declare("vigil_outbox_dead_letters", "Entries in the service's dead-letter list", NULL);
     vigil_gauge_declare("vigil_outbox_inflight",
                         "Output messages handed to the broker and not yet acknowledged", NULL);

@@ -114,6 +114,7 @@ struct vigil_mqtt {
     char refusal[320];            /* why the broker refused us ("" = it did not) */
 
     atomic_bool connected;
+    _Atomic int64_t lost_at_ms; /* vigil_mqtt_lost_at_ms */
     int broker_port;             /* for finding our socket (tcp_quickack.h) */
     atomic_int qa_n;             /* our sockets to the broker, 0 while down */
     atomic_int qa_fds[MQTT_QUICKACK_FDS];
@@ -656,6 +657,7 @@ static void mark_down(vigil_mqtt *m)
     atomic_store(&m->qa_n, 0);
     if (!atomic_exchange(&m->connected, false))
         return;
+    atomic_store(&m->lost_at_ms, vigil_mono_ms());
     pthread_mutex_lock(&m->mu);
     m->lost = true; /* wakes connector_main */
     pthread_cond_broadcast(&m->cv);
@@ -1202,6 +1204,7 @@ vigil_mqtt *vigil_mqtt_new(const vigil_mqtt_config *cfg, char *err, size_t errle
     m->will.qos = 1;
 
     atomic_init(&m->connected, false);
+    atomic_init(&m->lost_at_ms, 0);
     atomic_init(&m->qa_n, 0);
     for (int i = 0; i < MQTT_QUICKACK_FDS; i++)
         atomic_init(&m->qa_fds[i], -1);
@@ -1270,6 +1273,11 @@ bool vigil_mqtt_refused(vigil_mqtt *m, char *why, size_t whylen)
         snprintf(why, whylen, "%s", m->refusal);
     pthread_mutex_unlock(&m->mu);
     return refused;
+}
+
+int64_t vigil_mqtt_lost_at_ms(const vigil_mqtt *m)
+{
+    return m ? atomic_load(&((vigil_mqtt *)m)->lost_at_ms) : 0;
 }
 
 bool vigil_mqtt_connected(const vigil_mqtt *m)

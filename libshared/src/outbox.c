@@ -41,6 +41,7 @@
 
 #include <json-c/json.h>
 
+#include "outbox_replay.h"
 #include "outbox_store.h"
 #include "vigil/clock.h"
 #include "vigil/config.h"
@@ -62,6 +63,8 @@
 #define OUTBOX_GAUGE_REFRESH_MS 5000
 #define OUTBOX_RETRY_MS_DEFAULT 1000
 #define OUTBOX_DEAD_LETTER_AFTER_DEFAULT 5
+#define OUTBOX_REPLAY_MS_DEFAULT 3000 /* > mosquitto's 2 s save cycle (autosave_interval 1) */
+#define OUTBOX_REPLAY_MAX 20000       /* acknowledged entries kept at most */
 
 #define M_OUTPUTS "vigil_outputs_total"
 #define M_OUTPUTS_HELP "Output messages published and acknowledged by the broker"
@@ -77,6 +80,10 @@
 #define M_DEAD_LEN_HELP "Entries in the service's dead-letter list"
 #define M_INFLIGHT "vigil_outbox_inflight"
 #define M_INFLIGHT_HELP "Output messages handed to the broker and not yet acknowledged"
+#define M_REPLAYED "vigil_outbox_replayed_total"
+#define M_REPLAYED_HELP "Outputs published again after a lost connection (the broker may not have saved them)"
+#define M_REPLAY_OVERFLOW "vigil_outbox_replay_overflow_total"
+#define M_REPLAY_OVERFLOW_HELP "Acknowledged outputs not kept for publishing again (more than the bound in the window)"
 
 typedef struct eph_msg {
     struct eph_msg *next;
@@ -135,6 +142,10 @@ struct vigil_outbox {
     uint64_t refused_hash;
     int refusals;
     int64_t gauge_at;
+    vigil_replay *replay;     /* NULL: VIGIL_OUTBOX_REPLAY_MS=0 */
+    bool down;                /* the connection is lost */
+    bool replay_due;          /* publish the replay ring before anything else */
+    unsigned long long overflow_seen;
 
     atomic_ullong published;
 };
@@ -424,9 +435,14 @@ static int sync_redis(vigil_outbox *o, int window)
         vigil_counter_add(M_OUTPUTS, M_OUTPUTS_HELP, NULL, k);
         atomic_fetch_add(&o->published, (unsigned long long)k);
     }
+    int64_t now = vigil_mono_ms();
     pthread_mutex_lock(&o->mu);
-    for (int i = 0; i < k; i++)
-        slot_clear(slot_of(o, o->head_seq + (uint64_t)i));
+    for (int i = 0; i < k; i++) {
+        ob_slot *sl = slot_of(o, o->head_seq + (uint64_t)i);
+        if (o->replay)
+            vigil_replay_add(o->replay, &sl->raw, now); /* takes the text */
+        slot_clear(sl);
+    }
     o->head_seq += (uint64_t)k;
     for (int i = 0; i < n; i++) {
         ob_slot *sl = slot_of(o, o->read_seq);
@@ -441,6 +457,12 @@ static int sync_redis(vigil_outbox *o, int window)
     pthread_mutex_unlock(&o->mu);
     if (k > 0 && o->probing)
         o->probing = false; /* the head got through: full window again */
+    unsigned long long over = vigil_replay_overflowed(o->replay);
+    if (over != o->overflow_seen) {
+        vigil_counter_add(M_REPLAY_OVERFLOW, M_REPLAY_OVERFLOW_HELP, NULL,
+                          (double)(over - o->overflow_seen));
+        o->overflow_seen = over;
+    }
     if (want > 0 && n < want)
         o->more = false;
     return 0;
@@ -626,6 +648,71 @@ static void refresh_gauges(vigil_outbox *o, int64_t now)
     vigil_gauge_set(M_INFLIGHT, M_INFLIGHT_HELP, NULL, out);
 }
 
+/* Publishes again, oldest first, what the broker acknowledged in the
+ * window before the connection was lost (outbox_replay.h). Returns true
+ * when all of it was acknowledged again; what was is dropped. */
+static bool replay_publish(vigil_outbox *o, int timeout_ms)
+{
+    size_t total = vigil_replay_count(o->replay);
+    if (total == 0)
+        return true;
+    vigil_log(VIGIL_LOG_INFO,
+              "outbox: publishing again %zu outputs acknowledged just before the connection was "
+              "lost (the broker may not have saved them)", total);
+    while (vigil_replay_count(o->replay) > 0) {
+        vigil_pubmsg msgs[OUTBOX_BATCH];
+        char *topics[OUTBOX_BATCH];
+        size_t at[OUTBOX_BATCH]; /* replay index of each message */
+        size_t n = vigil_replay_count(o->replay), taken = 0;
+        int k = 0;
+        for (; taken < n && k < OUTBOX_BATCH; taken++) {
+            const vigil_outbox_raw *raw = vigil_replay_at(o->replay, taken);
+            const char *payload;
+            size_t plen;
+            bool retain;
+            /* It was published once, so it decodes; if not, skip it. */
+            if (!vigil_outbox_entry_decode(raw->buf, raw->len, &topics[k], &payload, &plen, &retain))
+                continue;
+            msgs[k] = (vigil_pubmsg){ topics[k], payload, plen, retain };
+            at[k] = taken;
+            k++;
+        }
+        int acked = k > 0 ? vigil_mqtt_publish_batch(o->mqtt, msgs, k, timeout_ms) : 0;
+        if (acked < 0)
+            acked = 0;
+        for (int i = 0; i < k; i++)
+            free(topics[i]);
+        if (acked > 0)
+            vigil_counter_add(M_REPLAYED, M_REPLAYED_HELP, NULL, acked);
+        vigil_replay_drop(o->replay, acked == k ? taken : at[acked]);
+        if (acked < k)
+            return false;
+    }
+    return true;
+}
+
+/* Tracks the connection for the replay ring: at a loss it keeps what was
+ * acknowledged in the window before it; while connected it lets older
+ * entries go. */
+static void replay_track(vigil_outbox *o, bool connected, int64_t now)
+{
+    if (!o->replay)
+        return;
+    if (!connected) {
+        if (!o->down) {
+            o->down = true;
+            /* From the loss itself: this thread may notice it late. */
+            int64_t lost = vigil_mqtt_lost_at_ms(o->mqtt);
+            vigil_replay_expire(o->replay, lost > 0 && lost <= now ? lost : now);
+            o->replay_due = vigil_replay_count(o->replay) > 0;
+        }
+        return;
+    }
+    o->down = false;
+    if (!o->replay_due)
+        vigil_replay_expire(o->replay, now);
+}
+
 static void *outbox_main(void *arg)
 {
     vigil_outbox *o = arg;
@@ -645,11 +732,22 @@ static void *outbox_main(void *arg)
         if (stopping && now >= deadline)
             break;
 
-        if (!vigil_mqtt_connected(o->mqtt)) {
+        bool connected = vigil_mqtt_connected(o->mqtt);
+        replay_track(o, connected, now);
+        if (!connected) {
             outbox_wait(o, stopping ? OUTBOX_STOP_POLL_MS : OUTBOX_IDLE_WAIT_MS, true);
             if (stopping)
                 vigil_sleep_ms(OUTBOX_STOP_POLL_MS, NULL);
             continue;
+        }
+        if (o->replay_due) {
+            int timeout = OUTBOX_PUBLISH_TIMEOUT_MS;
+            if (stopping && deadline - now < timeout)
+                timeout = (int)(deadline - now);
+            if (replay_publish(o, timeout > 0 ? timeout : 0))
+                o->replay_due = false;
+            else if (!stopping)
+                continue; /* not all went through: again when connected */
         }
         bool eph_empty = true;
         if (eph) {
@@ -731,6 +829,9 @@ vigil_outbox *vigil_outbox_start(const vigil_redis_addr *addr, const vigil_store
     o->retry_ms = env_setting("VIGIL_OUTBOX_RETRY_MS", OUTBOX_RETRY_MS_DEFAULT, 1, 600000);
     o->dead_letter_after = (int)env_setting("VIGIL_OUTBOX_DEAD_LETTER_AFTER",
                                             OUTBOX_DEAD_LETTER_AFTER_DEFAULT, 1, 1000000);
+    int64_t replay_ms = env_setting("VIGIL_OUTBOX_REPLAY_MS", OUTBOX_REPLAY_MS_DEFAULT, 0, 600000);
+    if (replay_ms > 0 && !(o->replay = vigil_replay_new(replay_ms, OUTBOX_REPLAY_MAX)))
+        goto fail;
     o->r = vigil_redis_new(addr, OUTBOX_REDIS_TIMEOUT_MS);
     if (!o->r)
         goto fail;
@@ -759,6 +860,7 @@ vigil_outbox *vigil_outbox_start(const vigil_redis_addr *addr, const vigil_store
     }
     return o;
 fail:
+    vigil_replay_free(o->replay);
     if (o->s)
         vigil_store_free(o->s);
     if (o->r)
@@ -846,6 +948,7 @@ void vigil_outbox_stop(vigil_outbox *o, int drain_ms)
         slot_clear(slot_of(o, q));
     pthread_mutex_destroy(&o->mu);
     pthread_cond_destroy(&o->cv);
+    vigil_replay_free(o->replay);
     vigil_store_free(o->s);
     vigil_redis_free(o->r);
     free(o->ring);

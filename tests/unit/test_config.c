@@ -18,7 +18,7 @@ static const char *const ALL_COMMON[] = {
     "VIGIL_MQTT_URL",     "VIGIL_MQTT_USER",   "VIGIL_MQTT_PASSWORD", "VIGIL_REDIS_URL",
     "VIGIL_REDIS_PREFIX", "VIGIL_HTTP_ADDR",   "VIGIL_LOG_LEVEL",     "VIGIL_INSTANCE",
     "VIGIL_MAX_PAYLOAD",  "VIGIL_SHARD",       "VIGIL_TICK_MS",       "VIGIL_TIMER_LEASE_MS",
-    "VIGIL_OUTBOX_RETRY_MS", "VIGIL_OUTBOX_DEAD_LETTER_AFTER",
+    "VIGIL_OUTBOX_RETRY_MS", "VIGIL_OUTBOX_DEAD_LETTER_AFTER", "VIGIL_OUTBOX_REPLAY_MS",
     "VIGIL_MQTT_SESSION_EXPIRY_S", "VIGIL_LIVENESS_MS",
     "VIGIL_MQTT_PASSWORD_FILE", "VIGIL_REDIS_URL_FILE", "VIGIL_MQTT_CA_FILE",
     "VIGIL_MQTT_CERT_FILE", "VIGIL_MQTT_KEY_FILE", "VIGIL_TOPIC_PREFIX",
@@ -76,7 +76,7 @@ static void test_common_vars_table(void **state)
         assert_non_null(v->help);
         assert_true(v->help[0] != '\0');
     }
-    assert_int_equal(n, 22);
+    assert_int_equal(n, 23);
     assert_string_equal(VIGIL_COMMON_VARS[0].def, "mqtt://127.0.0.1:1883");
     assert_string_equal(VIGIL_COMMON_VARS[3].def, "redis://127.0.0.1:6379/0");
     assert_string_equal(VIGIL_COMMON_VARS[4].def, "vigil:");
@@ -168,6 +168,10 @@ static void test_accepted_boundaries(void **state)
     expect_error("VIGIL_OUTBOX_RETRY_MS", "0", NULL);
     expect_error("VIGIL_OUTBOX_DEAD_LETTER_AFTER", "0", NULL);
     expect_error("VIGIL_OUTBOX_DEAD_LETTER_AFTER", "x", NULL);
+    expect_ok("VIGIL_OUTBOX_REPLAY_MS", "0", &c); /* off */
+    expect_ok("VIGIL_OUTBOX_REPLAY_MS", "600000", &c);
+    expect_error("VIGIL_OUTBOX_REPLAY_MS", "-1", NULL);
+    expect_error("VIGIL_OUTBOX_REPLAY_MS", "600001", NULL);
     expect_ok("VIGIL_SHARD", "1023/1024", &c);
     assert_int_equal(c.shard_index, 1023);
     expect_ok("VIGIL_SHARD", "", &c); /* empty = default */

@@ -95,6 +95,7 @@ static int teardown(void **state)
     env *e = *state;
     unsetenv("VIGIL_OUTBOX_RETRY_MS");
     unsetenv("VIGIL_OUTBOX_DEAD_LETTER_AFTER");
+    unsetenv("VIGIL_OUTBOX_REPLAY_MS");
     vigil_mqtt_stop(e->pub, NULL, 2000);
     vigil_mqtt_stop(e->obs, NULL, 2000);
     vt_msglog_free(e->log);
@@ -203,12 +204,15 @@ static void test_replay_at_start(void **state)
 }
 
 /* While the broker is down nothing leaves Redis; once it is back, all goes
- * out (the observer's persistent session queues it meanwhile). */
+ * out (the observer's persistent session queues it meanwhile). With the
+ * replay off, each output arrives exactly once (with it, ev/0 would come
+ * again: test_broker_crash_before_save_replays). */
 static void test_broker_outage_keeps_entries(void **state)
 {
     env *e = *state;
     setenv("VIGIL_OUTBOX_RETRY_MS", "50", 1);
     setenv("VIGIL_OUTBOX_DEAD_LETTER_AFTER", "1", 1);
+    setenv("VIGIL_OUTBOX_REPLAY_MS", "0", 1);
     vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
     assert_non_null(o);
     commit_outputs(e, "room:first", 0, 1, false);
@@ -540,6 +544,40 @@ static void test_broker_and_redis_crash_mid_flow(void **state)
     vigil_outbox_stop(o, 1000);
 }
 
+/* The broker is killed before it saved outputs it had acknowledged (its
+ * database is wiped, as an unsaved one would be): once it is back, the
+ * outbox publishes again what was acknowledged within
+ * VIGIL_OUTBOX_REPLAY_MS before the loss, and not what is older. */
+static void test_broker_crash_before_save_replays(void **state)
+{
+    env *e = *state;
+    setenv("VIGIL_OUTBOX_RETRY_MS", "50", 1);
+    setenv("VIGIL_OUTBOX_REPLAY_MS", "2000", 1);
+    double replayed0 = vigil_metric_value("vigil_outbox_replayed_total", NULL);
+    commit_outputs(e, "room:old", 0, 1, true);
+    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    assert_non_null(o);
+    assert_true(vt_mosq_wait_retained(e->b, "ev/0", "m0", WAIT_MS));
+    assert_true(wait_outbox_len(e, 0, WAIT_MS));
+    vigil_sleep_ms(3000, NULL); /* ev/0 is now older than the window */
+    commit_outputs(e, "room:new", 1, 3, true);
+    vigil_outbox_kick(o);
+    assert_true(vt_mosq_wait_retained(e->b, "ev/3", "m3", WAIT_MS));
+    assert_true(wait_outbox_len(e, 0, WAIT_MS));
+
+    assert_int_equal(vt_mosq_kill9(e->b), 0);
+    assert_int_equal(vt_mosq_wipe_db(e->b), 0);
+    assert_int_equal(vt_mosq_restart(e->b), 0);
+    assert_true(vt_mosq_wait_retained(e->b, "ev/3", "m3", 3 * WAIT_MS));
+    char got[64];
+    assert_int_equal(vt_mosq_get_retained(e->b, "ev/0", got, sizeof got, 1), -1);
+    /* ev/1..3 again, in order, each once. */
+    assert_int_equal((int)(vigil_metric_value("vigil_outbox_replayed_total", NULL) - replayed0), 3);
+    assert_int_equal(dl_len(e), 0);
+    vigil_outbox_stop(o, 1000);
+    unsetenv("VIGIL_OUTBOX_REPLAY_MS");
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -563,6 +601,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_slow_broker_never_dead_letters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broker_and_redis_crash_mid_flow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_broker_crash_before_save_replays, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -81,6 +81,10 @@ bool vigil_mqtt_refused(vigil_mqtt *m, char *why, size_t whylen);
  * calls MQTTAsync_isConnected, which may deadlock inside callbacks). */
 bool vigil_mqtt_connected(const vigil_mqtt *m);
 
+/* Monotonic ms (vigil_mono_ms) when the connection was last lost, 0 when
+ * it never was. */
+int64_t vigil_mqtt_lost_at_ms(const vigil_mqtt *m);
+
 typedef struct vigil_pubmsg {
     const char *topic;
     const void *payload;
