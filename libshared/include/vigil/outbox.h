@@ -10,7 +10,10 @@
  * dedupe by event id). An entry that can never be published (undecodable,
  * or refused by the broker VIGIL_OUTBOX_DEAD_LETTER_AFTER times in a row)
  * moves to the dead-letter list (deadletter.h) instead of blocking the rest;
- * a slow or absent broker never causes that. It also drains an in-memory
+ * a slow or absent broker never causes that. After a lost connection it
+ * first publishes again what the broker acknowledged in the last
+ * VIGIL_OUTBOX_REPLAY_MS, which a broker that died before saving forgot
+ * (outbox_replay.h in libshared/src). It also drains an in-memory
  * queue of ephemeral messages (error events), which need no durability.
  * The message callback never waits on this thread: it only kicks it. On
  * start it publishes whatever the outbox holds (replay after a restart). */
