@@ -143,7 +143,7 @@ struct vigil_outbox {
     int refusals;
     int64_t gauge_at;
     vigil_replay *replay;     /* NULL: VIGIL_OUTBOX_REPLAY_MS=0 */
-    bool down;                /* the connection is lost */
+    int64_t lost_seen;        /* vigil_mqtt_lost_at_ms when last looked */
     bool replay_due;          /* publish the replay ring before anything else */
     unsigned long long overflow_seen;
 
@@ -691,25 +691,24 @@ static bool replay_publish(vigil_outbox *o, int timeout_ms)
     return true;
 }
 
-/* Tracks the connection for the replay ring: at a loss it keeps what was
- * acknowledged in the window before it; while connected it lets older
- * entries go. */
+/* Tracks the connection for the replay ring: after a loss it keeps what was
+ * acknowledged in the window before it and makes the replay due; while
+ * connected it lets older entries go. A loss is seen by its time, not by
+ * the flag: this thread may be away (a Redis backoff) for the whole of a
+ * broker restart and never see the connection down. */
 static void replay_track(vigil_outbox *o, bool connected, int64_t now)
 {
     if (!o->replay)
         return;
-    if (!connected) {
-        if (!o->down) {
-            o->down = true;
-            /* From the loss itself: this thread may notice it late. */
-            int64_t lost = vigil_mqtt_lost_at_ms(o->mqtt);
+    int64_t lost = vigil_mqtt_lost_at_ms(o->mqtt);
+    if (lost != o->lost_seen) {
+        o->lost_seen = lost;
+        if (!o->replay_due) /* else the earlier loss's window still waits */
             vigil_replay_expire(o->replay, lost > 0 && lost <= now ? lost : now);
-            o->replay_due = vigil_replay_count(o->replay) > 0;
-        }
+        o->replay_due = vigil_replay_count(o->replay) > 0;
         return;
     }
-    o->down = false;
-    if (!o->replay_due)
+    if (connected && !o->replay_due)
         vigil_replay_expire(o->replay, now);
 }
 
