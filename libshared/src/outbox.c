@@ -92,7 +92,9 @@ typedef struct eph_msg {
     bool retain;
 } eph_msg;
 
-enum slot_state { SLOT_UNSENT = 0, SLOT_PENDING, SLOT_ACKED, SLOT_FAILED, SLOT_REFUSED };
+/* SLOT_LOST: acknowledged on a connection lost before the entry was
+ * trimmed; published again like a failed one (requeue_acked). */
+enum slot_state { SLOT_UNSENT = 0, SLOT_PENDING, SLOT_ACKED, SLOT_FAILED, SLOT_REFUSED, SLOT_LOST };
 
 /* One entry of the ring: the stored text and its decoded form. */
 typedef struct ob_slot {
@@ -480,7 +482,7 @@ static int recover(vigil_outbox *o, int64_t now)
     int reason = h ? h->reason : 0;
     int failed_n = 0;
     for (uint64_t q = o->head_seq; q < o->send_seq; q++)
-        if (slot_of(o, q)->state != SLOT_ACKED)
+        if (slot_of(o, q)->state != SLOT_ACKED && slot_of(o, q)->state != SLOT_LOST)
             failed_n++;
     pthread_mutex_unlock(&o->mu);
     vigil_counter_add(M_FAILURES, M_FAILURES_HELP, NULL, failed_n);
@@ -503,7 +505,7 @@ static int recover(vigil_outbox *o, int64_t now)
             if (dead_letter_head(o, detail) != 0)
                 return -1;
         }
-    } else if (hstate == SLOT_ACKED || hstate == SLOT_PENDING) {
+    } else if (hstate == SLOT_ACKED || hstate == SLOT_PENDING || hstate == SLOT_LOST) {
         o->refusals = 0; /* the head itself is fine (or still unresolved) */
     }
     ring_reset(o);
@@ -691,6 +693,30 @@ static bool replay_publish(vigil_outbox *o, int timeout_ms)
     return true;
 }
 
+/* After a lost connection: entries the broker acknowledged and this thread
+ * has not trimmed yet (trimming rides on the next read or the short poll)
+ * are no safer than those in the replay ring, and they never get there in
+ * time: they are trimmed only after the loss was seen. Mark them to be
+ * published again; recover() resets the ring, so they are read again from
+ * Redis and go out in order, ahead of everything after them. */
+static void requeue_acked(vigil_outbox *o)
+{
+    int n = 0;
+    pthread_mutex_lock(&o->mu);
+    for (uint64_t q = o->head_seq; q < o->send_seq; q++) {
+        ob_slot *sl = slot_of(o, q);
+        if (sl->state == SLOT_ACKED) {
+            sl->state = SLOT_LOST;
+            n++;
+        }
+    }
+    if (n > 0)
+        o->failed = true;
+    pthread_mutex_unlock(&o->mu);
+    if (n > 0)
+        vigil_counter_add(M_REPLAYED, M_REPLAYED_HELP, NULL, n);
+}
+
 /* Tracks the connection for the replay ring: after a loss it keeps what was
  * acknowledged in the window before it and makes the replay due; while
  * connected it lets older entries go. A loss is seen by its time, not by
@@ -703,6 +729,7 @@ static void replay_track(vigil_outbox *o, bool connected, int64_t now)
     int64_t lost = vigil_mqtt_lost_at_ms(o->mqtt);
     if (lost != o->lost_seen) {
         o->lost_seen = lost;
+        requeue_acked(o);
         if (!o->replay_due) /* else the earlier loss's window still waits */
             vigil_replay_expire(o->replay, lost > 0 && lost <= now ? lost : now);
         o->replay_due = vigil_replay_count(o->replay) > 0;

@@ -578,6 +578,46 @@ static void test_broker_crash_before_save_replays(void **state)
     unsetenv("VIGIL_OUTBOX_REPLAY_MS");
 }
 
+/* The broker dies right after acknowledging outputs the outbox has not
+ * trimmed yet (trimming rides on the next read or a 50 ms poll), and comes
+ * back without them: they are published again, as the replay ring's are.
+ * The loss must be seen while they are still untrimmed; each attempt checks
+ * that it was (they are still in Redis with the broker down), and at least
+ * one attempt must catch it. */
+static void test_broker_crash_before_trim_republishes(void **state)
+{
+    env *e = *state;
+    setenv("VIGIL_OUTBOX_RETRY_MS", "50", 1);
+    setenv("VIGIL_OUTBOX_REPLAY_MS", "2000", 1);
+    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    assert_non_null(o);
+    vigil_sleep_ms(100, NULL); /* let the start-up replay find nothing */
+    int caught = 0, attempt = 0;
+    for (; attempt < 8 && caught < 2; attempt++) {
+        int first = attempt * 3;
+        int seen = vt_msglog_count(e->log, NULL);
+        char key[32], topic[32], payload[32];
+        snprintf(key, sizeof key, "room:t%d", attempt);
+        commit_outputs(e, key, first, 3, true);
+        vigil_outbox_kick(o);
+        assert_true(vt_msglog_wait_count(e->log, NULL, seen + 3, WAIT_MS));
+        assert_int_equal(vt_mosq_kill9(e->b), 0);
+        vigil_sleep_ms(300, NULL);
+        if (outbox_len(e) == 3)
+            caught++; /* acknowledged, and untrimmed when the loss was seen */
+        assert_int_equal(vt_mosq_wipe_db(e->b), 0);
+        assert_int_equal(vt_mosq_restart(e->b), 0);
+        snprintf(topic, sizeof topic, "ev/%d", first + 2);
+        snprintf(payload, sizeof payload, "m%d", first + 2);
+        assert_true(vt_mosq_wait_retained(e->b, topic, payload, 3 * WAIT_MS));
+        assert_true(wait_outbox_len(e, 0, WAIT_MS));
+    }
+    print_message("loss seen before the trim in %d of %d attempts\n", caught, attempt);
+    assert_true(caught > 0);
+    assert_int_equal(dl_len(e), 0);
+    vigil_outbox_stop(o, 1000);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -602,6 +642,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_slow_broker_never_dead_letters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broker_and_redis_crash_mid_flow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broker_crash_before_save_replays, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_broker_crash_before_trim_republishes, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
