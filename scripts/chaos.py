@@ -279,8 +279,10 @@ class Load:
         self.done = threading.Event()
         self.error = None
         self.t0 = None
+        self.acked_at = []  # (inputs acknowledged, epoch seconds), for the loss report
 
     def _progress(self, n):
+        self.acked_at.append((n, time.time()))
         # hold the rate: n acknowledged by now means n / rate seconds in
         while True:
             ahead = self.t0 + n / self.rate - time.monotonic()
@@ -331,6 +333,8 @@ class Faults:
         self.count = collections.Counter()
         self.total = 0
         self.first = None
+        self.victim = ""
+        self.events = []  # (start, end epoch seconds, kind, victim), for the loss report
 
     def pick(self):
         # every kind once first (in random order), then weighted at random
@@ -344,8 +348,10 @@ class Faults:
 
     def inject(self, kind):
         r = self.run
+        self.victim = ""
         if kind == "kill9_replica":
             svc = self.rng.choice(r.replicas)
+            self.victim = svc.instance
             svc.kill9()
             time.sleep(self.rng.uniform(0.05, 0.5))
             svc.start(wait=False)
@@ -375,9 +381,11 @@ class Faults:
             r.broker.start(timeout=60)
             self.load.resume()
         elif kind == "reshard":
-            self.reshard(self.rng.choice(SERVICES))
+            self.victim = self.rng.choice(SERVICES)
+            self.reshard(self.victim)
         elif kind == "sigstop_replica":
             svc = self.rng.choice(r.replicas)
+            self.victim = svc.instance
             os.kill(svc.proc.pid, signal.SIGSTOP)
             time.sleep(LEASE_MS / 1000.0 + self.rng.uniform(0.5, 1.5))
             os.kill(svc.proc.pid, signal.SIGCONT)
@@ -433,9 +441,11 @@ class Faults:
             if self.load.done.is_set():
                 break
             kind = self.pick()
-            t = time.monotonic()
+            t, start = time.monotonic(), time.time()
             self.inject(kind)
-            log(f"fault {self.total:3d}: {kind} ({time.monotonic() - t:.1f}s)")
+            self.events.append((start, time.time(), kind, self.victim))
+            log(f"fault {self.total:3d}: {kind}{' ' + self.victim if self.victim else ''} "
+                f"({time.monotonic() - t:.1f}s)")
 
 
 def wait_broker_saved(folder, since, timeout=10.0):
@@ -473,6 +483,31 @@ def settle(run, want_processed, timeout, inputs=frozenset(), want_effects=frozen
             pass
         time.sleep(0.5)
     return False
+
+
+def loss_context(lost, ids, faults, span=8.0):
+    """Lines that place each lost output (first ten) in time: when the
+    broker acknowledged the input that caused it, and which faults ran
+    within span seconds of that. A loss is found by its neighbours."""
+    index = {mid: i for i, mid in enumerate(ids)}
+    acked = faults.load.acked_at
+    lines = []
+    for out_id in lost[:10]:
+        mid = out_id.split(":")[0].strip("('\" ")
+        for word in str(out_id).replace("'", " ").replace(",", " ").split():
+            if word in index:
+                mid = word
+        i = index.get(mid)
+        if i is None:
+            continue
+        t = next((when for n, when in acked if n > i), None)
+        if t is None:
+            continue
+        near = [f"{kind}{' ' + victim if victim else ''} {start - t:+.1f}..{end - t:+.1f}s"
+                for start, end, kind, victim in faults.events if end >= t - span and start <= t + span]
+        lines.append(f"{out_id}: input acknowledged at {time.strftime('%H:%M:%S', time.localtime(t))}; "
+                     f"faults near it: {', '.join(near) or 'none'}")
+    return lines
 
 
 def oracle_self_check(run, want, got, log_counts):
@@ -554,7 +589,11 @@ def main():
                     help="the CI version: 35 s of load, a fault every ~1.5 s, each kind at least once")
     ap.add_argument("--build-dir", default=os.environ.get("VIGIL_BUILD_DIR") or os.path.join(ROOT, "build", "release"))
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    ap.add_argument("--log-level", default="warn", choices=("debug", "info", "warn", "error"),
+                    help="the replicas' VIGIL_LOG_LEVEL (default warn; their logs stay in the "
+                         "folder with --keep)")
     args = ap.parse_args()
+    SERVICE_ENV["VIGIL_LOG_LEVEL"] = args.log_level
     if args.short:
         args.duration, args.gap, args.rate = 35, 1.5, 20
     args.build_dir = os.path.abspath(args.build_dir)
@@ -663,6 +702,8 @@ def main():
                          ("doubled log", doubled_log[:5]), ("replica problems", crashed[:5])):
         if sample:
             print(f"  e.g. {what}: {sample}")
+    for line in loss_context(lost_outputs, ids, faults):
+        print(f"  lost output         {line}")
     if args.keep:
         print(f"  folder              {workdir}")
     else:
