@@ -19,6 +19,9 @@
 #define HB_ROOM_INDEX "room-personas:" /* P S ":room-personas:<room>": personas serving it */
 #define HB_TIMER "run"              /* the one timer of a persona key */
 #define HB_PATH_MAX 512
+/* Limit label (vigil_limit_refusals_total{limit}) of the heartbeats one
+ * room message reaches: VIGIL_ROUTE_MAX_KEYS, the runtime's keys per input. */
+#define HB_LIMIT_ROOM "heartbeats_per_room"
 
 typedef struct hb_worker hb_worker;
 
@@ -43,6 +46,7 @@ typedef struct hb_parsed {
     hb_in_kind kind;
     hb_message msg;          /* strings point into the input's body */
     hb_persona_cfg cfg;      /* owned */
+    int room_members;        /* config: heartbeats in cfg.room's index (> max_keys: more) */
     hb_room_level *levels;   /* owned */
     int n_levels;
 } hb_parsed;
@@ -61,6 +65,13 @@ int hb_on_timer_fx(void *ctx, const char *key, const char *state_json, const cha
 void hb_free_parsed(void *ctx, void *parsed);
 int hb_start(void *ctx, vigil_runtime *rt);
 void hb_stop(void *ctx);
+
+/* route.c: the limit of heartbeats per room (HB_LIMIT_ROOM) said in the
+ * room's terms ("room 'r' <state> 64 heartbeats one room message reaches
+ * ...: <refused>"), counted (vigil_limit_note) and set in err as the
+ * input's reject with reason r. Returns -1. */
+int hb_room_limit(const char *room, const char *state, const char *refused, vigil_reject_reason r,
+                  vigil_error *err);
 
 /* apply.c: the core's hb_out written into fx for persona key. */
 /* The record of persona key loaded into *s (json NULL: a new one)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/limits.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include "adapter.h"
@@ -62,6 +63,18 @@ void hb_record_close(hb_state *s, hb_out *out)
     hb_state_free(s);
 }
 
+/* A bound the core reached on this input says so: an error event on
+ * sys/heartbeat/error (reason limit), committed with the decision's other
+ * effects, and vigil_limit_refusals_total{limit}. */
+static int limit_fx(const vigil_input *in, const hb_out *out, int64_t now, vigil_effects *fx)
+{
+    if (!out->limit)
+        return 0;
+    char id[VIGIL_EVENT_ID_MAX + 1];
+    vigil_event_id(id, sizeof id, in->id, "limit", 0);
+    return vigil_fx_limit_refusal(fx, HB_SERVICE, id, in, out->limit, out->limit_detail, now);
+}
+
 int hb_apply(void *ctx, const char *key, const char *state_json, const vigil_input *in,
              const void *parsed, int64_t now_ms, vigil_effects *fx, vigil_error *err)
 {
@@ -79,6 +92,11 @@ int hb_apply(void *ctx, const char *key, const char *state_json, const vigil_inp
         r = hb_on_message(&s, &svc->core, &p->msg, now_ms, &out);
         break;
     case HB_IN_CONFIG:
+        if (hb_config_joins_full_room(&s, &p->cfg, p->room_members, VIGIL_ROUTE_MAX_KEYS)) {
+            hb_record_close(&s, &out);
+            return hb_room_limit(p->cfg.room, "already has the", "the config is refused",
+                                 VIGIL_REJECT_LIMIT, err);
+        }
         /* apply may run again on a conflict: the core takes a copy */
         cfg = p->cfg;
         cfg.checklist = p->cfg.checklist ? strdup(p->cfg.checklist) : NULL;
@@ -94,7 +112,8 @@ int hb_apply(void *ctx, const char *key, const char *state_json, const vigil_inp
         break;
     }
     int rc = 0;
-    if (r != HB_OK || hb_out_to_fx(svc, key, &s, &out, fx) != 0)
+    if (r != HB_OK || hb_out_to_fx(svc, key, &s, &out, fx) != 0 ||
+        limit_fx(in, &out, now_ms, fx) != 0)
         rc = vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory deciding %s", in->id);
     hb_record_close(&s, &out);
     return rc;

@@ -5,17 +5,27 @@
  *   persona/{p}/state     -> p (its levels per room)
  *   room/{r}/message      -> every persona whose heartbeat serves r (the
  *                            set P S ":room-personas:<r>", kept by the
- *                            config commits) */
+ *                            config commits)
+ * One input touches at most VIGIL_ROUTE_MAX_KEYS records, so a room has at
+ * most that many heartbeats: a config joining a full room is refused
+ * (apply.c), and a room message past it (two configs joining at once) is
+ * refused whole; both say so (hb_room_limit). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
+#include <vigil/limits.h>
 #include <vigil/log.h>
 #include <vigil/msg_persona.h>
 #include <vigil/msg_room.h>
 #include "adapter.h"
 
 #define CHECKLIST_FILE_MAX (HB_CHECKLIST_MAX + 1)
+#define CHECKLIST_NAME_MAX 200 /* bytes of a checklist_file name */
+
+/* The core's ids (config fields, context senders) are libshared's. */
+_Static_assert(HB_ID_MAX == VIGIL_ID_MAX, "heartbeat ids are vigil ids");
 
 static hb_parsed *new_parsed(hb_in_kind kind)
 {
@@ -36,6 +46,24 @@ void hb_free_parsed(void *ctx, void *parsed)
     free(p);
 }
 
+/* The name of a room's index of heartbeats (P S ":room-personas:<room>"). */
+static void room_index(char *out, size_t len, const char *room)
+{
+    snprintf(out, len, "%s%s", HB_ROOM_INDEX, room);
+}
+
+int hb_room_limit(const char *room, const char *state, const char *refused, vigil_reject_reason r,
+                  vigil_error *err)
+{
+    char detail[sizeof err->detail];
+    snprintf(detail, sizeof detail,
+             "room '%s' %s %d heartbeats one room message reaches (VIGIL_ROUTE_MAX_KEYS, compile "
+             "time): %s",
+             room, state, VIGIL_ROUTE_MAX_KEYS, refused);
+    vigil_limit_note(HB_LIMIT_ROOM, detail);
+    return vigil_error_set(err, r, "%s", detail);
+}
+
 /* room/{r}/message, read by libshared's one reader of that topic. */
 static int route_message(vigil_runtime *rt, const vigil_input *in, char keys[][VIGIL_KEY_MAX],
                          int max_keys, hb_parsed **out, vigil_error *err)
@@ -49,8 +77,11 @@ static int route_message(vigil_runtime *rt, const vigil_input *in, char keys[][V
                     rm.proactive, in->ts};
     vigil_room_message_release(&rm); /* the strings point into the body, not into rm */
     char suffix[VIGIL_KEY_MAX + 32];
-    snprintf(suffix, sizeof suffix, "%s%s", HB_ROOM_INDEX, room);
+    room_index(suffix, sizeof suffix, room);
     int n = vigil_runtime_route_members(rt, "SMEMBERS", suffix, keys, 0, max_keys, NULL, err);
+    if (n == -1 && err->reason == VIGIL_REJECT_TOO_MANY_KEYS)
+        return hb_room_limit(room, "has more than the", "the message is refused for all of them",
+                             VIGIL_REJECT_TOO_MANY_KEYS, err);
     if (n <= 0)
         return n; /* no heartbeat serves this room, or retry, or reject */
     hb_parsed *p = new_parsed(HB_IN_MESSAGE);
@@ -58,6 +89,23 @@ static int route_message(vigil_runtime *rt, const vigil_input *in, char keys[][V
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     p->msg = m;
     *out = p;
+    return n;
+}
+
+/* How many heartbeats the room's index holds (max + 1 when more), for the
+ * config's room limit (hb_config_joins_full_room, decided in apply on the
+ * persona's record). keys is only scratch here. Or VIGIL_ROUTE_RETRY / -1
+ * as vigil_runtime_route_members. */
+static int room_members(vigil_runtime *rt, const char *room, char keys[][VIGIL_KEY_MAX], int max,
+                        vigil_error *err)
+{
+    char suffix[VIGIL_KEY_MAX + 32];
+    room_index(suffix, sizeof suffix, room);
+    int n = vigil_runtime_route_members(rt, "SMEMBERS", suffix, keys, 0, max, NULL, err);
+    if (n == -1 && err->reason == VIGIL_REJECT_TOO_MANY_KEYS) {
+        memset(err, 0, sizeof *err);
+        return max + 1;
+    }
     return n;
 }
 
@@ -69,10 +117,13 @@ static int read_checklist(const hb_service *svc, const char *name, char **text, 
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
                                "field 'checklist_file': file checklists are off "
                                "(VIGIL_HEARTBEAT_CHECKLIST_DIR is empty)");
-    if (!name[0] || name[0] == '/' || strstr(name, "..") || strlen(name) > 200)
+    if (strlen(name) > CHECKLIST_NAME_MAX)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
+                               "field 'checklist_file': longer than %d bytes", CHECKLIST_NAME_MAX);
+    if (!name[0] || name[0] == '/' || strstr(name, ".."))
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
                                "field 'checklist_file': a relative name without '..'");
-    char path[HB_PATH_MAX + 208];
+    char path[HB_PATH_MAX + CHECKLIST_NAME_MAX + 8];
     snprintf(path, sizeof path, "%s/%s", svc->checklist_dir, name);
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -85,17 +136,21 @@ static int read_checklist(const hb_service *svc, const char *name, char **text, 
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     if (n >= CHECKLIST_FILE_MAX || !vigil_utf8_valid(buf, n)) {
         free(buf);
+        if (n >= CHECKLIST_FILE_MAX)
+            return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
+                                   "field 'checklist_file': '%.100s' is larger than %d bytes", name,
+                                   HB_CHECKLIST_MAX);
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
-                               "field 'checklist_file': larger than %d bytes or not UTF-8 text",
-                               HB_CHECKLIST_MAX);
+                               "field 'checklist_file': '%.100s' is not UTF-8 text", name);
     }
     buf[n] = '\0';
     *text = buf;
     return 0;
 }
 
-static int route_config(hb_service *svc, const vigil_input *in, char keys[][VIGIL_KEY_MAX],
-                        hb_parsed **out, vigil_error *err)
+static int route_config(hb_service *svc, vigil_runtime *rt, const vigil_input *in,
+                        char keys[][VIGIL_KEY_MAX], int max_keys, hb_parsed **out,
+                        vigil_error *err)
 {
     static const vigil_reject_reason REASONS[] = {
         [HB_CFG_OK] = VIGIL_REJECT_NONE, [HB_CFG_MISSING] = VIGIL_REJECT_MISSING_FIELD,
@@ -120,6 +175,12 @@ static int route_config(hb_service *svc, const vigil_input *in, char keys[][VIGI
         hb_free_parsed(svc, p);
         return vigil_error_set(err, REASONS[st], "%s", why);
     }
+    p->room_members = room_members(rt, p->cfg.room, keys, max_keys, err);
+    if (p->room_members < 0) {
+        int rc = p->room_members;
+        hb_free_parsed(svc, p);
+        return rc;
+    }
     snprintf(keys[0], VIGIL_KEY_MAX, "%s", persona);
     *out = p;
     return 1;
@@ -132,16 +193,18 @@ static int route_levels(const vigil_input *in, char keys[][VIGIL_KEY_MAX], hb_pa
 {
     const char *persona;
     vigil_persona_state ps;
+    /* every room is read (VIGIL_MAX_PAYLOAD bounds them): the core keeps
+     * the configured room's level first and says what it does not keep */
     if (vigil_input_topic_id(in, 1, "persona", &persona, err) < 0 ||
-        vigil_persona_state_read(in->body, HB_LEVELS_MAX, &ps, err) < 0)
+        vigil_persona_state_read(in->body, INT_MAX, &ps, err) < 0)
         return -1;
     hb_parsed *p = new_parsed(HB_IN_LEVELS);
-    if (!p || !(p->levels = calloc(HB_LEVELS_MAX, sizeof *p->levels))) {
+    if (!p || (ps.n_rooms > 0 && !(p->levels = calloc((size_t)ps.n_rooms, sizeof *p->levels)))) {
         hb_free_parsed(NULL, p);
         vigil_persona_state_release(&ps);
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     }
-    for (int i = 0; i < ps.n_rooms && p->n_levels < HB_LEVELS_MAX; i++) {
+    for (int i = 0; i < ps.n_rooms; i++) {
         hb_room_level *l = &p->levels[p->n_levels++];
         snprintf(l->room, sizeof l->room, "%s", ps.rooms[i].room);
         /* vigil_level is active=0 .. sleep=3; the core's has unknown=0 first */
@@ -163,7 +226,7 @@ int hb_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][VI
         n = route_message(rt, in, keys, max_keys, &p, err);
     else if (in->nparts == 3 && strcmp(in->parts[0], "heartbeat") == 0 &&
              strcmp(in->parts[2], "config") == 0)
-        n = route_config(svc, in, keys, &p, err);
+        n = route_config(svc, rt, in, keys, max_keys, &p, err);
     else if (in->nparts == 3 && strcmp(in->parts[0], "persona") == 0 &&
              strcmp(in->parts[2], "state") == 0)
         n = route_levels(in, keys, &p, err);

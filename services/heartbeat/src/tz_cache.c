@@ -1,7 +1,12 @@
 /* tz_cache.c - time zone rules for the core, read from the zoneinfo folder
  * the first time a name is asked for and kept for the life of the process
  * (the pointers the core holds stay valid). Names are checked before any
- * path is built: no "..", no absolute paths. */
+ * path is built: no "..", no absolute paths.
+ *
+ * No cap of its own: it holds one entry per zone file of the folder that
+ * was asked for (unknown names are never kept), so the folder bounds it. A
+ * cap below that would answer a valid zone as unknown, and a stored
+ * record's zone as UTC (quiet hours in the wrong time), without a word. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -10,8 +15,7 @@
 #include <vigil/log.h>
 #include "adapter.h"
 
-#define CACHE_MAX 512
-#define TZIF_MAX (256 * 1024)
+#define TZIF_MAX (256 * 1024) /* bytes read of a zone file (the largest are a few KiB) */
 
 typedef struct entry {
     char name[HB_TZ_NAME_MAX + 1];
@@ -19,8 +23,8 @@ typedef struct entry {
 } entry;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static entry cache[CACHE_MAX];
-static int n_cache;
+static entry *cache;
+static int n_cache, cap_cache;
 
 static bool name_ok(const char *n)
 {
@@ -56,6 +60,22 @@ static hb_tz *load(const hb_service *svc, const char *name)
     return tz;
 }
 
+/* Keeps tz under name (the lock held); false when out of memory. */
+static bool keep(const char *name, hb_tz *tz)
+{
+    if (n_cache == cap_cache) {
+        int cap = cap_cache ? 2 * cap_cache : 64;
+        entry *more = realloc(cache, sizeof *cache * (size_t)cap);
+        if (!more)
+            return false;
+        cache = more;
+        cap_cache = cap;
+    }
+    snprintf(cache[n_cache].name, sizeof cache[0].name, "%s", name);
+    cache[n_cache++].tz = tz;
+    return true;
+}
+
 const hb_tz *hb_tz_cache_lookup(void *arg, const char *name)
 {
     const hb_service *svc = arg;
@@ -70,13 +90,10 @@ const hb_tz *hb_tz_cache_lookup(void *arg, const char *name)
         }
     hb_tz *tz = load(svc, name);
     /* unknown names are not cached (a bad config could fill the cache) */
-    if (tz && n_cache < CACHE_MAX) {
-        snprintf(cache[n_cache].name, sizeof cache[0].name, "%s", name);
-        cache[n_cache++].tz = tz;
-    } else if (tz) {
+    if (tz && !keep(name, tz)) {
         hb_tz_free(tz);
         tz = NULL;
-        vigil_log(VIGIL_LOG_WARN, "time zone cache full (%d zones)", CACHE_MAX);
+        vigil_log_kv(VIGIL_LOG_ERROR, "out of memory keeping a time zone", "zone", name, NULL);
     }
     pthread_mutex_unlock(&lock);
     return tz;
@@ -87,6 +104,8 @@ void hb_tz_cache_free(void)
     pthread_mutex_lock(&lock);
     for (int i = 0; i < n_cache; i++)
         hb_tz_free(cache[i].tz);
-    n_cache = 0;
+    free(cache);
+    cache = NULL;
+    n_cache = cap_cache = 0;
     pthread_mutex_unlock(&lock);
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <vigil/clock.h>
 #include <vigil/job_loop.h>
+#include <vigil/limits.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include <vigil/workers.h>
@@ -111,6 +112,8 @@ typedef struct result_arg {
     hb_service *svc;
     const hb_run_result *r;
     char outcome[32];
+    const char *limit;       /* a bound the core reached (hb_out.limit), NULL none */
+    char limit_detail[HB_LIMIT_DETAIL_MAX];
 } result_arg;
 
 static int decide_result(void *arg, const char *key, const char *state_json, int64_t now_ms,
@@ -126,6 +129,8 @@ static int decide_result(void *arg, const char *key, const char *state_json, int
     if (hb_on_result(&s, &a->svc->core, a->r, now_ms, &out) != HB_OK ||
         hb_out_to_fx(a->svc, key, &s, &out, fx) != 0)
         rc = vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory committing %s", a->r->run);
+    a->limit = out.limit;
+    snprintf(a->limit_detail, sizeof a->limit_detail, "%s", out.limit_detail);
     snprintf(a->outcome, sizeof a->outcome, "stale");
     for (int i = 0; i < out.n_msg; i++) {
         const char *o = strstr(out.msg[i].payload, "\"outcome\":\"");
@@ -143,7 +148,7 @@ static vigil_decide_result commit_run(void *arg, void *sarg)
     hb_worker *w = arg;
     run_slot *s = sarg;
     hb_run_result r = {s->job.run, s->ok, s->content, s->len, s->error, s->tokens};
-    result_arg a = {w->svc, &r, ""};
+    result_arg a = {w->svc, &r, "", NULL, ""};
     vigil_error err = {0};
     vigil_decide_result d = vigil_runtime_decide(w->svc->rt, w->jw.conn, s->job.persona, s->job.run,
                                                  vigil_now_ms(), decide_result, &a, &err);
@@ -155,6 +160,10 @@ static vigil_decide_result commit_run(void *arg, void *sarg)
         if (s->tokens > 0)
             vigil_counter_add("vigil_heartbeat_tokens_total", "LLM tokens spent on heartbeat runs",
                               NULL, (double)s->tokens);
+        /* a job's commit has no input to answer on sys/heartbeat/error:
+         * the run's detail says it, and the log line and count here */
+        if (a.limit)
+            vigil_limit_note(a.limit, a.limit_detail);
     } else if (d == VIGIL_DECIDE_REJECTED) {
         vigil_log_kv(VIGIL_LOG_ERROR, "run outcome not committed", "run", s->job.run, "detail",
                      err.detail, NULL);

@@ -92,7 +92,12 @@ static hb_cfg_status set_tz(const hb_config *c, const char *name, hb_persona_cfg
 {
     if (!name)
         return HB_CFG_OK;
-    if (strlen(name) > HB_TZ_NAME_MAX || !c->tz.lookup || !c->tz.lookup(c->tz.arg, name)) {
+    if (strlen(name) > HB_TZ_NAME_MAX) {
+        snprintf(err, errlen, "time zone '%.64s...': longer than %d bytes (an IANA name such as "
+                 "Asia/Jakarta)", name, HB_TZ_NAME_MAX);
+        return HB_CFG_BAD_VALUE;
+    }
+    if (!c->tz.lookup || !c->tz.lookup(c->tz.arg, name)) {
         snprintf(err, errlen, "unknown time zone '%.64s' (an IANA name such as Asia/Jakarta)",
                  name);
         return HB_CFG_BAD_VALUE;

@@ -4,6 +4,7 @@
  * The record says which run is waiting for the model, so a second run never
  * starts beside it and a late or repeated answer changes nothing. */
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,19 @@ const hb_tz *hb_state_tz(const hb_state *s, const hb_config *c)
     if (!s->cfg.tz[0] || !c->tz.lookup)
         return NULL;
     return c->tz.lookup(c->tz.arg, s->cfg.tz);
+}
+
+/* Records that a bound refused or cut part of this decision's input; the
+ * shell turns it into an error event or a log line and a count
+ * (vigil/limits.h), so no bound of the core is silent. */
+__attribute__((format(printf, 3, 4))) static void note_limit(hb_out *out, const char *limit,
+                                                             const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->limit_detail, sizeof out->limit_detail, fmt, ap);
+    va_end(ap);
+    out->limit = limit;
 }
 
 static hb_result emit(hb_out *out, const char *topic, json_object *o)
@@ -199,20 +213,68 @@ hb_result hb_on_message(hb_state *s, const hb_config *c, const hb_message *m, in
     return HB_OK;
 }
 
+/* The levels to remember, at most HB_LEVELS_MAX: the one of room (the
+ * configured room, "" none) first, since it is the only one a run reads,
+ * then the others in the order given. Returns how many did not fit. */
+static int pick_levels(const char *room, const hb_room_level *levels, int n,
+                       hb_room_level *kept, int *n_kept)
+{
+    int k = 0, first = -1;
+    for (int i = 0; room[0] && i < n && first < 0; i++)
+        if (strcmp(levels[i].room, room) == 0)
+            first = i;
+    if (first >= 0)
+        kept[k++] = levels[first];
+    for (int i = 0; i < n && k < HB_LEVELS_MAX; i++)
+        if (i != first)
+            kept[k++] = levels[i];
+    *n_kept = k;
+    return n - k;
+}
+
 hb_result hb_on_levels(hb_state *s, const hb_room_level *levels, int n, int64_t now, hb_out *out)
 {
     (void)now;
-    if (n > HB_LEVELS_MAX)
-        n = HB_LEVELS_MAX;
-    bool same = n == s->n_levels;
-    for (int i = 0; same && i < n; i++)
-        same = strcmp(levels[i].room, s->levels[i].room) == 0 && levels[i].level == s->levels[i].level;
+    hb_room_level kept[HB_LEVELS_MAX];
+    const char *room = s->cfg.set ? s->cfg.room : "";
+    int k, dropped = pick_levels(room, levels, n, kept, &k);
+    if (dropped > 0)
+        note_limit(out, HB_LIMIT_LEVELS,
+                   "persona/%s/state lists %d rooms, more than the %d whose level heartbeat "
+                   "remembers per persona (compile time): the levels of %d rooms are not kept%s%s%s",
+                   s->persona, n, HB_LEVELS_MAX, dropped, room[0] ? " (the configured room '" : "",
+                   room, room[0] ? "' is kept first)" : "");
+    bool same = k == s->n_levels;
+    for (int i = 0; same && i < k; i++)
+        same = strcmp(kept[i].room, s->levels[i].room) == 0 && kept[i].level == s->levels[i].level;
     if (same)
         return HB_OK;
-    memcpy(s->levels, levels, sizeof *levels * (size_t)n);
-    s->n_levels = n;
+    memcpy(s->levels, kept, sizeof *kept * (size_t)k);
+    s->n_levels = k;
     out->changed = true;
     return HB_OK;
+}
+
+bool hb_config_joins_full_room(const hb_state *s, const hb_persona_cfg *cfg, int members, int max)
+{
+    bool serves = s->cfg.set && strcmp(s->cfg.room, cfg->room) == 0;
+    return !serves && members >= max;
+}
+
+/* A message the model made longer than HB_MESSAGE_MAX went out cut: the
+ * run's detail and a limit refusal say so. */
+static void tell_cut(const hb_state *s, const char *run, const hb_reply *rep, char *detail,
+                     size_t len, hb_out *out)
+{
+    if (!rep->cut_from)
+        return;
+    size_t used = strlen(detail);
+    snprintf(detail + used, len - used, "; message cut to %zu of %zu bytes", strlen(rep->message),
+             rep->cut_from);
+    note_limit(out, HB_LIMIT_MESSAGE,
+               "run %s of %s: the model's message of %zu bytes was cut to %zu (at most %d bytes, "
+               "compile time) and sent cut",
+               run, s->persona, rep->cut_from, strlen(rep->message), HB_MESSAGE_MAX);
 }
 
 static hb_result give_up(hb_state *s, const hb_config *c, int64_t now, hb_out *out)
@@ -222,7 +284,9 @@ static hb_result give_up(hb_state *s, const hb_config *c, int64_t now, hb_out *o
     s->running[0] = '\0';
     int64_t next = s->cfg.enabled ? next_after(s, c, now) : 0;
     schedule(s, next, out);
-    run_report r = {run, "error", "run-lost", "no answer from the model's job within the run guard",
+    run_report r = {run, "error", "run-lost",
+                    "no answer within the run guard: its job was lost (e.g. trimmed from the job "
+                    "stream past VIGIL_HEARTBEAT_JOBS_MAXLEN)",
                     VOI_NONE, NULL, NULL, 0, next};
     return emit_run(s, now, &r, out);
 }
@@ -348,6 +412,7 @@ hb_result hb_on_result(hb_state *s, const hb_config *c, const hb_run_result *r, 
                          s->cfg.user, hb_category_name(reply.category));
             } else {
                 rc = send_message(s, run, &reply, now, msg_id, sizeof msg_id, out);
+                tell_cut(s, run, &reply, detail, sizeof detail, out);
                 rep.outcome = "sent";
                 rep.message_id = msg_id;
                 s->last_proactive = now;

@@ -35,6 +35,7 @@
 #define HB_RECENT_CHARS 100       /* each cut to this many characters (the seed's 100) */
 #define HB_LEVELS_MAX 32          /* rooms whose level is remembered per persona */
 #define HB_ACK_MAX_OTHER 300      /* HEARTBEAT_OK with at most this much else is an ack */
+#define HB_MESSAGE_MAX 4000       /* bytes of a proactive message; a longer one is cut */
 #define HB_TOKEN "HEARTBEAT_OK"
 #define HB_TZ_NAME_MAX 64
 #define HB_MODEL_MAX 128
@@ -167,6 +168,7 @@ typedef enum { HB_REPLY_ACK, HB_REPLY_MESSAGE, HB_REPLY_UNUSABLE } hb_reply_kind
 typedef struct hb_reply {
     hb_reply_kind kind;
     char *message;          /* malloc'd, token stripped, when MESSAGE */
+    size_t cut_from;        /* its bytes before the cut to HB_MESSAGE_MAX; 0 when whole */
     hb_priority priority;
     hb_category category;
     char why[160];          /* when UNUSABLE */
@@ -174,7 +176,9 @@ typedef struct hb_reply {
 /* Reads the answer: HEARTBEAT_OK (hb_is_ack) -> ACK; a JSON object with a
  * non-empty "message" -> MESSAGE with its priority/category (unknown ->
  * normal/default); any other text -> MESSAGE, normal, default category.
- * The token is stripped from every message; a message left empty is ACK. */
+ * The token is stripped from every message; a message left empty is ACK.
+ * A message longer than HB_MESSAGE_MAX bytes is cut on a UTF-8 boundary,
+ * with cut_from set. */
 void hb_reply_read(const char *text, size_t len, hb_reply *out);
 void hb_reply_clear(hb_reply *r);
 
@@ -262,6 +266,7 @@ char *hb_prompt(const hb_state *s, const hb_local *now_local, const char *tz_nam
 /* ------------------------------------------------------------------ */
 
 #define HB_OUT_MAX 4
+#define HB_LIMIT_DETAIL_MAX 384
 #define HB_TIMER_KEEP INT64_MAX
 #define HB_TIMER_CANCEL INT64_MIN
 
@@ -276,6 +281,11 @@ typedef struct hb_out {
     char *job;                 /* malloc'd job payload for the LLM, or NULL */
     char index_add[HB_ID_MAX + 1];    /* room index changes: add persona to room */
     char index_remove[HB_ID_MAX + 1]; /* ... remove it from room */
+    /* A bound of the core refused or cut part of this decision's input
+     * (at most one per decision): the limit's metric label, NULL none, and
+     * what it refused. The shell says so (vigil/limits.h). */
+    const char *limit;
+    char limit_detail[HB_LIMIT_DETAIL_MAX];
 } hb_out;
 
 void hb_out_init(hb_out *o);
@@ -299,8 +309,22 @@ typedef struct hb_message {
 hb_result hb_on_message(hb_state *s, const hb_config *c, const hb_message *m, int64_t now,
                         hb_out *out);
 
-/* The persona's levels per room (retained persona/{p}/state). */
+/* Limit labels (vigil_limit_refusals_total{limit}) of the core's bounds. */
+#define HB_LIMIT_LEVELS "levels_per_persona"       /* HB_LEVELS_MAX */
+#define HB_LIMIT_MESSAGE "proactive_message_bytes" /* HB_MESSAGE_MAX */
+
+/* The persona's levels per room (retained persona/{p}/state, any number
+ * of rooms). At most HB_LEVELS_MAX are remembered: the configured room's
+ * first (the one runs read), then the others in the order given; the rest
+ * are not kept, and out->limit says so. */
 hb_result hb_on_levels(hb_state *s, const hb_room_level *levels, int n, int64_t now, hb_out *out);
+
+/* Whether cfg would take the persona into a room it does not serve yet
+ * while that room already has max heartbeats (members: the room index's
+ * size, anything above max when it holds more). One room message reaches
+ * at most max personas, so such a config is refused; a persona already
+ * serving the room (a config republished, switched off) always passes. */
+bool hb_config_joins_full_room(const hb_state *s, const hb_persona_cfg *cfg, int members, int max);
 
 /* The run timer came due: a skip (with its reason), or a run started
  * (state.running set, a job for the LLM). Also gives up a run that did not

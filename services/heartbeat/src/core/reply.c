@@ -8,8 +8,6 @@
 #include <json-c/json.h>
 #include "heartbeat.h"
 
-#define MESSAGE_MAX 4000 /* bytes of a proactive message at most */
-
 void hb_reply_clear(hb_reply *r)
 {
     free(r->message);
@@ -75,7 +73,9 @@ static void set_message(hb_reply *out, const char *text, size_t len)
         out->kind = HB_REPLY_ACK;
         return;
     }
-    cut_utf8(m, MESSAGE_MAX);
+    if (n > HB_MESSAGE_MAX)
+        out->cut_from = n; /* the run's detail says so (engine.c) */
+    cut_utf8(m, HB_MESSAGE_MAX);
     out->kind = HB_REPLY_MESSAGE;
     out->message = m;
 }
