@@ -58,6 +58,7 @@ typedef struct gw_hub {
     bool running;
     char key[256];    /* the log stream's Redis key */
     int qcap;
+    int max_streams;  /* gw_stream_cap(VIGIL_GATEWAY_MAX_CLIENTS): joins past it are refused */
     int64_t ping_ms;
     vigil_runtime *rt;
 } gw_hub;
@@ -96,6 +97,14 @@ int gateway_presence_fx(const char *user, const gw_presence_out *po, const char 
 void gateway_handle(void *ctx, vigil_http_req *req);
 /* Answers {"error": name, "detail": detail} with status. */
 void gateway_error(vigil_http_req *req, unsigned status, const char *detail);
+/* A limit refused the request: the error above (its detail naming the
+ * limit and its setting) and a count in
+ * vigil_gateway_limit_refusals_total{limit}. limit NULL = a plain
+ * gateway_error (the request was malformed, not over a limit). */
+void gateway_refuse(vigil_http_req *req, unsigned status, const char *limit, const char *detail);
+/* Counts a limit that cut something without an HTTP error to answer (an
+ * SSE stream told in a frame, a presence session forgotten). */
+void gateway_limit_count(const char *limit);
 /* A fresh unique id "gw-<hex>" for an event the gateway originates. */
 void gateway_fresh_id(char *out, size_t outlen);
 
@@ -122,13 +131,15 @@ void gw_pool_put(gateway *g, vigil_runtime_conn *c);
 void gw_pool_close(gw_pool *p);
 
 /* hub.c */
-int gw_hub_start(gw_hub *h, vigil_runtime *rt, const char *key, int qcap, int64_t ping_ms);
+int gw_hub_start(gw_hub *h, vigil_runtime *rt, const char *key, int qcap, int max_streams,
+                 int64_t ping_ms);
 void gw_hub_stop(gw_hub *h);
 /* Registers a client reading entries after since (NULL = from now) that
  * match fs; *from receives the position live delivery starts after, so
  * the caller reads the backlog (since, *from] itself. NULL when stopping
- * or not ready. */
-gw_client *gw_hub_join(gw_hub *h, const gw_filter_set *fs, const gw_pos *since, gw_pos *from);
+ * or not ready, or (*full set) when max_streams clients are connected. */
+gw_client *gw_hub_join(gw_hub *h, const gw_filter_set *fs, const gw_pos *since, gw_pos *from,
+                       bool *full);
 /* Hands the client its first bytes (connected frame and backlog; taken). */
 void gw_client_set_backlog(gw_client *c, char *buf, size_t len);
 ssize_t gw_client_read(void *cls, char *buf, size_t max);

@@ -2,6 +2,7 @@
  * room's log as chat-router keeps it. The log's name comes from
  * chat-router's core library (chat_log_name, shared with the vigil CLI),
  * never spelled here; entries are read-only for the gateway. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,8 @@
 #define DEFAULT_LIMIT 100
 #define MAX_LIMIT 1000
 
+/* ?limit=: 0 ok, -1 not a count of 1 or more, -2 more than MAX_LIMIT (a
+ * limit refusal, told and counted as such). */
 static int parse_limit(const char *s, int *out)
 {
     if (!s || !*s) {
@@ -20,9 +23,12 @@ static int parse_limit(const char *s, int *out)
         return 0;
     }
     char *end;
+    errno = 0;
     long v = strtol(s, &end, 10);
-    if (*end || v < 1 || v > MAX_LIMIT)
+    if (*end || v < 1)
         return -1;
+    if (v > MAX_LIMIT || errno == ERANGE)
+        return -2;
     *out = (int)v;
     return 0;
 }
@@ -34,8 +40,13 @@ void gateway_api_messages_get(gateway *g, vigil_http_req *req, const char *room)
     int limit;
     if (since_s && *since_s && gw_pos_parse(since_s, &since) != 0)
         return gateway_error(req, 400, "since: a log id as returned in log_id (ms-seq)");
-    if (parse_limit(vigil_http_req_query(req, "limit"), &limit) != 0)
-        return gateway_error(req, 400, "limit: 1-1000");
+    int lrc = parse_limit(vigil_http_req_query(req, "limit"), &limit);
+    if (lrc != 0) {
+        char detail[96];
+        snprintf(detail, sizeof detail, "limit: 1-%d messages a page (page on with since=<next>)",
+                 MAX_LIMIT);
+        return gateway_refuse(req, 400, lrc == -2 ? "messages_page" : NULL, detail);
+    }
     char name[CHAT_ID_MAX + 16], key[512], from[64], p[48];
     chat_log_name(room, name, sizeof name);
     snprintf(key, sizeof key, "%s%s", g->chat_log_prefix, name);

@@ -8,8 +8,6 @@
 #include <vigil/json.h>
 #include "adapter.h"
 
-#define MAX_ROOMS 32
-
 /* The body as a JSON object, or a 400 answered. */
 static json_object *body_object(gateway *g, vigil_http_req *req)
 {
@@ -86,8 +84,8 @@ static void accepted(vigil_http_req *req, json_object *payload, const char *topi
 
 /* What the body of one POST becomes (gw_req_message or gw_req_answer). */
 typedef gw_req_result (*build_fn)(json_object *body, const void *arg, const char *fresh_id,
-                                  int64_t now, size_t max_text, json_object **payload, char *err,
-                                  size_t errlen);
+                                  int64_t now, size_t max_text, json_object **payload,
+                                  const char **limit, char *err, size_t errlen);
 
 /* Body -> payload -> published on topic (deduped by the payload's id on
  * key) -> 202, or the error that stopped it. */
@@ -100,10 +98,11 @@ static void publish_request(gateway *g, vigil_http_req *req, build_fn build, con
     char fresh[64], err[200];
     gateway_fresh_id(fresh, sizeof fresh);
     json_object *payload;
+    const char *limit;
     gw_req_result r = build(body, arg, fresh, vigil_now_ms(), (size_t)g->cfg.max_text, &payload,
-                            err, sizeof err);
+                            &limit, err, sizeof err);
     if (r != GW_REQ_OK) {
-        gateway_error(req, r == GW_REQ_FORBIDDEN ? 403 : 400, err);
+        gateway_refuse(req, r == GW_REQ_FORBIDDEN ? 403 : 400, limit, err);
         json_object_put(body);
         return;
     }
@@ -123,18 +122,19 @@ typedef struct msg_arg {
 } msg_arg;
 
 static gw_req_result build_message(json_object *body, const void *arg, const char *fresh_id,
-                                   int64_t now, size_t max_text, json_object **payload, char *err,
-                                   size_t errlen)
+                                   int64_t now, size_t max_text, json_object **payload,
+                                   const char **limit, char *err, size_t errlen)
 {
     const msg_arg *a = arg;
-    return gw_req_message(body, a->room, a->user, fresh_id, now, max_text, payload, err, errlen);
+    return gw_req_message(body, a->room, a->user, fresh_id, now, max_text, payload, limit, err,
+                          errlen);
 }
 
 static gw_req_result build_answer(json_object *body, const void *arg, const char *fresh_id,
-                                  int64_t now, size_t max_text, json_object **payload, char *err,
-                                  size_t errlen)
+                                  int64_t now, size_t max_text, json_object **payload,
+                                  const char **limit, char *err, size_t errlen)
 {
-    return gw_req_answer(body, arg, fresh_id, now, max_text, payload, err, errlen);
+    return gw_req_answer(body, arg, fresh_id, now, max_text, payload, limit, err, errlen);
 }
 
 void gateway_api_messages_post(gateway *g, vigil_http_req *req, const char *room, const char *user)
@@ -160,7 +160,21 @@ typedef struct beat_arg {
     char id_base[64];
     gw_status status; /* out: the beating session's own status */
     int changes;      /* out */
+    json_object *forgotten; /* out: sessions this beat pushed out (GW_MAX_SESSIONS) */
 } beat_arg;
+
+/* The sessions a beat's decision forgot, as the answer's array (the
+ * decision may run again after a version conflict: the last run's). */
+static int keep_forgotten(beat_arg *a, const gw_presence_out *po)
+{
+    json_object_put(a->forgotten);
+    a->forgotten = json_object_new_array();
+    if (!a->forgotten)
+        return -1;
+    for (int i = 0; i < po->nforgotten; i++)
+        json_object_array_add(a->forgotten, json_object_new_string(po->forgotten[i]));
+    return 0;
+}
 
 static int beat_fn(void *arg, const char *key, const char *state_json, int64_t now_ms,
                    vigil_effects *fx, vigil_error *err)
@@ -173,9 +187,30 @@ static int beat_fn(void *arg, const char *key, const char *state_json, int64_t n
     a->status = gw_presence_derive(&a->g->cfg.presence, a->beat->last_activity > now_ms ? now_ms : a->beat->last_activity,
                                    now_ms, a->beat->claimed, now_ms);
     a->changes = po.nchanges;
-    int rc = gateway_presence_fx(a->beat->user, &po, a->id_base, now_ms, fx);
+    int rc = keep_forgotten(a, &po);
+    if (rc == 0)
+        rc = gateway_presence_fx(a->beat->user, &po, a->id_base, now_ms, fx);
     gw_presence_out_free(&po);
     return rc == 0 ? 0 : vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
+}
+
+/* 200 {user, session, status, changes, forgotten}: forgotten lists the
+ * user's other sessions this beat pushed out at GW_MAX_SESSIONS (each
+ * counted as limit sessions_per_user), so the limit is never silent. */
+static void beat_answer(vigil_http_req *req, const char *user, const gw_beat *beat, beat_arg *a)
+{
+    int nforgotten = a->forgotten ? (int)json_object_array_length(a->forgotten) : 0;
+    for (int i = 0; i < nforgotten; i++)
+        gateway_limit_count("sessions_per_user");
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "user", json_object_new_string(user));
+    json_object_object_add(o, "session", json_object_new_string(beat->session));
+    json_object_object_add(o, "status", json_object_new_string(gw_status_name(a->status)));
+    json_object_object_add(o, "changes", json_object_new_int(a->changes));
+    json_object_object_add(o, "forgotten", a->forgotten ? json_object_get(a->forgotten)
+                                                        : json_object_new_array());
+    vigil_http_respond_json(req, 200, o);
+    json_object_put(o);
 }
 
 void gateway_api_presence(gateway *g, vigil_http_req *req, const char *user)
@@ -183,13 +218,14 @@ void gateway_api_presence(gateway *g, vigil_http_req *req, const char *user)
     json_object *body = body_object(g, req);
     if (!body)
         return;
-    const char *rooms[MAX_ROOMS];
+    const char *rooms[GW_MAX_ROOMS];
     gw_beat beat;
     char err[200];
+    const char *limit;
     gw_req_result r = gw_req_presence(body, user, &g->cfg.presence, vigil_now_ms(), &beat, rooms,
-                                      MAX_ROOMS, err, sizeof err);
+                                      GW_MAX_ROOMS, &limit, err, sizeof err);
     if (r != GW_REQ_OK) {
-        gateway_error(req, r == GW_REQ_FORBIDDEN ? 403 : 400, err);
+        gateway_refuse(req, r == GW_REQ_FORBIDDEN ? 403 : 400, limit, err);
         json_object_put(body);
         return;
     }
@@ -204,16 +240,10 @@ void gateway_api_presence(gateway *g, vigil_http_req *req, const char *user)
     if (rt && conn)
         rc = vigil_runtime_decide(rt, conn, key, NULL, vigil_now_ms(), beat_fn, &a, &verr);
     gw_pool_put(g, conn);
-    if (rc == VIGIL_DECIDE_DONE) {
-        json_object *o = json_object_new_object();
-        json_object_object_add(o, "user", json_object_new_string(user));
-        json_object_object_add(o, "session", json_object_new_string(beat.session));
-        json_object_object_add(o, "status", json_object_new_string(gw_status_name(a.status)));
-        json_object_object_add(o, "changes", json_object_new_int(a.changes));
-        vigil_http_respond_json(req, 200, o);
-        json_object_put(o);
-    } else {
+    if (rc == VIGIL_DECIDE_DONE)
+        beat_answer(req, user, &beat, &a);
+    else
         answer_decide(req, rc, &verr);
-    }
+    json_object_put(a.forgotten);
     json_object_put(body);
 }

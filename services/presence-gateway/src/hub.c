@@ -3,9 +3,10 @@
  * One thread reads the log stream (XREAD BLOCK) and, under the hub lock,
  * hands each entry to every client whose filters match: a copy of the
  * frame goes on the client's bounded queue. A client whose queue is full
- * is dropped at once (its connection is closed; it reconnects with
- * Last-Event-ID and catches up from the log), so the reader never waits
- * for a client and no client waits for another. Each client's reader
+ * is dropped at once: its stream ends with a `dropped` frame (after the
+ * frame it was being sent), and it reconnects with Last-Event-ID and
+ * catches up from the log. So the reader never waits for a client and no
+ * client waits for another. Each client's reader
  * runs on its own connection thread (http_api.h) and sleeps on its own
  * condition variable until a frame or its next ping is due. */
 #include <stdio.h>
@@ -37,6 +38,9 @@ struct gw_client {
     char *backlog;
     size_t backlog_len, backlog_off;
     bool dropped;
+    char *farewell; /* the `dropped` frame, sent once the frame being written is */
+    size_t farewell_len;
+    bool told;      /* the farewell went out: the stream ends cleanly */
     int64_t next_ping; /* monotonic ms */
     int64_t next_probe; /* monotonic ms: a comment line, to notice a vanished peer */
     pthread_cond_t cond;
@@ -56,17 +60,32 @@ static void queue_clear(gw_client *c)
     c->qhead = 0;
 }
 
-/* Called with the hub lock held. */
-static void drop_client(gw_client *c, const char *why)
+/* Called with the hub lock held. farewell (taken; NULL = none, e.g. out
+ * of memory) is the client's last frame. */
+static void drop_client(gw_client *c, const char *why, char *farewell, size_t farewell_len)
 {
-    if (c->dropped)
+    if (c->dropped) {
+        free(farewell);
         return;
+    }
     c->dropped = true;
+    c->farewell = farewell;
+    c->farewell_len = farewell_len;
     queue_clear(c);
     vigil_counter_add("vigil_gateway_sse_dropped_total", "SSE clients dropped for falling behind",
                       NULL, 1);
     vigil_log(VIGIL_LOG_INFO, "sse: dropping a client: %s", why);
     pthread_cond_signal(&c->cond);
+}
+
+/* The limit VIGIL_GATEWAY_CLIENT_QUEUE cut a slow client: it is told in a
+ * last `dropped` frame and counted. */
+static void drop_slow_client(gw_client *c)
+{
+    size_t len = 0;
+    char *f = gw_sse_dropped_frame(c->qcap, &len);
+    drop_client(c, "its queue is full (a slow or stalled reader)", f, len);
+    gateway_limit_count("sse_client_queue");
 }
 
 static void dispatch(gw_hub *h, const char *id, const char *entry)
@@ -88,12 +107,12 @@ static void dispatch(gw_hub *h, const char *id, const char *entry)
         if (!frame && !(frame = gw_sse_frame(id, event, data, &flen)))
             return;
         if (c->qn == c->qcap) {
-            drop_client(c, "its queue is full (a slow or stalled reader)");
+            drop_slow_client(c);
             continue;
         }
         char *copy = malloc(flen + 1);
         if (!copy) {
-            drop_client(c, "out of memory");
+            drop_client(c, "out of memory", NULL, 0);
             continue;
         }
         memcpy(copy, frame, flen + 1);
@@ -154,11 +173,13 @@ static void *hub_main(void *arg)
     return NULL;
 }
 
-int gw_hub_start(gw_hub *h, vigil_runtime *rt, const char *key, int qcap, int64_t ping_ms)
+int gw_hub_start(gw_hub *h, vigil_runtime *rt, const char *key, int qcap, int max_streams,
+                 int64_t ping_ms)
 {
     h->rt = rt;
     snprintf(h->key, sizeof h->key, "%s", key);
     h->qcap = qcap;
+    h->max_streams = max_streams;
     h->ping_ms = ping_ms;
     atomic_store(&h->stop, 0);
     if (pthread_create(&h->thread, NULL, hub_main, h) != 0)
@@ -180,8 +201,10 @@ void gw_hub_stop(gw_hub *h)
     h->running = false;
 }
 
-gw_client *gw_hub_join(gw_hub *h, const gw_filter_set *fs, const gw_pos *since, gw_pos *from)
+gw_client *gw_hub_join(gw_hub *h, const gw_filter_set *fs, const gw_pos *since, gw_pos *from,
+                       bool *full)
 {
+    *full = false;
     gw_client *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
@@ -204,7 +227,9 @@ gw_client *gw_hub_join(gw_hub *h, const gw_filter_set *fs, const gw_pos *since, 
     c->next_ping = vigil_mono_ms() + h->ping_ms;
     c->next_probe = vigil_mono_ms() + PROBE_MS;
     pthread_mutex_lock(&h->mu);
-    if (atomic_load(&h->stop) || !h->have_last) {
+    bool ready = !atomic_load(&h->stop) && h->have_last;
+    *full = ready && h->nclients >= h->max_streams;
+    if (!ready || *full) {
         pthread_mutex_unlock(&h->mu);
         pthread_cond_destroy(&c->cond);
         free(c->q);
@@ -246,7 +271,8 @@ static size_t take(char *dst, size_t max, const char *src, size_t len, size_t *o
 
 /* Blocks until there is something to send: backlog first, then queued
  * frames, a ping when one is due; ends the stream when the client was
- * dropped (error: the connection is cut) or the gateway stops. */
+ * dropped (after its `dropped` frame; without one, out of memory, the
+ * connection is cut) or the gateway stops. */
 ssize_t gw_client_read(void *cls, char *buf, size_t max)
 {
     gw_client *c = cls;
@@ -266,8 +292,16 @@ ssize_t gw_client_read(void *cls, char *buf, size_t max)
             }
             break;
         }
+        if (c->dropped && c->farewell) {
+            c->cur = c->farewell;
+            c->cur_len = c->farewell_len;
+            c->cur_off = 0;
+            c->farewell = NULL;
+            c->told = true;
+            continue;
+        }
         if (c->dropped) {
-            out = VIGIL_HTTP_STREAM_ERROR;
+            out = c->told ? VIGIL_HTTP_STREAM_END : VIGIL_HTTP_STREAM_ERROR;
             break;
         }
         if (atomic_load(&h->stop)) {
@@ -336,6 +370,7 @@ void gw_client_leave(void *cls)
     pthread_mutex_unlock(&h->mu);
     pthread_cond_destroy(&c->cond);
     free(c->cur);
+    free(c->farewell);
     free(c->backlog);
     free(c->q);
     free(c->qlen);

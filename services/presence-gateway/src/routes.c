@@ -39,6 +39,23 @@ void gateway_error(vigil_http_req *req, unsigned status, const char *detail)
                       labels, 1);
 }
 
+void gateway_limit_count(const char *limit)
+{
+    char labels[96];
+    snprintf(labels, sizeof labels, "limit=\"%s\"", limit);
+    vigil_counter_add("vigil_gateway_limit_refusals_total",
+                      "HTTP requests and SSE streams a limit of the gateway refused or cut (each "
+                      "told in its answer or stream; README, Limits)",
+                      labels, 1);
+}
+
+void gateway_refuse(vigil_http_req *req, unsigned status, const char *limit, const char *detail)
+{
+    gateway_error(req, status, detail);
+    if (limit)
+        gateway_limit_count(limit);
+}
+
 void gateway_fresh_id(char *out, size_t outlen)
 {
     unsigned char r[12];
@@ -53,7 +70,10 @@ void gateway_fresh_id(char *out, size_t outlen)
 }
 
 /* Splits "/api/rooms/{r}/messages"-like paths: returns the id at part
- * `idx` of a path with exactly `n` parts whose other parts equal tpl. */
+ * `idx` of a path with exactly `n` parts whose other parts equal tpl. A
+ * part longer than id holds is cut to idlen - 1 characters, which the
+ * caller's id rule refuses (400 naming the rule, not 404), as long as
+ * idlen - 1 exceeds the longest id. */
 static bool match_path(const char *path, const char *const *tpl, int n, char *id, size_t idlen)
 {
     const char *p = path;
@@ -66,10 +86,11 @@ static bool match_path(const char *path, const char *const *tpl, int n, char *id
             if (strlen(tpl[i]) != len || strncmp(p, tpl[i], len) != 0)
                 return false;
         } else {
-            if (len == 0 || len >= idlen)
+            if (len == 0)
                 return false;
-            memcpy(id, p, len);
-            id[len] = '\0';
+            size_t keep = len < idlen ? len : idlen - 1;
+            memcpy(id, p, keep);
+            id[keep] = '\0';
         }
         p += len;
         if (i + 1 < n) {
@@ -190,16 +211,17 @@ void gateway_handle(void *ctx, vigil_http_req *req)
         char ra[32];
         snprintf(ra, sizeof ra, "%lld", (long long)((wait + 999) / 1000));
         vigil_http_req_add_header(req, "Retry-After", ra);
-        char detail[128];
-        snprintf(detail, sizeof detail, "more than %g requests a second for this token; retry in %lld ms",
-                 g->cfg.rate, (long long)wait);
-        return gateway_error(req, 429, detail);
+        char detail[160];
+        snprintf(detail, sizeof detail,
+                 "more than %g requests a second for this token (VIGIL_GATEWAY_RATE); retry in "
+                 "%lld ms", g->cfg.rate, (long long)wait);
+        return gateway_refuse(req, 429, "requests_per_second", detail);
     }
     if (vigil_http_req_too_large(req)) {
         char detail[96];
         snprintf(detail, sizeof detail, "the body is larger than %lld bytes (VIGIL_GATEWAY_MAX_BODY)",
                  (long long)g->cfg.max_body);
-        return gateway_error(req, 413, detail);
+        return gateway_refuse(req, 413, "body_bytes", detail);
     }
     if (!atomic_load(&g->rt))
         return gateway_error(req, 503, "starting");

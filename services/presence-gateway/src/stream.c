@@ -7,7 +7,8 @@
  * itself, so together they miss nothing still in the log and repeat
  * nothing. Its first frame is `connected`; with ?snapshot=1 the kept
  * latest state of every matching state topic follows (frames without id),
- * before the backlog and the live entries. */
+ * before the backlog and the live entries. A resume from a position the
+ * log no longer keeps is told in a `trimmed` frame before the backlog. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,9 @@
 #include "adapter.h"
 
 #define PAGE 500
+/* Retry-After of a stream refused at the stream cap: a slot frees when a
+ * client leaves, which no one can predict; a few seconds spreads retries. */
+#define STREAMS_RETRY_S "5"
 
 typedef struct buf {
     char *p;
@@ -46,7 +50,34 @@ static void buf_add(buf *b, const char *s, size_t n)
     b->p[b->n] = '\0';
 }
 
-/* Appends the frames of the log entries in (since, upto] that match. */
+/* When since is older than the oldest entry the log keeps
+ * (VIGIL_GATEWAY_LOG_MAXLEN trimmed what came after it), appends the
+ * `trimmed` frame and counts it. 0, or -1 (Redis unreachable, out of
+ * memory). */
+static int note_trimmed(gateway *g, vigil_redis *r, gw_pos since, buf *b)
+{
+    vigil_stream_entry *first;
+    size_t n;
+    if (vigil_stream_range(r, g->hub.key, "-", "+", 1, false, &first, &n) != VIGIL_READ_OK)
+        return -1;
+    gw_pos oldest;
+    bool trimmed =
+        n == 1 && gw_pos_parse(first[0].id, &oldest) == 0 && gw_log_trimmed(since, oldest);
+    vigil_stream_entries_free(first, n);
+    if (!trimmed)
+        return 0;
+    size_t fl;
+    char *frame = gw_sse_trimmed_frame(since, oldest, g->cfg.log_maxlen, &fl);
+    if (!frame)
+        return -1; /* out of memory: a 503 rather than a silent gap */
+    buf_add(b, frame, fl);
+    free(frame);
+    gateway_limit_count("log_entries");
+    return 0;
+}
+
+/* Appends the frames of the log entries in (since, upto] that match,
+ * after the `trimmed` frame when some of them are no longer kept. */
 static int read_backlog(gateway *g, gw_pos since, gw_pos upto, const gw_filter_set *fs, buf *b)
 {
     vigil_runtime_conn *conn = gw_pool_take(g);
@@ -58,8 +89,8 @@ static int read_backlog(gateway *g, gw_pos since, gw_pos upto, const gw_filter_s
     gw_pos_format(since, p, sizeof p);
     snprintf(from, sizeof from, "(%s", p);
     gw_pos_format(upto, to, sizeof to);
-    int rc = 0;
-    for (;;) {
+    int rc = note_trimmed(g, r, since, b);
+    while (rc == 0) {
         vigil_stream_entry *ents;
         size_t n;
         if (vigil_stream_range(r, g->hub.key, from, to, PAGE, false, &ents, &n) != VIGIL_READ_OK) {
@@ -140,14 +171,30 @@ static int read_snapshot(gateway *g, const gw_filter_set *fs, buf *b)
     return b->oom ? -1 : rc;
 }
 
+/* 503 at the stream cap: the listener would otherwise reach
+ * VIGIL_GATEWAY_MAX_CLIENTS and reset every new connection (POSTs and
+ * health checks too) without an answer. */
+static void refuse_stream(gateway *g, vigil_http_req *req)
+{
+    char detail[256];
+    snprintf(detail, sizeof detail,
+             "%d SSE streams are open, the most this gateway serves (VIGIL_GATEWAY_MAX_CLIENTS "
+             "%lld less an eighth, at least 4, kept for requests); retry later",
+             g->hub.max_streams, (long long)g->cfg.max_clients);
+    vigil_http_req_add_header(req, "Retry-After", STREAMS_RETRY_S);
+    gateway_refuse(req, 503, "sse_streams", detail);
+}
+
 void gateway_api_stream(gateway *g, vigil_http_req *req, bool council_live)
 {
     gw_filter_set fs;
     char err[200];
+    const char *limit;
     if (council_live) {
         gw_filters_council_live(&fs);
-    } else if (gw_filters_parse(vigil_http_req_query(req, "topics"), &fs, err, sizeof err) != 0) {
-        gateway_error(req, 400, err);
+    } else if (gw_filters_parse(vigil_http_req_query(req, "topics"), &fs, &limit, err,
+                                sizeof err) != 0) {
+        gateway_refuse(req, 400, limit, err);
         return;
     }
     const char *since_s = vigil_http_req_header(req, "Last-Event-ID");
@@ -160,7 +207,12 @@ void gateway_api_stream(gateway *g, vigil_http_req *req, bool council_live)
         return;
     }
     gw_pos from;
-    gw_client *c = gw_hub_join(&g->hub, &fs, have_since ? &since : NULL, &from);
+    bool full;
+    gw_client *c = gw_hub_join(&g->hub, &fs, have_since ? &since : NULL, &from, &full);
+    if (!c && full) {
+        refuse_stream(g, req);
+        return;
+    }
     if (!c) {
         gateway_error(req, 503, "the stream is not ready (Redis not reached yet, or shutting down)");
         return;

@@ -52,6 +52,15 @@ static void test_auth_decide(void **s)
     assert_int_equal(gw_auth_decide(&t, "Bearer tok-joel-0123456789", "tok-ann-0123456789", &i), GW_AUTH_OK);
     assert_int_equal(i, 0);
     assert_int_equal(gw_auth_decide(&t, NULL, "wrong-cookie-value", &i), GW_AUTH_UNKNOWN);
+    /* a bearer token is at most 256 characters: past it the answer says so */
+    char h[7 + 258] = "Bearer ";
+    memset(h + 7, 'x', 256);
+    h[7 + 256] = '\0';
+    assert_int_equal(gw_auth_decide(&t, h, NULL, &i), GW_AUTH_UNKNOWN);
+    h[7 + 256] = 'x';
+    h[7 + 257] = '\0';
+    assert_int_equal(gw_auth_decide(&t, h, NULL, &i), GW_AUTH_MALFORMED);
+    assert_non_null(strstr(gw_auth_reason(GW_AUTH_MALFORMED), "a token of 8-256 printable characters"));
     gw_tokens_free(&t);
 }
 

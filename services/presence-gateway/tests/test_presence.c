@@ -178,6 +178,51 @@ static void test_session_cap(void **s)
     free(st);
 }
 
+/* The 17th live session pushes out the longest silent one and says which
+ * (the caller answers it and counts sessions_per_user); a session that
+ * had expired anyway is dropped without being reported. */
+static void test_session_cap_reports_the_forgotten(void **s)
+{
+    (void)s;
+    char *st = NULL;
+    const char *rooms[] = {"general"};
+    char sid[16];
+    for (int i = 0; i < GW_MAX_SESSIONS; i++) {
+        snprintf(sid, sizeof sid, "s%d", i);
+        gw_presence_out o = beat(&st, sid, rooms, 1, GW_ACTIVE, T0 + i, T0 + i);
+        assert_int_equal(o.nforgotten, 0);
+        gw_presence_out_free(&o);
+    }
+    gw_presence_out o = beat(&st, "s0", rooms, 1, GW_ACTIVE, T0 + 20, T0 + 20); /* known: no cap */
+    assert_int_equal(o.nforgotten, 0);
+    gw_presence_out_free(&o);
+    o = beat(&st, "new", rooms, 1, GW_ACTIVE, T0 + 30, T0 + 30);
+    assert_int_equal(o.nforgotten, 1);
+    assert_string_equal(o.forgotten[0], "s1"); /* s0 beat again: s1 is the longest silent */
+    gw_presence_out_free(&o);
+    free(st);
+    /* the longest silent session has expired (not yet dropped: no beat
+     * since): a new session takes its place and nothing is reported */
+    int64_t e = cfg().expire_ms;
+    st = NULL;
+    o = beat(&st, "gone", rooms, 1, GW_ACTIVE, T0, T0);
+    gw_presence_out_free(&o);
+    for (int i = 1; i < GW_MAX_SESSIONS; i++) {
+        snprintf(sid, sizeof sid, "s%d", i);
+        o = beat(&st, sid, rooms, 1, GW_ACTIVE, T0 + e - 100 + i, T0 + e - 100 + i);
+        gw_presence_out_free(&o);
+    }
+    o = beat(&st, "x", rooms, 1, GW_ACTIVE, T0 + e + 1, T0 + e + 1);
+    assert_int_equal(o.nforgotten, 0);
+    gw_presence_out_free(&o);
+    json_object *j = json_tokener_parse(st);
+    json_object *sessions = json_object_object_get(j, "sessions");
+    assert_int_equal(json_object_object_length(sessions), GW_MAX_SESSIONS);
+    assert_null(json_object_object_get(sessions, "gone"));
+    json_object_put(j);
+    free(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -187,6 +232,7 @@ int main(void)
         cmocka_unit_test(test_best_session_wins_and_leaving_a_room),
         cmocka_unit_test(test_future_activity_clamped_and_bad_state),
         cmocka_unit_test(test_session_cap),
+        cmocka_unit_test(test_session_cap_reports_the_forgotten),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

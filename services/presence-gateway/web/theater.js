@@ -7,8 +7,19 @@
 const params = new URLSearchParams(location.search);
 const BEAT_MS = Number(params.get("beat_ms")) || 30000; // the seed: every 30 s while active
 const SESSION = "tab-" + Math.random().toString(36).slice(2, 10);
-const MAX_MESSAGES = 200;
-const state = { user: null, rooms: new Map(), lastActivity: Date.now(), es: null, questions: new Map(), seen: new Set() };
+const MAX_MESSAGES = 200; // shown per room; older ones stay in the room log
+const MAX_PRESENCE_ROOMS = 32; // the gateway's rooms a session (README, Limits)
+const STREAM_RETRY_MS = 5000; // after the gateway refused the stream (it said Retry-After: 5)
+const state = { user: null, rooms: new Map(), lastActivity: Date.now(), es: null, questions: new Map(), seen: new Set(),
+  lastId: null, notices: new Map() };
+
+// What a limit cut, in the header until it no longer holds (key: which).
+function setNotice(key, text) {
+  if (text) state.notices.set(key, text); else state.notices.delete(key);
+  const n = document.getElementById("notice");
+  n.textContent = [...state.notices.values()].join(" · ");
+  n.hidden = state.notices.size === 0;
+}
 
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
@@ -201,13 +212,28 @@ function connect() {
   const conn = document.getElementById("conn");
   // snapshot=1: the current states first (rooms, badges, services), then
   // live; each room's recent messages come from its log (loadHistory).
-  // EventSource resends Last-Event-ID itself when it reconnects.
-  const es = new EventSource("/api/events?topics=rooms,personas,council,sys&snapshot=1", { withCredentials: true });
+  // EventSource resends Last-Event-ID itself when it reconnects; a stream
+  // opened again after a refusal resumes with since= instead.
+  const since = state.lastId ? "&since=" + encodeURIComponent(state.lastId) : "";
+  const es = new EventSource("/api/events?topics=rooms,personas,council,sys&snapshot=1" + since, { withCredentials: true });
   state.es = es;
-  es.addEventListener("connected", () => { conn.className = "conn on"; conn.textContent = "live"; });
-  es.onerror = () => { conn.className = "conn off"; conn.textContent = "reconnecting"; };
+  es.addEventListener("connected", () => {
+    conn.className = "conn on"; conn.textContent = "live"; setNotice("stream", "");
+  });
+  // the gateway's limits, told in the stream (README, Limits)
+  es.addEventListener("dropped", () => setNotice("stream", "the stream fell behind and starts again from where it was"));
+  es.addEventListener("trimmed", () => setNotice("trimmed", "events logged while this page was away are no longer kept: reload the page to be complete"));
+  es.onerror = () => {
+    conn.className = "conn off";
+    conn.textContent = "reconnecting";
+    if (es.readyState !== EventSource.CLOSED) return;
+    // refused (too many streams, starting, rate limited): EventSource gives up, we do not
+    setNotice("stream", `the live stream was refused; trying again every ${STREAM_RETRY_MS / 1000} s`);
+    setTimeout(connect, STREAM_RETRY_MS);
+  };
   for (const [type, fn] of Object.entries(HANDLERS)) {
     es.addEventListener(type, (ev) => {
+      if (ev.lastEventId) state.lastId = ev.lastEventId;
       try { fn(JSON.parse(ev.data)); } catch (e) { console.error(type, e); }
     });
   }
@@ -229,7 +255,10 @@ async function beat() {
   if (!state.user) return;
   clearTimeout(beatTimer);
   beatTimer = setTimeout(beat, BEAT_MS);
-  const rooms = [...state.rooms.keys()].slice(0, 32);
+  const all = [...state.rooms.keys()];
+  const rooms = all.slice(0, MAX_PRESENCE_ROOMS);
+  setNotice("rooms", all.length > MAX_PRESENCE_ROOMS
+    ? `present in the first ${MAX_PRESENCE_ROOMS} of ${all.length} rooms (the gateway keeps ${MAX_PRESENCE_ROOMS} a session)` : "");
   try {
     await api("POST", "/api/presence", {
       session: SESSION, rooms,

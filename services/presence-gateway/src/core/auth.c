@@ -9,6 +9,8 @@
 
 #define TOKEN_MIN 8
 #define TOKEN_MAX 256
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 /* libshared's one id rule (vigil_id_valid): 1..64 of A-Z a-z 0-9 . _ - */
 bool gw_id_valid(const char *s)
@@ -155,7 +157,8 @@ const char *gw_auth_reason(gw_auth_result r)
     case GW_AUTH_MISSING:
         return "no credentials: send 'Authorization: Bearer <token>' or log in at /login?token=...";
     case GW_AUTH_MALFORMED:
-        return "the Authorization header must be 'Bearer <token>'";
+        return "the Authorization header must be 'Bearer <token>', a token of " STR(TOKEN_MIN)
+               "-" STR(TOKEN_MAX) " printable characters";
     case GW_AUTH_UNKNOWN:
         return "unknown token";
     }

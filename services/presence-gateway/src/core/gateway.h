@@ -18,6 +18,11 @@
 
 #define GW_ID_MAX 64
 #define GW_TOPIC_MAX 256
+/* Presence: sessions kept per user, rooms one session may be present in. */
+#define GW_MAX_SESSIONS 16
+#define GW_MAX_ROOMS 32
+/* Mentions one posted message may list. */
+#define GW_MAX_MENTIONS 32
 
 /* ---- presence ----------------------------------------------------------- */
 
@@ -30,8 +35,8 @@ typedef struct gw_presence_cfg {
     int64_t idle_ms;    /* VIGIL_GATEWAY_PRESENCE_IDLE_MS (120000): active until this after activity */
     int64_t away_ms;    /* VIGIL_GATEWAY_PRESENCE_AWAY_MS (300000): idle until this, then away */
     int64_t expire_ms;  /* a session without a heartbeat this long is gone (= idle_ms) */
-    int max_sessions;   /* sessions kept per user (16) */
-    int max_rooms;      /* rooms per session (32) */
+    int max_sessions;   /* sessions kept per user (GW_MAX_SESSIONS) */
+    int max_rooms;      /* rooms per session (GW_MAX_ROOMS) */
 } gw_presence_cfg;
 void gw_presence_cfg_init(gw_presence_cfg *c);
 
@@ -63,6 +68,10 @@ typedef struct gw_presence_out {
     gw_presence_change *changes;  /* malloc'd */
     int nchanges;
     int64_t next_due;             /* next moment a status may change; 0 = none */
+    /* live sessions a new one pushed out at max_sessions: the caller says
+     * so in its answer, since the forgotten tab cannot be told (malloc'd) */
+    char (*forgotten)[GW_ID_MAX + 1];
+    int nforgotten;
 } gw_presence_out;
 void gw_presence_out_free(gw_presence_out *o);
 
@@ -147,8 +156,10 @@ typedef struct gw_filter_set {
 
 /* Parses ?topics=: comma-separated family names (rooms, personas, wake,
  * heartbeat, agents, council, sys, all) or MQTT topic filters. Returns 0,
- * or -1 with err. */
-int gw_filters_parse(const char *spec, gw_filter_set *out, char *err, size_t errlen);
+ * or -1 with err; *limit names the limit that refused it ("topic_filters",
+ * "topic_filter_bytes"), NULL for a malformed spec. */
+int gw_filters_parse(const char *spec, gw_filter_set *out, const char **limit, char *err,
+                     size_t errlen);
 /* The filter of /api/autonomous/deliberations/live. */
 void gw_filters_council_live(gw_filter_set *out);
 bool gw_topic_match(const char *filter, const char *topic);
@@ -190,25 +201,50 @@ char *gw_sse_frame(const char *id, const char *event, const char *data, size_t *
 
 typedef enum { GW_REQ_OK = 0, GW_REQ_BAD = -1, GW_REQ_FORBIDDEN = -2 } gw_req_result;
 
+/* Each of these answers BAD with err naming the field; when a limit (not
+ * a malformed field) refused the body, *limit names it for the metric
+ * ("rooms_per_session", "text_bytes", "mentions_per_message"), else NULL. */
+
 /* POST /api/presence body -> a beat for user (from auth). rooms storage
  * lives in *body (a parsed object the caller keeps). A body naming another
  * user is FORBIDDEN. */
 gw_req_result gw_req_presence(json_object *body, const char *user, const gw_presence_cfg *c,
                               int64_t now, gw_beat *b, const char **rooms, int maxrooms,
-                              char *err, size_t errlen);
+                              const char **limit, char *err, size_t errlen);
 /* POST /api/rooms/{room}/messages body {text, id?, reply_to?, mentions?} ->
  * the room/{room}/message payload from a human. *msg_id gets the id
  * (given or made from fresh_id). */
 gw_req_result gw_req_message(json_object *body, const char *room, const char *user,
                              const char *fresh_id, int64_t now, size_t max_text,
-                             json_object **payload, char *err, size_t errlen);
+                             json_object **payload, const char **limit, char *err,
+                             size_t errlen);
 /* POST /api/council/{session}/answers body {question_id, answer, id?} ->
  * the council/{session}/answer payload. */
 gw_req_result gw_req_answer(json_object *body, const char *user, const char *fresh_id,
-                            int64_t now, size_t max_text, json_object **payload, char *err,
-                            size_t errlen);
+                            int64_t now, size_t max_text, json_object **payload,
+                            const char **limit, char *err, size_t errlen);
 
 /* Ids as everywhere in Vigil: 1..64 of A-Z a-z 0-9 . _ - */
 bool gw_id_valid(const char *s);
+
+/* ---- limits that cut a stream (limits.c) ---------------------------------- */
+
+/* SSE streams one gateway serves: VIGIL_GATEWAY_MAX_CLIENTS less an eighth
+ * (at least 4) kept for requests and health checks, because the listener
+ * resets a connection past max_clients without an HTTP answer; at least 1. */
+int gw_stream_cap(int64_t max_clients);
+
+/* True when a client resuming after `since` asks for entries the log no
+ * longer keeps: since is older than the oldest kept entry. since 0 (the
+ * whole log, whatever is kept) never is. */
+bool gw_log_trimmed(gw_pos since, gw_pos oldest);
+
+/* The `trimmed` frame sent before the backlog when gw_log_trimmed: the
+ * position asked for, the oldest kept, the setting. malloc'd, *len. */
+char *gw_sse_trimmed_frame(gw_pos since, gw_pos oldest, int64_t log_maxlen, size_t *len);
+
+/* The `dropped` frame, the last a client gets when `queue` frames waited
+ * for it (VIGIL_GATEWAY_CLIENT_QUEUE). malloc'd, *len. */
+char *gw_sse_dropped_frame(int64_t queue, size_t *len);
 
 #endif

@@ -37,8 +37,8 @@ void gw_presence_cfg_init(gw_presence_cfg *c)
     c->idle_ms = 120000;
     c->away_ms = 300000;
     c->expire_ms = 120000;
-    c->max_sessions = 16;
-    c->max_rooms = 32;
+    c->max_sessions = GW_MAX_SESSIONS;
+    c->max_rooms = GW_MAX_ROOMS;
 }
 
 gw_status gw_presence_derive(const gw_presence_cfg *c, int64_t last_activity, int64_t last_beat,
@@ -55,6 +55,7 @@ void gw_presence_out_free(gw_presence_out *o)
 {
     free(o->new_state);
     free(o->changes);
+    free(o->forgotten);
     memset(o, 0, sizeof *o);
 }
 
@@ -250,6 +251,45 @@ static json_object *load(const char *state_json, const char *user, bool *bad)
     return st;
 }
 
+/* Appends sid to the sessions the beat pushed out. */
+static int note_forgotten(gw_presence_out *out, const char *sid)
+{
+    void *v = realloc(out->forgotten, (size_t)(out->nforgotten + 1) * sizeof *out->forgotten);
+    if (!v)
+        return -1;
+    out->forgotten = v;
+    snprintf(out->forgotten[out->nforgotten++], sizeof out->forgotten[0], "%s", sid);
+    return 0;
+}
+
+/* A new session at max_sessions: the longest silent session is forgotten
+ * (most likely a closed tab whose beats stopped but which has not expired
+ * yet). A live one forgotten is reported in out->forgotten; an expired one
+ * was gone anyway (settle drops it) and is not. More than one only when
+ * the record holds more than max_sessions (the limit was lowered). */
+static gw_presence_result make_room(const gw_presence_cfg *c, json_object *sessions, int64_t now,
+                                    gw_presence_out *out)
+{
+    while (json_object_object_length(sessions) >= c->max_sessions) {
+        const char *oldest = NULL;
+        int64_t ob = 0;
+        json_object_object_foreach(sessions, sid, sv)
+        {
+            int64_t beat = get_i64(sv, "beat");
+            if (!oldest || beat < ob) {
+                oldest = sid;
+                ob = beat;
+            }
+        }
+        if (now - ob < c->expire_ms && note_forgotten(out, oldest) != 0) {
+            gw_presence_out_free(out);
+            return GW_PRESENCE_NOMEM;
+        }
+        json_object_object_del(sessions, oldest);
+    }
+    return GW_PRESENCE_OK;
+}
+
 gw_presence_result gw_presence_beat(const gw_presence_cfg *c, const char *state_json,
                                     const gw_beat *b, int64_t now, gw_presence_out *out)
 {
@@ -260,21 +300,10 @@ gw_presence_result gw_presence_beat(const gw_presence_cfg *c, const char *state_
         return GW_PRESENCE_NOMEM;
     json_object *sessions = get_obj(st, "sessions");
     json_object *s;
-    if (!json_object_object_get_ex(sessions, b->session, &s)) {
-        /* a new session: make room by forgetting the longest silent one */
-        while (json_object_object_length(sessions) >= c->max_sessions) {
-            const char *oldest = NULL;
-            int64_t ob = 0;
-            json_object_object_foreach(sessions, sid, sv)
-            {
-                int64_t beat = get_i64(sv, "beat");
-                if (!oldest || beat < ob) {
-                    oldest = sid;
-                    ob = beat;
-                }
-            }
-            json_object_object_del(sessions, oldest);
-        }
+    if (!json_object_object_get_ex(sessions, b->session, &s) &&
+        make_room(c, sessions, now, out) != GW_PRESENCE_OK) {
+        json_object_put(st);
+        return GW_PRESENCE_NOMEM;
     }
     s = json_object_new_object();
     json_object *rooms = json_object_new_array();

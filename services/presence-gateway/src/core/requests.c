@@ -72,8 +72,8 @@ static int event_id_field(json_object *b, const char *k, const char **out, char 
     return 0;
 }
 
-static int text_field(json_object *b, const char *k, size_t max, const char **out, char *err,
-                      size_t errlen)
+static int text_field(json_object *b, const char *k, size_t max, const char **out,
+                      const char **limit, char *err, size_t errlen)
 {
     int rc = str_field(b, k, out, err, errlen);
     if (rc < 0)
@@ -83,6 +83,7 @@ static int text_field(json_object *b, const char *k, size_t max, const char **ou
         return -1;
     }
     if (strlen(*out) > max) {
+        *limit = "text_bytes";
         snprintf(err, errlen, "field '%s': longer than %zu bytes", k, max);
         return -1;
     }
@@ -95,8 +96,9 @@ static int text_field(json_object *b, const char *k, size_t max, const char **ou
 
 gw_req_result gw_req_presence(json_object *body, const char *user, const gw_presence_cfg *c,
                               int64_t now, gw_beat *b, const char **rooms, int maxrooms,
-                              char *err, size_t errlen)
+                              const char **limit, char *err, size_t errlen)
 {
+    *limit = NULL;
     memset(b, 0, sizeof *b);
     const char *u = NULL, *session = NULL, *status = NULL;
     int rc = id_field(body, "user", false, &u, err, errlen);
@@ -115,8 +117,9 @@ gw_req_result gw_req_presence(json_object *body, const char *user, const gw_pres
     }
     int n = (int)json_object_array_length(arr);
     if (n > maxrooms || n > c->max_rooms) {
-        snprintf(err, errlen, "field 'rooms': at most %d rooms",
-                 maxrooms < c->max_rooms ? maxrooms : c->max_rooms);
+        *limit = "rooms_per_session";
+        snprintf(err, errlen, "field 'rooms': at most %d rooms a session (%d given)",
+                 maxrooms < c->max_rooms ? maxrooms : c->max_rooms, n);
         return GW_REQ_BAD;
     }
     for (int i = 0; i < n; i++) {
@@ -155,10 +158,41 @@ gw_req_result gw_req_presence(json_object *body, const char *user, const gw_pres
     return GW_REQ_OK;
 }
 
+/* mentions: null or absent (NULL), else an array of at most
+ * GW_MAX_MENTIONS persona ids. 0 ok, -1 with err (and *limit when there
+ * are too many). */
+static int mentions_field(json_object *body, json_object **out, const char **limit, char *err,
+                          size_t errlen)
+{
+    json_object *m;
+    *out = NULL;
+    if (!json_object_object_get_ex(body, "mentions", &m) || json_object_is_type(m, json_type_null))
+        return 0;
+    bool ok = json_object_is_type(m, json_type_array);
+    for (size_t i = 0; ok && i < json_object_array_length(m); i++) {
+        json_object *p = json_object_array_get_idx(m, i);
+        ok = json_object_is_type(p, json_type_string) && gw_id_valid(json_object_get_string(p));
+    }
+    if (!ok) {
+        snprintf(err, errlen, "field 'mentions': an array of persona ids");
+        return -1;
+    }
+    size_t n = json_object_array_length(m);
+    if (n > GW_MAX_MENTIONS) {
+        *limit = "mentions_per_message";
+        snprintf(err, errlen, "field 'mentions': at most %d persona ids (%zu given)",
+                 GW_MAX_MENTIONS, n);
+        return -1;
+    }
+    *out = m;
+    return 0;
+}
+
 gw_req_result gw_req_message(json_object *body, const char *room, const char *user,
                              const char *fresh_id, int64_t now, size_t max_text,
-                             json_object **payload, char *err, size_t errlen)
+                             json_object **payload, const char **limit, char *err, size_t errlen)
 {
+    *limit = NULL;
     *payload = NULL;
     const char *text = NULL, *id = NULL, *reply_to = NULL, *sender = NULL;
     if (id_field(body, "sender", false, &sender, err, errlen) < 0)
@@ -167,26 +201,12 @@ gw_req_result gw_req_message(json_object *body, const char *room, const char *us
         snprintf(err, errlen, "this token belongs to '%s', not '%s'", user, sender);
         return GW_REQ_FORBIDDEN;
     }
-    if (text_field(body, "text", max_text, &text, err, errlen) < 0 ||
-        event_id_field(body, "id", &id, err, errlen) < 0 ||
-        event_id_field(body, "reply_to", &reply_to, err, errlen) < 0)
-        return GW_REQ_BAD;
     json_object *mentions;
-    if (json_object_object_get_ex(body, "mentions", &mentions) &&
-        !json_object_is_type(mentions, json_type_null)) {
-        bool ok = json_object_is_type(mentions, json_type_array) &&
-                  json_object_array_length(mentions) <= 32;
-        for (size_t i = 0; ok && i < json_object_array_length(mentions); i++) {
-            json_object *m = json_object_array_get_idx(mentions, i);
-            ok = json_object_is_type(m, json_type_string) && gw_id_valid(json_object_get_string(m));
-        }
-        if (!ok) {
-            snprintf(err, errlen, "field 'mentions': at most 32 persona ids");
-            return GW_REQ_BAD;
-        }
-    } else {
-        mentions = NULL;
-    }
+    if (text_field(body, "text", max_text, &text, limit, err, errlen) < 0 ||
+        event_id_field(body, "id", &id, err, errlen) < 0 ||
+        event_id_field(body, "reply_to", &reply_to, err, errlen) < 0 ||
+        mentions_field(body, &mentions, limit, err, errlen) < 0)
+        return GW_REQ_BAD;
     json_object *o = json_object_new_object();
     if (!o) {
         snprintf(err, errlen, "out of memory");
@@ -207,9 +227,10 @@ gw_req_result gw_req_message(json_object *body, const char *room, const char *us
 }
 
 gw_req_result gw_req_answer(json_object *body, const char *user, const char *fresh_id,
-                            int64_t now, size_t max_text, json_object **payload, char *err,
-                            size_t errlen)
+                            int64_t now, size_t max_text, json_object **payload,
+                            const char **limit, char *err, size_t errlen)
 {
+    *limit = NULL;
     *payload = NULL;
     const char *qid = NULL, *answer = NULL, *id = NULL;
     int rc = event_id_field(body, "question_id", &qid, err, errlen);
@@ -219,7 +240,7 @@ gw_req_result gw_req_answer(json_object *body, const char *user, const char *fre
         snprintf(err, errlen, "field 'question_id' is required");
         return GW_REQ_BAD;
     }
-    if (text_field(body, "answer", max_text, &answer, err, errlen) < 0 ||
+    if (text_field(body, "answer", max_text, &answer, limit, err, errlen) < 0 ||
         event_id_field(body, "id", &id, err, errlen) < 0)
         return GW_REQ_BAD;
     json_object *o = json_object_new_object();

@@ -73,14 +73,19 @@ static bool filter_valid(const char *f)
     return true;
 }
 
-static int add_filter(gw_filter_set *out, const char *f, size_t n, char *err, size_t errlen)
+/* Appends one filter; a family counts as the filters it stands for. */
+static int add_filter(gw_filter_set *out, const char *f, size_t n, const char **limit, char *err,
+                      size_t errlen)
 {
     if (out->n >= GW_FILTERS_MAX) {
-        snprintf(err, errlen, "at most %d topic filters", GW_FILTERS_MAX);
+        *limit = "topic_filters";
+        snprintf(err, errlen, "topics: at most %d topic filters (a family counts as its filters: "
+                 "personas is 4)", GW_FILTERS_MAX);
         return -1;
     }
     if (n >= GW_TOPIC_MAX) {
-        snprintf(err, errlen, "topic filter too long");
+        *limit = "topic_filter_bytes";
+        snprintf(err, errlen, "topics: a topic filter is at most %d bytes", GW_TOPIC_MAX - 1);
         return -1;
     }
     memcpy(out->f[out->n], f, n);
@@ -94,8 +99,10 @@ static int add_filter(gw_filter_set *out, const char *f, size_t n, char *err, si
     return 0;
 }
 
-int gw_filters_parse(const char *spec, gw_filter_set *out, char *err, size_t errlen)
+int gw_filters_parse(const char *spec, gw_filter_set *out, const char **limit, char *err,
+                     size_t errlen)
 {
+    *limit = NULL;
     memset(out, 0, sizeof *out);
     if (!spec || !*spec) {
         snprintf(err, errlen, "topics= is required (e.g. topics=rooms,personas)");
@@ -110,12 +117,12 @@ int gw_filters_parse(const char *spec, gw_filter_set *out, char *err, size_t err
             if (strlen(FAMILIES[i].name) == n && strncmp(FAMILIES[i].name, p, n) == 0) {
                 fam = true;
                 for (int j = 0; FAMILIES[i].filters[j]; j++)
-                    if (add_filter(out, FAMILIES[i].filters[j], strlen(FAMILIES[i].filters[j]), err,
-                                   errlen) != 0)
+                    if (add_filter(out, FAMILIES[i].filters[j], strlen(FAMILIES[i].filters[j]),
+                                   limit, err, errlen) != 0)
                         return -1;
             }
         }
-        if (!fam && add_filter(out, p, n, err, errlen) != 0)
+        if (!fam && add_filter(out, p, n, limit, err, errlen) != 0)
             return -1;
         p += n + (e ? 1 : 0);
     }

@@ -1,0 +1,79 @@
+/* limits.c - the rules of the limits that cut a live stream, and what the
+ * stream says when one does: how many streams the gateway serves, when a
+ * resuming client asks for entries the log no longer keeps (the `trimmed`
+ * frame), and the last frame of a client too slow to keep up (`dropped`).
+ * Every limit of the gateway is listed in README.md ("Limits"). */
+#include <stdio.h>
+#include <stdlib.h>
+#include "gateway.h"
+
+/* The share of VIGIL_GATEWAY_MAX_CLIENTS kept free of streams: an eighth,
+ * and at least a few, because the listener still counts a closed
+ * connection until its thread is reaped (a client's requests one after
+ * another can briefly hold two or three). */
+#define REQUEST_RESERVE_DIVISOR 8
+#define REQUEST_RESERVE_MIN 4
+
+int gw_stream_cap(int64_t max_clients)
+{
+    int64_t reserve = max_clients / REQUEST_RESERVE_DIVISOR;
+    if (reserve < REQUEST_RESERVE_MIN)
+        reserve = REQUEST_RESERVE_MIN;
+    int64_t cap = max_clients - reserve;
+    return cap < 1 ? 1 : (int)cap;
+}
+
+bool gw_log_trimmed(gw_pos since, gw_pos oldest)
+{
+    gw_pos zero = {0, 0};
+    return gw_pos_cmp(since, zero) != 0 && gw_pos_cmp(since, oldest) < 0;
+}
+
+/* A frame without id (it is no log position) whose data is o, compact;
+ * takes o. */
+static char *notice_frame(const char *event, json_object *o, size_t *len)
+{
+    if (!o)
+        return NULL;
+    const char *data = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                             JSON_C_TO_STRING_NOSLASHESCAPE);
+    char *f = data ? gw_sse_frame(NULL, event, data, len) : NULL;
+    json_object_put(o);
+    return f;
+}
+
+char *gw_sse_trimmed_frame(gw_pos since, gw_pos oldest, int64_t log_maxlen, size_t *len)
+{
+    char s[48], o[48], detail[320];
+    gw_pos_format(since, s, sizeof s);
+    gw_pos_format(oldest, o, sizeof o);
+    snprintf(detail, sizeof detail,
+             "the log keeps about %lld entries (VIGIL_GATEWAY_LOG_MAXLEN): whatever was logged "
+             "after %s and before %s is no longer kept; ?snapshot=1 gives the current states, "
+             "GET /api/rooms/{r}/messages each room's messages",
+             (long long)log_maxlen, s, o);
+    json_object *d = json_object_new_object();
+    if (d) {
+        json_object_object_add(d, "since", json_object_new_string(s));
+        json_object_object_add(d, "oldest", json_object_new_string(o));
+        json_object_object_add(d, "limit", json_object_new_string("log_entries"));
+        json_object_object_add(d, "detail", json_object_new_string(detail));
+    }
+    return notice_frame("trimmed", d, len);
+}
+
+char *gw_sse_dropped_frame(int64_t queue, size_t *len)
+{
+    char detail[256];
+    snprintf(detail, sizeof detail,
+             "%lld events waited for this client (VIGIL_GATEWAY_CLIENT_QUEUE): the stream ends "
+             "here; reconnect with Last-Event-ID to catch up from the log",
+             (long long)queue);
+    json_object *d = json_object_new_object();
+    if (d) {
+        json_object_object_add(d, "limit", json_object_new_string("sse_client_queue"));
+        json_object_object_add(d, "queue", json_object_new_int64(queue));
+        json_object_object_add(d, "detail", json_object_new_string(detail));
+    }
+    return notice_frame("dropped", d, len);
+}

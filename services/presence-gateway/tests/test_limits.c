@@ -1,0 +1,234 @@
+/* test_limits.c - the gateway's limits that live in the core (README,
+ * "Limits"): each refuses with a detail and names itself (the label it is
+ * counted under), exactly past its bound and not at it; the stream cap;
+ * the `trimmed` and `dropped` frames a stream gets when a limit cuts it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "gateway.h"
+
+/* A JSON array of n ids "<prefix><i>". malloc'd. */
+static char *id_array(const char *prefix, int n)
+{
+    size_t cap = (size_t)n * 24 + 3;
+    char *s = malloc(cap);
+    assert_non_null(s);
+    size_t k = (size_t)snprintf(s, cap, "[");
+    for (int i = 0; i < n; i++)
+        k += (size_t)snprintf(s + k, cap - k, "%s\"%s%d\"", i ? "," : "", prefix, i);
+    snprintf(s + k, cap - k, "]");
+    return s;
+}
+
+/* Parses head arg tail, e.g. ("{\"rooms\":", ids, "}"). */
+static json_object *parse(const char *head, const char *arg, const char *tail)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s%s%s", head, arg, tail);
+    json_object *o = json_tokener_parse(buf);
+    assert_non_null(o);
+    return o;
+}
+
+static void test_topic_filters(void **s)
+{
+    (void)s;
+    gw_filter_set fs;
+    char err[200], spec[600] = "";
+    const char *limit = "unset";
+    for (int i = 0; i < GW_FILTERS_MAX; i++)
+        strcat(spec, i ? ",room/x" : "room/x");
+    assert_int_equal(gw_filters_parse(spec, &fs, &limit, err, sizeof err), 0);
+    assert_null(limit);
+    assert_int_equal(fs.n, GW_FILTERS_MAX);
+    strcat(spec, ",room/x");
+    assert_int_equal(gw_filters_parse(spec, &fs, &limit, err, sizeof err), -1);
+    assert_string_equal(limit, "topic_filters");
+    assert_non_null(strstr(err, "at most 16 topic filters"));
+    /* a family counts as the filters it stands for: personas is 4 */
+    assert_int_equal(gw_filters_parse("personas,personas,personas,personas,rooms", &fs, &limit, err,
+                                      sizeof err), -1);
+    assert_string_equal(limit, "topic_filters");
+    /* one filter: 255 bytes pass, 256 are refused as a limit */
+    char f[GW_TOPIC_MAX + 2];
+    memset(f, 'a', sizeof f);
+    f[GW_TOPIC_MAX - 1] = '\0';
+    assert_int_equal(gw_filters_parse(f, &fs, &limit, err, sizeof err), 0);
+    f[GW_TOPIC_MAX - 1] = 'a';
+    f[GW_TOPIC_MAX] = '\0';
+    assert_int_equal(gw_filters_parse(f, &fs, &limit, err, sizeof err), -1);
+    assert_string_equal(limit, "topic_filter_bytes");
+}
+
+static void test_rooms_per_session(void **s)
+{
+    (void)s;
+    gw_presence_cfg c;
+    gw_presence_cfg_init(&c);
+    assert_int_equal(c.max_rooms, GW_MAX_ROOMS);
+    const char *rooms[GW_MAX_ROOMS];
+    gw_beat b;
+    char err[200];
+    const char *limit;
+    char *ids = id_array("r", GW_MAX_ROOMS);
+    json_object *o = parse("{\"session\":\"t\",\"rooms\":", ids, "}");
+    assert_int_equal(
+        gw_req_presence(o, "joel", &c, 1, &b, rooms, GW_MAX_ROOMS, &limit, err, sizeof err),
+        GW_REQ_OK);
+    assert_null(limit);
+    assert_int_equal(b.nrooms, GW_MAX_ROOMS);
+    json_object_put(o);
+    free(ids);
+    ids = id_array("r", GW_MAX_ROOMS + 1);
+    o = parse("{\"session\":\"t\",\"rooms\":", ids, "}");
+    assert_int_equal(
+        gw_req_presence(o, "joel", &c, 1, &b, rooms, GW_MAX_ROOMS, &limit, err, sizeof err),
+        GW_REQ_BAD);
+    assert_string_equal(limit, "rooms_per_session");
+    assert_string_equal(err, "field 'rooms': at most 32 rooms a session (33 given)");
+    json_object_put(o);
+    free(ids);
+}
+
+static void test_text_bytes(void **s)
+{
+    (void)s;
+    char err[200];
+    const char *limit;
+    json_object *pl, *o = parse("{\"text\":\"", "0123456789", "\"}");
+    assert_int_equal(gw_req_message(o, "g", "joel", "gw-1", 1, 10, &pl, &limit, err, sizeof err),
+                     GW_REQ_OK);
+    assert_null(limit);
+    json_object_put(pl);
+    assert_int_equal(gw_req_message(o, "g", "joel", "gw-1", 1, 9, &pl, &limit, err, sizeof err),
+                     GW_REQ_BAD);
+    assert_string_equal(limit, "text_bytes");
+    assert_string_equal(err, "field 'text': longer than 9 bytes");
+    json_object_put(o);
+    o = parse("{\"question_id\":\"q1\",\"answer\":\"", "0123456789", "\"}");
+    assert_int_equal(gw_req_answer(o, "joel", "gw-2", 1, 9, &pl, &limit, err, sizeof err),
+                     GW_REQ_BAD);
+    assert_string_equal(limit, "text_bytes");
+    json_object_put(o);
+    /* an empty text is malformed, not a limit */
+    o = parse("{\"text\":\"", "", "\"}");
+    assert_int_equal(gw_req_message(o, "g", "joel", "gw-1", 1, 9, &pl, &limit, err, sizeof err),
+                     GW_REQ_BAD);
+    assert_null(limit);
+    json_object_put(o);
+}
+
+static void test_mentions_per_message(void **s)
+{
+    (void)s;
+    char err[200];
+    const char *limit;
+    json_object *pl;
+    char *ids = id_array("p", GW_MAX_MENTIONS);
+    json_object *o = parse("{\"text\":\"hi\",\"mentions\":", ids, "}");
+    assert_int_equal(gw_req_message(o, "g", "joel", "gw-1", 1, 100, &pl, &limit, err, sizeof err),
+                     GW_REQ_OK);
+    assert_int_equal(json_object_array_length(json_object_object_get(pl, "mentions")),
+                     GW_MAX_MENTIONS);
+    json_object_put(pl);
+    json_object_put(o);
+    free(ids);
+    ids = id_array("p", GW_MAX_MENTIONS + 1);
+    o = parse("{\"text\":\"hi\",\"mentions\":", ids, "}");
+    assert_int_equal(gw_req_message(o, "g", "joel", "gw-1", 1, 100, &pl, &limit, err, sizeof err),
+                     GW_REQ_BAD);
+    assert_string_equal(limit, "mentions_per_message");
+    assert_string_equal(err, "field 'mentions': at most 32 persona ids (33 given)");
+    json_object_put(o);
+    free(ids);
+    /* a mention that is no persona id is malformed, not a limit */
+    o = parse("{\"text\":\"hi\",\"mentions\":", "[\"a b\"]", "}");
+    assert_int_equal(gw_req_message(o, "g", "joel", "gw-1", 1, 100, &pl, &limit, err, sizeof err),
+                     GW_REQ_BAD);
+    assert_null(limit);
+    json_object_put(o);
+}
+
+static void test_stream_cap(void **s)
+{
+    (void)s;
+    assert_int_equal(gw_stream_cap(1024), 896);   /* an eighth kept for requests */
+    assert_int_equal(gw_stream_cap(100000), 87500);
+    assert_int_equal(gw_stream_cap(40), 35);
+    assert_int_equal(gw_stream_cap(32), 28);
+    assert_int_equal(gw_stream_cap(31), 27);      /* at least 4 kept */
+    assert_int_equal(gw_stream_cap(12), 8);
+    assert_int_equal(gw_stream_cap(4), 1);        /* the smallest setting: still one stream */
+}
+
+static void test_log_trimmed(void **s)
+{
+    (void)s;
+    gw_pos oldest = {1000, 5};
+    assert_true(gw_log_trimmed((gw_pos){999, 9}, oldest));
+    assert_true(gw_log_trimmed((gw_pos){1000, 4}, oldest));
+    assert_false(gw_log_trimmed((gw_pos){1000, 5}, oldest)); /* still kept */
+    assert_false(gw_log_trimmed((gw_pos){2000, 0}, oldest));
+    assert_false(gw_log_trimmed((gw_pos){0, 0}, oldest)); /* since=0: whatever is kept */
+}
+
+/* Splits a frame without id into its event name and parsed data. */
+static json_object *frame_data(const char *f, size_t len, const char *event)
+{
+    char head[64];
+    snprintf(head, sizeof head, "event: %s\ndata: ", event);
+    assert_int_equal(strncmp(f, head, strlen(head)), 0);
+    assert_int_equal(strlen(f), len);
+    assert_string_equal(f + len - 2, "\n\n");
+    assert_ptr_equal(strchr(f + strlen(head), '\n'), f + len - 2); /* one data line */
+    json_object *d = json_tokener_parse(f + strlen(head));
+    assert_non_null(d);
+    return d;
+}
+
+static const char *str(json_object *o, const char *k)
+{
+    return json_object_get_string(json_object_object_get(o, k));
+}
+
+static void test_notice_frames(void **s)
+{
+    (void)s;
+    size_t len;
+    char *f = gw_sse_trimmed_frame((gw_pos){5, 0}, (gw_pos){1000, 2}, 10000, &len);
+    assert_non_null(f);
+    json_object *d = frame_data(f, len, "trimmed");
+    assert_string_equal(str(d, "since"), "5-0");
+    assert_string_equal(str(d, "oldest"), "1000-2");
+    assert_string_equal(str(d, "limit"), "log_entries");
+    assert_non_null(strstr(str(d, "detail"), "about 10000 entries (VIGIL_GATEWAY_LOG_MAXLEN)"));
+    json_object_put(d);
+    free(f);
+    f = gw_sse_dropped_frame(1024, &len);
+    assert_non_null(f);
+    d = frame_data(f, len, "dropped");
+    assert_string_equal(str(d, "limit"), "sse_client_queue");
+    assert_int_equal(json_object_get_int64(json_object_object_get(d, "queue")), 1024);
+    assert_non_null(strstr(str(d, "detail"), "Last-Event-ID"));
+    json_object_put(d);
+    free(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_topic_filters),
+        cmocka_unit_test(test_rooms_per_session),
+        cmocka_unit_test(test_text_bytes),
+        cmocka_unit_test(test_mentions_per_message),
+        cmocka_unit_test(test_stream_cap),
+        cmocka_unit_test(test_log_trimmed),
+        cmocka_unit_test(test_notice_frames),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

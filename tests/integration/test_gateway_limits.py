@@ -1,0 +1,277 @@
+"""presence-gateway's limits speak (its README, "Limits"): each HTTP
+refusal by a limit answers its status with the gateway's {"error",
+"detail"} naming the bound and counts vigil_gateway_limit_refusals_total
+{limit}, and a malformed request counts nothing; the SSE stream cap
+answers 503 before the listener's connection limit would reset sockets;
+a client too slow for its queue gets a last `dropped` frame and catches
+up from the log; a resume from a position the log trimmed gets a
+`trimmed` frame; a 17th presence session names the one it pushed out;
+the page says when it is present in only 32 of its rooms. Real
+mosquitto, Redis and gateway process."""
+
+import json
+import socket
+import time
+
+import pytest
+
+import theater_browser
+from conftest import human, uid
+from gateway_client import SSE, auth, request, start_gateway
+from harness import scaled, wait_until
+
+JOEL = auth()
+
+
+def refusals(gw, limit):
+    return gw.metric("vigil_gateway_limit_refusals_total", limit=limit)
+
+
+def assert_refused(gw, answer, status, limit, detail_has):
+    """The answer is the gateway's error naming the bound, and the limit
+    counted it once more than before (counts start at 0 in each test)."""
+    st, _, body = answer
+    assert st == status, answer
+    assert set(body) == {"error", "detail"} and detail_has in body["detail"], body
+    assert refusals(gw, limit) >= 1, limit
+
+
+def test_http_limits_answer_name_and_count(stack):
+    gw = start_gateway(stack, VIGIL_GATEWAY_MAX_BODY=70000)
+    port = gw.http_port
+    room = uid("r")
+    # body larger than VIGIL_GATEWAY_MAX_BODY: 413
+    assert_refused(gw, request(port, "POST", f"/api/rooms/{room}/messages", raw=b"{" + b" " * 70001 + b"}",
+                           headers={**JOEL, "Content-Type": "application/json"}),
+                   413, "body_bytes", "VIGIL_GATEWAY_MAX_BODY")
+    # a text over VIGIL_MAX_PAYLOAD less 1024 (64512 bytes), inside the body limit
+    assert_refused(gw, request(port, "POST", f"/api/rooms/{room}/messages", {"text": "x" * 64513}, JOEL),
+                   400, "text_bytes", "longer than 64512 bytes")
+    assert request(port, "POST", f"/api/rooms/{room}/messages", {"text": "x" * 64512}, JOEL)[0] == 202
+    # mentions past 32
+    assert_refused(gw, request(port, "POST", f"/api/rooms/{room}/messages",
+                           {"text": "hi", "mentions": [f"p{i}" for i in range(33)]}, JOEL),
+                   400, "mentions_per_message", "at most 32 persona ids (33 given)")
+    # rooms a presence session may name
+    assert_refused(gw, request(port, "POST", "/api/presence",
+                           {"session": "tab", "rooms": [f"r{i}" for i in range(33)]}, JOEL),
+                   400, "rooms_per_session", "at most 32 rooms a session (33 given)")
+    # a page of the room log
+    assert_refused(gw, request(port, "GET", f"/api/rooms/{room}/messages?limit=1001", headers=JOEL),
+                   400, "messages_page", "1-1000 messages a page")
+    # topic filters of one stream (a family counts as its filters)
+    spec = ",".join(["personas"] * 4 + ["rooms"])
+    assert_refused(gw, request(port, "GET", f"/api/events?topics={spec}", headers=JOEL),
+                   400, "topic_filters", "at most 16 topic filters")
+    assert_refused(gw, request(port, "GET", f"/api/events?topics=room/{'a' * 300}", headers=JOEL),
+                   400, "topic_filter_bytes", "at most 255 bytes")
+    # malformed requests are no limit's: 400, nothing counted
+    for answer in (request(port, "GET", f"/api/rooms/{room}/messages?limit=0", headers=JOEL),
+                   request(port, "POST", f"/api/rooms/{room}/messages", {"text": ""}, JOEL),
+                   request(port, "GET", "/api/events?topics=bogus+family", headers=JOEL)):
+        assert answer[0] == 400, answer
+    after = gw.metrics()
+    counted = {ls["limit"]: v for n, ls, v in after if n == "vigil_gateway_limit_refusals_total"}
+    assert counted == {"body_bytes": 1, "text_bytes": 1, "mentions_per_message": 1, "rooms_per_session": 1,
+                       "messages_page": 1, "topic_filters": 1, "topic_filter_bytes": 1}, counted
+    # an id longer than 64 in the path: the id rule (400), not "no such endpoint"
+    st, _, body = request(port, "POST", f"/api/rooms/{'r' * 200}/messages", {"text": "hi"}, JOEL)
+    assert st == 400 and "1-64 characters" in body["detail"], body
+    st, _, body = request(port, "POST", f"/api/council/{'s' * 65}/answers", {"question_id": "q", "answer": "a"}, JOEL)
+    assert st == 400 and "1-64 characters" in body["detail"], body
+    # a bearer token past 256 characters is told why
+    st, _, body = request(port, "GET", "/api/whoami", headers={"Authorization": "Bearer " + "t" * 257})
+    assert st == 401 and "8-256 printable characters" in body["detail"], body
+
+
+def test_rate_limit_names_itself(stack):
+    gw = start_gateway(stack, VIGIL_GATEWAY_RATE=5)
+    answers = [request(gw.http_port, "GET", "/api/whoami", headers=JOEL) for _ in range(30)]
+    limited = [a for a in answers if a[0] == 429]
+    assert limited, [a[0] for a in answers]
+    assert_refused(gw, limited[0], 429, "requests_per_second", "VIGIL_GATEWAY_RATE")
+    assert int(limited[0][1]["retry-after"]) >= 1
+    assert refusals(gw, "requests_per_second") == len(limited)
+
+
+def test_stream_cap_answers_503_and_keeps_room_for_requests(stack):
+    """VIGIL_GATEWAY_MAX_CLIENTS=12: 8 streams (4 kept for requests); the
+    9th is a 503 with its limit, while requests and health checks still
+    get through (past 12 connections the listener would reset them
+    without an answer)."""
+    gw = start_gateway(stack, VIGIL_GATEWAY_MAX_CLIENTS=12)
+    streams = [SSE(gw.http_port, "/api/events?topics=all", JOEL) for _ in range(8)]
+    for s in streams:
+        assert s.status == 200 and s.next()["event"] == "connected"
+    st, h, body = request(gw.http_port, "GET", "/api/events?topics=all", headers=JOEL)
+    assert_refused(gw, (st, h, body), 503, "sse_streams", "8 SSE streams are open")
+    assert h["retry-after"] == "5"
+    assert refusals(gw, "sse_streams") == 1
+    for _ in range(5):
+        assert request(gw.http_port, "GET", "/api/whoami", headers=JOEL)[0] == 200
+        assert gw.is_ready()
+    # a stream that leaves frees its place (noticed within the 2 s probe)
+    streams.pop().close()
+    wait_until(lambda: gw.metric("vigil_gateway_sse_clients") == 7, scaled(10), "the closed stream noticed")
+    again = SSE(gw.http_port, "/api/events?topics=all", JOEL)
+    assert again.status == 200 and again.next()["event"] == "connected"
+    for s in streams + [again]:
+        s.close()
+
+
+def read_all(sock, timeout):
+    """The response until its end (the last chunk, or the peer closing):
+    (head, de-chunked body, whether the last chunk came). An SSE frame's
+    chunk ends in "\n\n\r\n", so only the last chunk ends in "0\r\n\r\n"."""
+    data = b""
+    deadline = time.monotonic() + timeout
+    sock.settimeout(1)
+    while not data.endswith(b"\r\n0\r\n\r\n"):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the stream did not end within {timeout}s")
+        try:
+            d = sock.recv(1 << 20)
+        except socket.timeout:
+            continue
+        if not d:
+            break
+        data += d
+    head, _, rest = data.partition(b"\r\n\r\n")
+    body, ended = b"", False
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            ended = True
+            break
+        body, rest = body + rest[:size], rest[size + 2:]
+    return head, body, ended
+
+
+def frames_of(body):
+    out = []
+    for raw in body.split(b"\n\n"):
+        f = {}
+        for ln in raw.decode("utf-8").split("\n"):
+            if ln and not ln.startswith(":"):
+                k, _, v = ln.partition(": ")
+                f[k] = v
+        if "data" in f:
+            out.append(f)
+    return out
+
+
+def test_slow_client_is_told_it_was_dropped_and_catches_up(stack):
+    gw = start_gateway(stack, VIGIL_GATEWAY_CLIENT_QUEUE=4, VIGIL_GATEWAY_PING_MS=60000)
+    room = uid("r")
+    # a client that stops reading: a tiny receive buffer, no reads until dropped
+    slow = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow.connect(("127.0.0.1", gw.http_port))
+    slow.sendall(f"GET /api/events?topics=room/{room}/%23 HTTP/1.1\r\nHost: x\r\n"
+                 f"Authorization: {JOEL['Authorization']}\r\n\r\n".encode())
+    wait_until(lambda: gw.metric("vigil_gateway_sse_clients") == 1, scaled(10), "the slow client joined")
+    pub = stack.publisher()
+    big = "x" * 40000  # 10 MB in all: more than the socket buffers hold
+    n = 250
+    pub.publish_many([(f"room/{room}/state", {"room": room, "pad": big, "n": i, "ts": int(time.time() * 1000)})
+                      for i in range(n)], timeout=120)
+    wait_until(lambda: refusals(gw, "sse_client_queue") == 1, scaled(60), "the slow client dropped")
+    head, body, ended = read_all(slow, scaled(60))
+    slow.close()
+    assert b" 200 " in head.split(b"\r\n")[0]
+    frames = frames_of(body)
+    last = frames[-1]
+    assert last["event"] == "dropped" and "id" not in last, last
+    told = json.loads(last["data"])
+    assert told["limit"] == "sse_client_queue" and told["queue"] == 4 and "Last-Event-ID" in told["detail"]
+    assert ended, "the stream ends cleanly after the dropped frame"
+    got = [json.loads(f["data"])["n"] for f in frames if f["event"] == "room.state"]
+    assert got == list(range(len(got))) and len(got) < n, got[-3:]
+    assert gw.metric("vigil_gateway_sse_dropped_total") == 1
+    # it reconnects with the last id it got and misses nothing (once the
+    # burst is logged: live frames past its queue while its backlog goes
+    # out would drop it again, after the backlog)
+    log = stack.redis.client()
+    wait_until(lambda: log.xlen(stack.prefix + "presence-gateway:log") >= n, scaled(60), "the burst logged")
+    after = [f["id"] for f in frames if f.get("id")][-1]
+    again = SSE(gw.http_port, f"/api/events?topics=room/{room}/%23", {**JOEL, "Last-Event-ID": after}, timeout=30)
+    assert again.next()["event"] == "connected"
+    rest = again.until(lambda f: f["data"].get("n") == n - 1, timeout=60)
+    assert [f["data"]["n"] for f in rest] == list(range(len(got), n))
+    again.close()
+
+
+def test_resume_from_a_trimmed_position_is_told(stack):
+    gw = start_gateway(stack, VIGIL_GATEWAY_LOG_MAXLEN=10)
+    pub = stack.publisher()
+    room = uid("r")
+    path = f"/api/events?topics=room/{room}/message"
+    s = SSE(gw.http_port, path, JOEL)
+    s.next()
+    pub.publish(*human(room, "joel", "m0"))
+    first = s.until(lambda f: f["data"].get("text") == "m0")[-1]["id"]
+    # MAXLEN ~ 10 trims whole nodes (at most 100 entries): 300 more trim m0
+    pub.publish_many([human(room, "joel", f"f{i}") for i in range(300)], timeout=120)
+    s.until(lambda f: f["data"].get("text") == "f299", timeout=60)  # all logged
+    s.close()
+    z = SSE(gw.http_port, path + "&since=0", JOEL)
+    z.next()
+    frames = z.until(lambda f: f["data"].get("text") == "f299", timeout=60)
+    z.close()
+    assert frames[0]["event"] == "room.message" and frames[0]["data"]["text"] != "m0", frames[0]
+    oldest = frames[0]["id"]
+    # since=0 is "whatever is kept": no notice
+    assert refusals(gw, "log_entries") == 0
+    r = SSE(gw.http_port, path, {**JOEL, "Last-Event-ID": first})
+    assert r.next()["event"] == "connected"
+    t = r.next()
+    assert t["event"] == "trimmed" and t["id"] is None, t
+    assert t["data"]["since"] == first and t["data"]["oldest"] == oldest and t["data"]["limit"] == "log_entries"
+    assert "VIGIL_GATEWAY_LOG_MAXLEN" in t["data"]["detail"]
+    nxt = r.next()
+    assert nxt["id"] == oldest, nxt
+    r.close()
+    assert refusals(gw, "log_entries") == 1
+    # a position still kept: no notice
+    k = SSE(gw.http_port, path, {**JOEL, "Last-Event-ID": oldest})
+    assert k.next()["event"] == "connected"
+    assert k.next()["event"] == "room.message"
+    k.close()
+    assert refusals(gw, "log_entries") == 1
+
+
+def test_a_17th_presence_session_names_the_one_it_pushed_out(stack):
+    gw = start_gateway(stack)
+    room = uid("r")
+    for i in range(16):
+        st, _, body = request(gw.http_port, "POST", "/api/presence", {"session": f"tab{i}", "rooms": [room]}, JOEL)
+        assert st == 200 and body["forgotten"] == [], body
+    st, _, body = request(gw.http_port, "POST", "/api/presence", {"session": "tab16", "rooms": [room]}, JOEL)
+    assert st == 200 and body["forgotten"] == ["tab0"], body
+    assert refusals(gw, "sessions_per_user") == 1
+    # a known session beating again pushes nobody out
+    st, _, body = request(gw.http_port, "POST", "/api/presence", {"session": "tab16", "rooms": [room]}, JOEL)
+    assert st == 200 and body["forgotten"] == [], body
+    assert refusals(gw, "sessions_per_user") == 1
+
+
+@pytest.mark.skipif(not theater_browser.available(),
+                    reason="chromium, chromium-driver and python3-selenium are needed (scripts/install-deps)")
+def test_page_says_it_is_present_in_32_of_its_rooms(stack):
+    from selenium.webdriver.common.by import By
+    gw = start_gateway(stack)
+    col = stack.collector(["room/+/presence"])
+    tag = uid("p")[-6:]
+    rooms = [f"r{i}-{tag}" for i in range(33)]
+    b = theater_browser.Browser()
+    d = b.driver
+    try:
+        d.get(f"http://127.0.0.1:{gw.http_port}/login?token=tok-joel-0123456789")
+        d.get(f"http://127.0.0.1:{gw.http_port}/?rooms={','.join(rooms)}")
+        wait_until(lambda: "present in the first 32 of 33 rooms" in d.find_element(By.ID, "notice").text,
+                   scaled(20), "the page's notice")
+        col.wait_event(f"room/{rooms[31]}/presence", lambda j: j["status"] == "active", timeout=scaled(10))
+        assert col.events(f"room/{rooms[32]}/presence") == []
+    finally:
+        b.close()
