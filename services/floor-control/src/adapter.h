@@ -21,6 +21,11 @@
 #define FLOOR_JOBS_GROUP "floor"
 #define FLOOR_JOBS_MAXLEN 100000
 
+/* The core keeps ids in buffers of libshared's validated sizes: an id it
+ * is handed is never cut. */
+_Static_assert(FLOOR_ID_MAX == VIGIL_ID_MAX, "persona and room ids");
+_Static_assert(FLOOR_MSG_ID_MAX == VIGIL_EVENT_ID_MAX, "message ids");
+
 typedef struct floor_worker floor_worker;
 
 typedef struct floor_service {

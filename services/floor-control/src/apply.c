@@ -8,11 +8,15 @@
  * With LLM relevance on, a human message with more able personas than K
  * waits in the room record: a job goes to the durable stream (the worker
  * asks the model) and a timer to its deadline; whichever comes first
- * decides, and removes the waiting message. */
+ * decides, and removes the waiting message.
+ *
+ * What a bound refused of the input (the core's notes on the room) goes
+ * out as error events with the input's other effects (vigil/limits.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/limits.h>
 #include <vigil/log.h>
 #include "adapter.h"
 
@@ -119,9 +123,12 @@ static int on_message(const floor_service *svc, floor_room *r, const floor_messa
     int64_t due = now + svc->cfg.llm_budget_ms;
     if (floor_pending_find(r, m->id))
         return 0; /* already waiting (a redelivery) */
-    if (floor_pending_add(r, m, due) != 0)
-        return floor_publish_decision(svc, r, m, "rules", "too many messages waiting for the LLM",
-                                      now, fx);
+    const char *refused = NULL;
+    int rc = floor_pending_add(r, m, due, &refused);
+    if (rc < 0)
+        return -1;
+    if (rc > 0) /* a bound: the rules decide now, and the fallback says why */
+        return floor_publish_decision(svc, r, m, "rules", refused, now, fx);
     char timer[FLOOR_TIMER_NAME_MAX];
     floor_timer_name(m->id, timer, sizeof timer);
     *changed = true;
@@ -141,6 +148,26 @@ static int forget(floor_room *r, int64_t if_inactive_since, vigil_effects *fx, b
             return -1;
     floor_forget(r);
     *changed = true;
+    return 0;
+}
+
+/* Says what the bounds refused of this input in room r: an error event
+ * per note (ids "<input id>:limit:<room>:<n>", apart from the decision's
+ * "<input id>:<room>:<n>") counted in vigil_limit_refusals_total; and the
+ * personas the room's bound dropped leave their member sets. */
+static int speak(const floor_room *r, const vigil_input *in, int64_t now, vigil_effects *fx)
+{
+    char key[FLOOR_ID_MAX + 8], id[VIGIL_EVENT_ID_MAX + 1];
+    for (int i = 0; i < r->n_dropped; i++)
+        if (membership(fx, r->dropped[i], r->room, false, true) != 0)
+            return -1;
+    snprintf(key, sizeof key, "limit:%s", r->room);
+    for (int i = 0; i < r->n_notes; i++) {
+        vigil_event_id(id, sizeof id, in->id, key, i);
+        if (vigil_fx_limit_refusal(fx, FLOOR_SERVICE, id, in, r->notes[i].limit,
+                                   r->notes[i].detail, now) != 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -188,6 +215,8 @@ int floor_apply(void *ctx, const char *key, const char *state_json, const vigil_
     }
     if (rc == 0 && (joined || left))
         rc = membership(fx, who, r->room, joined, left);
+    if (rc == 0)
+        rc = speak(r, in, now_ms, fx);
     if (rc == 0 && changed)
         rc = floor_save_room(r, fx);
     floor_room_free(r);

@@ -5,7 +5,8 @@
 
 const vigil_config_var FLOOR_CONFIG_VARS[] = {
     {"VIGIL_FLOOR_K", "2", "personas granted the floor per human message (mentions come on top); 0 = off"},
-    {"VIGIL_FLOOR_MAX_PERSONAS", "256", "personas kept per room view (the least recently seen is dropped)"},
+    {"VIGIL_FLOOR_MAX_PERSONAS", "256",
+     "personas kept per room view (past it the one learned about longest ago is dropped, said on sys/floor-control/error)"},
     {"VIGIL_FLOOR_WAKE_TRIGGERS", "no-human,ai-only,suggestion-default",
      "dormancy triggers a human message undoes: such personas count as awake for it"},
     {"VIGIL_FLOOR_ON_AI", "0", "1 = decide the floor for AI messages too"},

@@ -16,14 +16,18 @@
 #include <string.h>
 #include <vigil/clock.h>
 #include <vigil/jobs.h>
+#include <vigil/limits.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include <vigil/job_consumer.h>
 #include "adapter.h"
 
 #define MAX_SLOTS 64
-#define MAX_RELEVANT 64
 #define CLAIM_EVERY_MS 5000
+#define ANSWER_MAX_TOKENS 100 /* the answer is a short list of ids */
+
+/* What a job's commit did with its message. */
+typedef enum { JOB_NOT_WAITING = 0, JOB_BY_LLM, JOB_BY_RULES } job_outcome;
 
 typedef struct slot {
     bool used, done;
@@ -32,6 +36,7 @@ typedef struct slot {
     char message_id[FLOOR_MSG_ID_MAX + 1];
     int64_t due;
     vigil_llm_status status;
+    bool truncated; /* the answer reached ANSWER_MAX_TOKENS and was cut */
     char *content;
     size_t len;
     char error[160];
@@ -76,6 +81,7 @@ static void on_done(const vigil_llm_result *res, void *user)
     slot *s = user;
     s->done = true;
     s->status = res->status;
+    s->truncated = res->truncated;
     snprintf(s->error, sizeof s->error, "%s", res->error ? res->error : "");
     /* the result lives only during this call; a model's text holds no NUL */
     s->content = res->status == VIGIL_LLM_OK && res->content ? strndup(res->content, res->content_len) : NULL;
@@ -114,7 +120,7 @@ static void start_job(floor_worker *w, const vigil_job_entry *e)
     vigil_llm_request req = VIGIL_LLM_REQUEST_INIT;
     req.tier = VIGIL_LLM_TIER_FAST; /* a ranking, not a deliberation */
     req.user = json_object_get_string(prompt);
-    req.max_tokens = 100;
+    req.max_tokens = ANSWER_MAX_TOKENS;
     req.temperature = 0.0;
     req.want_json = true;
     if (vigil_llm_submit(w->llm, &req, s) != 0) {
@@ -125,27 +131,39 @@ static void start_job(floor_worker *w, const vigil_job_entry *e)
     json_object_put(o);
 }
 
-/* The model's {"relevant": [...]}: ids only, at most MAX_RELEVANT. Returns
- * the count, or -1 with why when the answer is unusable. */
-static int read_relevant(const slot *s, json_object **holder, const char **out, char *why, size_t whylen)
+/* The model's {"relevant": [...]}: its ids, all of them, into *out
+ * (malloc'd, pointing into *holder). Returns the count, or -1 with why when
+ * the answer is unusable (cut at ANSWER_MAX_TOKENS: why says so) or
+ * memory runs out. */
+static int read_relevant(const slot *s, json_object **holder, const char ***out, char *why,
+                         size_t whylen)
 {
     vigil_llm_parse_error perr;
     json_object *arr;
+    char head[64] = "LLM answer unusable";
+    if (s->truncated)
+        snprintf(head, sizeof head, "LLM answer cut at %d tokens", ANSWER_MAX_TOKENS);
     *holder = vigil_llm_extract_object(s->content, s->len, &perr);
     if (!*holder) {
-        snprintf(why, whylen, "LLM answer unusable: %s", perr.detail);
+        snprintf(why, whylen, "%s: %s", head, perr.detail);
         return -1;
     }
     if (!json_object_object_get_ex(*holder, "relevant", &arr) || !json_object_is_type(arr, json_type_array)) {
-        snprintf(why, whylen, "LLM answer unusable: no \"relevant\" list");
+        snprintf(why, whylen, "%s: no \"relevant\" list", head);
+        return -1;
+    }
+    size_t len = json_object_array_length(arr);
+    *out = calloc(len + 1, sizeof **out);
+    if (!*out) {
+        snprintf(why, whylen, "out of memory reading the LLM answer");
         return -1;
     }
     int n = 0;
-    for (size_t i = 0; i < json_object_array_length(arr) && n < MAX_RELEVANT; i++) {
+    for (size_t i = 0; i < len; i++) {
         json_object *v = json_object_array_get_idx(arr, i);
         const char *id = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
         if (id && vigil_id_valid(id, strlen(id)))
-            out[n++] = id;
+            (*out)[n++] = id;
     }
     return n;
 }
@@ -157,20 +175,22 @@ static int decide_llm(void *arg, const char *key, const char *state_json, int64_
 {
     const slot *s = ((void **)arg)[0];
     const floor_service *svc = ((void **)arg)[1];
+    job_outcome *outcome = ((void **)arg)[2];
+    *outcome = JOB_NOT_WAITING;
     floor_room *r = floor_load_room(key, state_json);
     if (!r)
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     floor_pending *p = floor_pending_find(r, s->message_id);
     int rc = 0;
     if (p) {
-        const char *ptrs[FLOOR_MAX_MENTIONS], *relevant[MAX_RELEVANT];
+        const char *ptrs[FLOOR_MAX_MENTIONS], **relevant = NULL;
         char why[200] = "", timer[FLOOR_TIMER_NAME_MAX];
         json_object *holder = NULL;
         floor_message m;
         floor_pending_message(p, ptrs, &m);
         int n = -1;
         if (s->status == VIGIL_LLM_OK && s->content)
-            n = read_relevant(s, &holder, relevant, why, sizeof why);
+            n = read_relevant(s, &holder, &relevant, why, sizeof why);
         else
             snprintf(why, sizeof why, "LLM %s: %.120s", vigil_llm_status_name(s->status), s->error);
         if (n >= 0) {
@@ -180,6 +200,8 @@ static int decide_llm(void *arg, const char *key, const char *state_json, int64_
         }
         rc = floor_publish_decision(svc, r, &m, n >= 0 ? "llm" : "rules", n >= 0 ? NULL : why,
                                     now_ms, fx);
+        *outcome = n >= 0 ? JOB_BY_LLM : JOB_BY_RULES;
+        free(relevant);
         json_object_put(holder);
         floor_timer_name(s->message_id, timer, sizeof timer);
         floor_pending_remove(r, s->message_id);
@@ -194,15 +216,33 @@ static int decide_llm(void *arg, const char *key, const char *state_json, int64_
     return 0;
 }
 
+/* An answer cut at ANSWER_MAX_TOKENS that decided its message (one the
+ * deadline had decided already changes nothing), said once per job (a
+ * commit retried runs decide_llm again): a warning and
+ * vigil_limit_refusals_total. No input is at hand for an error event. */
+static void note_cut(const slot *s, bool by_llm)
+{
+    char detail[400];
+    snprintf(detail, sizeof detail,
+             "the LLM's answer on message '%s' in room '%s' reached %d tokens, the most "
+             "floor-control asks for (compile time), and was cut: %s",
+             s->message_id, s->room, ANSWER_MAX_TOKENS,
+             by_llm ? "its complete part was used" : "the rules decided");
+    vigil_limit_note("llm_answer_tokens", detail);
+}
+
 static void finish_slot(floor_worker *w, slot *s)
 {
-    void *arg[2] = {s, w->svc};
+    job_outcome outcome = JOB_NOT_WAITING;
+    void *arg[3] = {s, w->svc, &outcome};
     vigil_error err = {0};
     vigil_decide_result r = vigil_runtime_decide(w->svc->rt, w->conn, s->room, NULL, vigil_now_ms(),
                                                  decide_llm, arg, &err);
     if (r == VIGIL_DECIDE_REJECTED)
         vigil_log_kv(VIGIL_LOG_ERROR, "LLM answer not committed", "message_id", s->message_id,
                      "detail", err.detail, NULL);
+    if (s->truncated && r == VIGIL_DECIDE_DONE && outcome != JOB_NOT_WAITING)
+        note_cut(s, outcome == JOB_BY_LLM);
     count(r == VIGIL_DECIDE_DONE ? (s->status == VIGIL_LLM_OK ? "answered" : "failed") : "not_committed");
     ack(w, s->entry);
     free(s->content);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/limits.h>
 #include "adapter.h"
 
 /* room/{r}/message through libshared's reader (every field checked, the
@@ -82,12 +83,15 @@ static int parse_state(const vigil_input *in, const char *persona, floor_parsed 
     return n;
 }
 
+/* The rooms p is in, after the meta's own: more than max in all refuses the
+ * meta whole (too_many_keys), noted as limit rooms_per_input. */
 static int persona_rooms(vigil_runtime *rt, const char *persona, char keys[][VIGIL_KEY_MAX], int n,
                          int max, vigil_error *err)
 {
-    char suffix[VIGIL_KEY_MAX];
+    char suffix[VIGIL_KEY_MAX], what[VIGIL_ID_MAX + 16];
     snprintf(suffix, sizeof suffix, FLOOR_MEMBER_SET "%s", persona);
-    return vigil_runtime_route_members(rt, "SMEMBERS", suffix, keys, n, max, NULL, err);
+    snprintf(what, sizeof what, "persona '%s'", persona);
+    return vigil_route_members_noted(rt, "SMEMBERS", suffix, what, keys, n, max, err);
 }
 
 static int route_input(const floor_service *svc, vigil_runtime *rt, const vigil_input *in,

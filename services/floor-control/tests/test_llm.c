@@ -1,7 +1,8 @@
 /* test_llm.c - LLM relevance in the core: the prompt lists exactly the
  * personas the choice could grant; the LLM's ranking replaces the rules'
  * match but mentions, dormancy and K still rule; messages waiting for the
- * LLM survive the room record's round trip and are found by their timer. */
+ * LLM survive the room record's round trip and are found by their timer.
+ * Their bounds are in test_limits.c. */
 #include "fl_test.h"
 
 static void room(fl_fx *f)
@@ -85,8 +86,8 @@ static void test_pending_roundtrip_and_timer(void **state)
     const char *ms[] = {"bob"};
     floor_message m = {.id = "msg-1", .sender = "joel", .sender_type = FLOOR_SENDER_HUMAN,
                        .text = "ünïcode text", .mentions = ms, .n_mentions = 1};
-    assert_int_equal(floor_pending_add(f->room, &m, T0 + 800), 0);
-    assert_int_equal(floor_pending_add(f->room, &m, T0 + 900), 0); /* the same id: once */
+    assert_int_equal(floor_pending_add(f->room, &m, T0 + 800, NULL), 0);
+    assert_int_equal(floor_pending_add(f->room, &m, T0 + 900, NULL), 0); /* the same id: once */
     assert_int_equal(f->room->n_pending, 1);
     fl_roundtrip(f);
     floor_pending *p = floor_pending_find(f->room, "msg-1");
@@ -110,29 +111,6 @@ static void test_pending_roundtrip_and_timer(void **state)
     fl_free(f);
 }
 
-static void test_pending_is_bounded_and_text_cut(void **state)
-{
-    fl_fx *f = fl_new();
-    char id[32];
-    for (int i = 0; i < FLOOR_MAX_PENDING; i++) {
-        snprintf(id, sizeof id, "m%d", i);
-        floor_message m = {.id = id, .sender = "joel", .text = "x"};
-        assert_int_equal(floor_pending_add(f->room, &m, T0), 0);
-    }
-    floor_message more = {.id = "one-too-many", .sender = "joel", .text = "x"};
-    assert_int_equal(floor_pending_add(f->room, &more, T0), -1);
-    floor_pending_remove(f->room, "m0");
-    /* a text over the limit is cut on a character boundary */
-    char *big = malloc(FLOOR_TEXT_MAX + 10);
-    memset(big, 'a', FLOOR_TEXT_MAX - 1);
-    memcpy(big + FLOOR_TEXT_MAX - 1, "\xc3\xa9zz", 5); /* é straddles the limit */
-    floor_message m = {.id = "big", .sender = "joel", .text = big};
-    assert_int_equal(floor_pending_add(f->room, &m, T0), 0);
-    assert_int_equal(strlen(floor_pending_find(f->room, "big")->text), FLOOR_TEXT_MAX - 1);
-    free(big);
-    fl_free(f);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -140,7 +118,6 @@ int main(void)
         cmocka_unit_test(test_ranking_replaces_the_match),
         cmocka_unit_test(test_ranking_keeps_mentions_dormancy_and_recency),
         cmocka_unit_test(test_pending_roundtrip_and_timer),
-        cmocka_unit_test(test_pending_is_bounded_and_text_cut),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

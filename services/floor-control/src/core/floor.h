@@ -26,10 +26,14 @@
 #define FLOOR_CONFIDENCE_UNSET (-1.0)
 #define FLOOR_CONFIDENCE_DEFAULT 0.5 /* a listed domain without a confidence level */
 #define FLOOR_MAX_PENDING 64     /* messages waiting for the LLM per room */
-#define FLOOR_TEXT_MAX 4096      /* message text kept while it waits (bytes) */
-#define FLOOR_MAX_MENTIONS 32    /* `mentions` entries kept while it waits */
+#define FLOOR_TEXT_MAX 4096      /* text of a message that may wait for the LLM (bytes) */
+#define FLOOR_MAX_MENTIONS 32    /* `mentions` of a message that may wait for the LLM */
 #define FLOOR_MSG_ID_MAX 128
 #define FLOOR_TIMER_NAME_MAX 24
+#define FLOOR_NOTE_MAX 512       /* a refusal's detail */
+/* Refusals one input can cause in one room: at most 4 (a meta: name, role,
+ * domains, and the persona it adds dropping others), tested. */
+#define FLOOR_MAX_NOTES 4
 
 typedef enum {
     FLOOR_ACTIVE = 0,
@@ -86,6 +90,14 @@ typedef struct floor_pending {
     int64_t due;
 } floor_pending;
 
+/* Something a bound refused of the input being applied: the shell says
+ * it on sys/floor-control/error and counts it in
+ * vigil_limit_refusals_total{limit}. */
+typedef struct floor_note {
+    const char *limit; /* the metric label: "personas_per_room", ... */
+    char detail[FLOOR_NOTE_MAX];
+} floor_note;
+
 typedef struct floor_room {
     char room[FLOOR_ID_MAX + 1];
     floor_persona *personas;
@@ -93,6 +105,13 @@ typedef struct floor_room {
     floor_pending *pending;
     int n_pending;
     int64_t last_message; /* receive time of the room's last human or AI message */
+    /* What the bounds refused while one input was applied to the room
+     * (never stored): the refusals, and the personas the room's bound
+     * dropped (so the shell takes them out of their member sets). */
+    floor_note notes[FLOOR_MAX_NOTES];
+    int n_notes;
+    char (*dropped)[FLOOR_ID_MAX + 1];
+    int n_dropped;
 } floor_room;
 
 floor_room *floor_room_new(const char *room);
@@ -100,9 +119,16 @@ void floor_room_free(floor_room *r);
 floor_persona *floor_room_find(floor_room *r, const char *id);
 /* The persona's entry, added (at level active) if missing; when the room
  * holds max_personas already, the least recently seen one is dropped to
- * make room. NULL only on allocation failure. */
+ * make room (listed in r->dropped, and noted: limit "personas_per_room").
+ * NULL only on allocation failure. */
 floor_persona *floor_room_ensure(floor_room *r, const char *id, int max_personas, int64_t now);
 void floor_room_remove(floor_room *r, const char *id);
+
+/* Notes a refusal on r (detail printf-style) and returns the note. The
+ * array holds the most one input can cause; were it ever full, the last
+ * note would be replaced, so the newest is always returned. */
+const floor_note *floor_note_add(floor_room *r, const char *limit, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Room record <-> JSON. from_json returns NULL with err on a record that
  * cannot be read. to_json returns a new object (NULL on allocation
@@ -130,11 +156,15 @@ typedef struct floor_meta {
 /* persona/{p}/meta for room r: a listed room adds or refreshes the persona
  * (name, role, domains, confidence); a room no longer listed drops a
  * persona that is there only because of its meta. *joined / *left say
- * which happened (either may be NULL). */
+ * which happened (either may be NULL). A name or role longer than
+ * FLOOR_WORD_MAX is not kept, nor are domains past FLOOR_MAX_DOMAINS: each
+ * is noted on r (limits "name_bytes", "role_bytes", "domains_per_persona"). */
 bool floor_learn_meta(floor_room *r, const floor_config *c, const floor_meta *m, int64_t now,
                       bool *joined, bool *left);
 
-/* persona/{p}/state's entry for room r: the persona's level and why. */
+/* persona/{p}/state's entry for room r: the persona's level and why (a
+ * trigger of FLOOR_TRIGGER_MAX bytes or more is not kept: noted on r,
+ * limit "trigger_bytes"). */
 bool floor_learn_level(floor_room *r, const floor_config *c, const char *persona,
                        floor_level level, const char *trigger, int64_t now, bool *joined);
 
@@ -230,13 +260,19 @@ int floor_match(const floor_persona *p, const char *text, const char **domain, d
  * ones an LLM could rank. Asking is useful only when there are more than K. */
 int floor_rankable(const floor_room *r, const floor_config *cfg, const floor_message *m);
 
-/* The prompt asking which of those personas fit the message (malloc'd;
- * NULL on allocation failure). */
+/* The prompt asking which of those personas fit the message, quoting its
+ * text whole (a message waits for the LLM only when its text fits in
+ * FLOOR_TEXT_MAX). malloc'd; NULL on allocation failure. */
 char *floor_llm_prompt(const floor_room *r, const floor_config *cfg, const floor_message *m);
 
-/* Keeps message m waiting for the LLM until due. Returns 0, or -1 when the
- * room already has FLOOR_MAX_PENDING waiting (decide by the rules now). */
-int floor_pending_add(floor_room *r, const floor_message *m, int64_t due);
+/* Keeps message m, whole, waiting for the LLM until due. Returns 0 (also
+ * when it waits already); 1 when a bound refuses it (FLOOR_MAX_PENDING
+ * messages wait already, its text is longer than FLOOR_TEXT_MAX, or it has
+ * more than FLOOR_MAX_MENTIONS `mentions`): noted on r (limits
+ * "llm_waiting_per_room", "llm_text_bytes", "llm_mentions_per_message")
+ * and *why, when why is not NULL, is the note's detail: decide by the
+ * rules now; -1 when memory runs out. */
+int floor_pending_add(floor_room *r, const floor_message *m, int64_t due, const char **why);
 floor_pending *floor_pending_find(floor_room *r, const char *message_id);
 floor_pending *floor_pending_by_timer(floor_room *r, const char *timer_name);
 void floor_pending_remove(floor_room *r, const char *message_id);

@@ -1,7 +1,8 @@
 /* learn.c - what floor control learns from topics it does not own: a
  * persona's meta (rooms, name, role, expertise domains, confidence), its
  * dormancy level from the retained persona/{p}/state, and who spoke when
- * from the room's AI messages. */
+ * from the room's AI messages. What does not fit in the view's fixed
+ * sizes is not kept, and noted on the room (the shell says it). */
 #include <stdio.h>
 #include <string.h>
 #include "floor.h"
@@ -28,6 +29,46 @@ static bool listed(const floor_meta *m, const char *room)
         if (m->rooms[i] && strcmp(m->rooms[i], room) == 0)
             return true;
     return false;
+}
+
+/* A meta's name or role into dst when it fits; else dst is cleared and the
+ * refusal noted, saying what the persona loses (lost). */
+static void keep_word(floor_room *r, const char *persona, const char *field, const char *limit,
+                      const char *lost, char *dst, const char *src)
+{
+    size_t len = src ? strlen(src) : 0;
+    if (len <= FLOOR_WORD_MAX) {
+        copy(dst, FLOOR_WORD_MAX + 1, src);
+        return;
+    }
+    dst[0] = '\0';
+    floor_note_add(r, limit,
+                   "persona '%s' in room '%s': its %s of %zu bytes is longer than the %d "
+                   "floor-control keeps (compile time) and is not kept: %s",
+                   persona, r->room, field, len, FLOOR_WORD_MAX, lost);
+}
+
+/* The meta's expertise domains with their confidence, the first
+ * FLOOR_MAX_DOMAINS of them; the rest are noted. */
+static void keep_domains(floor_room *r, floor_persona *p, const floor_meta *m)
+{
+    int i = 0;
+    p->n_domains = 0;
+    for (; i < m->n_domains && p->n_domains < FLOOR_MAX_DOMAINS; i++) {
+        const char *d = m->domains[i];
+        if (!d || !d[0] || strlen(d) > FLOOR_WORD_MAX)
+            continue; /* the shell rejects such meta first */
+        copy(p->domains[p->n_domains], sizeof p->domains[0], d);
+        p->confidence[p->n_domains] = confidence_of(m, d);
+        p->n_domains++;
+    }
+    if (i < m->n_domains)
+        floor_note_add(r, "domains_per_persona",
+                       "persona '%s' in room '%s' lists %d expertise domains, more than the %d "
+                       "floor-control keeps (compile time): the %d from '%s' on never match a "
+                       "message and are not shown to the LLM",
+                       p->id, r->room, m->n_domains, FLOOR_MAX_DOMAINS, m->n_domains - i,
+                       m->domains[i] ? m->domains[i] : "");
 }
 
 bool floor_learn_meta(floor_room *r, const floor_config *c, const floor_meta *m, int64_t now,
@@ -60,17 +101,10 @@ bool floor_learn_meta(floor_room *r, const floor_config *c, const floor_meta *m,
     }
     p->in_meta = true;
     p->seen = now;
-    copy(p->name, sizeof p->name, m->name && strlen(m->name) <= FLOOR_WORD_MAX ? m->name : "");
-    copy(p->role, sizeof p->role, m->role && strlen(m->role) <= FLOOR_WORD_MAX ? m->role : "");
-    p->n_domains = 0;
-    for (int i = 0; i < m->n_domains && p->n_domains < FLOOR_MAX_DOMAINS; i++) {
-        const char *d = m->domains[i];
-        if (!d || !d[0] || strlen(d) > FLOOR_WORD_MAX)
-            continue;
-        copy(p->domains[p->n_domains], sizeof p->domains[0], d);
-        p->confidence[p->n_domains] = confidence_of(m, d);
-        p->n_domains++;
-    }
+    keep_word(r, p->id, "display name", "name_bytes",
+              "@mentions by that name do not reach it (by its id they do)", p->name, m->name);
+    keep_word(r, p->id, "role", "role_bytes", "its role never matches a message", p->role, m->role);
+    keep_domains(r, p, m);
     return true;
 }
 
@@ -114,8 +148,17 @@ bool floor_learn_level(floor_room *r, const floor_config *c, const char *persona
     if (!p)
         return false;
     p->level = level;
-    copy(p->trigger, sizeof p->trigger,
-         trigger && strlen(trigger) < FLOOR_TRIGGER_MAX ? trigger : "");
+    size_t len = trigger ? strlen(trigger) : 0;
+    if (len < FLOOR_TRIGGER_MAX) {
+        copy(p->trigger, sizeof p->trigger, trigger);
+        return true;
+    }
+    p->trigger[0] = '\0';
+    floor_note_add(r, "trigger_bytes",
+                   "persona '%s' in room '%s': its dormancy trigger of %zu bytes is longer than "
+                   "the %d floor-control keeps (compile time) and is not kept: its level "
+                   "never counts as human absence (VIGIL_FLOOR_WAKE_TRIGGERS), reasons say 'manual'",
+                   persona, r->room, len, FLOOR_TRIGGER_MAX - 1);
     return true;
 }
 

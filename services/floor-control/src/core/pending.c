@@ -1,12 +1,16 @@
-/* pending.c - messages whose floor waits for the LLM: kept in the room
- * record (so a restart loses none) until the LLM's answer or the deadline
- * timer decides them, whichever comes first. */
+/* pending.c - messages whose floor waits for the LLM: kept whole in the
+ * room record (so a restart loses none) until the LLM's answer or the
+ * deadline timer decides them, whichever comes first. A message that does
+ * not fit the record's bounds does not wait: the rules decide it at once,
+ * on all of it, and the refusal is noted. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <vigil/json.h>
 #include "floor.h"
+
+_Static_assert(FLOOR_TIMER_NAME_MAX >= sizeof "llm." + 16, "a timer name always fits");
 
 void floor_timer_name(const char *message_id, char *out, size_t outlen)
 {
@@ -43,12 +47,42 @@ void floor_pending_remove(floor_room *r, const char *message_id)
     r->n_pending--;
 }
 
-int floor_pending_add(floor_room *r, const floor_message *m, int64_t due)
+/* Notes why message m cannot wait in r, if a bound refuses it, and
+ * returns the note (NULL when it fits). */
+static const floor_note *refusal(floor_room *r, const floor_message *m)
+{
+    const char *id = m->id ? m->id : "";
+    size_t len = m->text ? strlen(m->text) : 0;
+    if (r->n_pending >= FLOOR_MAX_PENDING)
+        return floor_note_add(r, "llm_waiting_per_room",
+                              "room '%s' has %d messages waiting for the LLM, the most it keeps "
+                              "(compile time): message '%s' is decided by the rules at once",
+                              r->room, r->n_pending, id);
+    if (len > FLOOR_TEXT_MAX)
+        return floor_note_add(r, "llm_text_bytes",
+                              "message '%s' in room '%s' has a text of %zu bytes, more than the %d "
+                              "a message waiting for the LLM keeps (compile time): it is decided "
+                              "by the rules at once, on its whole text",
+                              id, r->room, len, FLOOR_TEXT_MAX);
+    if (m->n_mentions > FLOOR_MAX_MENTIONS)
+        return floor_note_add(r, "llm_mentions_per_message",
+                              "message '%s' in room '%s' has %d mentions, more than the %d a "
+                              "message waiting for the LLM keeps (compile time): it is decided "
+                              "by the rules at once, every persona it mentions granted",
+                              id, r->room, m->n_mentions, FLOOR_MAX_MENTIONS);
+    return NULL;
+}
+
+int floor_pending_add(floor_room *r, const floor_message *m, int64_t due, const char **why)
 {
     if (floor_pending_find(r, m->id))
         return 0;
-    if (r->n_pending >= FLOOR_MAX_PENDING)
-        return -1;
+    const floor_note *no = refusal(r, m);
+    if (no) {
+        if (why)
+            *why = no->detail;
+        return 1;
+    }
     floor_pending *v = realloc(r->pending, (size_t)(r->n_pending + 1) * sizeof *v);
     if (!v)
         return -1;
@@ -58,20 +92,10 @@ int floor_pending_add(floor_room *r, const floor_message *m, int64_t due)
     snprintf(p->id, sizeof p->id, "%s", m->id ? m->id : "");
     snprintf(p->sender, sizeof p->sender, "%s", m->sender ? m->sender : "");
     p->sender_type = m->sender_type;
-    /* a longer text is cut at a character boundary: mentions past the cut
-     * are lost, the `mentions` array is kept whole */
-    size_t len = m->text ? strlen(m->text) : 0;
-    if (len > FLOOR_TEXT_MAX) {
-        len = FLOOR_TEXT_MAX;
-        while (len > 0 && ((unsigned char)m->text[len] & 0xC0) == 0x80)
-            len--;
-    }
-    if (len)
-        memcpy(p->text, m->text, len);
-    p->text[len] = '\0';
-    for (int i = 0; i < m->n_mentions && p->n_mentions < FLOOR_MAX_MENTIONS; i++)
-        if (m->mentions[i] && strlen(m->mentions[i]) <= FLOOR_ID_MAX)
-            snprintf(p->mentions[p->n_mentions++], sizeof p->mentions[0], "%s", m->mentions[i]);
+    snprintf(p->text, sizeof p->text, "%s", m->text ? m->text : "");
+    for (int i = 0; i < m->n_mentions; i++)
+        snprintf(p->mentions[p->n_mentions++], sizeof p->mentions[0], "%s",
+                 m->mentions[i] ? m->mentions[i] : "");
     p->due = due;
     return 0;
 }

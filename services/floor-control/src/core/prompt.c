@@ -8,8 +8,6 @@
 #include <string.h>
 #include "floor.h"
 
-#define PROMPT_TEXT_MAX 2000 /* message text quoted in the prompt */
-
 static void persona_line(FILE *b, const floor_persona *p)
 {
     fprintf(b, "- %s", p->id);
@@ -33,17 +31,13 @@ char *floor_llm_prompt(const floor_room *r, const floor_config *cfg, const floor
     FILE *b = open_memstream(&text, &size);
     if (!b)
         return NULL;
-    int tlen = m->text ? (int)strlen(m->text) : 0;
-    if (tlen > PROMPT_TEXT_MAX) { /* cut on a character boundary */
-        tlen = PROMPT_TEXT_MAX;
-        while (tlen > 0 && ((unsigned char)m->text[tlen] & 0xC0) == 0x80)
-            tlen--;
-    }
+    /* the text whole: a message longer than FLOOR_TEXT_MAX never waits for
+     * the LLM, so nothing of what the rules see is hidden from the model */
     fprintf(b,
             "You decide who answers a chat message in room %s. At most %d of the personas below "
             "should answer: the ones whose expertise fits the message best.\n\n"
-            "Message from %s: \"%.*s\"\n\nPersonas:\n",
-            r->room, cfg->k, m->sender ? m->sender : "someone", tlen, m->text ? m->text : "");
+            "Message from %s: \"%s\"\n\nPersonas:\n",
+            r->room, cfg->k, m->sender ? m->sender : "someone", m->text ? m->text : "");
     floor_message plain = *m;
     plain.ranked = false;
     for (int i = 0; i < r->n; i++) {

@@ -168,7 +168,8 @@ static int read_pending(floor_room *r, json_object *e)
                        .text = get_str(e, "text"), .mentions = ptrs, .n_mentions = n};
     if (!m.id[0])
         return 0; /* an entry without an id decides nothing: dropped */
-    return floor_pending_add(r, &m, get_i64(e, "due"));
+    /* only what fitted was written: a refusal means a damaged record */
+    return floor_pending_add(r, &m, get_i64(e, "due"), NULL);
 }
 
 floor_room *floor_room_from_json(const char *json, const char *room, char *err, size_t errlen)
