@@ -713,8 +713,12 @@ static void requeue_acked(vigil_outbox *o)
     if (n > 0)
         o->failed = true;
     pthread_mutex_unlock(&o->mu);
-    if (n > 0)
+    if (n > 0) {
         vigil_counter_add(M_REPLAYED, M_REPLAYED_HELP, NULL, n);
+        vigil_log(VIGIL_LOG_INFO,
+                  "outbox: publishing again %d outputs acknowledged but not yet trimmed when the "
+                  "connection was lost", n);
+    }
 }
 
 /* Tracks the connection for the replay ring: after a loss it keeps what was
