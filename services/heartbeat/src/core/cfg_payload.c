@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
+#include <vigil/json.h>
 #include "heartbeat.h"
 
 const char HB_DEFAULT_CHECKLIST[] =
@@ -38,20 +39,6 @@ const char HB_DEFAULT_CHECKLIST[] =
     "- If something needs attention: compose and send the message\n"
     "- Never send more than one proactive message per heartbeat unless truly urgent\n";
 
-static bool is_id(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > HB_ID_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return false;
-    }
-    return true;
-}
-
 /* A string field: HB_CFG_OK with *out (or NULL when absent and optional). */
 static hb_cfg_status str_field(json_object *o, const char *k, bool required, const char **out,
                                char *err, size_t errlen)
@@ -79,7 +66,7 @@ static hb_cfg_status id_field(json_object *o, const char *k, char *dst, size_t n
     hb_cfg_status st = str_field(o, k, true, &s, err, errlen);
     if (st != HB_CFG_OK)
         return st;
-    if (!is_id(s)) {
+    if (!vigil_id_valid(s, strlen(s))) {
         snprintf(err, errlen, "field '%s': not an id (1-64 of A-Z a-z 0-9 . _ -)", k);
         return HB_CFG_BAD_ID;
     }
