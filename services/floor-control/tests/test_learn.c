@@ -1,6 +1,6 @@
 /* test_learn.c - the room view: meta joins and leaves, levels and speakers
- * learned, the bound on personas, the record's JSON round trip and the
- * wake-trigger list. */
+ * learned, the bound on personas, the record's JSON round trip (and a
+ * record listing a persona twice) and the wake-trigger list. */
 #include "fl_test.h"
 
 static void test_meta_join_leave(void **state)
@@ -117,6 +117,98 @@ static void test_unreadable_record(void **state)
     floor_room_free(r);
 }
 
+/* A record listing a persona twice (never written so, but read as it is):
+ * one entry, where the first was; the later entry's fields replace the
+ * earlier ones (a field it lacks reads as its default), its domains follow
+ * the earlier ones up to FLOOR_MAX_DOMAINS. */
+static void test_duplicate_entries_on_load(void **state)
+{
+    char err[200];
+    floor_room *r = floor_room_from_json(
+        "{\"personas\":["
+        "{\"id\":\"ann\",\"name\":\"Ann\",\"role\":\"go-dev\",\"domains\":[\"go\",\"rust\"],"
+        "\"confidence\":[0.9,0.2],\"level\":\"sleep\",\"trigger\":\"manual\",\"spoke\":5,"
+        "\"seen\":6,\"meta\":true},"
+        "{\"id\":\"bob\",\"domains\":[\"c\"]},"
+        "{\"id\":\"ann\",\"name\":\"Anna\",\"domains\":[\"zig\"],\"confidence\":[0.4],\"seen\":9}]}",
+        "general", err, sizeof err);
+    assert_non_null(r);
+    assert_int_equal(r->n, 2);
+    const floor_persona *a = &r->personas[0];
+    assert_string_equal(a->id, "ann");
+    assert_string_equal(r->personas[1].id, "bob");
+    assert_string_equal(a->name, "Anna");
+    assert_string_equal(a->role, "");
+    assert_int_equal(a->level, FLOOR_ACTIVE);
+    assert_string_equal(a->trigger, "");
+    assert_int_equal(a->last_spoke, 0);
+    assert_int_equal(a->seen, 9);
+    assert_false(a->in_meta);
+    assert_int_equal(a->n_domains, 3);
+    assert_string_equal(a->domains[2], "zig");
+    assert_true(a->confidence[0] > 0.89 && a->confidence[0] < 0.91);
+    assert_true(a->confidence[2] > 0.39 && a->confidence[2] < 0.41);
+    floor_room_free(r);
+}
+
+/* The record test_duplicates_at_scale reads: n ids, then each again (in
+ * reverse order) with one more domain. */
+static char *duplicated_record(int n)
+{
+    size_t cap = (size_t)n * 200 + 64, len = 0;
+    char *s = malloc(cap);
+    assert_non_null(s);
+    len += (size_t)snprintf(s + len, cap - len, "{\"personas\":[");
+    for (int i = 0; i < 2 * n; i++) {
+        int id = i < n ? i : 2 * n - 1 - i;
+        len += (size_t)snprintf(s + len, cap - len,
+                                "%s{\"id\":\"persona-%d\",\"seen\":%d,\"domains\":[\"d%d\"]}",
+                                i ? "," : "", id, i, i);
+    }
+    snprintf(s + len, cap - len, "]}");
+    return s;
+}
+
+/* Many personas each listed twice: every one kept once, in the order of
+ * its first entry, with the later entry's fields and both domains. */
+static void test_duplicates_at_scale(void **state)
+{
+    const int n = 2000;
+    char *text = duplicated_record(n), err[200];
+    floor_room *r = floor_room_from_json(text, "general", err, sizeof err);
+    free(text);
+    assert_non_null(r);
+    assert_int_equal(r->n, n);
+    for (int i = 0; i < n; i++) {
+        char id[32], d[32];
+        snprintf(id, sizeof id, "persona-%d", i);
+        snprintf(d, sizeof d, "d%d", 2 * n - 1 - i);
+        assert_string_equal(r->personas[i].id, id);
+        assert_int_equal(r->personas[i].seen, 2 * n - 1 - i);
+        assert_int_equal(r->personas[i].n_domains, 2);
+        assert_string_equal(r->personas[i].domains[1], d);
+    }
+    floor_room_free(r);
+}
+
+/* A persona listed again and again in a record keeps FLOOR_MAX_DOMAINS
+ * domains in all. */
+static void test_duplicate_domains_capped_on_load(void **state)
+{
+    char text[8192] = "{\"personas\":[", err[200], last[16];
+    for (int i = 0; i < FLOOR_MAX_DOMAINS + 5; i++)
+        snprintf(text + strlen(text), sizeof text - strlen(text),
+                 "%s{\"id\":\"ann\",\"domains\":[\"d%d\"]}", i ? "," : "", i);
+    strcat(text, "]}");
+    floor_room *r = floor_room_from_json(text, "general", err, sizeof err);
+    assert_non_null(r);
+    assert_int_equal(r->n, 1);
+    assert_int_equal(r->personas[0].n_domains, FLOOR_MAX_DOMAINS);
+    snprintf(last, sizeof last, "d%d", FLOOR_MAX_DOMAINS - 1);
+    assert_string_equal(r->personas[0].domains[FLOOR_MAX_DOMAINS - 1], last);
+    floor_room_free(r);
+}
+
 static void test_wake_trigger_list(void **state)
 {
     floor_config c;
@@ -180,6 +272,9 @@ int main(void)
         cmocka_unit_test(test_view_is_bounded),
         cmocka_unit_test(test_roundtrip_keeps_everything),
         cmocka_unit_test(test_unreadable_record),
+        cmocka_unit_test(test_duplicate_entries_on_load),
+        cmocka_unit_test(test_duplicates_at_scale),
+        cmocka_unit_test(test_duplicate_domains_capped_on_load),
         cmocka_unit_test(test_wake_trigger_list),
         cmocka_unit_test(test_match_whole_words),
         cmocka_unit_test(test_forget_unless_active_since),

@@ -122,6 +122,11 @@ floor_persona *floor_room_find(floor_room *r, const char *id);
  * make room (listed in r->dropped, and noted: limit "personas_per_room").
  * NULL only on allocation failure. */
 floor_persona *floor_room_ensure(floor_room *r, const char *id, int max_personas, int64_t now);
+/* A new entry for id at the end of the view (level active, seen now),
+ * without looking for one already there nor applying the bound: for a
+ * caller that knows id is absent (the record's load). NULL only on
+ * allocation failure. */
+floor_persona *floor_room_append(floor_room *r, const char *id, int64_t now);
 void floor_room_remove(floor_room *r, const char *id);
 
 /* Notes a refusal on r (detail printf-style) and returns the note. The

@@ -3,11 +3,23 @@
  * listens to one topic only). */
 #include "floor.h"
 
-static json_object *granted_array(const floor_room *r, const floor_decision *d, bool granted)
+/* The ids of the granted picks: the decision lists them first (floor.h),
+ * so the scan stops at the first held one. Every persona/{p}/floor event
+ * carries this list; scanning the whole decision for it made rendering a
+ * room's events quadratic in its personas. */
+static json_object *granted_array(const floor_room *r, const floor_decision *d)
+{
+    json_object *a = json_object_new_array();
+    for (int i = 0; a && i < d->n && d->v[i].granted; i++)
+        json_object_array_add(a, json_object_new_string(r->personas[d->v[i].index].id));
+    return a;
+}
+
+static json_object *held_array(const floor_room *r, const floor_decision *d)
 {
     json_object *a = json_object_new_array();
     for (int i = 0; a && i < d->n; i++)
-        if (d->v[i].granted == granted)
+        if (!d->v[i].granted)
             json_object_array_add(a, json_object_new_string(r->personas[d->v[i].index].id));
     return a;
 }
@@ -27,8 +39,8 @@ json_object *floor_room_event_json(const floor_room *r, const floor_config *c,
     json_object_object_add(o, "room", json_object_new_string(r->room));
     json_object_object_add(o, "message_id", json_object_new_string(message_id));
     json_object_object_add(o, "k", json_object_new_int(c->k));
-    json_object_object_add(o, "granted", granted_array(r, d, true));
-    json_object_object_add(o, "held", granted_array(r, d, false));
+    json_object_object_add(o, "granted", granted_array(r, d));
+    json_object_object_add(o, "held", held_array(r, d));
     for (int i = 0; i < d->n; i++)
         json_object_object_add(reasons, r->personas[d->v[i].index].id,
                                json_object_new_string(d->v[i].reason));
@@ -54,7 +66,7 @@ json_object *floor_persona_event_json(const floor_room *r, const floor_config *c
     json_object_object_add(o, "message_id", json_object_new_string(message_id));
     json_object_object_add(o, "has_floor", json_object_new_boolean(pk->granted));
     json_object_object_add(o, "reason", json_object_new_string(pk->reason));
-    json_object_object_add(o, "granted", granted_array(r, d, true));
+    json_object_object_add(o, "granted", granted_array(r, d));
     json_object_object_add(o, "k", json_object_new_int(c->k));
     json_object_object_add(o, "ts", json_object_new_int64(now));
     return o;

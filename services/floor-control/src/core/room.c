@@ -121,6 +121,12 @@ floor_persona *floor_room_ensure(floor_room *r, const char *id, int max_personas
         max_personas = 1;
     if (make_room(r, id, max_personas) != 0)
         return NULL;
+    return floor_room_append(r, id, now);
+}
+
+floor_persona *floor_room_append(floor_room *r, const char *id, int64_t now)
+{
+    floor_persona *p;
     if (r->n == r->cap) {
         int cap = r->cap ? r->cap * 2 : 8;
         floor_persona *v = realloc(r->personas, (size_t)cap * sizeof *v);

@@ -4,7 +4,9 @@
  *  "meta"}]}. Reading is tolerant of missing fields (a field added later
  * reads as its default) but refuses a record of the wrong shape. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <vigil/json.h>
 #include "floor.h"
 
 static void add_str(json_object *o, const char *k, const char *v)
@@ -106,14 +108,86 @@ static int64_t get_i64(json_object *o, const char *k)
     return json_object_get_int64(v);
 }
 
-static int read_persona(floor_room *r, json_object *e, char *err, size_t errlen)
+/* Where each persona read so far sits in r->personas, by id, so that a
+ * record of n personas loads in O(n) rather than with a linear search per
+ * entry (that search was most of the load: 261 ms of 10,000 personas).
+ * Open addressing over vigil_hash64, at most half full; a slot holds the
+ * index + 1 (0 = empty), as r->personas moves when it grows. */
+typedef struct persona_index {
+    int *slot;
+    size_t mask;
+} persona_index;
+
+static int index_init(persona_index *x, size_t n)
+{
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    x->slot = calloc(cap, sizeof *x->slot);
+    x->mask = cap - 1;
+    return x->slot ? 0 : -1;
+}
+
+/* The slot holding id's index, or the empty one where it goes. */
+static int *index_slot(const persona_index *x, const floor_room *r, const char *id)
+{
+    size_t i = (size_t)vigil_hash64(id, strlen(id)) & x->mask;
+    while (x->slot[i] && strcmp(r->personas[x->slot[i] - 1].id, id) != 0)
+        i = (i + 1) & x->mask;
+    return &x->slot[i];
+}
+
+/* The entry an entry of id fills: a duplicate entry updates the one its
+ * first occurrence made, in that place (its fields replace the earlier
+ * ones, its domains follow theirs: the record was always read so); a new
+ * id goes at the end. The stored view obeyed the bound when it was
+ * written, so nothing is dropped here. NULL when memory runs out. */
+static floor_persona *entry_for(floor_room *r, persona_index *x, const char *id)
+{
+    int *slot = index_slot(x, r, id);
+    if (*slot)
+        return &r->personas[*slot - 1];
+    floor_persona *p = floor_room_append(r, id, 0);
+    if (p)
+        *slot = r->n;
+    return p;
+}
+
+/* "domains" and "confidence" (parallel arrays) after the domains p has
+ * already, the first FLOOR_MAX_DOMAINS in all; a confidence that is not
+ * a number reads as unset. */
+static void read_domains(floor_persona *p, json_object *e)
+{
+    json_object *ds = NULL, *cs = NULL;
+    json_object_object_get_ex(e, "domains", &ds);
+    json_object_object_get_ex(e, "confidence", &cs);
+    if (!ds || !json_object_is_type(ds, json_type_array))
+        return;
+    size_t n = json_object_array_length(ds);
+    for (size_t d = 0; d < n && p->n_domains < FLOOR_MAX_DOMAINS; d++) {
+        json_object *dv = json_object_array_get_idx(ds, d);
+        if (!json_object_is_type(dv, json_type_string))
+            continue;
+        snprintf(p->domains[p->n_domains], sizeof p->domains[0], "%s", json_object_get_string(dv));
+        json_object *cv = cs && json_object_is_type(cs, json_type_array)
+                              ? json_object_array_get_idx(cs, d)
+                              : NULL;
+        p->confidence[p->n_domains] =
+            cv && (json_object_is_type(cv, json_type_double) || json_object_is_type(cv, json_type_int))
+                ? json_object_get_double(cv)
+                : FLOOR_CONFIDENCE_UNSET;
+        p->n_domains++;
+    }
+}
+
+static int read_persona(floor_room *r, persona_index *x, json_object *e, char *err, size_t errlen)
 {
     const char *id = get_str(e, "id");
     if (!id[0] || strlen(id) > FLOOR_ID_MAX) {
         snprintf(err, errlen, "persona entry without a valid id");
         return -1;
     }
-    floor_persona *p = floor_room_ensure(r, id, r->n + 1, 0);
+    floor_persona *p = entry_for(r, x, id);
     if (!p) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -127,26 +201,7 @@ static int read_persona(floor_room *r, json_object *e, char *err, size_t errlen)
     p->seen = get_i64(e, "seen");
     json_object *v;
     p->in_meta = json_object_object_get_ex(e, "meta", &v) && json_object_get_boolean(v);
-    json_object *ds = NULL, *cs = NULL;
-    json_object_object_get_ex(e, "domains", &ds);
-    json_object_object_get_ex(e, "confidence", &cs);
-    if (ds && json_object_is_type(ds, json_type_array)) {
-        size_t n = json_object_array_length(ds);
-        for (size_t d = 0; d < n && p->n_domains < FLOOR_MAX_DOMAINS; d++) {
-            json_object *dv = json_object_array_get_idx(ds, d);
-            if (!json_object_is_type(dv, json_type_string))
-                continue;
-            snprintf(p->domains[p->n_domains], sizeof p->domains[0], "%s", json_object_get_string(dv));
-            json_object *cv = cs && json_object_is_type(cs, json_type_array)
-                                  ? json_object_array_get_idx(cs, d)
-                                  : NULL;
-            p->confidence[p->n_domains] =
-                cv && (json_object_is_type(cv, json_type_double) || json_object_is_type(cv, json_type_int))
-                    ? json_object_get_double(cv)
-                    : FLOOR_CONFIDENCE_UNSET;
-            p->n_domains++;
-        }
-    }
+    read_domains(p, e);
     return 0;
 }
 
@@ -172,6 +227,30 @@ static int read_pending(floor_room *r, json_object *e)
     return floor_pending_add(r, &m, get_i64(e, "due"), NULL);
 }
 
+/* The "personas" array into r, in order; -1 with err on an entry that is
+ * not an object or has no valid id, or when memory runs out. */
+static int read_personas(floor_room *r, json_object *arr, char *err, size_t errlen)
+{
+    size_t n = json_object_array_length(arr);
+    persona_index x;
+    if (index_init(&x, n) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        json_object *e = json_object_array_get_idx(arr, i);
+        if (!json_object_is_type(e, json_type_object)) {
+            snprintf(err, errlen, "persona entry %zu is not an object", i);
+            rc = -1;
+        } else {
+            rc = read_persona(r, &x, e, err, errlen);
+        }
+    }
+    free(x.slot);
+    return rc;
+}
+
 floor_room *floor_room_from_json(const char *json, const char *room, char *err, size_t errlen)
 {
     json_object *o = json_tokener_parse(json);
@@ -188,16 +267,8 @@ floor_room *floor_room_from_json(const char *json, const char *room, char *err, 
         goto fail;
     }
     r->last_message = get_i64(o, "last_message");
-    size_t n = json_object_array_length(arr);
-    for (size_t i = 0; i < n; i++) {
-        json_object *e = json_object_array_get_idx(arr, i);
-        if (!json_object_is_type(e, json_type_object)) {
-            snprintf(err, errlen, "persona entry %zu is not an object", i);
-            goto fail;
-        }
-        if (read_persona(r, e, err, errlen) < 0)
-            goto fail;
-    }
+    if (read_personas(r, arr, err, errlen) != 0)
+        goto fail;
     json_object *pend = NULL;
     if (json_object_object_get_ex(o, "pending", &pend) && json_object_is_type(pend, json_type_array))
         for (size_t i = 0; i < json_object_array_length(pend); i++) {
