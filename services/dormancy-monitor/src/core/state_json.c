@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/id_index.h>
 #include <vigil/json.h>
 #include <vigil/jtext.h>
 #include "step.h"
@@ -426,36 +427,6 @@ static void read_sessions(dormancy_room *r, json_object *o)
     }
 }
 
-/* The persona ids read so far, so a record of n personas loads in O(n)
- * rather than with a linear search per entry (that search was most of the
- * cost of an input at 1,000 personas per room). Open addressing over
- * vigil_hash64; ids point into the record being read. */
-typedef struct id_set {
-    const char **v;
-    size_t mask;
-} id_set;
-
-static int id_set_init(id_set *s, size_t n)
-{
-    size_t cap = 16;
-    while (cap < 2 * n)
-        cap *= 2;
-    s->v = calloc(cap, sizeof *s->v);
-    s->mask = cap - 1;
-    return s->v ? 0 : -1;
-}
-
-/* Adds id; false when it was there already. */
-static bool id_set_add(id_set *s, const char *id)
-{
-    size_t i = (size_t)vigil_hash64(id, strlen(id)) & s->mask;
-    for (; s->v[i]; i = (i + 1) & s->mask)
-        if (strcmp(s->v[i], id) == 0)
-            return false;
-    s->v[i] = id;
-    return true;
-}
-
 dormancy_room *dormancy_room_from_json(const char *json, const char *room_id,
                                        char *err, size_t errlen)
 {
@@ -498,22 +469,22 @@ dormancy_room *dormancy_room_from_json(const char *json, const char *room_id,
     if (json_object_object_get_ex(o, "personas", &ps) && ps &&
         json_object_is_type(ps, json_type_array)) {
         size_t n = json_object_array_length(ps);
-        id_set seen;
-        if (id_set_init(&seen, n) != 0)
+        vigil_id_index seen; /* the ids read so far: a record loads in O(n) */
+        if (vigil_id_index_init(&seen, n) != 0)
             goto oom;
         for (size_t i = 0; i < n && r->n_personas < DORMANCY_MAX_PERSONAS_LIMIT; i++) {
             json_object *e = json_object_array_get_idx(ps, i);
             const char *id = e && json_object_is_type(e, json_type_object) ? get_str(e, "id") : NULL;
-            if (!id || !id_set_add(&seen, id))
+            if (!id || vigil_id_index_add(&seen, id, 1) != 0)
                 continue; /* a duplicate entry: the first one counts */
             dormancy_persona *p = room_persona_append(r, id, 0);
             if (!p) {
-                free(seen.v);
+                vigil_id_index_free(&seen);
                 goto oom;
             }
             persona_from_json(p, e);
         }
-        free(seen.v);
+        vigil_id_index_free(&seen);
     }
     json_object_put(o);
     return r;

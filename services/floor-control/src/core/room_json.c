@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/id_index.h>
 #include <vigil/json.h>
 #include "floor.h"
 
@@ -108,48 +109,19 @@ static int64_t get_i64(json_object *o, const char *k)
     return json_object_get_int64(v);
 }
 
-/* Where each persona read so far sits in r->personas, by id, so that a
- * record of n personas loads in O(n) rather than with a linear search per
- * entry (that search was most of the load: 261 ms of 10,000 personas).
- * Open addressing over vigil_hash64, at most half full; a slot holds the
- * index + 1 (0 = empty), as r->personas moves when it grows. */
-typedef struct persona_index {
-    int *slot;
-    size_t mask;
-} persona_index;
-
-static int index_init(persona_index *x, size_t n)
-{
-    size_t cap = 16;
-    while (cap < 2 * n)
-        cap *= 2;
-    x->slot = calloc(cap, sizeof *x->slot);
-    x->mask = cap - 1;
-    return x->slot ? 0 : -1;
-}
-
-/* The slot holding id's index, or the empty one where it goes. */
-static int *index_slot(const persona_index *x, const floor_room *r, const char *id)
-{
-    size_t i = (size_t)vigil_hash64(id, strlen(id)) & x->mask;
-    while (x->slot[i] && strcmp(r->personas[x->slot[i] - 1].id, id) != 0)
-        i = (i + 1) & x->mask;
-    return &x->slot[i];
-}
-
 /* The entry an entry of id fills: a duplicate entry updates the one its
  * first occurrence made, in that place (its fields replace the earlier
  * ones, its domains follow theirs: the record was always read so); a new
  * id goes at the end. The stored view obeyed the bound when it was
  * written, so nothing is dropped here. NULL when memory runs out. */
-static floor_persona *entry_for(floor_room *r, persona_index *x, const char *id)
+static floor_persona *entry_for(floor_room *r, vigil_id_index *x, const char *id)
 {
-    int *slot = index_slot(x, r, id);
-    if (*slot)
-        return &r->personas[*slot - 1];
+    int at = vigil_id_index_get(x, id); /* position + 1 in r->personas, which moves */
+    if (at > 0)
+        return &r->personas[at - 1];
     floor_persona *p = floor_room_append(r, id, 0);
-    if (p)
-        *slot = r->n;
+    if (p && vigil_id_index_add(x, id, r->n) < 0)
+        return NULL; /* cannot happen: sized for every entry */
     return p;
 }
 
@@ -180,7 +152,7 @@ static void read_domains(floor_persona *p, json_object *e)
     }
 }
 
-static int read_persona(floor_room *r, persona_index *x, json_object *e, char *err, size_t errlen)
+static int read_persona(floor_room *r, vigil_id_index *x, json_object *e, char *err, size_t errlen)
 {
     const char *id = get_str(e, "id");
     if (!id[0] || strlen(id) > FLOOR_ID_MAX) {
@@ -232,8 +204,8 @@ static int read_pending(floor_room *r, json_object *e)
 static int read_personas(floor_room *r, json_object *arr, char *err, size_t errlen)
 {
     size_t n = json_object_array_length(arr);
-    persona_index x;
-    if (index_init(&x, n) != 0) {
+    vigil_id_index x; /* the ids read so far: a record loads in O(n) */
+    if (vigil_id_index_init(&x, n) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -247,7 +219,7 @@ static int read_personas(floor_room *r, json_object *arr, char *err, size_t errl
             rc = read_persona(r, &x, e, err, errlen);
         }
     }
-    free(x.slot);
+    vigil_id_index_free(&x);
     return rc;
 }
 
