@@ -123,7 +123,7 @@ def test_levels_past_the_limit_keep_the_configured_room_and_say_so(stack):
     pub.publish("persona/dozy/state", {"persona": "dozy", "ts": now, "rooms": rooms})
     err = col.wait_event(ERROR_TOPIC, lambda e: e.get("reason") == "limit", since=mark,
                          what="the levels not kept")
-    assert "persona/dozy/state lists 40 rooms" in err["detail"], err
+    assert "state of persona dozy lists 40 rooms" in err["detail"], err
     assert "the levels of 8 rooms are not kept" in err["detail"]
     assert f"'{room}' is kept first" in err["detail"]
     assert err["topic"] == "persona/dozy/state"

@@ -61,7 +61,7 @@ static void levels_past_the_limit_keep_the_configured_room_and_say_so(void **st)
     assert_string_equal(f.s.levels[1].room, "r00");
     assert_non_null(f.out.limit);
     assert_string_equal(f.out.limit, HB_LIMIT_LEVELS);
-    assert_non_null(strstr(f.out.limit_detail, "persona/helper/state lists 40 rooms"));
+    assert_non_null(strstr(f.out.limit_detail, "state of persona helper lists 40 rooms"));
     assert_non_null(strstr(f.out.limit_detail, "the levels of 8 rooms are not kept"));
     assert_non_null(strstr(f.out.limit_detail, "'general' is kept first"));
     /* the level that matters is the one a run reads */

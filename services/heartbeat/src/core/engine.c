@@ -240,8 +240,9 @@ hb_result hb_on_levels(hb_state *s, const hb_room_level *levels, int n, int64_t 
     int k, dropped = pick_levels(room, levels, n, kept, &k);
     if (dropped > 0)
         note_limit(out, HB_LIMIT_LEVELS,
-                   "persona/%s/state lists %d rooms, more than the %d whose level heartbeat "
-                   "remembers per persona (compile time): the levels of %d rooms are not kept%s%s%s",
+                   "the retained state of persona %s lists %d rooms, more than the %d whose "
+                   "level heartbeat remembers per persona (compile time): the levels of %d "
+                   "rooms are not kept%s%s%s",
                    s->persona, n, HB_LEVELS_MAX, dropped, room[0] ? " (the configured room '" : "",
                    room, room[0] ? "' is kept first)" : "");
     bool same = k == s->n_levels;
