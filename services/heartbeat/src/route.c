@@ -155,7 +155,8 @@ static int route_config(hb_service *svc, vigil_runtime *rt, const vigil_input *i
     static const vigil_reject_reason REASONS[] = {
         [HB_CFG_OK] = VIGIL_REJECT_NONE, [HB_CFG_MISSING] = VIGIL_REJECT_MISSING_FIELD,
         [HB_CFG_WRONG_TYPE] = VIGIL_REJECT_WRONG_TYPE, [HB_CFG_BAD_VALUE] = VIGIL_REJECT_BAD_VALUE,
-        [HB_CFG_BAD_ID] = VIGIL_REJECT_BAD_ID, [HB_CFG_NOMEM] = VIGIL_REJECT_BAD_VALUE};
+        [HB_CFG_BAD_ID] = VIGIL_REJECT_BAD_ID,
+        [HB_CFG_NOMEM] = VIGIL_REJECT_NO_MEMORY}; /* retried by the runtime, never acknowledged */
     const char *persona, *file = NULL;
     char *text = NULL;
     if (vigil_input_topic_id(in, 1, "persona", &persona, err) < 0 ||
