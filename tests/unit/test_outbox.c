@@ -552,14 +552,14 @@ static void test_broker_crash_before_save_replays(void **state)
 {
     env *e = *state;
     setenv("VIGIL_OUTBOX_RETRY_MS", "50", 1);
-    setenv("VIGIL_OUTBOX_REPLAY_MS", "2000", 1);
+    setenv("VIGIL_OUTBOX_REPLAY_MS", "1000", 1);
     double replayed0 = vigil_metric_value("vigil_outbox_replayed_total", NULL);
     commit_outputs(e, "room:old", 0, 1, true);
     vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
     assert_non_null(o);
     assert_true(vt_mosq_wait_retained(e->b, "ev/0", "m0", WAIT_MS));
     assert_true(wait_outbox_len(e, 0, WAIT_MS));
-    vigil_sleep_ms(3000, NULL); /* ev/0 is now older than the window */
+    vigil_sleep_ms(1300, NULL); /* ev/0 is now older than the window */
     commit_outputs(e, "room:new", 1, 3, true);
     vigil_outbox_kick(o);
     assert_true(vt_mosq_wait_retained(e->b, "ev/3", "m3", WAIT_MS));
