@@ -19,6 +19,8 @@
 #define WAKE_GROUP "workers"        /* its consumer group */
 #define WAKE_MEMBER_SET "persona-rooms:" /* P S ":persona-rooms:<p>": rooms holding p */
 #define WAKE_MAX_WORKERS 16
+#define WAKE_RECORD_CACHE 256                       /* parsed room records kept */
+#define WAKE_RECORD_CACHE_BYTES (32u * 1024 * 1024) /* and their memory bound */
 
 typedef struct wake_worker wake_worker;
 

@@ -84,14 +84,17 @@ static void room_free(void *r) { wake_room_free(r); }
 
 /* The parsed room records of this process (intake and workers share it): a
  * commit usually starts from the record the previous one wrote, and parsing
- * a 200-persona record cost more than the decision. */
+ * a record (tens of kilobytes parsed, hundreds of json-c objects) cost more
+ * than the decision. A decision takes the cached record itself and puts the
+ * one it derives back (no copies); a record whose commit then fails is
+ * keyed by a text Redis never held, so it is never found. */
 static vigil_record_cache *cache;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 
 static void cache_make(void)
 {
     static const vigil_record_ops ops = {room_clone, room_free};
-    cache = vigil_record_cache_new(&ops, 16);
+    cache = vigil_record_cache_new_bounded(&ops, WAKE_RECORD_CACHE, WAKE_RECORD_CACHE_BYTES);
 }
 
 int wake_with_room(const wake_service *svc, const char *key, const char *state_json,
@@ -100,7 +103,7 @@ int wake_with_room(const wake_service *svc, const char *key, const char *state_j
 {
     pthread_once(&cache_once, cache_make);
     bool corrupt = false;
-    wake_room *r = vigil_record_cache_get(cache, key, state_json);
+    wake_room *r = vigil_record_cache_take(cache, key, state_json);
     if (!r)
         r = wake_room_from_json(key, state_json, &corrupt);
     if (!r)
@@ -115,7 +118,7 @@ int wake_with_room(const wake_service *svc, const char *key, const char *state_j
     char *s = rc == 0 ? wake_room_to_json(r) : NULL;
     if (rc == 0)
         rc = s ? vigil_fx_set_state(fx, s) : -1;
-    if (rc != 0 || vigil_record_cache_put(cache, key, s, r) != 0) {
+    if (rc != 0 || vigil_record_cache_put_sized(cache, key, s, r, wake_room_bytes(r)) != 0) {
         free(s); /* not kept: a failed decision, or no cache */
         wake_room_free(r);
     }

@@ -109,6 +109,11 @@ wake_room *wake_room_clone(const wake_room *src)
     return r;
 }
 
+size_t wake_room_bytes(const wake_room *r)
+{
+    return sizeof *r + (size_t)r->cap_personas * sizeof *r->personas;
+}
+
 wake_persona *wake_room_join(wake_room *r, const wake_config *c, const char *persona,
                              const wake_sink *sink)
 {

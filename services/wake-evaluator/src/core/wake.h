@@ -187,6 +187,7 @@ wake_persona *wake_room_add(wake_room *r, const char *persona, int max_personas)
 void wake_room_remove(wake_room *r, const char *persona);
 int wake_room_reserve(wake_room *r, int n); /* capacity for n personas */
 wake_room *wake_room_clone(const wake_room *r); /* deep copy, NULL on OOM */
+size_t wake_room_bytes(const wake_room *r);      /* memory r holds */
 
 /* JSON record <-> room. from_json: NULL or "" gives an empty room; a record
  * that does not parse gives an empty room too (state is rebuilt from the
