@@ -53,6 +53,32 @@ static void every_byte_is_escaped_as_json_c_escapes_it(void **state)
     }
 }
 
+/* Every byte value at every place of a long string of plain text, and
+ * next to others (the escaper copies plain text 8 bytes at a time and
+ * checks each group of 8 at once). */
+static void every_byte_at_every_place_of_a_long_string(void **state)
+{
+    (void)state;
+    for (int c = 1; c < 256; c++) {
+        for (int at = 0; at < 19; at++) {
+            char in[24];
+            memset(in, 'x', 19);
+            in[19] = '\0';
+            in[at] = (char)c;
+            if (at + 9 < 19)
+                in[at + 9] = (char)(c ^ 0x40 ? c ^ 0x40 : 1); /* a second, other byte */
+            vigil_jtext b = {0};
+            vigil_jtext_lit(&b, "[");
+            vigil_jtext_str(&b, in);
+            char *t = vigil_jtext_take(&b);
+            json_object *o = json_object_new_string(in);
+            assert_string_equal(t + 1, json_object_to_json_string_ext(o, FLAGS));
+            json_object_put(o);
+            free(t);
+        }
+    }
+}
+
 static void integers_are_written_as_json_c_writes_them(void **state)
 {
     (void)state;
@@ -65,6 +91,19 @@ static void integers_are_written_as_json_c_writes_them(void **state)
         assert_string_equal(t, json_object_to_json_string_ext(o, FLAGS));
         json_object_put(o);
         free(t);
+    }
+    /* every number of digits, on both sides of each power of ten */
+    for (int64_t p = 1; p > 0 && p <= INT64_MAX / 10; p *= 10) {
+        const int64_t near[] = {p - 1, p, p + 1, -(p - 1), -p, -(p + 1), p * 10 - 1};
+        for (size_t i = 0; i < sizeof near / sizeof near[0]; i++) {
+            vigil_jtext b = {0};
+            vigil_jtext_i64(&b, near[i]);
+            char *t = vigil_jtext_take(&b);
+            char want[32];
+            snprintf(want, sizeof want, "%lld", (long long)near[i]);
+            assert_string_equal(t, want);
+            free(t);
+        }
     }
 }
 
@@ -103,6 +142,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(strings_are_written_as_json_c_writes_them),
         cmocka_unit_test(every_byte_is_escaped_as_json_c_escapes_it),
+        cmocka_unit_test(every_byte_at_every_place_of_a_long_string),
         cmocka_unit_test(integers_are_written_as_json_c_writes_them),
         cmocka_unit_test(a_document_and_a_failed_one),
     };

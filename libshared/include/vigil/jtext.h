@@ -19,6 +19,10 @@ typedef struct vigil_jtext {
 
 void vigil_jtext_put(vigil_jtext *b, const char *v, size_t len);
 void vigil_jtext_lit(vigil_jtext *b, const char *v);
+void vigil_jtext_ch(vigil_jtext *b, char c);
+/* Room for len more bytes at once (a size hint: avoids growing the buffer
+ * step by step while a text of known rough size is written). */
+void vigil_jtext_reserve(vigil_jtext *b, size_t len);
 void vigil_jtext_i64(vigil_jtext *b, int64_t v);
 /* A JSON string, quoted and escaped as json-c does. */
 void vigil_jtext_str(vigil_jtext *b, const char *v);

@@ -11,20 +11,20 @@ void jb_init(jbuf *b) { memset(b, 0, sizeof *b); }
 static void value_start(jbuf *b)
 {
     if (b->comma)
-        vigil_jtext_put(&b->t, ",", 1);
+        vigil_jtext_ch(&b->t, ',');
     b->comma = true;
 }
 
 void jb_open(jbuf *b, char c)
 {
     value_start(b);
-    vigil_jtext_put(&b->t, &c, 1);
+    vigil_jtext_ch(&b->t, c);
     b->comma = false;
 }
 
 void jb_close(jbuf *b, char c)
 {
-    vigil_jtext_put(&b->t, &c, 1);
+    vigil_jtext_ch(&b->t, c);
     b->comma = true;
 }
 
@@ -32,7 +32,7 @@ void jb_key(jbuf *b, const char *key)
 {
     value_start(b);
     vigil_jtext_str(&b->t, key);
-    vigil_jtext_put(&b->t, ":", 1);
+    vigil_jtext_ch(&b->t, ':');
     b->comma = false;
 }
 
