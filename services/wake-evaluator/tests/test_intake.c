@@ -240,25 +240,32 @@ static void bad_jobs_are_refused(void **state)
             fail_msg("case %zu accepted", i);
 }
 
+/* A smart persona's LLM decision with every optional field set. */
+static void llm_decision(wake_decision *d, const char *reason)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->id, sizeof d->id, "m1:wake:smart");
+    snprintf(d->persona, sizeof d->persona, "smart");
+    snprintf(d->room, sizeof d->room, "general");
+    snprintf(d->message_id, sizeof d->message_id, "m1");
+    d->should_wake = true;
+    d->confidence = 0.923456;
+    snprintf(d->reason, sizeof d->reason, "%s", reason);
+    d->via = WAKE_VIA_LLM;
+    d->tier = WAKE_TIER_SMART;
+    d->tokens = 187;
+    d->latency_ms = 1240;
+    d->llm_latency_ms = 1200;
+    snprintf(d->llm_status, sizeof d->llm_status, "ok");
+    snprintf(d->alternative, sizeof d->alternative, "helper");
+}
+
 static void a_decision_commit_counts_tokens(void **state)
 {
     (void)state;
     wk *t = room();
     wake_decision d;
-    memset(&d, 0, sizeof d);
-    snprintf(d.id, sizeof d.id, "m1:wake:smart");
-    snprintf(d.persona, sizeof d.persona, "smart");
-    snprintf(d.room, sizeof d.room, "general");
-    snprintf(d.message_id, sizeof d.message_id, "m1");
-    d.should_wake = true;
-    d.confidence = 0.923456;
-    snprintf(d.reason, sizeof d.reason, "outage");
-    d.via = WAKE_VIA_LLM;
-    d.tokens = 187;
-    d.latency_ms = 1240;
-    d.llm_latency_ms = 1200;
-    snprintf(d.llm_status, sizeof d.llm_status, "ok");
-    snprintf(d.alternative, sizeof d.alternative, "helper");
+    llm_decision(&d, "outage");
     assert_int_equal(wake_on_decision(t->r, &t->c, &d, t->now, &t->sink), 0);
     wk_roundtrip(t);
     assert_true(t->r->tokens_wake == 187 && t->r->evaluations == 1 && t->r->llm_evaluations == 1);
@@ -280,6 +287,56 @@ static void a_decision_commit_counts_tokens(void **state)
     json_object_object_get_ex(o, "tokens_spent", &v);
     assert_int_equal(json_object_get_int64(v), 187);
     json_object_put(o);
+    wk_free(t);
+}
+
+/* The decision and economics payloads, byte for byte: they are written as
+ * text, and these are the texts json-c printed for the same values before
+ * (every optional field, escapes, rounded numbers). */
+static void decision_and_economics_texts_are_exact(void **state)
+{
+    (void)state;
+    wake_decision d;
+    llm_decision(&d, "an \"outage\"\nin eu/west \\ now");
+    char *s = wake_decision_json(&d, 1732448000000);
+    assert_string_equal(
+        s, "{\"id\":\"m1:wake:smart\",\"persona\":\"smart\",\"room\":\"general\",\"message_id\":"
+           "\"m1\",\"should_wake\":true,\"confidence\":0.923,\"reason\":\"an \\\"outage\\\"\\nin "
+           "eu/west \\\\ now\",\"tier\":\"smart\",\"via\":\"llm\",\"alternative\":\"helper\","
+           "\"latency_ms\":1240,\"tokens\":187,\"llm_status\":\"ok\",\"llm_latency_ms\":1200,"
+           "\"ts\":1732448000000}");
+    free(s);
+    d.confidence = 0;
+    d.tokens = -1;
+    d.llm_latency_ms = -1;
+    d.llm_status[0] = '\0';
+    d.alternative[0] = '\0';
+    d.latency_ms = -5;
+    d.should_wake = false;
+    s = wake_decision_json(&d, 1732448000000);
+    assert_string_equal(
+        s, "{\"id\":\"m1:wake:smart\",\"persona\":\"smart\",\"room\":\"general\",\"message_id\":"
+           "\"m1\",\"should_wake\":false,\"confidence\":0,\"reason\":\"an \\\"outage\\\"\\nin "
+           "eu/west \\\\ now\",\"tier\":\"smart\",\"via\":\"llm\",\"latency_ms\":0,"
+           "\"ts\":1732448000000}");
+    free(s);
+    wk *t = wk_new();
+    wake_persona *p = wake_room_add(t->r, "p1", 0);
+    p->dormant_since = 1732448000000 - 3600000;
+    p->rate_per_hour = 2.5;
+    p->sent_dormant = 1;
+    t->r->ai_msgs = 3;
+    t->r->ai_chars = 1000;
+    t->r->tokens_wake = 42;
+    t->r->evaluations = 7;
+    assert_int_equal(wake_publish_economics(t->r, 1732448000000 + 1234567, &t->sink), 0);
+    const wk_pub *e = NULL;
+    assert_int_equal(wk_count(t, "/economics", &e), 1);
+    assert_string_equal(
+        e->payload, "{\"room\":\"general\",\"tokens_spent\":42,\"tokens_saved_estimate\":196,"
+                    "\"evaluations\":7,\"llm_evaluations\":0,\"autopilot_runs\":0,"
+                    "\"tokens_spent_wake\":42,\"tokens_spent_autopilot\":0,"
+                    "\"messages_saved_estimate\":2.36,\"ts\":1732449234567}");
     wk_free(t);
 }
 
@@ -348,6 +405,7 @@ int main(void)
         cmocka_unit_test(the_job_carries_its_context),
         cmocka_unit_test(bad_jobs_are_refused),
         cmocka_unit_test(a_decision_commit_counts_tokens),
+        cmocka_unit_test(decision_and_economics_texts_are_exact),
         cmocka_unit_test(event_ids),
         cmocka_unit_test(personas_past_the_limit_are_told),
     };

@@ -4,7 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "internal.h"
+#include "jbuf.h"
 
+/* Written as text (jbuf.h), the keys in the order json-c printed them:
+ * one decision is published per evaluated persona and input, and a json-c
+ * tree cost more than the decision. */
 char *wake_decision_json(const wake_decision *d, int64_t now)
 {
     double conf = d->confidence;
@@ -12,28 +16,34 @@ char *wake_decision_json(const wake_decision *d, int64_t now)
         conf = 0;
     if (conf > 1)
         conf = 1;
-    json_object *o = json_object_new_object();
-    json_object_object_add(o, "id", json_object_new_string(d->id));
-    json_object_object_add(o, "persona", json_object_new_string(d->persona));
-    json_object_object_add(o, "room", json_object_new_string(d->room));
-    json_object_object_add(o, "message_id", json_object_new_string(d->message_id));
-    json_object_object_add(o, "should_wake", json_object_new_boolean(d->should_wake));
-    json_object_object_add(o, "confidence", wake_json_number(conf, 3));
-    json_object_object_add(o, "reason", json_object_new_string(d->reason));
-    json_object_object_add(o, "tier", json_object_new_string(wake_tier_name(d->tier)));
-    json_object_object_add(o, "via", json_object_new_string(wake_via_name(d->via)));
+    char num[64];
+    wake_number_text(conf, 3, num, sizeof num);
+    jbuf b;
+    jb_init(&b);
+    jb_open(&b, '{');
+    jb_kstr(&b, "id", d->id);
+    jb_kstr(&b, "persona", d->persona);
+    jb_kstr(&b, "room", d->room);
+    jb_kstr(&b, "message_id", d->message_id);
+    jb_key(&b, "should_wake");
+    jb_bool(&b, d->should_wake);
+    jb_key(&b, "confidence");
+    jb_num(&b, num);
+    jb_kstr(&b, "reason", d->reason);
+    jb_kstr(&b, "tier", wake_tier_name(d->tier));
+    jb_kstr(&b, "via", wake_via_name(d->via));
     if (d->alternative[0])
-        json_object_object_add(o, "alternative", json_object_new_string(d->alternative));
-    json_object_object_add(o, "latency_ms",
-                           json_object_new_int64(d->latency_ms > 0 ? d->latency_ms : 0));
+        jb_kstr(&b, "alternative", d->alternative);
+    jb_ki64(&b, "latency_ms", d->latency_ms > 0 ? d->latency_ms : 0);
     if (d->tokens >= 0)
-        json_object_object_add(o, "tokens", json_object_new_int64(d->tokens));
+        jb_ki64(&b, "tokens", d->tokens);
     if (d->llm_status[0])
-        json_object_object_add(o, "llm_status", json_object_new_string(d->llm_status));
+        jb_kstr(&b, "llm_status", d->llm_status);
     if (d->llm_latency_ms >= 0)
-        json_object_object_add(o, "llm_latency_ms", json_object_new_int64(d->llm_latency_ms));
-    json_object_object_add(o, "ts", json_object_new_int64(now));
-    return wake_json_take(o);
+        jb_ki64(&b, "llm_latency_ms", d->llm_latency_ms);
+    jb_ki64(&b, "ts", now);
+    jb_close(&b, '}');
+    return jb_take(&b);
 }
 
 int wake_on_decision(wake_room *r, const wake_config *c, const wake_decision *d, int64_t now,

@@ -11,7 +11,9 @@
  * was silent before going dormant saves nothing. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include "internal.h"
+#include "jbuf.h"
 
 static double open_period(const wake_persona *p, int64_t now)
 {
@@ -40,27 +42,33 @@ int64_t wake_tokens_spent(const wake_room *r)
     return r->tokens_wake + r->tokens_autopilot;
 }
 
+/* Written as text (jbuf.h), the keys in the order json-c printed them:
+ * published with every decision made at intake. */
 int wake_publish_economics(const wake_room *r, int64_t now, const wake_sink *sink)
 {
     int64_t spent = wake_tokens_spent(r), saved = wake_saved_tokens(r, now);
-    json_object *o = json_object_new_object();
-    json_object_object_add(o, "room", json_object_new_string(r->id));
-    json_object_object_add(o, "tokens_spent", json_object_new_int64(spent));
-    json_object_object_add(o, "tokens_saved_estimate", json_object_new_int64(saved));
-    json_object_object_add(o, "evaluations", json_object_new_int64(r->evaluations));
-    json_object_object_add(o, "llm_evaluations", json_object_new_int64(r->llm_evaluations));
-    json_object_object_add(o, "autopilot_runs", json_object_new_int64(r->autopilot_runs));
-    json_object_object_add(o, "tokens_spent_wake", json_object_new_int64(r->tokens_wake));
-    json_object_object_add(o, "tokens_spent_autopilot", json_object_new_int64(r->tokens_autopilot));
-    json_object_object_add(o, "messages_saved_estimate",
-                           wake_json_number(wake_saved_messages(r, now), 2));
-    json_object_object_add(o, "ts", json_object_new_int64(now));
+    char num[64];
+    wake_number_text(wake_saved_messages(r, now), 2, num, sizeof num);
+    jbuf b;
+    jb_init(&b);
+    jb_open(&b, '{');
+    jb_kstr(&b, "room", r->id);
+    jb_ki64(&b, "tokens_spent", spent);
+    jb_ki64(&b, "tokens_saved_estimate", saved);
+    jb_ki64(&b, "evaluations", r->evaluations);
+    jb_ki64(&b, "llm_evaluations", r->llm_evaluations);
+    jb_ki64(&b, "autopilot_runs", r->autopilot_runs);
+    jb_ki64(&b, "tokens_spent_wake", r->tokens_wake);
+    jb_ki64(&b, "tokens_spent_autopilot", r->tokens_autopilot);
+    jb_key(&b, "messages_saved_estimate");
+    jb_num(&b, num);
+    jb_ki64(&b, "ts", now);
+    jb_close(&b, '}');
+    char *s = jb_take(&b);
     char topic[WAKE_ID_MAX + 32];
     snprintf(topic, sizeof topic, "room/%s/economics", r->id);
-    const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-                                                          JSON_C_TO_STRING_NOSLASHESCAPE);
     int rc = s ? sink->publish(sink->ctx, topic, s, true) : -1;
-    json_object_put(o);
+    free(s);
     if (rc == 0 && sink->economics)
         sink->economics(sink->ctx, r->id, spent, saved);
     return rc;

@@ -35,6 +35,9 @@ char *wake_ap_job_build(const wake_room *r, const char *job_id, int64_t now);
 /* A JSON number printed with at most `decimals` decimals and no trailing
  * zeros ("0.92", not "0.92000000000000004"). */
 json_object *wake_json_number(double v, int decimals);
+/* The same number as text (s of at least 64 bytes), for payloads written
+ * with jbuf.h. */
+void wake_number_text(double v, int decimals, char *s, size_t len);
 /* json-c to a malloc'd compact string (NULL on failure); drops obj. */
 char *wake_json_take(json_object *obj);
 int wake_publish_obj(const wake_sink *sink, const char *topic, json_object *obj, bool retain);

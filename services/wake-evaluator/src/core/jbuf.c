@@ -60,6 +60,20 @@ void jb_dbl(jbuf *b, double v)
 
 void jb_bool(jbuf *b, bool v) { value_start(b); vigil_jtext_lit(&b->t, v ? "true" : "false"); }
 
+void jb_num(jbuf *b, const char *text) { value_start(b); vigil_jtext_lit(&b->t, text); }
+
+void jb_kstr(jbuf *b, const char *key, const char *s)
+{
+    jb_key(b, key);
+    jb_str(b, s);
+}
+
+void jb_ki64(jbuf *b, const char *key, int64_t v)
+{
+    jb_key(b, key);
+    jb_i64(b, v);
+}
+
 char *jb_take(jbuf *b)
 {
     char *s = vigil_jtext_take(&b->t);

@@ -22,6 +22,10 @@ void jb_str(jbuf *b, const char *s);    /* a string value, escaped */
 void jb_i64(jbuf *b, int64_t v);
 void jb_dbl(jbuf *b, double v);         /* non-finite written as 0 */
 void jb_bool(jbuf *b, bool v);
+void jb_num(jbuf *b, const char *text);  /* a number already written as text */
+/* "key":value pairs */
+void jb_kstr(jbuf *b, const char *key, const char *s);
+void jb_ki64(jbuf *b, const char *key, int64_t v);
 /* Takes the text (NULL if a write failed); the buffer is then empty. */
 char *jb_take(jbuf *b);
 

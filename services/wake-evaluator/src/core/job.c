@@ -20,12 +20,11 @@ char *wake_json_take(json_object *obj)
     return out;
 }
 
-json_object *wake_json_number(double v, int decimals)
+void wake_number_text(double v, int decimals, char *s, size_t len)
 {
-    char s[64];
     if (!(v == v) || v > 1e15 || v < -1e15)
         v = 0;
-    snprintf(s, sizeof s, "%.*f", decimals, v);
+    snprintf(s, len, "%.*f", decimals, v);
     char *dot = strchr(s, '.');
     if (dot) {
         char *end = s + strlen(s) - 1;
@@ -35,7 +34,15 @@ json_object *wake_json_number(double v, int decimals)
             *end = '\0';
     }
     if (strcmp(s, "-0") == 0)
-        snprintf(s, sizeof s, "0");
+        snprintf(s, len, "0");
+}
+
+json_object *wake_json_number(double v, int decimals)
+{
+    char s[64];
+    if (!(v == v) || v > 1e15 || v < -1e15)
+        v = 0;
+    wake_number_text(v, decimals, s, sizeof s);
     return json_object_new_double_s(v, s);
 }
 
