@@ -55,6 +55,22 @@ vigil_record_cache *vigil_record_cache_new_bounded(const vigil_record_ops *ops, 
     return c;
 }
 
+vigil_record_cache *vigil_record_cache_shared(vigil_record_cache *_Atomic *slot,
+                                              const vigil_record_ops *ops, int slots,
+                                              size_t max_bytes)
+{
+    vigil_record_cache *c = atomic_load_explicit(slot, memory_order_acquire);
+    if (c)
+        return c;
+    vigil_record_cache *made = vigil_record_cache_new_bounded(ops, slots, max_bytes);
+    if (!made)
+        return NULL;
+    if (atomic_compare_exchange_strong(slot, &c, made))
+        return made;
+    vigil_record_cache_free(made); /* another thread was first: c is its cache */
+    return c;
+}
+
 static void entry_free(const vigil_record_cache *c, entry *e)
 {
     free(e->key);

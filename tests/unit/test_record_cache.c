@@ -155,6 +155,29 @@ static void the_memory_bound_evicts_and_refuses(void **state)
     assert_int_equal(live, 0);
 }
 
+/* A shared cache is made once, at its first use, and then always found;
+ * a NULL cache (what an allocation failure gives) never hits nor keeps. */
+static void a_shared_cache_is_made_once(void **state)
+{
+    (void)state;
+    static vigil_record_cache *_Atomic slot;
+    vigil_record_cache *c = vigil_record_cache_shared(&slot, &OPS, 4, 0);
+    assert_non_null(c);
+    assert_ptr_equal(vigil_record_cache_shared(&slot, &OPS, 4, 0), c);
+    assert_int_equal(vigil_record_cache_put(c, "a", strdup("A"), rec_new(1)), 0);
+    int *a = vigil_record_cache_take(vigil_record_cache_shared(&slot, &OPS, 4, 0), "a", "A");
+    assert_non_null(a);
+    rec_free(a);
+    vigil_record_cache_free(c);
+    assert_null(vigil_record_cache_take(NULL, "a", "A"));
+    void *r = rec_new(2);
+    char *j = strdup("B");
+    assert_int_equal(vigil_record_cache_put_sized(NULL, "b", j, r, 0), -1);
+    free(j);
+    rec_free(r);
+    assert_int_equal(live, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -164,6 +187,7 @@ int main(void)
         cmocka_unit_test(many_keys_are_all_found),
         cmocka_unit_test(the_memory_bound_evicts_and_refuses),
         cmocka_unit_test(a_full_cache_evicts_one_key),
+        cmocka_unit_test(a_shared_cache_is_made_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
  * service's own type, handled through a small table of functions. */
 #ifndef VIGIL_RECORD_CACHE_H
 #define VIGIL_RECORD_CACHE_H
+#include <stdatomic.h>
 #include <stddef.h>
 
 typedef struct vigil_record_ops {
@@ -30,6 +31,14 @@ vigil_record_cache *vigil_record_cache_new_bounded(const vigil_record_ops *ops, 
 /* vigil_record_cache_new_bounded(ops, slots, 0) */
 vigil_record_cache *vigil_record_cache_new(const vigil_record_ops *ops, int slots);
 void vigil_record_cache_free(vigil_record_cache *c);
+/* The cache *slot holds, made on first use (by the first thread to get
+ * there; the others use that one): a service's one process-wide cache
+ * without its own once-initialisation. NULL when out of memory (tried
+ * again at the next call; every function here takes a NULL cache as one
+ * that never hits). */
+vigil_record_cache *vigil_record_cache_shared(vigil_record_cache *_Atomic *slot,
+                                              const vigil_record_ops *ops, int slots,
+                                              size_t max_bytes);
 
 /* A private copy of the record key's text `json` holds, or NULL on a miss
  * (or when the copy cannot be made): then parse it yourself. */

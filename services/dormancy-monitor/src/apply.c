@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
 #include <vigil/limits.h>
 #include <vigil/record_cache.h>
 #include <vigil/log.h>
@@ -32,14 +31,13 @@ static void room_free(void *r) { dormancy_room_free(r); }
  * cached record itself and puts the one it derives back (no copies); a
  * record whose commit then fails is keyed by a text Redis never held, so
  * it is never found. */
-static vigil_record_cache *cache;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static vigil_record_cache *_Atomic cache;
 
-static void cache_make(void)
+static vigil_record_cache *rooms(void)
 {
     static const vigil_record_ops ops = {room_clone, room_free};
-    cache = vigil_record_cache_new_bounded(&ops, DORMANCY_RECORD_CACHE,
-                                           DORMANCY_RECORD_CACHE_BYTES);
+    return vigil_record_cache_shared(&cache, &ops, DORMANCY_RECORD_CACHE,
+                                     DORMANCY_RECORD_CACHE_BYTES);
 }
 
 /* A record that cannot be read is replaced by a fresh one (and logged):
@@ -48,8 +46,7 @@ static dormancy_room *load_room(const char *key, const char *state_json)
 {
     if (!state_json)
         return dormancy_room_new(key);
-    pthread_once(&cache_once, cache_make);
-    dormancy_room *hit = vigil_record_cache_take(cache, key, state_json);
+    dormancy_room *hit = vigil_record_cache_take(rooms(), key, state_json);
     if (hit)
         return hit;
     char err[200];
@@ -182,9 +179,8 @@ static int finish_effects(vigil_effects *fx, dormancy_room *r, const char *state
     if (!state_json || strcmp(json, state_json) != 0)
         rc = vigil_fx_set_state(fx, json);
     /* the next commit of the room likely starts from this record */
-    pthread_once(&cache_once, cache_make);
-    if (rc == 0 && cache &&
-        vigil_record_cache_put_sized(cache, r->room, json, r, dormancy_room_bytes(r)) == 0)
+    if (rc == 0 &&
+        vigil_record_cache_put_sized(rooms(), r->room, json, r, dormancy_room_bytes(r)) == 0)
         *kept = true;
     else
         free(json);

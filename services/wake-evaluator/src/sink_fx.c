@@ -2,7 +2,6 @@
  * one commit: publishes go to the outbox, jobs to the durable stream, the
  * room's timers and its entry in each persona's room set change in the
  * same atomic commit as the room record. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,22 +87,20 @@ static void room_free(void *r) { wake_room_free(r); }
  * than the decision. A decision takes the cached record itself and puts the
  * one it derives back (no copies); a record whose commit then fails is
  * keyed by a text Redis never held, so it is never found. */
-static vigil_record_cache *cache;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static vigil_record_cache *_Atomic cache;
 
-static void cache_make(void)
+static vigil_record_cache *rooms(void)
 {
     static const vigil_record_ops ops = {room_clone, room_free};
-    cache = vigil_record_cache_new_bounded(&ops, WAKE_RECORD_CACHE, WAKE_RECORD_CACHE_BYTES);
+    return vigil_record_cache_shared(&cache, &ops, WAKE_RECORD_CACHE, WAKE_RECORD_CACHE_BYTES);
 }
 
 int wake_with_room(const wake_service *svc, const char *key, const char *state_json,
                    const vigil_input *in, int64_t now, vigil_effects *fx, bool intake,
                    wake_room_fn fn, void *arg)
 {
-    pthread_once(&cache_once, cache_make);
     bool corrupt = false;
-    wake_room *r = vigil_record_cache_take(cache, key, state_json);
+    wake_room *r = vigil_record_cache_take(rooms(), key, state_json);
     if (!r)
         r = wake_room_from_json(key, state_json, &corrupt);
     if (!r)
@@ -118,7 +115,7 @@ int wake_with_room(const wake_service *svc, const char *key, const char *state_j
     char *s = rc == 0 ? wake_room_to_json(r) : NULL;
     if (rc == 0)
         rc = s ? vigil_fx_set_state(fx, s) : -1;
-    if (rc != 0 || vigil_record_cache_put_sized(cache, key, s, r, wake_room_bytes(r)) != 0) {
+    if (rc != 0 || vigil_record_cache_put_sized(rooms(), key, s, r, wake_room_bytes(r)) != 0) {
         free(s); /* not kept: a failed decision, or no cache */
         wake_room_free(r);
     }
