@@ -10,6 +10,8 @@
 
 #define CHAT_HTTP_PORT 9103
 #define CHAT_DEFAULT_FLAG_REFRESH_MS 1000
+#define CHAT_RECORD_CACHE 256                       /* parsed room records kept */
+#define CHAT_RECORD_CACHE_BYTES (32u * 1024 * 1024) /* and their memory bound */
 
 typedef struct chat_service {
     chat_config cfg;

@@ -9,7 +9,53 @@
 #include <vigil/limits.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
+#include <vigil/record_cache.h>
 #include "adapter.h"
+
+static void *room_clone(const void *r) { return chat_room_clone(r); }
+static void room_free(void *r) { chat_room_free(r); }
+
+/* The parsed room records of this process: a commit usually starts from
+ * the record the previous commit of the room wrote, and parsing it with
+ * json-c was the largest part of deciding. A decision takes the cached
+ * room itself and puts the one it derives back (no copies); a record whose
+ * commit then fails is keyed by a text Redis never held, so it is never
+ * found. */
+static vigil_record_cache *_Atomic cache;
+
+static vigil_record_cache *rooms(void)
+{
+    static const vigil_record_ops ops = {room_clone, room_free};
+    return vigil_record_cache_shared(&cache, &ops, CHAT_RECORD_CACHE, CHAT_RECORD_CACHE_BYTES);
+}
+
+/* The room whose record is state_json: the cached one, else parsed. An
+ * unreadable record gives a fresh room (*replaced, why says what was
+ * wrong): refusing every later input of the room forever would be worse.
+ * NULL when out of memory. */
+static chat_room *load_room(const char *key, const char *state_json, bool *replaced, char *why,
+                            size_t whylen)
+{
+    *replaced = false;
+    chat_room *r = vigil_record_cache_take(rooms(), key, state_json);
+    if (r)
+        return r;
+    r = chat_room_from_json(key, state_json, why, whylen);
+    if (!r && (r = chat_room_new(key)) != NULL)
+        *replaced = true;
+    return r;
+}
+
+/* Keeps r, the room the record text holds, for the room's next decision
+ * (takes both), or frees them. */
+static void keep_room(const char *key, chat_room *r, char *text)
+{
+    if (!text || !r->exists ||
+        vigil_record_cache_put_sized(rooms(), key, text, r, chat_room_bytes(r)) != 0) {
+        free(text);
+        chat_room_free(r);
+    }
+}
 
 static int to_effect(const chat_service *svc, const chat_action *a, vigil_effects *fx)
 {
@@ -64,12 +110,17 @@ int chat_apply_fx(void *ctx, const char *key, const char *state_json, const vigi
     chat_result r;
     chat_result_init(&r);
     char why[200] = "";
-    int rc = chat_apply(&svc->cfg, key, state_json, &pp->in, now_ms, &r, why, sizeof why);
-    if (rc < 0) {
+    bool replaced, deleted = false;
+    chat_room *room = load_room(key, state_json, &replaced, why, sizeof why);
+    if (!room)
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory reading room '%s'",
+                               key);
+    if (chat_decide(&svc->cfg, room, &pp->in, now_ms, &r, &deleted, why, sizeof why) != 0) {
+        chat_room_free(room);
         chat_result_free(&r);
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "%s", why);
     }
-    if (rc == 1)
+    if (replaced)
         vigil_log_kv(VIGIL_LOG_ERROR, "unreadable room record replaced", "room", key, "error", why,
                      NULL);
     int bad = 0;
@@ -91,6 +142,12 @@ int chat_apply_fx(void *ctx, const char *key, const char *state_json, const vigi
                  pp->in.msg.id, key, svc->cfg.max_mentions);
         bad |= vigil_fx_limit_refusal(fx, CHAT_SERVICE, id, in, "mentions_per_message", detail,
                                       now_ms);
+    }
+    if (bad == 0 && !deleted) {
+        keep_room(key, room, r.new_state);
+        r.new_state = NULL; /* now the cache's (or freed) */
+    } else {
+        chat_room_free(room);
     }
     chat_result_free(&r);
     if (bad != 0)

@@ -212,10 +212,18 @@ typedef struct chat_room {
 chat_room *chat_room_from_json(const char *room, const char *json, char *err, size_t errlen);
 chat_room *chat_room_new(const char *room);
 void chat_room_free(chat_room *r);
+chat_room *chat_room_clone(const chat_room *r); /* deep copy, NULL on OOM */
+size_t chat_room_bytes(const chat_room *r);      /* memory r holds */
 /* The record as JSON text (malloc'd). */
 char *chat_room_to_json(const chat_room *r);
 /* The tombstone left by delete: {"deleted": now, "by": by}. */
 char *chat_tombstone_json(int64_t now, const char *by);
+/* chat_apply on a room the caller read (or kept from its last decision):
+ * r is changed in place into the room out->new_state holds, unless
+ * *deleted (then the record is a tombstone r does not describe). Returns 0,
+ * or -1 with err on an allocation failure. */
+int chat_decide(const chat_config *cfg, chat_room *r, const chat_input *in, int64_t now,
+                chat_result *out, bool *deleted, char *err, size_t errlen);
 
 /* Depth of a message in the room (see the rules at the top). */
 int64_t chat_depth_of(const chat_room *r, const chat_message *m);

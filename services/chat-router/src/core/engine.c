@@ -4,6 +4,33 @@
 #include <string.h>
 #include "step.h"
 
+int chat_decide(const chat_config *cfg, chat_room *r, const chat_input *in, int64_t now,
+                chat_result *out, bool *deleted, char *err, size_t errlen)
+{
+    bool existed = r->exists;
+    *deleted = false;
+    int rc = in->kind == CHAT_IN_MESSAGE ? chat_on_message(cfg, r, in, now, out)
+                                         : chat_on_control(cfg, r, in, now, out, deleted);
+    if (rc != 0) {
+        snprintf(err, errlen, "out of memory deciding for room %s", r->room);
+        return -1;
+    }
+    if (*deleted) {
+        out->new_state = chat_tombstone_json(now, in->ctl.by);
+        rc = out->new_state ? 0 : -1;
+    } else if (r->exists || existed) {
+        /* unchanged records are written too: cheaper than comparing, and
+         * the commit happens anyway to record the input id */
+        out->new_state = chat_room_to_json(r);
+        rc = out->new_state ? 0 : -1;
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "out of memory writing room %s", r->room);
+        return -1;
+    }
+    return 0;
+}
+
 int chat_apply(const chat_config *cfg, const char *room, const char *state_json,
                const chat_input *in, int64_t now, chat_result *out, char *err, size_t errlen)
 {
@@ -19,28 +46,8 @@ int chat_apply(const chat_config *cfg, const char *room, const char *state_json,
         }
         result = 1;
     }
-    bool existed = r->exists;
-    bool deleted = false;
-    int rc = in->kind == CHAT_IN_MESSAGE ? chat_on_message(cfg, r, in, now, out)
-                                         : chat_on_control(cfg, r, in, now, out, &deleted);
-    if (rc != 0) {
-        snprintf(err, errlen, "out of memory deciding for room %s", room);
-        chat_room_free(r);
-        return -1;
-    }
-    if (deleted) {
-        out->new_state = chat_tombstone_json(now, in->ctl.by);
-        rc = out->new_state ? 0 : -1;
-    } else if (r->exists || existed) {
-        /* unchanged records are written too: cheaper than comparing, and
-         * the commit happens anyway to record the input id */
-        out->new_state = chat_room_to_json(r);
-        rc = out->new_state ? 0 : -1;
-    }
+    bool deleted;
+    int rc = chat_decide(cfg, r, in, now, out, &deleted, err, errlen);
     chat_room_free(r);
-    if (rc != 0) {
-        snprintf(err, errlen, "out of memory writing room %s", room);
-        return -1;
-    }
-    return result;
+    return rc != 0 ? -1 : result;
 }

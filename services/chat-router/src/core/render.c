@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/jtext.h>
 #include <vigil/msg_room.h>
 #include "chat.h"
 
@@ -37,20 +38,29 @@ static const char *sender_type_name(chat_sender_type t)
 char *chat_notify_json(const char *id, const char *persona, const char *room,
                        const chat_message *m, int64_t depth, int64_t now)
 {
-    json_object *o = json_object_new_object();
-    if (!o)
-        return NULL;
-    int rc = 0;
-    rc |= add(o, "id", json_object_new_string(id));
-    rc |= add(o, "persona", json_object_new_string(persona));
-    rc |= add(o, "room", json_object_new_string(room));
-    rc |= add(o, "message_id", json_object_new_string(m->id));
-    rc |= add(o, "from", json_object_new_string(m->sender));
-    rc |= add(o, "sender_type", json_object_new_string(sender_type_name(m->sender_type)));
-    rc |= add(o, "depth", json_object_new_int64(depth));
-    rc |= add(o, "text", json_object_new_string(m->text ? m->text : ""));
-    rc |= add(o, "ts", json_object_new_int64(now));
-    return dump_put(o, rc);
+    /* written as text, in the order and the bytes json-c printed it: one
+     * is published per mentioned persona and message */
+    vigil_jtext b = {0};
+    vigil_jtext_lit(&b, "{\"id\":");
+    vigil_jtext_str(&b, id);
+    vigil_jtext_lit(&b, ",\"persona\":");
+    vigil_jtext_str(&b, persona);
+    vigil_jtext_lit(&b, ",\"room\":");
+    vigil_jtext_str(&b, room);
+    vigil_jtext_lit(&b, ",\"message_id\":");
+    vigil_jtext_str(&b, m->id);
+    vigil_jtext_lit(&b, ",\"from\":");
+    vigil_jtext_str(&b, m->sender);
+    vigil_jtext_lit(&b, ",\"sender_type\":");
+    vigil_jtext_str(&b, sender_type_name(m->sender_type));
+    vigil_jtext_lit(&b, ",\"depth\":");
+    vigil_jtext_i64(&b, depth);
+    vigil_jtext_lit(&b, ",\"text\":");
+    vigil_jtext_str(&b, m->text ? m->text : "");
+    vigil_jtext_lit(&b, ",\"ts\":");
+    vigil_jtext_i64(&b, now);
+    vigil_jtext_ch(&b, '}');
+    return vigil_jtext_take(&b);
 }
 
 /* The stop message names who was not notified without '@' (an '@name'

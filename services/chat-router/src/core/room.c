@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/jtext.h>
 #include "chat.h"
 
 chat_room *chat_room_new(const char *room)
@@ -32,6 +33,31 @@ void chat_room_free(chat_room *r)
         return;
     free(r->recent);
     free(r);
+}
+
+chat_room *chat_room_clone(const chat_room *src)
+{
+    chat_room *r = malloc(sizeof *r);
+    if (!r)
+        return NULL;
+    *r = *src;
+    r->recent = NULL;
+    r->cap_recent = 0;
+    if (src->n_recent > 0) {
+        r->recent = malloc((size_t)src->n_recent * sizeof *r->recent);
+        if (!r->recent) {
+            free(r);
+            return NULL;
+        }
+        memcpy(r->recent, src->recent, (size_t)src->n_recent * sizeof *r->recent);
+        r->cap_recent = src->n_recent;
+    }
+    return r;
+}
+
+size_t chat_room_bytes(const chat_room *r)
+{
+    return sizeof *r + (size_t)r->cap_recent * sizeof *r->recent;
 }
 
 static int64_t get_i64(json_object *o, const char *k)
@@ -146,71 +172,65 @@ static char *dump(json_object *o)
     return s ? strdup(s) : NULL;
 }
 
-/* Appends the decimal form of v at p; returns the new end. */
-static char *put_int(char *p, long long v)
+/* "id depth id depth ..." as one JSON string, straight into b (message ids
+ * are plain text: escaped like any string). */
+static void put_recent(vigil_jtext *b, const chat_room *r)
 {
-    char tmp[24];
-    int n = 0;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        *p++ = '-';
-    while (n)
-        *p++ = tmp[--n];
-    return p;
-}
-
-/* "id depth id depth ..." (malloc'd). Hand-formatted: snprintf per entry
- * was the next hot spot. */
-static char *recent_string(const chat_room *r)
-{
-    size_t cap = 1;
-    for (int i = 0; i < r->n_recent; i++)
-        cap += strlen(r->recent[i].id) + 24;
-    char *s = malloc(cap);
-    if (!s)
-        return NULL;
-    char *p = s;
+    vigil_jtext t = {0};
     for (int i = 0; i < r->n_recent; i++) {
         if (i)
-            *p++ = ' ';
-        size_t len = strlen(r->recent[i].id);
-        memcpy(p, r->recent[i].id, len);
-        p += len;
-        *p++ = ' ';
-        p = put_int(p, (long long)r->recent[i].depth);
+            vigil_jtext_ch(&t, ' ');
+        vigil_jtext_lit(&t, r->recent[i].id);
+        vigil_jtext_ch(&t, ' ');
+        vigil_jtext_i64(&t, r->recent[i].depth);
     }
-    *p = '\0';
-    return s;
+    char *s = vigil_jtext_take(&t);
+    if (!s) {
+        b->oom = true;
+        return;
+    }
+    vigil_jtext_str(b, s);
+    free(s);
 }
 
+static void put_key(vigil_jtext *b, const char *k)
+{
+    vigil_jtext_ch(b, ',');
+    vigil_jtext_str(b, k);
+    vigil_jtext_ch(b, ':');
+}
+
+static void put_i64(vigil_jtext *b, const char *k, int64_t v)
+{
+    put_key(b, k);
+    vigil_jtext_i64(b, v);
+}
+
+/* Written as text, in the order and the bytes json-c printed it: the
+ * record is rewritten on every message. */
 char *chat_room_to_json(const chat_room *r)
 {
-    json_object *o = json_object_new_object();
-    if (!o)
-        return NULL;
-    int rc = 0;
-    rc |= add(o, "room", json_object_new_string(r->room));
-    rc |= add(o, "created", json_object_new_int64(r->created));
-    rc |= add(o, "count", json_object_new_int64(r->count));
-    rc |= add(o, "last_activity", json_object_new_int64(r->last_activity));
-    rc |= add(o, "last_sender", json_object_new_string(r->last_sender));
-    rc |= add(o, "paused", json_object_new_boolean(r->paused));
+    vigil_jtext b = {0};
+    vigil_jtext_lit(&b, "{\"room\":");
+    vigil_jtext_str(&b, r->room);
+    put_i64(&b, "created", r->created);
+    put_i64(&b, "count", r->count);
+    put_i64(&b, "last_activity", r->last_activity);
+    put_key(&b, "last_sender");
+    vigil_jtext_str(&b, r->last_sender);
+    put_key(&b, "paused");
+    vigil_jtext_lit(&b, r->paused ? "true" : "false");
     if (r->paused) {
-        rc |= add(o, "paused_by", json_object_new_string(r->paused_by));
-        rc |= add(o, "paused_at", json_object_new_int64(r->paused_at));
+        put_key(&b, "paused_by");
+        vigil_jtext_str(&b, r->paused_by);
+        put_i64(&b, "paused_at", r->paused_at);
     }
-    rc |= add(o, "queued", json_object_new_int64(r->queued));
-    rc |= add(o, "stopped", json_object_new_int64(r->stopped));
-    char *list = recent_string(r);
-    rc |= list ? add(o, "recent", json_object_new_string(list)) : -1;
-    free(list);
-    char *s = rc == 0 ? dump(o) : NULL;
-    json_object_put(o);
-    return s;
+    put_i64(&b, "queued", r->queued);
+    put_i64(&b, "stopped", r->stopped);
+    put_key(&b, "recent");
+    put_recent(&b, r);
+    vigil_jtext_ch(&b, '}');
+    return vigil_jtext_take(&b);
 }
 
 char *chat_tombstone_json(int64_t now, const char *by)
