@@ -55,24 +55,22 @@ void vigil_jtext_lit(vigil_jtext *b, const char *v) { vigil_jtext_put(b, v, strl
 
 void vigil_jtext_reserve(vigil_jtext *b, size_t len) { (void)reserve(b, len); }
 
-/* Decimal digits by hand, two at a time, straight into the buffer:
- * snprintf's format parsing was most of the cost of writing a record's
- * numbers, and a record is mostly 13-digit millisecond times. */
-void vigil_jtext_i64(vigil_jtext *b, int64_t v)
+/* Decimal digits by hand, two at a time: snprintf's format parsing was
+ * most of the cost of writing a record's numbers, and a record is mostly
+ * 13-digit millisecond times. */
+size_t vigil_i64_text(char *out, int64_t v)
 {
     static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
                                 "31323334353637383940414243444546474849505152535455565758596061"
                                 "62636465666768697071727374757677787980818283848586878889909192"
                                 "9394959697989900";
-    if (!reserve(b, 20))
-        return;
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
     size_t digits = 1;
     uint64_t top = u;
     for (; top >= 10000; top /= 10000)
         digits += 4;
     digits += (size_t)(top >= 10) + (size_t)(top >= 100) + (size_t)(top >= 1000);
-    char *d = b->s + b->n;
+    char *d = out;
     if (v < 0)
         *d++ = '-';
     char *end = d + digits, *p = end;
@@ -88,8 +86,16 @@ void vigil_jtext_i64(vigil_jtext *b, int64_t v)
     } else {
         *--p = (char)('0' + u);
     }
-    b->n = (size_t)(end - b->s);
-    b->s[b->n] = '\0';
+    *end = '\0';
+    return (size_t)(end - out);
+}
+
+/* Straight into the buffer (room for the longest number first). */
+void vigil_jtext_i64(vigil_jtext *b, int64_t v)
+{
+    if (!reserve(b, VIGIL_I64_TEXT_MAX))
+        return;
+    b->n += vigil_i64_text(b->s + b->n, v);
 }
 
 #define BYTES_1 0x0101010101010101ull

@@ -13,6 +13,7 @@
 #include <json-c/json.h>
 
 #include "store_lua.h"
+#include "vigil/jtext.h"
 #include "vigil/log.h"
 #include "vigil/str.h"
 
@@ -156,13 +157,18 @@ cleanup:
 }
 
 /* Everything the commit script needs as argument strings. The arrays are
- * sized once; `owned` collects what was allocated here. */
+ * sized once; `owned` collects what was allocated here; the short strings
+ * (keys, numbers, timer members) are written one after another into one
+ * block, `arena`, sized up front: a malloc and a printf for each of them
+ * were a visible part of every commit. */
 typedef struct commit_args {
     const char **argv;
     size_t *argvlen;
     int argc;
     char **owned;
     int n_owned;
+    char *arena;
+    size_t arena_n, arena_cap;
 } commit_args;
 
 static const char *own(commit_args *a, char *p)
@@ -180,6 +186,33 @@ static int push(commit_args *a, const char *p, size_t len)
     a->argvlen[a->argc] = len;
     a->argc++;
     return 0;
+}
+
+/* Pushes x, sep and y joined (sep and y may be NULL), written in the arena. */
+static int push_cat(commit_args *a, const char *x, const char *sep, const char *y)
+{
+    sep = sep ? sep : "";
+    y = y ? y : "";
+    size_t lx = strlen(x), ls = strlen(sep), ly = strlen(y);
+    if (a->arena_n + lx + ls + ly + 1 > a->arena_cap)
+        return -1; /* cannot happen: sized for every argument up front */
+    char *p = a->arena + a->arena_n;
+    memcpy(p, x, lx);
+    memcpy(p + lx, sep, ls);
+    memcpy(p + lx + ls, y, ly);
+    p[lx + ls + ly] = '\0';
+    a->arena_n += lx + ls + ly + 1;
+    return push(a, p, lx + ls + ly);
+}
+
+static int push_i64(commit_args *a, int64_t v)
+{
+    if (a->arena_n + VIGIL_I64_TEXT_MAX + 1 > a->arena_cap)
+        return -1; /* cannot happen: sized for every argument up front */
+    char *p = a->arena + a->arena_n;
+    size_t len = vigil_i64_text(p, v);
+    a->arena_n += len + 1;
+    return push(a, p, len);
 }
 
 static int push_str(commit_args *a, const char *p)
@@ -239,50 +272,60 @@ static int build_commit_args(vigil_store *s, const vigil_commit *c, commit_args 
     size_t nt = fx ? fx->n_timers : 0, no = fx ? fx->n_out : 0, ns = fx ? fx->n_snaps : 0;
     size_t na = fx ? fx->n_aux : 0;
     size_t total = 5 + ns + na + 12 + 2 * nt + 4 * na + no + 6 * ns;
+    size_t base = strlen(s->base), key = strlen(c->key);
+    size_t arena = 2 * (base + key + 8) + (8 + nt + 2 * na) * (VIGIL_I64_TEXT_MAX + 1);
+    for (size_t j = 0; j < ns; j++)
+        arena += base + strlen(fx->snaps[j].hash) + 1;
+    for (size_t j = 0; j < na; j++)
+        arena += base + strlen(fx->aux[j].name) + 1;
+    for (size_t j = 0; j < nt; j++)
+        arena += key + 1 + strlen(fx->timers[j].name) + 1;
     a->argv = calloc(total, sizeof *a->argv);
     a->argvlen = calloc(total, sizeof *a->argvlen);
     a->owned = calloc(total, sizeof *a->owned);
-    if (!a->argv || !a->argvlen || !a->owned)
+    a->arena = malloc(arena);
+    a->arena_cap = arena;
+    if (!a->argv || !a->argvlen || !a->owned || !a->arena)
         return -1;
 
     int rc = 0;
-    rc |= push_owned(a, xprintf("%sstate:%s", s->base, c->key));
-    rc |= push_owned(a, xprintf("%sids:%s", s->base, c->key));
+    rc |= push_cat(a, s->base, "state:", c->key);
+    rc |= push_cat(a, s->base, "ids:", c->key);
     rc |= push_str(a, s->outbox_key);
     rc |= push_str(a, s->timers_key);
     rc |= push_str(a, s->dues_key);
     for (size_t j = 0; j < ns; j++)
-        rc |= push_owned(a, xprintf("%s%s", s->base, fx->snaps[j].hash));
+        rc |= push_cat(a, s->base, NULL, fx->snaps[j].hash);
     for (size_t j = 0; j < na; j++)
-        rc |= push_owned(a, xprintf("%s%s", s->base, fx->aux[j].name));
+        rc |= push_cat(a, s->base, NULL, fx->aux[j].name);
 
-    rc |= push_owned(a, xprintf("%" PRId64, c->expected_version));
+    rc |= push_i64(a, c->expected_version);
     rc |= push_str(a, c->input_id ? c->input_id : "");
-    rc |= push_owned(a, xprintf("%" PRId64, c->now_ms));
+    rc |= push_i64(a, c->now_ms);
     rc |= push_str(a, fx && fx->new_state ? "1" : "0");
     rc |= push_str(a, fx && fx->new_state ? fx->new_state : "");
-    rc |= push_owned(a, xprintf("%d", s->dedupe_keep));
+    rc |= push_i64(a, s->dedupe_keep);
     rc |= push_str(a, c->leased_timer ? c->leased_timer : "");
-    rc |= push_owned(a, xprintf("%" PRId64, c->leased_score));
-    rc |= push_owned(a, xprintf("%zu", nt));
-    rc |= push_owned(a, xprintf("%zu", no));
-    rc |= push_owned(a, xprintf("%zu", ns));
-    rc |= push_owned(a, xprintf("%zu", na));
+    rc |= push_i64(a, c->leased_score);
+    rc |= push_i64(a, (int64_t)nt);
+    rc |= push_i64(a, (int64_t)no);
+    rc |= push_i64(a, (int64_t)ns);
+    rc |= push_i64(a, (int64_t)na);
     for (size_t j = 0; j < nt && rc == 0; j++) {
         const vigil_timer_op *t = &fx->timers[j];
-        rc |= push_owned(a, xprintf("%s|%s", c->key, t->name));
+        rc |= push_cat(a, c->key, "|", t->name);
         if (t->due_ms == VIGIL_TIMER_CANCEL)
             rc |= push_str(a, "");
         else
-            rc |= push_owned(a, xprintf("%" PRId64, t->due_ms));
+            rc |= push_i64(a, t->due_ms);
     }
     static const char *const aux_names[] = { "xadd", "qpush", "qflush", "set", "del", "sadd", "srem" };
     for (size_t j = 0; j < na && rc == 0; j++) {
         const vigil_aux_op *op = &fx->aux[j];
         rc |= push_str(a, aux_names[op->kind]);
         rc |= push_str(a, op->value ? op->value : "");
-        rc |= push_owned(a, xprintf("%" PRId64, op->n1));
-        rc |= push_owned(a, xprintf("%" PRId64, op->n2));
+        rc |= push_i64(a, op->n1);
+        rc |= push_i64(a, op->n2);
     }
     for (size_t j = 0; j < no && rc == 0; j++) {
         const vigil_outmsg *m = &fx->out[j];
@@ -368,6 +411,7 @@ cleanup:
     free(a.owned);
     free(a.argv);
     free(a.argvlen);
+    free(a.arena);
     return res;
 }
 

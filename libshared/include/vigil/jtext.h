@@ -24,6 +24,10 @@ void vigil_jtext_ch(vigil_jtext *b, char c);
  * step by step while a text of known rough size is written). */
 void vigil_jtext_reserve(vigil_jtext *b, size_t len);
 void vigil_jtext_i64(vigil_jtext *b, int64_t v);
+/* v in decimal at out (at least VIGIL_I64_TEXT_MAX + 1 bytes), NUL-
+ * terminated; returns its length. */
+#define VIGIL_I64_TEXT_MAX 20
+size_t vigil_i64_text(char *out, int64_t v);
 /* A JSON string, quoted and escaped as json-c does. */
 void vigil_jtext_str(vigil_jtext *b, const char *v);
 /* The text (malloc'd, the caller frees it), or NULL when an append failed
