@@ -182,8 +182,11 @@ const char *vigil_text_find_word(const char *text, const char *word)
     if (!text || wl == 0)
         return NULL;
     const unsigned char *start = (const unsigned char *)text;
+    /* the first byte is compared before calling strncasecmp (as it
+     * compares: through tolower), most positions fail there */
+    int first = tolower((unsigned char)word[0]);
     for (const unsigned char *p = start; *p; p++) {
-        if (strncasecmp((const char *)p, word, wl) != 0)
+        if (tolower(*p) != first || strncasecmp((const char *)p, word, wl) != 0)
             continue;
         if (!word_before(start, p) && !word_at(p + wl))
             return (const char *)p;
