@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/jtext.h>
 #include "internal.h"
 
 #define JOB_MENTIONS_MAX 64
@@ -24,6 +25,13 @@ void wake_number_text(double v, int decimals, char *s, size_t len)
 {
     if (!(v == v) || v > 1e15 || v < -1e15)
         v = 0;
+    if (len > VIGIL_I64_TEXT_MAX && v == (double)(int64_t)v) {
+        /* a whole number (confidence 1, nothing saved yet: the usual
+         * case) prints as the integer "%.*f" and the trimming below make
+         * of it ("-0" too: "0"), without printf's floating-point work */
+        vigil_i64_text(s, (int64_t)v);
+        return;
+    }
     snprintf(s, len, "%.*f", decimals, v);
     char *dot = strchr(s, '.');
     if (dot) {
