@@ -168,6 +168,39 @@ static void test_command_and_binary_args(void **state)
     vigil_redis_free(r);
 }
 
+/* Commands of every size through the connection's reused command buffer:
+ * a small one, one that grows it, one too large to keep (2 MiB), then a
+ * small one again; each value comes back byte for byte. */
+static void test_commands_of_every_size(void **state)
+{
+    (void)state;
+    vigil_redis *r = connect_srv();
+    const size_t sizes[] = { 0, 5, 4000, 70000, 2u << 20, 9 };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t n = sizes[i];
+        char *v = malloc(n + 1);
+        assert_non_null(v);
+        for (size_t k = 0; k < n; k++)
+            v[k] = (char)('a' + (k * 7 + i) % 26);
+        v[n] = '\0';
+        const char *argv[] = { "SET", "sized", v };
+        size_t lens[] = { 3, 5, n };
+        redisReply *rep = vigil_redis_commandv(r, 3, argv, lens);
+        assert_non_null(rep);
+        assert_int_equal(rep->type, REDIS_REPLY_STATUS);
+        freeReplyObject(rep);
+        const char *get[] = { "GET", "sized" };
+        rep = vigil_redis_commandv(r, 2, get, NULL); /* lengths by strlen */
+        assert_non_null(rep);
+        assert_int_equal(rep->type, REDIS_REPLY_STRING);
+        assert_int_equal(rep->len, n);
+        assert_memory_equal(rep->str, v, n);
+        freeReplyObject(rep);
+        free(v);
+    }
+    vigil_redis_free(r);
+}
+
 static void test_connect_refused_counts_error(void **state)
 {
     vigil_redis_addr a = vt_redis_addr(vt_srv);
@@ -433,6 +466,7 @@ int main(void)
         cmocka_unit_test(test_url_ipv6_and_trailing_slash),
         cmocka_unit_test(test_url_errors),
         cmocka_unit_test_setup(test_command_and_binary_args, flush),
+        cmocka_unit_test_setup(test_commands_of_every_size, flush),
         cmocka_unit_test_setup(test_connect_refused_counts_error, flush),
         cmocka_unit_test_setup(test_auth_and_select, flush),
         cmocka_unit_test_setup(test_auth_acl_user, flush),
