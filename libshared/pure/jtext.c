@@ -113,19 +113,16 @@ static inline bool word_needs_escape(uint64_t w)
     return (below | q | bs) != 0;
 }
 
-/* A JSON string as json-c 0.16 writes it with NOSLASHESCAPE: '"' and '\\'
- * escaped, \b \t \n \f \r by name, other bytes below 0x20 as \u00xx (lower
- * case), everything else (0x7f, UTF-8) copied. Room for the plain case is
- * reserved at once and plain bytes are copied 8 at a time; test_jtext
- * compares every byte with json-c's output. */
-void vigil_jtext_str(vigil_jtext *b, const char *v)
+/* v (len bytes) as the inside of a JSON string, as json-c 0.16 writes it
+ * with NOSLASHESCAPE: '"' and '\\' escaped, \b \t \n \f \r by name, other
+ * bytes below 0x20 as \u00xx (lower case), everything else (0x7f, UTF-8)
+ * copied. The caller reserved len + tail bytes; plain bytes are copied 8
+ * at a time, an escape reserves again for itself and the rest (tail
+ * included). false when out of memory. */
+static bool put_escaped(vigil_jtext *b, const char *v, size_t len, size_t tail)
 {
     static const char hex[] = "0123456789abcdef";
-    size_t len = strlen(v);
-    if (!reserve(b, len + 2))
-        return;
     const unsigned char *p = (const unsigned char *)v, *end = p + len;
-    b->s[b->n++] = '"';
     while (p < end) {
         uint64_t w;
         if (end - p >= 8 && (memcpy(&w, p, 8), !word_needs_escape(w))) {
@@ -155,13 +152,40 @@ void vigil_jtext_str(vigil_jtext *b, const char *v)
             esc[5] = hex[c & 15];
             n = 6;
         }
-        /* the escape, the rest of the string and the closing quote */
-        if (!reserve(b, n + (size_t)(end - p) + 1))
-            return;
+        if (!reserve(b, n + (size_t)(end - p) + tail))
+            return false;
         memcpy(b->s + b->n, esc, n);
         b->n += n;
     }
+    return true;
+}
+
+/* test_jtext compares every byte with json-c's output. */
+void vigil_jtext_str(vigil_jtext *b, const char *v)
+{
+    size_t len = strlen(v);
+    if (!reserve(b, len + 2))
+        return;
     b->s[b->n++] = '"';
+    if (!put_escaped(b, v, len, 1))
+        return;
+    b->s[b->n++] = '"';
+    b->s[b->n] = '\0';
+}
+
+/* sep, "key" and ':' with one reservation: a record has a key per value. */
+void vigil_jtext_key(vigil_jtext *b, char sep, const char *key)
+{
+    size_t len = strlen(key);
+    if (!reserve(b, len + 4))
+        return;
+    if (sep)
+        b->s[b->n++] = sep;
+    b->s[b->n++] = '"';
+    if (!put_escaped(b, key, len, 2))
+        return;
+    b->s[b->n++] = '"';
+    b->s[b->n++] = ':';
     b->s[b->n] = '\0';
 }
 

@@ -79,6 +79,31 @@ static void every_byte_at_every_place_of_a_long_string(void **state)
     }
 }
 
+/* Keys (with and without a separator before them) are escaped as json-c
+ * escapes an object's keys, every byte value included. */
+static void keys_are_written_as_json_c_writes_them(void **state)
+{
+    (void)state;
+    for (int c = 1; c < 256; c++) {
+        char key[24];
+        snprintf(key, sizeof key, "key%cwith a longer tail", c);
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "a", json_object_new_int(0));
+        json_object_object_add(o, key, json_object_new_int(1));
+        vigil_jtext b = {0};
+        vigil_jtext_key(&b, 0, "a");
+        vigil_jtext_put(&b, "0", 1);
+        vigil_jtext_key(&b, ',', key);
+        vigil_jtext_put(&b, "1", 1);
+        char *t = vigil_jtext_take(&b);
+        char want[128];
+        snprintf(want, sizeof want, "{%s}", t);
+        assert_string_equal(want, json_object_to_json_string_ext(o, FLAGS));
+        json_object_put(o);
+        free(t);
+    }
+}
+
 static void integers_are_written_as_json_c_writes_them(void **state)
 {
     (void)state;
@@ -143,6 +168,7 @@ int main(void)
         cmocka_unit_test(strings_are_written_as_json_c_writes_them),
         cmocka_unit_test(every_byte_is_escaped_as_json_c_escapes_it),
         cmocka_unit_test(every_byte_at_every_place_of_a_long_string),
+        cmocka_unit_test(keys_are_written_as_json_c_writes_them),
         cmocka_unit_test(integers_are_written_as_json_c_writes_them),
         cmocka_unit_test(a_document_and_a_failed_one),
     };

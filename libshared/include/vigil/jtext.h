@@ -30,6 +30,9 @@ void vigil_jtext_i64(vigil_jtext *b, int64_t v);
 size_t vigil_i64_text(char *out, int64_t v);
 /* A JSON string, quoted and escaped as json-c does. */
 void vigil_jtext_str(vigil_jtext *b, const char *v);
+/* An object key: sep (',' or 0 for none), the key quoted and escaped as a
+ * string, then ':'. */
+void vigil_jtext_key(vigil_jtext *b, char sep, const char *key);
 /* The text (malloc'd, the caller frees it), or NULL when an append failed
  * (then everything is freed). The buffer is empty afterwards. */
 char *vigil_jtext_take(vigil_jtext *b);

@@ -30,9 +30,7 @@ void jb_close(jbuf *b, char c)
 
 void jb_key(jbuf *b, const char *key)
 {
-    value_start(b);
-    vigil_jtext_str(&b->t, key);
-    vigil_jtext_ch(&b->t, ':');
+    vigil_jtext_key(&b->t, b->comma ? ',' : 0, key);
     b->comma = false;
 }
 
