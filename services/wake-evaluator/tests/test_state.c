@@ -65,6 +65,62 @@ static void unreadable_record_starts_afresh(void **state)
     wake_room_free(r);
 }
 
+/* Message times are stored as one string of differences ("td", a
+ * persona's "mtd"); records written before, with arrays ("tt", "mt"), still
+ * read, and any time (negative, far apart, out of order) comes back. */
+static void times_are_kept_as_differences(void **state)
+{
+    (void)state;
+    wake_room *r = wake_room_new("x");
+    wake_persona *p = wake_room_add(r, "a", 0);
+    snprintf(p->mood, sizeof p->mood, "calm"); /* "md", beside "mtd" */
+    const int64_t t[] = {1732448000000, 1732448000003, 1732447999000, -5, INT64_MAX, INT64_MIN, 0};
+    int n = (int)(sizeof t / sizeof t[0]);
+    for (int i = 0; i < n; i++) {
+        r->times[i] = t[i];
+        r->kinds[i] = i % 2 ? WAKE_SENDER_HUMAN : WAKE_SENDER_AI;
+        p->msg_ts[i] = t[n - 1 - i];
+        p->resp_ms[i] = i - 1;
+    }
+    r->n_times = p->n_msgs = n;
+    char *j = wake_room_to_json(r);
+    assert_non_null(strstr(j, "\"td\":\"1732448000000,3,-1003,"));
+    assert_null(strstr(j, "\"tt\""));
+    bool corrupt = true;
+    wake_room *back = wake_room_from_json("x", j, &corrupt);
+    assert_false(corrupt);
+    assert_int_equal(back->n_times, n);
+    assert_int_equal(back->personas[0].n_msgs, n);
+    assert_string_equal(back->personas[0].mood, "calm");
+    for (int i = 0; i < n; i++) {
+        assert_true(back->times[i] == t[i]);
+        assert_int_equal(back->kinds[i], r->kinds[i]);
+        assert_true(back->personas[0].msg_ts[i] == t[n - 1 - i]);
+        assert_true(back->personas[0].resp_ms[i] == i - 1);
+    }
+    char *again = wake_room_to_json(back);
+    assert_string_equal(again, j);
+    free(again);
+    free(j);
+    wake_room_free(back);
+    wake_room_free(r);
+    /* the arrays of records written before */
+    r = wake_room_from_json("x", "{\"v\":1,\"p\":[{\"id\":\"a\",\"mt\":[5,7],\"mr\":[-1,2]}],"
+                                 "\"tt\":[10,20,30],\"tk\":\"ahs\"}", &corrupt);
+    assert_false(corrupt);
+    assert_int_equal(r->n_times, 3);
+    assert_true(r->times[2] == 30 && r->kinds[1] == WAKE_SENDER_HUMAN);
+    assert_int_equal(r->personas[0].n_msgs, 2);
+    assert_true(r->personas[0].msg_ts[1] == 7 && r->personas[0].resp_ms[1] == 2);
+    wake_room_free(r);
+    /* a damaged list keeps what was read before the damage */
+    r = wake_room_from_json("x", "{\"v\":1,\"td\":\"100,5,x,7\",\"tk\":\"aaaa\"}", &corrupt);
+    assert_false(corrupt);
+    assert_int_equal(r->n_times, 2);
+    assert_true(r->times[1] == 105);
+    wake_room_free(r);
+}
+
 static void levels_newest_report_wins(void **state)
 {
     (void)state;
@@ -200,6 +256,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(roundtrip_keeps_everything),
         cmocka_unit_test(unreadable_record_starts_afresh),
+        cmocka_unit_test(times_are_kept_as_differences),
         cmocka_unit_test(levels_newest_report_wins),
         cmocka_unit_test(meta_membership),
         cmocka_unit_test(recent_activity),

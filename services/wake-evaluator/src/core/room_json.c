@@ -1,6 +1,8 @@
 /* room_json.c - the room record as stored in Redis (short keys: it is
  * rewritten on every commit). A record that does not parse gives an empty
  * room: everything in it is rebuilt from retained topics and new traffic. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,43 @@ static void get_str(json_object *o, const char *k, char *out, size_t outlen)
     out[0] = '\0';
     if (json_object_object_get_ex(o, k, &v) && v && json_object_is_type(v, json_type_string))
         wake_copy_utf8(out, json_object_get_string(v), outlen - 1);
+}
+
+/* Reads "t0,d1,d2,..." (see w_times) into at most max times; returns how
+ * many. A malformed list keeps what was read before the fault. */
+static int parse_times(const char *s, int64_t *t, int max)
+{
+    int n = 0;
+    uint64_t at = 0;
+    const char *p = s;
+    while (*p && n < max) {
+        char *end;
+        errno = 0;
+        long long d = strtoll(p, &end, 10);
+        if (end == p || errno != 0 || (*end != ',' && *end != '\0'))
+            break;
+        at = n == 0 ? (uint64_t)d : at + (uint64_t)d; /* wraps as the writer's subtraction */
+        t[n++] = (int64_t)at;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+/* The times under key_d (the difference list) or, in records written
+ * before it, the array under key_a. Returns how many (at most max). */
+static int read_times(json_object *o, const char *key_d, const char *key_a, int64_t *t, int max)
+{
+    json_object *v;
+    if (json_object_object_get_ex(o, key_d, &v) && json_object_is_type(v, json_type_string))
+        return parse_times(json_object_get_string(v), t, max);
+    if (!json_object_object_get_ex(o, key_a, &v) || !json_object_is_type(v, json_type_array))
+        return -1;
+    size_t n = json_object_array_length(v);
+    if (n > (size_t)max)
+        n = (size_t)max;
+    for (size_t i = 0; i < n; i++)
+        t[i] = json_object_get_int64(json_object_array_get_idx(v, i));
+    return (int)n;
 }
 
 static void read_msg(json_object *o, wake_msg *m)
@@ -94,18 +133,15 @@ static void read_persona(json_object *o, wake_persona *p)
         p->level = WAKE_LEVEL_UNKNOWN;
     p->level_ts = get_i64(o, "lt", 0);
     get_str(o, "tr", p->trigger, sizeof p->trigger);
-    json_object *mt, *mr;
-    if (json_object_object_get_ex(o, "mt", &mt) && json_object_is_type(mt, json_type_array) &&
-        json_object_object_get_ex(o, "mr", &mr) && json_object_is_type(mr, json_type_array)) {
-        size_t n = json_object_array_length(mt);
+    json_object *mr;
+    int nt = read_times(o, "mtd", "mt", p->msg_ts, WAKE_PMSG_MAX);
+    if (nt >= 0 && json_object_object_get_ex(o, "mr", &mr) &&
+        json_object_is_type(mr, json_type_array)) {
+        size_t n = (size_t)nt;
         if (json_object_array_length(mr) < n)
             n = json_object_array_length(mr);
-        if (n > WAKE_PMSG_MAX)
-            n = WAKE_PMSG_MAX;
-        for (size_t i = 0; i < n; i++) {
-            p->msg_ts[i] = json_object_get_int64(json_object_array_get_idx(mt, i));
+        for (size_t i = 0; i < n; i++)
             p->resp_ms[i] = json_object_get_int64(json_object_array_get_idx(mr, i));
-        }
         p->n_msgs = (int)n;
     }
     p->dormant_since = get_i64(o, "ds", 0);
@@ -133,21 +169,18 @@ static int read_room(wake_room *r, json_object *root)
                 read_persona(po, p);
         }
     }
-    json_object *tt, *tk;
-    if (json_object_object_get_ex(root, "tt", &tt) && json_object_is_type(tt, json_type_array) &&
-        json_object_object_get_ex(root, "tk", &tk) && json_object_is_type(tk, json_type_string)) {
-        size_t n = json_object_array_length(tt);
+    json_object *tk;
+    int nt = read_times(root, "td", "tt", r->times, WAKE_TIMES_MAX);
+    if (nt >= 0 && json_object_object_get_ex(root, "tk", &tk) &&
+        json_object_is_type(tk, json_type_string)) {
+        size_t n = (size_t)nt;
         size_t kl = (size_t)json_object_get_string_len(tk);
         const char *ks = json_object_get_string(tk);
         if (kl < n)
             n = kl;
-        if (n > WAKE_TIMES_MAX)
-            n = WAKE_TIMES_MAX;
-        for (size_t i = 0; i < n; i++) {
-            r->times[i] = json_object_get_int64(json_object_array_get_idx(tt, i));
+        for (size_t i = 0; i < n; i++)
             r->kinds[i] = ks[i] == 'h' ? WAKE_SENDER_HUMAN
                           : ks[i] == 's' ? WAKE_SENDER_SYSTEM : WAKE_SENDER_AI;
-        }
         r->n_times = (int)n;
     }
     if (json_object_object_get_ex(root, "tx", &a) && json_object_is_type(a, json_type_array)) {
@@ -226,6 +259,30 @@ static void w_dbl(jbuf *b, const char *k, double v, double skip)
     }
 }
 
+/* n times as one string "t0,d1,d2,...": the first time, then each one's
+ * difference to the one before (a few digits instead of thirteen, one
+ * value instead of up to 2,000; records written before, with an array
+ * under another key, still read). */
+static void w_times(jbuf *b, const char *k, const int64_t *t, int n)
+{
+    char *s = malloc((size_t)n * (VIGIL_I64_TEXT_MAX + 1) + 1);
+    if (!s) {
+        b->t.oom = true;
+        return;
+    }
+    char *p = s;
+    for (int i = 0; i < n; i++) {
+        if (i)
+            *p++ = ',';
+        /* unsigned: the difference wraps instead of overflowing */
+        p += vigil_i64_text(p, i ? (int64_t)((uint64_t)t[i] - (uint64_t)t[i - 1]) : t[0]);
+    }
+    *p = '\0';
+    jb_key(b, k);
+    jb_str(b, s);
+    free(s);
+}
+
 static void write_msg(jbuf *b, const wake_msg *m)
 {
     jb_open(b, '{');
@@ -281,11 +338,7 @@ static void write_persona(jbuf *b, const wake_persona *p)
     w_i64(b, "lt", p->level_ts, 0);
     w_str(b, "tr", p->trigger);
     if (p->n_msgs > 0) {
-        jb_key(b, "mt");
-        jb_open(b, '[');
-        for (int i = 0; i < p->n_msgs; i++)
-            jb_i64(b, p->msg_ts[i]);
-        jb_close(b, ']');
+        w_times(b, "mtd", p->msg_ts, p->n_msgs);
         jb_key(b, "mr");
         jb_open(b, '[');
         for (int i = 0; i < p->n_msgs; i++)
@@ -316,15 +369,11 @@ char *wake_room_to_json(const wake_room *r)
             free(jb_take(&b));
             return NULL;
         }
-        jb_key(&b, "tt");
-        jb_open(&b, '[');
-        for (int i = 0; i < r->n_times; i++) {
-            jb_i64(&b, r->times[i]);
+        w_times(&b, "td", r->times, r->n_times);
+        for (int i = 0; i < r->n_times; i++)
             tk[i] = r->kinds[i] == WAKE_SENDER_HUMAN ? 'h'
                     : r->kinds[i] == WAKE_SENDER_SYSTEM ? 's' : 'a';
-        }
         tk[r->n_times] = '\0';
-        jb_close(&b, ']');
         w_str(&b, "tk", tk);
         free(tk);
     }
