@@ -131,8 +131,10 @@ static int decide_now(wake_room *r, const wake_persona *p, const wake_message *m
     return rc;
 }
 
+/* ctx is built by the first job (*have_ctx): a decision by the rules needs
+ * none, and nothing it reads changes before the message is recorded. */
 static int evaluate(wake_room *r, const wake_config *c, const wake_persona *p,
-                    const wake_message *m, const wake_context *ctx, int64_t now,
+                    const wake_message *m, wake_context *ctx, bool *have_ctx, int64_t now,
                     const wake_sink *sink, bool *decided)
 {
     char id[WAKE_EVID_MAX + 1], key[WAKE_ID_MAX + 8];
@@ -152,6 +154,11 @@ static int evaluate(wake_room *r, const wake_config *c, const wake_persona *p,
         *decided = true;
         return decide_now(r, p, m, id, WAKE_VIA_FALLBACK,
                           "no LLM configured (VIGIL_LLM_URL is empty)", now, sink);
+    }
+    if (!*have_ctx) {
+        if (wake_context_build(r, now, ctx) != 0)
+            return -1;
+        *have_ctx = true;
     }
     char *job = wake_job_build(r, p, m, ctx, id, wake_persona_threshold(p, c), now);
     int rc = job ? sink->enqueue(sink->ctx, job) : -1;
@@ -189,18 +196,16 @@ static int schedule_autopilot(wake_room *r, const wake_config *c, int64_t now,
 int wake_on_message(wake_room *r, const wake_config *c, const wake_message *m, int64_t now,
                     const wake_sink *sink)
 {
-    wake_context ctx;
-    bool decided = false;
-    int rc = wake_context_build(r, now, &ctx);
-    if (rc != 0)
-        return -1;
+    wake_context ctx = {0};
+    bool decided = false, have_ctx = false;
+    int rc = 0;
     if (m->type != WAKE_SENDER_SYSTEM || c->evaluate_system) {
         for (int i = 0; i < r->n_personas && rc == 0; i++) {
             const wake_persona *p = &r->personas[i];
             if (p->level != WAKE_LEVEL_SLEEP || strcmp(p->id, m->sender) == 0 ||
                 woken_by_rule(p, c, m))
                 continue;
-            rc = evaluate(r, c, p, m, &ctx, now, sink, &decided);
+            rc = evaluate(r, c, p, m, &ctx, &have_ctx, now, sink, &decided);
         }
     }
     wake_context_clear(&ctx);
