@@ -9,10 +9,12 @@
  * its own errors (truncation, trailing bytes) are still mapped to not_json in
  * case the two ever disagree. */
 #include "vigil/json.h"
+#include "vigil/jtext.h"
 
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -679,8 +681,78 @@ void vigil_json_sample(const char *buf, size_t len, char *out, size_t outlen)
     out[o] = '\0';
 }
 
+#define DUMP_MAX_DEPTH 64 /* deeper documents are left to json-c */
+
+/* Writes o as json-c prints it with PLAIN | NOSLASHESCAPE. Returns false
+ * for what is left to json-c: a double (json-c prints the text it was
+ * parsed from), an integer at the int64 bound (json-c may hold it as
+ * uint64), a string holding a NUL byte, or a deeper document. */
+static bool dump_value(vigil_jtext *b, json_object *o, int depth)
+{
+    if (depth > DUMP_MAX_DEPTH)
+        return false;
+    switch (json_object_get_type(o)) {
+    case json_type_null:
+        vigil_jtext_lit(b, "null");
+        return true;
+    case json_type_boolean:
+        vigil_jtext_lit(b, json_object_get_boolean(o) ? "true" : "false");
+        return true;
+    case json_type_int: {
+        int64_t v = json_object_get_int64(o);
+        if (v == INT64_MAX)
+            return false;
+        vigil_jtext_i64(b, v);
+        return true;
+    }
+    case json_type_string: {
+        const char *str = json_object_get_string(o);
+        if ((size_t)json_object_get_string_len(o) != strlen(str))
+            return false;
+        vigil_jtext_str(b, str);
+        return true;
+    }
+    case json_type_array: {
+        size_t n = json_object_array_length(o);
+        vigil_jtext_ch(b, '[');
+        for (size_t i = 0; i < n; i++) {
+            if (i)
+                vigil_jtext_ch(b, ',');
+            if (!dump_value(b, json_object_array_get_idx(o, i), depth + 1))
+                return false;
+        }
+        vigil_jtext_ch(b, ']');
+        return true;
+    }
+    case json_type_object: {
+        char sep = 0;
+        vigil_jtext_ch(b, '{');
+        json_object_object_foreach(o, key, val)
+        {
+            vigil_jtext_key(b, sep, key);
+            if (!dump_value(b, val, depth + 1))
+                return false;
+            sep = ',';
+        }
+        vigil_jtext_ch(b, '}');
+        return true;
+    }
+    case json_type_double:
+    default:
+        return false;
+    }
+}
+
+/* Written as text (vigil/jtext.h) when it holds no double, else by json-c:
+ * json-c builds its text in a printbuf kept with the object and is then
+ * copied; a message's log entry and most payloads are strings and
+ * integers. test_json checks both give the same bytes. */
 char *vigil_json_dump(json_object *o)
 {
+    vigil_jtext b = {0};
+    if (dump_value(&b, o, 0))
+        return vigil_jtext_take(&b); /* NULL when out of memory */
+    free(vigil_jtext_take(&b));
     const char *s = json_object_to_json_string_ext(
         o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     return s ? strdup(s) : NULL;

@@ -560,10 +560,60 @@ static void test_string_bounded_and_array(void **state)
     json_object_put(o);
 }
 
+/* vigil_json_dump writes what json-c prints (PLAIN | NOSLASHESCAPE), byte
+ * for byte, for documents it writes itself (strings, integers, booleans,
+ * null, nesting) and for those it leaves to json-c (doubles, integers past
+ * int64, NUL bytes in strings, deep nesting). */
+static void test_dump_equals_json_c(void **state)
+{
+    (void)state;
+    const char *docs[] = {
+        "{}",
+        "[]",
+        "{\"id\":\"m-1\",\"room\":\"general\",\"sender\":\"ann\",\"sender_type\":\"human\","
+        "\"text\":\"hi @bob \\\"q\\\" \\\\ a/b \\n\\t\\u0001 \\u00e9 \\ud83d\\ude00\",\"ts\":1732448000000}",
+        "{\"a\":[1,-2,0,-0,9223372036854775806,-9223372036854775808],\"b\":[true,false,null],"
+        "\"c\":{\"d\":{\"e\":[[],{},[{}]]}},\"f\":\"\"}",
+        "{\"x\":1.5,\"y\":\"z\"}",
+        "{\"x\":[1,2,3e2]}",
+        "{\"big\":9223372036854775807}",
+        "{\"bigger\":18446744073709551615}",
+        "{\"nul\":\"a\\u0000b\"}",
+        "{\"k\\\"ey\\n\":\"v\",\"\\u00e9\":1}",
+        "[\"x\",{\"y\":null}]",
+        "{\"dup\":1,\"dup\":2}",
+    };
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        json_object *o = json_tokener_parse(docs[i]);
+        assert_non_null(o);
+        char *mine = vigil_json_dump(o);
+        const char *want = json_object_to_json_string_ext(
+            o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        assert_non_null(mine);
+        assert_string_equal(mine, want);
+        free(mine);
+        json_object_put(o);
+    }
+    /* nesting deeper than the writer goes: left to json-c, same text */
+    json_object *deep = json_object_new_array(), *at = deep;
+    for (int d = 0; d < 80; d++) {
+        json_object *inner = json_object_new_array();
+        json_object_array_add(at, inner);
+        at = inner;
+    }
+    json_object_array_add(at, json_object_new_string("bottom"));
+    char *mine = vigil_json_dump(deep);
+    assert_string_equal(mine, json_object_to_json_string_ext(
+                                  deep, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    free(mine);
+    json_object_put(deep);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reject_names),
+        cmocka_unit_test(test_dump_equals_json_c),
         cmocka_unit_test(test_error_set),
         cmocka_unit_test(test_utf8_valid_accepts),
         cmocka_unit_test(test_utf8_valid_rejects),

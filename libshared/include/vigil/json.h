@@ -110,7 +110,8 @@ int vigil_json_object(json_object *o, const char *field, bool required,
 void vigil_json_sample(const char *buf, size_t len, char *out, size_t outlen);
 
 /* Serializes o compactly (JSON_C_TO_STRING_PLAIN | NOSLASHESCAPE) into a
- * malloc'd string the caller frees. */
+ * malloc'd string the caller frees: json-c's exact text, written directly
+ * unless o holds a double (then by json-c). */
 char *vigil_json_dump(json_object *o);
 
 /* FNV-1a 64-bit: the one hash of the project (derived input ids, shard

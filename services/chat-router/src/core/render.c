@@ -3,18 +3,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/json.h>
 #include <vigil/jtext.h>
 #include <vigil/msg_room.h>
 #include "chat.h"
 
 static char *dump_put(json_object *o, int rc)
 {
-    char *s = NULL;
-    if (rc == 0) {
-        const char *t = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-                                                              JSON_C_TO_STRING_NOSLASHESCAPE);
-        s = t ? strdup(t) : NULL;
-    }
+    char *s = rc == 0 ? vigil_json_dump(o) : NULL;
     json_object_put(o);
     return s;
 }
@@ -100,11 +96,8 @@ char *chat_log_entry_json(json_object *body, const char *id, int64_t ts)
                   json_object_is_type(v, json_type_string);
     bool has_ts = body && json_object_object_get_ex(body, "ts", &v) && v &&
                   (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double));
-    if (body && has_id && has_ts) {
-        const char *t = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN |
-                                                                 JSON_C_TO_STRING_NOSLASHESCAPE);
-        return t ? strdup(t) : NULL;
-    }
+    if (body && has_id && has_ts)
+        return vigil_json_dump(body);
     /* a shallow copy sharing the member values: the input stays untouched */
     json_object *o = json_object_new_object();
     if (!o)
