@@ -45,11 +45,9 @@
  * view from before it). */
 #define VIEW_STALE_MS (2 * HANDOVER_EVERY_MS)
 /* Adopting a removed index's session: how long to wait for the connection,
- * how long without input counts as drained, and the most one adoption may
- * take before the timer thread goes back to its ticks (the rest is taken
- * on the next round). */
+ * and the most one adoption may take before the timer thread goes back to
+ * its ticks (the rest is taken on the next round). */
 #define ADOPT_CONNECT_MS 10000
-#define ADOPT_QUIET_MS 2000
 #define ADOPT_MAX_MS 30000
 /* A fence (shard_fence.h) not back after this long is sent again: the
  * broker may have lost it in a crash. A backlog still draining only gets
@@ -780,10 +778,11 @@ static void fence_send(vigil_runtime *rt, const vigil_shard_view *held)
                  "held", counts, "topic", rt->fence.topic, NULL);
 }
 
-/* An adopted session (adopt_session): when its last input arrived. */
+/* An adopted session (adopt_session): its fence, and what it delivered. */
 typedef struct adoption {
     vigil_runtime *rt;
-    atomic_llong last;
+    vigil_shard_fence fence;
+    atomic_bool fenced; /* our fence came back: the session's queue is drained */
     atomic_llong inputs;
 } adoption;
 
@@ -794,19 +793,42 @@ static void on_adopted_message(void *ctx, const char *topic, const void *payload
                                bool retained)
 {
     adoption *a = ctx;
-    if (vigil_shard_fence_is_fence_topic(a->rt->def->name, topic))
-        return; /* the removed index's own fence: not an input */
+    if (!a)
+        return; /* the clean start that ends the session subscribes to nothing */
+    if (vigil_shard_fence_is_fence_topic(a->rt->def->name, topic)) {
+        vigil_shard_view released;
+        if (strcmp(topic, a->fence.topic) == 0 &&
+            vigil_shard_fence_arrived(&a->fence, payload, len, &released))
+            atomic_store(&a->fenced, true);
+        return; /* a fence is never an input */
+    }
     intake(a->rt, topic, payload, len, retained, true);
     atomic_fetch_add(&a->inputs, 1);
-    atomic_store(&a->last, vigil_mono_ms());
 }
 
+/* While an adoption runs on the timer thread, this replica's heartbeat
+ * and advertised count must not lapse: others would take its outbox and
+ * timers for a dead replica's, and drop its count from their views. */
+static void adopt_keep_alive(vigil_runtime *rt, int64_t *next)
+{
+    int64_t now = vigil_mono_ms();
+    if (now < *next)
+        return;
+    *next = now + HANDOVER_EVERY_MS;
+    if (vigil_handover_beat(rt->timer_store, rt->cfg.instance, handover_ttl(rt)) == 0)
+        view_refresh(rt, rt->timer_store, NULL, NULL);
+}
+
+typedef enum { ADOPT_NOT_CONNECTED, ADOPT_DRAINED, ADOPT_UNFINISHED } adopt_result;
+
 /* Connects as client_id with the runtime's broker settings and waits (at
- * most connect_ms) until connected; then, when quiet_ms > 0, until no
- * input arrived for quiet_ms (at most ADOPT_MAX_MS), and stops the client.
- * Returns whether it connected. */
-static bool adopt_connect(vigil_runtime *rt, const char *client_id, int session_expiry_s,
-                          const char *const *subs, adoption *a, int64_t quiet_ms)
+ * most ADOPT_CONNECT_MS) until connected. With a = NULL that is all (the
+ * clean start that ends the session). Otherwise it publishes a fence to
+ * the session and waits until it comes back behind everything the
+ * session had queued (ADOPT_DRAINED) or ADOPT_MAX_MS pass
+ * (ADOPT_UNFINISHED: the session stays, the next round goes on). */
+static adopt_result adopt_connect(vigil_runtime *rt, const char *client_id, int session_expiry_s,
+                                  const char *const *subs, adoption *a)
 {
     vigil_mqtt_config mc = {
         .url = rt->cfg.mqtt_url,
@@ -827,28 +849,40 @@ static bool adopt_connect(vigil_runtime *rt, const char *client_id, int session_
     if (!m) {
         vigil_log_kv(VIGIL_LOG_WARN, "cannot adopt a removed shard's session", "client_id",
                      client_id, "error", err, NULL);
-        return false;
+        return ADOPT_NOT_CONNECTED;
     }
-    bool connected = false;
+    adopt_result res = ADOPT_NOT_CONNECTED;
     if (vigil_mqtt_start(m) == 0) {
-        int64_t start = vigil_mono_ms();
+        int64_t start = vigil_mono_ms(), next_beat = 0;
+        vigil_shard_view own;
+        vigil_shard_view_init(&own, rt->cfg.shard_count);
         while (!atomic_load(&rt->stop)) {
             int64_t now = vigil_mono_ms();
-            if (!connected) {
-                connected = vigil_mqtt_connected(m);
-                if (connected)
-                    atomic_store(&a->last, now);
+            adopt_keep_alive(rt, &next_beat);
+            if (res == ADOPT_NOT_CONNECTED) {
+                if (vigil_mqtt_connected(m))
+                    res = a ? ADOPT_UNFINISHED : ADOPT_DRAINED;
                 else if (now - start > ADOPT_CONNECT_MS)
                     break;
             }
-            if (connected && (quiet_ms <= 0 || now - atomic_load(&a->last) >= quiet_ms ||
-                              now - start > ADOPT_MAX_MS))
+            if (res == ADOPT_DRAINED || (a && atomic_load(&a->fenced))) {
+                res = ADOPT_DRAINED;
                 break;
+            }
+            if (res == ADOPT_UNFINISHED) {
+                if (now - start > ADOPT_MAX_MS)
+                    break;
+                char payload[VIGIL_FENCE_PAYLOAD_MAX];
+                if (vigil_mqtt_connected(m) &&
+                    vigil_shard_fence_due(&a->fence, &own, now, FENCE_RETRY_MS, payload,
+                                          sizeof payload))
+                    vigil_mqtt_publish_async(m, a->fence.topic, payload, strlen(payload), false);
+            }
             vigil_sleep_ms(50, &rt->stop_sleep);
         }
     }
     vigil_mqtt_stop(m, NULL, 3000);
-    return connected;
+    return res;
 }
 
 /* Takes over the persistent session of shard index j, whose replica is
@@ -856,33 +890,55 @@ static bool adopt_connect(vigil_runtime *rt, const char *client_id, int session_
  * it that the others skipped as not theirs, and nobody would ever connect
  * as j again. Connects as j, takes every input the session holds (whoever
  * owns its keys; inputs already applied are recognised by their ids) until
- * it is quiet, then ends the session with a clean start that keeps none.
- * Input published between the two connections also reached every other
- * replica's session, whose owners under the current counts take it. Runs
- * on the timer thread, between ticks. */
+ * a fence it publishes to the session comes back behind them, then ends
+ * the session with a clean start that keeps none. Input published between
+ * the two connections also reached every other replica's session, whose
+ * owners under the current counts take it. A backlog too long for one
+ * round (ADOPT_MAX_MS) keeps the session for the next. Runs on the timer
+ * thread, between ticks, keeping this replica's heartbeat. */
 static void adopt_session(vigil_runtime *rt, int j)
 {
     char client_id[128];
     snprintf(client_id, sizeof client_id, "vigil-%s-%d", rt->def->name, j);
-    adoption a = { .rt = rt };
-    atomic_init(&a.last, vigil_mono_ms());
-    atomic_init(&a.inputs, 0);
-    if (!adopt_connect(rt, client_id, (int)rt->cfg.mqtt_session_expiry_s, rt->def->subscriptions,
-                       &a, ADOPT_QUIET_MS))
-        return;
+    adoption *a = calloc(1, sizeof *a);
+    size_t nsubs = 0;
+    while (rt->def->subscriptions && rt->def->subscriptions[nsubs])
+        nsubs++;
+    const char **subs = calloc(nsubs + 2, sizeof *subs);
+    if (!a || !subs) {
+        free(a);
+        free(subs);
+        return; /* the next round tries again */
+    }
+    a->rt = rt;
+    vigil_shard_fence_init(&a->fence, rt->def->name, j, rt->cfg.shard_count);
+    atomic_init(&a->fenced, false);
+    atomic_init(&a->inputs, 0);
+    for (size_t i = 0; i < nsubs; i++)
+        subs[i] = rt->def->subscriptions[i];
+    subs[nsubs] = a->fence.topic; /* also for a session from before fences */
     static const char *const none[] = { NULL };
-    if (!adopt_connect(rt, client_id, -1, none, &a, 0))
-        return;
-    vigil_shard_view_forget_session(rt->timer_store, j);
+    adopt_result r = adopt_connect(rt, client_id, (int)rt->cfg.mqtt_session_expiry_s, subs, a);
     char js[16], n[24];
     snprintf(js, sizeof js, "%d", j);
-    snprintf(n, sizeof n, "%lld", (long long)atomic_load(&a.inputs));
-    /* warn: rare, and an operator should see it at the default filter of
-     * a busy deployment */
-    vigil_log_kv(VIGIL_LOG_WARN, "adopted the MQTT session of a removed shard index and ended it",
-                 "from_shard", js, "inputs", n, NULL);
-    vigil_counter_add("vigil_handover_sessions_total",
-                      "MQTT sessions of removed shard indexes taken over and ended", NULL, 1);
+    snprintf(n, sizeof n, "%lld", (long long)atomic_load(&a->inputs));
+    if (r == ADOPT_UNFINISHED)
+        vigil_log_kv(VIGIL_LOG_WARN, "adopting the MQTT session of a removed shard index: its "
+                                     "backlog was not drained in one round; the next goes on",
+                     "from_shard", js, "inputs", n, NULL);
+    if (r == ADOPT_DRAINED && adopt_connect(rt, client_id, -1, none, NULL) == ADOPT_DRAINED) {
+        vigil_shard_view_forget_session(rt->timer_store, j);
+        /* warn: rare, and an operator should see it at the default filter
+         * of a busy deployment */
+        vigil_log_kv(VIGIL_LOG_WARN,
+                     "adopted the MQTT session of a removed shard index and ended it",
+                     "from_shard", js, "inputs", n, NULL);
+        vigil_counter_add("vigil_handover_sessions_total",
+                          "MQTT sessions of removed shard indexes taken over and ended", NULL, 1);
+    }
+    vigil_shard_fence_destroy(&a->fence);
+    free(subs);
+    free(a);
 }
 
 /* Adopts the session of every index this replica inherits (j >= N,

@@ -466,3 +466,66 @@ def test_a_backlog_queued_before_a_grow_of_n_is_taken_under_its_old_count(stack)
         validate_outputs(col)
     finally:
         c.close()
+
+
+def test_a_removed_index_backlog_is_adopted_under_steady_load_and_its_session_ended(stack):
+    """N shrinks 2 -> 1 while index 1 is away with a backlog in its session
+    (keys index 0 skipped under N = 2). Once index 1's heartbeat is gone,
+    0/1 connects as index 1, takes the backlog and ends the session. Input
+    keeps flowing meanwhile, so the session is never quiet: the adopter
+    knows it has drained the backlog by the fence it publishes to the
+    session, which comes back behind it."""
+    base = stack.prefix + "dormancy-monitor:"
+    c = stack.redis.client()
+    a = stack.service(instance="shrink-0", env=dict(ENV, VIGIL_SHARD="0/2"))
+    b = stack.service(instance="shrink-1", env=dict(ENV, VIGIL_SHARD="1/2"))
+    col = stack.collector()
+    pub = stack.publisher()
+    stop = threading.Event()
+    try:
+        harness.wait_until(lambda: c.get(base + "settled") == b"2", 20, "N = 2 settled")
+        assert b.terminate() == 0
+        items, owner = sleep_inputs(200, 50)
+        seen0 = a.metric("vigil_inputs_total")
+        pub.publish_many(items)
+        harness.wait_until(lambda: a.metric("vigil_inputs_total") >= seen0 + len(items), 60,
+                           "index 0 received the batch")
+        assert a.terminate() == 0
+        a.env["VIGIL_SHARD"] = "0/1"
+        a.start()
+
+        trickle, towner = sleep_inputs(400, 40)
+        ids = list(towner)  # in the order of trickle
+        published = []
+
+        def steady():
+            tp = harness.Publisher(stack.broker.port, name="trickle").start()
+            try:
+                for (topic, payload), mid in zip(trickle, ids):
+                    if stop.is_set():
+                        break
+                    tp.publish(topic, payload)
+                    published.append(mid)
+                    time.sleep(0.1)
+            finally:
+                tp.stop()
+
+        t = threading.Thread(target=steady, daemon=True)
+        t.start()
+        wait_all_inputs(col, owner, 90, "index 1's backlog taken by the adopter")
+        harness.wait_until(lambda: a.metric("vigil_handover_sessions_total") == 1, 60,
+                           "index 1's session ended")
+        assert t.is_alive(), "the adoption should end while input still flows"
+        assert_exactly_once(col, owner)
+        assert not c.sismember(base + "sessions", "1")
+        assert not c.exists(base + "ran:1")
+        assert "adopted the MQTT session of a removed shard index and ended it" in a.stderr_text()
+        stop.set()
+        t.join(timeout=60)
+        done = {mid: towner[mid] for mid in published}
+        wait_all_inputs(col, done, 60, "the input published during the adoption")
+        assert_exactly_once(col, done)
+        validate_outputs(col)
+    finally:
+        stop.set()
+        c.close()

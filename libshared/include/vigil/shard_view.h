@@ -20,7 +20,8 @@
  * A removed index's session may still hold input its replica never got
  * to (killed with a backlog), which the others skipped as not theirs: a
  * survivor adopts it (runtime.c: connects as that index, takes every
- * input it gets, whoever owns it, until the session is quiet, then ends
+ * input it gets, whoever owns it, until a fence it publishes to the
+ * session comes back behind the backlog (shard_fence.h), then ends
  * the session).
  * Held: the counts above say which counts replicas run under now, not
  * what their sessions still hold. A replica that stalled (Redis loading,
