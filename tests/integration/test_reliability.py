@@ -404,6 +404,25 @@ def test_two_shards_each_act_on_their_rooms_and_together_on_all(stack):
     validate_outputs(col)
 
 
+def index_1_away_with_backlog(stack, c, base, tag, n, rooms):
+    """Replicas 0/2 and 1/2; once N = 2 is settled, index 1 stops and n
+    inputs over `rooms` rooms are published: its keys wait in its session
+    (index 0 skipped them). Returns the two services, a collector and the
+    inputs' owners."""
+    a = stack.service(instance=f"{tag}-0", env=dict(ENV, VIGIL_SHARD="0/2"))
+    b = stack.service(instance=f"{tag}-1", env=dict(ENV, VIGIL_SHARD="1/2"))
+    col = stack.collector()
+    pub = stack.publisher()
+    harness.wait_until(lambda: c.get(base + "settled") == b"2", 20, "N = 2 settled")
+    assert b.terminate() == 0
+    items, owner = sleep_inputs(n, rooms)
+    seen0 = a.metric("vigil_inputs_total")
+    pub.publish_many(items)
+    harness.wait_until(lambda: a.metric("vigil_inputs_total") >= seen0 + len(items), 60,
+                       "index 0 received the batch")
+    return a, b, col, owner
+
+
 def test_a_backlog_queued_before_a_grow_of_n_is_taken_under_its_old_count(stack):
     """Index 1 is away with a backlog queued in its session under N = 2.
     N grows to 3 meanwhile (0/3 and a new 2/3 start, 3 settles) and, 10 s
@@ -415,23 +434,11 @@ def test_a_backlog_queued_before_a_grow_of_n_is_taken_under_its_old_count(stack)
     itself on sys/dormancy-monitor/fence/1, comes back behind the backlog;
     then it releases 2. Without the hold, about two thirds of the backlog
     would be acknowledged unapplied."""
-    svc_name = "dormancy-monitor"
-    base = stack.prefix + svc_name + ":"
+    base = stack.prefix + "dormancy-monitor:"
     c = stack.redis.client()
-    a = stack.service(instance="grow-0", env=dict(ENV, VIGIL_SHARD="0/2"))
-    b = stack.service(instance="grow-1", env=dict(ENV, VIGIL_SHARD="1/2"))
-    col = stack.collector()
-    pub = stack.publisher()
     try:
-        harness.wait_until(lambda: c.get(base + "settled") == b"2", 20, "N = 2 settled")
-
         # 1. index 1 away: its keys queue in its session
-        assert b.terminate() == 0
-        items, owner = sleep_inputs(240, 60)
-        seen0 = a.metric("vigil_inputs_total")
-        pub.publish_many(items)
-        harness.wait_until(lambda: a.metric("vigil_inputs_total") >= seen0 + len(items), 60,
-                           "index 0 received the batch")
+        a, b, col, owner = index_1_away_with_backlog(stack, c, base, "grow", 240, 60)
 
         # 2. N grows to 3 while index 1 is away
         assert a.terminate() == 0
@@ -477,19 +484,9 @@ def test_a_removed_index_backlog_is_adopted_under_steady_load_and_its_session_en
     session, which comes back behind it."""
     base = stack.prefix + "dormancy-monitor:"
     c = stack.redis.client()
-    a = stack.service(instance="shrink-0", env=dict(ENV, VIGIL_SHARD="0/2"))
-    b = stack.service(instance="shrink-1", env=dict(ENV, VIGIL_SHARD="1/2"))
-    col = stack.collector()
-    pub = stack.publisher()
     stop = threading.Event()
     try:
-        harness.wait_until(lambda: c.get(base + "settled") == b"2", 20, "N = 2 settled")
-        assert b.terminate() == 0
-        items, owner = sleep_inputs(200, 50)
-        seen0 = a.metric("vigil_inputs_total")
-        pub.publish_many(items)
-        harness.wait_until(lambda: a.metric("vigil_inputs_total") >= seen0 + len(items), 60,
-                           "index 0 received the batch")
+        a, _, col, owner = index_1_away_with_backlog(stack, c, base, "shrink", 200, 50)
         assert a.terminate() == 0
         a.env["VIGIL_SHARD"] = "0/1"
         a.start()
