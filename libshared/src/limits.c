@@ -57,17 +57,18 @@ int vigil_fx_limit_refusal(vigil_effects *fx, const char *service, const char *e
 _Static_assert(VIGIL_KEY_MAX == 128, "limits.h spells the key width");
 
 int vigil_route_members_noted(vigil_runtime *rt, const char *cmd, const char *suffix,
-                              const char *what, char keys[][VIGIL_KEY_MAX], int n, int max,
-                              vigil_error *err)
+                              const char *limit, const char *what, const char *members,
+                              char keys[][VIGIL_KEY_MAX], int n, int max, vigil_error *err)
 {
     /* No `more`: an input that reaches past max records is refused whole
      * (too_many_keys, with an error event), never applied to the first max. */
     int rc = vigil_runtime_route_members(rt, cmd, suffix, keys, n, max, NULL, err);
     if (rc == -1 && err->reason == VIGIL_REJECT_TOO_MANY_KEYS) {
-        char detail[256];
-        snprintf(detail, sizeof detail, "%.100s is in more than %d rooms: the input is refused whole",
-                 what, max);
-        vigil_limit_note("rooms_per_input", detail);
+        char detail[256]; /* the error event's detail keeps its first 199 bytes */
+        snprintf(detail, sizeof detail, "%.100s more than %d %.80s: the input is refused whole", what,
+                 max, members);
+        vigil_limit_note(limit, detail);
+        vigil_error_set(err, VIGIL_REJECT_TOO_MANY_KEYS, "%s", detail);
     }
     return rc;
 }

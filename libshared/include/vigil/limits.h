@@ -34,12 +34,17 @@ void vigil_limit_note(const char *limit, const char *detail);
 
 /* For route(): vigil_runtime_route_members (cmd "SMEMBERS" or "HKEYS" on
  * P S ":" suffix) that refuses the input whole (-1, reason too_many_keys)
- * when the members do not all fit in keys[n..max), and notes it as limit
- * "rooms_per_input" (what: the subject of the detail, e.g. "persona 'ann'").
+ * when the members do not all fit in keys[n..max), and says so in the
+ * limit's own terms: err's detail (so the error event) and a `limit
+ * reached` warning read "<what> more than <max> <members>: the input is
+ * refused whole", counted in vigil_limit_refusals_total{limit}.
+ * limit: the metric label ("rooms_per_input"); what: the subject with its
+ * verb ("persona 'ann' is in"); members: what max counts ("rooms").
  * Same return values as vigil_runtime_route_members. */
+#define VIGIL_LIMIT_ROOMS_PER_INPUT "rooms_per_input" /* a persona's rooms, one input */
 struct vigil_runtime;
 int vigil_route_members_noted(struct vigil_runtime *rt, const char *cmd, const char *suffix,
-                              const char *what, char keys[][128], int n, int max,
-                              vigil_error *err);
+                              const char *limit, const char *what, const char *members,
+                              char keys[][128], int n, int max, vigil_error *err);
 
 #endif

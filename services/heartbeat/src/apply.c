@@ -94,8 +94,7 @@ int hb_apply(void *ctx, const char *key, const char *state_json, const vigil_inp
     case HB_IN_CONFIG:
         if (hb_config_joins_full_room(&s, &p->cfg, p->room_members, VIGIL_ROUTE_MAX_KEYS)) {
             hb_record_close(&s, &out);
-            return hb_room_limit(p->cfg.room, "already has the", "the config is refused",
-                                 VIGIL_REJECT_LIMIT, err);
+            return hb_room_limit(p->cfg.room, err);
         }
         /* apply may run again on a conflict: the core takes a copy */
         cfg = p->cfg;
