@@ -15,6 +15,7 @@
 #define HB_SERVICE "heartbeat"
 #define HB_HTTP_PORT 9104
 #define HB_STREAM "jobs:"           /* P S ":jobs:<shard>": runs waiting for the model */
+#define HB_STREAM_LABEL "jobs"      /* its name in vigil_stream_trimmed_total, every shard's */
 #define HB_GROUP "workers"          /* its consumer group */
 #define HB_ROOM_INDEX "room-personas:" /* P S ":room-personas:<room>": personas serving it */
 #define HB_TIMER "run"              /* the one timer of a persona key */

@@ -31,7 +31,7 @@ int hb_out_to_fx(const hb_service *svc, const char *persona, const hb_state *s, 
         if (vigil_fx_timer_set(fx, HB_TIMER, out->timer) != 0)
             return -1;
     }
-    if (out->job && vigil_fx_stream_add(fx, svc->stream, out->job, svc->jobs_maxlen, 0) != 0)
+    if (out->job && vigil_fx_job_add(fx, svc->stream, HB_STREAM_LABEL, out->job, svc->jobs_maxlen) != 0)
         return -1;
     if (out->index_remove[0]) {
         snprintf(name, sizeof name, "%s%s", HB_ROOM_INDEX, out->index_remove);
