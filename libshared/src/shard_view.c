@@ -92,13 +92,13 @@ static const char VIEW_LUA[] =
     "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. now)\n"
     "redis.call('SADD', KEYS[4], ARGV[3])\n"
     "if ARGV[5] == '1' then\n"
-    "  redis.call('SET', ARGV[7] .. 'session:' .. ARGV[4], '1', 'PX', ARGV[6])\n"
+    "  redis.call('SET', ARGV[7] .. 'shard:session:' .. ARGV[4], '1', 'PX', ARGV[6])\n"
     "  redis.call('SADD', KEYS[3], ARGV[4])\n"
     "end\n"
     "local n = tonumber(ARGV[3])\n"
     "local all = true\n"
     "for j = 0, n - 1 do\n"
-    "  if redis.call('EXISTS', ARGV[7] .. 'session:' .. j) == 0 then all = false; break end\n"
+    "  if redis.call('EXISTS', ARGV[7] .. 'shard:session:' .. j) == 0 then all = false; break end\n"
     "end\n"
     "if all then redis.call('SET', KEYS[2], ARGV[3]) end\n"
     "return {redis.call('ZRANGE', KEYS[1], 0, -1), redis.call('GET', KEYS[2]) or '',\n"
@@ -137,7 +137,7 @@ int vigil_shard_view_release(vigil_store *s, int index, const vigil_shard_view *
         return 0;
     char ran[224], c[VIGIL_SHARD_VIEW_MAX][16];
     const char *argv[2 + VIGIL_SHARD_VIEW_MAX] = { "SREM", ran };
-    snprintf(ran, sizeof ran, "%sran:%d", s->base, index);
+    snprintf(ran, sizeof ran, "%sshard:ran:%d", s->base, index);
     for (int i = 0; i < counts->n; i++) {
         snprintf(c[i], sizeof c[i], "%d", counts->counts[i]);
         argv[2 + i] = c[i];
@@ -153,9 +153,9 @@ int vigil_shard_view_release(vigil_store *s, int index, const vigil_shard_view *
 int vigil_shard_view_forget_session(vigil_store *s, int index)
 {
     char members[224], marker[224], ran[224], idx[16];
-    snprintf(members, sizeof members, "%ssessions", s->base);
-    snprintf(marker, sizeof marker, "%ssession:%d", s->base, index);
-    snprintf(ran, sizeof ran, "%sran:%d", s->base, index);
+    snprintf(members, sizeof members, "%sshard:sessions", s->base);
+    snprintf(marker, sizeof marker, "%sshard:session:%d", s->base, index);
+    snprintf(ran, sizeof ran, "%sshard:ran:%d", s->base, index);
     snprintf(idx, sizeof idx, "%d", index);
     const char *srem[] = { "SREM", members, idx };
     redisReply *rep = vigil_redis_commandv(s->r, 3, srem, NULL);
@@ -198,10 +198,10 @@ int vigil_shard_view_refresh(vigil_store *s, int index, int count, bool session_
         sessions->n = 0;
     char counts[224], settled[224], members[224], ran[224], now[24], ttl[24], cnt[16], idx[16],
         px[24];
-    snprintf(counts, sizeof counts, "%scounts", s->base);
-    snprintf(settled, sizeof settled, "%ssettled", s->base);
-    snprintf(members, sizeof members, "%ssessions", s->base);
-    snprintf(ran, sizeof ran, "%sran:%d", s->base, index);
+    snprintf(counts, sizeof counts, "%sshard:counts", s->base);
+    snprintf(settled, sizeof settled, "%sshard:settled", s->base);
+    snprintf(members, sizeof members, "%sshard:sessions", s->base);
+    snprintf(ran, sizeof ran, "%sshard:ran:%d", s->base, index);
     snprintf(now, sizeof now, "%" PRId64, now_ms);
     snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
     snprintf(cnt, sizeof cnt, "%d", count);

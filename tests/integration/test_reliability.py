@@ -413,7 +413,7 @@ def index_1_away_with_backlog(stack, c, base, tag, n, rooms):
     b = stack.service(instance=f"{tag}-1", env=dict(ENV, VIGIL_SHARD="1/2"))
     col = stack.collector()
     pub = stack.publisher()
-    harness.wait_until(lambda: c.get(base + "settled") == b"2", 20, "N = 2 settled")
+    harness.wait_until(lambda: c.get(base + "shard:settled") == b"2", 20, "N = 2 settled")
     assert b.terminate() == 0
     items, owner = sleep_inputs(n, rooms)
     seen0 = a.metric("vigil_inputs_total")
@@ -447,15 +447,15 @@ def test_a_backlog_queued_before_a_grow_of_n_is_taken_under_its_old_count(stack)
         stack.service(instance="grow-2", env=dict(ENV, VIGIL_SHARD="2/3"))
 
         def only_three():
-            live = c.zrangebyscore(base + "counts", harness.now_ms(), "+inf")
-            return live == [b"3"] and c.get(base + "settled") == b"3"
+            live = c.zrangebyscore(base + "shard:counts", harness.now_ms(), "+inf")
+            return live == [b"3"] and c.get(base + "shard:settled") == b"3"
 
         harness.wait_until(only_three, 40, "count 2 no longer advertised and 3 settled")
-        assert c.smembers(base + "ran:1") == {b"2"}, "index 1's session ran under 2"
+        assert c.smembers(base + "shard:ran:1") == {b"2"}, "index 1's session ran under 2"
         # index 0 had no backlog: its fence came back and released 2
         harness.wait_until(lambda: a.metric("vigil_shard_counts_held") == 0, 30,
                            "index 0 released count 2")
-        assert c.smembers(base + "ran:0") == {b"3"}
+        assert c.smembers(base + "shard:ran:0") == {b"3"}
 
         # 3. index 1 comes back under N = 3 and works off its backlog
         b.env["VIGIL_SHARD"] = "1/3"
@@ -466,7 +466,7 @@ def test_a_backlog_queued_before_a_grow_of_n_is_taken_under_its_old_count(stack)
         harness.wait_until(lambda: b.metric("vigil_shard_counts_held") == 0, 40,
                            "index 1's fence came back")
         assert b.metric("vigil_shard_fences_total", outcome="returned") >= 1
-        assert c.smembers(base + "ran:1") == {b"3"}
+        assert c.smembers(base + "shard:ran:1") == {b"3"}
         assert "no longer held" in b.stderr_text()
         fences = col.events("sys/dormancy-monitor/fence/1")
         assert fences and all(f["shard"] == "1/3" and f["held"] == [2] for f in fences), fences
@@ -514,8 +514,8 @@ def test_a_removed_index_backlog_is_adopted_under_steady_load_and_its_session_en
                            "index 1's session ended")
         assert t.is_alive(), "the adoption should end while input still flows"
         assert_exactly_once(col, owner)
-        assert not c.sismember(base + "sessions", "1")
-        assert not c.exists(base + "ran:1")
+        assert not c.sismember(base + "shard:sessions", "1")
+        assert not c.exists(base + "shard:ran:1")
         assert "adopted the MQTT session of a removed shard index and ended it" in a.stderr_text()
         stop.set()
         t.join(timeout=60)

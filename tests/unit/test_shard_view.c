@@ -198,7 +198,7 @@ static void test_restart_after_the_old_count_expired_keeps_it_held(void **state)
     expect_counts(&held, "2");
     /* forgetting an adopted index's session forgets what it ran under */
     assert_int_equal(vigil_shard_view_forget_session(f->s[0], 1), 0);
-    const char *argv[] = { "EXISTS", "vigil:svc:ran:1" };
+    const char *argv[] = { "EXISTS", "vigil:svc:shard:ran:1" };
     redisReply *rep = vigil_redis_commandv(vt_conn, 2, argv, NULL);
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
@@ -212,9 +212,9 @@ static void test_session_marked_only_when_connected(void **state)
     fixture *f = *state;
     vigil_shard_view v;
     assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, false, NOW, TTL, SESSION, &v, NULL, NULL), 0);
-    assert_null(get(f, "vigil:svc:settled"));
+    assert_null(get(f, "vigil:svc:shard:settled"));
     assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, true, NOW, TTL, SESSION, &v, NULL, NULL), 0);
-    char *settled = get(f, "vigil:svc:settled");
+    char *settled = get(f, "vigil:svc:shard:settled");
     assert_non_null(settled);
     assert_string_equal(settled, "1");
     free(settled);
@@ -239,7 +239,7 @@ static void test_sessions_listed_alive_and_forgotten(void **state)
     assert_true(vt_redis_exec(vt_srv, "SET vigil:svc:alive:2 x"));
     assert_int_equal(vigil_shard_view_alive(f->s[0], 2), 1);
     assert_int_equal(vigil_shard_view_forget_session(f->s[0], 2), 0);
-    assert_null(get(f, "vigil:svc:session:2"));
+    assert_null(get(f, "vigil:svc:shard:session:2"));
     assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, true, NOW + 2, TTL, SESSION, &v, NULL, &ss), 0);
     assert_int_equal(ss.n, 2);
 }
@@ -248,12 +248,12 @@ static void test_sessions_listed_alive_and_forgotten(void **state)
 static void test_bad_data_writes_nothing(void **state)
 {
     fixture *f = *state;
-    assert_true(vt_redis_exec(vt_srv, "SET vigil:svc:counts x"));
+    assert_true(vt_redis_exec(vt_srv, "SET vigil:svc:shard:counts x"));
     vigil_shard_view v;
     assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 2, true, NOW, TTL, SESSION, &v, NULL, NULL), -1);
     expect_counts(&v, "2");
-    assert_null(get(f, "vigil:svc:session:0"));
-    assert_null(get(f, "vigil:svc:settled"));
+    assert_null(get(f, "vigil:svc:shard:session:0"));
+    assert_null(get(f, "vigil:svc:shard:settled"));
 }
 
 int main(void)

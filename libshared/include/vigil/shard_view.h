@@ -10,10 +10,10 @@
  *
  * The view closes that gap: a replica takes a key when it owns it under
  * ANY shard count still in use, not only its own:
- *   - every replica advertises its N in P S ":counts" (a sorted set scored
+ *   - every replica advertises its N in P S ":shard:counts" (a sorted set scored
  *     by expiry, refreshed every 2 s, gone 10 s after the replica);
- *   - P S ":settled" holds the last N for which every index 0..N-1 has a
- *     persistent session (P S ":session:" i, set once the replica is
+ *   - P S ":shard:settled" holds the last N for which every index 0..N-1 has a
+ *     persistent session (P S ":shard:session:" i, set once the replica is
  *     connected): a new index's session does not exist before its first
  *     connect, so input published before then is queued only for the old
  *     indexes, and the old N must stay in the view until it exists.
@@ -28,7 +28,7 @@
  * a long pause) keeps a backlog published under the count it ran under;
  * restarted under a new N, it would skip the backlog's keys the new N
  * gives to an index whose session did not exist when they were published.
- * So every refresh records the replica's count in P S ":ran:" i, the
+ * So every refresh records the replica's count in P S ":shard:ran:" i, the
  * counts index i's session was consumed under, and the view keeps every
  * one of them (the "held" counts) until the replica knows its session
  * has delivered everything queued before: it publishes a fence to itself
@@ -74,7 +74,7 @@ bool vigil_shard_view_equal(const vigil_shard_view *a, const vigil_shard_view *b
 /* Writes "2,3" into out. */
 void vigil_shard_view_format(const vigil_shard_view *v, char *out, size_t outlen);
 
-/* The indexes that have had a persistent session (P S ":sessions"). */
+/* The indexes that have had a persistent session (P S ":shard:sessions"). */
 #define VIGIL_SHARD_SESSIONS_MAX 1024
 typedef struct vigil_shard_sessions {
     int index[VIGIL_SHARD_SESSIONS_MAX];
