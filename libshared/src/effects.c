@@ -3,6 +3,7 @@
  * in stack buffers. */
 #include "vigil/effects.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,7 @@ void vigil_effects_free(vigil_effects *fx)
     for (size_t i = 0; i < fx->n_aux; i++) {
         free(fx->aux[i].name);
         free(fx->aux[i].value);
+        free(fx->aux[i].label);
     }
     free(fx->aux);
     vigil_effects_init(fx);
@@ -285,8 +287,23 @@ static int aux_add(vigil_effects *fx, vigil_aux_kind kind, const char *name, cha
         free(value_owned);
         return -1;
     }
-    fx->aux[fx->n_aux++] = (vigil_aux_op){ kind, n, value_owned, n1, n2 };
+    fx->aux[fx->n_aux++] = (vigil_aux_op){ kind, n, value_owned, n1, n2, NULL };
     return 0;
+}
+
+/* A metric label value: short, and nothing the exposition format must
+ * escape. */
+static bool label_ok(const char *label)
+{
+    size_t n = label ? strlen(label) : 0;
+    if (n == 0 || n > 64)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)label[i];
+        if (!isalnum(c) && !strchr("_.:-", c))
+            return false;
+    }
+    return true;
 }
 
 int vigil_fx_stream_add(vigil_effects *fx, const char *name, const char *value, int64_t maxlen,
@@ -295,6 +312,20 @@ int vigil_fx_stream_add(vigil_effects *fx, const char *name, const char *value, 
     if (!value || maxlen < 0 || max_age_ms < 0)
         return -1;
     return aux_add(fx, VIGIL_AUX_STREAM_ADD, name, strdup(value), true, maxlen, max_age_ms);
+}
+
+int vigil_fx_job_add(vigil_effects *fx, const char *name, const char *label, const char *value,
+                     int64_t maxlen)
+{
+    if (!value || maxlen < 0 || !label_ok(label))
+        return -1;
+    char *l = strdup(label);
+    if (!l || aux_add(fx, VIGIL_AUX_JOB_ADD, name, strdup(value), true, maxlen, 0) != 0) {
+        free(l);
+        return -1;
+    }
+    fx->aux[fx->n_aux - 1].label = l;
+    return 0;
 }
 
 int vigil_fx_queue_push(vigil_effects *fx, const char *name, const char *topic,

@@ -28,6 +28,7 @@
 #include "vigil/oom.h"
 #include "vigil/outbox.h"
 #include "vigil/redact.h"
+#include "vigil/shard_fence.h"
 #include "vigil/shard_view.h"
 #include "vigil/state_cache.h"
 #include "vigil/store.h"
@@ -44,12 +45,14 @@
  * view from before it). */
 #define VIEW_STALE_MS (2 * HANDOVER_EVERY_MS)
 /* Adopting a removed index's session: how long to wait for the connection,
- * how long without input counts as drained, and the most one adoption may
- * take before the timer thread goes back to its ticks (the rest is taken
- * on the next round). */
+ * and the most one adoption may take before the timer thread goes back to
+ * its ticks (the rest is taken on the next round). */
 #define ADOPT_CONNECT_MS 10000
-#define ADOPT_QUIET_MS 2000
 #define ADOPT_MAX_MS 30000
+/* A fence (shard_fence.h) not back after this long is sent again: the
+ * broker may have lost it in a crash. A backlog still draining only gets
+ * another fence behind it, which costs nothing. */
+#define FENCE_RETRY_MS 15000
 /* How long a message in hand may keep retrying Redis after shutdown was
  * asked for, before the process exits without acknowledging it. */
 #define SHUTDOWN_GRACE_MS 5000
@@ -93,6 +96,11 @@ struct vigil_runtime {
     pthread_mutex_t view_mu;
     vigil_shard_view view;
     int64_t view_at;
+    /* The fence that releases the counts this index's session held from
+     * earlier runs (shard_fence.h), and the subscriptions: the service's
+     * and the fence's topic. */
+    vigil_shard_fence fence;
+    const char **subs;
 
     /* Liveness (/healthz), monotonic ms: when the message in hand arrived
      * (0 = none), the timer loop's last turn, the last time the outbox was
@@ -108,7 +116,8 @@ struct vigil_runtime {
 
 typedef enum { STEP_DONE, STEP_DUPLICATE, STEP_REJECT, STEP_GAVE_UP } step_result;
 
-static void intake_view(vigil_runtime *rt, vigil_shard_view *out);
+static void intake_view(vigil_runtime *rt, const char *topic, vigil_shard_view *out);
+static void fence_arrived(vigil_runtime *rt, const void *payload, size_t len);
 
 /* Wakes the publisher, if it still runs (NULL once shutdown took it). */
 static void kick_outbox(vigil_runtime *rt)
@@ -541,7 +550,7 @@ static void intake(vigil_runtime *rt, const char *topic, const void *payload, si
     /* Only this replica's keys (under any shard count still in use:
      * shard_view.h); the others are its peers' business. */
     vigil_shard_view view;
-    intake_view(rt, &view);
+    intake_view(rt, topic, &view);
     int mine = 0;
     for (int i = 0; i < n; i++) {
         if (!take_all && !vigil_shard_view_owns(&view, rt->cfg.shard_index, keys[i])) {
@@ -584,7 +593,12 @@ done:
 
 static void on_message(void *ctx, const char *topic, const void *payload, size_t len, bool retained)
 {
-    intake(ctx, topic, payload, len, retained, false);
+    vigil_runtime *rt = ctx;
+    if (strcmp(topic, rt->fence.topic) == 0) {
+        fence_arrived(rt, payload, len);
+        return;
+    }
+    intake(rt, topic, payload, len, retained, false);
 }
 
 static void on_mqtt_state(void *ctx, bool connected)
@@ -659,14 +673,21 @@ static int64_t handover_ttl(const vigil_runtime *rt)
  * owns it) and says so when the counts in use change: a change of N has
  * begun or ended. On a Redis error the previous view stays, unrefreshed,
  * so the intake tries again before its next decision. */
-static int view_refresh(vigil_runtime *rt, vigil_store *store, vigil_shard_sessions *sessions)
+static int view_refresh(vigil_runtime *rt, vigil_store *store, vigil_shard_view *held,
+                        vigil_shard_sessions *sessions)
 {
-    vigil_shard_view v;
+    vigil_shard_view v, h;
     int64_t session_ms = rt->cfg.mqtt_session_expiry_s * 1000;
     if (vigil_shard_view_refresh(store, rt->cfg.shard_index, rt->cfg.shard_count,
                                  atomic_load(&rt->mqtt_up), vigil_now_ms(), handover_ttl(rt),
-                                 session_ms, &v, sessions) != 0)
+                                 session_ms, &v, &h, sessions) != 0)
         return -1;
+    if (held)
+        *held = h;
+    vigil_gauge_set("vigil_shard_counts_held",
+                    "Shard counts this replica's session ran under before and may still hold "
+                    "input of; 0 once its fence came back",
+                    NULL, h.n);
     pthread_mutex_lock(&rt->view_mu);
     bool changed = !vigil_shard_view_equal(&v, &rt->view);
     rt->view = v;
@@ -688,24 +709,80 @@ static int view_refresh(vigil_runtime *rt, vigil_store *store, vigil_shard_sessi
 }
 
 /* The view the intake decides with: the timer thread's, or a fresh one
- * when that is stale (the timer thread stalled, or the process was
- * paused). */
-static void intake_view(vigil_runtime *rt, vigil_shard_view *out)
+ * when that is stale (the timer thread stalled, the process was paused,
+ * or it has just started). A stale view is never decided with: it may
+ * lack a count the session still holds input of, and a key skipped is
+ * acknowledged and gone. So a refresh that fails (Redis down or still
+ * loading) is retried like a failed commit. */
+static void intake_view(vigil_runtime *rt, const char *topic, vigil_shard_view *out)
 {
-    pthread_mutex_lock(&rt->view_mu);
-    bool stale = vigil_mono_ms() - rt->view_at > VIEW_STALE_MS;
-    pthread_mutex_unlock(&rt->view_mu);
-    if (stale)
-        view_refresh(rt, rt->intake_store, NULL);
+    for (int attempt = 0;; attempt++) {
+        pthread_mutex_lock(&rt->view_mu);
+        bool stale = vigil_mono_ms() - rt->view_at > VIEW_STALE_MS;
+        pthread_mutex_unlock(&rt->view_mu);
+        if (!stale || view_refresh(rt, rt->intake_store, NULL, NULL) == 0)
+            break;
+        if (!retry_wait(rt, attempt, &rt->intake_redis_ok))
+            die_unacknowledged(topic);
+    }
     pthread_mutex_lock(&rt->view_mu);
     *out = rt->view;
     pthread_mutex_unlock(&rt->view_mu);
 }
 
-/* An adopted session (adopt_session): when its last input arrived. */
+/* This replica's fence came back through its session (shard_fence.h):
+ * everything queued before it was taken, so the counts it held are
+ * released. A failed release is only logged: the counts stay held and
+ * the next refresh sends a new fence. Intake thread. */
+static void fence_arrived(vigil_runtime *rt, const void *payload, size_t len)
+{
+    vigil_shard_view release;
+    if (!vigil_shard_fence_arrived(&rt->fence, payload, len, &release)) {
+        vigil_log(VIGIL_LOG_DEBUG, "a fence of another process of this index: ignored");
+        return;
+    }
+    char counts[64];
+    vigil_shard_view_format(&release, counts, sizeof counts);
+    if (vigil_shard_view_release(rt->intake_store, rt->cfg.shard_index, &release) != 0) {
+        vigil_log_kv(VIGIL_LOG_WARN, "shard fence came back but the release failed; "
+                                     "a new fence follows", "counts", counts, NULL);
+        return;
+    }
+    vigil_counter_add("vigil_shard_fences_total", "Shard fences by outcome (shard_fence.h)",
+                      "outcome=\"returned\"", 1);
+    vigil_log_kv(VIGIL_LOG_INFO,
+                 "this replica's session delivered everything queued before its fence: "
+                 "the shard counts it ran under before are no longer held",
+                 "released", counts, NULL);
+    view_refresh(rt, rt->intake_store, NULL, NULL);
+}
+
+/* Sends this replica's fence when its session holds earlier counts and
+ * none is on its way (or the last went unanswered). Timer thread. */
+static void fence_send(vigil_runtime *rt, const vigil_shard_view *held)
+{
+    char payload[VIGIL_FENCE_PAYLOAD_MAX];
+    if (!atomic_load(&rt->mqtt_up) ||
+        !vigil_shard_fence_due(&rt->fence, held, vigil_mono_ms(), FENCE_RETRY_MS, payload,
+                               sizeof payload))
+        return;
+    if (vigil_mqtt_publish_async(rt->mqtt, rt->fence.topic, payload, strlen(payload), false) != 0)
+        return; /* the retry sends another */
+    char counts[64];
+    vigil_shard_view_format(held, counts, sizeof counts);
+    vigil_counter_add("vigil_shard_fences_total", "Shard fences by outcome (shard_fence.h)",
+                      "outcome=\"sent\"", 1);
+    vigil_log_kv(VIGIL_LOG_INFO,
+                 "this replica's session ran under other shard counts before: they stay held "
+                 "until its fence comes back behind what the session queued",
+                 "held", counts, "topic", rt->fence.topic, NULL);
+}
+
+/* An adopted session (adopt_session): its fence, and what it delivered. */
 typedef struct adoption {
     vigil_runtime *rt;
-    atomic_llong last;
+    vigil_shard_fence fence;
+    atomic_bool fenced; /* our fence came back: the session's queue is drained */
     atomic_llong inputs;
 } adoption;
 
@@ -716,17 +793,42 @@ static void on_adopted_message(void *ctx, const char *topic, const void *payload
                                bool retained)
 {
     adoption *a = ctx;
+    if (!a)
+        return; /* the clean start that ends the session subscribes to nothing */
+    if (vigil_shard_fence_is_fence_topic(a->rt->def->name, topic)) {
+        vigil_shard_view released;
+        if (strcmp(topic, a->fence.topic) == 0 &&
+            vigil_shard_fence_arrived(&a->fence, payload, len, &released))
+            atomic_store(&a->fenced, true);
+        return; /* a fence is never an input */
+    }
     intake(a->rt, topic, payload, len, retained, true);
     atomic_fetch_add(&a->inputs, 1);
-    atomic_store(&a->last, vigil_mono_ms());
 }
 
+/* While an adoption runs on the timer thread, this replica's heartbeat
+ * and advertised count must not lapse: others would take its outbox and
+ * timers for a dead replica's, and drop its count from their views. */
+static void adopt_keep_alive(vigil_runtime *rt, int64_t *next)
+{
+    int64_t now = vigil_mono_ms();
+    if (now < *next)
+        return;
+    *next = now + HANDOVER_EVERY_MS;
+    if (vigil_handover_beat(rt->timer_store, rt->cfg.instance, handover_ttl(rt)) == 0)
+        view_refresh(rt, rt->timer_store, NULL, NULL);
+}
+
+typedef enum { ADOPT_NOT_CONNECTED, ADOPT_DRAINED, ADOPT_UNFINISHED } adopt_result;
+
 /* Connects as client_id with the runtime's broker settings and waits (at
- * most connect_ms) until connected; then, when quiet_ms > 0, until no
- * input arrived for quiet_ms (at most ADOPT_MAX_MS), and stops the client.
- * Returns whether it connected. */
-static bool adopt_connect(vigil_runtime *rt, const char *client_id, int session_expiry_s,
-                          const char *const *subs, adoption *a, int64_t quiet_ms)
+ * most ADOPT_CONNECT_MS) until connected. With a = NULL that is all (the
+ * clean start that ends the session). Otherwise it publishes a fence to
+ * the session and waits until it comes back behind everything the
+ * session had queued (ADOPT_DRAINED) or ADOPT_MAX_MS pass
+ * (ADOPT_UNFINISHED: the session stays, the next round goes on). */
+static adopt_result adopt_connect(vigil_runtime *rt, const char *client_id, int session_expiry_s,
+                                  const char *const *subs, adoption *a)
 {
     vigil_mqtt_config mc = {
         .url = rt->cfg.mqtt_url,
@@ -747,28 +849,40 @@ static bool adopt_connect(vigil_runtime *rt, const char *client_id, int session_
     if (!m) {
         vigil_log_kv(VIGIL_LOG_WARN, "cannot adopt a removed shard's session", "client_id",
                      client_id, "error", err, NULL);
-        return false;
+        return ADOPT_NOT_CONNECTED;
     }
-    bool connected = false;
+    adopt_result res = ADOPT_NOT_CONNECTED;
     if (vigil_mqtt_start(m) == 0) {
-        int64_t start = vigil_mono_ms();
+        int64_t start = vigil_mono_ms(), next_beat = 0;
+        vigil_shard_view own;
+        vigil_shard_view_init(&own, rt->cfg.shard_count);
         while (!atomic_load(&rt->stop)) {
             int64_t now = vigil_mono_ms();
-            if (!connected) {
-                connected = vigil_mqtt_connected(m);
-                if (connected)
-                    atomic_store(&a->last, now);
+            adopt_keep_alive(rt, &next_beat);
+            if (res == ADOPT_NOT_CONNECTED) {
+                if (vigil_mqtt_connected(m))
+                    res = a ? ADOPT_UNFINISHED : ADOPT_DRAINED;
                 else if (now - start > ADOPT_CONNECT_MS)
                     break;
             }
-            if (connected && (quiet_ms <= 0 || now - atomic_load(&a->last) >= quiet_ms ||
-                              now - start > ADOPT_MAX_MS))
+            if (res == ADOPT_DRAINED || (a && atomic_load(&a->fenced))) {
+                res = ADOPT_DRAINED;
                 break;
+            }
+            if (res == ADOPT_UNFINISHED) {
+                if (now - start > ADOPT_MAX_MS)
+                    break;
+                char payload[VIGIL_FENCE_PAYLOAD_MAX];
+                if (vigil_mqtt_connected(m) &&
+                    vigil_shard_fence_due(&a->fence, &own, now, FENCE_RETRY_MS, payload,
+                                          sizeof payload))
+                    vigil_mqtt_publish_async(m, a->fence.topic, payload, strlen(payload), false);
+            }
             vigil_sleep_ms(50, &rt->stop_sleep);
         }
     }
     vigil_mqtt_stop(m, NULL, 3000);
-    return connected;
+    return res;
 }
 
 /* Takes over the persistent session of shard index j, whose replica is
@@ -776,33 +890,55 @@ static bool adopt_connect(vigil_runtime *rt, const char *client_id, int session_
  * it that the others skipped as not theirs, and nobody would ever connect
  * as j again. Connects as j, takes every input the session holds (whoever
  * owns its keys; inputs already applied are recognised by their ids) until
- * it is quiet, then ends the session with a clean start that keeps none.
- * Input published between the two connections also reached every other
- * replica's session, whose owners under the current counts take it. Runs
- * on the timer thread, between ticks. */
+ * a fence it publishes to the session comes back behind them, then ends
+ * the session with a clean start that keeps none. Input published between
+ * the two connections also reached every other replica's session, whose
+ * owners under the current counts take it. A backlog too long for one
+ * round (ADOPT_MAX_MS) keeps the session for the next. Runs on the timer
+ * thread, between ticks, keeping this replica's heartbeat. */
 static void adopt_session(vigil_runtime *rt, int j)
 {
     char client_id[128];
     snprintf(client_id, sizeof client_id, "vigil-%s-%d", rt->def->name, j);
-    adoption a = { .rt = rt };
-    atomic_init(&a.last, vigil_mono_ms());
-    atomic_init(&a.inputs, 0);
-    if (!adopt_connect(rt, client_id, (int)rt->cfg.mqtt_session_expiry_s, rt->def->subscriptions,
-                       &a, ADOPT_QUIET_MS))
-        return;
+    adoption *a = calloc(1, sizeof *a);
+    size_t nsubs = 0;
+    while (rt->def->subscriptions && rt->def->subscriptions[nsubs])
+        nsubs++;
+    const char **subs = calloc(nsubs + 2, sizeof *subs);
+    if (!a || !subs) {
+        free(a);
+        free(subs);
+        return; /* the next round tries again */
+    }
+    a->rt = rt;
+    vigil_shard_fence_init(&a->fence, rt->def->name, j, rt->cfg.shard_count);
+    atomic_init(&a->fenced, false);
+    atomic_init(&a->inputs, 0);
+    for (size_t i = 0; i < nsubs; i++)
+        subs[i] = rt->def->subscriptions[i];
+    subs[nsubs] = a->fence.topic; /* also for a session from before fences */
     static const char *const none[] = { NULL };
-    if (!adopt_connect(rt, client_id, -1, none, &a, 0))
-        return;
-    vigil_shard_view_forget_session(rt->timer_store, j);
+    adopt_result r = adopt_connect(rt, client_id, (int)rt->cfg.mqtt_session_expiry_s, subs, a);
     char js[16], n[24];
     snprintf(js, sizeof js, "%d", j);
-    snprintf(n, sizeof n, "%lld", (long long)atomic_load(&a.inputs));
-    /* warn: rare, and an operator should see it at the default filter of
-     * a busy deployment */
-    vigil_log_kv(VIGIL_LOG_WARN, "adopted the MQTT session of a removed shard index and ended it",
-                 "from_shard", js, "inputs", n, NULL);
-    vigil_counter_add("vigil_handover_sessions_total",
-                      "MQTT sessions of removed shard indexes taken over and ended", NULL, 1);
+    snprintf(n, sizeof n, "%lld", (long long)atomic_load(&a->inputs));
+    if (r == ADOPT_UNFINISHED)
+        vigil_log_kv(VIGIL_LOG_WARN, "adopting the MQTT session of a removed shard index: its "
+                                     "backlog was not drained in one round; the next goes on",
+                     "from_shard", js, "inputs", n, NULL);
+    if (r == ADOPT_DRAINED && adopt_connect(rt, client_id, -1, none, NULL) == ADOPT_DRAINED) {
+        vigil_shard_view_forget_session(rt->timer_store, j);
+        /* warn: rare, and an operator should see it at the default filter
+         * of a busy deployment */
+        vigil_log_kv(VIGIL_LOG_WARN,
+                     "adopted the MQTT session of a removed shard index and ended it",
+                     "from_shard", js, "inputs", n, NULL);
+        vigil_counter_add("vigil_handover_sessions_total",
+                          "MQTT sessions of removed shard indexes taken over and ended", NULL, 1);
+    }
+    vigil_shard_fence_destroy(&a->fence);
+    free(subs);
+    free(a);
 }
 
 /* Adopts the session of every index this replica inherits (j >= N,
@@ -828,8 +964,12 @@ static void handover(vigil_runtime *rt)
     if (vigil_handover_beat(rt->timer_store, rt->cfg.instance, handover_ttl(rt)) != 0)
         return;
     static vigil_shard_sessions sessions; /* timer thread only */
-    if (view_refresh(rt, rt->timer_store, &sessions) == 0 && atomic_load(&rt->mqtt_up))
-        adopt_sessions(rt, &sessions);
+    vigil_shard_view held;
+    if (view_refresh(rt, rt->timer_store, &held, &sessions) == 0) {
+        fence_send(rt, &held);
+        if (atomic_load(&rt->mqtt_up))
+            adopt_sessions(rt, &sessions);
+    }
     if (vigil_handover_adopt(rt->timer_store, rt->cfg.shard_count, rt->def->shard_streams) > 0)
         kick_outbox(rt);
 }
@@ -996,12 +1136,15 @@ static void runtime_free(vigil_runtime *rt)
     vigil_state_cache_free(rt->cache);
     pthread_mutex_destroy(&rt->outbox_mu);
     pthread_mutex_destroy(&rt->view_mu);
+    vigil_shard_fence_destroy(&rt->fence);
+    free(rt->subs);
     free(rt);
 }
 
 static int setup(vigil_runtime *rt, char *err, size_t errlen)
 {
     const vigil_service_def *d = rt->def;
+    vigil_shard_fence_init(&rt->fence, d->name, rt->cfg.shard_index, rt->cfg.shard_count);
     if (vigil_redis_url_parse(rt->cfg.redis_url, &rt->raddr, err, errlen) != 0)
         return -1;
     /* Credentials never reach a log line, whoever writes it (redact.h). */
@@ -1035,6 +1178,17 @@ static int setup(vigil_runtime *rt, char *err, size_t errlen)
              rt->cfg.instance);
     snprintf(rt->error_topic, sizeof rt->error_topic, "sys/%s/error", d->name);
     snprintf(rt->client_id, sizeof rt->client_id, "vigil-%s-%d", d->name, rt->cfg.shard_index);
+    size_t nsubs = 0;
+    while (d->subscriptions && d->subscriptions[nsubs])
+        nsubs++;
+    rt->subs = calloc(nsubs + 2, sizeof *rt->subs);
+    if (!rt->subs) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < nsubs; i++)
+        rt->subs[i] = d->subscriptions[i];
+    rt->subs[nsubs] = rt->fence.topic;
     rt->http = vigil_http_start_api(rt->cfg.http_addr, ready, rt, d->http_api, err, errlen);
     if (!rt->http)
         return -1;
@@ -1057,7 +1211,7 @@ static int start_io(vigil_runtime *rt, char *err, size_t errlen)
         .user = rt->cfg.mqtt_user,
         .password = rt->cfg.mqtt_password,
         .client_id = rt->client_id,
-        .subscriptions = rt->def->subscriptions,
+        .subscriptions = rt->subs,
         .session_expiry_s = (int)rt->cfg.mqtt_session_expiry_s,
         .status_topic = rt->status_topic,
         .ready_payload = ready_payload,

@@ -73,14 +73,15 @@ void vigil_shard_view_format(const vigil_shard_view *v, char *out, size_t outlen
 }
 
 /* KEYS: counts (zset: member N, score = expiry ms), settled (string),
- * sessions (set of the indexes that ever had a session).
+ * sessions (set of the indexes that ever had a session), ran (set of the
+ * counts this index's session was consumed under, shard_view.h).
  * ARGV: now, ttl, count, index, session_ready (0/1), session_px, base.
  * Checks every key's type before the first write (a failing script keeps
  * its writes). The session markers' names are built from base: they are
  * the service's own keys, like every other key the script touches. */
 static const char VIEW_LUA[] =
-    "local want = {'zset', 'string', 'set'}\n"
-    "for k = 1, 3 do\n"
+    "local want = {'zset', 'string', 'set', 'set'}\n"
+    "for k = 1, 4 do\n"
     "  local t = redis.call('TYPE', KEYS[k])['ok']\n"
     "  if t ~= 'none' and t ~= want[k] then\n"
     "    return redis.error_reply('VIGIL_BAD_DATA ' .. KEYS[k] .. ' holds a ' .. t)\n"
@@ -89,18 +90,19 @@ static const char VIEW_LUA[] =
     "local now = tonumber(ARGV[1])\n"
     "redis.call('ZADD', KEYS[1], 'GT', now + tonumber(ARGV[2]), ARGV[3])\n"
     "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. now)\n"
+    "redis.call('SADD', KEYS[4], ARGV[3])\n"
     "if ARGV[5] == '1' then\n"
-    "  redis.call('SET', ARGV[7] .. 'session:' .. ARGV[4], '1', 'PX', ARGV[6])\n"
+    "  redis.call('SET', ARGV[7] .. 'shard:session:' .. ARGV[4], '1', 'PX', ARGV[6])\n"
     "  redis.call('SADD', KEYS[3], ARGV[4])\n"
     "end\n"
     "local n = tonumber(ARGV[3])\n"
     "local all = true\n"
     "for j = 0, n - 1 do\n"
-    "  if redis.call('EXISTS', ARGV[7] .. 'session:' .. j) == 0 then all = false; break end\n"
+    "  if redis.call('EXISTS', ARGV[7] .. 'shard:session:' .. j) == 0 then all = false; break end\n"
     "end\n"
     "if all then redis.call('SET', KEYS[2], ARGV[3]) end\n"
     "return {redis.call('ZRANGE', KEYS[1], 0, -1), redis.call('GET', KEYS[2]) or '',\n"
-    "        redis.call('SMEMBERS', KEYS[3])}\n";
+    "        redis.call('SMEMBERS', KEYS[3]), redis.call('SMEMBERS', KEYS[4])}\n";
 
 /* Parses a count from a reply string; 0 when it is not one. */
 static int count_of(const redisReply *r)
@@ -129,11 +131,31 @@ static int index_of_member(const redisReply *r)
     return j < MAX_COUNT ? j : -1;
 }
 
+int vigil_shard_view_release(vigil_store *s, int index, const vigil_shard_view *counts)
+{
+    if (counts->n == 0)
+        return 0;
+    char ran[224], c[VIGIL_SHARD_VIEW_MAX][16];
+    const char *argv[2 + VIGIL_SHARD_VIEW_MAX] = { "SREM", ran };
+    snprintf(ran, sizeof ran, "%sshard:ran:%d", s->base, index);
+    for (int i = 0; i < counts->n; i++) {
+        snprintf(c[i], sizeof c[i], "%d", counts->counts[i]);
+        argv[2 + i] = c[i];
+    }
+    redisReply *rep = vigil_redis_commandv(s->r, 2 + counts->n, argv, NULL);
+    if (!rep)
+        return -1;
+    int rc = rep->type == REDIS_REPLY_ERROR ? -1 : 0;
+    freeReplyObject(rep);
+    return rc;
+}
+
 int vigil_shard_view_forget_session(vigil_store *s, int index)
 {
-    char members[224], marker[224], idx[16];
-    snprintf(members, sizeof members, "%ssessions", s->base);
-    snprintf(marker, sizeof marker, "%ssession:%d", s->base, index);
+    char members[224], marker[224], ran[224], idx[16];
+    snprintf(members, sizeof members, "%sshard:sessions", s->base);
+    snprintf(marker, sizeof marker, "%sshard:session:%d", s->base, index);
+    snprintf(ran, sizeof ran, "%sshard:ran:%d", s->base, index);
     snprintf(idx, sizeof idx, "%d", index);
     const char *srem[] = { "SREM", members, idx };
     redisReply *rep = vigil_redis_commandv(s->r, 3, srem, NULL);
@@ -141,8 +163,8 @@ int vigil_shard_view_forget_session(vigil_store *s, int index)
         return -1;
     int rc = rep->type == REDIS_REPLY_ERROR ? -1 : 0;
     freeReplyObject(rep);
-    const char *del[] = { "DEL", marker };
-    rep = vigil_redis_commandv(s->r, 2, del, NULL);
+    const char *del[] = { "DEL", marker, ran };
+    rep = vigil_redis_commandv(s->r, 3, del, NULL);
     if (!rep)
         return -1;
     rc |= rep->type == REDIS_REPLY_ERROR ? -1 : 0;
@@ -165,28 +187,34 @@ int vigil_shard_view_alive(vigil_store *s, int index)
 
 int vigil_shard_view_refresh(vigil_store *s, int index, int count, bool session_ready,
                              int64_t now_ms, int64_t ttl_ms, int64_t session_ms,
-                             vigil_shard_view *v, vigil_shard_sessions *sessions)
+                             vigil_shard_view *v, vigil_shard_view *held,
+                             vigil_shard_sessions *sessions)
 {
     static _Thread_local vigil_script script = VIGIL_SCRIPT(VIEW_LUA);
     vigil_shard_view_init(v, count);
+    if (held)
+        memset(held, 0, sizeof *held);
     if (sessions)
         sessions->n = 0;
-    char counts[224], settled[224], members[224], now[24], ttl[24], cnt[16], idx[16], px[24];
-    snprintf(counts, sizeof counts, "%scounts", s->base);
-    snprintf(settled, sizeof settled, "%ssettled", s->base);
-    snprintf(members, sizeof members, "%ssessions", s->base);
+    char counts[224], settled[224], members[224], ran[224], now[24], ttl[24], cnt[16], idx[16],
+        px[24];
+    snprintf(counts, sizeof counts, "%sshard:counts", s->base);
+    snprintf(settled, sizeof settled, "%sshard:settled", s->base);
+    snprintf(members, sizeof members, "%sshard:sessions", s->base);
+    snprintf(ran, sizeof ran, "%sshard:ran:%d", s->base, index);
     snprintf(now, sizeof now, "%" PRId64, now_ms);
     snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
     snprintf(cnt, sizeof cnt, "%d", count);
     snprintf(idx, sizeof idx, "%d", index);
     snprintf(px, sizeof px, "%" PRId64, session_ms > 0 ? session_ms : 1);
-    const char *argv[] = { counts, settled, members, now, ttl, cnt, idx,
+    const char *argv[] = { counts, settled, members, ran, now, ttl, cnt, idx,
                            session_ready ? "1" : "0", px, s->base };
-    redisReply *rep = vigil_redis_eval(s->r, &script, 3, 10, argv, NULL);
+    redisReply *rep = vigil_redis_eval(s->r, &script, 4, 11, argv, NULL);
     if (!rep)
         return -1;
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3 ||
-        rep->element[0]->type != REDIS_REPLY_ARRAY || rep->element[2]->type != REDIS_REPLY_ARRAY) {
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4 ||
+        rep->element[0]->type != REDIS_REPLY_ARRAY || rep->element[2]->type != REDIS_REPLY_ARRAY ||
+        rep->element[3]->type != REDIS_REPLY_ARRAY) {
         vigil_log(VIGIL_LOG_ERROR, "shard view: %s",
                   rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
         freeReplyObject(rep);
@@ -197,6 +225,17 @@ int vigil_shard_view_refresh(vigil_store *s, int index, int count, bool session_
     for (size_t i = 0; i < live->elements; i++)
         full |= !vigil_shard_view_add(v, count_of(live->element[i]));
     full |= !vigil_shard_view_add(v, count_of(rep->element[1]));
+    /* Counts this index's session was consumed under before: its queue may
+     * still hold input published under them (shard_view.h, "Held"). */
+    const redisReply *before = rep->element[3];
+    for (size_t i = 0; i < before->elements; i++) {
+        int c = count_of(before->element[i]);
+        if (c == 0 || c == count)
+            continue;
+        full |= !vigil_shard_view_add(v, c);
+        if (held)
+            vigil_shard_view_add(held, c);
+    }
     const redisReply *had = rep->element[2];
     for (size_t i = 0; sessions && i < had->elements; i++) {
         int j = index_of_member(had->element[i]);

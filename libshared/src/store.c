@@ -14,6 +14,7 @@
 
 #include "store_lua.h"
 #include "vigil/jtext.h"
+#include "vigil/limits.h"
 #include "vigil/log.h"
 #include "vigil/str.h"
 
@@ -319,7 +320,10 @@ static int build_commit_args(vigil_store *s, const vigil_commit *c, commit_args 
         else
             rc |= push_i64(a, t->due_ms);
     }
-    static const char *const aux_names[] = { "xadd", "qpush", "qflush", "set", "del", "sadd", "srem" };
+    static const char *const aux_names[] = { "xadd", "qpush", "qflush", "set", "del", "sadd", "srem",
+                                             "xjob" };
+    _Static_assert(sizeof aux_names / sizeof *aux_names == VIGIL_AUX_JOB_ADD + 1,
+                   "a script name per auxiliary kind");
     for (size_t j = 0; j < na && rc == 0; j++) {
         const vigil_aux_op *op = &fx->aux[j];
         rc |= push_str(a, aux_names[op->kind]);
@@ -349,6 +353,28 @@ static int build_commit_args(vigil_store *s, const vigil_commit *c, commit_args 
         rc |= push_owned(a, json_quote(op->map_name));
     }
     return rc == 0 ? 0 : -1;
+}
+
+/* The pairs after {"OK", v} in a commit's reply: job stream adds whose cap
+ * trimmed entries (auxiliary op k from 1, how many). Each is counted and
+ * said under the op's label; a pair that names no job add (a script and a
+ * library of different versions?) is logged and skipped. */
+static void note_trims(const vigil_store *s, const vigil_commit *c, const redisReply *rep)
+{
+    const vigil_effects *fx = c->fx;
+    for (size_t e = 2; e + 1 < rep->elements; e += 2) {
+        int64_t k = reply_int64(rep->element[e]), n = reply_int64(rep->element[e + 1]);
+        if (!fx || k < 1 || (size_t)k > fx->n_aux || fx->aux[k - 1].kind != VIGIL_AUX_JOB_ADD ||
+            n <= 0) {
+            vigil_log(VIGIL_LOG_ERROR, "store commit %s: unexpected trim report %" PRId64 " %" PRId64,
+                      c->key, k, n);
+            continue;
+        }
+        const vigil_aux_op *op = &fx->aux[k - 1];
+        char key[512];
+        snprintf(key, sizeof key, "%s%s", s->base, op->name);
+        vigil_stream_trim_note(op->label, key, op->n1, n);
+    }
 }
 
 /* Runs the commit script, or its check-only twin, and reads the reply. */
@@ -390,6 +416,7 @@ static vigil_commit_result run_commit(vigil_store *s, vigil_script *script, cons
     } else if (strcmp(status, "OK") == 0 && rep->elements >= 2) {
         if (new_version)
             *new_version = reply_int64(rep->element[1]);
+        note_trims(s, c, rep);
         res = VIGIL_COMMIT_OK;
     } else if (strcmp(status, "CONFLICT") == 0 && rep->elements >= 2) {
         if (new_version)

@@ -61,8 +61,8 @@ struct vigil_store {
     "  if ARGV[c + 1] ~= '' and not int(ARGV[c + 1]) then return bad('timer due') end\n" \
     "  c = c + 2\n"                                                                  \
     "end\n"                                                                          \
-    "local AUX = {xadd = 'stream', qpush = 'list', qflush = 'list', sadd = 'set', srem = 'set',\n" \
-    "             set = true, del = true}\n"                                         \
+    "local AUX = {xadd = 'stream', xjob = 'stream', qpush = 'list', qflush = 'list', sadd = 'set',\n" \
+    "             srem = 'set', set = true, del = true}\n"                           \
     "for k = 1, na do\n"                                                             \
     "  local kd = ARGV[c]\n"                                                         \
     "  if not AUX[kd] then return bad('unknown operation ' .. tostring(kd)) end\n"   \
@@ -96,7 +96,11 @@ struct vigil_store {
 /* The commit (see store.h and vigil_store_commit for the argument layout).
  * Lua numbers are doubles: versions and ms timestamps travel as decimal
  * strings and are compared with tonumber (13-digit ms values are exact).
- * Returns {"DUPLICATE"} | {"CONFLICT", v, s-or-nil} | {"OK", v}.
+ * Returns {"DUPLICATE"} | {"CONFLICT", v, s-or-nil} | {"OK", v, k, n, ...}:
+ * after v, a pair for each job stream add ('xjob', auxiliary op k, from 1)
+ * whose cap trimmed entries, n of them (XLEN before and after the XADD,
+ * O(1) each). A job stream holds only unfinished jobs (workers XDEL what
+ * they finished), so those are jobs that will never run.
  *
  * Snapshot payloads are assembled as text rather than through
  * cjson.encode: the hash values are JSON already (checked by
@@ -155,15 +159,21 @@ struct vigil_store {
     "  i = i + 2\n"                                                                   \
     "end\n"                                                                           \
     "local nsnap = tonumber(ARGV[11])\n"                                              \
+    "local trimmed = {}\n"                                                            \
     "for k = 1, tonumber(ARGV[12]) do\n"                                              \
     "  local key = KEYS[5 + nsnap + k]\n"                                             \
     "  local kind, val, n1, n2 = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])\n" \
     "  i = i + 4\n"                                                                   \
-    "  if kind == 'xadd' then\n"                                                      \
+    "  if kind == 'xadd' or kind == 'xjob' then\n"                                    \
+    "    local before = kind == 'xjob' and redis.call('XLEN', key) or 0\n"             \
     "    if n1 > 0 then redis.call('XADD', key, 'MAXLEN', '~', n1, '*', 'm', val)\n"  \
     "    else redis.call('XADD', key, '*', 'm', val) end\n"                           \
     "    if n2 > 0 and tonumber(now) - n2 > 0 then\n"                                 \
     "      redis.call('XTRIM', key, 'MINID', string.format('%d', tonumber(now) - n2))\n" \
+    "    end\n"                                                                       \
+    "    if kind == 'xjob' then\n"                                                    \
+    "      local gone = before + 1 - redis.call('XLEN', key)\n"                       \
+    "      if gone > 0 then trimmed[#trimmed + 1] = k; trimmed[#trimmed + 1] = gone end\n" \
     "    end\n"                                                                       \
     "  elseif kind == 'qpush' then redis.call('RPUSH', key, val)\n"                   \
     "  elseif kind == 'qflush' then\n"                                                \
@@ -200,7 +210,7 @@ struct vigil_store {
     "  out[#out + 1] = '1' .. topic .. '\\n' .. payload\n"                           \
     "end\n"                                                                           \
     "flush()\n"                                                                      \
-    "return {'OK', string.format('%d', v)}\n"
+    "return {'OK', string.format('%d', v), unpack(trimmed)}\n"
 
 /* Deletes a record: KEYS state, ids, timers, timer dues; ARGV[1] the member prefix
  * "<key>|". Members of a key cannot be found by score or by lex range

@@ -75,6 +75,8 @@ def test_every_implemented_operation_is_granted_and_nothing_else():
             assert not grants(rules[svc], access, f), f"{name} is {op.get('x-vigil-status')}: granted anyway"
     for svc in vigil_acl.services(doc):
         own = {("write", f"sys/{svc}/error"), ("write", f"sys/{svc}/+/status")}
+        own |= {(a, vigil_acl.topic_filter(addr.replace("{service}", svc)))
+                for a, addr in vigil_acl.contract_rules(doc)["every service"]}
         for access, f in rules[svc]:
             for a in (["read", "write"] if access == "readwrite" else [access]):
                 assert (a, f) in expected[svc] | own, f"{svc}: {a} {f} is granted but no operation names it"

@@ -218,7 +218,7 @@ def test_kill9_mid_loop_resumes_without_repeating_a_completed_action(stack, llm)
 
 def test_pause_resume_and_end_by_control(stack, llm):
     llm.control(rules=rules(sol("note: steady")), delay_ms=200)
-    start_service(stack, llm)
+    svc = start_service(stack, llm)
     col = stack.collector()
     pub = stack.publisher()
     pub.publish(*control("hal", "start", session="s-ctl"))
@@ -240,6 +240,19 @@ def test_pause_resume_and_end_by_control(stack, llm):
     pub.publish(*control("hal", "start", session="s-ctl"))
     err = col.wait_event("sys/council/error", timeout=10)
     assert err["reason"] == "bad_value" and "already used" in err["detail"]
+    # libshared's shard view keeps refreshing beside council's own
+    # P S ":sessions" stream (its keys are P S ":shard:..."; sharing the
+    # name made every refresh fail, and the intake waits for a view it can
+    # read): one refresh from now on
+    c = stack.redis.client()
+    try:
+        assert c.type(stack.prefix + "council:sessions") == b"stream"
+        t0 = harness.now_ms()
+        harness.wait_until(lambda: (c.zscore(stack.prefix + "council:shard:counts", "1") or 0)
+                           > t0 + 10000, 10, "a shard view refresh beside the sessions stream")
+    finally:
+        c.close()
+    assert "shard view:" not in svc.stderr_text()
 
 
 def run_cli(stack, *args):

@@ -303,6 +303,14 @@ def test_every_service_exposes_the_operators_series_from_the_start(stack, name):
     for series in BACKLOG:
         assert value(fams, series) == 0, (name, series)
     assert value(fams, "vigil_ready") == 1, name  # what VigilServiceNotReady watches
+    # The shard view works in every service: its keys are libshared's own
+    # (P S ":shard:..."), never one a service uses (council's P S
+    # ":sessions" stream once made every refresh fail, and the intake waits
+    # for a view it can read).
+    harness.wait_until(lambda: value(scrape(svc), "vigil_shard_counts_in_use") == 1, 10,
+                       f"{name}: a shard view read")
+    assert value(scrape(svc), "vigil_shard_counts_held") == 0, name
+    assert "shard view:" not in svc.stderr_text(), name
     if name in LLM_USERS:
         for status in ("ok", "timeout", "http_error", "rate_limited", "connect_error", "bad_response"):
             assert value(fams, "vigil_llm_requests_total", status=status) == 0, (name, status)

@@ -402,3 +402,127 @@ def test_two_shards_each_act_on_their_rooms_and_together_on_all(stack):
     wait_all_inputs(col, owner, 60, "shard 0 catches up")
     assert_exactly_once(col, owner)
     validate_outputs(col)
+
+
+def index_1_away_with_backlog(stack, c, base, tag, n, rooms):
+    """Replicas 0/2 and 1/2; once N = 2 is settled, index 1 stops and n
+    inputs over `rooms` rooms are published: its keys wait in its session
+    (index 0 skipped them). Returns the two services, a collector and the
+    inputs' owners."""
+    a = stack.service(instance=f"{tag}-0", env=dict(ENV, VIGIL_SHARD="0/2"))
+    b = stack.service(instance=f"{tag}-1", env=dict(ENV, VIGIL_SHARD="1/2"))
+    col = stack.collector()
+    pub = stack.publisher()
+    harness.wait_until(lambda: c.get(base + "shard:settled") == b"2", 20, "N = 2 settled")
+    assert b.terminate() == 0
+    items, owner = sleep_inputs(n, rooms)
+    seen0 = a.metric("vigil_inputs_total")
+    pub.publish_many(items)
+    harness.wait_until(lambda: a.metric("vigil_inputs_total") >= seen0 + len(items), 60,
+                       "index 0 received the batch")
+    return a, b, col, owner
+
+
+def test_a_backlog_queued_before_a_grow_of_n_is_taken_under_its_old_count(stack):
+    """Index 1 is away with a backlog queued in its session under N = 2.
+    N grows to 3 meanwhile (0/3 and a new 2/3 start, 3 settles) and, 10 s
+    later, no replica advertises 2 any more. When index 1 comes back as
+    1/3, its backlog's keys that N = 2 gave it but N = 3 gives to index 0
+    or 2 reached nobody else: index 2's session did not exist when they
+    were published, index 0 skipped them under 2. So index 1 holds 2 (its
+    session ran under it: P S ":ran:1") until its fence, published to
+    itself on sys/dormancy-monitor/fence/1, comes back behind the backlog;
+    then it releases 2. Without the hold, about two thirds of the backlog
+    would be acknowledged unapplied."""
+    base = stack.prefix + "dormancy-monitor:"
+    c = stack.redis.client()
+    try:
+        # 1. index 1 away: its keys queue in its session
+        a, b, col, owner = index_1_away_with_backlog(stack, c, base, "grow", 240, 60)
+
+        # 2. N grows to 3 while index 1 is away
+        assert a.terminate() == 0
+        a.env["VIGIL_SHARD"] = "0/3"
+        a.start()
+        stack.service(instance="grow-2", env=dict(ENV, VIGIL_SHARD="2/3"))
+
+        def only_three():
+            live = c.zrangebyscore(base + "shard:counts", harness.now_ms(), "+inf")
+            return live == [b"3"] and c.get(base + "shard:settled") == b"3"
+
+        harness.wait_until(only_three, 40, "count 2 no longer advertised and 3 settled")
+        assert c.smembers(base + "shard:ran:1") == {b"2"}, "index 1's session ran under 2"
+        # index 0 had no backlog: its fence came back and released 2
+        harness.wait_until(lambda: a.metric("vigil_shard_counts_held") == 0, 30,
+                           "index 0 released count 2")
+        assert c.smembers(base + "shard:ran:0") == {b"3"}
+
+        # 3. index 1 comes back under N = 3 and works off its backlog
+        b.env["VIGIL_SHARD"] = "1/3"
+        b.start()
+        wait_all_inputs(col, owner, 90, "index 1's backlog, every key of it")
+        time.sleep(0.3)
+        assert_exactly_once(col, owner)
+        harness.wait_until(lambda: b.metric("vigil_shard_counts_held") == 0, 40,
+                           "index 1's fence came back")
+        assert b.metric("vigil_shard_fences_total", outcome="returned") >= 1
+        assert c.smembers(base + "shard:ran:1") == {b"3"}
+        assert "no longer held" in b.stderr_text()
+        fences = col.events("sys/dormancy-monitor/fence/1")
+        assert fences and all(f["shard"] == "1/3" and f["held"] == [2] for f in fences), fences
+        validate_outputs(col)
+    finally:
+        c.close()
+
+
+def test_a_removed_index_backlog_is_adopted_under_steady_load_and_its_session_ended(stack):
+    """N shrinks 2 -> 1 while index 1 is away with a backlog in its session
+    (keys index 0 skipped under N = 2). Once index 1's heartbeat is gone,
+    0/1 connects as index 1, takes the backlog and ends the session. Input
+    keeps flowing meanwhile, so the session is never quiet: the adopter
+    knows it has drained the backlog by the fence it publishes to the
+    session, which comes back behind it."""
+    base = stack.prefix + "dormancy-monitor:"
+    c = stack.redis.client()
+    stop = threading.Event()
+    try:
+        a, _, col, owner = index_1_away_with_backlog(stack, c, base, "shrink", 200, 50)
+        assert a.terminate() == 0
+        a.env["VIGIL_SHARD"] = "0/1"
+        a.start()
+
+        trickle, towner = sleep_inputs(400, 40)
+        ids = list(towner)  # in the order of trickle
+        published = []
+
+        def steady():
+            tp = harness.Publisher(stack.broker.port, name="trickle").start()
+            try:
+                for (topic, payload), mid in zip(trickle, ids):
+                    if stop.is_set():
+                        break
+                    tp.publish(topic, payload)
+                    published.append(mid)
+                    time.sleep(0.1)
+            finally:
+                tp.stop()
+
+        t = threading.Thread(target=steady, daemon=True)
+        t.start()
+        wait_all_inputs(col, owner, 90, "index 1's backlog taken by the adopter")
+        harness.wait_until(lambda: a.metric("vigil_handover_sessions_total") == 1, 60,
+                           "index 1's session ended")
+        assert t.is_alive(), "the adoption should end while input still flows"
+        assert_exactly_once(col, owner)
+        assert not c.sismember(base + "shard:sessions", "1")
+        assert not c.exists(base + "shard:ran:1")
+        assert "adopted the MQTT session of a removed shard index and ended it" in a.stderr_text()
+        stop.set()
+        t.join(timeout=60)
+        done = {mid: towner[mid] for mid in published}
+        wait_all_inputs(col, done, 60, "the input published during the adoption")
+        assert_exactly_once(col, done)
+        validate_outputs(col)
+    finally:
+        stop.set()
+        c.close()

@@ -89,6 +89,7 @@ CONTRACT_REQUIRED = {
                    'personas', 'room', 'ts', 'velocity_per_min'],
     'sys-error': ['detail', 'id', 'reason', 'sample', 'service', 'topic', 'ts'],
     'sys-status': ['instance', 'service', 'shard', 'state', 'ts', 'version'],
+    'sys-fence': ['nonce', 'seq', 'shard'],
     'room-floor': ['granted', 'held', 'id', 'k', 'message_id', 'reasons', 'room', 'source', 'ts'],
     'persona-floor': ['granted', 'has_floor', 'id', 'k', 'message_id', 'persona', 'reason', 'room',
                       'ts'],

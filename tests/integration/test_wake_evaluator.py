@@ -480,6 +480,39 @@ def test_jobs_of_a_dead_replica_are_taken_over_after_the_lease(stack, llm):
     assert b.metric("vigil_wake_jobs_reclaimed_total") >= n
 
 
+def test_jobs_past_the_stream_cap_are_counted_and_said(stack, llm):
+    """Limits that speak: the job stream keeps about VIGIL_WAKE_JOBS_MAXLEN
+    unfinished jobs. With the model slow and one job held at a time,
+    3 sleepers x 80 human messages queue 240 jobs against a cap of 100:
+    every job is either still in the stream or was trimmed unrun, and
+    vigil_stream_trimmed_total{stream="jobs"} (at zero from the start)
+    counts exactly the trimmed ones; one warning names the stream, its
+    key, the cap and how many were dropped."""
+    llm.control(delay_ms=60000)
+    svc = start(stack, llm, VIGIL_WAKE_JOBS_MAXLEN=100, VIGIL_WAKE_MAX_INFLIGHT=1,
+                VIGIL_LLM_TIMEOUT_MS=120000)
+    assert svc.metric("vigil_stream_trimmed_total", stream="jobs") == 0
+    pub = stack.publisher()
+    room = uid("cap")
+    setup_sleepers(stack, pub, room, ["c1", "c2", "c3"])
+    for i in range(80):
+        pub.publish(*human(room, "joel", f"{WEEKEND} ({i})", mid=f"{room}-m{i}"))
+    key = f"{stack.prefix}{SERVICE}:jobs"
+    c = stack.redis.client()
+    try:
+        harness.wait_until(
+            lambda: c.xlen(key) + (svc.metric("vigil_stream_trimmed_total", stream="jobs") or 0) == 240,
+            30, "240 jobs queued or trimmed", interval=0.2)
+        left = c.xlen(key)
+    finally:
+        c.close()
+    assert 100 <= left < 240, left
+    assert llm.stats()["requests"] <= 1  # nothing finished: every trimmed job never ran
+    text = svc.stderr_text()
+    assert text.count("job stream at its cap") == 1, text[-3000:]
+    assert '"stream":"jobs"' in text and f'"key":"{key}"' in text and '"cap":"100"' in text
+
+
 def test_a_redelivered_message_is_evaluated_once(stack, llm):
     start(stack, llm)
     col = stack.collector(topics=("persona/+/wake",))

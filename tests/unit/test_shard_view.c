@@ -150,21 +150,60 @@ static void test_growth_keeps_old_count_until_settled(void **state)
     fixture *f = *state;
     vigil_shard_view v;
     /* steady state under 2: both sessions exist, 2 is settled */
-    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 2, true, NOW, TTL, SESSION, &v, NULL), 0);
-    assert_int_equal(vigil_shard_view_refresh(f->s[1], 1, 2, true, NOW, TTL, SESSION, &v, NULL), 0);
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 2, true, NOW, TTL, SESSION, &v, NULL, NULL), 0);
+    assert_int_equal(vigil_shard_view_refresh(f->s[1], 1, 2, true, NOW, TTL, SESSION, &v, NULL, NULL), 0);
     expect_counts(&v, "2");
     /* replica 1 restarts as 1/3; replica 2 has not connected yet */
-    assert_int_equal(vigil_shard_view_refresh(f->s[1], 1, 3, true, NOW + 1000, TTL, SESSION, &v, NULL), 0);
+    assert_int_equal(vigil_shard_view_refresh(f->s[1], 1, 3, true, NOW + 1000, TTL, SESSION, &v, NULL, NULL), 0);
     expect_counts(&v, "3,2");
     /* replica 0 restarts as 0/3; the old advertisements have expired */
     int64_t later = NOW + 1000 + TTL + 1;
-    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 3, true, later, TTL, SESSION, &v, NULL), 0);
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 3, true, later, TTL, SESSION, &v, NULL, NULL), 0);
     expect_counts(&v, "3,2"); /* 2 stays: index 2 has no session yet */
-    /* replica 2 connects: 3 settles, 2 leaves the view */
-    assert_int_equal(vigil_shard_view_refresh(f->s[2], 2, 3, true, later + 10, TTL, SESSION, &v, NULL), 0);
+    /* replica 2 connects: 3 settles; index 2's session is new, so it
+     * holds nothing from before and its view is 3 alone */
+    assert_int_equal(vigil_shard_view_refresh(f->s[2], 2, 3, true, later + 10, TTL, SESSION, &v, NULL, NULL), 0);
     expect_counts(&v, "3");
-    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 3, true, later + 20, TTL, SESSION, &v, NULL), 0);
+    /* index 0's session was consumed under 2: 2 stays held until the
+     * replica releases it (its fence came back) */
+    vigil_shard_view held;
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 3, true, later + 20, TTL, SESSION, &v, &held, NULL), 0);
+    expect_counts(&v, "3,2");
+    expect_counts(&held, "2");
+    assert_int_equal(vigil_shard_view_release(f->s[0], 0, &held), 0);
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 3, true, later + 30, TTL, SESSION, &v, &held, NULL), 0);
     expect_counts(&v, "3");
+    assert_int_equal(held.n, 0);
+}
+
+/* The failure the held counts close: index 0 stalls under 2 with a
+ * backlog; N grows to 3 while it is away and every advertisement of 2
+ * expires. Restarted as 0/3 long after, it must still take the backlog's
+ * keys under 2: nobody else has them (index 2's session is newer). */
+static void test_restart_after_the_old_count_expired_keeps_it_held(void **state)
+{
+    fixture *f = *state;
+    vigil_shard_view v, held;
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 2, true, NOW, TTL, SESSION, &v, &held, NULL), 0);
+    assert_int_equal(held.n, 0);
+    assert_int_equal(vigil_shard_view_refresh(f->s[1], 1, 2, true, NOW, TTL, SESSION, &v, NULL, NULL), 0);
+    int64_t later = NOW + 10 * TTL;
+    assert_int_equal(vigil_shard_view_refresh(f->s[2], 2, 3, true, later, TTL, SESSION, &v, NULL, NULL), 0);
+    expect_counts(&v, "3");
+    /* index 1 also ran under 2: held */
+    assert_int_equal(vigil_shard_view_refresh(f->s[1], 1, 3, true, later, TTL, SESSION, &v, NULL, NULL), 0);
+    expect_counts(&v, "3,2");
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 3, true, later + 10 * TTL, TTL, SESSION, &v, &held, NULL), 0);
+    expect_counts(&v, "3,2");
+    expect_counts(&held, "2");
+    /* forgetting an adopted index's session forgets what it ran under */
+    assert_int_equal(vigil_shard_view_forget_session(f->s[0], 1), 0);
+    const char *argv[] = { "EXISTS", "vigil:svc:shard:ran:1" };
+    redisReply *rep = vigil_redis_commandv(vt_conn, 2, argv, NULL);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
+    assert_int_equal(rep->integer, 0);
+    freeReplyObject(rep);
 }
 
 /* A replica not yet connected advertises its count but marks no session. */
@@ -172,10 +211,10 @@ static void test_session_marked_only_when_connected(void **state)
 {
     fixture *f = *state;
     vigil_shard_view v;
-    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, false, NOW, TTL, SESSION, &v, NULL), 0);
-    assert_null(get(f, "vigil:svc:settled"));
-    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, true, NOW, TTL, SESSION, &v, NULL), 0);
-    char *settled = get(f, "vigil:svc:settled");
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, false, NOW, TTL, SESSION, &v, NULL, NULL), 0);
+    assert_null(get(f, "vigil:svc:shard:settled"));
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, true, NOW, TTL, SESSION, &v, NULL, NULL), 0);
+    char *settled = get(f, "vigil:svc:shard:settled");
     assert_non_null(settled);
     assert_string_equal(settled, "1");
     free(settled);
@@ -189,8 +228,8 @@ static void test_sessions_listed_alive_and_forgotten(void **state)
     vigil_shard_view v;
     vigil_shard_sessions ss;
     for (int i = 0; i < 3; i++)
-        assert_int_equal(vigil_shard_view_refresh(f->s[i], i, 3, true, NOW, TTL, SESSION, &v, NULL), 0);
-    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, true, NOW + 1, TTL, SESSION, &v, &ss), 0);
+        assert_int_equal(vigil_shard_view_refresh(f->s[i], i, 3, true, NOW, TTL, SESSION, &v, NULL, NULL), 0);
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, true, NOW + 1, TTL, SESSION, &v, NULL, &ss), 0);
     assert_int_equal(ss.n, 3);
     int seen = 0;
     for (int k = 0; k < ss.n; k++)
@@ -200,8 +239,8 @@ static void test_sessions_listed_alive_and_forgotten(void **state)
     assert_true(vt_redis_exec(vt_srv, "SET vigil:svc:alive:2 x"));
     assert_int_equal(vigil_shard_view_alive(f->s[0], 2), 1);
     assert_int_equal(vigil_shard_view_forget_session(f->s[0], 2), 0);
-    assert_null(get(f, "vigil:svc:session:2"));
-    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, true, NOW + 2, TTL, SESSION, &v, &ss), 0);
+    assert_null(get(f, "vigil:svc:shard:session:2"));
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 1, true, NOW + 2, TTL, SESSION, &v, NULL, &ss), 0);
     assert_int_equal(ss.n, 2);
 }
 
@@ -209,12 +248,12 @@ static void test_sessions_listed_alive_and_forgotten(void **state)
 static void test_bad_data_writes_nothing(void **state)
 {
     fixture *f = *state;
-    assert_true(vt_redis_exec(vt_srv, "SET vigil:svc:counts x"));
+    assert_true(vt_redis_exec(vt_srv, "SET vigil:svc:shard:counts x"));
     vigil_shard_view v;
-    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 2, true, NOW, TTL, SESSION, &v, NULL), -1);
+    assert_int_equal(vigil_shard_view_refresh(f->s[0], 0, 2, true, NOW, TTL, SESSION, &v, NULL, NULL), -1);
     expect_counts(&v, "2");
-    assert_null(get(f, "vigil:svc:session:0"));
-    assert_null(get(f, "vigil:svc:settled"));
+    assert_null(get(f, "vigil:svc:shard:session:0"));
+    assert_null(get(f, "vigil:svc:shard:settled"));
 }
 
 int main(void)
@@ -225,6 +264,8 @@ int main(void)
         cmocka_unit_test(test_draining_index),
         cmocka_unit_test(test_full_view_and_format),
         cmocka_unit_test_setup_teardown(test_growth_keeps_old_count_until_settled, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restart_after_the_old_count_expired_keeps_it_held,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_session_marked_only_when_connected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sessions_listed_alive_and_forgotten, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_data_writes_nothing, setup, teardown),

@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fixture_redis.h"
 #include "vigil/log.h"
+#include "vigil/metrics.h"
 #include "vigil/redis_raw.h"
 #include "vigil/store.h"
 
@@ -86,6 +88,68 @@ static void stream_add_trims_by_age(void **state)
     /* both entries carry ids of the server's real clock, far older than the
      * bound of that future commit: the exact MINID trim removes both */
     assert_int_equal(vt_redis_int(f->r, "XLEN %s", "vigil:svc:log:r"), 0);
+}
+
+/* Counts the occurrences of needle in hay. */
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* A job stream past its cap, nothing finished: every job added is either
+ * still in the stream or was trimmed, and vigil_stream_trimmed_total
+ * {stream="jobs"} counts exactly the trimmed ones (a log trimmed in the
+ * same commits counts nothing); the first trim is said by one warning
+ * naming the stream, its key, the cap and how many were dropped, and the
+ * later ones within the minute by none. */
+static void job_add_past_its_cap_counts_and_says_the_trim(void **state)
+{
+    fixture *f = *state;
+    vigil_metrics_reset();
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    char id[16], val[32];
+    fflush(stderr);
+    FILE *log = tmpfile();
+    assert_non_null(log);
+    int saved = dup(STDERR_FILENO);
+    dup2(fileno(log), STDERR_FILENO);
+    vigil_log_init("test_store_aux", "test", VIGIL_LOG_WARN); /* the fixture keeps errors only */
+    for (int i = 0; i < 300; i++) {
+        vigil_effects_reset(&fx);
+        snprintf(val, sizeof val, "{\"n\":%d}", i);
+        /* the log first: the trim report names the job add by its place */
+        assert_int_equal(vigil_fx_stream_add(&fx, "log:k", val, 10, 0), 0);
+        assert_int_equal(vigil_fx_job_add(&fx, "jobs:0", "jobs", val, 10), 0);
+        snprintf(id, sizeof id, "j%d", i);
+        assert_int_equal(commit(f, "k", 0, id, &fx, NOW + i), VIGIL_COMMIT_OK);
+    }
+    vigil_effects_free(&fx);
+    vigil_log_init("test_store_aux", "test", VIGIL_LOG_ERROR);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    static char text[8192];
+    rewind(log);
+    text[fread(text, 1, sizeof text - 1, log)] = '\0';
+    fclose(log);
+
+    long long left = vt_redis_int(f->r, "XLEN %s", "vigil:svc:jobs:0");
+    assert_true(left >= 10 && left < 300); /* MAXLEN ~: whole macro nodes */
+    assert_true(vt_redis_int(f->r, "XLEN %s", "vigil:svc:log:k") < 300);
+    assert_true(vigil_metric_value("vigil_stream_trimmed_total", "stream=\"jobs\"") == 300 - left);
+    char *metrics = vigil_metrics_render();
+    assert_non_null(metrics);
+    assert_int_equal(count_of(metrics, "vigil_stream_trimmed_total{"), 1); /* no series for the log */
+    free(metrics);
+    assert_int_equal(count_of(text, "job stream at its cap"), 1);
+    assert_non_null(strstr(text, "\"stream\":\"jobs\""));
+    assert_non_null(strstr(text, "\"key\":\"vigil:svc:jobs:0\""));
+    assert_non_null(strstr(text, "\"cap\":\"10\""));
+    assert_non_null(strstr(text, "\"dropped\":\""));
 }
 
 static void queue_push_then_flush_moves_entries_before_outputs(void **state)
@@ -167,6 +231,9 @@ static void bad_arguments_are_refused(void **state)
     assert_int_equal(vigil_fx_stream_add(&fx, "bad name", "{}", 0, 0), -1);
     assert_int_equal(vigil_fx_stream_add(&fx, "log:a", NULL, 0, 0), -1);
     assert_int_equal(vigil_fx_stream_add(&fx, "log:a", "{}", -1, 0), -1);
+    assert_int_equal(vigil_fx_job_add(&fx, "jobs", "", "{}", 10), -1);
+    assert_int_equal(vigil_fx_job_add(&fx, "jobs", "a\"b", "{}", 10), -1);
+    assert_int_equal(vigil_fx_job_add(&fx, "jobs", "jobs", "{}", -1), -1);
     assert_int_equal(vigil_fx_queue_push(&fx, "q", "a\nb", "{}", false), -1);
     assert_int_equal(vigil_fx_set_add(&fx, "s", NULL), -1);
     assert_int_equal(fx.n_aux, 0);
@@ -178,6 +245,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(stream_add_appends_and_bounds_by_count, setup, vt_store_fixture_teardown),
         cmocka_unit_test_setup_teardown(stream_add_trims_by_age, setup, vt_store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(job_add_past_its_cap_counts_and_says_the_trim, setup,
+                                        vt_store_fixture_teardown),
         cmocka_unit_test_setup_teardown(queue_push_then_flush_moves_entries_before_outputs, setup,
                                         vt_store_fixture_teardown),
         cmocka_unit_test_setup_teardown(keys_and_sets, setup, vt_store_fixture_teardown),

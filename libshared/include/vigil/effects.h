@@ -49,7 +49,9 @@ typedef enum {
     VIGIL_AUX_KEY_SET,     /* SET name value */
     VIGIL_AUX_KEY_DELETE,  /* DEL name */
     VIGIL_AUX_SET_ADD,     /* SADD name value */
-    VIGIL_AUX_SET_REMOVE   /* SREM name value */
+    VIGIL_AUX_SET_REMOVE,  /* SREM name value */
+    VIGIL_AUX_JOB_ADD      /* XADD name MAXLEN ~ n1 * m value, what the cap trimmed counted
+                            * under label (vigil_fx_job_add) */
 } vigil_aux_kind;
 
 typedef struct vigil_aux_op {
@@ -57,6 +59,7 @@ typedef struct vigil_aux_op {
     char *name;
     char *value; /* NULL where the kind takes none */
     int64_t n1, n2;
+    char *label; /* VIGIL_AUX_JOB_ADD: the stream's configured name; else NULL */
 } vigil_aux_op;
 
 typedef struct vigil_effects {
@@ -94,6 +97,19 @@ int vigil_fx_snapshot(vigil_effects *fx, const char *hash, const char *field,
  * older than now - max_age_ms. The entry id (ms-seq) is assigned by Redis. */
 int vigil_fx_stream_add(vigil_effects *fx, const char *name, const char *value, int64_t maxlen,
                         int64_t max_age_ms);
+/* Appends a job to the durable job stream `name` (entry field "m"),
+ * keeping about maxlen entries (0 = unbounded). A worker deletes a job
+ * from its stream once it is done (vigil_jobs_finish: XACK + XDEL), so the
+ * stream holds only jobs not finished yet, and whatever the cap trims is
+ * work that never runs: the commit counts it in
+ * vigil_stream_trimmed_total{stream=label} and logs a warning naming the
+ * stream, the cap and how many were dropped (vigil_stream_trim_note).
+ * label: the stream's configured name, the same for every key and shard
+ * ("jobs"), so the metric's series stay few; 1-64 characters of
+ * A-Z a-z 0-9 _ . : -. A log whose trims are its retention (a room's
+ * messages) is vigil_fx_stream_add instead. */
+int vigil_fx_job_add(vigil_effects *fx, const char *name, const char *label, const char *value,
+                     int64_t maxlen);
 /* Pushes an output message onto the durable queue `name`. */
 int vigil_fx_queue_push(vigil_effects *fx, const char *name, const char *topic,
                         const char *payload, bool retain);

@@ -32,14 +32,31 @@ int vigil_fx_limit_refusal(vigil_effects *fx, const char *service, const char *e
  * count. */
 void vigil_limit_note(const char *limit, const char *detail);
 
+/* A job stream's cap (vigil_fx_job_add) trimmed `dropped` jobs no worker
+ * had finished, in a commit just made: counted in
+ * vigil_stream_trimmed_total{stream=label}, and said by a warning naming
+ * the stream (label and Redis key), the cap and how many were dropped
+ * since the last warning, at most once a minute per label (a stream past
+ * its cap trims at every few commits). Thread-safe. */
+void vigil_stream_trim_note(const char *label, const char *key, int64_t cap, int64_t dropped);
+/* Declares vigil_stream_trimmed_total{stream=label} at zero, so the first
+ * trim is an increase an alert sees: called by a service that adds jobs
+ * under label, at its start. */
+void vigil_stream_trim_declare(const char *label);
+
 /* For route(): vigil_runtime_route_members (cmd "SMEMBERS" or "HKEYS" on
  * P S ":" suffix) that refuses the input whole (-1, reason too_many_keys)
- * when the members do not all fit in keys[n..max), and notes it as limit
- * "rooms_per_input" (what: the subject of the detail, e.g. "persona 'ann'").
+ * when the members do not all fit in keys[n..max), and says so in the
+ * limit's own terms: err's detail (so the error event) and a `limit
+ * reached` warning read "<what> more than <max> <members>: the input is
+ * refused whole", counted in vigil_limit_refusals_total{limit}.
+ * limit: the metric label ("rooms_per_input"); what: the subject with its
+ * verb ("persona 'ann' is in"); members: what max counts ("rooms").
  * Same return values as vigil_runtime_route_members. */
+#define VIGIL_LIMIT_ROOMS_PER_INPUT "rooms_per_input" /* a persona's rooms, one input */
 struct vigil_runtime;
 int vigil_route_members_noted(struct vigil_runtime *rt, const char *cmd, const char *suffix,
-                              const char *what, char keys[][128], int n, int max,
-                              vigil_error *err);
+                              const char *limit, const char *what, const char *members,
+                              char keys[][128], int n, int max, vigil_error *err);
 
 #endif

@@ -206,8 +206,9 @@ static int persona_rooms(vigil_runtime *rt, const char *persona, char keys[][VIG
     char suffix[VIGIL_KEY_MAX];
     snprintf(suffix, sizeof suffix, "persona:%s", persona);
     char what[VIGIL_KEY_MAX];
-    snprintf(what, sizeof what, "persona '%s'", persona);
-    return vigil_route_members_noted(rt, "HKEYS", suffix, what, keys, n, max, err);
+    snprintf(what, sizeof what, "persona '%s' is in", persona);
+    return vigil_route_members_noted(rt, "HKEYS", suffix, VIGIL_LIMIT_ROOMS_PER_INPUT, what,
+                                     "rooms", keys, n, max, err);
 }
 
 static int route_room(const vigil_input *in, dormancy_parsed *pp, char keys[][VIGIL_KEY_MAX],

@@ -19,7 +19,7 @@
 /* The durable stream of LLM jobs below the service prefix, its group. */
 #define FLOOR_JOBS "jobs"
 #define FLOOR_JOBS_GROUP "floor"
-#define FLOOR_JOBS_MAXLEN 100000
+#define FLOOR_JOBS_MAXLEN 100000 /* VIGIL_FLOOR_JOBS_MAXLEN's default */
 
 /* The core keeps ids in buffers of libshared's validated sizes: an id it
  * is handed is never cut. */
@@ -32,6 +32,7 @@ typedef struct floor_service {
     floor_config cfg;
     vigil_llm_config llm;
     bool llm_on; /* a budget and an endpoint: ask the LLM */
+    int64_t jobs_maxlen; /* VIGIL_FLOOR_JOBS_MAXLEN: cap of the LLM job stream */
     vigil_runtime *rt;
     vigil_workers pool; /* the LLM worker thread (none when the LLM is off) */
     atomic_bool stop;

@@ -102,7 +102,7 @@ static int enqueue(const floor_room *r, const floor_service *svc, const floor_me
         json_object_object_add(o, "prompt", json_object_new_string(prompt));
         json_object_object_add(o, "due", json_object_new_int64(due));
         char *s = vigil_json_dump(o);
-        rc = s ? vigil_fx_stream_add(fx, FLOOR_JOBS, s, FLOOR_JOBS_MAXLEN, 0) : -1;
+        rc = s ? vigil_fx_job_add(fx, FLOOR_JOBS, FLOOR_JOBS, s, svc->jobs_maxlen) : -1;
         free(s);
     }
     free(prompt);

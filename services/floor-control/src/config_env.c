@@ -12,6 +12,8 @@ const vigil_config_var FLOOR_CONFIG_VARS[] = {
     {"VIGIL_FLOOR_ON_AI", "0", "1 = decide the floor for AI messages too"},
     {"VIGIL_FLOOR_LLM_BUDGET_MS", "0",
      "> 0 (and VIGIL_LLM_URL set): ask the LLM which personas fit, wait at most this long, then the rules decide"},
+    {"VIGIL_FLOOR_JOBS_MAXLEN", "100000",
+     "cap of the LLM job stream (past it the oldest unfinished jobs are dropped, counted in vigil_stream_trimmed_total)"},
     {NULL, NULL, NULL}};
 
 int floor_configure(void *ctx, const vigil_common_config *common, char *err, size_t errlen)
@@ -28,6 +30,8 @@ int floor_configure(void *ctx, const vigil_common_config *common, char *err, siz
                          sizeof triggers, err, errlen) ||
         vigil_env_bool("VIGIL_FLOOR_ON_AI", c->on_ai, &c->on_ai, err, errlen) ||
         vigil_env_int64("VIGIL_FLOOR_LLM_BUDGET_MS", 0, 0, 600000, &budget, err, errlen) ||
+        vigil_env_int64("VIGIL_FLOOR_JOBS_MAXLEN", FLOOR_JOBS_MAXLEN, 100, 100000000, &svc->jobs_maxlen,
+                        err, errlen) ||
         vigil_llm_config_load(&svc->llm, err, errlen))
         return -1;
     c->llm_budget_ms = budget;

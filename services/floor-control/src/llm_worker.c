@@ -371,6 +371,7 @@ int floor_worker_start(void *ctx, vigil_runtime *rt)
     svc->rt = rt;
     if (!svc->llm_on)
         return 0;
+    vigil_stream_trim_declare(FLOOR_JOBS);
     return vigil_workers_start(&svc->pool, &WORKER_OPS, 1, svc, rt);
 }
 

@@ -88,10 +88,11 @@ static int parse_state(const vigil_input *in, const char *persona, floor_parsed 
 static int persona_rooms(vigil_runtime *rt, const char *persona, char keys[][VIGIL_KEY_MAX], int n,
                          int max, vigil_error *err)
 {
-    char suffix[VIGIL_KEY_MAX], what[VIGIL_ID_MAX + 16];
+    char suffix[VIGIL_KEY_MAX], what[VIGIL_ID_MAX + 24];
     snprintf(suffix, sizeof suffix, FLOOR_MEMBER_SET "%s", persona);
-    snprintf(what, sizeof what, "persona '%s'", persona);
-    return vigil_route_members_noted(rt, "SMEMBERS", suffix, what, keys, n, max, err);
+    snprintf(what, sizeof what, "persona '%s' is in", persona);
+    return vigil_route_members_noted(rt, "SMEMBERS", suffix, VIGIL_LIMIT_ROOMS_PER_INPUT, what,
+                                     "rooms", keys, n, max, err);
 }
 
 static int route_input(const floor_service *svc, vigil_runtime *rt, const vigil_input *in,

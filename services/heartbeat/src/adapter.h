@@ -15,13 +15,17 @@
 #define HB_SERVICE "heartbeat"
 #define HB_HTTP_PORT 9104
 #define HB_STREAM "jobs:"           /* P S ":jobs:<shard>": runs waiting for the model */
+#define HB_STREAM_LABEL "jobs"      /* its name in vigil_stream_trimmed_total, every shard's */
 #define HB_GROUP "workers"          /* its consumer group */
 #define HB_ROOM_INDEX "room-personas:" /* P S ":room-personas:<room>": personas serving it */
 #define HB_TIMER "run"              /* the one timer of a persona key */
 #define HB_PATH_MAX 512
 /* Limit label (vigil_limit_refusals_total{limit}) of the heartbeats one
- * room message reaches: VIGIL_ROUTE_MAX_KEYS, the runtime's keys per input. */
+ * room message reaches: VIGIL_ROUTE_MAX_KEYS, the runtime's keys per input;
+ * and what that limit counts, as its refusals say it. */
 #define HB_LIMIT_ROOM "heartbeats_per_room"
+#define HB_LIMIT_ROOM_MEMBERS \
+    "heartbeats one room message reaches (VIGIL_ROUTE_MAX_KEYS, compile time)"
 
 typedef struct hb_worker hb_worker;
 
@@ -66,12 +70,12 @@ void hb_free_parsed(void *ctx, void *parsed);
 int hb_start(void *ctx, vigil_runtime *rt);
 void hb_stop(void *ctx);
 
-/* route.c: the limit of heartbeats per room (HB_LIMIT_ROOM) said in the
- * room's terms ("room 'r' <state> 64 heartbeats one room message reaches
- * ...: <refused>"), counted (vigil_limit_note) and set in err as the
- * input's reject with reason r. Returns -1. */
-int hb_room_limit(const char *room, const char *state, const char *refused, vigil_reject_reason r,
-                  vigil_error *err);
+/* route.c: a config refused by the limit of heartbeats per room
+ * (HB_LIMIT_ROOM) said in the room's terms ("room 'r' already has the 64
+ * heartbeats one room message reaches ...: the config is refused"), counted
+ * (vigil_limit_note) and set in err with reason limit. Returns -1. A room
+ * message past the limit is refused by vigil_route_members_noted. */
+int hb_room_limit(const char *room, vigil_error *err);
 
 /* apply.c: the core's hb_out written into fx for persona key. */
 /* The record of persona key loaded into *s (json NULL: a new one)

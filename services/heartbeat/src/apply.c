@@ -31,7 +31,7 @@ int hb_out_to_fx(const hb_service *svc, const char *persona, const hb_state *s, 
         if (vigil_fx_timer_set(fx, HB_TIMER, out->timer) != 0)
             return -1;
     }
-    if (out->job && vigil_fx_stream_add(fx, svc->stream, out->job, svc->jobs_maxlen, 0) != 0)
+    if (out->job && vigil_fx_job_add(fx, svc->stream, HB_STREAM_LABEL, out->job, svc->jobs_maxlen) != 0)
         return -1;
     if (out->index_remove[0]) {
         snprintf(name, sizeof name, "%s%s", HB_ROOM_INDEX, out->index_remove);
@@ -94,8 +94,7 @@ int hb_apply(void *ctx, const char *key, const char *state_json, const vigil_inp
     case HB_IN_CONFIG:
         if (hb_config_joins_full_room(&s, &p->cfg, p->room_members, VIGIL_ROUTE_MAX_KEYS)) {
             hb_record_close(&s, &out);
-            return hb_room_limit(p->cfg.room, "already has the", "the config is refused",
-                                 VIGIL_REJECT_LIMIT, err);
+            return hb_room_limit(p->cfg.room, err);
         }
         /* apply may run again on a conflict: the core takes a copy */
         cfg = p->cfg;

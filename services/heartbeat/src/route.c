@@ -9,7 +9,7 @@
  * One input touches at most VIGIL_ROUTE_MAX_KEYS records, so a room has at
  * most that many heartbeats: a config joining a full room is refused
  * (apply.c), and a room message past it (two configs joining at once) is
- * refused whole; both say so (hb_room_limit). */
+ * refused whole; both say so (hb_room_limit, vigil_route_members_noted). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,16 +52,13 @@ static void room_index(char *out, size_t len, const char *room)
     snprintf(out, len, "%s%s", HB_ROOM_INDEX, room);
 }
 
-int hb_room_limit(const char *room, const char *state, const char *refused, vigil_reject_reason r,
-                  vigil_error *err)
+int hb_room_limit(const char *room, vigil_error *err)
 {
     char detail[sizeof err->detail];
-    snprintf(detail, sizeof detail,
-             "room '%s' %s %d heartbeats one room message reaches (VIGIL_ROUTE_MAX_KEYS, compile "
-             "time): %s",
-             room, state, VIGIL_ROUTE_MAX_KEYS, refused);
+    snprintf(detail, sizeof detail, "room '%s' already has the %d %s: the config is refused", room,
+             VIGIL_ROUTE_MAX_KEYS, HB_LIMIT_ROOM_MEMBERS);
     vigil_limit_note(HB_LIMIT_ROOM, detail);
-    return vigil_error_set(err, r, "%s", detail);
+    return vigil_error_set(err, VIGIL_REJECT_LIMIT, "%s", detail);
 }
 
 /* room/{r}/message, read by libshared's one reader of that topic. */
@@ -76,12 +73,11 @@ static int route_message(vigil_runtime *rt, const vigil_input *in, char keys[][V
     hb_message m = {in->id, room, rm.sender, rm.text, rm.sender_type == VIGIL_SENDER_HUMAN,
                     rm.proactive, in->ts};
     vigil_room_message_release(&rm); /* the strings point into the body, not into rm */
-    char suffix[VIGIL_KEY_MAX + 32];
+    char suffix[VIGIL_KEY_MAX + 32], what[VIGIL_ID_MAX + 16];
     room_index(suffix, sizeof suffix, room);
-    int n = vigil_runtime_route_members(rt, "SMEMBERS", suffix, keys, 0, max_keys, NULL, err);
-    if (n == -1 && err->reason == VIGIL_REJECT_TOO_MANY_KEYS)
-        return hb_room_limit(room, "has more than the", "the message is refused for all of them",
-                             VIGIL_REJECT_TOO_MANY_KEYS, err);
+    snprintf(what, sizeof what, "room '%s' has", room);
+    int n = vigil_route_members_noted(rt, "SMEMBERS", suffix, HB_LIMIT_ROOM, what,
+                                      HB_LIMIT_ROOM_MEMBERS, keys, 0, max_keys, err);
     if (n <= 0)
         return n; /* no heartbeat serves this room, or retry, or reject */
     hb_parsed *p = new_parsed(HB_IN_MESSAGE);

@@ -213,6 +213,7 @@ int hb_start(void *ctx, vigil_runtime *rt)
 {
     hb_service *svc = ctx;
     svc->rt = rt;
+    vigil_stream_trim_declare(HB_STREAM_LABEL);
     if (vigil_workers_start(&svc->pool, &WORKER_OPS, 1, svc, rt) < 0)
         return -1;
     vigil_log_kv(VIGIL_LOG_INFO, "run worker started", "llm",

@@ -17,7 +17,7 @@
 #define STALL_SCAN_TIMER "scan"
 #define STALL_STREAM "resumes"          /* P S ":resumes", the resume job stream */
 #define STALL_GROUP "resumers"          /* its consumer group */
-#define STALL_JOBS_MAXLEN 100000
+#define STALL_JOBS_MAXLEN 100000         /* VIGIL_STALL_JOBS_MAXLEN's default */
 #define STALL_PRIORITIES 3              /* open tasks named in a prompt */
 
 typedef struct stall_worker stall_worker;
@@ -26,6 +26,7 @@ typedef struct stall_service {
     stall_config cfg;
     vigil_runtime *rt;
     int64_t lease_ms; /* a resume job unacknowledged this long is taken over */
+    int64_t jobs_maxlen; /* VIGIL_STALL_JOBS_MAXLEN: cap of the resume job stream */
     char instance[128];
     vigil_workers pool; /* the resume worker thread */
     atomic_int stop;

@@ -194,7 +194,7 @@ int stall_on_timer(void *ctx, const char *key, const char *state_json, const cha
         stall_job job;
         stall_job_make(&job, a->agent, r.seq, now_ms, r.guard.reason);
         char *json = stall_job_to_json(&job);
-        rc = json ? vigil_fx_stream_add(fx, STALL_STREAM, json, STALL_JOBS_MAXLEN, 0) : -1;
+        rc = json ? vigil_fx_job_add(fx, STALL_STREAM, STALL_STREAM, json, svc->jobs_maxlen) : -1;
         free(json);
         if (rc == 0)
             vigil_log_kv(VIGIL_LOG_INFO, "resume due", "agent", a->agent, "job", job.id, "why",

@@ -20,6 +20,8 @@ const vigil_config_var STALL_CONFIG_VARS[] = {
     {"VIGIL_STALL_TIER1_MS", "3600000", "window in which a tier-1 signal counts toward confidence"},
     {"VIGIL_STALL_TIER2_MS", "1800000", "window in which a tier-2 signal counts"},
     {"VIGIL_STALL_TIER3_MS", "900000", "window in which a tier-3 signal counts"},
+    {"VIGIL_STALL_JOBS_MAXLEN", "100000",
+     "cap of the resume job stream (past it the oldest unfinished jobs are dropped, counted in vigil_stream_trimmed_total)"},
     {NULL, NULL, NULL}};
 
 static int ms_var(const char *name, int64_t def, int64_t min, int64_t *out, char *err, size_t errlen)
@@ -44,6 +46,8 @@ int stall_configure(void *ctx, const vigil_common_config *common, char *err, siz
         ms_var("VIGIL_STALL_TIER1_MS", c->tier_window_ms[0], 1, &c->tier_window_ms[0], err, errlen) ||
         ms_var("VIGIL_STALL_TIER2_MS", c->tier_window_ms[1], 1, &c->tier_window_ms[1], err, errlen) ||
         ms_var("VIGIL_STALL_TIER3_MS", c->tier_window_ms[2], 1, &c->tier_window_ms[2], err, errlen) ||
+        vigil_env_int64("VIGIL_STALL_JOBS_MAXLEN", STALL_JOBS_MAXLEN, 100, 100000000,
+                        &svc->jobs_maxlen, err, errlen) ||
         vigil_env_string("VIGIL_STALL_NOISE", STALL_DEFAULT_NOISE, noise, sizeof noise, err, errlen))
         return -1;
     char why[120];

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <vigil/clock.h>
 #include <vigil/job_consumer.h>
+#include <vigil/limits.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include "adapter.h"
@@ -147,6 +148,7 @@ int stall_start(void *ctx, vigil_runtime *rt)
 {
     stall_service *svc = ctx;
     svc->rt = rt;
+    vigil_stream_trim_declare(STALL_STREAM);
     return vigil_workers_start(&svc->pool, &WORKER_OPS, 1, svc, rt);
 }
 

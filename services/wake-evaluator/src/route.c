@@ -97,8 +97,9 @@ static int persona_rooms(vigil_runtime *rt, const char *persona, char keys[][VIG
     char suffix[VIGIL_KEY_MAX];
     snprintf(suffix, sizeof suffix, WAKE_MEMBER_SET "%s", persona);
     char what[VIGIL_KEY_MAX];
-    snprintf(what, sizeof what, "persona '%s'", persona);
-    return vigil_route_members_noted(rt, "SMEMBERS", suffix, what, keys, n, max, err);
+    snprintf(what, sizeof what, "persona '%s' is in", persona);
+    return vigil_route_members_noted(rt, "SMEMBERS", suffix, VIGIL_LIMIT_ROOMS_PER_INPUT, what,
+                                     "rooms", keys, n, max, err);
 }
 
 static int route_persona(vigil_runtime *rt, const vigil_input *in, wake_parsed *pp,

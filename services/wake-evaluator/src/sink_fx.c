@@ -22,7 +22,7 @@ static int fx_enqueue(void *ctx, const char *job)
     wake_fx_ctx *c = ctx;
     vigil_counter_add("vigil_wake_jobs_enqueued_total",
                       "Jobs put on the durable job stream (counted per decision attempt)", NULL, 1);
-    return vigil_fx_stream_add(c->fx, WAKE_STREAM, job, c->svc->jobs_maxlen, 0);
+    return vigil_fx_job_add(c->fx, WAKE_STREAM, WAKE_STREAM, job, c->svc->jobs_maxlen);
 }
 
 static int fx_timer(void *ctx, const char *name, int64_t due)

@@ -21,6 +21,7 @@
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include <vigil/job_loop.h>
+#include <vigil/limits.h>
 #include "adapter.h"
 #include "llm_reader.h"
 
@@ -262,6 +263,7 @@ int wake_start(void *ctx, vigil_runtime *rt)
 {
     wake_service *svc = ctx;
     svc->rt = rt;
+    vigil_stream_trim_declare(WAKE_STREAM);
     if (vigil_workers_start(&svc->pool, &WORKER_OPS, svc->workers, svc, rt) < 0)
         return -1;
     vigil_log_kv(VIGIL_LOG_INFO, "job workers started", "llm",

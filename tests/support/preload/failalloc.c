@@ -3,14 +3,19 @@
  * memory where it matters (json-c parsing an input) without touching the
  * service's code.
  *
- * VT_FAILALLOC_TRIGGER=<path>: while that file exists, malloc, calloc and
- * realloc called directly from a library whose path contains
- * VT_FAILALLOC_LIBRARY (default "libjson-c") return NULL with ENOMEM;
- * "<path>.seen" is written when the failing starts.
+ * VT_FAILALLOC_TRIGGER=<path>: while that file exists, malloc, calloc,
+ * realloc and strdup called directly from a library whose path contains
+ * VT_FAILALLOC_LIBRARY (default "libjson-c"; the program's own path names
+ * the program) return NULL with ENOMEM; "<path>.seen" is written when the
+ * failing starts. VT_FAILALLOC_SIZE=<n>, when set, narrows that to the
+ * allocations of exactly n bytes (strdup: the string's length + 1), so a
+ * test can fail one chosen allocation of the program (a field of a
+ * chosen length) and nothing before it.
  * Every other allocation goes through. The file is polled every 10 ms by
  * a thread of the library's own, so an allocation costs one atomic load
  * while nothing fails. Not built with the sanitizers: it forwards to the
- * next malloc in the lookup order (ASan's, in the sanitizer build). */
+ * next malloc in the lookup order (ASan's, in the sanitizer build). strdup
+ * is its own because ASan's strdup allocates without calling malloc. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -34,6 +39,7 @@ static atomic_int failing;
 static atomic_long failed;
 static char trigger[1024];
 static char library[128] = "libjson-c";
+static long long fail_size = -1; /* VT_FAILALLOC_SIZE; -1: any size */
 
 /* dlsym may allocate before the next allocator is known: a small static
  * arena serves those calls and is never freed. */
@@ -97,8 +103,11 @@ __attribute__((constructor)) static void failalloc_init(void)
     resolve();
     const char *t = getenv("VT_FAILALLOC_TRIGGER");
     const char *l = getenv("VT_FAILALLOC_LIBRARY");
+    const char *z = getenv("VT_FAILALLOC_SIZE");
     if (l && *l && strlen(l) < sizeof library)
         strcpy(library, l);
+    if (z && *z)
+        fail_size = strtoll(z, NULL, 10);
     if (t && *t && strlen(t) < sizeof trigger) {
         strcpy(trigger, t);
         pthread_t th;
@@ -107,10 +116,14 @@ __attribute__((constructor)) static void failalloc_init(void)
     }
 }
 
-/* Whether the allocation at return address ret comes from the library. */
-static int should_fail(void *ret)
+/* Whether the allocation of n bytes at return address ret is one to fail:
+ * failing is on, it comes from the library, and it has the size asked for
+ * (if one was). */
+static int should_fail(void *ret, size_t n)
 {
     if (!atomic_load_explicit(&failing, memory_order_relaxed))
+        return 0;
+    if (fail_size >= 0 && (unsigned long long)fail_size != n)
         return 0;
     Dl_info di;
     if (!dladdr(ret, &di) || !di.dli_fname || !strstr(di.dli_fname, library))
@@ -125,7 +138,7 @@ void *malloc(size_t n)
     resolve();
     if (!next_malloc)
         return early_alloc(n);
-    if (should_fail(__builtin_return_address(0)))
+    if (should_fail(__builtin_return_address(0), n))
         return NULL;
     return next_malloc(n);
 }
@@ -141,7 +154,7 @@ void *calloc(size_t k, size_t n)
             memset(p, 0, k * n);
         return p;
     }
-    if (should_fail(__builtin_return_address(0)))
+    if (should_fail(__builtin_return_address(0), n && k > SIZE_MAX / n ? SIZE_MAX : k * n))
         return NULL;
     return next_calloc(k, n);
 }
@@ -157,9 +170,23 @@ void *realloc(void *p, size_t n)
         }
         return q;
     }
-    if (should_fail(__builtin_return_address(0)))
+    if (should_fail(__builtin_return_address(0), n))
         return NULL;
     return next_realloc(p, n);
+}
+
+/* strdup through this library's malloc rules, judged by strdup's caller:
+ * ASan's own strdup takes its memory without calling malloc, so without
+ * this a program's strdup could never fail here. */
+char *strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    if (should_fail(__builtin_return_address(0), n))
+        return NULL;
+    char *p = malloc(n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
 }
 
 void free(void *p)

@@ -186,7 +186,10 @@ static hb_cfg_status text_field(json_object *o, const char *k, size_t max, char 
     }
     free(*dst);
     *dst = strdup(s);
-    return *dst ? HB_CFG_OK : HB_CFG_NOMEM;
+    if (*dst)
+        return HB_CFG_OK;
+    snprintf(err, errlen, "field '%s': out of memory", k);
+    return HB_CFG_NOMEM;
 }
 
 hb_cfg_status hb_config_payload(json_object *body, const hb_config *c, const char *checklist_text,
