@@ -117,7 +117,8 @@ struct vigil_runtime {
 typedef enum { STEP_DONE, STEP_DUPLICATE, STEP_REJECT, STEP_GAVE_UP } step_result;
 
 static void intake_view(vigil_runtime *rt, const char *topic, vigil_shard_view *out);
-static void fence_arrived(vigil_runtime *rt, const void *payload, size_t len);
+static void fence_arrived(vigil_runtime *rt, const char *topic, const void *payload,
+                          size_t len);
 
 /* Wakes the publisher, if it still runs (NULL once shutdown took it). */
 static void kick_outbox(vigil_runtime *rt)
@@ -595,7 +596,7 @@ static void on_message(void *ctx, const char *topic, const void *payload, size_t
 {
     vigil_runtime *rt = ctx;
     if (strcmp(topic, rt->fence.topic) == 0) {
-        fence_arrived(rt, payload, len);
+        fence_arrived(rt, topic, payload, len);
         return;
     }
     intake(rt, topic, payload, len, retained, false);
@@ -734,10 +735,18 @@ static void intake_view(vigil_runtime *rt, const char *topic, vigil_shard_view *
  * everything queued before it was taken, so the counts it held are
  * released. A failed release is only logged: the counts stay held and
  * the next refresh sends a new fence. Intake thread. */
-static void fence_arrived(vigil_runtime *rt, const void *payload, size_t len)
+static void fence_arrived(vigil_runtime *rt, const char *topic, const void *payload, size_t len)
 {
     vigil_shard_view release;
-    if (!vigil_shard_fence_arrived(&rt->fence, payload, len, &release)) {
+    int rc = vigil_shard_fence_arrived(&rt->fence, payload, len, &release);
+    if (rc < 0) {
+        vigil_error err = { 0 };
+        vigil_error_set(&err, VIGIL_REJECT_BAD_VALUE,
+                        "not a shard fence (want {shard, nonce of 32 hex digits, seq >= 1})");
+        reject(rt, topic, payload, len, &err);
+        return;
+    }
+    if (rc == 0) {
         vigil_log(VIGIL_LOG_DEBUG, "a fence of another process of this index: ignored");
         return;
     }
@@ -798,7 +807,7 @@ static void on_adopted_message(void *ctx, const char *topic, const void *payload
     if (vigil_shard_fence_is_fence_topic(a->rt->def->name, topic)) {
         vigil_shard_view released;
         if (strcmp(topic, a->fence.topic) == 0 &&
-            vigil_shard_fence_arrived(&a->fence, payload, len, &released))
+            vigil_shard_fence_arrived(&a->fence, payload, len, &released) == 1)
             atomic_store(&a->fenced, true);
         return; /* a fence is never an input */
     }

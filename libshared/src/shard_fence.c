@@ -102,13 +102,13 @@ static bool parse_fence(const void *payload, size_t len, char nonce[33], uint64_
     return ok;
 }
 
-bool vigil_shard_fence_arrived(vigil_shard_fence *f, const void *payload, size_t len,
-                               vigil_shard_view *release)
+int vigil_shard_fence_arrived(vigil_shard_fence *f, const void *payload, size_t len,
+                              vigil_shard_view *release)
 {
     char nonce[33];
     uint64_t seq = 0;
     if (!parse_fence(payload, len, nonce, &seq))
-        return false;
+        return -1;
     pthread_mutex_lock(&f->mu);
     bool ours = strcmp(nonce, f->nonce) == 0 && f->first_seq != 0 && seq >= f->first_seq &&
                 seq < f->next_seq;
@@ -117,5 +117,5 @@ bool vigil_shard_fence_arrived(vigil_shard_fence *f, const void *payload, size_t
         f->first_seq = 0;
     }
     pthread_mutex_unlock(&f->mu);
-    return ours;
+    return ours ? 1 : 0;
 }

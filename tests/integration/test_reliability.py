@@ -471,6 +471,12 @@ def test_a_backlog_queued_before_a_grow_of_n_is_taken_under_its_old_count(stack)
         fences = col.events("sys/dormancy-monitor/fence/1")
         assert fences and all(f["shard"] == "1/3" and f["held"] == [2] for f in fences), fences
         validate_outputs(col)
+        # a payload on the fence topic that is no fence is bad input: an
+        # error event, nothing released or held
+        stack.publisher().publish("sys/dormancy-monitor/fence/1", b"not a fence")
+        err = col.wait_event("sys/dormancy-monitor/error", timeout=10)
+        assert err["reason"] == "bad_value" and "fence" in err["detail"], err
+        assert c.smembers(base + "shard:ran:1") == {b"3"}
     finally:
         c.close()
 

@@ -55,11 +55,12 @@ bool vigil_shard_fence_is_fence_topic(const char *service, const char *topic);
 bool vigil_shard_fence_due(vigil_shard_fence *f, const vigil_shard_view *held, int64_t now_ms,
                            int64_t retry_ms, char *out, size_t outlen);
 
-/* A message on this replica's fence topic: true when it is one of this
+/* A message on this replica's fence topic: 1 when it is one of this
  * process's fences that releases the outstanding counts, copied to
- * release (the fence is then no longer outstanding). Any other payload
- * (an earlier process's fence, garbage) is false. */
-bool vigil_shard_fence_arrived(vigil_shard_fence *f, const void *payload, size_t len,
+ * release (the fence is then no longer outstanding); 0 for any other
+ * fence (an earlier process's, one already answered); -1 when the payload
+ * is no fence at all (the caller reports it as bad input). */
+int vigil_shard_fence_arrived(vigil_shard_fence *f, const void *payload, size_t len,
                                vigil_shard_view *release);
 
 #endif
