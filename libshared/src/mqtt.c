@@ -963,9 +963,23 @@ static void *connector_main(void *arg)
 
 /* ---- paho handles -------------------------------------------------------- */
 
+/* paho-mqtt3as initialises OpenSSL in full (every error string, cipher
+ * and digest table) when its first client is created, whether or not a
+ * broker URL asks for TLS: about 3 MiB of resident memory in each process.
+ * OpenSSL 3 initialises itself on first use, so paho is told to leave it:
+ * a process that never speaks TLS never pays, one that does pays then. */
+static void paho_init_once(void)
+{
+    MQTTAsync_init_options io = MQTTAsync_init_options_initializer;
+    io.do_openssl_init = 0;
+    MQTTAsync_global_init(&io);
+}
+
 /* A new paho handle with our callbacks. Returns 0, or -1 with err set. */
 static int client_create(vigil_mqtt *m, MQTTAsync *out, char *err, size_t errlen)
 {
+    static pthread_once_t paho_once = PTHREAD_ONCE_INIT;
+    pthread_once(&paho_once, paho_init_once);
     MQTTAsync_createOptions co = MQTTAsync_createOptions_initializer5;
     /* paho refuses a send once this many are queued, connected or not
      * (default 100: one full outbox batch plus a status would fail). */
