@@ -186,7 +186,13 @@ def test_kill9_of_the_service_mid_stream_processes_each_message_once(stack):
 
     t = threading.Thread(target=killer, daemon=True)
     t.start()
-    pub.publish_many(items, timeout=120)
+    # Paced (about 150 inputs/s) so that the stream is still flowing when
+    # the second kill lands: published at once, a fast build processed it
+    # all before the killer saw 60 %.
+    chunk = 25
+    for i in range(0, n, chunk):
+        pub.publish_many(items[i:i + chunk], timeout=120)
+        time.sleep(chunk / 150)
     t.join(timeout=scaled(150))
     assert not t.is_alive(), "kill/restart thread did not finish"
     assert len(kills) == 2 and all(k < n for k in kills), f"kills happened after the stream ended: {kills}"
