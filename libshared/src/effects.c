@@ -48,6 +48,11 @@ void vigil_effects_free(vigil_effects *fx)
         free(fx->aux[i].label);
     }
     free(fx->aux);
+    for (size_t i = 0; i < fx->n_parts; i++) {
+        free(fx->parts[i].name);
+        free(fx->parts[i].text);
+    }
+    free(fx->parts);
     vigil_effects_init(fx);
 }
 
@@ -84,6 +89,28 @@ int vigil_fx_set_state(vigil_effects *fx, const char *state_json)
     free(fx->new_state);
     fx->new_state = copy;
     return 0;
+}
+
+int vigil_fx_state_part(vigil_effects *fx, const char *name, const char *text)
+{
+    size_t n = name ? strlen(name) : 0;
+    if (n == 0 || n > 64 || (text && text[0] != '{'))
+        return -1;
+    if (grow((void **)&fx->parts, &fx->cap_parts, fx->n_parts, sizeof *fx->parts) != 0)
+        return -1;
+    vigil_state_part p = { strdup(name), text ? strdup(text) : NULL };
+    if (!p.name || (text && !p.text)) {
+        free(p.name);
+        free(p.text);
+        return -1;
+    }
+    fx->parts[fx->n_parts++] = p;
+    return 0;
+}
+
+void vigil_fx_state_parts_reset(vigil_effects *fx)
+{
+    fx->parts_reset = true;
 }
 
 /* The outbox stores "<flag><topic>\n<payload>", so a topic containing a

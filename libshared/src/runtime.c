@@ -344,7 +344,7 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
     int64_t version = 0;
     char *state = NULL;
     bool have = vigil_state_cache_get(rt->cache, key, &version, &state);
-    int errors = 0, oom = 0;
+    int errors = 0, oom = 0, wholes = 0;
     step_result result = STEP_DONE;
 
     for (int attempt = 0;; attempt++) {
@@ -382,6 +382,21 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
         vigil_effects_reset(&fx);
         memset(err, 0, sizeof *err);
         int drc = decide(rt, key, state, a, &fx, err);
+        if (drc == VIGIL_NEED_WHOLE) {
+            /* the head of a record in parts whose parts the service no
+             * longer holds: decide again on the whole record, loaded (which
+             * the service can always read, so this happens once) */
+            vigil_state_cache_drop(rt->cache, key);
+            free(state);
+            state = NULL;
+            have = false;
+            if (wholes++ < 2)
+                continue;
+            vigil_error_set(err, VIGIL_REJECT_STORED_DATA,
+                            "the service cannot read the whole record of '%s'", key);
+            result = STEP_REJECT;
+            goto done;
+        }
         if (drc != 0 && is_oom(drc, err)) {
             /* not a refusal: try again after a pause, then leave */
             if (!vigil_oom_wait(oom++, key)) {
@@ -430,6 +445,12 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
             free(state);
             state = cur;
             version = newv;
+            if (!state && version > 0) {
+                /* a record kept in parts comes back without its text: load it whole */
+                vigil_state_cache_drop(rt->cache, key);
+                have = false;
+                continue;
+            }
             vigil_state_cache_put(rt->cache, key, version, state);
             if (attempt > 50)
                 vigil_sleep_ms(vigil_backoff_ms(attempt - 50, 1, 100), NULL);

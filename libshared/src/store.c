@@ -97,6 +97,47 @@ static int64_t reply_int64(const redisReply *rep)
     return 0;
 }
 
+/* The record as a service reads it: the head (field "s") alone, or, when
+ * the hash holds parts (fields "p:" name, vigil_fx_state_part), the head
+ * with a member "parts" added: {..., "parts":{"name":{...}, ...}}. The
+ * parts come in the hash's order; names are JSON-quoted. NULL when out of
+ * memory. */
+static char *whole_record(const redisReply *hm, const redisReply *head)
+{
+    vigil_jtext b = { 0 };
+    size_t n = 0;
+    for (size_t i = 0; i + 1 < hm->elements; i += 2) {
+        const redisReply *f = hm->element[i], *t = hm->element[i + 1];
+        if (!is_str(f) || f->len < 3 || memcmp(f->str, "p:", 2) != 0 || !is_str(t))
+            continue;
+        if (n++ == 0) {
+            size_t hl = head->len;
+            while (hl > 0 && head->str[hl - 1] != '}')
+                hl--; /* the head's closing brace */
+            if (hl == 0) /* not an object: handed over as it is, the service says so */
+                break;
+            vigil_jtext_put(&b, head->str, hl - 1);
+            bool empty = true;
+            for (size_t k = 1; k + 1 < hl && empty; k++)
+                empty = head->str[k] == ' ';
+            vigil_jtext_key(&b, empty ? 0 : ',', "parts");
+            vigil_jtext_put(&b, "{", 1);
+        }
+        char name[72];
+        size_t nl = f->len - 2 < sizeof name - 1 ? f->len - 2 : sizeof name - 1;
+        memcpy(name, f->str + 2, nl);
+        name[nl] = '\0';
+        vigil_jtext_key(&b, n > 1 ? ',' : 0, name);
+        vigil_jtext_put(&b, t->str, t->len);
+    }
+    if (n == 0 || b.n == 0) {
+        free(b.s);
+        return dup_reply_str(head);
+    }
+    vigil_jtext_lit(&b, "}}");
+    return vigil_jtext_take(&b);
+}
+
 int vigil_store_load(vigil_store *s, const char *key, const char *input_id, int *seen,
                      int64_t *version, char **state)
 {
@@ -110,8 +151,8 @@ int vigil_store_load(vigil_store *s, const char *key, const char *input_id, int 
         *seen = 0;
     if (!skey || !ikey)
         goto cleanup;
-    const char *a1[] = { "HMGET", skey, "v", "s" };
-    if (vigil_redis_append(s->r, 4, a1, NULL) != 0)
+    const char *a1[] = { "HGETALL", skey };
+    if (vigil_redis_append(s->r, 2, a1, NULL) != 0)
         goto cleanup;
     if (input_id) {
         const char *a2[] = { "ZSCORE", ikey, input_id };
@@ -133,18 +174,26 @@ int vigil_store_load(vigil_store *s, const char *key, const char *input_id, int 
         if (seen)
             *seen = zs->type != REDIS_REPLY_NIL;
     }
-    if (hm->type != REDIS_REPLY_ARRAY || hm->elements != 2) {
-        vigil_log(VIGIL_LOG_ERROR, "store load %s: unexpected HMGET reply (%s)", key,
+    if (hm->type != REDIS_REPLY_ARRAY || hm->elements % 2 != 0) {
+        vigil_log(VIGIL_LOG_ERROR, "store load %s: unexpected HGETALL reply (%s)", key,
                   hm->type == REDIS_REPLY_ERROR ? hm->str : "type");
         if (hm->type == REDIS_REPLY_ERROR)
             rc = VIGIL_STORE_BAD_DATA;
         goto cleanup;
     }
-    if (is_str(hm->element[1])) {
-        *state = dup_reply_str(hm->element[1]);
+    const redisReply *v = NULL, *st = NULL;
+    for (size_t i = 0; i + 1 < hm->elements; i += 2) {
+        const redisReply *f = hm->element[i];
+        if (is_str(f) && f->len == 1 && f->str[0] == 'v')
+            v = hm->element[i + 1];
+        else if (is_str(f) && f->len == 1 && f->str[0] == 's')
+            st = hm->element[i + 1];
+    }
+    if (is_str(st)) {
+        *state = whole_record(hm, st);
         if (!*state)
             goto cleanup;
-        *version = reply_int64(hm->element[0]);
+        *version = reply_int64(v);
     }
     rc = 0;
 cleanup:
@@ -266,15 +315,19 @@ static char *json_quote(const char *s)
  *         9 n_timers, 10 n_out, 11 n_snaps, 12 n_aux, then per timer (member,
  *         due or "" to cancel), per auxiliary op (kind, value, n1, n2), per
  *         output the outbox entry, per snapshot (field, "s"/"d", value, topic,
- *         normalized envelope, JSON-quoted map name). */
+ *         normalized envelope, JSON-quoted map name).
+ * ARGV 13 n_parts and 14 "1"/"0" parts reset come before the timers, and
+ * each part (field "p:" name, text or "" to delete it) after the snapshots. */
 static int build_commit_args(vigil_store *s, const vigil_commit *c, commit_args *a)
 {
     const vigil_effects *fx = c->fx;
     size_t nt = fx ? fx->n_timers : 0, no = fx ? fx->n_out : 0, ns = fx ? fx->n_snaps : 0;
-    size_t na = fx ? fx->n_aux : 0;
-    size_t total = 5 + ns + na + 12 + 2 * nt + 4 * na + no + 6 * ns;
+    size_t na = fx ? fx->n_aux : 0, np = fx ? fx->n_parts : 0;
+    size_t total = 5 + ns + na + 14 + 2 * nt + 4 * na + no + 6 * ns + 2 * np;
     size_t base = strlen(s->base), key = strlen(c->key);
-    size_t arena = 2 * (base + key + 8) + (8 + nt + 2 * na) * (VIGIL_I64_TEXT_MAX + 1);
+    size_t arena = 2 * (base + key + 8) + (9 + nt + 2 * na) * (VIGIL_I64_TEXT_MAX + 1);
+    for (size_t j = 0; j < np; j++)
+        arena += 2 + strlen(fx->parts[j].name) + 1;
     for (size_t j = 0; j < ns; j++)
         arena += base + strlen(fx->snaps[j].hash) + 1;
     for (size_t j = 0; j < na; j++)
@@ -312,6 +365,8 @@ static int build_commit_args(vigil_store *s, const vigil_commit *c, commit_args 
     rc |= push_i64(a, (int64_t)no);
     rc |= push_i64(a, (int64_t)ns);
     rc |= push_i64(a, (int64_t)na);
+    rc |= push_i64(a, (int64_t)np);
+    rc |= push_str(a, fx && fx->parts_reset ? "1" : "0");
     for (size_t j = 0; j < nt && rc == 0; j++) {
         const vigil_timer_op *t = &fx->timers[j];
         rc |= push_cat(a, c->key, "|", t->name);
@@ -351,6 +406,10 @@ static int build_commit_args(vigil_store *s, const vigil_commit *c, commit_args 
         rc |= push_str(a, op->topic);
         rc |= push_owned(a, normalize_envelope(op->envelope_json, op->map_name));
         rc |= push_owned(a, json_quote(op->map_name));
+    }
+    for (size_t j = 0; j < np && rc == 0; j++) {
+        rc |= push_cat(a, "p:", NULL, fx->parts[j].name);
+        rc |= push_str(a, fx->parts[j].text ? fx->parts[j].text : "");
     }
     return rc == 0 ? 0 : -1;
 }

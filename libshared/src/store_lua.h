@@ -40,14 +40,17 @@ struct vigil_store {
     "  if g ~= 'none' and g ~= t then return k .. ' holds a ' .. g .. ', not a ' .. t end\n" \
     "end\n"                                                                          \
     "local function int(x) return x ~= nil and string.match(x, '^-?%d+$') ~= nil end\n" \
-    "for a = 1, 12 do if ARGV[a] == nil then return bad('argument ' .. a .. ' missing') end end\n" \
-    "for _, a in ipairs({1, 3, 6, 8, 9, 10, 11, 12}) do\n"                           \
+    "for a = 1, 14 do if ARGV[a] == nil then return bad('argument ' .. a .. ' missing') end end\n" \
+    "for _, a in ipairs({1, 3, 6, 8, 9, 10, 11, 12, 13}) do\n"                       \
     "  if not int(ARGV[a]) then return bad('argument ' .. a .. ' is not an integer') end\n" \
     "end\n"                                                                          \
     "if ARGV[4] ~= '0' and ARGV[4] ~= '1' then return bad('argument 4') end\n"       \
+    "if ARGV[14] ~= '0' and ARGV[14] ~= '1' then return bad('argument 14') end\n"    \
     "local nt, no, ns, na = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])\n" \
+    "local np = tonumber(ARGV[13])\n"                                                \
+    "if (np > 0 or ARGV[14] == '1') and ARGV[4] ~= '1' then return bad('parts without a new state') end\n" \
     "if #KEYS ~= 5 + ns + na then return bad('key count') end\n"                     \
-    "if #ARGV ~= 12 + 2 * nt + 4 * na + no + 6 * ns then return bad('argument count') end\n" \
+    "if #ARGV ~= 14 + 2 * nt + 4 * na + no + 6 * ns + 2 * np then return bad('argument count') end\n" \
     "local e = want(KEYS[3], 'list') or want(KEYS[4], 'zset') or want(KEYS[5], 'hash')\n" \
     "if e then return bad(e) end\n"                                                  \
     "local function read(...)\n"                                                    \
@@ -55,7 +58,7 @@ struct vigil_store {
     "  if ok then return true, res end\n"                                            \
     "  return false, bad(select(2, ...) .. ': ' .. tostring(res.err or res))\n"      \
     "end\n"                                                                          \
-    "local c = 13\n"                                                                 \
+    "local c = 15\n"                                                                 \
     "for _ = 1, nt do\n"                                                             \
     "  if ARGV[c] == '' then return bad('empty timer member') end\n"                 \
     "  if ARGV[c + 1] ~= '' and not int(ARGV[c + 1]) then return bad('timer due') end\n" \
@@ -78,18 +81,28 @@ struct vigil_store {
     "    return bad('snapshot envelope')\n"                                         \
     "  end\n"                                                                        \
     "  c = c + 6\n"                                                                  \
+    "end\n"                                                                          \
+    "for _ = 1, np do\n"                                                             \
+    "  if #ARGV[c] < 3 or string.sub(ARGV[c], 1, 2) ~= 'p:' then return bad('part name') end\n" \
+    "  if ARGV[c + 1] ~= '' and string.sub(ARGV[c + 1], 1, 1) ~= '{' then return bad('part text') end\n" \
+    "  c = c + 2\n"                                                                  \
+    "end\n"                                                                          \
+    "local function head_if_whole(k)\n"                                              \
+    "  if redis.call('HLEN', k) > 2 then return false end\n"                         \
+    "  return redis.call('HGET', k, 's')\n"                                          \
     "end\n"
 
 /* The commit's checks alone, and its compare-and-set, writing nothing
  * (vigil_store_check): same arguments as the commit. Returns {"OK", v} |
- * {"CONFLICT", v, s-or-nil} | the VIGIL_BAD_DATA error. */
+ * {"CONFLICT", v, s-or-nil} | the VIGIL_BAD_DATA error; s is nil too for a
+ * record kept in parts (the caller loads it whole). */
 #define VIGIL_LUA_CHECK                                                               \
     VIGIL_LUA_COMMIT_CHECK                                                            \
     "local ok, cur = read('HGET', KEYS[1], 'v')\n"                                   \
     "if not ok then return cur end\n"                                                \
     "local v = tonumber(cur or '0') or 0\n"                                          \
     "if v ~= tonumber(ARGV[1]) then\n"                                               \
-    "  return {'CONFLICT', cur or '0', redis.call('HGET', KEYS[1], 's')}\n"          \
+    "  return {'CONFLICT', cur or '0', head_if_whole(KEYS[1])}\n"                    \
     "end\n"                                                                          \
     "return {'OK', string.format('%d', v)}\n"
 
@@ -134,7 +147,7 @@ struct vigil_store {
     "end\n"                                                                          \
     "local v = tonumber(cur or '0') or 0\n"                                           \
     "if v ~= tonumber(ARGV[1]) then\n"                                                \
-    "  return {'CONFLICT', cur or '0', redis.call('HGET', st, 's')}\n"                \
+    "  return {'CONFLICT', cur or '0', head_if_whole(st)}\n"                          \
     "end\n"                                                                           \
     "if ARGV[4] == '1' then\n"                                                        \
     "  v = v + 1\n"                                                                   \
@@ -151,7 +164,7 @@ struct vigil_store {
     "    redis.call('RPUSH', outbox, unpack(out, a, math.min(a + 999, #out)))\n"     \
     "  end\n"                                                                        \
     "end\n"                                                                          \
-    "local i = 13\n"                                                                  \
+    "local i = 15\n"                                                                  \
     "for _ = 1, tonumber(ARGV[9]) do\n"                                               \
     "  if ARGV[i + 1] == '' then redis.call('ZREM', timers, ARGV[i])\n"               \
     "  else redis.call('ZADD', timers, ARGV[i + 1], ARGV[i]) end\n"                   \
@@ -208,6 +221,16 @@ struct vigil_store {
     "  if env == '{}' then payload = '{' .. body\n"                                   \
     "  else payload = string.sub(env, 1, -2) .. ',' .. body end\n"                    \
     "  out[#out + 1] = '1' .. topic .. '\\n' .. payload\n"                           \
+    "end\n"                                                                           \
+    "if ARGV[14] == '1' then\n"                                                       \
+    "  for _, f in ipairs(redis.call('HKEYS', st)) do\n"                              \
+    "    if string.sub(f, 1, 2) == 'p:' then redis.call('HDEL', st, f) end\n"         \
+    "  end\n"                                                                         \
+    "end\n"                                                                           \
+    "for _ = 1, tonumber(ARGV[13]) do\n"                                              \
+    "  if ARGV[i + 1] == '' then redis.call('HDEL', st, ARGV[i])\n"                   \
+    "  else redis.call('HSET', st, ARGV[i], ARGV[i + 1]) end\n"                       \
+    "  i = i + 2\n"                                                                   \
     "end\n"                                                                           \
     "flush()\n"                                                                      \
     "return {'OK', string.format('%d', v), unpack(trimmed)}\n"

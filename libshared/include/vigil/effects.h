@@ -62,8 +62,20 @@ typedef struct vigil_aux_op {
     char *label; /* VIGIL_AUX_JOB_ADD: the stream's configured name; else NULL */
 } vigil_aux_op;
 
+/* A part of a state record kept in its own field of the record's Redis
+ * hash ("p:" name), written only when it changed, so that a record of
+ * many similar entries (a room's personas) costs what changed per commit,
+ * not its whole size. See vigil_fx_state_part. */
+typedef struct vigil_state_part {
+    char *name;
+    char *text; /* a JSON object; NULL deletes the part */
+} vigil_state_part;
+
 typedef struct vigil_effects {
     char *new_state; /* NULL = state unchanged */
+    vigil_state_part *parts; /* parts set or deleted with new_state */
+    size_t n_parts, cap_parts;
+    bool parts_reset;        /* every stored part deleted before parts apply */
     vigil_outmsg *out;
     size_t n_out, cap_out;
     vigil_timer_op *timers;
@@ -81,6 +93,20 @@ void vigil_effects_free(vigil_effects *fx);
 
 /* All return 0, or -1 on allocation failure. */
 int vigil_fx_set_state(vigil_effects *fx, const char *state_json);
+/* A record in parts: the state text (vigil_fx_set_state, a JSON object,
+ * here called the head) plus named parts, each a JSON object kept in its
+ * own field of the record's hash. A commit writes the head and only the
+ * parts given (text NULL deletes one); parts must come with a new head.
+ * vigil_store_load hands the service the whole record: the head with a
+ * member "parts" added, an object of every stored part by name. After a
+ * commit the runtime keeps only the head it wrote: a service that no
+ * longer holds the parts that head stands for returns
+ * VIGIL_NEED_WHOLE (runtime.h) and is called again with the whole record.
+ * name: 1-64 bytes, no NUL; text: a JSON object. Returns 0 or -1. */
+int vigil_fx_state_part(vigil_effects *fx, const char *name, const char *text);
+/* Deletes every stored part before this commit's parts apply (a record
+ * written whole again: read in an older form, or replaced). */
+void vigil_fx_state_parts_reset(vigil_effects *fx);
 int vigil_fx_publish(vigil_effects *fx, const char *topic, const char *payload, bool retain);
 /* Serializes obj (vigil_json_dump); does not take ownership. */
 int vigil_fx_publish_json(vigil_effects *fx, const char *topic, json_object *obj, bool retain);

@@ -36,6 +36,10 @@
  * Returning -1 with err->reason VIGIL_REJECT_NO_MEMORY means the same, from
  * route(), apply(), on_timer's callers and vigil_decide_fn alike. */
 #define VIGIL_ROUTE_OOM (-3)
+/* apply(), on_timer() or a vigil_decide_fn was given the head of a record
+ * kept in parts (vigil_fx_state_part) whose parts this process no longer
+ * holds: the runtime loads the whole record from Redis and calls again. */
+#define VIGIL_NEED_WHOLE (-4)
 
 typedef struct vigil_runtime vigil_runtime;
 

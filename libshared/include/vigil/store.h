@@ -3,7 +3,8 @@
  * round trip).
  *
  * Keys (P = VIGIL_REDIS_PREFIX, S = service name, i = shard index):
- *   P S ":state:" key       hash {v: version, s: state JSON}
+ *   P S ":state:" key       hash {v: version, s: state JSON, "p:" name: part JSON
+ *                           for a record kept in parts (vigil_fx_state_part)}
  *   P S ":ids:" key         zset of processed input ids scored by commit time
  *                           (trimmed to the newest dedupe_keep)
  *   P S ":outbox:" i        list of pending output messages, oldest first;
@@ -53,7 +54,9 @@ typedef enum {
 #define VIGIL_STORE_BAD_DATA (-2)
 
 /* Loads a record. Returns 0 with *version (0 = no record) and *state
- * (malloc'd JSON, NULL when no record), -1 on a Redis error (retry), or
+ * (malloc'd JSON, NULL when no record; a record kept in parts comes whole:
+ * the head with a member "parts" of every part by name), -1 on a Redis
+ * error (retry), or
  * VIGIL_STORE_BAD_DATA when a key holds another type (a data error). If input_id
  * is not NULL, *seen is set to whether that id was already processed for key
  * (same round trip, pipelined). */
@@ -80,7 +83,8 @@ typedef struct vigil_commit {
 /* Commits. Checks every key's type and argument before the first write,
  * so BAD_DATA means nothing was written. On OK sets *new_version (unchanged version if fx->new_state is
  * NULL). On CONFLICT sets *new_version and *cur_state (malloc'd or NULL) to
- * the current record. */
+ * the current record; *cur_state is NULL with a version above 0 when the
+ * record is kept in parts (load it whole with vigil_store_load). */
 vigil_commit_result vigil_store_commit(vigil_store *s, const vigil_commit *c,
                                        int64_t *new_version, char **cur_state);
 
