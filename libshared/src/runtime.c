@@ -332,6 +332,14 @@ static int decide(vigil_runtime *rt, const char *key, const char *state, const d
     return d->apply(d->ctx, key, state, a->in, a->parsed, a->now, fx, err);
 }
 
+static void count_whole_load(void)
+{
+    vigil_counter_add("vigil_state_whole_loads_total",
+                      "Records kept in parts loaded whole again (after a conflict, or when the "
+                      "service no longer held the parts of the head it was given)",
+                      NULL, 1);
+}
+
 /* Decide-then-commit for one key, until the effect is durable, the input
  * is a duplicate, or the decision rejects it. Conflicts retry at once with
  * the record the commit returned; Redis errors retry after a backoff (the
@@ -386,6 +394,7 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
             /* the head of a record in parts whose parts the service no
              * longer holds: decide again on the whole record, loaded (which
              * the service can always read, so this happens once) */
+            count_whole_load();
             vigil_state_cache_drop(rt->cache, key);
             free(state);
             state = NULL;
@@ -447,6 +456,7 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
             version = newv;
             if (!state && version > 0) {
                 /* a record kept in parts comes back without its text: load it whole */
+                count_whole_load();
                 vigil_state_cache_drop(rt->cache, key);
                 have = false;
                 continue;

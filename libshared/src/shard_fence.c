@@ -1,30 +1,20 @@
 /* shard_fence.c - a replica's fence through its own session (see
  * shard_fence.h). */
 #include "vigil/shard_fence.h"
+#include "vigil/unique.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <json-c/json.h>
 
-/* 16 random bytes as hex; getrandom rarely fails, and then the clock and
- * the pid still make a nonce no earlier process of this index had. */
+/* 16 random bytes as hex: a nonce no earlier process of this index had. */
 static void make_nonce(char out[33])
 {
     unsigned char b[16];
-    if (getrandom(b, sizeof b, GRND_NONBLOCK) != (ssize_t)sizeof b) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t x = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-        uint64_t y = ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)out;
-        memcpy(b, &x, 8);
-        memcpy(b + 8, &y, 8);
-    }
+    vigil_random_bytes(b, sizeof b);
     for (int i = 0; i < 16; i++)
         snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
