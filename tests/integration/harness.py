@@ -1016,7 +1016,11 @@ class StoreView:
             return 0, None
         v = int(h.get(b"v", b"0"))
         s = h.get(b"s")
-        return v, (json.loads(s) if s else None)
+        doc = json.loads(s) if s else None
+        parts = {k[2:].decode(): json.loads(t) for k, t in h.items() if k.startswith(b"p:")}
+        if doc is not None and parts:
+            doc["parts"] = parts  # a record kept in parts, whole (as libshared loads it)
+        return v, doc
 
     def states(self):
         """{key: (version, raw state bytes)} of every state record."""

@@ -9,6 +9,7 @@
 #include <vigil/limits.h>
 #include <vigil/record_cache.h>
 #include <vigil/log.h>
+#include <vigil/unique.h>
 #include "adapter.h"
 
 typedef struct id_ctx {
@@ -41,22 +42,66 @@ static vigil_record_cache *rooms(void)
 }
 
 /* A record that cannot be read is replaced by a fresh one (and logged):
- * refusing every later input of the room forever would be worse. */
-static dormancy_room *load_room(const char *key, const char *state_json)
+ * refusing every later input of the room forever would be worse. The head
+ * of a record in parts whose room this process no longer holds sets
+ * *whole: the runtime then hands over the whole record. */
+static dormancy_room *load_room(const char *key, const char *state_json, bool *whole)
 {
+    *whole = false;
     if (!state_json)
         return dormancy_room_new(key);
     dormancy_room *hit = vigil_record_cache_take(rooms(), key, state_json);
     if (hit)
         return hit;
     char err[200];
-    dormancy_room *r = dormancy_room_from_json(state_json, key, err, sizeof err);
+    dormancy_room *r = dormancy_room_read(state_json, key, whole, err, sizeof err);
+    if (!r && *whole)
+        return NULL;
     if (!r) {
         vigil_log_kv(VIGIL_LOG_ERROR, "unreadable room record replaced", "room", key, "error", err,
                      NULL);
         r = dormancy_room_new(key);
+        if (r)
+            r->n_stored = -1; /* whatever parts the store holds go */
     }
     return r;
+}
+
+/* The record as a commit writes it: the head, the personas that changed
+ * and the ones that left (record_parts.c), all the personas after a read
+ * that could not say which parts the store holds. Sets *head to the head
+ * written (malloc'd), or leaves it NULL when nothing changed. */
+static int write_record(vigil_effects *fx, dormancy_room *r, const char *state_json, char **head)
+{
+    *head = NULL;
+    dormancy_parts_diff d;
+    if (dormancy_parts_diff_make(r, &d) != 0)
+        return -1;
+    char *now = dormancy_room_head_json(r);
+    int rc = now ? 0 : -1;
+    bool changed = d.whole || d.n_set > 0 || d.n_removed > 0 || !state_json ||
+                   (now && strcmp(now, state_json) != 0);
+    if (rc == 0 && changed) {
+        /* a new token: this head names the record with these parts only */
+        r->token = vigil_unique_u64();
+        free(now);
+        now = dormancy_room_head_json(r);
+        rc = now ? vigil_fx_set_state(fx, now) : -1;
+        if (d.whole)
+            vigil_fx_state_parts_reset(fx);
+        for (int i = 0; i < d.n_set && rc == 0; i++)
+            rc = vigil_fx_state_part(fx, r->personas[d.set[i]].id, d.text[i]);
+        for (int i = 0; i < d.n_removed && rc == 0; i++)
+            rc = vigil_fx_state_part(fx, d.removed[i], NULL);
+        if (rc == 0) {
+            dormancy_parts_written(r);
+            *head = now;
+            now = NULL;
+        }
+    }
+    free(now);
+    dormancy_parts_diff_free(&d);
+    return rc;
 }
 
 /* Publishes and releases o (NULL = allocation failure upstream). */
@@ -172,19 +217,19 @@ static int finish_effects(vigil_effects *fx, dormancy_room *r, const char *state
         return 0;
     if (emit(fx, r, cfg, acts, in, now) != 0)
         return -1;
-    char *json = dormancy_room_to_json(r);
-    if (!json)
+    char *head = NULL;
+    if (write_record(fx, r, state_json, &head) != 0)
         return -1;
-    int rc = 0;
-    if (!state_json || strcmp(json, state_json) != 0)
-        rc = vigil_fx_set_state(fx, json);
-    /* the next commit of the room likely starts from this record */
-    if (rc == 0 &&
-        vigil_record_cache_put_sized(rooms(), r->room, json, r, dormancy_room_bytes(r)) == 0)
+    /* the next commit of the room likely starts from this record: the
+     * runtime hands over the head just written, or the text it had when
+     * nothing changed */
+    char *text = head ? head : (state_json ? strdup(state_json) : NULL);
+    if (text &&
+        vigil_record_cache_put_sized(rooms(), r->room, text, r, dormancy_room_bytes(r)) == 0)
         *kept = true;
     else
-        free(json);
-    return rc;
+        free(text);
+    return 0;
 }
 /* Shared tail of apply and on_timer: commit the new record only if it
  * differs from the one read. Takes r (into the record cache, or freed). */
@@ -206,7 +251,10 @@ int dormancy_apply(void *ctx, const char *key, const char *state_json, const vig
     const dormancy_parsed *pp = parsed;
     if (!pp)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "nothing to apply");
-    dormancy_room *r = load_room(key, state_json);
+    bool whole;
+    dormancy_room *r = load_room(key, state_json, &whole);
+    if (!r && whole)
+        return VIGIL_NEED_WHOLE;
     if (!r)
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     id_ctx ic = {in->id, key};
@@ -228,9 +276,10 @@ int dormancy_on_timer(void *ctx, const char *key, const char *state_json, const 
                       int64_t due_ms, int64_t now_ms, vigil_effects *fx)
 {
     const dormancy_service *svc = ctx;
-    dormancy_room *r = load_room(key, state_json);
+    bool whole;
+    dormancy_room *r = load_room(key, state_json, &whole);
     if (!r)
-        return -1;
+        return whole ? VIGIL_NEED_WHOLE : -1;
     /* One firing of one deadline has one identity: a firing retried after
      * a lease ends yields the same event ids. */
     char input_id[VIGIL_EVENT_ID_MAX + 1];

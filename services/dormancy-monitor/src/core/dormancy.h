@@ -158,6 +158,7 @@ typedef struct dormancy_persona {
     dormancy_suggestion sugg;
     dormancy_overrides ov;
     uint64_t snap_digest; /* digest of the last published persona/{p}/state entry */
+    int64_t ord;          /* arrival order in the room (the record keeps it) */
 } dormancy_persona;
 
 typedef struct dormancy_human_msg {
@@ -203,6 +204,10 @@ typedef struct dormancy_room {
     int n_personas, cap_personas;
     dormancy_persona *personas; /* in order of arrival */
     uint64_t room_digest;       /* of the last published room/{r}/state */
+    int64_t next_ord;           /* the next persona's arrival order */
+    uint64_t token;             /* names the record version written last (head "c") */
+    int n_stored;               /* persona parts in the store as read or written
+                                 * last, -1 = not known (write them all again) */
     dormancy_texts *texts;      /* never NULL; a copy gets empty ones */
 } dormancy_room;
 
@@ -222,10 +227,44 @@ int64_t dormancy_quiet_since(const dormancy_room *r);
 dormancy_persona *dormancy_persona_find(dormancy_room *r, const char *id);
 
 /* State record <-> JSON. from_json returns NULL with err on a record it
- * cannot read (not JSON, not an object, wrong room). */
+ * cannot read (not JSON, not an object, wrong room). It reads the record
+ * whole in either form: one text with a "personas" array (to_json, and
+ * records written before parts), or a head with a "parts" object of one
+ * persona each (how the store hands back a record kept in parts). */
 char *dormancy_room_to_json(const dormancy_room *r);
 dormancy_room *dormancy_room_from_json(const char *json, const char *room_id,
                                        char *err, size_t errlen);
+/* As from_json; *head_only is set when json is the head of a record in
+ * parts without its parts (then NULL is returned: load it whole). */
+dormancy_room *dormancy_room_read(const char *json, const char *room_id, bool *head_only,
+                                  char *err, size_t errlen);
+
+/* ---- the record in parts (record_parts.c) ------------------------------
+ * The store keeps a room as a head (everything but the personas: small)
+ * and a part per persona, so a commit writes what changed: an input that
+ * changes one persona of 1,000 writes that persona and the head, not the
+ * whole record. */
+
+/* What a commit writes of r's personas. */
+typedef struct dormancy_parts_diff {
+    bool whole;          /* the stored parts are not known: delete them all
+                          * and write every persona */
+    int n_set;
+    int *set;            /* persona indexes whose part is written */
+    const char **text;   /* their texts (held by r's persona texts) */
+    int n_removed;
+    char (*removed)[DORMANCY_ID_MAX + 1]; /* personas whose part is deleted */
+} dormancy_parts_diff;
+
+/* The personas changed, added and removed since r was read or written
+ * last; updates r's persona texts. 0, or -1 when out of memory. */
+int dormancy_parts_diff_make(dormancy_room *r, dormancy_parts_diff *d);
+void dormancy_parts_diff_free(dormancy_parts_diff *d);
+/* r as written: its parts are now what the store holds. */
+void dormancy_parts_written(dormancy_room *r);
+/* The head: the record without its personas, with their count ("np"),
+ * the next arrival order ("no") and r->token ("c"). */
+char *dormancy_room_head_json(const dormancy_room *r);
 
 /* ---- input events ---------------------------------------------------- */
 

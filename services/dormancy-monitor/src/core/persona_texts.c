@@ -65,12 +65,21 @@ static int reserve(dormancy_texts *t, int n)
 const char *dormancy_texts_persona(dormancy_texts *t, int i, const dormancy_persona *p,
                                    size_t *len)
 {
+    bool fresh;
+    return dormancy_texts_persona_fresh(t, i, p, len, &fresh);
+}
+
+const char *dormancy_texts_persona_fresh(dormancy_texts *t, int i, const dormancy_persona *p,
+                                         size_t *len, bool *fresh)
+{
+    *fresh = false;
     if (!t || reserve(t, i + 1) != 0)
         return NULL;
     if (t->text[i] && memcmp(&t->seen[i], p, sizeof *p) == 0) {
         *len = t->len[i];
         return t->text[i];
     }
+    *fresh = true;
     json_object *o = dormancy_persona_record_json(p);
     const char *s = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
                                                               JSON_C_TO_STRING_NOSLASHESCAPE)
@@ -87,6 +96,29 @@ const char *dormancy_texts_persona(dormancy_texts *t, int i, const dormancy_pers
         t->n = i + 1;
     *len = t->len[i];
     return copy;
+}
+
+int dormancy_texts_count(const dormancy_texts *t)
+{
+    return t ? t->n : 0;
+}
+
+const char *dormancy_texts_id(const dormancy_texts *t, int i)
+{
+    return t && i >= 0 && i < t->n && t->text[i] ? t->seen[i].id : NULL;
+}
+
+void dormancy_texts_truncate(dormancy_texts *t, int n)
+{
+    if (!t || n < 0)
+        return;
+    for (int i = n; i < t->n; i++) { /* forgotten: a persona back there is written again */
+        free(t->text[i]);
+        t->text[i] = NULL;
+        t->len[i] = 0;
+    }
+    if (n < t->n)
+        t->n = n;
 }
 
 size_t dormancy_texts_bytes(const dormancy_texts *t)

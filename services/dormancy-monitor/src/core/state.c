@@ -182,6 +182,7 @@ dormancy_persona *room_persona_append(dormancy_room *r, const char *id, int64_t 
     dm_copy(p->id, sizeof p->id, id);
     p->level = DORMANCY_ACTIVE;
     p->since = now;
+    p->ord = r->next_ord++;
     return p;
 }
 

@@ -13,7 +13,8 @@
 #include <vigil/jtext.h>
 #include "step.h"
 
-#define STATE_VERSION 1
+#define STATE_VERSION 1 /* the record in one text */
+#define HEAD_VERSION 2  /* the head of a record in parts */
 
 static const char *const CAUSE_NAMES[] = {NULL, "absence", "choice"};
 static const char *const SUGGEST_NAMES[] = {NULL, "no-human", "redundant", "autopilot"};
@@ -75,6 +76,7 @@ json_object *dormancy_persona_record_json(const dormancy_persona *p)
     if (p->ov.has)
         json_object_object_add(o, "cfg", vigil_dormancy_overrides_to_json(&p->ov));
     put_digest(o, "digest", p->snap_digest);
+    put_i64(o, "o", p->ord);
     return o;
 }
 
@@ -185,6 +187,40 @@ static void put_sessions(vigil_jtext *b, const dormancy_room *r)
     vigil_jtext_put(b, "]", 1);
 }
 
+/* Everything of the record but its personas, the closing brace left open. */
+static void put_room(vigil_jtext *b, const dormancy_room *r, int version)
+{
+    vigil_jtext_lit(b, "{\"v\":");
+    vigil_jtext_i64(b, version);
+    vigil_jtext_lit(b, ",\"room\":");
+    vigil_jtext_str(b, r->room);
+    text_i64(b, ",\"first_seen\":", r->first_seen);
+    text_i64(b, ",\"last_message\":", r->last_message);
+    text_i64(b, ",\"last_human\":", r->last_human);
+    text_i64(b, ",\"ai_only_since\":", r->ai_only_since);
+    if (r->paused)
+        vigil_jtext_lit(b, ",\"paused\":true");
+    if (r->n_recent > 0)
+        put_recent(b, r);
+    if (r->n_humans > 0)
+        put_humans(b, r);
+    if (r->n_sessions > 0)
+        put_sessions(b, r);
+    if (r->n_timers > 0) {
+        vigil_jtext_lit(b, ",\"timers\":{");
+        for (int i = 0; i < r->n_timers; i++) {
+            if (i > 0)
+                vigil_jtext_put(b, ",", 1);
+            vigil_jtext_str(b, r->timers[i].name);
+            vigil_jtext_put(b, ":", 1);
+            vigil_jtext_i64(b, r->timers[i].due);
+        }
+        vigil_jtext_put(b, "}", 1);
+    }
+    text_digest(b, ",\"digest\":", r->room_digest);
+    text_i64(b, ",\"no\":", r->next_ord);
+}
+
 /* The record as text, written directly (what json-c wrote for the same
  * fields, in the same order, zero fields left out); each persona's text
  * comes from the room's persona texts (persona_texts.c), written again
@@ -192,34 +228,7 @@ static void put_sessions(vigil_jtext *b, const dormancy_room *r)
 char *dormancy_room_to_json(const dormancy_room *r)
 {
     vigil_jtext b = {0};
-    vigil_jtext_lit(&b, "{\"v\":");
-    vigil_jtext_i64(&b, STATE_VERSION);
-    vigil_jtext_lit(&b, ",\"room\":");
-    vigil_jtext_str(&b, r->room);
-    text_i64(&b, ",\"first_seen\":", r->first_seen);
-    text_i64(&b, ",\"last_message\":", r->last_message);
-    text_i64(&b, ",\"last_human\":", r->last_human);
-    text_i64(&b, ",\"ai_only_since\":", r->ai_only_since);
-    if (r->paused)
-        vigil_jtext_lit(&b, ",\"paused\":true");
-    if (r->n_recent > 0)
-        put_recent(&b, r);
-    if (r->n_humans > 0)
-        put_humans(&b, r);
-    if (r->n_sessions > 0)
-        put_sessions(&b, r);
-    if (r->n_timers > 0) {
-        vigil_jtext_lit(&b, ",\"timers\":{");
-        for (int i = 0; i < r->n_timers; i++) {
-            if (i > 0)
-                vigil_jtext_put(&b, ",", 1);
-            vigil_jtext_str(&b, r->timers[i].name);
-            vigil_jtext_put(&b, ":", 1);
-            vigil_jtext_i64(&b, r->timers[i].due);
-        }
-        vigil_jtext_put(&b, "}", 1);
-    }
-    text_digest(&b, ",\"digest\":", r->room_digest);
+    put_room(&b, r, STATE_VERSION);
     vigil_jtext_lit(&b, ",\"personas\":[");
     for (int i = 0; i < r->n_personas; i++) {
         size_t len = 0;
@@ -233,6 +242,21 @@ char *dormancy_room_to_json(const dormancy_room *r)
         vigil_jtext_put(&b, t, len);
     }
     vigil_jtext_lit(&b, "]}");
+    return vigil_jtext_take(&b);
+}
+
+/* The head of the record in parts (record_parts.c): the token names this
+ * version of the whole record, so a head never stands for two. */
+char *dormancy_room_head_json(const dormancy_room *r)
+{
+    vigil_jtext b = {0};
+    char token[17];
+    snprintf(token, sizeof token, "%016" PRIx64, r->token);
+    put_room(&b, r, HEAD_VERSION);
+    text_i64(&b, ",\"np\":", r->n_personas);
+    vigil_jtext_lit(&b, ",\"c\":");
+    vigil_jtext_str(&b, token);
+    vigil_jtext_put(&b, "}", 1);
     return vigil_jtext_take(&b);
 }
 
@@ -311,6 +335,7 @@ static void persona_from_json(dormancy_persona *p, json_object *o)
             memset(&p->ov, 0, sizeof p->ov);
     }
     p->snap_digest = get_digest(o, "digest");
+    p->ord = get_i64(o, "o");
 }
 
 static int add_timer(dormancy_room *r, const char *name, int64_t due)
@@ -427,9 +452,89 @@ static void read_sessions(dormancy_room *r, json_object *o)
     }
 }
 
+/* One persona entry of either form, unless its id is missing or was read
+ * already (the first one counts). 0, or -1 when out of memory. */
+static int read_persona(dormancy_room *r, vigil_id_index *seen, json_object *e)
+{
+    const char *id = e && json_object_is_type(e, json_type_object) ? get_str(e, "id") : NULL;
+    if (!id || r->n_personas >= DORMANCY_MAX_PERSONAS_LIMIT || vigil_id_index_add(seen, id, 1) != 0)
+        return 0;
+    dormancy_persona *p = room_persona_append(r, id, 0);
+    if (!p)
+        return -1;
+    persona_from_json(p, e);
+    return 0;
+}
+
+static int by_ord(const void *a, const void *b)
+{
+    int64_t x = ((const dormancy_persona *)a)->ord, y = ((const dormancy_persona *)b)->ord;
+    return x < y ? -1 : x > y;
+}
+
+/* Personas in arrival order ("o"), and the next one's. A record written
+ * before the order was kept has none: its array order is the order. */
+static void settle_order(dormancy_room *r, int64_t next_ord)
+{
+    bool any = false;
+    for (int i = 0; i < r->n_personas && !any; i++)
+        any = r->personas[i].ord != 0;
+    if (!any)
+        for (int i = 0; i < r->n_personas; i++)
+            r->personas[i].ord = i;
+    else
+        qsort(r->personas, (size_t)r->n_personas, sizeof *r->personas, by_ord);
+    r->next_ord = next_ord;
+    for (int i = 0; i < r->n_personas; i++)
+        if (r->personas[i].ord >= r->next_ord)
+            r->next_ord = r->personas[i].ord + 1;
+}
+
+/* The personas of a record in parts, in arrival order. The parts read are
+ * what the store holds, so their texts are kept (persona_texts.c) and the
+ * next commit writes only the personas that change; a part that could not
+ * be read makes the next commit write them all again. 0, or -1 (memory). */
+static int read_parts(dormancy_room *r, json_object *parts, int64_t next_ord)
+{
+    vigil_id_index seen;
+    size_t n = (size_t)json_object_object_length(parts);
+    if (vigil_id_index_init(&seen, n) != 0)
+        return -1;
+    size_t read = 0;
+    json_object_object_foreach(parts, name, e) {
+        (void)name;
+        int before = r->n_personas;
+        if (read_persona(r, &seen, e) != 0) {
+            vigil_id_index_free(&seen);
+            return -1;
+        }
+        read += r->n_personas > before;
+    }
+    vigil_id_index_free(&seen);
+    settle_order(r, next_ord);
+    for (int i = 0; i < r->n_personas; i++) {
+        size_t len;
+        if (!dormancy_texts_persona(r->texts, i, &r->personas[i], &len))
+            return -1;
+    }
+    r->n_stored = read == n ? r->n_personas : -1;
+    return 0;
+}
+
 dormancy_room *dormancy_room_from_json(const char *json, const char *room_id,
                                        char *err, size_t errlen)
 {
+    bool head_only = false;
+    dormancy_room *r = dormancy_room_read(json, room_id, &head_only, err, errlen);
+    if (!r && head_only)
+        snprintf(err, errlen, "the head of a record in parts, without its parts");
+    return r;
+}
+
+dormancy_room *dormancy_room_read(const char *json, const char *room_id, bool *head_only,
+                                  char *err, size_t errlen)
+{
+    *head_only = false;
     json_object *o = json ? json_tokener_parse(json) : NULL;
     if (!o || !json_object_is_type(o, json_type_object)) {
         snprintf(err, errlen, "state record is not a JSON object");
@@ -455,6 +560,7 @@ dormancy_room *dormancy_room_from_json(const char *json, const char *room_id,
     r->ai_only_since = get_i64(o, "ai_only_since");
     r->paused = get_bool(o, "paused");
     r->room_digest = get_digest(o, "digest");
+    r->token = get_digest(o, "c");
     read_recent(r, o);
     read_humans(r, o);
     read_sessions(r, o);
@@ -465,26 +571,34 @@ dormancy_room *dormancy_room_from_json(const char *json, const char *room_id,
                 goto oom;
         }
     }
-    json_object *ps;
-    if (json_object_object_get_ex(o, "personas", &ps) && ps &&
-        json_object_is_type(ps, json_type_array)) {
+    json_object *ps, *parts;
+    if (json_object_object_get_ex(o, "parts", &parts) && parts &&
+        json_object_is_type(parts, json_type_object)) {
+        if (read_parts(r, parts, get_i64(o, "no")) != 0)
+            goto oom;
+    } else if (json_object_object_get_ex(o, "personas", &ps) && ps &&
+               json_object_is_type(ps, json_type_array)) {
+        /* one text (records written before parts): every persona is
+         * written as a part by the next commit */
         size_t n = json_object_array_length(ps);
         vigil_id_index seen; /* the ids read so far: a record loads in O(n) */
         if (vigil_id_index_init(&seen, n) != 0)
             goto oom;
-        for (size_t i = 0; i < n && r->n_personas < DORMANCY_MAX_PERSONAS_LIMIT; i++) {
-            json_object *e = json_object_array_get_idx(ps, i);
-            const char *id = e && json_object_is_type(e, json_type_object) ? get_str(e, "id") : NULL;
-            if (!id || vigil_id_index_add(&seen, id, 1) != 0)
-                continue; /* a duplicate entry: the first one counts */
-            dormancy_persona *p = room_persona_append(r, id, 0);
-            if (!p) {
+        for (size_t i = 0; i < n; i++) {
+            if (read_persona(r, &seen, json_object_array_get_idx(ps, i)) != 0) {
                 vigil_id_index_free(&seen);
                 goto oom;
             }
-            persona_from_json(p, e);
         }
         vigil_id_index_free(&seen);
+        settle_order(r, get_i64(o, "no"));
+        r->n_stored = -1;
+    } else if (get_i64(o, "np") > 0) {
+        *head_only = true;
+        snprintf(err, errlen, "the head of a record in parts, without its parts");
+        json_object_put(o);
+        dormancy_room_free(r);
+        return NULL;
     }
     json_object_put(o);
     return r;

@@ -135,6 +135,15 @@ void dormancy_texts_free(dormancy_texts *t);
 size_t dormancy_texts_bytes(const dormancy_texts *t); /* memory held */
 const char *dormancy_texts_persona(dormancy_texts *t, int i, const dormancy_persona *p,
                                    size_t *len);
+/* As dormancy_texts_persona; *fresh says the text was written again (p is
+ * not what index i held). */
+const char *dormancy_texts_persona_fresh(dormancy_texts *t, int i, const dormancy_persona *p,
+                                         size_t *len, bool *fresh);
+/* How many indexes hold a text, the id index i was written for, and
+ * forgetting every index from n on (the record has n personas now). */
+int dormancy_texts_count(const dormancy_texts *t);
+const char *dormancy_texts_id(const dormancy_texts *t, int i);
+void dormancy_texts_truncate(dormancy_texts *t, int n);
 /* state_json.c: one persona as the record holds it. */
 json_object *dormancy_persona_record_json(const dormancy_persona *p);
 

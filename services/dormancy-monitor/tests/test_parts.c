@@ -1,0 +1,198 @@
+/* The room record in parts (record_parts.c, state_json.c): what a commit
+ * writes of the personas, the head, and reading the whole record back in
+ * the form the store hands it over (head + "parts"). */
+#include "dm_test.h"
+#include "step.h"
+
+/* A room of n personas p0..p(n-1), as the shell has it after a write. */
+static dormancy_room *room_of(int n)
+{
+    dormancy_room *r = dormancy_room_new("general");
+    assert_non_null(r);
+    for (int i = 0; i < n; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "p%d", i);
+        assert_non_null(room_persona_append(r, id, T0));
+    }
+    return r;
+}
+
+static void written(dormancy_room *r, dormancy_parts_diff *d)
+{
+    dormancy_parts_diff_free(d);
+    dormancy_parts_written(r);
+}
+
+/* The whole record as the store assembles it: the head with "parts", in
+ * the hash's order (here reversed: it is not the arrival order). */
+static char *assembled(dormancy_room *r)
+{
+    char *head = dormancy_room_head_json(r);
+    assert_non_null(head);
+    size_t cap = strlen(head) + 64 + (size_t)r->n_personas * 512, n = 0;
+    char *s = malloc(cap);
+    assert_non_null(s);
+    n = (size_t)snprintf(s, cap, "%.*s,\"parts\":{", (int)strlen(head) - 1, head);
+    for (int i = r->n_personas - 1; i >= 0; i--) {
+        json_object *o = dormancy_persona_record_json(&r->personas[i]);
+        n += (size_t)snprintf(s + n, cap - n, "%s\"%s\":%s", i < r->n_personas - 1 ? "," : "",
+                              r->personas[i].id,
+                              json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        json_object_put(o);
+    }
+    snprintf(s + n, cap - n, "}}");
+    free(head);
+    return s;
+}
+
+static void a_new_room_writes_its_personas_then_only_the_changed_one(void **state)
+{
+    (void)state;
+    dormancy_room *r = room_of(3);
+    dormancy_parts_diff d;
+    assert_int_equal(dormancy_parts_diff_make(r, &d), 0);
+    assert_false(d.whole); /* a new room: nothing stored, nothing to reset */
+    assert_int_equal(d.n_set, 3);
+    assert_int_equal(d.n_removed, 0);
+    written(r, &d);
+
+    assert_int_equal(dormancy_parts_diff_make(r, &d), 0);
+    assert_int_equal(d.n_set, 0); /* nothing changed */
+    written(r, &d);
+
+    r->personas[1].level = DORMANCY_SLEEP;
+    assert_int_equal(dormancy_parts_diff_make(r, &d), 0);
+    assert_int_equal(d.n_set, 1);
+    assert_int_equal(d.set[0], 1);
+    assert_non_null(strstr(d.text[0], "\"id\":\"p1\""));
+    assert_non_null(strstr(d.text[0], "\"level\":\"sleep\""));
+    written(r, &d);
+    dormancy_room_free(r);
+}
+
+static void a_persona_that_left_is_deleted_and_one_that_joins_written(void **state)
+{
+    (void)state;
+    dormancy_room *r = room_of(4);
+    dormancy_parts_diff d;
+    assert_int_equal(dormancy_parts_diff_make(r, &d), 0);
+    written(r, &d);
+
+    room_persona_remove(r, 1); /* p1 leaves: p2 and p3 move up */
+    assert_non_null(room_persona_append(r, "q", T0));
+    assert_int_equal(dormancy_parts_diff_make(r, &d), 0);
+    assert_false(d.whole);
+    assert_int_equal(d.n_removed, 1);
+    assert_string_equal(d.removed[0], "p1");
+    bool q = false;
+    for (int i = 0; i < d.n_set; i++)
+        q |= strcmp(r->personas[d.set[i]].id, "q") == 0;
+    assert_true(q);
+    written(r, &d);
+
+    /* the last one leaves: deleted, nothing else written */
+    room_persona_remove(r, r->n_personas - 1);
+    assert_int_equal(dormancy_parts_diff_make(r, &d), 0);
+    assert_int_equal(d.n_removed, 1);
+    assert_string_equal(d.removed[0], "q");
+    assert_int_equal(d.n_set, 0);
+    written(r, &d);
+
+    /* and back, unchanged: written again (its part was deleted) */
+    assert_non_null(room_persona_append(r, "q", T0));
+    r->personas[r->n_personas - 1].ord = 4;
+    assert_int_equal(dormancy_parts_diff_make(r, &d), 0);
+    assert_int_equal(d.n_set, 1);
+    written(r, &d);
+    dormancy_room_free(r);
+}
+
+/* Read whole from the store's form: arrival order kept (the store's field
+ * order is not), texts primed so that the next commit writes nothing it
+ * does not change. A copy knows nothing of what is stored: all again. */
+static void read_back_from_parts_in_order_and_only_changes_written(void **state)
+{
+    (void)state;
+    dormancy_room *r = room_of(5);
+    room_persona_remove(r, 0);
+    r->token = 0x1234;
+    char *whole = assembled(r);
+    char err[200];
+    bool head_only = true;
+    dormancy_room *back = dormancy_room_read(whole, "general", &head_only, err, sizeof err);
+    assert_non_null(back);
+    assert_false(head_only);
+    assert_int_equal(back->n_personas, 4);
+    for (int i = 0; i < 4; i++)
+        assert_string_equal(back->personas[i].id, r->personas[i].id);
+    assert_int_equal(back->next_ord, 5);
+    assert_int_equal(back->token, 0x1234);
+    dormancy_parts_diff d;
+    assert_int_equal(dormancy_parts_diff_make(back, &d), 0);
+    assert_false(d.whole);
+    assert_int_equal(d.n_set + d.n_removed, 0);
+    written(back, &d);
+
+    dormancy_room *copy = dormancy_room_clone(back);
+    assert_int_equal(dormancy_parts_diff_make(copy, &d), 0);
+    assert_true(d.whole);
+    assert_int_equal(d.n_set, 4);
+    written(copy, &d);
+
+    /* the one-text form with a record written before the order was kept */
+    dormancy_room *old = dormancy_room_read(
+        "{\"v\":1,\"room\":\"general\",\"personas\":[{\"id\":\"b\"},{\"id\":\"a\"}]}", "general",
+        &head_only, err, sizeof err);
+    assert_non_null(old);
+    assert_string_equal(old->personas[0].id, "b");
+    assert_int_equal(old->personas[1].ord, 1);
+    assert_int_equal(old->next_ord, 2);
+    assert_int_equal(dormancy_parts_diff_make(old, &d), 0);
+    assert_true(d.whole);
+    written(old, &d);
+
+    dormancy_room_free(old);
+    dormancy_room_free(copy);
+    dormancy_room_free(back);
+    dormancy_room_free(r);
+    free(whole);
+}
+
+static void a_head_alone_is_not_a_record(void **state)
+{
+    (void)state;
+    dormancy_room *r = room_of(2);
+    char *head = dormancy_room_head_json(r);
+    assert_null(strstr(head, "\"personas\""));
+    assert_non_null(strstr(head, "\"np\":2"));
+    char err[200];
+    bool head_only = false;
+    assert_null(dormancy_room_read(head, "general", &head_only, err, sizeof err));
+    assert_true(head_only);
+    assert_null(dormancy_room_from_json(head, "general", err, sizeof err));
+    free(head);
+    dormancy_room_free(r);
+
+    /* a room without personas: its head is the whole record */
+    r = dormancy_room_new("general");
+    r->first_seen = T0;
+    head = dormancy_room_head_json(r);
+    dormancy_room *back = dormancy_room_read(head, "general", &head_only, err, sizeof err);
+    assert_non_null(back);
+    assert_false(head_only);
+    assert_int_equal(back->first_seen, T0);
+    dormancy_room_free(back);
+    free(head);
+    dormancy_room_free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_new_room_writes_its_personas_then_only_the_changed_one),
+        cmocka_unit_test(a_persona_that_left_is_deleted_and_one_that_joins_written),
+        cmocka_unit_test(read_back_from_parts_in_order_and_only_changes_written),
+        cmocka_unit_test(a_head_alone_is_not_a_record),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
