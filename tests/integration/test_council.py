@@ -379,3 +379,57 @@ def test_a_slow_a2a_agent_does_not_hold_up_other_sessions(stack, llm, a2a):
                        "the research action")[0]
     assert fast["ts"] < slow["ts"], "the quick session waited for the slow agent"
     assert slow["delegated"] is True and slow["result"].startswith("Findings on slow topic")
+
+
+def test_loop_jobs_past_the_stream_cap_are_counted_said_and_their_sessions_end(stack, llm):
+    """Limits that speak: the loop job stream keeps about
+    VIGIL_COUNCIL_JOBS_MAXLEN unfinished jobs. With the model slow and one
+    loop held at a time (4 calls, VIGIL_LLM_CONCURRENCY=4), 240 users'
+    first loops queue 240 jobs against a cap of 100: every job is either
+    still in the stream or was trimmed unrun, vigil_stream_trimmed_total
+    {stream="jobs"} (at zero from the start) counts exactly the trimmed
+    ones and one warning says so. A trimmed loop never comes back: its
+    session ends at the idle timeout, with a reason that says why."""
+    llm.control(rules=rules(sol("note: fine")), delay_ms=60000)
+    n = 240
+    svc = start_service(stack, llm, VIGIL_COUNCIL_JOBS_MAXLEN=100, VIGIL_LLM_CONCURRENCY=4,
+                        VIGIL_LLM_TIMEOUT_MS=120000, VIGIL_COUNCIL_ENABLED=0,
+                        VIGIL_COUNCIL_IDLE_TIMEOUT_MIN=0.5)
+    # declared at zero (metric() reads a missing series as 0 too)
+    assert ("vigil_stream_trimmed_total", {"stream": "jobs"}, 0.0) in svc.metrics()
+    col = stack.collector(topics=("council/+/event",))
+    pub = stack.publisher()
+    tag = uid("cap")
+    users = [f"{tag}-u{i}" for i in range(n)]
+    for u in users:
+        pub.publish(*control(u, "start", session=f"s-{u}"))
+    key = f"{stack.prefix}{SERVICE}:jobs"
+    c = stack.redis.client()
+    try:
+        harness.wait_until(
+            lambda: c.xlen(key) + (svc.metric("vigil_stream_trimmed_total", stream="jobs") or 0) == n,
+            60, f"{n} loop jobs queued or trimmed", interval=0.2)
+        left = {json.loads(m[b"m"])["user"] for _, m in c.xrange(key)}
+    finally:
+        c.close()
+    assert 100 <= len(left) < n, len(left)
+    assert llm.stats()["requests"] <= 4  # one loop in hand, none finished
+    text = svc.stderr_text()
+    assert text.count("job stream at its cap") == 1, text[-3000:]
+    assert '"stream":"jobs"' in text and f'"key":"{key}"' in text and '"cap":"100"' in text
+    trimmed = [u for u in users if u not in left]
+    lost = f"s-{trimmed[-1]}"  # its job was trimmed: no worker will ever run it
+    e = wait_events(col, lost, lambda evs: [e for e in evs if e["type"] == "session_ended"], 60,
+                    "the idle timeout of a session whose loop was trimmed")[0]
+    assert "idle timeout" in e["reason"] and "loop 1 never came back" in e["reason"], e
+    assert "VIGIL_COUNCIL_JOBS_MAXLEN" in e["reason"], e
+
+
+@pytest.mark.parametrize("value", ["99", "100000001", "lots"])
+def test_jobs_maxlen_out_of_range_is_refused_at_start(stack, value):
+    svc = stack.service(SERVICE, start=False)
+    out = svc.run_cli(["--help"]).stdout.decode()
+    assert "VIGIL_COUNCIL_JOBS_MAXLEN" in out and "100000" in out
+    r = svc.run_cli([], env={"VIGIL_COUNCIL_JOBS_MAXLEN": value})
+    assert r.returncode == 2, r.stderr
+    assert b"VIGIL_COUNCIL_JOBS_MAXLEN: expected an integer in 100..100000000" in r.stderr, r.stderr

@@ -14,7 +14,7 @@
 - PrometheusRule: `promtool check rules` (Debian's prometheus package)
   parses every expression, `promtool test rules` fires the alerts on
   synthetic series (not ready, dead letters, reconnect storm, LLM errors,
-  stuck outbox, growing outbox backlog, overdue timers) and keeps them quiet on healthy ones; every metric they
+  stuck outbox, growing outbox backlog, overdue timers, trimmed jobs) and keeps them quiet on healthy ones; every metric they
   name is one the code exposes;
 - the Grafana dashboard: every expression parses (promtool) and names
   metrics the code exposes.
@@ -230,7 +230,8 @@ def test_prometheus_rules_parse_and_name_real_metrics(monitoring_docs, tmp_path)
     groups = rule_groups(monitoring_docs)
     alerts = {r["alert"]: r for g in groups for r in g["rules"]}
     for want in ("VigilServiceNotReady", "VigilTargetDown", "VigilOutboxStuck", "VigilOutboxBacklogGrowing",
-                 "VigilTimersOverdue", "VigilDeadLetters", "VigilMqttReconnectStorm", "VigilLlmErrors"):
+                 "VigilTimersOverdue", "VigilDeadLetters", "VigilMqttReconnectStorm", "VigilLlmErrors",
+                 "VigilJobsTrimmed"):
         assert want in alerts, want
     for name, r in alerts.items():
         assert r["labels"]["severity"] in ("critical", "warning", "info"), name
@@ -278,6 +279,11 @@ RULE_TESTS = [{
          "values": "0+0x30"},
         {"series": 'vigil_timers_overdue_seconds{namespace="vigil",job="council",pod="council-0"}',
          "values": "0 0 90 150 210 270 330 390 450 510 570 630"},
+        {"series": 'vigil_stream_trimmed_total{namespace="vigil",job="council",pod="council-0",stream="jobs"}',
+         "values": "0 0 0 40+0x20"},
+        {"series": 'vigil_stream_trimmed_total{namespace="vigil",job="wake-evaluator",pod="wake-evaluator-0",'
+                   'stream="jobs"}',
+         "values": "0+0x23"},
     ],
     "alert_rule_test": [
         {"eval_time": "1m", "alertname": "VigilServiceNotReady", "exp_alerts": []},
@@ -299,6 +305,11 @@ RULE_TESTS = [{
         {"eval_time": "4m", "alertname": "VigilTimersOverdue", "exp_alerts": []},
         {"eval_time": "9m", "alertname": "VigilTimersOverdue", "exp_alerts": [
             {"exp_labels": {"severity": "warning", "namespace": "vigil", "job": "council", "pod": "council-0"}}]},
+        {"eval_time": "2m", "alertname": "VigilJobsTrimmed", "exp_alerts": []},
+        {"eval_time": "4m", "alertname": "VigilJobsTrimmed", "exp_alerts": [
+            {"exp_labels": {"severity": "warning", "namespace": "vigil", "job": "council", "pod": "council-0",
+                            "stream": "jobs"}}]},
+        {"eval_time": "15m", "alertname": "VigilJobsTrimmed", "exp_alerts": []},
         {"eval_time": "25m", "alertname": "VigilOutboxStuck", "exp_alerts": [
             {"exp_labels": {"severity": "critical", "namespace": "vigil", "job": "heartbeat",
                             "pod": "heartbeat-0"}}]},

@@ -283,6 +283,10 @@ def test_inputs_in_flight_shows_intake_blocked_on_redis(stack):
 SERVICES = ["dormancy-monitor", "wake-evaluator", "chat-router", "heartbeat", "council",
             "stall-resumer", "floor-control", "presence-gateway"]
 LLM_USERS = {"wake-evaluator", "heartbeat", "council", "floor-control"}
+# The label of each durable job stream: what its cap trims is counted from
+# zero, so the first trim is an increase VigilJobsTrimmed sees.
+JOB_STREAMS = {"wake-evaluator": "jobs", "heartbeat": "jobs", "council": "jobs",
+               "stall-resumer": "resumes", "floor-control": "jobs"}
 BACKLOG = ("vigil_outbox_pending", "vigil_outbox_oldest_age_seconds", "vigil_timers_pending",
            "vigil_timers_overdue_seconds", "vigil_inputs_in_flight", "vigil_outbox_dead_letters")
 
@@ -303,6 +307,8 @@ def test_every_service_exposes_the_operators_series_from_the_start(stack, name):
     for series in BACKLOG:
         assert value(fams, series) == 0, (name, series)
     assert value(fams, "vigil_ready") == 1, name  # what VigilServiceNotReady watches
+    if name in JOB_STREAMS:
+        assert value(fams, "vigil_stream_trimmed_total", stream=JOB_STREAMS[name]) == 0, name
     # The shard view works in every service: its keys are libshared's own
     # (P S ":shard:..."), never one a service uses (council's P S
     # ":sessions" stream once made every refresh fail, and the intake waits

@@ -16,6 +16,7 @@
 #define COUNCIL_STREAM "jobs"   /* P S ":jobs": the durable loop jobs */
 #define COUNCIL_GROUP "workers" /* its consumer group */
 #define COUNCIL_MAX_WORKERS 16
+#define COUNCIL_JOBS_MAXLEN 100000 /* VIGIL_COUNCIL_JOBS_MAXLEN's default */
 
 typedef struct council_worker council_worker;
 
@@ -28,6 +29,7 @@ typedef struct council_service {
     int64_t a2a_timeout_ms;        /* VIGIL_COUNCIL_A2A_TIMEOUT_MS */
     int workers;                   /* VIGIL_COUNCIL_WORKERS */
     int64_t lease_ms;              /* VIGIL_COUNCIL_JOB_LEASE_MS */
+    int64_t jobs_maxlen;           /* VIGIL_COUNCIL_JOBS_MAXLEN: cap of the loop job stream */
     int max_tokens;                /* VIGIL_COUNCIL_MAX_TOKENS */
     int64_t block_ms;
     char instance[128];
@@ -68,6 +70,7 @@ void council_stop(void *ctx);
 /* sink_fx.c: the core's sink writing into a vigil_effects. */
 typedef struct council_fx_ctx {
     vigil_effects *fx;
+    int64_t jobs_maxlen; /* the loop job stream's cap */
     int failed;
 } council_fx_ctx;
 council_sink council_sink_fx(council_fx_ctx *ctx);

@@ -9,7 +9,6 @@
 int council_with_user(const council_service *svc, const char *key, const char *state_json,
                       vigil_effects *fx, council_user_fn fn, void *arg, vigil_error *err)
 {
-    (void)svc;
     council_user *u = calloc(1, sizeof *u);
     if (!u)
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
@@ -25,7 +24,7 @@ int council_with_user(const council_service *svc, const char *key, const char *s
     } else {
         council_user_init(u, key);
     }
-    council_fx_ctx c = {fx, 0};
+    council_fx_ctx c = {fx, svc->jobs_maxlen, 0};
     council_sink sink = council_sink_fx(&c);
     council_rc r = fn(u, &sink, arg, why, sizeof why);
     if (r == COUNCIL_REFUSED) {

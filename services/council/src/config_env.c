@@ -30,6 +30,9 @@ const vigil_config_var COUNCIL_CONFIG_VARS[] = {
     {"VIGIL_COUNCIL_MAX_TOKENS", "300", "max_tokens of each persona's answer"},
     {"VIGIL_COUNCIL_WORKERS", "1", "job worker threads (each runs many LLM calls at once)"},
     {"VIGIL_COUNCIL_JOB_LEASE_MS", "120000", "a loop job unacknowledged this long is taken over"},
+    {"VIGIL_COUNCIL_JOBS_MAXLEN", "100000",
+     "cap of the loop job stream (past it the oldest unfinished jobs are dropped, counted in "
+     "vigil_stream_trimmed_total; their sessions end at the idle timeout)"},
     {NULL, NULL, NULL}};
 
 void council_service_init(council_service *svc)
@@ -41,6 +44,7 @@ void council_service_init(council_service *svc)
     svc->a2a_timeout_ms = 60000;
     svc->workers = 1;
     svc->lease_ms = 120000;
+    svc->jobs_maxlen = COUNCIL_JOBS_MAXLEN;
     svc->max_tokens = 300;
     svc->block_ms = 200;
     atomic_store(&svc->stop, 0);
@@ -96,7 +100,9 @@ int council_configure(void *ctx, const vigil_common_config *common, char *err, s
                 errlen) ||
         int_var("VIGIL_COUNCIL_WORKERS", 1, 1, COUNCIL_MAX_WORKERS, &svc->workers, err, errlen) ||
         vigil_env_int64("VIGIL_COUNCIL_JOB_LEASE_MS", svc->lease_ms, 1000, MAX_MS, &svc->lease_ms,
-                        err, errlen))
+                        err, errlen) ||
+        vigil_env_int64("VIGIL_COUNCIL_JOBS_MAXLEN", svc->jobs_maxlen, 100, 100000000,
+                        &svc->jobs_maxlen, err, errlen))
         return -1;
     if (council_a2a_method_parse(method, &svc->a2a_method) != 0) {
         snprintf(err, errlen, "VIGIL_COUNCIL_A2A_METHOD: expected message/send or SendMessage, "

@@ -21,19 +21,28 @@ static int timer(void *ctx, const char *name, int64_t due)
     return rc;
 }
 
-static int add_stream(council_fx_ctx *c, const char *name, json_object *v, int64_t maxlen)
+/* One entry on a stream: a job stream when label is set (what its cap
+ * trims is counted under label), else a log whose trims are its retention. */
+static int add_stream(council_fx_ctx *c, const char *name, const char *label, json_object *v,
+                      int64_t maxlen)
 {
     char *s = vigil_json_dump(v);
-    int rc = s ? vigil_fx_stream_add(c->fx, name, s, maxlen, 0) : -1;
+    int rc = !s     ? -1
+             : label ? vigil_fx_job_add(c->fx, name, label, s, maxlen)
+                     : vigil_fx_stream_add(c->fx, name, s, maxlen, 0);
     free(s);
     c->failed |= rc != 0;
     return rc;
 }
 
+/* The stream holds only loops no worker finished (a worker deletes its
+ * done jobs), so whatever the cap trims is a loop that never runs: libshared
+ * counts it under "jobs" and warns. Its session stays in PLAN until the
+ * idle timer ends it. */
 static int job(void *ctx, json_object *j)
 {
-    /* unbounded: a trimmed job would be a lost loop */
-    return add_stream(ctx, COUNCIL_STREAM, j, 0);
+    council_fx_ctx *c = ctx;
+    return add_stream(c, COUNCIL_STREAM, COUNCIL_STREAM, j, c->jobs_maxlen);
 }
 
 static int record(void *ctx, const char *name, json_object *v)
@@ -48,7 +57,7 @@ static int record(void *ctx, const char *name, json_object *v)
 
 static int append(void *ctx, const char *name, json_object *v, int64_t maxlen)
 {
-    return add_stream(ctx, name, v, maxlen);
+    return add_stream(ctx, name, NULL, v, maxlen);
 }
 
 council_sink council_sink_fx(council_fx_ctx *ctx)

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <vigil/clock.h>
 #include <vigil/job_loop.h>
+#include <vigil/limits.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include "adapter.h"
@@ -279,6 +280,7 @@ int council_start(void *ctx, vigil_runtime *rt)
 {
     council_service *svc = ctx;
     svc->rt = rt;
+    vigil_stream_trim_declare(COUNCIL_STREAM);
     if (vigil_workers_start(&svc->pool, &WORKER_OPS, svc->workers, svc, rt) < 0)
         return -1;
     vigil_log_kv(VIGIL_LOG_INFO, "job workers started", "llm",

@@ -1,7 +1,8 @@
 /* test_session.c - the session lifecycle and the SENSE -> PLAN -> ACT
  * loop on an injected clock with a recording sink: the seed's scenarios
  * (full loop in order, ask user then answer reaching the next SENSE, the
- * circuit breaker, no LLM, daily limit, idle timeout, loop limit, sleep,
+ * circuit breaker, no LLM, daily limit, idle timeout (also of a loop that
+ * never comes back), loop limit, sleep,
  * research with and without A2A, prompts naming their persona). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -319,6 +320,34 @@ static void idle_timeout_and_loop_limit(void **st)
     assert_true(req);
 }
 
+/* A loop whose job never comes back (trimmed by the stream's cap before a
+ * worker took it) leaves the session in PLAN: the idle timer still ends it,
+ * naming the loop and the cap, and a late outcome changes nothing. */
+static void a_loop_that_never_comes_back_ends_at_the_idle_timeout(void **st)
+{
+    fx *x = *st;
+    x->c.idle_timeout_ms = 10000;
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    assert_int_equal(x->u->s.phase, COUNCIL_PHASE_PLAN);
+    char job[COUNCIL_JOB_MAX + 1];
+    snprintf(job, sizeof job, "%s", x->u->s.job);
+    assert_int_equal(fake_timer_due(&x->f, COUNCIL_TIMER_IDLE), T0 + 10000);
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_IDLE, T0 + 10000, T0 + 10000, &x->sink);
+    reload(x);
+    assert_int_equal(x->u->s.status, COUNCIL_COMPLETED);
+    assert_non_null(strstr(x->u->s.reason, "idle timeout"));
+    assert_non_null(strstr(x->u->s.reason, "loop 1 never came back"));
+    assert_non_null(strstr(x->u->s.reason, "VIGIL_COUNCIL_JOBS_MAXLEN"));
+    int e = fake_event(&x->f, "session_ended", 0);
+    assert_non_null(strstr(x->f.payloads[e], "loop 1 never came back"));
+    fake_reset(&x->f);
+    council_outcome o = {.job = job, .session = "s1", .loop = 1};
+    o.answers[COUNCIL_SOL] = "note: late";
+    assert_int_equal(council_on_outcome(x->u, &x->c, &o, T0 + 20000, &x->sink), COUNCIL_OK);
+    assert_int_equal(x->f.n, 0);
+    assert_int_equal(x->u->s.actions, 0);
+}
+
 static void sleep_sets_the_next_loop(void **st)
 {
     fx *x = *st;
@@ -422,6 +451,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(no_llm_refuses_start, setup, teardown),
         cmocka_unit_test_setup_teardown(daily_limit_and_auto_start, setup, teardown),
         cmocka_unit_test_setup_teardown(idle_timeout_and_loop_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_loop_that_never_comes_back_ends_at_the_idle_timeout,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(sleep_sets_the_next_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(research_with_and_without_a2a, setup, teardown),
         cmocka_unit_test_setup_teardown(sol_failing_is_reflect_with_warning, setup, teardown),

@@ -237,10 +237,24 @@ council_rc council_on_message(council_user *u, const council_config *c, const ch
     return COUNCIL_OK;
 }
 
+/* Why an idle session ends. One still in PLAN never got its loop back: the
+ * job waited past the timeout, or the stream's cap trimmed it before a
+ * worker took it (nothing else would ever end that session). */
+static const char *idle_reason(const council_user *u, char *buf, size_t cap)
+{
+    const council_session *s = &u->s;
+    if (s->status != COUNCIL_ACTIVE || s->phase != COUNCIL_PHASE_PLAN)
+        return "idle timeout (VIGIL_COUNCIL_IDLE_TIMEOUT_MIN)";
+    snprintf(buf, cap, "idle timeout (VIGIL_COUNCIL_IDLE_TIMEOUT_MIN): loop %d never came back "
+                       "(its job not done in time, or dropped past VIGIL_COUNCIL_JOBS_MAXLEN)",
+             s->loop);
+    return buf;
+}
+
 council_rc council_on_timer(council_user *u, const council_config *c, const char *name,
                             int64_t due, int64_t now, const council_sink *sink)
 {
-    char input[COUNCIL_EVID_MAX + 1];
+    char input[COUNCIL_EVID_MAX + 1], reason[COUNCIL_REASON_MAX];
     snprintf(input, sizeof input, "%s:%s:%" PRId64, u->user, name, due);
     council_emit e;
     council_emit_init(&e, sink, input);
@@ -263,7 +277,7 @@ council_rc council_on_timer(council_user *u, const council_config *c, const char
             rc = council_loop_begin(&e, u, c, now);
     } else if (strcmp(name, COUNCIL_TIMER_IDLE) == 0) {
         if (council_idle_due(u, c) <= now)
-            rc = council_session_end(&e, u, "idle timeout (VIGIL_COUNCIL_IDLE_TIMEOUT_MIN)", now);
+            rc = council_session_end(&e, u, idle_reason(u, reason, sizeof reason), now);
     } else if (strcmp(name, COUNCIL_TIMER_QEXP) == 0) {
         council_questions_expire(&s->questions, now);
     }
