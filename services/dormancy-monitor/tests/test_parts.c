@@ -158,6 +158,34 @@ static void read_back_from_parts_in_order_and_only_changes_written(void **state)
     free(whole);
 }
 
+/* A room deleted by control: every stored persona part is deleted. */
+static void a_deleted_room_deletes_every_part(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dm_personas(f, 3, "ann", "bo", "cy");
+    dormancy_room *r = f->room;
+    dormancy_parts_diff d;
+    assert_int_equal(dormancy_parts_diff_make(r, &d), 0);
+    written(r, &d);
+    dormancy_event ev = {.kind = DORMANCY_EV_CONTROL, .id = "del-1", .ts = f->now};
+    ev.control.action = DORMANCY_CTL_DELETE;
+    dormancy_ids ids = {dm_make_id, f};
+    dormancy_actions a;
+    dormancy_actions_init(&a);
+    assert_int_equal(dormancy_room_apply(r, &ev, &f->cfg, f->now, &ids, &a), 0);
+    dormancy_actions_free(&a);
+    assert_int_equal(r->n_personas, 0);
+    assert_int_equal(dormancy_parts_diff_make(r, &d), 0);
+    assert_int_equal(d.n_removed, 3);
+    assert_int_equal(d.n_set, 0);
+    written(r, &d);
+    assert_int_equal(dormancy_parts_diff_make(r, &d), 0);
+    assert_int_equal(d.n_removed + d.n_set, 0);
+    written(r, &d);
+    dm_free(f);
+}
+
 static void a_head_alone_is_not_a_record(void **state)
 {
     (void)state;
@@ -192,6 +220,7 @@ int main(void)
         cmocka_unit_test(a_new_room_writes_its_personas_then_only_the_changed_one),
         cmocka_unit_test(a_persona_that_left_is_deleted_and_one_that_joins_written),
         cmocka_unit_test(read_back_from_parts_in_order_and_only_changes_written),
+        cmocka_unit_test(a_deleted_room_deletes_every_part),
         cmocka_unit_test(a_head_alone_is_not_a_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -208,6 +208,7 @@ typedef struct dormancy_room {
     uint64_t token;             /* names the record version written last (head "c") */
     int n_stored;               /* persona parts in the store as read or written
                                  * last, -1 = not known (write them all again) */
+    bool members_changed;       /* a persona joined or left since then */
     dormancy_texts *texts;      /* never NULL; a copy gets empty ones */
 } dormancy_room;
 

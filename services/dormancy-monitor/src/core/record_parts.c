@@ -54,7 +54,8 @@ int dormancy_parts_diff_make(dormancy_room *r, dormancy_parts_diff *d)
     memset(d, 0, sizeof *d);
     int stored = r->n_stored;
     d->whole = stored < 0 || dormancy_texts_count(r->texts) != stored;
-    if (!d->whole && find_removed(r, stored, d) != 0)
+    /* nobody joined or left: nobody to delete, and no id to compare */
+    if (!d->whole && r->members_changed && find_removed(r, stored, d) != 0)
         goto oom;
     if (r->n_personas > 0) {
         d->set = malloc((size_t)r->n_personas * sizeof *d->set);
@@ -83,4 +84,5 @@ void dormancy_parts_written(dormancy_room *r)
 {
     dormancy_texts_truncate(r->texts, r->n_personas);
     r->n_stored = r->n_personas;
+    r->members_changed = false;
 }

@@ -183,6 +183,7 @@ dormancy_persona *room_persona_append(dormancy_room *r, const char *id, int64_t 
     p->level = DORMANCY_ACTIVE;
     p->since = now;
     p->ord = r->next_ord++;
+    r->members_changed = true;
     return p;
 }
 
@@ -193,4 +194,5 @@ void room_persona_remove(dormancy_room *r, int index)
     memmove(&r->personas[index], &r->personas[index + 1],
             (size_t)(r->n_personas - index - 1) * sizeof r->personas[0]);
     r->n_personas--;
+    r->members_changed = true;
 }

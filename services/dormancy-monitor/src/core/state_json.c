@@ -518,6 +518,7 @@ static int read_parts(dormancy_room *r, json_object *parts, int64_t next_ord)
             return -1;
     }
     r->n_stored = read == n ? r->n_personas : -1;
+    r->members_changed = false; /* the parts read are the members stored */
     return 0;
 }
 
