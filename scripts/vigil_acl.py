@@ -63,16 +63,14 @@ HEALTH_RULES = [("read", "$SYS/broker/version")]
 REDIS_COMMON = sorted("""
 ping select evalsha script|load
 get set exists del type scan
-hget hmget hgetall hset hsetnx hdel
+hget hmget hgetall hset hsetnx hdel hlen hkeys
 lindex llen lrange ltrim lpop rpush
 sadd srem smembers
 zadd zrem zcard zrange zrangebyscore zremrangebyrank zremrangebyscore zscan zscore
 xadd xtrim xack xautoclaim xdel xgroup|create xlen xrange xrevrange xread xreadgroup
 """.split())
 # Commands one service's own code adds (grep its src/ for Redis calls).
-REDIS_EXTRA = {
-    "dormancy-monitor": ["hkeys"],
-}
+REDIS_EXTRA = {}
 # Another service's keys a service reads, read-only (%R~): the pattern is
 # under P. presence-gateway serves /api/rooms/R/messages from chat-router's
 # room log (services/presence-gateway/src/api_messages.c).
@@ -82,7 +80,7 @@ REDIS_READS = {
 # The vigil CLI reads every service's records (chat list/view, council,
 # persona status), trims chat-router's logs (chat cleanup) and lists and
 # replays dead letters (libshared deadletter.c, a Lua move into an outbox).
-CLI_REDIS_COMMANDS = sorted(set(REDIS_COMMON) | {"hkeys", "scard", "sismember"})
+CLI_REDIS_COMMANDS = sorted(set(REDIS_COMMON) | {"scard", "sismember"})
 
 
 def load_contract(path=ASYNCAPI):
