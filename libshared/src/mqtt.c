@@ -804,24 +804,25 @@ static void on_connect_fail(void *context, MQTTAsync_failureData5 *resp)
     tl_in_callback--;
 }
 
-static void on_disconnect_done(void *context, MQTTAsync_successData5 *resp)
+/* Ends the DISCONNECT, whichever its outcome: wakes vigil_mqtt_stop. */
+static void disconnect_end(vigil_mqtt *m)
 {
-    vigil_mqtt *m = context;
-    (void)resp;
     pthread_mutex_lock(&m->mu);
     m->disconnect_done = true;
     pthread_cond_broadcast(&m->cv);
     pthread_mutex_unlock(&m->mu);
 }
 
+static void on_disconnect_done(void *context, MQTTAsync_successData5 *resp)
+{
+    (void)resp;
+    disconnect_end(context);
+}
+
 static void on_disconnect_fail(void *context, MQTTAsync_failureData5 *resp)
 {
-    vigil_mqtt *m = context;
     (void)resp;
-    pthread_mutex_lock(&m->mu);
-    m->disconnect_done = true;
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
+    disconnect_end(context);
 }
 
 /* ---- first connect ------------------------------------------------------ */
