@@ -12,15 +12,13 @@
 
 static long long redis_int(cli *c, redisReply *r, bool *ok)
 {
-    long long v = 0;
     *ok = r && r->type == REDIS_REPLY_INTEGER;
-    if (*ok)
-        v = r->integer;
-    else
-        cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                 r && r->type == REDIS_REPLY_ERROR ? r->str : vigil_redis_last_error(c->redis));
-    if (r)
-        freeReplyObject(r);
+    if (!*ok) {
+        cli_redis_failed(c, r);
+        return 0;
+    }
+    long long v = r->integer;
+    freeReplyObject(r);
     return v;
 }
 
@@ -42,8 +40,7 @@ int cli_chat_cleanup(cli *c, int argc, char **argv)
     if (!m || m->type != REDIS_REPLY_ARRAY) {
         if (m)
             freeReplyObject(m);
-        return cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                        vigil_redis_last_error(c->redis));
+        return cli_redis_failed(c, NULL); /* the connection's error, even for an error reply */
     }
     int64_t now = cli_now_ms();
     int64_t cutoff = c->log_max_age_ms > 0 ? now - c->log_max_age_ms : now;

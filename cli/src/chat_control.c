@@ -55,8 +55,7 @@ static int wait_all_resumed(cli *c)
         if (b)
             freeReplyObject(b);
         if (io)
-            return cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                            vigil_redis_last_error(c->redis));
+            return cli_redis_failed(c, NULL);
         if (done)
             return CLI_OK;
         if (vigil_mono_ms() >= deadline)

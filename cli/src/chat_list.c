@@ -34,8 +34,7 @@ static int fill_rows(cli *c, room_row *rows, size_t n)
         const char *a2[] = { "XLEN", log };
         if (vigil_redis_append(c->redis, 3, a1, NULL) != 0 ||
             vigil_redis_append(c->redis, 2, a2, NULL) != 0)
-            return cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                            vigil_redis_last_error(c->redis));
+            return cli_redis_failed(c, NULL);
     }
     for (size_t i = 0; i < n; i++) {
         redisReply *s = vigil_redis_pipeline_get(c->redis);
@@ -43,8 +42,7 @@ static int fill_rows(cli *c, room_row *rows, size_t n)
         if (!s || !l) {
             if (s)
                 freeReplyObject(s);
-            return cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                            vigil_redis_last_error(c->redis));
+            return cli_redis_failed(c, NULL);
         }
         if (s->type == REDIS_REPLY_STRING) {
             char err[100];
@@ -98,13 +96,8 @@ int cli_chat_list(cli *c, int argc, char **argv)
     char key[256];
     cli_key(c, CHAT_KEY_ROOMS, key, sizeof key);
     redisReply *m = vigil_redis_command(c->redis, "SMEMBERS %s", key);
-    if (!m || m->type != REDIS_REPLY_ARRAY) {
-        rc = cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                      m && m->type == REDIS_REPLY_ERROR ? m->str : vigil_redis_last_error(c->redis));
-        if (m)
-            freeReplyObject(m);
-        return rc;
-    }
+    if (!m || m->type != REDIS_REPLY_ARRAY)
+        return cli_redis_failed(c, m);
     size_t n = 0;
     room_row *rows = calloc(m->elements + 1, sizeof *rows);
     if (!rows) {

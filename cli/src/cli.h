@@ -37,6 +37,11 @@ typedef struct cli {
 /* Prints "vigil: <message>" on stderr and returns code. */
 int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Reports a Redis command that failed: "Redis at <url>: " and the error
+ * reply's text when r is one, else why the connection failed. Frees r
+ * (NULL allowed) and returns CLI_ERR_RUNTIME. */
+int cli_redis_failed(cli *c, redisReply *r);
+
 /* Loads the environment (common variables plus the CLI's own). */
 int cli_init(cli *c);
 void cli_close(cli *c);

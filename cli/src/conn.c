@@ -31,6 +31,15 @@ int cli_fail(int code, const char *fmt, ...)
     return code;
 }
 
+int cli_redis_failed(cli *c, redisReply *r)
+{
+    int rc = cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
+                      r && r->type == REDIS_REPLY_ERROR ? r->str : vigil_redis_last_error(c->redis));
+    if (r)
+        freeReplyObject(r);
+    return rc;
+}
+
 int64_t cli_now_ms(void)
 {
     return vigil_now_ms();
@@ -237,13 +246,8 @@ int cli_room_exists(cli *c, const char *room, bool *exists)
     char key[256];
     cli_key(c, CHAT_KEY_ROOMS, key, sizeof key);
     redisReply *r = vigil_redis_command(c->redis, "SISMEMBER %s %s", key, room);
-    if (!r || r->type != REDIS_REPLY_INTEGER) {
-        int rc = cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                          r && r->type == REDIS_REPLY_ERROR ? r->str : vigil_redis_last_error(c->redis));
-        if (r)
-            freeReplyObject(r);
-        return rc;
-    }
+    if (!r || r->type != REDIS_REPLY_INTEGER)
+        return cli_redis_failed(c, r);
     *exists = r->integer == 1;
     freeReplyObject(r);
     return CLI_OK;
@@ -270,8 +274,7 @@ int cli_wait_processed(cli *c, const char *room, const char *id, const char *wha
     for (;;) {
         redisReply *r = vigil_redis_command(c->redis, "ZSCORE %s %s", key, id);
         if (!r)
-            return cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                            vigil_redis_last_error(c->redis));
+            return cli_redis_failed(c, NULL);
         bool done = r->type == REDIS_REPLY_STRING;
         freeReplyObject(r);
         if (done)
