@@ -24,11 +24,9 @@ static long long redis_int(cli *c, redisReply *r, bool *ok)
 
 int cli_chat_cleanup(cli *c, int argc, char **argv)
 {
-    static const struct option LONG[] = { { 0, 0, 0, 0 } };
-    int opt;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":", LONG, NULL)) != -1)
-        return cli_opt_error("cleanup", opt, optopt, argv);
+    int bad = cli_flag_opt(argc, argv, NULL, NULL);
+    if (bad)
+        return cli_opt_error("cleanup", bad, optopt, argv);
     if (optind < argc)
         return cli_usage_error("cleanup", "cleanup takes no arguments");
     int rc = cli_redis(c);

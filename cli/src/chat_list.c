@@ -78,16 +78,10 @@ static void print_json(const room_row *r, bool paused_all)
 
 int cli_chat_list(cli *c, int argc, char **argv)
 {
-    static const struct option LONG[] = { { "json", no_argument, NULL, 'j' }, { 0, 0, 0, 0 } };
     bool json = false;
-    int opt;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":", LONG, NULL)) != -1) {
-        if (opt == 'j')
-            json = true;
-        else
-            return cli_opt_error("chat", opt, optopt, argv);
-    }
+    int bad = cli_flag_opt(argc, argv, "json", &json);
+    if (bad)
+        return cli_opt_error("chat", bad, optopt, argv);
     if (optind < argc)
         return cli_usage_error("chat", "`vigil chat` lists rooms and takes no other argument");
     int rc = cli_redis(c);

@@ -63,6 +63,10 @@ int cli_check_room(const char *room);
  * not, CLI_ERR_RUNTIME on a Redis error. */
 int cli_require_room(cli *c, const char *room);
 int cli_room_exists(cli *c, const char *room, bool *exists);
+/* What a command on an existing room checks first, in this order: the
+ * name (cli_check_room), the connection to Redis, the room itself
+ * (cli_require_room). CLI_OK or the first failure's code (reported). */
+int cli_open_room(cli *c, const char *room);
 /* Waits until chat-router has processed input `id` for key `room` (its
  * processed-id record), up to the timeout. */
 int cli_wait_processed(cli *c, const char *room, const char *id, const char *what);

@@ -265,6 +265,16 @@ int cli_require_room(cli *c, const char *room)
     return CLI_OK;
 }
 
+int cli_open_room(cli *c, const char *room)
+{
+    int rc = cli_check_room(room);
+    if (rc == CLI_OK)
+        rc = cli_redis(c);
+    if (rc == CLI_OK)
+        rc = cli_require_room(c, room);
+    return rc;
+}
+
 int cli_wait_processed(cli *c, const char *room, const char *id, const char *what)
 {
     char key[256], suffix[CHAT_ID_MAX + 8];
