@@ -236,17 +236,8 @@ static void reject(vigil_runtime *rt, const char *topic, const void *payload, si
     vigil_json_sample(topic, strlen(topic), topic_safe, sizeof topic_safe);
 
     int64_t now = vigil_now_ms();
-    char id[64];
-    snprintf(id, sizeof id, "err-%016llx-%lld",
-             (unsigned long long)vigil_hash64(payload, len), (long long)now);
-
-    json_object *o = json_object_new_object();
-    json_object_object_add(o, "id", json_object_new_string(id));
-    json_object_object_add(o, "service", json_object_new_string(rt->def->name));
-    json_object_object_add(o, "topic", json_object_new_string(topic_safe));
-    json_object_object_add(o, "reason", json_object_new_string(reason));
-    json_object_object_add(o, "detail", json_object_new_string(err->detail));
-    json_object_object_add(o, "sample", json_object_new_string(sample));
+    json_object *o = vigil_error_event_new(vigil_hash64(payload, len), now, rt->def->name,
+                                           topic_safe, reason, err->detail, sample);
     json_object_object_add(o, "ts", json_object_new_int64(now));
     char *s = vigil_json_dump(o);
     json_object_put(o);
