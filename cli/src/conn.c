@@ -169,21 +169,12 @@ int cli_mqtt(cli *c, const char *const *subs, vigil_mqtt_on_message cb, void *ct
     if (wait_subs)
         all_subs[n++] = m->probe_topic;
     all_subs[n] = NULL;
-    vigil_mqtt_config mc = {
-        .url = c->cfg.mqtt_url,
-        .user = c->cfg.mqtt_user,
-        .password = c->cfg.mqtt_password,
-        .client_id = c->client_id,
-        .subscriptions = all_subs,
-        .session_expiry_s = -1, /* clean start, no session kept after we leave */
-        .status_topic = NULL,
-        .on_message = on_message,
-        .ctx = m,
-        .tls_ca_file = c->cfg.mqtt_ca_file,
-        .tls_cert_file = c->cfg.mqtt_cert_file,
-        .tls_key_file = c->cfg.mqtt_key_file,
-        .topic_prefix = c->cfg.topic_prefix,
-    };
+    vigil_mqtt_config mc = vigil_mqtt_config_of(&c->cfg);
+    mc.client_id = c->client_id;
+    mc.subscriptions = all_subs;
+    mc.session_expiry_s = -1; /* clean start, no session kept after we leave */
+    mc.on_message = on_message;
+    mc.ctx = m;
     c->mqtt = vigil_mqtt_new(&mc, err, sizeof err);
     if (!c->mqtt)
         return cli_fail(CLI_ERR_USAGE, "VIGIL_MQTT_URL: %s", err);

@@ -825,6 +825,20 @@ static void on_disconnect_fail(void *context, MQTTAsync_failureData5 *resp)
     disconnect_end(context);
 }
 
+vigil_mqtt_config vigil_mqtt_config_of(const vigil_common_config *c)
+{
+    vigil_mqtt_config mc = {
+        .url = c->mqtt_url,
+        .user = c->mqtt_user,
+        .password = c->mqtt_password,
+        .tls_ca_file = c->mqtt_ca_file,
+        .tls_cert_file = c->mqtt_cert_file,
+        .tls_key_file = c->mqtt_key_file,
+        .topic_prefix = c->topic_prefix,
+    };
+    return mc;
+}
+
 /* ---- first connect ------------------------------------------------------ */
 
 static int connect_once(vigil_mqtt *m)
