@@ -320,6 +320,25 @@ static void test_env_int(void **state)
     assert_int_equal(v, INT_MIN);
 }
 
+static void test_env_ms(void **state)
+{
+    (void)state;
+    char err[128] = "";
+    int64_t v = -1;
+    assert_int_equal(vigil_env_ms("VIGIL_TEST_X", 5000, 1, &v, err, sizeof err), 0);
+    assert_int_equal(v, 5000);
+    setenv("VIGIL_TEST_X", "2592000000", 1); /* 30 days */
+    assert_int_equal(vigil_env_ms("VIGIL_TEST_X", 5000, 1, &v, err, sizeof err), 0);
+    assert_int_equal(v, VIGIL_ENV_MS_MAX);
+    setenv("VIGIL_TEST_X", "2592000001", 1);
+    assert_int_equal(vigil_env_ms("VIGIL_TEST_X", 5000, 1, &v, err, sizeof err), -1);
+    assert_string_equal(err,
+                        "VIGIL_TEST_X: expected an integer in 1..2592000000, got '2592000001'");
+    setenv("VIGIL_TEST_X", "0", 1);
+    assert_int_equal(vigil_env_ms("VIGIL_TEST_X", 5000, 1, &v, err, sizeof err), -1);
+    assert_int_equal(v, VIGIL_ENV_MS_MAX); /* untouched */
+}
+
 static void test_env_double(void **state)
 {
     (void)state;
@@ -532,6 +551,7 @@ int main(void)
         cmocka_unit_test_setup(test_url_credentials_masked, clean_env),
         cmocka_unit_test_setup(test_env_int64, clean_env),
         cmocka_unit_test_setup(test_env_int, clean_env),
+        cmocka_unit_test_setup(test_env_ms, clean_env),
         cmocka_unit_test_setup(test_env_double, clean_env),
         cmocka_unit_test_setup(test_env_bool, clean_env),
         cmocka_unit_test_setup(test_env_string, clean_env),
