@@ -29,12 +29,10 @@ int cli_chat_cleanup(cli *c, int argc, char **argv)
         return cli_opt_error("cleanup", bad, optopt, argv);
     if (optind < argc)
         return cli_usage_error("cleanup", "cleanup takes no arguments");
-    int rc = cli_redis(c);
+    int rc;
+    redisReply *m = cli_room_set(c, &rc);
     if (rc != CLI_OK)
         return rc;
-    char key[256];
-    cli_key(c, CHAT_KEY_ROOMS, key, sizeof key);
-    redisReply *m = vigil_redis_command(c->redis, "SMEMBERS %s", key);
     if (!m || m->type != REDIS_REPLY_ARRAY) {
         if (m)
             freeReplyObject(m);

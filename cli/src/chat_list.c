@@ -84,12 +84,10 @@ int cli_chat_list(cli *c, int argc, char **argv)
         return cli_opt_error("chat", bad, optopt, argv);
     if (optind < argc)
         return cli_usage_error("chat", "`vigil chat` lists rooms and takes no other argument");
-    int rc = cli_redis(c);
+    int rc;
+    redisReply *m = cli_room_set(c, &rc);
     if (rc != CLI_OK)
         return rc;
-    char key[256];
-    cli_key(c, CHAT_KEY_ROOMS, key, sizeof key);
-    redisReply *m = vigil_redis_command(c->redis, "SMEMBERS %s", key);
     if (!m || m->type != REDIS_REPLY_ARRAY)
         return cli_redis_failed(c, m);
     size_t n = 0;

@@ -63,6 +63,10 @@ int cli_check_room(const char *room);
  * not, CLI_ERR_RUNTIME on a Redis error. */
 int cli_require_room(cli *c, const char *room);
 int cli_room_exists(cli *c, const char *room, bool *exists);
+/* Connects to Redis and reads the set of rooms (SMEMBERS): the reply, for
+ * the caller to check (NULL or not an array is a failed command), with
+ * *rc CLI_OK; NULL with *rc the connect failure's code (reported). */
+redisReply *cli_room_set(cli *c, int *rc);
 /* What a command on an existing room checks first, in this order: the
  * name (cli_check_room), the connection to Redis, the room itself
  * (cli_require_room). CLI_OK or the first failure's code (reported). */

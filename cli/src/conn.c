@@ -256,6 +256,16 @@ int cli_require_room(cli *c, const char *room)
     return CLI_OK;
 }
 
+redisReply *cli_room_set(cli *c, int *rc)
+{
+    *rc = cli_redis(c);
+    if (*rc != CLI_OK)
+        return NULL;
+    char key[256];
+    cli_key(c, CHAT_KEY_ROOMS, key, sizeof key);
+    return vigil_redis_command(c->redis, "SMEMBERS %s", key);
+}
+
 int cli_open_room(cli *c, const char *room)
 {
     int rc = cli_check_room(room);
