@@ -12,38 +12,31 @@
 
 static long long redis_int(cli *c, redisReply *r, bool *ok)
 {
-    long long v = 0;
     *ok = r && r->type == REDIS_REPLY_INTEGER;
-    if (*ok)
-        v = r->integer;
-    else
-        cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                 r && r->type == REDIS_REPLY_ERROR ? r->str : vigil_redis_last_error(c->redis));
-    if (r)
-        freeReplyObject(r);
+    if (!*ok) {
+        cli_redis_failed(c, r);
+        return 0;
+    }
+    long long v = r->integer;
+    freeReplyObject(r);
     return v;
 }
 
 int cli_chat_cleanup(cli *c, int argc, char **argv)
 {
-    static const struct option LONG[] = { { 0, 0, 0, 0 } };
-    int opt;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":", LONG, NULL)) != -1)
-        return cli_opt_error("cleanup", opt, optopt, argv);
+    int bad = cli_flag_opt(argc, argv, NULL, NULL);
+    if (bad)
+        return cli_opt_error("cleanup", bad, optopt, argv);
     if (optind < argc)
         return cli_usage_error("cleanup", "cleanup takes no arguments");
-    int rc = cli_redis(c);
+    int rc;
+    redisReply *m = cli_room_set(c, &rc);
     if (rc != CLI_OK)
         return rc;
-    char key[256];
-    cli_key(c, CHAT_KEY_ROOMS, key, sizeof key);
-    redisReply *m = vigil_redis_command(c->redis, "SMEMBERS %s", key);
     if (!m || m->type != REDIS_REPLY_ARRAY) {
         if (m)
             freeReplyObject(m);
-        return cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                        vigil_redis_last_error(c->redis));
+        return cli_redis_failed(c, NULL); /* the connection's error, even for an error reply */
     }
     int64_t now = cli_now_ms();
     int64_t cutoff = c->log_max_age_ms > 0 ? now - c->log_max_age_ms : now;

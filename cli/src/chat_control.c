@@ -55,8 +55,7 @@ static int wait_all_resumed(cli *c)
         if (b)
             freeReplyObject(b);
         if (io)
-            return cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                            vigil_redis_last_error(c->redis));
+            return cli_redis_failed(c, NULL);
         if (done)
             return CLI_OK;
         if (vigil_mono_ms() >= deadline)
@@ -69,27 +68,17 @@ static int wait_all_resumed(cli *c)
 /* pause/resume ROOM | --all */
 static int pause_resume(cli *c, int argc, char **argv, const char *action)
 {
-    static const struct option LONG[] = { { "all", no_argument, NULL, 'a' }, { 0, 0, 0, 0 } };
     bool all = false;
-    int opt;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":", LONG, NULL)) != -1) {
-        if (opt == 'a')
-            all = true;
-        else
-            return cli_opt_error(action, opt, optopt, argv);
-    }
+    int bad = cli_flag_opt(argc, argv, "all", &all);
+    if (bad)
+        return cli_opt_error(action, bad, optopt, argv);
     int left = argc - optind;
     if (all && left > 0)
         return cli_usage_error(action, "give either ROOM or --all, not both");
     if (!all && left != 1)
         return cli_usage_error(action, left < 1 ? "missing ROOM (or --all)" : "too many arguments");
     const char *room = all ? CHAT_ALL_ROOM : argv[optind];
-    int rc = all ? CLI_OK : cli_check_room(room);
-    if (rc == CLI_OK)
-        rc = cli_redis(c);
-    if (rc == CLI_OK && !all)
-        rc = cli_require_room(c, room);
+    int rc = all ? cli_redis(c) : cli_open_room(c, room);
     if (rc == CLI_OK)
         rc = cli_mqtt(c, NULL, NULL, NULL);
     if (rc == CLI_OK)
@@ -121,19 +110,13 @@ int cli_chat_resume(cli *c, int argc, char **argv)
 
 int cli_chat_delete(cli *c, int argc, char **argv)
 {
-    static const struct option LONG[] = { { 0, 0, 0, 0 } };
-    int opt;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":", LONG, NULL)) != -1)
-        return cli_opt_error("delete", opt, optopt, argv);
+    int bad = cli_flag_opt(argc, argv, NULL, NULL);
+    if (bad)
+        return cli_opt_error("delete", bad, optopt, argv);
     if (argc - optind != 1)
         return cli_usage_error("delete", argc - optind < 1 ? "missing ROOM" : "too many arguments");
     const char *room = argv[optind];
-    int rc = cli_check_room(room);
-    if (rc == CLI_OK)
-        rc = cli_redis(c);
-    if (rc == CLI_OK)
-        rc = cli_require_room(c, room);
+    int rc = cli_open_room(c, room);
     if (rc == CLI_OK)
         rc = cli_mqtt(c, NULL, NULL, NULL);
     if (rc == CLI_OK)

@@ -246,11 +246,7 @@ int cli_chat_join(cli *c, int argc, char **argv)
     if (argc - optind != 1)
         return cli_usage_error("join", argc - optind < 1 ? "missing ROOM" : "too many arguments");
     const char *room = argv[optind];
-    int rc = cli_check_room(room);
-    if (rc == CLI_OK)
-        rc = cli_redis(c);
-    if (rc == CLI_OK)
-        rc = cli_require_room(c, room);
+    int rc = cli_open_room(c, room);
     if (rc != CLI_OK)
         return rc;
     return cli_join_room(c, room, pause, (int)history);

@@ -34,8 +34,7 @@ static int fill_rows(cli *c, room_row *rows, size_t n)
         const char *a2[] = { "XLEN", log };
         if (vigil_redis_append(c->redis, 3, a1, NULL) != 0 ||
             vigil_redis_append(c->redis, 2, a2, NULL) != 0)
-            return cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                            vigil_redis_last_error(c->redis));
+            return cli_redis_failed(c, NULL);
     }
     for (size_t i = 0; i < n; i++) {
         redisReply *s = vigil_redis_pipeline_get(c->redis);
@@ -43,8 +42,7 @@ static int fill_rows(cli *c, room_row *rows, size_t n)
         if (!s || !l) {
             if (s)
                 freeReplyObject(s);
-            return cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                            vigil_redis_last_error(c->redis));
+            return cli_redis_failed(c, NULL);
         }
         if (s->type == REDIS_REPLY_STRING) {
             char err[100];
@@ -80,31 +78,18 @@ static void print_json(const room_row *r, bool paused_all)
 
 int cli_chat_list(cli *c, int argc, char **argv)
 {
-    static const struct option LONG[] = { { "json", no_argument, NULL, 'j' }, { 0, 0, 0, 0 } };
     bool json = false;
-    int opt;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":", LONG, NULL)) != -1) {
-        if (opt == 'j')
-            json = true;
-        else
-            return cli_opt_error("chat", opt, optopt, argv);
-    }
+    int bad = cli_flag_opt(argc, argv, "json", &json);
+    if (bad)
+        return cli_opt_error("chat", bad, optopt, argv);
     if (optind < argc)
         return cli_usage_error("chat", "`vigil chat` lists rooms and takes no other argument");
-    int rc = cli_redis(c);
+    int rc;
+    redisReply *m = cli_room_set(c, &rc);
     if (rc != CLI_OK)
         return rc;
-    char key[256];
-    cli_key(c, CHAT_KEY_ROOMS, key, sizeof key);
-    redisReply *m = vigil_redis_command(c->redis, "SMEMBERS %s", key);
-    if (!m || m->type != REDIS_REPLY_ARRAY) {
-        rc = cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                      m && m->type == REDIS_REPLY_ERROR ? m->str : vigil_redis_last_error(c->redis));
-        if (m)
-            freeReplyObject(m);
-        return rc;
-    }
+    if (!m || m->type != REDIS_REPLY_ARRAY)
+        return cli_redis_failed(c, m);
     size_t n = 0;
     room_row *rows = calloc(m->elements + 1, sizeof *rows);
     if (!rows) {

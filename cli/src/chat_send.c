@@ -127,16 +127,11 @@ int cli_chat_send(cli *c, int argc, char **argv)
 
 int cli_chat_new(cli *c, int argc, char **argv)
 {
-    static const struct option LONG[] = { { "no-join", no_argument, NULL, 'n' }, { 0, 0, 0, 0 } };
-    bool join = true;
-    int opt;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":", LONG, NULL)) != -1) {
-        if (opt == 'n')
-            join = false;
-        else
-            return cli_opt_error("new", opt, optopt, argv);
-    }
+    bool no_join = false;
+    int bad = cli_flag_opt(argc, argv, "no-join", &no_join);
+    if (bad)
+        return cli_opt_error("new", bad, optopt, argv);
+    bool join = !no_join;
     if (argc - optind > 1)
         return cli_usage_error("new", "too many arguments");
     char room[CHAT_ID_MAX + 1];

@@ -60,13 +60,8 @@ static int fetch(cli *c, const char *cmd, const char *key, const char *a, const 
     redisReply *r = vigil_redis_commandv(c->redis, 6, argv, NULL);
     *out = NULL;
     *n = 0;
-    if (!r || r->type != REDIS_REPLY_ARRAY) {
-        int rc = cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                          r && r->type == REDIS_REPLY_ERROR ? r->str : vigil_redis_last_error(c->redis));
-        if (r)
-            freeReplyObject(r);
-        return rc;
-    }
+    if (!r || r->type != REDIS_REPLY_ARRAY)
+        return cli_redis_failed(c, r);
     *out = calloc(r->elements + 1, sizeof **out);
     if (!*out) {
         freeReplyObject(r);

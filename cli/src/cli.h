@@ -37,6 +37,11 @@ typedef struct cli {
 /* Prints "vigil: <message>" on stderr and returns code. */
 int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Reports a Redis command that failed: "Redis at <url>: " and the error
+ * reply's text when r is one, else why the connection failed. Frees r
+ * (NULL allowed) and returns CLI_ERR_RUNTIME. */
+int cli_redis_failed(cli *c, redisReply *r);
+
 /* Loads the environment (common variables plus the CLI's own). */
 int cli_init(cli *c);
 void cli_close(cli *c);
@@ -58,6 +63,14 @@ int cli_check_room(const char *room);
  * not, CLI_ERR_RUNTIME on a Redis error. */
 int cli_require_room(cli *c, const char *room);
 int cli_room_exists(cli *c, const char *room, bool *exists);
+/* Connects to Redis and reads the set of rooms (SMEMBERS): the reply, for
+ * the caller to check (NULL or not an array is a failed command), with
+ * *rc CLI_OK; NULL with *rc the connect failure's code (reported). */
+redisReply *cli_room_set(cli *c, int *rc);
+/* What a command on an existing room checks first, in this order: the
+ * name (cli_check_room), the connection to Redis, the room itself
+ * (cli_require_room). CLI_OK or the first failure's code (reported). */
+int cli_open_room(cli *c, const char *room);
 /* Waits until chat-router has processed input `id` for key `room` (its
  * processed-id record), up to the timeout. */
 int cli_wait_processed(cli *c, const char *room, const char *id, const char *what);

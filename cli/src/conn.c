@@ -31,6 +31,15 @@ int cli_fail(int code, const char *fmt, ...)
     return code;
 }
 
+int cli_redis_failed(cli *c, redisReply *r)
+{
+    int rc = cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
+                      r && r->type == REDIS_REPLY_ERROR ? r->str : vigil_redis_last_error(c->redis));
+    if (r)
+        freeReplyObject(r);
+    return rc;
+}
+
 int64_t cli_now_ms(void)
 {
     return vigil_now_ms();
@@ -160,21 +169,12 @@ int cli_mqtt(cli *c, const char *const *subs, vigil_mqtt_on_message cb, void *ct
     if (wait_subs)
         all_subs[n++] = m->probe_topic;
     all_subs[n] = NULL;
-    vigil_mqtt_config mc = {
-        .url = c->cfg.mqtt_url,
-        .user = c->cfg.mqtt_user,
-        .password = c->cfg.mqtt_password,
-        .client_id = c->client_id,
-        .subscriptions = all_subs,
-        .session_expiry_s = -1, /* clean start, no session kept after we leave */
-        .status_topic = NULL,
-        .on_message = on_message,
-        .ctx = m,
-        .tls_ca_file = c->cfg.mqtt_ca_file,
-        .tls_cert_file = c->cfg.mqtt_cert_file,
-        .tls_key_file = c->cfg.mqtt_key_file,
-        .topic_prefix = c->cfg.topic_prefix,
-    };
+    vigil_mqtt_config mc = vigil_mqtt_config_of(&c->cfg);
+    mc.client_id = c->client_id;
+    mc.subscriptions = all_subs;
+    mc.session_expiry_s = -1; /* clean start, no session kept after we leave */
+    mc.on_message = on_message;
+    mc.ctx = m;
     c->mqtt = vigil_mqtt_new(&mc, err, sizeof err);
     if (!c->mqtt)
         return cli_fail(CLI_ERR_USAGE, "VIGIL_MQTT_URL: %s", err);
@@ -237,13 +237,8 @@ int cli_room_exists(cli *c, const char *room, bool *exists)
     char key[256];
     cli_key(c, CHAT_KEY_ROOMS, key, sizeof key);
     redisReply *r = vigil_redis_command(c->redis, "SISMEMBER %s %s", key, room);
-    if (!r || r->type != REDIS_REPLY_INTEGER) {
-        int rc = cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                          r && r->type == REDIS_REPLY_ERROR ? r->str : vigil_redis_last_error(c->redis));
-        if (r)
-            freeReplyObject(r);
-        return rc;
-    }
+    if (!r || r->type != REDIS_REPLY_INTEGER)
+        return cli_redis_failed(c, r);
     *exists = r->integer == 1;
     freeReplyObject(r);
     return CLI_OK;
@@ -261,6 +256,26 @@ int cli_require_room(cli *c, const char *room)
     return CLI_OK;
 }
 
+redisReply *cli_room_set(cli *c, int *rc)
+{
+    *rc = cli_redis(c);
+    if (*rc != CLI_OK)
+        return NULL;
+    char key[256];
+    cli_key(c, CHAT_KEY_ROOMS, key, sizeof key);
+    return vigil_redis_command(c->redis, "SMEMBERS %s", key);
+}
+
+int cli_open_room(cli *c, const char *room)
+{
+    int rc = cli_check_room(room);
+    if (rc == CLI_OK)
+        rc = cli_redis(c);
+    if (rc == CLI_OK)
+        rc = cli_require_room(c, room);
+    return rc;
+}
+
 int cli_wait_processed(cli *c, const char *room, const char *id, const char *what)
 {
     char key[256], suffix[CHAT_ID_MAX + 8];
@@ -270,8 +285,7 @@ int cli_wait_processed(cli *c, const char *room, const char *id, const char *wha
     for (;;) {
         redisReply *r = vigil_redis_command(c->redis, "ZSCORE %s %s", key, id);
         if (!r)
-            return cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                            vigil_redis_last_error(c->redis));
+            return cli_redis_failed(c, NULL);
         bool done = r->type == REDIS_REPLY_STRING;
         freeReplyObject(r);
         if (done)

@@ -101,8 +101,7 @@ int cli_council_sessions(cli *c, int argc, char **argv)
         return rc;
     list_ctx l = {json, 0};
     if (council_reader_sessions(c->redis, c->cfg.redis_prefix, (int)limit, print_session, &l) < 0)
-        return cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                        vigil_redis_last_error(c->redis));
+        return cli_redis_failed(c, NULL);
     if (!json && l.rows == 0)
         fprintf(stderr, "no council sessions yet\n");
     return CLI_OK;
@@ -159,8 +158,7 @@ int cli_council_show(cli *c, int argc, char **argv)
     char *rec = NULL;
     int found = council_reader_session(c->redis, c->cfg.redis_prefix, id, &rec);
     if (found < 0)
-        return cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                        vigil_redis_last_error(c->redis));
+        return cli_redis_failed(c, NULL);
     if (found == 0)
         return cli_fail(CLI_ERR_NOT_FOUND, "no council session '%s'", id);
     list_ctx l = {json, 0};
@@ -200,8 +198,7 @@ int cli_council_show(cli *c, int argc, char **argv)
     free(rec);
     if (council_reader_deliberations(c->redis, c->cfg.redis_prefix, id, (int)limit, print_delib,
                                      &l) < 0)
-        return cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                        vigil_redis_last_error(c->redis));
+        return cli_redis_failed(c, NULL);
     return CLI_OK;
 }
 
@@ -279,8 +276,7 @@ int cli_council_questions(cli *c, int argc, char **argv)
     q.all = all;
     if (council_reader_sessions(c->redis, c->cfg.redis_prefix, (int)limit, collect_questions, &q) <
         0)
-        rc = cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
-                      vigil_redis_last_error(c->redis));
+        rc = cli_redis_failed(c, NULL);
     qsort(q.rows, q.n, sizeof *q.rows, by_priority);
     if (rc == CLI_OK && !json && q.n == 0)
         fprintf(stderr, all ? "no questions\n" : "no pending questions\n");

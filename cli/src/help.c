@@ -25,10 +25,7 @@ static const char EXIT_HELP[] =
     "confirm in time), 2 usage error (bad arguments, bad room name), 3 room not found,\n"
     "4 room already exists (chat new).\n";
 
-static const struct {
-    const char *name;
-    const char *text;
-} HELP[] = {
+static const cli_help_entry HELP[] = {
     { "vigil",
       "usage: vigil [--help] [--version] <command> [<args>]\n"
       "\n"
@@ -39,7 +36,7 @@ static const struct {
       "  errors    the inputs services refuse, from sys/+/error (vigil errors --help)\n"
       "  council   autonomous council sessions, deliberations, questions (vigil council --help)\n"
       "  agents    agent stall status from stall-resumer (vigil agents --help)\n"
-      "  deadletter  outputs a service could not publish: list, replay (vigil deadletter --help)\n" },
+      "  deadletter  outputs a service could not publish: list, replay (vigil deadletter --help)\n", NULL },
     { "council",
       "usage: vigil council sessions [--limit N] [--json]   recent sessions, newest first\n"
       "       vigil council show SESSION [--json]           one session: state, questions, notes,\n"
@@ -49,25 +46,25 @@ static const struct {
       "\n"
       "Reads the council's durable records (services/council). Start, pause, resume or\n"
       "end a session and answer a question by publishing on council/USER/control and\n"
-      "council/SESSION/answer (services/council/README.md).\n" },
+      "council/SESSION/answer (services/council/README.md).\n", NULL },
     { "council-sessions",
       "usage: vigil council sessions [--limit N] [--json]\n"
       "\n"
       "The N most recent council sessions (default 20), newest first: session, user,\n"
       "status (active, paused, completed), loops, actions, start time, reason.\n"
-      "--json prints each session's record as one JSON object per line.\n" },
+      "--json prints each session's record as one JSON object per line.\n", NULL },
     { "council-show",
       "usage: vigil council show SESSION [--json]\n"
       "\n"
       "One session's record (status, loops, questions with answers, notes) and its\n"
       "deliberations, oldest first: the four personas' inputs, the decision, the\n"
       "result. Exit status 3 when there is no such session. --json prints the record\n"
-      "and then one JSON object per deliberation.\n" },
+      "and then one JSON object per deliberation.\n", NULL },
     { "council-questions",
       "usage: vigil council questions [--all] [--limit N] [--json]\n"
       "\n"
       "The pending questions of the N most recent sessions (default 50), highest\n"
-      "priority first (ties: oldest first); --all includes answered and expired ones.\n" },
+      "priority first (ties: oldest first); --all includes answered and expired ones.\n", NULL },
     { "chat",
       "usage: vigil chat [--json]                      list rooms\n"
       "       vigil chat new [NAME]                    create a room and join it\n"
@@ -85,13 +82,13 @@ static const struct {
       "`vigil chat` lists every room with its message count, paused flag (\"all\" while the\n"
       "global pause is on), queued notifications and last activity; --json prints one\n"
       "JSON object per room.\n"
-      "Each subcommand has --help.\n" },
+      "Each subcommand has --help.\n", NULL },
     { "new",
       "usage: vigil chat new [NAME] [--no-join]\n"
       "\n"
       "Creates room NAME (default: chat-YYYYMMDD-HHMMSS) by posting a system message\n"
       "\"room created\", waits until chat-router has it, then joins it like `vigil chat\n"
-      "join` (--no-join: print the name and exit). Fails with status 4 if it exists.\n" },
+      "join` (--no-join: print the name and exit). Fails with status 4 if it exists.\n", NULL },
     { "join",
       "usage: vigil chat join ROOM [--pause] [--history N]\n"
       "\n"
@@ -100,7 +97,7 @@ static const struct {
       "end of input (Ctrl-D) or Ctrl-C leaves.\n"
       "Joining does not pause the room: AI personas keep talking while you type.\n"
       "--pause pauses the room while you are joined (notifications are queued) and\n"
-      "resumes it when you leave.\n" },
+      "resumes it when you leave.\n", NULL },
     { "send",
       "usage: vigil chat send ROOM MESSAGE... [--as NAME] [--ai] [--reply-to ID] [--depth N]\n"
       "\n"
@@ -110,7 +107,7 @@ static const struct {
       "  --as NAME       sender (default: VIGIL_USER or $USER)\n"
       "  --ai            send as an AI persona (sender_type \"ai\") instead of a human\n"
       "  --reply-to ID   the message this one answers (its id)\n"
-      "  --depth N       chain depth of an AI message (notification depth + 1)\n" },
+      "  --depth N       chain depth of an AI message (notification depth + 1)\n", NULL },
     { "view",
       "usage: vigil chat view ROOM [--limit N] [--since ID] [--json]\n"
       "\n"
@@ -122,24 +119,24 @@ static const struct {
       "  --json      one JSON object per line instead: the message as posted plus\n"
       "              \"log_id\"\n"
       "  --limit N   the last N messages (with --since: the first N after ID)\n"
-      "  --since ID  only messages logged after ID (stateless paging: remember the last ID)\n" },
+      "  --since ID  only messages logged after ID (stateless paging: remember the last ID)\n", NULL },
     { "pause",
       "usage: vigil chat pause ROOM | --all\n"
       "\n"
       "Pauses a room (or, with --all, every room): messages are still logged, but\n"
       "notifications to personas are queued until resume. Waits until chat-router has\n"
-      "applied it.\n" },
+      "applied it.\n", NULL },
     { "resume",
       "usage: vigil chat resume ROOM | --all\n"
       "\n"
       "Resumes a room: its queued notifications are delivered in order, then new ones\n"
       "go out live. A room stays held while the global pause is on; --all lifts the\n"
-      "global pause and resumes every paused room.\n" },
+      "global pause and resumes every paused room.\n", NULL },
     { "delete",
       "usage: vigil chat delete ROOM\n"
       "\n"
       "Deletes the room's log, notification queue and state. A later message in the\n"
-      "room starts it afresh.\n" },
+      "room starts it afresh.\n", NULL },
     { "agents",
       "usage: vigil agents status [--no-activity-check] [--json]\n"
       "\n"
@@ -155,12 +152,12 @@ static const struct {
       "  --no-activity-check  categories by status age alone (legacy mode)\n"
       "  --json               one JSON object per agent instead\n"
       "Thresholds: VIGIL_STALL_WARNING_MS, VIGIL_STALL_CRITICAL_MS, VIGIL_STALL_AUTORESUME_MS\n"
-      "(as stall-resumer's).\n" },
+      "(as stall-resumer's).\n", NULL },
     { "cleanup",
       "usage: vigil chat cleanup\n"
       "\n"
       "Removes log entries older than VIGIL_CHAT_LOG_MAX_AGE_MS from every room, then\n"
-      "deletes the rooms left without messages (unless a message arrives meanwhile).\n" },
+      "deletes the rooms left without messages (unless a message arrives meanwhile).\n", NULL },
     { "deadletter",
       "usage: vigil deadletter list SERVICE\n"
       "       vigil deadletter replay SERVICE [--shard I]\n"
@@ -172,21 +169,28 @@ static const struct {
       "topic (or \"(undecodable)\") and payload, escaped to one line; the count goes to\n"
       "stderr. After fixing the cause, `replay` moves them all, in order and atomically,\n"
       "to the tail of the outbox of shard I (default 0), which the running service\n"
-      "publishes within half a second.\n" },
+      "publishes within half a second.\n", NULL },
 };
+
+bool cli_help_print(const cli_help_entry *table, size_t n, const char *name, const char *env,
+                    const char *exits, FILE *f)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(table[i].name, name) == 0) {
+            fputs(table[i].text, f);
+            fputc('\n', f);
+            fputs(env, f);
+            fputc('\n', f);
+            fputs(table[i].exits ? table[i].exits : exits, f);
+            return true;
+        }
+    }
+    return false;
+}
 
 void cli_help(const char *name, FILE *f)
 {
-    for (size_t i = 0; i < sizeof HELP / sizeof HELP[0]; i++) {
-        if (strcmp(HELP[i].name, name) == 0) {
-            fputs(HELP[i].text, f);
-            fputc('\n', f);
-            fputs(ENV_HELP, f);
-            fputc('\n', f);
-            fputs(EXIT_HELP, f);
-            return;
-        }
-    }
+    cli_help_print(HELP, sizeof HELP / sizeof HELP[0], name, ENV_HELP, EXIT_HELP, f);
 }
 
 int cli_usage_error(const char *name, const char *msg)

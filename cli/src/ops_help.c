@@ -2,6 +2,7 @@
  * commands (`vigil persona`, `vigil status`, `vigil errors`). */
 #include <stdio.h>
 #include <string.h>
+#include "help.h"
 #include "opts.h"
 #include "ops.h"
 
@@ -14,11 +15,7 @@ static const char OPS_ENV_HELP[] =
     "  VIGIL_CLI_LOG_LEVEL        library log lines on stderr (error)\n"
     "These commands read topics only (retained state and events), never Redis.\n";
 
-static const struct {
-    const char *name;
-    const char *text;
-    const char *exits;
-} OPS_HELP[] = {
+static const cli_help_entry OPS_HELP[] = {
     { "persona",
       "usage: vigil persona status [ROOM | PERSONA] [--json]\n"
       "       vigil persona sleep PERSONA ROOM [--for DURATION | --until TIME]\n"
@@ -105,17 +102,8 @@ static const struct {
 
 bool ops_help(const char *name, FILE *f)
 {
-    for (size_t i = 0; i < sizeof OPS_HELP / sizeof OPS_HELP[0]; i++) {
-        if (strcmp(OPS_HELP[i].name, name) == 0) {
-            fputs(OPS_HELP[i].text, f);
-            fputc('\n', f);
-            fputs(OPS_ENV_HELP, f);
-            fputc('\n', f);
-            fputs(OPS_HELP[i].exits, f);
-            return true;
-        }
-    }
-    return false;
+    return cli_help_print(OPS_HELP, sizeof OPS_HELP / sizeof OPS_HELP[0], name, OPS_ENV_HELP, "",
+                          f);
 }
 
 int ops_usage_error(const char *name, const char *msg)

@@ -19,6 +19,19 @@ bool cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
     return true;
 }
 
+int cli_flag_opt(int argc, char **argv, const char *flag, bool *set)
+{
+    const struct option longs[] = { { flag, no_argument, NULL, 'f' }, { 0, 0, 0, 0 } };
+    int opt;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":", longs, NULL)) != -1) {
+        if (opt != 'f')
+            return opt;
+        *set = true;
+    }
+    return 0;
+}
+
 int cli_opt_error(const char *name, int opt, int optopt_value, char **argv)
 {
     char msg[160];

@@ -194,17 +194,11 @@ static void print_json(view *v, entry *e, size_t n, const char *filter)
 
 int cli_persona_status(cli *c, int argc, char **argv)
 {
-    static const struct option LONG[] = { { "json", no_argument, NULL, 'j' }, { 0, 0, 0, 0 } };
     bool json = false;
-    int opt;
-    opterr = 0;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, ":", LONG, NULL)) != -1) {
-        if (opt == 'j')
-            json = true;
-        else
-            return ops_opt_error("persona status", opt, optopt, argv);
-    }
+    int bad = cli_flag_opt(argc, argv, "json", &json);
+    if (bad)
+        return ops_opt_error("persona status", bad, optopt, argv);
     if (argc - optind > 1)
         return ops_usage_error("persona status", "too many arguments");
     const char *filter = argc - optind == 1 ? argv[optind] : NULL;

@@ -628,6 +628,24 @@ int vigil_json_object(json_object *o, const char *field, bool required, json_obj
  * a backslash becomes "\\", and control characters and invalid bytes become
  * the four characters \xNN. A multibyte character cut by the 200-byte window
  * shows as \xNN bytes too. Escapes are never split at the end of out. */
+json_object *vigil_error_event_new(uint64_t hash, int64_t now, const char *service,
+                                   const char *topic, const char *reason, const char *detail,
+                                   const char *sample)
+{
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    char id[64];
+    snprintf(id, sizeof id, "err-%016llx-%lld", (unsigned long long)hash, (long long)now);
+    json_object_object_add(o, "id", json_object_new_string(id));
+    json_object_object_add(o, "service", json_object_new_string(service));
+    json_object_object_add(o, "topic", json_object_new_string(topic));
+    json_object_object_add(o, "reason", json_object_new_string(reason));
+    json_object_object_add(o, "detail", json_object_new_string(detail));
+    json_object_object_add(o, "sample", json_object_new_string(sample));
+    return o;
+}
+
 void vigil_json_sample(const char *buf, size_t len, char *out, size_t outlen)
 {
     static const char HEX[] = "0123456789abcdef";

@@ -160,6 +160,22 @@ int vigil_env_int64(const char *name, int64_t def, int64_t min, int64_t max, int
     return 0;
 }
 
+int vigil_env_ms(const char *name, int64_t def, int64_t min, int64_t *out, char *err,
+                 size_t errlen)
+{
+    return vigil_env_int64(name, def, min, VIGIL_ENV_MS_MAX, out, err, errlen);
+}
+
+int vigil_env_int(const char *name, int def, int min, int max, int *out, char *err,
+                  size_t errlen)
+{
+    int64_t v;
+    if (vigil_env_int64(name, def, min, max, &v, err, errlen) != 0)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
 int vigil_env_double(const char *name, double def, double min, double max, double *out,
                      char *err, size_t errlen)
 {

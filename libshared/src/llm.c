@@ -85,7 +85,6 @@ static int env_secret(const char *name, char *field, size_t cap, char *err, size
 
 int vigil_llm_config_load(vigil_llm_config *c, char *err, size_t errlen)
 {
-    int64_t v;
     if (env_str("VIGIL_LLM_URL", c->url, sizeof c->url, err, errlen) < 0 ||
         env_secret("VIGIL_LLM_API_KEY", c->api_key, sizeof c->api_key, err, errlen) < 0 ||
         env_str("VIGIL_LLM_MODEL", c->model, sizeof c->model, err, errlen) < 0)
@@ -94,15 +93,12 @@ int vigil_llm_config_load(vigil_llm_config *c, char *err, size_t errlen)
         if (env_str(TIER_VARS[t], c->model_tier[t], sizeof c->model_tier[t], err, errlen) < 0)
             return -1;
     }
-    if (vigil_env_int64("VIGIL_LLM_TIMEOUT_MS", c->timeout_ms, 1, 3600000, &v, err, errlen) < 0)
+    if (vigil_env_int64("VIGIL_LLM_TIMEOUT_MS", c->timeout_ms, 1, 3600000, &c->timeout_ms, err,
+                        errlen) < 0 ||
+        vigil_env_int("VIGIL_LLM_CONCURRENCY", c->concurrency, 1, 4096, &c->concurrency, err,
+                      errlen) < 0 ||
+        vigil_env_int("VIGIL_LLM_RETRIES", c->retries, 0, 10, &c->retries, err, errlen) < 0)
         return -1;
-    c->timeout_ms = v;
-    if (vigil_env_int64("VIGIL_LLM_CONCURRENCY", c->concurrency, 1, 4096, &v, err, errlen) < 0)
-        return -1;
-    c->concurrency = (int)v;
-    if (vigil_env_int64("VIGIL_LLM_RETRIES", c->retries, 0, 10, &v, err, errlen) < 0)
-        return -1;
-    c->retries = (int)v;
     size_t n = strlen(c->url);
     while (n > 0 && c->url[n - 1] == '/')
         c->url[--n] = '\0';

@@ -20,6 +20,7 @@
 
 #include "vigil/clock.h"
 #include "vigil/json.h"
+#include "vigil/str.h"
 
 #define LOG_NAME_MAX 128
 #define LOG_MAX_KV 32 /* pairs accepted by vigil_log_kv */
@@ -289,27 +290,16 @@ void vigil_log(vigil_log_level lvl, const char *fmt, ...)
 {
     if (!enabled(lvl) || !fmt)
         return;
-    char stack[1024];
+    char stack[1024], *s;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(stack, sizeof stack, fmt, ap);
+    int n = vigil_vformat(stack, sizeof stack, &s, fmt, ap);
     va_end(ap);
     if (n < 0)
         return;
-    if ((size_t)n < sizeof stack) {
-        emit(lvl, stack, NULL, 0);
-        return;
-    }
-    char *heap = malloc((size_t)n + 1);
-    if (!heap) {
-        emit(lvl, stack, NULL, 0); /* truncated beats nothing */
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(heap, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    emit(lvl, heap, NULL, 0);
-    free(heap);
+    emit(lvl, s ? s : stack, NULL, 0); /* out of memory: truncated beats nothing */
+    if (s != stack)
+        free(s);
 }
 
 void vigil_log_kv(vigil_log_level lvl, const char *msg, ...)

@@ -804,24 +804,39 @@ static void on_connect_fail(void *context, MQTTAsync_failureData5 *resp)
     tl_in_callback--;
 }
 
-static void on_disconnect_done(void *context, MQTTAsync_successData5 *resp)
+/* Ends the DISCONNECT, whichever its outcome: wakes vigil_mqtt_stop. */
+static void disconnect_end(vigil_mqtt *m)
 {
-    vigil_mqtt *m = context;
-    (void)resp;
     pthread_mutex_lock(&m->mu);
     m->disconnect_done = true;
     pthread_cond_broadcast(&m->cv);
     pthread_mutex_unlock(&m->mu);
 }
 
+static void on_disconnect_done(void *context, MQTTAsync_successData5 *resp)
+{
+    (void)resp;
+    disconnect_end(context);
+}
+
 static void on_disconnect_fail(void *context, MQTTAsync_failureData5 *resp)
 {
-    vigil_mqtt *m = context;
     (void)resp;
-    pthread_mutex_lock(&m->mu);
-    m->disconnect_done = true;
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
+    disconnect_end(context);
+}
+
+vigil_mqtt_config vigil_mqtt_config_of(const vigil_common_config *c)
+{
+    vigil_mqtt_config mc = {
+        .url = c->mqtt_url,
+        .user = c->mqtt_user,
+        .password = c->mqtt_password,
+        .tls_ca_file = c->mqtt_ca_file,
+        .tls_cert_file = c->mqtt_cert_file,
+        .tls_key_file = c->mqtt_key_file,
+        .topic_prefix = c->topic_prefix,
+    };
+    return mc;
 }
 
 /* ---- first connect ------------------------------------------------------ */

@@ -356,16 +356,8 @@ static void report_dead_letter(vigil_outbox *o, const ob_slot *sl, const char *d
     else
         topic_safe[0] = '\0';
     int64_t now = vigil_now_ms();
-    char id[64];
-    snprintf(id, sizeof id, "err-%016llx-%lld",
-             (unsigned long long)vigil_hash64(sl->raw.buf, sl->raw.len), (long long)now);
-    json_object *j = json_object_new_object();
-    json_object_object_add(j, "id", json_object_new_string(id));
-    json_object_object_add(j, "service", json_object_new_string(o->service));
-    json_object_object_add(j, "topic", json_object_new_string(topic_safe));
-    json_object_object_add(j, "reason", json_object_new_string("dead_letter"));
-    json_object_object_add(j, "detail", json_object_new_string(detail));
-    json_object_object_add(j, "sample", json_object_new_string(sample));
+    json_object *j = vigil_error_event_new(vigil_hash64(sl->raw.buf, sl->raw.len), now,
+                                           o->service, topic_safe, "dead_letter", detail, sample);
     json_object_object_add(j, "dead_letter_key", json_object_new_string(o->dl_key));
     json_object_object_add(j, "dead_letters", json_object_new_int64(dl_len));
     json_object_object_add(j, "ts", json_object_new_int64(now));

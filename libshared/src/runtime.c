@@ -236,17 +236,8 @@ static void reject(vigil_runtime *rt, const char *topic, const void *payload, si
     vigil_json_sample(topic, strlen(topic), topic_safe, sizeof topic_safe);
 
     int64_t now = vigil_now_ms();
-    char id[64];
-    snprintf(id, sizeof id, "err-%016llx-%lld",
-             (unsigned long long)vigil_hash64(payload, len), (long long)now);
-
-    json_object *o = json_object_new_object();
-    json_object_object_add(o, "id", json_object_new_string(id));
-    json_object_object_add(o, "service", json_object_new_string(rt->def->name));
-    json_object_object_add(o, "topic", json_object_new_string(topic_safe));
-    json_object_object_add(o, "reason", json_object_new_string(reason));
-    json_object_object_add(o, "detail", json_object_new_string(err->detail));
-    json_object_object_add(o, "sample", json_object_new_string(sample));
+    json_object *o = vigil_error_event_new(vigil_hash64(payload, len), now, rt->def->name,
+                                           topic_safe, reason, err->detail, sample);
     json_object_object_add(o, "ts", json_object_new_int64(now));
     char *s = vigil_json_dump(o);
     json_object_put(o);
@@ -870,20 +861,12 @@ typedef enum { ADOPT_NOT_CONNECTED, ADOPT_DRAINED, ADOPT_UNFINISHED } adopt_resu
 static adopt_result adopt_connect(vigil_runtime *rt, const char *client_id, int session_expiry_s,
                                   const char *const *subs, adoption *a)
 {
-    vigil_mqtt_config mc = {
-        .url = rt->cfg.mqtt_url,
-        .user = rt->cfg.mqtt_user,
-        .password = rt->cfg.mqtt_password,
-        .client_id = client_id,
-        .subscriptions = subs,
-        .session_expiry_s = session_expiry_s,
-        .on_message = on_adopted_message,
-        .ctx = a,
-        .tls_ca_file = rt->cfg.mqtt_ca_file,
-        .tls_cert_file = rt->cfg.mqtt_cert_file,
-        .tls_key_file = rt->cfg.mqtt_key_file,
-        .topic_prefix = rt->cfg.topic_prefix,
-    };
+    vigil_mqtt_config mc = vigil_mqtt_config_of(&rt->cfg);
+    mc.client_id = client_id;
+    mc.subscriptions = subs;
+    mc.session_expiry_s = session_expiry_s;
+    mc.on_message = on_adopted_message;
+    mc.ctx = a;
     char err[256] = "";
     vigil_mqtt *m = vigil_mqtt_new(&mc, err, sizeof err);
     if (!m) {
@@ -1246,25 +1229,17 @@ static int start_io(vigil_runtime *rt, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    vigil_mqtt_config mc = {
-        .url = rt->cfg.mqtt_url,
-        .user = rt->cfg.mqtt_user,
-        .password = rt->cfg.mqtt_password,
-        .client_id = rt->client_id,
-        .subscriptions = rt->subs,
-        .session_expiry_s = (int)rt->cfg.mqtt_session_expiry_s,
-        .status_topic = rt->status_topic,
-        .ready_payload = ready_payload,
-        .lost_payload = lost_payload,
-        .on_message = on_message,
-        .on_state = on_mqtt_state,
-        .ctx = rt,
-        .tls_ca_file = rt->cfg.mqtt_ca_file,
-        .tls_cert_file = rt->cfg.mqtt_cert_file,
-        .tls_key_file = rt->cfg.mqtt_key_file,
-        .on_refused = on_mqtt_refused,
-        .topic_prefix = rt->cfg.topic_prefix,
-    };
+    vigil_mqtt_config mc = vigil_mqtt_config_of(&rt->cfg);
+    mc.client_id = rt->client_id;
+    mc.subscriptions = rt->subs;
+    mc.session_expiry_s = (int)rt->cfg.mqtt_session_expiry_s;
+    mc.status_topic = rt->status_topic;
+    mc.ready_payload = ready_payload;
+    mc.lost_payload = lost_payload;
+    mc.on_message = on_message;
+    mc.on_state = on_mqtt_state;
+    mc.ctx = rt;
+    mc.on_refused = on_mqtt_refused;
     rt->mqtt = vigil_mqtt_new(&mc, err, errlen);
     free(ready_payload);
     free(lost_payload);

@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,6 +301,44 @@ static void test_env_int64(void **state)
     assert_int_equal(vigil_env_int64("VIGIL_TEST_X", 7, 0, 10, &v, NULL, 0), -1);
 }
 
+static void test_env_int(void **state)
+{
+    (void)state;
+    char err[128] = "";
+    int v = -1;
+    assert_int_equal(vigil_env_int("VIGIL_TEST_X", 7, 0, 10, &v, err, sizeof err), 0);
+    assert_int_equal(v, 7);
+    setenv("VIGIL_TEST_X", "-2147483648", 1);
+    assert_int_equal(vigil_env_int("VIGIL_TEST_X", 7, INT_MIN, INT_MAX, &v, err, sizeof err), 0);
+    assert_int_equal(v, INT_MIN);
+    setenv("VIGIL_TEST_X", "11", 1);
+    assert_int_equal(vigil_env_int("VIGIL_TEST_X", 7, 0, 10, &v, err, sizeof err), -1);
+    assert_string_equal(err, "VIGIL_TEST_X: expected an integer in 0..10, got '11'");
+    assert_int_equal(v, INT_MIN); /* untouched */
+    setenv("VIGIL_TEST_X", "2147483648", 1);
+    assert_int_equal(vigil_env_int("VIGIL_TEST_X", 7, 0, INT_MAX, &v, err, sizeof err), -1);
+    assert_int_equal(v, INT_MIN);
+}
+
+static void test_env_ms(void **state)
+{
+    (void)state;
+    char err[128] = "";
+    int64_t v = -1;
+    assert_int_equal(vigil_env_ms("VIGIL_TEST_X", 5000, 1, &v, err, sizeof err), 0);
+    assert_int_equal(v, 5000);
+    setenv("VIGIL_TEST_X", "2592000000", 1); /* 30 days */
+    assert_int_equal(vigil_env_ms("VIGIL_TEST_X", 5000, 1, &v, err, sizeof err), 0);
+    assert_int_equal(v, VIGIL_ENV_MS_MAX);
+    setenv("VIGIL_TEST_X", "2592000001", 1);
+    assert_int_equal(vigil_env_ms("VIGIL_TEST_X", 5000, 1, &v, err, sizeof err), -1);
+    assert_string_equal(err,
+                        "VIGIL_TEST_X: expected an integer in 1..2592000000, got '2592000001'");
+    setenv("VIGIL_TEST_X", "0", 1);
+    assert_int_equal(vigil_env_ms("VIGIL_TEST_X", 5000, 1, &v, err, sizeof err), -1);
+    assert_int_equal(v, VIGIL_ENV_MS_MAX); /* untouched */
+}
+
 static void test_env_double(void **state)
 {
     (void)state;
@@ -511,6 +550,8 @@ int main(void)
         cmocka_unit_test_setup(test_too_long_strings, clean_env),
         cmocka_unit_test_setup(test_url_credentials_masked, clean_env),
         cmocka_unit_test_setup(test_env_int64, clean_env),
+        cmocka_unit_test_setup(test_env_int, clean_env),
+        cmocka_unit_test_setup(test_env_ms, clean_env),
         cmocka_unit_test_setup(test_env_double, clean_env),
         cmocka_unit_test_setup(test_env_bool, clean_env),
         cmocka_unit_test_setup(test_env_string, clean_env),

@@ -436,6 +436,21 @@ static void test_get_array_object(void **state)
     json_object_put(o);
 }
 
+static void test_error_event(void **state)
+{
+    (void)state;
+    json_object *o = vigil_error_event_new(0xabcULL, 1700000000123LL, "svc", "room/r/message",
+                                           "bad_json", "not JSON", "{x");
+    assert_non_null(o);
+    json_object_object_add(o, "ts", json_object_new_int64(1700000000123LL));
+    char *s = vigil_json_dump(o);
+    assert_string_equal(s, "{\"id\":\"err-0000000000000abc-1700000000123\",\"service\":\"svc\","
+                           "\"topic\":\"room/r/message\",\"reason\":\"bad_json\",\"detail\":"
+                           "\"not JSON\",\"sample\":\"{x\",\"ts\":1700000000123}");
+    free(s);
+    json_object_put(o);
+}
+
 static void test_sample(void **state)
 {
     (void)state;
@@ -614,6 +629,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reject_names),
         cmocka_unit_test(test_dump_equals_json_c),
+        cmocka_unit_test(test_error_event),
         cmocka_unit_test(test_error_set),
         cmocka_unit_test(test_utf8_valid_accepts),
         cmocka_unit_test(test_utf8_valid_rejects),

@@ -131,6 +131,32 @@ static void test_url_to_paho(void **state)
     assert_int_equal(vigil_mqtt_url_to_paho("mqtt://127.0.0.1:1883", out, 10), -1);
 }
 
+static void test_config_of_common(void **state)
+{
+    (void)state;
+    vigil_common_config c;
+    vigil_common_config_init(&c, 1);
+    snprintf(c.mqtt_user, sizeof c.mqtt_user, "u");
+    snprintf(c.mqtt_ca_file, sizeof c.mqtt_ca_file, "/ca.pem");
+    snprintf(c.topic_prefix, sizeof c.topic_prefix, "t1");
+    vigil_mqtt_config mc = vigil_mqtt_config_of(&c);
+    assert_ptr_equal(mc.url, c.mqtt_url);
+    assert_ptr_equal(mc.user, c.mqtt_user);
+    assert_ptr_equal(mc.password, c.mqtt_password);
+    assert_ptr_equal(mc.tls_ca_file, c.mqtt_ca_file);
+    assert_ptr_equal(mc.tls_cert_file, c.mqtt_cert_file);
+    assert_ptr_equal(mc.tls_key_file, c.mqtt_key_file);
+    assert_ptr_equal(mc.topic_prefix, c.topic_prefix);
+    /* the rest is the caller's */
+    assert_null(mc.client_id);
+    assert_null(mc.subscriptions);
+    assert_int_equal(mc.session_expiry_s, 0);
+    assert_null(mc.status_topic);
+    assert_null(mc.on_message);
+    assert_null(mc.on_refused);
+    assert_null(mc.ctx);
+}
+
 static void test_new_rejects_bad_config(void **state)
 {
     (void)state;
@@ -596,6 +622,7 @@ int main(int argc, char **argv)
     vigil_log_init("test_mqtt", "t", lvl);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_url_to_paho),
+        cmocka_unit_test(test_config_of_common),
         cmocka_unit_test(test_new_rejects_bad_config),
         cmocka_unit_test(test_not_connected),
         cmocka_unit_test(test_connect_subscribe_receive),

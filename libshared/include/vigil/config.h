@@ -64,6 +64,16 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen);
  * outside [min, max]. Booleans accept 1/0/true/false/yes/no/on/off. */
 int vigil_env_int64(const char *name, int64_t def, int64_t min, int64_t max,
                     int64_t *out, char *err, size_t errlen);
+/* The longest duration a setting in milliseconds may name: 30 days. */
+#define VIGIL_ENV_MS_MAX (30LL * 24 * 3600 * 1000)
+/* A duration in milliseconds: vigil_env_int64 in [min, VIGIL_ENV_MS_MAX],
+ * the bound every service's *_MS setting shares. */
+int vigil_env_ms(const char *name, int64_t def, int64_t min, int64_t *out, char *err,
+                 size_t errlen);
+/* vigil_env_int64 for an int setting ([min, max] within int's range), so
+ * a service reads one without a temporary and a cast. */
+int vigil_env_int(const char *name, int def, int min, int max, int *out, char *err,
+                  size_t errlen);
 int vigil_env_double(const char *name, double def, double min, double max,
                      double *out, char *err, size_t errlen);
 int vigil_env_bool(const char *name, bool def, bool *out, char *err, size_t errlen);

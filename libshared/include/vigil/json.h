@@ -109,6 +109,15 @@ int vigil_json_object(json_object *o, const char *field, bool required,
  * always NUL-terminated. For the `sample` field of error events. */
 void vigil_json_sample(const char *buf, size_t len, char *out, size_t outlen);
 
+/* The fields every error event on sys/{service}/error starts with, in
+ * this order: id "err-<hash, 16 hex digits>-<now>", service, topic, reason,
+ * detail, sample. The caller adds its own fields, then "ts". NULL when out
+ * of memory. One function so that the runtime's rejections and the
+ * outbox's dead letters keep one shape. */
+json_object *vigil_error_event_new(uint64_t hash, int64_t now, const char *service,
+                                   const char *topic, const char *reason, const char *detail,
+                                   const char *sample);
+
 /* Serializes o compactly (JSON_C_TO_STRING_PLAIN | NOSLASHESCAPE) into a
  * malloc'd string the caller frees: json-c's exact text, written directly
  * unless o holds a double (then by json-c). */

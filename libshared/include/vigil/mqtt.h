@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "vigil/config.h"
 
 typedef struct vigil_mqtt vigil_mqtt;
 
@@ -63,6 +64,12 @@ typedef struct vigil_mqtt_config {
      * to and from this client stay unprefixed. */
     const char *topic_prefix;
 } vigil_mqtt_config;
+
+/* A config holding what the common configuration says about the broker:
+ * URL, user, password, TLS files and topic prefix (pointers into c, which
+ * must outlive it); every other field zero, for the caller to set. Every
+ * client of the project reaches the broker this same way. */
+vigil_mqtt_config vigil_mqtt_config_of(const vigil_common_config *c);
 
 /* Creates the client (no network yet). Returns NULL with err on a bad URL
  * or a paho error. Strings in cfg are copied. */

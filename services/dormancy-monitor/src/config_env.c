@@ -7,8 +7,6 @@
 #include <vigil/names.h>
 #include "adapter.h"
 
-#define MAX_MS (30LL * 24 * 3600 * 1000)
-
 const vigil_config_var DORMANCY_CONFIG_VARS[] = {
     {"VIGIL_DORMANCY_AUTO_SUGGEST", "1", "rule 1/4: make mention-only suggestions (0 = off)"},
     {"VIGIL_DORMANCY_AUTO_SLEEP", "1", "rule 2: force sleep after AI-only discussion (0 = off)"},
@@ -32,11 +30,6 @@ const vigil_config_var DORMANCY_CONFIG_VARS[] = {
     {"VIGIL_DORMANCY_MAX_PERSONAS", "1000", "personas tracked per room; more are refused on sys/dormancy-monitor/error (reason limit)"},
     {NULL, NULL, NULL}};
 
-static int ms_var(const char *name, int64_t def, int64_t min, int64_t *out, char *err, size_t errlen)
-{
-    return vigil_env_int64(name, def, min, MAX_MS, out, err, errlen);
-}
-
 int dormancy_configure(void *ctx, const vigil_common_config *common, char *err, size_t errlen)
 {
     (void)common;
@@ -48,14 +41,14 @@ int dormancy_configure(void *ctx, const vigil_common_config *common, char *err, 
     if (vigil_env_bool("VIGIL_DORMANCY_AUTO_SUGGEST", c->auto_suggest, &c->auto_suggest, err, errlen) ||
         vigil_env_bool("VIGIL_DORMANCY_AUTO_SLEEP", c->auto_sleep, &c->auto_sleep, err, errlen) ||
         vigil_env_bool("VIGIL_DORMANCY_AUTO_WAKE", c->auto_wake, &c->auto_wake, err, errlen) ||
-        ms_var("VIGIL_DORMANCY_NO_HUMAN_MS", c->no_human_ms, 1, &c->no_human_ms, err, errlen) ||
-        ms_var("VIGIL_DORMANCY_AI_ONLY_MS", c->ai_only_ms, 1, &c->ai_only_ms, err, errlen) ||
-        ms_var("VIGIL_DORMANCY_REDUNDANT_WINDOW_MS", c->redundant_window_ms, 0,
-               &c->redundant_window_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_DORMANCY_NO_HUMAN_MS", c->no_human_ms, 1, &c->no_human_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_DORMANCY_AI_ONLY_MS", c->ai_only_ms, 1, &c->ai_only_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_DORMANCY_REDUNDANT_WINDOW_MS", c->redundant_window_ms, 0,
+                     &c->redundant_window_ms, err, errlen) ||
         vigil_env_int64("VIGIL_DORMANCY_REDUNDANT_KEEP", c->redundant_keep, 0, 1000, &keep, err, errlen) ||
-        ms_var("VIGIL_DORMANCY_SUGGESTION_TIMEOUT_MS", c->suggestion_timeout_ms, 1,
-               &c->suggestion_timeout_ms, err, errlen) ||
-        ms_var("VIGIL_DORMANCY_SNOOZE_MS", c->snooze_ms, 1, &c->snooze_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_DORMANCY_SUGGESTION_TIMEOUT_MS", c->suggestion_timeout_ms, 1,
+                     &c->suggestion_timeout_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_DORMANCY_SNOOZE_MS", c->snooze_ms, 1, &c->snooze_ms, err, errlen) ||
         vigil_env_bool("VIGIL_DORMANCY_LLM_WAKE", c->llm_wake, &c->llm_wake, err, errlen) ||
         vigil_env_double("VIGIL_DORMANCY_WAKE_CONFIDENCE", c->wake_confidence, 0.0, 1.0,
                          &c->wake_confidence, err, errlen) ||
@@ -63,12 +56,12 @@ int dormancy_configure(void *ctx, const vigil_common_config *common, char *err, 
         vigil_env_bool("VIGIL_DORMANCY_ADAPTIVE", c->adaptive, &c->adaptive, err, errlen) ||
         vigil_env_choice("VIGIL_DORMANCY_HUMAN_WAKES", vigil_human_wakes_names, 0, &wakes, err, errlen) ||
         vigil_env_int64("VIGIL_DORMANCY_MIN_AWAKE", c->min_awake, 0, 1000, &min_awake, err, errlen) ||
-        ms_var("VIGIL_DORMANCY_PRESENCE_ACTIVE_MS", c->presence_active_ms, 1,
-               &c->presence_active_ms, err, errlen) ||
-        ms_var("VIGIL_DORMANCY_PRESENCE_AWAY_MS", c->presence_away_ms, 1, &c->presence_away_ms,
-               err, errlen) ||
-        ms_var("VIGIL_DORMANCY_VELOCITY_WINDOW_MS", c->velocity_window_ms, 1,
-               &c->velocity_window_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_DORMANCY_PRESENCE_ACTIVE_MS", c->presence_active_ms, 1,
+                     &c->presence_active_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_DORMANCY_PRESENCE_AWAY_MS", c->presence_away_ms, 1, &c->presence_away_ms,
+                     err, errlen) ||
+        vigil_env_ms("VIGIL_DORMANCY_VELOCITY_WINDOW_MS", c->velocity_window_ms, 1,
+                     &c->velocity_window_ms, err, errlen) ||
         vigil_env_int64("VIGIL_DORMANCY_TZ_OFFSET_MIN", c->tz_offset_min, -720, 840, &tz, err, errlen) ||
         vigil_env_int64("VIGIL_DORMANCY_MAX_PERSONAS", c->max_personas, 1, DORMANCY_MAX_PERSONAS_LIMIT,
                         &max_personas, err, errlen))

@@ -6,8 +6,6 @@
 #include <vigil/log.h>
 #include "adapter.h"
 
-#define MAX_MS (30LL * 24 * 3600 * 1000)
-
 const vigil_config_var HB_CONFIG_VARS[] = {
     {"VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS", "120000", "interval while the user was active lately"},
     {"VIGIL_HEARTBEAT_NORMAL_INTERVAL_MS", "600000", "interval otherwise"},
@@ -40,36 +38,31 @@ void hb_service_init(hb_service *svc)
     atomic_store(&svc->stop, 0);
 }
 
-static int ms_var(const char *name, int64_t def, int64_t min, int64_t *out, char *err, size_t errlen)
-{
-    return vigil_env_int64(name, def, min, MAX_MS, out, err, errlen);
-}
-
 int hb_configure(void *ctx, const vigil_common_config *common, char *err, size_t errlen)
 {
     hb_service *svc = ctx;
     hb_config *c = &svc->core;
     int64_t max_tokens;
     if (vigil_llm_config_load(&svc->llm, err, errlen) != 0 ||
-        ms_var("VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS", c->active_interval_ms, 100,
-               &c->active_interval_ms, err, errlen) ||
-        ms_var("VIGIL_HEARTBEAT_NORMAL_INTERVAL_MS", c->normal_interval_ms, 100,
-               &c->normal_interval_ms, err, errlen) ||
-        ms_var("VIGIL_HEARTBEAT_INACTIVE_INTERVAL_MS", c->inactive_interval_ms, 100,
-               &c->inactive_interval_ms, err, errlen) ||
-        ms_var("VIGIL_HEARTBEAT_RECENT_MS", c->recent_ms, 0, &c->recent_ms, err, errlen) ||
-        ms_var("VIGIL_HEARTBEAT_INACTIVE_AFTER_MS", c->inactive_after_ms, 0, &c->inactive_after_ms,
-               err, errlen) ||
-        ms_var("VIGIL_HEARTBEAT_LIVE_MS", c->live_ms, 0, &c->live_ms, err, errlen) ||
-        ms_var("VIGIL_HEARTBEAT_UNANSWERED_MS", c->unanswered_ms, 0, &c->unanswered_ms, err,
-               errlen) ||
-        vigil_env_int64("VIGIL_HEARTBEAT_IDLE_CAP_MS", c->idle_cap_ms, 0, 10 * MAX_MS,
+        vigil_env_ms("VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS", c->active_interval_ms, 100,
+                     &c->active_interval_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_HEARTBEAT_NORMAL_INTERVAL_MS", c->normal_interval_ms, 100,
+                     &c->normal_interval_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_HEARTBEAT_INACTIVE_INTERVAL_MS", c->inactive_interval_ms, 100,
+                     &c->inactive_interval_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_HEARTBEAT_RECENT_MS", c->recent_ms, 0, &c->recent_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_HEARTBEAT_INACTIVE_AFTER_MS", c->inactive_after_ms, 0, &c->inactive_after_ms,
+                     err, errlen) ||
+        vigil_env_ms("VIGIL_HEARTBEAT_LIVE_MS", c->live_ms, 0, &c->live_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_HEARTBEAT_UNANSWERED_MS", c->unanswered_ms, 0, &c->unanswered_ms, err,
+                     errlen) ||
+        vigil_env_int64("VIGIL_HEARTBEAT_IDLE_CAP_MS", c->idle_cap_ms, 0, 10 * VIGIL_ENV_MS_MAX,
                         &c->idle_cap_ms, err, errlen) ||
         vigil_env_double("VIGIL_HEARTBEAT_SKIP_STRETCH", c->skip_stretch, 1.0, 100.0,
                          &c->skip_stretch, err, errlen) ||
         vigil_env_int64("VIGIL_HEARTBEAT_MAX_TOKENS", c->max_tokens, 1, 100000, &max_tokens, err,
                         errlen) ||
-        ms_var("VIGIL_HEARTBEAT_JOB_LEASE_MS", 0, 0, &svc->lease_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_HEARTBEAT_JOB_LEASE_MS", 0, 0, &svc->lease_ms, err, errlen) ||
         vigil_env_int64("VIGIL_HEARTBEAT_JOBS_MAXLEN", svc->jobs_maxlen, 100, 100000000,
                         &svc->jobs_maxlen, err, errlen) ||
         vigil_env_string("VIGIL_HEARTBEAT_ZONEINFO", "/usr/share/zoneinfo", svc->zoneinfo,

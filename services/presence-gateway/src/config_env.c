@@ -8,7 +8,6 @@
 #include "adapter.h"
 #include "chat.h"
 
-#define MAX_MS (30LL * 24 * 3600 * 1000)
 #define TOKENS_FILE_MAX (4 * 1024 * 1024)
 
 const vigil_config_var GATEWAY_CONFIG_VARS[] = {
@@ -71,13 +70,13 @@ int gateway_configure(void *ctx, const vigil_common_config *common, char *err, s
     gw_presence_cfg_init(&c->presence);
     int64_t expire = 0;
     if (vigil_env_string("VIGIL_GATEWAY_TOKENS_FILE", "", c->tokens_file, sizeof c->tokens_file, err, errlen) ||
-        vigil_env_int64("VIGIL_GATEWAY_PING_MS", 30000, 10, MAX_MS, &c->ping_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_GATEWAY_PING_MS", 30000, 10, &c->ping_ms, err, errlen) ||
         vigil_env_string("VIGIL_GATEWAY_ORIGINS", "", c->origins, sizeof c->origins, err, errlen) ||
         vigil_env_int64("VIGIL_GATEWAY_MAX_BODY", 65536, 64, 64LL * 1024 * 1024, &c->max_body, err, errlen) ||
         vigil_env_double("VIGIL_GATEWAY_RATE", 50, 0, 1e6, &c->rate, err, errlen) ||
-        vigil_env_int64("VIGIL_GATEWAY_PRESENCE_IDLE_MS", 120000, 1, MAX_MS, &c->presence.idle_ms, err, errlen) ||
-        vigil_env_int64("VIGIL_GATEWAY_PRESENCE_AWAY_MS", 300000, 1, MAX_MS, &c->presence.away_ms, err, errlen) ||
-        vigil_env_int64("VIGIL_GATEWAY_PRESENCE_EXPIRE_MS", 0, 0, MAX_MS, &expire, err, errlen) ||
+        vigil_env_ms("VIGIL_GATEWAY_PRESENCE_IDLE_MS", 120000, 1, &c->presence.idle_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_GATEWAY_PRESENCE_AWAY_MS", 300000, 1, &c->presence.away_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_GATEWAY_PRESENCE_EXPIRE_MS", 0, 0, &expire, err, errlen) ||
         vigil_env_int64("VIGIL_GATEWAY_LOG_MAXLEN", 10000, 10, 100000000, &c->log_maxlen, err, errlen) ||
         vigil_env_int64("VIGIL_GATEWAY_CLIENT_QUEUE", 1024, 4, 1000000, &c->client_queue, err, errlen) ||
         vigil_env_int64("VIGIL_GATEWAY_MAX_CLIENTS", 1024, 4, 100000, &c->max_clients, err, errlen) ||

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <vigil/clock.h>
 #include <vigil/json.h>
+#include <vigil/jtext.h>
 #include <vigil/metrics.h>
 #include <vigil/stream_reads.h>
 #include "adapter.h"
@@ -23,38 +24,11 @@
  * client leaves, which no one can predict; a few seconds spreads retries. */
 #define STREAMS_RETRY_S "5"
 
-typedef struct buf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} buf;
-
-static void buf_add(buf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
 /* When since is older than the oldest entry the log keeps
  * (VIGIL_GATEWAY_LOG_MAXLEN trimmed what came after it), appends the
  * `trimmed` frame and counts it. 0, or -1 (Redis unreachable, out of
  * memory). */
-static int note_trimmed(gateway *g, vigil_redis *r, gw_pos since, buf *b)
+static int note_trimmed(gateway *g, vigil_redis *r, gw_pos since, vigil_jtext *b)
 {
     vigil_stream_entry *first;
     size_t n;
@@ -70,7 +44,7 @@ static int note_trimmed(gateway *g, vigil_redis *r, gw_pos since, buf *b)
     char *frame = gw_sse_trimmed_frame(since, oldest, g->cfg.log_maxlen, &fl);
     if (!frame)
         return -1; /* out of memory: a 503 rather than a silent gap */
-    buf_add(b, frame, fl);
+    vigil_jtext_put(b, frame, fl);
     free(frame);
     gateway_limit_count("log_entries");
     return 0;
@@ -78,7 +52,8 @@ static int note_trimmed(gateway *g, vigil_redis *r, gw_pos since, buf *b)
 
 /* Appends the frames of the log entries in (since, upto] that match,
  * after the `trimmed` frame when some of them are no longer kept. */
-static int read_backlog(gateway *g, gw_pos since, gw_pos upto, const gw_filter_set *fs, buf *b)
+static int read_backlog(gateway *g, gw_pos since, gw_pos upto, const gw_filter_set *fs,
+                        vigil_jtext *b)
 {
     vigil_runtime_conn *conn = gw_pool_take(g);
     if (!conn)
@@ -106,7 +81,7 @@ static int read_backlog(gateway *g, gw_pos since, gw_pos upto, const gw_filter_s
                 size_t fl;
                 char *frame = gw_sse_frame(ents[i].id, event, data, &fl);
                 if (frame)
-                    buf_add(b, frame, fl);
+                    vigil_jtext_put(b, frame, fl);
                 free(frame);
             }
         }
@@ -126,7 +101,7 @@ static int read_backlog(gateway *g, gw_pos since, gw_pos upto, const gw_filter_s
 /* Appends the kept latest entry of every state topic that matches, as
  * frames without id (they are states, not log positions). A kept key of
  * another type is skipped; only an unreachable Redis fails the read. */
-static int read_snapshot(gateway *g, const gw_filter_set *fs, buf *b)
+static int read_snapshot(gateway *g, const gw_filter_set *fs, vigil_jtext *b)
 {
     vigil_runtime_conn *conn = gw_pool_take(g);
     if (!conn)
@@ -158,7 +133,7 @@ static int read_snapshot(gateway *g, const gw_filter_set *fs, buf *b)
             size_t fl;
             char *frame = gw_sse_frame(NULL, event, data, &fl);
             if (frame)
-                buf_add(b, frame, fl);
+                vigil_jtext_put(b, frame, fl);
             free(frame);
         }
         free(v);
@@ -217,7 +192,7 @@ void gateway_api_stream(gateway *g, vigil_http_req *req, bool council_live)
         gateway_error(req, 503, "the stream is not ready (Redis not reached yet, or shutting down)");
         return;
     }
-    buf b = {0};
+    vigil_jtext b = {0};
     char pos[48];
     gw_pos_format(from, pos, sizeof pos);
     json_object *hello = json_object_new_object();
@@ -234,20 +209,20 @@ void gateway_api_stream(gateway *g, vigil_http_req *req, bool council_live)
     char *hf = hs ? gw_sse_frame(NULL, "connected", hs, &hl) : NULL;
     free(hs);
     static const char retry[] = "retry: 2000\n\n";
-    buf_add(&b, retry, sizeof retry - 1);
+    vigil_jtext_put(&b, retry, sizeof retry - 1);
     if (hf)
-        buf_add(&b, hf, hl);
+        vigil_jtext_put(&b, hf, hl);
     free(hf);
     const char *snap = vigil_http_req_query(req, "snapshot");
     bool want_snap = snap && strcmp(snap, "1") == 0;
     if (!hf || (want_snap && read_snapshot(g, &fs, &b) != 0) ||
         (have_since && gw_pos_cmp(since, from) < 0 && read_backlog(g, since, from, &fs, &b) != 0)) {
-        free(b.p);
+        free(b.s);
         gw_client_leave(c);
         gateway_error(req, 503, "cannot read the log (Redis unreachable)");
         return;
     }
-    gw_client_set_backlog(c, b.p, b.n);
+    gw_client_set_backlog(c, b.s, b.n);
     vigil_counter_add("vigil_gateway_sse_connections_total", "SSE connections accepted", NULL, 1);
     unsigned idle = (unsigned)(g->cfg.ping_ms / 1000 * 2 + 10);
     vigil_http_respond_stream(req, 200, "text/event-stream; charset=utf-8", gw_client_read, c,

@@ -5,8 +5,6 @@
 #include <vigil/config.h>
 #include "adapter.h"
 
-#define MAX_MS (30LL * 24 * 3600 * 1000)
-
 const vigil_config_var STALL_CONFIG_VARS[] = {
     {"VIGIL_STALL_LOOKBACK_MS", "3600000", "validation: the newest signal must be this recent"},
     {"VIGIL_STALL_IN_TOOL_MS", "7200000", "lookback and tier windows while the newest signal says in_tool"},
@@ -24,28 +22,23 @@ const vigil_config_var STALL_CONFIG_VARS[] = {
      "cap of the resume job stream (past it the oldest unfinished jobs are dropped, counted in vigil_stream_trimmed_total)"},
     {NULL, NULL, NULL}};
 
-static int ms_var(const char *name, int64_t def, int64_t min, int64_t *out, char *err, size_t errlen)
-{
-    return vigil_env_int64(name, def, min, MAX_MS, out, err, errlen);
-}
-
 int stall_configure(void *ctx, const vigil_common_config *common, char *err, size_t errlen)
 {
     stall_service *svc = ctx;
     stall_config *c = &svc->cfg;
     stall_config_init(c);
     char noise[STALL_NOISE_MAX * (STALL_NOISE_LEN + 1)];
-    if (ms_var("VIGIL_STALL_LOOKBACK_MS", c->lookback_ms, 1, &c->lookback_ms, err, errlen) ||
-        ms_var("VIGIL_STALL_IN_TOOL_MS", c->in_tool_ms, 1, &c->in_tool_ms, err, errlen) ||
-        ms_var("VIGIL_STALL_WARNING_MS", c->warning_ms, 1, &c->warning_ms, err, errlen) ||
-        ms_var("VIGIL_STALL_CRITICAL_MS", c->critical_ms, 1, &c->critical_ms, err, errlen) ||
-        ms_var("VIGIL_STALL_AUTORESUME_MS", c->autoresume_ms, 1, &c->autoresume_ms, err, errlen) ||
-        ms_var("VIGIL_STALL_RESUME_INTERVAL_MS", c->resume_interval_ms, 0, &c->resume_interval_ms,
-               err, errlen) ||
-        ms_var("VIGIL_STALL_SCAN_MS", c->scan_ms, 10, &c->scan_ms, err, errlen) ||
-        ms_var("VIGIL_STALL_TIER1_MS", c->tier_window_ms[0], 1, &c->tier_window_ms[0], err, errlen) ||
-        ms_var("VIGIL_STALL_TIER2_MS", c->tier_window_ms[1], 1, &c->tier_window_ms[1], err, errlen) ||
-        ms_var("VIGIL_STALL_TIER3_MS", c->tier_window_ms[2], 1, &c->tier_window_ms[2], err, errlen) ||
+    if (vigil_env_ms("VIGIL_STALL_LOOKBACK_MS", c->lookback_ms, 1, &c->lookback_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_STALL_IN_TOOL_MS", c->in_tool_ms, 1, &c->in_tool_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_STALL_WARNING_MS", c->warning_ms, 1, &c->warning_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_STALL_CRITICAL_MS", c->critical_ms, 1, &c->critical_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_STALL_AUTORESUME_MS", c->autoresume_ms, 1, &c->autoresume_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_STALL_RESUME_INTERVAL_MS", c->resume_interval_ms, 0, &c->resume_interval_ms,
+                     err, errlen) ||
+        vigil_env_ms("VIGIL_STALL_SCAN_MS", c->scan_ms, 10, &c->scan_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_STALL_TIER1_MS", c->tier_window_ms[0], 1, &c->tier_window_ms[0], err, errlen) ||
+        vigil_env_ms("VIGIL_STALL_TIER2_MS", c->tier_window_ms[1], 1, &c->tier_window_ms[1], err, errlen) ||
+        vigil_env_ms("VIGIL_STALL_TIER3_MS", c->tier_window_ms[2], 1, &c->tier_window_ms[2], err, errlen) ||
         vigil_env_int64("VIGIL_STALL_JOBS_MAXLEN", STALL_JOBS_MAXLEN, 100, 100000000,
                         &svc->jobs_maxlen, err, errlen) ||
         vigil_env_string("VIGIL_STALL_NOISE", STALL_DEFAULT_NOISE, noise, sizeof noise, err, errlen))

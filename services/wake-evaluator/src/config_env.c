@@ -9,8 +9,6 @@
 #include <vigil/log.h>
 #include "adapter.h"
 
-#define MAX_MS (30LL * 24 * 3600 * 1000)
-
 const vigil_config_var WAKE_CONFIG_VARS[] = {
     {"VIGIL_DORMANCY_AUTO_WAKE", "1",
      "a human message wakes sleepers by rule (dormancy-monitor): those are not evaluated"},
@@ -49,20 +47,6 @@ void wake_service_init(wake_service *svc)
     atomic_store(&svc->stop, 0);
 }
 
-static int ms_var(const char *name, int64_t def, int64_t min, int64_t *out, char *err, size_t errlen)
-{
-    return vigil_env_int64(name, def, min, MAX_MS, out, err, errlen);
-}
-
-static int int_var(const char *name, int def, int min, int max, int *out, char *err, size_t errlen)
-{
-    int64_t v;
-    if (vigil_env_int64(name, def, min, max, &v, err, errlen) != 0)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
 int wake_configure(void *ctx, const vigil_common_config *common, char *err, size_t errlen)
 {
     wake_service *svc = ctx;
@@ -74,34 +58,34 @@ int wake_configure(void *ctx, const vigil_common_config *common, char *err, size
         vigil_env_bool("VIGIL_DORMANCY_LLM_WAKE", c->llm_wake, &c->llm_wake, err, errlen) ||
         vigil_env_double("VIGIL_DORMANCY_WAKE_CONFIDENCE", c->wake_confidence, 0.0, 1.0,
                          &c->wake_confidence, err, errlen) ||
-        int_var("VIGIL_WAKE_WORKERS", 1, 1, WAKE_MAX_WORKERS, &svc->workers, err, errlen) ||
-        ms_var("VIGIL_WAKE_JOB_LEASE_MS", svc->lease_ms, 1000, &svc->lease_ms, err, errlen) ||
+        vigil_env_int("VIGIL_WAKE_WORKERS", 1, 1, WAKE_MAX_WORKERS, &svc->workers, err, errlen) ||
+        vigil_env_ms("VIGIL_WAKE_JOB_LEASE_MS", svc->lease_ms, 1000, &svc->lease_ms, err, errlen) ||
         vigil_env_int64("VIGIL_WAKE_JOBS_MAXLEN", svc->jobs_maxlen, 100, 100000000,
                         &svc->jobs_maxlen, err, errlen) ||
-        int_var("VIGIL_WAKE_MAX_INFLIGHT", 0, 0, 100000, &svc->max_inflight, err, errlen) ||
+        vigil_env_int("VIGIL_WAKE_MAX_INFLIGHT", 0, 0, 100000, &svc->max_inflight, err, errlen) ||
         vigil_env_bool("VIGIL_WAKE_PERSONA_MODEL", false, &svc->persona_model, err, errlen) ||
         vigil_env_bool("VIGIL_WAKE_ON_SYSTEM", c->evaluate_system, &c->evaluate_system, err,
                        errlen) ||
-        int_var("VIGIL_WAKE_MAX_PERSONAS", c->max_personas, 1, 100000, &c->max_personas, err,
+        vigil_env_int("VIGIL_WAKE_MAX_PERSONAS", c->max_personas, 1, 100000, &c->max_personas, err,
                 errlen) ||
-        int_var("VIGIL_WAKE_SMART_MAX_TOKENS", c->smart_max_tokens, 1, 100000,
+        vigil_env_int("VIGIL_WAKE_SMART_MAX_TOKENS", c->smart_max_tokens, 1, 100000,
                 &c->smart_max_tokens, err, errlen) ||
-        int_var("VIGIL_WAKE_MID_MAX_TOKENS", c->mid_max_tokens, 1, 100000, &c->mid_max_tokens,
+        vigil_env_int("VIGIL_WAKE_MID_MAX_TOKENS", c->mid_max_tokens, 1, 100000, &c->mid_max_tokens,
                 err, errlen) ||
         vigil_env_bool("VIGIL_AUTOPILOT", c->autopilot, &c->autopilot, err, errlen) ||
-        ms_var("VIGIL_AUTOPILOT_INTERVAL_MS", c->autopilot_interval_ms, 100,
-               &c->autopilot_interval_ms, err, errlen) ||
-        ms_var("VIGIL_AUTOPILOT_MIN_GAP_MS", c->autopilot_min_gap_ms, 0, &c->autopilot_min_gap_ms,
-               err, errlen) ||
+        vigil_env_ms("VIGIL_AUTOPILOT_INTERVAL_MS", c->autopilot_interval_ms, 100,
+                     &c->autopilot_interval_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_AUTOPILOT_MIN_GAP_MS", c->autopilot_min_gap_ms, 0, &c->autopilot_min_gap_ms,
+                     err, errlen) ||
         vigil_env_double("VIGIL_AUTOPILOT_JUMP_FACTOR", c->jump_factor, 1.0, 1000.0,
                          &c->jump_factor, err, errlen) ||
         vigil_env_double("VIGIL_AUTOPILOT_JUMP_VELOCITY", c->jump_velocity, 0.0, 1e6,
                          &c->jump_velocity, err, errlen) ||
         vigil_env_double("VIGIL_AUTOPILOT_JUMP_RATIO", c->jump_ratio, 0.0, 1e6, &c->jump_ratio,
                          err, errlen) ||
-        ms_var("VIGIL_AUTOPILOT_HUMAN_PRESENT_MS", c->human_present_ms, 0, &c->human_present_ms,
-               err, errlen) ||
-        int_var("VIGIL_AUTOPILOT_MAX_TOKENS", c->autopilot_max_tokens, 1, 100000,
+        vigil_env_ms("VIGIL_AUTOPILOT_HUMAN_PRESENT_MS", c->human_present_ms, 0, &c->human_present_ms,
+                     err, errlen) ||
+        vigil_env_int("VIGIL_AUTOPILOT_MAX_TOKENS", c->autopilot_max_tokens, 1, 100000,
                 &c->autopilot_max_tokens, err, errlen))
         return -1;
     c->human_wakes_all = wakes == 1; /* vigil_human_wakes_names: absent, all */

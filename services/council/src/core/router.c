@@ -7,10 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <vigil/names.h>
 #include "council.h"
 
-static const char *const NAMES[COUNCIL_ACT__COUNT] = {"search", "note", "ask user", "schedule",
-                                                      "research", "sleep", "reflect"};
+static const char *const NAMES[COUNCIL_ACT__COUNT + 1] = {
+    "search", "note", "ask user", "schedule", "research", "sleep", "reflect", NULL};
 static const char *const PREFIXES[COUNCIL_ACT__COUNT] = {
     "search:", "note:", "ask user:", "schedule:", "research:", "sleep:", "reflect:"};
 
@@ -26,10 +27,8 @@ const char *council_action_prefix(council_action a)
 
 council_action council_action_parse(const char *name)
 {
-    for (int i = 0; name && i < COUNCIL_ACT__COUNT; i++)
-        if (strcmp(name, NAMES[i]) == 0)
-            return (council_action)i;
-    return COUNCIL_ACT_NONE;
+    int i = vigil_name_index(NAMES, name);
+    return i < 0 ? COUNCIL_ACT_NONE : (council_action)i;
 }
 
 static const char *skip_space(const char *s)

@@ -35,7 +35,8 @@ static void add_str(json_object *o, const char *k, const char *v)
     json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
 }
 
-json_object *dormancy_change_json(const dormancy_action *a, const char *room, int64_t now)
+/* The fields a change and a suggestion start with. */
+static json_object *action_json_new(const dormancy_action *a, const char *room)
 {
     json_object *o = json_object_new_object();
     if (!o)
@@ -43,25 +44,36 @@ json_object *dormancy_change_json(const dormancy_action *a, const char *room, in
     add_str(o, "id", a->id);
     add_str(o, "persona", a->persona);
     add_str(o, "room", room);
-    add_str(o, "level", dormancy_level_name(a->level));
-    add_str(o, "previous", dormancy_level_name(a->previous));
-    add_str(o, "trigger", dormancy_trigger_name(a->trigger));
-    add_str(o, "reason", a->reason);
-    add_str(o, "text", a->text);
+    return o;
+}
+
+/* The fields a change and a suggestion end with; returns o. */
+static json_object *action_json_end(json_object *o, const dormancy_action *a, int64_t now)
+{
     if (a->message_id[0])
         add_str(o, "message_id", a->message_id);
     json_object_object_add(o, "ts", json_object_new_int64(now));
     return o;
 }
 
-json_object *dormancy_suggestion_json(const dormancy_action *a, const char *room, int64_t now)
+json_object *dormancy_change_json(const dormancy_action *a, const char *room, int64_t now)
 {
-    json_object *o = json_object_new_object();
+    json_object *o = action_json_new(a, room);
     if (!o)
         return NULL;
-    add_str(o, "id", a->id);
-    add_str(o, "persona", a->persona);
-    add_str(o, "room", room);
+    add_str(o, "level", dormancy_level_name(a->level));
+    add_str(o, "previous", dormancy_level_name(a->previous));
+    add_str(o, "trigger", dormancy_trigger_name(a->trigger));
+    add_str(o, "reason", a->reason);
+    add_str(o, "text", a->text);
+    return action_json_end(o, a, now);
+}
+
+json_object *dormancy_suggestion_json(const dormancy_action *a, const char *room, int64_t now)
+{
+    json_object *o = action_json_new(a, room);
+    if (!o)
+        return NULL;
     add_str(o, "suggest", "mention-only");
     add_str(o, "trigger", dormancy_suggest_trigger_name(a->suggest));
     add_str(o, "text", a->text);
@@ -74,10 +86,7 @@ json_object *dormancy_suggestion_json(const dormancy_action *a, const char *room
     add_str(o, "default", "yes");
     json_object_object_add(o, "default_after_ms", json_object_new_int64(a->default_after_ms));
     add_str(o, "reason", a->reason);
-    if (a->message_id[0])
-        add_str(o, "message_id", a->message_id);
-    json_object_object_add(o, "ts", json_object_new_int64(now));
-    return o;
+    return action_json_end(o, a, now);
 }
 
 /* Its id comes back to this service (and others) as an input id, which may

@@ -12,9 +12,10 @@ _Static_assert(DORMANCY_ACTIVE == (int)VIGIL_LEVEL_ACTIVE &&
                    DORMANCY_LEVEL__COUNT == (int)VIGIL_LEVEL__COUNT,
                "dormancy levels are libshared's (names.h)");
 
-static const char *const TRIGGER_NAMES[DORMANCY_TRIGGER__COUNT] = {
+/* Index 0 (no trigger) has no name; NULL-terminated after the last. */
+static const char *const TRIGGER_NAMES[DORMANCY_TRIGGER__COUNT + 1] = {
     NULL, "manual", "timed-end", "mention", "no-human", "ai-only", "human-reentry",
-    "redundant", "autopilot", "wake-decision", "suggestion-default"};
+    "redundant", "autopilot", "wake-decision", "suggestion-default", NULL};
 
 const char *dormancy_level_name(dormancy_level l)
 {
@@ -37,13 +38,11 @@ const char *dormancy_trigger_name(dormancy_trigger t)
 
 int dormancy_trigger_parse(const char *s, dormancy_trigger *out)
 {
-    for (int i = 1; s && i < DORMANCY_TRIGGER__COUNT; i++) {
-        if (strcmp(s, TRIGGER_NAMES[i]) == 0) {
-            *out = (dormancy_trigger)i;
-            return 0;
-        }
-    }
-    return -1;
+    int i = vigil_name_index(TRIGGER_NAMES + 1, s);
+    if (i < 0)
+        return -1;
+    *out = (dormancy_trigger)(i + 1);
+    return 0;
 }
 
 /* The trigger a suggestion's accepted "yes" carries: the rule that made it. */

@@ -5,21 +5,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/names.h>
 #include "floor.h"
 
-static const char *const LEVEL_NAMES[] = {"active", "mention-only", "human-only", "sleep"};
+_Static_assert(FLOOR_ACTIVE == (int)VIGIL_LEVEL_ACTIVE && FLOOR_SLEEP == (int)VIGIL_LEVEL_SLEEP &&
+                   FLOOR_SLEEP + 1 == (int)VIGIL_LEVEL__COUNT,
+               "floor_level is the contract's vigil_level");
 
 const char *floor_level_name(floor_level l)
 {
-    return (unsigned)l < 4 ? LEVEL_NAMES[l] : "active";
+    return vigil_level_name((vigil_level)l);
 }
 
 int floor_level_parse(const char *s)
 {
-    for (int i = 0; s && i < 4; i++)
-        if (strcmp(s, LEVEL_NAMES[i]) == 0)
-            return i;
-    return -1;
+    return vigil_name_index(vigil_level_names, s);
 }
 
 floor_room *floor_room_new(const char *room)

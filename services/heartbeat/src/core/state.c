@@ -7,21 +7,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
+#include <vigil/names.h>
 #include "heartbeat.h"
 
-static const char *const LEVELS[] = {"unknown", "active", "mention-only", "human-only", "sleep"};
+/* The contract's levels, one above: HB_LEVEL_UNKNOWN comes first. */
+_Static_assert(HB_LEVEL_ACTIVE == VIGIL_LEVEL_ACTIVE + 1 && HB_LEVEL_SLEEP == VIGIL_LEVEL_SLEEP + 1,
+               "hb_level is vigil_level shifted by one");
 
 const char *hb_level_name(hb_level l)
 {
-    return l >= 0 && l <= HB_LEVEL_SLEEP ? LEVELS[l] : "unknown";
+    return l > HB_LEVEL_UNKNOWN && l <= HB_LEVEL_SLEEP ? vigil_level_names[l - 1] : "unknown";
 }
 
 int hb_level_parse(const char *s)
 {
-    for (int i = 1; s && i <= HB_LEVEL_SLEEP; i++)
-        if (strcmp(s, LEVELS[i]) == 0)
-            return i;
-    return -1;
+    int i = vigil_name_index(vigil_level_names, s);
+    return i < 0 ? -1 : i + 1;
 }
 
 hb_level hb_state_level(const hb_state *s, const char *room)

@@ -3,12 +3,13 @@
  * send when VoI > 0.3. Kept in thousandths so 0.6 x 1.0 - 0.1 - 0.2 is
  * exactly 0.3 (not sent) rather than a float a hair either side. */
 #include <string.h>
+#include <vigil/names.h>
 #include "heartbeat.h"
 
-static const char *const PRIORITIES[HB_PRIO__COUNT] = {"urgent", "normal", "low"};
+static const char *const PRIORITIES[HB_PRIO__COUNT + 1] = {"urgent", "normal", "low", NULL};
 static const int PROBABILITY[HB_PRIO__COUNT] = {900, 600, 300};
-static const char *const CATEGORIES[HB_CAT__COUNT] = {
-    "reminder", "deadline", "alert", "notification", "check-in", "update", "default"};
+static const char *const CATEGORIES[HB_CAT__COUNT + 1] = {
+    "reminder", "deadline", "alert", "notification", "check-in", "update", "default", NULL};
 static const int BENEFIT[HB_CAT__COUNT] = {1000, 1000, 800, 500, 400, 300, 500};
 
 const char *hb_priority_name(hb_priority p)
@@ -23,17 +24,14 @@ const char *hb_category_name(hb_category c)
 
 int hb_priority_parse(const char *s)
 {
-    for (int i = 0; s && i < HB_PRIO__COUNT; i++)
-        if (strcmp(s, PRIORITIES[i]) == 0)
-            return i;
-    return -1;
+    return vigil_name_index(PRIORITIES, s);
 }
 
 int hb_category_parse(const char *s)
 {
-    for (int i = 0; s && i < HB_CAT__COUNT; i++)
-        if (strcmp(s, CATEGORIES[i]) == 0)
-            return i;
+    int i = vigil_name_index(CATEGORIES, s);
+    if (i >= 0)
+        return i;
     if (s && strcmp(s, "checkin") == 0)
         return HB_CAT_CHECK_IN;
     return -1;

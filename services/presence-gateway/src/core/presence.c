@@ -15,21 +15,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/names.h>
 #include "gateway.h"
 
-static const char *const STATUS_NAMES[] = {"active", "idle", "away"};
+_Static_assert(GW_ACTIVE == (int)VIGIL_PRESENCE_ACTIVE && GW_IDLE == (int)VIGIL_PRESENCE_IDLE &&
+                   GW_AWAY == (int)VIGIL_PRESENCE_AWAY,
+               "gw_status is the contract's vigil_presence_status");
 
 const char *gw_status_name(gw_status s)
 {
-    return (s >= GW_ACTIVE && s <= GW_AWAY) ? STATUS_NAMES[s] : "away";
+    return (s >= GW_ACTIVE && s <= GW_AWAY) ? vigil_presence_status_names[s] : "away";
 }
 
 int gw_status_parse(const char *s)
 {
-    for (int i = 0; s && i < 3; i++)
-        if (strcmp(s, STATUS_NAMES[i]) == 0)
-            return i;
-    return -1;
+    return vigil_name_index(vigil_presence_status_names, s);
 }
 
 void gw_presence_cfg_init(gw_presence_cfg *c)

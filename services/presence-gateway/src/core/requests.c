@@ -188,6 +188,19 @@ static int mentions_field(json_object *body, json_object **out, const char **lim
     return 0;
 }
 
+/* A request's payload, starting with its id: the client's, else fresh_id.
+ * NULL (err says so) when out of memory. */
+static json_object *new_payload(const char *id, const char *fresh_id, char *err, size_t errlen)
+{
+    json_object *o = json_object_new_object();
+    if (!o) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    json_object_object_add(o, "id", json_object_new_string(id ? id : fresh_id));
+    return o;
+}
+
 gw_req_result gw_req_message(json_object *body, const char *room, const char *user,
                              const char *fresh_id, int64_t now, size_t max_text,
                              json_object **payload, const char **limit, char *err, size_t errlen)
@@ -207,12 +220,9 @@ gw_req_result gw_req_message(json_object *body, const char *room, const char *us
         event_id_field(body, "reply_to", &reply_to, err, errlen) < 0 ||
         mentions_field(body, &mentions, limit, err, errlen) < 0)
         return GW_REQ_BAD;
-    json_object *o = json_object_new_object();
-    if (!o) {
-        snprintf(err, errlen, "out of memory");
+    json_object *o = new_payload(id, fresh_id, err, errlen);
+    if (!o)
         return GW_REQ_BAD;
-    }
-    json_object_object_add(o, "id", json_object_new_string(id ? id : fresh_id));
     json_object_object_add(o, "room", json_object_new_string(room));
     json_object_object_add(o, "sender", json_object_new_string(user));
     json_object_object_add(o, "sender_type", json_object_new_string("human"));
@@ -243,12 +253,9 @@ gw_req_result gw_req_answer(json_object *body, const char *user, const char *fre
     if (text_field(body, "answer", max_text, &answer, limit, err, errlen) < 0 ||
         event_id_field(body, "id", &id, err, errlen) < 0)
         return GW_REQ_BAD;
-    json_object *o = json_object_new_object();
-    if (!o) {
-        snprintf(err, errlen, "out of memory");
+    json_object *o = new_payload(id, fresh_id, err, errlen);
+    if (!o)
         return GW_REQ_BAD;
-    }
-    json_object_object_add(o, "id", json_object_new_string(id ? id : fresh_id));
     json_object_object_add(o, "question_id", json_object_new_string(qid));
     json_object_object_add(o, "answer", json_object_new_string(answer));
     json_object_object_add(o, "by", json_object_new_string(user));

@@ -2,7 +2,7 @@
  * tier 1 (telemetry, git commits, contract claims, test runs), tier 2
  * (status updates, file changes, devlogs, inbox processing), tier 3
  * (message queue, workspace access). */
-#include <string.h>
+#include <vigil/names.h>
 #include "stall.h"
 
 const char *const STALL_SOURCE_NAMES[] = {
@@ -19,10 +19,7 @@ const char *stall_source_name(int source)
 
 int stall_source_parse(const char *name)
 {
-    for (int i = 0; name && i < STALL_SRC__COUNT; i++)
-        if (strcmp(name, STALL_SOURCE_NAMES[i]) == 0)
-            return i;
-    return -1;
+    return vigil_name_index(STALL_SOURCE_NAMES, name);
 }
 
 int stall_source_tier(int source)
