@@ -8,7 +8,6 @@
 #include <vigil/log.h>
 #include "adapter.h"
 
-#define MAX_MS (30LL * 24 * 3600 * 1000)
 #define MAX_MIN (30.0 * 24 * 60)
 
 const vigil_config_var COUNCIL_CONFIG_VARS[] = {
@@ -60,15 +59,6 @@ static int minutes(const char *name, int64_t def_ms, double min, int64_t *out, c
     return 0;
 }
 
-static int int_var(const char *name, int def, int min, int max, int *out, char *err, size_t errlen)
-{
-    int64_t v;
-    if (vigil_env_int64(name, def, min, max, &v, err, errlen) != 0)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
 int council_configure(void *ctx, const vigil_common_config *common, char *err, size_t errlen)
 {
     council_service *svc = ctx;
@@ -78,29 +68,31 @@ int council_configure(void *ctx, const vigil_common_config *common, char *err, s
         vigil_env_bool("VIGIL_COUNCIL_ENABLED", c->enabled, &c->enabled, err, errlen) ||
         minutes("VIGIL_COUNCIL_INTERVAL_MIN", c->interval_ms, 0.001, &c->interval_ms, err,
                 errlen) ||
-        int_var("VIGIL_COUNCIL_MAX_DAILY", c->max_daily, 0, 100000, &c->max_daily, err, errlen) ||
+        vigil_env_int("VIGIL_COUNCIL_MAX_DAILY", c->max_daily, 0, 100000, &c->max_daily, err,
+                      errlen) ||
         minutes("VIGIL_COUNCIL_IDLE_TIMEOUT_MIN", c->idle_timeout_ms, 0.001, &c->idle_timeout_ms,
                 err, errlen) ||
-        vigil_env_int64("VIGIL_COUNCIL_LOOP_MS", c->loop_ms, 0, MAX_MS, &c->loop_ms, err,
-                        errlen) ||
-        int_var("VIGIL_COUNCIL_MAX_LOOPS", c->max_loops, 1, 100000, &c->max_loops, err, errlen) ||
-        vigil_env_int64("VIGIL_COUNCIL_QUESTION_TTL_MS", c->question_ttl_ms, 1, MAX_MS,
-                        &c->question_ttl_ms, err, errlen) ||
-        int_var("VIGIL_COUNCIL_CONTEXT_MESSAGES", c->context_messages, 0, COUNCIL_MSGS_MAX,
-                &c->context_messages, err, errlen) ||
+        vigil_env_ms("VIGIL_COUNCIL_LOOP_MS", c->loop_ms, 0, &c->loop_ms, err, errlen) ||
+        vigil_env_int("VIGIL_COUNCIL_MAX_LOOPS", c->max_loops, 1, 100000, &c->max_loops, err,
+                      errlen) ||
+        vigil_env_ms("VIGIL_COUNCIL_QUESTION_TTL_MS", c->question_ttl_ms, 1, &c->question_ttl_ms,
+                     err, errlen) ||
+        vigil_env_int("VIGIL_COUNCIL_CONTEXT_MESSAGES", c->context_messages, 0, COUNCIL_MSGS_MAX,
+                      &c->context_messages, err, errlen) ||
         vigil_env_string("VIGIL_COUNCIL_A2A_URL", "", svc->a2a_url, sizeof svc->a2a_url, err,
                          errlen) ||
         vigil_env_string("VIGIL_COUNCIL_A2A_METHOD", "message/send", method, sizeof method, err,
                          errlen) ||
         vigil_env_string("VIGIL_COUNCIL_A2A_TOKEN", "", svc->a2a_token, sizeof svc->a2a_token, err,
                          errlen) ||
-        vigil_env_int64("VIGIL_COUNCIL_A2A_TIMEOUT_MS", svc->a2a_timeout_ms, 100, MAX_MS,
-                        &svc->a2a_timeout_ms, err, errlen) ||
-        int_var("VIGIL_COUNCIL_MAX_TOKENS", svc->max_tokens, 1, 100000, &svc->max_tokens, err,
-                errlen) ||
-        int_var("VIGIL_COUNCIL_WORKERS", 1, 1, COUNCIL_MAX_WORKERS, &svc->workers, err, errlen) ||
-        vigil_env_int64("VIGIL_COUNCIL_JOB_LEASE_MS", svc->lease_ms, 1000, MAX_MS, &svc->lease_ms,
-                        err, errlen) ||
+        vigil_env_ms("VIGIL_COUNCIL_A2A_TIMEOUT_MS", svc->a2a_timeout_ms, 100,
+                     &svc->a2a_timeout_ms, err, errlen) ||
+        vigil_env_int("VIGIL_COUNCIL_MAX_TOKENS", svc->max_tokens, 1, 100000, &svc->max_tokens,
+                      err, errlen) ||
+        vigil_env_int("VIGIL_COUNCIL_WORKERS", 1, 1, COUNCIL_MAX_WORKERS, &svc->workers, err,
+                      errlen) ||
+        vigil_env_ms("VIGIL_COUNCIL_JOB_LEASE_MS", svc->lease_ms, 1000, &svc->lease_ms, err,
+                     errlen) ||
         vigil_env_int64("VIGIL_COUNCIL_JOBS_MAXLEN", svc->jobs_maxlen, 100, 100000000,
                         &svc->jobs_maxlen, err, errlen))
         return -1;
