@@ -33,11 +33,8 @@ int cli_chat_cleanup(cli *c, int argc, char **argv)
     redisReply *m = cli_room_set(c, &rc);
     if (rc != CLI_OK)
         return rc;
-    if (!m || m->type != REDIS_REPLY_ARRAY) {
-        if (m)
-            freeReplyObject(m);
-        return cli_redis_failed(c, NULL); /* the connection's error, even for an error reply */
-    }
+    if (!m || m->type != REDIS_REPLY_ARRAY)
+        return cli_redis_failed(c, m); /* an error reply's text, else the connection's error */
     int64_t now = cli_now_ms();
     int64_t cutoff = c->log_max_age_ms > 0 ? now - c->log_max_age_ms : now;
     long long removed = 0;

@@ -623,11 +623,8 @@ int vigil_json_object(json_object *o, const char *field, bool required, json_obj
 
 /* ---- output helpers ------------------------------------------------- */
 
-/* The result goes into a json-c string (which does the JSON escaping), so
- * it must be valid UTF-8 without NUL and unambiguous: valid UTF-8 is copied,
- * a backslash becomes "\\", and control characters and invalid bytes become
- * the four characters \xNN. A multibyte character cut by the 200-byte window
- * shows as \xNN bytes too. Escapes are never split at the end of out. */
+/* The fields every error event starts with (sys-error): its id from the
+ * input's hash and the time, the service, topic, reason, detail, sample. */
 json_object *vigil_error_event_new(uint64_t hash, int64_t now, const char *service,
                                    const char *topic, const char *reason, const char *detail,
                                    const char *sample)
@@ -646,6 +643,11 @@ json_object *vigil_error_event_new(uint64_t hash, int64_t now, const char *servi
     return o;
 }
 
+/* The result goes into a json-c string (which does the JSON escaping), so
+ * it must be valid UTF-8 without NUL and unambiguous: valid UTF-8 is copied,
+ * a backslash becomes "\\", and control characters and invalid bytes become
+ * the four characters \xNN. A multibyte character cut by the 200-byte window
+ * shows as \xNN bytes too. Escapes are never split at the end of out. */
 void vigil_json_sample(const char *buf, size_t len, char *out, size_t outlen)
 {
     static const char HEX[] = "0123456789abcdef";
