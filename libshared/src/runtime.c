@@ -445,6 +445,8 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
             free(state);
             state = cur;
             version = newv;
+            if (attempt > 50) /* a conflict storm: back off, whatever the record's form */
+                vigil_sleep_ms(vigil_backoff_ms(attempt - 50, 1, 100), NULL);
             if (!state && version > 0) {
                 /* a record kept in parts comes back without its text: load it whole */
                 count_whole_load();
@@ -453,8 +455,6 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
                 continue;
             }
             vigil_state_cache_put(rt->cache, key, version, state);
-            if (attempt > 50)
-                vigil_sleep_ms(vigil_backoff_ms(attempt - 50, 1, 100), NULL);
             continue;
         case VIGIL_COMMIT_BAD_DATA:
             atomic_store(ok_flag, true);
