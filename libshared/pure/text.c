@@ -176,6 +176,23 @@ bool vigil_text_mentions(const char *text, const char *name)
     return vigil_text_find_mention(text, name) != NULL;
 }
 
+void vigil_mention_starts_of(vigil_mention_starts *m, const char *text)
+{
+    memset(m, 0, sizeof *m);
+    for (const char *p = text ? strchr(text, '@') : NULL; p; p = strchr(p + 1, '@')) {
+        int c = tolower((unsigned char)p[1]);
+        m->bits[c >> 6] |= UINT64_C(1) << (c & 63);
+    }
+}
+
+bool vigil_mention_may(const vigil_mention_starts *m, const char *name)
+{
+    if (!name || !*name)
+        return false;
+    int c = tolower((unsigned char)name[0]);
+    return (m->bits[c >> 6] >> (c & 63)) & 1;
+}
+
 const char *vigil_text_find_word(const char *text, const char *word)
 {
     size_t wl = word ? strlen(word) : 0;

@@ -2,6 +2,7 @@
  * every service uses to read chat text. */
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
@@ -123,6 +124,40 @@ static void ids(void **u)
     assert_false(vigil_text_is_id("$x"));
 }
 
+/* The quick test never rules out a name the full match finds: every pair
+ * of these texts and names is checked both ways. */
+static void mention_starts_never_rule_out_a_mention(void **u)
+{
+    (void)u;
+    const char *texts[] = {"", "no at sign", "hi @Ann!", "(@BOB) and @carol.", "a@b.com",
+                           "@Helper AI, wake up", "@self dormant sleep", "trailing @",
+                           "@josé", "x @\xc3\xa9lise y", "@@ann", "@Zed-9."};
+    const char *names[] = {"ann", "Bob", "carol", "b.com", "Helper AI", "helper",
+                           "self", "josé", "\xc3\xa9lise", "zed-9", "zoe", "x"};
+    int may = 0, mentioned = 0;
+    for (size_t t = 0; t < sizeof texts / sizeof *texts; t++) {
+        vigil_mention_starts m;
+        vigil_mention_starts_of(&m, texts[t]);
+        for (size_t n = 0; n < sizeof names / sizeof *names; n++) {
+            bool yes = vigil_text_mentions(texts[t], names[n]);
+            bool maybe = vigil_mention_may(&m, names[n]);
+            if (yes)
+                assert_true(maybe);
+            may += maybe;
+            mentioned += yes;
+        }
+    }
+    assert_true(mentioned >= 6);      /* the table holds real mentions */
+    assert_true(may < 12 * 12 / 2);   /* and rules most pairs out */
+    vigil_mention_starts m;
+    vigil_mention_starts_of(&m, "hello @Ann");
+    assert_true(vigil_mention_may(&m, "ANNA"));
+    assert_false(vigil_mention_may(&m, "bob"));
+    assert_false(vigil_mention_may(&m, ""));
+    vigil_mention_starts_of(&m, NULL);
+    assert_false(vigil_mention_may(&m, "ann"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -137,6 +172,7 @@ int main(void)
         cmocka_unit_test(display_names_match_as_whole_words),
         cmocka_unit_test(whole_words),
         cmocka_unit_test(ids),
+        cmocka_unit_test(mention_starts_never_rule_out_a_mention),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

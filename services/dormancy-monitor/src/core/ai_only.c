@@ -18,8 +18,9 @@ void ai_only_on_ai_message(dormancy_step *s)
 
 static bool pending(const dormancy_step *s, const dormancy_persona *p, int64_t since)
 {
-    dormancy_config c = step_cfg(s, p);
-    return since != 0 && c.auto_sleep && p->ai_only_done != since;
+    dormancy_config cb;
+    const dormancy_config *c = step_cfg(s, p, &cb);
+    return since != 0 && c->auto_sleep && p->ai_only_done != since;
 }
 
 void ai_only_evaluate(dormancy_step *s)
@@ -30,8 +31,9 @@ void ai_only_evaluate(dormancy_step *s)
         dormancy_persona *p = &r->personas[i];
         if (!pending(s, p, since))
             continue;
-        dormancy_config c = step_cfg(s, p);
-        if (s->now < since + c.ai_only_ms || step_presence_blocks(s, p))
+        dormancy_config cb;
+    const dormancy_config *c = step_cfg(s, p, &cb);
+        if (s->now < since + c->ai_only_ms || step_presence_blocks(s, p))
             continue;
         p->ai_only_done = since;
         if (p->level == DORMANCY_SLEEP)
@@ -39,7 +41,7 @@ void ai_only_evaluate(dormancy_step *s)
         char reason[DORMANCY_REASON_MAX];
         snprintf(reason, sizeof reason,
                  "AI-only discussion for %" PRId64 " ms without a human message (threshold %" PRId64
-                 " ms)", s->now - since, c.ai_only_ms);
+                 " ms)", s->now - since, c->ai_only_ms);
         step_set_level(s, p, DORMANCY_SLEEP, DORMANCY_TRIGGER_AI_ONLY, DORMANCY_CAUSE_ABSENCE,
                        reason, DORMANCY_TEXT_AI_ONLY, NULL);
     }
@@ -52,7 +54,8 @@ void ai_only_want(const dormancy_step *s, dormancy_want *w)
         const dormancy_persona *p = &r->personas[i];
         if (!pending(s, p, r->ai_only_since) || step_presence_blocks(s, p))
             continue;
-        dormancy_config c = step_cfg(s, p);
-        want_add(w, "aionly", r->ai_only_since + c.ai_only_ms);
+        dormancy_config cb;
+    const dormancy_config *c = step_cfg(s, p, &cb);
+        want_add(w, "aionly", r->ai_only_since + c->ai_only_ms);
     }
 }

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <vigil/text.h>
 #include "step.h"
 
 static bool in_list(const char *const *list, int n, const char *id)
@@ -20,15 +21,19 @@ void directed_on_mentions(dormancy_step *s, const dormancy_event *ev, bool *ment
 {
     dormancy_room *r = s->room;
     const char *sender = ev->msg.sender ? ev->msg.sender : "";
+    vigil_mention_starts starts; /* most personas are ruled out by one bit */
+    vigil_mention_starts_of(&starts, ev->msg.text);
     for (int i = 0; i < r->n_personas; i++) {
         dormancy_persona *p = &r->personas[i];
-        if (ev->msg.sender_type == DORMANCY_SENDER_AI && strcmp(sender, p->id) == 0)
-            continue; /* talking about oneself is not a mention */
         bool m = in_list(ev->msg.mentions, ev->msg.n_mentions, p->id) ||
-                 dormancy_text_mentions(ev->msg.text, p->id) ||
-                 (p->name[0] && dormancy_text_mentions(ev->msg.text, p->name));
+                 (vigil_mention_may(&starts, p->id) &&
+                  dormancy_text_mentions(ev->msg.text, p->id)) ||
+                 (vigil_mention_may(&starts, p->name) &&
+                  dormancy_text_mentions(ev->msg.text, p->name));
         if (!m)
             continue;
+        if (ev->msg.sender_type == DORMANCY_SENDER_AI && strcmp(sender, p->id) == 0)
+            continue; /* talking about oneself is not a mention */
         mentioned[i] = true;
         if (p->level != DORMANCY_SLEEP)
             continue;
@@ -54,10 +59,11 @@ void directed_on_wake(dormancy_step *s, const dormancy_event *ev)
     dormancy_persona *p = dormancy_persona_find(s->room, ev->wake.persona);
     if (!p || !ev->wake.should_wake || p->level == DORMANCY_ACTIVE)
         return;
-    dormancy_config c = step_cfg(s, p);
-    if (ev->wake.via == DORMANCY_VIA_LLM && !c.llm_wake)
+    dormancy_config cb;
+    const dormancy_config *c = step_cfg(s, p, &cb);
+    if (ev->wake.via == DORMANCY_VIA_LLM && !c->llm_wake)
         return;
-    if (!(ev->wake.confidence > c.wake_confidence))
+    if (!(ev->wake.confidence > c->wake_confidence))
         return;
     char reason[DORMANCY_REASON_MAX], text[DORMANCY_TEXT_MAX];
     snprintf(reason, sizeof reason, "wake decision (%s, confidence %.2f): %s",
@@ -70,8 +76,9 @@ void directed_on_wake(dormancy_step *s, const dormancy_event *ev)
 
 static void ap_suggest(dormancy_step *s, dormancy_persona *p, const char *reason)
 {
-    dormancy_config c = step_cfg(s, p);
-    if (!c.auto_suggest || !persona_can_answer(p) || step_presence_blocks(s, p))
+    dormancy_config cb;
+    const dormancy_config *c = step_cfg(s, p, &cb);
+    if (!c->auto_suggest || !persona_can_answer(p) || step_presence_blocks(s, p))
         return;
     suggestion_make(s, p, DORMANCY_SUGGEST_AUTOPILOT,
                     "\xF0\x9F\x92\xA4 The dormancy autopilot suggests stepping back. "
@@ -89,7 +96,8 @@ void directed_on_autopilot(dormancy_step *s, const dormancy_event *ev)
         char reason[DORMANCY_REASON_MAX];
         snprintf(reason, sizeof reason, "autopilot (%s): %s",
                  ev->autopilot.source ? ev->autopilot.source : "rules", d->reason ? d->reason : "");
-        dormancy_config c = step_cfg(s, p);
+        dormancy_config cb;
+    const dormancy_config *c = step_cfg(s, p, &cb);
         switch (d->action) {
         case DORMANCY_AP_SUGGEST_MENTION_ONLY:
             ap_suggest(s, p, reason);
@@ -97,7 +105,7 @@ void directed_on_autopilot(dormancy_step *s, const dormancy_event *ev)
         case DORMANCY_AP_AUTO_SLEEP:
             if (step_presence_blocks(s, p))
                 break;
-            if (!c.auto_sleep) { /* forced sleep switched off: suggest instead */
+            if (!c->auto_sleep) { /* forced sleep switched off: suggest instead */
                 ap_suggest(s, p, reason);
                 break;
             }

@@ -181,6 +181,14 @@ typedef struct dormancy_timer {
     int64_t due;
 } dormancy_timer;
 
+/* The fields persona/{p}/state shows of one persona and their digest, as
+ * last computed (snapshot.c): not part of the record. */
+#define DORMANCY_SNAP_FIELDS 7
+typedef struct dormancy_snap_memo {
+    int64_t v[DORMANCY_SNAP_FIELDS];
+    uint64_t digest; /* 0 = none yet */
+} dormancy_snap_memo;
+
 /* The JSON texts of a room's personas from the last record written
  * (persona_texts.c): not part of the record. */
 typedef struct dormancy_texts dormancy_texts;
@@ -210,6 +218,13 @@ typedef struct dormancy_room {
                                  * last, -1 = not known (write them all again) */
     bool members_changed;       /* a persona joined or left since then */
     dormancy_texts *texts;      /* never NULL; a copy gets empty ones */
+    /* Kept between inputs, not part of the record (a copy starts without):
+     * the roster's digest (valid while roster_known: a join, a leave or a
+     * level change clears it) and each persona's state digest. */
+    bool roster_known;
+    uint64_t roster_hash;
+    int cap_memo;
+    dormancy_snap_memo *memo;
 } dormancy_room;
 
 dormancy_room *dormancy_room_new(const char *room_id);

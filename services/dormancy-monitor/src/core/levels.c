@@ -18,6 +18,7 @@ static bool change(dormancy_step *s, dormancy_persona *p, dormancy_level level,
         return false;
     dormancy_level previous = p->level;
     p->level = level;
+    s->room->roster_known = false; /* room/{r}/state lists the level */
     p->since = s->now;
     p->trigger = trigger;
     dm_copy(p->reason, sizeof p->reason, reason);

@@ -122,6 +122,7 @@ static void room_delete(dormancy_step *s)
         step_push(s, DORMANCY_OUT_PERSONA_REMOVED, r->personas[i].id);
     r->n_personas = 0;
     r->members_changed = true; /* every stored part goes */
+    r->roster_known = false;
     r->first_seen = r->last_message = r->last_human = r->ai_only_since = 0;
     r->paused = false;
     r->n_recent = r->n_humans = r->n_sessions = 0;

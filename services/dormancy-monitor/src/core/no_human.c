@@ -12,16 +12,18 @@
 /* Could be asked in the current quiet period (time and presence aside). */
 static bool askable(const dormancy_step *s, const dormancy_persona *p, int64_t quiet)
 {
-    dormancy_config c = step_cfg(s, p);
-    return quiet != 0 && c.auto_suggest && p->level == DORMANCY_ACTIVE &&
+    dormancy_config cb;
+    const dormancy_config *c = step_cfg(s, p, &cb);
+    return quiet != 0 && c->auto_suggest && p->level == DORMANCY_ACTIVE &&
            p->asked_quiet != quiet && p->sugg.kind == DORMANCY_SUGGEST_NONE &&
            p->snoozed_until <= s->now;
 }
 
 static int64_t threshold(const dormancy_step *s, const dormancy_persona *p)
 {
-    dormancy_config c = step_cfg(s, p);
-    return dormancy_no_human_threshold(s->room, &c, s->cfg, s->now);
+    dormancy_config cb;
+    const dormancy_config *c = step_cfg(s, p, &cb);
+    return dormancy_no_human_threshold(s->room, c, s->cfg, s->now);
 }
 
 void no_human_evaluate(dormancy_step *s)

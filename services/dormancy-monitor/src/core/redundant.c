@@ -53,21 +53,22 @@ void redundant_on_ai(dormancy_step *s, const dormancy_event *ev, dormancy_person
     if (!m || already_responded(m, p->id))
         return;
     p->answered_human = s->now;
-    dormancy_config c = step_cfg(s, p);
+    dormancy_config cb;
+    const dormancy_config *c = step_cfg(s, p, &cb);
     int64_t delay = s->now - m->ts;
-    if (delay > c.redundant_window_ms)
+    if (delay > c->redundant_window_ms)
         return; /* a late answer is not a pile-on */
     int index = m->n_responders;
     if (index < DORMANCY_MAX_RESPONDERS)
         dm_copy(m->responders[index], sizeof m->responders[index], p->id);
     m->n_responders++;
-    if (index < c.redundant_keep || !c.auto_suggest || !persona_can_answer(p) ||
+    if (index < c->redundant_keep || !c->auto_suggest || !persona_can_answer(p) ||
         step_presence_blocks(s, p))
         return;
     char reason[DORMANCY_REASON_MAX];
     snprintf(reason, sizeof reason,
              "responder %d to human message %s within %" PRId64 " ms (keep %d)", index + 1,
-             m->id, delay, c.redundant_keep);
+             m->id, delay, c->redundant_keep);
     suggestion_make(s, p, DORMANCY_SUGGEST_REDUNDANT, DORMANCY_TEXT_REDUNDANT, reason, m->id);
 }
 
@@ -78,9 +79,10 @@ void redundant_prune(dormancy_step *s)
     dormancy_room *r = s->room;
     int64_t window = s->cfg->redundant_window_ms;
     for (int i = 0; i < r->n_personas; i++) {
-        dormancy_config c = step_cfg(s, &r->personas[i]);
-        if (c.redundant_window_ms > window)
-            window = c.redundant_window_ms;
+        dormancy_config cb;
+    const dormancy_config *c = step_cfg(s, &r->personas[i], &cb);
+        if (c->redundant_window_ms > window)
+            window = c->redundant_window_ms;
     }
     int drop = 0;
     while (drop < r->n_humans - 1 && r->humans[drop].ts < s->now - window)

@@ -3,8 +3,10 @@
  * when their content changed, detected by a digest kept in the record.
  * A level change clears the persona's digest itself (levels.c), so the
  * reason, which only changes with the level, is not hashed here. */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <vigil/json.h>
 #include <vigil/jtext.h>
@@ -16,16 +18,14 @@ static uint64_t nonzero(uint64_t d)
 }
 
 /* The digest of the fields persona/{p}/state shows, hashed from their
- * decimal text joined by '|' (as records hold it). Computed for every
- * persona on every input, so the text is written with vigil_i64_text: a
- * snprintf per persona was an eighth of an input's CPU at 1,000 personas. */
-static uint64_t persona_digest(const dormancy_persona *p, int64_t snoozed)
+ * decimal text joined by '|' (as records hold it), written with
+ * vigil_i64_text (a snprintf per persona was an eighth of an input's CPU at
+ * 1,000 personas). */
+static uint64_t persona_digest(const int64_t v[DORMANCY_SNAP_FIELDS])
 {
-    const int64_t v[] = {(int)p->level,        p->since, (int)p->trigger,   snoozed,
-                         p->until, (int)p->sugg.kind, p->sugg.default_at};
-    char buf[7 * (VIGIL_I64_TEXT_MAX + 1)];
+    char buf[DORMANCY_SNAP_FIELDS * (VIGIL_I64_TEXT_MAX + 1)];
     size_t n = 0;
-    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+    for (size_t i = 0; i < DORMANCY_SNAP_FIELDS; i++) {
         if (i > 0)
             buf[n++] = '|';
         n += vigil_i64_text(buf + n, v[i]);
@@ -33,9 +33,60 @@ static uint64_t persona_digest(const dormancy_persona *p, int64_t snoozed)
     return nonzero(vigil_hash64(buf, n));
 }
 
+/* The digest of persona i's fields, taken from the memo when they are those
+ * it was last computed from: every persona is looked at on every input, and
+ * hashing each again was a tenth of an input at 1,000 personas. The memo is
+ * a pure function of the fields, so which persona sits at index i does not
+ * matter. 0 when out of memory. */
+static uint64_t persona_digest_memo(dormancy_room *r, int i, const int64_t v[DORMANCY_SNAP_FIELDS])
+{
+    if (i >= r->cap_memo) {
+        int cap = r->cap_memo ? r->cap_memo : 8;
+        while (cap <= i)
+            cap *= 2;
+        dormancy_snap_memo *m = realloc(r->memo, (size_t)cap * sizeof *m);
+        if (!m)
+            return 0;
+        memset(m + r->cap_memo, 0, (size_t)(cap - r->cap_memo) * sizeof *m);
+        r->memo = m;
+        r->cap_memo = cap;
+    }
+    dormancy_snap_memo *m = &r->memo[i];
+    if (m->digest && memcmp(m->v, v, sizeof m->v) == 0) {
+        assert(m->digest == persona_digest(v));
+        return m->digest;
+    }
+    memcpy(m->v, v, sizeof m->v);
+    m->digest = persona_digest(v);
+    return m->digest;
+}
+
 static uint64_t hash_str(uint64_t h, const char *v)
 {
     return vigil_hash64_more(h, v, strlen(v) + 1); /* with its NUL: a separator */
+}
+
+static uint64_t roster_hash(const dormancy_room *r)
+{
+    uint64_t h = VIGIL_HASH64_INIT;
+    for (int i = 0; i < r->n_personas; i++) {
+        h = hash_str(h, r->personas[i].id);
+        h = hash_str(h, dormancy_level_name(r->personas[i].level));
+    }
+    return h;
+}
+
+/* The personas and their levels as room/{r}/state lists them, hashed once
+ * and kept until one joins, leaves or changes level (each clears
+ * roster_known): hashing 1,000 ids on every input was a twentieth of it. */
+static uint64_t roster_digest(dormancy_room *r)
+{
+    if (!r->roster_known) {
+        r->roster_hash = roster_hash(r);
+        r->roster_known = true;
+    }
+    assert(r->roster_hash == roster_hash(r));
+    return r->roster_hash;
 }
 
 /* A digest of everything room/{r}/state says but its ts, in its order:
@@ -59,11 +110,8 @@ static uint64_t room_digest(const dormancy_step *s)
         if (room_session_listed(r, i, s->cfg, s->now))
             h = hash_str(h, r->sessions[i].user);
     h = vigil_hash64_more(h, "\x01", 1); /* users end, personas begin */
-    for (int i = 0; i < r->n_personas; i++) {
-        h = hash_str(h, r->personas[i].id);
-        h = hash_str(h, dormancy_level_name(r->personas[i].level));
-    }
-    return nonzero(h);
+    uint64_t roster = roster_digest(s->room);
+    return nonzero(vigil_hash64_more(h, &roster, sizeof roster));
 }
 
 void snapshot_sync(dormancy_step *s)
@@ -72,7 +120,14 @@ void snapshot_sync(dormancy_step *s)
     for (int i = 0; i < r->n_personas; i++) {
         dormancy_persona *p = &r->personas[i];
         int64_t snoozed = p->snoozed_until > s->now ? p->snoozed_until : 0;
-        uint64_t d = persona_digest(p, snoozed);
+        const int64_t v[DORMANCY_SNAP_FIELDS] = {(int)p->level, p->since, (int)p->trigger,
+                                                 snoozed, p->until, (int)p->sugg.kind,
+                                                 p->sugg.default_at};
+        uint64_t d = persona_digest_memo(r, i, v);
+        if (d == 0) {
+            s->failed = true;
+            return;
+        }
         if (d == p->snap_digest)
             continue;
         dormancy_action *a = step_push(s, DORMANCY_OUT_PERSONA_STATE, p->id);

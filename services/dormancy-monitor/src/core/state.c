@@ -91,6 +91,7 @@ void dormancy_room_free(dormancy_room *r)
         return;
     free(r->personas);
     free(r->timers);
+    free(r->memo);
     dormancy_texts_free(r->texts);
     free(r);
 }
@@ -98,7 +99,8 @@ void dormancy_room_free(dormancy_room *r)
 size_t dormancy_room_bytes(const dormancy_room *r)
 {
     return sizeof *r + (size_t)r->cap_personas * sizeof *r->personas +
-           (size_t)r->cap_timers * sizeof *r->timers + dormancy_texts_bytes(r->texts);
+           (size_t)r->cap_timers * sizeof *r->timers + (size_t)r->cap_memo * sizeof *r->memo +
+           dormancy_texts_bytes(r->texts);
 }
 
 dormancy_room *dormancy_room_clone(const dormancy_room *r)
@@ -109,6 +111,8 @@ dormancy_room *dormancy_room_clone(const dormancy_room *r)
     *c = *r;
     c->personas = NULL;
     c->timers = NULL;
+    c->memo = NULL;
+    c->cap_memo = 0;
     c->texts = dormancy_texts_new();
     if (!c->texts) {
         free(c);
@@ -183,6 +187,7 @@ dormancy_persona *room_persona_append(dormancy_room *r, const char *id, int64_t 
     p->since = now;
     p->ord = r->next_ord++;
     r->members_changed = true;
+    r->roster_known = false;
     return p;
 }
 
@@ -194,4 +199,5 @@ void room_persona_remove(dormancy_room *r, int index)
             (size_t)(r->n_personas - index - 1) * sizeof r->personas[0]);
     r->n_personas--;
     r->members_changed = true;
+    r->roster_known = false;
 }

@@ -36,8 +36,10 @@ typedef struct dormancy_want {
 dormancy_action *step_push(dormancy_step *s, dormancy_action_kind kind, const char *persona);
 /* Same, and gives it the next event id. */
 dormancy_action *step_event(dormancy_step *s, dormancy_action_kind kind, const char *persona);
-/* The config in force for p. */
-dormancy_config step_cfg(const dormancy_step *s, const dormancy_persona *p);
+/* The config in force for p: s->cfg itself when p has no overrides, else
+ * written to buf. */
+const dormancy_config *step_cfg(const dormancy_step *s, const dormancy_persona *p,
+                                dormancy_config *buf);
 /* True when presence checking is on for p and a human is active now. */
 bool step_presence_blocks(const dormancy_step *s, const dormancy_persona *p);
 

@@ -15,13 +15,14 @@ bool suggestion_make(dormancy_step *s, dormancy_persona *p, dormancy_suggest_kin
 {
     if (p->sugg.kind != DORMANCY_SUGGEST_NONE)
         return false;
-    dormancy_config c = step_cfg(s, p);
+    dormancy_config cb;
+    const dormancy_config *c = step_cfg(s, p, &cb);
     dormancy_action *a = step_event(s, DORMANCY_OUT_SUGGESTION, p->id);
     if (!a)
         return false;
     a->suggest = kind;
     a->level = DORMANCY_MENTION_ONLY;
-    a->default_after_ms = c.suggestion_timeout_ms;
+    a->default_after_ms = c->suggestion_timeout_ms;
     dm_copy(a->text, sizeof a->text, text);
     dm_copy(a->reason, sizeof a->reason, reason);
     dm_copy(a->message_id, sizeof a->message_id, message_id);
@@ -29,7 +30,7 @@ bool suggestion_make(dormancy_step *s, dormancy_persona *p, dormancy_suggest_kin
     p->sugg.kind = kind;
     dm_copy(p->sugg.id, sizeof p->sugg.id, a->id);
     p->sugg.at = s->now;
-    p->sugg.default_at = s->now + c.suggestion_timeout_ms;
+    p->sugg.default_at = s->now + c->suggestion_timeout_ms;
     dm_copy(p->sugg.message_id, sizeof p->sugg.message_id, message_id);
     dm_copy(p->sugg.reason, sizeof p->sugg.reason, reason);
     return true;
@@ -49,8 +50,9 @@ static void accept(dormancy_step *s, dormancy_persona *p, dormancy_suggest_kind 
     dormancy_trigger trigger;
     if (defaulted) {
         char d[32];
-        dormancy_config c = step_cfg(s, p);
-        dormancy_format_duration(c.suggestion_timeout_ms, d, sizeof d);
+        dormancy_config cb;
+    const dormancy_config *c = step_cfg(s, p, &cb);
+        dormancy_format_duration(c->suggestion_timeout_ms, d, sizeof d);
         trigger = DORMANCY_TRIGGER_SUGGESTION_DEFAULT;
         snprintf(reason, sizeof reason, "%s suggestion %s not answered within %s: default yes",
                  dormancy_suggest_trigger_name(kind), sugg_id, d);
@@ -94,8 +96,9 @@ void suggestion_answer(dormancy_step *s, dormancy_persona *p, dormancy_answer an
         break;
     case DORMANCY_ANSWER_SNOOZE:
         if (sg.kind == DORMANCY_SUGGEST_NO_HUMAN) {
-            dormancy_config c = step_cfg(s, p);
-            p->snoozed_until = s->now + c.snooze_ms;
+            dormancy_config cb;
+    const dormancy_config *c = step_cfg(s, p, &cb);
+            p->snoozed_until = s->now + c->snooze_ms;
             p->asked_quiet = 0; /* may be asked again once the snooze ends */
         }
         /* snooze is not an option of the yes/no suggestions: taken as no */
