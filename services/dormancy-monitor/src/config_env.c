@@ -28,6 +28,8 @@ const vigil_config_var DORMANCY_CONFIG_VARS[] = {
     {"VIGIL_DORMANCY_VELOCITY_WINDOW_MS", "300000", "window of velocity_per_min and ai_to_human_ratio"},
     {"VIGIL_DORMANCY_TZ_OFFSET_MIN", "0", "minutes east of UTC for '@self dormant ... until 17:00'"},
     {"VIGIL_DORMANCY_MAX_PERSONAS", "1000", "personas tracked per room; more are refused on sys/dormancy-monitor/error (reason limit)"},
+    {"VIGIL_DORMANCY_BIG_ROOM", "100", "a room of more personas coalesces its room/{r}/state ..."},
+    {"VIGIL_DORMANCY_BIG_ROOM_STATE_MS", "1000", "... into at most one publish per this (0 = every change)"},
     {NULL, NULL, NULL}};
 
 int dormancy_configure(void *ctx, const vigil_common_config *common, char *err, size_t errlen)
@@ -36,7 +38,7 @@ int dormancy_configure(void *ctx, const vigil_common_config *common, char *err, 
     dormancy_service *svc = ctx;
     dormancy_config *c = &svc->cfg;
     dormancy_config_init(c);
-    int64_t keep, min_awake, tz, max_personas;
+    int64_t keep, min_awake, tz, max_personas, big_room;
     int wakes = 0;
     if (vigil_env_bool("VIGIL_DORMANCY_AUTO_SUGGEST", c->auto_suggest, &c->auto_suggest, err, errlen) ||
         vigil_env_bool("VIGIL_DORMANCY_AUTO_SLEEP", c->auto_sleep, &c->auto_sleep, err, errlen) ||
@@ -64,7 +66,11 @@ int dormancy_configure(void *ctx, const vigil_common_config *common, char *err, 
                      &c->velocity_window_ms, err, errlen) ||
         vigil_env_int64("VIGIL_DORMANCY_TZ_OFFSET_MIN", c->tz_offset_min, -720, 840, &tz, err, errlen) ||
         vigil_env_int64("VIGIL_DORMANCY_MAX_PERSONAS", c->max_personas, 1, DORMANCY_MAX_PERSONAS_LIMIT,
-                        &max_personas, err, errlen))
+                        &max_personas, err, errlen) ||
+        vigil_env_int64("VIGIL_DORMANCY_BIG_ROOM", c->big_room, 0, DORMANCY_MAX_PERSONAS_LIMIT,
+                        &big_room, err, errlen) ||
+        vigil_env_ms("VIGIL_DORMANCY_BIG_ROOM_STATE_MS", c->big_room_state_ms, 0,
+                     &c->big_room_state_ms, err, errlen))
         return -1;
     c->human_wakes_all = wakes == 1; /* vigil_human_wakes_names: absent, all */
     if (c->presence_away_ms < c->presence_active_ms) {
@@ -74,6 +80,7 @@ int dormancy_configure(void *ctx, const vigil_common_config *common, char *err, 
     c->redundant_keep = (int)keep;
     c->min_awake = (int)min_awake;
     c->max_personas = (int)max_personas;
+    c->big_room = (int)big_room;
     c->tz_offset_min = (int)tz;
     return 0;
 }

@@ -373,6 +373,71 @@ static void room_state_schema_and_change_detection(void **state)
     dm_free(f);
 }
 
+static bool stored(const dm_fx *f, const char *name, int64_t *due)
+{
+    for (int j = 0; j < f->n_store; j++)
+        if (strcmp(f->store[j].name, name) == 0) {
+            if (due)
+                *due = f->store[j].due;
+            return true;
+        }
+    return false;
+}
+
+/* A room of more than cfg.big_room personas publishes room/{r}/state at
+ * most once per big_room_state_ms: a change inside that gap waits for a
+ * "roomstate" deadline, which publishes the room as it is then (every
+ * change meanwhile in one message); the pending deadline survives the
+ * record's round trip (dm_after). A smaller room publishes every change. */
+static void a_big_room_coalesces_its_room_state(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    f->cfg.big_room = 2;
+    f->cfg.big_room_state_ms = 1000;
+    dm_personas(f, 3, "ann", "bob", "cy");
+    dm_advance(f, 5000);
+    dm_clear(f);
+    int64_t first = f->now;
+    dm_human(f, "hi"); /* nothing published for longer than the gap: at once */
+    assert_int_equal(dm_count(f, DORMANCY_OUT_ROOM_STATE, NULL), 1);
+    assert_false(stored(f, "roomstate", NULL));
+    dm_clear(f);
+    dm_advance(f, 100);
+    dm_human(f, "again");
+    dm_ai(f, "ann", "@self dormant sleep");
+    assert_int_equal(dm_count(f, DORMANCY_OUT_ROOM_STATE, NULL), 0);
+    int64_t due = 0;
+    assert_true(stored(f, "roomstate", &due));
+    assert_int_equal(due, first + 1000);
+    dm_advance(f, 899); /* not yet */
+    assert_int_equal(dm_count(f, DORMANCY_OUT_ROOM_STATE, NULL), 0);
+    dm_advance(f, 1);
+    assert_int_equal(dm_count(f, DORMANCY_OUT_ROOM_STATE, NULL), 1);
+    assert_false(stored(f, "roomstate", NULL));
+    json_object *o = dormancy_room_state_json(f->room, &f->cfg, f->now);
+    assert_string_equal(json_object_get_string(json_object_object_get(
+                            json_object_object_get(o, "personas"), "ann")),
+                        "sleep");
+    json_object_put(o);
+    dm_clear(f);
+    dm_advance(f, 5000);
+    assert_int_equal(dm_count(f, DORMANCY_OUT_ROOM_STATE, NULL), 0); /* nothing pending */
+
+    f->cfg.big_room = 3; /* not more than 3 personas: every change at once */
+    dm_human(f, "one");
+    dm_advance(f, 10);
+    dm_human(f, "two");
+    assert_int_equal(dm_count(f, DORMANCY_OUT_ROOM_STATE, NULL), 2);
+    f->cfg.big_room = 2;
+    f->cfg.big_room_state_ms = 0; /* coalescing off */
+    dm_advance(f, 10);
+    dm_human(f, "three");
+    assert_int_equal(dm_count(f, DORMANCY_OUT_ROOM_STATE, NULL), 3);
+    assert_false(stored(f, "roomstate", NULL));
+    dm_free(f);
+}
+
 /* room/{r}/state is written as text: it is valid JSON that json-c writes
  * back byte for byte, with the names json-c must escape escaped, and empty
  * lists as []. */
@@ -494,6 +559,7 @@ int main(void)
         cmocka_unit_test(persona_snapshot_carries_reason_and_pending_suggestion),
         cmocka_unit_test(persona_snapshot_drops_answered_suggestion_and_shows_until),
         cmocka_unit_test(room_state_schema_and_change_detection),
+        cmocka_unit_test(a_big_room_coalesces_its_room_state),
         cmocka_unit_test(room_state_text_is_what_json_c_writes),
         cmocka_unit_test(timer_names_fit_the_store),
         cmocka_unit_test(every_event_gets_its_own_id),

@@ -30,6 +30,8 @@ void dormancy_config_init(dormancy_config *c)
     c->velocity_window_ms = 300000;
     c->tz_offset_min = 0;
     c->max_personas = 1000;
+    c->big_room = 100;
+    c->big_room_state_ms = 1000;
 }
 
 dormancy_config dormancy_config_effective(const dormancy_config *base,

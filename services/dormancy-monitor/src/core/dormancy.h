@@ -114,6 +114,8 @@ typedef struct dormancy_config {
     int64_t velocity_window_ms; /* VIGIL_DORMANCY_VELOCITY_WINDOW_MS */
     int tz_offset_min;          /* VIGIL_DORMANCY_TZ_OFFSET_MIN: for "until 17:00" */
     int max_personas;           /* VIGIL_DORMANCY_MAX_PERSONAS: members tracked per room */
+    int big_room;               /* VIGIL_DORMANCY_BIG_ROOM: more personas coalesce room/{r}/state */
+    int64_t big_room_state_ms;  /* VIGIL_DORMANCY_BIG_ROOM_STATE_MS: ... at most once per this */
 } dormancy_config;
 
 /* Every default of the README's configuration table in one place. */
@@ -212,6 +214,8 @@ typedef struct dormancy_room {
     int n_personas, cap_personas;
     dormancy_persona *personas; /* in order of arrival */
     uint64_t room_digest;       /* of the last published room/{r}/state */
+    int64_t room_state_at;      /* when a big room last published it, 0 = not since it was small */
+    int64_t room_state_due;     /* a big room's change waits until then, 0 = none */
     int64_t next_ord;           /* the next persona's arrival order */
     uint64_t token;             /* names the record version written last (head "c") */
     int n_stored;               /* persona parts in the store as read or written

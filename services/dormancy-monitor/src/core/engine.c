@@ -144,6 +144,7 @@ static int finish(dormancy_step *s)
     activity_prune(s);
     redundant_prune(s);
     presence_prune(s);
+    snapshot_room_decide(s);
     timers_sync(s);
     snapshot_sync(s);
     return s->failed ? -1 : 0;

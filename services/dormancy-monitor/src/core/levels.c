@@ -18,7 +18,8 @@ static bool change(dormancy_step *s, dormancy_persona *p, dormancy_level level,
         return false;
     dormancy_level previous = p->level;
     p->level = level;
-    s->room->roster_known = false; /* room/{r}/state lists the level */
+    snapshot_roster_update(s->room, p->id, previous, -1); /* room/{r}/state lists it */
+    snapshot_roster_update(s->room, p->id, level, 1);
     p->since = s->now;
     p->trigger = trigger;
     dm_copy(p->reason, sizeof p->reason, reason);

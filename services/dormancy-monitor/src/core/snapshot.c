@@ -66,19 +66,32 @@ static uint64_t hash_str(uint64_t h, const char *v)
     return vigil_hash64_more(h, v, strlen(v) + 1); /* with its NUL: a separator */
 }
 
+/* One persona's share of the roster digest. */
+static uint64_t roster_term(const char *id, dormancy_level level)
+{
+    return hash_str(hash_str(VIGIL_HASH64_INIT, id), dormancy_level_name(level));
+}
+
 static uint64_t roster_hash(const dormancy_room *r)
 {
-    uint64_t h = VIGIL_HASH64_INIT;
-    for (int i = 0; i < r->n_personas; i++) {
-        h = hash_str(h, r->personas[i].id);
-        h = hash_str(h, dormancy_level_name(r->personas[i].level));
-    }
+    uint64_t h = 0;
+    for (int i = 0; i < r->n_personas; i++)
+        h += roster_term(r->personas[i].id, r->personas[i].level);
     return h;
 }
 
-/* The personas and their levels as room/{r}/state lists them, hashed once
- * and kept until one joins, leaves or changes level (each clears
- * roster_known): hashing 1,000 ids on every input was a twentieth of it. */
+void snapshot_roster_update(dormancy_room *r, const char *id, dormancy_level level, int sign)
+{
+    if (r->roster_known)
+        r->roster_hash += (sign > 0 ? 1 : (uint64_t)-1) * roster_term(id, level);
+}
+
+/* The personas and their levels as room/{r}/state lists them: a sum of one
+ * term per persona, kept up to date as personas join, leave and change
+ * level (snapshot_roster_update), so an input costs one term, not a hash
+ * of 1,000 ids. The order does not count: personas are listed in arrival
+ * order, which only a leave and a join (each counted) change. Computed
+ * whole after a read and after a room delete (roster_known cleared). */
 static uint64_t roster_digest(dormancy_room *r)
 {
     if (!r->roster_known) {
@@ -146,12 +159,45 @@ void snapshot_sync(dormancy_step *s)
         }
         p->snap_digest = d;
     }
-    uint64_t d = room_digest(s);
-    if (d == 0) {
+    if (s->room_state_now)
+        step_push(s, DORMANCY_OUT_ROOM_STATE, NULL);
+    if (s->room_state_now || s->room_cleared)
+        r->room_digest = s->room_digest;
+}
+
+/* room/{r}/state lists every persona, so a room of 1,000 sends 25 KB to
+ * the store and the broker each time it changes, and its velocity changes
+ * on every message. A room of more than cfg->big_room personas therefore
+ * publishes at once only when it has not published for big_room_state_ms;
+ * otherwise the change waits for a deadline at the end of that gap, which
+ * publishes the room as it is then (every change meanwhile in one
+ * message). Smaller rooms publish every change at once. */
+void snapshot_room_decide(dormancy_step *s)
+{
+    dormancy_room *r = s->room;
+    s->room_digest = room_digest(s);
+    s->room_state_now = false;
+    if (s->room_digest == 0) {
         s->failed = true;
         return;
     }
-    if (d != r->room_digest && !s->room_cleared)
-        step_push(s, DORMANCY_OUT_ROOM_STATE, NULL);
-    r->room_digest = d;
+    if (s->room_cleared || s->room_digest == r->room_digest) {
+        r->room_state_due = 0;
+        return;
+    }
+    int64_t gap = r->n_personas > s->cfg->big_room ? s->cfg->big_room_state_ms : 0;
+    if (gap == 0 || r->room_state_at == 0 || s->now >= r->room_state_at + gap ||
+        s->now < r->room_state_at) {
+        s->room_state_now = true;
+        r->room_state_at = gap ? s->now : 0;
+        r->room_state_due = 0;
+    } else {
+        r->room_state_due = r->room_state_at + gap;
+    }
+}
+
+void snapshot_want(const dormancy_step *s, dormancy_want *w)
+{
+    if (s->room->room_state_due)
+        want_add(w, "roomstate", s->room->room_state_due);
 }

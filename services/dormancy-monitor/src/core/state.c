@@ -187,7 +187,7 @@ dormancy_persona *room_persona_append(dormancy_room *r, const char *id, int64_t 
     p->since = now;
     p->ord = r->next_ord++;
     r->members_changed = true;
-    r->roster_known = false;
+    snapshot_roster_update(r, p->id, p->level, 1);
     return p;
 }
 
@@ -195,9 +195,9 @@ void room_persona_remove(dormancy_room *r, int index)
 {
     if (index < 0 || index >= r->n_personas)
         return;
+    snapshot_roster_update(r, r->personas[index].id, r->personas[index].level, -1);
     memmove(&r->personas[index], &r->personas[index + 1],
             (size_t)(r->n_personas - index - 1) * sizeof r->personas[0]);
     r->n_personas--;
     r->members_changed = true;
-    r->roster_known = false;
 }

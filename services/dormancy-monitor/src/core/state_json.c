@@ -198,6 +198,8 @@ static void put_room(vigil_jtext *b, const dormancy_room *r, int version)
     text_i64(b, ",\"last_message\":", r->last_message);
     text_i64(b, ",\"last_human\":", r->last_human);
     text_i64(b, ",\"ai_only_since\":", r->ai_only_since);
+    text_i64(b, ",\"rsa\":", r->room_state_at);
+    text_i64(b, ",\"rsd\":", r->room_state_due);
     if (r->paused)
         vigil_jtext_lit(b, ",\"paused\":true");
     if (r->n_recent > 0)
@@ -462,7 +464,7 @@ static int read_persona(dormancy_room *r, vigil_id_index *seen, json_object *e)
     dormancy_persona *p = room_persona_append(r, id, 0);
     if (!p)
         return -1;
-    persona_from_json(p, e);
+    persona_from_json(p, e); /* a room being read has no roster digest yet */
     return 0;
 }
 
@@ -559,6 +561,8 @@ dormancy_room *dormancy_room_read(const char *json, const char *room_id, bool *h
     r->last_message = get_i64(o, "last_message");
     r->last_human = get_i64(o, "last_human");
     r->ai_only_since = get_i64(o, "ai_only_since");
+    r->room_state_at = get_i64(o, "rsa");
+    r->room_state_due = get_i64(o, "rsd");
     r->paused = get_bool(o, "paused");
     r->room_digest = get_digest(o, "digest");
     r->token = get_digest(o, "c");

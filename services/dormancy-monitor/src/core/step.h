@@ -19,6 +19,8 @@ typedef struct dormancy_step {
     int n_events; /* ids handed out so far */
     bool failed;  /* allocation failure somewhere */
     bool room_cleared; /* room deleted in this step: no room/{r}/state republish */
+    uint64_t room_digest; /* of room/{r}/state as the step leaves it */
+    bool room_state_now;  /* room/{r}/state is published by this step */
 } dormancy_step;
 
 /* Wanted deadlines, collected by the rule files after a step. */
@@ -121,6 +123,12 @@ void timer_name(char *out, size_t outlen, const char *kind, const char *persona)
 void timers_forget(dormancy_room *r, const char *name);
 void timers_sync(dormancy_step *s);
 void snapshot_sync(dormancy_step *s);
+/* Before the deadlines: whether room/{r}/state is published now or later. */
+void snapshot_room_decide(dormancy_step *s);
+void snapshot_want(const dormancy_step *s, dormancy_want *w);
+/* Persona id at level joins (sign 1) or leaves (-1) the roster room/{r}/state
+ * lists; a level change is a leave at the old level and a join at the new. */
+void snapshot_roster_update(dormancy_room *r, const char *id, dormancy_level level, int sign);
 
 
 /* "2025-06-01T17:00:00Z" (UTC) for texts (render.c). */

@@ -75,6 +75,7 @@ void timers_sync(dormancy_step *s)
     suggestion_want(s, &w);
     manual_want(s, &w);
     presence_want(s, &w);
+    snapshot_want(s, &w);
     if (w.failed) {
         free(w.v);
         s->failed = true;
