@@ -60,6 +60,7 @@ static void a_new_room_writes_its_personas_then_only_the_changed_one(void **stat
     assert_int_equal(d.n_set, 0); /* nothing changed */
     written(r, &d);
 
+    persona_touch(&r->personas[1]);
     r->personas[1].level = DORMANCY_SLEEP;
     assert_int_equal(dormancy_parts_diff_make(r, &d), 0);
     assert_int_equal(d.n_set, 1);

@@ -7,6 +7,7 @@
  * remembers the stretch it was handled for (ai_only_done), so one woken by
  * an @mention during the same stretch is not put straight back to sleep. */
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include "step.h"
 
@@ -32,9 +33,10 @@ void ai_only_evaluate(dormancy_step *s)
         if (!pending(s, p, since))
             continue;
         dormancy_config cb;
-    const dormancy_config *c = step_cfg(s, p, &cb);
+        const dormancy_config *c = step_cfg(s, p, &cb);
         if (s->now < since + c->ai_only_ms || step_presence_blocks(s, p))
             continue;
+        persona_touch(p);
         p->ai_only_done = since;
         if (p->level == DORMANCY_SLEEP)
             continue; /* already asleep (by choice): left as it is */
@@ -50,12 +52,17 @@ void ai_only_evaluate(dormancy_step *s)
 void ai_only_want(const dormancy_step *s, dormancy_want *w)
 {
     const dormancy_room *r = s->room;
+    int64_t due = INT64_MAX; /* one deadline: the earliest persona's */
     for (int i = 0; i < r->n_personas; i++) {
         const dormancy_persona *p = &r->personas[i];
         if (!pending(s, p, r->ai_only_since) || step_presence_blocks(s, p))
             continue;
         dormancy_config cb;
-    const dormancy_config *c = step_cfg(s, p, &cb);
-        want_add(w, "aionly", r->ai_only_since + c->ai_only_ms);
+        const dormancy_config *c = step_cfg(s, p, &cb);
+        int64_t at = r->ai_only_since + c->ai_only_ms;
+        if (at > w->now && at < due) /* one already past is not wanted (want_add) */
+            due = at;
     }
+    if (due != INT64_MAX)
+        want_add(w, "aionly", due);
 }

@@ -97,7 +97,7 @@ void directed_on_autopilot(dormancy_step *s, const dormancy_event *ev)
         snprintf(reason, sizeof reason, "autopilot (%s): %s",
                  ev->autopilot.source ? ev->autopilot.source : "rules", d->reason ? d->reason : "");
         dormancy_config cb;
-    const dormancy_config *c = step_cfg(s, p, &cb);
+        const dormancy_config *c = step_cfg(s, p, &cb);
         switch (d->action) {
         case DORMANCY_AP_SUGGEST_MENTION_ONLY:
             ap_suggest(s, p, reason);

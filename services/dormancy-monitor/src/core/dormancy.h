@@ -161,7 +161,18 @@ typedef struct dormancy_persona {
     dormancy_overrides ov;
     uint64_t snap_digest; /* digest of the last published persona/{p}/state entry */
     int64_t ord;          /* arrival order in the room (the record keeps it) */
+    uint32_t gen;         /* bumped by every change (persona_touch); not in the record */
 } dormancy_persona;
+
+/* Every change to a persona's fields goes after this: the record's text of
+ * a persona is written again only when its gen moved (persona_texts.c),
+ * so a change made without it would not reach the store. Debug builds
+ * check, on every write, that an untouched persona is byte for byte the
+ * one its text was written from. */
+static inline void persona_touch(dormancy_persona *p)
+{
+    p->gen++;
+}
 
 typedef struct dormancy_human_msg {
     char id[DORMANCY_MSGID_MAX + 1];

@@ -88,6 +88,7 @@ static void on_message(dormancy_step *s, const dormancy_event *ev)
     if (ev->msg.sender_type == DORMANCY_SENDER_AI) {
         sender = step_persona_ensure(s, ev->msg.sender);
         if (sender) {
+            persona_touch(sender);
             sender->joined = true;
             dormancy_self_cmd c = dormancy_self_parse(ev->msg.text, s->now, s->cfg->tz_offset_min);
             if (c.kind != DORMANCY_SELF_NONE) {

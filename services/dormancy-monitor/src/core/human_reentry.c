@@ -29,7 +29,7 @@ static int most_recent_answerer(const dormancy_step *s, const bool *mentioned)
     for (int i = 0; i < r->n_personas; i++) {
         const dormancy_persona *p = &r->personas[i];
         dormancy_config cb;
-    const dormancy_config *c = step_cfg(s, p, &cb);
+        const dormancy_config *c = step_cfg(s, p, &cb);
         if (able(p, mentioned[i]) || !c->auto_wake)
             continue;
         if (best < 0 || p->answered_human > r->personas[best].answered_human)
@@ -51,7 +51,7 @@ void human_reentry_on_message(dormancy_step *s, const dormancy_event *ev, const 
     for (int i = 0; i < r->n_personas; i++) {
         dormancy_persona *p = &r->personas[i];
         dormancy_config cb;
-    const dormancy_config *c = step_cfg(s, p, &cb);
+        const dormancy_config *c = step_cfg(s, p, &cb);
         if (!c->auto_wake || p->level == DORMANCY_ACTIVE)
             continue;
         if (c->human_wakes_all || p->cause == DORMANCY_CAUSE_ABSENCE)

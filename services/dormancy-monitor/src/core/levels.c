@@ -17,6 +17,7 @@ static bool change(dormancy_step *s, dormancy_persona *p, dormancy_level level,
         (!forced || (p->trigger == trigger && p->cause == new_cause && p->until == 0)))
         return false;
     dormancy_level previous = p->level;
+    persona_touch(p);
     p->level = level;
     snapshot_roster_update(s->room, p->id, previous, -1); /* room/{r}/state lists it */
     snapshot_roster_update(s->room, p->id, level, 1);

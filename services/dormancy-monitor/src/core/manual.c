@@ -62,6 +62,7 @@ static void go_dormant(dormancy_step *s, dormancy_persona *p, dormancy_level lev
              dormancy_level_name(level), tail, by && by[0] ? by : p->id);
     step_set_level_forced(s, p, level, DORMANCY_TRIGGER_MANUAL, DORMANCY_CAUSE_CHOICE, reason,
                           text, message_id);
+    persona_touch(p);
     p->until = until;
 }
 
@@ -96,6 +97,7 @@ void manual_on_command(dormancy_step *s, const dormancy_event *ev)
         p = step_persona_ensure(s, ev->command.persona);
         if (!p)
             return;
+        persona_touch(p);
         p->joined = true;
     } else {
         p = dormancy_persona_find(s->room, ev->command.persona);
@@ -169,8 +171,10 @@ void manual_evaluate(dormancy_step *s)
         format_iso(p->until, u, sizeof u);
         snprintf(reason, sizeof reason, "timed dormancy ended at %s", u);
         if (!step_set_level(s, p, DORMANCY_ACTIVE, DORMANCY_TRIGGER_TIMED_END, DORMANCY_CAUSE_NONE,
-                            reason, "\xE2\x9C\xA8 Timed dormancy ended. Back to active.", NULL))
+                            reason, "\xE2\x9C\xA8 Timed dormancy ended. Back to active.", NULL)) {
+            persona_touch(p);
             p->until = 0;
+        }
     }
 }
 

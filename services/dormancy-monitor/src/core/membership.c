@@ -38,6 +38,7 @@ void membership_on_meta(dormancy_step *s, const dormancy_event *ev)
                                  : dormancy_persona_find(r, ev->meta.persona);
     if (!p)
         return;
+    persona_touch(p);
     p->via_meta = listed;
     p->ov = ev->meta.ov;
     if (ev->meta.name && strlen(ev->meta.name) <= DORMANCY_ID_MAX)

@@ -6,6 +6,7 @@
  * start it was asked in (asked_quiet), so it is never asked twice in the
  * same period, and a human message (a new start) makes it askable again. */
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include "step.h"
 
@@ -32,8 +33,10 @@ void no_human_evaluate(dormancy_step *s)
     int64_t quiet = dormancy_quiet_since(r);
     for (int i = 0; i < r->n_personas; i++) {
         dormancy_persona *p = &r->personas[i];
-        if (p->snoozed_until && p->snoozed_until <= s->now)
+        if (p->snoozed_until && p->snoozed_until <= s->now) {
+            persona_touch(p);
             p->snoozed_until = 0; /* snooze over: askable again if still quiet */
+        }
         if (!askable(s, p, quiet))
             continue;
         int64_t thr = threshold(s, p);
@@ -45,8 +48,10 @@ void no_human_evaluate(dormancy_step *s)
         snprintf(reason, sizeof reason,
                  "no human message for %" PRId64 " ms (threshold %" PRId64 " ms)",
                  s->now - quiet, thr);
-        if (suggestion_make(s, p, DORMANCY_SUGGEST_NO_HUMAN, text, reason, NULL))
+        if (suggestion_make(s, p, DORMANCY_SUGGEST_NO_HUMAN, text, reason, NULL)) {
+            persona_touch(p);
             p->asked_quiet = quiet;
+        }
     }
 }
 
@@ -57,6 +62,7 @@ void no_human_want(const dormancy_step *s, dormancy_want *w)
 {
     const dormancy_room *r = s->room;
     int64_t quiet = dormancy_quiet_since(r);
+    int64_t due = INT64_MAX; /* one "nohuman" deadline: the earliest persona's */
     for (int i = 0; i < r->n_personas; i++) {
         const dormancy_persona *p = &r->personas[i];
         if (p->snoozed_until > s->now && p->level == DORMANCY_ACTIVE) {
@@ -67,6 +73,10 @@ void no_human_want(const dormancy_step *s, dormancy_want *w)
         }
         if (!askable(s, p, quiet) || step_presence_blocks(s, p))
             continue;
-        want_add(w, "nohuman", quiet + threshold(s, p));
+        int64_t at = quiet + threshold(s, p);
+        if (at > w->now && at < due) /* one already past is not wanted (want_add) */
+            due = at;
     }
+    if (due != INT64_MAX)
+        want_add(w, "nohuman", due);
 }

@@ -52,6 +52,7 @@ void redundant_on_ai(dormancy_step *s, const dormancy_event *ev, dormancy_person
     dormancy_human_msg *m = target_of(s->room, ev->msg.reply_to);
     if (!m || already_responded(m, p->id))
         return;
+    persona_touch(p);
     p->answered_human = s->now;
     dormancy_config cb;
     const dormancy_config *c = step_cfg(s, p, &cb);
@@ -80,7 +81,7 @@ void redundant_prune(dormancy_step *s)
     int64_t window = s->cfg->redundant_window_ms;
     for (int i = 0; i < r->n_personas; i++) {
         dormancy_config cb;
-    const dormancy_config *c = step_cfg(s, &r->personas[i], &cb);
+        const dormancy_config *c = step_cfg(s, &r->personas[i], &cb);
         if (c->redundant_window_ms > window)
             window = c->redundant_window_ms;
     }

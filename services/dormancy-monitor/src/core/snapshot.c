@@ -157,6 +157,7 @@ void snapshot_sync(dormancy_step *s)
             a->pending_expires = p->sugg.default_at;
             dm_copy(a->pending_reason, sizeof a->pending_reason, p->sugg.reason);
         }
+        persona_touch(p);
         p->snap_digest = d;
     }
     if (s->room_state_now)

@@ -27,6 +27,7 @@ bool suggestion_make(dormancy_step *s, dormancy_persona *p, dormancy_suggest_kin
     dm_copy(a->reason, sizeof a->reason, reason);
     dm_copy(a->message_id, sizeof a->message_id, message_id);
 
+    persona_touch(p);
     p->sugg.kind = kind;
     dm_copy(p->sugg.id, sizeof p->sugg.id, a->id);
     p->sugg.at = s->now;
@@ -51,7 +52,7 @@ static void accept(dormancy_step *s, dormancy_persona *p, dormancy_suggest_kind 
     if (defaulted) {
         char d[32];
         dormancy_config cb;
-    const dormancy_config *c = step_cfg(s, p, &cb);
+        const dormancy_config *c = step_cfg(s, p, &cb);
         dormancy_format_duration(c->suggestion_timeout_ms, d, sizeof d);
         trigger = DORMANCY_TRIGGER_SUGGESTION_DEFAULT;
         snprintf(reason, sizeof reason, "%s suggestion %s not answered within %s: default yes",
@@ -89,6 +90,7 @@ void suggestion_answer(dormancy_step *s, dormancy_persona *p, dormancy_answer an
     if (suggestion_id && strcmp(suggestion_id, p->sugg.id) != 0)
         return; /* answers an older suggestion */
     dormancy_suggestion sg = p->sugg;
+    persona_touch(p);
     memset(&p->sugg, 0, sizeof p->sugg);
     switch (answer) {
     case DORMANCY_ANSWER_YES:
@@ -97,7 +99,7 @@ void suggestion_answer(dormancy_step *s, dormancy_persona *p, dormancy_answer an
     case DORMANCY_ANSWER_SNOOZE:
         if (sg.kind == DORMANCY_SUGGEST_NO_HUMAN) {
             dormancy_config cb;
-    const dormancy_config *c = step_cfg(s, p, &cb);
+            const dormancy_config *c = step_cfg(s, p, &cb);
             p->snoozed_until = s->now + c->snooze_ms;
             p->asked_quiet = 0; /* may be asked again once the snooze ends */
         }
@@ -112,6 +114,7 @@ void suggestion_cancel_all(dormancy_step *s)
 {
     for (int i = 0; i < s->room->n_personas; i++) {
         dormancy_persona *p = &s->room->personas[i];
+        persona_touch(p);
         memset(&p->sugg, 0, sizeof p->sugg);
         p->snoozed_until = 0;
     }
@@ -124,6 +127,7 @@ void suggestion_evaluate(dormancy_step *s)
         if (p->sugg.kind == DORMANCY_SUGGEST_NONE || p->sugg.default_at > s->now)
             continue;
         dormancy_suggestion sg = p->sugg;
+        persona_touch(p);
         memset(&p->sugg, 0, sizeof p->sugg);
         accept(s, p, sg.kind, sg.id, sg.message_id, true);
     }

@@ -10,19 +10,16 @@
 #include <vigil/json.h>
 #include "step.h"
 
-/* Keeps the earliest deadline per name. Deadlines at or before `now` are
- * not wanted: the step that just ran has handled everything due. */
+/* Collects a wanted deadline; timers_sync keeps the earliest per name.
+ * Deadlines at or before `now` are not wanted: the step that just ran has
+ * handled everything due. Appending without looking for the name keeps
+ * this O(1): a room of 1,000 personas may want 1,000 deadlines (one
+ * pending suggestion each), and a search per deadline made every input
+ * quadratic in them. */
 void want_add(dormancy_want *w, const char *name, int64_t due)
 {
     if (due <= w->now)
         return;
-    for (int i = 0; i < w->n; i++) {
-        if (strcmp(w->v[i].name, name) == 0) {
-            if (due < w->v[i].due)
-                w->v[i].due = due;
-            return;
-        }
-    }
     if (w->n == w->cap) {
         int cap = w->cap ? w->cap * 2 : 8;
         dormancy_timer *v = realloc(w->v, (size_t)cap * sizeof *v);
@@ -36,6 +33,26 @@ void want_add(dormancy_want *w, const char *name, int64_t due)
     dm_copy(w->v[w->n].name, sizeof w->v[0].name, name);
     w->v[w->n].due = due;
     w->n++;
+}
+
+static int by_name_then_due(const void *a, const void *b)
+{
+    const dormancy_timer *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->due > y->due) - (x->due < y->due);
+}
+
+/* Sorted by name, one per name: the earliest. */
+static void settle(dormancy_timer *v, int *n)
+{
+    if (*n < 2)
+        return;
+    qsort(v, (size_t)*n, sizeof *v, by_name_then_due);
+    int k = 0;
+    for (int i = 0; i < *n; i++)
+        if (k == 0 || strcmp(v[k - 1].name, v[i].name) != 0)
+            v[k++] = v[i];
+    *n = k;
 }
 
 /* Timer names must fit the timer store's 63 characters; a long persona id
@@ -58,14 +75,6 @@ void timers_forget(dormancy_room *r, const char *name)
     }
 }
 
-static const dormancy_timer *find(const dormancy_timer *v, int n, const char *name)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(v[i].name, name) == 0)
-            return &v[i];
-    return NULL;
-}
-
 void timers_sync(dormancy_step *s)
 {
     dormancy_room *r = s->room;
@@ -81,22 +90,28 @@ void timers_sync(dormancy_step *s)
         s->failed = true;
         return;
     }
-    for (int i = 0; i < w.n; i++) {
-        const dormancy_timer *cur = find(r->timers, r->n_timers, w.v[i].name);
-        if (cur && cur->due == w.v[i].due)
+    /* both lists sorted by name: one merge finds what to set and cancel */
+    settle(w.v, &w.n);
+    settle(r->timers, &r->n_timers);
+    int i = 0, j = 0;
+    while (i < w.n || j < r->n_timers) {
+        int c = i == w.n ? 1 : j == r->n_timers ? -1 : strcmp(w.v[i].name, r->timers[j].name);
+        if (c > 0) {
+            dormancy_action *a = step_push(s, DORMANCY_OUT_TIMER_CANCEL, NULL);
+            if (a)
+                dm_copy(a->timer, sizeof a->timer, r->timers[j].name);
+            j++;
             continue;
-        dormancy_action *a = step_push(s, DORMANCY_OUT_TIMER_SET, NULL);
-        if (a) {
-            dm_copy(a->timer, sizeof a->timer, w.v[i].name);
-            a->due = w.v[i].due;
         }
-    }
-    for (int i = 0; i < r->n_timers; i++) {
-        if (find(w.v, w.n, r->timers[i].name))
-            continue;
-        dormancy_action *a = step_push(s, DORMANCY_OUT_TIMER_CANCEL, NULL);
-        if (a)
-            dm_copy(a->timer, sizeof a->timer, r->timers[i].name);
+        if (c < 0 || w.v[i].due != r->timers[j].due) {
+            dormancy_action *a = step_push(s, DORMANCY_OUT_TIMER_SET, NULL);
+            if (a) {
+                dm_copy(a->timer, sizeof a->timer, w.v[i].name);
+                a->due = w.v[i].due;
+            }
+        }
+        i++;
+        j += c == 0;
     }
     free(r->timers);
     r->timers = w.v;
