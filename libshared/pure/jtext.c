@@ -4,6 +4,8 @@
  * library's copy setup cost more than the bytes. */
 #include "vigil/jtext.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +56,32 @@ void vigil_jtext_ch(vigil_jtext *b, char c)
 void vigil_jtext_lit(vigil_jtext *b, const char *v) { vigil_jtext_put(b, v, strlen(v)); }
 
 void vigil_jtext_reserve(vigil_jtext *b, size_t len) { (void)reserve(b, len); }
+
+/* Formats once into the room there is and again after growing when it did
+ * not fit, so a short append costs one vsnprintf. */
+void vigil_jtext_printf(vigil_jtext *b, const char *fmt, ...)
+{
+    if (!reserve(b, 0))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+    va_end(ap);
+    if (w < 0) {
+        b->oom = true;
+        return;
+    }
+    if (b->n + (size_t)w < b->cap) {
+        b->n += (size_t)w;
+        return;
+    }
+    if (!reserve(b, (size_t)w))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)w;
+}
 
 /* Decimal digits by hand, two at a time: snprintf's format parsing was
  * most of the cost of writing a record's numbers, and a record is mostly

@@ -162,6 +162,31 @@ static void a_document_and_a_failed_one(void **state)
     assert_null(vigil_jtext_take(&f));
 }
 
+/* Formatted prose: short appends in place, one longer than the buffer
+ * (formatted again after growing), exactly what snprintf writes. */
+static void printf_appends_what_snprintf_writes(void **state)
+{
+    (void)state;
+    vigil_jtext b = {0};
+    vigil_jtext_printf(&b, "%s=%d;", "a", 1);
+    char big[3000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    vigil_jtext_printf(&b, "[%s]", big);
+    vigil_jtext_printf(&b, "%lld", (long long)-42);
+    char want[3100];
+    snprintf(want, sizeof want, "a=1;[%s]-42", big);
+    assert_int_equal(b.n, strlen(want));
+    char *s = vigil_jtext_take(&b);
+    assert_string_equal(s, want);
+    free(s);
+    vigil_jtext e = {0};
+    vigil_jtext_printf(&e, "%s", "");
+    s = vigil_jtext_take(&e);
+    assert_string_equal(s, "");
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -171,6 +196,7 @@ int main(void)
         cmocka_unit_test(keys_are_written_as_json_c_writes_them),
         cmocka_unit_test(integers_are_written_as_json_c_writes_them),
         cmocka_unit_test(a_document_and_a_failed_one),
+        cmocka_unit_test(printf_appends_what_snprintf_writes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,6 +28,9 @@ void vigil_jtext_i64(vigil_jtext *b, int64_t v);
  * terminated; returns its length. */
 #define VIGIL_I64_TEXT_MAX 20
 size_t vigil_i64_text(char *out, int64_t v);
+/* printf-formatted text appended as it is (no JSON escaping): for prose,
+ * such as the prompts heartbeat and council send to a model. */
+void vigil_jtext_printf(vigil_jtext *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A JSON string, quoted and escaped as json-c does. */
 void vigil_jtext_str(vigil_jtext *b, const char *v);
 /* An object key: sep (',' or 0 for none), the key quoted and escaped as a

@@ -2,10 +2,10 @@
  * and their prompts, each naming its persona and carrying the SENSE
  * context: the user's recent messages, open questions by priority,
  * answered questions with the answers quoted, and the session's notes. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/jtext.h>
 #include "council.h"
 
 const council_persona_def COUNCIL_PERSONA_DEFS[COUNCIL_PERSONAS] = {
@@ -19,96 +19,52 @@ const council_persona_def COUNCIL_PERSONA_DEFS[COUNCIL_PERSONAS] = {
      "Concrete steps, feasibility, execution", "What specific action should we take now?"},
 };
 
-typedef struct buf {
-    char *s;
-    size_t n, cap;
-    bool oom;
-} buf;
-
-static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(buf *b, const char *fmt, ...)
-{
-    if (b->oom)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int w = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
-        va_end(ap);
-        if (w < 0) {
-            b->oom = true;
-            return;
-        }
-        if (b->s && b->n + (size_t)w < b->cap) {
-            b->n += (size_t)w;
-            return;
-        }
-        size_t cap = (b->cap ? b->cap * 2 : 1024) + (size_t)w;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->oom = true;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-}
-
-static char *done(buf *b)
-{
-    if (b->oom) {
-        free(b->s);
-        return NULL;
-    }
-    return b->s;
-}
-
 char *council_sense_context(const council_user *u, const council_config *c, int64_t now)
 {
-    buf b = {0};
+    vigil_jtext b = {0};
     const council_session *s = &u->s;
-    put(&b, "User: %s\n", u->user);
-    put(&b, "Session: %s, loop %d of at most %d%s%s\n", s->id, s->loop, c->max_loops,
+    vigil_jtext_printf(&b, "User: %s\n", u->user);
+    vigil_jtext_printf(&b, "Session: %s, loop %d of at most %d%s%s\n", s->id, s->loop, c->max_loops,
         s->room[0] ? ", room " : "", s->room);
 
-    put(&b, "\nThe user's recent messages (oldest first):\n");
+    vigil_jtext_printf(&b, "\nThe user's recent messages (oldest first):\n");
     int shown = 0, from = u->n_msgs - c->context_messages;
     for (int i = from < 0 ? 0 : from; i < u->n_msgs; i++) {
         const council_msg *m = &u->msgs[i];
         if (s->room[0] && strcmp(m->room, s->room) != 0)
             continue;
-        put(&b, "- [%s, %llds ago] \"%s\"\n", m->room,
+        vigil_jtext_printf(&b, "- [%s, %llds ago] \"%s\"\n", m->room,
             (long long)((now - m->ts) > 0 ? (now - m->ts) / 1000 : 0), m->text);
         shown++;
     }
     if (!shown)
-        put(&b, "- (none)\n");
+        vigil_jtext_printf(&b, "- (none)\n");
 
     int idx[COUNCIL_QUESTIONS_MAX];
     int n = council_questions_pending(&s->questions, idx, COUNCIL_QUESTIONS_MAX);
-    put(&b, "\nOpen questions to the user (most urgent first):\n");
+    vigil_jtext_printf(&b, "\nOpen questions to the user (most urgent first):\n");
     for (int i = 0; i < n; i++) {
         const council_question *q = &s->questions.v[idx[i]];
-        put(&b, "- [priority %d] %s\n", q->priority, q->text);
+        vigil_jtext_printf(&b, "- [priority %d] %s\n", q->priority, q->text);
     }
     if (!n)
-        put(&b, "- (none)\n");
+        vigil_jtext_printf(&b, "- (none)\n");
 
     n = council_questions_answered(&s->questions, idx, COUNCIL_QUESTIONS_MAX);
-    put(&b, "\nAnswered questions (most recent first):\n");
+    vigil_jtext_printf(&b, "\nAnswered questions (most recent first):\n");
     for (int i = 0; i < n; i++) {
         const council_question *q = &s->questions.v[idx[i]];
-        put(&b, "- Q: %s\n  A: \"%s\"\n", q->text, q->answer);
+        vigil_jtext_printf(&b, "- Q: %s\n  A: \"%s\"\n", q->text, q->answer);
     }
     if (!n)
-        put(&b, "- (none)\n");
+        vigil_jtext_printf(&b, "- (none)\n");
 
-    put(&b, "\nNotes so far:\n");
+    vigil_jtext_printf(&b, "\nNotes so far:\n");
     for (int i = 0; i < s->n_notes; i++)
-        put(&b, "- %s\n", s->notes[i].text);
+        vigil_jtext_printf(&b, "- %s\n", s->notes[i].text);
     if (!s->n_notes)
-        put(&b, "- (none)\n");
-    return done(&b);
+        vigil_jtext_printf(&b, "- (none)\n");
+    return vigil_jtext_take(&b);
 }
 
 char *council_prompt(council_persona p, const char *context)
@@ -116,14 +72,14 @@ char *council_prompt(council_persona p, const char *context)
     if (p < 0 || p >= COUNCIL_PERSONAS)
         return NULL;
     const council_persona_def *d = &COUNCIL_PERSONA_DEFS[p];
-    buf b = {0};
-    put(&b,
+    vigil_jtext b = {0};
+    vigil_jtext_printf(&b,
         "You are %s, %s, one of the four members of an autonomous council (Polaris, Aurora, "
         "Vega, Sol) deliberating on behalf of a user.\nRole: %s.\nFocus: %s.\n"
         "Your question: \"%s\"\n\nCurrent context (SENSE):\n%s\n",
         d->name, d->title, d->role, d->focus, d->question, context ? context : "");
     if (p == COUNCIL_SOL)
-        put(&b,
+        vigil_jtext_printf(&b,
             "Propose exactly one action for now. Answer with one line that starts with one of "
             "these prefixes and nothing before it:\n"
             "search: <query>\nnote: <observation to record>\n"
@@ -131,6 +87,6 @@ char *council_prompt(council_persona p, const char *context)
             "schedule: <calendar request>\nresearch: <topic for a deep dive>\n"
             "sleep: <duration, e.g. 10m>\nreflect: <internal thought>\n");
     else
-        put(&b, "Answer your question in two or three sentences.\n");
-    return done(&b);
+        vigil_jtext_printf(&b, "Answer your question in two or three sentences.\n");
+    return vigil_jtext_take(&b);
 }
