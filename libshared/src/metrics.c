@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -155,11 +156,18 @@ static series *lookup(const char *name, const char *help, const char *labels, en
     return s;
 }
 
+static _Atomic(vigil_metrics_forward_fn) g_forward;
+
+void vigil_metrics_set_forward(vigil_metrics_forward_fn fn) { atomic_store(&g_forward, fn); }
+
 /* Counters only go up: negative or NaN increments are dropped. */
 void vigil_counter_add(const char *name, const char *help, const char *labels, double v)
 {
     if (!(v >= 0))
         return;
+    vigil_metrics_forward_fn fwd = atomic_load(&g_forward);
+    if (fwd)
+        fwd('c', name, help, labels, v);
     pthread_mutex_lock(&g_lock);
     series *s = lookup(name, help, labels, M_COUNTER, true);
     if (s)
@@ -193,6 +201,9 @@ void vigil_histogram_declare(const char *name, const char *help, const char *lab
 
 void vigil_gauge_set(const char *name, const char *help, const char *labels, double v)
 {
+    vigil_metrics_forward_fn fwd = atomic_load(&g_forward);
+    if (fwd)
+        fwd('g', name, help, labels, v);
     pthread_mutex_lock(&g_lock);
     series *s = lookup(name, help, labels, M_GAUGE, true);
     if (s)

@@ -278,10 +278,52 @@ static void test_concurrent_updates(void **state)
     assert_true(vigil_metric_value("lat_seconds", NULL) == 20000);
 }
 
+/* What the outbox publisher child forwards to the service process
+ * (outbox_process.h): every counter increment and gauge value, with its
+ * name, help and labels, besides the local registry. */
+static char fwd_ops[8];
+static double fwd_vals[8];
+static int fwd_n;
+static char fwd_last_labels[64];
+
+static void fwd_record(char op, const char *name, const char *help, const char *labels, double v)
+{
+    assert_non_null(name);
+    assert_non_null(help);
+    if (fwd_n < 8) {
+        fwd_ops[fwd_n] = op;
+        fwd_vals[fwd_n] = v;
+        fwd_n++;
+    }
+    snprintf(fwd_last_labels, sizeof fwd_last_labels, "%s", labels ? labels : "");
+}
+
+static void test_forward_sees_counters_and_gauges(void **state)
+{
+    (void)state;
+    fwd_n = 0;
+    vigil_metrics_set_forward(fwd_record);
+    vigil_counter_add("fwd_total", "h", "k=\"v\"", 2);
+    vigil_counter_add("fwd_total", "h", NULL, -1); /* dropped: counters only go up */
+    vigil_gauge_set("fwd_gauge", "h", NULL, 7.5);
+    vigil_histogram_observe("fwd_seconds", "h", NULL, 0.1); /* not forwarded */
+    vigil_metrics_set_forward(NULL);
+    vigil_counter_add("fwd_total", "h", NULL, 1); /* after NULL: local only */
+    assert_int_equal(fwd_n, 2);
+    assert_int_equal(fwd_ops[0], 'c');
+    assert_true(fwd_vals[0] == 2);
+    assert_int_equal(fwd_ops[1], 'g');
+    assert_true(fwd_vals[1] == 7.5);
+    assert_string_equal(fwd_last_labels, "");
+    assert_true(vigil_metric_value("fwd_total", "k=\"v\"") == 2);
+    assert_true(vigil_metric_value("fwd_gauge", NULL) == 7.5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_empty_registry, reset),
+        cmocka_unit_test_setup(test_forward_sees_counters_and_gauges, reset),
         cmocka_unit_test_setup(test_counters_and_gauges_exact, reset),
         cmocka_unit_test_setup(test_histogram_exact, reset),
         cmocka_unit_test_setup(test_histogram_without_labels, reset),

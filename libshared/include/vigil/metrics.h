@@ -34,6 +34,13 @@ char *vigil_metrics_render(void);
 /* Escapes a label value (backslash, double quote, newline) into out. */
 void vigil_metrics_escape(const char *in, char *out, size_t outlen);
 
+/* A process whose metrics another process serves (the outbox publisher
+ * child, outbox_process.h) passes every counter increment ('c') and gauge
+ * value ('g') to fn as well, from the thread that made it. NULL stops. */
+typedef void (*vigil_metrics_forward_fn)(char op, const char *name, const char *help,
+                                         const char *labels, double v);
+void vigil_metrics_set_forward(vigil_metrics_forward_fn fn);
+
 /* Drops every metric (tests only). */
 void vigil_metrics_reset(void);
 
