@@ -59,6 +59,9 @@ const vigil_config_var VIGIL_COMMON_VARS[] = {
     {"VIGIL_MQTT_SESSION_EXPIRY_S", "604800",
      "seconds the broker keeps this replica's session and queued input while it is away "
      "(60-2147483647; keep it at or below the broker's persistent_client_expiration)"},
+    {"VIGIL_OUTBOX_PROCESS", "0",
+     "1 = publish the outbox from a child process of the service (same executable), so outputs "
+     "keep flowing while intake is saturated; 0 = a thread of the service"},
     {"VIGIL_LIVENESS_MS", "60000",
      "/healthz fails when intake, outbox or timers made no progress with work pending "
      "this long (1000-86400000)"},
@@ -524,7 +527,8 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
         vigil_env_int64("VIGIL_MQTT_SESSION_EXPIRY_S", c->mqtt_session_expiry_s, 60, 2147483647,
                         &c->mqtt_session_expiry_s, err, errlen) ||
         vigil_env_int64("VIGIL_LIVENESS_MS", c->liveness_ms, 1000, 86400000, &c->liveness_ms, err,
-                        errlen))
+                        errlen) ||
+        vigil_env_bool("VIGIL_OUTBOX_PROCESS", false, &c->outbox_process, err, errlen))
         return -1;
     /* Read by the outbox publisher itself (outbox.c); checked here so a bad
      * value stops the start. */

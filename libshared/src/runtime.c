@@ -27,6 +27,7 @@
 #include "vigil/mqtt.h"
 #include "vigil/oom.h"
 #include "vigil/outbox.h"
+#include "vigil/outbox_process.h"
 #include "vigil/redact.h"
 #include "vigil/shard_fence.h"
 #include "vigil/shard_view.h"
@@ -71,6 +72,8 @@ struct vigil_runtime {
     vigil_state_cache *cache;
     vigil_mqtt *mqtt;
     vigil_outbox *outbox;
+    vigil_outbox_proc *outbox_proc; /* VIGIL_OUTBOX_PROCESS=1: instead of outbox */
+    char **argv;
     vigil_http *http;
 
     pthread_t timer_thread;
@@ -125,6 +128,7 @@ static void kick_outbox(vigil_runtime *rt)
 {
     pthread_mutex_lock(&rt->outbox_mu);
     vigil_outbox_kick(rt->outbox);
+    vigil_outbox_proc_kick(rt->outbox_proc);
     pthread_mutex_unlock(&rt->outbox_mu);
 }
 
@@ -244,6 +248,7 @@ static void reject(vigil_runtime *rt, const char *topic, const void *payload, si
     if (s) {
         pthread_mutex_lock(&rt->outbox_mu);
         vigil_outbox_push_ephemeral(rt->outbox, rt->error_topic, s, false);
+        vigil_outbox_proc_push_ephemeral(rt->outbox_proc, rt->error_topic, s, false);
         pthread_mutex_unlock(&rt->outbox_mu);
     }
     free(s);
@@ -628,6 +633,11 @@ static void on_mqtt_state(void *ctx, bool connected)
 {
     vigil_runtime *rt = ctx;
     atomic_store(&rt->mqtt_up, connected);
+    if (connected) {
+        pthread_mutex_lock(&rt->outbox_mu);
+        vigil_outbox_proc_go(rt->outbox_proc);
+        pthread_mutex_unlock(&rt->outbox_mu);
+    }
     vigil_gauge_set("vigil_mqtt_connected", "1 while connected to the broker", NULL,
                     connected ? 1 : 0);
     vigil_log_kv(connected ? VIGIL_LOG_INFO : VIGIL_LOG_WARN,
@@ -648,7 +658,9 @@ static void sample_outbox(vigil_runtime *rt, unsigned long long *last)
     if (rep)
         freeReplyObject(rep);
     pthread_mutex_lock(&rt->outbox_mu);
-    unsigned long long pub = rt->outbox ? vigil_outbox_published(rt->outbox) : *last;
+    unsigned long long pub = rt->outbox        ? vigil_outbox_published(rt->outbox)
+                             : rt->outbox_proc ? vigil_outbox_proc_published(rt->outbox_proc)
+                                               : *last;
     pthread_mutex_unlock(&rt->outbox_mu);
     if (pending <= 0 || pub != *last)
         atomic_store(&rt->outbox_progress, vigil_mono_ms());
@@ -1164,6 +1176,12 @@ static void runtime_free(vigil_runtime *rt)
     free(rt);
 }
 
+static vigil_store_config store_config_of(const vigil_runtime *rt)
+{
+    return (vigil_store_config){ .prefix = rt->cfg.redis_prefix, .service = rt->def->name,
+                                 .shard_index = rt->cfg.shard_index, .dedupe_keep = 0 };
+}
+
 static int setup(vigil_runtime *rt, char *err, size_t errlen)
 {
     const vigil_service_def *d = rt->def;
@@ -1181,8 +1199,7 @@ static int setup(vigil_runtime *rt, char *err, size_t errlen)
                   "other shard counts still in use): intended for the surplus replicas "
                   "while N shrinks",
                   rt->cfg.shard_index, rt->cfg.shard_count);
-    rt->scfg = (vigil_store_config){ .prefix = rt->cfg.redis_prefix, .service = d->name,
-                                     .shard_index = rt->cfg.shard_index, .dedupe_keep = 0 };
+    rt->scfg = store_config_of(rt);
     int timeout = 2000;
     rt->intake_redis = vigil_redis_new(&rt->raddr, timeout);
     rt->timer_redis = vigil_redis_new(&rt->raddr, timeout);
@@ -1245,10 +1262,16 @@ static int start_io(vigil_runtime *rt, char *err, size_t errlen)
     free(lost_payload);
     if (!rt->mqtt)
         return -1;
-    rt->outbox = vigil_outbox_start(&rt->raddr, &rt->scfg, rt->mqtt);
-    if (!rt->outbox) {
-        snprintf(err, errlen, "cannot start the outbox publisher");
-        return -1;
+    if (rt->cfg.outbox_process) {
+        rt->outbox_proc = vigil_outbox_proc_start(rt->argv, err, errlen);
+        if (!rt->outbox_proc)
+            return -1;
+    } else {
+        rt->outbox = vigil_outbox_start(&rt->raddr, &rt->scfg, rt->mqtt);
+        if (!rt->outbox) {
+            snprintf(err, errlen, "cannot start the outbox publisher");
+            return -1;
+        }
     }
     if (pthread_create(&rt->timer_thread, NULL, timer_main, rt) != 0) {
         snprintf(err, errlen, "cannot start the timer thread");
@@ -1284,16 +1307,81 @@ static void shutdown_io(vigil_runtime *rt)
      * committed from now on stays in the Redis outbox for the next start. */
     pthread_mutex_lock(&rt->outbox_mu);
     vigil_outbox *ob = rt->outbox;
+    vigil_outbox_proc *op = rt->outbox_proc;
     rt->outbox = NULL;
+    rt->outbox_proc = NULL;
     pthread_mutex_unlock(&rt->outbox_mu);
     if (ob)
         vigil_outbox_stop(ob, 3000);
+    if (op)
+        vigil_outbox_proc_stop(op, 3000);
     if (rt->mqtt) {
         char *bye = status_payload(rt, "disconnected");
         vigil_mqtt_stop(rt->mqtt, bye, 3000);
         free(bye);
         rt->mqtt = NULL;
     }
+}
+
+/* The child's broker connection refused what the parent's accepted (a
+ * connection limit, an ACL on client ids): the connector has logged why;
+ * end, and let the parent start another one later with a backoff. */
+static void outbox_child_refused(void *ctx, const char *why)
+{
+    (void)ctx;
+    (void)why;
+    _exit(VIGIL_EXIT_CONFIG);
+}
+
+/* The outbox publisher child (VIGIL_OUTBOX_PROCESS=1, outbox_process.h):
+ * the same configuration, but only a broker connection of its own (no
+ * subscription, no session kept, no status), the Redis outbox and the link
+ * to the service process; no HTTP, timers or intake. SIGTERM and SIGINT
+ * stay blocked (as the parent left them): the child stops when the parent
+ * says so, after the parent's own drain, or dies with the parent. */
+static int run_outbox_child(vigil_runtime *rt)
+{
+    char err[512] = "";
+    char instance[sizeof rt->cfg.instance + 8];
+    snprintf(instance, sizeof instance, "%s-outbox", rt->cfg.instance);
+    vigil_log_level lvl = VIGIL_LOG_INFO;
+    vigil_log_level_parse(rt->cfg.log_level, &lvl);
+    vigil_log_init(rt->def->name, instance, lvl);
+    if (vigil_outbox_proc_child_init(err, sizeof err) != 0 ||
+        vigil_redis_url_parse(rt->cfg.redis_url, &rt->raddr, err, sizeof err) != 0) {
+        vigil_log_kv(VIGIL_LOG_ERROR, "outbox publisher process: cannot start", "error", err,
+                     NULL);
+        return 2;
+    }
+    vigil_redact_add_secret(rt->raddr.password);
+    vigil_redact_add_secret(rt->cfg.mqtt_password);
+    rt->scfg = store_config_of(rt);
+    snprintf(rt->client_id, sizeof rt->client_id, "vigil-%s-%d-out", rt->def->name,
+             rt->cfg.shard_index);
+    static const char *const no_subscriptions[] = {NULL};
+    vigil_mqtt_config mc = vigil_mqtt_config_of(&rt->cfg);
+    mc.client_id = rt->client_id;
+    mc.subscriptions = no_subscriptions;
+    mc.session_expiry_s = -1;
+    mc.on_refused = outbox_child_refused;
+    rt->mqtt = vigil_mqtt_new(&mc, err, sizeof err);
+    vigil_outbox *ob = rt->mqtt ? vigil_outbox_start(&rt->raddr, &rt->scfg, rt->mqtt) : NULL;
+    if (!ob || vigil_mqtt_start(rt->mqtt) != 0) {
+        vigil_log_kv(VIGIL_LOG_ERROR, "outbox publisher process: cannot start", "error",
+                     err[0] ? err : "cannot start the outbox or the MQTT client", NULL);
+        vigil_outbox_stop(ob, 0);
+        if (rt->mqtt)
+            vigil_mqtt_stop(rt->mqtt, NULL, 0);
+        rt->mqtt = NULL;
+        return 1;
+    }
+    vigil_log_kv(VIGIL_LOG_INFO, "outbox publisher process started", "client_id", rt->client_id,
+                 NULL);
+    int drain = vigil_outbox_proc_child_serve(ob);
+    vigil_outbox_stop(ob, drain);
+    vigil_mqtt_stop(rt->mqtt, NULL, drain > 0 ? 1000 : 0);
+    rt->mqtt = NULL;
+    return 0;
 }
 
 int vigil_runtime_main(int argc, char **argv, const vigil_service_def *def)
@@ -1309,6 +1397,7 @@ int vigil_runtime_main(int argc, char **argv, const vigil_service_def *def)
         return 1;
     }
     rt->def = def;
+    rt->argv = argv;
     pthread_mutex_init(&rt->outbox_mu, NULL);
     pthread_mutex_init(&rt->view_mu, NULL);
     char err[512] = "";
@@ -1332,6 +1421,11 @@ int vigil_runtime_main(int argc, char **argv, const vigil_service_def *def)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    if (vigil_outbox_proc_is_child()) {
+        int rc = run_outbox_child(rt);
+        runtime_free(rt);
+        return rc;
+    }
     if (setup(rt, err, sizeof err) != 0) {
         fprintf(stderr, "%s: configuration error: %s\n", def->name, err);
         vigil_log_kv(VIGIL_LOG_ERROR, "startup failed", "error", err, NULL);
