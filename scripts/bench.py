@@ -20,7 +20,10 @@ room messages:
 and the service's resident memory idle (after start, and after the run).
 For stages 2 and 4 it also splits CPU time per input by process (the
 service or each replica, the broker, Redis, the bench itself), which says
-how much of the machine the whole pipeline needs per input.
+how much of the machine the whole pipeline needs per input. A service's
+CPU includes its child processes: with VIGIL_OUTBOX_PROCESS=1 (set in the
+bench's environment) its outbox publisher process, which the split shows
+as "publisher".
 --persona-cost P1,P2,... then times inputs on rooms of P personas each
 (msg/s, wall time, CPU time and Redis time per input).
 
@@ -167,26 +170,106 @@ def make_stream(n, rooms, personas, topic_fmt, run, mix="ai"):
 # measuring a process and Redis
 
 
-def cpu_seconds(pid):
-    """utime + stime of a process (all its threads), seconds."""
+def _stat_ticks(pid):
+    """(utime + stime, cutime + cstime) of a process in clock ticks: the CPU
+    of all its threads, and that of its children which exited and which it
+    waited for. Raises OSError once the process is gone."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+
+
+def child_pids(pid):
+    """The direct children of a process: the pids in
+    /proc/<pid>/task/<tid>/children of each of its threads (a child is
+    listed under the thread that started it). [] once it is gone."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    out = set()
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out.update(int(x) for x in f.read().split())
+        except OSError:
+            pass  # that thread ended meanwhile
+    return sorted(out)
+
+
+def cpu_parts(pid):
+    """(own, children) CPU seconds of a process: own = utime + stime of its
+    threads; children = the CPU of every process below it, e.g. the outbox
+    publisher child of a service run with VIGIL_OUTBOX_PROCESS=1.
+
+    The children's part is read at the moment of the call: the processes
+    below pid that run then (found through /proc/<pid>/task/*/children,
+    recursively; utime + stime + cutime + cstime of each), plus those that
+    exited and were reaped (the cutime + cstime of their parent). So a
+    child restarted during a stage counts whole: the CPU of the one that
+    died is in the service's cutime + cstime once the service reaped it,
+    the new one's is read live. A child that exits between listing it and
+    reading its /proc/<child>/stat simply contributes nothing for that
+    read (it shows up in its parent's cutime at the next one). Raises
+    OSError when pid itself is gone."""
+    own, reaped = _stat_ticks(pid)
+    kids = reaped
+    seen = {pid}
+    todo = child_pids(pid)
+    while todo:
+        c = todo.pop()
+        if c in seen:
+            continue
+        seen.add(c)
+        try:
+            c_own, c_reaped = _stat_ticks(c)
+        except OSError:
+            continue  # exited between the two reads
+        kids += c_own + c_reaped
+        todo += child_pids(c)
+    tck = os.sysconf("SC_CLK_TCK")
+    return own / tck, kids / tck
+
+
+def cpu_seconds(pid):
+    """CPU seconds of a process (all its threads) and of its child
+    processes (cpu_parts): the whole cost of a service, including its
+    outbox publisher process when it runs one."""
+    own, kids = cpu_parts(pid)
+    return own + kids
+
+
+def is_service_name(name):
+    return name == "service" or name.startswith("replica")
 
 
 def cpu_by_process(named_pids):
     """{name: CPU seconds} of each (name, pid) and of this process (the
     bench's own publisher and subscriber threads), to split a stage's CPU
-    between the service, the broker, Redis and the load generator."""
-    out = {name: cpu_seconds(pid) for name, pid in named_pids}
+    between the service, the broker, Redis and the load generator. A
+    service's ("service", "replicaN") child processes (VIGIL_OUTBOX_PROCESS=1:
+    its outbox publisher) get an entry of their own right after it,
+    "publisher" (or "replicaN publisher"), when it has any; the broker's
+    and Redis's own figures are their processes alone, as before."""
+    out = {}
+    for name, pid in named_pids:
+        if is_service_name(name):
+            own, kids = cpu_parts(pid)
+            out[name] = own
+            if kids > 0:
+                out["publisher" if name == "service" else f"{name} publisher"] = kids
+        else:
+            out[name] = _stat_ticks(pid)[0] / os.sysconf("SC_CLK_TCK")
     t = os.times()
     out["bench"] = t.user + t.system + t.children_user + t.children_system
     return out
 
 
 def cpu_split(before, after, n):
-    """'name N us' per input for each process between two cpu_by_process."""
-    return ", ".join(f"{k} {(after[k] - before[k]) * 1e6 / n:.0f}" for k in after)
+    """'name N us' per input for each process between two cpu_by_process
+    (an entry only in `after`, e.g. a publisher child started during the
+    stage, counts from 0)."""
+    return ", ".join(f"{k} {(after[k] - before.get(k, 0.0)) * 1e6 / n:.0f}" for k in after)
 
 
 def rss_mib(pid):
@@ -320,7 +403,7 @@ def start_service(work, name, broker, redis, prefix, extra_env, build_dir, insta
     }
     env.update(extra_env)
     # VIGIL_* variables of bench's own environment reach the service (e.g.
-    # VIGIL_MQTT_RECEIVE_MAX=4 scripts/bench ...), over the bench's defaults.
+    # VIGIL_OUTBOX_PROCESS=1 scripts/bench ...), over the bench's defaults.
     env.update({k: v for k, v in os.environ.items() if k.startswith("VIGIL_")})
     if shard:
         env["VIGIL_SHARD"] = shard
