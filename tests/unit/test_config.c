@@ -20,7 +20,7 @@ static const char *const ALL_COMMON[] = {
     "VIGIL_REDIS_PREFIX", "VIGIL_HTTP_ADDR",   "VIGIL_LOG_LEVEL",     "VIGIL_INSTANCE",
     "VIGIL_MAX_PAYLOAD",  "VIGIL_SHARD",       "VIGIL_TICK_MS",       "VIGIL_TIMER_LEASE_MS",
     "VIGIL_OUTBOX_RETRY_MS", "VIGIL_OUTBOX_DEAD_LETTER_AFTER", "VIGIL_OUTBOX_REPLAY_MS",
-    "VIGIL_MQTT_SESSION_EXPIRY_S", "VIGIL_LIVENESS_MS",
+    "VIGIL_MQTT_SESSION_EXPIRY_S", "VIGIL_OUTBOX_PROCESS", "VIGIL_LIVENESS_MS",
     "VIGIL_MQTT_PASSWORD_FILE", "VIGIL_REDIS_URL_FILE", "VIGIL_MQTT_CA_FILE",
     "VIGIL_MQTT_CERT_FILE", "VIGIL_MQTT_KEY_FILE", "VIGIL_TOPIC_PREFIX",
     NULL,
@@ -77,7 +77,7 @@ static void test_common_vars_table(void **state)
         assert_non_null(v->help);
         assert_true(v->help[0] != '\0');
     }
-    assert_int_equal(n, 23);
+    assert_int_equal(n, 24);
     assert_string_equal(VIGIL_COMMON_VARS[0].def, "mqtt://127.0.0.1:1883");
     assert_string_equal(VIGIL_COMMON_VARS[3].def, "redis://127.0.0.1:6379/0");
     assert_string_equal(VIGIL_COMMON_VARS[4].def, "vigil:");
@@ -171,6 +171,11 @@ static void test_accepted_boundaries(void **state)
     expect_error("VIGIL_OUTBOX_DEAD_LETTER_AFTER", "x", NULL);
     expect_ok("VIGIL_OUTBOX_REPLAY_MS", "0", &c); /* off */
     expect_ok("VIGIL_OUTBOX_REPLAY_MS", "600000", &c);
+    assert_false(c.outbox_process); /* the default: the publisher thread */
+    expect_ok("VIGIL_OUTBOX_PROCESS", "1", &c);
+    assert_true(c.outbox_process);
+    expect_ok("VIGIL_OUTBOX_PROCESS", "off", &c);
+    assert_false(c.outbox_process);
     expect_error("VIGIL_OUTBOX_REPLAY_MS", "-1", NULL);
     expect_error("VIGIL_OUTBOX_REPLAY_MS", "600001", NULL);
     expect_ok("VIGIL_SHARD", "1023/1024", &c);
@@ -195,6 +200,7 @@ static void test_errors_name_variable_and_value(void **state)
 {
     (void)state;
     expect_error("VIGIL_LOG_LEVEL", "verbose", "verbose");
+    expect_error("VIGIL_OUTBOX_PROCESS", "2", "2");
     expect_error("VIGIL_MQTT_URL", "http://broker:1883", "http://broker:1883");
     expect_error("VIGIL_MQTT_URL", "", NULL);
     expect_error("VIGIL_REDIS_URL", "rediss://x:6379", "rediss://x:6379");
