@@ -124,6 +124,7 @@ struct vigil_outbox {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool kicked;
+    atomic_int *kick_flag;  /* vigil_outbox_set_kick_flag: cleared with kicked */
     bool acked_event; /* a callback reported something worth waking for */
     bool stopping;
     bool waiting;           /* the thread sleeps in outbox_wait: signal it */
@@ -747,6 +748,8 @@ static void *outbox_main(void *arg)
         if (o->kicked)
             o->more = true;
         o->kicked = false;
+        if (o->kick_flag)
+            atomic_store(o->kick_flag, 0);
         o->acked_event = false;
         bool eph = o->count > 0;
         pthread_mutex_unlock(&o->mu);
@@ -937,6 +940,15 @@ void vigil_outbox_push_ephemeral(vigil_outbox *o, const char *topic, const char 
     eph_enforce_bound_locked(o);
     o->kicked = true;
     pthread_cond_signal(&o->cv);
+    pthread_mutex_unlock(&o->mu);
+}
+
+void vigil_outbox_set_kick_flag(vigil_outbox *o, atomic_int *flag)
+{
+    if (!o)
+        return;
+    pthread_mutex_lock(&o->mu);
+    o->kick_flag = flag;
     pthread_mutex_unlock(&o->mu);
 }
 

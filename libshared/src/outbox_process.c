@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -38,6 +39,7 @@ extern char **environ;
 
 #define CHILD_ENV "VIGIL_OUTBOX_CHILD"
 #define LINK_FD 3
+#define KICK_FD 4 /* a shared page: the kick flag (see vigil_outbox_set_kick_flag) */
 #define RESTART_DELAY_MS 1000
 #define RESTART_DELAY_MAX_MS 30000
 #define RESTART_QUICK_MS 10000 /* a child that lived less doubles the next delay */
@@ -57,6 +59,8 @@ struct vigil_outbox_proc {
     pthread_mutex_t mu; /* fd, pid, stopping, done */
     pthread_cond_t cv;
     int fd;    /* our end of the link; -1 while no child runs */
+    int kick_fd;          /* memfd of the shared page, handed to each child */
+    atomic_int *kick;     /* in that page: 1 = a kick is on its way or not yet taken in */
     pid_t pid; /* 0 while no child runs */
     bool armed; /* vigil_outbox_proc_go was called: children may start */
     bool stopping;
@@ -77,9 +81,10 @@ static int spawn_locked(vigil_outbox_proc *p, char *err, size_t errlen)
         snprintf(err, errlen, "outbox process: socketpair: %s", strerror(errno));
         return -1;
     }
-    /* dup2 onto the same number would keep FD_CLOEXEC: make sure it differs. */
-    if (sv[1] == LINK_FD) {
-        int moved = fcntl(sv[1], F_DUPFD_CLOEXEC, LINK_FD + 1);
+    /* dup2 onto the same number would keep FD_CLOEXEC, and KICK_FD is
+     * taken next: keep sv[1] above both. */
+    if (sv[1] <= KICK_FD) {
+        int moved = fcntl(sv[1], F_DUPFD_CLOEXEC, KICK_FD + 1);
         close(sv[1]);
         sv[1] = moved;
         if (moved < 0) {
@@ -91,8 +96,11 @@ static int spawn_locked(vigil_outbox_proc *p, char *err, size_t errlen)
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, sv[1], LINK_FD);
+    posix_spawn_file_actions_adddup2(&fa, p->kick_fd, KICK_FD);
     /* Our broker, Redis and HTTP sockets are not the child's business. */
-    posix_spawn_file_actions_addclosefrom_np(&fa, LINK_FD + 1);
+    posix_spawn_file_actions_addclosefrom_np(&fa, KICK_FD + 1);
+    /* A new child reads the whole outbox at start: the next commit kicks. */
+    atomic_store(p->kick, 0);
     pid_t pid = 0;
     int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, p->argv, p->envp);
     posix_spawn_file_actions_destroy(&fa);
@@ -247,6 +255,18 @@ vigil_outbox_proc *vigil_outbox_proc_start(char **argv, char *err, size_t errlen
     p->envp[k] = p->child_env;
     p->argv = argv;
     p->fd = -1;
+    p->kick_fd = memfd_create("vigil-outbox-kick", MFD_CLOEXEC);
+    if (p->kick_fd < 0 || ftruncate(p->kick_fd, (off_t)sizeof(atomic_int)) != 0 ||
+        (p->kick = mmap(NULL, sizeof(atomic_int), PROT_READ | PROT_WRITE, MAP_SHARED,
+                        p->kick_fd, 0)) == MAP_FAILED) {
+        snprintf(err, errlen, "outbox process: shared kick flag: %s", strerror(errno));
+        if (p->kick_fd >= 0)
+            close(p->kick_fd);
+        free(p->envp);
+        free(p);
+        return NULL;
+    }
+    atomic_init(p->kick, 0);
     atomic_init(&p->published, 0);
     pthread_mutex_init(&p->mu, NULL);
     pthread_condattr_t ca;
@@ -257,6 +277,8 @@ vigil_outbox_proc *vigil_outbox_proc_start(char **argv, char *err, size_t errlen
     vigil_counter_add(M_RESTARTS, M_RESTARTS_HELP, NULL, 0);
     if (pthread_create(&p->thread, NULL, link_main, p) != 0) {
         snprintf(err, errlen, "outbox process: cannot start its thread");
+        munmap(p->kick, sizeof(atomic_int));
+        close(p->kick_fd);
         pthread_cond_destroy(&p->cv);
         pthread_mutex_destroy(&p->mu);
         free(p->envp);
@@ -270,9 +292,14 @@ void vigil_outbox_proc_kick(vigil_outbox_proc *p)
 {
     if (!p)
         return;
+    /* The child's publisher clears the flag before each read of the
+     * outbox: while it is set, a kick is queued or the read that will see
+     * this commit is still to come, so there is nothing to wake. */
+    if (atomic_exchange(p->kick, 1) != 0)
+        return;
     pthread_mutex_lock(&p->mu);
-    if (p->fd >= 0)
-        (void)send(p->fd, "k", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (p->fd < 0 || send(p->fd, "k", 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1)
+        atomic_store(p->kick, 0); /* not sent: let the next commit try */
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -346,6 +373,8 @@ void vigil_outbox_proc_stop(vigil_outbox_proc *p, int drain_ms)
     pthread_join(p->thread, NULL);
     if (p->fd >= 0)
         close(p->fd);
+    munmap(p->kick, sizeof(atomic_int));
+    close(p->kick_fd);
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);
     free(p->envp);
@@ -355,6 +384,8 @@ void vigil_outbox_proc_stop(vigil_outbox_proc *p, int drain_ms)
 /* ---- child ------------------------------------------------------------- */
 
 bool vigil_outbox_proc_is_child(void) { return getenv(CHILD_ENV) != NULL; }
+
+static atomic_int *g_child_kick; /* the parent's kick flag, mapped by child_init */
 
 /* Sends the outbox's own metrics to the parent, which serves them. Blocking:
  * a parent slow to read holds the publisher back a moment, never loses a
@@ -404,16 +435,27 @@ int vigil_outbox_proc_child_init(char *err, size_t errlen)
         return -1;
     }
     (void)fcntl(LINK_FD, F_SETFD, FD_CLOEXEC);
+    void *page = mmap(NULL, sizeof(atomic_int), PROT_READ | PROT_WRITE, MAP_SHARED, KICK_FD, 0);
+    if (page == MAP_FAILED) {
+        snprintf(err, errlen, "fd %d is not the service process's kick flag: %s", KICK_FD,
+                 strerror(errno));
+        return -1;
+    }
+    close(KICK_FD);
+    g_child_kick = page;
     vigil_metrics_set_forward(forward_metric);
     return 0;
 }
 
 int vigil_outbox_proc_child_serve(vigil_outbox *o)
 {
+    vigil_outbox_set_kick_flag(o, g_child_kick);
     char *buf = malloc(RECORD_MAX + 1);
     if (!buf)
         return 0;
     int drain = 0;
+    /* Kicks sent before the flag was handed over: read once more. */
+    vigil_outbox_kick(o);
     for (;;) {
         ssize_t n = recv(LINK_FD, buf, RECORD_MAX, 0);
         if (n < 0 && errno == EINTR)
@@ -435,6 +477,7 @@ int vigil_outbox_proc_child_serve(vigil_outbox *o)
             break;
         }
     }
+    vigil_outbox_set_kick_flag(o, NULL);
     free(buf);
     return drain;
 }

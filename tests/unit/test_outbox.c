@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,36 @@ static void test_committed_outputs_published_in_order(void **state)
     char got[64];
     assert_int_equal(vt_mosq_get_retained(e->b, "ev/4", got, sizeof got, 3), 0);
     assert_string_equal(got, "m4");
+    vigil_outbox_stop(o, 1000);
+}
+
+/* The kick flag another process sets (outbox_process.h): the thread clears
+ * it when it takes kicks in, before it reads, so that a commit made after
+ * the clear kicks again and one made before it is in the read. */
+static void test_kick_flag_cleared_before_each_read(void **state)
+{
+    env *e = *state;
+    static atomic_int flag;
+    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    assert_non_null(o);
+    vigil_outbox_set_kick_flag(o, &flag);
+    for (int round = 0; round < 3; round++) {
+        char key[16];
+        snprintf(key, sizeof key, "room:k%d", round);
+        commit_outputs(e, key, 2 * round, 2, false);
+        atomic_store(&flag, 1); /* what the kicker does before it kicks */
+        vigil_outbox_kick(o);
+        assert_received_in_order(e, 0, 2 * round + 2);
+        int64_t until = vigil_mono_ms() + WAIT_MS;
+        while (atomic_load(&flag) != 0 && vigil_mono_ms() < until)
+            vigil_sleep_ms(5, NULL);
+        assert_int_equal(atomic_load(&flag), 0);
+    }
+    vigil_outbox_set_kick_flag(o, NULL);
+    atomic_store(&flag, 1);
+    vigil_outbox_kick(o);
+    vigil_sleep_ms(200, NULL);
+    assert_int_equal(atomic_load(&flag), 1); /* no longer ours to clear */
     vigil_outbox_stop(o, 1000);
 }
 
@@ -628,6 +659,7 @@ int main(void)
     vigil_log_init("test_outbox", "t", lvl);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_committed_outputs_published_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kick_flag_cleared_before_each_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replay_at_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broker_outage_keeps_entries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redis_outage, setup, teardown),

@@ -19,6 +19,7 @@
  * start it publishes whatever the outbox holds (replay after a restart). */
 #ifndef VIGIL_OUTBOX_H
 #define VIGIL_OUTBOX_H
+#include <stdatomic.h>
 #include <stdbool.h>
 #include "mqtt.h"
 #include "redis.h"
@@ -31,6 +32,11 @@ vigil_outbox *vigil_outbox_start(const vigil_redis_addr *addr, const vigil_store
                                  vigil_mqtt *mqtt);
 /* Wakes the thread: new entries were committed. Never blocks. */
 void vigil_outbox_kick(vigil_outbox *o);
+/* A flag another process sets before it kicks us (outbox_process.h): the
+ * thread clears it each time it takes the kicks in, before it reads the
+ * outbox, so a kicker needs to wake us only when it finds the flag clear.
+ * NULL: none. */
+void vigil_outbox_set_kick_flag(vigil_outbox *o, atomic_int *flag);
 /* Queues a message kept only in memory (bounded at 10000; beyond that the
  * oldest is dropped and vigil_outbox_dropped_total counted). */
 void vigil_outbox_push_ephemeral(vigil_outbox *o, const char *topic, const char *payload,

@@ -13,10 +13,14 @@
  *
  * The child is this executable again, started with this process's argv and
  * environment plus VIGIL_OUTBOX_CHILD=<parent pid>, with one end of a
- * SOCK_SEQPACKET socket pair on fd 3. Records, parent to child: 'k' new
- * entries were committed, 'e' an ephemeral message (error event), 's' drain
- * and exit. Child to parent: each change of the outbox's metrics
- * (vigil_outbox_*, vigil_outputs_*), which the parent serves on /metrics.
+ * SOCK_SEQPACKET socket pair on fd 3 and a shared page on fd 4. Records,
+ * parent to child: 'k' new entries were committed, 'e' an ephemeral message
+ * (error event), 's' drain and exit. Child to parent: each change of the
+ * outbox's metrics (vigil_outbox_*, vigil_outputs_*), which the parent
+ * serves on /metrics. The page holds a kick flag: a commit sends 'k' only
+ * when it finds the flag clear, and the child's publisher clears it each
+ * time before it reads the outbox, so while it is busy the commits cost it
+ * no wake-up (vigil_outbox_set_kick_flag).
  *
  * The child dies with the parent (PR_SET_PDEATHSIG), so no orphan publishes
  * next to a restarted service; the parent starts a new child a second after
@@ -57,7 +61,8 @@ void vigil_outbox_proc_stop(vigil_outbox_proc *p, int drain_ms);
 /* True in the child (VIGIL_OUTBOX_CHILD is set). */
 bool vigil_outbox_proc_is_child(void);
 /* Child: dies with the parent from now on, checks the parent is still
- * there and fd 3 is the link, and forwards the outbox's metrics. */
+ * there, fd 3 is the link and fd 4 the kick flag, and forwards the
+ * outbox's metrics. */
 int vigil_outbox_proc_child_init(char *err, size_t errlen);
 /* Child: serves the link for the running outbox o until the parent says
  * stop (returns the drain time it asked for) or is gone (returns 0). */
