@@ -27,6 +27,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,6 +46,7 @@ extern char **environ;
 #define RESTART_QUICK_MS 10000 /* a child that lived less doubles the next delay */
 #define KILL_GRACE_MS 1000
 #define RECORD_MAX (256 * 1024)
+#define CHILD_IDLE_KICK_MS 1000
 
 #define M_RESTARTS "vigil_outbox_process_restarts_total"
 #define M_RESTARTS_HELP "Outbox publisher processes started again after an unexpected exit"
@@ -454,10 +456,20 @@ int vigil_outbox_proc_child_serve(vigil_outbox *o)
     if (!buf)
         return 0;
     int drain = 0;
-    /* Kicks sent before the flag was handed over: read once more. */
+    /* Kicks sent before the flag was handed over: read once more. And a
+     * kick the parent could not send (its send failed: the flag is then
+     * cleared and the next commit sends one) would leave its commit's
+     * entries waiting for the next commit: a read at least every second
+     * bounds that. */
     vigil_outbox_kick(o);
+    struct timeval tv = {.tv_sec = CHILD_IDLE_KICK_MS / 1000, .tv_usec = 0};
+    (void)setsockopt(LINK_FD, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     for (;;) {
         ssize_t n = recv(LINK_FD, buf, RECORD_MAX, 0);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            vigil_outbox_kick(o);
+            continue;
+        }
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
