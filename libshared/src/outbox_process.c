@@ -44,7 +44,7 @@ extern char **environ;
 #define RESTART_DELAY_MS 1000
 #define RESTART_DELAY_MAX_MS 30000
 #define RESTART_QUICK_MS 10000 /* a child that lived less doubles the next delay */
-#define KILL_GRACE_MS 1000
+#define KILL_GRACE_MS 2000 /* the child also closes its broker connection (1 s at most) */
 #define RECORD_MAX (256 * 1024)
 #define CHILD_IDLE_KICK_MS 1000
 
@@ -258,6 +258,12 @@ vigil_outbox_proc *vigil_outbox_proc_start(char **argv, char *err, size_t errlen
     p->argv = argv;
     p->fd = -1;
     p->kick_fd = memfd_create("vigil-outbox-kick", MFD_CLOEXEC);
+    if (p->kick_fd >= 0 && p->kick_fd <= KICK_FD) {
+        /* Above both link numbers, so spawn's dup2s cannot clobber it. */
+        int moved = fcntl(p->kick_fd, F_DUPFD_CLOEXEC, KICK_FD + 1);
+        close(p->kick_fd);
+        p->kick_fd = moved;
+    }
     if (p->kick_fd < 0 || ftruncate(p->kick_fd, (off_t)sizeof(atomic_int)) != 0 ||
         (p->kick = mmap(NULL, sizeof(atomic_int), PROT_READ | PROT_WRITE, MAP_SHARED,
                         p->kick_fd, 0)) == MAP_FAILED) {
@@ -362,7 +368,7 @@ void vigil_outbox_proc_stop(vigil_outbox_proc *p, int drain_ms)
         (void)send(p->fd, rec, sizeof rec, MSG_DONTWAIT | MSG_NOSIGNAL);
     }
     /* The thread ends once the child has exited; past the drain and a
-     * grace second, make it exit. */
+     * grace of 2 s, make it exit. */
     struct timespec ts = vigil_mono_deadline((int64_t)drain_ms + KILL_GRACE_MS);
     while (!p->done)
         if (pthread_cond_timedwait(&p->cv, &p->mu, &ts) == ETIMEDOUT)

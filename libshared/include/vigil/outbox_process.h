@@ -55,7 +55,7 @@ void vigil_outbox_proc_push_ephemeral(vigil_outbox_proc *p, const char *topic,
 /* Parent: outputs the child reported published, over every child. */
 unsigned long long vigil_outbox_proc_published(vigil_outbox_proc *p);
 /* Parent: asks the child to publish what is pending for up to drain_ms and
- * exit; kills it if it has not exited a second after that. Frees p. */
+ * exit; kills it if it has not exited 2 s after that. Frees p. */
 void vigil_outbox_proc_stop(vigil_outbox_proc *p, int drain_ms);
 
 /* True in the child (VIGIL_OUTBOX_CHILD is set). */
