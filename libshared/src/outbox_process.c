@@ -230,6 +230,20 @@ static void *link_main(void *arg)
     return NULL;
 }
 
+/* Frees what vigil_outbox_proc_start made, once its thread has ended or
+ * never started. */
+static void proc_free(vigil_outbox_proc *p)
+{
+    if (p->fd >= 0)
+        close(p->fd);
+    munmap(p->kick, sizeof(atomic_int));
+    close(p->kick_fd);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    free(p->envp);
+    free(p);
+}
+
 vigil_outbox_proc *vigil_outbox_proc_start(char **argv, char *err, size_t errlen)
 {
     if (!argv || !argv[0]) {
@@ -285,12 +299,7 @@ vigil_outbox_proc *vigil_outbox_proc_start(char **argv, char *err, size_t errlen
     vigil_counter_add(M_RESTARTS, M_RESTARTS_HELP, NULL, 0);
     if (pthread_create(&p->thread, NULL, link_main, p) != 0) {
         snprintf(err, errlen, "outbox process: cannot start its thread");
-        munmap(p->kick, sizeof(atomic_int));
-        close(p->kick_fd);
-        pthread_cond_destroy(&p->cv);
-        pthread_mutex_destroy(&p->mu);
-        free(p->envp);
-        free(p);
+        proc_free(p);
         return NULL;
     }
     return p;
@@ -379,14 +388,7 @@ void vigil_outbox_proc_stop(vigil_outbox_proc *p, int drain_ms)
     }
     pthread_mutex_unlock(&p->mu);
     pthread_join(p->thread, NULL);
-    if (p->fd >= 0)
-        close(p->fd);
-    munmap(p->kick, sizeof(atomic_int));
-    close(p->kick_fd);
-    pthread_cond_destroy(&p->cv);
-    pthread_mutex_destroy(&p->mu);
-    free(p->envp);
-    free(p);
+    proc_free(p);
 }
 
 /* ---- child ------------------------------------------------------------- */

@@ -1182,15 +1182,24 @@ static vigil_store_config store_config_of(const vigil_runtime *rt)
                                  .shard_index = rt->cfg.shard_index, .dedupe_keep = 0 };
 }
 
+/* The Redis address from the configuration, and both credentials
+ * registered so that they never reach a log line, whoever writes it
+ * (redact.h). */
+static int redis_and_secrets(vigil_runtime *rt, char *err, size_t errlen)
+{
+    if (vigil_redis_url_parse(rt->cfg.redis_url, &rt->raddr, err, errlen) != 0)
+        return -1;
+    vigil_redact_add_secret(rt->raddr.password);
+    vigil_redact_add_secret(rt->cfg.mqtt_password);
+    return 0;
+}
+
 static int setup(vigil_runtime *rt, char *err, size_t errlen)
 {
     const vigil_service_def *d = rt->def;
     vigil_shard_fence_init(&rt->fence, d->name, rt->cfg.shard_index, rt->cfg.shard_count);
-    if (vigil_redis_url_parse(rt->cfg.redis_url, &rt->raddr, err, errlen) != 0)
+    if (redis_and_secrets(rt, err, errlen) != 0)
         return -1;
-    /* Credentials never reach a log line, whoever writes it (redact.h). */
-    vigil_redact_add_secret(rt->raddr.password);
-    vigil_redact_add_secret(rt->cfg.mqtt_password);
     vigil_shard_view_init(&rt->view, rt->cfg.shard_count);
     if (rt->cfg.shard_index >= rt->cfg.shard_count)
         vigil_log(VIGIL_LOG_WARN,
@@ -1348,13 +1357,11 @@ static int run_outbox_child(vigil_runtime *rt)
     vigil_log_level_parse(rt->cfg.log_level, &lvl);
     vigil_log_init(rt->def->name, instance, lvl);
     if (vigil_outbox_proc_child_init(err, sizeof err) != 0 ||
-        vigil_redis_url_parse(rt->cfg.redis_url, &rt->raddr, err, sizeof err) != 0) {
+        redis_and_secrets(rt, err, sizeof err) != 0) {
         vigil_log_kv(VIGIL_LOG_ERROR, "outbox publisher process: cannot start", "error", err,
                      NULL);
         return 2;
     }
-    vigil_redact_add_secret(rt->raddr.password);
-    vigil_redact_add_secret(rt->cfg.mqtt_password);
     rt->scfg = store_config_of(rt);
     snprintf(rt->client_id, sizeof rt->client_id, "vigil-%s-%d-out", rt->def->name,
              rt->cfg.shard_index);
