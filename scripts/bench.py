@@ -14,10 +14,17 @@ room messages:
                          with the service's CPU time (/proc) and Redis's time
                          per commit script (INFO commandstats, evalsha)
   3. latency, paced      stages 1 and 2 again at a fixed rate (default 1,000
-                         msg/s), p50/p99 from publish to event
+                         msg/s), p50/p99 from publish to event; the first
+                         --warmup messages (default 20) are published and
+                         awaited before the clock starts, because a broker
+                         without TCP_NODELAY holds its first PUBLISH to a
+                         new subscriber until the subscriber's delayed ACK
+                         of its SUBACK (about 17 ms on loopback here)
   4. replicas            (--replicas) two replicas, VIGIL_SHARD 0/2 and 1/2,
                          against the same stream
 and the service's resident memory idle (after start, and after the run).
+Stage 2 also prints Redis's time per input by command (INFO commandstats;
+commands a script calls are counted both on their own and in the script).
 For stages 2 and 4 it also splits CPU time per input by process (the
 service or each replica, the broker, Redis, the bench itself), which says
 how much of the machine the whole pipeline needs per input. A service's
@@ -51,6 +58,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 
@@ -67,6 +75,11 @@ KEY_RE = {
 
 FILLER = ("Looking at the failing build log again: the linker error comes from the "
           "json-c symbol version, and I think pinning the package fixes it.")
+
+
+# Messages a paced stage publishes and awaits before its clock starts (see
+# run_stage); --warmup 0 times them too.
+PACED_WARMUP = 20
 
 
 def pct(values, p):
@@ -288,6 +301,24 @@ def redis_reset_stats(redis):
         c.close()
 
 
+def redis_command_usec(redis, n, top=6):
+    """Redis time per input by command since the last reset, as text
+    ("evalsha 49.1 (1.00 calls), lrange 20.3 (0.05 calls), ..."), the
+    costliest first; so a Redis figure well above the commit script's can be
+    traced to the command that spends it."""
+    c = redis.client()
+    try:
+        stats = c.info("commandstats")
+    finally:
+        c.close()
+    rows = sorted(((k[len("cmdstat_"):], int(v.get("calls", 0)), float(v.get("usec", 0)))
+                   for k, v in stats.items() if k.startswith("cmdstat_")),
+                  key=lambda r: -r[2])
+    total = sum(r[2] for r in rows) / n
+    parts = [f"{name} {usec / n:.1f} ({calls / n:.2f} calls)" for name, calls, usec in rows[:top]]
+    return f"{total:.0f} in commands: " + ", ".join(parts)
+
+
 def redis_script_usec(redis):
     """(calls, usec per call) of EVALSHA since the last reset."""
     c = redis.client()
@@ -329,8 +360,15 @@ def publish(port, stream, rate=None, progress=None, window=WINDOW):
     c.max_queued_messages_set(0)
     acked = [0]
     c.on_publish = lambda client, userdata, mid: acked.__setitem__(0, acked[0] + 1)
+    connected = threading.Event()
+    c.on_connect = lambda client, userdata, flags, rc, properties=None: connected.set()
     c.connect("127.0.0.1", port, keepalive=30)
     c.loop_start()
+    # The clock starts at the CONNACK, so no message's time includes the
+    # client's own connection set-up.
+    if not connected.wait(15):
+        c.loop_stop()
+        raise RuntimeError("the bench publisher did not connect within 15 s")
     sent = {}
     infos = []
     t_first = time.monotonic()
@@ -362,7 +400,15 @@ def publish(port, stream, rate=None, progress=None, window=WINDOW):
 # --------------------------------------------------------------------------
 
 
-def run_stage(name, port, stream, sub_topic, key, timeout, rate=None, quiet=False):
+def run_stage(name, port, stream, sub_topic, key, timeout, rate=None, quiet=False, warmup=0):
+    """Publishes `stream` and times each key's first arrival at a subscriber
+    of `sub_topic`. With `warmup`, the first `warmup` messages are published
+    and awaited before the clock starts and are left out of the figures: a
+    broker without TCP_NODELAY holds its first PUBLISH to a new subscriber
+    until that subscriber's delayed ACK of the SUBACK (about 17 ms here), and
+    at a paced 1,000/s the dozen messages queued behind it would be the p99
+    of a 1,000-message run, measuring the subscription's start, not the
+    pipeline."""
     n = len(stream)
     sub = Subscriber(port, sub_topic, key, n, timeout)
 
@@ -370,7 +416,15 @@ def run_stage(name, port, stream, sub_topic, key, timeout, rate=None, quiet=Fals
         if not quiet:
             print(f"  [{name}] published {k}/{n}, received {sub.count.value}", flush=True)
 
-    t0, t_acked, sent = publish(port, stream, rate=rate, progress=progress)
+    if warmup:
+        publish(port, stream[:warmup])
+        deadline = time.monotonic() + timeout
+        while sub.count.value < warmup and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if sub.count.value < warmup:
+            sub.p.kill()
+            raise RuntimeError(f"[{name}] the {warmup} warm-up messages did not arrive within {timeout:.0f} s")
+    t0, t_acked, sent = publish(port, stream[warmup:], rate=rate, progress=progress)
     # wait for the subscriber, printing progress
     deadline = time.monotonic() + timeout
     last = -1
@@ -381,11 +435,12 @@ def run_stage(name, port, stream, sub_topic, key, timeout, rate=None, quiet=Fals
             print(f"  [{name}] published {n}/{n}, received {last}", flush=True)
     seen = sub.result(timeout=30)
     lat = [(seen[k] - sent[k]) * 1000 for k in sent if k in seen]
-    t_last = max(seen.values()) if seen else t0
+    timed = [seen[k] for k in sent if k in seen]
+    t_last = max(timed) if timed else t0
     return {
         "n": n, "received": len(seen), "missing": n - len(seen),
-        "pub_rate": n / (t_acked - t0),
-        "rate": len(seen) / (t_last - t0) if seen else 0.0,
+        "pub_rate": len(sent) / (t_acked - t0),
+        "rate": len(timed) / (t_last - t0) if timed else 0.0,
         "p50": pct(lat, 50), "p99": pct(lat, 99), "max": max(lat) if lat else float("nan"),
         "seconds": t_last - t0,
     }
@@ -453,15 +508,17 @@ def run_setting(a, work, nodelay, label):
         res["cpu_us"] = (cpu_seconds(svc.proc.pid) - cpu0) * 1e6 / a.n
         res["cpu_split"] = cpu_split(split0, cpu_by_process(procs), a.n)
         res["commits"], res["redis_us"] = redis_script_usec(redis)
+        res["redis_split"] = redis_command_usec(redis, a.n)
         ln = min(a.latency_n, a.n)
         print(f"[{label}] stage 3/4: latency at {a.latency_rate:.0f} msg/s ({ln} messages each)",
               flush=True)
         res["relay_paced"] = run_stage("relay-paced", broker.port, mk(ln, "relay/{room}/message", "rl"),
-                                       "relay/+/message", "id", a.timeout, rate=a.latency_rate, quiet=True)
+                                       "relay/+/message", "id", a.timeout, rate=a.latency_rate, quiet=True,
+                                       warmup=PACED_WARMUP)
         res["service_paced"] = run_stage("service-paced", broker.port,
                                          mk(ln, "room/{room}/message", "sl"),
                                          "persona/+/dormancy", "message_id", a.timeout,
-                                         rate=a.latency_rate, quiet=True)
+                                         rate=a.latency_rate, quiet=True, warmup=PACED_WARMUP)
         time.sleep(2.0)
         res["rss_after"] = rss_mib(svc.proc.pid)
         res["problems"] = svc.check() + ([] if svc.alive() else ["exited during the run"])
@@ -565,6 +622,7 @@ def print_summary(a, results, payload_size):
                      f"{r['two']['rate'] / r['service']['rate']:.2f}x one")
         print(line)
         print(f"  CPU us per input by process, one replica: {r['cpu_split']}")
+        print(f"  Redis us per input, one replica: {r['redis_split']}")
         if "two_split" in r:
             print(f"  CPU us per input by process, two replicas: {r['two_split']}")
         missing = [f"{k} {r[k]['missing']}" for k in ("relay", "service", "relay_paced", "service_paced", "two")
@@ -654,6 +712,7 @@ def print_persona_cost(results, rooms):
 
 
 def main():
+    global PACED_WARMUP
     ap = argparse.ArgumentParser(prog="scripts/bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mix", choices=("ai", "human"), default="ai",
@@ -679,7 +738,11 @@ def main():
                     help="inputs timed per room size (default 2000)")
     ap.add_argument("--appendfsync", choices=("everysec", "always"), default="everysec",
                     help="Redis AOF fsync policy (default everysec; always = no loss on a host crash)")
+    ap.add_argument("--warmup", type=int, default=PACED_WARMUP,
+                    help="messages each paced stage publishes and awaits before timing the rest "
+                         f"(default {PACED_WARMUP}; 0 = time them all, as runs before 2026-11-25 did)")
     a = ap.parse_args()
+    PACED_WARMUP = max(0, a.warmup)
     a.rooms = a.rooms or (20 if a.mix == "human" else 200)
     a.personas = a.personas or (1 if a.mix == "human" else 5)
     if a.n < 1 or a.rooms < 1 or a.personas < 1 or a.latency_rate <= 0:
