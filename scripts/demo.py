@@ -108,14 +108,6 @@ PHASES = [
 ]
 
 
-def fnv1a64(s):
-    h = 0xCBF29CE484222325
-    for b in s.encode():
-        h ^= b
-        h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
-
-
 def base36(n):
     digits = "0123456789abcdefghijklmnopqrstuvwxyz"
     out = ""
@@ -548,7 +540,7 @@ class Demo:
         if self.stack_shard:
             k, n = self.stack_shard
             i = 2
-            while fnv1a64(name) % n != k:
+            while harness.shard_of(name, n) != k:
                 name = f"demo-{self.tag}-{base}{i}"
                 i += 1
         self.rooms.add(name)

@@ -608,7 +608,11 @@ static void intake(vigil_runtime *rt, const char *topic, const void *payload, si
             break;
         }
     }
-    kick_outbox(rt);
+    /* Only after a key of ours ran: an input only peers own committed
+     * nothing, and a kick would wake an idle publisher into an empty read
+     * of the outbox (with two replicas, one per input each). */
+    if (mine > 0)
+        kick_outbox(rt);
 done:
     if (parsed && rt->def->free_parsed)
         rt->def->free_parsed(rt->def->ctx, parsed);

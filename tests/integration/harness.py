@@ -398,6 +398,16 @@ class Mosquitto:
 # paho helpers (python3-paho-mqtt 1.6.x; also works with 2.x)
 
 
+def shard_of(key, count):
+    """The shard index a key falls in (libshared's vigil_shard_of: FNV-1a
+    64 of the key, modulo the shard count)."""
+    h = 0xCBF29CE484222325
+    for b in key.encode():
+        h ^= b
+        h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h % count if count > 1 else 0
+
+
 def new_client(client_id, v5=True, clean=True):
     kw = {"client_id": client_id, "protocol": mqtt.MQTTv5 if v5 else mqtt.MQTTv311}
     if not v5:

@@ -410,6 +410,57 @@ def test_two_shards_each_act_on_their_rooms_and_together_on_all(stack):
     validate_outputs(col)
 
 
+def test_inputs_a_peer_owns_leave_the_publisher_asleep(stack):
+    """A replica skips the inputs of its peer's keys without waking its
+    outbox publisher: each wake is a read of the outbox in Redis, one per
+    input of the peer's before, which doubled Redis's work per input with
+    two replicas."""
+    a = stack.service(instance="idle-0", env=dict(ENV, VIGIL_SHARD="0/2"))
+    b = stack.service(instance="idle-1", env=dict(ENV, VIGIL_SHARD="1/2"))
+    harness.wait_until(lambda: all(x.metric("vigil_shard_counts_in_use") == 1 for x in (a, b)) or None,
+                       30, "both replicas settled on N = 2")
+    rooms = []
+    while len(rooms) < 8:
+        r = uid("peer")
+        if harness.shard_of(r, 2) == 1:
+            rooms.append(r)
+    col = stack.collector()
+    pub = stack.publisher()
+    outbox0 = f"{stack.prefix}dormancy-monitor:outbox:0"
+    reads, stop = [0], threading.Event()
+
+    def monitor():
+        c = stack.redis.client()
+        with c.monitor() as m:
+            for cmd in m.listen():
+                if stop.is_set():
+                    return
+                # the publisher's read (LLEN is /metrics' backlog gauge)
+                if cmd.get("command", "").startswith(f"LRANGE {outbox0} "):
+                    reads[0] += 1
+
+    t = threading.Thread(target=monitor, daemon=True)
+    t.start()
+    time.sleep(0.5)
+    skipped0 = a.metric("vigil_inputs_other_shard_total")
+    base = reads[0]
+    owner = {}
+    for i in range(200):
+        r = rooms[i % len(rooms)]
+        mid = uid("pm")
+        owner[mid] = (f"p{i}-{r}", r)
+        pub.publish(*ai(r, f"p{i}-{r}", SLEEP, mid=mid))
+        time.sleep(0.003)
+    harness.wait_until(lambda: a.metric("vigil_inputs_other_shard_total") >= skipped0 + 200 or None,
+                       30, "replica 0 skipped the 200 inputs of replica 1's rooms")
+    woke = reads[0] - base
+    stop.set()
+    wait_all_inputs(col, owner, 30, "replica 1 processed its 200 inputs")
+    assert_exactly_once(col, owner)
+    # the idle publisher still polls its outbox twice a second
+    assert woke <= 20, f"replica 0 read its outbox {woke} times for 200 inputs it does not own"
+
+
 def index_1_away_with_backlog(stack, c, base, tag, n, rooms):
     """Replicas 0/2 and 1/2; once N = 2 is settled, index 1 stops and n
     inputs over `rooms` rooms are published: its keys wait in its session
