@@ -527,12 +527,15 @@ def run_setting(a, work, nodelay, label):
             svc.terminate(timeout=20)
             svcs = [start_service(d, "dormancy-monitor", broker, redis, "bench:", DORMANCY_ENV,
                                   a.build_dir, f"bench-{tag}-{i}", shard=f"{i}/2") for i in range(2)]
+            settle_shards(svcs, label)
             procs = [(f"replica{i}", x.proc.pid) for i, x in enumerate(svcs)] + [
                 ("broker", broker.proc.pid), ("redis", redis.proc.pid)]
             split0 = cpu_by_process(procs)
+            redis_reset_stats(redis)
             res["two"] = run_stage("two replicas", broker.port, mk(a.n, "room/{room}/message", "s2"),
                                    "persona/+/dormancy", "message_id", a.timeout)
             res["two_split"] = cpu_split(split0, cpu_by_process(procs), a.n)
+            res["two_redis_split"] = redis_command_usec(redis, a.n)
             for x in svcs:
                 res["problems"] += x.check() + ([] if x.alive() else ["a replica exited"])
         for x in svcs:
@@ -546,6 +549,21 @@ def run_setting(a, work, nodelay, label):
         for p in (broker, redis):
             if p is not None:
                 p.stop()
+
+
+def settle_shards(svcs, label, timeout=60.0):
+    """Waits until every replica uses one shard count only. The single
+    replica stopped just before still counts as N=1 for about 10 s, and
+    while it does each new replica also takes the keys it would own under
+    N=1 (the rolling-change rule), so half the inputs would be committed
+    twice (the second a no-op) and the stage would time a reshard."""
+    print(f"[{label}] stage 4/4: waiting for the replicas to settle on N=2", flush=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(x.metric("vigil_shard_counts_in_use") == 1 for x in svcs):
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"the replicas did not settle on one shard count within {timeout:.0f} s")
 
 
 def alternate_settings(a, work):
@@ -625,6 +643,7 @@ def print_summary(a, results, payload_size):
         print(f"  Redis us per input, one replica: {r['redis_split']}")
         if "two_split" in r:
             print(f"  CPU us per input by process, two replicas: {r['two_split']}")
+            print(f"  Redis us per input, two replicas: {r['two_redis_split']}")
         missing = [f"{k} {r[k]['missing']}" for k in ("relay", "service", "relay_paced", "service_paced", "two")
                    if k in r and r[k]["missing"]]
         if missing:
