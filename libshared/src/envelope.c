@@ -168,3 +168,20 @@ void vigil_input_clear(vigil_input *in)
         json_object_put(in->body);
     memset(in, 0, sizeof *in);
 }
+
+bool vigil_topic_key_room_message(const char *topic, char *key, size_t key_size)
+{
+    static const char head[] = "room/", tail[] = "/message";
+    if (!topic || strncmp(topic, head, sizeof head - 1) != 0)
+        return false;
+    const char *room = topic + sizeof head - 1;
+    const char *slash = strchr(room, '/');
+    if (!slash || strcmp(slash, tail) != 0)
+        return false;
+    size_t n = (size_t)(slash - room);
+    if (n == 0 || n >= key_size || !vigil_id_valid(room, n))
+        return false;
+    memcpy(key, room, n);
+    key[n] = '\0';
+    return true;
+}

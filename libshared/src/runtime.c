@@ -515,6 +515,29 @@ static void kind_label(const vigil_input *in, char *out, size_t outlen)
     snprintf(out, outlen, "kind=\"%.32s/%.32s\"", in->parts[0], in->parts[in->nparts - 1]);
 }
 
+/* True when the topic alone names the input's key (def->topic_key) and a
+ * peer owns it: counted like a parsed input of its kind and skipped, so a
+ * replica spends on each of its peers' inputs no more than paho's receipt. */
+static bool peer_input(vigil_runtime *rt, const char *topic)
+{
+    char key[VIGIL_KEY_MAX];
+    if (!rt->def->topic_key || !rt->def->topic_key(topic, key, sizeof key))
+        return false;
+    vigil_shard_view view;
+    intake_view(rt, topic, &view);
+    if (vigil_shard_view_owns(&view, rt->cfg.shard_index, key))
+        return false;
+    const char *first = strchr(topic, '/'), *last = strrchr(topic, '/');
+    int head = first ? (int)(first - topic) : (int)strlen(topic);
+    char label[96];
+    snprintf(label, sizeof label, "kind=\"%.*s/%.32s\"", head < 32 ? head : 32, topic,
+             last ? last + 1 : topic);
+    vigil_counter_add("vigil_inputs_total", "Inputs received", label, 1);
+    vigil_counter_add("vigil_inputs_other_shard_total", "Keys skipped because another shard owns them",
+                      NULL, 1);
+    return true;
+}
+
 /* paho's message callback: the message is acknowledged when this returns,
  * so everything durable happens before. */
 /* One input, from this replica's session or (take_all) from an adopted
@@ -526,6 +549,10 @@ static void intake(vigil_runtime *rt, const char *topic, const void *payload, si
     int64_t t0 = vigil_mono_ms();
     int64_t now = vigil_now_ms();
     atomic_store(&rt->intake_busy_since, t0 ? t0 : 1);
+    if (!take_all && peer_input(rt, topic)) {
+        atomic_store(&rt->intake_busy_since, 0);
+        return;
+    }
     vigil_input in;
     vigil_error err = { 0 };
     void *parsed = NULL;

@@ -461,6 +461,43 @@ def test_inputs_a_peer_owns_leave_the_publisher_asleep(stack):
     assert woke <= 20, f"replica 0 read its outbox {woke} times for 200 inputs it does not own"
 
 
+def test_a_peers_room_message_is_skipped_unparsed_and_reported_once(stack):
+    """room/{r}/message names its key in the topic: a replica acknowledges
+    one of a room its peer owns without parsing it. A bad one is therefore
+    reported once, by the owner (each replica reported it before), and
+    still counted as received by both."""
+    a = stack.service(instance="pre-0", env=dict(ENV, VIGIL_SHARD="0/2"))
+    b = stack.service(instance="pre-1", env=dict(ENV, VIGIL_SHARD="1/2"))
+    harness.wait_until(lambda: all(x.metric("vigil_shard_counts_in_use") == 1 for x in (a, b)) or None,
+                       30, "both replicas settled on N = 2")
+    room = uid("pre")
+    while harness.shard_of(room, 2) != 1:
+        room = uid("pre")
+    col = stack.collector()
+    pub = stack.publisher()
+    kind = {"kind": "room/message"}
+    a_in, b_in = a.metric("vigil_inputs_total", **kind), b.metric("vigil_inputs_total", **kind)
+    a_skip = a.metric("vigil_inputs_other_shard_total")
+
+    pub.publish(f"room/{room}/message", b"hello, not json")
+    col.wait_event("sys/dormancy-monitor/error", lambda e: e.get("reason") == "not_json",
+                        timeout=10, what="the owner's error event")
+    mid = uid("pm")
+    pub.publish(*ai(room, f"p-{room}", SLEEP, mid=mid))
+    wait_all_inputs(col, {mid: (f"p-{room}", room)}, 20, "the owner processed the good input")
+    harness.wait_until(lambda: a.metric("vigil_inputs_other_shard_total") >= a_skip + 2 or None,
+                       10, "replica 0 skipped both inputs")
+    time.sleep(0.5)
+    errors = col.events("sys/dormancy-monitor/error", lambda e: e.get("reason") == "not_json")
+    assert len(errors) == 1, f"the bad input was reported {len(errors)} times: {errors}"
+    assert a.metric("vigil_inputs_total", kind="invalid") == 0
+    assert b.metric("vigil_inputs_total", kind="invalid") == 1
+    # received by both: the skipped one counted under its topic's kind
+    assert a.metric("vigil_inputs_total", **kind) == a_in + 2
+    assert b.metric("vigil_inputs_total", **kind) == b_in + 1
+    assert_exactly_once(col, {mid: (f"p-{room}", room)})
+
+
 def index_1_away_with_backlog(stack, c, base, tag, n, rooms):
     """Replicas 0/2 and 1/2; once N = 2 is settled, index 1 stops and n
     inputs over `rooms` rooms are published: its keys wait in its session

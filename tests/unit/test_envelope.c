@@ -294,6 +294,33 @@ static void test_topic_mismatch(void **state)
     assert_int_equal(err.reason, VIGIL_REJECT_WRONG_TYPE);
 }
 
+/* The shard is decided from the topic only where the topic alone names
+ * the key: room/{valid id}/message, nothing else. */
+static void test_topic_key_room_message(void **state)
+{
+    (void)state;
+    char key[16];
+    assert_true(vigil_topic_key_room_message("room/general/message", key, sizeof key));
+    assert_string_equal(key, "general");
+    assert_true(vigil_topic_key_room_message("room/a.b_c-9/message", key, sizeof key));
+    assert_string_equal(key, "a.b_c-9");
+    const char *no[] = {
+        "room/general/control", "room/general/message/x", "room/general", "room//message",
+        "room/gen+eral/message", "room/#/message", "room/$sys/message", "rooms/general/message",
+        "persona/p/message", "room/general/messages", "/room/general/message", "",
+        "room/sixteen-chars-xy/message", /* 17 bytes with its NUL: does not fit */
+    };
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+        strcpy(key, "untouched");
+        assert_false(vigil_topic_key_room_message(no[i], key, sizeof key));
+        assert_string_equal(key, "untouched");
+    }
+    assert_false(vigil_topic_key_room_message(NULL, key, sizeof key));
+    /* exactly fits: 15 characters and the NUL */
+    assert_true(vigil_topic_key_room_message("room/fifteen-chars-x/message", key, sizeof key));
+    assert_string_equal(key, "fifteen-chars-x");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -307,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_topic_id_valid),
         cmocka_unit_test(test_topic_id_invalid),
         cmocka_unit_test(test_topic_mismatch),
+        cmocka_unit_test(test_topic_key_room_message),
     };
     return cmocka_run_group_tests_name("envelope", tests, NULL, NULL);
 }

@@ -6,8 +6,9 @@
  * still recognised as the same input. */
 #ifndef VIGIL_ENVELOPE_H
 #define VIGIL_ENVELOPE_H
-#include <stdint.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "json.h"
 
 #define VIGIL_TOPIC_MAX 256
@@ -45,5 +46,10 @@ int vigil_input_topic_id(const vigil_input *in, int index, const char *field,
                          const char **out, vigil_error *err);
 
 void vigil_input_clear(vigil_input *in);
+
+/* For a service's topic_key (runtime.h): true with *key the room of a topic
+ * "room/{room}/message" whose room is a valid id that fits in key_size;
+ * false for any other topic (route() then decides, after parsing). */
+bool vigil_topic_key_room_message(const char *topic, char *key, size_t key_size);
 
 #endif

@@ -5,8 +5,9 @@
  *  - reads config, handles --help/--version, starts logging and HTTP;
  *  - connects to Redis and MQTT (persistent session, client id
  *    "vigil-<service>-<shard index>"), subscribes to def->subscriptions;
- *  - for each message: parses the envelope, asks route() which state keys it
- *    touches, keeps only the keys of this replica's shard (VIGIL_SHARD),
+ *  - for each message: skips it unparsed when its topic names a key of a
+ *    peer's shard (topic_key), else parses the envelope, asks route() which
+ *    state keys it touches, keeps only the keys of this replica's shard (VIGIL_SHARD),
  *    decides on every one of them before committing any (an input one key
  *    refuses is refused whole), and for each key runs decide-then-commit: apply() on the current state,
  *    then one atomic commit of state + processed id + outbox + timers,
@@ -21,6 +22,7 @@
 #ifndef VIGIL_RUNTIME_H
 #define VIGIL_RUNTIME_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "config.h"
 #include "effects.h"
@@ -99,6 +101,15 @@ typedef struct vigil_service_def {
      * stream of a removed index is taken over like its outbox and timers
      * (handover.h), so its jobs are neither stranded nor lost. */
     const char *const *shard_streams;
+
+    /* Optional: true with the one state key an input on `topic` can touch,
+     * when the topic alone names it (room/{room}/message: the room;
+     * vigil_topic_key_room_message). An input whose key another replica
+     * owns is then acknowledged without being parsed, so each replica's
+     * cost for its peers' inputs stays small however large they are, and
+     * a bad one is reported once, by its owner. route() must name that key
+     * or none for such a topic. NULL: every input is parsed first. */
+    bool (*topic_key)(const char *topic, char *key, size_t key_size);
 } vigil_service_def;
 
 /* A Redis connection (and store) for one background thread. */

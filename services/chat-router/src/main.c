@@ -21,6 +21,7 @@ int main(int argc, char **argv)
         .config_vars = CHAT_CONFIG_VARS,
         .configure = chat_configure,
         .route = chat_route,
+        .topic_key = vigil_topic_key_room_message, /* room/{room}/message: that room alone */
         .apply = chat_apply_fx,
         .on_timer = NULL,
         .free_parsed = chat_free_parsed,

@@ -18,6 +18,7 @@ int main(int argc, char **argv)
         .config_vars = DORMANCY_CONFIG_VARS,
         .configure = dormancy_configure,
         .route = dormancy_route,
+        .topic_key = vigil_topic_key_room_message, /* room/{room}/message: that room alone */
         .apply = dormancy_apply,
         .on_timer = dormancy_on_timer,
         .free_parsed = dormancy_free_parsed,
