@@ -547,7 +547,16 @@ class Collector:
             while True:
                 self.cond.release()
                 try:
+                    t0 = time.monotonic()
                     v = fn(self)
+                    cost = time.monotonic() - t0
+                    # fn scans every message so far: run again on each
+                    # arrival, it would take the GIL from the client thread
+                    # and slow the receipt it waits for (5,000 inputs'
+                    # 15,000 outputs arrived at 42 a second). Rest twice
+                    # its cost first, so it uses a third of the time at most.
+                    if not v and cost > 0.002:
+                        time.sleep(min(2 * cost, max(0.0, deadline - time.monotonic())))
                 finally:
                     self.cond.acquire()
                 if v:
