@@ -510,9 +510,17 @@ static bool decide_all(vigil_runtime *rt, char keys[][VIGIL_KEY_MAX], int n,
 }
 
 /* A short, bounded label for an input's kind: first and last topic level. */
+/* The kind label of a topic whose first level is first[0..nfirst) and
+ * whose last level is last: one form for parsed and skipped inputs. */
+static void kind_label_of(const char *first, size_t nfirst, const char *last, char *out,
+                          size_t outlen)
+{
+    snprintf(out, outlen, "kind=\"%.*s/%.32s\"", nfirst < 32 ? (int)nfirst : 32, first, last);
+}
+
 static void kind_label(const vigil_input *in, char *out, size_t outlen)
 {
-    snprintf(out, outlen, "kind=\"%.32s/%.32s\"", in->parts[0], in->parts[in->nparts - 1]);
+    kind_label_of(in->parts[0], strlen(in->parts[0]), in->parts[in->nparts - 1], out, outlen);
 }
 
 /* True when the topic alone names the input's key (def->topic_key) and a
@@ -528,10 +536,9 @@ static bool peer_input(vigil_runtime *rt, const char *topic)
     if (vigil_shard_view_owns(&view, rt->cfg.shard_index, key))
         return false;
     const char *first = strchr(topic, '/'), *last = strrchr(topic, '/');
-    int head = first ? (int)(first - topic) : (int)strlen(topic);
     char label[96];
-    snprintf(label, sizeof label, "kind=\"%.*s/%.32s\"", head < 32 ? head : 32, topic,
-             last ? last + 1 : topic);
+    kind_label_of(topic, first ? (size_t)(first - topic) : strlen(topic), last ? last + 1 : topic,
+                  label, sizeof label);
     vigil_counter_add("vigil_inputs_total", "Inputs received", label, 1);
     vigil_counter_add("vigil_inputs_other_shard_total", "Keys skipped because another shard owns them",
                       NULL, 1);

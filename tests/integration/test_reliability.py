@@ -427,12 +427,13 @@ def test_inputs_a_peer_owns_leave_the_publisher_asleep(stack):
     col = stack.collector()
     pub = stack.publisher()
     outbox0 = f"{stack.prefix}dormancy-monitor:outbox:0"
-    reads, stop = [0], threading.Event()
+    reads, stop, watching = [0], threading.Event(), threading.Event()
 
     def monitor():
         c = stack.redis.client()
         with c.monitor() as m:
             for cmd in m.listen():
+                watching.set()
                 if stop.is_set():
                     return
                 # the publisher's read (LLEN is /metrics' backlog gauge)
@@ -441,7 +442,9 @@ def test_inputs_a_peer_owns_leave_the_publisher_asleep(stack):
 
     t = threading.Thread(target=monitor, daemon=True)
     t.start()
-    time.sleep(0.5)
+    # /metrics reads the outbox's length: the monitor sees that once it runs
+    harness.wait_until(lambda: a.metric("vigil_inputs_other_shard_total") is not None
+                       and watching.is_set() or None, 10, "Redis MONITOR attached")
     skipped0 = a.metric("vigil_inputs_other_shard_total")
     base = reads[0]
     owner = {}
