@@ -8,7 +8,9 @@ appendfsync everysec) and dormancy-monitor (release build) on free loopback
 ports in a temporary folder, then measures, for the same stream of N QoS 1
 room messages:
 
-  1. broker relay        publisher -> broker -> plain QoS 1 subscriber
+  1. broker relay        publisher -> broker -> plain QoS 1 subscriber; and
+                         the same payloads through mosquitto_pub -l ->
+                         mosquitto_sub (mosquitto's own clients, one topic)
   2. dormancy-monitor    publisher -> broker -> service (state committed in
                          Redis, persona/{p}/dormancy event out) -> subscriber,
                          with the service's CPU time (/proc) and Redis's time
@@ -20,6 +22,11 @@ room messages:
                          without TCP_NODELAY holds its first PUBLISH to a
                          new subscriber until the subscriber's delayed ACK
                          of its SUBACK (about 17 ms on loopback here)
+     sustained          (--sustained) paced steps of rising rate until the
+                         p99 exceeds --sustained-p99: the highest rate at
+                         which input and output flow at once (a burst lets
+                         the broker queue the input, so stage 2 does not
+                         say this); see sustained_rate
   4. replicas            (--replicas) two replicas, VIGIL_SHARD 0/2 and 1/2,
                          against the same stream
 and the service's resident memory idle (after start, and after the run).
@@ -56,6 +63,7 @@ import os
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -400,7 +408,8 @@ def publish(port, stream, rate=None, progress=None, window=WINDOW):
 # --------------------------------------------------------------------------
 
 
-def run_stage(name, port, stream, sub_topic, key, timeout, rate=None, quiet=False, warmup=0):
+def run_stage(name, port, stream, sub_topic, key, timeout, rate=None, quiet=False, warmup=0,
+              on_published=None):
     """Publishes `stream` and times each key's first arrival at a subscriber
     of `sub_topic`. With `warmup`, the first `warmup` messages are published
     and awaited before the clock starts and are left out of the figures: a
@@ -408,7 +417,9 @@ def run_stage(name, port, stream, sub_topic, key, timeout, rate=None, quiet=Fals
     until that subscriber's delayed ACK of the SUBACK (about 17 ms here), and
     at a paced 1,000/s the dozen messages queued behind it would be the p99
     of a 1,000-message run, measuring the subscription's start, not the
-    pipeline."""
+    pipeline. `on_published`, if given, is called once the broker has
+    acknowledged the last message, and what it returns is the result's
+    "at_published"."""
     n = len(stream)
     sub = Subscriber(port, sub_topic, key, n, timeout)
 
@@ -425,6 +436,7 @@ def run_stage(name, port, stream, sub_topic, key, timeout, rate=None, quiet=Fals
             sub.p.kill()
             raise RuntimeError(f"[{name}] the {warmup} warm-up messages did not arrive within {timeout:.0f} s")
     t0, t_acked, sent = publish(port, stream[warmup:], rate=rate, progress=progress)
+    at_published = on_published() if on_published else None
     # wait for the subscriber, printing progress
     deadline = time.monotonic() + timeout
     last = -1
@@ -442,8 +454,118 @@ def run_stage(name, port, stream, sub_topic, key, timeout, rate=None, quiet=Fals
         "pub_rate": len(sent) / (t_acked - t0),
         "rate": len(timed) / (t_last - t0) if timed else 0.0,
         "p50": pct(lat, 50), "p99": pct(lat, 99), "max": max(lat) if lat else float("nan"),
-        "seconds": t_last - t0,
+        "seconds": t_last - t0, "at_published": at_published,
     }
+
+
+def cli_relay(port, stream, timeout):
+    """The broker's relay for the same payloads measured with mosquitto's own
+    clients, as the performance goals' reference was: `mosquitto_pub -l -q 1`
+    (one topic, each payload a line of its stdin, the client's default 20
+    in flight) into a persistent-session `mosquitto_sub -q 1 -C N`. The
+    subscription is made first (`-E`: exit at its SUBACK), so the subscriber
+    can start with the publisher and misses nothing. Returns msg/s from the
+    publisher's start to the subscriber's exit, or None without the
+    clients (package mosquitto-clients)."""
+    if not (shutil.which("mosquitto_pub") and shutil.which("mosquitto_sub")):
+        return None
+    n = len(stream)
+    topic = f"relaycli/{uuid.uuid4().hex[:8]}"
+    cid = f"bench-cli-{uuid.uuid4().hex[:8]}"
+    base = ["-h", "127.0.0.1", "-p", str(port), "-q", "1"]
+    subprocess.run(["mosquitto_sub", *base, "-c", "-i", cid, "-t", topic, "-E"], check=True,
+                   stdout=subprocess.DEVNULL, timeout=30)
+    lines = b"".join(payload + b"\n" for _, _, payload in stream)
+    t0 = time.monotonic()
+    sub = subprocess.Popen(["mosquitto_sub", *base, "-c", "-i", cid, "-t", topic, "-C", str(n),
+                            "-W", str(int(timeout))], stdout=subprocess.DEVNULL)
+    pub = subprocess.run(["mosquitto_pub", *base, "-l", "-t", topic], input=lines, timeout=timeout)
+    rc = sub.wait(timeout=timeout)
+    t1 = time.monotonic()
+    if pub.returncode != 0 or rc != 0:
+        raise RuntimeError(f"mosquitto_pub/mosquitto_sub relay failed (exit {pub.returncode}/{rc})")
+    return n / (t1 - t0)
+
+
+def sustained_rate(a, port, svc, mk, label):
+    """The highest paced rate at which the service keeps pace: steps through
+    --sustained-rates (each step --sustained-seconds of messages, published
+    at that rate after the usual warm-up) until a step's p99 publish-to-event
+    latency exceeds --sustained-p99 ms, then halves the gap between the last
+    rate kept and the first missed twice (to the nearest 25/s). A backlog
+    that grows for the whole step shows as a p99 of seconds.
+
+    A burst (stage 2) measures something else: the broker queues the input
+    and the service takes it in, then publishes; here input and output must
+    flow at once, as under a steady load. For a failing step it also reads,
+    when the broker has acknowledged the step's last message, how many of
+    the step's inputs the service had not yet taken in and how many outputs
+    waited in its outbox, which says whether intake or publishing fell
+    behind. A step whose publisher could not offer 95 % of its rate ends the
+    search (the rate found is then a lower bound)."""
+    steps = []
+
+    def step(rate):
+        n = max(4 * PACED_WARMUP, int(rate * a.sustained_seconds))
+        in0 = harness.metric_value(svc.metrics(), "vigil_inputs_total")
+
+        def backlog():
+            m = svc.metrics()
+            return {"intake_behind": int(n - (harness.metric_value(m, "vigil_inputs_total") - in0)),
+                    "outbox_pending": int(harness.metric_value(m, "vigil_outbox_pending"))}
+
+        r = run_stage(f"sustained {rate:.0f}/s", port, mk(n, "room/{room}/message", f"su{rate:.0f}"),
+                      "persona/+/dormancy", "message_id", a.timeout, rate=rate, quiet=True,
+                      warmup=PACED_WARMUP, on_published=backlog)
+        r["offered"] = rate
+        r["short"] = r["pub_rate"] < 0.95 * rate
+        r["ok"] = r["missing"] == 0 and r["p99"] <= a.sustained_p99
+        b = r["at_published"]
+        print(f"  [{label}] {rate:.0f}/s for {a.sustained_seconds:g} s: p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms, "
+              f"events at {r['rate']:.0f}/s -> {'keeps pace' if r['ok'] else 'falls behind'}"
+              f" (at the last publish: {b['intake_behind']} inputs not taken in, "
+              f"{b['outbox_pending']} outputs in the outbox)"
+              + (f"; the publisher offered only {r['pub_rate']:.0f}/s" if r["short"] else ""), flush=True)
+        steps.append(r)
+        return r
+
+    lo = hi = None
+    for rate in (float(x) for x in a.sustained_rates.split(",") if x.strip()):
+        r = step(rate)
+        if not r["ok"]:
+            hi = rate
+            break
+        lo = rate
+        if r["short"]:
+            break
+    for _ in range(2):
+        if lo is None or hi is None:
+            break
+        mid = round((lo + hi) / 2 / 25) * 25
+        if mid <= lo or mid >= hi:
+            break
+        if step(mid)["ok"]:
+            lo = mid
+        else:
+            hi = mid
+    first_miss = next((x for x in steps if x["offered"] == hi), None)
+    return {"rate": lo, "miss": first_miss, "bound": any(x["short"] for x in steps), "steps": steps}
+
+
+def sustained_line(a, s):
+    """One summary line for sustained_rate's result."""
+    crit = f"p99 <= {a.sustained_p99:g} ms over {a.sustained_seconds:g} s steps"
+    kept = f"{s['rate']:.0f} msg/s" if s["rate"] is not None else f"none of {a.sustained_rates}"
+    if s["bound"]:
+        kept += " or more (the bench's publisher could not offer more)"
+    line = f"sustained ({crit}): {kept}"
+    m = s["miss"]
+    if m:
+        b = m["at_published"]
+        line += (f"; at {m['offered']:.0f}/s p50 {m['p50']:.0f} ms p99 {m['p99']:.0f} ms, events at {m['rate']:.0f}/s, "
+                 f"at the last publish {b['intake_behind']} inputs not yet taken in and "
+                 f"{b['outbox_pending']} outputs in the outbox")
+    return line
 
 
 def publisher_only(port, stream):
@@ -498,6 +620,7 @@ def run_setting(a, work, nodelay, label):
         print(f"[{label}] stage 1/4: broker relay (plain subscriber)", flush=True)
         res["relay"] = run_stage("relay", broker.port, mk(a.n, "relay/{room}/message", "r"),
                                  "relay/+/message", "id", a.timeout)
+        res["relay_cli"] = cli_relay(broker.port, mk(a.n, "relay/{room}/message", "rc"), a.timeout)
         print(f"[{label}] stage 2/4: dormancy-monitor", flush=True)
         redis_reset_stats(redis)
         cpu0 = cpu_seconds(svc.proc.pid)
@@ -519,6 +642,9 @@ def run_setting(a, work, nodelay, label):
                                          mk(ln, "room/{room}/message", "sl"),
                                          "persona/+/dormancy", "message_id", a.timeout,
                                          rate=a.latency_rate, quiet=True, warmup=PACED_WARMUP)
+        if a.sustained:
+            print(f"[{label}] stage 3/4: sustained rate (paced steps until events fall behind)", flush=True)
+            res["sustained"] = sustained_rate(a, broker.port, svc, mk, label)
         time.sleep(2.0)
         res["rss_after"] = rss_mib(svc.proc.pid)
         res["problems"] = svc.check() + ([] if svc.alive() else ["exited during the run"])
@@ -639,6 +765,11 @@ def print_summary(a, results, payload_size):
             line += (f"; two replicas {r['two']['rate']:.0f} msg/s = "
                      f"{r['two']['rate'] / r['service']['rate']:.2f}x one")
         print(line)
+        if r.get("relay_cli"):
+            print(f"  relay measured with mosquitto_pub -l -> mosquitto_sub (one topic): {r['relay_cli']:.0f} msg/s; "
+                  f"the service's rate is {r['service']['rate'] / r['relay_cli']:.3f} of it")
+        if "sustained" in r:
+            print(f"  {sustained_line(a, r['sustained'])}")
         print(f"  CPU us per input by process, one replica: {r['cpu_split']}")
         print(f"  Redis us per input, one replica: {r['redis_split']}")
         if "two_split" in r:
@@ -646,6 +777,8 @@ def print_summary(a, results, payload_size):
             print(f"  Redis us per input, two replicas: {r['two_redis_split']}")
         missing = [f"{k} {r[k]['missing']}" for k in ("relay", "service", "relay_paced", "service_paced", "two")
                    if k in r and r[k]["missing"]]
+        missing += [f"sustained {x['offered']:.0f}/s {x['missing']}"
+                    for x in r.get("sustained", {}).get("steps", []) if x["missing"]]
         if missing:
             print(f"  MISSING: {', '.join(missing)}")
         if r["problems"]:
@@ -744,6 +877,17 @@ def main():
     ap.add_argument("--latency-n", type=int, default=2000, help="messages in each paced latency stage")
     ap.add_argument("--latency-rate", type=float, default=1000, help="msg/s of the paced stages (default 1000)")
     ap.add_argument("--replicas", action="store_true", help="also run two replicas (VIGIL_SHARD 0/2, 1/2)")
+    ap.add_argument("--sustained", action="store_true",
+                    help="also find the highest paced rate the service keeps pace with (input and "
+                         "output flowing at once, as under a steady load), stepping through "
+                         "--sustained-rates")
+    ap.add_argument("--sustained-rates", default="500,1000,1500,2000,2500,3000,4000,5000,6000",
+                    help="msg/s steps of --sustained, ascending (default 500,...,6000)")
+    ap.add_argument("--sustained-seconds", type=float, default=4.0,
+                    help="length of each --sustained step in seconds (default 4)")
+    ap.add_argument("--sustained-p99", type=float, default=100.0,
+                    help="a --sustained step keeps pace when its p99 publish-to-event latency is at "
+                         "most this many ms (default 100)")
     ap.add_argument("--rounds", type=int, default=0,
                     help="with both broker settings: also alternate the relay and service stages "
                          "between them ROUNDS times and print the medians (robust to load changes)")
@@ -766,6 +910,14 @@ def main():
     a.personas = a.personas or (1 if a.mix == "human" else 5)
     if a.n < 1 or a.rooms < 1 or a.personas < 1 or a.latency_rate <= 0:
         ap.error("--n, --rooms, --personas and --latency-rate must be positive")
+    try:
+        rates = [float(x) for x in a.sustained_rates.split(",") if x.strip()]
+    except ValueError:
+        ap.error("--sustained-rates must be numbers separated by commas, e.g. 500,1000,2000")
+    if not rates or any(x <= 0 for x in rates) or rates != sorted(rates):
+        ap.error("--sustained-rates must be positive and ascending")
+    if a.sustained_seconds <= 0 or a.sustained_p99 <= 0:
+        ap.error("--sustained-seconds and --sustained-p99 must be positive")
 
     exe = harness.service_binary("dormancy-monitor", a.build_dir)
     if not os.path.exists(exe):
@@ -799,6 +951,7 @@ def main():
         ok = all(st["missing"] == 0 for _, st in cost) and all(not r["problems"] and all(r[k]["missing"] == 0 for k in
                                            ("relay", "service", "relay_paced", "service_paced", "two")
                                            if k in r) for r in results)
+        ok = ok and all(x["missing"] == 0 for r in results for x in r.get("sustained", {}).get("steps", []))
         return 0 if ok else 1
     finally:
         if a.keep:
