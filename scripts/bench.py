@@ -487,7 +487,7 @@ def cli_relay(port, stream, timeout):
     return n / (t1 - t0)
 
 
-def sustained_rate(a, port, svc, mk, label):
+def sustained_rate(a, port, svc, stream_of, sub_topic, key, label):
     """The highest paced rate at which the service keeps pace: steps through
     --sustained-rates (each step --sustained-seconds of messages, published
     at that rate after the usual warm-up) until a step's p99 publish-to-event
@@ -502,7 +502,9 @@ def sustained_rate(a, port, svc, mk, label):
     the step's inputs the service had not yet taken in and how many outputs
     waited in its outbox, which says whether intake or publishing fell
     behind. A step whose publisher could not offer 95 % of its rate ends the
-    search (the rate found is then a lower bound)."""
+    search (the rate found is then a lower bound). stream_of(n, tag) makes
+    a step's input (fresh message ids per tag); each input yields one
+    message on sub_topic naming it under `key`."""
     steps = []
 
     def step(rate):
@@ -514,8 +516,8 @@ def sustained_rate(a, port, svc, mk, label):
             return {"intake_behind": int(n - (harness.metric_value(m, "vigil_inputs_total") - in0)),
                     "outbox_pending": int(harness.metric_value(m, "vigil_outbox_pending"))}
 
-        r = run_stage(f"sustained {rate:.0f}/s", port, mk(n, "room/{room}/message", f"su{rate:.0f}"),
-                      "persona/+/dormancy", "message_id", a.timeout, rate=rate, quiet=True,
+        r = run_stage(f"sustained {rate:.0f}/s", port, stream_of(n, f"su{rate:.0f}"),
+                      sub_topic, key, a.timeout, rate=rate, quiet=True,
                       warmup=PACED_WARMUP, on_published=backlog)
         r["offered"] = rate
         r["short"] = r["pub_rate"] < 0.95 * rate
@@ -558,6 +560,8 @@ def sustained_line(a, s):
     kept = f"{s['rate']:.0f} msg/s" if s["rate"] is not None else f"none of {a.sustained_rates}"
     if s["bound"]:
         kept += " or more (the bench's publisher could not offer more)"
+    elif s["rate"] is not None and s["miss"] is None:
+        kept += " or more (every step kept pace)"
     line = f"sustained ({crit}): {kept}"
     m = s["miss"]
     if m:
@@ -644,7 +648,9 @@ def run_setting(a, work, nodelay, label):
                                          rate=a.latency_rate, quiet=True, warmup=PACED_WARMUP)
         if a.sustained:
             print(f"[{label}] stage 3/4: sustained rate (paced steps until events fall behind)", flush=True)
-            res["sustained"] = sustained_rate(a, broker.port, svc, mk, label)
+            res["sustained"] = sustained_rate(a, broker.port, svc,
+                                              lambda n, tag: mk(n, "room/{room}/message", tag),
+                                              "persona/+/dormancy", "message_id", label)
         time.sleep(2.0)
         res["rss_after"] = rss_mib(svc.proc.pid)
         res["problems"] = svc.check() + ([] if svc.alive() else ["exited during the run"])
@@ -863,6 +869,33 @@ def print_persona_cost(results, rooms):
               f"{st['p50']:8.1f} {st['p99']:8.1f} {st['missing']:9d}")
 
 
+def add_sustained_args(ap):
+    """The --sustained options (scripts/bench and scripts/bench-chat)."""
+    ap.add_argument("--sustained", action="store_true",
+                    help="also find the highest paced rate the service keeps pace with (input and "
+                         "output flowing at once, as under a steady load), stepping through "
+                         "--sustained-rates")
+    ap.add_argument("--sustained-rates", default="500,1000,1500,2000,2500,3000,4000,5000,6000",
+                    help="msg/s steps of --sustained, ascending (default 500,...,6000)")
+    ap.add_argument("--sustained-seconds", type=float, default=4.0,
+                    help="length of each --sustained step in seconds (default 4)")
+    ap.add_argument("--sustained-p99", type=float, default=100.0,
+                    help="a --sustained step keeps pace when its p99 publish-to-event latency is at "
+                         "most this many ms (default 100)")
+
+
+def check_sustained_args(ap, a):
+    """Rejects --sustained-* values the search cannot use."""
+    try:
+        rates = [float(x) for x in a.sustained_rates.split(",") if x.strip()]
+    except ValueError:
+        ap.error("--sustained-rates must be numbers separated by commas, e.g. 500,1000,2000")
+    if not rates or any(x <= 0 for x in rates) or rates != sorted(rates):
+        ap.error("--sustained-rates must be positive and ascending")
+    if a.sustained_seconds <= 0 or a.sustained_p99 <= 0:
+        ap.error("--sustained-seconds and --sustained-p99 must be positive")
+
+
 def main():
     global PACED_WARMUP
     ap = argparse.ArgumentParser(prog="scripts/bench", description=__doc__,
@@ -877,17 +910,7 @@ def main():
     ap.add_argument("--latency-n", type=int, default=2000, help="messages in each paced latency stage")
     ap.add_argument("--latency-rate", type=float, default=1000, help="msg/s of the paced stages (default 1000)")
     ap.add_argument("--replicas", action="store_true", help="also run two replicas (VIGIL_SHARD 0/2, 1/2)")
-    ap.add_argument("--sustained", action="store_true",
-                    help="also find the highest paced rate the service keeps pace with (input and "
-                         "output flowing at once, as under a steady load), stepping through "
-                         "--sustained-rates")
-    ap.add_argument("--sustained-rates", default="500,1000,1500,2000,2500,3000,4000,5000,6000",
-                    help="msg/s steps of --sustained, ascending (default 500,...,6000)")
-    ap.add_argument("--sustained-seconds", type=float, default=4.0,
-                    help="length of each --sustained step in seconds (default 4)")
-    ap.add_argument("--sustained-p99", type=float, default=100.0,
-                    help="a --sustained step keeps pace when its p99 publish-to-event latency is at "
-                         "most this many ms (default 100)")
+    add_sustained_args(ap)
     ap.add_argument("--rounds", type=int, default=0,
                     help="with both broker settings: also alternate the relay and service stages "
                          "between them ROUNDS times and print the medians (robust to load changes)")
@@ -910,14 +933,7 @@ def main():
     a.personas = a.personas or (1 if a.mix == "human" else 5)
     if a.n < 1 or a.rooms < 1 or a.personas < 1 or a.latency_rate <= 0:
         ap.error("--n, --rooms, --personas and --latency-rate must be positive")
-    try:
-        rates = [float(x) for x in a.sustained_rates.split(",") if x.strip()]
-    except ValueError:
-        ap.error("--sustained-rates must be numbers separated by commas, e.g. 500,1000,2000")
-    if not rates or any(x <= 0 for x in rates) or rates != sorted(rates):
-        ap.error("--sustained-rates must be positive and ascending")
-    if a.sustained_seconds <= 0 or a.sustained_p99 <= 0:
-        ap.error("--sustained-seconds and --sustained-p99 must be positive")
+    check_sustained_args(ap, a)
 
     exe = harness.service_binary("dormancy-monitor", a.build_dir)
     if not os.path.exists(exe):
