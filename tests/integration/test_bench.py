@@ -1,0 +1,54 @@
+"""scripts/bench and scripts/bench-chat still run end to end (benchmarks, not
+timed tests: the figures are not checked, only that every stage ran, nothing
+was lost, and the summary says what it measured). Tiny runs against this
+build tree; --sustained-p99 is loose so a sanitizer build's slowness cannot
+fail them."""
+
+import os
+import re
+import subprocess
+
+import harness
+import script_support
+
+BENCH = os.path.join(harness.SOURCE_DIR, "scripts", "bench")
+BENCH_CHAT = os.path.join(harness.SOURCE_DIR, "scripts", "bench-chat")
+SUSTAINED = ["--sustained", "--sustained-rates", "50,100", "--sustained-seconds", "1",
+             "--sustained-p99", "2000"]
+
+
+def run(tmp_path, script, *args, timeout=300):
+    p = subprocess.run([script, *args, "--no-build", "--build-dir", harness.BUILD_DIR],
+                       env=script_support.script_env(tmp_path), capture_output=True,
+                       timeout=harness.scaled(timeout), stdin=subprocess.DEVNULL)
+    return p.returncode, p.stdout.decode("utf-8", "replace") + p.stderr.decode("utf-8", "replace")
+
+
+def test_bench_runs_every_stage_and_finds_a_sustained_rate(tmp_path):
+    rc, out = run(tmp_path, BENCH, "--mix", "human", "--n", "300", "--latency-n", "60", "--warmup", "5",
+                  "--broker-nodelay", "off", *SUSTAINED)
+    assert rc == 0, out[-6000:]
+    assert "300 commit scripts for 300 inputs" in out or re.search(r"\b30\d commit scripts for 300 inputs", out), \
+        out[-4000:]
+    assert re.search(r"relay measured with mosquitto_pub -l -> mosquitto_sub \(one topic\): \d+ msg/s", out), \
+        out[-4000:]
+    m = re.search(r"sustained \(p99 <= 2000 ms over 1 s steps\): (\d+) msg/s", out)
+    assert m and int(m.group(1)) in (50, 100), out[-4000:]
+    assert "MISSING" not in out, out[-4000:]
+
+
+def test_bench_chat_finds_each_services_sustained_rate(tmp_path):
+    rc, out = run(tmp_path, BENCH_CHAT, "--n", "200", "--latency-n", "40", "--broker-nodelay", "off", *SUSTAINED)
+    assert rc == 0, out[-6000:]
+    for name in ("chat-router", "wake-evaluator intake"):
+        assert re.search(rf"{name}, as shipped \(no nodelay\): sustained \(p99 <= 2000 ms over 1 s steps\): "
+                         r"(50|100) msg/s", out), out[-4000:]
+    assert "MISSING" not in out, out[-4000:]
+
+
+def test_bench_refuses_sustained_rates_it_cannot_use(tmp_path):
+    for bad, says in (("5,a", "numbers separated by commas"), ("200,100", "positive and ascending"),
+                      ("0,100", "positive and ascending")):
+        for script in (BENCH, BENCH_CHAT):
+            rc, out = run(tmp_path, script, "--sustained-rates", bad, timeout=60)
+            assert rc == 2 and says in out, f"{script} {bad}: {out[-2000:]}"
