@@ -125,12 +125,13 @@ enum {
 };
 /* Hands one QoS 1 message to paho without waiting; its outcome reaches the
  * ack handler with tag. paho copies topic and payload. Messages are sent in
- * the order handed over. Keep fewer than vigil_mqtt_window() unresolved:
+ * the order handed over. Keep at most vigil_mqtt_window() unresolved:
  * beyond the broker's Receive Maximum paho parks messages for about a
  * second each. Never call from a paho callback. */
 int vigil_mqtt_publish_tagged(vigil_mqtt *m, const vigil_pubmsg *msg, uint64_t tag);
-/* QoS 1 messages one publisher may keep in flight: half the broker's
- * Receive Maximum (from the CONNACK), at most 1000. */
+/* QoS 1 messages the tagged publisher may keep in flight: the broker's
+ * Receive Maximum (from the CONNACK), at most 1000. A batch
+ * (vigil_mqtt_publish_batch) sends only into what those leave of it. */
 int vigil_mqtt_window(const vigil_mqtt *m);
 
 /* Name of an MQTT 5 reason code ("Not authorized"). */
