@@ -337,18 +337,54 @@ def redis_script_usec(redis):
         c.close()
 
 
+# --broker-max-inflight: None keeps the project config's
+# max_inflight_messages (100); 0 leaves mosquitto's default (20); N sets N.
+# It is the Receive Maximum the broker announces, and so the outbox's window.
+BROKER_MAX_INFLIGHT = None
+
+
+def add_broker_inflight_arg(ap):
+    """--broker-max-inflight (scripts/bench and scripts/bench-chat)."""
+    ap.add_argument("--broker-max-inflight", type=int, default=None, metavar="N",
+                    help="the broker's max_inflight_messages, which it announces as its Receive "
+                         "Maximum and which sets the outbox's window: 0 = mosquitto's default (20), "
+                         "as a broker configured by someone else most likely has (default: the "
+                         "project config's 100)")
+
+
+def set_broker_inflight(ap, a):
+    """Checks --broker-max-inflight and applies it to broker_conf."""
+    global BROKER_MAX_INFLIGHT
+    if a.broker_max_inflight is not None and a.broker_max_inflight < 0:
+        ap.error("--broker-max-inflight must be 0 (mosquitto's default) or positive")
+    BROKER_MAX_INFLIGHT = a.broker_max_inflight
+
+
+def broker_inflight_label():
+    if BROKER_MAX_INFLIGHT is None:
+        return "max_inflight_messages 100 (project config)"
+    if BROKER_MAX_INFLIGHT == 0:
+        return "max_inflight_messages 20 (mosquitto's default)"
+    return f"max_inflight_messages {BROKER_MAX_INFLIGHT}"
+
+
 def broker_conf(workdir, nodelay):
     """The project's broker config with set_tcp_nodelay as asked (absent =
-    mosquitto's default, false: the broker as shipped)."""
+    mosquitto's default, false: the broker as shipped) and, with
+    --broker-max-inflight, max_inflight_messages as asked."""
     src = harness.deploy_mosquitto_conf()
     lines = []
     with open(src) as f:
         for line in f:
             if line.strip().startswith("set_tcp_nodelay"):
                 continue
+            if BROKER_MAX_INFLIGHT is not None and line.strip().startswith("max_inflight_messages"):
+                continue
             lines.append(line)
     if nodelay:
         lines.append("set_tcp_nodelay true\n")
+    if BROKER_MAX_INFLIGHT:
+        lines.append(f"max_inflight_messages {BROKER_MAX_INFLIGHT}\n")
     path = os.path.join(workdir, f"mosquitto-nodelay-{'on' if nodelay else 'off'}.conf")
     with open(path, "w") as f:
         f.writelines(lines)
@@ -750,7 +786,7 @@ def print_summary(a, results, payload_size):
     print("=" * 100)
     print(f"Vigil bench summary  (dormancy-monitor, --mix {a.mix}: N={a.n}, {a.rooms} rooms x "
           f"{a.personas} personas, ~{payload_size} B payloads, QoS 1, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f})")
+          f"load average {os.getloadavg()[0]:.1f}; broker {broker_inflight_label()})")
     print("-" * 100)
     print(f"{'broker':<22}{'relay':>9}{'service':>9}{'ratio':>7}{'CPU/input':>11}{'Redis/commit':>14}"
           f"{'p50/p99 at ' + str(int(a.latency_rate)) + '/s':>22}{'RSS idle':>11}")
@@ -911,6 +947,7 @@ def main():
     ap.add_argument("--latency-rate", type=float, default=1000, help="msg/s of the paced stages (default 1000)")
     ap.add_argument("--replicas", action="store_true", help="also run two replicas (VIGIL_SHARD 0/2, 1/2)")
     add_sustained_args(ap)
+    add_broker_inflight_arg(ap)
     ap.add_argument("--rounds", type=int, default=0,
                     help="with both broker settings: also alternate the relay and service stages "
                          "between them ROUNDS times and print the medians (robust to load changes)")
@@ -934,6 +971,7 @@ def main():
     if a.n < 1 or a.rooms < 1 or a.personas < 1 or a.latency_rate <= 0:
         ap.error("--n, --rooms, --personas and --latency-rate must be positive")
     check_sustained_args(ap, a)
+    set_broker_inflight(ap, a)
 
     exe = harness.service_binary("dormancy-monitor", a.build_dir)
     if not os.path.exists(exe):

@@ -38,17 +38,22 @@ def test_bench_runs_every_stage_and_finds_a_sustained_rate(tmp_path):
 
 
 def test_bench_chat_finds_each_services_sustained_rate(tmp_path):
-    rc, out = run(tmp_path, BENCH_CHAT, "--n", "200", "--latency-n", "40", "--broker-nodelay", "off", *SUSTAINED)
+    rc, out = run(tmp_path, BENCH_CHAT, "--n", "200", "--latency-n", "40", "--broker-nodelay", "off",
+                  "--broker-max-inflight", "0", *SUSTAINED)
     assert rc == 0, out[-6000:]
+    assert "broker max_inflight_messages 20 (mosquitto's default)" in out, out[-4000:]
     for name in ("chat-router", "wake-evaluator intake"):
         assert re.search(rf"{name}, as shipped \(no nodelay\): sustained \(p99 <= 2000 ms over 1 s steps\): "
                          r"(50|100) msg/s", out), out[-4000:]
     assert "MISSING" not in out, out[-4000:]
 
 
-def test_bench_refuses_sustained_rates_it_cannot_use(tmp_path):
+def test_bench_refuses_options_it_cannot_use(tmp_path):
     for bad, says in (("5,a", "numbers separated by commas"), ("200,100", "positive and ascending"),
                       ("0,100", "positive and ascending")):
         for script in (BENCH, BENCH_CHAT):
             rc, out = run(tmp_path, script, "--sustained-rates", bad, timeout=60)
             assert rc == 2 and says in out, f"{script} {bad}: {out[-2000:]}"
+    for script in (BENCH, BENCH_CHAT):
+        rc, out = run(tmp_path, script, "--broker-max-inflight", "-1", timeout=60)
+        assert rc == 2 and "must be 0 (mosquitto's default) or positive" in out, out[-2000:]
