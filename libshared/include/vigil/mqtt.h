@@ -130,7 +130,8 @@ enum {
  * second each. Never call from a paho callback. */
 int vigil_mqtt_publish_tagged(vigil_mqtt *m, const vigil_pubmsg *msg, uint64_t tag);
 /* QoS 1 messages the tagged publisher may keep in flight: the broker's
- * Receive Maximum (from the CONNACK), at most 1000. A batch
+ * Receive Maximum (from the CONNACK) less one, kept for
+ * vigil_mqtt_publish_async; at most 1000. A batch
  * (vigil_mqtt_publish_batch) sends only into what those leave of it. */
 int vigil_mqtt_window(const vigil_mqtt *m);
 

@@ -2,7 +2,7 @@
  *
  * Output events are committed to the Redis outbox list together with the
  * state change (store.h). This thread reads the oldest entries and keeps a
- * window of them in flight at QoS 1 (the broker's Receive Maximum),
+ * window of them in flight at QoS 1 (the broker's Receive Maximum less one),
  * trimming each acknowledged prefix from the list as the PUBACKs arrive;
  * it never waits for a whole batch, so a broker without TCP_NODELAY does
  * not slow it down. So an event is never lost, goes out in commit order,
