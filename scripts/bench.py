@@ -515,8 +515,14 @@ def cli_relay(port, stream, timeout):
     t0 = time.monotonic()
     sub = subprocess.Popen(["mosquitto_sub", *base, "-c", "-i", cid, "-t", topic, "-C", str(n),
                             "-W", str(int(timeout))], stdout=subprocess.DEVNULL)
-    pub = subprocess.run(["mosquitto_pub", *base, "-l", "-t", topic], input=lines, timeout=timeout)
-    rc = sub.wait(timeout=timeout)
+    try:
+        pub = subprocess.run(["mosquitto_pub", *base, "-l", "-t", topic], input=lines, timeout=timeout)
+        # A failed publisher leaves the subscriber short: do not wait out its -W.
+        rc = sub.wait(timeout=timeout) if pub.returncode == 0 else None
+    finally:
+        if sub.poll() is None:
+            sub.kill()
+            sub.wait()
     t1 = time.monotonic()
     if pub.returncode != 0 or rc != 0:
         raise RuntimeError(f"mosquitto_pub/mosquitto_sub relay failed (exit {pub.returncode}/{rc})")

@@ -509,7 +509,6 @@ static bool decide_all(vigil_runtime *rt, char keys[][VIGIL_KEY_MAX], int n,
     return true;
 }
 
-/* A short, bounded label for an input's kind: first and last topic level. */
 /* The kind label of a topic whose first level is first[0..nfirst) and
  * whose last level is last: one form for parsed and skipped inputs. */
 static void kind_label_of(const char *first, size_t nfirst, const char *last, char *out,
@@ -518,6 +517,7 @@ static void kind_label_of(const char *first, size_t nfirst, const char *last, ch
     snprintf(out, outlen, "kind=\"%.*s/%.32s\"", nfirst < 32 ? (int)nfirst : 32, first, last);
 }
 
+/* A short, bounded label for an input's kind: first and last topic level. */
 static void kind_label(const vigil_input *in, char *out, size_t outlen)
 {
     kind_label_of(in->parts[0], strlen(in->parts[0]), in->parts[in->nparts - 1], out, outlen);
