@@ -15,6 +15,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "tls_client.h"
 #include "vigil/redact.h"
 
 /* A file the client will read later must be readable now: a typo in a
@@ -184,38 +185,6 @@ static bool split_host_port(const char *url, char *host, size_t hostlen, char *p
     return port[0] != '\0';
 }
 
-/* A TCP connection to host:port within PROBE_TIMEOUT_MS, or -1 (the
- * broker is down: not a TLS problem). */
-static int probe_connect(const char *host, const char *port)
-{
-    struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
-    if (getaddrinfo(host, port, &hints, &res) != 0)
-        return -1;
-    int fd = -1;
-    for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0)
-            continue;
-        struct timeval tv = { PROBE_TIMEOUT_MS / 1000, 0 };
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv); /* bounds connect too */
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-            close(fd);
-            fd = -1;
-        }
-    }
-    freeaddrinfo(res);
-    return fd;
-}
-
-/* The reason of OpenSSL's last queued error, or fallback. */
-static const char *ssl_queue_reason(const char *fallback)
-{
-    unsigned long e = ERR_peek_last_error();
-    const char *r = e ? ERR_reason_error_string(e) : NULL;
-    return r ? r : fallback;
-}
-
 /* Our own handshake with the broker, with the client's settings: the
  * configured CA (else the system's), the client certificate, and the host
  * name (or IP address) checked as paho checks it. Returns true with why
@@ -228,43 +197,27 @@ static bool tls_probe(vigil_mqtt_tls *t, const char *url, char *why, size_t whyl
     char host[256], port[16];
     if (!split_host_port(url, host, sizeof host, port, sizeof port))
         return false;
-    int fd = probe_connect(host, port);
+    char unused[160];
+    int fd = vigil_tcp_connect_bounded(host, port, PROBE_TIMEOUT_MS, unused, sizeof unused);
     if (fd < 0)
         return false;
     bool refused = false;
-    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX *ctx = vigil_tls_client_ctx(t->ca_file, t->cert_file, t->key_file, why, whylen);
     SSL *ssl = NULL;
-    if (!ctx)
-        goto out;
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-    if (t->ca_file ? SSL_CTX_load_verify_locations(ctx, t->ca_file, NULL) != 1
-                   : SSL_CTX_set_default_verify_paths(ctx) != 1) {
-        snprintf(why, whylen, "cannot load the CA file: %s", ssl_queue_reason("unknown error"));
+    if (!ctx) {
         refused = true;
         goto out;
     }
-    if (t->cert_file && (SSL_CTX_use_certificate_chain_file(ctx, t->cert_file) != 1 ||
-                         SSL_CTX_use_PrivateKey_file(ctx, t->key_file, SSL_FILETYPE_PEM) != 1)) {
-        snprintf(why, whylen, "cannot load the client certificate or key: %s",
-                 ssl_queue_reason("unknown error"));
-        refused = true;
+    ssl = vigil_tls_client_session(ctx, fd, host);
+    if (!ssl)
         goto out;
-    }
-    ssl = SSL_new(ctx);
-    if (!ssl || SSL_set_fd(ssl, fd) != 1)
-        goto out;
-    X509_VERIFY_PARAM *param = SSL_get0_param(ssl);
-    if (X509_VERIFY_PARAM_set1_ip_asc(param, host) != 1) { /* not an address: a name */
-        SSL_set_tlsext_host_name(ssl, host);
-        X509_VERIFY_PARAM_set1_host(param, host, 0);
-    }
     ERR_clear_error();
     if (SSL_connect(ssl) != 1) {
         long v = SSL_get_verify_result(ssl);
         if (v != X509_V_OK)
             snprintf(why, whylen, "certificate verify failed: %s", X509_verify_cert_error_string(v));
         else
-            snprintf(why, whylen, "%s", ssl_queue_reason("handshake failed"));
+            snprintf(why, whylen, "%s", vigil_tls_queue_reason("handshake failed"));
         refused = true;
         goto out;
     }
@@ -275,7 +228,7 @@ static bool tls_probe(vigil_mqtt_tls *t, const char *url, char *why, size_t whyl
         char b;
         ERR_clear_error();
         if (SSL_read(ssl, &b, 1) <= 0 && ERR_peek_last_error() != 0) {
-            snprintf(why, whylen, "%s", ssl_queue_reason("handshake failed"));
+            snprintf(why, whylen, "%s", vigil_tls_queue_reason("handshake failed"));
             refused = true;
         }
     }

@@ -49,6 +49,7 @@
 #include "vigil/json.h"
 #include "vigil/log.h"
 #include "vigil/metrics.h"
+#include "vigil/mqtt_link.h"
 
 #define OUTBOX_BATCH 100          /* ephemeral messages per batch */
 #define OUTBOX_RING 1024          /* entries held at most (>= the largest window) */
@@ -110,7 +111,8 @@ typedef struct ob_slot {
 } ob_slot;
 
 struct vigil_outbox {
-    vigil_mqtt *mqtt;
+    vigil_mqtt *mqtt;       /* publishes through paho, or */
+    vigil_mqtt_link *link;  /* through its own connection (vigil_outbox_start_on_link) */
     vigil_redis *r;
     vigil_store *s;
     char service[128];
@@ -152,6 +154,51 @@ struct vigil_outbox {
 
     atomic_ullong published;
 };
+
+/* ---- the connection: paho's client or the outbox's own link ------------ */
+
+static int pub_window(const vigil_outbox *o)
+{
+    return o->link ? vigil_mqtt_link_window(o->link) : vigil_mqtt_window(o->mqtt);
+}
+
+static bool pub_connected(const vigil_outbox *o)
+{
+    return o->link ? vigil_mqtt_link_connected(o->link) : vigil_mqtt_connected(o->mqtt);
+}
+
+static int64_t pub_lost_at_ms(const vigil_outbox *o)
+{
+    return o->link ? vigil_mqtt_link_lost_at_ms(o->link) : vigil_mqtt_lost_at_ms(o->mqtt);
+}
+
+static int pub_batch(vigil_outbox *o, const vigil_pubmsg *msgs, int n, int timeout_ms)
+{
+    return o->link ? vigil_mqtt_link_publish_batch(o->link, msgs, n, timeout_ms)
+                   : vigil_mqtt_publish_batch(o->mqtt, msgs, n, timeout_ms);
+}
+
+static int pub_tagged(vigil_outbox *o, const vigil_pubmsg *msg, uint64_t tag)
+{
+    return o->link ? vigil_mqtt_link_publish_tagged(o->link, msg, tag)
+                   : vigil_mqtt_publish_tagged(o->mqtt, msg, tag);
+}
+
+/* The link sends what was queued in one write when told; paho sends each
+ * message as it is handed over. */
+static void pub_flush(vigil_outbox *o)
+{
+    if (o->link)
+        vigil_mqtt_link_flush(o->link);
+}
+
+static void pub_set_ack_handler(vigil_outbox *o, vigil_mqtt_ack_fn fn, void *ctx)
+{
+    if (o->link)
+        vigil_mqtt_link_set_ack_handler(o->link, fn, ctx);
+    else
+        vigil_mqtt_set_ack_handler(o->mqtt, fn, ctx);
+}
 
 static void eph_free(eph_msg *e)
 {
@@ -225,7 +272,7 @@ static bool drain_ephemeral(vigil_outbox *o, int timeout_ms)
             msgs[i].len = strlen(e->payload);
             msgs[i].retain = e->retain;
         }
-        int acked = vigil_mqtt_publish_batch(o->mqtt, msgs, k, timeout_ms);
+        int acked = pub_batch(o, msgs, k, timeout_ms);
         if (acked < 0)
             acked = 0;
         for (i = 0; i < acked; i++) {
@@ -296,7 +343,7 @@ static void on_ack(void *ctx, uint64_t tag, int outcome, int reason)
      * last looked (a kick deferred while publishes were in flight, see
      * vigil_outbox_kick), or the last outcome while it drains at stop. Trimming what was acknowledged rides along with the
      * next read (or the short poll), not one round trip per PUBACK. */
-    int window = vigil_mqtt_window(o->mqtt);
+    int window = pub_window(o);
     if (wake || ((o->send_seq < o->read_seq || o->kicked) && o->outstanding <= window / 2) ||
         (o->outstanding == 0 && o->stopping)) {
         o->acked_event = true;
@@ -537,7 +584,7 @@ static int send_window(vigil_outbox *o, int window, int64_t now)
             continue;
         }
         vigil_pubmsg msg = { sl->topic, sl->payload, sl->plen, sl->retain };
-        int rc = vigil_mqtt_publish_tagged(o->mqtt, &msg, seq);
+        int rc = pub_tagged(o, &msg, seq);
         if (rc != VIGIL_PUB_SEND_OK) {
             pthread_mutex_lock(&o->mu);
             if (o->outstanding > 0)
@@ -555,7 +602,7 @@ static int send_window(vigil_outbox *o, int window, int64_t now)
 /* One pass over the window. Returns -1 on a Redis error. */
 static int pump(vigil_outbox *o)
 {
-    int window = vigil_mqtt_window(o->mqtt);
+    int window = pub_window(o);
     if (window > OUTBOX_RING / 2)
         window = OUTBOX_RING / 2;
     int64_t now = vigil_mono_ms();
@@ -592,13 +639,15 @@ static int pump(vigil_outbox *o)
     }
     if (now < o->retry_at)
         return 0;
-    return send_window(o, window, now);
+    int rc = send_window(o, window, now);
+    pub_flush(o);
+    return rc;
 }
 
 /* Is there something this thread can do right now without waiting? */
 static bool work_ready(vigil_outbox *o)
 {
-    int window = vigil_mqtt_window(o->mqtt);
+    int window = pub_window(o);
     pthread_mutex_lock(&o->mu);
     int limit = o->probing ? 1 : window;
     /* An undecodable entry waits until it is the head (a barrier). */
@@ -672,7 +721,7 @@ static bool replay_publish(vigil_outbox *o, int timeout_ms)
             at[k] = taken;
             k++;
         }
-        int acked = k > 0 ? vigil_mqtt_publish_batch(o->mqtt, msgs, k, timeout_ms) : 0;
+        int acked = k > 0 ? pub_batch(o, msgs, k, timeout_ms) : 0;
         if (acked < 0)
             acked = 0;
         for (int i = 0; i < k; i++)
@@ -723,7 +772,7 @@ static void replay_track(vigil_outbox *o, bool connected, int64_t now)
 {
     if (!o->replay)
         return;
-    int64_t lost = vigil_mqtt_lost_at_ms(o->mqtt);
+    int64_t lost = pub_lost_at_ms(o);
     if (lost != o->lost_seen) {
         o->lost_seen = lost;
         requeue_acked(o);
@@ -757,7 +806,7 @@ static void *outbox_main(void *arg)
         if (stopping && now >= deadline)
             break;
 
-        bool connected = vigil_mqtt_connected(o->mqtt);
+        bool connected = pub_connected(o);
         replay_track(o, connected, now);
         if (!connected) {
             outbox_wait(o, stopping ? OUTBOX_STOP_POLL_MS : OUTBOX_IDLE_WAIT_MS, true);
@@ -832,10 +881,10 @@ static int64_t env_setting(const char *name, int64_t def, int64_t min, int64_t m
     return v;
 }
 
-vigil_outbox *vigil_outbox_start(const vigil_redis_addr *addr, const vigil_store_config *scfg,
-                                 vigil_mqtt *mqtt)
+static vigil_outbox *outbox_start(const vigil_redis_addr *addr, const vigil_store_config *scfg,
+                                  vigil_mqtt *mqtt, vigil_mqtt_link *link)
 {
-    if (!addr || !scfg || !mqtt)
+    if (!addr || !scfg || (!mqtt && !link))
         return NULL;
     vigil_outbox *o = calloc(1, sizeof *o);
     if (!o)
@@ -844,6 +893,7 @@ vigil_outbox *vigil_outbox_start(const vigil_redis_addr *addr, const vigil_store
     if (!o->ring)
         goto fail;
     o->mqtt = mqtt;
+    o->link = link;
     const char *service = scfg->service ? scfg->service : "";
     snprintf(o->service, sizeof o->service, "%s", service);
     snprintf(o->error_topic, sizeof o->error_topic, "sys/%s/error", service);
@@ -874,11 +924,11 @@ vigil_outbox *vigil_outbox_start(const vigil_redis_addr *addr, const vigil_store
      * for a kick: the first loop iteration reads it at once. */
     o->kicked = true;
     o->more = true;
-    vigil_mqtt_set_ack_handler(mqtt, on_ack, o);
+    pub_set_ack_handler(o, on_ack, o);
     int rc = pthread_create(&o->thread, NULL, outbox_main, o);
     if (rc != 0) {
         vigil_log(VIGIL_LOG_ERROR, "outbox: cannot start thread: %s", strerror(rc));
-        vigil_mqtt_set_ack_handler(mqtt, NULL, NULL);
+        pub_set_ack_handler(o, NULL, NULL);
         pthread_mutex_destroy(&o->mu);
         pthread_cond_destroy(&o->cv);
         goto fail;
@@ -893,6 +943,18 @@ fail:
     free(o->ring);
     free(o);
     return NULL;
+}
+
+vigil_outbox *vigil_outbox_start(const vigil_redis_addr *addr, const vigil_store_config *scfg,
+                                 vigil_mqtt *mqtt)
+{
+    return mqtt ? outbox_start(addr, scfg, mqtt, NULL) : NULL;
+}
+
+vigil_outbox *vigil_outbox_start_on_link(const vigil_redis_addr *addr,
+                                         const vigil_store_config *scfg, vigil_mqtt_link *link)
+{
+    return link ? outbox_start(addr, scfg, NULL, link) : NULL;
 }
 
 void vigil_outbox_kick(vigil_outbox *o)
@@ -968,7 +1030,7 @@ void vigil_outbox_stop(vigil_outbox *o, int drain_ms)
     pthread_mutex_unlock(&o->mu);
     pthread_join(o->thread, NULL);
     /* After this no acknowledgement callback runs or starts with o. */
-    vigil_mqtt_set_ack_handler(o->mqtt, NULL, NULL);
+    pub_set_ack_handler(o, NULL, NULL);
 
     size_t left = o->count;
     while (o->head) {

@@ -71,6 +71,7 @@ struct vigil_runtime {
 
     vigil_state_cache *cache;
     vigil_mqtt *mqtt;
+    vigil_mqtt_link *outbox_link; /* the outbox's own broker connection (thread mode) */
     vigil_outbox *outbox;
     vigil_outbox_proc *outbox_proc; /* VIGIL_OUTBOX_PROCESS=1: instead of outbox */
     char **argv;
@@ -1314,8 +1315,17 @@ static int start_io(vigil_runtime *rt, char *err, size_t errlen)
         if (!rt->outbox_proc)
             return -1;
     } else {
-        rt->outbox = vigil_outbox_start(&rt->raddr, &rt->scfg, rt->mqtt);
-        if (!rt->outbox) {
+        /* Outputs leave on their own connection, so they never wait for
+         * paho's library lock, which the intake holds (mqtt_link.h). */
+        char link_id[160];
+        snprintf(link_id, sizeof link_id, "%s-out", rt->client_id);
+        vigil_mqtt_config lc = vigil_mqtt_config_of(&rt->cfg);
+        lc.client_id = link_id;
+        rt->outbox_link = vigil_mqtt_link_new(&lc, err, errlen);
+        if (!rt->outbox_link)
+            return -1;
+        rt->outbox = vigil_outbox_start_on_link(&rt->raddr, &rt->scfg, rt->outbox_link);
+        if (!rt->outbox || vigil_mqtt_link_start(rt->outbox_link) != 0) {
             snprintf(err, errlen, "cannot start the outbox publisher");
             return -1;
         }
@@ -1360,6 +1370,10 @@ static void shutdown_io(vigil_runtime *rt)
     pthread_mutex_unlock(&rt->outbox_mu);
     if (ob)
         vigil_outbox_stop(ob, 3000);
+    if (rt->outbox_link) {
+        vigil_mqtt_link_stop(rt->outbox_link, 1000);
+        rt->outbox_link = NULL;
+    }
     if (op)
         vigil_outbox_proc_stop(op, 3000);
     if (rt->mqtt) {

@@ -406,8 +406,9 @@ def test_sigterm_drains_through_the_child_and_leaves_no_process(stack):
 
 
 def test_default_mode_starts_no_child(stack):
-    """VIGIL_OUTBOX_PROCESS unset: no child process, no -out client, and the
-    service publishes (and counts) its outputs itself."""
+    """VIGIL_OUTBOX_PROCESS unset: no child process; the service publishes
+    (and counts) its outputs itself, on its own second connection
+    vigil-<service>-<shard>-out (the outbox thread's, not paho's)."""
     env = {k: v for k, v in ENV.items() if k != "VIGIL_OUTBOX_PROCESS"}
     svc = stack.service(env=env)
     col = stack.collector(topics=(DORMANCY,))
@@ -418,5 +419,5 @@ def test_default_mode_starts_no_child(stack):
     assert children_of(svc.proc.pid) == []
     log = broker_log(stack)
     assert f" as vigil-{SERVICE}-0 (" in log
-    assert CHILD_CLIENT_ID not in log
+    assert f" as {CHILD_CLIENT_ID} (" in log
     wait_until(lambda: svc.metric("vigil_outputs_total") >= 1, 10, "vigil_outputs_total >= 1")

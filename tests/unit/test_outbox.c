@@ -1,7 +1,9 @@
 /* test_outbox.c - the publisher thread against a real redis-server and a
  * real mosquitto (tests/support). Outputs are committed through the store
  * exactly as a service does; an observer client records what reaches the
- * broker. */
+ * broker. Every test runs twice: publishing through paho's client (as the
+ * outbox's child process does) and through the outbox's own connection
+ * (mqtt_link.h, as a service's outbox thread does). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,11 +24,14 @@
 #include "vigil/log.h"
 #include "vigil/metrics.h"
 #include "vigil/mqtt.h"
+#include "vigil/mqtt_link.h"
 #include "vigil/outbox.h"
 #include "vigil/redis.h"
 #include "vigil/store.h"
 
 #define WAIT_MS 10000
+
+static bool on_link; /* this run publishes through vigil_mqtt_link */
 
 typedef struct env {
     vt_mosq *b;
@@ -35,7 +40,8 @@ typedef struct env {
     vigil_store_config scfg;
     vigil_redis *r; /* the test's own connection, for commits and checks */
     vigil_store *s;
-    vigil_mqtt *pub; /* the client the outbox publishes with */
+    vigil_mqtt *pub; /* the client the outbox publishes with, or */
+    vigil_mqtt_link *link; /* its own connection (the second run) */
     vigil_mqtt *obs; /* records everything on ev/# */
     vt_msglog *log;
 } env;
@@ -87,6 +93,17 @@ static int setup(void **state)
     /* "ready" follows the SUBSCRIBE on the same connection. */
     assert_true(vt_mosq_wait_retained(e->b, "sys/outbox-test/obs/status", "ready", WAIT_MS));
     assert_true(vt_mosq_wait_retained(e->b, "sys/outbox-test/pub/status", "ready", WAIT_MS));
+    if (on_link) {
+        vigil_mqtt_config lc = { .url = vt_mosq_url(e->b), .client_id = "vigil-outbox-link" };
+        char err[256];
+        e->link = vigil_mqtt_link_new(&lc, err, sizeof err);
+        assert_non_null(e->link);
+        assert_int_equal(vigil_mqtt_link_start(e->link), 0);
+        int64_t deadline = vigil_mono_ms() + WAIT_MS;
+        while (!vigil_mqtt_link_connected(e->link) && vigil_mono_ms() < deadline)
+            vigil_sleep_ms(20, NULL);
+        assert_true(vigil_mqtt_link_connected(e->link));
+    }
     *state = e;
     return 0;
 }
@@ -97,6 +114,7 @@ static int teardown(void **state)
     unsetenv("VIGIL_OUTBOX_RETRY_MS");
     unsetenv("VIGIL_OUTBOX_DEAD_LETTER_AFTER");
     unsetenv("VIGIL_OUTBOX_REPLAY_MS");
+    vigil_mqtt_link_stop(e->link, 1000);
     vigil_mqtt_stop(e->pub, NULL, 2000);
     vigil_mqtt_stop(e->obs, NULL, 2000);
     vt_msglog_free(e->log);
@@ -106,6 +124,28 @@ static int teardown(void **state)
     vt_mosq_stop(e->b);
     free(e);
     return 0;
+}
+
+
+/* The outbox under test, on this run's connection. */
+static vigil_outbox *start_outbox(env *e)
+{
+    return on_link ? vigil_outbox_start_on_link(&e->addr, &e->scfg, e->link)
+                   : vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+}
+
+/* Waits until the outbox's connection is (or is not) up. */
+static bool wait_pub(env *e, bool want)
+{
+    if (!on_link)
+        return vt_mqtt_wait_connected(e->pub, want, WAIT_MS);
+    int64_t deadline = vigil_mono_ms() + WAIT_MS;
+    while (vigil_mqtt_link_connected(e->link) != want) {
+        if (vigil_mono_ms() >= deadline)
+            return false;
+        vigil_sleep_ms(20, NULL);
+    }
+    return true;
 }
 
 /* Commits a new record `key` whose effects publish n outputs ev/<first+i>
@@ -175,7 +215,7 @@ static void test_committed_outputs_published_in_order(void **state)
 {
     env *e = *state;
     double outputs0 = vigil_metric_value("vigil_outputs_total", NULL);
-    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    vigil_outbox *o = start_outbox(e);
     assert_non_null(o);
     commit_outputs(e, "room:a", 0, 3, false);
     vigil_outbox_kick(o);
@@ -198,7 +238,7 @@ static void test_kick_flag_cleared_before_each_read(void **state)
 {
     env *e = *state;
     static atomic_int flag;
-    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    vigil_outbox *o = start_outbox(e);
     assert_non_null(o);
     vigil_outbox_set_kick_flag(o, &flag);
     for (int round = 0; round < 3; round++) {
@@ -227,7 +267,7 @@ static void test_replay_at_start(void **state)
     env *e = *state;
     commit_outputs(e, "room:old", 0, 3, false);
     assert_int_equal(outbox_len(e), 3);
-    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    vigil_outbox *o = start_outbox(e);
     assert_non_null(o);
     assert_received_in_order(e, 0, 3);
     assert_true(wait_outbox_len(e, 0, WAIT_MS));
@@ -244,14 +284,14 @@ static void test_broker_outage_keeps_entries(void **state)
     setenv("VIGIL_OUTBOX_RETRY_MS", "50", 1);
     setenv("VIGIL_OUTBOX_DEAD_LETTER_AFTER", "1", 1);
     setenv("VIGIL_OUTBOX_REPLAY_MS", "0", 1);
-    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    vigil_outbox *o = start_outbox(e);
     assert_non_null(o);
     commit_outputs(e, "room:first", 0, 1, false);
     vigil_outbox_kick(o);
     assert_received_in_order(e, 0, 1);
 
     assert_int_equal(vt_mosq_kill9(e->b), 0);
-    assert_true(vt_mqtt_wait_connected(e->pub, false, WAIT_MS));
+    assert_true(wait_pub(e, false));
     commit_outputs(e, "room:during", 1, 2, false);
     vigil_outbox_kick(o);
     vigil_sleep_ms(800, NULL);
@@ -270,7 +310,7 @@ static void test_redis_outage(void **state)
     env *e = *state;
     commit_outputs(e, "room:r", 0, 2, false);
     assert_int_equal(vt_redis_kill9(e->rs), 0);
-    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    vigil_outbox *o = start_outbox(e);
     assert_non_null(o);
     vigil_sleep_ms(700, NULL);
     assert_int_equal(vt_msglog_count(e->log, NULL), 0);
@@ -283,7 +323,7 @@ static void test_redis_outage(void **state)
 static void test_ephemeral(void **state)
 {
     env *e = *state;
-    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    vigil_outbox *o = start_outbox(e);
     assert_non_null(o);
     vigil_outbox_push_ephemeral(o, "ev/0", "m0", false);
     vigil_outbox_push_ephemeral(o, "ev/1", "m1", false);
@@ -303,8 +343,8 @@ static void test_ephemeral_bound(void **state)
     double dropped0 = vigil_metric_value("vigil_outbox_dropped_total", NULL);
     /* The broker is down, so the queue only grows. */
     assert_int_equal(vt_mosq_kill9(e->b), 0);
-    assert_true(vt_mqtt_wait_connected(e->pub, false, WAIT_MS));
-    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    assert_true(wait_pub(e, false));
+    vigil_outbox *o = start_outbox(e);
     assert_non_null(o);
     for (int i = 0; i < 10005; i++)
         vigil_outbox_push_ephemeral(o, "ev/flood", "f", false);
@@ -317,7 +357,7 @@ static void test_ephemeral_bound(void **state)
 static void test_stop_drains(void **state)
 {
     env *e = *state;
-    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    vigil_outbox *o = start_outbox(e);
     assert_non_null(o);
     vigil_sleep_ms(100, NULL); /* let the start-up replay find nothing */
     commit_outputs(e, "room:late", 0, 4, false);
@@ -389,7 +429,7 @@ static void assert_first_arrivals_in_order(env *e, int first, int n)
 static void test_window_publishes_many_in_order(void **state)
 {
     env *e = *state;
-    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    vigil_outbox *o = start_outbox(e);
     assert_non_null(o);
     for (int c = 0; c < 30; c++) {
         char key[32];
@@ -437,7 +477,7 @@ static void test_undecodable_entries_become_dead_letters(void **state)
     rpush_raw(e, "0ev/+\n{\"wildcard\":true}");
     commit_outputs(e, "room:d3", 4, 1, false);
 
-    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    vigil_outbox *o = start_outbox(e);
     assert_non_null(o);
     assert_received_in_order(e, 0, 5);
     assert_true(wait_outbox_len(e, 0, WAIT_MS));
@@ -479,7 +519,7 @@ static void test_refused_entry_dead_letter_and_replay(void **state)
     assert_int_equal(vt_mosq_set_acl(e->b, "topic read ev/#\ntopic write ev/+\n"
                                            "topic readwrite sys/#\n"), 0);
     assert_int_equal(vt_mosq_restart(e->b), 0);
-    assert_true(vt_mqtt_wait_connected(e->pub, true, WAIT_MS));
+    assert_true(wait_pub(e, true));
     assert_true(vt_mqtt_wait_connected(e->obs, true, WAIT_MS));
     assert_true(vt_mosq_wait_retained(e->b, "sys/outbox-test/obs/status", "ready", WAIT_MS));
     double refused0 = vigil_metric_value("vigil_outbox_refusals_total", NULL);
@@ -496,7 +536,7 @@ static void test_refused_entry_dead_letter_and_replay(void **state)
     vigil_effects_free(&fx);
     commit_outputs(e, "room:a1", 1, 2, false);
 
-    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    vigil_outbox *o = start_outbox(e);
     assert_non_null(o);
     assert_first_arrivals_in_order(e, 0, 3);
     assert_true(wait_dl_len(e, 1, WAIT_MS));
@@ -511,7 +551,7 @@ static void test_refused_entry_dead_letter_and_replay(void **state)
     /* Fix the ACL, replay: it goes out and leaves no dead letter behind. */
     assert_int_equal(vt_mosq_set_acl(e->b, NULL), 0);
     assert_int_equal(vt_mosq_restart(e->b), 0);
-    assert_true(vt_mqtt_wait_connected(e->pub, true, WAIT_MS));
+    assert_true(wait_pub(e, true));
     assert_true(vt_mosq_wait_retained(e->b, "sys/outbox-test/obs/status", "ready", WAIT_MS));
     assert_int_equal(vigil_deadletter_replay(e->r, "vigil:", "outbox-test", 3), 1);
     assert_int_equal(dl_len(e), 0);
@@ -528,7 +568,7 @@ static void test_slow_broker_never_dead_letters(void **state)
     env *e = *state;
     setenv("VIGIL_OUTBOX_RETRY_MS", "50", 1);
     setenv("VIGIL_OUTBOX_DEAD_LETTER_AFTER", "1", 1);
-    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    vigil_outbox *o = start_outbox(e);
     assert_non_null(o);
     commit_outputs(e, "room:s0", 0, 50, false);
     vigil_outbox_kick(o);
@@ -558,7 +598,7 @@ static void test_broker_and_redis_crash_mid_flow(void **state)
         snprintf(key, sizeof key, "room:c%d", c);
         commit_outputs(e, key, c * 100, 100, false);
     }
-    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    vigil_outbox *o = start_outbox(e);
     assert_non_null(o);
     assert_true(vt_msglog_wait_count(e->log, NULL, 300, WAIT_MS));
     assert_int_equal(vt_mosq_kill9(e->b), 0);
@@ -586,7 +626,7 @@ static void test_broker_crash_before_save_replays(void **state)
     setenv("VIGIL_OUTBOX_REPLAY_MS", "1000", 1);
     double replayed0 = vigil_metric_value("vigil_outbox_replayed_total", NULL);
     commit_outputs(e, "room:old", 0, 1, true);
-    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    vigil_outbox *o = start_outbox(e);
     assert_non_null(o);
     assert_true(vt_mosq_wait_retained(e->b, "ev/0", "m0", WAIT_MS));
     assert_true(wait_outbox_len(e, 0, WAIT_MS));
@@ -620,7 +660,7 @@ static void test_broker_crash_before_trim_republishes(void **state)
     env *e = *state;
     setenv("VIGIL_OUTBOX_RETRY_MS", "50", 1);
     setenv("VIGIL_OUTBOX_REPLAY_MS", "2000", 1);
-    vigil_outbox *o = vigil_outbox_start(&e->addr, &e->scfg, e->pub);
+    vigil_outbox *o = start_outbox(e);
     assert_non_null(o);
     vigil_sleep_ms(100, NULL); /* let the start-up replay find nothing */
     int caught = 0, attempt = 0;
@@ -642,6 +682,10 @@ static void test_broker_crash_before_trim_republishes(void **state)
         snprintf(payload, sizeof payload, "m%d", first + 2);
         assert_true(vt_mosq_wait_retained(e->b, topic, payload, 3 * WAIT_MS));
         assert_true(wait_outbox_len(e, 0, WAIT_MS));
+        /* The wiped broker forgot the observer's subscription: wait until
+         * it has subscribed again ("ready" follows the SUBSCRIBE), as the
+         * outbox's own connection may be back long before it. */
+        assert_true(vt_mosq_wait_retained(e->b, "sys/outbox-test/obs/status", "ready", 3 * WAIT_MS));
     }
     print_message("loss seen before the trim in %d of %d attempts\n", caught, attempt);
     assert_true(caught > 0);
@@ -677,5 +721,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_broker_crash_before_trim_republishes, setup,
                                         teardown),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = _cmocka_run_group_tests("outbox on paho's client", tests,
+                                         sizeof tests / sizeof tests[0], NULL, NULL);
+    on_link = true;
+    failed += _cmocka_run_group_tests("outbox on its own connection", tests,
+                                      sizeof tests / sizeof tests[0], NULL, NULL);
+    return failed;
 }

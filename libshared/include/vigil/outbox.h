@@ -22,14 +22,20 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include "mqtt.h"
+#include "mqtt_link.h"
 #include "redis.h"
 #include "store.h"
 
 typedef struct vigil_outbox vigil_outbox;
 
-/* Starts the thread with its own Redis connection to addr. */
+/* Starts the thread with its own Redis connection to addr, publishing
+ * through mqtt (paho's client, shared with the intake). */
 vigil_outbox *vigil_outbox_start(const vigil_redis_addr *addr, const vigil_store_config *scfg,
                                  vigil_mqtt *mqtt);
+/* The same, publishing through the outbox's own connection (mqtt_link.h),
+ * which the caller starts, and stops after vigil_outbox_stop. */
+vigil_outbox *vigil_outbox_start_on_link(const vigil_redis_addr *addr,
+                                         const vigil_store_config *scfg, vigil_mqtt_link *link);
 /* Wakes the thread: new entries were committed. Never blocks. */
 void vigil_outbox_kick(vigil_outbox *o);
 /* A flag another process sets before it kicks us (outbox_process.h): the

@@ -1,0 +1,1222 @@
+/* mqtt_link.c - the outbox's own MQTT 5 publishing connection (see
+ * vigil/mqtt_link.h).
+ *
+ * Threads: callers (the outbox thread) encode messages into l->queue under
+ * l->mu; the link's thread owns the socket (and the TLS session: OpenSSL's
+ * SSL object is not shared between threads) and does every read and write.
+ * Packet ids are handed out by the link's thread when a message moves from
+ * the queue into the output buffer, at most the broker's Receive Maximum
+ * unacknowledged. Outcomes are delivered on the link's thread under cb_mu
+ * (never under mu), in the order the PUBACKs arrived. */
+#define _GNU_SOURCE
+#include "vigil/mqtt_link.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tls_client.h"
+#include "vigil/clock.h"
+#include "vigil/json.h"
+#include "vigil/log.h"
+#include "vigil/topic_prefix.h"
+
+#define LINK_IDS 1024          /* packet id table; > the largest window */
+#define LINK_MAX_WINDOW 1000
+#define LINK_KEEPALIVE_S 20
+#define LINK_CONNECT_TIMEOUT_MS 5000
+#define LINK_BACKOFF_BASE_MS 200
+#define LINK_BACKOFF_CAP_MS 5000
+#define LINK_POLL_MS 1000
+#define LINK_READ_CHUNK 65536
+#define LINK_PACKET_MAX (256 * 1024 * 1024 - 1) /* MQTT's own limit */
+
+enum { OUT_PENDING = 0, OUT_ACKED = 1, OUT_FAILED = 2 };
+
+/* A batch caller waiting for its messages (vigil_mqtt_link_publish_batch). */
+typedef struct link_batch {
+    int n, left;
+    int *state; /* OUT_* per message */
+} link_batch;
+
+/* One encoded PUBLISH waiting for a packet id. */
+typedef struct qmsg {
+    struct qmsg *next;
+    uint64_t tag;
+    link_batch *batch; /* NULL: tagged (the handler hears of it) */
+    int bidx;
+    size_t len, pid_off;
+    unsigned char buf[];
+} qmsg;
+
+typedef struct inflight {
+    bool used;
+    uint64_t tag;
+    link_batch *batch;
+    int bidx;
+} inflight;
+
+/* An outcome collected under mu, delivered after it is released. */
+typedef struct outcome {
+    uint64_t tag;
+    int result; /* VIGIL_PUB_* */
+    int reason;
+} outcome;
+
+struct vigil_mqtt_link {
+    char *host, *port, *user, *password, *client_id, *prefix;
+    bool tls;
+    char *ca_file, *cert_file, *key_file;
+
+    pthread_t thread;
+    bool started;
+    int efd; /* eventfd: wakes the link's thread */
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* batch outcomes */
+    qmsg *qhead, *qtail;
+    inflight ids[LINK_IDS];
+    int in_flight;
+    uint16_t next_id;
+    bool stopping;
+    int64_t stop_deadline;
+    int sock; /* under mu, so stop can shut a connect in progress */
+
+    pthread_mutex_t cb_mu;
+    vigil_mqtt_ack_fn ack_fn;
+    void *ack_ctx;
+
+    atomic_bool connected;
+    atomic_llong lost_at;
+    atomic_int window;
+    atomic_llong max_packet;
+
+    /* the link's thread only */
+    SSL_CTX *ctx;
+    SSL *ssl;
+    unsigned char *obuf;
+    size_t olen, ooff, ocap;
+    unsigned char *rbuf;
+    size_t rlen;
+    int recv_max;
+    int keepalive_s;
+    int64_t last_write, last_read;
+    bool ping_out;
+    outcome *outs;
+    size_t nouts, capouts;
+    char refused[320]; /* last refusal logged, to log a change once */
+};
+
+/* ---- encoding ---------------------------------------------------------- */
+
+static size_t varint_put(unsigned char *p, size_t v)
+{
+    size_t n = 0;
+    do {
+        unsigned char b = v % 128;
+        v /= 128;
+        p[n++] = (unsigned char)(b | (v > 0 ? 128 : 0));
+    } while (v > 0);
+    return n;
+}
+
+static size_t varint_len(size_t v)
+{
+    return v < 128 ? 1 : v < 16384 ? 2 : v < 2097152 ? 3 : 4;
+}
+
+static unsigned char *put16(unsigned char *p, size_t v)
+{
+    p[0] = (unsigned char)(v >> 8);
+    p[1] = (unsigned char)v;
+    return p + 2;
+}
+
+static unsigned char *put_str(unsigned char *p, const char *s, size_t n)
+{
+    p = put16(p, n);
+    memcpy(p, s, n);
+    return p + n;
+}
+
+/* A PUBLISH (QoS 1) with room for its packet id, or NULL: out of memory.
+ * topic is the full topic (under the prefix). */
+static qmsg *encode_publish(const char *topic, size_t tlen, const void *payload, size_t plen,
+                            bool retain)
+{
+    size_t rem = 2 + tlen + 2 + 1 + plen; /* topic, id, no properties, payload */
+    size_t total = 1 + varint_len(rem) + rem;
+    qmsg *q = malloc(sizeof *q + total);
+    if (!q)
+        return NULL;
+    memset(q, 0, sizeof *q);
+    unsigned char *p = q->buf;
+    *p++ = (unsigned char)(0x32 | (retain ? 1 : 0));
+    p += varint_put(p, rem);
+    p = put_str(p, topic, tlen);
+    q->pid_off = (size_t)(p - q->buf);
+    p = put16(p, 0);
+    *p++ = 0; /* property length */
+    if (plen > 0)
+        memcpy(p, payload, plen);
+    q->len = total;
+    return q;
+}
+
+/* A topic name the broker accepts: not empty, UTF-8, no wildcard, no NUL. */
+static bool topic_ok(const char *t, size_t n)
+{
+    return n > 0 && n <= 65535 && vigil_utf8_valid(t, n) && !memchr(t, '+', n) &&
+           !memchr(t, '#', n) && !memchr(t, '\0', n);
+}
+
+/* Encodes msg under the prefix; NULL with *refused set when it can never
+ * be published, or with it clear when memory ran out. */
+static qmsg *encode_msg(vigil_mqtt_link *l, const vigil_pubmsg *msg, bool *refused)
+{
+    *refused = true;
+    if (!msg || !msg->topic || (msg->len > 0 && !msg->payload))
+        return NULL;
+    char buf[512];
+    char *heap = NULL;
+    const char *full = msg->topic;
+    size_t tlen = strlen(msg->topic);
+    if (l->prefix) {
+        size_t need = strlen(l->prefix) + tlen + 16;
+        char *out = need <= sizeof buf ? buf : (heap = malloc(need));
+        if (!out) {
+            *refused = false;
+            return NULL;
+        }
+        int n = vigil_topic_prefix_apply(l->prefix, msg->topic, out, need);
+        if (n < 0) {
+            free(heap);
+            return NULL;
+        }
+        full = out;
+        tlen = (size_t)n;
+    }
+    qmsg *q = NULL;
+    size_t size = 2 + tlen + 3 + msg->len;
+    if (topic_ok(full, tlen) && size + 5 <= (size_t)atomic_load(&l->max_packet)) {
+        q = encode_publish(full, tlen, msg->payload, msg->len, msg->retain);
+        if (!q)
+            *refused = false;
+    }
+    free(heap);
+    return q;
+}
+
+/* ---- outcomes ---------------------------------------------------------- */
+
+static void out_push(vigil_mqtt_link *l, uint64_t tag, int result, int reason)
+{
+    if (l->nouts == l->capouts) {
+        size_t cap = l->capouts ? l->capouts * 2 : 256;
+        outcome *o = realloc(l->outs, cap * sizeof *o);
+        if (!o)
+            return; /* the outbox's own timeout publishes it again */
+        l->outs = o;
+        l->capouts = cap;
+    }
+    l->outs[l->nouts++] = (outcome){ tag, result, reason };
+}
+
+/* Stands for a batch whose caller stopped waiting: its late outcomes go
+ * nowhere (not to the handler, which counts only tagged messages). */
+static link_batch orphaned;
+
+/* Records the outcome of a batch message, or queues a tagged one's for
+ * the handler. Caller holds mu. */
+static void resolve_locked(vigil_mqtt_link *l, uint64_t tag, link_batch *b, int bidx,
+                           int result, int reason)
+{
+    if (b == &orphaned)
+        return;
+    if (b) {
+        if (b->state[bidx] == OUT_PENDING) {
+            b->state[bidx] = result == VIGIL_PUB_ACKED ? OUT_ACKED : OUT_FAILED;
+            if (--b->left == 0)
+                pthread_cond_broadcast(&l->cv);
+        }
+        return;
+    }
+    out_push(l, tag, result, reason);
+}
+
+/* Hands the collected outcomes to the handler, in order. */
+static void deliver(vigil_mqtt_link *l)
+{
+    if (l->nouts == 0)
+        return;
+    pthread_mutex_lock(&l->cb_mu);
+    if (l->ack_fn)
+        for (size_t i = 0; i < l->nouts; i++)
+            l->ack_fn(l->ack_ctx, l->outs[i].tag, l->outs[i].result, l->outs[i].reason);
+    pthread_mutex_unlock(&l->cb_mu);
+    l->nouts = 0;
+}
+
+/* Every message in flight or queued fails (the connection is gone, or the
+ * link stops): the caller publishes them again on the next connection. */
+static void fail_all(vigil_mqtt_link *l)
+{
+    pthread_mutex_lock(&l->mu);
+    for (int i = 0; i < LINK_IDS; i++) {
+        inflight *f = &l->ids[i];
+        if (f->used)
+            resolve_locked(l, f->tag, f->batch, f->bidx, VIGIL_PUB_FAILED, 0);
+        f->used = false;
+    }
+    l->in_flight = 0;
+    while (l->qhead) {
+        qmsg *q = l->qhead;
+        l->qhead = q->next;
+        resolve_locked(l, q->tag, q->batch, q->bidx, VIGIL_PUB_FAILED, 0);
+        free(q);
+    }
+    l->qtail = NULL;
+    pthread_mutex_unlock(&l->mu);
+    deliver(l);
+}
+
+/* ---- the socket -------------------------------------------------------- */
+
+static void wake(vigil_mqtt_link *l)
+{
+    uint64_t one = 1;
+    ssize_t rc = write(l->efd, &one, sizeof one);
+    (void)rc; /* a full counter (impossible in practice) still wakes */
+}
+
+static void close_conn(vigil_mqtt_link *l)
+{
+    if (l->ssl) {
+        SSL_free(l->ssl);
+        l->ssl = NULL;
+    }
+    pthread_mutex_lock(&l->mu);
+    int fd = l->sock;
+    l->sock = -1;
+    pthread_mutex_unlock(&l->mu);
+    if (fd >= 0)
+        close(fd);
+    l->olen = l->ooff = l->rlen = 0;
+}
+
+/* Marks the connection lost (once), fails what was in flight, closes. */
+static void conn_lost(vigil_mqtt_link *l, const char *why)
+{
+    if (atomic_exchange(&l->connected, false)) {
+        atomic_store(&l->lost_at, vigil_mono_ms());
+        vigil_log_kv(VIGIL_LOG_WARN, "outbox connection to the broker lost", "client_id",
+                     l->client_id, "error", why, NULL);
+    }
+    close_conn(l);
+    fail_all(l);
+}
+
+/* Reads what has arrived (without blocking) into rbuf. Returns bytes read,
+ * 0 when nothing is there now, -1 when the connection ended. */
+static ssize_t conn_read(vigil_mqtt_link *l, unsigned char *p, size_t n)
+{
+    if (l->ssl) {
+        ERR_clear_error();
+        int r = SSL_read(l->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
+        if (r > 0)
+            return r;
+        int e = SSL_get_error(l->ssl, r);
+        return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? 0 : -1;
+    }
+    errno = 0;
+    ssize_t r = recv(l->sock, p, n, MSG_DONTWAIT);
+    if (r > 0)
+        return r;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return 0;
+    return -1;
+}
+
+/* Writes what it can of obuf without blocking. -1: the connection ended. */
+static int conn_write(vigil_mqtt_link *l)
+{
+    while (l->ooff < l->olen) {
+        size_t n = l->olen - l->ooff;
+        ssize_t w;
+        if (l->ssl) {
+            ERR_clear_error();
+            int r = SSL_write(l->ssl, l->obuf + l->ooff, n > INT32_MAX ? INT32_MAX : (int)n);
+            if (r <= 0) {
+                int e = SSL_get_error(l->ssl, r);
+                return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? 0 : -1;
+            }
+            w = r;
+        } else {
+            w = send(l->sock, l->obuf + l->ooff, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (w < 0)
+                return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+        }
+        l->ooff += (size_t)w;
+        l->last_write = vigil_mono_ms();
+    }
+    l->olen = l->ooff = 0;
+    return 0;
+}
+
+static bool obuf_reserve(vigil_mqtt_link *l, size_t n)
+{
+    if (l->ooff > 0 && l->ooff == l->olen)
+        l->olen = l->ooff = 0;
+    if (l->olen + n <= l->ocap)
+        return true;
+    size_t cap = l->ocap ? l->ocap : 65536;
+    while (cap < l->olen + n)
+        cap *= 2;
+    unsigned char *b = realloc(l->obuf, cap);
+    if (!b)
+        return false;
+    l->obuf = b;
+    l->ocap = cap;
+    return true;
+}
+
+static bool obuf_put(vigil_mqtt_link *l, const void *p, size_t n)
+{
+    if (!obuf_reserve(l, n))
+        return false;
+    memcpy(l->obuf + l->olen, p, n);
+    l->olen += n;
+    return true;
+}
+
+/* Moves queued messages into the output buffer while the broker's Receive
+ * Maximum leaves room, giving each a free packet id. */
+static void take_queue(vigil_mqtt_link *l)
+{
+    pthread_mutex_lock(&l->mu);
+    while (l->qhead && l->in_flight < l->recv_max) {
+        qmsg *q = l->qhead;
+        uint16_t id = 0;
+        for (int tries = 0; tries < LINK_IDS; tries++) {
+            uint16_t c = (uint16_t)(l->next_id % LINK_IDS + 1); /* 1 .. LINK_IDS */
+            l->next_id = c;
+            if (!l->ids[c - 1].used) {
+                id = c;
+                break;
+            }
+        }
+        if (id == 0 || !obuf_reserve(l, q->len))
+            break; /* every id in use (cannot happen below LINK_IDS) or no memory: later */
+        put16(q->buf + q->pid_off, id);
+        obuf_put(l, q->buf, q->len);
+        l->ids[id - 1] = (inflight){ true, q->tag, q->batch, q->bidx };
+        l->in_flight++;
+        l->qhead = q->next;
+        if (!l->qhead)
+            l->qtail = NULL;
+        free(q);
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* ---- reading packets --------------------------------------------------- */
+
+/* Decodes a variable byte integer; returns its length, 0 if incomplete, -1
+ * if malformed. */
+static int varint_get(const unsigned char *p, size_t avail, size_t *v)
+{
+    size_t mult = 1, val = 0;
+    for (int i = 0; i < 4; i++) {
+        if ((size_t)i >= avail)
+            return 0;
+        val += (size_t)(p[i] & 127) * mult;
+        if (!(p[i] & 128)) {
+            *v = val;
+            return i + 1;
+        }
+        mult *= 128;
+    }
+    return -1;
+}
+
+/* Length in bytes of one property's value, by its identifier; -1 unknown. */
+static long prop_len(int id, const unsigned char *p, size_t avail)
+{
+    switch (id) {
+    case 0x01: case 0x17: case 0x19: case 0x24: case 0x25: case 0x28: case 0x29: case 0x2A:
+        return 1;
+    case 0x13: case 0x21: case 0x22: case 0x23:
+        return 2;
+    case 0x02: case 0x11: case 0x18: case 0x27:
+        return 4;
+    case 0x0B: {
+        size_t v;
+        int n = varint_get(p, avail, &v);
+        return n > 0 ? n : -1;
+    }
+    case 0x03: case 0x08: case 0x09: case 0x12: case 0x15: case 0x16: case 0x1A: case 0x1C:
+    case 0x1F:
+        return avail < 2 ? -1 : 2 + ((long)p[0] << 8 | p[1]);
+    case 0x26: {
+        if (avail < 2)
+            return -1;
+        long a = 2 + ((long)p[0] << 8 | p[1]);
+        if ((size_t)a + 2 > avail)
+            return -1;
+        return a + 2 + ((long)p[a] << 8 | p[a + 1]);
+    }
+    default:
+        return -1;
+    }
+}
+
+/* The properties of a CONNACK that matter here. */
+typedef struct connack_props {
+    int recv_max;       /* 65535 if absent */
+    long long max_packet;
+    int keepalive;      /* -1 if absent */
+    char reason[160];   /* Reason String, "" if absent */
+} connack_props;
+
+static int parse_props(const unsigned char *p, size_t avail, connack_props *cp)
+{
+    size_t plen;
+    int vn = varint_get(p, avail, &plen);
+    if (vn <= 0 || plen > avail - (size_t)vn)
+        return -1;
+    p += vn;
+    size_t i = 0;
+    while (i < plen) {
+        int id = p[i++];
+        long n = prop_len(id, p + i, plen - i);
+        if (n < 0 || (size_t)n > plen - i)
+            return -1;
+        const unsigned char *v = p + i;
+        if (id == 0x21)
+            cp->recv_max = v[0] << 8 | v[1];
+        else if (id == 0x27)
+            cp->max_packet = (long long)v[0] << 24 | v[1] << 16 | v[2] << 8 | v[3];
+        else if (id == 0x13)
+            cp->keepalive = v[0] << 8 | v[1];
+        else if (id == 0x1F)
+            snprintf(cp->reason, sizeof cp->reason, "%.*s", (int)(n - 2), (const char *)v + 2);
+        i += (size_t)n;
+    }
+    return 0;
+}
+
+/* One PUBACK: its id's message is acknowledged, or refused with a reason
+ * of 0x80 or more. Caller holds mu. */
+static void on_puback_locked(vigil_mqtt_link *l, const unsigned char *p, size_t rem)
+{
+    if (rem < 2)
+        return;
+    int id = p[0] << 8 | p[1];
+    int reason = rem >= 3 ? p[2] : 0;
+    if (id < 1 || id > LINK_IDS || !l->ids[id - 1].used)
+        return; /* not ours (an id from before a reconnect cannot come: clean session) */
+    inflight *f = &l->ids[id - 1];
+    f->used = false;
+    l->in_flight--;
+    resolve_locked(l, f->tag, f->batch, f->bidx,
+                   reason >= 0x80 ? VIGIL_PUB_REFUSED : VIGIL_PUB_ACKED, reason);
+}
+
+/* Parses the complete packets in rbuf. Returns -1 (with why) when the
+ * connection must end: a DISCONNECT from the broker or a malformed packet. */
+static int parse_packets(vigil_mqtt_link *l, char *why, size_t whylen)
+{
+    size_t off = 0;
+    int rc = 0;
+    pthread_mutex_lock(&l->mu);
+    while (l->rlen - off >= 2) {
+        size_t rem;
+        int vn = varint_get(l->rbuf + off + 1, l->rlen - off - 1, &rem);
+        if (vn < 0) {
+            snprintf(why, whylen, "malformed packet from the broker");
+            rc = -1;
+            break;
+        }
+        if (vn == 0 || l->rlen - off - 1 - (size_t)vn < rem)
+            break; /* incomplete */
+        unsigned char type = l->rbuf[off] >> 4;
+        const unsigned char *body = l->rbuf + off + 1 + vn;
+        if (type == 4) {
+            on_puback_locked(l, body, rem);
+        } else if (type == 14) {
+            int reason = rem >= 1 ? body[0] : 0;
+            snprintf(why, whylen, "the broker disconnected us: %s (%d)",
+                     vigil_mqtt_reason_string(reason), reason);
+            rc = -1;
+            break;
+        } else if (type == 13) {
+            l->ping_out = false;
+        } /* anything else (nothing else is expected) is skipped */
+        off += 1 + (size_t)vn + rem;
+    }
+    pthread_mutex_unlock(&l->mu);
+    if (off > 0) {
+        memmove(l->rbuf, l->rbuf + off, l->rlen - off);
+        l->rlen -= off;
+    }
+    deliver(l);
+    return rc;
+}
+
+/* Reads everything available and handles the complete packets. */
+static int read_packets(vigil_mqtt_link *l, char *why, size_t whylen)
+{
+    for (;;) {
+        size_t room = LINK_READ_CHUNK - l->rlen;
+        if (room == 0) {
+            snprintf(why, whylen, "a packet from the broker larger than %d bytes",
+                     LINK_READ_CHUNK);
+            return -1;
+        }
+        ssize_t n = conn_read(l, l->rbuf + l->rlen, room);
+        if (n < 0) {
+            snprintf(why, whylen, "connection closed: %s", errno ? strerror(errno) : "end of stream");
+            return -1;
+        }
+        if (n == 0)
+            return 0;
+        l->rlen += (size_t)n;
+        l->last_read = vigil_mono_ms();
+        /* A broker without TCP_NODELAY holds its next PUBACKs until this
+         * segment is acknowledged; Linux would delay that ACK up to 40 ms
+         * (we have nothing to send back). The flag does not stick. */
+        int one = 1;
+        setsockopt(l->sock, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+        if (parse_packets(l, why, whylen) != 0)
+            return -1;
+        if (!l->ssl && (size_t)n < room)
+            return 0; /* the socket is drained: no second recv for EAGAIN */
+    }
+}
+
+/* ---- connecting -------------------------------------------------------- */
+
+/* The TCP connection, registered under mu so vigil_mqtt_link_stop can cut
+ * a handshake short. */
+static int tcp_connect(vigil_mqtt_link *l, char *why, size_t whylen)
+{
+    int fd = vigil_tcp_connect_bounded(l->host, l->port, LINK_CONNECT_TIMEOUT_MS, why, whylen);
+    if (fd < 0)
+        return -1;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    pthread_mutex_lock(&l->mu);
+    bool stopping = l->stopping;
+    l->sock = fd;
+    pthread_mutex_unlock(&l->mu);
+    if (stopping) {
+        snprintf(why, whylen, "stopping");
+        close_conn(l);
+        return -1;
+    }
+    return 0;
+}
+
+/* The TLS handshake on the (still blocking) socket, verifying the broker's
+ * certificate and host name as the paho client does. */
+static int tls_handshake(vigil_mqtt_link *l, char *why, size_t whylen)
+{
+    if (!l->ctx) {
+        char e[200];
+        l->ctx = vigil_tls_client_ctx(l->ca_file, l->cert_file, l->key_file, e, sizeof e);
+        if (!l->ctx) {
+            snprintf(why, whylen, "TLS with %s:%s: %s", l->host, l->port, e);
+            return -1;
+        }
+        SSL_CTX_set_mode(l->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+                                     SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    }
+    l->ssl = vigil_tls_client_session(l->ctx, l->sock, l->host);
+    if (!l->ssl) {
+        snprintf(why, whylen, "cannot create a TLS session");
+        return -1;
+    }
+    ERR_clear_error();
+    if (SSL_connect(l->ssl) != 1) {
+        long v = SSL_get_verify_result(l->ssl);
+        snprintf(why, whylen, "TLS handshake with %s:%s failed: %s", l->host, l->port,
+                 v != X509_V_OK ? X509_verify_cert_error_string(v)
+                                : vigil_tls_queue_reason("handshake failed"));
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads exactly n bytes on the blocking socket (the CONNACK). */
+static int read_full(vigil_mqtt_link *l, unsigned char *p, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r;
+        if (l->ssl) {
+            int s = SSL_read(l->ssl, p + got, (int)(n - got));
+            r = s > 0 ? s : -1;
+        } else {
+            r = recv(l->sock, p + got, n - got, 0);
+        }
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+static int write_full(vigil_mqtt_link *l, const unsigned char *p, size_t n)
+{
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w;
+        if (l->ssl) {
+            int s = SSL_write(l->ssl, p + done, (int)(n - done));
+            w = s > 0 ? s : -1;
+        } else {
+            w = send(l->sock, p + done, n - done, MSG_NOSIGNAL);
+        }
+        if (w <= 0)
+            return -1;
+        done += (size_t)w;
+    }
+    return 0;
+}
+
+/* CONNECT (MQTT 5, clean start, no session kept) and its CONNACK. Returns
+ * 0, -1 for a failure worth retrying soon, -2 for a refusal (logged once). */
+static int mqtt_handshake(vigil_mqtt_link *l, char *why, size_t whylen)
+{
+    size_t cid = strlen(l->client_id), ul = l->user ? strlen(l->user) : 0,
+           pl = l->password ? strlen(l->password) : 0;
+    size_t rem = 10 + 1 + 2 + cid + (l->user ? 2 + ul : 0) + (l->password ? 2 + pl : 0);
+    unsigned char *pkt = malloc(1 + 4 + rem);
+    if (!pkt) {
+        snprintf(why, whylen, "out of memory");
+        return -1;
+    }
+    unsigned char *p = pkt;
+    *p++ = 0x10;
+    p += varint_put(p, rem);
+    p = put_str(p, "MQTT", 4);
+    *p++ = 5;
+    *p++ = (unsigned char)(0x02 | (l->user ? 0x80 : 0) | (l->password ? 0x40 : 0));
+    p = put16(p, LINK_KEEPALIVE_S);
+    *p++ = 0; /* properties: Session Expiry Interval 0 (the default) */
+    p = put_str(p, l->client_id, cid);
+    if (l->user)
+        p = put_str(p, l->user, ul);
+    if (l->password)
+        p = put_str(p, l->password, pl);
+    int w = write_full(l, pkt, (size_t)(p - pkt));
+    free(pkt);
+    unsigned char hdr[5];
+    size_t crem = 0;
+    int vn = 0;
+    if (w != 0 || read_full(l, hdr, 2) != 0) {
+        /* TLS 1.3: a broker that wants a client certificate says so here */
+        snprintf(why, whylen, "no CONNACK from %s:%s%s%s", l->host, l->port,
+                 l->ssl && ERR_peek_last_error() ? ": " : "",
+                 l->ssl && ERR_peek_last_error() ? vigil_tls_queue_reason("") : "");
+        return -1;
+    }
+    for (int i = 1; (hdr[i] & 128) && i < 4; i++)
+        if (read_full(l, hdr + i + 1, 1) != 0)
+            return -1;
+    vn = varint_get(hdr + 1, 4, &crem);
+    if (hdr[0] != 0x20 || vn <= 0 || crem < 2 || crem > 65536) {
+        snprintf(why, whylen, "unexpected answer to CONNECT from %s:%s", l->host, l->port);
+        return -1;
+    }
+    unsigned char *body = malloc(crem);
+    if (!body || read_full(l, body, crem) != 0) {
+        free(body);
+        snprintf(why, whylen, "no CONNACK from %s:%s", l->host, l->port);
+        return -1;
+    }
+    connack_props cp = { .recv_max = 65535, .max_packet = LINK_PACKET_MAX, .keepalive = -1 };
+    int reason = body[1];
+    int prc = crem > 2 ? parse_props(body + 2, crem - 2, &cp) : 0;
+    free(body);
+    if (reason != 0) {
+        snprintf(why, whylen, "MQTT broker %s:%s refused client %s%s%s%s: %s (%d)%s%s", l->host,
+                 l->port, l->client_id, l->user ? " (user '" : "", l->user ? l->user : "",
+                 l->user ? "')" : "", vigil_mqtt_reason_string(reason), reason,
+                 cp.reason[0] ? ": " : "", cp.reason);
+        return -2;
+    }
+    if (prc != 0) {
+        snprintf(why, whylen, "malformed CONNACK from %s:%s", l->host, l->port);
+        return -1;
+    }
+    l->recv_max = cp.recv_max < 1 ? 1 : cp.recv_max > LINK_MAX_WINDOW ? LINK_MAX_WINDOW
+                                                                       : cp.recv_max;
+    l->keepalive_s = cp.keepalive >= 0 ? cp.keepalive : LINK_KEEPALIVE_S;
+    atomic_store(&l->max_packet, cp.max_packet > 0 ? cp.max_packet : LINK_PACKET_MAX);
+    atomic_store(&l->window, l->recv_max);
+    return 0;
+}
+
+/* One connection attempt: TCP, TLS, CONNECT/CONNACK, then non-blocking. */
+static int conn_open(vigil_mqtt_link *l, char *why, size_t whylen)
+{
+    if (tcp_connect(l, why, whylen) != 0)
+        return -1;
+    int rc = l->tls ? tls_handshake(l, why, whylen) : 0;
+    if (rc == 0)
+        rc = mqtt_handshake(l, why, whylen);
+    if (rc != 0) {
+        close_conn(l);
+        return rc;
+    }
+    int fl = fcntl(l->sock, F_GETFL);
+    fcntl(l->sock, F_SETFL, fl | O_NONBLOCK);
+    l->last_read = l->last_write = vigil_mono_ms();
+    l->ping_out = false;
+    return 0;
+}
+
+/* ---- the link's thread ------------------------------------------------- */
+
+static bool stopping_now(vigil_mqtt_link *l, int64_t *deadline)
+{
+    pthread_mutex_lock(&l->mu);
+    bool s = l->stopping;
+    *deadline = l->stop_deadline;
+    pthread_mutex_unlock(&l->mu);
+    return s;
+}
+
+static bool queue_empty(vigil_mqtt_link *l)
+{
+    pthread_mutex_lock(&l->mu);
+    bool e = !l->qhead && l->in_flight == 0;
+    pthread_mutex_unlock(&l->mu);
+    return e;
+}
+
+/* Serves one connection until it is lost or the link stops. */
+static void serve(vigil_mqtt_link *l)
+{
+    char why[256] = "";
+    for (;;) {
+        int64_t deadline;
+        bool stopping = stopping_now(l, &deadline);
+        int64_t now = vigil_mono_ms();
+        if (stopping && (now >= deadline || (queue_empty(l) && l->olen == l->ooff))) {
+            static const unsigned char disconnect[] = { 0xE0, 0x00 };
+            obuf_put(l, disconnect, sizeof disconnect);
+            conn_write(l);
+            atomic_store(&l->connected, false);
+            close_conn(l);
+            fail_all(l);
+            return;
+        }
+        take_queue(l);
+        if (l->keepalive_s > 0) {
+            int64_t ka = (int64_t)l->keepalive_s * 1000;
+            if (l->ping_out && now - l->last_read > ka) {
+                conn_lost(l, "no answer to PINGREQ");
+                return;
+            }
+            if (!l->ping_out && now - l->last_write >= ka / 2) {
+                static const unsigned char ping[] = { 0xC0, 0x00 };
+                if (obuf_put(l, ping, sizeof ping))
+                    l->ping_out = true;
+            }
+        }
+        if (conn_write(l) != 0) {
+            snprintf(why, sizeof why, "write failed: %s", strerror(errno));
+            conn_lost(l, why);
+            return;
+        }
+        /* TLS may hold decrypted bytes the socket no longer shows. */
+        if (l->ssl && SSL_pending(l->ssl) > 0) {
+            if (read_packets(l, why, sizeof why) != 0) {
+                conn_lost(l, why);
+                return;
+            }
+            continue;
+        }
+        struct pollfd pf[2] = {
+            { .fd = l->sock, .events = (short)(POLLIN | (l->olen > l->ooff ? POLLOUT : 0)) },
+            { .fd = l->efd, .events = POLLIN },
+        };
+        int timeout = stopping ? 50 : LINK_POLL_MS;
+        int n = poll(pf, 2, timeout);
+        if (n < 0 && errno != EINTR) {
+            conn_lost(l, strerror(errno));
+            return;
+        }
+        if (n <= 0)
+            continue;
+        if (pf[1].revents & POLLIN) {
+            uint64_t v;
+            ssize_t r = read(l->efd, &v, sizeof v);
+            (void)r;
+        }
+        if (pf[0].revents & (POLLIN | POLLERR | POLLHUP)) {
+            if (read_packets(l, why, sizeof why) != 0) {
+                conn_lost(l, why);
+                return;
+            }
+        }
+    }
+}
+
+static void *link_main(void *arg)
+{
+    vigil_mqtt_link *l = arg;
+    int attempt = 0;
+    char why[320];
+    for (;;) {
+        int64_t deadline;
+        if (stopping_now(l, &deadline))
+            break;
+        why[0] = '\0';
+        int rc = conn_open(l, why, sizeof why);
+        if (rc == 0) {
+            attempt = 0;
+            l->refused[0] = '\0';
+            atomic_store(&l->connected, true);
+            vigil_log_kv(VIGIL_LOG_INFO, "outbox connection to the broker up", "client_id",
+                         l->client_id, NULL);
+            serve(l);
+            continue;
+        }
+        fail_all(l); /* nothing can be in flight; queued batch messages fail now */
+        if (rc == -2 ? strcmp(l->refused, why) != 0 : attempt % 10 == 0) {
+            vigil_log_kv(VIGIL_LOG_WARN, "outbox connection to the broker failed", "client_id",
+                         l->client_id, "error", why, NULL);
+            if (rc == -2)
+                snprintf(l->refused, sizeof l->refused, "%s", why);
+        }
+        int64_t d = vigil_backoff_ms(attempt++, LINK_BACKOFF_BASE_MS, LINK_BACKOFF_CAP_MS);
+        int64_t until = vigil_mono_ms() + d;
+        while (!stopping_now(l, &deadline)) {
+            int64_t left = until - vigil_mono_ms();
+            if (left <= 0)
+                break;
+            struct pollfd pf = { .fd = l->efd, .events = POLLIN };
+            if (poll(&pf, 1, (int)(left < 100 ? left : 100)) == 1) {
+                uint64_t v;
+                ssize_t r = read(l->efd, &v, sizeof v);
+                (void)r;
+            }
+        }
+    }
+    fail_all(l);
+    return NULL;
+}
+
+/* ---- the API ----------------------------------------------------------- */
+
+static char *dup_or_null(const char *s)
+{
+    return s && s[0] ? strdup(s) : NULL;
+}
+
+/* host and port of mqtt://, mqtts://, tcp:// or ssl:// URLs ("[v6]:port"
+ * too; user info before '@' ignored; 1883 / 8883 without a port). */
+static int parse_url(vigil_mqtt_link *l, const char *url)
+{
+    static const struct {
+        const char *scheme;
+        bool tls;
+    } schemes[] = { { "mqtt://", false }, { "tcp://", false }, { "mqtts://", true },
+                    { "ssl://", true } };
+    const char *rest = NULL;
+    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0] && !rest; i++)
+        if (strncmp(url, schemes[i].scheme, strlen(schemes[i].scheme)) == 0) {
+            rest = url + strlen(schemes[i].scheme);
+            l->tls = schemes[i].tls;
+        }
+    if (!rest)
+        return -1;
+    const char *at = strrchr(rest, '@');
+    if (at)
+        rest = at + 1;
+    size_t n = strcspn(rest, "/");
+    char hp[256];
+    if (n == 0 || n >= sizeof hp)
+        return -1;
+    memcpy(hp, rest, n);
+    hp[n] = '\0';
+    char *host = hp, *port = NULL;
+    if (hp[0] == '[') {
+        char *end = strchr(hp, ']');
+        if (!end)
+            return -1;
+        *end = '\0';
+        host = hp + 1;
+        if (end[1] == ':')
+            port = end + 2;
+        else if (end[1])
+            return -1;
+    } else {
+        char *colon = strrchr(hp, ':');
+        if (colon) {
+            *colon = '\0';
+            port = colon + 1;
+        }
+    }
+    if (!host[0] || (port && !port[0]))
+        return -1;
+    l->host = strdup(host);
+    l->port = strdup(port ? port : l->tls ? "8883" : "1883");
+    return l->host && l->port ? 0 : -1;
+}
+
+static void link_free(vigil_mqtt_link *l)
+{
+    free(l->host);
+    free(l->port);
+    free(l->user);
+    free(l->password);
+    free(l->client_id);
+    free(l->prefix);
+    free(l->ca_file);
+    free(l->cert_file);
+    free(l->key_file);
+    free(l->obuf);
+    free(l->rbuf);
+    free(l->outs);
+    if (l->ctx)
+        SSL_CTX_free(l->ctx);
+    if (l->efd >= 0)
+        close(l->efd);
+    free(l);
+}
+
+vigil_mqtt_link *vigil_mqtt_link_new(const vigil_mqtt_config *cfg, char *err, size_t errlen)
+{
+    if (!cfg || !cfg->url || !cfg->client_id || !cfg->client_id[0]) {
+        snprintf(err, errlen, "the outbox connection needs a broker URL and a client id");
+        return NULL;
+    }
+    vigil_mqtt_link *l = calloc(1, sizeof *l);
+    if (!l) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    l->efd = -1;
+    l->sock = -1;
+    if (parse_url(l, cfg->url) != 0) {
+        snprintf(err, errlen, "bad MQTT URL '%s': expected mqtt://host:port, mqtts://, tcp:// or ssl://",
+                 cfg->url);
+        link_free(l);
+        return NULL;
+    }
+    if (cfg->topic_prefix && cfg->topic_prefix[0] &&
+        vigil_topic_prefix_check(cfg->topic_prefix, err, errlen) != 0) {
+        link_free(l);
+        return NULL;
+    }
+    l->user = dup_or_null(cfg->user);
+    l->password = dup_or_null(cfg->password);
+    l->client_id = strdup(cfg->client_id);
+    l->prefix = dup_or_null(cfg->topic_prefix);
+    l->ca_file = dup_or_null(cfg->tls_ca_file);
+    l->cert_file = dup_or_null(cfg->tls_cert_file);
+    l->key_file = dup_or_null(cfg->tls_key_file);
+    l->rbuf = malloc(LINK_READ_CHUNK);
+    l->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (!l->client_id || !l->rbuf || l->efd < 0) {
+        snprintf(err, errlen, "cannot create the outbox connection: %s", strerror(errno));
+        link_free(l);
+        return NULL;
+    }
+    l->recv_max = 1;
+    atomic_init(&l->connected, false);
+    atomic_init(&l->lost_at, 0);
+    atomic_init(&l->window, 1);
+    atomic_init(&l->max_packet, LINK_PACKET_MAX);
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_mutex_init(&l->cb_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    return l;
+}
+
+int vigil_mqtt_link_start(vigil_mqtt_link *l)
+{
+    if (!l || l->started)
+        return -1;
+    int rc = pthread_create(&l->thread, NULL, link_main, l);
+    if (rc != 0) {
+        vigil_log(VIGIL_LOG_ERROR, "outbox connection: cannot start thread: %s", strerror(rc));
+        return -1;
+    }
+    l->started = true;
+    return 0;
+}
+
+bool vigil_mqtt_link_connected(const vigil_mqtt_link *l)
+{
+    return l && atomic_load(&((vigil_mqtt_link *)l)->connected);
+}
+
+int64_t vigil_mqtt_link_lost_at_ms(const vigil_mqtt_link *l)
+{
+    return l ? atomic_load(&((vigil_mqtt_link *)l)->lost_at) : 0;
+}
+
+int vigil_mqtt_link_window(const vigil_mqtt_link *l)
+{
+    return l ? atomic_load(&((vigil_mqtt_link *)l)->window) : 1;
+}
+
+void vigil_mqtt_link_set_ack_handler(vigil_mqtt_link *l, vigil_mqtt_ack_fn fn, void *ctx)
+{
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->cb_mu);
+    l->ack_fn = fn;
+    l->ack_ctx = ctx;
+    pthread_mutex_unlock(&l->cb_mu);
+}
+
+/* Appends an encoded message to the queue; false when not connected. */
+static bool enqueue(vigil_mqtt_link *l, qmsg *q)
+{
+    pthread_mutex_lock(&l->mu);
+    bool ok = atomic_load(&l->connected) && !l->stopping;
+    if (ok) {
+        if (l->qtail)
+            l->qtail->next = q;
+        else
+            l->qhead = q;
+        l->qtail = q;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return ok;
+}
+
+int vigil_mqtt_link_publish_tagged(vigil_mqtt_link *l, const vigil_pubmsg *msg, uint64_t tag)
+{
+    if (!l)
+        return VIGIL_PUB_SEND_REFUSED;
+    if (!atomic_load(&l->connected))
+        return VIGIL_PUB_SEND_RETRY;
+    bool refused;
+    qmsg *q = encode_msg(l, msg, &refused);
+    if (!q) {
+        if (refused)
+            vigil_log_kv(VIGIL_LOG_WARN, "outbox: message cannot be published (topic not valid "
+                         "or larger than the broker accepts)", "topic",
+                         msg && msg->topic ? msg->topic : "(null)", NULL);
+        return refused ? VIGIL_PUB_SEND_REFUSED : VIGIL_PUB_SEND_RETRY;
+    }
+    q->tag = tag;
+    if (!enqueue(l, q)) {
+        free(q);
+        return VIGIL_PUB_SEND_RETRY;
+    }
+    return VIGIL_PUB_SEND_OK;
+}
+
+void vigil_mqtt_link_flush(vigil_mqtt_link *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->mu);
+    bool any = l->qhead != NULL;
+    pthread_mutex_unlock(&l->mu);
+    if (any)
+        wake(l);
+}
+
+int vigil_mqtt_link_publish_batch(vigil_mqtt_link *l, const vigil_pubmsg *msgs, int n,
+                                  int timeout_ms)
+{
+    if (!l || !msgs || n <= 0 || !atomic_load(&l->connected))
+        return 0;
+    link_batch *b = calloc(1, sizeof *b);
+    if (!b || !(b->state = calloc((size_t)n, sizeof *b->state))) {
+        free(b);
+        return 0;
+    }
+    b->n = n;
+    int queued = 0;
+    for (; queued < n; queued++) {
+        bool refused;
+        qmsg *q = encode_msg(l, &msgs[queued], &refused);
+        if (!q)
+            break;
+        q->batch = b;
+        q->bidx = queued;
+        pthread_mutex_lock(&l->mu);
+        b->left++;
+        pthread_mutex_unlock(&l->mu);
+        if (!enqueue(l, q)) {
+            pthread_mutex_lock(&l->mu);
+            b->left--;
+            pthread_mutex_unlock(&l->mu);
+            free(q);
+            break;
+        }
+    }
+    if (queued > 0)
+        wake(l);
+    struct timespec until = vigil_mono_deadline(timeout_ms);
+    pthread_mutex_lock(&l->mu);
+    while (b->left > 0 && pthread_cond_timedwait(&l->cv, &l->mu, &until) != ETIMEDOUT) {
+    }
+    /* Late outcomes must not reach b: detach what is still unresolved. */
+    if (b->left > 0) {
+        for (int i = 0; i < LINK_IDS; i++)
+            if (l->ids[i].used && l->ids[i].batch == b)
+                l->ids[i].batch = &orphaned;
+        for (qmsg *q = l->qhead; q; q = q->next)
+            if (q->batch == b)
+                q->batch = &orphaned;
+    }
+    pthread_mutex_unlock(&l->mu);
+    int acked = 0;
+    while (acked < queued && b->state[acked] == OUT_ACKED)
+        acked++;
+    free(b->state);
+    free(b);
+    return acked;
+}
+
+void vigil_mqtt_link_stop(vigil_mqtt_link *l, int timeout_ms)
+{
+    if (!l)
+        return;
+    if (l->started) {
+        pthread_mutex_lock(&l->mu);
+        l->stopping = true;
+        l->stop_deadline = vigil_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+        /* A connect in progress ends now (not after its timeout). */
+        if (l->sock >= 0 && !atomic_load(&l->connected))
+            shutdown(l->sock, SHUT_RDWR);
+        pthread_mutex_unlock(&l->mu);
+        wake(l);
+        pthread_join(l->thread, NULL);
+    }
+    fail_all(l);
+    pthread_mutex_destroy(&l->mu);
+    pthread_mutex_destroy(&l->cb_mu);
+    pthread_cond_destroy(&l->cv);
+    link_free(l);
+}
