@@ -190,8 +190,8 @@ static bool topic_ok(const char *t, size_t n)
 static qmsg *encode_msg(vigil_mqtt_link *l, const vigil_pubmsg *msg, bool *refused)
 {
     *refused = true;
-    if (!msg || !msg->topic || (msg->len > 0 && !msg->payload))
-        return NULL;
+    if (!msg || !msg->topic || !msg->topic[0] || (msg->len > 0 && !msg->payload))
+        return NULL; /* an empty topic under a prefix would be "<prefix>/": never meant */
     char buf[512];
     char *heap = NULL;
     const char *full = msg->topic;
