@@ -730,8 +730,10 @@ static bool live(void *ctx, char *why, size_t whylen)
     }
     int64_t ob = atomic_load(&rt->outbox_progress);
     if (ob != 0 && now - ob > bound + rt->cfg.tick_ms) {
+        bool up = rt->outbox_link ? vigil_mqtt_link_connected(rt->outbox_link)
+                                  : atomic_load(&rt->mqtt_up);
         snprintf(why, whylen, "outbox: entries pending and none published for %lld ms (mqtt %s)",
-                 (long long)(now - ob), atomic_load(&rt->mqtt_up) ? "connected" : "disconnected");
+                 (long long)(now - ob), up ? "connected" : "disconnected");
         return false;
     }
     return true;
@@ -1203,6 +1205,10 @@ static void runtime_free(vigil_runtime *rt)
 {
     if (rt->http)
         vigil_http_stop(rt->http);
+    /* After the HTTP server, whose liveness check reads its state; the
+     * outbox that used it stopped in shutdown_io. */
+    vigil_mqtt_link_stop(rt->outbox_link, 1000);
+    rt->outbox_link = NULL;
     vigil_store_free(rt->intake_store);
     vigil_store_free(rt->timer_store);
     vigil_redis_free(rt->intake_redis);
@@ -1370,10 +1376,6 @@ static void shutdown_io(vigil_runtime *rt)
     pthread_mutex_unlock(&rt->outbox_mu);
     if (ob)
         vigil_outbox_stop(ob, 3000);
-    if (rt->outbox_link) {
-        vigil_mqtt_link_stop(rt->outbox_link, 1000);
-        rt->outbox_link = NULL;
-    }
     if (op)
         vigil_outbox_proc_stop(op, 3000);
     if (rt->mqtt) {
