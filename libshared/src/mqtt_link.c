@@ -117,6 +117,7 @@ struct vigil_mqtt_link {
     int keepalive_s;
     int64_t last_write, last_read;
     bool ping_out;
+    bool write_wants_read; /* the last SSL_write wanted a read first */
     outcome *outs;
     size_t nouts, capouts;
     char refused[320]; /* last refusal logged, to log a change once */
@@ -363,8 +364,12 @@ static int conn_write(vigil_mqtt_link *l)
             int r = SSL_write(l->ssl, l->obuf + l->ooff, n > INT32_MAX ? INT32_MAX : (int)n);
             if (r <= 0) {
                 int e = SSL_get_error(l->ssl, r);
+                /* TLS may need to read before it can write (a key update):
+                 * then waiting for POLLOUT would spin. */
+                l->write_wants_read = e == SSL_ERROR_WANT_READ;
                 return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? 0 : -1;
             }
+            l->write_wants_read = false;
             w = r;
         } else {
             w = send(l->sock, l->obuf + l->ooff, n, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -597,6 +602,7 @@ static int read_packets(vigil_mqtt_link *l, char *why, size_t whylen)
             return 0;
         l->rlen += (size_t)n;
         l->last_read = vigil_mono_ms();
+        l->write_wants_read = false;
         /* A broker without TCP_NODELAY holds its next PUBACKs until this
          * segment is acknowledged; Linux would delay that ACK up to 40 ms
          * (we have nothing to send back). The flag does not stick. */
@@ -737,8 +743,10 @@ static int mqtt_handshake(vigil_mqtt_link *l, char *why, size_t whylen)
         return -1;
     }
     for (int i = 1; (hdr[i] & 128) && i < 4; i++)
-        if (read_full(l, hdr + i + 1, 1) != 0)
+        if (read_full(l, hdr + i + 1, 1) != 0) {
+            snprintf(why, whylen, "no CONNACK from %s:%s", l->host, l->port);
             return -1;
+        }
     vn = varint_get(hdr + 1, 4, &crem);
     if (hdr[0] != 0x20 || vn <= 0 || crem < 2 || crem > 65536) {
         snprintf(why, whylen, "unexpected answer to CONNECT from %s:%s", l->host, l->port);
@@ -789,6 +797,7 @@ static int conn_open(vigil_mqtt_link *l, char *why, size_t whylen)
     fcntl(l->sock, F_SETFL, fl | O_NONBLOCK);
     l->last_read = l->last_write = vigil_mono_ms();
     l->ping_out = false;
+    l->write_wants_read = false;
     return 0;
 }
 
@@ -855,7 +864,8 @@ static void serve(vigil_mqtt_link *l)
             continue;
         }
         struct pollfd pf[2] = {
-            { .fd = l->sock, .events = (short)(POLLIN | (l->olen > l->ooff ? POLLOUT : 0)) },
+            { .fd = l->sock,
+              .events = (short)(POLLIN | (l->olen > l->ooff && !l->write_wants_read ? POLLOUT : 0)) },
             { .fd = l->efd, .events = POLLIN },
         };
         int timeout = stopping ? 50 : LINK_POLL_MS;
