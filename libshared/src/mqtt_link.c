@@ -30,9 +30,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mqtt_wire.h"
 #include "tls_client.h"
 #include "vigil/clock.h"
-#include "vigil/json.h"
 #include "vigil/log.h"
 #include "vigil/topic_prefix.h"
 
@@ -44,7 +44,6 @@
 #define LINK_BACKOFF_CAP_MS 5000
 #define LINK_POLL_MS 1000
 #define LINK_READ_CHUNK 65536
-#define LINK_PACKET_MAX (256 * 1024 * 1024 - 1) /* MQTT's own limit */
 
 enum { OUT_PENDING = 0, OUT_ACKED = 1, OUT_FAILED = 2 };
 
@@ -104,7 +103,7 @@ struct vigil_mqtt_link {
     atomic_bool connected;
     atomic_llong lost_at;
     atomic_int window;
-    atomic_llong max_packet;
+    atomic_llong max_packet; /* the broker's Maximum Packet Size, 0 = none said */
 
     /* the link's thread only */
     SSL_CTX *ctx;
@@ -125,65 +124,18 @@ struct vigil_mqtt_link {
 
 /* ---- encoding ---------------------------------------------------------- */
 
-static size_t varint_put(unsigned char *p, size_t v)
-{
-    size_t n = 0;
-    do {
-        unsigned char b = v % 128;
-        v /= 128;
-        p[n++] = (unsigned char)(b | (v > 0 ? 128 : 0));
-    } while (v > 0);
-    return n;
-}
-
-static size_t varint_len(size_t v)
-{
-    return v < 128 ? 1 : v < 16384 ? 2 : v < 2097152 ? 3 : 4;
-}
-
-static unsigned char *put16(unsigned char *p, size_t v)
-{
-    p[0] = (unsigned char)(v >> 8);
-    p[1] = (unsigned char)v;
-    return p + 2;
-}
-
-static unsigned char *put_str(unsigned char *p, const char *s, size_t n)
-{
-    p = put16(p, n);
-    memcpy(p, s, n);
-    return p + n;
-}
-
-/* A PUBLISH (QoS 1) with room for its packet id, or NULL: out of memory.
+/* A PUBLISH (QoS 1) waiting for its packet id, or NULL: out of memory.
  * topic is the full topic (under the prefix). */
 static qmsg *encode_publish(const char *topic, size_t tlen, const void *payload, size_t plen,
                             bool retain)
 {
-    size_t rem = 2 + tlen + 2 + 1 + plen; /* topic, id, no properties, payload */
-    size_t total = 1 + varint_len(rem) + rem;
+    size_t total = vigil_mqtt_publish_len(tlen, plen);
     qmsg *q = malloc(sizeof *q + total);
     if (!q)
         return NULL;
     memset(q, 0, sizeof *q);
-    unsigned char *p = q->buf;
-    *p++ = (unsigned char)(0x32 | (retain ? 1 : 0));
-    p += varint_put(p, rem);
-    p = put_str(p, topic, tlen);
-    q->pid_off = (size_t)(p - q->buf);
-    p = put16(p, 0);
-    *p++ = 0; /* property length */
-    if (plen > 0)
-        memcpy(p, payload, plen);
-    q->len = total;
+    q->len = vigil_mqtt_encode_publish(q->buf, topic, tlen, payload, plen, retain, &q->pid_off);
     return q;
-}
-
-/* A topic name the broker accepts: not empty, UTF-8, no wildcard, no NUL. */
-static bool topic_ok(const char *t, size_t n)
-{
-    return n > 0 && n <= 65535 && vigil_utf8_valid(t, n) && !memchr(t, '+', n) &&
-           !memchr(t, '#', n) && !memchr(t, '\0', n);
 }
 
 /* Encodes msg under the prefix; NULL with *refused set when it can never
@@ -213,8 +165,9 @@ static qmsg *encode_msg(vigil_mqtt_link *l, const vigil_pubmsg *msg, bool *refus
         tlen = (size_t)n;
     }
     qmsg *q = NULL;
-    size_t size = 2 + tlen + 3 + msg->len;
-    if (topic_ok(full, tlen) && size + 5 <= (size_t)atomic_load(&l->max_packet)) {
+    long long max = atomic_load(&l->max_packet);
+    if (vigil_mqtt_topic_name_ok(full, tlen) &&
+        (max <= 0 || vigil_mqtt_publish_len(tlen, msg->len) <= (size_t)max)) {
         q = encode_publish(full, tlen, msg->payload, msg->len, msg->retain);
         if (!q)
             *refused = false;
@@ -427,7 +380,7 @@ static void take_queue(vigil_mqtt_link *l)
         }
         if (id == 0 || !obuf_reserve(l, q->len))
             break; /* every id in use (cannot happen below LINK_IDS) or no memory: later */
-        put16(q->buf + q->pid_off, id);
+        vigil_mqtt_put_packet_id(q->buf + q->pid_off, id);
         obuf_put(l, q->buf, q->len);
         l->ids[id - 1] = (inflight){ true, q->tag, q->batch, q->bidx };
         l->in_flight++;
@@ -441,98 +394,13 @@ static void take_queue(vigil_mqtt_link *l)
 
 /* ---- reading packets --------------------------------------------------- */
 
-/* Decodes a variable byte integer; returns its length, 0 if incomplete, -1
- * if malformed. */
-static int varint_get(const unsigned char *p, size_t avail, size_t *v)
-{
-    size_t mult = 1, val = 0;
-    for (int i = 0; i < 4; i++) {
-        if ((size_t)i >= avail)
-            return 0;
-        val += (size_t)(p[i] & 127) * mult;
-        if (!(p[i] & 128)) {
-            *v = val;
-            return i + 1;
-        }
-        mult *= 128;
-    }
-    return -1;
-}
-
-/* Length in bytes of one property's value, by its identifier; -1 unknown. */
-static long prop_len(int id, const unsigned char *p, size_t avail)
-{
-    switch (id) {
-    case 0x01: case 0x17: case 0x19: case 0x24: case 0x25: case 0x28: case 0x29: case 0x2A:
-        return 1;
-    case 0x13: case 0x21: case 0x22: case 0x23:
-        return 2;
-    case 0x02: case 0x11: case 0x18: case 0x27:
-        return 4;
-    case 0x0B: {
-        size_t v;
-        int n = varint_get(p, avail, &v);
-        return n > 0 ? n : -1;
-    }
-    case 0x03: case 0x08: case 0x09: case 0x12: case 0x15: case 0x16: case 0x1A: case 0x1C:
-    case 0x1F:
-        return avail < 2 ? -1 : 2 + ((long)p[0] << 8 | p[1]);
-    case 0x26: {
-        if (avail < 2)
-            return -1;
-        long a = 2 + ((long)p[0] << 8 | p[1]);
-        if ((size_t)a + 2 > avail)
-            return -1;
-        return a + 2 + ((long)p[a] << 8 | p[a + 1]);
-    }
-    default:
-        return -1;
-    }
-}
-
-/* The properties of a CONNACK that matter here. */
-typedef struct connack_props {
-    int recv_max;       /* 65535 if absent */
-    long long max_packet;
-    int keepalive;      /* -1 if absent */
-    char reason[160];   /* Reason String, "" if absent */
-} connack_props;
-
-static int parse_props(const unsigned char *p, size_t avail, connack_props *cp)
-{
-    size_t plen;
-    int vn = varint_get(p, avail, &plen);
-    if (vn <= 0 || plen > avail - (size_t)vn)
-        return -1;
-    p += vn;
-    size_t i = 0;
-    while (i < plen) {
-        int id = p[i++];
-        long n = prop_len(id, p + i, plen - i);
-        if (n < 0 || (size_t)n > plen - i)
-            return -1;
-        const unsigned char *v = p + i;
-        if (id == 0x21)
-            cp->recv_max = v[0] << 8 | v[1];
-        else if (id == 0x27)
-            cp->max_packet = (long long)v[0] << 24 | v[1] << 16 | v[2] << 8 | v[3];
-        else if (id == 0x13)
-            cp->keepalive = v[0] << 8 | v[1];
-        else if (id == 0x1F)
-            snprintf(cp->reason, sizeof cp->reason, "%.*s", (int)(n - 2), (const char *)v + 2);
-        i += (size_t)n;
-    }
-    return 0;
-}
-
 /* One PUBACK: its id's message is acknowledged, or refused with a reason
  * of 0x80 or more. Caller holds mu. */
 static void on_puback_locked(vigil_mqtt_link *l, const unsigned char *p, size_t rem)
 {
-    if (rem < 2)
+    int id, reason;
+    if (vigil_mqtt_parse_puback(p, rem, &id, &reason) != 0)
         return;
-    int id = p[0] << 8 | p[1];
-    int reason = rem >= 3 ? p[2] : 0;
     if (id < 1 || id > LINK_IDS || !l->ids[id - 1].used)
         return; /* not ours (an id from before a reconnect cannot come: clean session) */
     inflight *f = &l->ids[id - 1];
@@ -551,7 +419,7 @@ static int parse_packets(vigil_mqtt_link *l, char *why, size_t whylen)
     pthread_mutex_lock(&l->mu);
     while (l->rlen - off >= 2) {
         size_t rem;
-        int vn = varint_get(l->rbuf + off + 1, l->rlen - off - 1, &rem);
+        int vn = vigil_mqtt_varint_get(l->rbuf + off + 1, l->rlen - off - 1, &rem);
         if (vn < 0) {
             snprintf(why, whylen, "malformed packet from the broker");
             rc = -1;
@@ -709,32 +577,17 @@ static int write_full(vigil_mqtt_link *l, const unsigned char *p, size_t n)
  * 0, -1 for a failure worth retrying soon, -2 for a refusal (logged once). */
 static int mqtt_handshake(vigil_mqtt_link *l, char *why, size_t whylen)
 {
-    size_t cid = strlen(l->client_id), ul = l->user ? strlen(l->user) : 0,
-           pl = l->password ? strlen(l->password) : 0;
-    size_t rem = 10 + 1 + 2 + cid + (l->user ? 2 + ul : 0) + (l->password ? 2 + pl : 0);
-    unsigned char *pkt = malloc(1 + 4 + rem);
+    unsigned char *pkt = malloc(vigil_mqtt_connect_len(l->client_id, l->user, l->password));
     if (!pkt) {
         snprintf(why, whylen, "out of memory");
         return -1;
     }
-    unsigned char *p = pkt;
-    *p++ = 0x10;
-    p += varint_put(p, rem);
-    p = put_str(p, "MQTT", 4);
-    *p++ = 5;
-    *p++ = (unsigned char)(0x02 | (l->user ? 0x80 : 0) | (l->password ? 0x40 : 0));
-    p = put16(p, LINK_KEEPALIVE_S);
-    *p++ = 0; /* properties: Session Expiry Interval 0 (the default) */
-    p = put_str(p, l->client_id, cid);
-    if (l->user)
-        p = put_str(p, l->user, ul);
-    if (l->password)
-        p = put_str(p, l->password, pl);
-    int w = write_full(l, pkt, (size_t)(p - pkt));
+    size_t n = vigil_mqtt_encode_connect(pkt, l->client_id, l->user, l->password,
+                                         LINK_KEEPALIVE_S);
+    int w = write_full(l, pkt, n);
     free(pkt);
     unsigned char hdr[5];
     size_t crem = 0;
-    int vn = 0;
     if (w != 0 || read_full(l, hdr, 2) != 0) {
         /* TLS 1.3: a broker that wants a client certificate says so here */
         snprintf(why, whylen, "no CONNACK from %s:%s%s%s", l->host, l->port,
@@ -747,7 +600,7 @@ static int mqtt_handshake(vigil_mqtt_link *l, char *why, size_t whylen)
             snprintf(why, whylen, "no CONNACK from %s:%s", l->host, l->port);
             return -1;
         }
-    vn = varint_get(hdr + 1, 4, &crem);
+    int vn = vigil_mqtt_varint_get(hdr + 1, 4, &crem);
     if (hdr[0] != 0x20 || vn <= 0 || crem < 2 || crem > 65536) {
         snprintf(why, whylen, "unexpected answer to CONNECT from %s:%s", l->host, l->port);
         return -1;
@@ -758,25 +611,24 @@ static int mqtt_handshake(vigil_mqtt_link *l, char *why, size_t whylen)
         snprintf(why, whylen, "no CONNACK from %s:%s", l->host, l->port);
         return -1;
     }
-    connack_props cp = { .recv_max = 65535, .max_packet = LINK_PACKET_MAX, .keepalive = -1 };
-    int reason = body[1];
-    int prc = crem > 2 ? parse_props(body + 2, crem - 2, &cp) : 0;
+    vigil_connack ca;
+    int prc = vigil_mqtt_parse_connack(body, crem, &ca);
     free(body);
-    if (reason != 0) {
+    if (ca.reason != 0) {
         snprintf(why, whylen, "MQTT broker %s:%s refused client %s%s%s%s: %s (%d)%s%s", l->host,
                  l->port, l->client_id, l->user ? " (user '" : "", l->user ? l->user : "",
-                 l->user ? "')" : "", vigil_mqtt_reason_string(reason), reason,
-                 cp.reason[0] ? ": " : "", cp.reason);
+                 l->user ? "')" : "", vigil_mqtt_reason_string(ca.reason), ca.reason,
+                 ca.reason_string[0] ? ": " : "", ca.reason_string);
         return -2;
     }
     if (prc != 0) {
         snprintf(why, whylen, "malformed CONNACK from %s:%s", l->host, l->port);
         return -1;
     }
-    l->recv_max = cp.recv_max < 1 ? 1 : cp.recv_max > LINK_MAX_WINDOW ? LINK_MAX_WINDOW
-                                                                       : cp.recv_max;
-    l->keepalive_s = cp.keepalive >= 0 ? cp.keepalive : LINK_KEEPALIVE_S;
-    atomic_store(&l->max_packet, cp.max_packet > 0 ? cp.max_packet : LINK_PACKET_MAX);
+    l->recv_max = ca.recv_max < 1 ? 1 : ca.recv_max > LINK_MAX_WINDOW ? LINK_MAX_WINDOW
+                                                                       : ca.recv_max;
+    l->keepalive_s = ca.keepalive >= 0 ? ca.keepalive : LINK_KEEPALIVE_S;
+    atomic_store(&l->max_packet, ca.max_packet);
     atomic_store(&l->window, l->recv_max);
     return 0;
 }
@@ -1056,7 +908,7 @@ vigil_mqtt_link *vigil_mqtt_link_new(const vigil_mqtt_config *cfg, char *err, si
     atomic_init(&l->connected, false);
     atomic_init(&l->lost_at, 0);
     atomic_init(&l->window, 1);
-    atomic_init(&l->max_packet, LINK_PACKET_MAX);
+    atomic_init(&l->max_packet, 0);
     pthread_mutex_init(&l->mu, NULL);
     pthread_mutex_init(&l->cb_mu, NULL);
     pthread_condattr_t ca;
