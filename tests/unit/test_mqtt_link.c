@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -296,11 +297,15 @@ static void test_cut_fails_in_flight_and_reconnects(void **state)
     vt_mosq_stop(b);
 }
 
-/* ---- a scripted broker: answers every CONNECT with a refusal ----------- */
+/* ---- a scripted broker ------------------------------------------------- */
 
+/* refuse: every CONNECT gets Not authorized. Otherwise it is accepted with
+ * a Server Keep Alive of 1 s, and then nothing is ever answered (a broker
+ * that hangs): the fake only notes the PINGREQs until the client leaves. */
 typedef struct fake {
     int lfd, port;
-    atomic_int connects;
+    bool refuse;
+    atomic_int connects, pings;
     atomic_bool stop;
     pthread_t th;
 } fake;
@@ -312,23 +317,38 @@ static void *fake_main(void *arg)
         int c = accept(f->lfd, NULL, NULL);
         if (c < 0)
             continue;
+        struct timeval tv = { 0, 100000 };
+        setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         unsigned char buf[512];
         if (recv(c, buf, sizeof buf, 0) > 0 && buf[0] == 0x10) {
             atomic_fetch_add(&f->connects, 1);
-            /* CONNACK: Not authorized (0x87), with a Reason String */
-            static const unsigned char connack[] = { 0x20, 0x09, 0x00, 0x87, 0x06, 0x1F,
+            /* CONNACK: Not authorized (0x87), with a Reason String; or
+             * accepted, Server Keep Alive 1 s */
+            static const unsigned char refused[] = { 0x20, 0x09, 0x00, 0x87, 0x06, 0x1F,
                                                      0x00, 0x03, 'a',  'c',  'l' };
-            ssize_t w = send(c, connack, sizeof connack, MSG_NOSIGNAL);
+            static const unsigned char accepted[] = { 0x20, 0x06, 0x00, 0x00, 0x03,
+                                                      0x13, 0x00, 0x01 };
+            ssize_t w = f->refuse ? send(c, refused, sizeof refused, MSG_NOSIGNAL)
+                                  : send(c, accepted, sizeof accepted, MSG_NOSIGNAL);
             (void)w;
+            while (!f->refuse && !atomic_load(&f->stop)) {
+                ssize_t n = recv(c, buf, sizeof buf, 0);
+                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+                    break; /* the client gave up on us */
+                for (ssize_t i = 0; i + 1 < n; i++)
+                    if (buf[i] == 0xC0 && buf[i + 1] == 0x00)
+                        atomic_fetch_add(&f->pings, 1);
+            }
         }
         close(c);
     }
     return NULL;
 }
 
-static void fake_start(fake *f)
+static void fake_start(fake *f, bool refuse)
 {
     memset(f, 0, sizeof *f);
+    f->refuse = refuse;
     f->lfd = socket(AF_INET, SOCK_STREAM, 0);
     assert_true(f->lfd >= 0);
     struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -355,7 +375,7 @@ static void test_refused_connect_retried_with_backoff(void **state)
 {
     (void)state;
     fake f;
-    fake_start(&f);
+    fake_start(&f, true);
     char url[64];
     snprintf(url, sizeof url, "mqtt://127.0.0.1:%d", f.port);
     vigil_mqtt_link *l = new_link(url, NULL, NULL);
@@ -373,6 +393,36 @@ static void test_refused_connect_retried_with_backoff(void **state)
     fake_stop(&f);
 }
 
+/* A broker that accepts and then never answers: the link sends PINGREQ
+ * after half the Server Keep Alive without traffic, gives up when no
+ * answer came within the keep alive, reports the loss and connects again. */
+static void test_silent_broker_detected_by_keepalive(void **state)
+{
+    (void)state;
+    fake f;
+    fake_start(&f, false);
+    char url[64];
+    snprintf(url, sizeof url, "mqtt://127.0.0.1:%d", f.port);
+    static acks a;
+    memset(&a, 0, sizeof a);
+    vigil_mqtt_link *l = new_link(url, NULL, &a);
+    assert_true(wait_link(l, true, WAIT_MS));
+    vigil_pubmsg m = { "t/x", "x", 1, false };
+    assert_int_equal(vigil_mqtt_link_publish_tagged(l, &m, 1), VIGIL_PUB_SEND_OK);
+    vigil_mqtt_link_flush(l);
+    /* never acknowledged: failed when the keep alive gives up */
+    assert_true(wait_acks(&a, 1, WAIT_MS));
+    assert_int_equal(a.outcome[1], VIGIL_PUB_FAILED + 2);
+    assert_true(vigil_mqtt_link_lost_at_ms(l) > 0);
+    int64_t deadline = vigil_mono_ms() + WAIT_MS;
+    while (atomic_load(&f.connects) < 2 && vigil_mono_ms() < deadline)
+        vigil_sleep_ms(20, NULL);
+    assert_true(atomic_load(&f.connects) >= 2);
+    assert_true(atomic_load(&f.pings) >= 1);
+    vigil_mqtt_link_stop(l, 200);
+    fake_stop(&f);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -386,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_publishes_in_order_under_prefix),
         cmocka_unit_test(test_cut_fails_in_flight_and_reconnects),
         cmocka_unit_test(test_refused_connect_retried_with_backoff),
+        cmocka_unit_test(test_silent_broker_detected_by_keepalive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
