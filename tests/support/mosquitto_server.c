@@ -1,5 +1,7 @@
 /* mosquitto_server.c - a throwaway mosquitto for tests. See mosquitto_server.h. */
 #include "mosquitto_server.h"
+#include "poll_until.h"
+#include "vigil/mqtt_link.h"
 #include "proc.h"
 #include "vigil/clock.h"
 #include "vigil/mqtt.h"
@@ -561,13 +563,31 @@ int vt_msglog_get(vt_msglog *l, const char *topic, int i, char *topic_out, size_
     return rc;
 }
 
+typedef struct want_state {
+    void *client;
+    bool want;
+} want_state;
+
+static bool mqtt_state_is(void *ctx)
+{
+    want_state *w = ctx;
+    return vigil_mqtt_connected(w->client) == w->want;
+}
+
+static bool link_state_is(void *ctx)
+{
+    want_state *w = ctx;
+    return vigil_mqtt_link_connected(w->client) == w->want;
+}
+
 bool vt_mqtt_wait_connected(vigil_mqtt *m, bool want, int timeout_ms)
 {
-    int64_t deadline = vigil_mono_ms() + timeout_ms;
-    while (vigil_mqtt_connected(m) != want) {
-        if (vigil_mono_ms() >= deadline)
-            return false;
-        vigil_sleep_ms(20, NULL);
-    }
-    return true;
+    want_state w = { m, want };
+    return vt_poll_until(mqtt_state_is, &w, timeout_ms);
+}
+
+bool vt_link_wait_connected(vigil_mqtt_link *l, bool want, int timeout_ms)
+{
+    want_state w = { l, want };
+    return vt_poll_until(link_state_is, &w, timeout_ms);
 }

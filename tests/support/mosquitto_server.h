@@ -66,6 +66,9 @@ bool vt_mosq_wait_retained(const vt_mosq *s, const char *topic, const char *want
  * timeout_ms); false on timeout. */
 struct vigil_mqtt;
 bool vt_mqtt_wait_connected(struct vigil_mqtt *m, bool want, int timeout_ms);
+/* The same for the outbox's own connection (vigil/mqtt_link.h). */
+struct vigil_mqtt_link;
+bool vt_link_wait_connected(struct vigil_mqtt_link *l, bool want, int timeout_ms);
 
 /* ---- message recorder ---------------------------------------------------- */
 

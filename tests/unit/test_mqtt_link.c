@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "mosquitto_server.h"
+#include "poll_until.h"
 #include "tcp_cut.h"
 #include "vigil/clock.h"
 #include "vigil/log.h"
@@ -64,26 +65,21 @@ static int acks_count(acks *a)
     return n;
 }
 
-static bool wait_acks(acks *a, int n, int timeout_ms)
+typedef struct acks_want {
+    acks *a;
+    int n;
+} acks_want;
+
+static bool acks_reached(void *ctx)
 {
-    int64_t deadline = vigil_mono_ms() + timeout_ms;
-    while (acks_count(a) < n) {
-        if (vigil_mono_ms() >= deadline)
-            return false;
-        vigil_sleep_ms(10, NULL);
-    }
-    return true;
+    acks_want *w = ctx;
+    return acks_count(w->a) >= w->n;
 }
 
-static bool wait_link(vigil_mqtt_link *l, bool up, int timeout_ms)
+static bool wait_acks(acks *a, int n, int timeout_ms)
 {
-    int64_t deadline = vigil_mono_ms() + timeout_ms;
-    while (vigil_mqtt_link_connected(l) != up) {
-        if (vigil_mono_ms() >= deadline)
-            return false;
-        vigil_sleep_ms(10, NULL);
-    }
-    return true;
+    acks_want w = { a, n };
+    return vt_poll_until(acks_reached, &w, timeout_ms);
 }
 
 static vigil_mqtt_link *new_link(const char *url, const char *prefix, acks *a)
@@ -165,7 +161,7 @@ static void test_publishes_in_order_under_prefix(void **state)
     static acks a;
     memset(&a, 0, sizeof a);
     vigil_mqtt_link *l = new_link(vt_mosq_url(b), "pfx", &a);
-    assert_true(wait_link(l, true, WAIT_MS));
+    assert_true(vt_link_wait_connected(l, true, WAIT_MS));
     assert_int_equal(vigil_mqtt_link_window(l), 20);
 
     vigil_pubmsg bad[] = { { "t/+", "x", 1, false }, { "", "x", 1, false },
@@ -238,7 +234,7 @@ static void test_cut_fails_in_flight_and_reconnects(void **state)
     static acks a;
     memset(&a, 0, sizeof a);
     vigil_mqtt_link *l = new_link(url, NULL, &a);
-    assert_true(wait_link(l, true, WAIT_MS));
+    assert_true(vt_link_wait_connected(l, true, WAIT_MS));
     const int n = 2000;
     for (int i = 0; i < n; i++) {
         vigil_pubmsg m = { "t/cut", "payload", 7, false };
@@ -259,7 +255,7 @@ static void test_cut_fails_in_flight_and_reconnects(void **state)
     print_message("%d of %d failed at the cut\n", failed, n);
     assert_true(failed > 0); /* 2,000 messages do not all get through in 2 ms */
     assert_true(vigil_mqtt_link_lost_at_ms(l) > 0);
-    assert_true(wait_link(l, true, WAIT_MS));
+    assert_true(vt_link_wait_connected(l, true, WAIT_MS));
     vigil_pubmsg again = { "t/again", "x", 1, false };
     assert_int_equal(vigil_mqtt_link_publish_tagged(l, &again, n), VIGIL_PUB_SEND_OK);
     vigil_mqtt_link_flush(l);
@@ -393,6 +389,11 @@ static void test_refused_connect_retried_with_backoff(void **state)
     fake_stop(&f);
 }
 
+static bool reconnected(void *ctx)
+{
+    return atomic_load(&((fake *)ctx)->connects) >= 2;
+}
+
 /* A broker that accepts and then never answers: the link sends PINGREQ
  * after half the Server Keep Alive without traffic, gives up when no
  * answer came within the keep alive, reports the loss and connects again. */
@@ -406,7 +407,7 @@ static void test_silent_broker_detected_by_keepalive(void **state)
     static acks a;
     memset(&a, 0, sizeof a);
     vigil_mqtt_link *l = new_link(url, NULL, &a);
-    assert_true(wait_link(l, true, WAIT_MS));
+    assert_true(vt_link_wait_connected(l, true, WAIT_MS));
     vigil_pubmsg m = { "t/x", "x", 1, false };
     assert_int_equal(vigil_mqtt_link_publish_tagged(l, &m, 1), VIGIL_PUB_SEND_OK);
     vigil_mqtt_link_flush(l);
@@ -414,10 +415,7 @@ static void test_silent_broker_detected_by_keepalive(void **state)
     assert_true(wait_acks(&a, 1, WAIT_MS));
     assert_int_equal(a.outcome[1], VIGIL_PUB_FAILED + 2);
     assert_true(vigil_mqtt_link_lost_at_ms(l) > 0);
-    int64_t deadline = vigil_mono_ms() + WAIT_MS;
-    while (atomic_load(&f.connects) < 2 && vigil_mono_ms() < deadline)
-        vigil_sleep_ms(20, NULL);
-    assert_true(atomic_load(&f.connects) >= 2);
+    assert_true(vt_poll_until(reconnected, &f, WAIT_MS));
     assert_true(atomic_load(&f.pings) >= 1);
     vigil_mqtt_link_stop(l, 200);
     fake_stop(&f);

@@ -99,10 +99,7 @@ static int setup(void **state)
         e->link = vigil_mqtt_link_new(&lc, err, sizeof err);
         assert_non_null(e->link);
         assert_int_equal(vigil_mqtt_link_start(e->link), 0);
-        int64_t deadline = vigil_mono_ms() + WAIT_MS;
-        while (!vigil_mqtt_link_connected(e->link) && vigil_mono_ms() < deadline)
-            vigil_sleep_ms(20, NULL);
-        assert_true(vigil_mqtt_link_connected(e->link));
+        assert_true(vt_link_wait_connected(e->link, true, WAIT_MS));
     }
     *state = e;
     return 0;
@@ -137,15 +134,8 @@ static vigil_outbox *start_outbox(env *e)
 /* Waits until the outbox's connection is (or is not) up. */
 static bool wait_pub(env *e, bool want)
 {
-    if (!on_link)
-        return vt_mqtt_wait_connected(e->pub, want, WAIT_MS);
-    int64_t deadline = vigil_mono_ms() + WAIT_MS;
-    while (vigil_mqtt_link_connected(e->link) != want) {
-        if (vigil_mono_ms() >= deadline)
-            return false;
-        vigil_sleep_ms(20, NULL);
-    }
-    return true;
+    return on_link ? vt_link_wait_connected(e->link, want, WAIT_MS)
+                   : vt_mqtt_wait_connected(e->pub, want, WAIT_MS);
 }
 
 /* Commits a new record `key` whose effects publish n outputs ev/<first+i>
