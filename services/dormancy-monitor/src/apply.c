@@ -84,8 +84,10 @@ static int write_record(vigil_effects *fx, dormancy_room *r, const char *state_j
     if (rc == 0 && changed) {
         /* a new token: this head names the record with these parts only */
         r->token = vigil_unique_u64();
-        free(now);
-        now = dormancy_room_head_json(r);
+        if (!dormancy_room_head_retoken(now, r->token)) {
+            free(now);
+            now = dormancy_room_head_json(r);
+        }
         rc = now ? vigil_fx_set_state(fx, now) : -1;
         if (d.whole)
             vigil_fx_state_parts_reset(fx);

@@ -215,6 +215,31 @@ static void a_head_alone_is_not_a_record(void **state)
     dormancy_room_free(r);
 }
 
+/* A head retokened in place is the head written with that token; any
+ * other text is left alone. */
+static void a_head_retokened_in_place_is_the_head_written_with_that_token(void **state)
+{
+    (void)state;
+    dormancy_room *r = room_of(3);
+    r->token = 0x1234;
+    char *head = dormancy_room_head_json(r);
+    r->token = 0xfedcba9876543210ULL;
+    char *want = dormancy_room_head_json(r);
+    assert_string_not_equal(head, want);
+    assert_true(dormancy_room_head_retoken(head, r->token));
+    assert_string_equal(head, want);
+    free(want);
+    free(head);
+    dormancy_room_free(r);
+
+    char other[] = "{\"v\":3,\"c\":\"00000000000000ff\",\"np\":1}";
+    assert_false(dormancy_room_head_retoken(other, 1));
+    assert_string_equal(other, "{\"v\":3,\"c\":\"00000000000000ff\",\"np\":1}");
+    char shortc[] = ",\"c\":\"ff\"}";
+    assert_false(dormancy_room_head_retoken(shortc, 1));
+    assert_false(dormancy_room_head_retoken(NULL, 1));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -223,6 +248,7 @@ int main(void)
         cmocka_unit_test(read_back_from_parts_in_order_and_only_changes_written),
         cmocka_unit_test(a_deleted_room_deletes_every_part),
         cmocka_unit_test(a_head_alone_is_not_a_record),
+        cmocka_unit_test(a_head_retokened_in_place_is_the_head_written_with_that_token),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -296,6 +296,9 @@ void dormancy_parts_written(dormancy_room *r);
 /* The head: the record without its personas, with their count ("np"),
  * the next arrival order ("no") and r->token ("c"). */
 char *dormancy_room_head_json(const dormancy_room *r);
+/* Rewrites the token of a head dormancy_room_head_json wrote, in place, as
+ * if written with token; false (head unchanged) for any other text. */
+bool dormancy_room_head_retoken(char *head, uint64_t token);
 
 /* ---- input events ---------------------------------------------------- */
 

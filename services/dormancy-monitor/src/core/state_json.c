@@ -262,6 +262,26 @@ char *dormancy_room_head_json(const dormancy_room *r)
     return vigil_jtext_take(&b);
 }
 
+/* A commit that changed the record names it with a new token: writing the
+ * token over the old one in the head just written costs less than writing
+ * the head again (put_room was a tenth of the intake thread's time, twice
+ * per input). The token is the head's last field, 16 hex digits. */
+bool dormancy_room_head_retoken(char *head, uint64_t token)
+{
+    static const char field[] = ",\"c\":\"";
+    size_t n = head ? strlen(head) : 0;
+    size_t flen = sizeof field - 1;
+    if (n < flen + 18)
+        return false;
+    char *hex = head + n - 18; /* 16 digits, '"', '}' */
+    if (memcmp(hex - flen, field, flen) != 0 || hex[16] != '"' || hex[17] != '}')
+        return false;
+    char digits[17];
+    snprintf(digits, sizeof digits, "%016" PRIx64, token);
+    memcpy(hex, digits, 16);
+    return true;
+}
+
 /* ---- reading ---- */
 
 static int64_t get_i64(json_object *o, const char *k)
