@@ -62,6 +62,9 @@ const vigil_config_var VIGIL_COMMON_VARS[] = {
     {"VIGIL_OUTBOX_PROCESS", "0",
      "1 = publish the outbox from a child process of the service (same executable), so outputs "
      "keep flowing while intake is saturated; 0 = a thread of the service"},
+    {"VIGIL_MQTT_INTAKE", "link",
+     "client that takes the service's input from the broker: link (Vigil's own: many messages "
+     "per read, their acknowledgements written together, each after its commit) or paho"},
     {"VIGIL_LIVENESS_MS", "60000",
      "/healthz fails when intake, outbox or timers made no progress with work pending "
      "this long (1000-86400000)"},
@@ -412,6 +415,7 @@ void vigil_common_config_init(vigil_common_config *c, int default_http_port)
     c->timer_lease_ms = 30000;
     c->mqtt_session_expiry_s = 604800;
     c->liveness_ms = 60000;
+    c->mqtt_intake_link = true;
 }
 
 static bool has_prefix(const char *s, const char *p)
@@ -530,6 +534,11 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
                         errlen) ||
         vigil_env_bool("VIGIL_OUTBOX_PROCESS", false, &c->outbox_process, err, errlen))
         return -1;
+    static const char *const intakes[] = { "paho", "link", NULL };
+    int intake;
+    if (vigil_env_choice("VIGIL_MQTT_INTAKE", intakes, c->mqtt_intake_link ? 1 : 0, &intake, err, errlen))
+        return -1;
+    c->mqtt_intake_link = intake == 1;
     /* Read by the outbox publisher itself (outbox.c); checked here so a bad
      * value stops the start. */
     int64_t outbox_setting;

@@ -34,6 +34,9 @@
 #include "tls_client.h"
 #include "vigil/clock.h"
 #include "vigil/log.h"
+#include "vigil/metrics.h"
+#include "vigil/oom.h"
+#include "vigil/redact.h"
 #include "vigil/topic_prefix.h"
 
 #define LINK_IDS 1024          /* packet id table; > the largest window */
@@ -44,6 +47,13 @@
 #define LINK_BACKOFF_CAP_MS 5000
 #define LINK_POLL_MS 1000
 #define LINK_READ_CHUNK 65536
+#define LINK_SUBSCRIBE_ID (LINK_IDS + 1) /* outside the publish ids */
+#define LINK_MAX_PACKET ((size_t)VIGIL_MQTT_VARINT_MAX + 5)
+#define INTAKE_BACKOFF_BASE_MS 1000 /* as paho's reconnect: two replicas started with the
+                                     * same client id must not take the session from
+                                     * each other in a tight loop */
+#define INTAKE_BACKOFF_CAP_MS 30000
+#define INTAKE_ACK_EVERY 8 /* PUBACKs written at least this often within a read */
 
 enum { OUT_PENDING = 0, OUT_ACKED = 1, OUT_FAILED = 2 };
 
@@ -120,6 +130,28 @@ struct vigil_mqtt_link {
     outcome *outs;
     size_t nouts, capouts;
     char refused[320]; /* last refusal logged, to log a change once */
+    size_t rcap;
+
+    /* Intake (cfg->on_message set): a persistent session, its
+     * subscriptions, a last will and a ready status on every connect. */
+    bool intake;
+    char **subs; /* under the prefix */
+    int nsubs;
+    bool clean_start;
+    uint32_t session_expiry_s;
+    char *will_topic; /* under the prefix */
+    char *lost_payload;
+    char *status_topic; /* without the prefix: published through encode_msg */
+    char *ready_payload;
+    char *display_url;
+    vigil_mqtt_on_message on_message;
+    vigil_mqtt_on_state on_state;
+    vigil_mqtt_on_refused on_refused;
+    void *cb_ctx;
+    bool ever_connected; /* the link's thread only */
+    int acks_pending;    /* PUBACKs in obuf not yet written (the link's thread) */
+    char *topic;         /* the arriving message's topic, NUL-terminated */
+    size_t topic_cap;
 };
 
 /* ---- encoding ---------------------------------------------------------- */
@@ -274,12 +306,17 @@ static void close_conn(vigil_mqtt_link *l)
 }
 
 /* Marks the connection lost (once), fails what was in flight, closes. */
+static void intake_down(vigil_mqtt_link *l);
+
 static void conn_lost(vigil_mqtt_link *l, const char *why)
 {
     if (atomic_exchange(&l->connected, false)) {
         atomic_store(&l->lost_at, vigil_mono_ms());
-        vigil_log_kv(VIGIL_LOG_WARN, "outbox connection to the broker lost", "client_id",
-                     l->client_id, "error", why, NULL);
+        vigil_log_kv(VIGIL_LOG_WARN,
+                     l->intake ? "mqtt connection lost" : "outbox connection to the broker lost",
+                     "client_id", l->client_id, "error", why, NULL);
+        if (l->intake)
+            intake_down(l);
     }
     close_conn(l);
     fail_all(l);
@@ -410,6 +447,79 @@ static void on_puback_locked(vigil_mqtt_link *l, const unsigned char *p, size_t 
                    reason >= 0x80 ? VIGIL_PUB_REFUSED : VIGIL_PUB_ACKED, reason);
 }
 
+static int conn_write(vigil_mqtt_link *l);
+
+/* Messages inside the intake's handler across every client of the
+ * process (the same gauge as paho's intake, mqtt.c). */
+static atomic_int intake_in_flight;
+#define M_INPUTS_IN_FLIGHT "vigil_inputs_in_flight"
+#define M_INPUTS_IN_FLIGHT_HELP "Inputs received and not yet durable (acknowledged when their handler returns)"
+
+/* One PUBLISH from the broker (intake): the handler makes its effect
+ * durable, then its PUBACK joins the output buffer. The PUBACKs of a read
+ * go out together (every INTAKE_ACK_EVERY and at the end of the read),
+ * never before their message's handler returned: a crash before the write
+ * leaves them unacknowledged, and the broker sends them again. Runs on the
+ * link's thread without mu. Returns -1 (why) for a malformed packet. */
+static int on_publish(vigil_mqtt_link *l, unsigned char first, const unsigned char *body,
+                      size_t rem, char *why, size_t whylen)
+{
+    vigil_inpub in;
+    if (vigil_mqtt_parse_publish(first, body, rem, &in) != 0) {
+        snprintf(why, whylen, "malformed PUBLISH from the broker");
+        return -1;
+    }
+    if (in.tlen + 1 > l->topic_cap) {
+        char *t;
+        for (int attempt = 0; !(t = realloc(l->topic, in.tlen + 1)); attempt++)
+            if (!vigil_oom_wait(attempt, "mqtt topic"))
+                vigil_exit_unacknowledged("out of memory receiving a message", NULL);
+        l->topic = t;
+        l->topic_cap = in.tlen + 1;
+    }
+    memcpy(l->topic, in.topic, in.tlen);
+    l->topic[in.tlen] = '\0';
+    vigil_counter_add("vigil_mqtt_messages_received_total", "MQTT messages received", NULL, 1);
+    vigil_gauge_set(M_INPUTS_IN_FLIGHT, M_INPUTS_IN_FLIGHT_HELP, NULL,
+                    (double)atomic_fetch_add(&intake_in_flight, 1) + 1);
+    /* Every subscription is under the prefix, so every topic is too. */
+    const char *ours = l->prefix ? vigil_topic_prefix_strip(l->prefix, l->topic) : l->topic;
+    if (ours)
+        l->on_message(l->cb_ctx, ours, in.payload, in.plen, in.retain);
+    vigil_gauge_set(M_INPUTS_IN_FLIGHT, M_INPUTS_IN_FLIGHT_HELP, NULL,
+                    (double)atomic_fetch_sub(&intake_in_flight, 1) - 1);
+    if (in.qos == 1) {
+        unsigned char ack[4];
+        vigil_mqtt_encode_puback(ack, in.id);
+        if (!obuf_put(l, ack, sizeof ack)) {
+            snprintf(why, whylen, "out of memory for a PUBACK");
+            return -1; /* unacknowledged: the broker sends it again */
+        }
+        if (++l->acks_pending >= INTAKE_ACK_EVERY) {
+            l->acks_pending = 0;
+            if (conn_write(l) != 0) {
+                snprintf(why, whylen, "write failed: %s", strerror(errno));
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* A SUBACK: a filter the broker refused (an ACL) is an error worth a line. */
+static void on_suback(vigil_mqtt_link *l, const unsigned char *body, size_t rem)
+{
+    unsigned char codes[64];
+    int id, n;
+    if (vigil_mqtt_parse_suback(body, rem, &id, codes, 64, &n) != 0)
+        return;
+    for (int i = 0; i < n; i++)
+        if (codes[i] >= 0x80)
+            vigil_log_kv(VIGIL_LOG_ERROR, "mqtt subscription refused", "filter",
+                         i < l->nsubs ? l->subs[i] : "?", "reason",
+                         vigil_mqtt_reason_string(codes[i]), NULL);
+}
+
 /* Parses the complete packets in rbuf. Returns -1 (with why) when the
  * connection must end: a DISCONNECT from the broker or a malformed packet. */
 static int parse_packets(vigil_mqtt_link *l, char *why, size_t whylen)
@@ -427,10 +537,19 @@ static int parse_packets(vigil_mqtt_link *l, char *why, size_t whylen)
         }
         if (vn == 0 || l->rlen - off - 1 - (size_t)vn < rem)
             break; /* incomplete */
-        unsigned char type = l->rbuf[off] >> 4;
+        unsigned char first = l->rbuf[off], type = first >> 4;
         const unsigned char *body = l->rbuf + off + 1 + vn;
         if (type == 4) {
             on_puback_locked(l, body, rem);
+        } else if (type == 3 && l->intake) {
+            /* the handler runs without mu: publishers must not wait for it */
+            pthread_mutex_unlock(&l->mu);
+            rc = on_publish(l, first, body, rem, why, whylen);
+            pthread_mutex_lock(&l->mu);
+            if (rc != 0)
+                break;
+        } else if (type == 9 && l->intake) {
+            on_suback(l, body, rem);
         } else if (type == 14) {
             int reason = rem >= 1 ? body[0] : 0;
             snprintf(why, whylen, "the broker disconnected us: %s (%d)",
@@ -451,16 +570,38 @@ static int parse_packets(vigil_mqtt_link *l, char *why, size_t whylen)
     return rc;
 }
 
+/* The intake's rbuf holds at least the whole packet that starts it, however
+ * large (a message over VIGIL_MAX_PAYLOAD must reach the handler, which
+ * refuses it with an error event, rather than end the connection).
+ * Returns false when the packet cannot be held. */
+static bool rbuf_fit_first(vigil_mqtt_link *l)
+{
+    size_t rem;
+    int vn = l->rlen >= 2 ? vigil_mqtt_varint_get(l->rbuf + 1, l->rlen - 1, &rem) : 0;
+    if (vn <= 0)
+        return false;
+    size_t need = 1 + (size_t)vn + rem;
+    if (need <= l->rcap || need > LINK_MAX_PACKET)
+        return false;
+    unsigned char *b;
+    for (int attempt = 0; !(b = realloc(l->rbuf, need)); attempt++)
+        if (!vigil_oom_wait(attempt, "mqtt packet"))
+            return false;
+    l->rbuf = b;
+    l->rcap = need;
+    return true;
+}
+
 /* Reads everything available and handles the complete packets. */
 static int read_packets(vigil_mqtt_link *l, char *why, size_t whylen)
 {
     for (;;) {
-        size_t room = LINK_READ_CHUNK - l->rlen;
-        if (room == 0) {
-            snprintf(why, whylen, "a packet from the broker larger than %d bytes",
-                     LINK_READ_CHUNK);
+        size_t room = l->rcap - l->rlen;
+        if (room == 0 && !(l->intake && rbuf_fit_first(l))) {
+            snprintf(why, whylen, "a packet from the broker larger than %zu bytes", l->rcap);
             return -1;
         }
+        room = l->rcap - l->rlen;
         ssize_t n = conn_read(l, l->rbuf + l->rlen, room);
         if (n < 0) {
             snprintf(why, whylen, "connection closed: %s", errno ? strerror(errno) : "end of stream");
@@ -478,6 +619,14 @@ static int read_packets(vigil_mqtt_link *l, char *why, size_t whylen)
         setsockopt(l->sock, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
         if (parse_packets(l, why, whylen) != 0)
             return -1;
+        if (l->rcap > LINK_READ_CHUNK && l->rlen < LINK_READ_CHUNK) {
+            /* a large message has gone: give its room back */
+            unsigned char *b = realloc(l->rbuf, LINK_READ_CHUNK);
+            if (b) {
+                l->rbuf = b;
+                l->rcap = LINK_READ_CHUNK;
+            }
+        }
         if (!l->ssl && (size_t)n < room)
             return 0; /* the socket is drained: no second recv for EAGAIN */
     }
@@ -528,10 +677,17 @@ static int tls_handshake(vigil_mqtt_link *l, char *why, size_t whylen)
     ERR_clear_error();
     if (SSL_connect(l->ssl) != 1) {
         long v = SSL_get_verify_result(l->ssl);
-        snprintf(why, whylen, "TLS handshake with %s:%s failed: %s", l->host, l->port,
-                 v != X509_V_OK ? X509_verify_cert_error_string(v)
-                                : vigil_tls_queue_reason("handshake failed"));
-        return -1;
+        /* The broker answered and TLS itself failed (OpenSSL says why): a
+         * refusal waiting will not fix; a connection cut without a word
+         * from OpenSSL is an outage. */
+        bool tls_said = v != X509_V_OK || ERR_peek_last_error() != 0;
+        if (v != X509_V_OK)
+            snprintf(why, whylen, "TLS handshake with %s:%s failed: certificate verify failed: %s",
+                     l->host, l->port, X509_verify_cert_error_string(v));
+        else
+            snprintf(why, whylen, "TLS handshake with %s:%s failed: %s", l->host, l->port,
+                     vigil_tls_queue_reason("handshake failed"));
+        return l->intake && tls_said ? -2 : -1;
     }
     return 0;
 }
@@ -577,19 +733,35 @@ static int write_full(vigil_mqtt_link *l, const unsigned char *p, size_t n)
  * 0, -1 for a failure worth retrying soon, -2 for a refusal (logged once). */
 static int mqtt_handshake(vigil_mqtt_link *l, char *why, size_t whylen)
 {
-    unsigned char *pkt = malloc(vigil_mqtt_connect_len(l->client_id, l->user, l->password));
+    vigil_connect_opts co = {
+        .client_id = l->client_id,
+        .user = l->user,
+        .password = l->password,
+        .keepalive_s = LINK_KEEPALIVE_S,
+        .clean_start = !l->intake || l->clean_start,
+        .session_expiry_s = l->intake ? l->session_expiry_s : 0,
+        .will_topic = l->intake ? l->will_topic : NULL,
+        .will_payload = l->lost_payload,
+        .will_len = l->lost_payload ? strlen(l->lost_payload) : 0,
+        .will_retain = true,
+    };
+    unsigned char *pkt = malloc(vigil_mqtt_connect_opts_len(&co));
     if (!pkt) {
         snprintf(why, whylen, "out of memory");
         return -1;
     }
-    size_t n = vigil_mqtt_encode_connect(pkt, l->client_id, l->user, l->password,
-                                         LINK_KEEPALIVE_S);
+    size_t n = vigil_mqtt_encode_connect_opts(pkt, &co);
     int w = write_full(l, pkt, n);
     free(pkt);
     unsigned char hdr[5];
     size_t crem = 0;
     if (w != 0 || read_full(l, hdr, 2) != 0) {
         /* TLS 1.3: a broker that wants a client certificate says so here */
+        if (l->intake && l->ssl && ERR_peek_last_error()) {
+            snprintf(why, whylen, "TLS handshake with %s:%s failed: %s", l->host, l->port,
+                     vigil_tls_queue_reason("handshake failed"));
+            return -2;
+        }
         snprintf(why, whylen, "no CONNACK from %s:%s%s%s", l->host, l->port,
                  l->ssl && ERR_peek_last_error() ? ": " : "",
                  l->ssl && ERR_peek_last_error() ? vigil_tls_queue_reason("") : "");
@@ -614,6 +786,15 @@ static int mqtt_handshake(vigil_mqtt_link *l, char *why, size_t whylen)
     vigil_connack ca;
     int prc = vigil_mqtt_parse_connack(body, crem, &ca);
     free(body);
+    if (ca.reason != 0 && l->intake && (ca.reason == 0x86 || ca.reason == 0x87)) {
+        /* worded as paho's intake words it (mqtt_secure.c) */
+        char safe_url[300];
+        vigil_redact_url(l->display_url, safe_url, sizeof safe_url);
+        snprintf(why, whylen, "MQTT broker %s refused user '%s': %s", safe_url,
+                 l->user ? l->user : "(anonymous)",
+                 ca.reason == 0x86 ? "bad user name or password" : "not authorized");
+        return -2;
+    }
     if (ca.reason != 0) {
         snprintf(why, whylen, "MQTT broker %s:%s refused client %s%s%s%s: %s (%d)%s%s", l->host,
                  l->port, l->client_id, l->user ? " (user '" : "", l->user ? l->user : "",
@@ -742,6 +923,84 @@ static void serve(vigil_mqtt_link *l)
     }
 }
 
+/* Sleeps ms on the eventfd, returning early when the link stops. */
+static void pause_unless_stopping(vigil_mqtt_link *l, int64_t ms)
+{
+    int64_t deadline, until = vigil_mono_ms() + ms;
+    while (!stopping_now(l, &deadline)) {
+        int64_t left = until - vigil_mono_ms();
+        if (left <= 0)
+            break;
+        struct pollfd pf = { .fd = l->efd, .events = POLLIN };
+        if (poll(&pf, 1, (int)(left < 100 ? left : 100)) == 1) {
+            uint64_t v;
+            ssize_t r = read(l->efd, &v, sizeof v);
+            (void)r;
+        }
+    }
+}
+
+static int queue_async(vigil_mqtt_link *l, const char *topic, const void *payload, size_t len,
+                       bool retain);
+
+/* The intake is connected: subscribe to every filter again, before
+ * anything else (the broker may have lost the subscriptions; paho's intake
+ * did the same), then announce ready, which the broker handles after the
+ * SUBSCRIBE: a client that sees "ready" knows we are subscribed. */
+static void intake_up(vigil_mqtt_link *l)
+{
+    bool first = !l->ever_connected;
+    l->ever_connected = true;
+    if (!first)
+        vigil_counter_add("vigil_mqtt_reconnects_total",
+                          "Reconnections to the MQTT broker after the first connect", NULL, 1);
+    vigil_log_kv(VIGIL_LOG_INFO, first ? "mqtt connected" : "mqtt reconnected", "client_id",
+                 l->client_id, NULL);
+    l->acks_pending = 0;
+    if (l->nsubs > 0) {
+        size_t n = vigil_mqtt_subscribe_len((const char *const *)l->subs, l->nsubs);
+        if (obuf_reserve(l, n)) {
+            l->olen += vigil_mqtt_encode_subscribe(l->obuf + l->olen, LINK_SUBSCRIBE_ID,
+                                                   (const char *const *)l->subs, l->nsubs);
+        } else {
+            vigil_log_kv(VIGIL_LOG_ERROR, "mqtt subscribe not sent: out of memory", "client_id",
+                         l->client_id, NULL);
+        }
+    }
+    if (l->status_topic && l->ready_payload)
+        (void)queue_async(l, l->status_topic, l->ready_payload, strlen(l->ready_payload), true);
+    if (l->on_state)
+        l->on_state(l->cb_ctx, true);
+}
+
+static void intake_down(vigil_mqtt_link *l)
+{
+    if (l->on_state)
+        l->on_state(l->cb_ctx, false);
+}
+
+/* A failed connect of the intake: a refusal (credentials, authorization,
+ * TLS) is an error line every time; before the first accepted connect it
+ * is final (on_refused: the runtime exits with VIGIL_EXIT_CONFIG), after it
+ * the link keeps trying, so a rotated password is loud, not silent.
+ * Returns true when the link must give up. */
+static bool intake_failed(vigil_mqtt_link *l, int rc, const char *why, int attempt)
+{
+    if (rc != -2) {
+        if (attempt % 10 == 0)
+            vigil_log_kv(VIGIL_LOG_WARN, "mqtt connect failed", "client_id", l->client_id,
+                         "error", why, NULL);
+        return false;
+    }
+    vigil_counter_add("vigil_mqtt_refusals_total",
+                      "Connects the broker refused (credentials, authorization or TLS)", NULL, 1);
+    vigil_log_kv(VIGIL_LOG_ERROR, why, "client_id", l->client_id, NULL);
+    if (l->ever_connected || !l->on_refused)
+        return false;
+    l->on_refused(l->cb_ctx, why);
+    return true;
+}
+
 static void *link_main(void *arg)
 {
     vigil_mqtt_link *l = arg;
@@ -757,31 +1016,30 @@ static void *link_main(void *arg)
             attempt = 0;
             l->refused[0] = '\0';
             atomic_store(&l->connected, true);
-            vigil_log_kv(VIGIL_LOG_INFO, "outbox connection to the broker up", "client_id",
-                         l->client_id, NULL);
+            if (l->intake)
+                intake_up(l);
+            else
+                vigil_log_kv(VIGIL_LOG_INFO, "outbox connection to the broker up", "client_id",
+                             l->client_id, NULL);
             serve(l);
+            if (l->intake)
+                pause_unless_stopping(l, INTAKE_BACKOFF_BASE_MS);
             continue;
         }
         fail_all(l); /* nothing can be in flight; queued batch messages fail now */
-        if (rc == -2 ? strcmp(l->refused, why) != 0 : attempt % 10 == 0) {
+        if (l->intake) {
+            if (intake_failed(l, rc, why, attempt))
+                break;
+        } else if (rc == -2 ? strcmp(l->refused, why) != 0 : attempt % 10 == 0) {
             vigil_log_kv(VIGIL_LOG_WARN, "outbox connection to the broker failed", "client_id",
                          l->client_id, "error", why, NULL);
             if (rc == -2)
                 snprintf(l->refused, sizeof l->refused, "%s", why);
         }
-        int64_t d = vigil_backoff_ms(attempt++, LINK_BACKOFF_BASE_MS, LINK_BACKOFF_CAP_MS);
-        int64_t until = vigil_mono_ms() + d;
-        while (!stopping_now(l, &deadline)) {
-            int64_t left = until - vigil_mono_ms();
-            if (left <= 0)
-                break;
-            struct pollfd pf = { .fd = l->efd, .events = POLLIN };
-            if (poll(&pf, 1, (int)(left < 100 ? left : 100)) == 1) {
-                uint64_t v;
-                ssize_t r = read(l->efd, &v, sizeof v);
-                (void)r;
-            }
-        }
+        int64_t d = l->intake
+                        ? vigil_backoff_ms(attempt++, INTAKE_BACKOFF_BASE_MS, INTAKE_BACKOFF_CAP_MS)
+                        : vigil_backoff_ms(attempt++, LINK_BACKOFF_BASE_MS, LINK_BACKOFF_CAP_MS);
+        pause_unless_stopping(l, d);
     }
     fail_all(l);
     return NULL;
@@ -859,11 +1117,81 @@ static void link_free(vigil_mqtt_link *l)
     free(l->obuf);
     free(l->rbuf);
     free(l->outs);
+    if (l->subs)
+        for (int i = 0; i < l->nsubs; i++)
+            free(l->subs[i]);
+    free(l->subs);
+    free(l->will_topic);
+    free(l->lost_payload);
+    free(l->status_topic);
+    free(l->ready_payload);
+    free(l->display_url);
+    free(l->topic);
     if (l->ctx)
         SSL_CTX_free(l->ctx);
     if (l->efd >= 0)
         close(l->efd);
     free(l);
+}
+
+/* topic under the link's prefix (a copy), or NULL: out of memory or a
+ * topic the prefix cannot take. */
+static char *prefixed_dup(const vigil_mqtt_link *l, const char *topic)
+{
+    if (!l->prefix)
+        return strdup(topic);
+    size_t need = strlen(l->prefix) + strlen(topic) + 16;
+    char *out = malloc(need);
+    if (out && vigil_topic_prefix_apply(l->prefix, topic, out, need) < 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* The intake's part of the configuration: subscriptions and the will
+ * under the prefix, the session, the status payloads and the handlers. */
+static int intake_config(vigil_mqtt_link *l, const vigil_mqtt_config *cfg, char *err,
+                         size_t errlen)
+{
+    l->intake = true;
+    l->on_message = cfg->on_message;
+    l->on_state = cfg->on_state;
+    l->on_refused = cfg->on_refused;
+    l->cb_ctx = cfg->ctx;
+    /* < 0: a clean start and no session kept; 0: the default 7 days */
+    l->clean_start = cfg->session_expiry_s < 0;
+    l->session_expiry_s = cfg->session_expiry_s < 0    ? 0
+                          : cfg->session_expiry_s == 0 ? 604800u
+                                                       : (uint32_t)cfg->session_expiry_s;
+    l->display_url = strdup(cfg->url);
+    if (!l->display_url)
+        goto oom;
+    if (cfg->status_topic && cfg->status_topic[0]) {
+        l->status_topic = strdup(cfg->status_topic);
+        l->ready_payload = dup_or_null(cfg->ready_payload);
+        l->lost_payload = dup_or_null(cfg->lost_payload);
+        l->will_topic = cfg->lost_payload ? prefixed_dup(l, cfg->status_topic) : NULL;
+        if (!l->status_topic || (cfg->ready_payload && cfg->ready_payload[0] && !l->ready_payload) ||
+            (cfg->lost_payload && cfg->lost_payload[0] && !l->lost_payload) ||
+            (cfg->lost_payload && !l->will_topic))
+            goto oom;
+    }
+    int n = 0;
+    while (cfg->subscriptions && cfg->subscriptions[n])
+        n++;
+    if (n > 0) {
+        l->subs = calloc((size_t)n, sizeof *l->subs);
+        if (!l->subs)
+            goto oom;
+        for (; l->nsubs < n; l->nsubs++)
+            if (!(l->subs[l->nsubs] = prefixed_dup(l, cfg->subscriptions[l->nsubs])))
+                goto oom;
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "cannot create the MQTT connection: out of memory");
+    return -1;
 }
 
 vigil_mqtt_link *vigil_mqtt_link_new(const vigil_mqtt_config *cfg, char *err, size_t errlen)
@@ -897,7 +1225,12 @@ vigil_mqtt_link *vigil_mqtt_link_new(const vigil_mqtt_config *cfg, char *err, si
     l->ca_file = dup_or_null(cfg->tls_ca_file);
     l->cert_file = dup_or_null(cfg->tls_cert_file);
     l->key_file = dup_or_null(cfg->tls_key_file);
+    if (cfg->on_message && intake_config(l, cfg, err, errlen) != 0) {
+        link_free(l);
+        return NULL;
+    }
     l->rbuf = malloc(LINK_READ_CHUNK);
+    l->rcap = LINK_READ_CHUNK;
     l->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (!l->client_id || !l->rbuf || l->efd < 0) {
         snprintf(err, errlen, "cannot create the outbox connection: %s", strerror(errno));
@@ -994,6 +1327,34 @@ int vigil_mqtt_link_publish_tagged(vigil_mqtt_link *l, const vigil_pubmsg *msg, 
         return VIGIL_PUB_SEND_RETRY;
     }
     return VIGIL_PUB_SEND_OK;
+}
+
+/* A message whose outcome nobody waits for (a status, a fence): queued
+ * like a batch message whose caller left. 0, or -1 when not connected or
+ * it cannot be published. */
+static int queue_async(vigil_mqtt_link *l, const char *topic, const void *payload, size_t len,
+                       bool retain)
+{
+    vigil_pubmsg msg = { .topic = topic, .payload = payload, .len = len, .retain = retain };
+    bool refused;
+    qmsg *q = encode_msg(l, &msg, &refused);
+    if (!q)
+        return -1;
+    q->batch = &orphaned;
+    if (!enqueue(l, q)) {
+        free(q);
+        return -1;
+    }
+    return 0;
+}
+
+int vigil_mqtt_link_publish_async(vigil_mqtt_link *l, const char *topic, const void *payload,
+                                  size_t len, bool retain)
+{
+    if (!l || !atomic_load(&l->connected) || queue_async(l, topic, payload, len, retain) != 0)
+        return -1;
+    wake(l);
+    return 0;
 }
 
 void vigil_mqtt_link_flush(vigil_mqtt_link *l)

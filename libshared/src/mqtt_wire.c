@@ -85,36 +85,172 @@ void vigil_mqtt_put_packet_id(unsigned char *at, uint16_t id)
     put16(at, id);
 }
 
-static size_t connect_rem(const char *client_id, const char *user, const char *password)
+static size_t connect_rem(const vigil_connect_opts *o)
 {
-    /* protocol name, level, flags, keep alive, property length, client id */
-    return 6 + 1 + 1 + 2 + 1 + 2 + strlen(client_id) + (user ? 2 + strlen(user) : 0) +
-           (password ? 2 + strlen(password) : 0);
+    /* protocol name, level, flags, keep alive, properties, client id */
+    size_t rem = 6 + 1 + 1 + 2 + 1 + 2 + strlen(o->client_id);
+    if (o->session_expiry_s > 0)
+        rem += 5; /* 0x11 and four bytes */
+    if (o->will_topic)
+        rem += 1 + 2 + strlen(o->will_topic) + 2 + o->will_len; /* no will properties */
+    if (o->user)
+        rem += 2 + strlen(o->user);
+    if (o->password)
+        rem += 2 + strlen(o->password);
+    return rem;
+}
+
+size_t vigil_mqtt_connect_opts_len(const vigil_connect_opts *o)
+{
+    size_t rem = connect_rem(o);
+    return 1 + vigil_mqtt_varint_len(rem) + rem;
+}
+
+size_t vigil_mqtt_encode_connect_opts(unsigned char *out, const vigil_connect_opts *o)
+{
+    unsigned char *p = out;
+    *p++ = 0x10;
+    p += vigil_mqtt_varint_put(p, connect_rem(o));
+    p = put_str(p, "MQTT", 4);
+    *p++ = 5;
+    unsigned char flags = (unsigned char)((o->user ? 0x80 : 0) | (o->password ? 0x40 : 0) |
+                                          (o->clean_start ? 0x02 : 0));
+    if (o->will_topic)
+        flags |= (unsigned char)(0x04 | 0x08 | (o->will_retain ? 0x20 : 0)); /* will, QoS 1 */
+    *p++ = flags;
+    p = put16(p, (size_t)o->keepalive_s);
+    if (o->session_expiry_s > 0) {
+        *p++ = 5;
+        *p++ = 0x11;
+        p = put16(p, o->session_expiry_s >> 16);
+        p = put16(p, o->session_expiry_s & 0xFFFF);
+    } else {
+        *p++ = 0; /* no properties: Session Expiry Interval 0 */
+    }
+    p = put_str(p, o->client_id, strlen(o->client_id));
+    if (o->will_topic) {
+        *p++ = 0; /* no will properties */
+        p = put_str(p, o->will_topic, strlen(o->will_topic));
+        p = put16(p, o->will_len);
+        if (o->will_len > 0)
+            memcpy(p, o->will_payload, o->will_len);
+        p += o->will_len;
+    }
+    if (o->user)
+        p = put_str(p, o->user, strlen(o->user));
+    if (o->password)
+        p = put_str(p, o->password, strlen(o->password));
+    return (size_t)(p - out);
 }
 
 size_t vigil_mqtt_connect_len(const char *client_id, const char *user, const char *password)
 {
-    size_t rem = connect_rem(client_id, user, password);
-    return 1 + vigil_mqtt_varint_len(rem) + rem;
+    vigil_connect_opts o = { .client_id = client_id, .user = user, .password = password,
+                             .clean_start = true };
+    return vigil_mqtt_connect_opts_len(&o);
 }
 
 size_t vigil_mqtt_encode_connect(unsigned char *out, const char *client_id, const char *user,
                                  const char *password, int keepalive_s)
 {
+    vigil_connect_opts o = { .client_id = client_id, .user = user, .password = password,
+                             .keepalive_s = keepalive_s, .clean_start = true };
+    return vigil_mqtt_encode_connect_opts(out, &o);
+}
+
+static size_t subscribe_rem(const char *const *filters, int n)
+{
+    size_t rem = 2 + 1; /* packet id, no properties */
+    for (int i = 0; i < n; i++)
+        rem += 2 + strlen(filters[i]) + 1;
+    return rem;
+}
+
+size_t vigil_mqtt_subscribe_len(const char *const *filters, int n)
+{
+    size_t rem = subscribe_rem(filters, n);
+    return 1 + vigil_mqtt_varint_len(rem) + rem;
+}
+
+size_t vigil_mqtt_encode_subscribe(unsigned char *out, uint16_t id, const char *const *filters,
+                                   int n)
+{
     unsigned char *p = out;
-    *p++ = 0x10;
-    p += vigil_mqtt_varint_put(p, connect_rem(client_id, user, password));
-    p = put_str(p, "MQTT", 4);
-    *p++ = 5;
-    *p++ = (unsigned char)(0x02 | (user ? 0x80 : 0) | (password ? 0x40 : 0)); /* clean start */
-    p = put16(p, (size_t)keepalive_s);
-    *p++ = 0; /* no properties: Session Expiry Interval 0 */
-    p = put_str(p, client_id, strlen(client_id));
-    if (user)
-        p = put_str(p, user, strlen(user));
-    if (password)
-        p = put_str(p, password, strlen(password));
+    *p++ = 0x82;
+    p += vigil_mqtt_varint_put(p, subscribe_rem(filters, n));
+    p = put16(p, id);
+    *p++ = 0;
+    for (int i = 0; i < n; i++) {
+        p = put_str(p, filters[i], strlen(filters[i]));
+        *p++ = 0x01; /* QoS 1; local messages, retained as sent by default */
+    }
     return (size_t)(p - out);
+}
+
+/* Skips a property block (its Variable Byte Integer length and its
+ * bytes) at p, avail bytes; the bytes it took, or -1 when it runs past. */
+static long skip_props(const unsigned char *p, size_t avail)
+{
+    size_t plen;
+    int vn = vigil_mqtt_varint_get(p, avail, &plen);
+    if (vn <= 0 || plen > avail - (size_t)vn)
+        return -1;
+    return vn + (long)plen;
+}
+
+int vigil_mqtt_parse_suback(const unsigned char *body, size_t len, int *id, unsigned char *codes,
+                            int maxcodes, int *ncodes)
+{
+    *ncodes = 0;
+    if (len < 2)
+        return -1;
+    *id = body[0] << 8 | body[1];
+    long sp = skip_props(body + 2, len - 2);
+    if (sp < 0)
+        return -1;
+    for (size_t i = 2 + (size_t)sp; i < len; i++)
+        if (*ncodes < maxcodes)
+            codes[(*ncodes)++] = body[i];
+    return 0;
+}
+
+int vigil_mqtt_parse_publish(unsigned char first, const unsigned char *body, size_t len,
+                             vigil_inpub *p)
+{
+    memset(p, 0, sizeof *p);
+    p->qos = (first >> 1) & 3;
+    p->retain = first & 1;
+    p->dup = (first & 8) != 0;
+    if (p->qos > 1 || len < 2)
+        return -1;
+    size_t tlen = (size_t)(body[0] << 8 | body[1]), off = 2;
+    if (tlen == 0 || tlen > len - off)
+        return -1;
+    p->topic = (const char *)body + off;
+    p->tlen = tlen;
+    off += tlen;
+    if (p->qos == 1) {
+        if (len - off < 2)
+            return -1;
+        p->id = (uint16_t)(body[off] << 8 | body[off + 1]);
+        if (p->id == 0)
+            return -1;
+        off += 2;
+    }
+    long sp = skip_props(body + off, len - off);
+    if (sp < 0)
+        return -1;
+    off += (size_t)sp;
+    p->payload = body + off;
+    p->plen = len - off;
+    return 0;
+}
+
+void vigil_mqtt_encode_puback(unsigned char out[4], uint16_t id)
+{
+    out[0] = 0x40;
+    out[1] = 2;
+    put16(out + 2, id);
 }
 
 /* Length in bytes of one property's value, by its identifier (MQTT 5
@@ -157,6 +293,7 @@ int vigil_mqtt_parse_connack(const unsigned char *body, size_t len, vigil_connac
     if (len < 2)
         return -1;
     c->reason = body[1];
+    c->session_present = body[0] & 1;
     if (len == 2)
         return 0; /* no property length at all: tolerated */
     const unsigned char *p = body + 2;

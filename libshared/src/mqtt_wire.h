@@ -38,9 +38,57 @@ size_t vigil_mqtt_connect_len(const char *client_id, const char *user, const cha
 size_t vigil_mqtt_encode_connect(unsigned char *out, const char *client_id, const char *user,
                                  const char *password, int keepalive_s);
 
+/* A CONNECT with a session and a last will (the intake's connection):
+ * clean_start false resumes the session the broker kept under client_id;
+ * session_expiry_s > 0 is sent as the Session Expiry Interval (without
+ * it the broker ends the session with the connection); will_topic NULL =
+ * no will, else a QoS 1 will of will_len bytes, retained if will_retain. */
+typedef struct vigil_connect_opts {
+    const char *client_id, *user, *password; /* user / password NULL = none */
+    int keepalive_s;
+    bool clean_start;
+    uint32_t session_expiry_s;
+    const char *will_topic;
+    const void *will_payload;
+    size_t will_len;
+    bool will_retain;
+} vigil_connect_opts;
+size_t vigil_mqtt_connect_opts_len(const vigil_connect_opts *o);
+size_t vigil_mqtt_encode_connect_opts(unsigned char *out, const vigil_connect_opts *o);
+
+/* SUBSCRIBE of n topic filters at QoS 1 (no other options) with packet
+ * id; _len says the bytes needed. */
+size_t vigil_mqtt_subscribe_len(const char *const *filters, int n);
+size_t vigil_mqtt_encode_subscribe(unsigned char *out, uint16_t id, const char *const *filters,
+                                   int n);
+/* Decodes a SUBACK's body: its packet id and up to maxcodes reason codes
+ * (*ncodes of them; >= 0x80 = that filter refused). 0, or -1 malformed. */
+int vigil_mqtt_parse_suback(const unsigned char *body, size_t len, int *id, unsigned char *codes,
+                            int maxcodes, int *ncodes);
+
+/* An incoming PUBLISH, pointing into the packet's body. */
+typedef struct vigil_inpub {
+    const char *topic; /* not NUL-terminated */
+    size_t tlen;
+    int qos;           /* 0 or 1 (2 is refused: we subscribe at QoS 1) */
+    bool retain, dup;
+    uint16_t id;       /* 0 at QoS 0 */
+    const unsigned char *payload;
+    size_t plen;
+} vigil_inpub;
+/* Decodes a PUBLISH from its fixed header's first byte and its body (len
+ * bytes). Returns 0, or -1 when malformed: QoS 2 or 3, a topic or the
+ * properties longer than the body, a QoS 1 packet id of 0, or an empty
+ * topic (we announce no Topic Alias Maximum, so aliases cannot come). */
+int vigil_mqtt_parse_publish(unsigned char first, const unsigned char *body, size_t len,
+                             vigil_inpub *p);
+/* A PUBACK (success) for packet id: 4 bytes. */
+void vigil_mqtt_encode_puback(unsigned char out[4], uint16_t id);
+
 /* What a CONNACK says that matters to a publisher. */
 typedef struct vigil_connack {
     int reason;           /* 0 = accepted, >= 0x80 = refused */
+    bool session_present; /* the broker resumed the session it kept */
     int recv_max;         /* Receive Maximum: 65535 when absent */
     long long max_packet; /* Maximum Packet Size: 0 when absent (no limit) */
     int keepalive;        /* Server Keep Alive: -1 when absent */

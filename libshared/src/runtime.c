@@ -70,7 +70,8 @@ struct vigil_runtime {
     vigil_store *timer_store;
 
     vigil_state_cache *cache;
-    vigil_mqtt *mqtt;
+    vigil_mqtt *mqtt;             /* the intake over paho (VIGIL_MQTT_INTAKE=paho), or */
+    vigil_mqtt_link *intake_link; /* over Vigil's own client (link, the default) */
     vigil_mqtt_link *outbox_link; /* the outbox's own broker connection (thread mode) */
     vigil_outbox *outbox;
     vigil_outbox_proc *outbox_proc; /* VIGIL_OUTBOX_PROCESS=1: instead of outbox */
@@ -850,7 +851,11 @@ static void fence_send(vigil_runtime *rt, const vigil_shard_view *held)
         !vigil_shard_fence_due(&rt->fence, held, vigil_mono_ms(), FENCE_RETRY_MS, payload,
                                sizeof payload))
         return;
-    if (vigil_mqtt_publish_async(rt->mqtt, rt->fence.topic, payload, strlen(payload), false) != 0)
+    int rc = rt->intake_link ? vigil_mqtt_link_publish_async(rt->intake_link, rt->fence.topic,
+                                                             payload, strlen(payload), false)
+                             : vigil_mqtt_publish_async(rt->mqtt, rt->fence.topic, payload,
+                                                        strlen(payload), false);
+    if (rc != 0)
         return; /* the retry sends another */
     char counts[64];
     vigil_shard_view_format(held, counts, sizeof counts);
@@ -1311,10 +1316,13 @@ static int start_io(vigil_runtime *rt, char *err, size_t errlen)
     mc.on_state = on_mqtt_state;
     mc.ctx = rt;
     mc.on_refused = on_mqtt_refused;
-    rt->mqtt = vigil_mqtt_new(&mc, err, errlen);
+    if (rt->cfg.mqtt_intake_link)
+        rt->intake_link = vigil_mqtt_link_new(&mc, err, errlen);
+    else
+        rt->mqtt = vigil_mqtt_new(&mc, err, errlen);
     free(ready_payload);
     free(lost_payload);
-    if (!rt->mqtt)
+    if (!rt->mqtt && !rt->intake_link)
         return -1;
     if (rt->cfg.outbox_process) {
         rt->outbox_proc = vigil_outbox_proc_start(rt->argv, err, errlen);
@@ -1341,7 +1349,8 @@ static int start_io(vigil_runtime *rt, char *err, size_t errlen)
         return -1;
     }
     rt->timer_started = true;
-    if (vigil_mqtt_start(rt->mqtt) != 0) {
+    if (rt->intake_link ? vigil_mqtt_link_start(rt->intake_link) != 0
+                        : vigil_mqtt_start(rt->mqtt) != 0) {
         snprintf(err, errlen, "cannot start the MQTT client");
         return -1;
     }
@@ -1383,6 +1392,19 @@ static void shutdown_io(vigil_runtime *rt)
         vigil_mqtt_stop(rt->mqtt, bye, 3000);
         free(bye);
         rt->mqtt = NULL;
+    }
+    if (rt->intake_link) {
+        /* The status first, acknowledged, then a clean DISCONNECT: the
+         * broker keeps the session and does not publish the will. */
+        char *bye = status_payload(rt, "disconnected");
+        if (bye) {
+            vigil_pubmsg m = { .topic = rt->status_topic, .payload = bye, .len = strlen(bye),
+                               .retain = true };
+            (void)vigil_mqtt_link_publish_batch(rt->intake_link, &m, 1, 3000);
+        }
+        free(bye);
+        vigil_mqtt_link_stop(rt->intake_link, 3000);
+        rt->intake_link = NULL;
     }
 }
 

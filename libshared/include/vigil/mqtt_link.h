@@ -1,5 +1,12 @@
-/* mqtt_link.h - the outbox's own connection to the broker: a small MQTT 5
- * client that only publishes at QoS 1, on its own socket and thread.
+/* mqtt_link.h - Vigil's own small MQTT 5 client, on its own socket and
+ * thread, in one of two roles:
+ *
+ * - The outbox's connection: it only publishes at QoS 1.
+ * - A service's intake (cfg->on_message set; VIGIL_MQTT_INTAKE=link, the
+ *   default): a persistent session, its subscriptions, a retained last
+ *   will and a "ready" status on every connect, as vigil_mqtt (mqtt.h)
+ *   gives over paho, and publishes without waiting (the status, shard
+ *   fences).
  *
  * Why not paho: paho's asynchronous library has one lock for all its
  * clients in a process, and its receive thread holds it while our message
@@ -9,19 +16,25 @@
  * queue entry, a thread hand-off and its own write. This client shares
  * nothing with paho: a publish is encoded into a queue, vigil_mqtt_link_flush
  * hands everything queued to the connection's thread, which writes it in
- * one go and reads the PUBACKs as many at a time as have arrived.
+ * one go and reads the PUBACKs as many at a time as have arrived. As an
+ * intake it reads many messages per read (paho: four reads and a poll per
+ * message), calls on_message for each in order on the link's thread, and
+ * writes their PUBACKs together, each only after its on_message returned:
+ * the same guarantee as paho's (nothing acknowledged before it is
+ * durable) for fewer system calls per input.
  *
- * The session is clean (no state kept by the broker): what was in flight
- * when the connection is lost is reported failed, and the caller publishes
- * it again (the outbox keeps it in Redis until acknowledged). Messages
- * beyond the broker's Receive Maximum wait in our queue, never in the
- * broker's or a library's, and go out as PUBACKs make room.
+ * The outbox's session is clean (no state kept by the broker): what was in
+ * flight when the connection is lost is reported failed, and the caller
+ * publishes it again (the outbox keeps it in Redis until acknowledged).
+ * Messages beyond the broker's Receive Maximum wait in our queue, never in
+ * the broker's or a library's, and go out as PUBACKs make room.
  *
  * The connection is mqtt:// (tcp://) or mqtts:// (ssl://, OpenSSL: the
  * configured CA or the system's, an optional client certificate, server
  * certificate and host name verified), with the user and password and the
- * topic prefix of vigil_mqtt_config. It reconnects by itself (200 ms
- * doubling to 5 s) and keeps the connection alive with PINGREQ. */
+ * topic prefix of vigil_mqtt_config. It reconnects by itself (outbox: 200
+ * ms doubling to 5 s; intake: 1 s doubling to 30 s, as paho's) and keeps
+ * the connection alive with PINGREQ. */
 #ifndef VIGIL_MQTT_LINK_H
 #define VIGIL_MQTT_LINK_H
 #include <stdbool.h>
@@ -33,8 +46,13 @@
 typedef struct vigil_mqtt_link vigil_mqtt_link;
 
 /* Uses cfg's url, user, password, client_id, TLS files and topic prefix
- * (copied); the rest is ignored. Returns NULL with err on a bad URL or
- * TLS setting. Starts nothing. */
+ * (copied). With cfg->on_message set the link is an intake and also uses
+ * subscriptions, session_expiry_s, status_topic, ready_payload,
+ * lost_payload, on_state, on_refused and ctx, with vigil_mqtt's contract
+ * (mqtt.h): on_message and on_state run on the link's thread; on_refused
+ * once, when the broker refuses the first connect for a reason waiting
+ * will not fix (the link then gives up). Returns NULL with err on a bad
+ * URL or TLS setting. Starts nothing. */
 vigil_mqtt_link *vigil_mqtt_link_new(const vigil_mqtt_config *cfg, char *err, size_t errlen);
 
 /* Starts the connection's thread: connects, and reconnects for ever. */
@@ -60,6 +78,12 @@ void vigil_mqtt_link_set_ack_handler(vigil_mqtt_link *l, vigil_mqtt_ack_fn fn, v
  * VIGIL_PUB_SEND_REFUSED (a topic that is not valid UTF-8 or holds a
  * wildcard, or larger than the broker's Maximum Packet Size). */
 int vigil_mqtt_link_publish_tagged(vigil_mqtt_link *l, const vigil_pubmsg *msg, uint64_t tag);
+
+/* Publishes one QoS 1 message (copied) without waiting for, or hearing
+ * of, its outcome: 0 when queued, -1 when not connected or it can never
+ * be published. Safe from on_message. */
+int vigil_mqtt_link_publish_async(vigil_mqtt_link *l, const char *topic, const void *payload,
+                                  size_t len, bool retain);
 
 /* Hands what was queued to the connection's thread (one wake-up). */
 void vigil_mqtt_link_flush(vigil_mqtt_link *l);
