@@ -513,6 +513,9 @@ static void on_suback(vigil_mqtt_link *l, const unsigned char *body, size_t rem)
     int id, n;
     if (vigil_mqtt_parse_suback(body, rem, &id, codes, 64, &n) != 0)
         return;
+    if (n != l->nsubs)
+        vigil_log_kv(VIGIL_LOG_WARN, "mqtt SUBACK with a reason code count other than the "
+                     "filters sent", "client_id", l->client_id, NULL);
     for (int i = 0; i < n; i++)
         if (codes[i] >= 0x80)
             vigil_log_kv(VIGIL_LOG_ERROR, "mqtt subscription refused", "filter",
@@ -790,7 +793,7 @@ static int mqtt_handshake(vigil_mqtt_link *l, char *why, size_t whylen)
         /* worded as paho's intake words it (mqtt_secure.c) */
         char safe_url[300];
         vigil_redact_url(l->display_url, safe_url, sizeof safe_url);
-        snprintf(why, whylen, "MQTT broker %s refused user '%s': %s", safe_url,
+        snprintf(why, whylen, "MQTT broker %.200s refused user '%.64s': %s", safe_url,
                  l->user ? l->user : "(anonymous)",
                  ca.reason == 0x86 ? "bad user name or password" : "not authorized");
         return -2;

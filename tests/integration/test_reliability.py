@@ -13,6 +13,8 @@ import collections
 import threading
 import time
 
+import pytest
+
 import harness
 from conftest import ai, command, uid, validate_outputs
 from harness import ReliablePublisher, scaled
@@ -166,8 +168,13 @@ def test_same_input_id_twice_changes_state_once(stack):
     validate_outputs(col)
 
 
-def test_kill9_of_the_service_mid_stream_processes_each_message_once(stack):
-    svc = stack.service(env=ENV)
+# Both intakes (VIGIL_MQTT_INTAKE): Vigil's own client, the default, and paho.
+INTAKES = ["link", "paho"]
+
+
+@pytest.mark.parametrize("intake", INTAKES)
+def test_kill9_of_the_service_mid_stream_processes_each_message_once(stack, intake):
+    svc = stack.service(env={**ENV, "VIGIL_MQTT_INTAKE": intake})
     col = stack.collector()
     pub = stack.publisher()
     items, expect = toggle_inputs(n_personas=100, n_rooms=10, per_persona=5)
@@ -224,7 +231,8 @@ def paced(rate_per_s, window):
     return cb
 
 
-def test_broker_kill9_mid_stream_loses_no_acknowledged_input(stack):
+@pytest.mark.parametrize("intake", INTAKES)
+def test_broker_kill9_mid_stream_loses_no_acknowledged_input(stack, intake):
     """The broker is killed with kill -9 mid-stream and restarted on the same
     port and data. The publisher retries what was not acknowledged; the
     service must reconnect by itself and every acknowledged message must end
@@ -240,7 +248,7 @@ def test_broker_kill9_mid_stream_loses_no_acknowledged_input(stack):
     always), which lets the sanitizer build keep up."""
     stack.redis.appendfsync = "everysec"
     stack.redis.restart()
-    svc = stack.service(env=ENV)
+    svc = stack.service(env={**ENV, "VIGIL_MQTT_INTAKE": intake})
     col = stack.collector()
     time.sleep(1.5)  # the broker's autosave (1 s) has the service's session
     items, owner = sleep_inputs(400, 8)

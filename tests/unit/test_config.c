@@ -20,7 +20,7 @@ static const char *const ALL_COMMON[] = {
     "VIGIL_REDIS_PREFIX", "VIGIL_HTTP_ADDR",   "VIGIL_LOG_LEVEL",     "VIGIL_INSTANCE",
     "VIGIL_MAX_PAYLOAD",  "VIGIL_SHARD",       "VIGIL_TICK_MS",       "VIGIL_TIMER_LEASE_MS",
     "VIGIL_OUTBOX_RETRY_MS", "VIGIL_OUTBOX_DEAD_LETTER_AFTER", "VIGIL_OUTBOX_REPLAY_MS",
-    "VIGIL_MQTT_SESSION_EXPIRY_S", "VIGIL_OUTBOX_PROCESS", "VIGIL_LIVENESS_MS",
+    "VIGIL_MQTT_SESSION_EXPIRY_S", "VIGIL_OUTBOX_PROCESS", "VIGIL_MQTT_INTAKE", "VIGIL_LIVENESS_MS",
     "VIGIL_MQTT_PASSWORD_FILE", "VIGIL_REDIS_URL_FILE", "VIGIL_MQTT_CA_FILE",
     "VIGIL_MQTT_CERT_FILE", "VIGIL_MQTT_KEY_FILE", "VIGIL_TOPIC_PREFIX",
     NULL,
@@ -77,7 +77,7 @@ static void test_common_vars_table(void **state)
         assert_non_null(v->help);
         assert_true(v->help[0] != '\0');
     }
-    assert_int_equal(n, 24);
+    assert_int_equal(n, 25);
     assert_string_equal(VIGIL_COMMON_VARS[0].def, "mqtt://127.0.0.1:1883");
     assert_string_equal(VIGIL_COMMON_VARS[3].def, "redis://127.0.0.1:6379/0");
     assert_string_equal(VIGIL_COMMON_VARS[4].def, "vigil:");
@@ -176,6 +176,12 @@ static void test_accepted_boundaries(void **state)
     assert_true(c.outbox_process);
     expect_ok("VIGIL_OUTBOX_PROCESS", "off", &c);
     assert_false(c.outbox_process);
+    assert_true(c.mqtt_intake_link); /* the default: Vigil's own client */
+    expect_ok("VIGIL_MQTT_INTAKE", "paho", &c);
+    assert_false(c.mqtt_intake_link);
+    expect_ok("VIGIL_MQTT_INTAKE", "LINK", &c);
+    assert_true(c.mqtt_intake_link);
+    expect_error("VIGIL_MQTT_INTAKE", "mosquitto", "link");
     expect_error("VIGIL_OUTBOX_REPLAY_MS", "-1", NULL);
     expect_error("VIGIL_OUTBOX_REPLAY_MS", "600001", NULL);
     expect_ok("VIGIL_SHARD", "1023/1024", &c);
