@@ -803,7 +803,10 @@ static int mqtt_handshake(vigil_mqtt_link *l, char *why, size_t whylen)
                  l->port, l->client_id, l->user ? " (user '" : "", l->user ? l->user : "",
                  l->user ? "')" : "", vigil_mqtt_reason_string(ca.reason), ca.reason,
                  ca.reason_string[0] ? ": " : "", ca.reason_string);
-        return -2;
+        /* For the intake only credentials and authorization are final
+         * (above): a busy or unavailable broker, a quota or a rate limit
+         * is waited out, as paho's intake does. */
+        return l->intake ? -1 : -2;
     }
     if (prc != 0) {
         snprintf(why, whylen, "malformed CONNACK from %s:%s", l->host, l->port);
