@@ -152,6 +152,15 @@ struct vigil_mqtt_link {
     int acks_pending;    /* PUBACKs in obuf not yet written (the link's thread) */
     char *topic;         /* the arriving message's topic, NUL-terminated */
     size_t topic_cap;
+    /* on_batch: the messages of one read, their packet ids (0: QoS 0) and
+     * their topics, NUL-terminated, one after another in topics */
+    vigil_mqtt_on_batch on_batch;
+    vigil_mqtt_msg *batch;
+    uint16_t *batch_ids;
+    size_t *batch_topic_at;
+    int nbatch, batch_cap;
+    char *topics;
+    size_t topics_len, topics_cap;
 };
 
 /* ---- encoding ---------------------------------------------------------- */
@@ -506,6 +515,95 @@ static int on_publish(vigil_mqtt_link *l, unsigned char first, const unsigned ch
     return 0;
 }
 
+/* Grows *p (elements of size sz, capacity *cap) to hold need; false when
+ * memory stays short (after vigil_oom_wait's pauses). */
+static bool grow(void **p, size_t sz, size_t need, size_t *cap)
+{
+    if (need <= *cap)
+        return true;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *q;
+    for (int attempt = 0; !(q = realloc(*p, n * sz)); attempt++)
+        if (!vigil_oom_wait(attempt, "mqtt batch"))
+            return false;
+    *p = q;
+    *cap = n;
+    return true;
+}
+
+/* One PUBLISH joins the read's batch (on_batch): its payload stays in
+ * rbuf until the batch is handed over, its topic is copied. Returns -1
+ * (why) for a malformed packet or when memory stays short. */
+static int batch_add(vigil_mqtt_link *l, unsigned char first, const unsigned char *body,
+                     size_t rem, char *why, size_t whylen)
+{
+    vigil_inpub in;
+    if (vigil_mqtt_parse_publish(first, body, rem, &in) != 0) {
+        snprintf(why, whylen, "malformed PUBLISH from the broker");
+        return -1;
+    }
+    size_t cap = (size_t)l->batch_cap, cap2 = cap, cap3 = cap;
+    if (!grow((void **)&l->batch, sizeof *l->batch, (size_t)l->nbatch + 1, &cap) ||
+        !grow((void **)&l->batch_ids, sizeof *l->batch_ids, (size_t)l->nbatch + 1, &cap2) ||
+        !grow((void **)&l->batch_topic_at, sizeof *l->batch_topic_at, (size_t)l->nbatch + 1,
+              &cap3) ||
+        !grow((void **)&l->topics, 1, l->topics_len + in.tlen + 1, &l->topics_cap)) {
+        snprintf(why, whylen, "out of memory for a batch of messages");
+        return -1;
+    }
+    l->batch_cap = (int)(cap < cap2 ? (cap < cap3 ? cap : cap3) : (cap2 < cap3 ? cap2 : cap3));
+    memcpy(l->topics + l->topics_len, in.topic, in.tlen);
+    l->topics[l->topics_len + in.tlen] = '\0';
+    l->batch_topic_at[l->nbatch] = l->topics_len;
+    l->topics_len += in.tlen + 1;
+    l->batch[l->nbatch] = (vigil_mqtt_msg){ NULL, in.payload, in.plen, in.retain };
+    l->batch_ids[l->nbatch] = in.qos == 1 ? in.id : 0;
+    l->nbatch++;
+    return 0;
+}
+
+/* Hands the read's batch to on_batch, then queues its PUBACKs (written by
+ * the caller's next write). Runs without mu. Returns -1 (why) when a
+ * PUBACK cannot be queued: the messages stay unacknowledged. */
+static int batch_deliver(vigil_mqtt_link *l, char *why, size_t whylen)
+{
+    int n = l->nbatch, kept = 0;
+    if (n == 0)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        const char *t = l->topics + l->batch_topic_at[i];
+        /* Every subscription is under the prefix, so every topic is too. */
+        const char *ours = l->prefix ? vigil_topic_prefix_strip(l->prefix, t) : t;
+        if (!ours)
+            continue;
+        l->batch[kept] = l->batch[i];
+        l->batch[kept++].topic = ours;
+    }
+    vigil_counter_add("vigil_mqtt_messages_received_total", "MQTT messages received", NULL, n);
+    vigil_gauge_set(M_INPUTS_IN_FLIGHT, M_INPUTS_IN_FLIGHT_HELP, NULL,
+                    (double)atomic_fetch_add(&intake_in_flight, n) + n);
+    if (kept > 0)
+        l->on_batch(l->cb_ctx, l->batch, kept);
+    vigil_gauge_set(M_INPUTS_IN_FLIGHT, M_INPUTS_IN_FLIGHT_HELP, NULL,
+                    (double)atomic_fetch_sub(&intake_in_flight, n) - n);
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        if (l->batch_ids[i] == 0)
+            continue;
+        unsigned char ack[4];
+        vigil_mqtt_encode_puback(ack, l->batch_ids[i]);
+        if (!obuf_put(l, ack, sizeof ack)) {
+            snprintf(why, whylen, "out of memory for a PUBACK");
+            rc = -1;
+        }
+    }
+    l->nbatch = 0;
+    l->topics_len = 0;
+    return rc;
+}
+
 /* A SUBACK: a filter the broker refused (an ACL) is an error worth a line. */
 static void on_suback(vigil_mqtt_link *l, const unsigned char *body, size_t rem)
 {
@@ -544,6 +642,10 @@ static int parse_packets(vigil_mqtt_link *l, char *why, size_t whylen)
         const unsigned char *body = l->rbuf + off + 1 + vn;
         if (type == 4) {
             on_puback_locked(l, body, rem);
+        } else if (type == 3 && l->intake && l->on_batch) {
+            rc = batch_add(l, first, body, rem, why, whylen);
+            if (rc != 0)
+                break;
         } else if (type == 3 && l->intake) {
             /* the handler runs without mu: publishers must not wait for it */
             pthread_mutex_unlock(&l->mu);
@@ -565,6 +667,13 @@ static int parse_packets(vigil_mqtt_link *l, char *why, size_t whylen)
         off += 1 + (size_t)vn + rem;
     }
     pthread_mutex_unlock(&l->mu);
+    /* The payloads point into rbuf: hand them over before it moves. A
+     * batch cut short by a bad packet is not handed over: unacknowledged,
+     * it comes again on the next connection. */
+    if (rc == 0)
+        rc = batch_deliver(l, why, whylen);
+    l->nbatch = 0;
+    l->topics_len = 0;
     if (off > 0) {
         memmove(l->rbuf, l->rbuf + off, l->rlen - off);
         l->rlen -= off;
@@ -1133,6 +1242,10 @@ static void link_free(vigil_mqtt_link *l)
     free(l->ready_payload);
     free(l->display_url);
     free(l->topic);
+    free(l->batch);
+    free(l->batch_ids);
+    free(l->batch_topic_at);
+    free(l->topics);
     if (l->ctx)
         SSL_CTX_free(l->ctx);
     if (l->efd >= 0)
@@ -1162,6 +1275,7 @@ static int intake_config(vigil_mqtt_link *l, const vigil_mqtt_config *cfg, char 
 {
     l->intake = true;
     l->on_message = cfg->on_message;
+    l->on_batch = cfg->on_batch;
     l->on_state = cfg->on_state;
     l->on_refused = cfg->on_refused;
     l->cb_ctx = cfg->ctx;
@@ -1231,7 +1345,7 @@ vigil_mqtt_link *vigil_mqtt_link_new(const vigil_mqtt_config *cfg, char *err, si
     l->ca_file = dup_or_null(cfg->tls_ca_file);
     l->cert_file = dup_or_null(cfg->tls_cert_file);
     l->key_file = dup_or_null(cfg->tls_key_file);
-    if (cfg->on_message && intake_config(l, cfg, err, errlen) != 0) {
+    if ((cfg->on_message || cfg->on_batch) && intake_config(l, cfg, err, errlen) != 0) {
         link_free(l);
         return NULL;
     }

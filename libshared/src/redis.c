@@ -558,6 +558,45 @@ static bool script_load(vigil_redis *r, vigil_script *s)
     return ok;
 }
 
+int vigil_redis_eval_append(vigil_redis *r, const vigil_script *s, int nkeys, int argc,
+                            const char **argv, const size_t *argvlen)
+{
+    if (s->sha[0] == '\0')
+        return -1;
+    const char *stack_av[64];
+    size_t stack_al[64];
+    int n = argc + 3;
+    const char **av = n <= 64 ? stack_av : malloc((size_t)n * sizeof *av);
+    size_t *al = n <= 64 ? stack_al : malloc((size_t)n * sizeof *al);
+    int rc = -1;
+    char nk[16];
+    if (!av || !al)
+        goto cleanup;
+    snprintf(nk, sizeof nk, "%d", nkeys);
+    av[0] = "EVALSHA";
+    al[0] = 7;
+    av[1] = s->sha;
+    al[1] = 40;
+    av[2] = nk;
+    al[2] = strlen(nk);
+    for (int i = 0; i < argc; i++) {
+        av[3 + i] = argv[i];
+        al[3 + i] = argvlen ? argvlen[i] : strlen(argv[i]);
+    }
+    rc = vigil_redis_append(r, n, av, al);
+cleanup:
+    if (av != stack_av)
+        free(av);
+    if (al != stack_al)
+        free(al);
+    return rc;
+}
+
+void vigil_redis_script_forget(vigil_script *s)
+{
+    s->sha[0] = '\0';
+}
+
 redisReply *vigil_redis_eval(vigil_redis *r, vigil_script *s, int nkeys, int argc,
                              const char **argv, const size_t *argvlen)
 {

@@ -95,6 +95,13 @@ struct vigil_runtime {
      * outbox is freed: a short lock, never held across I/O. */
     pthread_mutex_t outbox_mu;
 
+    /* Held while an input is taken in: intake_redis and intake_store have
+     * one user at a time. With the link intake, its thread and paho's
+     * callback thread (the sessions adopted from removed shard indexes)
+     * both take inputs in; over paho they share paho's one thread anyway.
+     * Nothing that holds it waits for paho. */
+    pthread_mutex_t intake_mu;
+
     /* The shard counts in use (shard_view.h), refreshed by the timer
      * thread every HANDOVER_EVERY_MS and read by the intake: a short lock,
      * never held across I/O. view_at: monotonic ms of the last refresh. */
@@ -659,14 +666,192 @@ done:
     atomic_store(&rt->intake_busy_since, 0);
 }
 
+/* ---- batched intake (VIGIL_MQTT_INTAKE=link, services with batch_intake) --
+
+ * The messages of one read arrive together and are acknowledged together
+ * after the last one is durable. An input that names its one key by its
+ * topic (def->topic_key), whose route() touches no Redis for it, and whose
+ * key's record the cache holds is decided at once on that record and its
+ * commit is sent without waiting: the commits of a run of such inputs,
+ * each on a key of its own, travel in one Redis round trip (vigil_store_
+ * commit_send / _recv). A key occurs once per run, so no input is decided
+ * on a record an earlier commit of the run has not yet written. Anything
+ * else (another kind of input, a key already in the run, a cache miss, a
+ * decision that is not a plain commit) first ends the run, then takes the
+ * one-at-a-time path, so inputs on one key stay in order. A commit of the
+ * run that did not come back OK or DUPLICATE (a conflict, a lost
+ * connection, NOSCRIPT after a Redis restart) is done again one at a time:
+ * its input id tells whether it was applied. */
+
+typedef struct staged {
+    const vigil_mqtt_msg *m;
+    int64_t t0;
+    vigil_input in;
+    bool have_in;
+    void *parsed;
+    char key[VIGIL_KEY_MAX];
+    char *state; /* the record it was decided on */
+    vigil_effects fx;
+    decide_args a;
+    vigil_commit c;
+    vigil_commit_result res; /* its reply, once read */
+    int64_t newv;
+} staged;
+
+static void staged_free(vigil_runtime *rt, staged *s)
+{
+    if (s->parsed && rt->def->free_parsed)
+        rt->def->free_parsed(rt->def->ctx, s->parsed);
+    if (s->have_in)
+        vigil_input_clear(&s->in);
+    vigil_effects_free(&s->fx);
+    free(s->state);
+    memset(s, 0, sizeof *s);
+}
+
+/* Decides m on the cached record of its key and sends its commit: true
+ * when it joined the run (run[0..n) holds the inputs already in it);
+ * false with nothing sent: the caller takes m the one-at-a-time way. */
+static bool stage(vigil_runtime *rt, const vigil_mqtt_msg *m, staged *run, int n, staged *s)
+{
+    memset(s, 0, sizeof *s);
+    vigil_effects_init(&s->fx);
+    s->m = m;
+    s->t0 = vigil_mono_ms();
+    int64_t now = vigil_now_ms();
+    if (!rt->def->topic_key(m->topic, s->key, sizeof s->key))
+        goto no;
+    for (int i = 0; i < n; i++)
+        if (strcmp(run[i].key, s->key) == 0)
+            goto no;
+    vigil_shard_view view;
+    intake_view(rt, m->topic, &view);
+    if (!vigil_shard_view_owns(&view, rt->cfg.shard_index, s->key))
+        goto no; /* a peer's: intake() skips it unparsed */
+    vigil_error err = { 0 };
+    if (vigil_input_parse(m->topic, m->payload, m->len, rt->cfg.max_payload, now, &s->in, &err) !=
+        0)
+        goto no;
+    s->have_in = true;
+    s->in.retained = m->retained;
+    char keys[2][VIGIL_KEY_MAX];
+    memset(&err, 0, sizeof err);
+    int nk = rt->def->route(rt->def->ctx, rt, &s->in, keys, 2, &s->parsed, &err);
+    if (nk != 1 || strcmp(keys[0], s->key) != 0)
+        goto no;
+    int64_t version = 0;
+    if (!vigil_state_cache_get(rt->cache, s->key, &version, &s->state))
+        goto no;
+    s->a = (decide_args){ .in = &s->in, .parsed = s->parsed, .now = now };
+    memset(&err, 0, sizeof err);
+    if (decide(rt, s->key, s->state, &s->a, &s->fx, &err) != 0)
+        goto no;
+    s->c = (vigil_commit){ .key = s->key, .expected_version = version, .input_id = s->in.id,
+                           .fx = &s->fx, .now_ms = now };
+    if (vigil_store_commit_send(rt->intake_store, &s->c) != 0)
+        goto no;
+    char label[96];
+    kind_label(&s->in, label, sizeof label);
+    vigil_counter_add("vigil_inputs_total", "Inputs received", label, 1);
+    return true;
+no:
+    staged_free(rt, s);
+    return false;
+}
+
+/* Reads the run's commits back, in order, all of them before anything
+ * else uses the connection (a load or commit in between would take a
+ * later commit's reply for its own); then a commit that did not come back
+ * OK or DUPLICATE is decided and committed again the one-at-a-time way. */
+static void flush_run(vigil_runtime *rt, staged *run, int *n)
+{
+    if (*n == 0)
+        return;
+    for (int i = 0; i < *n; i++) {
+        char *cur = NULL;
+        run[i].res = vigil_store_commit_recv(rt->intake_store, &run[i].c, &run[i].newv, &cur);
+        free(cur);
+    }
+    bool committed = false;
+    for (int i = 0; i < *n; i++) {
+        staged *s = &run[i];
+        vigil_commit_result r = s->res;
+        atomic_store(&rt->intake_busy_since, s->t0 ? s->t0 : 1);
+        if ((r == VIGIL_COMMIT_OK || r == VIGIL_COMMIT_DUPLICATE) && *n > 1)
+            vigil_counter_add("vigil_commits_pipelined_total",
+                              "Commits that shared one Redis round trip with others (batched "
+                              "intake)", NULL, 1);
+        if (r == VIGIL_COMMIT_OK) {
+            atomic_store(&rt->intake_redis_ok, true);
+            vigil_counter_add("vigil_commits_total", "State commits", NULL, 1);
+            vigil_state_cache_put(rt->cache, s->key, s->newv,
+                                  s->fx.new_state ? s->fx.new_state : s->state);
+            committed = true;
+        } else if (r == VIGIL_COMMIT_DUPLICATE) {
+            atomic_store(&rt->intake_redis_ok, true);
+            vigil_counter_add("vigil_duplicates_total", "Inputs already applied (redelivery)",
+                              NULL, 1);
+        } else {
+            if (r == VIGIL_COMMIT_CONFLICT)
+                vigil_counter_add("vigil_commit_conflicts_total",
+                                  "Commits retried because the record changed", NULL, 1);
+            vigil_state_cache_drop(rt->cache, s->key);
+            vigil_error err = { 0 };
+            if (run_key(rt, rt->intake_store, &rt->intake_redis_ok, s->key, &s->a, &err) ==
+                STEP_REJECT)
+                reject(rt, s->m->topic, s->m->payload, s->m->len, &err);
+            committed = true;
+        }
+        vigil_histogram_observe("vigil_handler_seconds", "Time from arrival to durable commit",
+                                NULL, (double)(vigil_mono_ms() - s->t0) / 1000.0);
+        staged_free(rt, s);
+    }
+    *n = 0;
+    if (committed)
+        kick_outbox(rt);
+    atomic_store(&rt->intake_busy_since, 0);
+}
+
+/* The link's batch callback: every message of the read is durable when
+ * this returns (their PUBACKs follow). */
+static void on_batch(void *ctx, const vigil_mqtt_msg *msgs, int n)
+{
+    vigil_runtime *rt = ctx;
+    pthread_mutex_lock(&rt->intake_mu);
+    staged *run = rt->def->batch_intake && rt->def->topic_key ? calloc((size_t)n, sizeof *run)
+                                                              : NULL;
+    int nrun = 0;
+    for (int i = 0; i < n; i++) {
+        const vigil_mqtt_msg *m = &msgs[i];
+        if (strcmp(m->topic, rt->fence.topic) == 0) {
+            flush_run(rt, run, &nrun);
+            fence_arrived(rt, m->topic, m->payload, m->len);
+            continue;
+        }
+        if (run) {
+            atomic_store(&rt->intake_busy_since, vigil_mono_ms());
+            if (stage(rt, m, run, nrun, &run[nrun])) {
+                nrun++;
+                continue;
+            }
+            flush_run(rt, run, &nrun);
+        }
+        intake(rt, m->topic, m->payload, m->len, m->retained, false);
+    }
+    flush_run(rt, run, &nrun);
+    free(run);
+    pthread_mutex_unlock(&rt->intake_mu);
+}
+
 static void on_message(void *ctx, const char *topic, const void *payload, size_t len, bool retained)
 {
     vigil_runtime *rt = ctx;
-    if (strcmp(topic, rt->fence.topic) == 0) {
+    pthread_mutex_lock(&rt->intake_mu);
+    if (strcmp(topic, rt->fence.topic) == 0)
         fence_arrived(rt, topic, payload, len);
-        return;
-    }
-    intake(rt, topic, payload, len, retained, false);
+    else
+        intake(rt, topic, payload, len, retained, false);
+    pthread_mutex_unlock(&rt->intake_mu);
 }
 
 static void on_mqtt_state(void *ctx, bool connected)
@@ -891,7 +1076,9 @@ static void on_adopted_message(void *ctx, const char *topic, const void *payload
             atomic_store(&a->fenced, true);
         return; /* a fence is never an input */
     }
+    pthread_mutex_lock(&a->rt->intake_mu);
     intake(a->rt, topic, payload, len, retained, true);
+    pthread_mutex_unlock(&a->rt->intake_mu);
     atomic_fetch_add(&a->inputs, 1);
 }
 
@@ -1220,6 +1407,7 @@ static void runtime_free(vigil_runtime *rt)
     vigil_redis_free(rt->timer_redis);
     vigil_state_cache_free(rt->cache);
     pthread_mutex_destroy(&rt->outbox_mu);
+    pthread_mutex_destroy(&rt->intake_mu);
     pthread_mutex_destroy(&rt->view_mu);
     vigil_shard_fence_destroy(&rt->fence);
     free(rt->subs);
@@ -1313,6 +1501,8 @@ static int start_io(vigil_runtime *rt, char *err, size_t errlen)
     mc.ready_payload = ready_payload;
     mc.lost_payload = lost_payload;
     mc.on_message = on_message;
+    if (rt->cfg.mqtt_intake_link)
+        mc.on_batch = on_batch; /* paho's intake has no batches */
     mc.on_state = on_mqtt_state;
     mc.ctx = rt;
     mc.on_refused = on_mqtt_refused;
@@ -1482,6 +1672,7 @@ int vigil_runtime_main(int argc, char **argv, const vigil_service_def *def)
     rt->def = def;
     rt->argv = argv;
     pthread_mutex_init(&rt->outbox_mu, NULL);
+    pthread_mutex_init(&rt->intake_mu, NULL);
     pthread_mutex_init(&rt->view_mu, NULL);
     char err[512] = "";
     vigil_common_config_init(&rt->cfg, def->default_http_port);

@@ -436,38 +436,34 @@ static void note_trims(const vigil_store *s, const vigil_commit *c, const redisR
     }
 }
 
-/* Runs the commit script, or its check-only twin, and reads the reply. */
-static vigil_commit_result run_commit(vigil_store *s, vigil_script *script, const vigil_commit *c,
-                                      int64_t *new_version, char **cur_state)
+static void commit_args_free(commit_args *a)
+{
+    for (int i = 0; i < a->n_owned; i++)
+        free(a->owned[i]);
+    free(a->owned);
+    free(a->argv);
+    free(a->argvlen);
+    free(a->arena);
+}
+
+/* Reads a commit script's reply (rep may be NULL: no reply). */
+static vigil_commit_result commit_reply(vigil_store *s, const vigil_commit *c,
+                                        const redisReply *rep, int64_t *new_version,
+                                        char **cur_state)
 {
     vigil_commit_result res = VIGIL_COMMIT_ERROR;
-    commit_args a = { 0 };
-    redisReply *rep = NULL;
-    if (cur_state)
-        *cur_state = NULL;
-    if (!c || !c->key || !*c->key) {
-        vigil_log(VIGIL_LOG_ERROR, "store commit: no key");
-        goto cleanup;
-    }
-    if (build_commit_args(s, c, &a) != 0) {
-        vigil_log(VIGIL_LOG_ERROR, "store commit %s: cannot build arguments", c->key);
-        goto cleanup;
-    }
-    int nkeys = 5 + (int)(c->fx ? c->fx->n_snaps + c->fx->n_aux : 0);
-    rep = vigil_redis_eval(s->r, script, nkeys, a.argc, a.argv, a.argvlen);
     if (!rep)
-        goto cleanup;
+        return res;
     if (rep->type == REDIS_REPLY_ERROR) {
         /* Transient error replies came back as NULL (vigil_redis_error_
          * transient): this one concerns the data, and the script checked
          * it before writing anything. */
         vigil_log(VIGIL_LOG_ERROR, "store commit %s: %s", c->key, rep->str);
-        res = VIGIL_COMMIT_BAD_DATA;
-        goto cleanup;
+        return VIGIL_COMMIT_BAD_DATA;
     }
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || !is_str(rep->element[0])) {
         vigil_log(VIGIL_LOG_ERROR, "store commit %s: unexpected reply", c->key);
-        goto cleanup;
+        return res;
     }
     const char *status = rep->element[0]->str;
     if (strcmp(status, "DUPLICATE") == 0) {
@@ -483,21 +479,50 @@ static vigil_commit_result run_commit(vigil_store *s, vigil_script *script, cons
         if (cur_state && rep->elements >= 3 && is_str(rep->element[2])) {
             *cur_state = dup_reply_str(rep->element[2]);
             if (!*cur_state)
-                goto cleanup; /* res stays ERROR: the caller retries */
+                return VIGIL_COMMIT_ERROR; /* the caller retries */
         }
         res = VIGIL_COMMIT_CONFLICT;
     } else {
         vigil_log(VIGIL_LOG_ERROR, "store commit %s: unexpected status %s", c->key, status);
     }
-cleanup:
-    if (rep)
-        freeReplyObject(rep);
-    for (int i = 0; i < a.n_owned; i++)
-        free(a.owned[i]);
-    free(a.owned);
-    free(a.argv);
-    free(a.argvlen);
-    free(a.arena);
+    return res;
+}
+
+/* The commit's arguments, or -1 (logged). */
+static int commit_args_of(vigil_store *s, const vigil_commit *c, commit_args *a)
+{
+    if (!c || !c->key || !*c->key) {
+        vigil_log(VIGIL_LOG_ERROR, "store commit: no key");
+        return -1;
+    }
+    if (build_commit_args(s, c, a) != 0) {
+        vigil_log(VIGIL_LOG_ERROR, "store commit %s: cannot build arguments", c->key);
+        return -1;
+    }
+    return 0;
+}
+
+static int commit_nkeys(const vigil_commit *c)
+{
+    return 5 + (int)(c->fx ? c->fx->n_snaps + c->fx->n_aux : 0);
+}
+
+/* Runs the commit script, or its check-only twin, and reads the reply. */
+static vigil_commit_result run_commit(vigil_store *s, vigil_script *script, const vigil_commit *c,
+                                      int64_t *new_version, char **cur_state)
+{
+    vigil_commit_result res = VIGIL_COMMIT_ERROR;
+    commit_args a = { 0 };
+    if (cur_state)
+        *cur_state = NULL;
+    if (commit_args_of(s, c, &a) == 0) {
+        redisReply *rep = vigil_redis_eval(s->r, script, commit_nkeys(c), a.argc, a.argv,
+                                           a.argvlen);
+        res = commit_reply(s, c, rep, new_version, cur_state);
+        if (rep)
+            freeReplyObject(rep);
+    }
+    commit_args_free(&a);
     return res;
 }
 
@@ -511,6 +536,37 @@ vigil_commit_result vigil_store_check(vigil_store *s, const vigil_commit *c,
                                       int64_t *new_version, char **cur_state)
 {
     return run_commit(s, &s->check, c, new_version, cur_state);
+}
+
+int vigil_store_commit_send(vigil_store *s, const vigil_commit *c)
+{
+    commit_args a = { 0 };
+    int rc = commit_args_of(s, c, &a);
+    if (rc == 0)
+        rc = vigil_redis_eval_append(s->r, &s->commit, commit_nkeys(c), a.argc, a.argv,
+                                     a.argvlen);
+    commit_args_free(&a);
+    return rc;
+}
+
+vigil_commit_result vigil_store_commit_recv(vigil_store *s, const vigil_commit *c,
+                                            int64_t *new_version, char **cur_state)
+{
+    if (cur_state)
+        *cur_state = NULL;
+    redisReply *rep = vigil_redis_pipeline_get(s->r);
+    vigil_commit_result res = VIGIL_COMMIT_ERROR;
+    if (rep && rep->type == REDIS_REPLY_ERROR) {
+        /* NOSCRIPT (Redis restarted) or a data error: left to the caller's
+         * unpipelined retry, which loads the script and says which */
+        if (rep->str && strncmp(rep->str, "NOSCRIPT", 8) == 0)
+            vigil_redis_script_forget(&s->commit);
+    } else {
+        res = commit_reply(s, c, rep, new_version, cur_state);
+    }
+    if (rep)
+        freeReplyObject(rep);
+    return res;
 }
 
 int vigil_store_delete(vigil_store *s, const char *key)

@@ -599,6 +599,100 @@ static void test_errors_when_unreachable(void **state)
     vigil_redis_free(r);
 }
 
+/* Commits sent together (vigil_store_commit_send) run in order and each
+ * reply says what became of its own commit: a stale one in the middle
+ * conflicts and writes nothing, the ones around it commit, a duplicate
+ * is one, and their outputs reach the outbox in the order sent. */
+static void test_pipelined_commits_answer_each_in_order(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    vigil_fx_set_state(&fx, "{\"n\":0}");
+    int64_t nv = 0;
+    char *cur = NULL;
+    /* one commit the plain way first: the script's sha is then known */
+    assert_int_equal(commit(f, "b", 0, "m0", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+
+    vigil_effects fa, fb, fc, fd;
+    vigil_effects *all[] = { &fa, &fb, &fc, &fd };
+    for (int i = 0; i < 4; i++)
+        vigil_effects_init(all[i]);
+    vigil_fx_set_state(&fa, "{\"n\":\"a1\"}");
+    vigil_fx_publish(&fa, "t/a", "A", false);
+    vigil_fx_set_state(&fb, "{\"n\":\"b2\"}"); /* decided on version 0: stale */
+    vigil_fx_publish(&fb, "t/b", "B", false);
+    vigil_fx_set_state(&fc, "{\"n\":\"c1\"}");
+    vigil_fx_publish(&fc, "t/c", "C", false);
+    vigil_fx_publish(&fd, "t/d", "D", false); /* b's first input again */
+    vigil_commit cs[] = {
+        { .key = "a", .expected_version = 0, .input_id = "m1", .fx = &fa, .now_ms = NOW },
+        { .key = "b", .expected_version = 0, .input_id = "m2", .fx = &fb, .now_ms = NOW },
+        { .key = "c", .expected_version = 0, .input_id = "m3", .fx = &fc, .now_ms = NOW },
+        { .key = "b", .expected_version = 1, .input_id = "m0", .fx = &fd, .now_ms = NOW },
+    };
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(vigil_store_commit_send(f->s, &cs[i]), 0);
+    vigil_commit_result want[] = { VIGIL_COMMIT_OK, VIGIL_COMMIT_CONFLICT, VIGIL_COMMIT_OK,
+                                   VIGIL_COMMIT_DUPLICATE };
+    for (int i = 0; i < 4; i++) {
+        nv = -1;
+        assert_int_equal(vigil_store_commit_recv(f->s, &cs[i], &nv, &cur), want[i]);
+        if (want[i] == VIGIL_COMMIT_CONFLICT) {
+            assert_int_equal(nv, 1);
+            assert_string_equal(cur, "{\"n\":0}");
+        } else if (want[i] == VIGIL_COMMIT_OK) {
+            assert_int_equal(nv, 1);
+        }
+        free(cur);
+        cur = NULL;
+    }
+    vigil_outmsg out[8];
+    int n = vigil_store_outbox_peek(f->s, 8, out);
+    assert_int_equal(n, 2);
+    assert_string_equal(out[0].topic, "t/a");
+    assert_string_equal(out[1].topic, "t/c");
+    vigil_outbox_entries_free(out, n);
+    int64_t v;
+    char *st;
+    assert_int_equal(vigil_store_load(f->s, "b", NULL, NULL, &v, &st), 0);
+    assert_int_equal(v, 1);
+    assert_string_equal(st, "{\"n\":0}");
+    free(st);
+    /* the plain path still works on the same connection afterwards */
+    assert_int_equal(commit(f, "b", 1, "m5", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    for (int i = 0; i < 4; i++)
+        vigil_effects_free(all[i]);
+    vigil_effects_free(&fx);
+}
+
+/* A pipelined commit is never sent before the script is known (the
+ * caller commits the plain way instead), and after SCRIPT FLUSH (what a
+ * Redis restart does) its reply is an error, not a data refusal: the
+ * caller's plain retry loads the script again and commits. */
+static void test_pipelined_commit_needs_the_script_and_survives_a_flush(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    vigil_fx_set_state(&fx, "{}");
+    vigil_commit c = { .key = "k", .expected_version = 0, .input_id = "m1", .fx = &fx,
+                       .now_ms = NOW };
+    assert_int_equal(vigil_store_commit_send(f->s, &c), -1);
+    int64_t nv = 0;
+    char *cur = NULL;
+    assert_int_equal(vigil_store_commit(f->s, &c, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_true(vt_redis_exec(vt_srv, "SCRIPT FLUSH"));
+    vigil_commit c2 = { .key = "k", .expected_version = 1, .input_id = "m2", .fx = &fx,
+                        .now_ms = NOW };
+    assert_int_equal(vigil_store_commit_send(f->s, &c2), 0);
+    assert_int_equal(vigil_store_commit_recv(f->s, &c2, &nv, &cur), VIGIL_COMMIT_ERROR);
+    assert_int_equal(vigil_store_commit_send(f->s, &c2), -1); /* forgotten */
+    assert_int_equal(vigil_store_commit(f->s, &c2, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(nv, 2);
+    vigil_effects_free(&fx);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, vt_store_fixture_teardown)
@@ -620,6 +714,8 @@ int main(void)
         T(test_leased_completion),
         T(test_delete_removes_record_ids_and_own_timers),
         T(test_commit_after_script_flush),
+        T(test_pipelined_commits_answer_each_in_order),
+        T(test_pipelined_commit_needs_the_script_and_survives_a_flush),
         cmocka_unit_test(test_errors_when_unreachable),
     };
 #undef T

@@ -25,6 +25,19 @@ typedef struct vigil_mqtt vigil_mqtt;
 /* Called once per arriving message. payload is not NUL-terminated. */
 typedef void (*vigil_mqtt_on_message)(void *ctx, const char *topic, const void *payload,
                                       size_t len, bool retained);
+/* One message of a batch (vigil_mqtt_on_batch); payload not NUL-terminated. */
+typedef struct vigil_mqtt_msg {
+    const char *topic;
+    const void *payload;
+    size_t len;
+    bool retained;
+} vigil_mqtt_msg;
+/* Called with the messages of one read from the broker, in order (Vigil's
+ * own intake client, mqtt_link.h, only): their PUBACKs are written once it
+ * returns, so it makes every one of them durable first, as on_message
+ * does for one. */
+typedef void (*vigil_mqtt_on_batch)(void *ctx, const vigil_mqtt_msg *msgs, int n);
+
 /* Called (on paho's thread) when the connection comes up or goes down. */
 typedef void (*vigil_mqtt_on_state)(void *ctx, bool connected);
 
@@ -46,6 +59,9 @@ typedef struct vigil_mqtt_config {
     const char *ready_payload;  /* published retained on every connect */
     const char *lost_payload;   /* last will, retained */
     vigil_mqtt_on_message on_message;
+    /* mqtt_link.h's intake only, may be NULL: when set, every read's
+     * messages go to it instead of on_message */
+    vigil_mqtt_on_batch on_batch;
     vigil_mqtt_on_state on_state; /* may be NULL */
     void *ctx;
     /* TLS (mqtts:// or ssl:// only; a file with a plain URL is an error):

@@ -38,4 +38,14 @@ typedef struct vigil_script {
 redisReply *vigil_redis_eval(vigil_redis *r, vigil_script *s, int nkeys, int argc,
                              const char **argv, const size_t *argvlen);
 
+/* Appends EVALSHA of a script whose sha is already known to the pipeline
+ * (vigil_redis_append). -1 when the sha is not known yet (run the script
+ * once with vigil_redis_eval first), or not connected. A NOSCRIPT reply
+ * (Redis restarted) comes back through vigil_redis_pipeline_get as an
+ * error reply; vigil_redis_script_forget makes the next vigil_redis_eval
+ * load the script again. */
+int vigil_redis_eval_append(vigil_redis *r, const vigil_script *s, int nkeys, int argc,
+                            const char **argv, const size_t *argvlen);
+void vigil_redis_script_forget(vigil_script *s);
+
 #endif

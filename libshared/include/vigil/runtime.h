@@ -110,6 +110,13 @@ typedef struct vigil_service_def {
      * a bad one is reported once, by its owner. route() must name that key
      * or none for such a topic. NULL: every input is parsed first. */
     bool (*topic_key)(const char *topic, char *key, size_t key_size);
+
+    /* Optional, with topic_key: true when route() reads no Redis for an
+     * input whose topic names its key and route() names that key alone.
+     * The intake (VIGIL_MQTT_INTAKE=link) may then decide several such
+     * inputs, each on a key of its own, before their commits come back,
+     * and send those commits in one Redis round trip. */
+    bool batch_intake;
 } vigil_service_def;
 
 /* A Redis connection (and store) for one background thread. */

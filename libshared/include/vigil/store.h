@@ -88,6 +88,20 @@ typedef struct vigil_commit {
 vigil_commit_result vigil_store_commit(vigil_store *s, const vigil_commit *c,
                                        int64_t *new_version, char **cur_state);
 
+/* A pipelined vigil_store_commit: _send appends the commit to the store's
+ * connection without waiting (0, or -1: not sent, e.g. the script not
+ * loaded yet or no connection; nothing of it reached Redis); _recv reads
+ * the reply of the oldest commit sent, with vigil_store_commit's results,
+ * c being the commit that was sent. Commits sent together travel in one
+ * round trip and run in order. Nothing else may use the connection
+ * between them (a command would discard the pending replies). An error
+ * reply of any kind (NOSCRIPT after a Redis restart included) and a lost
+ * connection are VIGIL_COMMIT_ERROR: the commit may or may not have been
+ * applied, which its input id tells (vigil_store_load). */
+int vigil_store_commit_send(vigil_store *s, const vigil_commit *c);
+vigil_commit_result vigil_store_commit_recv(vigil_store *s, const vigil_commit *c,
+                                            int64_t *new_version, char **cur_state);
+
 /* The commit's checks (key types, arguments) and its compare-and-set,
  * writing nothing: OK (the commit would be accepted on this version),
  * CONFLICT (with the current record, as vigil_store_commit), BAD_DATA or

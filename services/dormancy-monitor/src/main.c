@@ -19,6 +19,7 @@ int main(int argc, char **argv)
         .configure = dormancy_configure,
         .route = dormancy_route,
         .topic_key = vigil_topic_key_room_message, /* room/{room}/message: that room alone */
+        .batch_intake = true, /* route() reads no Redis for room/{room}/message */
         .apply = dormancy_apply,
         .on_timer = dormancy_on_timer,
         .free_parsed = dormancy_free_parsed,

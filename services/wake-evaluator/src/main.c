@@ -29,6 +29,7 @@ int main(int argc, char **argv)
         .configure = wake_configure,
         .route = wake_route,
         .topic_key = vigil_topic_key_room_message, /* room/{room}/message: that room alone */
+        .batch_intake = true, /* route() reads no Redis for room/{room}/message */
         .apply = wake_apply,
         .on_timer = wake_on_timer_fx,
         .free_parsed = wake_free_parsed,
