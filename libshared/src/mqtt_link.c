@@ -53,7 +53,6 @@
                                      * same client id must not take the session from
                                      * each other in a tight loop */
 #define INTAKE_BACKOFF_CAP_MS 30000
-#define INTAKE_ACK_EVERY 8 /* PUBACKs written at least this often within a read */
 
 enum { OUT_PENDING = 0, OUT_ACKED = 1, OUT_FAILED = 2 };
 
@@ -149,9 +148,6 @@ struct vigil_mqtt_link {
     vigil_mqtt_on_refused on_refused;
     void *cb_ctx;
     bool ever_connected; /* the link's thread only */
-    int acks_pending;    /* PUBACKs in obuf not yet written (the link's thread) */
-    char *topic;         /* the arriving message's topic, NUL-terminated */
-    size_t topic_cap;
     /* on_batch: the messages of one read, their packet ids (0: QoS 0) and
      * their topics, NUL-terminated, one after another in topics */
     vigil_mqtt_on_batch on_batch;
@@ -464,57 +460,6 @@ static atomic_int intake_in_flight;
 #define M_INPUTS_IN_FLIGHT "vigil_inputs_in_flight"
 #define M_INPUTS_IN_FLIGHT_HELP "Inputs received and not yet durable (acknowledged when their handler returns)"
 
-/* One PUBLISH from the broker (intake): the handler makes its effect
- * durable, then its PUBACK joins the output buffer. The PUBACKs of a read
- * go out together (every INTAKE_ACK_EVERY and at the end of the read),
- * never before their message's handler returned: a crash before the write
- * leaves them unacknowledged, and the broker sends them again. Runs on the
- * link's thread without mu. Returns -1 (why) for a malformed packet. */
-static int on_publish(vigil_mqtt_link *l, unsigned char first, const unsigned char *body,
-                      size_t rem, char *why, size_t whylen)
-{
-    vigil_inpub in;
-    if (vigil_mqtt_parse_publish(first, body, rem, &in) != 0) {
-        snprintf(why, whylen, "malformed PUBLISH from the broker");
-        return -1;
-    }
-    if (in.tlen + 1 > l->topic_cap) {
-        char *t;
-        for (int attempt = 0; !(t = realloc(l->topic, in.tlen + 1)); attempt++)
-            if (!vigil_oom_wait(attempt, "mqtt topic"))
-                vigil_exit_unacknowledged("out of memory receiving a message", NULL);
-        l->topic = t;
-        l->topic_cap = in.tlen + 1;
-    }
-    memcpy(l->topic, in.topic, in.tlen);
-    l->topic[in.tlen] = '\0';
-    vigil_counter_add("vigil_mqtt_messages_received_total", "MQTT messages received", NULL, 1);
-    vigil_gauge_set(M_INPUTS_IN_FLIGHT, M_INPUTS_IN_FLIGHT_HELP, NULL,
-                    (double)atomic_fetch_add(&intake_in_flight, 1) + 1);
-    /* Every subscription is under the prefix, so every topic is too. */
-    const char *ours = l->prefix ? vigil_topic_prefix_strip(l->prefix, l->topic) : l->topic;
-    if (ours)
-        l->on_message(l->cb_ctx, ours, in.payload, in.plen, in.retain);
-    vigil_gauge_set(M_INPUTS_IN_FLIGHT, M_INPUTS_IN_FLIGHT_HELP, NULL,
-                    (double)atomic_fetch_sub(&intake_in_flight, 1) - 1);
-    if (in.qos == 1) {
-        unsigned char ack[4];
-        vigil_mqtt_encode_puback(ack, in.id);
-        if (!obuf_put(l, ack, sizeof ack)) {
-            snprintf(why, whylen, "out of memory for a PUBACK");
-            return -1; /* unacknowledged: the broker sends it again */
-        }
-        if (++l->acks_pending >= INTAKE_ACK_EVERY) {
-            l->acks_pending = 0;
-            if (conn_write(l) != 0) {
-                snprintf(why, whylen, "write failed: %s", strerror(errno));
-                return -1;
-            }
-        }
-    }
-    return 0;
-}
-
 /* Grows *p (elements of size sz, capacity *cap) to hold need; false when
  * memory stays short (after vigil_oom_wait's pauses). */
 static bool grow(void **p, size_t sz, size_t need, size_t *cap)
@@ -564,9 +509,13 @@ static int batch_add(vigil_mqtt_link *l, unsigned char first, const unsigned cha
     return 0;
 }
 
-/* Hands the read's batch to on_batch, then queues its PUBACKs (written by
- * the caller's next write). Runs without mu. Returns -1 (why) when a
- * PUBACK cannot be queued: the messages stay unacknowledged. */
+/* Hands the read's messages to on_batch, or one by one to on_message, in
+ * order, then queues their PUBACKs (written by the caller's next write):
+ * every PUBACK after its message's handler returned, so a crash before the
+ * write leaves them unacknowledged and the broker sends them again. The
+ * PUBACKs of a read go out together. Runs on the link's thread without mu
+ * (publishers must not wait for a handler). Returns -1 (why) when a PUBACK
+ * cannot be queued: the messages stay unacknowledged. */
 static int batch_deliver(vigil_mqtt_link *l, char *why, size_t whylen)
 {
     int n = l->nbatch, kept = 0;
@@ -584,8 +533,11 @@ static int batch_deliver(vigil_mqtt_link *l, char *why, size_t whylen)
     vigil_counter_add("vigil_mqtt_messages_received_total", "MQTT messages received", NULL, n);
     vigil_gauge_set(M_INPUTS_IN_FLIGHT, M_INPUTS_IN_FLIGHT_HELP, NULL,
                     (double)atomic_fetch_add(&intake_in_flight, n) + n);
-    if (kept > 0)
+    if (l->on_batch && kept > 0)
         l->on_batch(l->cb_ctx, l->batch, kept);
+    for (int i = 0; !l->on_batch && i < kept; i++)
+        l->on_message(l->cb_ctx, l->batch[i].topic, l->batch[i].payload, l->batch[i].len,
+                      l->batch[i].retained);
     vigil_gauge_set(M_INPUTS_IN_FLIGHT, M_INPUTS_IN_FLIGHT_HELP, NULL,
                     (double)atomic_fetch_sub(&intake_in_flight, n) - n);
     int rc = 0;
@@ -642,15 +594,8 @@ static int parse_packets(vigil_mqtt_link *l, char *why, size_t whylen)
         const unsigned char *body = l->rbuf + off + 1 + vn;
         if (type == 4) {
             on_puback_locked(l, body, rem);
-        } else if (type == 3 && l->intake && l->on_batch) {
-            rc = batch_add(l, first, body, rem, why, whylen);
-            if (rc != 0)
-                break;
         } else if (type == 3 && l->intake) {
-            /* the handler runs without mu: publishers must not wait for it */
-            pthread_mutex_unlock(&l->mu);
-            rc = on_publish(l, first, body, rem, why, whylen);
-            pthread_mutex_lock(&l->mu);
+            rc = batch_add(l, first, body, rem, why, whylen);
             if (rc != 0)
                 break;
         } else if (type == 9 && l->intake) {
@@ -1071,7 +1016,6 @@ static void intake_up(vigil_mqtt_link *l)
                           "Reconnections to the MQTT broker after the first connect", NULL, 1);
     vigil_log_kv(VIGIL_LOG_INFO, first ? "mqtt connected" : "mqtt reconnected", "client_id",
                  l->client_id, NULL);
-    l->acks_pending = 0;
     if (l->nsubs > 0) {
         size_t n = vigil_mqtt_subscribe_len((const char *const *)l->subs, l->nsubs);
         if (obuf_reserve(l, n)) {
@@ -1241,7 +1185,6 @@ static void link_free(vigil_mqtt_link *l)
     free(l->status_topic);
     free(l->ready_payload);
     free(l->display_url);
-    free(l->topic);
     free(l->batch);
     free(l->batch_ids);
     free(l->batch_topic_at);

@@ -558,6 +558,24 @@ static bool script_load(vigil_redis *r, vigil_script *s)
     return ok;
 }
 
+/* Fills av/al (argc + 3 slots) with EVALSHA <sha> <nkeys> <argv...>; nk
+ * holds the key count's text. */
+static void evalsha_argv(const char **av, size_t *al, const char *sha, char nk[16], int nkeys,
+                         int argc, const char **argv, const size_t *argvlen)
+{
+    snprintf(nk, 16, "%d", nkeys);
+    av[0] = "EVALSHA";
+    al[0] = 7;
+    av[1] = sha;
+    al[1] = 40;
+    av[2] = nk;
+    al[2] = strlen(nk);
+    for (int i = 0; i < argc; i++) {
+        av[3 + i] = argv[i];
+        al[3 + i] = argvlen ? argvlen[i] : strlen(argv[i]);
+    }
+}
+
 int vigil_redis_eval_append(vigil_redis *r, const vigil_script *s, int nkeys, int argc,
                             const char **argv, const size_t *argvlen)
 {
@@ -572,17 +590,7 @@ int vigil_redis_eval_append(vigil_redis *r, const vigil_script *s, int nkeys, in
     char nk[16];
     if (!av || !al)
         goto cleanup;
-    snprintf(nk, sizeof nk, "%d", nkeys);
-    av[0] = "EVALSHA";
-    al[0] = 7;
-    av[1] = s->sha;
-    al[1] = 40;
-    av[2] = nk;
-    al[2] = strlen(nk);
-    for (int i = 0; i < argc; i++) {
-        av[3 + i] = argv[i];
-        al[3 + i] = argvlen ? argvlen[i] : strlen(argv[i]);
-    }
+    evalsha_argv(av, al, s->sha, nk, nkeys, argc, argv, argvlen);
     rc = vigil_redis_append(r, n, av, al);
 cleanup:
     if (av != stack_av)
@@ -609,20 +617,10 @@ redisReply *vigil_redis_eval(vigil_redis *r, vigil_script *s, int nkeys, int arg
         snprintf(r->err, sizeof r->err, "eval: out of memory");
         goto cleanup;
     }
-    snprintf(nk, sizeof nk, "%d", nkeys);
-    av[0] = "EVALSHA";
-    al[0] = 7;
-    av[2] = nk;
-    al[2] = strlen(nk);
-    for (int i = 0; i < argc; i++) {
-        av[3 + i] = argv[i];
-        al[3 + i] = argvlen ? argvlen[i] : strlen(argv[i]);
-    }
     for (int attempt = 0; attempt < 2; attempt++) {
         if (s->sha[0] == '\0' && !script_load(r, s))
             goto cleanup;
-        av[1] = s->sha;
-        al[1] = 40;
+        evalsha_argv(av, al, s->sha, nk, nkeys, argc, argv, argvlen);
         rep = vigil_redis_commandv(r, n, av, al);
         if (!rep)
             goto cleanup;
