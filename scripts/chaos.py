@@ -594,6 +594,11 @@ def main():
                          "folder with --keep)")
     args = ap.parse_args()
     SERVICE_ENV["VIGIL_LOG_LEVEL"] = args.log_level
+    # the client choices of the environment reach the replicas, so both
+    # intakes and both outbox modes can be put through the same faults
+    for name in ("VIGIL_MQTT_INTAKE", "VIGIL_OUTBOX_PROCESS"):
+        if os.environ.get(name):
+            SERVICE_ENV[name] = os.environ[name]
     if args.short:
         args.duration, args.gap, args.rate = 35, 1.5, 20
     args.build_dir = os.path.abspath(args.build_dir)

@@ -828,6 +828,9 @@ static void on_batch(void *ctx, const vigil_mqtt_msg *msgs, int n)
             fence_arrived(rt, m->topic, m->payload, m->len);
             continue;
         }
+        /* a peer's input touches no Redis: skipped without ending the run */
+        if (peer_input(rt, m->topic))
+            continue;
         if (run) {
             atomic_store(&rt->intake_busy_since, vigil_mono_ms());
             if (stage(rt, m, run, nrun, &run[nrun])) {
