@@ -484,6 +484,17 @@ static size_t format_command(vigil_redis *r, int argc, const char **argv,
     return (size_t)(p - r->cmd);
 }
 
+/* A command buffer grown past CMD_KEEP_MAX by one large command is freed
+ * once the command is handed to hiredis, rather than kept for good. */
+static void cmd_shrink(vigil_redis *r)
+{
+    if (r->cmd_cap > CMD_KEEP_MAX) {
+        free(r->cmd);
+        r->cmd = NULL;
+        r->cmd_cap = 0;
+    }
+}
+
 redisReply *vigil_redis_commandv(vigil_redis *r, int argc, const char **argv,
                                  const size_t *argvlen)
 {
@@ -499,11 +510,7 @@ redisReply *vigil_redis_commandv(vigil_redis *r, int argc, const char **argv,
     if (redisAppendFormattedCommand(r->c, r->cmd, len) != REDIS_OK ||
         redisGetReply(r->c, &rep) != REDIS_OK)
         rep = NULL;
-    if (r->cmd_cap > CMD_KEEP_MAX) {
-        free(r->cmd);
-        r->cmd = NULL;
-        r->cmd_cap = 0;
-    }
+    cmd_shrink(r);
     return screen(r, rep, "command");
 }
 
@@ -511,7 +518,16 @@ int vigil_redis_append(vigil_redis *r, int argc, const char **argv, const size_t
 {
     if (!vigil_redis_ensure(r))
         return -1;
-    if (redisAppendCommandArgv(r->c, argc, argv, argvlen) != REDIS_OK) {
+    size_t len = format_command(r, argc, argv, argvlen);
+    if (len == 0) {
+        snprintf(r->err, sizeof r->err, "append: out of memory");
+        return -1;
+    }
+    /* hiredis copies the command into its output buffer: r->cmd is free
+     * again at once */
+    int rc = redisAppendFormattedCommand(r->c, r->cmd, len);
+    cmd_shrink(r);
+    if (rc != REDIS_OK) {
         fail_ctx(r, "append");
         return -1;
     }

@@ -268,6 +268,41 @@ static void test_dedupe_keeps_newest(void **state)
     vigil_effects_free(&fx);
 }
 
+/* The due ms of a timer member, -1 when it is not set. */
+static long long timer_due(fixture *f, const char *member)
+{
+    redisReply *rep = vigil_redis_command(f->r, "ZSCORE vigil:svc:timers:0 %s", member);
+    assert_non_null(rep);
+    long long due = rep->type == REDIS_REPLY_STRING ? strtoll(rep->str, NULL, 10) : -1;
+    freeReplyObject(rep);
+    return due;
+}
+
+/* A commit that names a timer twice keeps the last: set then cancelled is
+ * gone, cancelled then set is due when last set (the effects keep every
+ * change in order; the script applies them in that order). */
+static void test_timer_named_twice_keeps_the_last(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    vigil_fx_set_state(&fx, "{}");
+    vigil_fx_timer_set(&fx, "a", NOW + 5);
+    vigil_fx_timer_cancel(&fx, "a");
+    vigil_fx_timer_cancel(&fx, "b");
+    vigil_fx_timer_set(&fx, "b", NOW + 7);
+    vigil_fx_timer_set(&fx, "c", NOW + 9);
+    vigil_fx_timer_set(&fx, "c", NOW + 3);
+    int64_t nv;
+    char *cur = NULL;
+    assert_int_equal(commit(f, "k", 0, "m1", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(vigil_timers_count(f->s), 2);
+    assert_true(vigil_timers_next_due(f->s) == NOW + 3);
+    assert_true(timer_due(f, "k|b") == NOW + 7);
+    assert_true(timer_due(f, "k|a") == -1);
+    vigil_effects_free(&fx);
+}
+
 static void test_outbox_order_format_peek_trim(void **state)
 {
     fixture *f = *state;
@@ -705,6 +740,7 @@ int main(void)
         T(test_unchanged_state_keeps_version_records_id),
         T(test_no_input_id_no_dedupe),
         cmocka_unit_test_setup_teardown(test_dedupe_keeps_newest, setup_keep3, vt_store_fixture_teardown),
+        T(test_timer_named_twice_keeps_the_last),
         T(test_outbox_order_format_peek_trim),
         T(test_outbox_malformed_entry_keeps_count),
         T(test_snapshot_aggregates_across_keys),

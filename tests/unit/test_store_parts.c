@@ -159,6 +159,42 @@ static void test_reset_deletes_every_part_first(void **state)
     vigil_effects_free(&fx);
 }
 
+/* A commit that names a part twice keeps the last: written then deleted
+ * is gone, deleted then written is there (the effects keep every change
+ * in order; the script applies them in that order). */
+static void test_part_named_twice_keeps_the_last(void **state)
+{
+    fixture *f = *state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    vigil_fx_set_state(&fx, "{\"c\":1}");
+    vigil_fx_state_part(&fx, "ann", "{\"l\":\"a\"}");
+    vigil_fx_state_part(&fx, "bo", "{\"l\":\"b\"}");
+    int64_t nv;
+    char *cur = NULL;
+    assert_int_equal(commit(f, 0, "m1", &fx, &nv, &cur), VIGIL_COMMIT_OK);
+
+    vigil_effects_reset(&fx);
+    vigil_fx_set_state(&fx, "{\"c\":2}");
+    vigil_fx_state_part(&fx, "ann", "{\"l\":\"x\"}");
+    vigil_fx_state_part(&fx, "ann", NULL);
+    vigil_fx_state_part(&fx, "bo", NULL);
+    vigil_fx_state_part(&fx, "bo", "{\"l\":\"y\"}");
+    vigil_fx_state_part(&fx, "cy", "{\"l\":\"1\"}");
+    vigil_fx_state_part(&fx, "cy", "{\"l\":\"2\"}");
+    assert_int_equal(commit(f, 1, "m2", &fx, &nv, &cur), VIGIL_COMMIT_OK);
+    int64_t v;
+    json_object *rec = load(f, &v);
+    assert_int_equal(v, 2);
+    assert_int_equal(n_parts(rec), 2);
+    assert_null(part_level(rec, "ann"));
+    assert_string_equal(part_level(rec, "bo"), "y");
+    assert_string_equal(part_level(rec, "cy"), "2");
+    json_object_put(rec);
+    assert_int_equal(hlen(f), 4);
+    vigil_effects_free(&fx);
+}
+
 /* The current text of a record in parts is not its head alone, so a
  * conflict returns the version without text, and the caller loads it. */
 static void test_conflict_on_a_record_in_parts_returns_no_text(void **state)
@@ -220,6 +256,7 @@ int main(void)
         T(test_parts_written_by_name_and_loaded_whole),
         T(test_record_without_parts_loads_as_written),
         T(test_reset_deletes_every_part_first),
+        T(test_part_named_twice_keeps_the_last),
         T(test_conflict_on_a_record_in_parts_returns_no_text),
         T(test_malformed_parts_refused),
     };
