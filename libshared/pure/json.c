@@ -346,6 +346,21 @@ static const char *top_level_kind(unsigned char c)
     }
 }
 
+bool vigil_json_valid(const char *buf, size_t len, bool want_object)
+{
+    if (!buf || utf8_first_bad((const unsigned char *)buf, len) != len)
+        return false;
+    const unsigned char *ubuf = (const unsigned char *)buf;
+    syn s = {ubuf, ubuf + len, ubuf, NULL};
+    if (check_syntax(&s) != 0)
+        return false;
+    if (!want_object)
+        return true;
+    s.p = s.start;
+    syn_ws(&s);
+    return *s.p == '{';
+}
+
 json_object *vigil_json_parse_object(const char *buf, size_t len, size_t max, vigil_error *err)
 {
     if (len > max) {

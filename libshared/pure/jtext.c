@@ -118,6 +118,19 @@ size_t vigil_i64_text(char *out, int64_t v)
     return (size_t)(end - out);
 }
 
+char *vigil_jtext_room(vigil_jtext *b, size_t len)
+{
+    return reserve(b, len) ? b->s + b->n : NULL;
+}
+
+void vigil_jtext_advance(vigil_jtext *b, size_t written)
+{
+    if (b->oom || b->n + written + 1 > b->cap)
+        return;
+    b->n += written;
+    b->s[b->n] = '\0';
+}
+
 /* Straight into the buffer (room for the longest number first). */
 void vigil_jtext_i64(vigil_jtext *b, int64_t v)
 {

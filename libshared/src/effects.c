@@ -172,23 +172,11 @@ int vigil_fx_timer_cancel(vigil_effects *fx, const char *name)
 
 /* True when text is one strict JSON value (object only if want_object).
  * The commit splices snapshot values into a retained payload verbatim, so
- * a bad value would poison every later snapshot of the hash. */
+ * a bad value would poison every later snapshot of the hash. A syntax
+ * pass, not a parse: this runs on every snapshot of every input. */
 static bool json_valid(const char *text, bool want_object)
 {
-    struct json_tokener *tok = json_tokener_new();
-    if (!tok)
-        return false;
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-    size_t len = strlen(text);
-    /* Passing the terminating NUL too ends a bare number ("1"), which
-     * json-c would otherwise report as "continue". */
-    json_object *o = json_tokener_parse_ex(tok, text, (int)len + 1);
-    bool ok = o && json_tokener_get_error(tok) == json_tokener_success &&
-              json_tokener_get_parse_end(tok) == len &&
-              (!want_object || json_object_is_type(o, json_type_object));
-    json_object_put(o);
-    json_tokener_free(tok);
-    return ok;
+    return vigil_json_valid(text, strlen(text), want_object);
 }
 
 int vigil_fx_snapshot(vigil_effects *fx, const char *hash, const char *field,

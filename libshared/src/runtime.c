@@ -784,8 +784,10 @@ static void flush_run(vigil_runtime *rt, staged *run, int *n)
         if (r == VIGIL_COMMIT_OK) {
             atomic_store(&rt->intake_redis_ok, true);
             vigil_counter_add("vigil_commits_total", "State commits", NULL, 1);
-            vigil_state_cache_put(rt->cache, s->key, s->newv,
-                                  s->fx.new_state ? s->fx.new_state : s->state);
+            /* the record's text moves into the cache (s is freed below) */
+            char **text = s->fx.new_state ? &s->fx.new_state : &s->state;
+            vigil_state_cache_put_owned(rt->cache, s->key, s->newv, *text);
+            *text = NULL;
             committed = true;
         } else if (r == VIGIL_COMMIT_DUPLICATE) {
             atomic_store(&rt->intake_redis_ok, true);

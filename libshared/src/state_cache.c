@@ -105,6 +105,12 @@ void vigil_state_cache_put(vigil_state_cache *c, const char *key, int64_t versio
         vigil_state_cache_drop(c, key);
         return;
     }
+    vigil_state_cache_put_owned(c, key, version, copy);
+}
+
+void vigil_state_cache_put_owned(vigil_state_cache *c, const char *key, int64_t version,
+                                 char *copy)
+{
     pthread_mutex_lock(&c->mu);
     entry **pp = slot(c, key);
     if (*pp) {

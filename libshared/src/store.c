@@ -275,12 +275,61 @@ static int push_owned(commit_args *a, char *p)
     return push_str(a, own(a, p));
 }
 
+/* True when env is the envelope services pass, a flat object of string
+ * members with no escapes, no whitespace and distinct keys, none of them
+ * map_name or "ts": json-c would print it back byte for byte, so it is
+ * used as it is (this runs for every snapshot of every commit). */
+static bool plain_envelope(const char *env, const char *map_name)
+{
+    enum { MAX_KEYS = 8 };
+    const char *key[MAX_KEYS];
+    size_t klen[MAX_KEYS], nk = 0, mlen = strlen(map_name);
+    const char *p = env;
+    if (*p++ != '{')
+        return false;
+    if (*p == '}')
+        return p[1] == '\0';
+    for (;;) {
+        const char *str[2];
+        size_t len[2];
+        for (int part = 0; part < 2; part++) { /* the key, then the value */
+            if (*p++ != '"')
+                return false;
+            str[part] = p;
+            while (*p && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+                p++;
+            if (*p != '"')
+                return false;
+            len[part] = (size_t)(p - str[part]);
+            p++;
+            if (part == 0 && *p++ != ':')
+                return false;
+        }
+        if (nk == MAX_KEYS || (len[0] == 2 && memcmp(str[0], "ts", 2) == 0) ||
+            (len[0] == mlen && memcmp(str[0], map_name, mlen) == 0))
+            return false;
+        for (size_t i = 0; i < nk; i++)
+            if (klen[i] == len[0] && memcmp(key[i], str[0], len[0]) == 0)
+                return false;
+        key[nk] = str[0];
+        klen[nk++] = len[0];
+        if (*p == '}')
+            return p[1] == '\0';
+        if (*p++ != ',')
+            return false;
+    }
+}
+
 /* The envelope as the script splices it: a compact JSON object without
  * map_name and "ts" (the script appends both, and a second copy of a key
  * would make the payload ambiguous), exactly "{}" when nothing is left. */
 static char *normalize_envelope(const char *envelope_json, const char *map_name)
 {
-    json_object *env = json_tokener_parse(envelope_json ? envelope_json : "{}");
+    if (!envelope_json)
+        envelope_json = "{}";
+    if (plain_envelope(envelope_json, map_name))
+        return strdup(envelope_json);
+    json_object *env = json_tokener_parse(envelope_json);
     char *out = NULL;
     if (!env || !json_object_is_type(env, json_type_object))
         goto cleanup;
@@ -296,15 +345,12 @@ cleanup:
     return out;
 }
 
+/* s as a JSON string (jtext writes it as json-c would). */
 static char *json_quote(const char *s)
 {
-    json_object *o = json_object_new_string(s);
-    if (!o)
-        return NULL;
-    char *out = strdup(json_object_to_json_string_ext(
-        o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-    json_object_put(o);
-    return out;
+    vigil_jtext b = { 0 };
+    vigil_jtext_str(&b, s);
+    return vigil_jtext_take(&b);
 }
 
 /* Builds KEYS and ARGV of VIGIL_LUA_COMMIT:

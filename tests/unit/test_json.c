@@ -624,6 +624,26 @@ static void test_dump_equals_json_c(void **state)
     json_object_put(deep);
 }
 
+/* The syntax pass alone: what vigil_json_parse_object accepts and
+ * refuses as syntax, for any top level, without building a tree. */
+static void test_valid_without_parsing(void **state)
+{
+    (void)state;
+    const char *good[] = {"{}", "[]", "1", "-0.5e3", "\"s\"", "true", "null", " {\"a\":[1,{}]} ",
+                          "{\"\\u00e9\":\"\xc3\xa9\"}"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+        assert_true(vigil_json_valid(good[i], strlen(good[i]), false));
+    const char *bad[] = {"", " ", "{", "{}x", "NaN", "Infinity", "'a'", "{'a':1}", "01",
+                         "\"tab\there\"", "\"\xff\"", "[1,]", "{\"a\":1,}", "tru"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        assert_false(vigil_json_valid(bad[i], strlen(bad[i]), false));
+    assert_true(vigil_json_valid(" {\"a\":1}", 8, true));
+    assert_false(vigil_json_valid("[1]", 3, true));
+    assert_false(vigil_json_valid("1", 1, true));
+    assert_false(vigil_json_valid("{\"a\":\"\0\"}", 9, false)); /* a NUL byte */
+    assert_false(vigil_json_valid(NULL, 0, false));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -652,6 +672,7 @@ int main(void)
         cmocka_unit_test(test_dump),
         cmocka_unit_test(test_hash_and_shard),
         cmocka_unit_test(test_string_bounded_and_array),
+        cmocka_unit_test(test_valid_without_parsing),
     };
     return cmocka_run_group_tests_name("json", tests, NULL, NULL);
 }

@@ -164,6 +164,39 @@ static void a_document_and_a_failed_one(void **state)
 
 /* Formatted prose: short appends in place, one longer than the buffer
  * (formatted again after growing), exactly what snprintf writes. */
+/* A run of numbers written in place after one reservation reads as the
+ * same appends one by one would, growing the buffer as needed. */
+static void room_then_advance_appends_in_place(void **state)
+{
+    (void)state;
+    vigil_jtext a = {0}, b = {0};
+    vigil_jtext_lit(&a, "[");
+    vigil_jtext_lit(&b, "[");
+    char *p = vigil_jtext_room(&b, 300 * (VIGIL_I64_TEXT_MAX + 1));
+    assert_non_null(p);
+    char *at = p;
+    for (int64_t i = 0; i < 300; i++) {
+        int64_t v = i * i * i * 1000003 - 7;
+        if (i > 0) {
+            vigil_jtext_ch(&a, ',');
+            *at++ = ',';
+        }
+        vigil_jtext_i64(&a, v);
+        at += vigil_i64_text(at, v);
+    }
+    vigil_jtext_advance(&b, (size_t)(at - p));
+    vigil_jtext_lit(&a, "]");
+    vigil_jtext_lit(&b, "]");
+    assert_int_equal(a.n, b.n);
+    assert_string_equal(a.s, b.s);
+    /* advancing past the room reserved is refused, not an overrun */
+    size_t n = b.n;
+    vigil_jtext_advance(&b, b.cap);
+    assert_int_equal(b.n, n);
+    free(vigil_jtext_take(&a));
+    free(vigil_jtext_take(&b));
+}
+
 static void printf_appends_what_snprintf_writes(void **state)
 {
     (void)state;
@@ -197,6 +230,7 @@ int main(void)
         cmocka_unit_test(integers_are_written_as_json_c_writes_them),
         cmocka_unit_test(a_document_and_a_failed_one),
         cmocka_unit_test(printf_appends_what_snprintf_writes),
+        cmocka_unit_test(room_then_advance_appends_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

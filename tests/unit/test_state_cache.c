@@ -42,6 +42,17 @@ static void absent_record_is_cached_as_null(void **unused)
     vigil_state_cache_free(c);
 }
 
+/* The cache holds key at version want_v with text want. */
+static void expect_text(vigil_state_cache *c, const char *key, int64_t want_v, const char *want)
+{
+    int64_t v;
+    char *s;
+    assert_true(vigil_state_cache_get(c, key, &v, &s));
+    assert_int_equal(v, want_v);
+    assert_string_equal(s, want);
+    free(s);
+}
+
 static void put_replaces_and_drop_forgets(void **unused)
 {
     (void)unused;
@@ -49,16 +60,30 @@ static void put_replaces_and_drop_forgets(void **unused)
     vigil_state_cache_put(c, "r", 1, "one");
     vigil_state_cache_put(c, "r", 2, "two");
     assert_int_equal(vigil_state_cache_size(c), 1);
+    expect_text(c, "r", 2, "two");
+    vigil_state_cache_drop(c, "r");
     int64_t v;
     char *s;
-    assert_true(vigil_state_cache_get(c, "r", &v, &s));
-    assert_int_equal(v, 2);
-    assert_string_equal(s, "two");
-    free(s);
-    vigil_state_cache_drop(c, "r");
     assert_false(vigil_state_cache_get(c, "r", &v, &s));
     assert_int_equal(vigil_state_cache_size(c), 0);
     vigil_state_cache_drop(c, "never-there");
+    vigil_state_cache_free(c);
+}
+
+/* put_owned keeps the very text it is given (no copy) and frees the one it
+ * replaces; ASan reports a leak or a double free if either is wrong. */
+static void put_owned_takes_the_text(void **unused)
+{
+    (void)unused;
+    vigil_state_cache *c = vigil_state_cache_new(10);
+    vigil_state_cache_put_owned(c, "r", 1, strdup("one"));
+    vigil_state_cache_put_owned(c, "r", 2, strdup("two"));
+    vigil_state_cache_put_owned(c, "gone", 0, NULL);
+    expect_text(c, "r", 2, "two");
+    int64_t v;
+    char *s;
+    assert_true(vigil_state_cache_get(c, "gone", &v, &s));
+    assert_null(s);
     vigil_state_cache_free(c);
 }
 
@@ -88,6 +113,7 @@ int main(void)
         cmocka_unit_test(absent_record_is_cached_as_null),
         cmocka_unit_test(put_replaces_and_drop_forgets),
         cmocka_unit_test(stays_within_its_bound),
+        cmocka_unit_test(put_owned_takes_the_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

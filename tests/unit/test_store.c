@@ -389,6 +389,45 @@ static json_object *get(json_object *o, const char *k)
     return v;
 }
 
+/* The exact payload text for envelopes the plain path takes as they are
+ * and for those it hands to json-c (a key to drop, whitespace, an escape,
+ * a repeated key, a number): both give one compact object, envelope
+ * members first, map and "ts" once each, last. */
+static void test_snapshot_envelope_text(void **state)
+{
+    fixture *f = *state;
+    static const struct {
+        const char *env, *want;
+    } cases[] = {
+        { "{}", "{\"rooms\":{\"a\":1},\"ts\":1700000000123}" },
+        { "{\"persona\":\"ann\"}", "{\"persona\":\"ann\",\"rooms\":{\"a\":1},\"ts\":1700000000123}" },
+        { "{\"p\":\"x\",\"q\":\"\xc3\xa9/y\"}",
+          "{\"p\":\"x\",\"q\":\"\xc3\xa9/y\",\"rooms\":{\"a\":1},\"ts\":1700000000123}" },
+        { "{\"p\":\"x\",\"ts\":\"old\"}", "{\"p\":\"x\",\"rooms\":{\"a\":1},\"ts\":1700000000123}" },
+        { "{\"rooms\":\"old\",\"p\":\"x\"}", "{\"p\":\"x\",\"rooms\":{\"a\":1},\"ts\":1700000000123}" },
+        { "{ \"p\" : \"x\" }", "{\"p\":\"x\",\"rooms\":{\"a\":1},\"ts\":1700000000123}" },
+        { "{\"p\":\"a\\u0041\\/\"}", "{\"p\":\"aA/\",\"rooms\":{\"a\":1},\"ts\":1700000000123}" },
+        { "{\"p\":\"x\",\"p\":\"y\"}", "{\"p\":\"y\",\"rooms\":{\"a\":1},\"ts\":1700000000123}" },
+        { "{\"n\":2,\"p\":\"x\"}", "{\"n\":2,\"p\":\"x\",\"rooms\":{\"a\":1},\"ts\":1700000000123}" },
+        { "{\"ts\":1}", "{\"rooms\":{\"a\":1},\"ts\":1700000000123}" },
+    };
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    int64_t nv;
+    char *cur = NULL;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vigil_effects_reset(&fx);
+        assert_int_equal(vigil_fx_snapshot(&fx, "h", "a", "1", "t/s", cases[i].env, "rooms"), 0);
+        assert_int_equal(commit(f, "k", 0, NULL, &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+        vigil_outmsg out[32];
+        int n = vigil_store_outbox_peek(f->s, 32, out);
+        assert_true(n > 0);
+        assert_string_equal(out[n - 1].payload, cases[i].want);
+        vigil_outbox_entries_free(out, n);
+    }
+    vigil_effects_free(&fx);
+}
+
 static void test_snapshot_aggregates_across_keys(void **state)
 {
     fixture *f = *state;
@@ -744,6 +783,7 @@ int main(void)
         T(test_outbox_order_format_peek_trim),
         T(test_outbox_malformed_entry_keeps_count),
         T(test_snapshot_aggregates_across_keys),
+        T(test_snapshot_envelope_text),
         T(test_snapshot_delete_to_empty_map),
         T(test_snapshot_order_after_outputs),
         T(test_snapshot_fields_sorted),

@@ -60,6 +60,13 @@ bool vigil_utf8_valid(const char *s, size_t n);
  * '$', or empty). */
 bool vigil_id_valid(const char *s, size_t n);
 
+/* True when buf[0..len) is exactly one strict JSON value (RFC 8259: no
+ * NaN, no single quotes, no raw control characters; whitespace around it
+ * allowed) in well-formed UTF-8, and an object if want_object. Builds
+ * nothing and allocates nothing: for checking text written by Vigil
+ * itself before it is spliced into a payload. */
+bool vigil_json_valid(const char *buf, size_t len, bool want_object);
+
 /* Parses buf[0..len) (not NUL-terminated) into a JSON object, checking size
  * against max, UTF-8, strict syntax and that the top level is an object.
  * Returns a new reference, or NULL with err filled. */

@@ -24,6 +24,12 @@ void vigil_jtext_ch(vigil_jtext *b, char c);
  * step by step while a text of known rough size is written). */
 void vigil_jtext_reserve(vigil_jtext *b, size_t len);
 void vigil_jtext_i64(vigil_jtext *b, int64_t v);
+/* For a long run of small appends (a list of numbers): room for len more
+ * bytes, returned as the place to write them, or NULL when out of memory
+ * (b->oom); vigil_jtext_advance then counts the bytes written there (at
+ * most len). One reservation instead of one per append. */
+char *vigil_jtext_room(vigil_jtext *b, size_t len);
+void vigil_jtext_advance(vigil_jtext *b, size_t written);
 /* v in decimal at out (at least VIGIL_I64_TEXT_MAX + 1 bytes), NUL-
  * terminated; returns its length. */
 #define VIGIL_I64_TEXT_MAX 20

@@ -21,6 +21,11 @@ void vigil_state_cache_free(vigil_state_cache *c);
 bool vigil_state_cache_get(vigil_state_cache *c, const char *key, int64_t *version, char **state);
 /* Stores a copy (state may be NULL: the record is known not to exist). */
 void vigil_state_cache_put(vigil_state_cache *c, const char *key, int64_t version, const char *state);
+/* As vigil_state_cache_put, taking state itself (malloc'd; the cache owns
+ * it from now on, and frees it if the entry cannot be made): saves a copy
+ * of the record on every commit. */
+void vigil_state_cache_put_owned(vigil_state_cache *c, const char *key, int64_t version,
+                                 char *state);
 void vigil_state_cache_drop(vigil_state_cache *c, const char *key);
 size_t vigil_state_cache_size(vigil_state_cache *c);
 

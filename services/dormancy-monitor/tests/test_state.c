@@ -2,7 +2,9 @@
  * records, snapshots (persona/{p}/state entries, room/{r}/state) and timer
  * bookkeeping. */
 #include <inttypes.h>
+#include <math.h>
 #include "dm_test.h"
+#include "step.h"
 
 static void busy_record_round_trips(void **state)
 {
@@ -36,7 +38,7 @@ static void busy_record_round_trips(void **state)
     assert_int_equal(ann->ov.no_human_ms, 120000);
     assert_int_equal(dm_p(f, "dan")->until, T0 + 3600000);
     assert_int_equal(f->room->n_humans, 1);
-    assert_int_equal(f->room->humans[0].n_responders, 3);
+    assert_int_equal(dormancy_room_human(f->room, 0)->n_responders, 3);
     assert_int_equal(f->room->n_sessions, 1);
     assert_true(f->room->n_timers >= 3);
     /* the record is written as text: json-c writes it back byte for byte */
@@ -66,9 +68,23 @@ static void lists_are_bounded(void **state)
         dm_ai(f, name, "hi");
     }
     assert_int_equal(f->room->n_personas, 20);
-    for (int i = 0; i < 2 * DORMANCY_MAX_HUMAN_MSGS; i++)
+    for (int i = 0; i < 2 * DORMANCY_MAX_HUMAN_MSGS + 3; i++) {
         dm_human(f, "h");
+        dm_advance(f, 1);
+    }
     assert_int_equal(f->room->n_humans, DORMANCY_MAX_HUMAN_MSGS);
+    /* the newest are kept, oldest first, across the ring's wrap */
+    int64_t newest = dormancy_room_human(f->room, DORMANCY_MAX_HUMAN_MSGS - 1)->ts;
+    for (int i = 0; i < DORMANCY_MAX_HUMAN_MSGS; i++)
+        assert_true(dormancy_room_human(f->room, i)->ts == newest - (DORMANCY_MAX_HUMAN_MSGS - 1 - i));
+    char *t = dormancy_room_to_json(f->room);
+    char err[128];
+    dormancy_room *back = dormancy_room_from_json(t, f->room->room, err, sizeof err);
+    assert_non_null(back);
+    for (int i = 0; i < DORMANCY_MAX_HUMAN_MSGS; i++)
+        assert_string_equal(dormancy_room_human(back, i)->id, dormancy_room_human(f->room, i)->id);
+    dormancy_room_free(back);
+    free(t);
     assert_true(f->room->n_recent <= DORMANCY_MAX_RECENT);
     for (int i = 0; i < 2 * DORMANCY_MAX_SESSIONS; i++) {
         dormancy_event ev = {0};
@@ -544,6 +560,35 @@ static void personas_past_the_limit_are_refused_visibly(void **state)
     dm_free(f);
 }
 
+/* room_rounded writes what snprintf "%.2f" writes: at ties (0.125,
+ * 2.675), negative zero, large and odd values, and a sweep. */
+static void rounded_figures_match_printf(void **state)
+{
+    (void)state;
+    const double cases[] = { 0, -0.0, 0.125, 0.375, 2.675, 1.005, 0.005, -0.004, -0.005, 1.0 / 3,
+                             2.0 / 3, 256, 99.995, 99.994999, 1e9 - 0.001, 1e9, 1e12, -1e9, 1e-300,
+                             12345678.9, INFINITY, -INFINITY, NAN };
+    char got[32], want[32];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        room_rounded(cases[i], got, sizeof got);
+        snprintf(want, sizeof want, "%.2f", cases[i]);
+        assert_string_equal(got, want);
+    }
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        double v = (double)(x % 2000000) / (double)(1 + (x >> 40) % 999) - 500.0;
+        if (i % 4 == 0)
+            v = (double)(x % 100000) / 1000.0; /* three decimals: many exact ties */
+        room_rounded(v, got, sizeof got);
+        snprintf(want, sizeof want, "%.2f", v);
+        if (strcmp(got, want) != 0)
+            fail_msg("%.17g: %s, printf %s", v, got, want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -563,6 +608,7 @@ int main(void)
         cmocka_unit_test(room_state_text_is_what_json_c_writes),
         cmocka_unit_test(timer_names_fit_the_store),
         cmocka_unit_test(every_event_gets_its_own_id),
+        cmocka_unit_test(rounded_figures_match_printf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -216,8 +216,11 @@ typedef struct dormancy_room {
     int n_recent;
     int64_t recent_ts[DORMANCY_MAX_RECENT]; /* oldest first */
     bool recent_human[DORMANCY_MAX_RECENT];
-    int n_humans;
-    dormancy_human_msg humans[DORMANCY_MAX_HUMAN_MSGS]; /* oldest first */
+    /* A ring: the i-th oldest is humans[(human0 + i) % MAX] (dormancy_room_
+     * human); a new message replaces the oldest in place rather than
+     * moving ~17 KB of older ones on every human message. */
+    int n_humans, human0;
+    dormancy_human_msg humans[DORMANCY_MAX_HUMAN_MSGS];
     int n_sessions;
     dormancy_session sessions[DORMANCY_MAX_SESSIONS];
     int n_timers, cap_timers;
@@ -241,6 +244,12 @@ typedef struct dormancy_room {
     int cap_memo;
     dormancy_snap_memo *memo;
 } dormancy_room;
+
+/* The i-th oldest human message of r (0 <= i < r->n_humans). */
+static inline dormancy_human_msg *dormancy_room_human(const dormancy_room *r, int i)
+{
+    return (dormancy_human_msg *)&r->humans[(r->human0 + i) % DORMANCY_MAX_HUMAN_MSGS];
+}
 
 dormancy_room *dormancy_room_new(const char *room_id);
 void dormancy_room_free(dormancy_room *r);

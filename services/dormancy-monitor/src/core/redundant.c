@@ -15,10 +15,10 @@ void redundant_on_human(dormancy_step *s, const dormancy_event *ev)
 {
     dormancy_room *r = s->room;
     if (r->n_humans == DORMANCY_MAX_HUMAN_MSGS) {
-        memmove(&r->humans[0], &r->humans[1], (size_t)(r->n_humans - 1) * sizeof r->humans[0]);
+        r->human0 = (r->human0 + 1) % DORMANCY_MAX_HUMAN_MSGS;
         r->n_humans--;
     }
-    dormancy_human_msg *m = &r->humans[r->n_humans++];
+    dormancy_human_msg *m = dormancy_room_human(r, r->n_humans++);
     memset(m, 0, sizeof *m);
     dm_copy(m->id, sizeof m->id, ev->id);
     m->ts = s->now;
@@ -28,11 +28,11 @@ static dormancy_human_msg *target_of(dormancy_room *r, const char *reply_to)
 {
     if (reply_to && reply_to[0]) {
         for (int i = r->n_humans - 1; i >= 0; i--)
-            if (strcmp(r->humans[i].id, reply_to) == 0)
-                return &r->humans[i];
+            if (strcmp(dormancy_room_human(r, i)->id, reply_to) == 0)
+                return dormancy_room_human(r, i);
         return NULL; /* replies to an AI message, or one too old to matter */
     }
-    return r->n_humans > 0 ? &r->humans[r->n_humans - 1] : NULL;
+    return r->n_humans > 0 ? dormancy_room_human(r, r->n_humans - 1) : NULL;
 }
 
 static bool already_responded(const dormancy_human_msg *m, const char *persona)
@@ -86,10 +86,8 @@ void redundant_prune(dormancy_step *s)
             window = c->redundant_window_ms;
     }
     int drop = 0;
-    while (drop < r->n_humans - 1 && r->humans[drop].ts < s->now - window)
+    while (drop < r->n_humans - 1 && dormancy_room_human(r, drop)->ts < s->now - window)
         drop++;
-    if (drop > 0) {
-        memmove(&r->humans[0], &r->humans[drop], (size_t)(r->n_humans - drop) * sizeof r->humans[0]);
-        r->n_humans -= drop;
-    }
+    r->human0 = (r->human0 + drop) % DORMANCY_MAX_HUMAN_MSGS;
+    r->n_humans -= drop;
 }

@@ -2,6 +2,7 @@
  * record: persona/{p}/dormancy, persona/{p}/suggestion, the system message
  * on room/{r}/message, the persona/{p}/state entry and room/{r}/state. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,9 +153,33 @@ bool room_session_listed(const dormancy_room *r, int i, const dormancy_config *c
     return true;
 }
 
+/* What snprintf "%.2f" writes, without snprintf on the common values
+ * (about 1,700 instructions a call, four calls an input): |v| below 1e9
+ * and not within 0.001 of a tie at the third decimal, where rounding the
+ * product v * 100 (off by at most ~1e-5 there) and rounding the exact
+ * binary value, as printf does, agree. Anything else goes to snprintf. */
 void room_rounded(double v, char *out, size_t outlen)
 {
-    snprintf(out, outlen, "%.2f", v);
+    double a = fabs(v);
+    if (outlen < 24 || !(a < 1e9)) {
+        snprintf(out, outlen, "%.2f", v);
+        return;
+    }
+    double scaled = a * 100.0;
+    double frac = scaled - floor(scaled);
+    if (fabs(frac - 0.5) < 0.001) {
+        snprintf(out, outlen, "%.2f", v);
+        return;
+    }
+    int64_t cents = (int64_t)floor(scaled + 0.5);
+    char *p = out;
+    if (signbit(v))
+        *p++ = '-';
+    p += vigil_i64_text(p, cents / 100);
+    *p++ = '.';
+    *p++ = (char)('0' + (cents % 100) / 10);
+    *p++ = (char)('0' + cents % 10);
+    *p = '\0';
 }
 
 /* room/{r}/state written as text: with 1,000 personas, a json-c object of
