@@ -138,9 +138,7 @@ static int persona_snapshot(vigil_effects *fx, const dormancy_action *a, const c
     snprintf(env, sizeof env, "{\"persona\":\"%s\"}", a->persona); /* ids need no escaping */
     char *value = NULL;
     if (!remove) {
-        json_object *o = dormancy_persona_entry_json(a);
-        value = o ? vigil_json_dump(o) : NULL;
-        json_object_put(o);
+        value = dormancy_persona_entry_text(a);
         if (!value)
             return -1;
     }
@@ -162,7 +160,7 @@ static int emit(vigil_effects *fx, const dormancy_room *r, const dormancy_config
         switch (a->kind) {
         case DORMANCY_OUT_CHANGE:
             snprintf(topic, sizeof topic, "persona/%s/dormancy", a->persona);
-            rc = publish_obj(fx, topic, dormancy_change_json(a, r->room, now), false);
+            rc = publish_text(fx, topic, dormancy_change_text(a, r->room, now), false);
             break;
         case DORMANCY_OUT_SUGGESTION:
             snprintf(topic, sizeof topic, "persona/%s/suggestion", a->persona);

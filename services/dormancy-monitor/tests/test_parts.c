@@ -34,11 +34,11 @@ static char *assembled(dormancy_room *r)
     assert_non_null(s);
     n = (size_t)snprintf(s, cap, "%.*s,\"parts\":{", (int)strlen(head) - 1, head);
     for (int i = r->n_personas - 1; i >= 0; i--) {
-        json_object *o = dormancy_persona_record_json(&r->personas[i]);
+        char *t = dormancy_persona_record_text(&r->personas[i]);
+        assert_non_null(t);
         n += (size_t)snprintf(s + n, cap - n, "%s\"%s\":%s", i < r->n_personas - 1 ? "," : "",
-                              r->personas[i].id,
-                              json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-        json_object_put(o);
+                              r->personas[i].id, t);
+        free(t);
     }
     snprintf(s + n, cap - n, "}}");
     free(head);

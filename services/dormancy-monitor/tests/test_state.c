@@ -52,6 +52,23 @@ static void busy_record_round_trips(void **state)
     assert_non_null(strstr(t, "\"sessions\":[{\"user\":\"joel\""));
     json_object_put(o);
     free(t);
+    /* each persona's part, written as text, is json-c's print of itself
+     * (members in order, nothing json-c would write differently) */
+    for (int i = 0; i < f->room->n_personas; i++) {
+        char *pt = dormancy_persona_record_text(&f->room->personas[i]);
+        json_object *po = json_tokener_parse(pt);
+        assert_non_null(po);
+        assert_string_equal(json_object_to_json_string_ext(po, JSON_C_TO_STRING_PLAIN |
+                                                                   JSON_C_TO_STRING_NOSLASHESCAPE),
+                            pt);
+        if (strcmp(f->room->personas[i].id, "ann") == 0) {
+            assert_non_null(strstr(pt, "\"meta\":true"));
+            assert_non_null(strstr(pt, "\"sugg\":{\"kind\":\"no-human\""));
+            assert_non_null(strstr(pt, "\"cfg\":{"));
+        }
+        json_object_put(po);
+        free(pt);
+    }
     dm_free(f);
 }
 
@@ -589,6 +606,48 @@ static void rounded_figures_match_printf(void **state)
     }
 }
 
+/* The change event and the persona entry are written as text: each is
+ * json-c's own print of itself (so exactly the payload the json-c objects
+ * gave), with escapes, a null trigger and every optional member. */
+static void change_and_entry_texts_are_what_json_c_writes(void **state)
+{
+    (void)state;
+    dormancy_action a;
+    memset(&a, 0, sizeof a);
+    snprintf(a.id, sizeof a.id, "m1:general:0");
+    snprintf(a.persona, sizeof a.persona, "ann");
+    a.level = DORMANCY_SLEEP;
+    a.previous = DORMANCY_ACTIVE;
+    a.trigger = DORMANCY_TRIGGER_MANUAL;
+    snprintf(a.reason, sizeof a.reason, "said \"sleep\" \\ at 5/7 \xc3\xa9\t");
+    snprintf(a.text, sizeof a.text, "\xf0\x9f\x92\xa4 Switching to sleep");
+    snprintf(a.message_id, sizeof a.message_id, "m1");
+    a.since = 1700000000000;
+    a.until = 1700000060000;
+    a.snoozed_until = 1700000030000;
+    a.suggest = DORMANCY_SUGGEST_NO_HUMAN;
+    snprintf(a.pending_reason, sizeof a.pending_reason, "no human for 5min");
+    a.pending_expires = 1700000090000;
+    for (int round = 0; round < 2; round++) {
+        char *texts[2] = { dormancy_change_text(&a, "general", 1700000000123),
+                           dormancy_persona_entry_text(&a) };
+        for (int k = 0; k < 2; k++) {
+            json_object *o = json_tokener_parse(texts[k]);
+            assert_non_null(o);
+            assert_string_equal(json_object_to_json_string_ext(
+                                    o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+                                texts[k]);
+            json_object_put(o);
+            free(texts[k]);
+        }
+        /* then the bare form: no optional member, unnamed trigger */
+        a.trigger = DORMANCY_TRIGGER_NONE;
+        a.message_id[0] = a.reason[0] = '\0';
+        a.until = a.snoozed_until = 0;
+        a.suggest = DORMANCY_SUGGEST_NONE;
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -609,6 +668,7 @@ int main(void)
         cmocka_unit_test(timer_names_fit_the_store),
         cmocka_unit_test(every_event_gets_its_own_id),
         cmocka_unit_test(rounded_figures_match_printf),
+        cmocka_unit_test(change_and_entry_texts_are_what_json_c_writes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -466,12 +466,17 @@ int dormancy_room_timer(dormancy_room *r, const char *timer_name, int64_t due,
 /* ---- rendering (payloads of topics/schemas; new json-c objects) ---------- */
 
 json_object *dormancy_change_json(const dormancy_action *a, const char *room, int64_t now);
+/* The same as text (malloc'd; NULL when out of memory): what the service
+ * publishes. */
+char *dormancy_change_text(const dormancy_action *a, const char *room, int64_t now);
 json_object *dormancy_suggestion_json(const dormancy_action *a, const char *room, int64_t now);
 json_object *dormancy_system_message_json(const dormancy_action *a, const char *room,
                                           const char *sender, int64_t now);
 /* {"level","since","trigger","reason"?,"snoozed_until"?,"until"?,
  *  "pending"?: {"level","trigger","reason","expires"}} for persona/{p}/state. */
 json_object *dormancy_persona_entry_json(const dormancy_action *a);
+/* The same as text (malloc'd; NULL when out of memory). */
+char *dormancy_persona_entry_text(const dormancy_action *a);
 /* room/{r}/state's payload as text (malloc'd; NULL when out of memory);
  * dormancy_room_state_json is the same, parsed. */
 char *dormancy_room_state_text(const dormancy_room *r, const dormancy_config *cfg, int64_t now);

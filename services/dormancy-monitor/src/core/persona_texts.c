@@ -86,12 +86,7 @@ const char *dormancy_texts_persona_fresh(dormancy_texts *t, int i, const dormanc
         return t->text[i];
     }
     *fresh = true;
-    json_object *o = dormancy_persona_record_json(p);
-    const char *s = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-                                                              JSON_C_TO_STRING_NOSLASHESCAPE)
-                      : NULL;
-    char *copy = s ? strdup(s) : NULL;
-    json_object_put(o);
+    char *copy = dormancy_persona_record_text(p);
     if (!copy)
         return NULL;
     free(t->text[i]);

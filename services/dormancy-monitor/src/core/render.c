@@ -57,17 +57,44 @@ static json_object *action_json_end(json_object *o, const dormancy_action *a, in
     return o;
 }
 
+/* "k": v as a string, or null when v is NULL (as add_str adds it). */
+static void text_member(vigil_jtext *b, char sep, const char *k, const char *v)
+{
+    vigil_jtext_key(b, sep, k);
+    if (v)
+        vigil_jtext_str(b, v);
+    else
+        vigil_jtext_lit(b, "null");
+}
+
+/* persona/{p}/dormancy as text: a change is written on most inputs, and
+ * building then printing a json-c object cost more than the decision. */
+char *dormancy_change_text(const dormancy_action *a, const char *room, int64_t now)
+{
+    vigil_jtext b = {0};
+    vigil_jtext_put(&b, "{", 1);
+    text_member(&b, 0, "id", a->id);
+    text_member(&b, ',', "persona", a->persona);
+    text_member(&b, ',', "room", room);
+    text_member(&b, ',', "level", dormancy_level_name(a->level));
+    text_member(&b, ',', "previous", dormancy_level_name(a->previous));
+    text_member(&b, ',', "trigger", dormancy_trigger_name(a->trigger));
+    text_member(&b, ',', "reason", a->reason);
+    text_member(&b, ',', "text", a->text);
+    if (a->message_id[0])
+        text_member(&b, ',', "message_id", a->message_id);
+    vigil_jtext_key(&b, ',', "ts");
+    vigil_jtext_i64(&b, now);
+    vigil_jtext_put(&b, "}", 1);
+    return vigil_jtext_take(&b);
+}
+
 json_object *dormancy_change_json(const dormancy_action *a, const char *room, int64_t now)
 {
-    json_object *o = action_json_new(a, room);
-    if (!o)
-        return NULL;
-    add_str(o, "level", dormancy_level_name(a->level));
-    add_str(o, "previous", dormancy_level_name(a->previous));
-    add_str(o, "trigger", dormancy_trigger_name(a->trigger));
-    add_str(o, "reason", a->reason);
-    add_str(o, "text", a->text);
-    return action_json_end(o, a, now);
+    char *t = dormancy_change_text(a, room, now);
+    json_object *o = t ? json_tokener_parse(t) : NULL;
+    free(t);
+    return o;
 }
 
 json_object *dormancy_suggestion_json(const dormancy_action *a, const char *room, int64_t now)
@@ -108,36 +135,48 @@ json_object *dormancy_system_message_json(const dormancy_action *a, const char *
     return vigil_room_message_json(&m);
 }
 
-json_object *dormancy_persona_entry_json(const dormancy_action *a)
+/* The persona's entry in persona/{p}/state as text (one per input). */
+char *dormancy_persona_entry_text(const dormancy_action *a)
 {
-    json_object *o = json_object_new_object();
-    if (!o)
-        return NULL;
-    add_str(o, "level", dormancy_level_name(a->level));
-    json_object_object_add(o, "since", json_object_new_int64(a->since));
+    vigil_jtext b = {0};
+    vigil_jtext_put(&b, "{", 1);
+    text_member(&b, 0, "level", dormancy_level_name(a->level));
+    vigil_jtext_key(&b, ',', "since");
+    vigil_jtext_i64(&b, a->since);
     /* the contract's trigger is never null: a persona that joined and was
      * never moved is at its default level, shown as "manual" */
     const char *trig = dormancy_trigger_name(a->trigger);
-    add_str(o, "trigger", trig ? trig : "manual");
+    text_member(&b, ',', "trigger", trig ? trig : "manual");
     if (a->reason[0])
-        add_str(o, "reason", a->reason);
-    if (a->until)
-        json_object_object_add(o, "until", json_object_new_int64(a->until));
-    if (a->snoozed_until)
-        json_object_object_add(o, "snoozed_until", json_object_new_int64(a->snoozed_until));
+        text_member(&b, ',', "reason", a->reason);
+    if (a->until) {
+        vigil_jtext_key(&b, ',', "until");
+        vigil_jtext_i64(&b, a->until);
+    }
+    if (a->snoozed_until) {
+        vigil_jtext_key(&b, ',', "snoozed_until");
+        vigil_jtext_i64(&b, a->snoozed_until);
+    }
     if (a->suggest != DORMANCY_SUGGEST_NONE) {
         /* the pending suggestion, named as on persona/{p}/suggestion */
-        json_object *pd = json_object_new_object();
-        if (!pd) {
-            json_object_put(o);
-            return NULL;
-        }
-        add_str(pd, "level", dormancy_level_name(DORMANCY_MENTION_ONLY));
-        add_str(pd, "trigger", dormancy_suggest_trigger_name(a->suggest));
-        add_str(pd, "reason", a->pending_reason);
-        json_object_object_add(pd, "expires", json_object_new_int64(a->pending_expires));
-        json_object_object_add(o, "pending", pd);
+        vigil_jtext_key(&b, ',', "pending");
+        vigil_jtext_put(&b, "{", 1);
+        text_member(&b, 0, "level", dormancy_level_name(DORMANCY_MENTION_ONLY));
+        text_member(&b, ',', "trigger", dormancy_suggest_trigger_name(a->suggest));
+        text_member(&b, ',', "reason", a->pending_reason);
+        vigil_jtext_key(&b, ',', "expires");
+        vigil_jtext_i64(&b, a->pending_expires);
+        vigil_jtext_put(&b, "}", 1);
     }
+    vigil_jtext_put(&b, "}", 1);
+    return vigil_jtext_take(&b);
+}
+
+json_object *dormancy_persona_entry_json(const dormancy_action *a)
+{
+    char *t = dormancy_persona_entry_text(a);
+    json_object *o = t ? json_tokener_parse(t) : NULL;
+    free(t);
     return o;
 }
 

@@ -22,64 +22,6 @@ static const char *const PRESENCE_NAMES[] = {"active", "idle", "away"};
 
 /* ---- writing ---- */
 
-static void put_i64(json_object *o, const char *k, int64_t v)
-{
-    if (v != 0)
-        json_object_object_add(o, k, json_object_new_int64(v));
-}
-
-static void put_str(json_object *o, const char *k, const char *v)
-{
-    if (v && v[0])
-        json_object_object_add(o, k, json_object_new_string(v));
-}
-
-static void put_digest(json_object *o, const char *k, uint64_t d)
-{
-    char hex[17];
-    if (d == 0)
-        return;
-    snprintf(hex, sizeof hex, "%016" PRIx64, d);
-    json_object_object_add(o, k, json_object_new_string(hex));
-}
-
-json_object *dormancy_persona_record_json(const dormancy_persona *p)
-{
-    json_object *o = json_object_new_object();
-    put_str(o, "id", p->id);
-    put_str(o, "name", p->name);
-    json_object_object_add(o, "level", json_object_new_string(dormancy_level_name(p->level)));
-    put_i64(o, "since", p->since);
-    put_str(o, "trigger", dormancy_trigger_name(p->trigger));
-    put_str(o, "reason", p->reason);
-    if (p->cause > DORMANCY_CAUSE_NONE && p->cause <= DORMANCY_CAUSE_CHOICE)
-        put_str(o, "cause", CAUSE_NAMES[p->cause]);
-    put_i64(o, "until", p->until);
-    if (p->via_meta)
-        json_object_object_add(o, "meta", json_object_new_boolean(1));
-    if (p->joined)
-        json_object_object_add(o, "joined", json_object_new_boolean(1));
-    put_i64(o, "asked", p->asked_quiet);
-    put_i64(o, "snoozed_until", p->snoozed_until);
-    put_i64(o, "ai_only_done", p->ai_only_done);
-    put_i64(o, "answered_human", p->answered_human);
-    if (p->sugg.kind != DORMANCY_SUGGEST_NONE) {
-        json_object *s = json_object_new_object();
-        put_str(s, "kind", SUGGEST_NAMES[p->sugg.kind]);
-        put_str(s, "id", p->sugg.id);
-        put_i64(s, "at", p->sugg.at);
-        put_i64(s, "default_at", p->sugg.default_at);
-        put_str(s, "message_id", p->sugg.message_id);
-        put_str(s, "reason", p->sugg.reason);
-        json_object_object_add(o, "sugg", s);
-    }
-    if (p->ov.has)
-        json_object_object_add(o, "cfg", vigil_dormancy_overrides_to_json(&p->ov));
-    put_digest(o, "digest", p->snap_digest);
-    put_i64(o, "o", p->ord);
-    return o;
-}
-
 /* The recent message times as one string, "t0,d1,d2,...": the first time,
  * then each time's difference to the one before (a few digits instead of
  * thirteen, and one JSON value instead of up to 256). */
@@ -146,6 +88,65 @@ static void drop_comma(vigil_jtext *b, size_t at)
         return;
     memmove(b->s + at, b->s + at + 1, b->n - at); /* with the NUL */
     b->n--;
+}
+
+/* A persona's part of the record, written as text: the same members, in
+ * the same order, as dormancy_persona_record_json, byte for byte what
+ * json-c prints for it (a persona changes on most inputs, and building
+ * and printing a json-c object cost twice as much). */
+char *dormancy_persona_record_text(const dormancy_persona *p)
+{
+    vigil_jtext b = {0};
+    vigil_jtext_put(&b, "{", 1);
+    size_t at = b.n;
+    text_str(&b, ",\"id\":", p->id);
+    text_str(&b, ",\"name\":", p->name);
+    vigil_jtext_lit(&b, ",\"level\":");
+    vigil_jtext_str(&b, dormancy_level_name(p->level));
+    text_i64(&b, ",\"since\":", p->since);
+    text_str(&b, ",\"trigger\":", dormancy_trigger_name(p->trigger));
+    text_str(&b, ",\"reason\":", p->reason);
+    if (p->cause > DORMANCY_CAUSE_NONE && p->cause <= DORMANCY_CAUSE_CHOICE)
+        text_str(&b, ",\"cause\":", CAUSE_NAMES[p->cause]);
+    text_i64(&b, ",\"until\":", p->until);
+    if (p->via_meta)
+        vigil_jtext_lit(&b, ",\"meta\":true");
+    if (p->joined)
+        vigil_jtext_lit(&b, ",\"joined\":true");
+    text_i64(&b, ",\"asked\":", p->asked_quiet);
+    text_i64(&b, ",\"snoozed_until\":", p->snoozed_until);
+    text_i64(&b, ",\"ai_only_done\":", p->ai_only_done);
+    text_i64(&b, ",\"answered_human\":", p->answered_human);
+    if (p->sugg.kind != DORMANCY_SUGGEST_NONE) {
+        vigil_jtext_lit(&b, ",\"sugg\":{");
+        size_t s_at = b.n;
+        text_str(&b, ",\"kind\":", SUGGEST_NAMES[p->sugg.kind]);
+        text_str(&b, ",\"id\":", p->sugg.id);
+        text_i64(&b, ",\"at\":", p->sugg.at);
+        text_i64(&b, ",\"default_at\":", p->sugg.default_at);
+        text_str(&b, ",\"message_id\":", p->sugg.message_id);
+        text_str(&b, ",\"reason\":", p->sugg.reason);
+        drop_comma(&b, s_at);
+        vigil_jtext_put(&b, "}", 1);
+    }
+    if (p->ov.has) {
+        json_object *c = vigil_dormancy_overrides_to_json(&p->ov);
+        const char *ct = c ? json_object_to_json_string_ext(c, JSON_C_TO_STRING_PLAIN |
+                                                                  JSON_C_TO_STRING_NOSLASHESCAPE)
+                           : NULL;
+        if (ct) {
+            vigil_jtext_lit(&b, ",\"cfg\":");
+            vigil_jtext_lit(&b, ct);
+        } else {
+            b.oom = true;
+        }
+        json_object_put(c);
+    }
+    text_digest(&b, ",\"digest\":", p->snap_digest);
+    text_i64(&b, ",\"o\":", p->ord);
+    drop_comma(&b, at);
+    vigil_jtext_put(&b, "}", 1);
+    return vigil_jtext_take(&b);
 }
 
 static void put_humans(vigil_jtext *b, const dormancy_room *r)

@@ -154,8 +154,9 @@ const char *dormancy_texts_persona_fresh(dormancy_texts *t, int i, const dormanc
 int dormancy_texts_count(const dormancy_texts *t);
 const char *dormancy_texts_id(const dormancy_texts *t, int i);
 void dormancy_texts_truncate(dormancy_texts *t, int n);
-/* state_json.c: one persona as the record holds it. */
-json_object *dormancy_persona_record_json(const dormancy_persona *p);
+/* state_json.c: one persona as the record holds it, as text (malloc'd),
+ * byte for byte as json-c would print it; NULL when out of memory. */
+char *dormancy_persona_record_text(const dormancy_persona *p);
 
 /* render.c: whether session i's user is listed in room/{r}/state's
  * humans_present (active, and the first active session of that user), and
