@@ -40,3 +40,30 @@ char *vigil_asprintf(const char *fmt, ...)
         memcpy(p, buf, (size_t)n + 1);
     return p;
 }
+
+size_t vigil_concat(char *out, size_t cap, ...)
+{
+    va_list ap;
+    va_start(ap, cap);
+    size_t n = 0;
+    for (const char *s = va_arg(ap, const char *); s; s = va_arg(ap, const char *)) {
+        size_t len = strlen(s);
+        if (n < cap) {
+            size_t fit = cap - 1 - n < len ? cap - 1 - n : len;
+            memcpy(out + n, s, fit);
+        }
+        n += len;
+    }
+    va_end(ap);
+    if (cap > 0)
+        out[n < cap ? n : cap - 1] = '\0';
+    return n;
+}
+
+void vigil_hex64(char out[17], uint64_t v)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 15; i >= 0; i--, v >>= 4)
+        out[i] = digits[v & 15];
+    out[16] = '\0';
+}

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "vigil/json.h"
+#include "vigil/str.h"
+#include "vigil/jtext.h"
 
 void vigil_effects_init(vigil_effects *fx)
 {
@@ -221,30 +223,28 @@ void vigil_event_id(char *out, size_t outlen, const char *input_id, const char *
         input_id = "";
     if (!key)
         key = "";
-    int need = snprintf(NULL, 0, "%s:%s:%d", input_id, key, n);
-    if (need < 0) {
-        out[0] = '\0';
+    char num[VIGIL_I64_TEXT_MAX + 1];
+    vigil_i64_text(num, n);
+    /* "<input_id>:<key>:<n>", two or three per input: built without
+     * snprintf, which cost more than the rest of the id's work */
+    size_t need = vigil_concat(out, outlen, input_id, ":", key, ":", num, (const char *)NULL);
+    if (need < outlen)
         return;
-    }
-    if ((size_t)need < outlen) {
-        snprintf(out, outlen, "%s:%s:%d", input_id, key, n);
-        return;
-    }
     /* Input and event ids are at most 128 bytes and keys as long, so the
      * stack buffer is the normal case. */
     char stackbuf[512];
-    char *full = (size_t)need < sizeof stackbuf ? stackbuf : malloc((size_t)need + 1);
+    char *full = need < sizeof stackbuf ? stackbuf : malloc(need + 1);
     uint64_t h;
     if (full) {
-        snprintf(full, (size_t)need + 1, "%s:%s:%d", input_id, key, n);
-        h = vigil_hash64(full, (size_t)need);
+        vigil_concat(full, need + 1, input_id, ":", key, ":", num, (const char *)NULL);
+        h = vigil_hash64(full, need);
     } else {
         /* Out of memory with a huge id: hash the parts instead (still
          * deterministic for this input, though not equal to the above). */
-        char num[16];
-        snprintf(num, sizeof num, "/%d", n);
+        char tail[16];
+        snprintf(tail, sizeof tail, "/%d", n);
         h = vigil_hash64(input_id, strlen(input_id)) ^
-            (vigil_hash64(key, strlen(key)) * 31u) ^ vigil_hash64(num, strlen(num));
+            (vigil_hash64(key, strlen(key)) * 31u) ^ vigil_hash64(tail, strlen(tail));
     }
     char suffix[18];
     snprintf(suffix, sizeof suffix, "~%016" PRIx64, h);

@@ -579,7 +579,7 @@ static bool script_load(vigil_redis *r, vigil_script *s)
 static void evalsha_argv(const char **av, size_t *al, const char *sha, char nk[16], int nkeys,
                          int argc, const char **argv, const size_t *argvlen)
 {
-    snprintf(nk, 16, "%d", nkeys);
+    vigil_i64_text(nk, nkeys); /* fits: an int has at most 11 characters */
     av[0] = "EVALSHA";
     al[0] = 7;
     av[1] = sha;

@@ -1,10 +1,12 @@
 /* Unit tests of str.h: vigil_vformat (stack buffer or exact-size heap
- * string) and vigil_asprintf on top of it. */
+ * string), vigil_asprintf on top of it, vigil_concat and vigil_hex64. */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,12 +64,48 @@ static void asprintf_short_and_long(void **u)
     free(s);
 }
 
+/* vigil_concat writes what snprintf("%s%s...") writes, cut the same way,
+ * and returns the same length. */
+static void concat_is_snprintf_of_strings(void **state)
+{
+    (void)state;
+    const size_t caps[] = { 1, 2, 5, 9, 10, 11, 64 };
+    for (size_t i = 0; i < sizeof caps / sizeof *caps; i++) {
+        char got[64], want[64];
+        memset(got, 'x', sizeof got);
+        size_t n = vigil_concat(got, caps[i], "persona/", "ann", "", "/state", (const char *)NULL);
+        int w = snprintf(want, caps[i], "%s%s%s%s", "persona/", "ann", "", "/state");
+        assert_int_equal(n, (size_t)w);
+        assert_string_equal(got, want);
+    }
+    char one = 'x';
+    assert_int_equal(vigil_concat(&one, 0, "abc", (const char *)NULL), 3);
+    assert_int_equal(one, 'x'); /* cap 0: nothing written */
+    char e[4];
+    assert_int_equal(vigil_concat(e, sizeof e, (const char *)NULL), 0);
+    assert_string_equal(e, "");
+}
+
+static void hex64_is_printf_016_x(void **state)
+{
+    (void)state;
+    const uint64_t v[] = { 0, 1, 0xabcdefull, 0x0123456789abcdefull, UINT64_MAX };
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        char got[17], want[17];
+        vigil_hex64(got, v[i]);
+        snprintf(want, sizeof want, "%016" PRIx64, v[i]);
+        assert_string_equal(got, want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(vformat_short_text_stays_in_the_buffer),
         cmocka_unit_test(vformat_long_text_gets_its_own_string),
         cmocka_unit_test(asprintf_short_and_long),
+        cmocka_unit_test(concat_is_snprintf_of_strings),
+        cmocka_unit_test(hex64_is_printf_016_x),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@
 #define VIGIL_STR_H
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* printf into a new malloc'd string the caller frees; NULL when out of
  * memory or on a format error. For strings whose length no buffer bounds
@@ -18,5 +19,15 @@ char *vigil_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
  * fit). For writers that want no allocation for short texts (log lines). */
 int vigil_vformat(char *buf, size_t cap, char **out, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
+
+/* The strings of the NULL-terminated list after cap, one after another,
+ * into out (cap bytes), cut to fit and NUL-terminated (when cap > 0).
+ * Returns the whole length, as snprintf does: >= cap means it was cut.
+ * For keys and topics built on every input, where snprintf's format
+ * parsing cost more than the copy. */
+size_t vigil_concat(char *out, size_t cap, ...);
+
+/* v as 16 lowercase hex digits and a NUL (what "%016" PRIx64 writes). */
+void vigil_hex64(char out[17], uint64_t v);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <vigil/limits.h>
 #include <vigil/record_cache.h>
+#include <vigil/str.h>
 #include <vigil/log.h>
 #include <vigil/unique.h>
 #include "adapter.h"
@@ -133,9 +134,10 @@ static int persona_snapshot(vigil_effects *fx, const dormancy_action *a, const c
                             bool remove)
 {
     char hash[VIGIL_KEY_MAX], topic[VIGIL_TOPIC_MAX], env[VIGIL_KEY_MAX];
-    snprintf(hash, sizeof hash, "persona:%s", a->persona);
-    snprintf(topic, sizeof topic, "persona/%s/state", a->persona);
-    snprintf(env, sizeof env, "{\"persona\":\"%s\"}", a->persona); /* ids need no escaping */
+    const char *p = a->persona; /* an id: needs no escaping */
+    vigil_concat(hash, sizeof hash, "persona:", p, (const char *)NULL);
+    vigil_concat(topic, sizeof topic, "persona/", p, "/state", (const char *)NULL);
+    vigil_concat(env, sizeof env, "{\"persona\":\"", p, "\"}", (const char *)NULL);
     char *value = NULL;
     if (!remove) {
         value = dormancy_persona_entry_text(a);
@@ -159,7 +161,8 @@ static int emit(vigil_effects *fx, const dormancy_room *r, const dormancy_config
         int rc = 0;
         switch (a->kind) {
         case DORMANCY_OUT_CHANGE:
-            snprintf(topic, sizeof topic, "persona/%s/dormancy", a->persona);
+            vigil_concat(topic, sizeof topic, "persona/", a->persona, "/dormancy",
+                         (const char *)NULL);
             rc = publish_text(fx, topic, dormancy_change_text(a, r->room, now), false);
             break;
         case DORMANCY_OUT_SUGGESTION:

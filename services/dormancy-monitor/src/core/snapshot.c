@@ -10,6 +10,7 @@
 #include <string.h>
 #include <vigil/json.h>
 #include <vigil/jtext.h>
+#include <vigil/str.h>
 #include "step.h"
 
 static uint64_t nonzero(uint64_t d)
@@ -116,9 +117,15 @@ static uint64_t room_digest(const dormancy_step *s)
     room_rounded(m.velocity_per_min, vel, sizeof vel);
     if (m.humans > 0)
         room_rounded(m.ai_to_human_ratio, ratio, sizeof ratio);
-    int n = snprintf(buf, sizeof buf, "%" PRId64 "|%" PRId64 "|%s|%s|%d", r->last_human,
-                     r->ai_only_since, vel, ratio, (int)r->paused);
-    h = vigil_hash64_more(h, buf, (size_t)n + 1);
+    /* what "%lld|%lld|%s|%s|%d" writes, without snprintf (every input) */
+    char lh[VIGIL_I64_TEXT_MAX + 1], ao[VIGIL_I64_TEXT_MAX + 1];
+    vigil_i64_text(lh, r->last_human);
+    vigil_i64_text(ao, r->ai_only_since);
+    size_t n = vigil_concat(buf, sizeof buf, lh, "|", ao, "|", vel, "|", ratio, "|",
+                            r->paused ? "1" : "0", (const char *)NULL);
+    if (n >= sizeof buf)
+        n = sizeof buf - 1;
+    h = vigil_hash64_more(h, buf, n + 1);
     for (int i = 0; i < r->n_sessions; i++)
         if (room_session_listed(r, i, s->cfg, s->now))
             h = hash_str(h, r->sessions[i].user);

@@ -11,6 +11,7 @@
 #include <vigil/id_index.h>
 #include <vigil/json.h>
 #include <vigil/jtext.h>
+#include <vigil/str.h>
 #include "step.h"
 
 #define STATE_VERSION 1 /* the record in one text */
@@ -75,7 +76,7 @@ static void text_digest(vigil_jtext *b, const char *k, uint64_t d)
     char hex[17];
     if (d == 0)
         return;
-    snprintf(hex, sizeof hex, "%016" PRIx64, d);
+    vigil_hex64(hex, d);
     vigil_jtext_lit(b, k);
     vigil_jtext_str(b, hex);
 }
@@ -260,7 +261,7 @@ char *dormancy_room_head_json(const dormancy_room *r)
 {
     vigil_jtext b = {0};
     char token[17];
-    snprintf(token, sizeof token, "%016" PRIx64, r->token);
+    vigil_hex64(token, r->token);
     put_room(&b, r, HEAD_VERSION);
     text_i64(&b, ",\"np\":", r->n_personas);
     vigil_jtext_lit(&b, ",\"c\":");
@@ -284,7 +285,7 @@ bool dormancy_room_head_retoken(char *head, uint64_t token)
     if (memcmp(hex - flen, field, flen) != 0 || hex[16] != '"' || hex[17] != '}')
         return false;
     char digits[17];
-    snprintf(digits, sizeof digits, "%016" PRIx64, token);
+    vigil_hex64(digits, token);
     memcpy(hex, digits, 16);
     return true;
 }
