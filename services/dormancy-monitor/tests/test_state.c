@@ -648,6 +648,44 @@ static void change_and_entry_texts_are_what_json_c_writes(void **state)
     }
 }
 
+/* The record's recent_dt and recent_kind, kept and edited as messages
+ * come and age out (full list, drops of one and of many, a reset), read
+ * the same as written anew from the list (a copy keeps no texts). */
+static void recent_texts_follow_the_list(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    f->cfg.auto_suggest = false;
+    f->cfg.auto_sleep = false;
+    dm_personas(f, 1, "ann");
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < DORMANCY_MAX_RECENT + 40; i++) {
+            if (i % 3 == 0)
+                dm_human(f, "h");
+            else
+                dm_ai(f, "ann", "hi");
+            dm_advance(f, 1 + i % 7);
+        }
+        assert_int_equal(f->room->n_recent, DORMANCY_MAX_RECENT);
+        dm_advance(f, f->cfg.velocity_window_ms - 900); /* most of them age out */
+        dm_ai(f, "ann", "later");
+        assert_true(f->room->n_recent > 1 && f->room->n_recent < DORMANCY_MAX_RECENT);
+        char *kept = dormancy_room_to_json(f->room);
+        dormancy_room *c = dormancy_room_clone(f->room);
+        assert_non_null(c);
+        assert_false(c->rtext_ok);
+        char *anew = dormancy_room_to_json(c);
+        assert_string_equal(kept, anew);
+        free(kept);
+        free(anew);
+        dormancy_room_free(c);
+        dm_advance(f, 10 * f->cfg.velocity_window_ms); /* all of them age out */
+        dm_ai(f, "ann", "alone");
+        assert_int_equal(f->room->n_recent, 1);
+    }
+    dm_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -668,6 +706,7 @@ int main(void)
         cmocka_unit_test(timer_names_fit_the_store),
         cmocka_unit_test(every_event_gets_its_own_id),
         cmocka_unit_test(rounded_figures_match_printf),
+        cmocka_unit_test(recent_texts_follow_the_list),
         cmocka_unit_test(change_and_entry_texts_are_what_json_c_writes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

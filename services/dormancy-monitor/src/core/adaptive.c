@@ -17,10 +17,12 @@ void activity_record(dormancy_step *s, bool human)
         memmove(&r->recent_human[0], &r->recent_human[1],
                 (size_t)(r->n_recent - 1) * sizeof r->recent_human[0]);
         r->n_recent--;
+        recent_text_dropped(r, 1);
     }
     r->recent_ts[r->n_recent] = s->now;
     r->recent_human[r->n_recent] = human;
     r->n_recent++;
+    recent_text_appended(r);
 }
 
 void activity_prune(dormancy_step *s)
@@ -34,6 +36,7 @@ void activity_prune(dormancy_step *s)
         memmove(&r->recent_human[0], &r->recent_human[drop],
                 (size_t)(r->n_recent - drop) * sizeof r->recent_human[0]);
         r->n_recent -= drop;
+        recent_text_dropped(r, drop);
     }
 }
 

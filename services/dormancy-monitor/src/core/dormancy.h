@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <json-c/json.h>
+#include <vigil/jtext.h>
 #include <vigil/msg_persona.h>
 #include <vigil/names.h>
 
@@ -243,6 +244,11 @@ typedef struct dormancy_room {
     uint64_t roster_hash;
     int cap_memo;
     dormancy_snap_memo *memo;
+    /* The record's recent_dt and recent_kind texts for the list above,
+     * edited as the list changes (recent_text.c), not part of the record;
+     * rtext_ok false: not kept (a copy starts without). */
+    bool rtext_ok;
+    vigil_jtext rtext_dt, rtext_kind;
 } dormancy_room;
 
 /* The i-th oldest human message of r (0 <= i < r->n_humans). */

@@ -128,6 +128,7 @@ static void room_delete(dormancy_step *s)
     r->first_seen = r->last_message = r->last_human = r->ai_only_since = 0;
     r->paused = false;
     r->n_recent = r->n_humans = r->n_sessions = 0;
+    recent_text_forget(r);
     step_push(s, DORMANCY_OUT_ROOM_CLEARED, NULL);
     s->room_cleared = true;
 }

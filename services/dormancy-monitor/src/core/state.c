@@ -93,6 +93,8 @@ void dormancy_room_free(dormancy_room *r)
     free(r->timers);
     free(r->memo);
     dormancy_texts_free(r->texts);
+    free(r->rtext_dt.s);
+    free(r->rtext_kind.s);
     free(r);
 }
 
@@ -100,7 +102,7 @@ size_t dormancy_room_bytes(const dormancy_room *r)
 {
     return sizeof *r + (size_t)r->cap_personas * sizeof *r->personas +
            (size_t)r->cap_timers * sizeof *r->timers + (size_t)r->cap_memo * sizeof *r->memo +
-           dormancy_texts_bytes(r->texts);
+           dormancy_texts_bytes(r->texts) + r->rtext_dt.cap + r->rtext_kind.cap;
 }
 
 dormancy_room *dormancy_room_clone(const dormancy_room *r)
@@ -113,6 +115,9 @@ dormancy_room *dormancy_room_clone(const dormancy_room *r)
     c->timers = NULL;
     c->memo = NULL;
     c->cap_memo = 0;
+    c->rtext_ok = false; /* the texts stay with r */
+    memset(&c->rtext_dt, 0, sizeof c->rtext_dt);
+    memset(&c->rtext_kind, 0, sizeof c->rtext_kind);
     c->texts = dormancy_texts_new();
     if (!c->texts) {
         free(c);

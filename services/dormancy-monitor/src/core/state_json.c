@@ -23,36 +23,6 @@ static const char *const PRESENCE_NAMES[] = {"active", "idle", "away"};
 
 /* ---- writing ---- */
 
-/* The recent message times as one string, "t0,d1,d2,...": the first time,
- * then each time's difference to the one before (a few digits instead of
- * thirteen, and one JSON value instead of up to 256). */
-static void put_recent(vigil_jtext *b, const dormancy_room *r)
-{
-    /* Up to DORMANCY_MAX_RECENT numbers on every input: written in place
-     * after one reservation (an append per number and comma cost about a
-     * tenth of the service's CPU per input). */
-    size_t n = (size_t)r->n_recent;
-    vigil_jtext_lit(b, ",\"recent_dt\":\"");
-    char *p = vigil_jtext_room(b, n * (VIGIL_I64_TEXT_MAX + 1));
-    if (!p)
-        return;
-    char *at = p;
-    for (size_t i = 0; i < n; i++) {
-        if (i > 0)
-            *at++ = ',';
-        at += vigil_i64_text(at, i == 0 ? r->recent_ts[0] : r->recent_ts[i] - r->recent_ts[i - 1]);
-    }
-    vigil_jtext_advance(b, (size_t)(at - p));
-    vigil_jtext_lit(b, "\",\"recent_kind\":\"");
-    p = vigil_jtext_room(b, n);
-    if (!p)
-        return;
-    for (size_t i = 0; i < n; i++)
-        p[i] = r->recent_human[i] ? 'h' : 'a';
-    vigil_jtext_advance(b, n);
-    vigil_jtext_put(b, "\"", 1);
-}
-
 /* ,"k":v unless v is 0 (zero fields are left out) */
 static void text_i64(vigil_jtext *b, const char *k, int64_t v)
 {
@@ -211,7 +181,7 @@ static void put_room(vigil_jtext *b, const dormancy_room *r, int version)
     if (r->paused)
         vigil_jtext_lit(b, ",\"paused\":true");
     if (r->n_recent > 0)
-        put_recent(b, r);
+        recent_text_write(b, r); /* "t0,d1,d2,..." and "haha..." */
     if (r->n_humans > 0)
         put_humans(b, r);
     if (r->n_sessions > 0)

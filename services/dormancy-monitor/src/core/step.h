@@ -114,6 +114,14 @@ void presence_prune(dormancy_step *s);
 void presence_want(const dormancy_step *s, dormancy_want *w);
 void activity_record(dormancy_step *s, bool human);                       /* adaptive.c */
 void activity_prune(dormancy_step *s);
+/* recent_text.c: keeping the record's recent_dt/recent_kind texts in step
+ * with recent_ts/recent_human: after a message was appended, after k were
+ * dropped from the front, after any other change (forget); writing them
+ * (,"recent_dt":"...","recent_kind":"..."). */
+void recent_text_appended(dormancy_room *r);
+void recent_text_dropped(dormancy_room *r, int k);
+void recent_text_forget(dormancy_room *r);
+void recent_text_write(vigil_jtext *b, const dormancy_room *r);
 void membership_on_meta(dormancy_step *s, const dormancy_event *ev);      /* membership.c */
 
 /* ---- timers (timers.c) and snapshots (snapshot.c) ---- */
