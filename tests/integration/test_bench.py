@@ -13,6 +13,7 @@ import script_support
 
 BENCH = os.path.join(harness.SOURCE_DIR, "scripts", "bench")
 BENCH_CHAT = os.path.join(harness.SOURCE_DIR, "scripts", "bench-chat")
+BENCH_INSTR = os.path.join(harness.SOURCE_DIR, "scripts", "bench-instructions")
 SUSTAINED = ["--sustained", "--sustained-rates", "50,100", "--sustained-seconds", "1",
              "--sustained-p99", "2000"]
 
@@ -57,3 +58,25 @@ def test_bench_refuses_options_it_cannot_use(tmp_path):
     for script in (BENCH, BENCH_CHAT):
         rc, out = run(tmp_path, script, "--broker-max-inflight", "-1", timeout=60)
         assert rc == 2 and "must be 0 (mosquitto's default) or positive" in out, out[-2000:]
+
+
+def test_bench_instructions_counts_a_release_build(tmp_path):
+    """Refuses what it cannot measure (a sanitizer build, runs in the wrong
+    order), then counts a release build (built here: the tests run the
+    sanitizer build) on a few dozen inputs."""
+    rc, out = run(tmp_path, BENCH_INSTR, "--n1", "50", "--n2", "50", timeout=60)
+    assert rc == 2 and "--n2 must be larger than --n1" in out, out[-2000:]
+    rc, out = run(tmp_path, BENCH_INSTR, timeout=60)  # run() passes this sanitizer build
+    assert rc != 0 and "is a sanitizer build" in out, out[-2000:]
+    subprocess.run([os.path.join(harness.SOURCE_DIR, "scripts", "build"), "release"], check=True,
+                   capture_output=True, timeout=harness.scaled(900))
+    release = os.path.join(harness.SOURCE_DIR, "build", "release")
+    p = subprocess.run([BENCH_INSTR, "--no-build", "--build-dir", release, "--n1", "20", "--n2", "60",
+                        "--top", "5"], env=script_support.script_env(tmp_path), capture_output=True,
+                       timeout=harness.scaled(600), stdin=subprocess.DEVNULL)
+    out = p.stdout.decode("utf-8", "replace") + p.stderr.decode("utf-8", "replace")
+    assert p.returncode == 0, out[-6000:]
+    m = re.search(r"dormancy-monitor, --mix human: ([\d,]+) instructions per input", out)
+    assert m and int(m.group(1).replace(",", "")) > 10000, out[-4000:]
+    listed = re.findall(r"^\s+[\d,]+\s+[\d.]+ %\s+\S+$", out, re.M)
+    assert len(listed) == 5, out[-4000:]
