@@ -69,6 +69,20 @@ static long long hlen(fixture *f)
     return vt_redis_int(f->r, "HLEN %s", "vigil:svc:state:r");
 }
 
+/* Version 1 of record r, {"c":1} with part ann (and bo): fx is left
+ * initialised for the caller's next commit. */
+static void write_first(fixture *f, vigil_effects *fx, bool with_bo)
+{
+    vigil_effects_init(fx);
+    vigil_fx_set_state(fx, "{\"c\":1}");
+    vigil_fx_state_part(fx, "ann", "{\"l\":\"a\"}");
+    if (with_bo)
+        vigil_fx_state_part(fx, "bo", "{\"l\":\"b\"}");
+    int64_t nv;
+    char *cur = NULL;
+    assert_int_equal(commit(f, 0, "m1", fx, &nv, &cur), VIGIL_COMMIT_OK);
+}
+
 static void test_parts_written_by_name_and_loaded_whole(void **state)
 {
     fixture *f = *state;
@@ -137,13 +151,9 @@ static void test_reset_deletes_every_part_first(void **state)
 {
     fixture *f = *state;
     vigil_effects fx;
-    vigil_effects_init(&fx);
-    vigil_fx_set_state(&fx, "{\"c\":1}");
-    vigil_fx_state_part(&fx, "ann", "{\"l\":\"a\"}");
-    vigil_fx_state_part(&fx, "bo", "{\"l\":\"b\"}");
     int64_t nv;
     char *cur = NULL;
-    assert_int_equal(commit(f, 0, "m1", &fx, &nv, &cur), VIGIL_COMMIT_OK);
+    write_first(f, &fx, true);
 
     vigil_effects_reset(&fx);
     vigil_fx_set_state(&fx, "{\"c\":2}");
@@ -166,13 +176,9 @@ static void test_part_named_twice_keeps_the_last(void **state)
 {
     fixture *f = *state;
     vigil_effects fx;
-    vigil_effects_init(&fx);
-    vigil_fx_set_state(&fx, "{\"c\":1}");
-    vigil_fx_state_part(&fx, "ann", "{\"l\":\"a\"}");
-    vigil_fx_state_part(&fx, "bo", "{\"l\":\"b\"}");
     int64_t nv;
     char *cur = NULL;
-    assert_int_equal(commit(f, 0, "m1", &fx, &nv, &cur), VIGIL_COMMIT_OK);
+    write_first(f, &fx, true);
 
     vigil_effects_reset(&fx);
     vigil_fx_set_state(&fx, "{\"c\":2}");
@@ -201,12 +207,9 @@ static void test_conflict_on_a_record_in_parts_returns_no_text(void **state)
 {
     fixture *f = *state;
     vigil_effects fx;
-    vigil_effects_init(&fx);
-    vigil_fx_set_state(&fx, "{\"c\":1}");
-    vigil_fx_state_part(&fx, "ann", "{\"l\":\"a\"}");
     int64_t nv;
     char *cur = NULL;
-    assert_int_equal(commit(f, 0, "m1", &fx, &nv, &cur), VIGIL_COMMIT_OK);
+    write_first(f, &fx, false);
     vigil_effects_reset(&fx);
     vigil_fx_set_state(&fx, "{\"c\":9}");
     vigil_fx_state_part(&fx, "ann", "{\"l\":\"z\"}");
