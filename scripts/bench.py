@@ -327,6 +327,15 @@ def redis_command_usec(redis, n, top=6):
     return f"{total:.0f} in commands: " + ", ".join(parts)
 
 
+def commit_rounds(m0, m1):
+    """How the service's commits travelled between two metric scrapes: the
+    share that shared a Redis round trip with others (the batched intake's
+    pipelined runs)."""
+    d = lambda name: harness.metric_value(m1, name) - harness.metric_value(m0, name)  # noqa: E731
+    commits, piped = d("vigil_commits_total"), d("vigil_commits_pipelined_total")
+    return f"{piped / commits * 100:.0f} % of {commits:.0f} commits shared a round trip" if commits else "no commits"
+
+
 def redis_script_usec(redis):
     """(calls, usec per call) of EVALSHA since the last reset."""
     c = redis.client()
@@ -672,8 +681,10 @@ def run_setting(a, work, nodelay, label):
         cpu0 = cpu_seconds(svc.proc.pid)
         procs = [("service", svc.proc.pid), ("broker", broker.proc.pid), ("redis", redis.proc.pid)]
         split0 = cpu_by_process(procs)
+        m0 = svc.metrics()
         res["service"] = run_stage("service", broker.port, mk(a.n, "room/{room}/message", "s"),
                                    "persona/+/dormancy", "message_id", a.timeout)
+        res["rounds"] = commit_rounds(m0, svc.metrics())
         res["cpu_us"] = (cpu_seconds(svc.proc.pid) - cpu0) * 1e6 / a.n
         res["cpu_split"] = cpu_split(split0, cpu_by_process(procs), a.n)
         res["commits"], res["redis_us"] = redis_script_usec(redis)
@@ -819,7 +830,7 @@ def print_summary(a, results, payload_size):
         if "sustained" in r:
             print(f"  {sustained_line(a, r['sustained'])}")
         print(f"  CPU us per input by process, one replica: {r['cpu_split']}")
-        print(f"  Redis us per input, one replica: {r['redis_split']}")
+        print(f"  Redis us per input, one replica: {r['redis_split']}; {r['rounds']}")
         if "two_split" in r:
             print(f"  CPU us per input by process, two replicas: {r['two_split']}")
             print(f"  Redis us per input, two replicas: {r['two_redis_split']}")
