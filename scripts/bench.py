@@ -14,7 +14,8 @@ room messages:
   2. dormancy-monitor    publisher -> broker -> service (state committed in
                          Redis, persona/{p}/dormancy event out) -> subscriber,
                          with the service's CPU time (/proc) and Redis's time
-                         per commit script (INFO commandstats, evalsha)
+                         per commit (INFO commandstats: the commit's reads
+                         and transaction, COMMIT_COMMANDS)
   3. latency, paced      stages 1 and 2 again at a fixed rate (default 1,000
                          msg/s), p50/p99 from publish to event; the first
                          --warmup messages (default 20) are published and
@@ -31,7 +32,7 @@ room messages:
                          against the same stream
 and the service's resident memory idle (after start, and after the run).
 Stage 2 also prints Redis's time per input by command (INFO commandstats;
-commands a script calls are counted both on their own and in the script).
+the commands EXEC runs are counted both on their own and in EXEC).
 For stages 2 and 4 it also splits CPU time per input by process (the
 service or each replica, the broker, Redis, the bench itself), which says
 how much of the machine the whole pipeline needs per input. A service's
@@ -311,9 +312,9 @@ def redis_reset_stats(redis):
 
 def redis_command_usec(redis, n, top=6):
     """Redis time per input by command since the last reset, as text
-    ("evalsha 49.1 (1.00 calls), lrange 20.3 (0.05 calls), ..."), the
-    costliest first; so a Redis figure well above the commit script's can be
-    traced to the command that spends it."""
+    ("zadd 8.0 (2.00 calls), lrange 2.3 (0.05 calls), ..."), the costliest
+    first; so a Redis figure well above the commits' can be traced to the
+    command that spends it."""
     c = redis.client()
     try:
         stats = c.info("commandstats")
@@ -336,14 +337,30 @@ def commit_rounds(m0, m1):
     return f"{piped / commits * 100:.0f} % of {commits:.0f} commits shared a round trip" if commits else "no commits"
 
 
-def redis_script_usec(redis):
-    """(calls, usec per call) of EVALSHA since the last reset."""
+# The commands a commit sends (libshared/src/store_commit.c): its reads
+# under WATCH, then the transaction. EXEC itself is left out: Redis counts
+# the commands it runs under their own names as well.
+COMMIT_COMMANDS = {"watch", "unwatch", "multi", "discard", "hget", "zscore", "type", "hgetall",
+                   "hkeys", "hset", "hdel", "zadd", "zrem", "zremrangebyrank", "rpush", "del",
+                   "set", "sadd", "srem", "xadd", "xtrim", "xlen"}
+
+
+def redis_commit_usec(redis, commits):
+    """Redis's time in the commands of the commits since the last reset
+    (INFO commandstats), per commit; NaN without commits."""
     c = redis.client()
     try:
-        st = c.info("commandstats").get("cmdstat_evalsha", {})
-        return int(st.get("calls", 0)), float(st.get("usec_per_call", float("nan")))
+        stats = c.info("commandstats")
     finally:
         c.close()
+    usec = sum(float(v.get("usec", 0)) for k, v in stats.items()
+               if k.startswith("cmdstat_") and k[len("cmdstat_"):] in COMMIT_COMMANDS)
+    return usec / commits if commits else float("nan")
+
+
+def commits_between(m0, m1):
+    """State commits the service made between two metric scrapes."""
+    return int(harness.metric_value(m1, "vigil_commits_total") - harness.metric_value(m0, "vigil_commits_total"))
 
 
 # --broker-max-inflight: None keeps the project config's
@@ -684,10 +701,12 @@ def run_setting(a, work, nodelay, label):
         m0 = svc.metrics()
         res["service"] = run_stage("service", broker.port, mk(a.n, "room/{room}/message", "s"),
                                    "persona/+/dormancy", "message_id", a.timeout)
-        res["rounds"] = commit_rounds(m0, svc.metrics())
+        m1 = svc.metrics()
+        res["rounds"] = commit_rounds(m0, m1)
         res["cpu_us"] = (cpu_seconds(svc.proc.pid) - cpu0) * 1e6 / a.n
         res["cpu_split"] = cpu_split(split0, cpu_by_process(procs), a.n)
-        res["commits"], res["redis_us"] = redis_script_usec(redis)
+        res["commits"] = commits_between(m0, m1)
+        res["redis_us"] = redis_commit_usec(redis, res["commits"])
         res["redis_split"] = redis_command_usec(redis, a.n)
         ln = min(a.latency_n, a.n)
         print(f"[{label}] stage 3/4: latency at {a.latency_rate:.0f} msg/s ({ln} messages each)",
@@ -819,7 +838,7 @@ def print_summary(a, results, payload_size):
         rp = r["relay_paced"]
         line = (f"{r['label']}: relay paced p50 {rp['p50']:.2f} ms p99 {rp['p99']:.2f} ms; "
                 f"service under load p50 {r['service']['p50']:.1f} ms p99 {r['service']['p99']:.1f} ms; "
-                f"{r['commits']} commit scripts for {a.n} inputs; RSS after the run {r['rss_after']:.1f} MiB")
+                f"{r['commits']} commits for {a.n} inputs; RSS after the run {r['rss_after']:.1f} MiB")
         if "two" in r:
             line += (f"; two replicas {r['two']['rate']:.0f} msg/s = "
                      f"{r['two']['rate'] / r['service']['rate']:.2f}x one")
@@ -869,7 +888,7 @@ def persona_cost_stream(rooms, personas, n, run, base):
 def persona_cost(port, sizes, rooms, n, timeout, pid=None, redis=None):
     """For each size P: fills `rooms` fresh rooms with P sleeping personas
     each (not timed), then times n inputs on them, counting the service's
-    CPU time (pid) and Redis's time per commit script. Returns [(P, stage)]."""
+    CPU time (pid) and Redis's time per commit. Returns [(P, stage)]."""
     results = []
     for size in sizes:
         # one message per (room, persona): each persona joins and sleeps
@@ -886,7 +905,7 @@ def persona_cost(port, sizes, rooms, n, timeout, pid=None, redis=None):
         st = run_stage(f"cost-{size}", port, persona_cost_stream(rooms, size, n, f"c{size}", size),
                        "persona/+/dormancy", "message_id", timeout, quiet=True)
         st["cpu_us"] = (cpu_seconds(pid) - cpu0) * 1e6 / n if pid else float("nan")
-        st["redis_us"] = redis_script_usec(redis)[1] if redis is not None else float("nan")
+        st["redis_us"] = redis_commit_usec(redis, n) if redis is not None else float("nan")
         results.append((size, st))
     return results
 

@@ -57,11 +57,12 @@ MQTT_EXTRA = {
 HEALTH_RULES = [("read", "$SYS/broker/version")]
 
 # Every command libshared issues for any service: C code (redis.c, store.c,
-# outbox.c, jobs.c, timers.c, handover.c, reads.c, stream_reads.c,
+# store_commit.c, outbox.c, jobs.c, timers.c, handover.c, reads.c, stream_reads.c,
 # job_consumer.c, metrics_backlog.c, shard_view.c) and the Lua scripts (store_lua.h,
 # outbox_store.c, handover.c, shard_view.c), which run with the caller's permissions.
 REDIS_COMMON = sorted("""
 ping select evalsha script|load
+watch unwatch multi exec discard
 get set exists del type scan
 hget hmget hgetall hset hsetnx hdel hlen hkeys
 lindex llen lrange ltrim lpop rpush

@@ -469,8 +469,9 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
             version = newv;
             if (attempt > 50) /* a conflict storm: back off, whatever the record's form */
                 vigil_sleep_ms(vigil_backoff_ms(attempt - 50, 1, 100), NULL);
-            if (!state && version > 0) {
-                /* a record kept in parts comes back without its text: load it whole */
+            if (!state) {
+                /* no text came back (the commit gave up reading a record
+                 * that kept changing, or there is none): load it */
                 count_whole_load();
                 vigil_state_cache_drop(rt->cache, key);
                 have = false;

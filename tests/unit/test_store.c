@@ -632,18 +632,25 @@ static void test_delete_removes_record_ids_and_own_timers(void **state)
     vigil_effects_free(&fx);
 }
 
+/* SCRIPT FLUSH (what a Redis restart does to loaded scripts): the commit
+ * needs none, and a record's delete (a script) loads its own again. */
 static void test_commit_after_script_flush(void **state)
 {
     fixture *f = *state;
     vigil_effects fx;
     vigil_effects_init(&fx);
     vigil_fx_set_state(&fx, "{}");
+    vigil_fx_timer_set(&fx, "t", NOW + 5);
     int64_t nv;
     char *cur = NULL;
     assert_int_equal(commit(f, "k", 0, "m1", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(vigil_store_delete(f->s, "k"), 0);
     assert_true(vt_redis_exec(vt_srv, "SCRIPT FLUSH"));
-    assert_int_equal(commit(f, "k", 1, "m2", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
-    assert_int_equal(nv, 2);
+    assert_int_equal(commit(f, "k", 0, "m2", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(nv, 1);
+    assert_true(vt_redis_exec(vt_srv, "SCRIPT FLUSH"));
+    assert_int_equal(vigil_store_delete(f->s, "k"), 0);
+    assert_true(timer_due(f, "k|t") == -1);
     vigil_effects_free(&fx);
 }
 
@@ -740,11 +747,11 @@ static void test_pipelined_commits_answer_each_in_order(void **state)
     vigil_effects_free(&fx);
 }
 
-/* A pipelined commit is never sent before the script is known (the
- * caller commits the plain way instead), and after SCRIPT FLUSH (what a
- * Redis restart does) its reply is an error, not a data refusal: the
- * caller's plain retry loads the script again and commits. */
-static void test_pipelined_commit_needs_the_script_and_survives_a_flush(void **state)
+/* A pipelined commit needs nothing loaded first (the commit runs no
+ * script), and a connection lost between _send and _recv makes it an
+ * ERROR that wrote nothing: the caller's plain retry reconnects and
+ * commits. */
+static void test_pipelined_commit_after_a_lost_connection(void **state)
 {
     fixture *f = *state;
     vigil_effects fx;
@@ -752,16 +759,23 @@ static void test_pipelined_commit_needs_the_script_and_survives_a_flush(void **s
     vigil_fx_set_state(&fx, "{}");
     vigil_commit c = { .key = "k", .expected_version = 0, .input_id = "m1", .fx = &fx,
                        .now_ms = NOW };
-    assert_int_equal(vigil_store_commit_send(f->s, &c), -1);
     int64_t nv = 0;
     char *cur = NULL;
-    assert_int_equal(vigil_store_commit(f->s, &c, &nv, &cur), VIGIL_COMMIT_OK);
-    assert_true(vt_redis_exec(vt_srv, "SCRIPT FLUSH"));
+    assert_int_equal(vigil_store_commit_send(f->s, &c), 0);
+    assert_int_equal(vigil_store_commit_recv(f->s, &c, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(nv, 1);
     vigil_commit c2 = { .key = "k", .expected_version = 1, .input_id = "m2", .fx = &fx,
                         .now_ms = NOW };
     assert_int_equal(vigil_store_commit_send(f->s, &c2), 0);
+    assert_true(vt_redis_exec(vt_srv, "CLIENT KILL TYPE normal"));
     assert_int_equal(vigil_store_commit_recv(f->s, &c2, &nv, &cur), VIGIL_COMMIT_ERROR);
-    assert_int_equal(vigil_store_commit_send(f->s, &c2), -1); /* forgotten */
+    int64_t v = 0;
+    char *st = NULL;
+    int seen = -1;
+    assert_int_equal(vigil_store_load(f->s, "k", "m2", &seen, &v, &st), 0);
+    assert_int_equal(seen, 0);
+    assert_int_equal(v, 1);
+    free(st);
     assert_int_equal(vigil_store_commit(f->s, &c2, &nv, &cur), VIGIL_COMMIT_OK);
     assert_int_equal(nv, 2);
     vigil_effects_free(&fx);
@@ -791,7 +805,7 @@ int main(void)
         T(test_delete_removes_record_ids_and_own_timers),
         T(test_commit_after_script_flush),
         T(test_pipelined_commits_answer_each_in_order),
-        T(test_pipelined_commit_needs_the_script_and_survives_a_flush),
+        T(test_pipelined_commit_after_a_lost_connection),
         cmocka_unit_test(test_errors_when_unreachable),
     };
 #undef T

@@ -201,9 +201,10 @@ static void test_part_named_twice_keeps_the_last(void **state)
     vigil_effects_free(&fx);
 }
 
-/* The current text of a record in parts is not its head alone, so a
- * conflict returns the version without text, and the caller loads it. */
-static void test_conflict_on_a_record_in_parts_returns_no_text(void **state)
+/* A conflict on a record in parts returns the record whole, as
+ * vigil_store_load hands it over (head plus "parts"), with its version:
+ * the caller decides again on it without loading. */
+static void test_conflict_on_a_record_in_parts_returns_it_whole(void **state)
 {
     fixture *f = *state;
     vigil_effects fx;
@@ -213,13 +214,25 @@ static void test_conflict_on_a_record_in_parts_returns_no_text(void **state)
     vigil_effects_reset(&fx);
     vigil_fx_set_state(&fx, "{\"c\":9}");
     vigil_fx_state_part(&fx, "ann", "{\"l\":\"z\"}");
+    int64_t lv = 0;
+    char *loaded = NULL;
+    assert_int_equal(vigil_store_load(f->s, "r", NULL, NULL, &lv, &loaded), 0);
+    assert_non_null(loaded);
+    assert_non_null(strstr(loaded, "\"parts\""));
     assert_int_equal(commit(f, 0, "m2", &fx, &nv, &cur), VIGIL_COMMIT_CONFLICT);
     assert_int_equal(nv, 1);
-    assert_null(cur);
+    assert_non_null(cur);
+    assert_string_equal(cur, loaded);
+    free(cur);
+    cur = NULL;
     vigil_commit c = { .key = "r", .expected_version = 0, .input_id = "m2", .fx = &fx,
                        .now_ms = NOW };
     assert_int_equal(vigil_store_check(f->s, &c, &nv, &cur), VIGIL_COMMIT_CONFLICT);
-    assert_null(cur);
+    assert_int_equal(nv, 1);
+    assert_non_null(cur);
+    assert_string_equal(cur, loaded);
+    free(cur);
+    free(loaded);
     int64_t v;
     json_object *rec = load(f, &v);
     assert_string_equal(part_level(rec, "ann"), "a"); /* nothing written */
@@ -260,7 +273,7 @@ int main(void)
         T(test_record_without_parts_loads_as_written),
         T(test_reset_deletes_every_part_first),
         T(test_part_named_twice_keeps_the_last),
-        T(test_conflict_on_a_record_in_parts_returns_no_text),
+        T(test_conflict_on_a_record_in_parts_returns_it_whole),
         T(test_malformed_parts_refused),
     };
 #undef T

@@ -1,6 +1,8 @@
 /* store.h - versioned state records in Redis, committed atomically with the
- * processed input id, the outbox and timer changes (one Lua script, one
- * round trip).
+ * processed input id, the outbox and timer changes: one round trip of
+ * reads under WATCH, then every write in one MULTI/EXEC (store_commit.c;
+ * no script: Redis runs plain commands for about two thirds of a Lua
+ * script's CPU).
  *
  * Keys (P = VIGIL_REDIS_PREFIX, S = service name, i = shard index):
  *   P S ":state:" key       hash {v: version, s: state JSON, "p:" name: part JSON
@@ -80,30 +82,35 @@ typedef struct vigil_commit {
     int64_t leased_score;
 } vigil_commit;
 
-/* Commits. Checks every key's type and argument before the first write,
- * so BAD_DATA means nothing was written. On OK sets *new_version (unchanged version if fx->new_state is
- * NULL). On CONFLICT sets *new_version and *cur_state (malloc'd or NULL) to
- * the current record; *cur_state is NULL with a version above 0 when the
- * record is kept in parts (load it whole with vigil_store_load). */
+/* Commits. Checks every key's type before the first write (the reads
+ * under WATCH), so BAD_DATA means nothing was written. On OK sets
+ * *new_version (unchanged version if fx->new_state is NULL). On CONFLICT
+ * sets *new_version and *cur_state (malloc'd, whole as vigil_store_load
+ * gives it, or NULL: no record, or watched keys kept changing and the
+ * caller should load it) to the current record. */
 vigil_commit_result vigil_store_commit(vigil_store *s, const vigil_commit *c,
                                        int64_t *new_version, char **cur_state);
 
-/* A pipelined vigil_store_commit: _send appends the commit to the store's
- * connection without waiting (0, or -1: not sent, e.g. the script not
- * loaded yet or no connection; nothing of it reached Redis); _recv reads
- * the reply of the oldest commit sent, with vigil_store_commit's results,
- * c being the commit that was sent. Commits sent together travel in one
- * round trip and run in order. Nothing else may use the connection
- * between them (a command would discard the pending replies). An error
- * reply of any kind (NOSCRIPT after a Redis restart included) and a lost
- * connection are VIGIL_COMMIT_ERROR: the commit may or may not have been
- * applied, which its input id tells (vigil_store_load). */
+/* A pipelined vigil_store_commit: _send appends the commit's reads to the
+ * store's connection without waiting (0, or -1: not sent, e.g. no
+ * connection; nothing of it will be applied); _recv returns the result of
+ * the oldest commit sent, with vigil_store_commit's results, c being the
+ * commit that was sent. The first _recv reads every pending commit's reads
+ * and sends one transaction for all of them: commits sent together share
+ * two round trips and apply in order (one that reads a record, snapshot
+ * hash or queue an earlier one writes waits for the earlier ones, inside
+ * _send). c and everything it points to must stay valid until its _recv.
+ * Nothing else may use the connection between them (a command would
+ * discard the pending replies). A lost connection or a refused transaction
+ * is VIGIL_COMMIT_ERROR: the commit may or may not have been applied,
+ * which its input id tells (vigil_store_load). */
 int vigil_store_commit_send(vigil_store *s, const vigil_commit *c);
 vigil_commit_result vigil_store_commit_recv(vigil_store *s, const vigil_commit *c,
                                             int64_t *new_version, char **cur_state);
 
-/* The commit's checks (key types, arguments) and its compare-and-set,
- * writing nothing: OK (the commit would be accepted on this version),
+/* The commit's checks (key types) and its compare-and-set, writing
+ * nothing (its input id is not looked at): OK (the commit would be
+ * accepted on this version),
  * CONFLICT (with the current record, as vigil_store_commit), BAD_DATA or
  * ERROR. Lets an input that touches several records be checked on all of
  * them before the first is committed. */

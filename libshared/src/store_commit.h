@@ -1,0 +1,63 @@
+/* store_commit.h - private to libshared/src: what store_commit.c (the
+ * commit's rounds and batches) and store_writes.c (the writes of its
+ * transaction) share. */
+#ifndef VIGIL_STORE_COMMIT_H
+#define VIGIL_STORE_COMMIT_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store_lua.h"
+
+/* One commit of a batch. */
+typedef struct pend {
+    const vigil_commit *c; /* NULL: a commit whose sending failed midway (its replies are dropped) */
+    size_t ns, na;         /* c->fx's snapshot and auxiliary ops (c may be gone at pend_free) */
+    int n_r1;              /* replies its round 1 is owed */
+    bool types;            /* its round 1 carries the batch's outbox/timers/dues TYPEs */
+    bool shard_bad;        /* ... and one of them holds another type */
+    bool send_failed;      /* round 1 could not all be appended (memory): read, then ERROR */
+    bool dry;              /* vigil_store_check: the checks and the version, no dedupe, no writes */
+    char *skey, *ikey;
+    char **snap_keys; /* per snapshot op */
+    char **aux_keys;  /* per auxiliary op */
+    int *snap_src;    /* per snapshot op: the first op of the same hash (its HGETALL) */
+    /* round 1 */
+    vigil_commit_result res;
+    int64_t version;
+    bool lease_hit;
+    redisReply **snap_rep;  /* per snapshot op owning a hash: its HGETALL */
+    redisReply **queue_rep; /* per auxiliary op that is a queue flush: its LRANGE */
+    redisReply *part_rep;   /* HKEYS of the record, for a parts reset */
+    /* round 2 */
+    int *xlen_at;   /* per auxiliary op: index of the XLEN before a job add in EXEC's reply */
+    char *cur;      /* CONFLICT: the record now */
+} pend;
+
+typedef struct w2 {
+    vigil_store *s;
+    int queued; /* commands appended */
+    int base;   /* queued at MULTI: an EXEC reply's index is queued - base */
+    int rc;
+} w2;
+
+static inline bool rep_str(const redisReply *r)
+{
+    return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
+}
+
+/* store_writes.c: appends one command to the transaction (w->rc -1 when it
+ * could not be). */
+void store_put(w2 *w, int argc, const char **argv, const size_t *lens);
+/* store_writes.c: queues an OK commit's writes, in the order the commit
+ * script had them: record, processed id, lease, timers, auxiliary ops,
+ * snapshots, parts, then one RPUSH of its outbox entries. */
+void store_write_commit(w2 *w, pend *p);
+/* store_writes.c: a DUPLICATE's lease completion (nothing if the lease was
+ * not the one it held). */
+void store_write_lease(w2 *w, const pend *p);
+/* store_writes.c: job stream adds whose cap trimmed entries, from EXEC's
+ * reply, counted and said. */
+void store_note_trims(const pend *p, const redisReply *exec);
+
+#endif

@@ -1,0 +1,273 @@
+/* test_store_commit.c - the commit's two rounds (reads under WATCH, then
+ * one MULTI/EXEC): another client's write between them makes EXEC write
+ * nothing and the commit is read and decided again; pipelined commits
+ * that share a snapshot hash each see the one before; a shard key of
+ * another type refuses the whole batch and nothing is written. Real
+ * redis-server. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../libshared/src/store_lua.h"
+#include "fixture_redis.h"
+#include "vigil/effects.h"
+#include "vigil/metrics.h"
+#include "vigil/redis.h"
+#include "vigil/store.h"
+
+#define NOW 1700000000123LL
+#define RETRIES "vigil_commit_retries_total"
+
+static vigil_redis *r; /* the test's connection and store (vt_store_fixture) */
+static vigil_store *st;
+
+static int setup(void **state)
+{
+    store_test_between_rounds(NULL, NULL);
+    vigil_store_config cfg = { "vigil:", "svc", 0, 0 };
+    if (vt_store_fixture_setup(state, &cfg) != 0)
+        return -1;
+    vt_store_fixture *f = *state;
+    r = f->r;
+    st = f->s;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    store_test_between_rounds(NULL, NULL);
+    return vt_store_fixture_teardown(state);
+}
+
+/* Keys in the database. */
+static long long dbsize(void)
+{
+    return vt_redis_int(r, "DBSIZE%s", ""); /* "%s" of "": DBSIZE alone */
+}
+
+/* The outbox entry at index i (raw text), malloc'd. */
+static char *outbox_at(int i)
+{
+    redisReply *rep = vigil_redis_command(r, "LINDEX vigil:svc:outbox:0 %d", i);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    char *s = strdup(rep->str);
+    freeReplyObject(rep);
+    return s;
+}
+
+/* A state and one snapshot entry for `room` in persona ann's map. */
+static void snap_effects(vigil_effects *fx, const char *room, const char *level)
+{
+    vigil_effects_init(fx);
+    assert_int_equal(vigil_fx_set_state(fx, "{\"n\":1}"), 0);
+    char v[64];
+    snprintf(v, sizeof v, "{\"level\":\"%s\"}", level);
+    assert_int_equal(vigil_fx_snapshot(fx, "persona:ann", room, v, "persona/ann/state",
+                                       "{\"persona\":\"ann\"}", "rooms"),
+                     0);
+}
+
+/* Sends the commits of r1 and r2 (input ids "a", "b", version 0)
+ * together and returns their results in res[2]. */
+static void commit_pair(vigil_effects *f1, vigil_effects *f2, vigil_commit_result res[2])
+{
+    vigil_commit c1 = { .key = "r1", .expected_version = 0, .input_id = "a", .fx = f1,
+                        .now_ms = NOW };
+    vigil_commit c2 = { .key = "r2", .expected_version = 0, .input_id = "b", .fx = f2,
+                        .now_ms = NOW };
+    assert_int_equal(vigil_store_commit_send(st, &c1), 0);
+    assert_int_equal(vigil_store_commit_send(st, &c2), 0);
+    int64_t v = -1;
+    char *cur = NULL;
+    res[0] = vigil_store_commit_recv(st, &c1, &v, &cur);
+    free(cur);
+    res[1] = vigil_store_commit_recv(st, &c2, &v, &cur);
+    free(cur);
+}
+
+/* Commits fx on record r1 (version 0, input "in-1"); *cur as returned. */
+static vigil_commit_result commit_r1(vigil_effects *fx, int64_t *v, char **cur)
+{
+    vigil_commit c = { .key = "r1", .expected_version = 0, .input_id = "in-1", .fx = fx,
+                       .now_ms = NOW };
+    *v = -1;
+    *cur = NULL;
+    return vigil_store_commit(st, &c, v, cur);
+}
+
+typedef struct writer {
+    const char *cmd; /* run before the transaction */
+    int left;        /* times still to run it (-1: always) */
+    int calls;
+} writer;
+
+static void write_between(void *ctx)
+{
+    writer *w = ctx;
+    w->calls++;
+    if (w->left == 0)
+        return;
+    if (w->left > 0)
+        w->left--;
+    assert_true(vt_redis_exec(vt_srv, w->cmd));
+}
+
+/* A snapshot hash written by someone else between the rounds: the commit
+ * reads it again, and its retained payload carries that write too. */
+static void test_snapshot_changed_between_rounds_is_read_again(void **state)
+{
+    (void)state;
+    writer w = { "HSET vigil:svc:persona:ann r9 {\"level\":\"awake\"}", 1, 0 };
+    store_test_between_rounds(write_between, &w);
+    double before = vigil_metric_value(RETRIES, NULL);
+    vigil_effects fx;
+    snap_effects(&fx, "r1", "sleep");
+    int64_t v;
+    char *cur;
+    assert_int_equal(commit_r1(&fx, &v, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(v, 1);
+    assert_int_equal(w.calls, 2);
+    assert_true(vigil_metric_value(RETRIES, NULL) == before + 1);
+    char *e = outbox_at(0);
+    assert_string_equal(e, "1persona/ann/state\n{\"persona\":\"ann\",\"rooms\":{\"r1\":{\"level\":"
+                           "\"sleep\"},\"r9\":{\"level\":\"awake\"}},\"ts\":1700000000123}");
+    free(e);
+    redisReply *n = vigil_redis_command(r, "LLEN vigil:svc:outbox:0");
+    assert_int_equal(n->integer, 1); /* written once */
+    freeReplyObject(n);
+    vigil_effects_free(&fx);
+}
+
+/* The record written by another replica between the rounds: read again,
+ * the commit is a CONFLICT with that record, and nothing of it is
+ * written (no processed id, no outbox entry). */
+static void test_record_changed_between_rounds_conflicts(void **state)
+{
+    (void)state;
+    writer w = { "HSET vigil:svc:state:r1 v 5 s {\"other\":1}", 1, 0 };
+    store_test_between_rounds(write_between, &w);
+    vigil_effects fx;
+    snap_effects(&fx, "r1", "sleep");
+    int64_t v;
+    char *cur;
+    assert_int_equal(commit_r1(&fx, &v, &cur), VIGIL_COMMIT_CONFLICT);
+    assert_int_equal(v, 5);
+    assert_string_equal(cur, "{\"other\":1}");
+    free(cur);
+    assert_int_equal(dbsize(), 1); /* the other replica's record alone */
+    vigil_effects_free(&fx);
+}
+
+/* Watched keys that change before every transaction: after five rounds
+ * the commit gives up as a CONFLICT without a record (the caller loads
+ * it), having written nothing. */
+static void test_endless_changes_end_as_a_conflict(void **state)
+{
+    (void)state;
+    writer w = { "HINCRBY vigil:svc:persona:ann n 1", -1, 0 };
+    store_test_between_rounds(write_between, &w);
+    vigil_effects fx;
+    snap_effects(&fx, "r1", "sleep");
+    int64_t v;
+    char *cur;
+    assert_int_equal(commit_r1(&fx, &v, &cur), VIGIL_COMMIT_CONFLICT);
+    assert_null(cur);
+    assert_int_equal(w.calls, 5);
+    assert_int_equal(dbsize(), 1); /* the writer's hash alone */
+    store_test_between_rounds(NULL, NULL);
+    assert_int_equal(commit_r1(&fx, &v, &cur), VIGIL_COMMIT_OK);
+    vigil_effects_free(&fx);
+}
+
+/* Two records' commits sent together that update one snapshot hash: the
+ * second waits for the first, so its payload carries both rooms. */
+static void test_pipelined_commits_sharing_a_snapshot(void **state)
+{
+    (void)state;
+    vigil_effects f1, f2;
+    snap_effects(&f1, "r1", "sleep");
+    snap_effects(&f2, "r2", "deep");
+    vigil_commit_result res[2];
+    commit_pair(&f1, &f2, res);
+    assert_int_equal(res[0], VIGIL_COMMIT_OK);
+    assert_int_equal(res[1], VIGIL_COMMIT_OK);
+    char *e1 = outbox_at(0), *e2 = outbox_at(1);
+    assert_string_equal(e1, "1persona/ann/state\n{\"persona\":\"ann\",\"rooms\":{\"r1\":{\"level\":"
+                            "\"sleep\"}},\"ts\":1700000000123}");
+    assert_string_equal(e2, "1persona/ann/state\n{\"persona\":\"ann\",\"rooms\":{\"r1\":{\"level\":"
+                            "\"sleep\"},\"r2\":{\"level\":\"deep\"}},\"ts\":1700000000123}");
+    free(e1);
+    free(e2);
+    vigil_effects_free(&f1);
+    vigil_effects_free(&f2);
+}
+
+/* The shard's outbox of another type refuses every commit of a batch
+ * (each would write to it), and nothing at all is written. */
+static void test_wrong_typed_outbox_refuses_the_batch(void **state)
+{
+    (void)state;
+    assert_true(vt_redis_exec(vt_srv, "SET vigil:svc:outbox:0 x"));
+    vigil_effects f1, f2;
+    snap_effects(&f1, "r1", "sleep");
+    snap_effects(&f2, "r2", "deep");
+    vigil_fx_snapshot(&f2, "persona:bo", "r2", "{}", "persona/bo/state", "{}", "rooms");
+    vigil_commit_result res[2];
+    commit_pair(&f1, &f2, res);
+    assert_int_equal(res[0], VIGIL_COMMIT_BAD_DATA);
+    assert_int_equal(res[1], VIGIL_COMMIT_BAD_DATA);
+    assert_int_equal(dbsize(), 1);
+    vigil_effects_free(&f1);
+    vigil_effects_free(&f2);
+}
+
+/* A queue flushed by the commit moves its entries to the outbox before
+ * the commit's own outputs, in order, and is gone afterwards. */
+static void test_queue_flush_moves_entries_first(void **state)
+{
+    (void)state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    assert_int_equal(vigil_fx_queue_push(&fx, "queue:r1", "t/1", "one", false), 0);
+    assert_int_equal(vigil_fx_queue_push(&fx, "queue:r1", "t/2", "two", true), 0);
+    vigil_commit c = { .key = "r1", .expected_version = 0, .input_id = "a", .fx = &fx,
+                       .now_ms = NOW };
+    int64_t v = -1;
+    char *cur = NULL;
+    assert_int_equal(vigil_store_commit(st, &c, &v, &cur), VIGIL_COMMIT_OK);
+    vigil_effects_reset(&fx);
+    assert_int_equal(vigil_fx_publish(&fx, "t/3", "three", false), 0);
+    assert_int_equal(vigil_fx_queue_flush(&fx, "queue:r1"), 0);
+    c.input_id = "b";
+    assert_int_equal(vigil_store_commit(st, &c, &v, &cur), VIGIL_COMMIT_OK);
+    const char *want[] = { "0t/1\none", "1t/2\ntwo", "0t/3\nthree" };
+    for (int i = 0; i < 3; i++) {
+        char *e = outbox_at(i);
+        assert_string_equal(e, want[i]);
+        free(e);
+    }
+    redisReply *n = vigil_redis_command(r, "EXISTS vigil:svc:queue:r1");
+    assert_int_equal(n->integer, 0);
+    freeReplyObject(n);
+    vigil_effects_free(&fx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_snapshot_changed_between_rounds_is_read_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_record_changed_between_rounds_conflicts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_endless_changes_end_as_a_conflict, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pipelined_commits_sharing_a_snapshot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wrong_typed_outbox_refuses_the_batch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_flush_moves_entries_first, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, vt_redis_group_setup, vt_redis_group_teardown);
+}
