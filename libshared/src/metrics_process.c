@@ -44,6 +44,8 @@ static void declare_zero_series(void)
     vigil_counter_add("vigil_commits_total", "State commits", NULL, 0);
     vigil_counter_add("vigil_commit_conflicts_total", "Commits retried because the record changed",
                       NULL, 0);
+    vigil_counter_add("vigil_commit_retries_total",
+                      "Commit transactions read again because a watched key changed", NULL, 0);
     vigil_counter_add("vigil_state_whole_loads_total",
                       "Records kept in parts loaded whole again (after a conflict, or when the "
                       "service no longer held the parts of the head it was given)",
