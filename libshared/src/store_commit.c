@@ -46,6 +46,10 @@
 #include "vigil/str.h"
 
 #define COMMIT_ATTEMPTS 5 /* rounds of reads and transaction when watched keys keep changing */
+/* Commits in one transaction at most: Redis 7.0 looks for a key among the
+ * keys the connection already watches one by one (watchForKey), so WATCH
+ * grows with the batch; past this many the batch is completed first. */
+#define BATCH_MAX 32
 
 struct store_batch {
     pend *p;
@@ -762,8 +766,8 @@ int vigil_store_commit_send(vigil_store *s, const vigil_commit *c)
         pend_free(&p);
         return -1;
     }
-    if (b->n > 0 && overlaps(b, &p)) {
-        batch_finish(s, b); /* it reads what the batch writes: after the batch */
+    if (b->n >= BATCH_MAX || (b->n > 0 && overlaps(b, &p))) {
+        batch_finish(s, b); /* full, or it reads what the batch writes: after the batch */
         if (!vigil_redis_ensure(s->r)) {
             pend_free(&p);
             return -1;

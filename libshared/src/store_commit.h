@@ -49,9 +49,10 @@ static inline bool rep_str(const redisReply *r)
 /* store_writes.c: appends one command to the transaction (w->rc -1 when it
  * could not be). */
 void store_put(w2 *w, int argc, const char **argv, const size_t *lens);
-/* store_writes.c: queues an OK commit's writes, in the order the commit
- * script had them: record, processed id, lease, timers, auxiliary ops,
- * snapshots, parts, then one RPUSH of its outbox entries. */
+/* store_writes.c: queues an OK commit's writes: record and parts,
+ * processed id, lease, timers, auxiliary ops, snapshots, then one RPUSH
+ * of its outbox entries. A timer or part named twice keeps its last
+ * change. */
 void store_write_commit(w2 *w, pend *p);
 /* store_writes.c: a DUPLICATE's lease completion (nothing if the lease was
  * not the one it held). */

@@ -226,7 +226,171 @@ void store_write_lease(w2 *w, const pend *p)
     store_put(w, 3, h, NULL);
 }
 
-/* Queues an OK commit's writes, in the script's order. */
+/* Is the timer or part name j named again later in the same commit? (A
+ * name named twice keeps its last change, as the ops applied one after
+ * another would leave it.) */
+static bool named_later(const char *const *names, size_t n, size_t j)
+{
+    for (size_t k = j + 1; k < n; k++)
+        if (strcmp(names[k], names[j]) == 0)
+            return true;
+    return false;
+}
+
+/* One block for the pointer arrays and texts a write needs (one malloc,
+ * not one per array): `need` bytes handed out in order, each aligned for
+ * a pointer. */
+typedef struct block {
+    char *base;
+    size_t used, cap;
+} block;
+
+static void *take(block *b, size_t n)
+{
+    n = (n + sizeof(void *) - 1) / sizeof(void *) * sizeof(void *);
+    if (b->used + n > b->cap)
+        return NULL; /* cannot happen: sized up front */
+    void *p = b->base + b->used;
+    b->used += n;
+    return p;
+}
+
+static size_t rounded(size_t n)
+{
+    return (n + sizeof(void *) - 1) / sizeof(void *) * sizeof(void *);
+}
+
+/* The record's hash in two commands at most: one HDEL of the parts it
+ * drops (every stored part on a parts reset, the parts deleted), then one
+ * HSET of version, head and the parts set. */
+static void write_record(w2 *w, pend *p, const char *version)
+{
+    const vigil_effects *fx = p->c->fx;
+    size_t np = fx->n_parts;
+    const redisReply *stored = fx->parts_reset ? p->part_rep : NULL;
+    size_t ns = stored ? stored->elements : 0;
+    size_t need = rounded((np + 1) * sizeof(char *)) * 2 + rounded((6 + 2 * np) * sizeof(char *)) +
+                  rounded((2 + np + ns) * sizeof(char *)) + rounded((2 + np + ns) * sizeof(size_t));
+    for (size_t j = 0; j < np; j++)
+        need += rounded(strlen(fx->parts[j].name) + 3);
+    block b = { malloc(need), 0, need };
+    if (!b.base) {
+        w->rc = -1;
+        return;
+    }
+    const char **names = take(&b, (np + 1) * sizeof *names);
+    char **field = take(&b, (np + 1) * sizeof *field);
+    const char **hset = take(&b, (6 + 2 * np) * sizeof *hset);
+    const char **hdel = take(&b, (2 + np + ns) * sizeof *hdel);
+    size_t *hdl = take(&b, (2 + np + ns) * sizeof *hdl);
+    for (size_t j = 0; j < np; j++) {
+        names[j] = fx->parts[j].name;
+        size_t fl = strlen(names[j]) + 3;
+        field[j] = take(&b, fl);
+        vigil_concat(field[j], fl, "p:", names[j], (char *)NULL);
+    }
+    int nset = 0, ndel = 0;
+    hset[nset++] = "HSET";
+    hset[nset++] = p->skey;
+    hset[nset++] = "v";
+    hset[nset++] = version;
+    hset[nset++] = "s";
+    hset[nset++] = fx->new_state;
+    hdel[ndel] = "HDEL";
+    hdl[ndel++] = 4;
+    hdel[ndel] = p->skey;
+    hdl[ndel++] = strlen(p->skey);
+    for (size_t k = 0; k < ns; k++) {
+        const redisReply *f = stored->element[k];
+        if (!rep_str(f) || f->len < 2 || memcmp(f->str, "p:", 2) != 0)
+            continue;
+        bool set_again = false;
+        for (size_t j = 0; j < np && !set_again; j++)
+            set_again = fx->parts[j].text && !named_later(names, np, j) &&
+                        strlen(field[j]) == f->len && memcmp(field[j], f->str, f->len) == 0;
+        if (!set_again) {
+            hdel[ndel] = f->str;
+            hdl[ndel++] = f->len;
+        }
+    }
+    for (size_t j = 0; j < np; j++) {
+        if (named_later(names, np, j))
+            continue;
+        if (fx->parts[j].text) {
+            hset[nset++] = field[j];
+            hset[nset++] = fx->parts[j].text;
+        } else {
+            hdel[ndel] = field[j];
+            hdl[ndel++] = strlen(field[j]);
+        }
+    }
+    if (ndel > 2)
+        store_put(w, ndel, hdel, hdl);
+    store_put(w, nset, hset, NULL);
+    free(b.base);
+}
+
+/* The commit's timer changes in three commands at most: one ZADD of the
+ * timers set, one ZREM of those cancelled, one HDEL of their claimed
+ * deadlines. */
+static void write_timers(w2 *w, const pend *p)
+{
+    const vigil_commit *c = p->c;
+    const vigil_effects *fx = c->fx;
+    size_t n = fx ? fx->n_timers : 0;
+    if (n == 0)
+        return;
+    size_t kl = strlen(c->key);
+    size_t need = rounded(n * sizeof(char *)) * 2 + rounded(n * (VIGIL_I64_TEXT_MAX + 1)) +
+                  rounded((2 + 2 * n) * sizeof(char *)) + 2 * rounded((2 + n) * sizeof(char *));
+    for (size_t j = 0; j < n; j++)
+        need += rounded(kl + strlen(fx->timers[j].name) + 2);
+    block b = { malloc(need), 0, need };
+    if (!b.base) {
+        w->rc = -1;
+        return;
+    }
+    const char **names = take(&b, n * sizeof *names);
+    char **member = take(&b, n * sizeof *member);
+    char(*due)[VIGIL_I64_TEXT_MAX + 1] = take(&b, n * sizeof *due);
+    const char **add = take(&b, (2 + 2 * n) * sizeof *add);
+    const char **rem = take(&b, (2 + n) * sizeof *rem);
+    const char **del = take(&b, (2 + n) * sizeof *del);
+    for (size_t j = 0; j < n; j++) {
+        names[j] = fx->timers[j].name;
+        size_t ml = kl + strlen(names[j]) + 2;
+        member[j] = take(&b, ml);
+        vigil_concat(member[j], ml, c->key, "|", names[j], (char *)NULL);
+    }
+    int na = 2, nr = 2, nd = 2;
+    add[0] = "ZADD";
+    rem[0] = "ZREM";
+    add[1] = rem[1] = w->s->timers_key;
+    del[0] = "HDEL";
+    del[1] = w->s->dues_key;
+    for (size_t j = 0; j < n; j++) {
+        if (named_later(names, n, j))
+            continue;
+        if (fx->timers[j].due_ms == VIGIL_TIMER_CANCEL) {
+            rem[nr++] = member[j];
+        } else {
+            vigil_i64_text(due[j], fx->timers[j].due_ms);
+            add[na++] = due[j];
+            add[na++] = member[j];
+        }
+        del[nd++] = member[j];
+    }
+    if (na > 2)
+        store_put(w, na, add, NULL);
+    if (nr > 2)
+        store_put(w, nr, rem, NULL);
+    store_put(w, nd, del, NULL);
+    free(b.base);
+}
+
+/* Queues an OK commit's writes: the record, its processed id, a lease
+ * completion, timers, auxiliary keys, snapshots, then one RPUSH of its
+ * outbox entries (flushed queue items, outputs, snapshot payloads). */
 void store_write_commit(w2 *w, pend *p)
 {
     vigil_store *s = w->s;
@@ -238,8 +402,7 @@ void store_write_commit(w2 *w, pend *p)
     if (fx && fx->new_state) {
         p->version++;
         vigil_i64_text(num[1], p->version);
-        const char *a[] = { "HSET", p->skey, "v", num[1], "s", fx->new_state };
-        store_put(w, 6, a, NULL);
+        write_record(w, p, num[1]);
     }
     if (c->input_id && *c->input_id) {
         const char *z[] = { "ZADD", p->ikey, num[0], c->input_id };
@@ -249,27 +412,7 @@ void store_write_commit(w2 *w, pend *p)
         store_put(w, 4, t, NULL);
     }
     store_write_lease(w, p);
-    for (size_t j = 0; fx && j < fx->n_timers; j++) {
-        const vigil_timer_op *t = &fx->timers[j];
-        size_t ml = strlen(c->key) + 1 + strlen(t->name) + 1;
-        char *member = malloc(ml);
-        if (!member) {
-            w->rc = -1;
-            return;
-        }
-        vigil_concat(member, ml, c->key, "|", t->name, (char *)NULL);
-        if (t->due_ms == VIGIL_TIMER_CANCEL) {
-            const char *z[] = { "ZREM", s->timers_key, member };
-            store_put(w, 3, z, NULL);
-        } else {
-            vigil_i64_text(num[1], t->due_ms);
-            const char *z[] = { "ZADD", s->timers_key, num[1], member };
-            store_put(w, 4, z, NULL);
-        }
-        const char *h[] = { "HDEL", s->dues_key, member };
-        store_put(w, 3, h, NULL);
-        free(member);
-    }
+    write_timers(w, p);
     entries e = { 0 };
     for (size_t j = 0; j < na && w->rc == 0; j++) {
         const vigil_aux_op *op = &fx->aux[j];
@@ -371,34 +514,6 @@ void store_write_commit(w2 *w, pend *p)
     for (size_t j = 0; j < ns; j++)
         free(maps[j].e);
     free(maps);
-    if (fx && fx->parts_reset && p->part_rep) {
-        for (size_t k = 0; k < p->part_rep->elements; k++) {
-            const redisReply *f = p->part_rep->element[k];
-            if (!rep_str(f) || f->len < 2 || memcmp(f->str, "p:", 2) != 0)
-                continue;
-            const char *a[] = { "HDEL", p->skey, f->str };
-            size_t l[] = { 4, strlen(p->skey), f->len };
-            store_put(w, 3, a, l);
-        }
-    }
-    for (size_t j = 0; fx && j < fx->n_parts; j++) {
-        const vigil_state_part *pt = &fx->parts[j];
-        size_t fl = strlen(pt->name) + 3;
-        char *field = malloc(fl);
-        if (!field) {
-            w->rc = -1;
-            break;
-        }
-        vigil_concat(field, fl, "p:", pt->name, (char *)NULL);
-        if (pt->text) {
-            const char *a[] = { "HSET", p->skey, field, pt->text };
-            store_put(w, 4, a, NULL);
-        } else {
-            const char *a[] = { "HDEL", p->skey, field };
-            store_put(w, 3, a, NULL);
-        }
-        free(field);
-    }
     if (e.n > 0 && w->rc == 0) {
         e.v[0] = "RPUSH";
         e.len[0] = 5;

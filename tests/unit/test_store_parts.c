@@ -159,19 +159,22 @@ static void test_reset_deletes_every_part_first(void **state)
     vigil_fx_set_state(&fx, "{\"c\":2}");
     vigil_fx_state_parts_reset(&fx);
     vigil_fx_state_part(&fx, "cy", "{\"l\":\"c\"}");
+    vigil_fx_state_part(&fx, "ann", "{\"l\":\"n\"}"); /* a stored part written again */
     assert_int_equal(commit(f, 1, "m2", &fx, &nv, &cur), VIGIL_COMMIT_OK);
     int64_t v;
     json_object *rec = load(f, &v);
-    assert_int_equal(n_parts(rec), 1);
+    assert_int_equal(n_parts(rec), 2);
     assert_string_equal(part_level(rec, "cy"), "c");
+    assert_string_equal(part_level(rec, "ann"), "n");
+    assert_null(part_level(rec, "bo"));
     json_object_put(rec);
-    assert_int_equal(hlen(f), 3);
+    assert_int_equal(hlen(f), 4);
     vigil_effects_free(&fx);
 }
 
 /* A commit that names a part twice keeps the last: written then deleted
  * is gone, deleted then written is there (the effects keep every change
- * in order; the script applies them in that order). */
+ * in order; the commit keeps the last of each). */
 static void test_part_named_twice_keeps_the_last(void **state)
 {
     fixture *f = *state;
