@@ -472,7 +472,8 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
             if (!state) {
                 /* no text came back (the commit gave up reading a record
                  * that kept changing, or there is none): load it */
-                count_whole_load();
+                if (version > 0)
+                    count_whole_load(); /* a record that exists, loaded whole again */
                 vigil_state_cache_drop(rt->cache, key);
                 have = false;
                 continue;
