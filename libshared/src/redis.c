@@ -32,6 +32,7 @@ struct vigil_redis {
     bool auth_logged;  /* that refusal was logged in this outage */
     bool served;       /* a command was answered once: we are past startup */
     int pending; /* pipelined commands whose replies are not read yet */
+    uint64_t epoch; /* bumped whenever owed replies are dropped (vigil_redis_epoch) */
     char err[256];
     char *cmd;      /* the last command as sent (RESP), reused */
     size_t cmd_cap;
@@ -253,6 +254,7 @@ static void fail(vigil_redis *r, const char *what, const char *detail)
         r->c = NULL;
     }
     r->pending = 0;
+    r->epoch++;
 }
 
 /* Context errors carry the text; a NULL reply without one is still a
@@ -316,6 +318,8 @@ static bool auth(vigil_redis *r)
         return setup_cmd(r, "AUTH", 2, (const char *[]){ "AUTH", r->addr.password });
     return setup_cmd(r, "AUTH", 3, argv);
 }
+
+uint64_t vigil_redis_epoch(const vigil_redis *r) { return r->epoch; }
 
 bool vigil_redis_ensure(vigil_redis *r)
 {
@@ -389,6 +393,8 @@ int vigil_redis_probe(vigil_redis *r, char *err, size_t errlen)
  * read one of those instead of its own: discard them first. */
 static bool drain_pending(vigil_redis *r)
 {
+    if (r->pending > 0)
+        r->epoch++; /* whoever appended them will not read them */
     while (r->c && r->pending > 0) {
         void *rep = NULL;
         if (redisGetReply(r->c, &rep) != REDIS_OK || !rep) {

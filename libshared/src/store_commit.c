@@ -56,6 +56,9 @@ struct store_batch {
     int n, cap;
     uint64_t *written; /* hashes of the keys the batch's commits read and write */
     int n_written, cap_written;
+    /* the connection's epoch when the batch's round 1s were sent: if it
+     * changed, their replies are gone (vigil_redis_epoch) */
+    uint64_t epoch;
     /* results completed and not yet handed out by _recv, oldest first */
     struct done {
         vigil_commit_result res;
@@ -679,7 +682,7 @@ static int done_push(struct store_batch *b, vigil_commit_result res, int64_t ver
  * refuses every commit of the batch: they would all write to it. */
 static bool batch_round1(vigil_store *s, struct store_batch *b)
 {
-    bool conn = true, shard_bad = false;
+    bool conn = vigil_redis_epoch(s->r) == b->epoch, shard_bad = false;
     for (int i = 0; i < b->n; i++) {
         if (conn && round1_recv(s, &b->p[i]) != 0)
             conn = false;
@@ -701,6 +704,7 @@ static void batch_finish(vigil_store *s, struct store_batch *b)
         return;
     for (int attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
         if (attempt > 0) {
+            b->epoch = vigil_redis_epoch(s->r);
             bool first = true;
             for (int i = 0; i < b->n; i++) {
                 pend *p = &b->p[i];
@@ -766,13 +770,17 @@ int vigil_store_commit_send(vigil_store *s, const vigil_commit *c)
         pend_free(&p);
         return -1;
     }
-    if (b->n >= BATCH_MAX || (b->n > 0 && overlaps(b, &p))) {
-        batch_finish(s, b); /* full, or it reads what the batch writes: after the batch */
+    /* full, or it reads what the batch writes, or the batch's replies are
+     * lost: after the batch */
+    if (b->n >= BATCH_MAX || (b->n > 0 && (overlaps(b, &p) || vigil_redis_epoch(s->r) != b->epoch))) {
+        batch_finish(s, b);
         if (!vigil_redis_ensure(s->r)) {
             pend_free(&p);
             return -1;
         }
     }
+    if (b->n == 0)
+        b->epoch = vigil_redis_epoch(s->r);
     p.types = b->n == 0;
     int rc = round1_send(s, &p);
     if (rc == 0)
@@ -852,6 +860,7 @@ vigil_commit_result vigil_store_check(vigil_store *s, const vigil_commit *c,
     p->dry = true;
     p->types = true;
     b->n = 1;
+    b->epoch = vigil_redis_epoch(s->r);
     if (round1_send(s, p) != 0)
         p->send_failed = true;
     if (batch_round1(s, b))

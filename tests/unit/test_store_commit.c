@@ -2,8 +2,8 @@
  * one MULTI/EXEC): another client's write between them makes EXEC write
  * nothing and the commit is read and decided again; pipelined commits
  * that share a snapshot hash each see the one before; a shard key of
- * another type refuses the whole batch and nothing is written. Real
- * redis-server. */
+ * another type refuses the whole batch and nothing is written; a commit
+ * whose replies a plain command dropped fails alone. Real redis-server. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -259,6 +259,50 @@ static void test_queue_flush_moves_entries_first(void **state)
     vigil_effects_free(&fx);
 }
 
+/* A plain command between two pipelined commits reads and drops the
+ * first one's owed replies: that commit fails (it is done again one at a
+ * time by its caller) and writes nothing, instead of reading the second
+ * one's replies as its own; the second starts a batch of its own. */
+static void test_replies_dropped_between_sends_fail_that_commit_alone(void **state)
+{
+    (void)state;
+    vigil_effects f1, f2; /* no key in common: the two share a batch */
+    vigil_effects_init(&f1);
+    vigil_effects_init(&f2);
+    assert_int_equal(vigil_fx_set_state(&f1, "{\"n\":1}"), 0);
+    assert_int_equal(vigil_fx_publish(&f1, "t/r1", "\"r1\"", false), 0);
+    assert_int_equal(vigil_fx_set_state(&f2, "{\"n\":2}"), 0);
+    assert_int_equal(vigil_fx_publish(&f2, "t/r2", "\"r2\"", false), 0);
+    vigil_commit c1 = { .key = "r1", .expected_version = 0, .input_id = "a", .fx = &f1,
+                        .now_ms = NOW };
+    vigil_commit c2 = { .key = "r2", .expected_version = 0, .input_id = "b", .fx = &f2,
+                        .now_ms = NOW };
+    assert_int_equal(vigil_store_commit_send(st, &c1), 0);
+    redisReply *pong = vigil_redis_command(r, "PING");
+    assert_non_null(pong);
+    assert_string_equal(pong->str, "PONG");
+    freeReplyObject(pong);
+    assert_int_equal(vigil_store_commit_send(st, &c2), 0);
+    int64_t v = -1;
+    char *cur = NULL;
+    assert_int_equal(vigil_store_commit_recv(st, &c1, &v, &cur), VIGIL_COMMIT_ERROR);
+    free(cur);
+    cur = NULL;
+    assert_int_equal(vigil_store_commit_recv(st, &c2, &v, &cur), VIGIL_COMMIT_OK);
+    free(cur);
+    assert_int_equal(vt_redis_int(r, "EXISTS %s", "vigil:svc:state:r1"), 0);
+    assert_int_equal(vt_redis_int(r, "EXISTS %s", "vigil:svc:state:r2"), 1);
+    char *e = outbox_at(0);
+    assert_non_null(strstr(e, "\"r2\""));
+    assert_null(strstr(e, "\"r1\""));
+    free(e);
+    /* the connection is in step: the first commit done again applies */
+    assert_int_equal(vigil_store_commit(st, &c1, &v, &cur), VIGIL_COMMIT_OK);
+    free(cur);
+    vigil_effects_free(&f1);
+    vigil_effects_free(&f2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -268,6 +312,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pipelined_commits_sharing_a_snapshot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrong_typed_outbox_refuses_the_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_flush_moves_entries_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replies_dropped_between_sends_fail_that_commit_alone, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, vt_redis_group_setup, vt_redis_group_teardown);
 }

@@ -16,6 +16,7 @@
 #define VIGIL_REDIS_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct vigil_redis_addr {
     char host[256];
@@ -46,6 +47,11 @@ void vigil_redis_free(vigil_redis *r);
  * after the first increments vigil_redis_reconnects_total. */
 bool vigil_redis_ensure(vigil_redis *r);
 bool vigil_redis_connected(const vigil_redis *r);
+/* Changes whenever replies owed to appended commands are dropped: the
+ * connection failed, or a plain command read and discarded them. A
+ * pipeline that began under another epoch must not read its replies: they
+ * would be someone else's. */
+uint64_t vigil_redis_epoch(const vigil_redis *r);
 /* Last error text ("" if none). */
 const char *vigil_redis_last_error(const vigil_redis *r);
 /* True when the last failure was Redis refusing our credentials (AUTH
