@@ -66,6 +66,9 @@ struct vigil_runtime {
     vigil_store_config scfg;
 
     vigil_redis *intake_redis; /* paho callback thread only */
+    /* Set while route() runs for an input staged behind commits whose
+     * replies are unread (batched intake): route() then gets no Redis. */
+    bool intake_in_flight;
     vigil_store *intake_store;
     vigil_redis *timer_redis;  /* timer thread only */
     vigil_store *timer_store;
@@ -149,7 +152,10 @@ static void kick_outbox(vigil_runtime *rt)
     pthread_mutex_unlock(&rt->outbox_mu);
 }
 
-vigil_redis *vigil_runtime_redis(vigil_runtime *rt) { return rt->intake_redis; }
+vigil_redis *vigil_runtime_redis(vigil_runtime *rt)
+{
+    return rt->intake_in_flight ? NULL : rt->intake_redis;
+}
 
 const vigil_common_config *vigil_runtime_config(const vigil_runtime *rt) { return &rt->cfg; }
 
@@ -187,7 +193,10 @@ int vigil_runtime_route_members(vigil_runtime *rt, const char *cmd, const char *
     /* NULL covers a lost connection and every transient error reply
      * (LOADING, BUSY, OOM, ...: vigil_redis_error_transient): retried, the
      * input stays unacknowledged. An error reply that gets here concerns
-     * the data (the key holds another type): the input is refused. */
+     * the data (the key holds another type): the input is refused. In
+     * flight: the batched intake routes the input again after the run. */
+    if (rt->intake_in_flight)
+        return VIGIL_ROUTE_RETRY;
     redisReply *rep = vigil_redis_command(rt->intake_redis, "%s %s", cmd, key);
     if (!rep) {
         vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "cannot read %s: redis %s", key,
@@ -757,7 +766,9 @@ static bool stage(vigil_runtime *rt, const vigil_mqtt_msg *m, staged *run, int n
     s->in.retained = m->retained;
     char keys[2][VIGIL_KEY_MAX];
     memset(&err, 0, sizeof err);
+    rt->intake_in_flight = n > 0; /* run[0..n)'s commits are sent, unread */
     int nk = rt->def->route(rt->def->ctx, rt, &s->in, keys, 2, &s->parsed, &err);
+    rt->intake_in_flight = false;
     if (nk != 1 || strcmp(keys[0], s->key) != 0)
         goto no;
     int64_t version = 0;

@@ -111,11 +111,15 @@ typedef struct vigil_service_def {
      * or none for such a topic. NULL: every input is parsed first. */
     bool (*topic_key)(const char *topic, char *key, size_t key_size);
 
-    /* Optional, with topic_key: true when route() reads no Redis for an
-     * input whose topic names its key and route() names that key alone.
-     * The intake (VIGIL_MQTT_INTAKE=link) may then decide several such
-     * inputs, each on a key of its own, before their commits come back,
-     * and send those commits in one Redis round trip. */
+    /* Optional, with topic_key: true when route() names that key alone
+     * for an input whose topic names its key, and seldom reads Redis for
+     * it (a cached flag, say). The intake (VIGIL_MQTT_INTAKE=link) may
+     * then decide several such inputs, each on a key of its own, before
+     * their commits come back, and send those commits in one Redis round
+     * trip. While commits are in flight, route() gets no connection
+     * (vigil_runtime_redis is NULL, vigil_runtime_route_members returns
+     * VIGIL_ROUTE_RETRY): the runtime then reads their replies and calls
+     * route() again for that input with the connection. */
     bool batch_intake;
 } vigil_service_def;
 
@@ -171,8 +175,10 @@ int vigil_runtime_route_members(vigil_runtime *rt, const char *cmd, const char *
                                 char keys[][VIGIL_KEY_MAX], int n, int max, bool *more,
                                 vigil_error *err);
 
-/* For route(): the Redis connection of the intake thread, and the prefix
- * names (P S ":" ...) used by this service. */
+/* For route(): the Redis connection of the intake thread (NULL while a
+ * batched intake has commits in flight on it: see batch_intake; treat it
+ * as unreachable and return VIGIL_ROUTE_RETRY), and the prefix names
+ * (P S ":" ...) used by this service. */
 vigil_redis *vigil_runtime_redis(vigil_runtime *rt);
 const vigil_common_config *vigil_runtime_config(const vigil_runtime *rt);
 /* Writes P S ":" suffix into out (e.g. suffix "persona:ann"). */

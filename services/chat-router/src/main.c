@@ -22,6 +22,7 @@ int main(int argc, char **argv)
         .configure = chat_configure,
         .route = chat_route,
         .topic_key = vigil_topic_key_room_message, /* room/{room}/message: that room alone */
+        .batch_intake = true, /* route() reads Redis for a message only to refresh the pause flag */
         .apply = chat_apply_fx,
         .on_timer = NULL,
         .free_parsed = chat_free_parsed,
