@@ -394,6 +394,27 @@ def broker_inflight_label():
     return f"max_inflight_messages {BROKER_MAX_INFLIGHT}"
 
 
+def drop_session(port, client_id):
+    """Ends the broker's persistent session of client_id (a service stopped
+    after its stage): connects with clean start and no session expiry, then
+    disconnects. Left alone, the session of a service subscribed to
+    room/+/message would gather every later stage's messages, and the
+    broker, which saves its database every second (autosave_interval 1),
+    would stall tens of milliseconds on each save: that would be measured
+    as the next service's latency."""
+    c = harness.new_client(client_id, v5=True)
+    done = threading.Event()
+    c.on_connect = lambda *a, **k: done.set()
+    c.connect("127.0.0.1", port, keepalive=10, clean_start=True)
+    c.loop_start()
+    try:
+        if not done.wait(10):
+            raise RuntimeError(f"cannot connect as {client_id} to drop its session")
+    finally:
+        c.disconnect()
+        c.loop_stop()
+
+
 def broker_conf(workdir, nodelay):
     """The project's broker config with set_tcp_nodelay as asked (absent =
     mosquitto's default, false: the broker as shipped) and, with
