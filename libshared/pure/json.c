@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_words.h"
+
 #define JSON_MAX_DEPTH 32 /* json-c's default; 33 nested containers fail */
 #define SAMPLE_BYTES 200
 #define DETAIL_VALUE_BYTES 48 /* how much of a bad value a detail quotes */
@@ -72,6 +74,10 @@ static size_t utf8_first_bad(const unsigned char *s, size_t n)
 {
     size_t i = 0;
     while (i < n) {
+        if (n - i >= 8 && vigil_word_plain_ascii(vigil_word_at(s + i))) {
+            i += 8;
+            continue;
+        }
         unsigned char c = s[i];
         if (c < 0x80) {
             if (c == 0)
@@ -169,6 +175,10 @@ static int syn_string(syn *s)
 {
     s->p++; /* opening quote */
     while (s->p < s->end) {
+        if (s->end - s->p >= 8 && !vigil_word_needs_escape(vigil_word_at(s->p))) {
+            s->p += 8; /* no quote, backslash or control character among them */
+            continue;
+        }
         unsigned char c = *s->p;
         if (c == '"') {
             s->p++;

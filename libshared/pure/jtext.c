@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_words.h"
+
 /* Room for len more bytes and the NUL: false when out of memory (then
  * b->oom, and every later append is a no-op). */
 static inline bool reserve(vigil_jtext *b, size_t len)
@@ -139,21 +141,6 @@ void vigil_jtext_i64(vigil_jtext *b, int64_t v)
     b->n += vigil_i64_text(b->s + b->n, v);
 }
 
-#define BYTES_1 0x0101010101010101ull
-#define BYTES_80 0x8080808080808080ull
-
-/* True when one of the 8 bytes of w is below 0x20, '"' or '\\' (the bytes
- * JSON escapes). Exact as a yes/no: a borrow can only flag a byte above a
- * byte that really matched. */
-static inline bool word_needs_escape(uint64_t w)
-{
-    uint64_t below = (w - BYTES_1 * 0x20) & ~w & BYTES_80;
-    uint64_t q = w ^ (BYTES_1 * '"'), bs = w ^ (BYTES_1 * '\\');
-    q = (q - BYTES_1) & ~q & BYTES_80;
-    bs = (bs - BYTES_1) & ~bs & BYTES_80;
-    return (below | q | bs) != 0;
-}
-
 /* v (len bytes) as the inside of a JSON string, as json-c 0.16 writes it
  * with NOSLASHESCAPE: '"' and '\\' escaped, \b \t \n \f \r by name, other
  * bytes below 0x20 as \u00xx (lower case), everything else (0x7f, UTF-8)
@@ -166,7 +153,7 @@ static bool put_escaped(vigil_jtext *b, const char *v, size_t len, size_t tail)
     const unsigned char *p = (const unsigned char *)v, *end = p + len;
     while (p < end) {
         uint64_t w;
-        if (end - p >= 8 && (memcpy(&w, p, 8), !word_needs_escape(w))) {
+        if (end - p >= 8 && !vigil_word_needs_escape(w = vigil_word_at(p))) {
             memcpy(b->s + b->n, &w, 8);
             b->n += 8;
             p += 8;

@@ -644,6 +644,53 @@ static void test_valid_without_parsing(void **state)
     assert_false(vigil_json_valid(NULL, 0, false));
 }
 
+/* The checks step over 8 plain bytes at a time: a byte that matters is
+ * seen at every position of a word and after every length of plain
+ * prefix (NUL, a bad UTF-8 byte, a control character refused; a quote
+ * ending the string and an escape read as such, so what follows is
+ * checked as what it is). */
+static void test_checks_see_every_byte_position(void **state)
+{
+    (void)state;
+    for (size_t pre = 0; pre < 20; pre++) {
+        char buf[64];
+        /* {"a":"<pre x's><byte>yyyyyyyyyyyy"} */
+        memcpy(buf, "{\"a\":\"", 6);
+        size_t n = 6;
+        memset(buf + n, 'x', pre);
+        n += pre;
+        size_t at = n;
+        const char tail[] = "yyyyyyyyyyyy\"}";
+        memcpy(buf + n + 1, tail, sizeof tail - 1);
+        size_t len = n + 1 + sizeof tail - 1;
+        buf[len] = '\0';
+
+        buf[at] = 'z'; /* plain: valid */
+        assert_true(vigil_json_valid(buf, len, true));
+        assert_true(vigil_utf8_valid(buf, len));
+        buf[at] = '\0'; /* NUL: not UTF-8 text we accept */
+        assert_false(vigil_utf8_valid(buf, len));
+        assert_false(vigil_json_valid(buf, len, true));
+        buf[at] = (char)0xff; /* never valid in UTF-8 */
+        assert_false(vigil_utf8_valid(buf, len));
+        assert_false(vigil_json_valid(buf, len, true));
+        buf[at] = (char)0xc3; /* a lead byte without its continuation */
+        assert_false(vigil_utf8_valid(buf, len));
+        buf[at] = (char)0xc3; /* with it: an e acute, valid */
+        buf[at + 1] = (char)0xa9;
+        assert_true(vigil_utf8_valid(buf, len));
+        assert_true(vigil_json_valid(buf, len, true));
+        buf[at + 1] = 'y';
+        buf[at] = '\t'; /* a raw control character in a string */
+        assert_true(vigil_utf8_valid(buf, len));
+        assert_false(vigil_json_valid(buf, len, true));
+        buf[at] = '"'; /* ends the string early: the y's are then outside it */
+        assert_false(vigil_json_valid(buf, len, true));
+        buf[at] = '\\'; /* escapes the first y: not an escape */
+        assert_false(vigil_json_valid(buf, len, true));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -673,6 +720,7 @@ int main(void)
         cmocka_unit_test(test_hash_and_shard),
         cmocka_unit_test(test_string_bounded_and_array),
         cmocka_unit_test(test_valid_without_parsing),
+        cmocka_unit_test(test_checks_see_every_byte_position),
     };
     return cmocka_run_group_tests_name("json", tests, NULL, NULL);
 }
