@@ -46,6 +46,11 @@ static void declare_zero_series(void)
                       NULL, 0);
     vigil_counter_add("vigil_commit_retries_total",
                       "Commit transactions read again because a watched key changed", NULL, 0);
+    vigil_counter_add("vigil_commit_replies_lost_total",
+                      "Pipelined commits failed unread because their Redis replies were dropped "
+                      "first (a lost connection, or another command); each is done again by its "
+                      "caller",
+                      NULL, 0);
     vigil_counter_add("vigil_state_whole_loads_total",
                       "Records kept in parts loaded whole again (after a conflict, or when the "
                       "service no longer held the parts of the head it was given)",

@@ -50,6 +50,10 @@
  * keys the connection already watches one by one (watchForKey), so WATCH
  * grows with the batch; past this many the batch is completed first. */
 #define BATCH_MAX 32
+#define REPLIES_LOST "vigil_commit_replies_lost_total"
+#define REPLIES_LOST_HELP                                                                    \
+    "Pipelined commits failed unread because their Redis replies were dropped first (a lost " \
+    "connection, or another command); each is done again by its caller"
 
 struct store_batch {
     pend *p;
@@ -683,6 +687,8 @@ static int done_push(struct store_batch *b, vigil_commit_result res, int64_t ver
 static bool batch_round1(vigil_store *s, struct store_batch *b)
 {
     bool conn = vigil_redis_epoch(s->r) == b->epoch, shard_bad = false;
+    if (!conn)
+        vigil_counter_add(REPLIES_LOST, REPLIES_LOST_HELP, NULL, b->n);
     for (int i = 0; i < b->n; i++) {
         if (conn && round1_recv(s, &b->p[i]) != 0)
             conn = false;

@@ -407,4 +407,7 @@ def test_backlog_is_batched_and_a_pause_set_by_hand_is_read_between_runs(stack):
     assert pipelined > len(items) // 4, pipelined
     assert svc.metric("vigil_redis_errors_total") == 0
     assert svc.metric("vigil_commit_conflicts_total") == 0
+    # route() got no connection while commits were in flight: no reply was
+    # read by the flag's GET and taken from the run
+    assert svc.metric("vigil_commit_replies_lost_total") == 0
     assert "\"level\":\"error\"" not in svc.stderr_text()

@@ -141,7 +141,7 @@ STARTUP_ZERO = [("vigil_rejected_total", {"reason": "not_json"}), ("vigil_reject
                 ("vigil_mqtt_reconnects_total", {}), ("vigil_mqtt_publish_failures_total", {}),
                 ("vigil_redis_errors_total", {}), ("vigil_redis_reconnects_total", {}),
                 ("vigil_commit_conflicts_total", {}), ("vigil_state_whole_loads_total", {}),
-                ("vigil_commit_retries_total", {}),
+                ("vigil_commit_retries_total", {}), ("vigil_commit_replies_lost_total", {}),
                 ("vigil_duplicates_total", {}),
                 ("vigil_outbox_publish_failures_total", {}), ("vigil_outbox_dead_letters_total", {}),
                 ("vigil_outbox_dead_letters", {}), ("vigil_outbox_refusals_total", {})]

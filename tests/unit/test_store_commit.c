@@ -277,6 +277,7 @@ static void test_replies_dropped_between_sends_fail_that_commit_alone(void **sta
                         .now_ms = NOW };
     vigil_commit c2 = { .key = "r2", .expected_version = 0, .input_id = "b", .fx = &f2,
                         .now_ms = NOW };
+    double lost = vigil_metric_value("vigil_commit_replies_lost_total", NULL);
     assert_int_equal(vigil_store_commit_send(st, &c1), 0);
     redisReply *pong = vigil_redis_command(r, "PING");
     assert_non_null(pong);
@@ -286,6 +287,7 @@ static void test_replies_dropped_between_sends_fail_that_commit_alone(void **sta
     int64_t v = -1;
     char *cur = NULL;
     assert_int_equal(vigil_store_commit_recv(st, &c1, &v, &cur), VIGIL_COMMIT_ERROR);
+    assert_true(vigil_metric_value("vigil_commit_replies_lost_total", NULL) == lost + 1);
     free(cur);
     cur = NULL;
     assert_int_equal(vigil_store_commit_recv(st, &c2, &v, &cur), VIGIL_COMMIT_OK);
