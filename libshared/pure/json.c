@@ -13,6 +13,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +25,9 @@
 #define JSON_MAX_DEPTH 32 /* json-c's default; 33 nested containers fail */
 #define SAMPLE_BYTES 200
 #define DETAIL_VALUE_BYTES 48 /* how much of a bad value a detail quotes */
+/* A payload this long gives its tokener back after the parse: the tokener
+ * keeps the buffer of its longest string, which should not stay pinned. */
+#define TOKENER_KEEP_BELOW 16384
 
 static const char *const REJECT_NAMES[VIGIL_REJECT__COUNT] = {
     [VIGIL_REJECT_NONE] = "none",
@@ -371,6 +375,51 @@ bool vigil_json_valid(const char *buf, size_t len, bool want_object)
     return *s.p == '{';
 }
 
+static pthread_key_t tok_key;
+static pthread_once_t tok_once = PTHREAD_ONCE_INIT;
+static bool tok_key_ok;
+
+static void tok_free(void *tok)
+{
+    json_tokener_free(tok);
+}
+
+static void tok_key_make(void)
+{
+    tok_key_ok = pthread_key_create(&tok_key, tok_free) == 0;
+}
+
+/* The calling thread's tokener, made once: json_tokener_new_ex callocs
+ * the tokener, its depth stack and its string buffer, about a fifth of
+ * what parsing a room message cost (callgrind). NULL when out of memory. */
+static struct json_tokener *tok_take(void)
+{
+    pthread_once(&tok_once, tok_key_make);
+    struct json_tokener *tok = tok_key_ok ? pthread_getspecific(tok_key) : NULL;
+    if (tok) {
+        json_tokener_reset(tok);
+        return tok;
+    }
+    tok = json_tokener_new_ex(JSON_MAX_DEPTH);
+    if (tok)
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    return tok;
+}
+
+/* Keeps tok for the thread's next parse, unless the payload was long
+ * (TOKENER_KEEP_BELOW) or the thread cannot keep it. */
+static void tok_give_back(struct json_tokener *tok, size_t len)
+{
+    if (len < TOKENER_KEEP_BELOW && tok_key_ok && pthread_getspecific(tok_key) == tok)
+        return;
+    if (len < TOKENER_KEEP_BELOW && tok_key_ok && !pthread_getspecific(tok_key) &&
+        pthread_setspecific(tok_key, tok) == 0)
+        return;
+    if (tok_key_ok && pthread_getspecific(tok_key) == tok)
+        (void)pthread_setspecific(tok_key, NULL);
+    json_tokener_free(tok);
+}
+
 json_object *vigil_json_parse_object(const char *buf, size_t len, size_t max, vigil_error *err)
 {
     if (len > max) {
@@ -409,16 +458,15 @@ json_object *vigil_json_parse_object(const char *buf, size_t len, size_t max, vi
         return NULL;
     }
 
-    struct json_tokener *tok = json_tokener_new_ex(JSON_MAX_DEPTH);
+    struct json_tokener *tok = tok_take();
     if (!tok) {
         vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
         return NULL;
     }
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
     json_object *o = json_tokener_parse_ex(tok, buf, (int)len);
     enum json_tokener_error jerr = json_tokener_get_error(tok);
     size_t end = json_tokener_get_parse_end(tok);
-    json_tokener_free(tok);
+    tok_give_back(tok, len);
     if (!o) {
         /* The syntax was checked above; a tree that failed to build with no
          * error recorded failed for lack of memory (json-c 0.16 has no

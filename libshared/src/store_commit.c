@@ -17,7 +17,10 @@
  *            DUPLICATE, CONFLICT or OK, as the script did.
  *   round 2  MULTI, the writes of every OK commit (and a DUPLICATE's lease
  *            completion), EXEC; then, for each CONFLICT, the record as it
- *            is now (HGETALL).
+ *            is now (HGETALL). The writes to the shard's own keys (timers,
+ *            their claimed deadlines, the outbox) are gathered across the
+ *            batch and go out as one command each before EXEC
+ *            (store_writes.c, w2).
  * A watched key that changed between the rounds makes EXEC return nil and
  * nothing is written: the whole batch is read and decided again (at most
  * COMMIT_ATTEMPTS times; then the commits that wanted to write report a
@@ -75,8 +78,6 @@ struct store_batch {
 static void pend_free(pend *p)
 {
     size_t ns = p->ns, na = p->na;
-    free(p->skey);
-    free(p->ikey);
     for (size_t j = 0; p->snap_keys && j < ns; j++)
         free(p->snap_keys[j]);
     for (size_t j = 0; p->aux_keys && j < na; j++)
@@ -89,12 +90,7 @@ static void pend_free(pend *p)
             freeReplyObject(p->queue_rep[j]);
     if (p->part_rep)
         freeReplyObject(p->part_rep);
-    free(p->snap_keys);
-    free(p->aux_keys);
-    free(p->snap_src);
-    free(p->snap_rep);
-    free(p->queue_rep);
-    free(p->xlen_at);
+    free(p->block);
     free(p->cur);
     memset(p, 0, sizeof *p);
 }
@@ -154,7 +150,10 @@ static char *key_of(const vigil_store *s, const char *kind, const char *name)
     return k;
 }
 
-/* The keys a commit names, and room for what its rounds read. */
+/* The keys a commit names, and room for what its rounds read. Its record
+ * and ids keys and its per-op arrays share one block, made with malloc and
+ * memset rather than six callocs: glibc's calloc skips the thread's cache
+ * of freed chunks, and a commit is made and freed per input. */
 static int pend_init(const vigil_store *s, pend *p, const vigil_commit *c)
 {
     memset(p, 0, sizeof *p);
@@ -163,17 +162,24 @@ static int pend_init(const vigil_store *s, pend *p, const vigil_commit *c)
     size_t ns = fx ? fx->n_snaps : 0, na = fx ? fx->n_aux : 0;
     p->ns = ns;
     p->na = na;
-    p->skey = key_of(s, "state:", c->key);
-    p->ikey = key_of(s, "ids:", c->key);
-    p->snap_keys = calloc(ns + 1, sizeof *p->snap_keys);
-    p->snap_src = calloc(ns + 1, sizeof *p->snap_src);
-    p->snap_rep = calloc(ns + 1, sizeof *p->snap_rep);
-    p->aux_keys = calloc(na + 1, sizeof *p->aux_keys);
-    p->queue_rep = calloc(na + 1, sizeof *p->queue_rep);
-    p->xlen_at = calloc(na + 1, sizeof *p->xlen_at);
-    if (!p->skey || !p->ikey || !p->snap_keys || !p->snap_src || !p->snap_rep || !p->aux_keys ||
-        !p->queue_rep || !p->xlen_at)
+    size_t bl = strlen(s->base), kl = strlen(c->key);
+    size_t ptrs = 2 * (ns + 1) + 2 * (na + 1), ints = (ns + 1) + (na + 1);
+    size_t size = ptrs * sizeof(void *) + ints * sizeof(int) + (bl + 6 + kl + 1) + (bl + 4 + kl + 1);
+    char *m = malloc(size);
+    if (!m)
         return -1;
+    memset(m, 0, ptrs * sizeof(void *) + ints * sizeof(int));
+    p->block = m;
+    p->snap_keys = (char **)(void *)m;
+    p->snap_rep = (redisReply **)(void *)(p->snap_keys + ns + 1);
+    p->aux_keys = (char **)(void *)(p->snap_rep + ns + 1);
+    p->queue_rep = (redisReply **)(void *)(p->aux_keys + na + 1);
+    p->snap_src = (int *)(void *)(p->queue_rep + na + 1);
+    p->xlen_at = p->snap_src + ns + 1;
+    p->skey = (char *)(p->xlen_at + na + 1);
+    vigil_concat(p->skey, bl + 6 + kl + 1, s->base, "state:", c->key, (char *)NULL);
+    p->ikey = p->skey + bl + 6 + kl + 1;
+    vigil_concat(p->ikey, bl + 4 + kl + 1, s->base, "ids:", c->key, (char *)NULL);
     for (size_t j = 0; j < ns; j++) {
         if (!(p->snap_keys[j] = key_of(s, "", fx->snaps[j].hash)))
             return -1;
@@ -572,7 +578,9 @@ static int round2(vigil_store *s, struct store_batch *b)
             else if (p->c && p->res == VIGIL_COMMIT_DUPLICATE)
                 store_write_lease(&w, p);
         }
+        store_write_flush(&w);
     }
+    store_write_done(&w);
     /* The last command of the transaction is appended even after a failure
      * of ours (memory), as DISCARD, so the connection leaves MULTI. */
     bool ours_failed = w.rc != 0;

@@ -18,6 +18,7 @@ typedef struct pend {
     bool shard_bad;        /* ... and one of them holds another type */
     bool send_failed;      /* round 1 could not all be appended (memory): read, then ERROR */
     bool dry;              /* vigil_store_check: the checks and the version, no dedupe, no writes */
+    void *block;      /* one allocation: the keys below and the per-op arrays */
     char *skey, *ikey;
     char **snap_keys; /* per snapshot op */
     char **aux_keys;  /* per auxiliary op */
@@ -34,11 +35,33 @@ typedef struct pend {
     char *cur;      /* CONFLICT: the record now */
 } pend;
 
+/* Arguments of one command being gathered: v[0] and v[1] are left for
+ * the command and its key; owned strings are freed once it is sent. */
+typedef struct entries {
+    const char **v;
+    size_t *len;
+    char **owned;
+    size_t n, n_owned, cap;
+} entries;
+
 typedef struct w2 {
     vigil_store *s;
     int queued; /* commands appended */
     int base;   /* queued at MULTI: an EXEC reply's index is queued - base */
     int rc;
+    /* Writes to the shard's own keys (timers, claimed deadlines, outbox)
+     * gathered across the transaction's commits and sent as one command
+     * each (store_write_flush): each commit's own ZADD/ZREM/HDEL/RPUSH cost
+     * Redis a command and the service two replies (QUEUED and EXEC's
+     * element). The commits of one transaction have distinct records, so
+     * their timers are distinct members; a member named by an earlier
+     * commit (a hash in `members`) sends what was gathered first, so
+     * every member's changes stay in commit order. */
+    entries zrem, zadd, hdel, out;
+    uint64_t *members;
+    size_t n_members, cap_members;
+    void **blocks; /* texts the gathered timer arguments point into */
+    size_t n_blocks, cap_blocks;
 } w2;
 
 static inline bool rep_str(const redisReply *r)
@@ -50,13 +73,17 @@ static inline bool rep_str(const redisReply *r)
  * could not be). */
 void store_put(w2 *w, int argc, const char **argv, const size_t *lens);
 /* store_writes.c: queues an OK commit's writes: record and parts,
- * processed id, lease, timers, auxiliary ops, snapshots, then one RPUSH
- * of its outbox entries. A timer or part named twice keeps its last
- * change. */
+ * processed id, auxiliary ops, snapshots; gathers its lease completion,
+ * timers and outbox entries into w (store_write_flush). A timer or part
+ * named twice keeps its last change. */
 void store_write_commit(w2 *w, pend *p);
 /* store_writes.c: a DUPLICATE's lease completion (nothing if the lease was
  * not the one it held). */
 void store_write_lease(w2 *w, const pend *p);
+/* store_writes.c: sends the gathered shard-key writes (before EXEC). */
+void store_write_flush(w2 *w);
+/* store_writes.c: frees what w gathered (after a failure: unsent). */
+void store_write_done(w2 *w);
 /* store_writes.c: job stream adds whose cap trimmed entries, from EXEC's
  * reply, counted and said. */
 void store_note_trims(const pend *p, const redisReply *exec);

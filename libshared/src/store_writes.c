@@ -156,15 +156,6 @@ static char *snapshot_entry(snapmap *m, const vigil_snapshot_op *op, int64_t now
     return vigil_jtext_take(&b);
 }
 
-/* The outbox entries a commit appends, in the script's order: flushed
- * queue items, the outputs, the snapshots. */
-typedef struct entries {
-    const char **v;
-    size_t *len;
-    char **owned;
-    size_t n, n_owned, cap;
-} entries;
-
 static int entry_add(entries *e, const char *v, size_t len, bool owned)
 {
     if (!v)
@@ -192,13 +183,121 @@ static int entry_add(entries *e, const char *v, size_t len, bool owned)
     return 0;
 }
 
-static void entries_free(entries *e)
+/* Frees the owned strings and empties e (its arrays are kept). */
+static void entries_clear(entries *e)
 {
     for (size_t i = 0; i < e->n_owned; i++)
         free(e->owned[i]);
+    e->n = e->n_owned = 0;
+}
+
+static void entries_free(entries *e)
+{
+    entries_clear(e);
     free(e->v);
     free(e->len);
     free(e->owned);
+    memset(e, 0, sizeof *e);
+}
+
+/* Sends e as one command (cmd key v...), then empties it. */
+static void entries_send(w2 *w, entries *e, const char *cmd, const char *key)
+{
+    if (e->n > 0) {
+        e->v[0] = cmd;
+        e->len[0] = strlen(cmd);
+        e->v[1] = key;
+        e->len[1] = strlen(key);
+        store_put(w, (int)e->n + 2, e->v, e->len);
+    }
+    entries_clear(e);
+}
+
+/* Keeps block until the gathered timer writes are sent; freed at once
+ * (and w failed) when it cannot be kept. */
+static void own_block(w2 *w, void *block)
+{
+    if (w->n_blocks == w->cap_blocks) {
+        size_t cap = w->cap_blocks ? 2 * w->cap_blocks : 16;
+        void **nb = realloc(w->blocks, cap * sizeof *nb);
+        if (!nb) {
+            free(block);
+            w->rc = -1;
+            return;
+        }
+        w->blocks = nb;
+        w->cap_blocks = cap;
+    }
+    w->blocks[w->n_blocks++] = block;
+}
+
+/* Sends the gathered timer changes: removals (lease completions and
+ * cancels) before additions, as within one commit a completed lease comes
+ * before the timer set again; then the claimed deadlines dropped. */
+static void flush_timers(w2 *w)
+{
+    entries_send(w, &w->zrem, "ZREM", w->s->timers_key);
+    entries_send(w, &w->zadd, "ZADD", w->s->timers_key);
+    entries_send(w, &w->hdel, "HDEL", w->s->dues_key);
+    for (size_t i = 0; i < w->n_blocks; i++)
+        free(w->blocks[i]);
+    w->n_blocks = 0;
+    w->n_members = 0;
+}
+
+/* A commit's timer members (n of them, hashed): when an earlier commit of
+ * the transaction named one of them, what was gathered is sent first (a
+ * hash collision only costs that). Then they are noted. */
+static void claim_members(w2 *w, const uint64_t *h, size_t n)
+{
+    bool seen = false;
+    for (size_t j = 0; j < n && !seen; j++)
+        for (size_t k = 0; k < w->n_members && !seen; k++)
+            seen = w->members[k] == h[j];
+    if (seen)
+        flush_timers(w);
+    if (w->n_members + n > w->cap_members) {
+        size_t cap = w->cap_members ? 2 * w->cap_members : 64;
+        while (cap < w->n_members + n)
+            cap *= 2;
+        uint64_t *nm = realloc(w->members, cap * sizeof *nm);
+        if (!nm) {
+            w->rc = -1;
+            return;
+        }
+        w->members = nm;
+        w->cap_members = cap;
+    }
+    for (size_t j = 0; j < n; j++)
+        w->members[w->n_members++] = h[j];
+}
+
+void store_write_flush(w2 *w)
+{
+    flush_timers(w);
+    entries_send(w, &w->out, "RPUSH", w->s->outbox_key);
+}
+
+void store_write_done(w2 *w)
+{
+    entries_free(&w->zrem);
+    entries_free(&w->zadd);
+    entries_free(&w->hdel);
+    entries_free(&w->out);
+    for (size_t i = 0; i < w->n_blocks; i++)
+        free(w->blocks[i]);
+    free(w->blocks);
+    free(w->members);
+    w->blocks = NULL;
+    w->members = NULL;
+    w->n_blocks = w->cap_blocks = w->n_members = w->cap_members = 0;
+}
+
+/* Gathers one string argument (not owned): w fails when it cannot. */
+static void gather(w2 *w, entries *e, const char *v)
+{
+    if (w->rc == 0 && entry_add(e, v, strlen(v), false) != 0)
+        w->rc = -1;
 }
 
 static char *out_entry(const vigil_outmsg *m, size_t *len)
@@ -215,15 +314,24 @@ static char *out_entry(const vigil_outmsg *m, size_t *len)
     return e;
 }
 
-/* The lease completion (what the commit script called complete_lease). */
+/* The lease completion (what the commit script called complete_lease),
+ * gathered; its member already claimed. */
+static void gather_lease(w2 *w, const pend *p)
+{
+    if (!p->lease_hit)
+        return;
+    gather(w, &w->zrem, p->c->leased_timer);
+    gather(w, &w->hdel, p->c->leased_timer);
+}
+
 void store_write_lease(w2 *w, const pend *p)
 {
     if (!p->lease_hit)
         return;
-    const char *z[] = { "ZREM", w->s->timers_key, p->c->leased_timer };
-    store_put(w, 3, z, NULL);
-    const char *h[] = { "HDEL", w->s->dues_key, p->c->leased_timer };
-    store_put(w, 3, h, NULL);
+    const char *m = p->c->leased_timer;
+    uint64_t h = vigil_hash64(m, strlen(m));
+    claim_members(w, &h, 1);
+    gather_lease(w, p);
 }
 
 /* Is the timer or part name j named again later in the same commit? (A
@@ -330,19 +438,20 @@ static void write_record(w2 *w, pend *p, const char *version)
     free(b.base);
 }
 
-/* The commit's timer changes in three commands at most: one ZADD of the
- * timers set, one ZREM of those cancelled, one HDEL of their claimed
- * deadlines. */
+/* The commit's lease completion and timer changes, gathered into w's
+ * ZREM, ZADD and HDEL (flush_timers): their members are claimed first. */
 static void write_timers(w2 *w, const pend *p)
 {
     const vigil_commit *c = p->c;
     const vigil_effects *fx = c->fx;
     size_t n = fx ? fx->n_timers : 0;
-    if (n == 0)
+    if (n == 0) {
+        store_write_lease(w, p);
         return;
+    }
     size_t kl = strlen(c->key);
     size_t need = rounded(n * sizeof(char *)) * 2 + rounded(n * (VIGIL_I64_TEXT_MAX + 1)) +
-                  rounded((2 + 2 * n) * sizeof(char *)) + 2 * rounded((2 + n) * sizeof(char *));
+                  rounded((n + 1) * sizeof(uint64_t));
     for (size_t j = 0; j < n; j++)
         need += rounded(kl + strlen(fx->timers[j].name) + 2);
     block b = { malloc(need), 0, need };
@@ -353,44 +462,50 @@ static void write_timers(w2 *w, const pend *p)
     const char **names = take(&b, n * sizeof *names);
     char **member = take(&b, n * sizeof *member);
     char(*due)[VIGIL_I64_TEXT_MAX + 1] = take(&b, n * sizeof *due);
-    const char **add = take(&b, (2 + 2 * n) * sizeof *add);
-    const char **rem = take(&b, (2 + n) * sizeof *rem);
-    const char **del = take(&b, (2 + n) * sizeof *del);
+    uint64_t *h = take(&b, (n + 1) * sizeof *h);
+    size_t nh = 0;
+    if (p->lease_hit)
+        h[nh++] = vigil_hash64(c->leased_timer, strlen(c->leased_timer));
     for (size_t j = 0; j < n; j++) {
         names[j] = fx->timers[j].name;
         size_t ml = kl + strlen(names[j]) + 2;
         member[j] = take(&b, ml);
         vigil_concat(member[j], ml, c->key, "|", names[j], (char *)NULL);
+        h[nh++] = vigil_hash64(member[j], ml - 1);
     }
-    int na = 2, nr = 2, nd = 2;
-    add[0] = "ZADD";
-    rem[0] = "ZREM";
-    add[1] = rem[1] = w->s->timers_key;
-    del[0] = "HDEL";
-    del[1] = w->s->dues_key;
+    claim_members(w, h, nh);
+    gather_lease(w, p);
     for (size_t j = 0; j < n; j++) {
         if (named_later(names, n, j))
             continue;
         if (fx->timers[j].due_ms == VIGIL_TIMER_CANCEL) {
-            rem[nr++] = member[j];
+            gather(w, &w->zrem, member[j]);
         } else {
             vigil_i64_text(due[j], fx->timers[j].due_ms);
-            add[na++] = due[j];
-            add[na++] = member[j];
+            gather(w, &w->zadd, due[j]);
+            gather(w, &w->zadd, member[j]);
         }
-        del[nd++] = member[j];
+        gather(w, &w->hdel, member[j]);
     }
-    if (na > 2)
-        store_put(w, na, add, NULL);
-    if (nr > 2)
-        store_put(w, nr, rem, NULL);
-    store_put(w, nd, del, NULL);
-    free(b.base);
+    own_block(w, b.base);
 }
 
-/* Queues an OK commit's writes: the record, its processed id, a lease
- * completion, timers, auxiliary keys, snapshots, then one RPUSH of its
- * outbox entries (flushed queue items, outputs, snapshot payloads). */
+/* Does this commit trim its key's processed ids to the newest
+ * dedupe_keep? On about one commit in dedupe_keep / 256 (at most 32, at
+ * least 1), chosen by the input id's hash, so a key holds at most a few
+ * dozen ids over dedupe_keep between trims, and Redis runs the trim (and
+ * the service reads its two replies) on few commits. */
+static bool store_trims_ids(const vigil_store *s, const char *input_id)
+{
+    int every = s->dedupe_keep / 256;
+    every = every < 1 ? 1 : every > 32 ? 32 : every;
+    return vigil_hash64(input_id, strlen(input_id)) % (uint64_t)every == 0;
+}
+
+/* Queues an OK commit's writes: the record, its processed id, auxiliary
+ * keys, snapshots; gathers its lease completion and timers, and its outbox
+ * entries (flushed queue items, outputs, snapshot payloads, in that
+ * order) for the transaction's one RPUSH (store_write_flush). */
 void store_write_commit(w2 *w, pend *p)
 {
     vigil_store *s = w->s;
@@ -407,13 +522,14 @@ void store_write_commit(w2 *w, pend *p)
     if (c->input_id && *c->input_id) {
         const char *z[] = { "ZADD", p->ikey, num[0], c->input_id };
         store_put(w, 4, z, NULL);
-        vigil_i64_text(num[2], -(int64_t)s->dedupe_keep - 1);
-        const char *t[] = { "ZREMRANGEBYRANK", p->ikey, "0", num[2] };
-        store_put(w, 4, t, NULL);
+        if (store_trims_ids(s, c->input_id)) {
+            vigil_i64_text(num[2], -(int64_t)s->dedupe_keep - 1);
+            const char *t[] = { "ZREMRANGEBYRANK", p->ikey, "0", num[2] };
+            store_put(w, 4, t, NULL);
+        }
     }
-    store_write_lease(w, p);
     write_timers(w, p);
-    entries e = { 0 };
+    entries *e = &w->out;
     for (size_t j = 0; j < na && w->rc == 0; j++) {
         const vigil_aux_op *op = &fx->aux[j];
         const char *key = p->aux_keys[j];
@@ -453,7 +569,7 @@ void store_write_commit(w2 *w, pend *p)
             const redisReply *items = p->queue_rep[j];
             for (size_t k = 0; items && k < items->elements && w->rc == 0; k++)
                 if (rep_str(items->element[k]) &&
-                    entry_add(&e, items->element[k]->str, items->element[k]->len, false) != 0)
+                    entry_add(e, items->element[k]->str, items->element[k]->len, false) != 0)
                     w->rc = -1;
             const char *a[] = { "DEL", key };
             store_put(w, 2, a, NULL);
@@ -480,7 +596,7 @@ void store_write_commit(w2 *w, pend *p)
     for (size_t j = 0; fx && j < fx->n_out && w->rc == 0; j++) {
         size_t len = 0;
         char *entry = out_entry(&fx->out[j], &len);
-        if (entry_add(&e, entry, len, true) != 0) {
+        if (entry_add(e, entry, len, true) != 0) {
             free(entry);
             w->rc = -1;
         }
@@ -506,7 +622,7 @@ void store_write_commit(w2 *w, pend *p)
         char *entry = map_apply(&maps[src], op) == 0
                           ? snapshot_entry(&maps[src], op, c->now_ms, &len)
                           : NULL;
-        if (entry_add(&e, entry, len, true) != 0) {
+        if (entry_add(e, entry, len, true) != 0) {
             free(entry);
             w->rc = -1;
         }
@@ -514,14 +630,6 @@ void store_write_commit(w2 *w, pend *p)
     for (size_t j = 0; j < ns; j++)
         free(maps[j].e);
     free(maps);
-    if (e.n > 0 && w->rc == 0) {
-        e.v[0] = "RPUSH";
-        e.len[0] = 5;
-        e.v[1] = s->outbox_key;
-        e.len[1] = strlen(s->outbox_key);
-        store_put(w, (int)e.n + 2, e.v, e.len);
-    }
-    entries_free(&e);
 }
 
 /* Job stream adds whose cap trimmed entries: counted and said under the

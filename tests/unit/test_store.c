@@ -245,6 +245,40 @@ static void test_no_input_id_no_dedupe(void **state)
     vigil_effects_free(&fx);
 }
 
+static int setup_keep1024(void **state)
+{
+    return setup_keep(state, 1024);
+}
+
+/* With a larger dedupe_keep the trim runs on about one commit in
+ * keep / 256 (chosen by the id's hash): the key holds the newest
+ * dedupe_keep ids at least, and never more than a few dozen over. */
+static void test_dedupe_trims_on_some_commits_only(void **state)
+{
+    fixture *f = *state; /* dedupe_keep = 1024: a trim on about one commit in 4 */
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    int64_t nv;
+    char *cur = NULL, id[32];
+    long long most = 0;
+    for (int i = 0; i < 1500; i++) {
+        snprintf(id, sizeof id, "in-%d", i);
+        assert_int_equal(commit(f, "k", 0, id, &fx, NOW + i, &nv, &cur), VIGIL_COMMIT_OK);
+        long long n = vt_redis_int(f->r, "ZCARD %s", "vigil:svc:ids:k");
+        assert_true(n <= 1024 + 48);
+        most = n > most ? n : most;
+    }
+    assert_true(most > 1024); /* not trimmed on every commit */
+    for (int i = 1500 - 1024; i < 1500; i++) {
+        snprintf(id, sizeof id, "in-%d", i);
+        redisReply *rep = vigil_redis_command(f->r, "ZSCORE vigil:svc:ids:k %s", id);
+        assert_non_null(rep);
+        assert_int_equal(rep->type, REDIS_REPLY_STRING);
+        freeReplyObject(rep);
+    }
+    vigil_effects_free(&fx);
+}
+
 static void test_dedupe_keeps_newest(void **state)
 {
     fixture *f = *state; /* dedupe_keep = 3 */
@@ -793,6 +827,8 @@ int main(void)
         T(test_unchanged_state_keeps_version_records_id),
         T(test_no_input_id_no_dedupe),
         cmocka_unit_test_setup_teardown(test_dedupe_keeps_newest, setup_keep3, vt_store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_dedupe_trims_on_some_commits_only, setup_keep1024,
+                                        vt_store_fixture_teardown),
         T(test_timer_named_twice_keeps_the_last),
         T(test_outbox_order_format_peek_trim),
         T(test_outbox_malformed_entry_keeps_count),

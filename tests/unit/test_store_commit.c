@@ -305,6 +305,113 @@ static void test_replies_dropped_between_sends_fail_that_commit_alone(void **sta
     vigil_effects_free(&f2);
 }
 
+/* Calls of one Redis command since the last CONFIG RESETSTAT. */
+static long long calls_of(const char *cmd)
+{
+    redisReply *rep = vigil_redis_command(r, "INFO commandstats");
+    assert_non_null(rep);
+    char want[64];
+    snprintf(want, sizeof want, "cmdstat_%s:calls=", cmd);
+    const char *at = rep->type == REDIS_REPLY_STRING ? strstr(rep->str, want) : NULL;
+    long long n = at ? strtoll(at + strlen(want), NULL, 10) : 0;
+    freeReplyObject(rep);
+    return n;
+}
+
+/* Score of member in the shard's timers, or -1 when absent. */
+static long long timer_due(const char *member)
+{
+    redisReply *rep = vigil_redis_command(r, "ZSCORE vigil:svc:timers:0 %s", member);
+    assert_non_null(rep);
+    long long d = rep->type == REDIS_REPLY_STRING ? strtoll(rep->str, NULL, 10) : -1;
+    freeReplyObject(rep);
+    return d;
+}
+
+/* Three pipelined commits on three records share one transaction: their
+ * timers, claimed deadlines and outbox entries go out as one ZADD, ZREM,
+ * HDEL and RPUSH for the batch, with every commit's effect as if written
+ * one after another (outbox entries in commit order). */
+static void test_a_batch_writes_the_shard_keys_once(void **state)
+{
+    (void)state;
+    const char *keys[] = { "r1", "r2", "r3" }, *ids[] = { "a", "b", "c" };
+    char topic[16], member[16];
+    assert_true(vt_redis_exec(vt_srv, "ZADD vigil:svc:timers:0 5 r1|old 5 r2|old 5 r3|old"));
+    assert_true(vt_redis_exec(vt_srv, "HSET vigil:svc:timers:0:due r2|t 7 r2|old 7 keep 7"));
+    assert_true(vt_redis_exec(vt_srv, "CONFIG RESETSTAT"));
+    vigil_effects fx[3];
+    vigil_commit c[3];
+    for (int i = 0; i < 3; i++) {
+        vigil_effects_init(&fx[i]);
+        assert_int_equal(vigil_fx_set_state(&fx[i], "{\"n\":1}"), 0);
+        assert_int_equal(vigil_fx_timer_set(&fx[i], "t", NOW + 1000 + i), 0);
+        assert_int_equal(vigil_fx_timer_cancel(&fx[i], "old"), 0);
+        snprintf(topic, sizeof topic, "t/%d", i);
+        assert_int_equal(vigil_fx_publish(&fx[i], topic, ids[i], false), 0);
+        c[i] = (vigil_commit){ .key = keys[i], .expected_version = 0, .input_id = ids[i],
+                               .fx = &fx[i], .now_ms = NOW };
+        assert_int_equal(vigil_store_commit_send(st, &c[i]), 0);
+    }
+    for (int i = 0; i < 3; i++) {
+        int64_t v = -1;
+        char *cur = NULL;
+        assert_int_equal(vigil_store_commit_recv(st, &c[i], &v, &cur), VIGIL_COMMIT_OK);
+        assert_int_equal(v, 1);
+        free(cur);
+        vigil_effects_free(&fx[i]);
+    }
+    assert_int_equal(calls_of("exec"), 1);
+    assert_int_equal(calls_of("rpush"), 1);
+    assert_int_equal(calls_of("zrem"), 1);
+    assert_int_equal(calls_of("hdel"), 1);
+    assert_int_equal(calls_of("zadd"), 1 + 3); /* the timers, and each record's processed id */
+    for (int i = 0; i < 3; i++) {
+        snprintf(member, sizeof member, "%s|t", keys[i]);
+        assert_int_equal(timer_due(member), NOW + 1000 + i);
+        snprintf(member, sizeof member, "%s|old", keys[i]);
+        assert_int_equal(timer_due(member), -1);
+        char *e = outbox_at(i), want[32];
+        snprintf(want, sizeof want, "0t/%d\n%s", i, ids[i]);
+        assert_string_equal(e, want);
+        free(e);
+    }
+    assert_int_equal(vt_redis_int(r, "HLEN %s", "vigil:svc:timers:0:due"), 1); /* "keep" */
+}
+
+/* Two commits of one transaction naming the same timer member: r1 sets
+ * its timer "t" again, then r2's commit completes a lease it holds on
+ * that member (the lease read matches the score before the batch). One
+ * after another, the completion comes last and the member is gone; the
+ * batch keeps that order rather than sending removals before additions. */
+static void test_a_timer_named_by_two_commits_keeps_their_order(void **state)
+{
+    (void)state;
+    assert_true(vt_redis_exec(vt_srv, "ZADD vigil:svc:timers:0 5 r1|t"));
+    vigil_effects f1, f2;
+    vigil_effects_init(&f1);
+    vigil_effects_init(&f2);
+    assert_int_equal(vigil_fx_set_state(&f1, "{}"), 0);
+    assert_int_equal(vigil_fx_set_state(&f2, "{}"), 0);
+    assert_int_equal(vigil_fx_timer_set(&f1, "t", NOW + 5), 0);
+    vigil_commit c1 = { .key = "r1", .expected_version = 0, .input_id = "a", .fx = &f1,
+                        .now_ms = NOW };
+    vigil_commit c2 = { .key = "r2", .expected_version = 0, .input_id = "b", .fx = &f2,
+                        .now_ms = NOW, .leased_timer = "r1|t", .leased_score = 5 };
+    assert_true(vt_redis_exec(vt_srv, "CONFIG RESETSTAT"));
+    assert_int_equal(vigil_store_commit_send(st, &c1), 0);
+    assert_int_equal(vigil_store_commit_send(st, &c2), 0);
+    int64_t v = -1;
+    char *cur = NULL;
+    assert_int_equal(vigil_store_commit_recv(st, &c1, &v, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(vigil_store_commit_recv(st, &c2, &v, &cur), VIGIL_COMMIT_OK);
+    free(cur);
+    assert_int_equal(calls_of("exec"), 1); /* one transaction */
+    assert_int_equal(timer_due("r1|t"), -1);
+    vigil_effects_free(&f1);
+    vigil_effects_free(&f2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -315,6 +422,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wrong_typed_outbox_refuses_the_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_flush_moves_entries_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replies_dropped_between_sends_fail_that_commit_alone, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_batch_writes_the_shard_keys_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_timer_named_by_two_commits_keeps_their_order, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, vt_redis_group_setup, vt_redis_group_teardown);

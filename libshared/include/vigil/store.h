@@ -8,7 +8,9 @@
  *   P S ":state:" key       hash {v: version, s: state JSON, "p:" name: part JSON
  *                           for a record kept in parts (vigil_fx_state_part)}
  *   P S ":ids:" key         zset of processed input ids scored by commit time
- *                           (trimmed to the newest dedupe_keep)
+ *                           (trimmed to the newest dedupe_keep on about one
+ *                           commit in dedupe_keep / 256, at most 32: a few
+ *                           dozen over it between trims)
  *   P S ":outbox:" i        list of pending output messages, oldest first;
  *                           each entry is "<0|1 retain><topic>\n<payload>"
  *   P S ":timers:" i        zset of timer members "<key>|<name>" scored by due ms
