@@ -32,17 +32,38 @@ static inline bool reserve(vigil_jtext *b, size_t len)
     return true;
 }
 
+/* len (at most 16) bytes from v to d in two overlapping fixed-size copies
+ * (each a single load and store once compiled), not a byte loop: most of
+ * a record's appends are keys and separators this short. */
+static inline void copy_short(char *d, const char *v, size_t len)
+{
+    if (len >= 8) {
+        uint64_t a, z;
+        memcpy(&a, v, 8);
+        memcpy(&z, v + len - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + len - 8, &z, 8);
+    } else if (len >= 4) {
+        uint32_t a, z;
+        memcpy(&a, v, 4);
+        memcpy(&z, v + len - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + len - 4, &z, 4);
+    } else {
+        for (size_t i = 0; i < len; i++)
+            d[i] = v[i];
+    }
+}
+
 void vigil_jtext_put(vigil_jtext *b, const char *v, size_t len)
 {
     if (!reserve(b, len))
         return;
     char *d = b->s + b->n;
-    if (len <= 16) {
-        for (size_t i = 0; i < len; i++)
-            d[i] = v[i];
-    } else {
+    if (len <= 16)
+        copy_short(d, v, len);
+    else
         memcpy(d, v, len);
-    }
     b->n += len;
     b->s[b->n] = '\0';
 }
@@ -54,8 +75,6 @@ void vigil_jtext_ch(vigil_jtext *b, char c)
     b->s[b->n++] = c;
     b->s[b->n] = '\0';
 }
-
-void vigil_jtext_lit(vigil_jtext *b, const char *v) { vigil_jtext_put(b, v, strlen(v)); }
 
 void vigil_jtext_reserve(vigil_jtext *b, size_t len) { (void)reserve(b, len); }
 

@@ -220,6 +220,28 @@ static void printf_appends_what_snprintf_writes(void **state)
     free(s);
 }
 
+/* Appends of every length up to past the short-copy limit, at every
+ * offset within a word, copy exactly their bytes (the short copies move
+ * overlapping words) and keep the text NUL-terminated. */
+static void short_appends_copy_exactly_their_bytes(void **state)
+{
+    (void)state;
+    const char src[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    for (size_t lead = 0; lead < 8; lead++)
+        for (size_t len = 0; len <= 20; len++) {
+            vigil_jtext b = { 0 };
+            vigil_jtext_put(&b, "--------", lead);
+            vigil_jtext_put(&b, src + lead, len);
+            vigil_jtext_lit(&b, "|");
+            char want[64];
+            snprintf(want, sizeof want, "%.*s%.*s|", (int)lead, "--------", (int)len, src + lead);
+            char *got = vigil_jtext_take(&b);
+            assert_non_null(got);
+            assert_string_equal(got, want);
+            free(got);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -231,6 +253,7 @@ int main(void)
         cmocka_unit_test(a_document_and_a_failed_one),
         cmocka_unit_test(printf_appends_what_snprintf_writes),
         cmocka_unit_test(room_then_advance_appends_in_place),
+        cmocka_unit_test(short_appends_copy_exactly_their_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

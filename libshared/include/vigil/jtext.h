@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct vigil_jtext {
     char *s;  /* NUL-terminated while not oom */
@@ -18,7 +19,12 @@ typedef struct vigil_jtext {
 } vigil_jtext; /* start with {0} */
 
 void vigil_jtext_put(vigil_jtext *b, const char *v, size_t len);
-void vigil_jtext_lit(vigil_jtext *b, const char *v);
+/* A C string as it is; inline so that a literal's length is counted when
+ * compiled, not on every append. */
+static inline void vigil_jtext_lit(vigil_jtext *b, const char *v)
+{
+    vigil_jtext_put(b, v, strlen(v));
+}
 void vigil_jtext_ch(vigil_jtext *b, char c);
 /* Room for len more bytes at once (a size hint: avoids growing the buffer
  * step by step while a text of known rough size is written). */
