@@ -21,6 +21,7 @@ Pieces:
 import atexit
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -87,8 +88,38 @@ def now_ms():
     return int(time.time() * 1000)
 
 
+_handed_out = set()
+
+
+def _ephemeral_low():
+    """The lowest port the kernel gives outgoing connections."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port():
-    """A TCP port that was free on 127.0.0.1 a moment ago."""
+    """A TCP port that was free on 127.0.0.1 a moment ago, below the
+    kernel's range for outgoing connections: a port from that range (what
+    binding port 0 gives) can be taken by any client's connection while a
+    service killed in a test is down, and its restart on the same port then
+    fails with "Address already in use". Never the same port twice in one
+    process."""
+    low, high = 10000, _ephemeral_low() - 1
+    for _ in range(200):
+        port = random.randint(low, high) if high > low else 0
+        if port in _handed_out:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            port = s.getsockname()[1]
+        _handed_out.add(port)
+        return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
