@@ -310,7 +310,7 @@ def redis_reset_stats(redis):
         c.close()
 
 
-def redis_command_usec(redis, n, top=6):
+def redis_command_usec(redis, n, top=12):
     """Redis time per input by command since the last reset, as text
     ("zadd 8.0 (2.00 calls), lrange 2.3 (0.05 calls), ..."), the costliest
     first; so a Redis figure well above the commits' can be traced to the
