@@ -813,11 +813,14 @@ static int mqtt_handshake(vigil_mqtt_link *l, char *why, size_t whylen)
     unsigned char hdr[5];
     size_t crem = 0;
     if (w != 0 || read_full(l, hdr, 2) != 0) {
-        /* TLS 1.3: a broker that wants a client certificate says so here */
-        if (l->intake && l->ssl && ERR_peek_last_error()) {
+        /* TLS 1.3: a broker that wants a client certificate says so here,
+         * or resets the connection before its alert is read */
+        bool alert = l->ssl && ERR_peek_last_error();
+        if (l->ssl && (alert || vigil_tls_cert_asked(l->ssl))) {
             snprintf(why, whylen, "TLS handshake with %s:%s failed: %s", l->host, l->port,
-                     vigil_tls_queue_reason("handshake failed"));
-            return -2;
+                     alert ? vigil_tls_queue_reason("handshake failed")
+                           : VIGIL_TLS_NO_CERT_REASON);
+            return l->intake ? -2 : -1;
         }
         snprintf(why, whylen, "no CONNACK from %s:%s%s%s", l->host, l->port,
                  l->ssl && ERR_peek_last_error() ? ": " : "",

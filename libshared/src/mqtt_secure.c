@@ -222,14 +222,21 @@ static bool tls_probe(vigil_mqtt_tls *t, const char *url, char *why, size_t whyl
         goto out;
     }
     /* TLS 1.3: a broker that wants a client certificate says so after
-     * the handshake; a read shows its alert (or times out: all well). */
+     * the handshake; a read shows its alert (or times out: all well). A
+     * broker that asked for a certificate we do not have and then closes
+     * refused it, whether or not its alert arrived. */
     struct pollfd pfd = { .fd = fd, .events = POLLIN };
     if (poll(&pfd, 1, 500) == 1) {
         char b;
         ERR_clear_error();
-        if (SSL_read(ssl, &b, 1) <= 0 && ERR_peek_last_error() != 0) {
-            snprintf(why, whylen, "%s", vigil_tls_queue_reason("handshake failed"));
-            refused = true;
+        if (SSL_read(ssl, &b, 1) <= 0) {
+            if (ERR_peek_last_error() != 0) {
+                snprintf(why, whylen, "%s", vigil_tls_queue_reason("handshake failed"));
+                refused = true;
+            } else if (vigil_tls_cert_asked(ssl)) {
+                snprintf(why, whylen, "%s", VIGIL_TLS_NO_CERT_REASON);
+                refused = true;
+            }
         }
     }
 out:

@@ -5,6 +5,8 @@
 #include <netdb.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -46,6 +48,31 @@ const char *vigil_tls_queue_reason(const char *fallback)
     return r ? r : fallback;
 }
 
+static int asked_index = -1;
+static pthread_once_t asked_once = PTHREAD_ONCE_INIT;
+
+static void asked_index_init(void)
+{
+    asked_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+}
+
+/* OpenSSL calls this when the server asks for a client certificate and
+ * none is configured: the session remembers that it was asked, and goes on
+ * without one (the server decides whether that is enough). */
+static int cert_asked(SSL *ssl, X509 **x509, EVP_PKEY **pkey)
+{
+    (void)x509;
+    (void)pkey;
+    if (asked_index >= 0)
+        SSL_set_ex_data(ssl, asked_index, (void *)(uintptr_t)1);
+    return 0;
+}
+
+bool vigil_tls_cert_asked(const SSL *ssl)
+{
+    return ssl && asked_index >= 0 && SSL_get_ex_data(ssl, asked_index) != NULL;
+}
+
 SSL_CTX *vigil_tls_client_ctx(const char *ca_file, const char *cert_file, const char *key_file,
                               char *why, size_t whylen)
 {
@@ -68,6 +95,10 @@ SSL_CTX *vigil_tls_client_ctx(const char *ca_file, const char *cert_file, const 
                  vigil_tls_queue_reason("unknown error"));
         SSL_CTX_free(ctx);
         return NULL;
+    }
+    if (!cert_file) {
+        pthread_once(&asked_once, asked_index_init);
+        SSL_CTX_set_client_cert_cb(ctx, cert_asked);
     }
     return ctx;
 }

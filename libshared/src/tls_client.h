@@ -5,6 +5,7 @@
  * name verified as paho verifies them. */
 #ifndef VIGIL_TLS_CLIENT_H
 #define VIGIL_TLS_CLIENT_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <openssl/ssl.h>
 
@@ -22,6 +23,19 @@ SSL_CTX *vigil_tls_client_ctx(const char *ca_file, const char *cert_file, const 
 /* A session on fd that checks host (a name, or an IP address) against the
  * certificate and sends it as SNI when it is a name; NULL on failure. */
 SSL *vigil_tls_client_session(SSL_CTX *ctx, int fd, const char *host);
+
+/* True when the server asked this session for a client certificate and the
+ * context has none. With TLS 1.3 the server refuses a missing certificate
+ * only after the client's handshake has finished, and its alert can be lost
+ * to the connection's reset (the client's first bytes reached a socket the
+ * server had already closed): this says what the refusal was. */
+bool vigil_tls_cert_asked(const SSL *ssl);
+
+/* Says why a connection the server asked for a client certificate ended
+ * before the first answer. */
+#define VIGIL_TLS_NO_CERT_REASON                                                                   \
+    "the broker requires a client certificate (certificate required): set "                     \
+    "VIGIL_MQTT_CERT_FILE and VIGIL_MQTT_KEY_FILE"
 
 /* The reason text of OpenSSL's last queued error, or fallback. */
 const char *vigil_tls_queue_reason(const char *fallback);

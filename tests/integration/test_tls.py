@@ -8,12 +8,17 @@ service becomes ready and processes an input; with the wrong CA, and with
 a certificate for another host name, the handshake is refused with a clear
 error and the service exits with status 78. A broker that requires client
 certificates accepts one with VIGIL_MQTT_CERT_FILE / VIGIL_MQTT_KEY_FILE
-and refuses a client without one.
+and refuses a client without one, also when the broker's alert is lost to
+a connection reset (TLS 1.3 refuses a missing certificate only after the
+client's handshake is done).
 """
 
 import os
+import socket
 import ssl
+import struct
 import sys
+import threading
 import uuid
 
 import pytest
@@ -24,6 +29,7 @@ from harness import (  # noqa: E402
     RedisServer,
     SecureMosquitto,
     Service,
+    free_port,
     make_test_pki,
     new_client,
     scaled,
@@ -132,6 +138,62 @@ def test_client_certificate(tmp_path, pki, procs):
     msg = expect_refused(service(d, broker, redis, VIGIL_MQTT_CA_FILE=pki["ca"]), procs,
                          f"TLS handshake with 127.0.0.1:{broker.port} failed")
     assert "certificate required" in msg or "handshake failure" in msg, msg
+
+
+class ResettingTlsBroker:
+    """A TLS 1.3 listener that asks for a client certificate and, when the
+    client has none, resets the connection without an alert: what a broker
+    that requires one looks like when its alert is lost (the client's
+    CONNECT reached a socket it had already closed)."""
+
+    def __init__(self, pki):
+        self.port = free_port()
+        self.url = f"mqtts://127.0.0.1:{self.port}"
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+        self.ctx.load_cert_chain(pki["server"], pki["server_key"])
+        self.ctx.load_verify_locations(pki["ca"])
+        self.ctx.verify_mode = ssl.CERT_OPTIONAL
+        self.ctx.num_tickets = 0
+        self.sock = socket.create_server(("127.0.0.1", self.port))
+        self.sock.settimeout(0.2)
+        self.resets = 0
+        self.done = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.done:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            conn.settimeout(5)
+            try:
+                tls = self.ctx.wrap_socket(conn, server_side=True)
+                if not tls.getpeercert():
+                    tls.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.resets += 1
+                tls.close()
+            except (OSError, ssl.SSLError):
+                conn.close()
+
+    def stop(self):
+        self.done = True
+        self.thread.join(5)
+        self.sock.close()
+
+
+def test_client_certificate_refused_without_alert(tmp_path, pki, procs):
+    d = str(tmp_path)
+    broker = ResettingTlsBroker(pki)
+    procs.append(broker)
+    redis = RedisServer(d).start()
+    procs.append(redis)
+    msg = expect_refused(service(d, broker, redis, VIGIL_MQTT_CA_FILE=pki["ca"]), procs,
+                         f"TLS handshake with 127.0.0.1:{broker.port} failed")
+    assert "certificate required" in msg and "VIGIL_MQTT_CERT_FILE" in msg, msg
+    assert broker.resets >= 1
 
 
 def test_tls_configuration_errors(tmp_path, pki, procs):
