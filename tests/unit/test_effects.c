@@ -59,6 +59,47 @@ static void test_publish_copies_and_grows(void **state)
     vigil_effects_free(&fx);
 }
 
+/* The copies live in blocks the effects own: strings of every size, some
+ * larger than a block, some filling one to the byte, interleaved with
+ * other ops, all keep their bytes, and each op points at its own copy. */
+static void test_copies_of_every_size_across_blocks(void **state)
+{
+    (void)state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    enum { N = 120 };
+    static char payload[20000];
+    size_t sizes[N];
+    for (int i = 0; i < N; i++) {
+        /* 0..5 KB in odd steps, a few over the first block, two of 17 KB */
+        sizes[i] = i == 50 || i == 51 ? 17000 : (size_t)(i * 4099) % 5200;
+        for (size_t k = 0; k < sizes[i]; k++)
+            payload[k] = (char)('a' + (k * 7 + (size_t)i) % 26);
+        payload[sizes[i]] = '\0';
+        char topic[32], timer[16];
+        snprintf(topic, sizeof topic, "room/r%d/state", i);
+        snprintf(timer, sizeof timer, "t%d", i);
+        assert_int_equal(vigil_fx_publish(&fx, topic, payload, false), 0);
+        assert_int_equal(vigil_fx_timer_set(&fx, timer, i), 0);
+        assert_int_equal(vigil_fx_key_set(&fx, topic, timer), 0);
+    }
+    memset(payload, 'X', sizeof payload - 1);
+    for (int i = 0; i < N; i++) {
+        char topic[32], timer[16];
+        snprintf(topic, sizeof topic, "room/r%d/state", i);
+        snprintf(timer, sizeof timer, "t%d", i);
+        assert_string_equal(fx.out[i].topic, topic);
+        assert_int_equal(strlen(fx.out[i].payload), sizes[i]);
+        for (size_t k = 0; k < sizes[i]; k++)
+            assert_int_equal(fx.out[i].payload[k], (char)('a' + (k * 7 + (size_t)i) % 26));
+        assert_string_equal(fx.timers[i].name, timer);
+        assert_string_equal(fx.aux[i].name, topic);
+        assert_string_equal(fx.aux[i].value, timer);
+    }
+    vigil_effects_free(&fx);
+    assert_null(fx.blocks);
+}
+
 static void test_publish_rejects_bad_topic(void **state)
 {
     vigil_effects fx;
@@ -265,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_init_and_free_empty),
         cmocka_unit_test(test_set_state_copies_and_replaces),
         cmocka_unit_test(test_publish_copies_and_grows),
+        cmocka_unit_test(test_copies_of_every_size_across_blocks),
         cmocka_unit_test(test_publish_rejects_bad_topic),
         cmocka_unit_test(test_publish_json),
         cmocka_unit_test(test_timers_set_and_cancel),

@@ -2,7 +2,10 @@
  * a new state record, output messages, timer changes and snapshot updates.
  *
  * The core fills a vigil_effects; the runtime commits all of it atomically
- * together with the processed input id (store.h). Strings are copied. */
+ * together with the processed input id (store.h). Strings are copied: the
+ * state text into its own allocation (the runtime hands it on), every other
+ * string into blocks the effects own, freed together by vigil_effects_free,
+ * so nothing outside effects.c may free or replace an op's string. */
 #ifndef VIGIL_EFFECTS_H
 #define VIGIL_EFFECTS_H
 #include <stdbool.h>
@@ -71,8 +74,10 @@ typedef struct vigil_state_part {
     char *text; /* a JSON object; NULL deletes the part */
 } vigil_state_part;
 
+struct vigil_fx_block; /* effects.c: where the ops' strings live */
+
 typedef struct vigil_effects {
-    char *new_state; /* NULL = state unchanged */
+    char *new_state; /* NULL = state unchanged; malloc'd, its own allocation */
     vigil_state_part *parts; /* parts set or deleted with new_state */
     size_t n_parts, cap_parts;
     bool parts_reset;        /* every stored part deleted before parts apply */
@@ -84,6 +89,7 @@ typedef struct vigil_effects {
     size_t n_snaps, cap_snaps;
     vigil_aux_op *aux;
     size_t n_aux, cap_aux;
+    struct vigil_fx_block *blocks; /* the strings of every op above */
 } vigil_effects;
 
 void vigil_effects_init(vigil_effects *fx);
