@@ -4,30 +4,34 @@
  * not JSON (checked on this machine): NaN, Infinity and -Infinity as values,
  * single-quoted strings, raw control characters inside strings, "1." as a
  * number. NaN in particular would poison every comparison in a core. So a
- * payload first goes through a small RFC 8259 syntax checker (check_syntax
- * below); json-c then only builds the tree, with the same depth limit, and
- * its own errors (truncation, trailing bytes) are still mapped to not_json in
- * case the two ever disagree. */
+ * payload is read by a small RFC 8259 syntax checker (check_syntax below),
+ * which also builds the tree: each token it accepts becomes the json-c node
+ * json-c's tokener would have made of it (json_build.c), so the tree is the
+ * one json_tokener_parse_ex gave before, without a second reading of the
+ * bytes. The answers are the same as when the whole syntax was checked
+ * before the tokener built the tree: a syntax error anywhere comes first,
+ * then json-c's own depth limit (a value inside the 32nd container), then
+ * memory. */
 #include "vigil/json.h"
 #include "vigil/jtext.h"
 
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_build.h"
 #include "json_words.h"
 
-#define JSON_MAX_DEPTH 32 /* json-c's default; 33 nested containers fail */
+/* json-c's default depth: 33 nested containers are a syntax error, and a
+ * value inside the 32nd is refused as json-c's tokener refuses it (an
+ * empty 32nd is fine). */
+#define JSON_MAX_DEPTH 32
 #define SAMPLE_BYTES 200
 #define DETAIL_VALUE_BYTES 48 /* how much of a bad value a detail quotes */
-/* A payload this long gives its tokener back after the parse: the tokener
- * keeps the buffer of its longest string, which should not stay pinned. */
-#define TOKENER_KEEP_BELOW 16384
 
 static const char *const REJECT_NAMES[VIGIL_REJECT__COUNT] = {
     [VIGIL_REJECT_NONE] = "none",
@@ -142,19 +146,43 @@ bool vigil_id_valid(const char *s, size_t n)
     return true;
 }
 
-/* ---- strict syntax check (RFC 8259) --------------------------------- */
+/* ---- strict syntax check (RFC 8259), building the tree -------------- */
+
+/* Why building stopped, past the syntax: memory, or json-c's depth. */
+enum { BUILD_GOING, BUILD_NO_MEMORY, BUILD_TOO_DEEP };
 
 typedef struct {
     const unsigned char *p;
     const unsigned char *end;
     const unsigned char *start;
     const char *what; /* why it failed */
+    bool escaped;     /* the last string read had a backslash */
+    bool is_double;   /* the last number read had a fraction or an exponent */
+    int stopped;      /* BUILD_*: why building stopped (then what is NULL) */
+    const unsigned char *deep_at; /* BUILD_TOO_DEEP: the value json-c refused */
 } syn;
 
 static int syn_fail(syn *s, const char *what)
 {
     s->what = what;
     return -1;
+}
+
+/* Stops the build for a reason that is not the payload's syntax; the
+ * caller checks the whole syntax again, which comes first. */
+static int syn_stop(syn *s, int why)
+{
+    s->stopped = why;
+    return -1;
+}
+
+/* Stores a node just made; NULL is out of memory. */
+static int syn_put(syn *s, json_object **out, json_object *node)
+{
+    if (!node)
+        return syn_stop(s, BUILD_NO_MEMORY);
+    *out = node;
+    return 0;
 }
 
 static void syn_ws(syn *s)
@@ -178,10 +206,15 @@ static int is_digit(unsigned char c)
 static int syn_string(syn *s)
 {
     s->p++; /* opening quote */
+    s->escaped = false;
     while (s->p < s->end) {
-        if (s->end - s->p >= 8 && !vigil_word_needs_escape(vigil_word_at(s->p))) {
-            s->p += 8; /* no quote, backslash or control character among them */
-            continue;
+        if (s->end - s->p >= 8) {
+            uint64_t bits = vigil_word_escape_bits(vigil_word_at(s->p));
+            if (!bits) {
+                s->p += 8; /* no quote, backslash or control character among them */
+                continue;
+            }
+            s->p += vigil_word_first(bits); /* to the first byte that matters */
         }
         unsigned char c = *s->p;
         if (c == '"') {
@@ -191,6 +224,7 @@ static int syn_string(syn *s)
         if (c < 0x20)
             return syn_fail(s, "control character in string");
         if (c == '\\') {
+            s->escaped = true;
             if (s->end - s->p < 2)
                 break;
             unsigned char e = s->p[1];
@@ -215,6 +249,7 @@ static int syn_string(syn *s)
 
 static int syn_number(syn *s)
 {
+    s->is_double = false;
     if (s->p < s->end && *s->p == '-')
         s->p++;
     if (s->p >= s->end)
@@ -228,6 +263,7 @@ static int syn_number(syn *s)
         return syn_fail(s, "bad number");
     }
     if (s->p < s->end && *s->p == '.') {
+        s->is_double = true;
         s->p++;
         if (s->p >= s->end || !is_digit(*s->p))
             return syn_fail(s, "bad number: digit expected after '.'");
@@ -235,6 +271,7 @@ static int syn_number(syn *s)
             s->p++;
     }
     if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+        s->is_double = true;
         s->p++;
         if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
             s->p++;
@@ -255,30 +292,33 @@ static int syn_literal(syn *s, const char *word)
     return 0;
 }
 
-static int syn_value(syn *s, int depth);
+static int syn_value(syn *s, int depth, json_object **out);
 
-/* Object or array starting at its bracket; depth counts open containers. */
-static int syn_container(syn *s, int depth)
+/* The members or elements of a container, from just past its bracket to
+ * just past its closing one; c (NULL: check only) takes each. */
+static int syn_members(syn *s, int depth, unsigned char close, json_object *c)
 {
-    unsigned char close = *s->p == '{' ? '}' : ']';
     int is_obj = close == '}';
-    if (depth + 1 > JSON_MAX_DEPTH)
-        return syn_fail(s, "nesting too deep");
-    s->p++;
     syn_ws(s);
     if (s->p < s->end && *s->p == close) {
         s->p++;
         return 0;
     }
     for (;;) {
+        const unsigned char *key = NULL;
+        size_t key_len = 0;
+        bool key_escaped = false;
         syn_ws(s);
         if (is_obj) {
             if (s->p >= s->end)
                 break;
             if (*s->p != '"')
                 return syn_fail(s, "object key expected");
+            key = s->p + 1;
             if (syn_string(s) != 0)
                 return -1;
+            key_len = (size_t)(s->p - 1 - key);
+            key_escaped = s->escaped;
             syn_ws(s);
             if (s->p >= s->end)
                 break;
@@ -286,8 +326,18 @@ static int syn_container(syn *s, int depth)
                 return syn_fail(s, "':' expected");
             s->p++;
         }
-        if (syn_value(s, depth + 1) != 0)
+        json_object *v = NULL;
+        if (syn_value(s, depth + 1, c ? &v : NULL) != 0)
             return -1;
+        if (c) {
+            int rc = is_obj ? vigil_jb_member(c, key, key_len, key_escaped, v)
+                            : json_object_array_add(c, v);
+            if (rc != 0) {
+                if (!is_obj)
+                    json_object_put(v);
+                return syn_stop(s, BUILD_NO_MEMORY);
+            }
+        }
         syn_ws(s);
         if (s->p >= s->end)
             break;
@@ -304,42 +354,92 @@ static int syn_container(syn *s, int depth)
     return syn_fail(s, "truncated JSON");
 }
 
-static int syn_value(syn *s, int depth)
+/* Object or array starting at its bracket; depth counts open containers.
+ * out (NULL: check only) receives the container, built as json-c's
+ * tokener builds it: an array trimmed to its length at the end. */
+static int syn_container(syn *s, int depth, json_object **out)
+{
+    unsigned char close = *s->p == '{' ? '}' : ']';
+    if (depth + 1 > JSON_MAX_DEPTH)
+        return syn_fail(s, "nesting too deep");
+    s->p++;
+    if (!out)
+        return syn_members(s, depth, close, NULL);
+    json_object *c = close == '}' ? json_object_new_object() : json_object_new_array_ext(8);
+    if (!c)
+        return syn_stop(s, BUILD_NO_MEMORY);
+    if (syn_members(s, depth, close, c) != 0) {
+        json_object_put(c);
+        return -1;
+    }
+    if (close == ']')
+        (void)json_object_array_shrink(c, 0); /* as the tokener: gives memory back */
+    *out = c;
+    return 0;
+}
+
+/* A value; depth counts the containers around it. out (NULL: check only)
+ * receives its node (NULL for null). */
+static int syn_value(syn *s, int depth, json_object **out)
 {
     syn_ws(s);
     if (s->p >= s->end)
         return syn_fail(s, "truncated JSON");
+    /* json-c's tokener, with the same limit, refuses any value inside the
+     * 32nd container: the syntax allows 32 containers, so an empty one. */
+    if (out && depth >= JSON_MAX_DEPTH) {
+        s->deep_at = s->p;
+        return syn_stop(s, BUILD_TOO_DEEP);
+    }
+    const unsigned char *at = s->p;
     switch (*s->p) {
     case '{':
     case '[':
-        return syn_container(s, depth);
+        return syn_container(s, depth, out);
     case '"':
-        return syn_string(s);
+        if (syn_string(s) != 0)
+            return -1;
+        return out ? syn_put(s, out, vigil_jb_string(at + 1, (size_t)(s->p - 1 - (at + 1)),
+                                                     s->escaped))
+                   : 0;
     case 't':
-        return syn_literal(s, "true");
+        if (syn_literal(s, "true") != 0)
+            return -1;
+        return out ? syn_put(s, out, json_object_new_boolean(1)) : 0;
     case 'f':
-        return syn_literal(s, "false");
+        if (syn_literal(s, "false") != 0)
+            return -1;
+        return out ? syn_put(s, out, json_object_new_boolean(0)) : 0;
     case 'n':
-        return syn_literal(s, "null");
+        return syn_literal(s, "null"); /* *out stays NULL */
     default:
-        if (*s->p == '-' || is_digit(*s->p))
-            return syn_number(s);
-        return syn_fail(s, "unexpected character");
+        if (*s->p != '-' && !is_digit(*s->p))
+            return syn_fail(s, "unexpected character");
+        if (syn_number(s) != 0)
+            return -1;
+        return out ? syn_put(s, out, vigil_jb_number(at, (size_t)(s->p - at), s->is_double)) : 0;
     }
 }
 
 /* Returns 0 when buf is exactly one JSON value with optional surrounding
- * whitespace, else -1 with s->what and s->p at the problem. */
-static int check_syntax(syn *s)
+ * whitespace, else -1 with s->what and s->p at the problem. out (NULL:
+ * check only) receives the value's tree; -1 with s->what NULL is a build
+ * stopped for s->stopped, the syntax read only so far. */
+static int check_syntax(syn *s, json_object **out)
 {
     syn_ws(s);
     if (s->p >= s->end)
         return syn_fail(s, s->p == s->start ? "empty payload" : "only whitespace");
-    if (syn_value(s, 0) != 0)
+    if (syn_value(s, 0, out) != 0)
         return -1;
     syn_ws(s);
-    if (s->p < s->end)
+    if (s->p < s->end) {
+        if (out) {
+            json_object_put(*out);
+            *out = NULL;
+        }
         return syn_fail(s, "trailing data after the JSON value");
+    }
     return 0;
 }
 
@@ -365,8 +465,8 @@ bool vigil_json_valid(const char *buf, size_t len, bool want_object)
     if (!buf || utf8_first_bad((const unsigned char *)buf, len) != len)
         return false;
     const unsigned char *ubuf = (const unsigned char *)buf;
-    syn s = {ubuf, ubuf + len, ubuf, NULL};
-    if (check_syntax(&s) != 0)
+    syn s = {.p = ubuf, .end = ubuf + len, .start = ubuf};
+    if (check_syntax(&s, NULL) != 0)
         return false;
     if (!want_object)
         return true;
@@ -375,49 +475,28 @@ bool vigil_json_valid(const char *buf, size_t len, bool want_object)
     return *s.p == '{';
 }
 
-static pthread_key_t tok_key;
-static pthread_once_t tok_once = PTHREAD_ONCE_INIT;
-static bool tok_key_ok;
-
-static void tok_free(void *tok)
+/* The syntax check alone, from the start: 0, or -1 with err set. */
+static int syntax_error(const unsigned char *buf, size_t len, vigil_error *err)
 {
-    json_tokener_free(tok);
+    syn s = {.p = buf, .end = buf + len, .start = buf};
+    if (check_syntax(&s, NULL) == 0)
+        return 0;
+    return vigil_error_set(err, VIGIL_REJECT_NOT_JSON, "%s at byte %zu", s.what,
+                           (size_t)(s.p - s.start));
 }
 
-static void tok_key_make(void)
+/* A build that stopped before the end: the payload was read only up to
+ * there, and a syntax error anywhere in it is its answer, as when the
+ * syntax was checked whole before json-c built the tree. */
+static void build_stopped(const syn *s, size_t len, vigil_error *err)
 {
-    tok_key_ok = pthread_key_create(&tok_key, tok_free) == 0;
-}
-
-/* The calling thread's tokener, made once: json_tokener_new_ex callocs
- * the tokener, its depth stack and its string buffer, about a fifth of
- * what parsing a room message cost (callgrind). NULL when out of memory. */
-static struct json_tokener *tok_take(void)
-{
-    pthread_once(&tok_once, tok_key_make);
-    struct json_tokener *tok = tok_key_ok ? pthread_getspecific(tok_key) : NULL;
-    if (tok) {
-        json_tokener_reset(tok);
-        return tok;
-    }
-    tok = json_tokener_new_ex(JSON_MAX_DEPTH);
-    if (tok)
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-    return tok;
-}
-
-/* Keeps tok for the thread's next parse, unless the payload was long
- * (TOKENER_KEEP_BELOW) or the thread cannot keep it. */
-static void tok_give_back(struct json_tokener *tok, size_t len)
-{
-    if (len < TOKENER_KEEP_BELOW && tok_key_ok && pthread_getspecific(tok_key) == tok)
+    if (syntax_error(s->start, len, err) != 0)
         return;
-    if (len < TOKENER_KEEP_BELOW && tok_key_ok && !pthread_getspecific(tok_key) &&
-        pthread_setspecific(tok_key, tok) == 0)
-        return;
-    if (tok_key_ok && pthread_getspecific(tok_key) == tok)
-        (void)pthread_setspecific(tok_key, NULL);
-    json_tokener_free(tok);
+    if (s->stopped == BUILD_TOO_DEEP)
+        vigil_error_set(err, VIGIL_REJECT_NOT_JSON, "nesting too deep at byte %zu",
+                        (size_t)(s->deep_at - s->start));
+    else /* not the payload's fault: never a refusal */
+        vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory parsing JSON");
 }
 
 json_object *vigil_json_parse_object(const char *buf, size_t len, size_t max, vigil_error *err)
@@ -427,7 +506,7 @@ json_object *vigil_json_parse_object(const char *buf, size_t len, size_t max, vi
                         len, max);
         return NULL;
     }
-    if (len > (size_t)INT_MAX) { /* json_tokener_parse_ex takes an int */
+    if (len > (size_t)INT_MAX) { /* json-c's string lengths are ints */
         vigil_error_set(err, VIGIL_REJECT_OVERSIZE, "payload of %zu bytes is too large", len);
         return NULL;
     }
@@ -443,57 +522,25 @@ json_object *vigil_json_parse_object(const char *buf, size_t len, size_t max, vi
         }
     }
     const unsigned char *ubuf = (const unsigned char *)(buf ? buf : "");
-    syn s = {ubuf, ubuf + len, ubuf, NULL};
-    if (check_syntax(&s) != 0) {
+    syn s = {.p = ubuf, .end = ubuf + len, .start = ubuf};
+    syn_ws(&s);
+    if (s.p >= s.end || *s.p != '{') {
+        /* Not an object, if JSON at all: the syntax error comes first. */
+        if (syntax_error(ubuf, len, err) == 0)
+            vigil_error_set(err, VIGIL_REJECT_NOT_OBJECT, "top level is %s, expected an object",
+                            top_level_kind(*s.p));
+        return NULL;
+    }
+    s.p = s.start;
+    json_object *o = NULL;
+    if (check_syntax(&s, &o) == 0)
+        return o;
+    if (s.what)
         vigil_error_set(err, VIGIL_REJECT_NOT_JSON, "%s at byte %zu", s.what,
                         (size_t)(s.p - s.start));
-        return NULL;
-    }
-    /* Valid JSON: the first non-blank byte tells the top-level type. */
-    s.p = s.start;
-    syn_ws(&s);
-    if (*s.p != '{') {
-        vigil_error_set(err, VIGIL_REJECT_NOT_OBJECT, "top level is %s, expected an object",
-                        top_level_kind(*s.p));
-        return NULL;
-    }
-
-    struct json_tokener *tok = tok_take();
-    if (!tok) {
-        vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
-        return NULL;
-    }
-    json_object *o = json_tokener_parse_ex(tok, buf, (int)len);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    size_t end = json_tokener_get_parse_end(tok);
-    tok_give_back(tok, len);
-    if (!o) {
-        /* The syntax was checked above; a tree that failed to build with no
-         * error recorded failed for lack of memory (json-c 0.16 has no
-         * error code for it): not the payload's fault, never a refusal. */
-        if (jerr == json_tokener_success)
-            vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory parsing JSON");
-        else if (jerr == json_tokener_continue)
-            vigil_error_set(err, VIGIL_REJECT_NOT_JSON, "truncated JSON at byte %zu", len);
-        else
-            vigil_error_set(err, VIGIL_REJECT_NOT_JSON, "%s at byte %zu",
-                            json_tokener_error_desc(jerr), end);
-        return NULL;
-    }
-    for (size_t i = end; i < len; i++) {
-        char c = buf[i];
-        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
-            json_object_put(o);
-            vigil_error_set(err, VIGIL_REJECT_NOT_JSON, "trailing data after the JSON value at byte %zu", i);
-            return NULL;
-        }
-    }
-    if (!json_object_is_type(o, json_type_object)) {
-        json_object_put(o);
-        vigil_error_set(err, VIGIL_REJECT_NOT_OBJECT, "top level is not an object");
-        return NULL;
-    }
-    return o;
+    else
+        build_stopped(&s, len, err);
+    return NULL;
 }
 
 /* ---- field getters -------------------------------------------------- */
