@@ -132,6 +132,27 @@ static void integers_are_written_as_json_c_writes_them(void **state)
     }
 }
 
+/* Pseudo-random values of every magnitude (internal zeros, eight-digit
+ * groups that start with zeros), against snprintf. */
+static void random_integers_match_snprintf(void **state)
+{
+    (void)state;
+    uint64_t x = 0x9E3779B97F4A7C15u;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        int64_t v = (int64_t)(x >> (i % 64)); /* every width, both signs */
+        if (i % 5 == 0)
+            v = (v / 1000000) * 1000000 + (i % 7); /* zeros inside */
+        char got[VIGIL_I64_TEXT_MAX + 1], want[32];
+        size_t n = vigil_i64_text(got, v);
+        snprintf(want, sizeof want, "%lld", (long long)v);
+        assert_string_equal(got, want);
+        assert_int_equal(n, strlen(want));
+    }
+}
+
 static void a_document_and_a_failed_one(void **state)
 {
     (void)state;
@@ -250,6 +271,7 @@ int main(void)
         cmocka_unit_test(every_byte_at_every_place_of_a_long_string),
         cmocka_unit_test(keys_are_written_as_json_c_writes_them),
         cmocka_unit_test(integers_are_written_as_json_c_writes_them),
+        cmocka_unit_test(random_integers_match_snprintf),
         cmocka_unit_test(a_document_and_a_failed_one),
         cmocka_unit_test(printf_appends_what_snprintf_writes),
         cmocka_unit_test(room_then_advance_appends_in_place),
