@@ -166,11 +166,12 @@ static int emit(vigil_effects *fx, const dormancy_room *r, const dormancy_config
             rc = publish_text(fx, topic, dormancy_change_text(a, r->room, now), false);
             break;
         case DORMANCY_OUT_SUGGESTION:
-            snprintf(topic, sizeof topic, "persona/%s/suggestion", a->persona);
+            vigil_concat(topic, sizeof topic, "persona/", a->persona, "/suggestion",
+                         (const char *)NULL);
             rc = publish_obj(fx, topic, dormancy_suggestion_json(a, r->room, now), false);
             break;
         case DORMANCY_OUT_SYSTEM_MESSAGE:
-            snprintf(topic, sizeof topic, "room/%s/message", r->room);
+            vigil_concat(topic, sizeof topic, "room/", r->room, "/message", (const char *)NULL);
             rc = publish_obj(fx, topic,
                              dormancy_system_message_json(a, r->room, DORMANCY_SERVICE, now), false);
             break;
@@ -187,11 +188,11 @@ static int emit(vigil_effects *fx, const dormancy_room *r, const dormancy_config
             rc = persona_snapshot(fx, a, r->room, true);
             break;
         case DORMANCY_OUT_ROOM_STATE:
-            snprintf(topic, sizeof topic, "room/%s/state", r->room);
+            vigil_concat(topic, sizeof topic, "room/", r->room, "/state", (const char *)NULL);
             rc = publish_text(fx, topic, dormancy_room_state_text(r, cfg, now), true);
             break;
         case DORMANCY_OUT_ROOM_CLEARED:
-            snprintf(topic, sizeof topic, "room/%s/state", r->room);
+            vigil_concat(topic, sizeof topic, "room/", r->room, "/state", (const char *)NULL);
             rc = vigil_fx_publish(fx, topic, "", true); /* empty retained = cleared */
             break;
         case DORMANCY_OUT_LIMIT:

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <vigil/limits.h>
 #include <vigil/log.h>
+#include <vigil/str.h>
 #include <vigil/msg_persona.h>
 #include <vigil/msg_room.h>
 #include "adapter.h"
@@ -239,7 +240,7 @@ static int route_room(const vigil_input *in, dormancy_parsed *pp, char keys[][VI
     if (pp->ev.kind == DORMANCY_EV_CONTROL && pp->ev.control.all &&
         (pp->ev.control.action == DORMANCY_CTL_PAUSE || pp->ev.control.action == DORMANCY_CTL_RESUME))
         return 0;
-    snprintf(keys[0], VIGIL_KEY_MAX, "%s", room);
+    vigil_concat(keys[0], VIGIL_KEY_MAX, room, (const char *)NULL);
     return 1;
 }
 

@@ -45,26 +45,33 @@ void human_reentry_on_message(dormancy_step *s, const dormancy_event *ev, const 
     r->ai_only_since = 0;
     suggestion_cancel_all(s);
 
+    /* The reasons are written when a persona is woken, not on every human
+     * message (printing them was a fortieth of an input's instructions). */
     char reason[DORMANCY_REASON_MAX];
-    snprintf(reason, sizeof reason, "human message %s from %s", ev->id ? ev->id : "",
-             ev->msg.sender ? ev->msg.sender : "");
+    bool have_reason = false;
     for (int i = 0; i < r->n_personas; i++) {
         dormancy_persona *p = &r->personas[i];
         dormancy_config cb;
         const dormancy_config *c = step_cfg(s, p, &cb);
         if (!c->auto_wake || p->level == DORMANCY_ACTIVE)
             continue;
-        if (c->human_wakes_all || p->cause == DORMANCY_CAUSE_ABSENCE)
+        if (c->human_wakes_all || p->cause == DORMANCY_CAUSE_ABSENCE) {
+            if (!have_reason)
+                snprintf(reason, sizeof reason, "human message %s from %s", ev->id ? ev->id : "",
+                         ev->msg.sender ? ev->msg.sender : "");
+            have_reason = true;
             wake(s, p, reason, ev->id);
+        }
     }
 
     int count = 0;
     for (int i = 0; i < r->n_personas; i++)
         if (able(&r->personas[i], mentioned[i]))
             count++;
-    snprintf(reason, sizeof reason,
-             "human message %s would meet fewer than %d personas able to answer",
-             ev->id ? ev->id : "", s->cfg->min_awake);
+    if (count < s->cfg->min_awake)
+        snprintf(reason, sizeof reason,
+                 "human message %s would meet fewer than %d personas able to answer",
+                 ev->id ? ev->id : "", s->cfg->min_awake);
     while (count < s->cfg->min_awake) {
         int i = most_recent_answerer(s, mentioned);
         if (i < 0)

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <vigil/str.h>
 #include "step.h"
 
 #define SELF_USAGE                                                                         \
@@ -54,12 +55,13 @@ static void go_dormant(dormancy_step *s, dormancy_persona *p, dormancy_level lev
     if (until) {
         char u[40];
         format_iso(until, u, sizeof u);
-        snprintf(tail, sizeof tail, " until %s", u);
+        vigil_concat(tail, sizeof tail, " until ", u, (const char *)NULL);
     }
-    snprintf(reason, sizeof reason, "%s requested by %s%s", dormancy_level_name(level),
-             by && by[0] ? by : p->id, tail);
-    snprintf(text, sizeof text, "\xF0\x9F\x92\xA4 Switching to %s%s (requested by %s).",
-             dormancy_level_name(level), tail, by && by[0] ? by : p->id);
+    /* joined, not printed: an AI's "@self dormant" runs this on every one */
+    const char *name = dormancy_level_name(level), *who = by && by[0] ? by : p->id;
+    vigil_concat(reason, sizeof reason, name, " requested by ", who, tail, (const char *)NULL);
+    vigil_concat(text, sizeof text, "\xF0\x9F\x92\xA4 Switching to ", name, tail,
+                 " (requested by ", who, ").", (const char *)NULL);
     step_set_level_forced(s, p, level, DORMANCY_TRIGGER_MANUAL, DORMANCY_CAUSE_CHOICE, reason,
                           text, message_id);
     persona_touch(p);
