@@ -57,10 +57,12 @@ static json_object *action_json_end(json_object *o, const dormancy_action *a, in
     return o;
 }
 
-/* "k": v as a string, or null when v is NULL (as add_str adds it). */
-static void text_member(vigil_jtext *b, char sep, const char *k, const char *v)
+/* key (written with its quotes, colon and any comma before it: the names
+ * are literals) and v as a string, or null when v is NULL (as add_str
+ * adds it). */
+static void text_member(vigil_jtext *b, const char *key, const char *v)
 {
-    vigil_jtext_key(b, sep, k);
+    vigil_jtext_lit(b, key);
     if (v)
         vigil_jtext_str(b, v);
     else
@@ -72,18 +74,19 @@ static void text_member(vigil_jtext *b, char sep, const char *k, const char *v)
 char *dormancy_change_text(const dormancy_action *a, const char *room, int64_t now)
 {
     vigil_jtext b = {0};
-    vigil_jtext_put(&b, "{", 1);
-    text_member(&b, 0, "id", a->id);
-    text_member(&b, ',', "persona", a->persona);
-    text_member(&b, ',', "room", room);
-    text_member(&b, ',', "level", dormancy_level_name(a->level));
-    text_member(&b, ',', "previous", dormancy_level_name(a->previous));
-    text_member(&b, ',', "trigger", dormancy_trigger_name(a->trigger));
-    text_member(&b, ',', "reason", a->reason);
-    text_member(&b, ',', "text", a->text);
+    /* one allocation: the names, ids and numbers fit in 512 bytes */
+    vigil_jtext_reserve(&b, 512 + strlen(a->reason) + strlen(a->text));
+    text_member(&b, "{\"id\":", a->id);
+    text_member(&b, ",\"persona\":", a->persona);
+    text_member(&b, ",\"room\":", room);
+    text_member(&b, ",\"level\":", dormancy_level_name(a->level));
+    text_member(&b, ",\"previous\":", dormancy_level_name(a->previous));
+    text_member(&b, ",\"trigger\":", dormancy_trigger_name(a->trigger));
+    text_member(&b, ",\"reason\":", a->reason);
+    text_member(&b, ",\"text\":", a->text);
     if (a->message_id[0])
-        text_member(&b, ',', "message_id", a->message_id);
-    vigil_jtext_key(&b, ',', "ts");
+        text_member(&b, ",\"message_id\":", a->message_id);
+    vigil_jtext_lit(&b, ",\"ts\":");
     vigil_jtext_i64(&b, now);
     vigil_jtext_put(&b, "}", 1);
     return vigil_jtext_take(&b);
@@ -139,32 +142,30 @@ json_object *dormancy_system_message_json(const dormancy_action *a, const char *
 char *dormancy_persona_entry_text(const dormancy_action *a)
 {
     vigil_jtext b = {0};
-    vigil_jtext_put(&b, "{", 1);
-    text_member(&b, 0, "level", dormancy_level_name(a->level));
-    vigil_jtext_key(&b, ',', "since");
+    vigil_jtext_reserve(&b, 512 + strlen(a->reason) + strlen(a->pending_reason));
+    text_member(&b, "{\"level\":", dormancy_level_name(a->level));
+    vigil_jtext_lit(&b, ",\"since\":");
     vigil_jtext_i64(&b, a->since);
     /* the contract's trigger is never null: a persona that joined and was
      * never moved is at its default level, shown as "manual" */
     const char *trig = dormancy_trigger_name(a->trigger);
-    text_member(&b, ',', "trigger", trig ? trig : "manual");
+    text_member(&b, ",\"trigger\":", trig ? trig : "manual");
     if (a->reason[0])
-        text_member(&b, ',', "reason", a->reason);
+        text_member(&b, ",\"reason\":", a->reason);
     if (a->until) {
-        vigil_jtext_key(&b, ',', "until");
+        vigil_jtext_lit(&b, ",\"until\":");
         vigil_jtext_i64(&b, a->until);
     }
     if (a->snoozed_until) {
-        vigil_jtext_key(&b, ',', "snoozed_until");
+        vigil_jtext_lit(&b, ",\"snoozed_until\":");
         vigil_jtext_i64(&b, a->snoozed_until);
     }
     if (a->suggest != DORMANCY_SUGGEST_NONE) {
         /* the pending suggestion, named as on persona/{p}/suggestion */
-        vigil_jtext_key(&b, ',', "pending");
-        vigil_jtext_put(&b, "{", 1);
-        text_member(&b, 0, "level", dormancy_level_name(DORMANCY_MENTION_ONLY));
-        text_member(&b, ',', "trigger", dormancy_suggest_trigger_name(a->suggest));
-        text_member(&b, ',', "reason", a->pending_reason);
-        vigil_jtext_key(&b, ',', "expires");
+        text_member(&b, ",\"pending\":{\"level\":", dormancy_level_name(DORMANCY_MENTION_ONLY));
+        text_member(&b, ",\"trigger\":", dormancy_suggest_trigger_name(a->suggest));
+        text_member(&b, ",\"reason\":", a->pending_reason);
+        vigil_jtext_lit(&b, ",\"expires\":");
         vigil_jtext_i64(&b, a->pending_expires);
         vigil_jtext_put(&b, "}", 1);
     }
