@@ -18,7 +18,7 @@ static long long redis_int(cli *c, redisReply *r, bool *ok)
         return 0;
     }
     long long v = r->integer;
-    freeReplyObject(r);
+    vigil_redis_reply_free(r);
     return v;
 }
 
@@ -75,7 +75,7 @@ int cli_chat_cleanup(cli *c, int argc, char **argv)
         size_t len = strlen(names);
         snprintf(names + len, sizeof names - len, "%s%s", deleted > 1 ? ", " : "", room);
     }
-    freeReplyObject(m);
+    vigil_redis_reply_free(m);
     if (rc != CLI_OK)
         return rc;
     printf("removed %lld expired message%s; deleted %d empty room%s%s%s\n", removed,

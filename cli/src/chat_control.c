@@ -51,9 +51,9 @@ static int wait_all_resumed(cli *c)
                     a->integer == 0 && b->integer == 0;
         bool io = !a || !b;
         if (a)
-            freeReplyObject(a);
+            vigil_redis_reply_free(a);
         if (b)
-            freeReplyObject(b);
+            vigil_redis_reply_free(b);
         if (io)
             return cli_redis_failed(c, NULL);
         if (done)

@@ -41,7 +41,7 @@ static int fill_rows(cli *c, room_row *rows, size_t n)
         redisReply *l = s ? vigil_redis_pipeline_get(c->redis) : NULL;
         if (!s || !l) {
             if (s)
-                freeReplyObject(s);
+                vigil_redis_reply_free(s);
             return cli_redis_failed(c, NULL);
         }
         if (s->type == REDIS_REPLY_STRING) {
@@ -56,8 +56,8 @@ static int fill_rows(cli *c, room_row *rows, size_t n)
             }
         }
         rows[i].messages = l->type == REDIS_REPLY_INTEGER ? l->integer : 0;
-        freeReplyObject(s);
-        freeReplyObject(l);
+        vigil_redis_reply_free(s);
+        vigil_redis_reply_free(l);
     }
     return CLI_OK;
 }
@@ -93,13 +93,13 @@ int cli_chat_list(cli *c, int argc, char **argv)
     size_t n = 0;
     room_row *rows = calloc(m->elements + 1, sizeof *rows);
     if (!rows) {
-        freeReplyObject(m);
+        vigil_redis_reply_free(m);
         return cli_fail(CLI_ERR_RUNTIME, "out of memory");
     }
     for (size_t i = 0; i < m->elements; i++)
         if (m->element[i]->type == REDIS_REPLY_STRING && m->element[i]->len <= CHAT_ID_MAX)
             snprintf(rows[n++].room, sizeof rows[0].room, "%s", m->element[i]->str);
-    freeReplyObject(m);
+    vigil_redis_reply_free(m);
     qsort(rows, n, sizeof *rows, cmp_rows);
     rc = fill_rows(c, rows, n);
     bool paused_all = rc == CLI_OK && cli_paused_all(c);

@@ -64,13 +64,13 @@ static int fetch(cli *c, const char *cmd, const char *key, const char *a, const 
         return cli_redis_failed(c, r);
     *out = calloc(r->elements + 1, sizeof **out);
     if (!*out) {
-        freeReplyObject(r);
+        vigil_redis_reply_free(r);
         return cli_fail(CLI_ERR_RUNTIME, "out of memory");
     }
     for (size_t i = 0; i < r->elements; i++)
         if (cli_entry_decode(r->element[i], &(*out)[*n]) == 0)
             (*n)++;
-    freeReplyObject(r);
+    vigil_redis_reply_free(r);
     return CLI_OK;
 }
 
@@ -189,7 +189,7 @@ int cli_chat_view(cli *c, int argc, char **argv)
         redisReply *r = vigil_redis_command(c->redis, "EXISTS %s", key);
         exists = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
         if (r)
-            freeReplyObject(r);
+            vigil_redis_reply_free(r);
         if (!exists)
             return cli_require_room(c, room);
     }

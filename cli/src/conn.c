@@ -36,7 +36,7 @@ int cli_redis_failed(cli *c, redisReply *r)
     int rc = cli_fail(CLI_ERR_RUNTIME, "Redis at %s: %s", c->cfg.redis_url,
                       r && r->type == REDIS_REPLY_ERROR ? r->str : vigil_redis_last_error(c->redis));
     if (r)
-        freeReplyObject(r);
+        vigil_redis_reply_free(r);
     return rc;
 }
 
@@ -240,7 +240,7 @@ int cli_room_exists(cli *c, const char *room, bool *exists)
     if (!r || r->type != REDIS_REPLY_INTEGER)
         return cli_redis_failed(c, r);
     *exists = r->integer == 1;
-    freeReplyObject(r);
+    vigil_redis_reply_free(r);
     return CLI_OK;
 }
 
@@ -287,7 +287,7 @@ int cli_wait_processed(cli *c, const char *room, const char *id, const char *wha
         if (!r)
             return cli_redis_failed(c, NULL);
         bool done = r->type == REDIS_REPLY_STRING;
-        freeReplyObject(r);
+        vigil_redis_reply_free(r);
         if (done)
             return CLI_OK;
         if (vigil_mono_ms() >= deadline)

@@ -70,7 +70,7 @@ int vigil_handover_beat(vigil_store *s, const char *instance, int64_t ttl_ms)
         if (!rep)
             return -1;
         int rc = rep->type == REDIS_REPLY_ERROR ? -1 : 0;
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
         if (rc != 0)
             return -1;
     }
@@ -93,18 +93,18 @@ static long long adopt_one(vigil_store *s, vigil_script *script, int j)
         if (!rep)
             return -1;
         if (rep->type == REDIS_REPLY_INTEGER) { /* alive: not ours to take */
-            freeReplyObject(rep);
+            vigil_redis_reply_free(rep);
             return moved;
         }
         if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3) {
             vigil_log(VIGIL_LOG_ERROR, "handover of shard %d: %s", j,
                       rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
-            freeReplyObject(rep);
+            vigil_redis_reply_free(rep);
             return -1;
         }
         long long e = rep->element[0]->integer, t = rep->element[1]->integer;
         long long left = rep->element[2]->integer;
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
         moved += e + t;
         if (e + t > 0) {
             char ej[24], tj[24], js[16];
@@ -158,17 +158,17 @@ static long long adopt_stream(vigil_store *s, vigil_script *script, const char *
         if (!rep)
             return -1;
         if (rep->type == REDIS_REPLY_INTEGER) {
-            freeReplyObject(rep);
+            vigil_redis_reply_free(rep);
             return moved;
         }
         if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
             vigil_log(VIGIL_LOG_ERROR, "handover of %s%d: %s", suffix, j,
                       rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
-            freeReplyObject(rep);
+            vigil_redis_reply_free(rep);
             return -1;
         }
         long long e = rep->element[0]->integer, left = rep->element[1]->integer;
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
         moved += e;
         if (e > 0) {
             char es[24], js[16];
@@ -216,7 +216,7 @@ static int scan_indexes(vigil_store *s, const char *set, const char *match,
         if (!rep)
             return -1;
         if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
-            freeReplyObject(rep);
+            vigil_redis_reply_free(rep);
             return -1;
         }
         snprintf(cursor, sizeof cursor, "%s", rep->element[0]->str);
@@ -226,7 +226,7 @@ static int scan_indexes(vigil_store *s, const char *set, const char *match,
             if (j >= 0)
                 seen[j] = true;
         }
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
     } while (strcmp(cursor, "0") != 0);
     for (int j = 0; j < MAX_INDEX; j++) {
         if (!seen[j])
@@ -238,7 +238,7 @@ static int scan_indexes(vigil_store *s, const char *set, const char *match,
         if (!rep)
             return -1;
         int bad = rep->type == REDIS_REPLY_ERROR;
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
         if (bad)
             return -1;
     }
@@ -275,7 +275,7 @@ static int inherited(vigil_store *s, int shard_count, const char *const *streams
     if (!rep)
         return -1;
     if (rep->type != REDIS_REPLY_ARRAY) {
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
         return -1;
     }
     for (size_t k = 0; k < rep->elements; k++) {
@@ -286,7 +286,7 @@ static int inherited(vigil_store *s, int shard_count, const char *const *streams
             j % shard_count == s->shard_index)
             orphan[j] = true;
     }
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return 0;
 }
 

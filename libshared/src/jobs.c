@@ -38,7 +38,7 @@ int vigil_jobs_group_create(vigil_redis *r, const char *key, const char *group)
     int rc = rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BUSYGROUP", 9) != 0
                  ? VIGIL_JOBS_ERROR
                  : 0;
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return rc;
 }
 
@@ -103,7 +103,7 @@ int vigil_jobs_read(vigil_redis *r, const char *key, const char *group, const ch
                 rc = take_entries(s->element[1], out);
         }
     }
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     if (rc != 0)
         vigil_job_entries_free(out);
     return rc;
@@ -148,7 +148,7 @@ int vigil_jobs_autoclaim(vigil_redis *r, const char *key, const char *group,
             }
         }
     }
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     if (rc != 0)
         vigil_job_entries_free(out);
     return rc;
@@ -185,7 +185,7 @@ int vigil_jobs_finish(vigil_redis *r, const char *key, const char *group, const 
         }
         if (rep->type == REDIS_REPLY_ERROR)
             rc = VIGIL_JOBS_ERROR;
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
     }
 cleanup:
     free(ack);
@@ -202,6 +202,6 @@ int vigil_jobs_decided(vigil_redis *r, const char *ids_key, const char *job)
     if (!rep)
         return -1;
     int rc = rep->type == REDIS_REPLY_NIL ? 0 : rep->type == REDIS_REPLY_ERROR ? -1 : 1;
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return rc;
 }

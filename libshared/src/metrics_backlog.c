@@ -83,7 +83,7 @@ static bool read_count(const char *cmd, const char *key, long long *out)
     if (ok)
         *out = n->integer;
     if (n)
-        freeReplyObject(n);
+        vigil_redis_reply_free(n);
     return ok;
 }
 
@@ -98,7 +98,7 @@ static bool read_outbox(void)
         if (!e)
             return false;
         long long ts = e->type == REDIS_REPLY_STRING ? entry_ts(e->str, e->len) : 0;
-        freeReplyObject(e);
+        vigil_redis_reply_free(e);
         long long now = vigil_now_ms();
         if (ts > 0 && ts < now)
             age = (double)(now - ts) / 1000.0;
@@ -123,7 +123,7 @@ static bool read_timers(void)
         if (due < now)
             overdue = (now - due) / 1000.0;
     }
-    freeReplyObject(r);
+    vigil_redis_reply_free(r);
     vigil_gauge_set(M_TIMERS, M_TIMERS_HELP, NULL, (double)pending);
     vigil_gauge_set(M_OVERDUE, M_OVERDUE_HELP, NULL, overdue);
     return true;

@@ -84,7 +84,7 @@ int vigil_outbox_store_sync(vigil_store *s, int trim_n, long offset, int max,
                 }
             }
         }
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
     }
     if (rc != 0) {
         vigil_outbox_raw_free(out, n);
@@ -105,7 +105,7 @@ static long long int_reply(redisReply *rep, const char *what)
     else
         vigil_log(VIGIL_LOG_ERROR, "%s: %s", what,
                   rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return n;
 }
 
@@ -195,7 +195,7 @@ long long vigil_deadletter_list(vigil_redis *r, const char *prefix, const char *
         vigil_log(VIGIL_LOG_ERROR, "dead letter list: %s",
                   rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
     }
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return n;
 }
 

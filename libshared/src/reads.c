@@ -37,7 +37,7 @@ vigil_read_result vigil_read_string(vigil_redis *r, const char *key, char **out,
             snprintf(err, errlen, "unexpected reply type %d", rep->type);
         rc = VIGIL_READ_WRONG_TYPE;
     }
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return rc;
 }
 

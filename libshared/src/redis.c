@@ -300,11 +300,11 @@ static bool setup_cmd(vigil_redis *r, const char *what, int argc, const char **a
         char detail[160];
         snprintf(detail, sizeof detail, "%s", rep->str ? rep->str : "error reply");
         r->auth_refused = auth_error(rep->str);
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
         fail(r, what, detail);
         return false;
     }
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return true;
 }
 
@@ -336,6 +336,7 @@ bool vigil_redis_ensure(vigil_redis *r)
         fail_ctx(r, "connect");
         return false;
     }
+    r->c->reader->fn = &vigil_redis_reply_functions; /* nothing read yet */
     if (redisSetTimeout(r->c, ms_to_tv(r->timeout_ms)) != REDIS_OK) {
         fail_ctx(r, "set timeout");
         return false;
@@ -379,7 +380,7 @@ int vigil_redis_probe(vigil_redis *r, char *err, size_t errlen)
 {
     redisReply *pong = vigil_redis_command(r, "PING");
     if (pong) {
-        freeReplyObject(pong);
+        vigil_redis_reply_free(pong);
         return 1;
     }
     if (!r->auth_refused)
@@ -401,7 +402,7 @@ static bool drain_pending(vigil_redis *r)
             fail_ctx(r, "pipeline drain");
             return false;
         }
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
         r->pending--;
     }
     return r->c != NULL;
@@ -423,7 +424,7 @@ static redisReply *screen(vigil_redis *r, redisReply *rep, const char *what)
         char detail[200];
         snprintf(detail, sizeof detail, "%s", rep->str ? rep->str : "error reply");
         r->auth_refused = auth_error(rep->str);
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
         fail(r, what, detail);
         vigil_counter_add("vigil_redis_transient_errors_total",
                           "Redis error replies retried as an outage (LOADING, BUSY, OOM, ...)",
@@ -576,7 +577,7 @@ static bool script_load(vigil_redis *r, vigil_script *s)
                  rep->type == REDIS_REPLY_ERROR && rep->str ? rep->str : "unexpected reply");
         vigil_log(VIGIL_LOG_ERROR, "redis %s", r->err);
     }
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return ok;
 }
 
@@ -649,7 +650,7 @@ redisReply *vigil_redis_eval(vigil_redis *r, vigil_script *s, int nkeys, int arg
         /* Redis forgets scripts on restart and SCRIPT FLUSH: load again. */
         if (attempt == 0 && rep->type == REDIS_REPLY_ERROR && rep->str &&
             strncmp(rep->str, "NOSCRIPT", 8) == 0) {
-            freeReplyObject(rep);
+            vigil_redis_reply_free(rep);
             rep = NULL;
             s->sha[0] = '\0';
             continue;

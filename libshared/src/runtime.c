@@ -206,7 +206,7 @@ int vigil_runtime_route_members(vigil_runtime *rt, const char *cmd, const char *
     if (rep->type != REDIS_REPLY_ARRAY) {
         vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "cannot read %s: %s", key,
                         rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
         return -1;
     }
     for (size_t i = 0; i < rep->elements; i++) {
@@ -221,12 +221,12 @@ int vigil_runtime_route_members(vigil_runtime *rt, const char *cmd, const char *
             /* Never a silent cut: an input is applied whole or not at all. */
             vigil_error_set(err, VIGIL_REJECT_TOO_MANY_KEYS,
                             "%s lists more than %d state records for one input", key, max);
-            freeReplyObject(rep);
+            vigil_redis_reply_free(rep);
             return -1;
         }
         n = vigil_route_add_key(keys, n, max, e->str);
     }
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return n;
 }
 
@@ -931,7 +931,7 @@ static void sample_outbox(vigil_runtime *rt, unsigned long long *last)
     redisReply *rep = vigil_redis_command(rt->timer_redis, "LLEN %s", key);
     long long pending = rep && rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
     if (rep)
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
     pthread_mutex_lock(&rt->outbox_mu);
     unsigned long long pub = rt->outbox        ? vigil_outbox_published(rt->outbox)
                              : rt->outbox_proc ? vigil_outbox_proc_published(rt->outbox_proc)

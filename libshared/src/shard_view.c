@@ -146,7 +146,7 @@ int vigil_shard_view_release(vigil_store *s, int index, const vigil_shard_view *
     if (!rep)
         return -1;
     int rc = rep->type == REDIS_REPLY_ERROR ? -1 : 0;
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return rc;
 }
 
@@ -162,13 +162,13 @@ int vigil_shard_view_forget_session(vigil_store *s, int index)
     if (!rep)
         return -1;
     int rc = rep->type == REDIS_REPLY_ERROR ? -1 : 0;
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     const char *del[] = { "DEL", marker, ran };
     rep = vigil_redis_commandv(s->r, 3, del, NULL);
     if (!rep)
         return -1;
     rc |= rep->type == REDIS_REPLY_ERROR ? -1 : 0;
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return rc;
 }
 
@@ -181,7 +181,7 @@ int vigil_shard_view_alive(vigil_store *s, int index)
     if (!rep)
         return -1;
     int rc = rep->type == REDIS_REPLY_INTEGER ? rep->integer > 0 : -1;
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return rc;
 }
 
@@ -217,7 +217,7 @@ int vigil_shard_view_refresh(vigil_store *s, int index, int count, bool session_
         rep->element[3]->type != REDIS_REPLY_ARRAY) {
         vigil_log(VIGIL_LOG_ERROR, "shard view: %s",
                   rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
         return -1;
     }
     bool full = false;
@@ -242,7 +242,7 @@ int vigil_shard_view_refresh(vigil_store *s, int index, int count, bool session_
         if (j >= 0 && sessions->n < VIGIL_SHARD_SESSIONS_MAX)
             sessions->index[sessions->n++] = j;
     }
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     if (full)
         vigil_log(VIGIL_LOG_WARN, "shard view: more than %d shard counts in use at once; "
                                   "finish one change of VIGIL_SHARD before starting another",

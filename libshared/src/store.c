@@ -208,9 +208,9 @@ int vigil_store_load(vigil_store *s, const char *key, const char *input_id, int 
     rc = 0;
 cleanup:
     if (hm)
-        freeReplyObject(hm);
+        vigil_redis_reply_free(hm);
     if (zs)
-        freeReplyObject(zs);
+        vigil_redis_reply_free(zs);
     free(skey);
     free(ikey);
     return rc;
@@ -306,7 +306,7 @@ int vigil_store_delete(vigil_store *s, const char *key)
     rc = 0;
 cleanup:
     if (rep)
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
     free(skey);
     free(ikey);
     free(prefix);
@@ -377,7 +377,7 @@ int vigil_store_outbox_peek(vigil_store *s, int max, vigil_outmsg *out)
         n++;
     }
 cleanup:
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return n;
 }
 
@@ -394,7 +394,7 @@ int vigil_store_outbox_trim(vigil_store *s, int n)
     int rc = rep->type == REDIS_REPLY_ERROR ? -1 : 0;
     if (rc != 0)
         vigil_log(VIGIL_LOG_ERROR, "outbox trim: %s", rep->str);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return rc;
 }
 

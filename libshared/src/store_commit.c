@@ -84,12 +84,12 @@ static void pend_free(pend *p)
         free(p->aux_keys[j]);
     for (size_t j = 0; p->snap_rep && j < ns; j++)
         if (p->snap_rep[j])
-            freeReplyObject(p->snap_rep[j]);
+            vigil_redis_reply_free(p->snap_rep[j]);
     for (size_t j = 0; p->queue_rep && j < na; j++)
         if (p->queue_rep[j])
-            freeReplyObject(p->queue_rep[j]);
+            vigil_redis_reply_free(p->queue_rep[j]);
     if (p->part_rep)
-        freeReplyObject(p->part_rep);
+        vigil_redis_reply_free(p->part_rep);
     free(p->block);
     free(p->cur);
     memset(p, 0, sizeof *p);
@@ -101,18 +101,18 @@ static void pend_reset_reads(pend *p)
     size_t ns = p->ns, na = p->na;
     for (size_t j = 0; j < ns; j++)
         if (p->snap_rep[j]) {
-            freeReplyObject(p->snap_rep[j]);
+            vigil_redis_reply_free(p->snap_rep[j]);
             p->snap_rep[j] = NULL;
         }
     for (size_t j = 0; j < na; j++) {
         if (p->queue_rep[j]) {
-            freeReplyObject(p->queue_rep[j]);
+            vigil_redis_reply_free(p->queue_rep[j]);
             p->queue_rep[j] = NULL;
         }
         p->xlen_at[j] = -1;
     }
     if (p->part_rep) {
-        freeReplyObject(p->part_rep);
+        vigil_redis_reply_free(p->part_rep);
         p->part_rep = NULL;
     }
     free(p->cur);
@@ -424,7 +424,7 @@ static int round1_recv(vigil_store *s, pend *p)
         while (left > 0) {
             if (!(r = next(s, p, &left)))
                 return -1;
-            freeReplyObject(r);
+            vigil_redis_reply_free(r);
         }
         return 0;
     }
@@ -432,7 +432,7 @@ static int round1_recv(vigil_store *s, pend *p)
         while (left > 0) {
             if (!(r = next(s, p, &left)))
                 return -1;
-            freeReplyObject(r);
+            vigil_redis_reply_free(r);
         }
         p->res = VIGIL_COMMIT_ERROR;
         return 0;
@@ -448,20 +448,20 @@ static int round1_recv(vigil_store *s, pend *p)
         goto out;
     if (r->type == REDIS_REPLY_ERROR)
         bad(p, "WATCH", r->str);
-    freeReplyObject(r);
+    vigil_redis_reply_free(r);
     if (!(r = next(s, p, &left))) /* HGET v */
         goto out;
     if (r->type == REDIS_REPLY_ERROR)
         bad(p, p->skey, r->str);
     p->version = version_of(r);
-    freeReplyObject(r);
+    vigil_redis_reply_free(r);
     if (id) {
         if (!(r = next(s, p, &left)))
             goto out;
         if (r->type == REDIS_REPLY_ERROR)
             bad(p, p->ikey, r->str);
         seen = r->type != REDIS_REPLY_NIL && r->type != REDIS_REPLY_ERROR;
-        freeReplyObject(r);
+        vigil_redis_reply_free(r);
     }
     if (p->types) {
         const char *const shard[] = { s->outbox_key, s->timers_key, s->dues_key };
@@ -471,7 +471,7 @@ static int round1_recv(vigil_store *s, pend *p)
                 goto out;
             want_type(p, r, shard[k], want[k]);
             p->shard_bad |= p->res == VIGIL_COMMIT_BAD_DATA;
-            freeReplyObject(r);
+            vigil_redis_reply_free(r);
         }
     }
     for (size_t j = 0; j < na; j++) {
@@ -481,7 +481,7 @@ static int round1_recv(vigil_store *s, pend *p)
         if (!(r = next(s, p, &left)))
             goto out;
         want_type(p, r, p->aux_keys[j], t);
-        freeReplyObject(r);
+        vigil_redis_reply_free(r);
     }
     for (size_t j = 0; j < ns; j++) {
         if (p->snap_src[j] != (int)j)
@@ -490,7 +490,7 @@ static int round1_recv(vigil_store *s, pend *p)
             goto out;
         if (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0) {
             bad(p, p->snap_keys[j], r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-            freeReplyObject(r);
+            vigil_redis_reply_free(r);
         } else {
             p->snap_rep[j] = r;
         }
@@ -502,7 +502,7 @@ static int round1_recv(vigil_store *s, pend *p)
             goto out;
         if (r->type != REDIS_REPLY_ARRAY) {
             bad(p, p->aux_keys[j], r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-            freeReplyObject(r);
+            vigil_redis_reply_free(r);
         } else {
             p->queue_rep[j] = r;
         }
@@ -512,7 +512,7 @@ static int round1_recv(vigil_store *s, pend *p)
             goto out;
         if (r->type != REDIS_REPLY_ARRAY) {
             bad(p, p->skey, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-            freeReplyObject(r);
+            vigil_redis_reply_free(r);
         } else {
             p->part_rep = r;
         }
@@ -524,7 +524,7 @@ static int round1_recv(vigil_store *s, pend *p)
             bad(p, s->timers_key, r->str);
         else if (rep_str(r))
             p->lease_hit = strtod(r->str, NULL) == (double)c->leased_score;
-        freeReplyObject(r);
+        vigil_redis_reply_free(r);
     }
     rc = 0;
     if (p->res == VIGIL_COMMIT_BAD_DATA)
@@ -628,7 +628,7 @@ static int round2(vigil_store *s, struct store_batch *b)
             vigil_log(VIGIL_LOG_ERROR, "store commit: %s", r->str);
             failed = true;
         }
-        freeReplyObject(r);
+        vigil_redis_reply_free(r);
     }
     bool lost = k < n_tx;
     for (int i = 0, c = 0; i < b->n && !lost && c < n_conf; i++) {
@@ -642,7 +642,7 @@ static int round2(vigil_store *s, struct store_batch *b)
             break;
         }
         read_current(p, r);
-        freeReplyObject(r);
+        vigil_redis_reply_free(r);
     }
     if (lost || failed) {
         for (int i = 0; i < b->n; i++)

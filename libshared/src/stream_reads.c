@@ -85,7 +85,7 @@ static vigil_read_result entries_result(redisReply *rep, vigil_stream_entry **ou
     vigil_read_result rc = VIGIL_READ_WRONG_TYPE;
     if (rep->type == REDIS_REPLY_ARRAY)
         rc = copy_entries(rep, out, n) == 0 ? VIGIL_READ_OK : VIGIL_READ_UNREACHABLE;
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return rc;
 }
 
@@ -141,7 +141,7 @@ vigil_read_result vigil_stream_read_after(vigil_redis *r, const char *key, const
         if (copy_entries(rep->element[0]->element[1], out, n) != 0)
             rc = VIGIL_READ_UNREACHABLE;
     }
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return rc;
 }
 
@@ -175,7 +175,7 @@ vigil_read_result vigil_read_members(vigil_redis *r, const char *key, char ***ou
         *out = s;
         *n = k;
     }
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return rc;
 }
 

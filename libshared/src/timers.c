@@ -83,7 +83,7 @@ int vigil_timers_claim(vigil_store *s, int64_t now_ms, int64_t lease_ms, int max
         n++;
     }
 cleanup:
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return n;
 }
 
@@ -103,7 +103,7 @@ int64_t vigil_timers_next_due(vigil_store *s)
         vigil_log(VIGIL_LOG_ERROR, "timers next due: %s",
                   rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
     }
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return due;
 }
 
@@ -114,6 +114,6 @@ long long vigil_timers_count(vigil_store *s)
     if (!rep)
         return -1;
     long long n = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return n;
 }

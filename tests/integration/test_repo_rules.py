@@ -7,7 +7,10 @@
   of libshared and scripts/, each service README every .c file of its src/;
 - services do no I/O of their own: no file under services/ includes a
   hiredis, paho or curl header or vigil/redis_raw.h, and no public libshared
-  header but redis_raw.h includes one (so a vigil/*.h cannot smuggle one in).
+  header but redis_raw.h includes one (so a vigil/*.h cannot smuggle one in);
+- no code frees a Redis reply with hiredis's freeReplyObject: every
+  connection makes its replies with libshared's own functions
+  (libshared/src/redis_reply.c), which only vigil_redis_reply_free frees.
 
 Run: /usr/bin/python3 -m pytest -q tests/integration/test_repo_rules.py
 """
@@ -144,6 +147,24 @@ def test_public_libshared_headers_expose_no_io_library():
             for inc in io_includes((ROOT / rel).read_text(encoding="utf-8")):
                 hits.append(f"{rel}: {inc}")
     assert not hits, "public libshared headers include I/O headers:\n" + "\n".join(hits)
+
+
+# A call, not a mention in a comment: "freeReplyObject" followed by "(".
+FREE_REPLY_CALL = re.compile(r"\bfreeReplyObject\s*\(")
+
+
+def test_no_code_frees_a_reply_with_hiredis():
+    # hiredis's free would free() a reply's string inside the reply's own
+    # allocation, or a shared "+OK": a crash, on whichever path does it.
+    hits = []
+    for rel in tracked():
+        if rel.endswith((".c", ".h")):
+            text = (ROOT / rel).read_text(encoding="utf-8", errors="replace")
+            hits += [f"{rel}:{text.count(chr(10), 0, m.start()) + 1}"
+                     for m in FREE_REPLY_CALL.finditer(text)]
+    assert not hits, "hiredis's freeReplyObject (use vigil_redis_reply_free):\n" + "\n".join(hits)
+    assert FREE_REPLY_CALL.search("  freeReplyObject (rep);")
+    assert not FREE_REPLY_CALL.search("never hiredis's freeReplyObject.")
 
 
 def test_the_io_header_pattern_catches_each_library():

@@ -61,7 +61,7 @@ long long vt_redis_int(vigil_redis *r, const char *fmt, const char *arg)
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
     long long v = rep->integer;
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return v;
 }
 

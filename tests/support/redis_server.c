@@ -62,11 +62,12 @@ static bool ping(int port)
     redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
     bool ok = false;
     if (c && !c->err) {
+        c->reader->fn = &vigil_redis_reply_functions; /* freed as libshared's replies are */
         redisSetTimeout(c, tv);
         redisReply *r = redisCommand(c, "PING");
         ok = r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
         if (r)
-            freeReplyObject(r);
+            vigil_redis_reply_free(r);
     }
     if (c)
         redisFree(c);
@@ -198,11 +199,12 @@ bool vt_redis_exec(const vt_redis *s, const char *cmd)
     redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv);
     bool ok = false;
     if (c && !c->err) {
+        c->reader->fn = &vigil_redis_reply_functions; /* freed as libshared's replies are */
         redisSetTimeout(c, tv);
         redisReply *r = redisCommand(c, cmd);
         ok = r && r->type != REDIS_REPLY_ERROR;
         if (r)
-            freeReplyObject(r);
+            vigil_redis_reply_free(r);
     }
     if (c)
         redisFree(c);

@@ -20,7 +20,7 @@ static long long xlen(vigil_redis *r)
     redisReply *rep = vigil_redis_command(r, "XLEN s");
     long long n = rep && rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
     if (rep)
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
     return n;
 }
 
@@ -50,7 +50,7 @@ static void batches_then_flushes(void **state)
     redisReply *rep = vigil_redis_command(r, "XPENDING s g");
     assert_non_null(rep);
     assert_int_equal(rep->element[0]->integer, 0); /* acknowledged too */
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     vigil_job_acks_free(&a);
     vigil_job_acks_free(&a); /* safe twice */
     vigil_redis_free(r);

@@ -25,7 +25,7 @@ static void add_jobs(int n)
     for (int i = 0; i < n; i++) {
         redisReply *rep = vigil_redis_command(vt_conn, "XADD %s * m job-%d", STREAM, i);
         assert_non_null(rep);
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
     }
 }
 
@@ -38,7 +38,7 @@ static void test_order(void **state)
 {
     (void)state;
     redisReply *rep = vigil_redis_command(vt_conn, "FLUSHALL");
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     vigil_job_consumer a;
     vigil_job_consumer_init(&a, STREAM, "workers", "inst-a", 60000);
     vigil_job_entries es;
@@ -84,7 +84,7 @@ static void test_group_comes_back(void **state)
 {
     (void)state;
     redisReply *rep = vigil_redis_command(vt_conn, "FLUSHALL");
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     vigil_job_consumer a;
     vigil_job_consumer_init(&a, STREAM, "workers", "inst-a", 60000);
     vigil_job_entries es;
@@ -92,7 +92,7 @@ static void test_group_comes_back(void **state)
     assert_int_equal(next(&a, &es, &o), 0);
     vigil_job_entries_free(&es);
     rep = vigil_redis_command(vt_conn, "DEL %s", STREAM);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     assert_int_equal(next(&a, &es, &o), VIGIL_JOBS_ERROR);
     assert_false(a.group_ok);
     add_jobs(1);

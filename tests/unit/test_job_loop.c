@@ -146,7 +146,7 @@ static void add(const char *payload)
     redisReply *rep = vigil_redis_command(vt_conn, "XADD %s * m %s", STREAM, payload);
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_STRING);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
 }
 
 /* An integer reply, or the first element of an array reply (XPENDING's
@@ -159,7 +159,7 @@ static long long int_of(redisReply *rep)
                           rep->element[0]->type == REDIS_REPLY_INTEGER
                       ? rep->element[0]->integer
                       : -1;
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return n;
 }
 

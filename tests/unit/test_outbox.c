@@ -367,7 +367,7 @@ static void rpush_raw(env *e, const char *raw)
     redisReply *rep = vigil_redis_command(e->r, "RPUSH %s %s", key, raw);
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
 }
 
 static long long dl_len(env *e)
@@ -378,7 +378,7 @@ static long long dl_len(env *e)
     redisReply *rep = vigil_redis_command(e->r, "LLEN %s", key);
     assert_non_null(rep);
     long long n = rep->integer;
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return n;
 }
 
@@ -477,7 +477,7 @@ static void test_undecodable_entries_become_dead_letters(void **state)
     assert_int_equal(rep->elements, 2);
     assert_string_equal(rep->element[0]->str, "garbage without a newline");
     assert_string_equal(rep->element[1]->str, "0ev/+\n{\"wildcard\":true}");
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     assert_true(vigil_metric_value("vigil_outbox_dead_letters_total", NULL) >= dead0 + 2);
     assert_true(vigil_metric_value("vigil_outbox_dead_letters", NULL) >= 2);
     assert_true(vt_msglog_wait_count(errs, "sys/outbox-test/error", 2, WAIT_MS));

@@ -144,26 +144,26 @@ static void test_command_and_binary_args(void **state)
     redisReply *rep = vigil_redis_command(r, "SET %s %s", "k", "v1");
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_STATUS);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     assert_true(vigil_redis_connected(r));
 
     const char *argv[] = { "SET", "bin", "a\0b" };
     size_t lens[] = { 3, 3, 3 };
     rep = vigil_redis_commandv(r, 3, argv, lens);
     assert_non_null(rep);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     rep = vigil_redis_command(r, "GET bin");
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_STRING);
     assert_int_equal(rep->len, 3);
     assert_memory_equal(rep->str, "a\0b", 3);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
 
     /* an error reply is a reply, not a connection failure */
     rep = vigil_redis_command(r, "INCR %s", "k");
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_ERROR);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     assert_true(vigil_redis_connected(r));
     vigil_redis_free(r);
 }
@@ -188,14 +188,14 @@ static void test_commands_of_every_size(void **state)
         redisReply *rep = vigil_redis_commandv(r, 3, argv, lens);
         assert_non_null(rep);
         assert_int_equal(rep->type, REDIS_REPLY_STATUS);
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
         const char *get[] = { "GET", "sized" };
         rep = vigil_redis_commandv(r, 2, get, NULL); /* lengths by strlen */
         assert_non_null(rep);
         assert_int_equal(rep->type, REDIS_REPLY_STRING);
         assert_int_equal(rep->len, n);
         assert_memory_equal(rep->str, v, n);
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
         free(v);
     }
     vigil_redis_free(r);
@@ -230,7 +230,7 @@ static void test_auth_acl_user(void **state)
     redisReply *rep = vigil_redis_command(r, "ACL WHOAMI");
     assert_non_null(rep);
     assert_string_equal(rep->str, "svc");
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     assert_false(vigil_redis_auth_refused(r));
     vigil_redis_free(r);
 
@@ -266,10 +266,10 @@ static void test_auth_acl_user(void **state)
     r = vigil_redis_new(&a, 2000);
     rep = vigil_redis_command(r, "ACL SETUSER default on");
     assert_non_null(rep);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     rep = vigil_redis_command(r, "ACL DELUSER svc");
     assert_non_null(rep);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     vigil_redis_free(r);
 }
 
@@ -278,7 +278,7 @@ static void test_auth_and_select(void **state)
     vigil_redis *admin = connect_srv();
     redisReply *rep = vigil_redis_command(admin, "CONFIG SET requirepass %s", "pw1");
     assert_non_null(rep);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
 
     vigil_redis_addr a = vt_redis_addr(vt_srv);
     /* wrong password: connect fails */
@@ -295,21 +295,21 @@ static void test_auth_and_select(void **state)
     rep = vigil_redis_command(r, "SET indb5 yes");
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_STATUS);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
 
     /* admin (authenticated before requirepass, db 0) does not see it there */
     rep = vigil_redis_command(admin, "EXISTS indb5");
     assert_non_null(rep);
     assert_int_equal(rep->integer, 0);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     rep = vigil_redis_command(r, "CONFIG SET requirepass %s", "");
     assert_non_null(rep);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     rep = vigil_redis_command(admin, "SELECT 5");
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     rep = vigil_redis_command(admin, "EXISTS indb5");
     assert_int_equal(rep->integer, 1);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     vigil_redis_free(r);
     vigil_redis_free(admin);
 }
@@ -329,7 +329,7 @@ static void test_reconnect_after_kill9_and_restart(void **state)
     vigil_redis *r = connect_srv();
     redisReply *rep = vigil_redis_command(r, "SET durable %s", "yes");
     assert_non_null(rep);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     double err0 = vigil_metric_value("vigil_redis_errors_total", NULL);
     double rec0 = vigil_metric_value("vigil_redis_reconnects_total", NULL);
 
@@ -345,7 +345,7 @@ static void test_reconnect_after_kill9_and_restart(void **state)
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_STRING);
     assert_string_equal(rep->str, "yes"); /* survived through the AOF */
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     assert_true(vigil_redis_connected(r));
     assert_true(vigil_metric_value("vigil_redis_reconnects_total", NULL) >= rec0 + 1);
     assert_string_equal(vigil_redis_last_error(r), "");
@@ -363,24 +363,24 @@ static void test_eval_loads_and_survives_script_flush(void **state)
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_STRING);
     assert_string_equal(rep->str, "key1:arg1");
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     assert_int_equal(strlen(echo.sha), 40);
 
     rep = vigil_redis_command(r, "SCRIPT FLUSH");
     assert_non_null(rep);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     rep = vigil_redis_eval(r, &echo, 1, 2, argv, NULL);
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_STRING);
     assert_string_equal(rep->str, "key1:arg1");
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
 
     /* a stale sha (e.g. set by another server) is replaced too */
     memset(echo.sha, 'a', 40);
     rep = vigil_redis_eval(r, &echo, 1, 2, argv, NULL);
     assert_non_null(rep);
     assert_string_equal(rep->str, "key1:arg1");
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     vigil_redis_free(r);
 }
 
@@ -389,12 +389,12 @@ static void test_eval_script_error_is_reply(void **state)
     static vigil_script bad = VIGIL_SCRIPT("return redis.call('INCR', KEYS[1])");
     vigil_redis *r = connect_srv();
     redisReply *rep = vigil_redis_command(r, "SET notnum abc");
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     const char *argv[] = { "notnum" };
     rep = vigil_redis_eval(r, &bad, 1, 1, argv, NULL);
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_ERROR);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     assert_true(vigil_redis_connected(r));
     vigil_redis_free(r);
 }
@@ -413,16 +413,16 @@ static void test_pipeline_in_order(void **state)
     redisReply *rep = vigil_redis_pipeline_get(r);
     assert_non_null(rep);
     assert_int_equal(rep->integer, 1);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     rep = vigil_redis_pipeline_get(r);
     assert_int_equal(rep->integer, 2);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     rep = vigil_redis_pipeline_get(r);
     assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
     assert_int_equal(rep->elements, 2);
     assert_string_equal(rep->element[0]->str, "x");
     assert_string_equal(rep->element[1]->str, "y");
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     /* nothing pending: NULL, but the connection is fine */
     assert_null(vigil_redis_pipeline_get(r));
     assert_true(vigil_redis_connected(r));
@@ -433,7 +433,7 @@ static void test_pipeline_in_order(void **state)
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_ARRAY); /* not the RPUSH's integer */
     assert_int_equal(rep->elements, 3);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     vigil_redis_free(r);
 }
 
@@ -452,7 +452,7 @@ static void test_pipeline_io_error(void **state)
     redisReply *rep = vigil_redis_pipeline_get(r);
     assert_non_null(rep);
     assert_string_equal(rep->str, "PONG");
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     vigil_redis_free(r);
 }
 

@@ -221,7 +221,7 @@ static void test_wrongtype_is_a_reply(void **state)
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_ERROR);
     assert_true(vigil_redis_connected(r));
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     vigil_redis_free(r);
     planted_stop(p);
 }

@@ -131,7 +131,7 @@ static char *get(fixture *f, const char *key)
     redisReply *rep = vigil_redis_commandv(vt_conn, 2, argv, NULL);
     assert_non_null(rep);
     char *v = rep->type == REDIS_REPLY_STRING ? strdup(rep->str) : NULL;
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return v;
 }
 
@@ -203,7 +203,7 @@ static void test_restart_after_the_old_count_expired_keeps_it_held(void **state)
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
     assert_int_equal(rep->integer, 0);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
 }
 
 /* A replica not yet connected advertises its count but marks no session. */

@@ -274,7 +274,7 @@ static void test_dedupe_trims_on_some_commits_only(void **state)
         redisReply *rep = vigil_redis_command(f->r, "ZSCORE vigil:svc:ids:k %s", id);
         assert_non_null(rep);
         assert_int_equal(rep->type, REDIS_REPLY_STRING);
-        freeReplyObject(rep);
+        vigil_redis_reply_free(rep);
     }
     vigil_effects_free(&fx);
 }
@@ -308,7 +308,7 @@ static long long timer_due(fixture *f, const char *member)
     redisReply *rep = vigil_redis_command(f->r, "ZSCORE vigil:svc:timers:0 %s", member);
     assert_non_null(rep);
     long long due = rep->type == REDIS_REPLY_STRING ? strtoll(rep->str, NULL, 10) : -1;
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return due;
 }
 
@@ -357,7 +357,7 @@ static void test_outbox_order_format_peek_trim(void **state)
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_STRING);
     assert_string_equal(rep->str, "1persona/p/state\n{\"multi\":\n\"line\"}\n");
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
 
     vigil_outmsg out[10];
     assert_int_equal(vigil_store_outbox_peek(f->s, 10, out), 4);
@@ -389,7 +389,7 @@ static void test_outbox_malformed_entry_keeps_count(void **state)
 {
     fixture *f = *state;
     redisReply *rep = vigil_redis_command(f->r, "RPUSH vigil:svc:outbox:0 garbage %s", "0t\np");
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     vigil_outmsg out[4];
     assert_int_equal(vigil_store_outbox_peek(f->s, 4, out), 2);
     assert_string_equal(out[0].topic, "");

@@ -65,7 +65,7 @@ static void stream_add_appends_and_bounds_by_count(void **state)
     redisReply *fields = rep->element[0]->element[1];
     assert_string_equal(fields->element[0]->str, "m");
     assert_string_equal(fields->element[1]->str, "{\"n\":299}");
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
 }
 
 static void stream_add_trims_by_age(void **state)
@@ -194,7 +194,7 @@ static void keys_and_sets(void **state)
     assert_int_equal(vt_redis_int(f->r, "SCARD %s", "vigil:svc:rooms"), 2);
     redisReply *rep = vigil_redis_command(f->r, "GET vigil:svc:paused-all");
     assert_string_equal(rep->str, "1");
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
 
     vigil_effects_reset(&fx);
     assert_int_equal(vigil_fx_key_set(&fx, "paused-all", NULL), 0);

@@ -58,7 +58,7 @@ static char *outbox_at(int i)
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_STRING);
     char *s = strdup(rep->str);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return s;
 }
 
@@ -141,7 +141,7 @@ static void test_snapshot_changed_between_rounds_is_read_again(void **state)
     free(e);
     redisReply *n = vigil_redis_command(r, "LLEN vigil:svc:outbox:0");
     assert_int_equal(n->integer, 1); /* written once */
-    freeReplyObject(n);
+    vigil_redis_reply_free(n);
     vigil_effects_free(&fx);
 }
 
@@ -255,7 +255,7 @@ static void test_queue_flush_moves_entries_first(void **state)
     }
     redisReply *n = vigil_redis_command(r, "EXISTS vigil:svc:queue:r1");
     assert_int_equal(n->integer, 0);
-    freeReplyObject(n);
+    vigil_redis_reply_free(n);
     vigil_effects_free(&fx);
 }
 
@@ -282,7 +282,7 @@ static void test_replies_dropped_between_sends_fail_that_commit_alone(void **sta
     redisReply *pong = vigil_redis_command(r, "PING");
     assert_non_null(pong);
     assert_string_equal(pong->str, "PONG");
-    freeReplyObject(pong);
+    vigil_redis_reply_free(pong);
     assert_int_equal(vigil_store_commit_send(st, &c2), 0);
     int64_t v = -1;
     char *cur = NULL;
@@ -314,7 +314,7 @@ static long long calls_of(const char *cmd)
     snprintf(want, sizeof want, "cmdstat_%s:calls=", cmd);
     const char *at = rep->type == REDIS_REPLY_STRING ? strstr(rep->str, want) : NULL;
     long long n = at ? strtoll(at + strlen(want), NULL, 10) : 0;
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return n;
 }
 
@@ -324,7 +324,7 @@ static long long timer_due(const char *member)
     redisReply *rep = vigil_redis_command(r, "ZSCORE vigil:svc:timers:0 %s", member);
     assert_non_null(rep);
     long long d = rep->type == REDIS_REPLY_STRING ? strtoll(rep->str, NULL, 10) : -1;
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     return d;
 }
 

@@ -69,7 +69,7 @@ static void test_set_count_next_due_and_replace(void **state)
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_STRING);
     assert_string_equal(rep->str, "1700000009000");
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
 }
 
 static void test_cancel(void **state)
@@ -158,7 +158,7 @@ static void test_firing_applied_once_across_claims(void **state)
     redisReply *rep = vigil_redis_command(f->r, "EXISTS vigil:svc:timers:1:due");
     assert_non_null(rep);
     assert_int_equal(rep->integer, 0);
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     vigil_effects_free(&fx);
 }
 
@@ -208,7 +208,7 @@ static void test_malformed_member_skipped(void **state)
 {
     fixture *f = *state;
     redisReply *rep = vigil_redis_command(f->r, "ZADD vigil:svc:timers:1 1 nobar 2 %s", "k|ok");
-    freeReplyObject(rep);
+    vigil_redis_reply_free(rep);
     vigil_timer_claim cl[4];
     assert_int_equal(vigil_timers_claim(f->s, 5, 10, 4, cl), 1);
     assert_string_equal(cl[0].member, "k|ok");

@@ -8,7 +8,14 @@
 #include <hiredis/hiredis.h>
 #include "redis.h"
 
-/* Runs one command. Returns the reply (caller frees with freeReplyObject),
+/* Every reply below is made by libshared's own reply functions (one
+ * allocation per reply; "+OK", "+QUEUED", nil, 0 and 1 are shared objects):
+ * free it with vigil_redis_reply_free, never hiredis's freeReplyObject.
+ * Readers look at it as an ordinary redisReply and never write to it. */
+void vigil_redis_reply_free(void *reply);
+extern redisReplyObjectFunctions vigil_redis_reply_functions; /* installed on each connection */
+
+/* Runs one command. Returns the reply (caller frees with vigil_redis_reply_free),
  * including error replies that concern the data (see
  * vigil_redis_error_transient), or NULL on a connection/IO error or a
  * transient error reply (the connection is dropped and will be
