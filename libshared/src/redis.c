@@ -448,11 +448,20 @@ redisReply *vigil_redis_command(vigil_redis *r, const char *fmt, ...)
 
 #define CMD_KEEP_MAX (1u << 20) /* a larger command buffer is not kept */
 
-/* Writes "$<n>\r\n" (or "*<n>\r\n") at p; returns the end. */
+/* Writes "$<n>\r\n" (or "*<n>\r\n") at p; returns the end. Most of a
+ * command's lengths (key names, ids, counts) are below 100: those digits
+ * are written here, without the general writer's buffer and copy. */
 static char *put_header(char *p, char kind, size_t n)
 {
     *p++ = kind;
-    p += vigil_i64_text(p, (int64_t)n);
+    if (n < 10) {
+        *p++ = (char)('0' + n);
+    } else if (n < 100) {
+        *p++ = (char)('0' + n / 10);
+        *p++ = (char)('0' + n % 10);
+    } else {
+        p += vigil_i64_text(p, (int64_t)n);
+    }
     *p++ = '\r';
     *p++ = '\n';
     return p;

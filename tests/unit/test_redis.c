@@ -175,7 +175,8 @@ static void test_commands_of_every_size(void **state)
 {
     (void)state;
     vigil_redis *r = connect_srv();
-    const size_t sizes[] = { 0, 5, 4000, 70000, 2u << 20, 9 };
+    /* each side of the lengths written with one and two digits inline */
+    const size_t sizes[] = { 0, 5, 9, 10, 11, 99, 100, 101, 4000, 70000, 2u << 20, 9 };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         size_t n = sizes[i];
         char *v = malloc(n + 1);
@@ -197,6 +198,27 @@ static void test_commands_of_every_size(void **state)
         assert_memory_equal(rep->str, v, n);
         vigil_redis_reply_free(rep);
         free(v);
+    }
+    /* argument counts on each side of 10 and 100 ("*<argc>") */
+    const int counts[] = { 9, 10, 11, 99, 100, 101 };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        const char *argv[101];
+        char items[101][16];
+        argv[0] = "RPUSH";
+        argv[1] = "wide";
+        for (int k = 2; k < counts[i]; k++) {
+            snprintf(items[k], sizeof items[k], "v%d", k);
+            argv[k] = items[k];
+        }
+        const char *del[] = { "DEL", "wide" };
+        redisReply *rep = vigil_redis_commandv(r, 2, del, NULL);
+        assert_non_null(rep);
+        vigil_redis_reply_free(rep);
+        rep = vigil_redis_commandv(r, counts[i], argv, NULL);
+        assert_non_null(rep);
+        assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
+        assert_int_equal(rep->integer, counts[i] - 2);
+        vigil_redis_reply_free(rep);
     }
     vigil_redis_free(r);
 }
