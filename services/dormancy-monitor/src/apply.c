@@ -13,6 +13,10 @@
 #include <vigil/unique.h>
 #include "adapter.h"
 
+/* An input's actions start on the stack (dormancy_actions_init_in): the
+ * usual input makes four or five (an event, timers, the snapshots). */
+#define ACTIONS_INLINE 8
+
 typedef struct id_ctx {
     const char *input_id;
     const char *room;
@@ -263,8 +267,9 @@ int dormancy_apply(void *ctx, const char *key, const char *state_json, const vig
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     id_ctx ic = {in->id, key};
     dormancy_ids ids = {make_id, &ic};
+    dormancy_action first[ACTIONS_INLINE];
     dormancy_actions acts;
-    dormancy_actions_init(&acts);
+    dormancy_actions_init_in(&acts, first, ACTIONS_INLINE);
     int rc = dormancy_room_apply(r, &pp->ev, &svc->cfg, now_ms, &ids, &acts);
     if (rc == 0)
         rc = finish(fx, r, state_json, &svc->cfg, &acts, in, now_ms);
@@ -290,8 +295,9 @@ int dormancy_on_timer(void *ctx, const char *key, const char *state_json, const 
     snprintf(input_id, sizeof input_id, "timer.%s.%" PRId64, timer_name, due_ms);
     id_ctx ic = {input_id, key};
     dormancy_ids ids = {make_id, &ic};
+    dormancy_action first[ACTIONS_INLINE];
     dormancy_actions acts;
-    dormancy_actions_init(&acts);
+    dormancy_actions_init_in(&acts, first, ACTIONS_INLINE);
     int rc = dormancy_room_timer(r, timer_name, due_ms, &svc->cfg, now_ms, &ids, &acts);
     if (rc == 0)
         rc = finish(fx, r, state_json, &svc->cfg, &acts, NULL, now_ms);

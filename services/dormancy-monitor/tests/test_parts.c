@@ -187,6 +187,65 @@ static void a_deleted_room_deletes_every_part(void **state)
     dm_free(f);
 }
 
+/* Actions that start in the caller's storage (dormancy_actions_init_in)
+ * and outgrow it move to the heap whole: the same actions, in order, as
+ * a heap vector gets; the storage itself is never freed (ASan would
+ * report freeing a stack address). */
+static void actions_outgrow_the_callers_storage_intact(void **state)
+{
+    (void)state;
+    for (size_t inline_n = 1; inline_n <= 4; inline_n++) {
+        dormancy_action storage[4];
+        dormancy_actions a;
+        dormancy_actions_init_in(&a, storage, inline_n);
+        dormancy_step s = {.out = &a};
+        for (int i = 0; i < 40; i++) {
+            char name[16];
+            snprintf(name, sizeof name, "p%d", i);
+            dormancy_action *x = step_push(&s, DORMANCY_OUT_TIMER_SET, name);
+            assert_non_null(x);
+            x->due = i;
+            assert_int_equal(a.v == storage, (size_t)i < inline_n);
+        }
+        assert_false(s.failed);
+        assert_int_equal(a.n, 40);
+        for (int i = 0; i < 40; i++) {
+            char name[16];
+            snprintf(name, sizeof name, "p%d", i);
+            assert_string_equal(a.v[i].persona, name);
+            assert_int_equal(a.v[i].due, i);
+        }
+        dormancy_actions_free(&a);
+    }
+
+    /* A whole step: the same actions from two actions of storage as
+     * from none. */
+    dm_fx *f = dm_new();
+    dm_personas(f, 3, "ann", "bo", "cy");
+    dormancy_room *twin = dormancy_room_clone(f->room);
+    assert_non_null(twin);
+    dormancy_event ev = {.kind = DORMANCY_EV_CONTROL, .id = "del-2", .ts = f->now};
+    ev.control.action = DORMANCY_CTL_DELETE;
+    dormancy_ids ids = {dm_make_id, f};
+    dormancy_actions heap, small;
+    dormancy_action two[2];
+    dormancy_actions_init(&heap);
+    dormancy_actions_init_in(&small, two, 2);
+    assert_int_equal(dormancy_room_apply(f->room, &ev, &f->cfg, f->now, &ids, &heap), 0);
+    assert_int_equal(dormancy_room_apply(twin, &ev, &f->cfg, f->now, &ids, &small), 0);
+    assert_true(heap.n > 2);
+    assert_int_equal(small.n, heap.n);
+    for (size_t i = 0; i < heap.n; i++) {
+        assert_int_equal(small.v[i].kind, heap.v[i].kind);
+        assert_string_equal(small.v[i].persona, heap.v[i].persona);
+        assert_string_equal(small.v[i].text, heap.v[i].text);
+    }
+    dormancy_actions_free(&heap);
+    dormancy_actions_free(&small);
+    dormancy_room_free(twin);
+    dm_free(f);
+}
+
 static void a_head_alone_is_not_a_record(void **state)
 {
     (void)state;
@@ -247,6 +306,7 @@ int main(void)
         cmocka_unit_test(a_persona_that_left_is_deleted_and_one_that_joins_written),
         cmocka_unit_test(read_back_from_parts_in_order_and_only_changes_written),
         cmocka_unit_test(a_deleted_room_deletes_every_part),
+        cmocka_unit_test(actions_outgrow_the_callers_storage_intact),
         cmocka_unit_test(a_head_alone_is_not_a_record),
         cmocka_unit_test(a_head_retokened_in_place_is_the_head_written_with_that_token),
     };

@@ -444,9 +444,15 @@ typedef struct dormancy_action {
 typedef struct dormancy_actions {
     dormancy_action *v;
     size_t n, cap;
+    dormancy_action *fixed; /* the caller's storage v starts in (never freed here), or NULL */
 } dormancy_actions;
 
 void dormancy_actions_init(dormancy_actions *a);
+/* Starts in the caller's storage of cap actions (an input makes about
+ * five; more move to the heap): each action is over 1 KB, and a fresh
+ * heap vector per input was an allocation large enough to make malloc
+ * sort its free lists every time. */
+void dormancy_actions_init_in(dormancy_actions *a, dormancy_action *storage, size_t cap);
 void dormancy_actions_free(dormancy_actions *a);
 
 /* Seam for output event ids: n counts the events of one step from 0, so a

@@ -14,9 +14,15 @@ void dormancy_actions_init(dormancy_actions *a)
     memset(a, 0, sizeof *a);
 }
 
+void dormancy_actions_init_in(dormancy_actions *a, dormancy_action *storage, size_t cap)
+{
+    *a = (dormancy_actions){ .v = storage, .cap = storage ? cap : 0, .fixed = storage };
+}
+
 void dormancy_actions_free(dormancy_actions *a)
 {
-    free(a->v);
+    if (a->v != a->fixed)
+        free(a->v);
     memset(a, 0, sizeof *a);
 }
 
@@ -25,11 +31,14 @@ dormancy_action *step_push(dormancy_step *s, dormancy_action_kind kind, const ch
     dormancy_actions *o = s->out;
     if (o->n == o->cap) {
         size_t cap = o->cap ? o->cap * 2 : 16;
-        dormancy_action *v = realloc(o->v, cap * sizeof *v);
+        bool moving = o->v == o->fixed; /* out of the caller's storage */
+        dormancy_action *v = moving ? malloc(cap * sizeof *v) : realloc(o->v, cap * sizeof *v);
         if (!v) {
             s->failed = true;
             return NULL;
         }
+        if (moving && o->n)
+            memcpy(v, o->v, o->n * sizeof *v);
         o->v = v;
         o->cap = cap;
     }
