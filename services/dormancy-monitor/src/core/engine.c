@@ -4,6 +4,7 @@
  * Evaluating all due deadlines on every step (not only in the timer that
  * fired) is what makes late, duplicate or stale timer firings harmless: a
  * timer only wakes the room up; the record and `now` decide what happens. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,26 @@ void dormancy_actions_free(dormancy_actions *a)
     memset(a, 0, sizeof *a);
 }
 
+/* Empties an action: every number zero and every text "". Each action is
+ * 1.5 KB, nearly all of it text buffers read only up to their NUL;
+ * zeroing them whole was a sixth of what a step cost. */
+static void action_clear(dormancy_action *a)
+{
+    a->kind = 0;
+    a->level = a->previous = 0;
+    a->trigger = 0;
+    a->since = a->snoozed_until = a->until = 0;
+    a->suggest = 0;
+    a->default_after_ms = a->pending_expires = a->due = 0;
+    a->id[0] = a->persona[0] = a->reason[0] = a->text[0] = '\0';
+    a->message_id[0] = a->pending_reason[0] = a->timer[0] = '\0';
+}
+/* Every member of dormancy_action is cleared above: a member added to it
+ * must be added there too (this sum fails to compile otherwise). */
+_Static_assert(sizeof(dormancy_action) ==
+                   offsetof(dormancy_action, due) + sizeof(int64_t),
+               "dormancy_action changed: update action_clear");
+
 dormancy_action *step_push(dormancy_step *s, dormancy_action_kind kind, const char *persona)
 {
     dormancy_actions *o = s->out;
@@ -43,7 +64,7 @@ dormancy_action *step_push(dormancy_step *s, dormancy_action_kind kind, const ch
         o->cap = cap;
     }
     dormancy_action *a = &o->v[o->n++];
-    memset(a, 0, sizeof *a);
+    action_clear(a);
     a->kind = kind;
     dm_copy(a->persona, sizeof a->persona, persona);
     return a;
