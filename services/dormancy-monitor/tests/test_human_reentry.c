@@ -24,6 +24,9 @@ static void auto_wakes_on_human_message(void **state)
         assert_int_equal(a->previous, DORMANCY_SLEEP);
         assert_string_equal(a->text, "\xE2\x9C\xA8 Human activity detected. Waking from dormancy.");
         assert_string_equal(a->message_id, f->last_msg_id);
+        char want[160];
+        snprintf(want, sizeof want, "human message %s from joel", f->last_msg_id);
+        assert_string_equal(a->reason, want);
     }
     dm_free(f);
 }
@@ -107,6 +110,10 @@ static void min_awake_wakes_most_recent_answerers(void **state)
     const dormancy_action *a = dm_last(f, DORMANCY_OUT_CHANGE, "dan");
     assert_int_equal(a->trigger, DORMANCY_TRIGGER_HUMAN_REENTRY);
     assert_string_equal(a->message_id, f->last_msg_id);
+    char want[200];
+    snprintf(want, sizeof want, "human message %s would meet fewer than 2 personas able to answer",
+             f->last_msg_id);
+    assert_string_equal(a->reason, want);
     assert_int_equal(dm_count(f, DORMANCY_OUT_CHANGE, NULL), 2);
     dm_free(f);
 }

@@ -7,6 +7,8 @@
  * (every dormant persona wakes). Each wake names the message. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <vigil/jtext.h>
+#include <vigil/str.h>
 #include "step.h"
 
 static bool able(const dormancy_persona *p, bool mentioned)
@@ -57,8 +59,8 @@ void human_reentry_on_message(dormancy_step *s, const dormancy_event *ev, const 
             continue;
         if (c->human_wakes_all || p->cause == DORMANCY_CAUSE_ABSENCE) {
             if (!have_reason)
-                snprintf(reason, sizeof reason, "human message %s from %s", ev->id ? ev->id : "",
-                         ev->msg.sender ? ev->msg.sender : "");
+                vigil_concat(reason, sizeof reason, "human message ", ev->id ? ev->id : "",
+                             " from ", ev->msg.sender ? ev->msg.sender : "", (const char *)NULL);
             have_reason = true;
             wake(s, p, reason, ev->id);
         }
@@ -68,10 +70,12 @@ void human_reentry_on_message(dormancy_step *s, const dormancy_event *ev, const 
     for (int i = 0; i < r->n_personas; i++)
         if (able(&r->personas[i], mentioned[i]))
             count++;
-    if (count < s->cfg->min_awake)
-        snprintf(reason, sizeof reason,
-                 "human message %s would meet fewer than %d personas able to answer",
-                 ev->id ? ev->id : "", s->cfg->min_awake);
+    if (count < s->cfg->min_awake) {
+        char n[VIGIL_I64_TEXT_MAX + 1];
+        vigil_i64_text(n, s->cfg->min_awake);
+        vigil_concat(reason, sizeof reason, "human message ", ev->id ? ev->id : "",
+                     " would meet fewer than ", n, " personas able to answer", (const char *)NULL);
+    }
     while (count < s->cfg->min_awake) {
         int i = most_recent_answerer(s, mentioned);
         if (i < 0)
