@@ -159,9 +159,74 @@ json_object *vigil_jb_string(const unsigned char *s, size_t n, bool escaped)
     return o;
 }
 
+/* ---- member names ---------------------------------------------------- */
+
+/* The member names of the contract's payloads. json-c copies every key
+ * into its own allocation and frees it with the object: three of an
+ * input's allocations in ten were its keys. A key spelled exactly like
+ * one of these (and not escaped) is handed to json-c as a constant
+ * instead, which json-c keeps without copying or freeing. Any other key
+ * is copied as before; the tree is the same either way. */
+static const char *const COMMON_KEYS[] = {
+    "id", "ts", "room", "sender", "sender_type", "text", "depth", "mentions", "reply_to",
+    "persona", "personas", "user", "session", "action", "agent", "level", "previous", "reason",
+    "reasons", "trigger", "message_id", "source", "since", "until", "status", "answer", "by",
+    "cmd", "kind", "type", "name", "mood", "run", "seq", "nonce", "question_id", "priority",
+    "tokens", "tier", "category", "detail", "confidence", "shard", "service", "rooms", "enabled",
+    "paused", "expires", "start", "end", "title", "model", "prompt", "options", "meta", "k",
+    "loop", "held", "granted", "in_tool", "fsm_state", "last_activity", "eventId",
+    "inputEventId", "instance", "role", "query", "mission",
+};
+
+#define KEY_SLOTS 256 /* a power of two, well above the keys' count */
+#define KEY_MAX 15    /* longer names are never common ones */
+
+static const char *key_slot[KEY_SLOTS];
+static unsigned char key_len[KEY_SLOTS];
+static pthread_once_t keys_once = PTHREAD_ONCE_INIT;
+
+static unsigned key_hash(const unsigned char *k, size_t n)
+{
+    return (unsigned)(n * 131u + k[0] * 31u + k[n / 2] * 7u + k[n - 1]) & (KEY_SLOTS - 1);
+}
+
+static void keys_build(void)
+{
+    for (size_t i = 0; i < sizeof COMMON_KEYS / sizeof COMMON_KEYS[0]; i++) {
+        const char *k = COMMON_KEYS[i];
+        size_t n = strlen(k);
+        unsigned h = key_hash((const unsigned char *)k, n);
+        while (key_slot[h])
+            h = (h + 1) & (KEY_SLOTS - 1);
+        key_slot[h] = k;
+        key_len[h] = (unsigned char)n;
+    }
+}
+
+/* The common name spelled key[0..n), or NULL. */
+static const char *common_key(const unsigned char *key, size_t n)
+{
+    if (n == 0 || n > KEY_MAX)
+        return NULL;
+    pthread_once(&keys_once, keys_build);
+    for (unsigned h = key_hash(key, n); key_slot[h]; h = (h + 1) & (KEY_SLOTS - 1))
+        if (key_len[h] == n && memcmp(key_slot[h], key, n) == 0)
+            return key_slot[h];
+    return NULL;
+}
+
 int vigil_jb_member(json_object *obj, const unsigned char *key, size_t n, bool escaped,
                     json_object *val)
 {
+    const char *common = escaped ? NULL : common_key(key, n);
+    if (common) {
+        /* flags as below, but json-c neither copies nor frees the name */
+        if (json_object_object_add_ex(obj, common, val, JSON_C_OBJECT_KEY_IS_CONSTANT) != 0) {
+            json_object_put(val);
+            return -1;
+        }
+        return 0;
+    }
     unsigned char small[SMALL_BYTES];
     unsigned char *buf = n < sizeof small ? small : malloc(n + 1);
     if (!buf) {

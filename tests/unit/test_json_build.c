@@ -195,6 +195,14 @@ static void test_escapes_and_unicode(void **state)
         "{\"x\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x92\xa4\",\"\xf0\x9f\x92\xa4\":\"\xe2\x82\xac\\u20ac\"}",
         "{\"t\":true,\"f\":false,\"n\":null,\"a\":[true,false,null,\"\"]}",
         "\t\r\n{ \"a\" : [ 1 , 2 ] , \"b\" :\n{ } }\r\n",
+        /* the contract's member names, which json-c is given as constants:
+         * duplicates, nested, escaped, near misses, next to other keys */
+        "{\"id\":1,\"ts\":2,\"id\":3,\"room\":{\"id\":4,\"room\":[{\"id\":5}]},\"ids\":6}",
+        "{\"\\u0069d\":1,\"id\":2,\"i\\u0064\":3}",
+        "{\"id\":1,\"i\\u0000d\":2,\"id\\u0000\":3,\"Id\":4,\"iD\":5,\"d\":6,\"i\":7}",
+        "{\"sender_type\":\"ai\",\"sender_typ\":1,\"sender_types\":2,\"sender\":3,\"k\":4}",
+        "{\"inputEventId\":1,\"inputEventIdx\":2,\"mentions\":[],\"reply_to\":null}",
+        "{\"text\":\"id\",\"id\":\"text\",\"mentions\":[\"id\",{\"id\":{\"id\":{}}}]}",
     };
     for (size_t i = 0; i < sizeof docs / sizeof *docs; i++)
         check_text(docs[i]);
