@@ -720,7 +720,8 @@ typedef struct staged {
     bool have_in;
     void *parsed;
     char key[VIGIL_KEY_MAX];
-    char *state; /* the record it was decided on */
+    char *state; /* the record it was decided on, taken from the cache */
+    int64_t version; /* that record's version */
     vigil_effects fx;
     decide_args a;
     vigil_commit c;
@@ -744,6 +745,7 @@ static void staged_free(vigil_runtime *rt, staged *s)
  * false with nothing sent: the caller takes m the one-at-a-time way. */
 static bool stage(vigil_runtime *rt, const vigil_mqtt_msg *m, staged *run, int n, staged *s)
 {
+    bool taken = false; /* s->state came out of the cache */
     memset(s, 0, sizeof *s);
     vigil_effects_init(&s->fx);
     s->m = m;
@@ -771,14 +773,16 @@ static bool stage(vigil_runtime *rt, const vigil_mqtt_msg *m, staged *run, int n
     rt->intake_in_flight = false;
     if (nk != 1 || strcmp(keys[0], s->key) != 0)
         goto no;
-    int64_t version = 0;
-    if (!vigil_state_cache_get(rt->cache, s->key, &version, &s->state))
+    /* the cached text itself, not a copy: it goes back to the cache, or
+     * the new text does, when the commit's reply is read (flush_run) */
+    taken = vigil_state_cache_take(rt->cache, s->key, &s->version, &s->state);
+    if (!taken)
         goto no;
     s->a = (decide_args){ .in = &s->in, .parsed = s->parsed, .now = now };
     memset(&err, 0, sizeof err);
     if (decide(rt, s->key, s->state, &s->a, &s->fx, &err) != 0)
         goto no;
-    s->c = (vigil_commit){ .key = s->key, .expected_version = version, .input_id = s->in.id,
+    s->c = (vigil_commit){ .key = s->key, .expected_version = s->version, .input_id = s->in.id,
                            .fx = &s->fx, .now_ms = now };
     if (vigil_store_commit_send(rt->intake_store, &s->c) != 0)
         goto no;
@@ -787,6 +791,10 @@ static bool stage(vigil_runtime *rt, const vigil_mqtt_msg *m, staged *run, int n
     vigil_counter_add("vigil_inputs_total", "Inputs received", label, 1);
     return true;
 no:
+    if (taken) { /* nothing was sent: the cache gets its text back as it was */
+        vigil_state_cache_put_owned(rt->cache, s->key, s->version, s->state);
+        s->state = NULL;
+    }
     staged_free(rt, s);
     return false;
 }
@@ -825,6 +833,9 @@ static void flush_run(vigil_runtime *rt, staged *run, int *n)
             atomic_store(&rt->intake_redis_ok, true);
             vigil_counter_add("vigil_duplicates_total", "Inputs already applied (redelivery)",
                               NULL, 1);
+            /* nothing written: the record it was taken as goes back */
+            vigil_state_cache_put_owned(rt->cache, s->key, s->version, s->state);
+            s->state = NULL;
         } else {
             if (r == VIGIL_COMMIT_CONFLICT)
                 vigil_counter_add("vigil_commit_conflicts_total",

@@ -13,6 +13,7 @@ typedef struct entry {
     char *key;
     char *state;
     int64_t version;
+    bool taken; /* its text is out with an input (vigil_state_cache_take) */
 } entry;
 
 struct vigil_state_cache {
@@ -86,13 +87,29 @@ bool vigil_state_cache_get(vigil_state_cache *c, const char *key, int64_t *versi
     bool hit = false;
     pthread_mutex_lock(&c->mu);
     entry *e = *slot(c, key);
-    if (e) {
+    if (e && !e->taken) {
         char *copy = e->state ? strdup(e->state) : NULL;
         if (!e->state || copy) {
             *version = e->version;
             *state = copy;
             hit = true;
         }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return hit;
+}
+
+bool vigil_state_cache_take(vigil_state_cache *c, const char *key, int64_t *version, char **state)
+{
+    bool hit = false;
+    pthread_mutex_lock(&c->mu);
+    entry *e = *slot(c, key);
+    if (e && !e->taken) {
+        *version = e->version;
+        *state = e->state;
+        e->taken = e->state != NULL; /* "no record" is not taken away */
+        e->state = NULL;
+        hit = true;
     }
     pthread_mutex_unlock(&c->mu);
     return hit;
@@ -117,6 +134,7 @@ void vigil_state_cache_put_owned(vigil_state_cache *c, const char *key, int64_t 
         free((*pp)->state);
         (*pp)->state = copy;
         (*pp)->version = version;
+        (*pp)->taken = false;
     } else {
         if (c->count >= c->max) {
             clear_locked(c);

@@ -106,6 +106,54 @@ static void stays_within_its_bound(void **unused)
     vigil_state_cache_free(c);
 }
 
+/* take moves the text out: no copy, and the entry misses (get and take)
+ * until it is put again; a record known not to exist is not taken away;
+ * a drop or a full cache while the text is out frees nothing twice. */
+static void take_moves_the_text_out_until_put_back(void **unused)
+{
+    (void)unused;
+    vigil_state_cache *c = vigil_state_cache_new(10);
+    int64_t v = -1;
+    char *s = NULL, *t = NULL;
+    assert_false(vigil_state_cache_take(c, "general", &v, &s));
+    char *text = strdup("{\"a\":1}");
+    vigil_state_cache_put_owned(c, "general", 4, text);
+    assert_true(vigil_state_cache_take(c, "general", &v, &s));
+    assert_ptr_equal(s, text); /* the cache's own text */
+    assert_int_equal(v, 4);
+    assert_false(vigil_state_cache_get(c, "general", &v, &t));
+    assert_false(vigil_state_cache_take(c, "general", &v, &t));
+    assert_int_equal(vigil_state_cache_size(c), 1);
+    vigil_state_cache_put_owned(c, "general", 4, s); /* back as it was */
+    assert_true(vigil_state_cache_get(c, "general", &v, &t));
+    assert_string_equal(t, "{\"a\":1}");
+    free(t);
+
+    /* out again, and a plain put (another thread's load) ends that */
+    assert_true(vigil_state_cache_take(c, "general", &v, &s));
+    vigil_state_cache_put(c, "general", 5, "{\"a\":2}");
+    assert_true(vigil_state_cache_get(c, "general", &v, &t));
+    assert_int_equal(v, 5);
+    assert_string_equal(t, "{\"a\":2}");
+    free(t);
+    free(s); /* the taken text stayed the taker's */
+
+    /* "no record" stays a hit for everyone */
+    vigil_state_cache_put(c, "empty", 0, NULL);
+    assert_true(vigil_state_cache_take(c, "empty", &v, &s));
+    assert_null(s);
+    assert_true(vigil_state_cache_get(c, "empty", &v, &s));
+    assert_null(s);
+
+    /* dropped while out: the taker's text is not freed by the cache */
+    assert_true(vigil_state_cache_take(c, "general", &v, &s));
+    vigil_state_cache_drop(c, "general");
+    assert_false(vigil_state_cache_get(c, "general", &v, &t));
+    assert_string_equal(s, "{\"a\":2}");
+    free(s);
+    vigil_state_cache_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -114,6 +162,7 @@ int main(void)
         cmocka_unit_test(put_replaces_and_drop_forgets),
         cmocka_unit_test(stays_within_its_bound),
         cmocka_unit_test(put_owned_takes_the_text),
+        cmocka_unit_test(take_moves_the_text_out_until_put_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

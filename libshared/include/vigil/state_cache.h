@@ -19,6 +19,13 @@ void vigil_state_cache_free(vigil_state_cache *c);
 /* On a hit, sets *version and *state (a malloc'd copy, NULL when the record
  * does not exist yet) and returns true. */
 bool vigil_state_cache_get(vigil_state_cache *c, const char *key, int64_t *version, char **state);
+/* As vigil_state_cache_get, but the text itself moves to the caller (no
+ * copy): until the entry is put again, get and take miss it (the record
+ * is then loaded from Redis, which is always correct). For an input that
+ * puts the record back when it is done with it: the text it committed,
+ * or the one it took when nothing changed; on any other outcome the
+ * entry is dropped or put again by whoever loads the record next. */
+bool vigil_state_cache_take(vigil_state_cache *c, const char *key, int64_t *version, char **state);
 /* Stores a copy (state may be NULL: the record is known not to exist). */
 void vigil_state_cache_put(vigil_state_cache *c, const char *key, int64_t version, const char *state);
 /* As vigil_state_cache_put, taking state itself (malloc'd; the cache owns
