@@ -227,13 +227,17 @@ static void eph_enforce_bound_locked(vigil_outbox *o)
 
 /* Sleeps up to ms. A kick or a publish outcome ends the wait early only if
  * wake (not during a Redis backoff, so commits do not hammer a failing
- * Redis); stop always ends it. */
+ * Redis); the stop ends a wait that began before it. */
 static void outbox_wait(vigil_outbox *o, int64_t ms, bool wake)
 {
     struct timespec ts = mono_deadline(ms);
     pthread_mutex_lock(&o->mu);
     o->waiting = true;
-    while (!o->stopping && !(wake && (o->kicked || o->acked_event))) {
+    /* The stop ends a wait that began before it. Once stopping, the drain
+     * waits too, for an acknowledgement or the poll: returning at once
+     * there spun the thread on a full core until the window emptied. */
+    bool stopping_before = o->stopping;
+    while (!(o->stopping && !stopping_before) && !(wake && (o->kicked || o->acked_event))) {
         if (pthread_cond_timedwait(&o->cv, &o->mu, &ts) == ETIMEDOUT)
             break;
     }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mosquitto_server.h"
 #include "redis_server.h"
@@ -356,6 +357,39 @@ static void test_stop_drains(void **state)
     assert_int_equal(outbox_len(e), 0);
     assert_true(vt_msglog_wait_count(e->log, NULL, 5, WAIT_MS));
     assert_int_equal(vt_msglog_count(e->log, "ev/eph"), 1);
+}
+
+/* The CPU time of the whole test process, in seconds. */
+static double process_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A drain that waits for acknowledgements that do not come (the broker is
+ * stopped) waits for them: it polls, it does not spin. It used to loop
+ * without sleeping until the deadline, a whole core for drain_ms. */
+static void test_stop_drain_waits_without_spinning(void **state)
+{
+    env *e = *state;
+    vigil_outbox *o = start_outbox(e);
+    assert_non_null(o);
+    vigil_sleep_ms(100, NULL);
+    assert_int_equal(kill(vt_mosq_pid(e->b), SIGSTOP), 0);
+    commit_outputs(e, "room:stuck", 0, 5, false);
+    vigil_outbox_kick(o);
+    vigil_sleep_ms(300, NULL); /* sent, unacknowledged */
+    double cpu0 = process_cpu_s();
+    int64_t t0 = vigil_mono_ms();
+    vigil_outbox_stop(o, 3000);
+    int64_t wall = vigil_mono_ms() - t0;
+    double cpu = process_cpu_s() - cpu0;
+    assert_int_equal(kill(vt_mosq_pid(e->b), SIGCONT), 0);
+    assert_true(wall >= 2500); /* it did wait for the deadline */
+    if (cpu > 0.3)
+        fail_msg("the drain used %.2f s of CPU in %lld ms", cpu, (long long)wall);
+    assert_int_equal(outbox_len(e), 5); /* unacknowledged: still there for the next start */
 }
 
 /* ---- the window and dead letters ----------------------------------------- */
@@ -708,6 +742,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_ephemeral, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ephemeral_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_drains, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_drain_waits_without_spinning, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_publishes_many_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_undecodable_entries_become_dead_letters, setup,
                                         teardown),
