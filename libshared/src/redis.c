@@ -475,6 +475,14 @@ static char *put_header(char *p, char kind, size_t n)
 static size_t format_command(vigil_redis *r, int argc, const char **argv,
                              const size_t *argvlen)
 {
+    /* without argvlen, each length is measured once (kept here for the
+     * usual few arguments), not once for the size and again for the copy */
+    size_t measured[16];
+    if (!argvlen && argc <= (int)(sizeof measured / sizeof measured[0])) {
+        for (int i = 0; i < argc; i++)
+            measured[i] = strlen(argv[i]);
+        argvlen = measured;
+    }
     size_t need = 1 + VIGIL_I64_TEXT_MAX + 2;
     for (int i = 0; i < argc; i++)
         need += 1 + VIGIL_I64_TEXT_MAX + 2 + (argvlen ? argvlen[i] : strlen(argv[i])) + 2;
