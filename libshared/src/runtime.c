@@ -792,7 +792,7 @@ static bool stage(vigil_runtime *rt, const vigil_mqtt_msg *m, staged *run, int n
     return true;
 no:
     if (taken) { /* nothing was sent: the cache gets its text back as it was */
-        vigil_state_cache_put_owned(rt->cache, s->key, s->version, s->state);
+        vigil_state_cache_give_back(rt->cache, s->key, s->version, s->state);
         s->state = NULL;
     }
     staged_free(rt, s);
@@ -834,7 +834,7 @@ static void flush_run(vigil_runtime *rt, staged *run, int *n)
             vigil_counter_add("vigil_duplicates_total", "Inputs already applied (redelivery)",
                               NULL, 1);
             /* nothing written: the record it was taken as goes back */
-            vigil_state_cache_put_owned(rt->cache, s->key, s->version, s->state);
+            vigil_state_cache_give_back(rt->cache, s->key, s->version, s->state);
             s->state = NULL;
         } else {
             if (r == VIGIL_COMMIT_CONFLICT)

@@ -115,6 +115,21 @@ bool vigil_state_cache_take(vigil_state_cache *c, const char *key, int64_t *vers
     return hit;
 }
 
+void vigil_state_cache_give_back(vigil_state_cache *c, const char *key, int64_t version,
+                                 char *state)
+{
+    pthread_mutex_lock(&c->mu);
+    entry *e = *slot(c, key);
+    if (e && e->taken) {
+        e->state = state;
+        e->version = version;
+        e->taken = false;
+        state = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
+    free(state); /* the entry was put again (or dropped) meanwhile: newer */
+}
+
 void vigil_state_cache_put(vigil_state_cache *c, const char *key, int64_t version, const char *state)
 {
     char *copy = state ? strdup(state) : NULL;

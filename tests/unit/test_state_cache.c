@@ -107,8 +107,9 @@ static void stays_within_its_bound(void **unused)
 }
 
 /* take moves the text out: no copy, and the entry misses (get and take)
- * until it is put again; a record known not to exist is not taken away;
- * a drop or a full cache while the text is out frees nothing twice. */
+ * until it is put or given back; a text given back after the entry was
+ * put or dropped meanwhile is freed, not restored; a record known not to
+ * exist is not taken away; nothing is freed twice. */
 static void take_moves_the_text_out_until_put_back(void **unused)
 {
     (void)unused;
@@ -124,19 +125,20 @@ static void take_moves_the_text_out_until_put_back(void **unused)
     assert_false(vigil_state_cache_get(c, "general", &v, &t));
     assert_false(vigil_state_cache_take(c, "general", &v, &t));
     assert_int_equal(vigil_state_cache_size(c), 1);
-    vigil_state_cache_put_owned(c, "general", 4, s); /* back as it was */
+    vigil_state_cache_give_back(c, "general", 4, s); /* back as it was */
     assert_true(vigil_state_cache_get(c, "general", &v, &t));
     assert_string_equal(t, "{\"a\":1}");
     free(t);
 
-    /* out again, and a plain put (another thread's load) ends that */
+    /* out again, and a plain put (another thread's load) ends that: the
+     * taken text, given back, is older and is freed (ASan: no leak) */
     assert_true(vigil_state_cache_take(c, "general", &v, &s));
     vigil_state_cache_put(c, "general", 5, "{\"a\":2}");
+    vigil_state_cache_give_back(c, "general", 4, s);
     assert_true(vigil_state_cache_get(c, "general", &v, &t));
     assert_int_equal(v, 5);
     assert_string_equal(t, "{\"a\":2}");
     free(t);
-    free(s); /* the taken text stayed the taker's */
 
     /* "no record" stays a hit for everyone */
     vigil_state_cache_put(c, "empty", 0, NULL);
@@ -145,12 +147,17 @@ static void take_moves_the_text_out_until_put_back(void **unused)
     assert_true(vigil_state_cache_get(c, "empty", &v, &s));
     assert_null(s);
 
-    /* dropped while out: the taker's text is not freed by the cache */
+    /* dropped while out: the cache does not free the taker's text, and
+     * giving it back then makes no entry */
     assert_true(vigil_state_cache_take(c, "general", &v, &s));
     vigil_state_cache_drop(c, "general");
     assert_false(vigil_state_cache_get(c, "general", &v, &t));
     assert_string_equal(s, "{\"a\":2}");
-    free(s);
+    vigil_state_cache_give_back(c, "general", 5, s);
+    assert_false(vigil_state_cache_get(c, "general", &v, &t));
+    vigil_state_cache_give_back(c, "empty", 0, NULL); /* "no record" was never out */
+    assert_true(vigil_state_cache_get(c, "empty", &v, &t));
+    assert_null(t);
     vigil_state_cache_free(c);
 }
 

@@ -22,10 +22,16 @@ bool vigil_state_cache_get(vigil_state_cache *c, const char *key, int64_t *versi
 /* As vigil_state_cache_get, but the text itself moves to the caller (no
  * copy): until the entry is put again, get and take miss it (the record
  * is then loaded from Redis, which is always correct). For an input that
- * puts the record back when it is done with it: the text it committed,
- * or the one it took when nothing changed; on any other outcome the
- * entry is dropped or put again by whoever loads the record next. */
+ * puts the record back when it is done with it: the text it committed
+ * (vigil_state_cache_put_owned), or the one it took when nothing changed
+ * (vigil_state_cache_give_back); on any other outcome the entry is
+ * dropped or put again by whoever loads the record next. */
 bool vigil_state_cache_take(vigil_state_cache *c, const char *key, int64_t *version, char **state);
+/* Returns a text taken and left unchanged: it goes back only if its entry
+ * is still out (nobody put or dropped it meanwhile, which would be newer);
+ * otherwise it is freed. */
+void vigil_state_cache_give_back(vigil_state_cache *c, const char *key, int64_t version,
+                                 char *state);
 /* Stores a copy (state may be NULL: the record is known not to exist). */
 void vigil_state_cache_put(vigil_state_cache *c, const char *key, int64_t version, const char *state);
 /* As vigil_state_cache_put, taking state itself (malloc'd; the cache owns
