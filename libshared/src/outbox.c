@@ -348,13 +348,19 @@ static void on_ack(void *ctx, uint64_t tag, int outcome, int reason)
      * vigil_outbox_kick), or the last outcome while it drains at stop. Trimming what was acknowledged rides along with the
      * next read (or the short poll), not one round trip per PUBACK. */
     int window = pub_window(o);
+    bool signal = false;
     if (wake || ((o->send_seq < o->read_seq || o->kicked) && o->outstanding <= window / 2) ||
         (o->outstanding == 0 && o->stopping)) {
         o->acked_event = true;
-        if (o->waiting)
-            pthread_cond_signal(&o->cv);
+        signal = o->waiting;
     }
     pthread_mutex_unlock(&o->mu);
+    /* Signalled after the unlock: a thread woken while this one still
+     * held mu blocked on it at once, two more futex calls and a context
+     * switch per wake. The flags it waits for were set under mu, so it
+     * cannot miss them. */
+    if (signal)
+        pthread_cond_signal(&o->cv);
 }
 
 /* Forgets the ring: what Redis holds is read again from index 0 under new
@@ -971,13 +977,15 @@ void vigil_outbox_kick(vigil_outbox *o)
      * what the commits added meanwhile in one go: one wake for many
      * commits instead of one per commit (a failure or the short poll
      * wakes it if no acknowledgement comes). */
+    bool signal = false;
     pthread_mutex_lock(&o->mu);
     if (!o->kicked) {
         o->kicked = true;
-        if (o->waiting && o->outstanding == 0)
-            pthread_cond_signal(&o->cv);
+        signal = o->waiting && o->outstanding == 0;
     }
     pthread_mutex_unlock(&o->mu);
+    if (signal) /* after the unlock, as in on_ack */
+        pthread_cond_signal(&o->cv);
 }
 
 void vigil_outbox_push_ephemeral(vigil_outbox *o, const char *topic, const char *payload,
