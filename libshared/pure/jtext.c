@@ -192,13 +192,36 @@ static bool put_escaped(vigil_jtext *b, const char *v, size_t len, size_t tail)
 {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)v, *end = p + len;
+    if (len >= 4 && len < 8) {
+        /* 4 to 7 bytes: the first four and the last four (overlapping)
+         * tested as one word, and copied as two moves when plain. */
+        uint32_t a, z;
+        memcpy(&a, p, 4);
+        memcpy(&z, end - 4, 4);
+        if (!vigil_word_needs_escape((uint64_t)a | (uint64_t)z << 32)) {
+            memcpy(b->s + b->n, &a, 4);
+            memcpy(b->s + b->n + len - 4, &z, 4);
+            b->n += len;
+            return true;
+        }
+    }
     while (p < end) {
         uint64_t w;
-        if (end - p >= 8 && !vigil_word_needs_escape(w = vigil_word_at(p))) {
-            memcpy(b->s + b->n, &w, 8);
-            b->n += 8;
-            p += 8;
-            continue;
+        if (end - p >= 8) {
+            if (!vigil_word_needs_escape(w = vigil_word_at(p))) {
+                memcpy(b->s + b->n, &w, 8);
+                b->n += 8;
+                p += 8;
+                continue;
+            }
+        } else if (len >= 8 && !vigil_word_needs_escape(w = vigil_word_at(end - 8))) {
+            /* The last 1 to 7 bytes: the word ending at the end is plain,
+             * so the bytes before them in it were copied one for one, and
+             * writing it again over them ends the text in one move. */
+            size_t r = (size_t)(end - p);
+            memcpy(b->s + b->n + r - 8, &w, 8);
+            b->n += r;
+            break;
         }
         unsigned char c = *p++;
         if (c >= 0x20 && c != '"' && c != '\\') {

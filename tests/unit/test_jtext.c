@@ -53,28 +53,42 @@ static void every_byte_is_escaped_as_json_c_escapes_it(void **state)
     }
 }
 
-/* Every byte value at every place of a long string of plain text, and
- * next to others (the escaper copies plain text 8 bytes at a time and
- * checks each group of 8 at once). */
+/* Every byte value at every place of plain strings of 1 to 25 bytes, and
+ * next to others (the escaper copies plain text 8 bytes at a time, checks
+ * each group of 8 at once, and ends with an overlapping word or, below 8
+ * bytes, two overlapping halves). */
 static void every_byte_at_every_place_of_a_long_string(void **state)
 {
     (void)state;
     for (int c = 1; c < 256; c++) {
-        for (int at = 0; at < 19; at++) {
-            char in[24];
-            memset(in, 'x', 19);
-            in[19] = '\0';
-            in[at] = (char)c;
-            if (at + 9 < 19)
-                in[at + 9] = (char)(c ^ 0x40 ? c ^ 0x40 : 1); /* a second, other byte */
-            vigil_jtext b = {0};
-            vigil_jtext_lit(&b, "[");
-            vigil_jtext_str(&b, in);
-            char *t = vigil_jtext_take(&b);
-            json_object *o = json_object_new_string(in);
-            assert_string_equal(t + 1, json_object_to_json_string_ext(o, FLAGS));
-            json_object_put(o);
-            free(t);
+        for (int len = 1; len <= 25; len++) {
+            for (int at = 0; at < len; at++) {
+                for (int second = 0; second < 2; second++) {
+                    char in[32];
+                    memset(in, 'x', (size_t)len);
+                    in[len] = '\0';
+                    in[at] = (char)c;
+                    /* a second, other byte, within the word or the one
+                     * before it (the tail of 1 to 7 bytes is written with
+                     * the word that ends the text, over bytes already
+                     * written) */
+                    int other = second ? at - 5 : at + 9;
+                    if (other >= 0 && other < len)
+                        in[other] = (char)(c ^ 0x40 ? c ^ 0x40 : 1);
+                    vigil_jtext b = {0};
+                    vigil_jtext_lit(&b, "[");
+                    vigil_jtext_str(&b, in);
+                    vigil_jtext_key(&b, ',', in);
+                    char *t = vigil_jtext_take(&b);
+                    json_object *o = json_object_new_string(in);
+                    const char *want = json_object_to_json_string_ext(o, FLAGS);
+                    char full[256];
+                    snprintf(full, sizeof full, "[%s,%s:", want, want);
+                    assert_string_equal(t, full);
+                    json_object_put(o);
+                    free(t);
+                }
+            }
         }
     }
 }
