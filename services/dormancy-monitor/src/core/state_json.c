@@ -165,9 +165,13 @@ static void put_sessions(vigil_jtext *b, const dormancy_room *r)
     vigil_jtext_put(b, "]", 1);
 }
 
-/* Everything of the record but its personas, the closing brace left open. */
+/* Everything of the record but its personas, the closing brace left open.
+ * The room for it is reserved at once from what it holds: grown from
+ * nothing, a head of 2 KB was copied through four reallocations. */
 static void put_room(vigil_jtext *b, const dormancy_room *r, int version)
 {
+    vigil_jtext_reserve(b, 512 + r->rtext_dt.n + r->rtext_kind.n + (size_t)r->n_humans * 64 +
+                               (size_t)r->n_sessions * 160 + (size_t)r->n_timers * 48);
     vigil_jtext_lit(b, "{\"v\":");
     vigil_jtext_i64(b, version);
     vigil_jtext_lit(b, ",\"room\":");
