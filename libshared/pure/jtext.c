@@ -55,7 +55,7 @@ static inline void copy_short(char *d, const char *v, size_t len)
     }
 }
 
-void vigil_jtext_put(vigil_jtext *b, const char *v, size_t len)
+void vigil_jtext_append(vigil_jtext *b, const char *v, size_t len)
 {
     if (!reserve(b, len))
         return;

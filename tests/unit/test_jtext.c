@@ -277,6 +277,35 @@ static void short_appends_copy_exactly_their_bytes(void **state)
         }
 }
 
+/* Literals (whose length the compiler knows, copied in place when there
+ * is room) of lengths around the in-place limit of 32, into a buffer with
+ * room and into one without, come out exactly. */
+static void literals_are_copied_exactly_with_room_or_without(void **state)
+{
+    (void)state;
+#define LITS(X)                                                                 \
+    X("") X("a") X("abc") X("abcdefg") X("abcdefgh") X("abcdefghijklmnop")    \
+    X("abcdefghijklmnopqrstuvwxyz01234") X("abcdefghijklmnopqrstuvwxyz012345") \
+    X("abcdefghijklmnopqrstuvwxyz0123456")
+    for (int room = 0; room < 2; room++) {
+        vigil_jtext b = { 0 };
+        char want[512] = "";
+        if (room)
+            vigil_jtext_reserve(&b, 400);
+#define APPEND(L)                       \
+    vigil_jtext_lit(&b, L);             \
+    vigil_jtext_lit(&b, "|");           \
+    strcat(want, L "|");
+        LITS(APPEND)
+#undef APPEND
+        assert_int_equal(b.n, strlen(want));
+        char *got = vigil_jtext_take(&b);
+        assert_string_equal(got, want);
+        free(got);
+    }
+#undef LITS
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +319,7 @@ int main(void)
         cmocka_unit_test(printf_appends_what_snprintf_writes),
         cmocka_unit_test(room_then_advance_appends_in_place),
         cmocka_unit_test(short_appends_copy_exactly_their_bytes),
+        cmocka_unit_test(literals_are_copied_exactly_with_room_or_without),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

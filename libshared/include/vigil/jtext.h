@@ -18,13 +18,42 @@ typedef struct vigil_jtext {
     bool oom; /* an append could not grow the buffer: the text is incomplete */
 } vigil_jtext; /* start with {0} */
 
-void vigil_jtext_put(vigil_jtext *b, const char *v, size_t len);
+/* len bytes of v. Out of line; vigil_jtext_put below is the entry. */
+void vigil_jtext_append(vigil_jtext *b, const char *v, size_t len);
+
+/* len bytes of v. Inline so that a constant length of up to 32 bytes (a
+ * member name, a separator) is copied in place when there is room: a few
+ * moves, where the call cost about 40 instructions, and a record writes
+ * a hundred of them. Anything else is vigil_jtext_append. */
+static inline void vigil_jtext_put(vigil_jtext *b, const char *v, size_t len)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    if (__builtin_constant_p(len) && len <= 32 && !b->oom && b->n + len + 1 <= b->cap) {
+        memcpy(b->s + b->n, v, len);
+        b->n += len;
+        b->s[b->n] = '\0';
+        return;
+    }
+#endif
+    vigil_jtext_append(b, v, len);
+}
+
+/* For a small helper that appends a member whose name the caller gives
+ * as a literal: inlined, the name's length stays a constant for
+ * vigil_jtext_put (the compiler, left to itself, kept some out of line). */
+#if defined(__GNUC__) || defined(__clang__)
+#define VIGIL_JTEXT_INLINE static inline __attribute__((always_inline))
+#else
+#define VIGIL_JTEXT_INLINE static inline
+#endif
+
 /* A C string as it is; inline so that a literal's length is counted when
- * compiled, not on every append. */
+ * compiled, not on every append (and, constant, copied in place). */
 static inline void vigil_jtext_lit(vigil_jtext *b, const char *v)
 {
     vigil_jtext_put(b, v, strlen(v));
 }
+
 void vigil_jtext_ch(vigil_jtext *b, char c);
 /* Room for len more bytes at once (a size hint: avoids growing the buffer
  * step by step while a text of known rough size is written). */

@@ -60,7 +60,7 @@ static json_object *action_json_end(json_object *o, const dormancy_action *a, in
 /* key (written with its quotes, colon and any comma before it: the names
  * are literals) and v as a string, or null when v is NULL (as add_str
  * adds it). */
-static void text_member(vigil_jtext *b, const char *key, const char *v)
+VIGIL_JTEXT_INLINE void text_member(vigil_jtext *b, const char *key, const char *v)
 {
     vigil_jtext_lit(b, key);
     if (v)
