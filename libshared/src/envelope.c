@@ -18,20 +18,23 @@ static void quote_topic(const char *topic, char *out, size_t outlen)
  * part is used as a key, out of the cores. */
 static int split_topic(const char *topic, vigil_input *in, vigil_error *err)
 {
+    /* The quote is made for an error only: made on every input, it cost
+     * more than the checks. */
     char q[TOPIC_QUOTE_BYTES * 4 + 1];
+#define QUOTED (quote_topic(topic, q, sizeof q), q)
     if (!topic || !*topic)
         return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "empty topic");
     size_t n = strlen(topic);
-    quote_topic(topic, q, sizeof q);
     if (n >= VIGIL_TOPIC_MAX)
         return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "topic '%s...' is longer than %d bytes",
-                               q, VIGIL_TOPIC_MAX - 1);
+                               QUOTED, VIGIL_TOPIC_MAX - 1);
     if (!vigil_utf8_valid(topic, n))
-        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "topic '%s' is not valid UTF-8", q);
+        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "topic '%s' is not valid UTF-8", QUOTED);
     if (topic[0] == '$')
-        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "topic '%s' starts with '$'", q);
+        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "topic '%s' starts with '$'", QUOTED);
     if (strpbrk(topic, "+#"))
-        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "topic '%s' contains a wildcard", q);
+        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "topic '%s' contains a wildcard",
+                               QUOTED);
 
     memcpy(in->topic, topic, n + 1);
     int count = 0;
@@ -40,10 +43,11 @@ static int split_topic(const char *topic, vigil_input *in, vigil_error *err)
         const char *slash = strchr(start, '/');
         size_t len = slash ? (size_t)(slash - start) : strlen(start);
         if (len == 0)
-            return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "topic '%s' has an empty level", q);
+            return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "topic '%s' has an empty level",
+                                   QUOTED);
         if (count == VIGIL_TOPIC_PARTS)
             return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC,
-                                   "topic '%s' has more than %d levels", q, VIGIL_TOPIC_PARTS);
+                                   "topic '%s' has more than %d levels", QUOTED, VIGIL_TOPIC_PARTS);
         memcpy(in->parts[count], start, len); /* len < VIGIL_TOPIC_MAX: topic is */
         in->parts[count][len] = '\0';
         count++;
@@ -51,6 +55,7 @@ static int split_topic(const char *topic, vigil_input *in, vigil_error *err)
             break;
         start = slash + 1;
     }
+#undef QUOTED
     in->nparts = count;
     return 0;
 }

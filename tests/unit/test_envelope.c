@@ -136,6 +136,27 @@ static void test_topic_detail(void **state)
     vigil_error err = {0};
     assert_int_equal(parse("room//message", "{}", &in, &err), -1);
     assert_string_equal(err.detail, "topic 'room//message' has an empty level");
+    /* every topic error quotes the topic (the quote is made only then) */
+    assert_int_equal(parse("$SYS/x", "{}", &in, &err), -1);
+    assert_string_equal(err.detail, "topic '$SYS/x' starts with '$'");
+    assert_int_equal(parse("room/+/message", "{}", &in, &err), -1);
+    assert_string_equal(err.detail, "topic 'room/+/message' contains a wildcard");
+    assert_int_equal(parse("room/\xff/message", "{}", &in, &err), -1);
+    assert_string_equal(err.detail, "topic 'room/\\xff/message' is not valid UTF-8");
+    char deep[64] = "a";
+    for (int i = 1; i <= VIGIL_TOPIC_PARTS; i++)
+        strcat(deep, "/a");
+    assert_int_equal(parse(deep, "{}", &in, &err), -1);
+    char want[160];
+    snprintf(want, sizeof want, "topic '%s' has more than %d levels", deep, VIGIL_TOPIC_PARTS);
+    assert_string_equal(err.detail, want);
+    char long_topic[VIGIL_TOPIC_MAX + 1];
+    memset(long_topic, 'x', VIGIL_TOPIC_MAX);
+    long_topic[VIGIL_TOPIC_MAX] = '\0';
+    assert_int_equal(parse(long_topic, "{}", &in, &err), -1);
+    snprintf(want, sizeof want, "topic '%.60s...' is longer than %d bytes", long_topic,
+             VIGIL_TOPIC_MAX - 1);
+    assert_string_equal(err.detail, want);
 }
 
 static void test_payload_errors_propagate(void **state)
