@@ -8,6 +8,7 @@
 
 #include "store_lua.h"
 #include "vigil/deadletter.h"
+#include "vigil/redis_raw.h"
 #include "vigil/log.h"
 
 /* Moves every dead letter to the outbox's tail in order, then deletes the
@@ -23,21 +24,23 @@ void vigil_outbox_raw_free(vigil_outbox_raw *out, int n)
     if (!out)
         return;
     for (int i = 0; i < n; i++) {
-        free(out[i].buf);
+        if (out[i].owner)
+            vigil_redis_reply_free(out[i].owner);
+        else
+            free(out[i].buf);
         out[i].buf = NULL;
         out[i].len = 0;
+        out[i].owner = NULL;
     }
 }
 
-static int copy_raw(const redisReply *rep, vigil_outbox_raw *o)
+/* Entry i of an LRANGE reply, kept where the reply holds it. */
+static void take_raw(redisReply *range, size_t i, vigil_outbox_raw *o)
 {
-    o->buf = malloc(rep->len + 1);
-    if (!o->buf)
-        return -1;
-    memcpy(o->buf, rep->str, rep->len);
-    o->buf[rep->len] = '\0';
-    o->len = rep->len;
-    return 0;
+    redisReply *e = vigil_redis_reply_detach(range, i);
+    o->owner = e;
+    o->buf = e->str;
+    o->len = e->len;
 }
 
 int vigil_outbox_store_sync(vigil_store *s, int trim_n, long offset, int max,
@@ -75,11 +78,11 @@ int vigil_outbox_store_sync(vigil_store *s, int trim_n, long offset, int max,
             } else {
                 for (size_t i = 0; i < rep->elements && n < max; i++) {
                     const redisReply *e = rep->element[i];
-                    if ((e->type != REDIS_REPLY_STRING && e->type != REDIS_REPLY_STATUS) ||
-                        copy_raw(e, &out[n]) != 0) {
+                    if (e->type != REDIS_REPLY_STRING && e->type != REDIS_REPLY_STATUS) {
                         rc = -1;
                         break;
                     }
+                    take_raw(rep, i, &out[n]);
                     n++;
                 }
             }

@@ -7,10 +7,15 @@
 #include "vigil/redis.h"
 #include "vigil/store.h"
 
-/* One outbox entry as stored (malloc'd, NUL-terminated copy). */
+/* One outbox entry as stored, NUL-terminated: the string of the Redis
+ * reply that read it (owner, freed with it: a copy of each output cost a
+ * malloc, a copy and a free), or a malloc'd text (owner NULL). Moved by
+ * copying the struct and clearing the source; freed only with
+ * vigil_outbox_raw_free. */
 typedef struct vigil_outbox_raw {
     char *buf;
     size_t len;
+    void *owner;
 } vigil_outbox_raw;
 
 /* Removes the trim_n oldest entries, then reads up to max entries starting

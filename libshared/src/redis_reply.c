@@ -114,6 +114,16 @@ void vigil_redis_reply_free(void *reply)
     free(r);
 }
 
+redisReply *vigil_redis_reply_detach(redisReply *array, size_t i)
+{
+    if (!array || array->type != REDIS_REPLY_ARRAY || i >= array->elements)
+        return NULL;
+    redisReply *e = array->element[i];
+    if (!is_shared(array)) /* a shared object has no elements to empty */
+        array->element[i] = NULL;
+    return e;
+}
+
 redisReplyObjectFunctions vigil_redis_reply_functions = {
     .createString = create_string,
     .createArray = create_array,

@@ -15,7 +15,7 @@
 
 static vigil_outbox_raw raw_of(int i)
 {
-    vigil_outbox_raw r;
+    vigil_outbox_raw r = { 0 };
     char buf[32];
     int n = snprintf(buf, sizeof buf, "entry-%d", i);
     r.buf = strdup(buf);

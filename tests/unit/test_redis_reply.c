@@ -175,6 +175,30 @@ static void test_a_reply_cut_by_a_protocol_error_is_freed(void **state)
     redisReaderFree(rd);
 }
 
+/* An element detached from an array outlives the array, keeps its bytes
+ * and is freed on its own; the array frees the rest once (ASan checks
+ * both). No element, or no array, gives NULL. */
+static void test_a_detached_element_outlives_its_array(void **state)
+{
+    (void)state;
+    redisReply *r = read_text("*3\r\n$5\r\n0a\nb1\r\n$3\r\nxyz\r\n+OK\r\n");
+    assert_non_null(r);
+    redisReply *a = vigil_redis_reply_detach(r, 0);
+    redisReply *ok = vigil_redis_reply_detach(r, 2);
+    assert_non_null(a);
+    assert_null(r->element[0]);
+    assert_null(vigil_redis_reply_detach(r, 3));
+    assert_null(vigil_redis_reply_detach(a, 0)); /* not an array */
+    assert_null(vigil_redis_reply_detach(NULL, 0));
+    vigil_redis_reply_free(r); /* frees "xyz", not the detached ones */
+    assert_int_equal(a->type, REDIS_REPLY_STRING);
+    assert_int_equal(a->len, 5);
+    assert_memory_equal(a->str, "0a\nb1", 6); /* with its NUL */
+    assert_string_equal(ok->str, "OK"); /* a shared object: never freed */
+    vigil_redis_reply_free(a);
+    vigil_redis_reply_free(ok);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -182,6 +206,7 @@ int main(void)
         cmocka_unit_test(test_a_large_string_keeps_every_byte),
         cmocka_unit_test(test_a_commit_pipeline_and_its_shared_replies),
         cmocka_unit_test(test_a_reply_cut_by_a_protocol_error_is_freed),
+        cmocka_unit_test(test_a_detached_element_outlives_its_array),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,11 @@
  * free it with vigil_redis_reply_free, never hiredis's freeReplyObject.
  * Readers look at it as an ordinary redisReply and never write to it. */
 void vigil_redis_reply_free(void *reply);
+/* Element i of an array reply, which the caller now owns (free it with
+ * vigil_redis_reply_free; its string stays valid until then): the array
+ * keeps an empty slot. Lets a reader keep a bulk string without copying
+ * it. NULL when there is no such element. */
+redisReply *vigil_redis_reply_detach(redisReply *array, size_t i);
 extern redisReplyObjectFunctions vigil_redis_reply_functions; /* installed on each connection */
 
 /* Runs one command. Returns the reply (caller frees with vigil_redis_reply_free),
