@@ -294,6 +294,48 @@ def cpu_split(before, after, n):
     return ", ".join(f"{k} {(after[k] - before.get(k, 0.0)) * 1e6 / n:.0f}" for k in after)
 
 
+def thread_stats(pid):
+    """{thread name: [user s, system s, voluntary switches]} of a process's
+    threads, those of one name summed (libshared names its threads
+    vigil-intake, vigil-publish, vigil-outbox, vigil-timers, ...). {} once
+    the process is gone."""
+    out = {}
+    tck = os.sysconf("SC_CLK_TCK")
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                name, rest = f.read().split(" (", 1)[1].rsplit(")", 1)
+            fields = rest.split()
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                vol = next(int(line.split()[1]) for line in f
+                           if line.startswith("voluntary_ctxt_switches"))
+        except (OSError, StopIteration, ValueError, IndexError):
+            continue  # the thread ended meanwhile
+        row = out.setdefault(name, [0.0, 0.0, 0])
+        row[0] += int(fields[11]) / tck
+        row[1] += int(fields[12]) / tck
+        row[2] += vol
+    return out
+
+
+def thread_split(before, after, n):
+    """'name user/system us, wakeups' per input of each thread of a process
+    between two thread_stats, the busiest first: the kernel's share of a
+    service's CPU (its loopback TCP) is about half, and which thread wakes
+    how often says where it goes."""
+    rows = []
+    for name, (u, sy, vol) in after.items():
+        b = before.get(name, [0.0, 0.0, 0])
+        rows.append((name, (u - b[0]) * 1e6 / n, (sy - b[1]) * 1e6 / n, (vol - b[2]) / n))
+    rows.sort(key=lambda r: -(r[1] + r[2]))
+    return ", ".join(f"{name} {u:.0f}/{sy:.0f} us {w:.2f} wakeups" for name, u, sy, w in rows
+                     if u + sy >= 0.5 or w >= 0.01)
+
+
 def rss_mib(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -719,6 +761,7 @@ def run_setting(a, work, nodelay, label):
         cpu0 = cpu_seconds(svc.proc.pid)
         procs = [("service", svc.proc.pid), ("broker", broker.proc.pid), ("redis", redis.proc.pid)]
         split0 = cpu_by_process(procs)
+        threads0 = thread_stats(svc.proc.pid)
         m0 = svc.metrics()
         res["service"] = run_stage("service", broker.port, mk(a.n, "room/{room}/message", "s"),
                                    "persona/+/dormancy", "message_id", a.timeout)
@@ -726,6 +769,7 @@ def run_setting(a, work, nodelay, label):
         res["rounds"] = commit_rounds(m0, m1)
         res["cpu_us"] = (cpu_seconds(svc.proc.pid) - cpu0) * 1e6 / a.n
         res["cpu_split"] = cpu_split(split0, cpu_by_process(procs), a.n)
+        res["thread_split"] = thread_split(threads0, thread_stats(svc.proc.pid), a.n)
         res["commits"] = commits_between(m0, m1)
         res["redis_us"] = redis_commit_usec(redis, res["commits"])
         res["redis_split"] = redis_command_usec(redis, a.n)
@@ -870,6 +914,8 @@ def print_summary(a, results, payload_size):
         if "sustained" in r:
             print(f"  {sustained_line(a, r['sustained'])}")
         print(f"  CPU us per input by process, one replica: {r['cpu_split']}")
+        if r.get("thread_split"):
+            print(f"  the service's threads per input (user/system): {r['thread_split']}")
         print(f"  Redis us per input, one replica: {r['redis_split']}; {r['rounds']}")
         if "two_split" in r:
             print(f"  CPU us per input by process, two replicas: {r['two_split']}")

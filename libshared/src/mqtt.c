@@ -28,6 +28,7 @@
 #include "vigil/oom.h"
 
 #include "vigil/topic_prefix.h"
+#include "vigil/thread_name.h"
 
 #include "mqtt_secure.h"
 #include "tcp_quickack.h"
@@ -974,6 +975,7 @@ static void client_replace(vigil_mqtt *m);
 static void *connector_main(void *arg)
 {
     vigil_mqtt *m = arg;
+    vigil_thread_name("vigil-connect");
     pthread_mutex_lock(&m->mu);
     while (connect_with_backoff(m)) {
         while (!m->lost && !m->stopping)

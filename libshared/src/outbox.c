@@ -50,6 +50,7 @@
 #include "vigil/log.h"
 #include "vigil/metrics.h"
 #include "vigil/mqtt_link.h"
+#include "vigil/thread_name.h"
 
 #define OUTBOX_BATCH 100          /* ephemeral messages per batch */
 #define OUTBOX_RING 1024          /* entries held at most (>= the largest window) */
@@ -798,6 +799,7 @@ static void replay_track(vigil_outbox *o, bool connected, int64_t now)
 static void *outbox_main(void *arg)
 {
     vigil_outbox *o = arg;
+    vigil_thread_name("vigil-outbox");
     int redis_attempt = 0;
     bool redis_backoff = false;
     for (;;) {

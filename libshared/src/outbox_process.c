@@ -35,6 +35,7 @@
 #include "vigil/clock.h"
 #include "vigil/log.h"
 #include "vigil/metrics.h"
+#include "vigil/thread_name.h"
 
 extern char **environ;
 
@@ -164,6 +165,7 @@ static void nap_locked(vigil_outbox_proc *p, int64_t ms)
 static void *link_main(void *arg)
 {
     vigil_outbox_proc *p = arg;
+    vigil_thread_name("vigil-outboxlnk");
     char *buf = malloc(RECORD_MAX);
     int64_t delay = RESTART_DELAY_MS;
     pthread_mutex_lock(&p->mu);

@@ -35,6 +35,7 @@
 #include "vigil/str.h"
 #include "vigil/store.h"
 #include "vigil/timers.h"
+#include "vigil/thread_name.h"
 
 #define CACHE_MAX_ENTRIES 20000
 #define TIMER_BATCH 64
@@ -1307,6 +1308,7 @@ static void handover(vigil_runtime *rt)
 static void *timer_main(void *arg)
 {
     vigil_runtime *rt = arg;
+    vigil_thread_name("vigil-timers");
     vigil_timer_claim *claims = calloc(TIMER_BATCH, sizeof *claims);
     int errors = 0;
     if (!claims)
