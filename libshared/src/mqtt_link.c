@@ -38,6 +38,7 @@
 #include "vigil/oom.h"
 #include "vigil/redact.h"
 #include "vigil/topic_prefix.h"
+#include "vigil/thread_name.h"
 
 #define LINK_IDS 1024          /* packet id table; > the largest window */
 #define LINK_MAX_WINDOW 1000
@@ -46,6 +47,8 @@
 #define LINK_BACKOFF_BASE_MS 200
 #define LINK_BACKOFF_CAP_MS 5000
 #define LINK_POLL_MS 1000
+#define LINK_ACK_DELAY_MS 1 /* the publisher acknowledges PUBACK segments within this (serve) */
+#define LINK_ACK_DELAY_FROM 8 /* ... when at least this many publishes are still in flight */
 #define LINK_READ_CHUNK 65536
 #define LINK_SUBSCRIBE_ID (LINK_IDS + 1) /* outside the publish ids */
 #define LINK_MAX_PACKET ((size_t)VIGIL_MQTT_VARINT_MAX + 5)
@@ -124,6 +127,7 @@ struct vigil_mqtt_link {
     int recv_max;
     int keepalive_s;
     int64_t last_write, last_read;
+    int64_t ack_due; /* publisher: mono ms by which to acknowledge what was read, 0 = none */
     bool ping_out;
     bool write_wants_read; /* the last SSL_write wanted a read first */
     outcome *outs;
@@ -373,6 +377,7 @@ static int conn_write(vigil_mqtt_link *l)
         }
         l->ooff += (size_t)w;
         l->last_write = vigil_mono_ms();
+        l->ack_due = 0; /* the data carried our ACK */
     }
     l->olen = l->ooff = 0;
     return 0;
@@ -649,6 +654,14 @@ static bool rbuf_fit_first(vigil_mqtt_link *l)
     return true;
 }
 
+/* Sends the ACK of what was read now (the flag does not stick). */
+static void set_quickack(vigil_mqtt_link *l)
+{
+    int one = 1;
+    setsockopt(l->sock, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+    l->ack_due = 0;
+}
+
 /* Reads everything available and handles the complete packets. */
 static int read_packets(vigil_mqtt_link *l, char *why, size_t whylen)
 {
@@ -669,13 +682,24 @@ static int read_packets(vigil_mqtt_link *l, char *why, size_t whylen)
         l->rlen += (size_t)n;
         l->last_read = vigil_mono_ms();
         l->write_wants_read = false;
-        /* A broker without TCP_NODELAY holds its next PUBACKs until this
-         * segment is acknowledged; Linux would delay that ACK up to 40 ms
-         * (we have nothing to send back). The flag does not stick. */
-        int one = 1;
-        setsockopt(l->sock, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
         if (parse_packets(l, why, whylen) != 0)
             return -1;
+        /* A broker without TCP_NODELAY holds its next segment until this
+         * one is acknowledged; Linux would delay that ACK up to 40 ms when
+         * we have nothing to send back. The intake acknowledges at once
+         * (an input held back is latency), and so does the publisher
+         * with few publishes left in flight (an output waiting for room
+         * is latency). With LINK_ACK_DELAY_FROM or more in flight (a
+         * burst), the publisher acknowledges within LINK_ACK_DELAY_MS
+         * unless its next write carries the ACK first (serve), so the
+         * broker gathers that time's PUBACKs into one segment:
+         * acknowledging every read at once made a ping-pong of small
+         * segments, 1.1-1.8 wakes and 27-40 us of system time per input
+         * on this thread. The flag does not stick. */
+        if (l->intake || l->in_flight < LINK_ACK_DELAY_FROM)
+            set_quickack(l);
+        else if (!l->ack_due)
+            l->ack_due = l->last_read + LINK_ACK_DELAY_MS;
         if (l->rcap > LINK_READ_CHUNK && l->rlen < LINK_READ_CHUNK) {
             /* a large message has gone: give its room back */
             unsigned char *b = realloc(l->rbuf, LINK_READ_CHUNK);
@@ -965,6 +989,13 @@ static void serve(vigil_mqtt_link *l)
             { .fd = l->efd, .events = POLLIN },
         };
         int timeout = stopping ? 50 : LINK_POLL_MS;
+        if (l->ack_due) {
+            if (now >= l->ack_due) {
+                set_quickack(l);
+            } else if (l->ack_due - now < timeout) {
+                timeout = (int)(l->ack_due - now);
+            }
+        }
         int n = poll(pf, 2, timeout);
         if (n < 0 && errno != EINTR) {
             conn_lost(l, strerror(errno));
@@ -1066,6 +1097,7 @@ static bool intake_failed(vigil_mqtt_link *l, int rc, const char *why, int attem
 static void *link_main(void *arg)
 {
     vigil_mqtt_link *l = arg;
+    vigil_thread_name(l->intake ? "vigil-intake" : "vigil-publish");
     int attempt = 0;
     char why[320];
     for (;;) {
