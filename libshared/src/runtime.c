@@ -23,6 +23,7 @@
 #include "vigil/handover.h"
 #include "vigil/http.h"
 #include "vigil/log.h"
+#include "vigil/malloc_tune.h"
 #include "vigil/metrics.h"
 #include "vigil/mqtt.h"
 #include "vigil/oom.h"
@@ -1728,6 +1729,7 @@ int vigil_runtime_main(int argc, char **argv, const vigil_service_def *def)
     int cli = vigil_cli_handle(argc, argv, def->name, def->summary, def->config_vars);
     if (cli != 0)
         return cli > 0 ? 0 : 2;
+    vigil_malloc_tune(argv); /* may start the program again, with the same arguments */
 
     vigil_runtime *rt = calloc(1, sizeof *rt);
     if (!rt) {

@@ -195,6 +195,44 @@ def test_sigterm_while_busy_exits_0(stack):
 
 
 # --------------------------------------------------------------------------
+# the process: glibc's malloc cache (libshared/include/vigil/malloc_tune.h)
+
+
+def start_environ(pid):
+    """The environment block the process (its last execve) started with, as
+    /proc shows it: glibc splits GLIBC_TUNABLES there at its colons (it
+    reads the value in place), so the items are looked for one by one."""
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        return f.read().split(b"\0")
+
+
+def test_the_daemon_starts_itself_again_with_a_larger_malloc_cache(stack):
+    """glibc reads GLIBC_TUNABLES only when a program starts: the daemon
+    starts itself again, under the same process id and name, with the
+    cache size added to the tunables it was given, and works."""
+    svc = stack.service(env={"GLIBC_TUNABLES": "glibc.malloc.arena_max=8"})
+    env = start_environ(svc.proc.pid)
+    at = env.index(b"GLIBC_TUNABLES=glibc.malloc.arena_max=8")
+    assert env[at + 1] == b"glibc.malloc.tcache_count=200", env
+    assert b"VIGIL_MALLOC_TUNED=1" in env
+    with open(f"/proc/{svc.proc.pid}/comm") as f:
+        assert f.read().strip() == SERVICE[:15]  # not "exe"
+    assert svc.http("/readyz")[0] == 200
+    col = stack.collector()
+    room = uid("r")
+    stack.publisher().publish(*ai(room, "ada", "@self dormant sleep"))
+    col.wait_event("persona/ada/dormancy", lambda p: p["room"] == room, timeout=10)
+
+
+def test_a_malloc_cache_the_operator_set_is_kept(stack):
+    svc = stack.service(env={"GLIBC_TUNABLES": "glibc.malloc.tcache_count=7"})
+    env = start_environ(svc.proc.pid)
+    assert b"GLIBC_TUNABLES=glibc.malloc.tcache_count=7" in env
+    assert b"glibc.malloc.tcache_count=200" not in env
+    assert b"VIGIL_MALLOC_TUNED=1" not in env  # not started again
+
+
+# --------------------------------------------------------------------------
 # end to end: a human message wakes a sleeping AI persona
 
 
