@@ -27,6 +27,30 @@ static void metrics_over_the_window(void **state)
     dm_free(f);
 }
 
+/* The window is (now - window, now]: a time on its opening edge, before
+ * it or after now is not counted, whatever its size. */
+static void metrics_window_edges(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dm_human(f, "h");
+    dormancy_room *r = f->room;
+    int64_t w = f->cfg.velocity_window_ms, now = f->now;
+    const int64_t ts[] = {INT64_MIN, now - w - 1, now - w, now - w + 1, now - 1,
+                          now,       now + 1,     INT64_MAX};
+    const bool human[] = {true, true, true, true, false, true, false, true};
+    r->n_recent = (int)(sizeof ts / sizeof ts[0]);
+    for (int i = 0; i < r->n_recent; i++) {
+        r->recent_ts[i] = ts[i];
+        r->recent_human[i] = human[i];
+    }
+    dormancy_metrics m = dormancy_room_metrics(r, &f->cfg, now);
+    assert_int_equal(m.humans, 2); /* now - w + 1 and now */
+    assert_int_equal(m.ais, 1);    /* now - 1 */
+    r->n_recent = 0;
+    dm_free(f);
+}
+
 static void adaptive_fast_band_3_of_5(void **state)
 {
     (void)state;
@@ -123,6 +147,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(metrics_over_the_window),
+        cmocka_unit_test(metrics_window_edges),
         cmocka_unit_test(adaptive_fast_band_3_of_5),
         cmocka_unit_test(adaptive_slow_band_7_of_5),
         cmocka_unit_test(adaptive_middle_band_keeps_5),

@@ -47,15 +47,17 @@ dormancy_metrics dormancy_room_metrics(const dormancy_room *r, const dormancy_co
                                        int64_t now)
 {
     int64_t window = cfg->velocity_window_ms > 0 ? cfg->velocity_window_ms : 1;
-    int humans = 0, ais = 0;
+    /* Without branches (called a few times per input over up to
+     * DORMANCY_MAX_RECENT times): now - window < t <= now is
+     * now - t in [0, window), one unsigned compare; the subtraction wraps
+     * instead of overflowing for any t. */
+    int humans = 0, in_window = 0;
     for (int i = 0; i < r->n_recent; i++) {
-        if (r->recent_ts[i] <= now - window || r->recent_ts[i] > now)
-            continue;
-        if (r->recent_human[i])
-            humans++;
-        else
-            ais++;
+        int in = (uint64_t)now - (uint64_t)r->recent_ts[i] < (uint64_t)window;
+        in_window += in;
+        humans += in & (int)r->recent_human[i];
     }
+    int ais = in_window - humans;
     int64_t span = r->first_seen ? now - r->first_seen : window;
     if (span > window)
         span = window;
