@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vigil/json.h"
+#include "vigil/str.h"
 
 int vigil_id_index_init(vigil_id_index *x, size_t n)
 {
@@ -35,7 +35,7 @@ void vigil_id_index_free(vigil_id_index *x)
 /* The slot of id, or the empty slot where it would go. */
 static size_t slot_of(const vigil_id_index *x, const char *id)
 {
-    size_t i = (size_t)vigil_hash64(id, strlen(id)) & x->mask;
+    size_t i = (size_t)vigil_hash_mem(id, strlen(id)) & x->mask;
     while (x->key[i] && strcmp(x->key[i], id) != 0)
         i = (i + 1) & x->mask;
     return i;

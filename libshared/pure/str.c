@@ -60,6 +60,53 @@ size_t vigil_concat(char *out, size_t cap, ...)
     return n;
 }
 
+static inline uint64_t load64(const unsigned char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, sizeof w);
+    return w;
+}
+
+static inline uint64_t load32(const unsigned char *p)
+{
+    uint32_t w;
+    memcpy(&w, p, sizeof w);
+    return w;
+}
+
+/* One multiply and shift per eight bytes, then splitmix64's finaliser so
+ * the low bits (a table's mask) depend on every byte. The last part is
+ * read as one word overlapping the one before (or, under eight bytes,
+ * as two overlapping halves or three single bytes), never past the end;
+ * the length, mixed in first, tells overlapping reads apart. */
+uint64_t vigil_hash_mem(const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    const uint64_t k = 0x9E3779B97F4A7C15ull;
+    uint64_t h = k ^ (n * 0xbf58476d1ce4e5b9ull);
+    size_t i = 0;
+    for (; i + 8 < n; i += 8) {
+        h = (h ^ load64(p + i)) * k;
+        h ^= h >> 32;
+    }
+    uint64_t last;
+    if (n >= 8)
+        last = load64(p + n - 8);
+    else if (n >= 4)
+        last = load32(p) | load32(p + n - 4) << 32;
+    else if (n > 0)
+        last = (uint64_t)p[0] | (uint64_t)p[n / 2] << 8 | (uint64_t)p[n - 1] << 16;
+    else
+        last = 0;
+    h = (h ^ last) * k;
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    return h;
+}
+
 void vigil_hex64(char out[17], uint64_t v)
 {
     static const char digits[] = "0123456789abcdef";

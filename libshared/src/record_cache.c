@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vigil/json.h"
+#include "vigil/str.h"
 
 typedef struct entry {
     struct entry *next;              /* bucket chain */
@@ -82,7 +82,7 @@ static void entry_free(const vigil_record_cache *c, entry *e)
 
 static entry **bucket_of(vigil_record_cache *c, const char *key)
 {
-    size_t b = (size_t)(vigil_hash64(key, strlen(key)) & (c->nbuckets - 1));
+    size_t b = (size_t)(vigil_hash_mem(key, strlen(key)) & (c->nbuckets - 1));
     entry **pp = &c->buckets[b];
     while (*pp && strcmp((*pp)->key, key) != 0)
         pp = &(*pp)->next;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vigil/json.h"
+#include "vigil/str.h"
 
 typedef struct entry {
     struct entry *next;
@@ -75,7 +75,7 @@ void vigil_state_cache_free(vigil_state_cache *c)
 
 static entry **slot(vigil_state_cache *c, const char *key)
 {
-    size_t b = (size_t)(vigil_hash64(key, strlen(key)) & (c->nbuckets - 1));
+    size_t b = (size_t)(vigil_hash_mem(key, strlen(key)) & (c->nbuckets - 1));
     entry **pp = &c->buckets[b];
     while (*pp && strcmp((*pp)->key, key) != 0)
         pp = &(*pp)->next;

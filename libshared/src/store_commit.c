@@ -203,7 +203,7 @@ static int pend_init(const vigil_store *s, pend *p, const vigil_commit *c)
 
 static uint64_t key_hash(const char *k)
 {
-    return vigil_hash64(k, strlen(k));
+    return vigil_hash_mem(k, strlen(k));
 }
 
 static bool written_has(const struct store_batch *b, const char *k)

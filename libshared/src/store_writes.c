@@ -329,7 +329,7 @@ void store_write_lease(w2 *w, const pend *p)
     if (!p->lease_hit)
         return;
     const char *m = p->c->leased_timer;
-    uint64_t h = vigil_hash64(m, strlen(m));
+    uint64_t h = vigil_hash_mem(m, strlen(m));
     claim_members(w, &h, 1);
     gather_lease(w, p);
 }
@@ -465,13 +465,13 @@ static void write_timers(w2 *w, const pend *p)
     uint64_t *h = take(&b, (n + 1) * sizeof *h);
     size_t nh = 0;
     if (p->lease_hit)
-        h[nh++] = vigil_hash64(c->leased_timer, strlen(c->leased_timer));
+        h[nh++] = vigil_hash_mem(c->leased_timer, strlen(c->leased_timer));
     for (size_t j = 0; j < n; j++) {
         names[j] = fx->timers[j].name;
         size_t ml = kl + strlen(names[j]) + 2;
         member[j] = take(&b, ml);
         vigil_concat(member[j], ml, c->key, "|", names[j], (char *)NULL);
-        h[nh++] = vigil_hash64(member[j], ml - 1);
+        h[nh++] = vigil_hash_mem(member[j], ml - 1);
     }
     claim_members(w, h, nh);
     gather_lease(w, p);

@@ -1,5 +1,6 @@
 /* Unit tests of str.h: vigil_vformat (stack buffer or exact-size heap
- * string), vigil_asprintf on top of it, vigil_concat and vigil_hex64. */
+ * string), vigil_asprintf on top of it, vigil_concat, vigil_hex64 and
+ * vigil_hash_mem. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -98,6 +99,54 @@ static void hex64_is_printf_016_x(void **state)
     }
 }
 
+/* Every byte counts, at every length across the word and half-word
+ * reads, and nothing outside the n bytes is read (each string has its own
+ * allocation of exactly n bytes, which ASan guards). */
+static void hash_mem_reads_every_byte_and_no_other(void **state)
+{
+    (void)state;
+    for (size_t n = 0; n <= 40; n++) {
+        unsigned char *a = malloc(n ? n : 1);
+        assert_non_null(a);
+        for (size_t i = 0; i < n; i++)
+            a[i] = (unsigned char)('a' + i % 26);
+        uint64_t h = vigil_hash_mem(a, n);
+        assert_int_equal(h, vigil_hash_mem(a, n));
+        for (size_t i = 0; i < n; i++) {
+            for (int bit = 0; bit < 8; bit++) {
+                a[i] ^= (unsigned char)(1u << bit);
+                assert_true(vigil_hash_mem(a, n) != h);
+                a[i] ^= (unsigned char)(1u << bit);
+            }
+        }
+        free(a);
+    }
+    /* a prefix, and the same bytes with a NUL more, hash apart */
+    assert_true(vigil_hash_mem("abc", 3) != vigil_hash_mem("abc", 4));
+    assert_true(vigil_hash_mem("", 0) != vigil_hash_mem("", 1));
+}
+
+/* Keys that differ in a counter spread evenly over a table's low bits: no
+ * bucket of 1,024 holds more than twice its share of 102,400 keys. */
+static void hash_mem_spreads_similar_keys(void **state)
+{
+    (void)state;
+    enum { BUCKETS = 1024, KEYS = 100 * BUCKETS };
+    static unsigned load[BUCKETS];
+    char key[64];
+    for (int i = 0; i < KEYS; i++) {
+        int n = snprintf(key, sizeof key, "vigil:dormancy-monitor:room:r%d", i);
+        load[vigil_hash_mem(key, (size_t)n) & (BUCKETS - 1)]++;
+    }
+    unsigned most = 0, least = KEYS;
+    for (int b = 0; b < BUCKETS; b++) {
+        most = load[b] > most ? load[b] : most;
+        least = load[b] < least ? load[b] : least;
+    }
+    assert_true(most < 2 * KEYS / BUCKETS);
+    assert_true(least > KEYS / BUCKETS / 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -106,6 +155,8 @@ int main(void)
         cmocka_unit_test(asprintf_short_and_long),
         cmocka_unit_test(concat_is_snprintf_of_strings),
         cmocka_unit_test(hex64_is_printf_016_x),
+        cmocka_unit_test(hash_mem_reads_every_byte_and_no_other),
+        cmocka_unit_test(hash_mem_spreads_similar_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,7 @@
  * O(n): an entry's id is looked up among those read so far without a
  * linear search (which made loading a room of 1,000 personas quadratic).
  *
- * Open addressing over vigil_hash64, kept at most half full for the n ids
+ * Open addressing over vigil_hash_mem, kept at most half full for the n ids
  * it was sized for. The index does not copy ids: each must stay valid
  * while the index is used (typically it points into the JSON being read).
  * Pure: no I/O, no locks. */
