@@ -582,6 +582,17 @@ int vigil_mqtt_publish_async(vigil_mqtt *m, const char *topic, const void *paylo
 
 /* ---- connection callbacks ---------------------------------------------- */
 
+/* The client says it is up (the runtime's /readyz) once the broker
+ * answered its SUBSCRIBE: until then a message published elsewhere may
+ * reach the broker first and find no subscription (a fresh session keeps
+ * nothing for us). */
+static void say_up(vigil_mqtt *m)
+{
+    /* a request failed by a lost connection answers too: not up then */
+    if (m->on_state && atomic_load(&m->connected))
+        m->on_state(m->ctx, true);
+}
+
 static void on_subscribe_ok(void *context, MQTTAsync_successData5 *resp)
 {
     vigil_mqtt *m = context;
@@ -600,6 +611,7 @@ static void on_subscribe_ok(void *context, MQTTAsync_successData5 *resp)
                      m->nsubs > 0 ? m->subs[0] : "?", "reason",
                      MQTTReasonCode_toString(resp->reasonCode), NULL);
     }
+    say_up(m);
     tl_in_callback--;
 }
 
@@ -609,6 +621,7 @@ static void on_subscribe_fail(void *context, MQTTAsync_failureData5 *resp)
     tl_in_callback++;
     vigil_log_kv(VIGIL_LOG_ERROR, "mqtt subscribe failed", "error",
                  resp ? MQTTAsync_strerror(resp->code) : "unknown", NULL);
+    say_up(context); /* connected all the same, as before the answer was awaited */
     tl_in_callback--;
 }
 
@@ -641,6 +654,7 @@ static void on_connected(void *context, char *cause)
     vigil_log_kv(VIGIL_LOG_INFO, first ? "mqtt connected" : "mqtt reconnected", "client_id",
                  m->client_id, "cause", cause, NULL);
 
+    bool subscribing = false;
     if (m->nsubs > 0) {
         MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
         ro.onSuccess5 = on_subscribe_ok;
@@ -651,12 +665,13 @@ static void on_connected(void *context, char *cause)
         if (rc != MQTTASYNC_SUCCESS)
             vigil_log_kv(VIGIL_LOG_ERROR, "mqtt subscribe not accepted", "error",
                          MQTTAsync_strerror(rc), NULL);
+        subscribing = rc == MQTTASYNC_SUCCESS;
     }
     if (m->status_topic && m->ready_payload)
         (void)vigil_mqtt_publish_async(m, m->status_topic, m->ready_payload,
                                        strlen(m->ready_payload), true);
-    if (m->on_state)
-        m->on_state(m->ctx, true);
+    if (!subscribing)
+        say_up(m); /* else when the broker answers (on_subscribe_ok / _fail) */
     tl_in_callback--;
 }
 

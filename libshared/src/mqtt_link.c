@@ -154,6 +154,9 @@ struct vigil_mqtt_link {
     vigil_mqtt_on_refused on_refused;
     void *cb_ctx;
     bool ever_connected; /* the link's thread only */
+    /* intake: connected, and up (on_state) once the broker acknowledged
+     * the SUBSCRIBE (subscribed: its SUBACK came); the link's thread only */
+    bool up_pending, subscribed;
     /* on_batch: the messages of one read, their packet ids (0: QoS 0) and
      * their topics, NUL-terminated, one after another in topics */
     vigil_mqtt_on_batch on_batch;
@@ -570,6 +573,8 @@ static void on_suback(vigil_mqtt_link *l, const unsigned char *body, size_t rem)
     int id, n;
     if (vigil_mqtt_parse_suback(body, rem, &id, codes, 64, &n) != 0)
         return;
+    if (id == LINK_SUBSCRIBE_ID)
+        l->subscribed = true;
     if (n != l->nsubs)
         vigil_log_kv(VIGIL_LOG_WARN, "mqtt SUBACK with a reason code count other than the "
                      "filters sent", "client_id", l->client_id, NULL);
@@ -578,6 +583,19 @@ static void on_suback(vigil_mqtt_link *l, const unsigned char *body, size_t rem)
             vigil_log_kv(VIGIL_LOG_ERROR, "mqtt subscription refused", "filter",
                          i < l->nsubs ? l->subs[i] : "?", "reason",
                          vigil_mqtt_reason_string(codes[i]), NULL);
+}
+
+/* The intake says it is up (the runtime's /readyz) only once the broker
+ * acknowledged its SUBSCRIBE: until then a message published elsewhere
+ * may reach the broker first and find no subscription (a fresh session
+ * keeps nothing for us). Said outside mu: the callback is the runtime's. */
+static void intake_up_when_subscribed(vigil_mqtt_link *l)
+{
+    if (!l->up_pending || !l->subscribed)
+        return;
+    l->up_pending = false;
+    if (l->on_state)
+        l->on_state(l->cb_ctx, true);
 }
 
 /* Parses the complete packets in rbuf. Returns -1 (with why) when the
@@ -619,6 +637,7 @@ static int parse_packets(vigil_mqtt_link *l, char *why, size_t whylen)
         off += 1 + (size_t)vn + rem;
     }
     pthread_mutex_unlock(&l->mu);
+    intake_up_when_subscribed(l);
     /* The payloads point into rbuf: hand them over before it moves. A
      * batch cut short by a bad packet is not handed over: unacknowledged,
      * it comes again on the next connection. */
@@ -1091,12 +1110,14 @@ static void intake_up(vigil_mqtt_link *l)
     }
     if (l->status_topic && l->ready_payload)
         (void)queue_async(l, l->status_topic, l->ready_payload, strlen(l->ready_payload), true);
-    if (l->on_state)
-        l->on_state(l->cb_ctx, true);
+    l->subscribed = l->nsubs == 0;
+    l->up_pending = true;
+    intake_up_when_subscribed(l);
 }
 
 static void intake_down(vigil_mqtt_link *l)
 {
+    l->up_pending = false;
     if (l->on_state)
         l->on_state(l->cb_ctx, false);
 }
