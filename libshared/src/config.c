@@ -22,6 +22,7 @@
 
 #include "vigil/json.h"
 #include "vigil/log.h"
+#include "vigil/mqtt_links.h"
 #include "vigil/redact.h"
 #include "vigil/redis.h"
 #include "vigil/topic_prefix.h"
@@ -59,6 +60,10 @@ const vigil_config_var VIGIL_COMMON_VARS[] = {
     {"VIGIL_MQTT_SESSION_EXPIRY_S", "604800",
      "seconds the broker keeps this replica's session and queued input while it is away "
      "(60-2147483647; keep it at or below the broker's persistent_client_expiration)"},
+    {"VIGIL_OUTBOX_CONNECTIONS", "4",
+     "broker connections the outbox may publish on (1-16): more than one only when the broker "
+     "allows fewer than 40 messages in flight on one (mosquitto as shipped: 20, so 2), enough "
+     "for 40 in all"},
     {"VIGIL_OUTBOX_PROCESS", "0",
      "1 = publish the outbox from a child process of the service (same executable), so outputs "
      "keep flowing while intake is saturated; 0 = a thread of the service"},
@@ -415,6 +420,7 @@ void vigil_common_config_init(vigil_common_config *c, int default_http_port)
     c->timer_lease_ms = 30000;
     c->mqtt_session_expiry_s = 604800;
     c->liveness_ms = 60000;
+    c->outbox_connections = 4;
     c->mqtt_intake_link = true;
 }
 
@@ -532,6 +538,8 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
                         &c->mqtt_session_expiry_s, err, errlen) ||
         vigil_env_int64("VIGIL_LIVENESS_MS", c->liveness_ms, 1000, 86400000, &c->liveness_ms, err,
                         errlen) ||
+        vigil_env_int64("VIGIL_OUTBOX_CONNECTIONS", c->outbox_connections, 1, VIGIL_LINKS_MAX,
+                        &c->outbox_connections, err, errlen) ||
         vigil_env_bool("VIGIL_OUTBOX_PROCESS", false, &c->outbox_process, err, errlen))
         return -1;
     static const char *const intakes[] = { "paho", "link", NULL };

@@ -116,6 +116,7 @@ struct vigil_mqtt_link {
     atomic_bool connected;
     atomic_llong lost_at;
     atomic_int window;
+    atomic_bool shared; /* one of several publishing connections (vigil_mqtt_link_set_shared) */
     atomic_llong max_packet; /* the broker's Maximum Packet Size, 0 = none said */
 
     /* the link's thread only */
@@ -733,10 +734,13 @@ static int read_packets(vigil_mqtt_link *l, char *why, size_t whylen)
          * of that millisecond gather (about 12 at 12,000 outputs/s). A
          * smaller window (mosquitto's default of 20) is held only while
          * at most half of it is in flight: held full, it left the broker
-         * idle (as shipped, 2,739-2,754 against 3,148-3,238 inputs/s). */
+         * idle (as shipped, 2,739-2,754 against 3,148-3,238 inputs/s), unless
+ * it is one of several connections (mqtt_links.h), whose others keep the
+ * broker busy meanwhile. */
         l->read_hold = !l->intake && l->in_flight >= LINK_ACK_DELAY_FROM &&
                                (l->in_flight <= l->recv_max / 2 ||
-                                l->recv_max >= LINK_HOLD_FULL_FROM)
+                                l->recv_max >= LINK_HOLD_FULL_FROM ||
+                                atomic_load_explicit(&l->shared, memory_order_relaxed))
                            ? l->last_read + LINK_ACK_DELAY_MS
                            : 0;
         if (l->rcap > LINK_READ_CHUNK && l->rlen < LINK_READ_CHUNK) {
@@ -1389,6 +1393,7 @@ vigil_mqtt_link *vigil_mqtt_link_new(const vigil_mqtt_config *cfg, char *err, si
     atomic_init(&l->connected, false);
     atomic_init(&l->lost_at, 0);
     atomic_init(&l->window, 1);
+    atomic_init(&l->shared, false);
     atomic_init(&l->max_packet, 0);
     pthread_mutex_init(&l->mu, NULL);
     pthread_mutex_init(&l->cb_mu, NULL);
@@ -1426,6 +1431,12 @@ int64_t vigil_mqtt_link_lost_at_ms(const vigil_mqtt_link *l)
 int vigil_mqtt_link_window(const vigil_mqtt_link *l)
 {
     return l ? atomic_load(&((vigil_mqtt_link *)l)->window) : 1;
+}
+
+void vigil_mqtt_link_set_shared(vigil_mqtt_link *l, bool shared)
+{
+    if (l)
+        atomic_store(&l->shared, shared);
 }
 
 void vigil_mqtt_link_set_ack_handler(vigil_mqtt_link *l, vigil_mqtt_ack_fn fn, void *ctx)

@@ -49,7 +49,7 @@
 #include "vigil/json.h"
 #include "vigil/log.h"
 #include "vigil/metrics.h"
-#include "vigil/mqtt_link.h"
+#include "vigil/mqtt_links.h"
 #include "vigil/thread_name.h"
 
 #define OUTBOX_BATCH 100          /* ephemeral messages per batch */
@@ -113,7 +113,7 @@ typedef struct ob_slot {
 
 struct vigil_outbox {
     vigil_mqtt *mqtt;       /* publishes through paho, or */
-    vigil_mqtt_link *link;  /* through its own connection (vigil_outbox_start_on_link) */
+    vigil_mqtt_links *link; /* through its own connections (vigil_outbox_start_on_links) */
     vigil_redis *r;
     vigil_store *s;
     char service[128];
@@ -160,28 +160,33 @@ struct vigil_outbox {
 
 static int pub_window(const vigil_outbox *o)
 {
-    return o->link ? vigil_mqtt_link_window(o->link) : vigil_mqtt_window(o->mqtt);
+    return o->link ? vigil_mqtt_links_window(o->link) : vigil_mqtt_window(o->mqtt);
 }
 
-static bool pub_connected(const vigil_outbox *o)
+static bool pub_connected(vigil_outbox *o)
 {
-    return o->link ? vigil_mqtt_link_connected(o->link) : vigil_mqtt_connected(o->mqtt);
+    if (!o->link)
+        return vigil_mqtt_connected(o->mqtt);
+    /* Opens the further connections the broker's window calls for, once
+     * the first is up; publishing waits until all of them are. */
+    (void)vigil_mqtt_links_grow(o->link);
+    return vigil_mqtt_links_connected(o->link);
 }
 
 static int64_t pub_lost_at_ms(const vigil_outbox *o)
 {
-    return o->link ? vigil_mqtt_link_lost_at_ms(o->link) : vigil_mqtt_lost_at_ms(o->mqtt);
+    return o->link ? vigil_mqtt_links_lost_at_ms(o->link) : vigil_mqtt_lost_at_ms(o->mqtt);
 }
 
 static int pub_batch(vigil_outbox *o, const vigil_pubmsg *msgs, int n, int timeout_ms)
 {
-    return o->link ? vigil_mqtt_link_publish_batch(o->link, msgs, n, timeout_ms)
+    return o->link ? vigil_mqtt_links_publish_batch(o->link, msgs, n, timeout_ms)
                    : vigil_mqtt_publish_batch(o->mqtt, msgs, n, timeout_ms);
 }
 
 static int pub_tagged(vigil_outbox *o, const vigil_pubmsg *msg, uint64_t tag)
 {
-    return o->link ? vigil_mqtt_link_publish_tagged(o->link, msg, tag)
+    return o->link ? vigil_mqtt_links_publish_tagged(o->link, msg, tag)
                    : vigil_mqtt_publish_tagged(o->mqtt, msg, tag);
 }
 
@@ -190,13 +195,13 @@ static int pub_tagged(vigil_outbox *o, const vigil_pubmsg *msg, uint64_t tag)
 static void pub_flush(vigil_outbox *o)
 {
     if (o->link)
-        vigil_mqtt_link_flush(o->link);
+        vigil_mqtt_links_flush(o->link);
 }
 
 static void pub_set_ack_handler(vigil_outbox *o, vigil_mqtt_ack_fn fn, void *ctx)
 {
     if (o->link)
-        vigil_mqtt_link_set_ack_handler(o->link, fn, ctx);
+        vigil_mqtt_links_set_ack_handler(o->link, fn, ctx);
     else
         vigil_mqtt_set_ack_handler(o->mqtt, fn, ctx);
 }
@@ -894,7 +899,7 @@ static int64_t env_setting(const char *name, int64_t def, int64_t min, int64_t m
 }
 
 static vigil_outbox *outbox_start(const vigil_redis_addr *addr, const vigil_store_config *scfg,
-                                  vigil_mqtt *mqtt, vigil_mqtt_link *link)
+                                  vigil_mqtt *mqtt, vigil_mqtt_links *link)
 {
     if (!addr || !scfg || (!mqtt && !link))
         return NULL;
@@ -963,8 +968,8 @@ vigil_outbox *vigil_outbox_start(const vigil_redis_addr *addr, const vigil_store
     return mqtt ? outbox_start(addr, scfg, mqtt, NULL) : NULL;
 }
 
-vigil_outbox *vigil_outbox_start_on_link(const vigil_redis_addr *addr,
-                                         const vigil_store_config *scfg, vigil_mqtt_link *link)
+vigil_outbox *vigil_outbox_start_on_links(const vigil_redis_addr *addr,
+                                          const vigil_store_config *scfg, vigil_mqtt_links *link)
 {
     return link ? outbox_start(addr, scfg, NULL, link) : NULL;
 }

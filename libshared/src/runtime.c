@@ -78,7 +78,7 @@ struct vigil_runtime {
     vigil_state_cache *cache;
     vigil_mqtt *mqtt;             /* the intake over paho (VIGIL_MQTT_INTAKE=paho), or */
     vigil_mqtt_link *intake_link; /* over Vigil's own client (link, the default) */
-    vigil_mqtt_link *outbox_link; /* the outbox's own broker connection (thread mode) */
+    vigil_mqtt_links *outbox_link; /* the outbox's own broker connections (thread mode) */
     vigil_outbox *outbox;
     vigil_outbox_proc *outbox_proc; /* VIGIL_OUTBOX_PROCESS=1: instead of outbox */
     char **argv;
@@ -979,7 +979,7 @@ static bool live(void *ctx, char *why, size_t whylen)
     }
     int64_t ob = atomic_load(&rt->outbox_progress);
     if (ob != 0 && now - ob > bound + rt->cfg.tick_ms) {
-        bool up = rt->outbox_link ? vigil_mqtt_link_connected(rt->outbox_link)
+        bool up = rt->outbox_link ? vigil_mqtt_links_connected(rt->outbox_link)
                                   : atomic_load(&rt->mqtt_up);
         snprintf(why, whylen, "outbox: entries pending and none published for %lld ms (mqtt %s)",
                  (long long)(now - ob), up ? "connected" : "disconnected");
@@ -1463,7 +1463,7 @@ static void runtime_free(vigil_runtime *rt)
         vigil_http_stop(rt->http);
     /* After the HTTP server, whose liveness check reads its state; the
      * outbox that used it stopped in shutdown_io. */
-    vigil_mqtt_link_stop(rt->outbox_link, 1000);
+    vigil_mqtt_links_stop(rt->outbox_link, 1000);
     rt->outbox_link = NULL;
     vigil_store_free(rt->intake_store);
     vigil_store_free(rt->timer_store);
@@ -1591,11 +1591,11 @@ static int start_io(vigil_runtime *rt, char *err, size_t errlen)
         snprintf(link_id, sizeof link_id, "%s-out", rt->client_id);
         vigil_mqtt_config lc = vigil_mqtt_config_of(&rt->cfg);
         lc.client_id = link_id;
-        rt->outbox_link = vigil_mqtt_link_new(&lc, err, errlen);
+        rt->outbox_link = vigil_mqtt_links_new(&lc, (int)rt->cfg.outbox_connections, err, errlen);
         if (!rt->outbox_link)
             return -1;
-        rt->outbox = vigil_outbox_start_on_link(&rt->raddr, &rt->scfg, rt->outbox_link);
-        if (!rt->outbox || vigil_mqtt_link_start(rt->outbox_link) != 0) {
+        rt->outbox = vigil_outbox_start_on_links(&rt->raddr, &rt->scfg, rt->outbox_link);
+        if (!rt->outbox || vigil_mqtt_links_start(rt->outbox_link) != 0) {
             snprintf(err, errlen, "cannot start the outbox publisher");
             return -1;
         }

@@ -2,6 +2,7 @@
 #include "mosquitto_server.h"
 #include "poll_until.h"
 #include "vigil/mqtt_link.h"
+#include "vigil/mqtt_links.h"
 #include "proc.h"
 #include "vigil/clock.h"
 #include "vigil/mqtt.h"
@@ -590,4 +591,35 @@ bool vt_link_wait_connected(vigil_mqtt_link *l, bool want, int timeout_ms)
 {
     want_state w = { l, want };
     return vt_poll_until(link_state_is, &w, timeout_ms);
+}
+
+static bool links_state_is(void *ctx)
+{
+    want_state *w = ctx;
+    return vigil_mqtt_links_connected(w->client) == w->want;
+}
+
+bool vt_links_wait_connected(vigil_mqtt_links *s, bool want, int timeout_ms)
+{
+    want_state w = { s, want };
+    return vt_poll_until(links_state_is, &w, timeout_ms);
+}
+
+struct vigil_mqtt *vt_mqtt_observer(vt_mosq *b, const char *name, const char *filter,
+                                    vt_msglog *log)
+{
+    const char *subs[] = { filter, NULL };
+    char status[160];
+    snprintf(status, sizeof status, "sys/%s", name);
+    vigil_mqtt_config cfg = { .url = vt_mosq_url(b), .client_id = name,
+                              .subscriptions = subs, .status_topic = status,
+                              .ready_payload = "ready", .lost_payload = "lost",
+                              .on_message = vt_msglog_on_message, .ctx = log };
+    char err[256];
+    vigil_mqtt *m = vigil_mqtt_new(&cfg, err, sizeof err);
+    if (!m || vigil_mqtt_start(m) != 0 || !vt_mosq_wait_retained(b, status, "ready", 10000)) {
+        fprintf(stderr, "vt_mqtt_observer %s: cannot subscribe: %s\n", name, m ? "" : err);
+        abort();
+    }
+    return m;
 }

@@ -69,6 +69,9 @@ bool vt_mqtt_wait_connected(struct vigil_mqtt *m, bool want, int timeout_ms);
 /* The same for the outbox's own connection (vigil/mqtt_link.h). */
 struct vigil_mqtt_link;
 bool vt_link_wait_connected(struct vigil_mqtt_link *l, bool want, int timeout_ms);
+/* The same for every connection of a vigil_mqtt_links (vigil/mqtt_links.h). */
+struct vigil_mqtt_links;
+bool vt_links_wait_connected(struct vigil_mqtt_links *s, bool want, int timeout_ms);
 
 /* ---- message recorder ---------------------------------------------------- */
 
@@ -79,6 +82,13 @@ void vt_msglog_free(vt_msglog *l);
 /* Has the signature of vigil_mqtt_on_message; ctx is the vt_msglog. */
 void vt_msglog_on_message(void *ctx, const char *topic, const void *payload, size_t len,
                           bool retained);
+
+/* A paho client (client id "<name>", status topic "sys/<name>") subscribed
+ * to filter, recording into log; returns once the broker has its
+ * subscription ("ready" follows the SUBSCRIBE). Stop it with
+ * vigil_mqtt_stop. */
+struct vigil_mqtt *vt_mqtt_observer(vt_mosq *b, const char *name, const char *filter,
+                                    vt_msglog *log);
 /* Messages recorded on topic (exact match; NULL = all topics). */
 int vt_msglog_count(vt_msglog *l, const char *topic);
 /* Waits until at least n messages on topic (NULL = any) were recorded. */

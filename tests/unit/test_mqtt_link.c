@@ -99,23 +99,6 @@ static vigil_mqtt_link *new_link(const char *url, const char *prefix, acks *a)
     return l;
 }
 
-/* A paho client subscribed to filter, recording into log; waits until the
- * broker has its subscription. */
-static vigil_mqtt *observer(vt_mosq *b, const char *filter, vt_msglog *log)
-{
-    const char *subs[] = { filter, NULL };
-    vigil_mqtt_config cfg = { .url = vt_mosq_url(b), .client_id = "vigil-link-observer",
-                              .subscriptions = subs, .status_topic = "sys/link/obs",
-                              .ready_payload = "ready", .lost_payload = "lost",
-                              .on_message = vt_msglog_on_message, .ctx = log };
-    char err[256];
-    vigil_mqtt *m = vigil_mqtt_new(&cfg, err, sizeof err);
-    assert_non_null(m);
-    assert_int_equal(vigil_mqtt_start(m), 0);
-    assert_true(vt_mosq_wait_retained(b, "sys/link/obs", "ready", WAIT_MS));
-    return m;
-}
-
 static void test_bad_configuration_refused(void **state)
 {
     (void)state;
@@ -157,7 +140,7 @@ static void test_publishes_in_order_under_prefix(void **state)
     vt_mosq *b = vt_mosq_start();
     assert_non_null(b);
     vt_msglog *log = vt_msglog_new();
-    vigil_mqtt *obs = observer(b, "pfx/t/#", log);
+    vigil_mqtt *obs = vt_mqtt_observer(b, "vigil-link-observer", "pfx/t/#", log);
     static acks a;
     memset(&a, 0, sizeof a);
     vigil_mqtt_link *l = new_link(vt_mosq_url(b), "pfx", &a);

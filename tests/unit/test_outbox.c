@@ -3,7 +3,8 @@
  * exactly as a service does; an observer client records what reaches the
  * broker. Every test runs twice: publishing through paho's client (as the
  * outbox's child process does) and through the outbox's own connection
- * (mqtt_link.h, as a service's outbox thread does). */
+ * (mqtt_links.h: as a service's outbox thread does, on several connections,
+ * since this broker allows 20 messages in flight on one). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,14 +26,14 @@
 #include "vigil/log.h"
 #include "vigil/metrics.h"
 #include "vigil/mqtt.h"
-#include "vigil/mqtt_link.h"
+#include "vigil/mqtt_links.h"
 #include "vigil/outbox.h"
 #include "vigil/redis.h"
 #include "vigil/store.h"
 
 #define WAIT_MS 10000
 
-static bool on_link; /* this run publishes through vigil_mqtt_link */
+static bool on_link; /* this run publishes through vigil_mqtt_links */
 
 typedef struct env {
     vt_mosq *b;
@@ -42,7 +43,7 @@ typedef struct env {
     vigil_redis *r; /* the test's own connection, for commits and checks */
     vigil_store *s;
     vigil_mqtt *pub; /* the client the outbox publishes with, or */
-    vigil_mqtt_link *link; /* its own connection (the second run) */
+    vigil_mqtt_links *link; /* its own connections (the second run) */
     vigil_mqtt *obs; /* records everything on ev/# */
     vt_msglog *log;
 } env;
@@ -97,10 +98,10 @@ static int setup(void **state)
     if (on_link) {
         vigil_mqtt_config lc = { .url = vt_mosq_url(e->b), .client_id = "vigil-outbox-link" };
         char err[256];
-        e->link = vigil_mqtt_link_new(&lc, err, sizeof err);
+        e->link = vigil_mqtt_links_new(&lc, VIGIL_LINKS_MAX, err, sizeof err);
         assert_non_null(e->link);
-        assert_int_equal(vigil_mqtt_link_start(e->link), 0);
-        assert_true(vt_link_wait_connected(e->link, true, WAIT_MS));
+        assert_int_equal(vigil_mqtt_links_start(e->link), 0);
+        assert_true(vt_links_wait_connected(e->link, true, WAIT_MS));
     }
     *state = e;
     return 0;
@@ -112,7 +113,7 @@ static int teardown(void **state)
     unsetenv("VIGIL_OUTBOX_RETRY_MS");
     unsetenv("VIGIL_OUTBOX_DEAD_LETTER_AFTER");
     unsetenv("VIGIL_OUTBOX_REPLAY_MS");
-    vigil_mqtt_link_stop(e->link, 1000);
+    vigil_mqtt_links_stop(e->link, 1000);
     vigil_mqtt_stop(e->pub, NULL, 2000);
     vigil_mqtt_stop(e->obs, NULL, 2000);
     vt_msglog_free(e->log);
@@ -128,14 +129,14 @@ static int teardown(void **state)
 /* The outbox under test, on this run's connection. */
 static vigil_outbox *start_outbox(env *e)
 {
-    return on_link ? vigil_outbox_start_on_link(&e->addr, &e->scfg, e->link)
+    return on_link ? vigil_outbox_start_on_links(&e->addr, &e->scfg, e->link)
                    : vigil_outbox_start(&e->addr, &e->scfg, e->pub);
 }
 
 /* Waits until the outbox's connection is (or is not) up. */
 static bool wait_pub(env *e, bool want)
 {
-    return on_link ? vt_link_wait_connected(e->link, want, WAIT_MS)
+    return on_link ? vt_links_wait_connected(e->link, want, WAIT_MS)
                    : vt_mqtt_wait_connected(e->pub, want, WAIT_MS);
 }
 
@@ -185,21 +186,43 @@ static bool wait_outbox_len(env *e, int want, int timeout_ms)
     return true;
 }
 
-/* The observer saw exactly ev/first .. ev/first+n-1, in that order. */
+/* The connection an output ev/<k> leaves on (mqtt_links.h): outputs keep
+ * their order on one connection, not across them. */
+static int conn_of(env *e, int k)
+{
+    char topic[32];
+    snprintf(topic, sizeof topic, "ev/%d", k);
+    return on_link ? vigil_mqtt_links_pick(topic, vigil_mqtt_links_count(e->link)) : 0;
+}
+
+/* The observer saw exactly ev/first .. ev/first+n-1, each once, and those
+ * of each connection in their order (one connection: all in order). */
 static void assert_received_in_order(env *e, int first, int n)
 {
     assert_true(vt_msglog_wait_count(e->log, NULL, n, WAIT_MS));
     vigil_sleep_ms(100, NULL);
     assert_int_equal(vt_msglog_count(e->log, NULL), n);
+    int last[VIGIL_LINKS_MAX];
+    for (int c = 0; c < VIGIL_LINKS_MAX; c++)
+        last[c] = first - 1;
+    bool *seen = calloc((size_t)n, sizeof *seen);
+    assert_non_null(seen);
     for (int i = 0; i < n; i++) {
-        char topic[32], payload[32], want_t[32], want_p[32];
+        char topic[32], payload[32], want_p[32];
         assert_int_equal(vt_msglog_get(e->log, NULL, i, topic, sizeof topic, payload,
                                        sizeof payload, NULL), 0);
-        snprintf(want_t, sizeof want_t, "ev/%d", first + i);
-        snprintf(want_p, sizeof want_p, "m%d", first + i);
-        assert_string_equal(topic, want_t);
+        int k = -1;
+        assert_int_equal(sscanf(topic, "ev/%d", &k), 1);
+        assert_true(k >= first && k < first + n);
+        assert_false(seen[k - first]);
+        seen[k - first] = true;
+        snprintf(want_p, sizeof want_p, "m%d", k);
         assert_string_equal(payload, want_p);
+        int c = conn_of(e, k);
+        assert_true(k > last[c]);
+        last[c] = k;
     }
+    free(seen);
 }
 
 static void test_committed_outputs_published_in_order(void **state)
@@ -219,6 +242,13 @@ static void test_committed_outputs_published_in_order(void **state)
     char got[64];
     assert_int_equal(vt_mosq_get_retained(e->b, "ev/4", got, sizeof got, 3), 0);
     assert_string_equal(got, "m4");
+    if (on_link) {
+        /* This broker allows 20 in flight per connection (mosquitto's
+         * default): two connections make the window of 40. */
+        assert_int_equal(vigil_mqtt_links_count(e->link), 2);
+        assert_int_equal(vigil_mqtt_links_window(e->link), 40);
+        assert_true(vigil_metric_value("vigil_outbox_connections", NULL) == 2);
+    }
     vigil_outbox_stop(o, 1000);
 }
 
@@ -428,23 +458,41 @@ static bool wait_dl_len(env *e, long long want, int timeout_ms)
 }
 
 /* The first arrival of each of ev/first .. ev/first+n-1 came in that order
- * (later copies are allowed: a failed window is published again). */
+ * among those of its connection (later copies are allowed: a failed window
+ * is published again). */
 static void assert_first_arrivals_in_order(env *e, int first, int n)
 {
-    int next = first;
+    /* The outbox opens its connections before it publishes: once
+     * something arrived, their number is settled. */
+    assert_true(vt_msglog_wait_count(e->log, NULL, 1, 6 * WAIT_MS));
+    int next[VIGIL_LINKS_MAX]; /* per connection: the next output it owes */
+    int left = 0;
+    for (int c = 0; c < VIGIL_LINKS_MAX; c++) {
+        next[c] = first;
+        while (next[c] < first + n && conn_of(e, next[c]) != c)
+            next[c]++;
+        if (next[c] < first + n)
+            left++;
+    }
     int64_t deadline = vigil_mono_ms() + 6 * WAIT_MS;
-    for (int i = 0; next < first + n; i++) {
+    for (int i = 0; left > 0; i++) {
         char topic[64];
         while (vt_msglog_get(e->log, NULL, i, topic, sizeof topic, NULL, 0, NULL) != 0) {
             assert_true(vigil_mono_ms() < deadline);
             vigil_sleep_ms(10, NULL);
         }
         int k = -1;
-        if (sscanf(topic, "ev/%d", &k) != 1)
+        if (sscanf(topic, "ev/%d", &k) != 1 || k < first || k >= first + n)
             continue;
-        assert_true(k <= next); /* never one before its predecessors */
-        if (k == next)
-            next++;
+        int c = conn_of(e, k);
+        assert_true(k <= next[c]); /* never one before its predecessors */
+        if (k == next[c]) {
+            do
+                next[c]++;
+            while (next[c] < first + n && conn_of(e, next[c]) != c);
+            if (next[c] >= first + n)
+                left--;
+        }
     }
 }
 

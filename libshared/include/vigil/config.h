@@ -40,6 +40,7 @@ typedef struct vigil_common_config {
     int64_t mqtt_session_expiry_s; /* VIGIL_MQTT_SESSION_EXPIRY_S, 604800 (7 days) */
     int64_t liveness_ms;     /* VIGIL_LIVENESS_MS, 60000 */
     bool outbox_process;     /* VIGIL_OUTBOX_PROCESS: publish from a child process */
+    int64_t outbox_connections; /* VIGIL_OUTBOX_CONNECTIONS, 4: publishing connections at most */
     bool mqtt_intake_link;   /* VIGIL_MQTT_INTAKE=link (default): mqtt_link.h, not paho */
     char mqtt_ca_file[256];   /* VIGIL_MQTT_CA_FILE (mqtts:// only), "" = system trust store */
     char mqtt_cert_file[256]; /* VIGIL_MQTT_CERT_FILE, client certificate, "" = none */

@@ -68,6 +68,12 @@ int64_t vigil_mqtt_link_lost_at_ms(const vigil_mqtt_link *l);
  * how many tagged messages are worth keeping in flight. */
 int vigil_mqtt_link_window(const vigil_mqtt_link *l);
 
+/* One of several publishing connections (mqtt_links.h): in a burst it
+ * holds its reads for a millisecond even with its window full, since the
+ * others keep the broker busy meanwhile (alone, a window under 64 is read
+ * at once when full). */
+void vigil_mqtt_link_set_shared(vigil_mqtt_link *l, bool shared);
+
 /* Same contract as vigil_mqtt_set_ack_handler: called on the link's thread,
  * once per tagged message queued; after a removal returns, no call runs. */
 void vigil_mqtt_link_set_ack_handler(vigil_mqtt_link *l, vigil_mqtt_ack_fn fn, void *ctx);

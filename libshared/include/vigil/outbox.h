@@ -5,7 +5,8 @@
  * window of them in flight at QoS 1 (the broker's Receive Maximum less one),
  * trimming each acknowledged prefix from the list as the PUBACKs arrive;
  * it never waits for a whole batch, so a broker without TCP_NODELAY does
- * not slow it down. So an event is never lost, goes out in commit order,
+ * not slow it down. So an event is never lost, goes out in commit order
+ * (on several connections, mqtt_links.h: in commit order per entity),
  * and may, after a crash, be published twice with its same id (consumers
  * dedupe by event id). An entry that can never be published (undecodable,
  * or refused by the broker VIGIL_OUTBOX_DEAD_LETTER_AFTER times in a row)
@@ -22,7 +23,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include "mqtt.h"
-#include "mqtt_link.h"
+#include "mqtt_links.h"
 #include "redis.h"
 #include "store.h"
 
@@ -32,10 +33,12 @@ typedef struct vigil_outbox vigil_outbox;
  * through mqtt (paho's client, shared with the intake). */
 vigil_outbox *vigil_outbox_start(const vigil_redis_addr *addr, const vigil_store_config *scfg,
                                  vigil_mqtt *mqtt);
-/* The same, publishing through the outbox's own connection (mqtt_link.h),
- * which the caller starts, and stops after vigil_outbox_stop. */
-vigil_outbox *vigil_outbox_start_on_link(const vigil_redis_addr *addr,
-                                         const vigil_store_config *scfg, vigil_mqtt_link *link);
+/* The same, publishing through the outbox's own connections
+ * (mqtt_links.h), which the caller starts, and stops after
+ * vigil_outbox_stop; the outbox opens the further ones it needs
+ * (vigil_mqtt_links_grow). */
+vigil_outbox *vigil_outbox_start_on_links(const vigil_redis_addr *addr,
+                                          const vigil_store_config *scfg, vigil_mqtt_links *links);
 /* Wakes the thread: new entries were committed. Never blocks. */
 void vigil_outbox_kick(vigil_outbox *o);
 /* A flag another process sets before it kicks us (outbox_process.h): the

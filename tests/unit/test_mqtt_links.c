@@ -1,0 +1,240 @@
+/* test_mqtt_links.c - the outbox's publishing connections
+ * (vigil/mqtt_links.h): how many, which one carries a topic, and, against
+ * a real mosquitto (its default Receive Maximum of 20), that the extra
+ * connections open after the first, share the handler, and keep each
+ * entity's outputs in order. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mosquitto_server.h"
+#include "poll_until.h"
+#include "vigil/clock.h"
+#include "vigil/log.h"
+#include "vigil/metrics.h"
+#include "vigil/mqtt.h"
+#include "vigil/mqtt_links.h"
+
+#define WAIT_MS 10000
+#define N_MSGS 2000
+
+static void test_connections_wanted(void **state)
+{
+    (void)state;
+    assert_int_equal(vigil_mqtt_links_wanted(20, 4), 2);   /* mosquitto as shipped */
+    assert_int_equal(vigil_mqtt_links_wanted(20, 16), 2);  /* 40 in all is enough */
+    assert_int_equal(vigil_mqtt_links_wanted(20, 1), 1);   /* the configured bound */
+    assert_int_equal(vigil_mqtt_links_wanted(10, 3), 3);
+    assert_int_equal(vigil_mqtt_links_wanted(13, 16), 4);
+    assert_int_equal(vigil_mqtt_links_wanted(100, 4), 1);  /* the project's broker */
+    assert_int_equal(vigil_mqtt_links_wanted(65535, 4), 1);
+    assert_int_equal(vigil_mqtt_links_wanted(40, 4), 1);
+    assert_int_equal(vigil_mqtt_links_wanted(39, 4), 2);
+    assert_int_equal(vigil_mqtt_links_wanted(1, 16), 16);
+    assert_int_equal(vigil_mqtt_links_wanted(0, 4), 4);    /* nonsense reads as 1 */
+}
+
+static void test_topic_picks_by_entity(void **state)
+{
+    (void)state;
+    for (int n = 1; n <= VIGIL_LINKS_MAX; n++) {
+        int a = vigil_mqtt_links_pick("persona/alice/state", n);
+        assert_true(a >= 0 && a < n);
+        /* every topic about one entity: one connection */
+        assert_int_equal(vigil_mqtt_links_pick("persona/alice/dormancy", n), a);
+        assert_int_equal(vigil_mqtt_links_pick("persona/alice", n), a);
+        assert_int_equal(vigil_mqtt_links_pick("persona/alice/a/b/c", n), a);
+        assert_int_equal(vigil_mqtt_links_pick("room/x", n),
+                         vigil_mqtt_links_pick("room/x/state", n));
+    }
+    assert_int_equal(vigil_mqtt_links_pick("persona/alice/state", 1), 0);
+    assert_int_equal(vigil_mqtt_links_pick("single", 4), vigil_mqtt_links_pick("single", 4));
+    assert_int_equal(vigil_mqtt_links_pick(NULL, 4), 0);
+    /* 200 rooms spread over five connections, none left out */
+    int per[5] = { 0 };
+    for (int i = 0; i < 200; i++) {
+        char t[64];
+        snprintf(t, sizeof t, "room/r%d/state", i);
+        per[vigil_mqtt_links_pick(t, 5)]++;
+    }
+    for (int c = 0; c < 5; c++)
+        assert_true(per[c] >= 20);
+}
+
+static void test_bad_count_refused(void **state)
+{
+    (void)state;
+    char err[256];
+    vigil_mqtt_config cfg = { .url = "mqtt://127.0.0.1:1", .client_id = "x" };
+    assert_null(vigil_mqtt_links_new(&cfg, 0, err, sizeof err));
+    assert_non_null(strstr(err, "1 to 16"));
+    assert_null(vigil_mqtt_links_new(&cfg, VIGIL_LINKS_MAX + 1, err, sizeof err));
+    cfg.url = "http://h:1";
+    assert_null(vigil_mqtt_links_new(&cfg, 2, err, sizeof err));
+    assert_non_null(strstr(err, "bad MQTT URL"));
+    /* Not started: one connection, down, nothing grows. */
+    cfg.url = "mqtt://127.0.0.1:1";
+    vigil_mqtt_links *s = vigil_mqtt_links_new(&cfg, 4, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(vigil_mqtt_links_grow(s), 1);
+    assert_false(vigil_mqtt_links_connected(s));
+    assert_int_equal(vigil_mqtt_links_lost_at_ms(s), 0);
+    vigil_mqtt_links_stop(s, 0);
+}
+
+/* What the handler heard, per tag. */
+typedef struct heard {
+    pthread_mutex_t mu;
+    int calls[N_MSGS];
+    int n;
+} heard;
+
+static void on_ack(void *ctx, uint64_t tag, int outcome, int reason)
+{
+    (void)reason;
+    heard *h = ctx;
+    pthread_mutex_lock(&h->mu);
+    if (tag < N_MSGS && outcome == VIGIL_PUB_ACKED)
+        h->calls[tag]++;
+    h->n++;
+    pthread_mutex_unlock(&h->mu);
+}
+
+static bool all_heard(void *ctx)
+{
+    heard *h = ctx;
+    pthread_mutex_lock(&h->mu);
+    bool done = h->n >= N_MSGS;
+    pthread_mutex_unlock(&h->mu);
+    return done;
+}
+
+static bool grown_and_up(void *ctx)
+{
+    vigil_mqtt_links *s = ctx;
+    (void)vigil_mqtt_links_grow(s);
+    return vigil_mqtt_links_count(s) > 1 && vigil_mqtt_links_connected(s);
+}
+
+/* Against mosquitto's 20 in flight, with at most 3: two connections (40
+ * in all), a window of 40, every message acknowledged once through the one handler,
+ * and each entity's messages received in the order published. */
+static void test_extra_connections_keep_each_entity_in_order(void **state)
+{
+    (void)state;
+    vt_mosq *b = vt_mosq_start();
+    assert_non_null(b);
+    vt_msglog *log = vt_msglog_new();
+    vigil_mqtt *obs = vt_mqtt_observer(b, "vigil-links-observer", "ent/#", log);
+    vigil_mqtt_config cfg = { .url = vt_mosq_url(b), .client_id = "vigil-links-test-out" };
+    char err[256];
+    vigil_mqtt_links *s = vigil_mqtt_links_new(&cfg, 3, err, sizeof err);
+    assert_non_null(s);
+    static heard h;
+    memset(&h, 0, sizeof h);
+    pthread_mutex_init(&h.mu, NULL);
+    vigil_mqtt_links_set_ack_handler(s, on_ack, &h);
+    assert_int_equal(vigil_mqtt_links_start(s), 0);
+    assert_true(vt_poll_until(grown_and_up, s, WAIT_MS));
+    assert_int_equal(vigil_mqtt_links_count(s), 2);
+    assert_int_equal(vigil_mqtt_links_grow(s), 2); /* once only */
+    assert_int_equal(vigil_mqtt_links_window(s), 40);
+    assert_true(vigil_metric_value("vigil_outbox_connections", NULL) == 2);
+
+    /* Eight entities, so both connections carry some. */
+    int per_conn[2] = { 0 };
+    for (int i = 0; i < N_MSGS; i++) {
+        char topic[48], payload[32];
+        snprintf(topic, sizeof topic, "ent/e%d/%s", i % 8, i % 3 ? "state" : "event");
+        snprintf(payload, sizeof payload, "%d", i);
+        vigil_pubmsg m = { topic, payload, strlen(payload), false };
+        assert_int_equal(vigil_mqtt_links_publish_tagged(s, &m, (uint64_t)i), VIGIL_PUB_SEND_OK);
+        per_conn[vigil_mqtt_links_pick(topic, 2)]++;
+        if (i % 300 == 299)
+            vigil_mqtt_links_flush(s);
+    }
+    vigil_mqtt_links_flush(s);
+    for (int c = 0; c < 2; c++)
+        assert_true(per_conn[c] > 0);
+    assert_true(vt_poll_until(all_heard, &h, 6 * WAIT_MS));
+    for (int i = 0; i < N_MSGS; i++)
+        assert_int_equal(h.calls[i], 1);
+
+    assert_true(vt_msglog_wait_count(log, NULL, N_MSGS, 6 * WAIT_MS));
+    int last[8];
+    for (int k = 0; k < 8; k++)
+        last[k] = -1;
+    for (int i = 0; i < N_MSGS; i++) {
+        char topic[64], payload[32];
+        assert_int_equal(vt_msglog_get(log, NULL, i, topic, sizeof topic, payload,
+                                       sizeof payload, NULL), 0);
+        int e = -1, k = atoi(payload);
+        assert_int_equal(sscanf(topic, "ent/e%d/", &e), 1);
+        assert_int_equal(k % 8, e);
+        assert_true(k > last[e]);
+        last[e] = k;
+    }
+    /* The batch path (error events, the replay) goes on the first. */
+    vigil_pubmsg one = { "ent/batch/x", "b", 1, false };
+    assert_int_equal(vigil_mqtt_links_publish_batch(s, &one, 1, WAIT_MS), 1);
+    assert_true(vt_msglog_wait(log, "ent/batch/x", "b", -1, WAIT_MS));
+
+    /* A broker restart takes every connection down; each comes back. */
+    assert_int_equal(vt_mosq_kill9(b), 0);
+    vigil_sleep_ms(200, NULL);
+    assert_false(vigil_mqtt_links_connected(s));
+    assert_true(vigil_mqtt_links_lost_at_ms(s) > 0);
+    assert_int_equal(vt_mosq_restart(b), 0);
+    assert_true(vt_links_wait_connected(s, true, 3 * WAIT_MS));
+    assert_int_equal(vigil_mqtt_links_count(s), 2);
+
+    vigil_mqtt_links_set_ack_handler(s, NULL, NULL);
+    vigil_mqtt_links_stop(s, 1000);
+    vigil_mqtt_stop(obs, NULL, 2000);
+    vt_msglog_free(log);
+    vt_mosq_stop(b);
+}
+
+/* With at most one allowed: one connection, whatever the window. */
+static void test_one_connection_when_enough(void **state)
+{
+    (void)state;
+    vt_mosq *b = vt_mosq_start();
+    assert_non_null(b);
+    vigil_mqtt_config cfg = { .url = vt_mosq_url(b), .client_id = "vigil-links-test-one" };
+    char err[256];
+    vigil_mqtt_links *s = vigil_mqtt_links_new(&cfg, 1, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(vigil_mqtt_links_start(s), 0);
+    assert_true(vt_links_wait_connected(s, true, WAIT_MS));
+    assert_int_equal(vigil_mqtt_links_grow(s), 1);
+    assert_int_equal(vigil_mqtt_links_window(s), 20);
+    vigil_mqtt_links_stop(s, 1000);
+    vt_mosq_stop(b);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    vigil_log_level lvl = VIGIL_LOG_ERROR;
+    const char *env_lvl = getenv("VIGIL_LOG_LEVEL");
+    if (env_lvl)
+        vigil_log_level_parse(env_lvl, &lvl);
+    vigil_log_init("test_mqtt_links", "t", lvl);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_connections_wanted),
+        cmocka_unit_test(test_topic_picks_by_entity),
+        cmocka_unit_test(test_bad_count_refused),
+        cmocka_unit_test(test_extra_connections_keep_each_entity_in_order),
+        cmocka_unit_test(test_one_connection_when_enough),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
