@@ -1683,6 +1683,10 @@ static void outbox_child_refused(void *ctx, const char *why)
 static int run_outbox_child(vigil_runtime *rt)
 {
     char err[512] = "";
+    /* Started from /proc/self/exe (the parent's own binary, even if the
+     * file was replaced since), the kernel named it "exe": take the
+     * service's name back for ps, top and pkill. */
+    vigil_thread_name(rt->def->name);
     char instance[sizeof rt->cfg.instance + 8];
     snprintf(instance, sizeof instance, "%s-outbox", rt->cfg.instance);
     vigil_log_level lvl = VIGIL_LOG_INFO;

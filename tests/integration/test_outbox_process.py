@@ -134,7 +134,8 @@ def the_child(svc, other_than=(), timeout=5):
 
 def check_child_identity(svc, child):
     """The child runs the service's executable with the service's argv and
-    VIGIL_OUTBOX_CHILD=<parent pid>; the parent has no such variable."""
+    name and VIGIL_OUTBOX_CHILD=<parent pid>; the parent has no such
+    variable."""
     pid = svc.proc.pid
     env = environ_of(child)
     assert env.get("VIGIL_OUTBOX_CHILD") == str(pid), env.get("VIGIL_OUTBOX_CHILD")
@@ -142,6 +143,12 @@ def check_child_identity(svc, child):
     assert env.get("VIGIL_OUTBOX_PROCESS") == "1"
     assert os.readlink(f"/proc/{child}/exe") == os.readlink(f"/proc/{pid}/exe")
     assert _read(f"/proc/{child}/cmdline", "rb") == _read(f"/proc/{pid}/cmdline", "rb")
+    # ps, top and pkill show the service's name, not "exe" (it is started
+    # from /proc/self/exe, so that it is the parent's own binary)
+    # (it names itself as it starts)
+    assert _read(f"/proc/{pid}/comm").strip() == SERVICE[:15]
+    wait_until(lambda: (_read(f"/proc/{child}/comm") or "").strip() == SERVICE[:15], 5,
+               f"the outbox child {child} named {SERVICE[:15]}")
 
 
 # --------------------------------------------------------------------------
