@@ -461,23 +461,8 @@ def broker_conf(workdir, nodelay):
     """The project's broker config with set_tcp_nodelay as asked (absent =
     mosquitto's default, false: the broker as shipped) and, with
     --broker-max-inflight, max_inflight_messages as asked."""
-    src = harness.deploy_mosquitto_conf()
-    lines = []
-    with open(src) as f:
-        for line in f:
-            if line.strip().startswith("set_tcp_nodelay"):
-                continue
-            if BROKER_MAX_INFLIGHT is not None and line.strip().startswith("max_inflight_messages"):
-                continue
-            lines.append(line)
-    if nodelay:
-        lines.append("set_tcp_nodelay true\n")
-    if BROKER_MAX_INFLIGHT:
-        lines.append(f"max_inflight_messages {BROKER_MAX_INFLIGHT}\n")
     path = os.path.join(workdir, f"mosquitto-nodelay-{'on' if nodelay else 'off'}.conf")
-    with open(path, "w") as f:
-        f.writelines(lines)
-    return path
+    return harness.project_broker_conf(path, nodelay=bool(nodelay), max_inflight=BROKER_MAX_INFLIGHT)
 
 
 WINDOW = 500  # QoS 1 messages in flight at most (sent, not yet acknowledged)

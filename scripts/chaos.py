@@ -115,12 +115,16 @@ def make_inputs(n, rooms, seed):
 class Run:
     """One stack: a broker, a Redis and two replicas of each service."""
 
-    def __init__(self, workdir, build_dir, name):
+    def __init__(self, workdir, build_dir, name, max_inflight=None):
         self.dir = os.path.join(workdir, name)
         os.makedirs(self.dir)
         self.build_dir = build_dir
         self.redis = RedisServer(self.dir, appendfsync="always")
-        self.broker = Mosquitto(self.dir)
+        source = None
+        if max_inflight is not None:  # --broker-max-inflight
+            source = harness.project_broker_conf(os.path.join(self.dir, "broker-source.conf"),
+                                                 max_inflight=max_inflight)
+        self.broker = Mosquitto(self.dir, source_conf=source)
         self.replicas = []
         self.retired = []  # replicas removed by a shrinking shard count
         self.shards = {name: 2 for name in SERVICES}
@@ -548,7 +552,7 @@ def oracle_self_check(run, want, got, log_counts):
 
 def one_run(args, workdir, items, ids, faults):
     name = "chaos" if faults else "reference"
-    run = Run(workdir, args.build_dir, name)
+    run = Run(workdir, args.build_dir, name, args.broker_max_inflight)
     try:
         log(f"{name}: starting mosquitto, redis and 6 replicas")
         run.start(filler=FILLER_KEYS if faults else 0)
@@ -588,6 +592,10 @@ def main():
     ap.add_argument("--short", action="store_true",
                     help="the CI version: 35 s of load, a fault every ~1.5 s, each kind at least once")
     ap.add_argument("--build-dir", default=os.environ.get("VIGIL_BUILD_DIR") or os.path.join(ROOT, "build", "release"))
+    ap.add_argument("--broker-max-inflight", type=int, default=None, metavar="N",
+                    help="the broker's max_inflight_messages (its Receive Maximum): 0 = mosquitto's "
+                         "default, 20, against which the outbox publishes on two connections "
+                         "(default: the project config's 100, one connection)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     ap.add_argument("--log-level", default="warn", choices=("debug", "info", "warn", "error"),
                     help="the replicas' VIGIL_LOG_LEVEL (default warn; their logs stay in the "
@@ -599,6 +607,8 @@ def main():
     for name in ("VIGIL_MQTT_INTAKE", "VIGIL_OUTBOX_PROCESS"):
         if os.environ.get(name):
             SERVICE_ENV[name] = os.environ[name]
+    if args.broker_max_inflight is not None and args.broker_max_inflight < 0:
+        ap.error("--broker-max-inflight must be 0 (mosquitto's default) or positive")
     if args.short:
         args.duration, args.gap, args.rate = 35, 1.5, 20
     args.build_dir = os.path.abspath(args.build_dir)

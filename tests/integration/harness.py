@@ -325,6 +325,30 @@ def deploy_mosquitto_conf():
     return os.path.join(SOURCE_DIR, "deploy", "mosquitto", "mosquitto.conf")
 
 
+def project_broker_conf(path, nodelay=None, max_inflight=None):
+    """Writes to path the project's broker config with two settings changed
+    and returns path: nodelay True/False sets set_tcp_nodelay (False drops
+    it: mosquitto's default, the broker as shipped; None keeps the
+    config's); max_inflight None keeps the config's max_inflight_messages,
+    0 drops it (mosquitto's default, 20), N sets N."""
+    lines = []
+    with open(deploy_mosquitto_conf()) as f:
+        for line in f:
+            word = line.strip().split(" ")[0]
+            if nodelay is not None and word == "set_tcp_nodelay":
+                continue
+            if max_inflight is not None and word == "max_inflight_messages":
+                continue
+            lines.append(line)
+    if nodelay:
+        lines.append("set_tcp_nodelay true\n")
+    if max_inflight:
+        lines.append(f"max_inflight_messages {max_inflight}\n")
+    with open(path, "w") as f:
+        f.writelines(lines)
+    return path
+
+
 def mosquitto_config(port, datadir, source=None, auth=None):
     """Config text: the project's broker settings with our listener, data
     folder and logging. source defaults to deploy/mosquitto/mosquitto.conf;
