@@ -734,9 +734,9 @@ static int read_packets(vigil_mqtt_link *l, char *why, size_t whylen)
          * of that millisecond gather (about 12 at 12,000 outputs/s). A
          * smaller window (mosquitto's default of 20) is held only while
          * at most half of it is in flight: held full, it left the broker
-         * idle (as shipped, 2,739-2,754 against 3,148-3,238 inputs/s), unless
- * it is one of several connections (mqtt_links.h), whose others keep the
- * broker busy meanwhile. */
+         * idle (as shipped, 2,739-2,754 against 3,148-3,238 inputs/s),
+         * unless it is one of several connections (mqtt_links.h), whose
+         * others keep the broker busy meanwhile. */
         l->read_hold = !l->intake && l->in_flight >= LINK_ACK_DELAY_FROM &&
                                (l->in_flight <= l->recv_max / 2 ||
                                 l->recv_max >= LINK_HOLD_FULL_FROM ||
