@@ -116,6 +116,11 @@ struct vigil_mqtt_link {
     atomic_bool connected;
     atomic_llong lost_at;
     atomic_int window;
+    /* failed connects before the first one that worked, and whether the
+     * broker refused one of them (vigil_mqtt_link_failures_before_up) */
+    atomic_int failures_before_up;
+    atomic_bool refused_before_up;
+    atomic_bool ever_up;
     atomic_bool shared; /* one of several publishing connections (vigil_mqtt_link_set_shared) */
     atomic_llong max_packet; /* the broker's Maximum Packet Size, 0 = none said */
 
@@ -1163,6 +1168,7 @@ static void *link_main(void *arg)
         if (rc == 0) {
             attempt = 0;
             l->refused[0] = '\0';
+            atomic_store(&l->ever_up, true);
             atomic_store(&l->connected, true);
             if (l->intake)
                 intake_up(l);
@@ -1175,6 +1181,11 @@ static void *link_main(void *arg)
             continue;
         }
         fail_all(l); /* nothing can be in flight; queued batch messages fail now */
+        if (!atomic_load(&l->ever_up)) {
+            if (rc == -2)
+                atomic_store(&l->refused_before_up, true);
+            atomic_fetch_add(&l->failures_before_up, 1);
+        }
         if (l->intake) {
             if (intake_failed(l, rc, why, attempt))
                 break;
@@ -1581,21 +1592,48 @@ int vigil_mqtt_link_publish_batch(vigil_mqtt_link *l, const vigil_pubmsg *msgs, 
     return acked;
 }
 
+int vigil_mqtt_link_failures_before_up(const vigil_mqtt_link *l, bool *refused)
+{
+    vigil_mqtt_link *m = (vigil_mqtt_link *)l;
+    if (refused)
+        *refused = false;
+    if (!m || atomic_load(&m->ever_up))
+        return 0;
+    if (refused)
+        *refused = atomic_load(&m->refused_before_up);
+    return atomic_load(&m->failures_before_up);
+}
+
+/* Ends the link's thread (so its connection and its handler calls) without
+ * freeing it: another thread may still ask whether it is connected. */
+static void link_join(vigil_mqtt_link *l, int timeout_ms)
+{
+    if (!l->started)
+        return;
+    pthread_mutex_lock(&l->mu);
+    l->stopping = true;
+    l->stop_deadline = vigil_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    /* A connect in progress ends now (not after its timeout). */
+    if (l->sock >= 0 && !atomic_load(&l->connected))
+        shutdown(l->sock, SHUT_RDWR);
+    pthread_mutex_unlock(&l->mu);
+    wake(l);
+    pthread_join(l->thread, NULL);
+    l->started = false;
+    fail_all(l);
+}
+
+void vigil_mqtt_link_halt(vigil_mqtt_link *l)
+{
+    if (l)
+        link_join(l, 0);
+}
+
 void vigil_mqtt_link_stop(vigil_mqtt_link *l, int timeout_ms)
 {
     if (!l)
         return;
-    if (l->started) {
-        pthread_mutex_lock(&l->mu);
-        l->stopping = true;
-        l->stop_deadline = vigil_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
-        /* A connect in progress ends now (not after its timeout). */
-        if (l->sock >= 0 && !atomic_load(&l->connected))
-            shutdown(l->sock, SHUT_RDWR);
-        pthread_mutex_unlock(&l->mu);
-        wake(l);
-        pthread_join(l->thread, NULL);
-    }
+    link_join(l, timeout_ms);
     fail_all(l);
     pthread_mutex_destroy(&l->mu);
     pthread_mutex_destroy(&l->cb_mu);

@@ -14,12 +14,17 @@
 
 #define M_CONNS "vigil_outbox_connections"
 #define M_CONNS_HELP "Broker connections the outbox publishes on"
+/* Failed connects, while the first connection is up, after which a further
+ * connection that never came up is given up (one refusal is enough). */
+#define LINKS_GIVE_UP_FAILURES 3
 
 struct vigil_mqtt_links {
     vigil_mqtt_link *links[VIGIL_LINKS_MAX];
     atomic_int n; /* links[0..n) are set, each before n counts it */
+    int made;     /* links[0..made) exist (those past n halted) until _stop */
     int max_links;
     bool grown;
+    bool published; /* a tagged publish since the growth: n is final */
     uint32_t queued; /* bit i: links[i] has messages since the last flush (outbox thread) */
 
     /* what vigil_mqtt_link_new needs again for each later connection */
@@ -89,6 +94,7 @@ vigil_mqtt_links *vigil_mqtt_links_new(const vigil_mqtt_config *cfg, int max_lin
         return NULL;
     }
     atomic_init(&s->n, 1);
+    s->made = 1;
     return s;
 }
 
@@ -157,6 +163,7 @@ int vigil_mqtt_links_grow(vigil_mqtt_links *s)
             break;
         }
         s->links[i] = l;
+        s->made = i + 1;
         atomic_store(&s->n, i + 1);
     }
     n = atomic_load(&s->n);
@@ -168,6 +175,42 @@ int vigil_mqtt_links_grow(vigil_mqtt_links *s)
                   "outbox: the broker allows %d messages in flight per connection; publishing on "
                   "%d connections", w0, n);
     return n;
+}
+
+/* A further connection the broker never took (its connection limit, a
+ * client id it does not accept, a quota) would hold the outbox forever,
+ * since publishing waits for every connection: before anything was
+ * published on them, the connections from the first such one on are
+ * given up, and the outbox goes on with fewer, which keeps each entity on
+ * one connection. Once something was published the count stays (an
+ * outage of one connection is waited out, as with a single one). */
+int vigil_mqtt_links_settle(vigil_mqtt_links *s)
+{
+    if (!s)
+        return 0;
+    int n = atomic_load(&s->n);
+    if (!s->grown || s->published || n < 2 || !vigil_mqtt_link_connected(s->links[0]))
+        return n;
+    int keep = n;
+    bool refused = false;
+    for (int i = 1; i < n && keep == n; i++) {
+        int failed = vigil_mqtt_link_failures_before_up(s->links[i], &refused);
+        if (refused || failed >= LINKS_GIVE_UP_FAILURES)
+            keep = i;
+    }
+    if (keep == n)
+        return n;
+    atomic_store(&s->n, keep);
+    for (int i = keep; i < n; i++)
+        vigil_mqtt_link_halt(s->links[i]);
+    if (keep == 1)
+        vigil_mqtt_link_set_shared(s->links[0], false);
+    vigil_gauge_set(M_CONNS, M_CONNS_HELP, NULL, keep);
+    vigil_log(VIGIL_LOG_WARN,
+              "outbox: the broker did not take connection %d (%s; its connection limit or the "
+              "client ids it accepts?); publishing on %d",
+              keep + 1, refused ? "refused" : "failed to connect", keep);
+    return keep;
 }
 
 bool vigil_mqtt_links_connected(const vigil_mqtt_links *s)
@@ -226,6 +269,7 @@ void vigil_mqtt_links_set_ack_handler(vigil_mqtt_links *s, vigil_mqtt_ack_fn fn,
 int vigil_mqtt_links_publish_tagged(vigil_mqtt_links *s, const vigil_pubmsg *msg, uint64_t tag)
 {
     int i = vigil_mqtt_links_pick(msg->topic, atomic_load(&s->n));
+    s->published = true;
     int rc = vigil_mqtt_link_publish_tagged(s->links[i], msg, tag);
     if (rc == VIGIL_PUB_SEND_OK)
         s->queued |= 1u << i;
@@ -251,8 +295,7 @@ void vigil_mqtt_links_stop(vigil_mqtt_links *s, int timeout_ms)
 {
     if (!s)
         return;
-    int n = atomic_load(&s->n);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < s->made; i++)
         vigil_mqtt_link_stop(s->links[i], timeout_ms);
     links_free(s);
 }

@@ -168,8 +168,12 @@ static bool pub_connected(vigil_outbox *o)
     if (!o->link)
         return vigil_mqtt_connected(o->mqtt);
     /* Opens the further connections the broker's window calls for, once
-     * the first is up; publishing waits until all of them are. */
+     * the first is up; publishing waits until all of them are, or until
+     * those the broker would not take are given up. */
     (void)vigil_mqtt_links_grow(o->link);
+    if (vigil_mqtt_links_connected(o->link))
+        return true;
+    (void)vigil_mqtt_links_settle(o->link);
     return vigil_mqtt_links_connected(o->link);
 }
 

@@ -29,6 +29,10 @@ struct vt_tcp_cut {
     int done_reset;
     int last_cut;
     bool stop;
+    vt_tcp_gate_fn gate;
+    void *gate_ctx;
+    unsigned char pending[4096]; /* a passed first segment, for the server */
+    int npending;
 };
 
 static void pair_close(vt_tcp_cut *c, int i, bool rst)
@@ -76,6 +80,26 @@ static bool relay(int from, int to)
     return true;
 }
 
+/* Reads a new connection's first segment (1 s at most) and lets the gate
+ * decide; a passed segment is forwarded first thing once the server side
+ * is dialled (c->pending). Closes cfd itself when it does not pass. */
+static bool gate_passes(vt_tcp_cut *c, vt_tcp_gate_fn gate, void *ctx, int cfd)
+{
+    struct pollfd p = { .fd = cfd, .events = POLLIN };
+    int n = poll(&p, 1, 1000) == 1 ? (int)read(cfd, c->pending, sizeof c->pending) : -1;
+    unsigned char reply[64];
+    int rlen = 0;
+    int verdict = n > 0 ? gate(c->pending, n, ctx, reply, &rlen) : -1;
+    if (verdict == 0) {
+        c->npending = n;
+        return true;
+    }
+    if (verdict == 1 && rlen > 0 && rlen <= (int)sizeof reply)
+        (void)!write(cfd, reply, (size_t)rlen);
+    close(cfd);
+    return false;
+}
+
 static void *cut_main(void *arg)
 {
     vt_tcp_cut *c = arg;
@@ -98,6 +122,8 @@ static void *cut_main(void *arg)
         pthread_mutex_lock(&c->mu);
         bool stop = c->stop;
         int want = c->req_reset;
+        vt_tcp_gate_fn gate = c->gate;
+        void *gate_ctx = c->gate_ctx;
         pthread_mutex_unlock(&c->mu);
         if (stop)
             break;
@@ -130,6 +156,8 @@ static void *cut_main(void *arg)
         }
         if (p[0].revents & POLLIN) {
             int cfd = accept(c->lfd, NULL, NULL);
+            if (cfd >= 0 && gate && !gate_passes(c, gate, gate_ctx, cfd))
+                cfd = -1;
             if (cfd >= 0) {
                 int sfd = dial(c->target);
                 int slot = -1;
@@ -143,7 +171,11 @@ static void *cut_main(void *arg)
                 } else {
                     c->pairs[slot][0] = cfd;
                     c->pairs[slot][1] = sfd;
+                    if (c->npending > 0 &&
+                        write(sfd, c->pending, (size_t)c->npending) != c->npending)
+                        pair_close(c, slot, false);
                 }
+                c->npending = 0;
             }
         }
     }
@@ -185,6 +217,14 @@ vt_tcp_cut *vt_tcp_cut_start(int target_port)
         return NULL;
     }
     return c;
+}
+
+void vt_tcp_cut_set_gate(vt_tcp_cut *c, vt_tcp_gate_fn gate, void *ctx)
+{
+    pthread_mutex_lock(&c->mu);
+    c->gate = gate;
+    c->gate_ctx = ctx;
+    pthread_mutex_unlock(&c->mu);
 }
 
 int vt_tcp_cut_port(const vt_tcp_cut *c)

@@ -16,4 +16,13 @@ int vt_tcp_cut_port(const vt_tcp_cut *c);
 int vt_tcp_cut_reset(vt_tcp_cut *c);
 void vt_tcp_cut_stop(vt_tcp_cut *c);
 
+/* A gate on new connections: with one set, the relay reads a connection's
+ * first segment (a client's CONNECT, say) before it dials the server, and
+ * asks gate: 0 relays it, 1 writes the *replylen bytes gate put in reply
+ * (at most 64) and closes, -1 closes without a word. Set it before any
+ * client connects. */
+typedef int (*vt_tcp_gate_fn)(const unsigned char *first, int n, void *ctx, unsigned char *reply,
+                              int *replylen);
+void vt_tcp_cut_set_gate(vt_tcp_cut *c, vt_tcp_gate_fn gate, void *ctx);
+
 #endif

@@ -364,8 +364,19 @@ static void test_refused_connect_retried_with_backoff(void **state)
     assert_true(attempts >= 2);  /* retried */
     assert_true(attempts <= 5);  /* 200, 400, 800 ms apart: not a busy loop */
     assert_false(vigil_mqtt_link_connected(l));
+    /* what vigil_mqtt_links_settle reads to give such a connection up */
+    bool refused = false;
+    int failed = vigil_mqtt_link_failures_before_up(l, &refused);
+    assert_true(failed >= 1 && failed <= attempts);
+    assert_true(refused);
     vigil_pubmsg m = { "t/x", "x", 1, false };
     assert_int_equal(vigil_mqtt_link_publish_tagged(l, &m, 1), VIGIL_PUB_SEND_RETRY);
+    /* halted: no more attempts, not connected, still safe to ask */
+    vigil_mqtt_link_halt(l);
+    int after = atomic_load(&f.connects);
+    vigil_sleep_ms(600, NULL);
+    assert_int_equal(atomic_load(&f.connects), after);
+    assert_false(vigil_mqtt_link_connected(l));
     int64_t t0 = vigil_mono_ms();
     vigil_mqtt_link_stop(l, 1000);
     assert_true(vigil_mono_ms() - t0 < 1500);
@@ -391,6 +402,9 @@ static void test_silent_broker_detected_by_keepalive(void **state)
     memset(&a, 0, sizeof a);
     vigil_mqtt_link *l = new_link(url, NULL, &a);
     assert_true(vt_link_wait_connected(l, true, WAIT_MS));
+    bool refused = true;
+    assert_int_equal(vigil_mqtt_link_failures_before_up(l, &refused), 0);
+    assert_false(refused);
     vigil_pubmsg m = { "t/x", "x", 1, false };
     assert_int_equal(vigil_mqtt_link_publish_tagged(l, &m, 1), VIGIL_PUB_SEND_OK);
     vigil_mqtt_link_flush(l);

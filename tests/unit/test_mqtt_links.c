@@ -11,15 +11,18 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mosquitto_server.h"
+#include "tcp_cut.h"
 #include "poll_until.h"
 #include "vigil/log.h"
 #include "vigil/metrics.h"
 #include "vigil/mqtt.h"
+#include "vigil/clock.h"
 #include "vigil/mqtt_links.h"
 
 #define WAIT_MS 10000
@@ -116,10 +119,47 @@ static bool all_heard(void *ctx)
     return done;
 }
 
+/* At most three connections to url, acknowledgements counted in h,
+ * started. */
+static vigil_mqtt_links *links_started(const char *url, const char *client_id, heard *h)
+{
+    vigil_mqtt_config cfg = { .url = url, .client_id = client_id };
+    char err[256];
+    vigil_mqtt_links *s = vigil_mqtt_links_new(&cfg, 3, err, sizeof err);
+    assert_non_null(s);
+    memset(h, 0, sizeof *h);
+    pthread_mutex_init(&h->mu, NULL);
+    vigil_mqtt_links_set_ack_handler(s, on_ack, h);
+    assert_int_equal(vigil_mqtt_links_start(s), 0);
+    return s;
+}
+
+/* N_MSGS tagged messages (tag i, payload "i") about eight entities
+ * (ent/e<i % 8>/...), flushed every 300; per_conn[c] counts those that
+ * went on connection c of the links there are now. */
+static void publish_all(vigil_mqtt_links *s, int per_conn[2])
+{
+    int n = vigil_mqtt_links_count(s);
+    for (int i = 0; i < N_MSGS; i++) {
+        char topic[48], payload[32];
+        snprintf(topic, sizeof topic, "ent/e%d/%s", i % 8, i % 3 ? "state" : "event");
+        snprintf(payload, sizeof payload, "%d", i);
+        vigil_pubmsg m = { topic, payload, strlen(payload), false };
+        assert_int_equal(vigil_mqtt_links_publish_tagged(s, &m, (uint64_t)i), VIGIL_PUB_SEND_OK);
+        per_conn[vigil_mqtt_links_pick(topic, n)]++;
+        if (i % 300 == 299)
+            vigil_mqtt_links_flush(s);
+    }
+    vigil_mqtt_links_flush(s);
+}
+
+/* As the outbox asks (pub_connected): settle gives nothing up while the
+ * further connection is on its way up. */
 static bool grown_and_up(void *ctx)
 {
     vigil_mqtt_links *s = ctx;
     (void)vigil_mqtt_links_grow(s);
+    (void)vigil_mqtt_links_settle(s);
     return vigil_mqtt_links_count(s) > 1 && vigil_mqtt_links_connected(s);
 }
 
@@ -133,15 +173,8 @@ static void test_extra_connections_keep_each_entity_in_order(void **state)
     assert_non_null(b);
     vt_msglog *log = vt_msglog_new();
     vigil_mqtt *obs = vt_mqtt_observer(b, "vigil-links-observer", "ent/#", log);
-    vigil_mqtt_config cfg = { .url = vt_mosq_url(b), .client_id = "vigil-links-test-out" };
-    char err[256];
-    vigil_mqtt_links *s = vigil_mqtt_links_new(&cfg, 3, err, sizeof err);
-    assert_non_null(s);
     static heard h;
-    memset(&h, 0, sizeof h);
-    pthread_mutex_init(&h.mu, NULL);
-    vigil_mqtt_links_set_ack_handler(s, on_ack, &h);
-    assert_int_equal(vigil_mqtt_links_start(s), 0);
+    vigil_mqtt_links *s = links_started(vt_mosq_url(b), "vigil-links-test-out", &h);
     assert_true(vt_poll_until(grown_and_up, s, WAIT_MS));
     assert_int_equal(vigil_mqtt_links_count(s), 2);
     assert_int_equal(vigil_mqtt_links_grow(s), 2); /* once only */
@@ -150,17 +183,7 @@ static void test_extra_connections_keep_each_entity_in_order(void **state)
 
     /* Eight entities, so both connections carry some. */
     int per_conn[2] = { 0 };
-    for (int i = 0; i < N_MSGS; i++) {
-        char topic[48], payload[32];
-        snprintf(topic, sizeof topic, "ent/e%d/%s", i % 8, i % 3 ? "state" : "event");
-        snprintf(payload, sizeof payload, "%d", i);
-        vigil_pubmsg m = { topic, payload, strlen(payload), false };
-        assert_int_equal(vigil_mqtt_links_publish_tagged(s, &m, (uint64_t)i), VIGIL_PUB_SEND_OK);
-        per_conn[vigil_mqtt_links_pick(topic, 2)]++;
-        if (i % 300 == 299)
-            vigil_mqtt_links_flush(s);
-    }
-    vigil_mqtt_links_flush(s);
+    publish_all(s, per_conn);
     for (int c = 0; c < 2; c++)
         assert_true(per_conn[c] > 0);
     assert_true(vt_poll_until(all_heard, &h, 6 * WAIT_MS));
@@ -190,6 +213,7 @@ static void test_extra_connections_keep_each_entity_in_order(void **state)
     assert_int_equal(vt_mosq_kill9(b), 0);
     assert_true(vt_links_wait_connected(s, false, WAIT_MS));
     assert_true(vigil_mqtt_links_lost_at_ms(s) > 0);
+    assert_int_equal(vigil_mqtt_links_settle(s), 2); /* published: the count stays */
     assert_int_equal(vt_mosq_restart(b), 0);
     assert_true(vt_links_wait_connected(s, true, 3 * WAIT_MS));
     assert_int_equal(vigil_mqtt_links_count(s), 2);
@@ -199,6 +223,106 @@ static void test_extra_connections_keep_each_entity_in_order(void **state)
     vigil_mqtt_stop(obs, NULL, 2000);
     vt_msglog_free(log);
     vt_mosq_stop(b);
+}
+
+/* In front of mosquitto (tcp_cut.h), a broker that will not take some
+ * client ids: a CONNECT whose client id ends in "2" is refused (a CONNACK
+ * with Quota exceeded, 0x97) or, with drop, closed unanswered; any other
+ * connection is relayed. */
+typedef struct gate {
+    bool drop;
+    atomic_int turned_away;
+} gate;
+
+static int gate_connect(const unsigned char *b, int n, void *ctx, unsigned char *reply,
+                        int *replylen)
+{
+    gate *g = ctx;
+    /* MQTT 5 CONNECT: fixed header (a 1-byte length for these short
+     * packets), 10 bytes of variable header, the properties (a length
+     * byte and those), then the client id (2-byte length, bytes) */
+    int at = 2 + 10;
+    if (n <= at || b[0] != 0x10)
+        return -1;
+    at += 1 + b[at];
+    if (n < at + 2)
+        return -1;
+    int idlen = b[at] << 8 | b[at + 1];
+    if (idlen < 1 || n < at + 2 + idlen)
+        return -1;
+    if (b[at + 2 + idlen - 1] != '2')
+        return 0;
+    atomic_fetch_add(&g->turned_away, 1);
+    static const unsigned char quota[] = { 0x20, 0x03, 0x00, 0x97, 0x00 };
+    memcpy(reply, quota, sizeof quota);
+    *replylen = (int)sizeof quota;
+    return g->drop ? -1 : 1;
+}
+
+static bool settled_to_one(void *ctx)
+{
+    vigil_mqtt_links *s = ctx;
+    (void)vigil_mqtt_links_grow(s);
+    (void)vigil_mqtt_links_settle(s);
+    return vigil_mqtt_links_count(s) == 1 && vigil_mqtt_links_connected(s);
+}
+
+/* A broker that will not take the second connection its window of 20
+ * calls for (a client id it refuses, a quota, a connection limit): the
+ * outbox would wait for it forever. Refused once, or dropped three times,
+ * it is given up while the first is up, and publishing goes on with one;
+ * every message is acknowledged once. Once something was published, the
+ * count stays. */
+static void a_connection_given_up(bool drop)
+{
+    vt_mosq *b = vt_mosq_start();
+    assert_non_null(b);
+    static gate g;
+    memset(&g, 0, sizeof g);
+    g.drop = drop;
+    vt_tcp_cut *cut = vt_tcp_cut_start(vt_mosq_port(b));
+    assert_non_null(cut);
+    vt_tcp_cut_set_gate(cut, gate_connect, &g);
+    char url[64];
+    snprintf(url, sizeof url, "mqtt://127.0.0.1:%d", vt_tcp_cut_port(cut));
+    static heard h;
+    vigil_mqtt_links *s = links_started(url, "vigil-links-test-gate", &h);
+    assert_true(vt_links_wait_connected(s, true, WAIT_MS));
+    assert_int_equal(vigil_mqtt_links_grow(s), 2);
+    assert_false(vigil_mqtt_links_connected(s));
+    int64_t t0 = vigil_mono_ms();
+    assert_true(vt_poll_until(settled_to_one, s, 3 * WAIT_MS));
+    int away = atomic_load(&g.turned_away);
+    print_message("given up after %d attempts, %lld ms\n", away,
+                  (long long)(vigil_mono_ms() - t0));
+    assert_true(drop ? away >= 3 : away >= 1);
+    assert_true(vigil_metric_value("vigil_outbox_connections", NULL) == 1);
+    assert_int_equal(vigil_mqtt_links_window(s), 20);
+    vigil_sleep_ms(700, NULL); /* halted: no further attempt */
+    assert_int_equal(atomic_load(&g.turned_away), away);
+    int per_conn[2] = { 0 };
+    publish_all(s, per_conn);
+    assert_int_equal(per_conn[0], N_MSGS);
+    assert_true(vt_poll_until(all_heard, &h, 6 * WAIT_MS));
+    for (int i = 0; i < N_MSGS; i++)
+        assert_int_equal(h.calls[i], 1);
+    assert_int_equal(vigil_mqtt_links_settle(s), 1);
+    vigil_mqtt_links_set_ack_handler(s, NULL, NULL);
+    vigil_mqtt_links_stop(s, 1000);
+    vt_tcp_cut_stop(cut);
+    vt_mosq_stop(b);
+}
+
+static void test_a_refused_connection_is_given_up(void **state)
+{
+    (void)state;
+    a_connection_given_up(false);
+}
+
+static void test_a_connection_dropped_three_times_is_given_up(void **state)
+{
+    (void)state;
+    a_connection_given_up(true);
 }
 
 /* With at most one allowed: one connection, whatever the window. */
@@ -232,6 +356,8 @@ int main(void)
         cmocka_unit_test(test_topic_picks_by_entity),
         cmocka_unit_test(test_bad_count_refused),
         cmocka_unit_test(test_extra_connections_keep_each_entity_in_order),
+        cmocka_unit_test(test_a_refused_connection_is_given_up),
+        cmocka_unit_test(test_a_connection_dropped_three_times_is_given_up),
         cmocka_unit_test(test_one_connection_when_enough),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

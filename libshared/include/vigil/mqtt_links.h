@@ -24,8 +24,12 @@
  * entities may interleave differently than they were committed, which MQTT
  * does not order across topics anyway. The number of connections is fixed
  * at the first connect, so an entity never moves between connections.
+ * A further connection the broker never takes (a connection limit, a
+ * client id it refuses) is given up before anything is published
+ * (vigil_mqtt_links_settle): the outbox goes on with fewer, rather than
+ * waiting for it forever.
  *
- * Threads: vigil_mqtt_links_grow, _publish_tagged, _flush and
+ * Threads: vigil_mqtt_links_grow, _settle, _publish_tagged, _flush and
  * _publish_batch are called by one thread (the outbox's); _connected,
  * _lost_at_ms, _window and _count from any. */
 #ifndef VIGIL_MQTT_LINKS_H
@@ -54,6 +58,13 @@ int vigil_mqtt_links_start(vigil_mqtt_links *s);
 /* Once, when the first connection is up: opens and starts the connections
  * its window calls for (links_wanted). Returns how many there are. */
 int vigil_mqtt_links_grow(vigil_mqtt_links *s);
+
+/* After _grow, until the first tagged publish: gives up the connections
+ * from the first further one that never came up on, when the broker
+ * refused it or it failed three times while the first
+ * connection is up (a warning says so, and the gauge). Returns how many
+ * are left. */
+int vigil_mqtt_links_settle(vigil_mqtt_links *s);
 
 /* Connections to open for a first window w (the broker's Receive Maximum),
  * at most max_links: enough for VIGIL_LINKS_WANT_WINDOW in flight. */
