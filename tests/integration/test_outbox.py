@@ -1,5 +1,9 @@
 """The outbox publisher with real processes (issue 10, issue 8 item 5):
 
+- against a broker with mosquitto's window of 20, which calls for a second
+  outbox connection, behind a gate that refuses that connection's client
+  id: the outbox gives it up and publishes every output on the first;
+
 - kill -9 of dormancy-monitor while its outbox has a backlog in flight,
   against a broker as mosquitto ships it (no set_tcp_nodelay): after a
   restart every input's event arrives, with its same id, and the outbox and
@@ -10,6 +14,7 @@
   `vigil deadletter replay` publishes it once fixed.
 """
 
+import socket
 import threading
 import time
 
@@ -47,6 +52,138 @@ def dead_letters(stack):
         return c.lrange(f"{stack.prefix}{SERVICE}:deadletter", 0, -1)
     finally:
         c.close()
+
+
+def end_run(stack, broker, col, pub):
+    """Stops a test's own clients, its services and its own broker."""
+    for x in (col, pub):
+        if x is not None:
+            x.stop()
+    for s in stack.services:
+        if s.alive():
+            s.terminate()
+    broker.stop()
+
+
+class ClientIdGate:
+    """A TCP relay in front of a broker that refuses MQTT 5 CONNECTs whose
+    client id ends in `refuse` (a CONNACK with Quota exceeded, 0x97) and
+    relays every other connection both ways."""
+
+    def __init__(self, to_port, refuse):
+        self.to_port, self.refuse = to_port, refuse
+        self.refused = []
+        self.lsock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.lsock.getsockname()[1]
+        self.stopping = False
+
+    def start(self):
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def stop(self):
+        self.stopping = True
+        self.lsock.close()
+
+    @staticmethod
+    def client_id(connect):
+        """The client id of a whole MQTT 5 CONNECT packet, or None."""
+        def varint(i):
+            v, mult = 0, 1
+            while True:
+                b = connect[i]
+                v, i, mult = v + (b & 127) * mult, i + 1, mult * 128
+                if b < 128:
+                    return v, i
+        try:
+            _, i = varint(1)
+            i += 2 + int.from_bytes(connect[i:i + 2], "big") + 4  # name, level, flags, keep alive
+            plen, i = varint(i)
+            i += plen
+            n = int.from_bytes(connect[i:i + 2], "big")
+            return connect[i + 2:i + 2 + n].decode()
+        except (IndexError, UnicodeDecodeError):
+            return None
+
+    def _accept(self):
+        while not self.stopping:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _serve(self, c):
+        first = b""
+        c.settimeout(5)
+        try:
+            while len(first) < 2 or len(first) < 2 + first[1]:  # CONNECTs here are short
+                chunk = c.recv(4096)
+                if not chunk:
+                    c.close()
+                    return
+                first += chunk
+            cid = self.client_id(first)
+            if cid is None or cid.endswith(self.refuse):
+                self.refused.append(cid)
+                c.sendall(bytes([0x20, 0x03, 0x00, 0x97, 0x00]))
+                c.close()
+                return
+            up = socket.create_connection(("127.0.0.1", self.to_port))
+            up.sendall(first)
+        except OSError:
+            c.close()
+            return
+        c.settimeout(None)
+        for a, b in ((c, up), (up, c)):
+            threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b):
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        for x in (a, b):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def test_a_second_outbox_connection_the_broker_refuses_is_given_up(stack, tmp_path):
+    broker = Mosquitto(str(tmp_path / "w20"), source_conf=harness.project_broker_conf(
+        str(tmp_path / "w20.conf"), max_inflight=0)).start()
+    gate = ClientIdGate(broker.port, "-out2").start()
+    col = pub = None
+    try:
+        svc = stack.service(env={"VIGIL_MQTT_URL": f"mqtt://127.0.0.1:{gate.port}",
+                                 "VIGIL_DORMANCY_HUMAN_WAKES": "all"})
+        col = Collector(broker.port, topics=("persona/+/dormancy",)).start()
+        pub = Publisher(broker.port).start()
+        tag = uid("gate")
+        items, ids = [], []
+        for i in range(300):
+            mid = f"{tag}-m{i}"
+            items.append(ai(f"{tag}-r{i % 10}", f"{tag}-p{i}", SLEEP, mid=mid))
+            ids.append(mid)
+        pub.publish_many(items, timeout=60)
+
+        def all_seen(c):
+            return set(ids) <= {e.get("message_id") for e in c.events("persona/+/dormancy")}
+        col.wait_for(all_seen, scaled(60), "an event for every input on the one connection left")
+        assert gate.refused and all(c.endswith("-out2") for c in gate.refused), gate.refused
+        assert svc.metric("vigil_outbox_connections") == 1
+        assert "did not take connection 2" in svc.stderr_text()
+        harness.wait_until(lambda: outbox_len(stack) == 0, scaled(20), "the outbox to drain")
+        validate_outputs(col)
+    finally:
+        end_run(stack, broker, col, pub)
+        gate.stop()
 
 
 def test_kill9_with_outbox_in_flight_loses_nothing(stack, tmp_path):
@@ -98,13 +235,7 @@ def test_kill9_with_outbox_in_flight_loses_nothing(stack, tmp_path):
         assert dead_letters(stack) == []
         validate_outputs(col)
     finally:
-        for x in (col, pub):
-            if x is not None:
-                x.stop()
-        for s in stack.services:
-            if s.alive():
-                s.terminate()
-        broker.stop()
+        end_run(stack, broker, col, pub)
 
 
 def test_undecodable_entry_becomes_a_dead_letter_listed_and_replayed(stack):
