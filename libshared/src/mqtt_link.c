@@ -116,11 +116,10 @@ struct vigil_mqtt_link {
     atomic_bool connected;
     atomic_llong lost_at;
     atomic_int window;
-    /* failed connects before the first one that worked, and whether the
-     * broker refused one of them (vigil_mqtt_link_failures_before_up) */
-    atomic_int failures_before_up;
-    atomic_bool refused_before_up;
-    atomic_bool ever_up;
+    /* failed connects since the link was last up (or started), and
+     * whether the broker refused one of them (_failures_since_up) */
+    atomic_int failures_since_up;
+    atomic_bool refused_since_up;
     atomic_bool shared; /* one of several publishing connections (vigil_mqtt_link_set_shared) */
     atomic_llong max_packet; /* the broker's Maximum Packet Size, 0 = none said */
 
@@ -1168,7 +1167,8 @@ static void *link_main(void *arg)
         if (rc == 0) {
             attempt = 0;
             l->refused[0] = '\0';
-            atomic_store(&l->ever_up, true);
+            atomic_store(&l->failures_since_up, 0);
+            atomic_store(&l->refused_since_up, false);
             atomic_store(&l->connected, true);
             if (l->intake)
                 intake_up(l);
@@ -1181,11 +1181,9 @@ static void *link_main(void *arg)
             continue;
         }
         fail_all(l); /* nothing can be in flight; queued batch messages fail now */
-        if (!atomic_load(&l->ever_up)) {
-            if (rc == -2)
-                atomic_store(&l->refused_before_up, true);
-            atomic_fetch_add(&l->failures_before_up, 1);
-        }
+        if (rc == -2)
+            atomic_store(&l->refused_since_up, true);
+        atomic_fetch_add(&l->failures_since_up, 1);
         if (l->intake) {
             if (intake_failed(l, rc, why, attempt))
                 break;
@@ -1592,16 +1590,12 @@ int vigil_mqtt_link_publish_batch(vigil_mqtt_link *l, const vigil_pubmsg *msgs, 
     return acked;
 }
 
-int vigil_mqtt_link_failures_before_up(const vigil_mqtt_link *l, bool *refused)
+int vigil_mqtt_link_failures_since_up(const vigil_mqtt_link *l, bool *refused)
 {
     vigil_mqtt_link *m = (vigil_mqtt_link *)l;
     if (refused)
-        *refused = false;
-    if (!m || atomic_load(&m->ever_up))
-        return 0;
-    if (refused)
-        *refused = atomic_load(&m->refused_before_up);
-    return atomic_load(&m->failures_before_up);
+        *refused = m && atomic_load(&m->refused_since_up);
+    return m ? atomic_load(&m->failures_since_up) : 0;
 }
 
 /* Ends the link's thread (so its connection and its handler calls) without

@@ -14,9 +14,11 @@
 
 #define M_CONNS "vigil_outbox_connections"
 #define M_CONNS_HELP "Broker connections the outbox publishes on"
-/* Failed connects, while the first connection is up, after which a further
- * connection that never came up is given up (one refusal is enough). */
+/* Failed connects in a row, while the first connection is up, after which
+ * a further connection is given up (one refusal is enough): before the
+ * first publish, and after it (with nothing in flight) */
 #define LINKS_GIVE_UP_FAILURES 3
+#define LINKS_GIVE_UP_FAILURES_LATER 5
 
 struct vigil_mqtt_links {
     vigil_mqtt_link *links[VIGIL_LINKS_MAX];
@@ -24,7 +26,7 @@ struct vigil_mqtt_links {
     int made;     /* links[0..made) exist (those past n halted) until _stop */
     int max_links;
     bool grown;
-    bool published; /* a tagged publish since the growth: n is final */
+    bool published; /* a tagged publish since the growth */
     uint32_t queued; /* bit i: links[i] has messages since the last flush (outbox thread) */
 
     /* what vigil_mqtt_link_new needs again for each later connection */
@@ -177,25 +179,32 @@ int vigil_mqtt_links_grow(vigil_mqtt_links *s)
     return n;
 }
 
-/* A further connection the broker never took (its connection limit, a
+/* A further connection the broker does not take (its connection limit, a
  * client id it does not accept, a quota) would hold the outbox forever,
- * since publishing waits for every connection: before anything was
- * published on them, the connections from the first such one on are
- * given up, and the outbox goes on with fewer, which keeps each entity on
- * one connection. Once something was published the count stays (an
- * outage of one connection is waited out, as with a single one). */
-int vigil_mqtt_links_settle(vigil_mqtt_links *s)
+ * since publishing waits for every connection; the first connection's
+ * being up says the broker itself is there. So the connections from the
+ * first such one on are given up and the outbox goes on with fewer.
+ * Before anything was published that keeps every entity on the
+ * connection it will use; after it, only with nothing in flight (idle):
+ * an entity's next output then leaves after all of its earlier ones were
+ * acknowledged or failed (and a failed one is published again, in order,
+ * on the entity's new connection), so each entity keeps its order. */
+int vigil_mqtt_links_settle(vigil_mqtt_links *s, bool idle)
 {
     if (!s)
         return 0;
     int n = atomic_load(&s->n);
-    if (!s->grown || s->published || n < 2 || !vigil_mqtt_link_connected(s->links[0]))
+    if (!s->grown || n < 2 || (s->published && !idle) ||
+        !vigil_mqtt_link_connected(s->links[0]))
         return n;
     int keep = n;
     bool refused = false;
+    int give_up = s->published ? LINKS_GIVE_UP_FAILURES_LATER : LINKS_GIVE_UP_FAILURES;
     for (int i = 1; i < n && keep == n; i++) {
-        int failed = vigil_mqtt_link_failures_before_up(s->links[i], &refused);
-        if (refused || failed >= LINKS_GIVE_UP_FAILURES)
+        if (vigil_mqtt_link_connected(s->links[i]))
+            continue;
+        int failed = vigil_mqtt_link_failures_since_up(s->links[i], &refused);
+        if ((refused && failed > 0) || failed >= give_up)
             keep = i;
     }
     if (keep == n)
@@ -222,6 +231,11 @@ bool vigil_mqtt_links_connected(const vigil_mqtt_links *s)
         if (!vigil_mqtt_link_connected(s->links[i]))
             return false;
     return true;
+}
+
+bool vigil_mqtt_links_first_connected(const vigil_mqtt_links *s)
+{
+    return s && vigil_mqtt_link_connected(s->links[0]);
 }
 
 int64_t vigil_mqtt_links_lost_at_ms(const vigil_mqtt_links *s)

@@ -173,7 +173,10 @@ static bool pub_connected(vigil_outbox *o)
     (void)vigil_mqtt_links_grow(o->link);
     if (vigil_mqtt_links_connected(o->link))
         return true;
-    (void)vigil_mqtt_links_settle(o->link);
+    pthread_mutex_lock(&o->mu);
+    bool idle = o->outstanding == 0;
+    pthread_mutex_unlock(&o->mu);
+    (void)vigil_mqtt_links_settle(o->link, idle);
     return vigil_mqtt_links_connected(o->link);
 }
 

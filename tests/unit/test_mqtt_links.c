@@ -134,16 +134,16 @@ static vigil_mqtt_links *links_started(const char *url, const char *client_id, h
     return s;
 }
 
-/* N_MSGS tagged messages (tag i, payload "i") about eight entities
- * (ent/e<i % 8>/...), flushed every 300; per_conn[c] counts those that
- * went on connection c of the links there are now. */
-static void publish_all(vigil_mqtt_links *s, int per_conn[2])
+/* N_MSGS tagged messages (tag i, payload round * N_MSGS + i) about eight
+ * entities (ent/e<i % 8>/...), flushed every 300; per_conn[c] counts those
+ * that went on connection c of the links there are now. */
+static void publish_all(vigil_mqtt_links *s, int round, int per_conn[2])
 {
     int n = vigil_mqtt_links_count(s);
     for (int i = 0; i < N_MSGS; i++) {
         char topic[48], payload[32];
         snprintf(topic, sizeof topic, "ent/e%d/%s", i % 8, i % 3 ? "state" : "event");
-        snprintf(payload, sizeof payload, "%d", i);
+        snprintf(payload, sizeof payload, "%d", round * N_MSGS + i);
         vigil_pubmsg m = { topic, payload, strlen(payload), false };
         assert_int_equal(vigil_mqtt_links_publish_tagged(s, &m, (uint64_t)i), VIGIL_PUB_SEND_OK);
         per_conn[vigil_mqtt_links_pick(topic, n)]++;
@@ -153,48 +153,40 @@ static void publish_all(vigil_mqtt_links *s, int per_conn[2])
     vigil_mqtt_links_flush(s);
 }
 
-/* As the outbox asks (pub_connected): settle gives nothing up while the
- * further connection is on its way up. */
-static bool grown_and_up(void *ctx)
+/* A broker and an observer of everything under ent/. */
+typedef struct watched {
+    vt_mosq *b;
+    vt_msglog *log;
+    vigil_mqtt *obs;
+} watched;
+
+static void watched_start(watched *w, const char *observer)
 {
-    vigil_mqtt_links *s = ctx;
-    (void)vigil_mqtt_links_grow(s);
-    (void)vigil_mqtt_links_settle(s);
-    return vigil_mqtt_links_count(s) > 1 && vigil_mqtt_links_connected(s);
+    w->b = vt_mosq_start();
+    assert_non_null(w->b);
+    w->log = vt_msglog_new();
+    w->obs = vt_mqtt_observer(w->b, observer, "ent/#", w->log);
+    assert_non_null(w->obs);
 }
 
-/* Against mosquitto's 20 in flight, with at most 3: two connections (40
- * in all), a window of 40, every message acknowledged once through the one handler,
- * and each entity's messages received in the order published. */
-static void test_extra_connections_keep_each_entity_in_order(void **state)
+static void watched_stop(watched *w)
 {
-    (void)state;
-    vt_mosq *b = vt_mosq_start();
-    assert_non_null(b);
-    vt_msglog *log = vt_msglog_new();
-    vigil_mqtt *obs = vt_mqtt_observer(b, "vigil-links-observer", "ent/#", log);
-    static heard h;
-    vigil_mqtt_links *s = links_started(vt_mosq_url(b), "vigil-links-test-out", &h);
-    assert_true(vt_poll_until(grown_and_up, s, WAIT_MS));
-    assert_int_equal(vigil_mqtt_links_count(s), 2);
-    assert_int_equal(vigil_mqtt_links_grow(s), 2); /* once only */
-    assert_int_equal(vigil_mqtt_links_window(s), 40);
-    assert_true(vigil_metric_value("vigil_outbox_connections", NULL) == 2);
+    vigil_mqtt_stop(w->obs, NULL, 2000);
+    vt_msglog_free(w->log);
+    vt_mosq_stop(w->b);
+}
 
-    /* Eight entities, so both connections carry some. */
-    int per_conn[2] = { 0 };
-    publish_all(s, per_conn);
-    for (int c = 0; c < 2; c++)
-        assert_true(per_conn[c] > 0);
-    assert_true(vt_poll_until(all_heard, &h, 6 * WAIT_MS));
-    for (int i = 0; i < N_MSGS; i++)
-        assert_int_equal(h.calls[i], 1);
-
-    assert_true(vt_msglog_wait_count(log, NULL, N_MSGS, 6 * WAIT_MS));
+/* The observer received exactly n messages of publish_all's rounds, each
+ * entity's in the order published. */
+static void assert_in_order(vt_msglog *log, int n)
+{
+    assert_true(vt_msglog_wait_count(log, NULL, n, 6 * WAIT_MS));
+    vigil_sleep_ms(200, NULL);
+    assert_int_equal(vt_msglog_count(log, NULL), n);
     int last[8];
     for (int k = 0; k < 8; k++)
         last[k] = -1;
-    for (int i = 0; i < N_MSGS; i++) {
+    for (int i = 0; i < n; i++) {
         char topic[64], payload[32];
         assert_int_equal(vt_msglog_get(log, NULL, i, topic, sizeof topic, payload,
                                        sizeof payload, NULL), 0);
@@ -204,25 +196,61 @@ static void test_extra_connections_keep_each_entity_in_order(void **state)
         assert_true(k > last[e]);
         last[e] = k;
     }
+}
+
+/* As the outbox asks (pub_connected): settle gives nothing up while the
+ * further connection is on its way up. */
+static bool grown_and_up(void *ctx)
+{
+    vigil_mqtt_links *s = ctx;
+    (void)vigil_mqtt_links_grow(s);
+    (void)vigil_mqtt_links_settle(s, true);
+    return vigil_mqtt_links_count(s) > 1 && vigil_mqtt_links_connected(s);
+}
+
+/* Against mosquitto's 20 in flight, with at most 3: two connections (40
+ * in all), a window of 40, every message acknowledged once through the one handler,
+ * and each entity's messages received in the order published. */
+static void test_extra_connections_keep_each_entity_in_order(void **state)
+{
+    (void)state;
+    watched w;
+    watched_start(&w, "vigil-links-observer");
+    static heard h;
+    vigil_mqtt_links *s = links_started(vt_mosq_url(w.b), "vigil-links-test-out", &h);
+    assert_true(vt_poll_until(grown_and_up, s, WAIT_MS));
+    assert_int_equal(vigil_mqtt_links_count(s), 2);
+    assert_int_equal(vigil_mqtt_links_grow(s), 2); /* once only */
+    assert_int_equal(vigil_mqtt_links_window(s), 40);
+    assert_true(vigil_metric_value("vigil_outbox_connections", NULL) == 2);
+
+    /* Eight entities, so both connections carry some. */
+    int per_conn[2] = { 0 };
+    publish_all(s, 0, per_conn);
+    for (int c = 0; c < 2; c++)
+        assert_true(per_conn[c] > 0);
+    assert_true(vt_poll_until(all_heard, &h, 6 * WAIT_MS));
+    for (int i = 0; i < N_MSGS; i++)
+        assert_int_equal(h.calls[i], 1);
+
+    assert_in_order(w.log, N_MSGS);
     /* The batch path (error events, the replay) goes on the first. */
     vigil_pubmsg one = { "ent/batch/x", "b", 1, false };
     assert_int_equal(vigil_mqtt_links_publish_batch(s, &one, 1, WAIT_MS), 1);
-    assert_true(vt_msglog_wait(log, "ent/batch/x", "b", -1, WAIT_MS));
+    assert_true(vt_msglog_wait(w.log, "ent/batch/x", "b", -1, WAIT_MS));
 
     /* A broker restart takes every connection down; each comes back. */
-    assert_int_equal(vt_mosq_kill9(b), 0);
+    assert_int_equal(vt_mosq_kill9(w.b), 0);
     assert_true(vt_links_wait_connected(s, false, WAIT_MS));
     assert_true(vigil_mqtt_links_lost_at_ms(s) > 0);
-    assert_int_equal(vigil_mqtt_links_settle(s), 2); /* published: the count stays */
-    assert_int_equal(vt_mosq_restart(b), 0);
+    assert_int_equal(vigil_mqtt_links_settle(s, true), 2); /* the first is down too */
+    assert_int_equal(vt_mosq_restart(w.b), 0);
     assert_true(vt_links_wait_connected(s, true, 3 * WAIT_MS));
     assert_int_equal(vigil_mqtt_links_count(s), 2);
 
     vigil_mqtt_links_set_ack_handler(s, NULL, NULL);
     vigil_mqtt_links_stop(s, 1000);
-    vigil_mqtt_stop(obs, NULL, 2000);
-    vt_msglog_free(log);
-    vt_mosq_stop(b);
+    watched_stop(&w);
 }
 
 /* In front of mosquitto (tcp_cut.h), a broker that will not take some
@@ -231,6 +259,7 @@ static void test_extra_connections_keep_each_entity_in_order(void **state)
  * connection is relayed. */
 typedef struct gate {
     bool drop;
+    atomic_bool open; /* relays every connection */
     atomic_int turned_away;
 } gate;
 
@@ -250,7 +279,7 @@ static int gate_connect(const unsigned char *b, int n, void *ctx, unsigned char 
     int idlen = b[at] << 8 | b[at + 1];
     if (idlen < 1 || n < at + 2 + idlen)
         return -1;
-    if (b[at + 2 + idlen - 1] != '2')
+    if (atomic_load(&g->open) || b[at + 2 + idlen - 1] != '2')
         return 0;
     atomic_fetch_add(&g->turned_away, 1);
     static const unsigned char quota[] = { 0x20, 0x03, 0x00, 0x97, 0x00 };
@@ -259,11 +288,21 @@ static int gate_connect(const unsigned char *b, int n, void *ctx, unsigned char 
     return g->drop ? -1 : 1;
 }
 
+/* g in front of the broker on port: the relay, its URL in url. */
+static vt_tcp_cut *gated(int port, gate *g, char *url, size_t urllen)
+{
+    vt_tcp_cut *cut = vt_tcp_cut_start(port);
+    assert_non_null(cut);
+    vt_tcp_cut_set_gate(cut, gate_connect, g);
+    snprintf(url, urllen, "mqtt://127.0.0.1:%d", vt_tcp_cut_port(cut));
+    return cut;
+}
+
 static bool settled_to_one(void *ctx)
 {
     vigil_mqtt_links *s = ctx;
     (void)vigil_mqtt_links_grow(s);
-    (void)vigil_mqtt_links_settle(s);
+    (void)vigil_mqtt_links_settle(s, true);
     return vigil_mqtt_links_count(s) == 1 && vigil_mqtt_links_connected(s);
 }
 
@@ -271,8 +310,7 @@ static bool settled_to_one(void *ctx)
  * calls for (a client id it refuses, a quota, a connection limit): the
  * outbox would wait for it forever. Refused once, or dropped three times,
  * it is given up while the first is up, and publishing goes on with one;
- * every message is acknowledged once. Once something was published, the
- * count stays. */
+ * every message is acknowledged once. */
 static void a_connection_given_up(bool drop)
 {
     vt_mosq *b = vt_mosq_start();
@@ -280,11 +318,8 @@ static void a_connection_given_up(bool drop)
     static gate g;
     memset(&g, 0, sizeof g);
     g.drop = drop;
-    vt_tcp_cut *cut = vt_tcp_cut_start(vt_mosq_port(b));
-    assert_non_null(cut);
-    vt_tcp_cut_set_gate(cut, gate_connect, &g);
     char url[64];
-    snprintf(url, sizeof url, "mqtt://127.0.0.1:%d", vt_tcp_cut_port(cut));
+    vt_tcp_cut *cut = gated(vt_mosq_port(b), &g, url, sizeof url);
     static heard h;
     vigil_mqtt_links *s = links_started(url, "vigil-links-test-gate", &h);
     assert_true(vt_links_wait_connected(s, true, WAIT_MS));
@@ -301,12 +336,12 @@ static void a_connection_given_up(bool drop)
     vigil_sleep_ms(700, NULL); /* halted: no further attempt */
     assert_int_equal(atomic_load(&g.turned_away), away);
     int per_conn[2] = { 0 };
-    publish_all(s, per_conn);
+    publish_all(s, 0, per_conn);
     assert_int_equal(per_conn[0], N_MSGS);
     assert_true(vt_poll_until(all_heard, &h, 6 * WAIT_MS));
     for (int i = 0; i < N_MSGS; i++)
         assert_int_equal(h.calls[i], 1);
-    assert_int_equal(vigil_mqtt_links_settle(s), 1);
+    assert_int_equal(vigil_mqtt_links_settle(s, true), 1);
     vigil_mqtt_links_set_ack_handler(s, NULL, NULL);
     vigil_mqtt_links_stop(s, 1000);
     vt_tcp_cut_stop(cut);
@@ -323,6 +358,64 @@ static void test_a_connection_dropped_three_times_is_given_up(void **state)
 {
     (void)state;
     a_connection_given_up(true);
+}
+
+static gate *later_gate;
+
+static bool first_up_second_refused(void *ctx)
+{
+    return vigil_mqtt_links_first_connected(ctx) && atomic_load(&later_gate->turned_away) >= 1;
+}
+
+/* Both connections up and publishing; then the broker comes back refusing
+ * the second (a new quota or ACL, say): while anything is in flight the
+ * count stays; with nothing in flight the second is given up, and the
+ * next round's messages all leave on the first, each entity's after its
+ * earlier ones. */
+static void test_a_connection_refused_later_is_given_up_when_idle(void **state)
+{
+    (void)state;
+    watched w;
+    watched_start(&w, "vigil-links-observer2");
+    static gate g;
+    memset(&g, 0, sizeof g);
+    atomic_store(&g.open, true);
+    later_gate = &g;
+    char url[64];
+    vt_tcp_cut *cut = gated(vt_mosq_port(w.b), &g, url, sizeof url);
+    static heard h;
+    vigil_mqtt_links *s = links_started(url, "vigil-links-test-later", &h);
+    assert_true(vt_poll_until(grown_and_up, s, WAIT_MS));
+    int per_conn[2] = { 0 };
+    publish_all(s, 0, per_conn);
+    assert_true(per_conn[0] > 0 && per_conn[1] > 0);
+    assert_true(vt_poll_until(all_heard, &h, 6 * WAIT_MS));
+
+    atomic_store(&g.open, false);
+    assert_true(vt_tcp_cut_reset(cut) >= 2);
+    assert_true(vt_links_wait_connected(s, false, WAIT_MS));
+    assert_true(vt_poll_until(first_up_second_refused, s, WAIT_MS));
+    assert_int_equal(vigil_mqtt_links_settle(s, false), 2); /* not idle: stays */
+    assert_true(vt_poll_until(settled_to_one, s, 3 * WAIT_MS));
+    assert_true(atomic_load(&g.turned_away) >= 1);
+    assert_true(vigil_metric_value("vigil_outbox_connections", NULL) == 1);
+
+    memset(h.calls, 0, sizeof h.calls);
+    pthread_mutex_lock(&h.mu);
+    h.n = 0;
+    pthread_mutex_unlock(&h.mu);
+    int per_conn2[2] = { 0 };
+    publish_all(s, 1, per_conn2);
+    assert_int_equal(per_conn2[0], N_MSGS);
+    assert_true(vt_poll_until(all_heard, &h, 6 * WAIT_MS));
+    for (int i = 0; i < N_MSGS; i++)
+        assert_int_equal(h.calls[i], 1);
+    assert_in_order(w.log, 2 * N_MSGS);
+
+    vigil_mqtt_links_set_ack_handler(s, NULL, NULL);
+    vigil_mqtt_links_stop(s, 1000);
+    vt_tcp_cut_stop(cut);
+    watched_stop(&w);
 }
 
 /* With at most one allowed: one connection, whatever the window. */
@@ -358,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_extra_connections_keep_each_entity_in_order),
         cmocka_unit_test(test_a_refused_connection_is_given_up),
         cmocka_unit_test(test_a_connection_dropped_three_times_is_given_up),
+        cmocka_unit_test(test_a_connection_refused_later_is_given_up_when_idle),
         cmocka_unit_test(test_one_connection_when_enough),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

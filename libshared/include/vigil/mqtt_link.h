@@ -100,10 +100,10 @@ void vigil_mqtt_link_flush(vigil_mqtt_link *l);
 int vigil_mqtt_link_publish_batch(vigil_mqtt_link *l, const vigil_pubmsg *msgs, int n,
                                   int timeout_ms);
 
-/* Failed connect attempts before the link's first connect, 0 once it has
- * connected; *refused (may be NULL) is set when the broker refused one of
- * them with a reason (a CONNACK, not a dropped connection). */
-int vigil_mqtt_link_failures_before_up(const vigil_mqtt_link *l, bool *refused);
+/* Failed connect attempts since the link was last up (or since its start),
+ * 0 while it is up; *refused (may be NULL) is set when the broker refused
+ * one of them with a reason (a CONNACK, not a dropped connection). */
+int vigil_mqtt_link_failures_since_up(const vigil_mqtt_link *l, bool *refused);
 
 /* Ends the link's thread and connection at once, reporting whatever is in
  * flight failed, but keeps it allocated (another thread may still ask

@@ -23,15 +23,16 @@
  * the same connection, so it keeps its order; outputs about different
  * entities may interleave differently than they were committed, which MQTT
  * does not order across topics anyway. The number of connections is fixed
- * at the first connect, so an entity never moves between connections.
- * A further connection the broker never takes (a connection limit, a
- * client id it refuses) is given up before anything is published
- * (vigil_mqtt_links_settle): the outbox goes on with fewer, rather than
- * waiting for it forever.
+ * at the first connect, so an entity does not move between connections,
+ * except that a further connection the broker does not take (a connection
+ * limit, a client id it refuses) is given up (vigil_mqtt_links_settle):
+ * the outbox goes on with fewer rather than waiting for it forever; once
+ * something was published, only with nothing in flight, so no entity's
+ * order changes.
  *
  * Threads: vigil_mqtt_links_grow, _settle, _publish_tagged, _flush and
  * _publish_batch are called by one thread (the outbox's); _connected,
- * _lost_at_ms, _window and _count from any. */
+ * _first_connected, _lost_at_ms, _window and _count from any. */
 #ifndef VIGIL_MQTT_LINKS_H
 #define VIGIL_MQTT_LINKS_H
 #include <stdbool.h>
@@ -59,12 +60,15 @@ int vigil_mqtt_links_start(vigil_mqtt_links *s);
  * its window calls for (links_wanted). Returns how many there are. */
 int vigil_mqtt_links_grow(vigil_mqtt_links *s);
 
-/* After _grow, until the first tagged publish: gives up the connections
- * from the first further one that never came up on, when the broker
- * refused it or it failed three times while the first
- * connection is up (a warning says so, and the gauge). Returns how many
- * are left. */
-int vigil_mqtt_links_settle(vigil_mqtt_links *s);
+/* After _grow, while the first connection is up: gives up the connections
+ * from the first further one that is down on, when the broker refused it
+ * or its connects failed three times in a row (five, once something was
+ * published, and then only when idle: nothing in flight on any). A
+ * warning says so, and the gauge. Returns how many are left. */
+int vigil_mqtt_links_settle(vigil_mqtt_links *s, bool idle);
+
+/* Whether the first connection (the one that is always kept) is up. */
+bool vigil_mqtt_links_first_connected(const vigil_mqtt_links *s);
 
 /* Connections to open for a first window w (the broker's Receive Maximum),
  * at most max_links: enough for VIGIL_LINKS_WANT_WINDOW in flight. */
