@@ -27,6 +27,9 @@ struct vigil_mqtt_links {
     int max_links;
     bool grown;
     bool published; /* a tagged publish since the growth */
+    /* each further connection's failed connects when the first was last
+     * seen down: those failures say nothing about this broker (settle) */
+    int failed_before[VIGIL_LINKS_MAX];
     uint32_t queued; /* bit i: links[i] has messages since the last flush (outbox thread) */
 
     /* what vigil_mqtt_link_new needs again for each later connection */
@@ -182,8 +185,9 @@ int vigil_mqtt_links_grow(vigil_mqtt_links *s)
 /* A further connection the broker does not take (its connection limit, a
  * client id it does not accept, a quota) would hold the outbox forever,
  * since publishing waits for every connection; the first connection's
- * being up says the broker itself is there. So the connections from the
- * first such one on are given up and the outbox goes on with fewer.
+ * being up says the broker itself is there (failures while it was down,
+ * a broker restarting, do not count). So the connections from the first
+ * such one on are given up and the outbox goes on with fewer.
  * Before anything was published that keeps every entity on the
  * connection it will use; after it, only with nothing in flight (idle):
  * an entity's next output then leaves after all of its earlier ones were
@@ -194,8 +198,15 @@ int vigil_mqtt_links_settle(vigil_mqtt_links *s, bool idle)
     if (!s)
         return 0;
     int n = atomic_load(&s->n);
-    if (!s->grown || n < 2 || (s->published && !idle) ||
-        !vigil_mqtt_link_connected(s->links[0]))
+    if (!s->grown || n < 2)
+        return n;
+    if (!vigil_mqtt_link_connected(s->links[0])) {
+        /* the broker is away: the others' failures now are no sign */
+        for (int i = 1; i < n; i++)
+            s->failed_before[i] = vigil_mqtt_link_failures_since_up(s->links[i], NULL);
+        return n;
+    }
+    if (s->published && !idle)
         return n;
     int keep = n;
     bool refused = false;
@@ -203,8 +214,11 @@ int vigil_mqtt_links_settle(vigil_mqtt_links *s, bool idle)
     for (int i = 1; i < n && keep == n; i++) {
         if (vigil_mqtt_link_connected(s->links[i]))
             continue;
-        int failed = vigil_mqtt_link_failures_since_up(s->links[i], &refused);
-        if ((refused && failed > 0) || failed >= give_up)
+        int all = vigil_mqtt_link_failures_since_up(s->links[i], &refused);
+        if (all < s->failed_before[i]) /* it was up since: counted afresh */
+            s->failed_before[i] = 0;
+        int failed = all - s->failed_before[i];
+        if ((refused && all > 0) || failed >= give_up)
             keep = i;
     }
     if (keep == n)
