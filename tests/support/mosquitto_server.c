@@ -36,7 +36,6 @@ struct vt_mosq {
     char conf[300];
     char url[64];
     bool acl; /* write acl_file <dir>/acl into the config */
-    char extra[256]; /* further config lines (vt_mosq_set_extra) */
 };
 
 /* Prints the end of the server's output, to explain a failed start. */
@@ -75,7 +74,6 @@ static int write_conf(const vt_mosq *s)
         fprintf(f, "user root\n");
     if (s->acl)
         fprintf(f, "acl_file %s/acl\n", s->dir);
-    fputs(s->extra, f);
     return fclose(f) == 0 ? 0 : -1;
 }
 
@@ -236,14 +234,6 @@ int vt_mosq_set_acl(vt_mosq *s, const char *acl)
             return -1;
     }
     s->acl = acl != NULL;
-    return write_conf(s);
-}
-
-int vt_mosq_set_extra(vt_mosq *s, const char *lines)
-{
-    if (!s || strlen(lines ? lines : "") >= sizeof s->extra)
-        return -1;
-    snprintf(s->extra, sizeof s->extra, "%s", lines ? lines : "");
     return write_conf(s);
 }
 

@@ -45,9 +45,6 @@ int vt_mosq_restart(vt_mosq *s);
  * anonymous clients) and names it in the config, or with NULL removes it
  * from the config. Takes effect at the next vt_mosq_restart. */
 int vt_mosq_set_acl(vt_mosq *s, const char *acl);
-/* Adds lines (each ending in a newline; NULL or "" for none) to the config,
- * e.g. "max_connections 1\n". Takes effect at the next vt_mosq_restart. */
-int vt_mosq_set_extra(vt_mosq *s, const char *lines);
 /* Stops the broker (SIGTERM, then SIGKILL after 3 s), removes its
  * directory, frees s. NULL is ignored. */
 void vt_mosq_stop(vt_mosq *s);
