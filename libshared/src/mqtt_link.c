@@ -857,6 +857,13 @@ static int write_full(vigil_mqtt_link *l, const unsigned char *p, size_t n)
     return 0;
 }
 
+/* CONNACK reasons that say "not now" rather than "not you": Server
+ * unavailable (0x88), Server busy (0x89), Connection rate exceeded (0x9F). */
+static bool reason_passing(int reason)
+{
+    return reason == 0x88 || reason == 0x89 || reason == 0x9F;
+}
+
 /* CONNECT (MQTT 5, clean start, no session kept) and its CONNACK. Returns
  * 0, -1 for a failure worth retrying soon, -2 for a refusal (logged once). */
 static int mqtt_handshake(vigil_mqtt_link *l, char *why, size_t whylen)
@@ -933,8 +940,11 @@ static int mqtt_handshake(vigil_mqtt_link *l, char *why, size_t whylen)
                  ca.reason_string[0] ? ": " : "", ca.reason_string);
         /* For the intake only credentials and authorization are final
          * (above): a busy or unavailable broker, a quota or a rate limit
-         * is waited out, as paho's intake does. */
-        return l->intake ? -1 : -2;
+         * is waited out, as paho's intake does. For a further outbox
+         * connection a refusal is a reason to give it up (mqtt_links.c),
+         * except a busy or unavailable broker and a connection rate
+         * limit, which say "not now": those count as failed connects. */
+        return l->intake || reason_passing(ca.reason) ? -1 : -2;
     }
     if (prc != 0) {
         snprintf(why, whylen, "malformed CONNACK from %s:%s", l->host, l->port);

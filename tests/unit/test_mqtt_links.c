@@ -255,10 +255,13 @@ static void test_extra_connections_keep_each_entity_in_order(void **state)
 
 /* In front of mosquitto (tcp_cut.h), a broker that will not take some
  * client ids: a CONNECT whose client id ends in "2" is refused (a CONNACK
- * with Quota exceeded, 0x97) or, with drop, closed unanswered; any other
+ * with Quota exceeded, 0x97, or the reason given) or, with drop, closed
+ * unanswered; with refuse_n, only that many are turned away; any other
  * connection is relayed. */
 typedef struct gate {
     bool drop;
+    int reason;   /* the CONNACK's reason code; 0: Quota exceeded */
+    int refuse_n; /* turn away this many, then relay; 0: every one */
     atomic_bool open; /* relays every connection */
     atomic_int turned_away;
     atomic_int tried2; /* CONNECTs seen with a client id ending in "2" */
@@ -283,12 +286,14 @@ static int gate_connect(const unsigned char *b, int n, void *ctx, unsigned char 
     if (b[at + 2 + idlen - 1] != '2')
         return 0;
     atomic_fetch_add(&g->tried2, 1);
-    if (atomic_load(&g->open))
+    if (atomic_load(&g->open) || (g->refuse_n && atomic_load(&g->turned_away) >= g->refuse_n))
         return 0;
     atomic_fetch_add(&g->turned_away, 1);
-    static const unsigned char quota[] = { 0x20, 0x03, 0x00, 0x97, 0x00 };
-    memcpy(reply, quota, sizeof quota);
-    *replylen = (int)sizeof quota;
+    unsigned char connack[] = { 0x20, 0x03, 0x00, 0x97, 0x00 };
+    if (g->reason)
+        connack[3] = (unsigned char)g->reason;
+    memcpy(reply, connack, sizeof connack);
+    *replylen = (int)sizeof connack;
     return g->drop ? -1 : 1;
 }
 
@@ -362,6 +367,52 @@ static void test_a_connection_dropped_three_times_is_given_up(void **state)
 {
     (void)state;
     a_connection_given_up(true);
+}
+
+static bool both_up_settling(void *ctx)
+{
+    vigil_mqtt_links *s = ctx;
+    assert_int_equal(vigil_mqtt_links_settle(s, true), 2);
+    return vigil_mqtt_links_connected(s);
+}
+
+/* "Server busy" and "Server unavailable" say "not now", not "not you": a
+ * second connection the broker turns away twice with one of them is not
+ * given up at the first (a refusal would be), and is up once the broker
+ * takes it. */
+static void a_passing_refusal_is_waited_out(int reason)
+{
+    vt_mosq *b = vt_mosq_start();
+    assert_non_null(b);
+    static gate g;
+    memset(&g, 0, sizeof g);
+    g.reason = reason;
+    g.refuse_n = 2;
+    char url[64];
+    vt_tcp_cut *cut = gated(vt_mosq_port(b), &g, url, sizeof url);
+    static heard h;
+    vigil_mqtt_links *s = links_started(url, "vigil-links-test-busy", &h);
+    assert_true(vt_links_wait_connected(s, true, WAIT_MS));
+    assert_int_equal(vigil_mqtt_links_grow(s), 2);
+    assert_true(vt_poll_until(both_up_settling, s, 3 * WAIT_MS));
+    assert_int_equal(atomic_load(&g.turned_away), 2);
+    assert_true(vigil_metric_value("vigil_outbox_connections", NULL) == 2);
+    vigil_mqtt_links_set_ack_handler(s, NULL, NULL);
+    vigil_mqtt_links_stop(s, 1000);
+    vt_tcp_cut_stop(cut);
+    vt_mosq_stop(b);
+}
+
+static void test_a_busy_broker_is_waited_out(void **state)
+{
+    (void)state;
+    a_passing_refusal_is_waited_out(0x89);
+}
+
+static void test_an_unavailable_broker_is_waited_out(void **state)
+{
+    (void)state;
+    a_passing_refusal_is_waited_out(0x88);
 }
 
 /* A broker down long enough for five failed connects of the second
@@ -498,6 +549,8 @@ int main(void)
         cmocka_unit_test(test_extra_connections_keep_each_entity_in_order),
         cmocka_unit_test(test_a_refused_connection_is_given_up),
         cmocka_unit_test(test_a_connection_dropped_three_times_is_given_up),
+        cmocka_unit_test(test_a_busy_broker_is_waited_out),
+        cmocka_unit_test(test_an_unavailable_broker_is_waited_out),
         cmocka_unit_test(test_a_connection_refused_later_is_given_up_when_idle),
         cmocka_unit_test(test_a_broker_restart_gives_nothing_up),
         cmocka_unit_test(test_one_connection_when_enough),

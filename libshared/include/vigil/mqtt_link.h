@@ -102,7 +102,9 @@ int vigil_mqtt_link_publish_batch(vigil_mqtt_link *l, const vigil_pubmsg *msgs, 
 
 /* Failed connect attempts since the link was last up (or since its start),
  * 0 while it is up; *refused (may be NULL) is set when the broker refused
- * one of them with a reason (a CONNACK, not a dropped connection). */
+ * one of them with a reason (a CONNACK, not a dropped connection; "Server
+ * busy", "Server unavailable" and "Connection rate exceeded" are failures
+ * only). */
 int vigil_mqtt_link_failures_since_up(const vigil_mqtt_link *l, bool *refused);
 
 /* Ends the link's thread and connection at once, reporting whatever is in

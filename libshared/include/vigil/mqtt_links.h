@@ -62,7 +62,8 @@ int vigil_mqtt_links_grow(vigil_mqtt_links *s);
 
 /* After _grow, while the first connection is up: gives up the connections
  * from the first further one that is down on, when the broker refused it
- * or its connects failed three times in a row (five, once something was
+ * (busy, unavailable or a connection rate limit are failures, not
+ * refusals) or its connects failed three times in a row (five, once something was
  * published, and then only when idle: nothing in flight on any). A
  * warning says so, and the gauge. Returns how many are left. */
 int vigil_mqtt_links_settle(vigil_mqtt_links *s, bool idle);
