@@ -478,6 +478,74 @@ static void test_pipeline_io_error(void **state)
     vigil_redis_free(r);
 }
 
+/* The appended commands are written together when the first reply is
+ * asked for: a pipeline far larger than the socket's buffers (and than the
+ * command buffer kept between writes) arrives whole and in order, and the
+ * buffer is usable again afterwards. */
+static void test_pipeline_larger_than_the_socket(void **state)
+{
+    (void)state;
+    vigil_redis *r = connect_srv();
+    enum { N = 3000, VLEN = 2048 };
+    static char v[VLEN + 1];
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < N; i++) {
+            char k[32];
+            snprintf(k, sizeof k, "big:%d", i);
+            memset(v, 'a' + (i + round) % 26, VLEN);
+            const char *argv[] = { "SET", k, v };
+            size_t lens[] = { 3, strlen(k), VLEN };
+            assert_int_equal(vigil_redis_append(r, 3, argv, lens), 0);
+            const char *incr[] = { "INCR", "big:count" };
+            assert_int_equal(vigil_redis_append(r, 2, incr, NULL), 0);
+        }
+        for (int i = 0; i < N; i++) {
+            redisReply *rep = vigil_redis_pipeline_get(r);
+            assert_non_null(rep);
+            assert_int_equal(rep->type, REDIS_REPLY_STATUS);
+            vigil_redis_reply_free(rep);
+            rep = vigil_redis_pipeline_get(r);
+            assert_non_null(rep);
+            assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
+            assert_int_equal(rep->integer, round * N + i + 1);
+            vigil_redis_reply_free(rep);
+        }
+        assert_null(vigil_redis_pipeline_get(r));
+    }
+    redisReply *rep = vigil_redis_command(r, "GET big:2999");
+    assert_non_null(rep);
+    assert_int_equal(rep->len, VLEN);
+    assert_int_equal(rep->str[0], 'a' + (2999 + 1) % 26);
+    vigil_redis_reply_free(rep);
+    vigil_redis_free(r);
+}
+
+/* Commands appended on a connection that then fails are gone with it: they
+ * are never written on the next connection, whose replies would otherwise
+ * answer commands nobody reads. */
+static void test_commands_appended_before_a_failure_are_not_sent_later(void **state)
+{
+    (void)state;
+    vigil_redis *r = connect_srv();
+    assert_true(vigil_redis_ensure(r));
+    uint64_t epoch = vigil_redis_epoch(r);
+    assert_int_equal(vt_redis_kill9(vt_srv), 0);
+    const char *stale[] = { "SET", "stale", "1" };
+    assert_int_equal(vigil_redis_append(r, 3, stale, NULL), 0);
+    assert_null(vigil_redis_pipeline_get(r));
+    assert_false(vigil_redis_connected(r));
+    assert_true(vigil_redis_epoch(r) != epoch);
+    assert_int_equal(vt_redis_restart(vt_srv), 0);
+    const char *get[] = { "GET", "stale" };
+    assert_int_equal(vigil_redis_append(r, 2, get, NULL), 0);
+    redisReply *rep = vigil_redis_pipeline_get(r);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_NIL);
+    vigil_redis_reply_free(rep);
+    assert_null(vigil_redis_pipeline_get(r)); /* nothing else owed */
+    vigil_redis_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -497,6 +565,8 @@ int main(void)
         cmocka_unit_test_setup(test_eval_script_error_is_reply, flush),
         cmocka_unit_test_setup(test_pipeline_in_order, flush),
         cmocka_unit_test_setup(test_pipeline_io_error, flush),
+        cmocka_unit_test_setup(test_pipeline_larger_than_the_socket, flush),
+        cmocka_unit_test_setup(test_commands_appended_before_a_failure_are_not_sent_later, flush),
     };
     return cmocka_run_group_tests_name("redis", tests, vt_redis_group_setup, vt_redis_group_teardown);
 }
