@@ -104,6 +104,30 @@ static void times_are_kept_as_differences(void **state)
     free(j);
     wake_room_free(back);
     wake_room_free(r);
+    /* a full list whose every difference takes the longest text there is
+     * (20 bytes: 0 and INT64_MIN alternating), written in place */
+    r = wake_room_new("x");
+    for (int i = 0; i < WAKE_TIMES_MAX; i++) {
+        r->times[i] = i % 2 ? INT64_MIN : 0;
+        r->kinds[i] = i % 3 ? WAKE_SENDER_AI : WAKE_SENDER_SYSTEM;
+    }
+    r->n_times = WAKE_TIMES_MAX;
+    j = wake_room_to_json(r);
+    assert_non_null(j);
+    const char *td = strstr(j, "\"td\":\"0,-9223372036854775808,-9223372036854775808,");
+    assert_non_null(td);
+    const char *td_end = strchr(td + 6, '"');
+    assert_int_equal(td_end - (td + 6), 1 + (WAKE_TIMES_MAX - 1) * 21);
+    back = wake_room_from_json("x", j, &corrupt);
+    assert_false(corrupt);
+    assert_int_equal(back->n_times, WAKE_TIMES_MAX);
+    for (int i = 0; i < WAKE_TIMES_MAX; i++) {
+        assert_true(back->times[i] == r->times[i]);
+        assert_int_equal(back->kinds[i], r->kinds[i]);
+    }
+    free(j);
+    wake_room_free(back);
+    wake_room_free(r);
     /* the arrays of records written before */
     r = wake_room_from_json("x", "{\"v\":1,\"p\":[{\"id\":\"a\",\"mt\":[5,7],\"mr\":[-1,2]}],"
                                  "\"tt\":[10,20,30],\"tk\":\"ahs\"}", &corrupt);

@@ -60,6 +60,22 @@ void jb_bool(jbuf *b, bool v) { value_start(b); vigil_jtext_lit(&b->t, v ? "true
 
 void jb_num(jbuf *b, const char *text) { value_start(b); vigil_jtext_lit(&b->t, text); }
 
+char *jb_str_room(jbuf *b, size_t len)
+{
+    value_start(b);
+    char *p = vigil_jtext_room(&b->t, len + 2);
+    if (!p)
+        return NULL;
+    *p = '"';
+    return p + 1;
+}
+
+void jb_str_end(jbuf *b, char *at, size_t written)
+{
+    at[written] = '"';
+    vigil_jtext_advance(&b->t, written + 2);
+}
+
 void jb_kstr(jbuf *b, const char *key, const char *s)
 {
     jb_key(b, key);

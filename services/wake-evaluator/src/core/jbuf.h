@@ -23,6 +23,12 @@ void jb_i64(jbuf *b, int64_t v);
 void jb_dbl(jbuf *b, double v);         /* non-finite written as 0 */
 void jb_bool(jbuf *b, bool v);
 void jb_num(jbuf *b, const char *text);  /* a number already written as text */
+/* A string value the caller writes in place, bytes that need no escape
+ * (digits, commas, letters): room for len of them, returned (NULL when out
+ * of memory), then jb_str_end with what jb_str_room returned and the
+ * count written. No copy, no escaping scan: a record's lists of times. */
+char *jb_str_room(jbuf *b, size_t len);
+void jb_str_end(jbuf *b, char *at, size_t written);
 /* "key":value pairs */
 void jb_kstr(jbuf *b, const char *key, const char *s);
 void jb_ki64(jbuf *b, const char *key, int64_t v);

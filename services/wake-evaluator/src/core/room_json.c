@@ -265,11 +265,12 @@ static void w_dbl(jbuf *b, const char *k, double v, double skip)
  * under another key, still read). */
 static void w_times(jbuf *b, const char *k, const int64_t *t, int n)
 {
-    char *s = malloc((size_t)n * (VIGIL_I64_TEXT_MAX + 1) + 1);
-    if (!s) {
-        b->t.oom = true;
+    jb_key(b, k);
+    /* written in place: each number's store stays inside its own
+     * VIGIL_I64_TEXT_MAX + 1 bytes (the comma's room for the next) */
+    char *s = jb_str_room(b, (size_t)n * (VIGIL_I64_TEXT_MAX + 1));
+    if (!s)
         return;
-    }
     char *p = s;
     for (int i = 0; i < n; i++) {
         if (i)
@@ -277,10 +278,7 @@ static void w_times(jbuf *b, const char *k, const int64_t *t, int n)
         /* unsigned: the difference wraps instead of overflowing */
         p += vigil_i64_text(p, i ? (int64_t)((uint64_t)t[i] - (uint64_t)t[i - 1]) : t[0]);
     }
-    *p = '\0';
-    jb_key(b, k);
-    jb_str(b, s);
-    free(s);
+    jb_str_end(b, s, (size_t)(p - s));
 }
 
 static void write_msg(jbuf *b, const wake_msg *m)
@@ -364,18 +362,15 @@ char *wake_room_to_json(const wake_room *r)
         write_persona(&b, &r->personas[i]);
     jb_close(&b, ']');
     if (r->n_times > 0) {
-        char *tk = malloc((size_t)r->n_times + 1);
-        if (!tk) {
-            free(jb_take(&b));
-            return NULL;
-        }
         w_times(&b, "td", r->times, r->n_times);
-        for (int i = 0; i < r->n_times; i++)
-            tk[i] = r->kinds[i] == WAKE_SENDER_HUMAN ? 'h'
-                    : r->kinds[i] == WAKE_SENDER_SYSTEM ? 's' : 'a';
-        tk[r->n_times] = '\0';
-        w_str(&b, "tk", tk);
-        free(tk);
+        jb_key(&b, "tk");
+        char *tk = jb_str_room(&b, (size_t)r->n_times);
+        if (tk) {
+            for (int i = 0; i < r->n_times; i++)
+                tk[i] = r->kinds[i] == WAKE_SENDER_HUMAN ? 'h'
+                        : r->kinds[i] == WAKE_SENDER_SYSTEM ? 's' : 'a';
+            jb_str_end(&b, tk, (size_t)r->n_times);
+        }
     }
     if (r->n_texts > 0) {
         jb_key(&b, "tx");
