@@ -18,6 +18,21 @@ void jb_init(jbuf *b);
 void jb_open(jbuf *b, char c);          /* '{' or '[' */
 void jb_close(jbuf *b, char c);         /* '}' or ']' */
 void jb_key(jbuf *b, const char *key);  /* "key": (comma handled) */
+
+/* "key": for a key the code names as a literal: JB_KEY(b, "id"). Inline,
+ * so the quoted key's length is a constant and it is copied in place
+ * (vigil_jtext_put); jb_key measures the key, checks it for escapes and
+ * makes two calls, about 120 instructions, and a room record writes over
+ * a hundred keys. */
+VIGIL_JTEXT_INLINE void jb_key_quoted(jbuf *b, const char *quoted, size_t len)
+{
+    if (b->comma)
+        vigil_jtext_put(&b->t, ",", 1);
+    b->comma = false;
+    vigil_jtext_put(&b->t, quoted, len);
+}
+#define JB_QUOTED(k) "\"" k "\":"
+#define JB_KEY(b, k) jb_key_quoted((b), JB_QUOTED(k), sizeof JB_QUOTED(k) - 1)
 void jb_str(jbuf *b, const char *s);    /* a string value, escaped */
 void jb_i64(jbuf *b, int64_t v);
 void jb_dbl(jbuf *b, double v);         /* non-finite written as 0 */

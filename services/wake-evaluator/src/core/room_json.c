@@ -235,29 +235,35 @@ wake_room *wake_room_from_json(const char *room_id, const char *json, bool *corr
 
 /* ---- writing ------------------------------------------------------- */
 
-static void w_str(jbuf *b, const char *k, const char *v)
+/* "k":v unless v is empty or skip; k is a literal (JB_KEY), so these are
+ * macros over inline functions that take it quoted. */
+VIGIL_JTEXT_INLINE void w_str_q(jbuf *b, const char *q, size_t qlen, const char *v)
 {
     if (v && v[0]) {
-        jb_key(b, k);
+        jb_key_quoted(b, q, qlen);
         jb_str(b, v);
     }
 }
 
-static void w_i64(jbuf *b, const char *k, int64_t v, int64_t skip)
+VIGIL_JTEXT_INLINE void w_i64_q(jbuf *b, const char *q, size_t qlen, int64_t v, int64_t skip)
 {
     if (v != skip) {
-        jb_key(b, k);
+        jb_key_quoted(b, q, qlen);
         jb_i64(b, v);
     }
 }
 
-static void w_dbl(jbuf *b, const char *k, double v, double skip)
+VIGIL_JTEXT_INLINE void w_dbl_q(jbuf *b, const char *q, size_t qlen, double v, double skip)
 {
     if (v != skip) {
-        jb_key(b, k);
+        jb_key_quoted(b, q, qlen);
         jb_dbl(b, v);
     }
 }
+
+#define w_str(b, k, v) w_str_q((b), JB_QUOTED(k), sizeof JB_QUOTED(k) - 1, (v))
+#define w_i64(b, k, v, skip) w_i64_q((b), JB_QUOTED(k), sizeof JB_QUOTED(k) - 1, (v), (skip))
+#define w_dbl(b, k, v, skip) w_dbl_q((b), JB_QUOTED(k), sizeof JB_QUOTED(k) - 1, (v), (skip))
 
 /* n times as one string "t0,d1,d2,...": the first time, then each one's
  * difference to the one before (a few digits instead of thirteen, one
@@ -297,11 +303,11 @@ static void write_persona(jbuf *b, const wake_persona *p)
     jb_open(b, '{');
     w_str(b, "id", p->id);
     if (p->member) {
-        jb_key(b, "m");
+        JB_KEY(b, "m");
         jb_bool(b, true);
     }
     if (p->has_meta) {
-        jb_key(b, "hm");
+        JB_KEY(b, "hm");
         jb_bool(b, true);
     }
     w_str(b, "n", p->name);
@@ -312,14 +318,14 @@ static void write_persona(jbuf *b, const wake_persona *p)
     w_i64(b, "pa", p->parameters, -1);
     w_dbl(b, "av", p->availability, -1);
     if (p->n_domains > 0) {
-        jb_key(b, "d");
+        JB_KEY(b, "d");
         jb_open(b, '[');
         for (int i = 0; i < p->n_domains; i++)
             jb_str(b, p->domains[i]);
         jb_close(b, ']');
     }
     if (p->n_conf > 0) {
-        jb_key(b, "c");
+        JB_KEY(b, "c");
         jb_open(b, '{');
         for (int i = 0; i < p->n_conf; i++) {
             jb_key(b, p->conf_domain[i]);
@@ -337,7 +343,7 @@ static void write_persona(jbuf *b, const wake_persona *p)
     w_str(b, "tr", p->trigger);
     if (p->n_msgs > 0) {
         w_times(b, "mtd", p->msg_ts, p->n_msgs);
-        jb_key(b, "mr");
+        JB_KEY(b, "mr");
         jb_open(b, '[');
         for (int i = 0; i < p->n_msgs; i++)
             jb_i64(b, p->resp_ms[i]);
@@ -356,14 +362,14 @@ char *wake_room_to_json(const wake_room *r)
     jb_open(&b, '{');
     w_i64(&b, "v", RECORD_VERSION, -1);
     w_str(&b, "room", r->id);
-    jb_key(&b, "p");
+    JB_KEY(&b, "p");
     jb_open(&b, '[');
     for (int i = 0; i < r->n_personas; i++)
         write_persona(&b, &r->personas[i]);
     jb_close(&b, ']');
     if (r->n_times > 0) {
         w_times(&b, "td", r->times, r->n_times);
-        jb_key(&b, "tk");
+        JB_KEY(&b, "tk");
         char *tk = jb_str_room(&b, (size_t)r->n_times);
         if (tk) {
             for (int i = 0; i < r->n_times; i++)
@@ -373,14 +379,14 @@ char *wake_room_to_json(const wake_room *r)
         }
     }
     if (r->n_texts > 0) {
-        jb_key(&b, "tx");
+        JB_KEY(&b, "tx");
         jb_open(&b, '[');
         for (int i = 0; i < r->n_texts; i++)
             write_msg(&b, &r->texts[i]);
         jb_close(&b, ']');
     }
     if (r->has_human) {
-        jb_key(&b, "lh");
+        JB_KEY(&b, "lh");
         write_msg(&b, &r->last_human);
     }
     w_str(&b, "ps", r->prev_sender);
