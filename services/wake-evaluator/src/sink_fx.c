@@ -10,6 +10,7 @@
 #include <vigil/metrics.h>
 #include "adapter.h"
 #include <vigil/record_cache.h>
+#include <vigil/str.h>
 
 static int fx_publish(void *ctx, const char *topic, const char *payload, bool retain)
 {
@@ -36,7 +37,7 @@ static int fx_member(void *ctx, const char *persona, bool add)
 {
     wake_fx_ctx *c = ctx;
     char set[VIGIL_KEY_MAX + 32];
-    snprintf(set, sizeof set, WAKE_MEMBER_SET "%s", persona);
+    vigil_concat(set, sizeof set, WAKE_MEMBER_SET, persona, (const char *)NULL);
     return add ? vigil_fx_set_add(c->fx, set, c->room) : vigil_fx_set_remove(c->fx, set, c->room);
 }
 
@@ -44,8 +45,8 @@ static void fx_decided(void *ctx, const wake_decision *d)
 {
     (void)ctx;
     char labels[96];
-    snprintf(labels, sizeof labels, "tier=\"%s\",via=\"%s\",wake=\"%s\"", wake_tier_name(d->tier),
-             wake_via_name(d->via), d->should_wake ? "true" : "false");
+    vigil_concat(labels, sizeof labels, "tier=\"", wake_tier_name(d->tier), "\",via=\"",
+                 wake_via_name(d->via), "\",wake=\"", d->should_wake ? "true" : "false", "\"", (const char *)NULL);
     vigil_counter_add("vigil_wake_decisions_total", "Wake decisions published", labels, 1);
 }
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include "internal.h"
 #include "jbuf.h"
+#include <vigil/str.h>
 
 static double open_period(const wake_persona *p, int64_t now)
 {
@@ -66,7 +67,7 @@ int wake_publish_economics(const wake_room *r, int64_t now, const wake_sink *sin
     jb_close(&b, '}');
     char *s = jb_take(&b);
     char topic[WAKE_ID_MAX + 32];
-    snprintf(topic, sizeof topic, "room/%s/economics", r->id);
+    vigil_concat(topic, sizeof topic, "room/", r->id, "/economics", (const char *)NULL);
     int rc = s ? sink->publish(sink->ctx, topic, s, true) : -1;
     free(s);
     if (rc == 0 && sink->economics)

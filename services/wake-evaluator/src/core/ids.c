@@ -12,6 +12,7 @@
 #include <string.h>
 #include <vigil/json.h>
 #include "wake.h"
+#include <vigil/str.h>
 
 void wake_event_id(char *out, size_t outlen, const char *input, const char *key)
 {
@@ -19,7 +20,7 @@ void wake_event_id(char *out, size_t outlen, const char *input, const char *key)
     key = key ? key : "";
     size_t need = strlen(input) + 1 + strlen(key);
     if (need <= WAKE_EVID_MAX && need < outlen) {
-        snprintf(out, outlen, "%s:%s", input, key);
+        vigil_concat(out, outlen, input, ":", key, (const char *)NULL);
         return;
     }
     uint64_t h = vigil_hash64_more(VIGIL_HASH64_INIT, input, strlen(input));

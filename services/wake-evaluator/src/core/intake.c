@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include <vigil/str.h>
 
 const char *wake_display_name(const wake_persona *p)
 {
@@ -106,23 +107,24 @@ static int decide_now(wake_room *r, const wake_persona *p, const wake_message *m
     wake_rules_in in = {p->id, p->name, m->text, m->type, m->mentions, m->n_mentions};
     char why[WAKE_REASON_MAX];
     wake_rules_decide(&in, &d.should_wake, why, sizeof why);
-    snprintf(d.id, sizeof d.id, "%s", id);
-    snprintf(d.persona, sizeof d.persona, "%s", p->id);
-    snprintf(d.room, sizeof d.room, "%s", r->id);
-    snprintf(d.message_id, sizeof d.message_id, "%s", m->id);
+    /* copies without snprintf's format parsing: six per decision */
+    vigil_concat(d.id, sizeof d.id, id, (const char *)NULL);
+    vigil_concat(d.persona, sizeof d.persona, p->id, (const char *)NULL);
+    vigil_concat(d.room, sizeof d.room, r->id, (const char *)NULL);
+    vigil_concat(d.message_id, sizeof d.message_id, m->id ? m->id : "", (const char *)NULL);
     d.confidence = 1.0;
     d.tier = wake_persona_tier(p);
     d.via = via;
     if (note)
         snprintf(d.reason, sizeof d.reason, "%.200s; %.300s", note, why);
     else
-        snprintf(d.reason, sizeof d.reason, "%s", why);
+        vigil_concat(d.reason, sizeof d.reason, why, (const char *)NULL);
     d.latency_ms = 0;
     d.llm_latency_ms = -1;
     d.tokens = -1;
     char *json = wake_decision_json(&d, now);
     char topic[WAKE_ID_MAX + 32];
-    snprintf(topic, sizeof topic, "persona/%s/wake", p->id);
+    vigil_concat(topic, sizeof topic, "persona/", p->id, "/wake", (const char *)NULL);
     int rc = json ? sink->publish(sink->ctx, topic, json, false) : -1;
     free(json);
     if (rc == 0 && sink->decided)
@@ -138,7 +140,7 @@ static int evaluate(wake_room *r, const wake_config *c, const wake_persona *p,
                     const wake_sink *sink, bool *decided)
 {
     char id[WAKE_EVID_MAX + 1], key[WAKE_ID_MAX + 8];
-    snprintf(key, sizeof key, "wake:%s", p->id);
+    vigil_concat(key, sizeof key, "wake:", p->id, (const char *)NULL);
     wake_event_id(id, sizeof id, m->id, key);
     wake_tier tier = wake_persona_tier(p);
     if (tier == WAKE_TIER_BASIC) {

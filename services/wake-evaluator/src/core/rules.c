@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "wake.h"
+#include <vigil/str.h>
 
 bool wake_rules_mentioned(const wake_rules_in *in)
 {
@@ -19,15 +20,15 @@ void wake_rules_decide(const wake_rules_in *in, bool *wake, char *reason, size_t
     const char *kw;
     *wake = true;
     if (wake_rules_mentioned(in)) {
-        snprintf(reason, reasonlen, "rules: @mention of %s", in->persona);
+        vigil_concat(reason, reasonlen, "rules: @mention of ", in->persona ? in->persona : "", (const char *)NULL);
     } else if (in->sender_type == WAKE_SENDER_HUMAN) {
-        snprintf(reason, reasonlen, "rules: message from a human");
+        vigil_concat(reason, reasonlen, "rules: message from a human", (const char *)NULL);
     } else if ((kw = wake_urgent_keyword(in->text)) != NULL) {
-        snprintf(reason, reasonlen, "rules: urgent keyword '%s'", kw);
+        vigil_concat(reason, reasonlen, "rules: urgent keyword '", kw, "'", (const char *)NULL);
     } else {
         *wake = false;
-        snprintf(reason, reasonlen,
-                 "rules: no @mention, not from a human, no urgent keyword: stay asleep");
+        vigil_concat(reason, reasonlen,
+                     "rules: no @mention, not from a human, no urgent keyword: stay asleep", (const char *)NULL);
     }
 }
 
