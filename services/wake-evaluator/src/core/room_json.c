@@ -287,6 +287,25 @@ static void w_times(jbuf *b, const char *k, const int64_t *t, int n)
     jb_str_end(b, s, (size_t)(p - s));
 }
 
+/* [v0,v1,...] written in place with one reservation: a persona's
+ * response times, one per message kept (up to WAKE_TIMES_MAX), were a
+ * jb_i64 call each. */
+static void w_i64_list(jbuf *b, const int64_t *v, int n)
+{
+    jb_open(b, '[');
+    char *s = vigil_jtext_room(&b->t, (size_t)n * (VIGIL_I64_TEXT_MAX + 1));
+    if (s) {
+        char *p = s;
+        for (int i = 0; i < n; i++) {
+            if (i)
+                *p++ = ',';
+            p += vigil_i64_text(p, v[i]);
+        }
+        vigil_jtext_advance(&b->t, (size_t)(p - s));
+    }
+    jb_close(b, ']');
+}
+
 static void write_msg(jbuf *b, const wake_msg *m)
 {
     jb_open(b, '{');
@@ -344,10 +363,7 @@ static void write_persona(jbuf *b, const wake_persona *p)
     if (p->n_msgs > 0) {
         w_times(b, "mtd", p->msg_ts, p->n_msgs);
         JB_KEY(b, "mr");
-        jb_open(b, '[');
-        for (int i = 0; i < p->n_msgs; i++)
-            jb_i64(b, p->resp_ms[i]);
-        jb_close(b, ']');
+        w_i64_list(b, p->resp_ms, p->n_msgs);
     }
     w_i64(b, "ds", p->dormant_since, 0);
     w_dbl(b, "rh", p->rate_per_hour, 0);
