@@ -190,6 +190,43 @@ static void meta_membership(void **state)
     wk_free(t);
 }
 
+/* The last WAKE_TEXTS_MAX messages with their text are kept, oldest
+ * first, however many came before (they are a ring inside): written to the
+ * record in that order, read back in it, and going on after the read. */
+static void recent_texts_keep_the_last_in_order(void **state)
+{
+    (void)state;
+    wake_room *r = wake_room_new("x");
+    char id[32], text[32];
+    for (int i = 0; i < 3 * WAKE_TEXTS_MAX + 7; i++) {
+        snprintf(id, sizeof id, "m%d", i);
+        snprintf(text, sizeof text, "text %d", i);
+        wake_room_record(r, id, "s", WAKE_SENDER_AI, text, 1000 + i);
+    }
+    assert_int_equal(r->n_texts, WAKE_TEXTS_MAX);
+    int first = 2 * WAKE_TEXTS_MAX + 7;
+    for (int i = 0; i < WAKE_TEXTS_MAX; i++) {
+        snprintf(id, sizeof id, "m%d", first + i);
+        assert_string_equal(wake_room_text(r, i)->id, id);
+        assert_true(wake_room_text(r, i)->ts == 1000 + first + i);
+    }
+    char *j = wake_room_to_json(r);
+    snprintf(id, sizeof id, "\"tx\":[{\"i\":\"m%d\"", first);
+    assert_non_null(strstr(j, id));
+    bool corrupt = true;
+    wake_room *back = wake_room_from_json("x", j, &corrupt);
+    assert_false(corrupt);
+    wake_room_record(back, "next", "s", WAKE_SENDER_AI, "next", 99999);
+    assert_int_equal(back->n_texts, WAKE_TEXTS_MAX);
+    snprintf(id, sizeof id, "m%d", first + 1);
+    assert_string_equal(wake_room_text(back, 0)->id, id);
+    assert_string_equal(wake_room_text(back, WAKE_TEXTS_MAX - 1)->id, "next");
+    assert_string_equal(wake_room_text(back, WAKE_TEXTS_MAX - 1)->text, "next");
+    free(j);
+    wake_room_free(back);
+    wake_room_free(r);
+}
+
 static void recent_activity(void **state)
 {
     (void)state;
@@ -283,6 +320,7 @@ int main(void)
         cmocka_unit_test(times_are_kept_as_differences),
         cmocka_unit_test(levels_newest_report_wins),
         cmocka_unit_test(meta_membership),
+        cmocka_unit_test(recent_texts_keep_the_last_in_order),
         cmocka_unit_test(recent_activity),
         cmocka_unit_test(tokens_saved_estimate),
     };

@@ -121,9 +121,11 @@ static double conf_of(const wake_persona *p, const char *domain)
 
 static bool domain_discussed(const wake_room *r, const char *domain, int64_t now)
 {
-    for (int i = 0; i < r->n_texts; i++)
-        if (r->texts[i].ts > now - WAKE_RECENT_MS && wake_text_has_word(r->texts[i].text, domain))
+    for (int i = 0; i < r->n_texts; i++) {
+        const wake_msg *m = wake_room_text(r, i);
+        if (m->ts > now - WAKE_RECENT_MS && wake_text_has_word(m->text, domain))
             return true;
+    }
     return false;
 }
 

@@ -185,6 +185,7 @@ static int read_room(wake_room *r, json_object *root)
     }
     if (json_object_object_get_ex(root, "tx", &a) && json_object_is_type(a, json_type_array)) {
         size_t n = json_object_array_length(a);
+        r->texts_head = 0;
         for (size_t i = 0; i < n && r->n_texts < WAKE_TEXTS_MAX; i++) {
             json_object *m = json_object_array_get_idx(a, i);
             if (m && json_object_is_type(m, json_type_object))
@@ -398,7 +399,7 @@ char *wake_room_to_json(const wake_room *r)
         JB_KEY(&b, "tx");
         jb_open(&b, '[');
         for (int i = 0; i < r->n_texts; i++)
-            write_msg(&b, &r->texts[i]);
+            write_msg(&b, wake_room_text(r, i));
         jb_close(&b, ']');
     }
     if (r->has_human) {

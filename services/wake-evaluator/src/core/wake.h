@@ -157,8 +157,9 @@ typedef struct wake_room {
     int n_times;
     int64_t times[WAKE_TIMES_MAX];
     wake_sender kinds[WAKE_TIMES_MAX];
-    /* the last messages with their text (domain detection), oldest first */
-    int n_texts;
+    /* the last messages with their text (domain detection): a ring, the
+     * oldest at texts_head; read them in order with wake_room_text */
+    int n_texts, texts_head;
     wake_msg texts[WAKE_TEXTS_MAX];
     bool has_human;
     wake_msg last_human;
@@ -186,6 +187,12 @@ const wake_persona *wake_room_find_const(const wake_room *r, const char *persona
 wake_persona *wake_room_add(wake_room *r, const char *persona, int max_personas);
 void wake_room_remove(wake_room *r, const char *persona);
 int wake_room_reserve(wake_room *r, int n); /* capacity for n personas */
+/* The i-th of the room's recent messages with text, oldest first
+ * (0 <= i < n_texts). */
+static inline const wake_msg *wake_room_text(const wake_room *r, int i)
+{
+    return &r->texts[(r->texts_head + i) % WAKE_TEXTS_MAX];
+}
 wake_room *wake_room_clone(const wake_room *r); /* deep copy, NULL on OOM */
 size_t wake_room_bytes(const wake_room *r);      /* memory r holds */
 
