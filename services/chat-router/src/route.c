@@ -15,6 +15,7 @@
 #include <string.h>
 #include <vigil/msg_room.h>
 #include "adapter.h"
+#include <vigil/str.h>
 
 _Static_assert(CHAT_SENDER_SYSTEM == (int)VIGIL_SENDER_SYSTEM && CHAT_SENDER_AI == (int)VIGIL_SENDER_AI,
                "sender types are libshared's");
@@ -77,12 +78,12 @@ int chat_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][
     chat_parsed *pp = calloc(1, sizeof *pp);
     if (!pp)
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
-    snprintf(pp->topic_room, sizeof pp->topic_room, "%s", room);
+    vigil_concat(pp->topic_room, sizeof pp->topic_room, room, (const char *)NULL);
     bool is_message = strcmp(in->parts[2], "message") == 0;
     int n = -1;
     if ((is_message ? parse_message(in, pp, err) : parse_control(in, pp, err)) < 0)
         goto done;
-    snprintf(keys[0], VIGIL_KEY_MAX, "%s", room);
+    vigil_concat(keys[0], VIGIL_KEY_MAX, room, (const char *)NULL);
     n = 1;
     const chat_control *c = &pp->in.ctl;
     if (!is_message && c->action == CHAT_CTL_WAKE) {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "chat.h"
+#include <vigil/str.h>
 
 void chat_config_init(chat_config *c)
 {
@@ -17,10 +18,10 @@ void chat_config_init(chat_config *c)
 
 void chat_log_name(const char *room, char *out, size_t outlen)
 {
-    snprintf(out, outlen, "%s%s", CHAT_LOG_PREFIX, room);
+    vigil_concat(out, outlen, CHAT_LOG_PREFIX, room, (const char *)NULL);
 }
 
 void chat_queue_name(const char *room, char *out, size_t outlen)
 {
-    snprintf(out, outlen, "%s%s", CHAT_QUEUE_PREFIX, room);
+    vigil_concat(out, outlen, CHAT_QUEUE_PREFIX, room, (const char *)NULL);
 }

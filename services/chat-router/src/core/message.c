@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "step.h"
+#include <vigil/str.h>
 
 int chat_flush_queue(chat_room *r, chat_result *out)
 {
@@ -26,7 +27,7 @@ static int stop_chain(const chat_config *cfg, chat_room *r, const chat_message *
 {
     char id[CHAT_EVID_MAX + 1], topic[CHAT_ID_MAX + 32];
     chat_derived_id(id, sizeof id, "stop", m->id, r->room);
-    snprintf(topic, sizeof topic, "room/%s/message", r->room);
+    vigil_concat(topic, sizeof topic, "room/", r->room, "/message", (const char *)NULL);
     char *payload = chat_stop_message_json(id, r->room, m, depth, cfg->max_depth, who, n_who, now);
     if (!payload)
         return -1;
@@ -50,7 +51,7 @@ static int notify_all(const chat_config *cfg, chat_room *r, const chat_input *in
     for (int i = 0; i < n_who; i++) {
         char id[CHAT_EVID_MAX + 1], topic[CHAT_ID_MAX + 32];
         chat_event_id(cfg, id, sizeof id, m->id, r->room, i);
-        snprintf(topic, sizeof topic, "persona/%s/notify", who[i]);
+        vigil_concat(topic, sizeof topic, "persona/", who[i], "/notify", (const char *)NULL);
         char *payload = chat_notify_json(id, who[i], r->room, m, depth, now);
         if (!payload)
             return -1;
@@ -89,7 +90,7 @@ int chat_on_message(const chat_config *cfg, chat_room *r, const chat_input *in, 
     out->logged = true;
     r->count++;
     r->last_activity = now;
-    snprintf(r->last_sender, sizeof r->last_sender, "%s", m->sender ? m->sender : "");
+    vigil_concat(r->last_sender, sizeof r->last_sender, m->sender ? m->sender : "", (const char *)NULL);
     if (chat_room_remember(r, m->id, depth, cfg->depth_memory) != 0)
         return -1;
 

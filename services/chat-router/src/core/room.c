@@ -17,6 +17,7 @@
 #include <string.h>
 #include <vigil/jtext.h>
 #include "chat.h"
+#include <vigil/str.h>
 
 chat_room *chat_room_new(const char *room)
 {
@@ -279,7 +280,7 @@ int chat_room_remember(chat_room *r, const char *id, int64_t depth, int memory)
         r->cap_recent = cap;
     }
     chat_recent *e = &r->recent[r->n_recent++];
-    snprintf(e->id, sizeof e->id, "%s", id);
+    vigil_concat(e->id, sizeof e->id, id, (const char *)NULL);
     e->depth = depth;
     return 0;
 }
