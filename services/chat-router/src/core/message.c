@@ -90,7 +90,8 @@ int chat_on_message(const chat_config *cfg, chat_room *r, const chat_input *in, 
     out->logged = true;
     r->count++;
     r->last_activity = now;
-    vigil_concat(r->last_sender, sizeof r->last_sender, m->sender ? m->sender : "", (const char *)NULL);
+    vigil_concat(r->last_sender, sizeof r->last_sender, m->sender ? m->sender : "",
+                 (const char *)NULL);
     if (chat_room_remember(r, m->id, depth, cfg->depth_memory) != 0)
         return -1;
 

@@ -20,7 +20,8 @@ void wake_rules_decide(const wake_rules_in *in, bool *wake, char *reason, size_t
     const char *kw;
     *wake = true;
     if (wake_rules_mentioned(in)) {
-        vigil_concat(reason, reasonlen, "rules: @mention of ", in->persona ? in->persona : "", (const char *)NULL);
+        vigil_concat(reason, reasonlen, "rules: @mention of ", in->persona ? in->persona : "",
+                     (const char *)NULL);
     } else if (in->sender_type == WAKE_SENDER_HUMAN) {
         vigil_concat(reason, reasonlen, "rules: message from a human", (const char *)NULL);
     } else if ((kw = wake_urgent_keyword(in->text)) != NULL) {
@@ -28,7 +29,8 @@ void wake_rules_decide(const wake_rules_in *in, bool *wake, char *reason, size_t
     } else {
         *wake = false;
         vigil_concat(reason, reasonlen,
-                     "rules: no @mention, not from a human, no urgent keyword: stay asleep", (const char *)NULL);
+                     "rules: no @mention, not from a human, no urgent keyword: stay asleep",
+                     (const char *)NULL);
     }
 }
 
