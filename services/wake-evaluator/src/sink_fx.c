@@ -46,7 +46,8 @@ static void fx_decided(void *ctx, const wake_decision *d)
     (void)ctx;
     char labels[96];
     vigil_concat(labels, sizeof labels, "tier=\"", wake_tier_name(d->tier), "\",via=\"",
-                 wake_via_name(d->via), "\",wake=\"", d->should_wake ? "true" : "false", "\"", (const char *)NULL);
+                 wake_via_name(d->via), "\",wake=\"", d->should_wake ? "true" : "false", "\"",
+                 (const char *)NULL);
     vigil_counter_add("vigil_wake_decisions_total", "Wake decisions published", labels, 1);
 }
 
