@@ -307,6 +307,34 @@ static vt_tcp_cut *gated(int port, gate *g, char *url, size_t urllen)
     return cut;
 }
 
+/* mosquitto, a relay with gate g in front of it, and a started link set
+ * on the relay whose first connection is up (tear down with gated_stop) */
+typedef struct gated_links {
+    vt_mosq *b;
+    vt_tcp_cut *cut;
+    vigil_mqtt_links *s;
+} gated_links;
+
+static gated_links gated_start(gate *g, const char *client_id, heard *h)
+{
+    gated_links t;
+    t.b = vt_mosq_start();
+    assert_non_null(t.b);
+    char url[64];
+    t.cut = gated(vt_mosq_port(t.b), g, url, sizeof url);
+    t.s = links_started(url, client_id, h);
+    assert_true(vt_links_wait_connected(t.s, true, WAIT_MS));
+    return t;
+}
+
+static void gated_stop(gated_links *t)
+{
+    vigil_mqtt_links_set_ack_handler(t->s, NULL, NULL);
+    vigil_mqtt_links_stop(t->s, 1000);
+    vt_tcp_cut_stop(t->cut);
+    vt_mosq_stop(t->b);
+}
+
 static bool settled_to_one(void *ctx)
 {
     vigil_mqtt_links *s = ctx;
@@ -322,16 +350,12 @@ static bool settled_to_one(void *ctx)
  * every message is acknowledged once. */
 static void a_connection_given_up(bool drop)
 {
-    vt_mosq *b = vt_mosq_start();
-    assert_non_null(b);
     static gate g;
     memset(&g, 0, sizeof g);
     g.drop = drop;
-    char url[64];
-    vt_tcp_cut *cut = gated(vt_mosq_port(b), &g, url, sizeof url);
     static heard h;
-    vigil_mqtt_links *s = links_started(url, "vigil-links-test-gate", &h);
-    assert_true(vt_links_wait_connected(s, true, WAIT_MS));
+    gated_links t = gated_start(&g, "vigil-links-test-gate", &h);
+    vigil_mqtt_links *s = t.s;
     assert_int_equal(vigil_mqtt_links_grow(s), 2);
     assert_false(vigil_mqtt_links_connected(s));
     int64_t t0 = vigil_mono_ms();
@@ -351,10 +375,7 @@ static void a_connection_given_up(bool drop)
     for (int i = 0; i < N_MSGS; i++)
         assert_int_equal(h.calls[i], 1);
     assert_int_equal(vigil_mqtt_links_settle(s, true), 1);
-    vigil_mqtt_links_set_ack_handler(s, NULL, NULL);
-    vigil_mqtt_links_stop(s, 1000);
-    vt_tcp_cut_stop(cut);
-    vt_mosq_stop(b);
+    gated_stop(&t);
 }
 
 static void test_a_refused_connection_is_given_up(void **state)
@@ -382,25 +403,18 @@ static bool both_up_settling(void *ctx)
  * takes it. */
 static void a_passing_refusal_is_waited_out(int reason)
 {
-    vt_mosq *b = vt_mosq_start();
-    assert_non_null(b);
     static gate g;
     memset(&g, 0, sizeof g);
     g.reason = reason;
     g.refuse_n = 2;
-    char url[64];
-    vt_tcp_cut *cut = gated(vt_mosq_port(b), &g, url, sizeof url);
     static heard h;
-    vigil_mqtt_links *s = links_started(url, "vigil-links-test-busy", &h);
-    assert_true(vt_links_wait_connected(s, true, WAIT_MS));
+    gated_links t = gated_start(&g, "vigil-links-test-busy", &h);
+    vigil_mqtt_links *s = t.s;
     assert_int_equal(vigil_mqtt_links_grow(s), 2);
     assert_true(vt_poll_until(both_up_settling, s, 3 * WAIT_MS));
     assert_int_equal(atomic_load(&g.turned_away), 2);
     assert_true(vigil_metric_value("vigil_outbox_connections", NULL) == 2);
-    vigil_mqtt_links_set_ack_handler(s, NULL, NULL);
-    vigil_mqtt_links_stop(s, 1000);
-    vt_tcp_cut_stop(cut);
-    vt_mosq_stop(b);
+    gated_stop(&t);
 }
 
 static void test_a_busy_broker_is_waited_out(void **state)
