@@ -356,6 +356,18 @@ void vigil_jtext_str(vigil_jtext *b, const char *v)
     b->s[b->n] = '\0';
 }
 
+/* The inside of a JSON string: the same bytes vigil_jtext_str writes
+ * between its quotes, since JSON escapes byte by byte. */
+void vigil_jtext_esc(vigil_jtext *b, const char *v)
+{
+    size_t len = strlen(v);
+    if (!reserve(b, len))
+        return;
+    if (!(len < 8 && put_short_plain(b, v, len)) && !put_escaped(b, v, len, 0))
+        return;
+    b->s[b->n] = '\0';
+}
+
 /* sep, "key" and ':' with one reservation: a record has a key per value. */
 void vigil_jtext_key(vigil_jtext *b, char sep, const char *key)
 {

@@ -1,5 +1,6 @@
 /* test_jtext.c - JSON written as text equals what json-c writes for the
- * same values: plain and escaped strings, the extreme integers, and an
+ * same values: plain and escaped strings (whole, as keys, and their
+ * insides alone), the extreme integers, and an
  * allocation that fails leaves nothing behind. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -79,11 +80,15 @@ static void every_byte_at_every_place_of_a_long_string(void **state)
                     vigil_jtext_lit(&b, "[");
                     vigil_jtext_str(&b, in);
                     vigil_jtext_key(&b, ',', in);
+                    /* the inside alone, quoted here: the same string */
+                    vigil_jtext_lit(&b, ",\"");
+                    vigil_jtext_esc(&b, in);
+                    vigil_jtext_ch(&b, '"');
                     char *t = vigil_jtext_take(&b);
                     json_object *o = json_object_new_string(in);
                     const char *want = json_object_to_json_string_ext(o, FLAGS);
-                    char full[256];
-                    snprintf(full, sizeof full, "[%s,%s:", want, want);
+                    char full[512];
+                    snprintf(full, sizeof full, "[%s,%s:,%s", want, want, want);
                     assert_string_equal(t, full);
                     json_object_put(o);
                     free(t);

@@ -74,6 +74,9 @@ size_t vigil_i64_text(char *out, int64_t v);
 void vigil_jtext_printf(vigil_jtext *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A JSON string, quoted and escaped as json-c does. */
 void vigil_jtext_str(vigil_jtext *b, const char *v);
+/* v escaped as inside a JSON string, without the quotes: a part of a
+ * string written in pieces (vigil_tlist). */
+void vigil_jtext_esc(vigil_jtext *b, const char *v);
 /* An object key: sep (',' or 0 for none), the key quoted and escaped as a
  * string, then ':'. */
 void vigil_jtext_key(vigil_jtext *b, char sep, const char *key);
