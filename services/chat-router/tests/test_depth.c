@@ -104,6 +104,55 @@ static void test_memory_survives_odd_ids(void **st)
     chat_room_free(r);
 }
 
+/* The record's list is kept as text beside the entries and updated with
+ * them; after every remember it is exactly what writing each entry again
+ * gives (the stale path), what a copy writes, and what a read of the
+ * record writes back: through the bound, a smaller bound, ids that need
+ * escaping and refused ids. */
+static void test_kept_text_equals_the_entries_written_again(void **st)
+{
+    (void)st;
+    chat_room *r = chat_room_new("general");
+    const char *odd[] = { "q\"uote", "back\\slash", "tab\there", "ctl\x01" };
+    char id[64], err[100];
+    for (int i = 0; i < 700; i++) {
+        if (i % 7 == 0)
+            snprintf(id, sizeof id, "%s-%d", odd[(i / 7) % 4], i);
+        else
+            snprintf(id, sizeof id, "m%d", i);
+        int memory = i < 500 ? 256 : i < 520 ? 5 : 64;
+        if (i == 300)
+            assert_int_equal(chat_room_remember(r, "with space", 1, memory), 0);
+        assert_int_equal(chat_room_remember(r, id, i * 1000003LL - 7, memory), 0);
+        assert_int_equal(vigil_tlist_count(&r->recent_text), r->n_recent);
+        char *kept = chat_room_to_json(r);
+        assert_non_null(kept);
+        chat_room *c = chat_room_clone(r);
+        assert_non_null(c);
+        char *copied = chat_room_to_json(c);
+        vigil_tlist_stale(&c->recent_text);
+        char *whole = chat_room_to_json(c);
+        chat_room *back = chat_room_from_json("general", kept, err, sizeof err);
+        assert_non_null(back);
+        char *reread = chat_room_to_json(back);
+        assert_string_equal(kept, whole);
+        assert_string_equal(kept, copied);
+        assert_string_equal(kept, reread);
+        /* a stale list is written whole again by the next remember */
+        assert_int_equal(chat_room_remember(c, "next", 1, memory), 0);
+        assert_int_equal(vigil_tlist_count(&c->recent_text), c->n_recent);
+        free(kept);
+        free(copied);
+        free(whole);
+        free(reread);
+        chat_room_free(c);
+        chat_room_free(back);
+    }
+    assert_int_equal(r->n_recent, 64);
+    assert_int_equal(chat_room_recall(r, "m699"), 699 * 1000003LL - 7);
+    chat_room_free(r);
+}
+
 /* Through the whole decision: the depth the router computes and hands on
  * in each notification. */
 static void test_depth_in_notifications(void **st)
@@ -138,6 +187,7 @@ int main(void)
         cmocka_unit_test(test_rules),
         cmocka_unit_test(test_memory_is_bounded),
         cmocka_unit_test(test_memory_survives_odd_ids),
+        cmocka_unit_test(test_kept_text_equals_the_entries_written_again),
         cmocka_unit_test(test_depth_in_notifications),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

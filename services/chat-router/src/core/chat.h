@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <json-c/json.h>
+#include <vigil/tlist.h>
 
 #define CHAT_SERVICE "chat-router"
 #define CHAT_ID_MAX 64     /* room, persona, user ids */
@@ -204,6 +205,9 @@ typedef struct chat_room {
     int64_t stopped;        /* chains stopped at the depth limit */
     chat_recent *recent;    /* oldest first */
     int n_recent, cap_recent;
+    /* recent as the record writes it, kept in step by chat_room_remember:
+     * the record is written on every message and this list is most of it */
+    vigil_tlist recent_text;
 } chat_room;
 
 /* Reads a record (NULL -> a room that does not exist yet). Returns NULL

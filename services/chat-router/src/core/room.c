@@ -25,6 +25,7 @@ chat_room *chat_room_new(const char *room)
     if (!r)
         return NULL;
     snprintf(r->room, sizeof r->room, "%s", room ? room : "");
+    vigil_tlist_init(&r->recent_text, ' ');
     return r;
 }
 
@@ -33,6 +34,7 @@ void chat_room_free(chat_room *r)
     if (!r)
         return;
     free(r->recent);
+    vigil_tlist_free(&r->recent_text);
     free(r);
 }
 
@@ -44,9 +46,12 @@ chat_room *chat_room_clone(const chat_room *src)
     *r = *src;
     r->recent = NULL;
     r->cap_recent = 0;
+    vigil_tlist_init(&r->recent_text, ' ');
+    vigil_tlist_copy(&r->recent_text, &src->recent_text); /* stale when short of memory */
     if (src->n_recent > 0) {
         r->recent = malloc((size_t)src->n_recent * sizeof *r->recent);
         if (!r->recent) {
+            vigil_tlist_free(&r->recent_text);
             free(r);
             return NULL;
         }
@@ -58,7 +63,8 @@ chat_room *chat_room_clone(const chat_room *src)
 
 size_t chat_room_bytes(const chat_room *r)
 {
-    return sizeof *r + (size_t)r->cap_recent * sizeof *r->recent;
+    return sizeof *r + (size_t)r->cap_recent * sizeof *r->recent +
+           vigil_tlist_bytes(&r->recent_text);
 }
 
 static int64_t get_i64(json_object *o, const char *k)
@@ -75,6 +81,26 @@ static void get_str(json_object *o, const char *k, char *out, size_t outlen)
     out[0] = '\0';
     if (json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string))
         snprintf(out, outlen, "%s", json_object_get_string(v));
+}
+
+/* One entry of "id depth id depth ...", escaped as inside the JSON
+ * string (message ids are plain text: escaped like any string). */
+static void put_entry(vigil_jtext *t, const chat_recent *e)
+{
+    vigil_jtext_esc(t, e->id);
+    vigil_jtext_put(t, " ", 1);
+    vigil_jtext_i64(t, e->depth);
+}
+
+/* recent_text written again from every entry: after a read, or when it
+ * could not follow (memory ran short). */
+static void recent_text_rebuild(chat_room *r)
+{
+    vigil_tlist_reset(&r->recent_text);
+    for (int i = 0; i < r->n_recent; i++) {
+        put_entry(vigil_tlist_begin(&r->recent_text), &r->recent[i]);
+        vigil_tlist_end(&r->recent_text);
+    }
 }
 
 /* Reads "id depth id depth ..." into r->recent. */
@@ -153,6 +179,7 @@ chat_room *chat_room_from_json(const char *room, const char *json, char *err, si
         return NULL;
     }
     json_object_put(o);
+    recent_text_rebuild(r); /* stale when short of memory: written whole then */
     return r;
 }
 
@@ -173,28 +200,23 @@ static char *dump(json_object *o)
     return s ? strdup(s) : NULL;
 }
 
-/* "id depth id depth ..." as one JSON string, straight into b (message ids
- * are plain text: escaped like any string). */
+/* "id depth id depth ..." as one JSON string: the kept text, or written
+ * entry by entry when it is stale. */
 static void put_recent(vigil_jtext *b, const chat_room *r)
 {
-    vigil_jtext t = {0};
-    /* the separators with a constant length: copied in place
-     * (vigil_jtext_put), not a call each, two per entry and up to a
-     * hundred entries per record */
-    for (int i = 0; i < r->n_recent; i++) {
-        if (i)
-            vigil_jtext_put(&t, " ", 1);
-        vigil_jtext_lit(&t, r->recent[i].id);
-        vigil_jtext_put(&t, " ", 1);
-        vigil_jtext_i64(&t, r->recent[i].depth);
+    size_t len;
+    const char *s = vigil_tlist_text(&r->recent_text, &len);
+    vigil_jtext_put(b, "\"", 1);
+    if (s && vigil_tlist_count(&r->recent_text) == r->n_recent) {
+        vigil_jtext_put(b, s, len);
+    } else {
+        for (int i = 0; i < r->n_recent; i++) {
+            if (i)
+                vigil_jtext_put(b, " ", 1);
+            put_entry(b, &r->recent[i]);
+        }
     }
-    char *s = vigil_jtext_take(&t);
-    if (!s) {
-        b->oom = true;
-        return;
-    }
-    vigil_jtext_str(b, s);
-    free(s);
+    vigil_jtext_put(b, "\"", 1);
 }
 
 /* ,"k": for a key named as a literal: one copy in place of a constant
@@ -282,5 +304,14 @@ int chat_room_remember(chat_room *r, const char *id, int64_t depth, int memory)
     chat_recent *e = &r->recent[r->n_recent++];
     vigil_concat(e->id, sizeof e->id, id, (const char *)NULL);
     e->depth = depth;
+    /* the text follows: the same drop, the same entry at the end */
+    vigil_tlist *t = &r->recent_text;
+    if (vigil_tlist_count(t) == r->n_recent - 1 + drop) {
+        vigil_tlist_drop(t, drop);
+        put_entry(vigil_tlist_begin(t), e);
+        vigil_tlist_end(t);
+    } else {
+        recent_text_rebuild(r);
+    }
     return 0;
 }
