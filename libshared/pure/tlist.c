@@ -10,11 +10,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Empty and fresh, joined by sep, its memory kept. */
+static void empty(vigil_tlist *l, char sep)
+{
+    l->sep = sep;
+    l->t.n = 0;
+    l->t.oom = false;
+    if (l->t.s)
+        l->t.s[0] = '\0';
+    l->start = l->mark = 0;
+    l->head = l->n = 0;
+    l->fresh = true;
+}
+
 void vigil_tlist_init(vigil_tlist *l, char sep)
 {
     memset(l, 0, sizeof *l);
-    l->sep = sep;
-    l->fresh = true;
+    empty(l, sep);
 }
 
 void vigil_tlist_free(vigil_tlist *l)
@@ -26,15 +38,10 @@ void vigil_tlist_free(vigil_tlist *l)
     l->fresh = false;
 }
 
-void vigil_tlist_reset(vigil_tlist *l)
+void vigil_tlist_reset(vigil_tlist *l, char sep)
 {
-    l->t.n = 0;
-    l->t.oom = false;
-    if (l->t.s)
-        l->t.s[0] = '\0';
-    l->start = l->mark = 0;
-    l->head = l->n = 0;
-    l->fresh = true;
+    empty(l, sep);
+    l->rewrites++;
 }
 
 void vigil_tlist_stale(vigil_tlist *l) { l->fresh = false; }
@@ -85,7 +92,7 @@ void vigil_tlist_drop(vigil_tlist *l, int k)
     if (!l->fresh || k <= 0)
         return;
     if (k >= l->n) {
-        vigil_tlist_reset(l);
+        empty(l, l->sep);
         return;
     }
     size_t bytes = (size_t)k; /* a separator after each dropped entry */
@@ -108,8 +115,7 @@ int vigil_tlist_count(const vigil_tlist *l) { return l->fresh ? l->n : -1; }
 
 void vigil_tlist_copy(vigil_tlist *dst, const vigil_tlist *src)
 {
-    vigil_tlist_reset(dst);
-    dst->sep = src->sep;
+    empty(dst, src->sep);
     size_t len;
     const char *s = vigil_tlist_text(src, &len);
     if (!s) {

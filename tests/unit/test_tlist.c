@@ -185,11 +185,14 @@ static void a_stale_list_is_written_again(void **u)
     vigil_tlist_copy(&c, &l); /* a copy of a stale list is stale */
     assert_null(vigil_tlist_text(&c, &len));
     vigil_tlist_free(&c);
-    vigil_tlist_reset(&l);
+    assert_int_equal(l.rewrites, 0); /* drops of everything are no rewrite */
+    vigil_tlist_reset(&l, '+'); /* with another separator */
+    assert_int_equal(l.rewrites, 1);
     m.n = 0;
     push(&l, &m, "x");
     push(&l, &m, "y");
     check(&l, &m);
+    assert_string_equal(vigil_tlist_text(&l, &len), "x+y");
     vigil_tlist_free(&l);
     assert_null(vigil_tlist_text(&l, &len)); /* freed: stale */
 }

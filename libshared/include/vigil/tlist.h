@@ -24,14 +24,18 @@ typedef struct vigil_tlist {
     int head, n, cap;
     char sep;
     bool fresh; /* false: the text is not the list's; write it again */
+    /* times the owner wrote it whole (vigil_tlist_reset): a list kept in
+     * step is written whole once, after a read; tests watch this */
+    unsigned rewrites;
 } vigil_tlist;
 
 /* An empty list, fresh; nothing allocated yet. */
 void vigil_tlist_init(vigil_tlist *l, char sep);
 void vigil_tlist_free(vigil_tlist *l); /* then as vigil_tlist_init left it, stale */
-/* Empty and fresh again, keeping its memory: before the owner writes
- * every entry. */
-void vigil_tlist_reset(vigil_tlist *l);
+/* Empty and fresh again, its entries to be joined by sep, keeping its
+ * memory: before the owner writes every entry. Also makes a zeroed
+ * vigil_tlist ready. */
+void vigil_tlist_reset(vigil_tlist *l, char sep);
 /* The text no longer follows the list (the owner changed an entry). */
 void vigil_tlist_stale(vigil_tlist *l);
 /* An entry appended: write its text into the buffer returned (with the

@@ -125,6 +125,7 @@ static void test_kept_text_equals_the_entries_written_again(void **st)
             assert_int_equal(chat_room_remember(r, "with space", 1, memory), 0);
         assert_int_equal(chat_room_remember(r, id, i * 1000003LL - 7, memory), 0);
         assert_int_equal(vigil_tlist_count(&r->recent_text), r->n_recent);
+        assert_int_equal(r->recent_text.rewrites, 0); /* kept in step, never written whole */
         char *kept = chat_room_to_json(r);
         assert_non_null(kept);
         chat_room *c = chat_room_clone(r);

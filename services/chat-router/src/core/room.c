@@ -96,7 +96,7 @@ static void put_entry(vigil_jtext *t, const chat_recent *e)
  * could not follow (memory ran short). */
 static void recent_text_rebuild(chat_room *r)
 {
-    vigil_tlist_reset(&r->recent_text);
+    vigil_tlist_reset(&r->recent_text, ' ');
     for (int i = 0; i < r->n_recent; i++) {
         put_entry(vigil_tlist_begin(&r->recent_text), &r->recent[i]);
         vigil_tlist_end(&r->recent_text);
