@@ -227,6 +227,76 @@ static void recent_texts_keep_the_last_in_order(void **state)
     wake_room_free(r);
 }
 
+/* The record's texts of the times and of the recent messages are kept
+ * beside them and updated per message; after every message they are what
+ * writing each entry again gives (the stale path), what a copy writes and
+ * what a read of the record writes back: through pruning by age, a prune
+ * of everything, times that go back, the bound of WAKE_TIMES_MAX and the
+ * ring of texts, with texts that need escaping or are cut. */
+static void kept_texts_equal_the_entries_written_again(void **state)
+{
+    (void)state;
+    wake_room *r = wake_room_new("x");
+    const char *odd[] = { "q\"uote and back\\slash", "line\nbreak\ttab", "ctl\x01\x1f",
+                          "caf\xc3\xa9 \xe2\x82\xac" };
+    char id[32], text[400];
+    int64_t now = 1700000000000;
+    for (int i = 0; i < 4600; i++) {
+        if (i < 2100)
+            now += 1; /* 2,100 within ten minutes: the bound of 2,000 */
+        else if (i % 97 == 0)
+            now += 11 * 60 * 1000; /* everything older than ten minutes goes */
+        else if (i % 13 == 0)
+            now -= 50; /* a clock that went back */
+        else
+            now += 150 + i % 400;
+        snprintf(id, sizeof id, "m%d", i);
+        if (i % 5 == 0)
+            snprintf(text, sizeof text, "%s %d", odd[(i / 5) % 4], i);
+        else if (i % 11 == 0)
+            memset(text, 'y', 300), text[300] = '\0'; /* longer than kept */
+        else
+            snprintf(text, sizeof text, "text %d", i);
+        wake_room_record(r, id, i % 3 ? "s" : "h", i % 3 ? WAKE_SENDER_AI : WAKE_SENDER_HUMAN,
+                         text, now);
+        assert_int_equal(vigil_tlist_count(&r->times_text), r->n_times - 1);
+        assert_int_equal(vigil_tlist_count(&r->texts_text), r->n_texts);
+        /* kept in step: never written whole again */
+        assert_int_equal(r->times_text.rewrites + r->texts_text.rewrites, 0);
+        if (i == 2099)
+            assert_int_equal(r->n_times, WAKE_TIMES_MAX);
+        if (i > 300 && i < 2050 && i % 50 != 0)
+            continue; /* the long stretch checked now and then */
+        char *kept = wake_room_to_json(r);
+        wake_room *c = wake_room_clone(r);
+        assert_non_null(c);
+        char *copied = wake_room_to_json(c);
+        vigil_tlist_stale(&c->times_text);
+        vigil_tlist_stale(&c->texts_text);
+        char *whole = wake_room_to_json(c);
+        bool corrupt = true;
+        wake_room *back = wake_room_from_json("x", kept, &corrupt);
+        assert_false(corrupt);
+        char *reread = wake_room_to_json(back);
+        assert_int_equal(back->times_text.rewrites, 1); /* written once, after the read */
+        assert_int_equal(back->texts_text.rewrites, 1);
+        assert_string_equal(kept, whole);
+        assert_string_equal(kept, copied);
+        assert_string_equal(kept, reread);
+        /* stale texts are written whole again by the next message */
+        wake_room_record(c, "n", "s", WAKE_SENDER_AI, "next", now + 1);
+        assert_int_equal(vigil_tlist_count(&c->times_text), c->n_times - 1);
+        assert_int_equal(vigil_tlist_count(&c->texts_text), c->n_texts);
+        free(kept);
+        free(copied);
+        free(whole);
+        free(reread);
+        wake_room_free(c);
+        wake_room_free(back);
+    }
+    wake_room_free(r);
+}
+
 static void recent_activity(void **state)
 {
     (void)state;
@@ -321,6 +391,7 @@ int main(void)
         cmocka_unit_test(levels_newest_report_wins),
         cmocka_unit_test(meta_membership),
         cmocka_unit_test(recent_texts_keep_the_last_in_order),
+        cmocka_unit_test(kept_texts_equal_the_entries_written_again),
         cmocka_unit_test(recent_activity),
         cmocka_unit_test(tokens_saved_estimate),
     };

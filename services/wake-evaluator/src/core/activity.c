@@ -80,6 +80,7 @@ static void prune_times(wake_room *r, int64_t now)
     memmove(r->times, r->times + k, (size_t)(r->n_times - k) * sizeof r->times[0]);
     memmove(r->kinds, r->kinds + k, (size_t)(r->n_times - k) * sizeof r->kinds[0]);
     r->n_times -= k;
+    vigil_tlist_drop(&r->times_text, k); /* the differences of times 1..k */
 }
 
 static void record_persona(wake_persona *p, int64_t now, int64_t ref)
@@ -109,10 +110,15 @@ void wake_room_record(wake_room *r, const char *id, const char *sender, wake_sen
         memmove(r->times, r->times + 1, (size_t)(r->n_times - 1) * sizeof r->times[0]);
         memmove(r->kinds, r->kinds + 1, (size_t)(r->n_times - 1) * sizeof r->kinds[0]);
         r->n_times--;
+        vigil_tlist_drop(&r->times_text, 1);
     }
     r->times[r->n_times] = now;
     r->kinds[r->n_times] = type;
     r->n_times++;
+    /* the record's text of the times follows (wake.h), or is written again */
+    wake_room_times_text_push(r);
+    if (vigil_tlist_count(&r->times_text) != r->n_times - 1)
+        wake_room_times_text(r);
 
     /* a ring: the newest takes the oldest's place, instead of moving the
      * nineteen others (about 9 KB) on every message */
@@ -120,6 +126,7 @@ void wake_room_record(wake_room *r, const char *id, const char *sender, wake_sen
     if (r->n_texts == WAKE_TEXTS_MAX) {
         m = &r->texts[r->texts_head];
         r->texts_head = (r->texts_head + 1) % WAKE_TEXTS_MAX;
+        vigil_tlist_drop(&r->texts_text, 1);
     } else {
         m = &r->texts[(r->texts_head + r->n_texts++) % WAKE_TEXTS_MAX];
     }
@@ -129,6 +136,9 @@ void wake_room_record(wake_room *r, const char *id, const char *sender, wake_sen
     m->type = type;
     m->ts = now;
     wake_copy_utf8(m->text, text, WAKE_TEXT_KEEP);
+    wake_room_texts_text_push(r, m);
+    if (vigil_tlist_count(&r->texts_text) != r->n_texts)
+        wake_room_texts_text(r);
     if (type == WAKE_SENDER_HUMAN) {
         r->last_human = *m;
         r->has_human = true;

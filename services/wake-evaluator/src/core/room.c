@@ -10,6 +10,8 @@ wake_room *wake_room_new(const char *id)
     if (!r)
         return NULL;
     snprintf(r->id, sizeof r->id, "%s", id ? id : "");
+    vigil_tlist_init(&r->times_text, ',');
+    vigil_tlist_init(&r->texts_text, ',');
     return r;
 }
 
@@ -18,6 +20,8 @@ void wake_room_free(wake_room *r)
     if (!r)
         return;
     free(r->personas);
+    vigil_tlist_free(&r->times_text);
+    vigil_tlist_free(&r->texts_text);
     free(r);
 }
 
@@ -97,10 +101,15 @@ wake_room *wake_room_clone(const wake_room *src)
     *r = *src;
     r->personas = NULL;
     r->cap_personas = 0;
+    /* copies of the texts (stale when short of memory: written again) */
+    vigil_tlist_init(&r->times_text, ',');
+    vigil_tlist_init(&r->texts_text, ',');
+    vigil_tlist_copy(&r->times_text, &src->times_text);
+    vigil_tlist_copy(&r->texts_text, &src->texts_text);
     if (src->n_personas > 0) {
         r->personas = malloc((size_t)src->n_personas * sizeof *r->personas);
         if (!r->personas) {
-            free(r);
+            wake_room_free(r);
             return NULL;
         }
         memcpy(r->personas, src->personas, (size_t)src->n_personas * sizeof *r->personas);
@@ -111,7 +120,8 @@ wake_room *wake_room_clone(const wake_room *src)
 
 size_t wake_room_bytes(const wake_room *r)
 {
-    return sizeof *r + (size_t)r->cap_personas * sizeof *r->personas;
+    return sizeof *r + (size_t)r->cap_personas * sizeof *r->personas +
+           vigil_tlist_bytes(&r->times_text) + vigil_tlist_bytes(&r->texts_text);
 }
 
 wake_persona *wake_room_join(wake_room *r, const wake_config *c, const char *persona,

@@ -231,6 +231,10 @@ wake_room *wake_room_from_json(const char *room_id, const char *json, bool *corr
             *corrupt = true;
     }
     json_object_put(root);
+    if (r) { /* stale when short of memory: the record is then written whole */
+        wake_room_times_text(r);
+        wake_room_texts_text(r);
+    }
     return r;
 }
 
@@ -318,6 +322,92 @@ static void write_msg(jbuf *b, const wake_msg *m)
     jb_close(b, '}');
 }
 
+/* Entry i (>= 1) of td: time i's difference to the one before, as
+ * w_times writes it. */
+static void times_entry(vigil_jtext *t, const int64_t *times, int i)
+{
+    vigil_jtext_i64(t, (int64_t)((uint64_t)times[i] - (uint64_t)times[i - 1]));
+}
+
+/* A message of tx written into t, as write_msg writes it in the record. */
+static void msg_entry(vigil_jtext *t, const wake_msg *m)
+{
+    jbuf b = { .t = *t, .comma = false };
+    write_msg(&b, m);
+    *t = b.t;
+}
+
+void wake_room_times_text(wake_room *r)
+{
+    vigil_tlist_reset(&r->times_text, ',');
+    for (int i = 1; i < r->n_times; i++) {
+        times_entry(vigil_tlist_begin(&r->times_text), r->times, i);
+        vigil_tlist_end(&r->times_text);
+    }
+}
+
+void wake_room_texts_text(wake_room *r)
+{
+    vigil_tlist_reset(&r->texts_text, ',');
+    for (int i = 0; i < r->n_texts; i++) {
+        msg_entry(vigil_tlist_begin(&r->texts_text), wake_room_text(r, i));
+        vigil_tlist_end(&r->texts_text);
+    }
+}
+
+void wake_room_times_text_push(wake_room *r)
+{
+    if (r->n_times < 2)
+        return; /* the first time is written apart: no difference */
+    times_entry(vigil_tlist_begin(&r->times_text), r->times, r->n_times - 1);
+    vigil_tlist_end(&r->times_text);
+}
+
+void wake_room_texts_text_push(wake_room *r, const wake_msg *m)
+{
+    msg_entry(vigil_tlist_begin(&r->texts_text), m);
+    vigil_tlist_end(&r->texts_text);
+}
+
+/* td: the first time, then the kept text of the differences; written
+ * time by time (w_times) when that text is stale. */
+static void write_room_times(jbuf *b, const wake_room *r)
+{
+    size_t len;
+    const char *s = vigil_tlist_text(&r->times_text, &len);
+    if (!s || vigil_tlist_count(&r->times_text) != r->n_times - 1) {
+        w_times(b, "td", r->times, r->n_times);
+        return;
+    }
+    JB_KEY(b, "td");
+    char *p = jb_str_room(b, VIGIL_I64_TEXT_MAX + 1 + len);
+    if (!p)
+        return;
+    size_t n = vigil_i64_text(p, r->times[0]);
+    if (len > 0) {
+        p[n++] = ',';
+        memcpy(p + n, s, len);
+        n += len;
+    }
+    jb_str_end(b, p, n);
+}
+
+/* tx: the kept text of the messages; written message by message when
+ * that text is stale. */
+static void write_room_texts(jbuf *b, const wake_room *r)
+{
+    size_t len;
+    const char *s = vigil_tlist_text(&r->texts_text, &len);
+    JB_KEY(b, "tx");
+    jb_open(b, '[');
+    if (s && vigil_tlist_count(&r->texts_text) == r->n_texts)
+        vigil_jtext_put(&b->t, s, len);
+    else
+        for (int i = 0; i < r->n_texts; i++)
+            write_msg(b, wake_room_text(r, i));
+    jb_close(b, ']');
+}
+
 static void write_persona(jbuf *b, const wake_persona *p)
 {
     jb_open(b, '{');
@@ -385,7 +475,7 @@ char *wake_room_to_json(const wake_room *r)
         write_persona(&b, &r->personas[i]);
     jb_close(&b, ']');
     if (r->n_times > 0) {
-        w_times(&b, "td", r->times, r->n_times);
+        write_room_times(&b, r);
         JB_KEY(&b, "tk");
         char *tk = jb_str_room(&b, (size_t)r->n_times);
         if (tk) {
@@ -395,13 +485,8 @@ char *wake_room_to_json(const wake_room *r)
             jb_str_end(&b, tk, (size_t)r->n_times);
         }
     }
-    if (r->n_texts > 0) {
-        JB_KEY(&b, "tx");
-        jb_open(&b, '[');
-        for (int i = 0; i < r->n_texts; i++)
-            write_msg(&b, wake_room_text(r, i));
-        jb_close(&b, ']');
-    }
+    if (r->n_texts > 0)
+        write_room_texts(&b, r);
     if (r->has_human) {
         JB_KEY(&b, "lh");
         write_msg(&b, &r->last_human);

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <json-c/json.h>
 #include <vigil/names.h>
+#include <vigil/tlist.h>
 
 #define WAKE_ID_MAX 64        /* room, persona ids */
 #define WAKE_EVID_MAX 128     /* message / event ids */
@@ -161,6 +162,10 @@ typedef struct wake_room {
      * oldest at texts_head; read them in order with wake_room_text */
     int n_texts, texts_head;
     wake_msg texts[WAKE_TEXTS_MAX];
+    /* the record's text of td (the times' differences after the first)
+     * and of tx (the recent messages), kept in step by wake_room_record:
+     * the record is written on every message and these are most of it */
+    vigil_tlist times_text, texts_text;
     bool has_human;
     wake_msg last_human;
     char prev_sender[WAKE_ID_MAX + 1]; /* for response times */
@@ -201,6 +206,14 @@ size_t wake_room_bytes(const wake_room *r);      /* memory r holds */
  * retained topics) and sets *corrupt when corrupt is not NULL. */
 wake_room *wake_room_from_json(const char *room_id, const char *json, bool *corrupt);
 char *wake_room_to_json(const wake_room *r); /* malloc'd, or NULL */
+/* times_text and texts_text written again from the times and the
+ * messages (after a read, or when they could not follow). */
+void wake_room_times_text(wake_room *r);
+void wake_room_texts_text(wake_room *r);
+/* Appends to times_text the difference of the last two times, and to
+ * texts_text the newest message, as the record writes them. */
+void wake_room_times_text_push(wake_room *r);
+void wake_room_texts_text_push(wake_room *r, const wake_msg *m);
 
 /* ------------------------------------------------------------------ */
 /* Outputs: the seam to the shell                                     */
