@@ -650,28 +650,33 @@ static void change_and_entry_texts_are_what_json_c_writes(void **state)
 
 /* The record's recent_dt and recent_kind, kept and edited as messages
  * come and age out (full list, drops of one and of many, a reset), read
- * the same as written anew from the list (a copy keeps no texts). */
+ * the same as written anew from the list (a copy keeps no texts). The
+ * room stays in memory throughout, as the service's record cache keeps
+ * it (dm_after reads every record back, which starts the texts afresh). */
 static void recent_texts_follow_the_list(void **state)
 {
     (void)state;
-    dm_fx *f = dm_new();
-    f->cfg.auto_suggest = false;
-    f->cfg.auto_sleep = false;
-    dm_personas(f, 1, "ann");
+    dormancy_config cfg;
+    dormancy_config_init(&cfg);
+    dormancy_room *r = dormancy_room_new("general");
+    assert_non_null(r);
+    dormancy_step s = { .room = r, .cfg = &cfg, .now = 1700000000000 };
     for (int round = 0; round < 3; round++) {
         for (int i = 0; i < DORMANCY_MAX_RECENT + 40; i++) {
-            if (i % 3 == 0)
-                dm_human(f, "h");
-            else
-                dm_ai(f, "ann", "hi");
-            dm_advance(f, 1 + i % 7);
+            activity_prune(&s);
+            activity_record(&s, i % 3 == 0);
+            s.now += 1 + i % 7;
+            if (i % 50 == 0) { /* a clock that went back */
+                s.now -= 20;
+            }
         }
-        assert_int_equal(f->room->n_recent, DORMANCY_MAX_RECENT);
-        dm_advance(f, f->cfg.velocity_window_ms - 900); /* most of them age out */
-        dm_ai(f, "ann", "later");
-        assert_true(f->room->n_recent > 1 && f->room->n_recent < DORMANCY_MAX_RECENT);
-        char *kept = dormancy_room_to_json(f->room);
-        dormancy_room *c = dormancy_room_clone(f->room);
+        assert_int_equal(r->n_recent, DORMANCY_MAX_RECENT);
+        s.now += cfg.velocity_window_ms - 900; /* most of them age out */
+        activity_prune(&s);
+        activity_record(&s, false);
+        assert_true(r->n_recent > 1 && r->n_recent < DORMANCY_MAX_RECENT);
+        char *kept = dormancy_room_to_json(r);
+        dormancy_room *c = dormancy_room_clone(r);
         assert_non_null(c);
         assert_false(c->rtext_ok);
         char *anew = dormancy_room_to_json(c);
@@ -679,11 +684,15 @@ static void recent_texts_follow_the_list(void **state)
         free(kept);
         free(anew);
         dormancy_room_free(c);
-        dm_advance(f, 10 * f->cfg.velocity_window_ms); /* all of them age out */
-        dm_ai(f, "ann", "alone");
-        assert_int_equal(f->room->n_recent, 1);
+        s.now += 10 * cfg.velocity_window_ms; /* all of them age out */
+        activity_prune(&s);
+        activity_record(&s, false);
+        assert_int_equal(r->n_recent, 1);
     }
-    dm_free(f);
+    /* edited all along: written whole once, at the first message */
+    assert_true(r->rtext_ok);
+    assert_int_equal(r->rtext_dt.rewrites, 1);
+    dormancy_room_free(r);
 }
 
 int main(void)

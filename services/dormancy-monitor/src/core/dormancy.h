@@ -20,6 +20,7 @@
 #include <vigil/jtext.h>
 #include <vigil/msg_persona.h>
 #include <vigil/names.h>
+#include <vigil/tlist.h>
 
 #define DORMANCY_ID_MAX 64       /* room, persona, user, session ids */
 #define DORMANCY_MSGID_MAX 128   /* message / event / input ids */
@@ -246,9 +247,11 @@ typedef struct dormancy_room {
     dormancy_snap_memo *memo;
     /* The record's recent_dt and recent_kind texts for the list above,
      * edited as the list changes (recent_text.c), not part of the record;
-     * rtext_ok false: not kept (a copy starts without). */
+     * rtext_ok false: not kept (a copy starts without). rtext_dt holds the
+     * differences after the first time (vigil/times_text.h). */
     bool rtext_ok;
-    vigil_jtext rtext_dt, rtext_kind;
+    vigil_tlist rtext_dt;
+    vigil_jtext rtext_kind;
 } dormancy_room;
 
 /* The i-th oldest human message of r (0 <= i < r->n_humans). */

@@ -93,7 +93,7 @@ void dormancy_room_free(dormancy_room *r)
     free(r->timers);
     free(r->memo);
     dormancy_texts_free(r->texts);
-    free(r->rtext_dt.s);
+    vigil_tlist_free(&r->rtext_dt);
     free(r->rtext_kind.s);
     free(r);
 }
@@ -102,7 +102,8 @@ size_t dormancy_room_bytes(const dormancy_room *r)
 {
     return sizeof *r + (size_t)r->cap_personas * sizeof *r->personas +
            (size_t)r->cap_timers * sizeof *r->timers + (size_t)r->cap_memo * sizeof *r->memo +
-           dormancy_texts_bytes(r->texts) + r->rtext_dt.cap + r->rtext_kind.cap;
+           dormancy_texts_bytes(r->texts) + vigil_tlist_bytes(&r->rtext_dt) +
+           r->rtext_kind.cap;
 }
 
 dormancy_room *dormancy_room_clone(const dormancy_room *r)

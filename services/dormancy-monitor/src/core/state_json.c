@@ -12,6 +12,7 @@
 #include <vigil/json.h>
 #include <vigil/jtext.h>
 #include <vigil/str.h>
+#include <vigil/times_text.h>
 #include "step.h"
 
 #define STATE_VERSION 1 /* the record in one text */
@@ -176,7 +177,7 @@ static void put_sessions(vigil_jtext *b, const dormancy_room *r)
  * nothing, a head of 2 KB was copied through four reallocations. */
 static void put_room(vigil_jtext *b, const dormancy_room *r, int version)
 {
-    vigil_jtext_reserve(b, 512 + r->rtext_dt.n + r->rtext_kind.n + (size_t)r->n_humans * 64 +
+    vigil_jtext_reserve(b, 512 + r->rtext_dt.t.n + r->rtext_kind.n + (size_t)r->n_humans * 64 +
                                (size_t)r->n_sessions * 160 + (size_t)r->n_timers * 48);
     vigil_jtext_lit(b, "{\"v\":");
     vigil_jtext_i64(b, version);
@@ -364,26 +365,6 @@ static int add_timer(dormancy_room *r, const char *name, int64_t due)
     return 0;
 }
 
-/* The compact form put_recent writes; stops at the first malformed
- * number. Returns the number of times read. */
-static size_t read_recent_text(dormancy_room *r, const char *s, size_t max)
-{
-    size_t n = 0;
-    int64_t prev = 0;
-    while (n < max && *s) {
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        if (end == s)
-            break;
-        prev = n == 0 ? (int64_t)v : prev + (int64_t)v;
-        r->recent_ts[n++] = prev;
-        if (*end != ',')
-            break;
-        s = end + 1;
-    }
-    return n;
-}
-
 /* recent_dt (written since the compact form) or recent_ts (an array, as
  * records written before hold it), with recent_kind. */
 static void read_recent(dormancy_room *r, json_object *o)
@@ -393,7 +374,9 @@ static void read_recent(dormancy_room *r, json_object *o)
     const char *dt = get_str(o, "recent_dt");
     if (dt && kind) {
         size_t nk = strlen(kind);
-        size_t n = read_recent_text(r, dt, nk < DORMANCY_MAX_RECENT ? nk : DORMANCY_MAX_RECENT);
+        size_t n = (size_t)vigil_times_parse(dt, r->recent_ts,
+                                             nk < DORMANCY_MAX_RECENT ? (int)nk
+                                                                      : DORMANCY_MAX_RECENT);
         for (size_t i = 0; i < n; i++)
             r->recent_human[i] = kind[i] == 'h';
         r->n_recent = (int)n;

@@ -9,6 +9,7 @@
  *   AI-to-human ratio    AI messages / max(1, human messages), 5 minutes.
  * Times are the receive times (`now` of each input), not producers' ts. */
 #include <string.h>
+#include <vigil/times_text.h>
 #include "wake.h"
 
 int wake_messages_last_hour(const wake_persona *p, int64_t now)
@@ -116,9 +117,9 @@ void wake_room_record(wake_room *r, const char *id, const char *sender, wake_sen
     r->kinds[r->n_times] = type;
     r->n_times++;
     /* the record's text of the times follows (wake.h), or is written again */
-    wake_room_times_text_push(r);
+    vigil_times_kept_push(&r->times_text, r->times, r->n_times);
     if (vigil_tlist_count(&r->times_text) != r->n_times - 1)
-        wake_room_times_text(r);
+        vigil_times_keep(&r->times_text, r->times, r->n_times);
 
     /* a ring: the newest takes the oldest's place, instead of moving the
      * nineteen others (about 9 KB) on every message */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/times_text.h>
 #include "jbuf.h"
 #include "wake.h"
 
@@ -47,33 +48,13 @@ static void get_str(json_object *o, const char *k, char *out, size_t outlen)
         wake_copy_utf8(out, json_object_get_string(v), outlen - 1);
 }
 
-/* Reads "t0,d1,d2,..." (see w_times) into at most max times; returns how
- * many. A malformed list keeps what was read before the fault. */
-static int parse_times(const char *s, int64_t *t, int max)
-{
-    int n = 0;
-    uint64_t at = 0;
-    const char *p = s;
-    while (*p && n < max) {
-        char *end;
-        errno = 0;
-        long long d = strtoll(p, &end, 10);
-        if (end == p || errno != 0 || (*end != ',' && *end != '\0'))
-            break;
-        at = n == 0 ? (uint64_t)d : at + (uint64_t)d; /* wraps as the writer's subtraction */
-        t[n++] = (int64_t)at;
-        p = *end == ',' ? end + 1 : end;
-    }
-    return n;
-}
-
 /* The times under key_d (the difference list) or, in records written
  * before it, the array under key_a. Returns how many (at most max). */
 static int read_times(json_object *o, const char *key_d, const char *key_a, int64_t *t, int max)
 {
     json_object *v;
     if (json_object_object_get_ex(o, key_d, &v) && json_object_is_type(v, json_type_string))
-        return parse_times(json_object_get_string(v), t, max);
+        return vigil_times_parse(json_object_get_string(v), t, max);
     if (!json_object_object_get_ex(o, key_a, &v) || !json_object_is_type(v, json_type_array))
         return -1;
     size_t n = json_object_array_length(v);
@@ -232,7 +213,7 @@ wake_room *wake_room_from_json(const char *room_id, const char *json, bool *corr
     }
     json_object_put(root);
     if (r) { /* stale when short of memory: the record is then written whole */
-        wake_room_times_text(r);
+        vigil_times_keep(&r->times_text, r->times, r->n_times);
         wake_room_texts_text(r);
     }
     return r;
@@ -273,23 +254,15 @@ VIGIL_JTEXT_INLINE void w_dbl_q(jbuf *b, const char *q, size_t qlen, double v, d
 /* n times as one string "t0,d1,d2,...": the first time, then each one's
  * difference to the one before (a few digits instead of thirteen, one
  * value instead of up to 2,000; records written before, with an array
- * under another key, still read). */
-static void w_times(jbuf *b, const char *k, const int64_t *t, int n)
+ * under another key, still read); from the kept text of the differences
+ * when there is one that follows t (vigil/times_text.h). */
+static void w_times(jbuf *b, const char *k, const vigil_tlist *kept, const int64_t *t, int n)
 {
     jb_key(b, k);
-    /* written in place: each number's store stays inside its own
-     * VIGIL_I64_TEXT_MAX + 1 bytes (the comma's room for the next) */
-    char *s = jb_str_room(b, (size_t)n * (VIGIL_I64_TEXT_MAX + 1));
-    if (!s)
-        return;
-    char *p = s;
-    for (int i = 0; i < n; i++) {
-        if (i)
-            *p++ = ',';
-        /* unsigned: the difference wraps instead of overflowing */
-        p += vigil_i64_text(p, i ? (int64_t)((uint64_t)t[i] - (uint64_t)t[i - 1]) : t[0]);
-    }
-    jb_str_end(b, s, (size_t)(p - s));
+    vigil_jtext_ch(&b->t, '"');
+    vigil_times_put(&b->t, kept, t, n);
+    vigil_jtext_ch(&b->t, '"');
+    b->comma = true; /* a value was written */
 }
 
 /* [v0,v1,...] written in place with one reservation: a persona's
@@ -322,28 +295,12 @@ static void write_msg(jbuf *b, const wake_msg *m)
     jb_close(b, '}');
 }
 
-/* Entry i (>= 1) of td: time i's difference to the one before, as
- * w_times writes it. */
-static void times_entry(vigil_jtext *t, const int64_t *times, int i)
-{
-    vigil_jtext_i64(t, (int64_t)((uint64_t)times[i] - (uint64_t)times[i - 1]));
-}
-
 /* A message of tx written into t, as write_msg writes it in the record. */
 static void msg_entry(vigil_jtext *t, const wake_msg *m)
 {
     jbuf b = { .t = *t, .comma = false };
     write_msg(&b, m);
     *t = b.t;
-}
-
-void wake_room_times_text(wake_room *r)
-{
-    vigil_tlist_reset(&r->times_text, ',');
-    for (int i = 1; i < r->n_times; i++) {
-        times_entry(vigil_tlist_begin(&r->times_text), r->times, i);
-        vigil_tlist_end(&r->times_text);
-    }
 }
 
 void wake_room_texts_text(wake_room *r)
@@ -355,41 +312,10 @@ void wake_room_texts_text(wake_room *r)
     }
 }
 
-void wake_room_times_text_push(wake_room *r)
-{
-    if (r->n_times < 2)
-        return; /* the first time is written apart: no difference */
-    times_entry(vigil_tlist_begin(&r->times_text), r->times, r->n_times - 1);
-    vigil_tlist_end(&r->times_text);
-}
-
 void wake_room_texts_text_push(wake_room *r, const wake_msg *m)
 {
     msg_entry(vigil_tlist_begin(&r->texts_text), m);
     vigil_tlist_end(&r->texts_text);
-}
-
-/* td: the first time, then the kept text of the differences; written
- * time by time (w_times) when that text is stale. */
-static void write_room_times(jbuf *b, const wake_room *r)
-{
-    size_t len;
-    const char *s = vigil_tlist_text(&r->times_text, &len);
-    if (!s || vigil_tlist_count(&r->times_text) != r->n_times - 1) {
-        w_times(b, "td", r->times, r->n_times);
-        return;
-    }
-    JB_KEY(b, "td");
-    char *p = jb_str_room(b, VIGIL_I64_TEXT_MAX + 1 + len);
-    if (!p)
-        return;
-    size_t n = vigil_i64_text(p, r->times[0]);
-    if (len > 0) {
-        p[n++] = ',';
-        memcpy(p + n, s, len);
-        n += len;
-    }
-    jb_str_end(b, p, n);
 }
 
 /* tx: the kept text of the messages; written message by message when
@@ -452,7 +378,7 @@ static void write_persona(jbuf *b, const wake_persona *p)
     w_i64(b, "lt", p->level_ts, 0);
     w_str(b, "tr", p->trigger);
     if (p->n_msgs > 0) {
-        w_times(b, "mtd", p->msg_ts, p->n_msgs);
+        w_times(b, "mtd", NULL, p->msg_ts, p->n_msgs);
         JB_KEY(b, "mr");
         w_i64_list(b, p->resp_ms, p->n_msgs);
     }
@@ -475,7 +401,7 @@ char *wake_room_to_json(const wake_room *r)
         write_persona(&b, &r->personas[i]);
     jb_close(&b, ']');
     if (r->n_times > 0) {
-        write_room_times(&b, r);
+        w_times(&b, "td", &r->times_text, r->times, r->n_times);
         JB_KEY(&b, "tk");
         char *tk = jb_str_room(&b, (size_t)r->n_times);
         if (tk) {

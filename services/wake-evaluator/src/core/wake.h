@@ -206,13 +206,10 @@ size_t wake_room_bytes(const wake_room *r);      /* memory r holds */
  * retained topics) and sets *corrupt when corrupt is not NULL. */
 wake_room *wake_room_from_json(const char *room_id, const char *json, bool *corrupt);
 char *wake_room_to_json(const wake_room *r); /* malloc'd, or NULL */
-/* times_text and texts_text written again from the times and the
- * messages (after a read, or when they could not follow). */
-void wake_room_times_text(wake_room *r);
+/* texts_text written again from the messages (after a read, or when it
+ * could not follow); the newest message appended to it, as the record
+ * writes it. (times_text: vigil/times_text.h) */
 void wake_room_texts_text(wake_room *r);
-/* Appends to times_text the difference of the last two times, and to
- * texts_text the newest message, as the record writes them. */
-void wake_room_times_text_push(wake_room *r);
 void wake_room_texts_text_push(wake_room *r, const wake_msg *m);
 
 /* ------------------------------------------------------------------ */
