@@ -1,6 +1,7 @@
 /* times_text.c - lists of times as "t0,d1,d2,..." (times_text.h). */
 #include "vigil/times_text.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,5 +83,13 @@ void vigil_times_put(vigil_jtext *b, const vigil_tlist *l, const int64_t *t, int
         memcpy(p + w, s, len);
         w += len;
     }
+#ifndef NDEBUG
+    /* debug builds (the tests' sanitizer build) check every kept text
+     * against the list written afresh */
+    vigil_jtext whole = {0};
+    vigil_times_text(&whole, t, n);
+    assert(whole.oom || (whole.n == w && memcmp(whole.s, p, w) == 0));
+    free(whole.s);
+#endif
     vigil_jtext_advance(b, w);
 }

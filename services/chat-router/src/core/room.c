@@ -12,6 +12,7 @@
  * A deleted room leaves a tombstone {"deleted": ts, "by": user}: the state
  * record itself stays (with the room's processed input ids beside it) so
  * that a late redelivery of an old message is still recognised. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,6 +209,18 @@ static void put_recent(vigil_jtext *b, const chat_room *r)
     const char *s = vigil_tlist_text(&r->recent_text, &len);
     vigil_jtext_put(b, "\"", 1);
     if (s && vigil_tlist_count(&r->recent_text) == r->n_recent) {
+#ifndef NDEBUG
+        /* debug builds (the tests' sanitizer build) check every kept text
+         * against the entries written afresh */
+        vigil_jtext whole = {0};
+        for (int i = 0; i < r->n_recent; i++) {
+            if (i)
+                vigil_jtext_put(&whole, " ", 1);
+            put_entry(&whole, &r->recent[i]);
+        }
+        assert(whole.oom || (whole.n == len && (len == 0 || memcmp(whole.s, s, len) == 0)));
+        free(whole.s);
+#endif
         vigil_jtext_put(b, s, len);
     } else {
         for (int i = 0; i < r->n_recent; i++) {

@@ -1,6 +1,7 @@
 /* room_json.c - the room record as stored in Redis (short keys: it is
  * rewritten on every commit). A record that does not parse gives an empty
  * room: everything in it is rebuilt from retained topics and new traffic. */
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -326,11 +327,23 @@ static void write_room_texts(jbuf *b, const wake_room *r)
     const char *s = vigil_tlist_text(&r->texts_text, &len);
     JB_KEY(b, "tx");
     jb_open(b, '[');
-    if (s && vigil_tlist_count(&r->texts_text) == r->n_texts)
+    if (s && vigil_tlist_count(&r->texts_text) == r->n_texts) {
+#ifndef NDEBUG
+        /* debug builds (the tests' sanitizer build) check every kept text
+         * against the messages written afresh */
+        jbuf whole;
+        jb_init(&whole);
+        for (int i = 0; i < r->n_texts; i++)
+            write_msg(&whole, wake_room_text(r, i));
+        assert(whole.t.oom ||
+               (whole.t.n == len && (len == 0 || memcmp(whole.t.s, s, len) == 0)));
+        free(whole.t.s);
+#endif
         vigil_jtext_put(&b->t, s, len);
-    else
+    } else {
         for (int i = 0; i < r->n_texts; i++)
             write_msg(b, wake_room_text(r, i));
+    }
     jb_close(b, ']');
 }
 
