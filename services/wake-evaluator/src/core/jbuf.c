@@ -76,17 +76,7 @@ void jb_str_end(jbuf *b, char *at, size_t written)
     vigil_jtext_advance(&b->t, written + 2);
 }
 
-void jb_kstr(jbuf *b, const char *key, const char *s)
-{
-    jb_key(b, key);
-    jb_str(b, s);
-}
 
-void jb_ki64(jbuf *b, const char *key, int64_t v)
-{
-    jb_key(b, key);
-    jb_i64(b, v);
-}
 
 char *jb_take(jbuf *b)
 {
