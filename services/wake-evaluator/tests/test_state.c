@@ -237,6 +237,9 @@ static void kept_texts_equal_the_entries_written_again(void **state)
 {
     (void)state;
     wake_room *r = wake_room_new("x");
+    const char *who[] = { "p0", "p1", "p2" }; /* personas: their own lists too */
+    for (int k = 0; k < 3; k++)
+        assert_non_null(wake_room_add(r, who[k], 0));
     const char *odd[] = { "q\"uote and back\\slash", "line\nbreak\ttab", "ctl\x01\x1f",
                           "caf\xc3\xa9 \xe2\x82\xac" };
     char id[32], text[400];
@@ -257,12 +260,22 @@ static void kept_texts_equal_the_entries_written_again(void **state)
             memset(text, 'y', 300), text[300] = '\0'; /* longer than kept */
         else
             snprintf(text, sizeof text, "text %d", i);
-        wake_room_record(r, id, i % 3 ? "s" : "h", i % 3 ? WAKE_SENDER_AI : WAKE_SENDER_HUMAN,
-                         text, now);
+        if (i == 3000) { /* a persona leaves (its texts go with it) and comes back */
+            wake_room_remove(r, "p1");
+            assert_non_null(wake_room_add(r, "p1", 0));
+        }
+        wake_room_record(r, id, i % 3 ? who[i % 7 % 3] : "h",
+                         i % 3 ? WAKE_SENDER_AI : WAKE_SENDER_HUMAN, text, now);
         assert_int_equal(vigil_tlist_count(&r->times_text), r->n_times - 1);
         assert_int_equal(vigil_tlist_count(&r->texts_text), r->n_texts);
         /* kept in step: never written whole again */
         assert_int_equal(r->times_text.rewrites + r->texts_text.rewrites, 0);
+        for (int k = 0; k < r->n_personas; k++) {
+            const wake_persona *p = &r->personas[k];
+            assert_int_equal(vigil_tlist_count(&p->msg_text), p->n_msgs - 1 + (p->n_msgs == 0));
+            assert_int_equal(vigil_tlist_count(&p->resp_text), p->n_msgs);
+            assert_int_equal(p->msg_text.rewrites + p->resp_text.rewrites, 0);
+        }
         if (i == 2099)
             assert_int_equal(r->n_times, WAKE_TIMES_MAX);
         if (i > 300 && i < 2050 && i % 50 != 0)
@@ -273,6 +286,10 @@ static void kept_texts_equal_the_entries_written_again(void **state)
         char *copied = wake_room_to_json(c);
         vigil_tlist_stale(&c->times_text);
         vigil_tlist_stale(&c->texts_text);
+        for (int k = 0; k < c->n_personas; k++) {
+            vigil_tlist_stale(&c->personas[k].msg_text);
+            vigil_tlist_stale(&c->personas[k].resp_text);
+        }
         char *whole = wake_room_to_json(c);
         bool corrupt = true;
         wake_room *back = wake_room_from_json("x", kept, &corrupt);

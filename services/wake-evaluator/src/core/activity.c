@@ -95,10 +95,17 @@ static void record_persona(wake_persona *p, int64_t now, int64_t ref)
         memmove(p->msg_ts, p->msg_ts + k, (size_t)(p->n_msgs - k) * sizeof p->msg_ts[0]);
         memmove(p->resp_ms, p->resp_ms + k, (size_t)(p->n_msgs - k) * sizeof p->resp_ms[0]);
         p->n_msgs -= k;
+        vigil_tlist_drop(&p->msg_text, k);
+        vigil_tlist_drop(&p->resp_text, k);
     }
     p->msg_ts[p->n_msgs] = now;
     p->resp_ms[p->n_msgs] = ref > 0 && ref <= now ? now - ref : -1;
     p->n_msgs++;
+    /* the record's texts of both lists follow (wake.h), or are written again */
+    wake_persona_texts_push(p);
+    if (vigil_tlist_count(&p->msg_text) != p->n_msgs - 1 ||
+        vigil_tlist_count(&p->resp_text) != p->n_msgs)
+        wake_persona_texts(p);
     if (p->dormant_since > 0)
         p->sent_dormant++;
 }

@@ -19,6 +19,8 @@ void wake_room_free(wake_room *r)
 {
     if (!r)
         return;
+    for (int i = 0; i < r->n_personas; i++)
+        wake_persona_texts_free(&r->personas[i]);
     free(r->personas);
     vigil_tlist_free(&r->times_text);
     vigil_tlist_free(&r->texts_text);
@@ -48,6 +50,8 @@ static void persona_init(wake_persona *p, const char *id)
     p->llm_wake_ov = -1;
     p->wake_conf_ov = -1;
     p->level = WAKE_LEVEL_UNKNOWN;
+    vigil_tlist_init(&p->msg_text, ',');
+    vigil_tlist_init(&p->resp_text, ',');
 }
 
 int wake_room_reserve(wake_room *r, int n)
@@ -89,6 +93,7 @@ void wake_room_remove(wake_room *r, const char *persona)
     if (!p)
         return;
     size_t i = (size_t)(p - r->personas);
+    wake_persona_texts_free(p);
     memmove(p, p + 1, (size_t)(r->n_personas - 1 - (int)i) * sizeof *p);
     r->n_personas--;
 }
@@ -100,7 +105,7 @@ wake_room *wake_room_clone(const wake_room *src)
         return NULL;
     *r = *src;
     r->personas = NULL;
-    r->cap_personas = 0;
+    r->n_personas = r->cap_personas = 0; /* none of src's until copied */
     /* copies of the texts (stale when short of memory: written again) */
     vigil_tlist_init(&r->times_text, ',');
     vigil_tlist_init(&r->texts_text, ',');
@@ -113,15 +118,26 @@ wake_room *wake_room_clone(const wake_room *src)
             return NULL;
         }
         memcpy(r->personas, src->personas, (size_t)src->n_personas * sizeof *r->personas);
-        r->cap_personas = src->n_personas;
+        r->n_personas = r->cap_personas = src->n_personas;
+        for (int i = 0; i < src->n_personas; i++) { /* their own copies of the texts */
+            wake_persona *p = &r->personas[i];
+            vigil_tlist_init(&p->msg_text, ',');
+            vigil_tlist_init(&p->resp_text, ',');
+            vigil_tlist_copy(&p->msg_text, &src->personas[i].msg_text);
+            vigil_tlist_copy(&p->resp_text, &src->personas[i].resp_text);
+        }
     }
     return r;
 }
 
 size_t wake_room_bytes(const wake_room *r)
 {
-    return sizeof *r + (size_t)r->cap_personas * sizeof *r->personas +
-           vigil_tlist_bytes(&r->times_text) + vigil_tlist_bytes(&r->texts_text);
+    size_t n = sizeof *r + (size_t)r->cap_personas * sizeof *r->personas +
+               vigil_tlist_bytes(&r->times_text) + vigil_tlist_bytes(&r->texts_text);
+    for (int i = 0; i < r->n_personas; i++)
+        n += vigil_tlist_bytes(&r->personas[i].msg_text) +
+             vigil_tlist_bytes(&r->personas[i].resp_text);
+    return n;
 }
 
 wake_persona *wake_room_join(wake_room *r, const wake_config *c, const char *persona,

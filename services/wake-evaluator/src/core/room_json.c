@@ -126,6 +126,7 @@ static void read_persona(json_object *o, wake_persona *p)
             p->resp_ms[i] = json_object_get_int64(json_object_array_get_idx(mr, i));
         p->n_msgs = (int)n;
     }
+    wake_persona_texts(p); /* stale when short of memory: written whole then */
     p->dormant_since = get_i64(o, "ds", 0);
     p->rate_per_hour = get_dbl(o, "rh", 0);
     p->sent_dormant = get_i64(o, "sd", 0);
@@ -313,6 +314,29 @@ void wake_room_texts_text(wake_room *r)
     }
 }
 
+void wake_persona_texts(wake_persona *p)
+{
+    vigil_times_keep(&p->msg_text, p->msg_ts, p->n_msgs);
+    vigil_tlist_reset(&p->resp_text, ',');
+    for (int i = 0; i < p->n_msgs; i++) {
+        vigil_jtext_i64(vigil_tlist_begin(&p->resp_text), p->resp_ms[i]);
+        vigil_tlist_end(&p->resp_text);
+    }
+}
+
+void wake_persona_texts_push(wake_persona *p)
+{
+    vigil_times_kept_push(&p->msg_text, p->msg_ts, p->n_msgs);
+    vigil_jtext_i64(vigil_tlist_begin(&p->resp_text), p->resp_ms[p->n_msgs - 1]);
+    vigil_tlist_end(&p->resp_text);
+}
+
+void wake_persona_texts_free(wake_persona *p)
+{
+    vigil_tlist_free(&p->msg_text);
+    vigil_tlist_free(&p->resp_text);
+}
+
 void wake_room_texts_text_push(wake_room *r, const wake_msg *m)
 {
     msg_entry(vigil_tlist_begin(&r->texts_text), m);
@@ -344,6 +368,30 @@ static void write_room_texts(jbuf *b, const wake_room *r)
         for (int i = 0; i < r->n_texts; i++)
             write_msg(b, wake_room_text(r, i));
     }
+    jb_close(b, ']');
+}
+
+/* mr: the kept text of the response times, or written number by number
+ * when it is stale. */
+static void w_responses(jbuf *b, const wake_persona *p)
+{
+    size_t len;
+    const char *s = vigil_tlist_text(&p->resp_text, &len);
+    if (!s || vigil_tlist_count(&p->resp_text) != p->n_msgs) {
+        w_i64_list(b, p->resp_ms, p->n_msgs);
+        return;
+    }
+#ifndef NDEBUG
+    /* debug builds (the tests' sanitizer build) check the kept text */
+    jbuf whole;
+    jb_init(&whole);
+    w_i64_list(&whole, p->resp_ms, p->n_msgs);
+    assert(whole.t.oom ||
+           (whole.t.n == len + 2 && memcmp(whole.t.s + 1, s, len) == 0));
+    free(whole.t.s);
+#endif
+    jb_open(b, '[');
+    vigil_jtext_put(&b->t, s, len);
     jb_close(b, ']');
 }
 
@@ -391,9 +439,9 @@ static void write_persona(jbuf *b, const wake_persona *p)
     w_i64(b, "lt", p->level_ts, 0);
     w_str(b, "tr", p->trigger);
     if (p->n_msgs > 0) {
-        w_times(b, "mtd", NULL, p->msg_ts, p->n_msgs);
+        w_times(b, "mtd", &p->msg_text, p->msg_ts, p->n_msgs);
         JB_KEY(b, "mr");
-        w_i64_list(b, p->resp_ms, p->n_msgs);
+        w_responses(b, p);
     }
     w_i64(b, "ds", p->dormant_since, 0);
     w_dbl(b, "rh", p->rate_per_hour, 0);

@@ -136,6 +136,10 @@ typedef struct wake_persona {
     int n_msgs;
     int64_t msg_ts[WAKE_PMSG_MAX];
     int64_t resp_ms[WAKE_PMSG_MAX]; /* -1: not an answer to anyone */
+    /* the record's text of mtd (differences after the first time,
+     * vigil/times_text.h) and of mr, kept in step by wake_room_record;
+     * a persona owns them: wake_room_remove and wake_room_free free them */
+    vigil_tlist msg_text, resp_text;
     /* token economics: the open dormant period */
     int64_t dormant_since;  /* 0 = not dormant */
     double rate_per_hour;   /* own message rate in the hour before it */
@@ -211,6 +215,11 @@ char *wake_room_to_json(const wake_room *r); /* malloc'd, or NULL */
  * writes it. (times_text: vigil/times_text.h) */
 void wake_room_texts_text(wake_room *r);
 void wake_room_texts_text_push(wake_room *r, const wake_msg *m);
+/* A persona's msg_text and resp_text written again from its lists; its
+ * newest message appended to them; freed. */
+void wake_persona_texts(wake_persona *p);
+void wake_persona_texts_push(wake_persona *p);
+void wake_persona_texts_free(wake_persona *p);
 
 /* ------------------------------------------------------------------ */
 /* Outputs: the seam to the shell                                     */
