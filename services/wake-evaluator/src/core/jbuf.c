@@ -76,8 +76,6 @@ void jb_str_end(jbuf *b, char *at, size_t written)
     vigil_jtext_advance(&b->t, written + 2);
 }
 
-
-
 char *jb_take(jbuf *b)
 {
     char *s = vigil_jtext_take(&b->t);

@@ -2,7 +2,6 @@
  * rewritten on every commit). A record that does not parse gives an empty
  * room: everything in it is rebuilt from retained topics and new traffic. */
 #include <assert.h>
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,8 +267,8 @@ static void w_times(jbuf *b, const char *k, const vigil_tlist *kept, const int64
 }
 
 /* [v0,v1,...] written in place with one reservation: a persona's
- * response times, one per message kept (up to WAKE_TIMES_MAX), were a
- * jb_i64 call each. */
+ * response times (mr), one per message kept (up to WAKE_PMSG_MAX), when
+ * their kept text is stale (w_responses), and in the debug check. */
 static void w_i64_list(jbuf *b, const int64_t *v, int n)
 {
     jb_open(b, '[');
