@@ -11,6 +11,9 @@
 #include "vigil/limits.h"
 #include "vigil/str.h"
 
+/* see store_trims_length */
+#define STREAM_LENGTH_TRIM_EVERY 16
+
 void store_put(w2 *w, int argc, const char **argv, const size_t *lens)
 {
     if (w->rc != 0)
@@ -502,6 +505,27 @@ static bool store_trims_ids(const vigil_store *s, const char *input_id)
     return vigil_hash64(input_id, strlen(input_id)) % (uint64_t)every == 0;
 }
 
+/* Does this append to a stream with both bounds (an age and a length)
+ * also trim it to its length? The age bound is exact and goes with every
+ * append (XADD's MINID); the length bound is approximate anyway (Redis
+ * trims whole nodes of 100 entries), so its XTRIM MAXLEN ~ goes with one
+ * append in STREAM_LENGTH_TRIM_EVERY and Redis runs one command per append
+ * instead of two. Which one: the commit's that takes its record to a
+ * multiple of that version, so a stream appended with each commit of one
+ * record (a room's log) is trimmed every 16th append exactly, never more
+ * than 15 entries late. A commit that writes no record trims by its input
+ * id's hash (its high bits: the low ones pick the processed ids' trims),
+ * and without an id, always. */
+static bool store_trims_length(const pend *p)
+{
+    const vigil_commit *c = p->c;
+    if (c->fx && c->fx->new_state)
+        return p->version % STREAM_LENGTH_TRIM_EVERY == 0;
+    if (!c->input_id || !*c->input_id)
+        return true;
+    return (vigil_hash64(c->input_id, strlen(c->input_id)) >> 40) % STREAM_LENGTH_TRIM_EVERY == 0;
+}
+
 /* Queues an OK commit's writes: the record, its processed id, auxiliary
  * keys, snapshots; gathers its lease completion and timers, and its outbox
  * entries (flushed queue items, outputs, snapshot payloads, in that
@@ -544,17 +568,20 @@ void store_write_commit(w2 *w, pend *p)
                 store_put(w, 2, xl, NULL);
             }
             vigil_i64_text(num[1], op->n1);
-            if (op->n1 > 0) {
+            if (op->n2 > 0 && c->now_ms - op->n2 > 0) {
+                vigil_i64_text(num[2], c->now_ms - op->n2);
+                const char *x[] = { "XADD", key, "MINID", num[2], "*", "m", val };
+                store_put(w, 7, x, NULL);
+                if (op->n1 > 0 && store_trims_length(p)) {
+                    const char *t[] = { "XTRIM", key, "MAXLEN", "~", num[1] };
+                    store_put(w, 5, t, NULL);
+                }
+            } else if (op->n1 > 0) {
                 const char *x[] = { "XADD", key, "MAXLEN", "~", num[1], "*", "m", val };
                 store_put(w, 8, x, NULL);
             } else {
                 const char *x[] = { "XADD", key, "*", "m", val };
                 store_put(w, 5, x, NULL);
-            }
-            if (op->n2 > 0 && c->now_ms - op->n2 > 0) {
-                vigil_i64_text(num[2], c->now_ms - op->n2);
-                const char *x[] = { "XTRIM", key, "MINID", num[2] };
-                store_put(w, 4, x, NULL);
             }
             if (job)
                 store_put(w, 2, xl, NULL);

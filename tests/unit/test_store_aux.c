@@ -90,6 +90,63 @@ static void stream_add_trims_by_age(void **state)
     assert_int_equal(vt_redis_int(f->r, "XLEN %s", "vigil:svc:log:r"), 0);
 }
 
+/* Calls of a Redis command since the last CONFIG RESETSTAT. */
+static long long calls_of(vigil_redis *r, const char *command)
+{
+    redisReply *rep = vigil_redis_command(r, "INFO commandstats");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    char key[64];
+    snprintf(key, sizeof key, "cmdstat_%s:calls=", command);
+    const char *at = strstr(rep->str, key);
+    long long n = at ? atoll(at + strlen(key)) : 0;
+    vigil_redis_reply_free(rep);
+    return n;
+}
+
+/* A log with both bounds: the age goes with every XADD (MINID, exact), the
+ * length trim with one append in 16 (with_record: the commit that takes
+ * the record to a multiple of 16 versions; without: by the input id's
+ * hash), and the stream still ends near its length, its newest entry
+ * kept. */
+static void both_bounds(fixture *f, bool with_record)
+{
+    vigil_redis_reply_free(vigil_redis_command(f->r, "CONFIG RESETSTAT"));
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    char id[16], val[32];
+    for (int i = 0; i < 400; i++) {
+        vigil_effects_reset(&fx);
+        snprintf(val, sizeof val, "{\"n\":%d}", i);
+        if (with_record)
+            assert_int_equal(vigil_fx_set_state(&fx, val), 0);
+        /* the age bound (a day before NOW, in 2023) keeps every entry */
+        assert_int_equal(vigil_fx_stream_add(&fx, "log:both", val, 100, 86400000), 0);
+        snprintf(id, sizeof id, "b%d", i);
+        assert_int_equal(commit(f, "both", with_record ? i : 0, id, &fx, NOW + i),
+                         VIGIL_COMMIT_OK);
+    }
+    vigil_effects_free(&fx);
+    long long n = vt_redis_int(f->r, "XLEN %s", "vigil:svc:log:both");
+    assert_true(n >= 100 && n < 300);
+    long long trims = calls_of(f->r, "xtrim");
+    if (with_record)
+        assert_int_equal(trims, 400 / 16);
+    else
+        assert_true(trims >= 5 && trims <= 60);
+    assert_int_equal(calls_of(f->r, "xadd"), 400);
+}
+
+static void stream_add_with_both_bounds_trims_length_every_16th_version(void **state)
+{
+    both_bounds(*state, true);
+}
+
+static void stream_add_with_both_bounds_and_no_record_trims_by_id(void **state)
+{
+    both_bounds(*state, false);
+}
+
 /* Counts the occurrences of needle in hay. */
 static int count_of(const char *hay, const char *needle)
 {
@@ -245,6 +302,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(stream_add_appends_and_bounds_by_count, setup, vt_store_fixture_teardown),
         cmocka_unit_test_setup_teardown(stream_add_trims_by_age, setup, vt_store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(stream_add_with_both_bounds_trims_length_every_16th_version,
+                                        setup, vt_store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(stream_add_with_both_bounds_and_no_record_trims_by_id, setup,
+                                        vt_store_fixture_teardown),
         cmocka_unit_test_setup_teardown(job_add_past_its_cap_counts_and_says_the_trim, setup,
                                         vt_store_fixture_teardown),
         cmocka_unit_test_setup_teardown(queue_push_then_flush_moves_entries_before_outputs, setup,

@@ -46,7 +46,9 @@ typedef struct vigil_snapshot_op {
  * and timer changes and before fx->out is appended to the outbox. `name`
  * is below the service prefix: the Redis key is P S ":" name. */
 typedef enum {
-    VIGIL_AUX_STREAM_ADD,  /* XADD name MAXLEN ~ n1 * m value; XTRIM MINID now-n2 (exact) if n2 > 0 */
+    VIGIL_AUX_STREAM_ADD,  /* XADD name MAXLEN ~ n1 * m value; with n2 > 0: XADD name MINID
+                            * now-n2 (exact) * m value, and XTRIM name MAXLEN ~ n1 on one
+                            * append in 16 (the record's version, see store_writes.c) */
     VIGIL_AUX_QUEUE_PUSH,  /* RPUSH name <outbox entry> */
     VIGIL_AUX_QUEUE_FLUSH, /* move every entry of name to the outbox, in order; DEL name */
     VIGIL_AUX_KEY_SET,     /* SET name value */
