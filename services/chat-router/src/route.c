@@ -40,7 +40,7 @@ static int parse_message(const vigil_input *in, chat_parsed *pp, vigil_error *er
     m->n_mentions = r->n_mentions;
     m->has_depth = r->has_depth;
     m->depth = r->depth;
-    pp->log_json = chat_log_entry_json(in->body, in->id, in->ts);
+    pp->log_json = chat_log_entry_json(in->body, in->raw, in->raw_len, in->id, in->ts);
     if (!pp->log_json)
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     m->log_json = pp->log_json;

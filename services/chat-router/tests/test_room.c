@@ -173,16 +173,25 @@ static void test_resume_all_continuation(void **st)
 static void test_log_entry(void **st)
 {
     (void)st;
-    json_object *body = json_tokener_parse("{\"room\":\"g\",\"sender\":\"joel\",\"text\":\"a/b\"}");
-    char *e = chat_log_entry_json(body, "h-0123", 77);
+    const char *raw = "{\"room\":\"g\",\"sender\":\"joel\",\"text\":\"a/b\"}";
+    json_object *body = json_tokener_parse(raw);
+    char *e = chat_log_entry_json(body, raw, strlen(raw), "h-0123", 77);
     assert_string_equal(e, "{\"id\":\"h-0123\",\"room\":\"g\",\"sender\":\"joel\",\"text\":\"a/b\",\"ts\":77}");
     free(e);
     /* the input is untouched */
     assert_int_equal(json_object_object_length(body), 3);
     json_object_put(body);
-    body = json_tokener_parse("{\"id\":\"m1\",\"ts\":5,\"text\":\"x\"}");
-    e = chat_log_entry_json(body, "ignored", 99);
-    assert_string_equal(e, "{\"id\":\"m1\",\"ts\":5,\"text\":\"x\"}");
+    /* with id and ts: the payload's own bytes, without the whitespace around
+     * them (not NUL-terminated: the length bounds it) */
+    raw = " \n{ \"id\": \"m1\", \"ts\": 5, \"text\": \"\\u00e9\" }\r\n\tTAIL";
+    size_t n = strlen(raw) - strlen("TAIL");
+    body = json_tokener_parse(raw);
+    e = chat_log_entry_json(body, raw, n, "ignored", 99);
+    assert_string_equal(e, "{ \"id\": \"m1\", \"ts\": 5, \"text\": \"\\u00e9\" }");
+    free(e);
+    /* without the payload's bytes: the object written again */
+    e = chat_log_entry_json(body, NULL, 0, "ignored", 99);
+    assert_string_equal(e, "{\"id\":\"m1\",\"ts\":5,\"text\":\"\u00e9\"}");
     free(e);
     json_object_put(body);
 }

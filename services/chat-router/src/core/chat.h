@@ -243,8 +243,11 @@ char *chat_stop_message_json(const char *id, const char *room, const chat_messag
                              int64_t depth, int64_t max_depth, char (*who)[CHAT_ID_MAX + 1],
                              int n_who, int64_t now);
 /* The logged entry: the message object as received with `id` and `ts` set
- * when it lacked them. Does not modify body. */
-char *chat_log_entry_json(json_object *body, const char *id, int64_t ts);
+ * when it lacked them. raw (raw_len bytes, not NUL-terminated; may be
+ * NULL) is the payload body was parsed from: a message with both is raw
+ * itself. Does not modify body. */
+char *chat_log_entry_json(json_object *body, const char *raw, size_t raw_len, const char *id,
+                          int64_t ts);
 
 /* Deterministic ids usable as input ids (no '/'): "<tag>-<16 hex>" of a
  * hash of the parts. */
