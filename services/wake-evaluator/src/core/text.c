@@ -25,10 +25,8 @@ bool wake_text_has_word(const char *text, const char *word)
 
 const char *wake_urgent_keyword(const char *text)
 {
-    for (int i = 0; WAKE_URGENT_KEYWORDS[i]; i++)
-        if (wake_text_has_word(text, WAKE_URGENT_KEYWORDS[i]))
-            return WAKE_URGENT_KEYWORDS[i];
-    return NULL;
+    int i = vigil_text_first_word(text, WAKE_URGENT_KEYWORDS);
+    return i >= 0 ? WAKE_URGENT_KEYWORDS[i] : NULL;
 }
 
 void wake_copy_utf8(char *out, const char *s, size_t max)
