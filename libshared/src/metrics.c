@@ -98,6 +98,43 @@ static family *find_family(const char *name)
     return NULL;
 }
 
+/* The series last found for a pair of name and labels pointers, by
+ * family and series index (indexes stay valid as the arrays grow; reset
+ * clears them). Services count about six times per input, each time with
+ * the same literals from the same place: a hit costs two string
+ * compares, where the family's hash lookup and the scan of its series
+ * cost about 215 instructions. A hit is checked by content, so labels
+ * written into a buffer used again for other labels still find their own
+ * series. Guarded by g_lock. */
+#define HINTS 64
+static struct {
+    const char *name, *labels;
+    size_t fam, ser;
+} g_hints[HINTS];
+
+static size_t hint_slot(const char *name, const char *labels)
+{
+    uintptr_t h = (uintptr_t)name * 31u ^ (uintptr_t)labels;
+    return (size_t)(h ^ h >> 7 ^ h >> 13) % HINTS;
+}
+
+/* The hinted series for the pointers (name, key) if it is still theirs
+ * (labels: key, or "" for NULL), or NULL. */
+static series *hinted(size_t slot, const char *name, const char *key, const char *labels)
+{
+    if (g_hints[slot].name != name || g_hints[slot].labels != key ||
+        g_hints[slot].fam >= g_nfams)
+        return NULL;
+    family *f = &g_fams[g_hints[slot].fam];
+    if (g_hints[slot].ser >= f->nseries || strcmp(f->name, name) != 0)
+        return NULL;
+    series *s = &f->series[g_hints[slot].ser];
+    return strcmp(s->labels, labels) == 0 ? s : NULL;
+}
+
+static series *lookup_uncached(const char *name, const char *help, const char *labels,
+                               enum metric_type t, bool create, family **found);
+
 /* Finds or creates the series for (name, labels) with the given type;
  * NULL when the name is invalid, the family has another type, or memory
  * ran out. Called with g_lock held. */
@@ -106,8 +143,29 @@ static series *lookup(const char *name, const char *help, const char *labels, en
 {
     if (!name)
         return NULL;
+    const char *key = labels;
     if (!labels)
         labels = "";
+    size_t slot = hint_slot(name, key);
+    series *s = hinted(slot, name, key, labels);
+    if (s)
+        return create && g_fams[g_hints[slot].fam].type != t ? NULL : s;
+    family *f = NULL;
+    s = lookup_uncached(name, help, labels, t, create, &f);
+    if (s) {
+        g_hints[slot].name = name;
+        g_hints[slot].labels = key;
+        g_hints[slot].fam = (size_t)(f - g_fams);
+        g_hints[slot].ser = (size_t)(s - f->series);
+    }
+    return s;
+}
+
+/* lookup without the hints; *found is the series' family when one is
+ * returned. */
+static series *lookup_uncached(const char *name, const char *help, const char *labels,
+                               enum metric_type t, bool create, family **found)
+{
     family *f = find_family(name);
     if (!f) {
         if (!create || !name_valid(name))
@@ -132,6 +190,7 @@ static series *lookup(const char *name, const char *help, const char *labels, en
         if (g_names.key)
             vigil_id_index_add(&g_names, f->name, (int)g_nfams);
     }
+    *found = f;
     if (create && f->type != t)
         return NULL;
     for (size_t i = 0; i < f->nseries; i++)
@@ -414,6 +473,7 @@ void vigil_metrics_reset(void)
     free(g_fams);
     g_fams = NULL;
     g_nfams = g_capfams = 0;
+    memset(g_hints, 0, sizeof g_hints);
     vigil_id_index_free(&g_names);
     memset(&g_names, 0, sizeof g_names);
     pthread_mutex_unlock(&g_lock);

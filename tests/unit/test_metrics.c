@@ -250,6 +250,36 @@ static void test_reset(void **state)
     free(s);
 }
 
+/* A buffer written again with other labels (the same pointer, other
+ * contents) counts each in its own series, the same labels from another
+ * buffer count in the same one, and a name buffer reused for another
+ * family counts there: the lookup's hints (by pointer) are checked by
+ * content. */
+static void test_reused_buffers_find_their_own_series(void **state)
+{
+    (void)state;
+    char buf[32], other[32], name[32];
+    for (int i = 0; i < 6; i++) {
+        snprintf(buf, sizeof buf, "k=\"%d\"", i % 3);
+        vigil_counter_add("buf_total", "B", buf, 1);
+    }
+    snprintf(other, sizeof other, "k=\"1\"");
+    vigil_counter_add("buf_total", "B", other, 10);
+    assert_true(vigil_metric_value("buf_total", "k=\"0\"") == 2);
+    assert_true(vigil_metric_value("buf_total", "k=\"1\"") == 12);
+    assert_true(vigil_metric_value("buf_total", "k=\"2\"") == 2);
+    snprintf(name, sizeof name, "n_a_total");
+    vigil_counter_add(name, "A", NULL, 1);
+    snprintf(name, sizeof name, "n_b_total");
+    vigil_counter_add(name, "B", NULL, 5);
+    vigil_counter_add(name, "B", NULL, 1);
+    assert_true(vigil_metric_value("n_a_total", NULL) == 1);
+    assert_true(vigil_metric_value("n_b_total", NULL) == 6);
+    /* no labels and empty labels are one series */
+    vigil_counter_add("n_a_total", "A", "", 1);
+    assert_true(vigil_metric_value("n_a_total", NULL) == 2);
+}
+
 static void *hammer(void *arg)
 {
     char labels[32];
@@ -334,6 +364,7 @@ int main(void)
         cmocka_unit_test_setup(test_help_escaped_and_optional, reset),
         cmocka_unit_test_setup(test_escape, reset),
         cmocka_unit_test_setup(test_reset, reset),
+        cmocka_unit_test_setup(test_reused_buffers_find_their_own_series, reset),
         cmocka_unit_test_setup(test_concurrent_updates, reset),
     };
     return cmocka_run_group_tests_name("metrics", tests, NULL, NULL);
