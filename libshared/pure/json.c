@@ -187,7 +187,7 @@ static int syn_put(syn *s, json_object **out, json_object *node)
 
 static void syn_ws(syn *s)
 {
-    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+    while (s->p < s->end && vigil_json_space((char)*s->p))
         s->p++;
 }
 

@@ -77,11 +77,6 @@ static void note_failure(search_state *s, vigil_llm_parse_status st, size_t off,
     set_err(&s->first, st, off, "candidate at offset %zu: %s", off, what);
 }
 
-static bool is_json_space(char ch)
-{
-    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
-}
-
 /* An opener counts as the start of JSON only if what follows could begin
  * its content: '{' must be followed by a key (either quote) or '}', '[' by
  * a value or ']'.
@@ -91,7 +86,7 @@ static bool is_json_space(char ch)
 static bool plausible_opener(const char *t, size_t len, size_t i)
 {
     size_t j = i + 1;
-    while (j < len && is_json_space(t[j]))
+    while (j < len && vigil_json_space(t[j]))
         j++;
     if (j >= len)
         return true; /* "{" at the very end: truncated JSON, not prose */
@@ -357,7 +352,7 @@ static json_object *extract(const char *text, size_t len, want_kind want,
         return NULL;
     }
     size_t k = 0;
-    while (k < len && (is_json_space(text[k]) || text[k] == '\v' || text[k] == '\f'))
+    while (k < len && (vigil_json_space(text[k]) || text[k] == '\v' || text[k] == '\f'))
         k++;
     if (k == len) {
         set_err(err, VIGIL_LLM_PARSE_EMPTY, 0, "only whitespace");

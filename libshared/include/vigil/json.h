@@ -60,6 +60,12 @@ bool vigil_utf8_valid(const char *s, size_t n);
  * '$', or empty). */
 bool vigil_id_valid(const char *s, size_t n);
 
+/* JSON's whitespace (RFC 8259): space, tab, line feed, carriage return. */
+static inline bool vigil_json_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
 /* True when buf[0..len) is exactly one strict JSON value (RFC 8259: no
  * NaN, no single quotes, no raw control characters; whitespace around it
  * allowed) in well-formed UTF-8, and an object if want_object. Builds

@@ -89,11 +89,6 @@ char *chat_stop_message_json(const char *id, const char *room, const chat_messag
     return o ? dump_put(o, 0) : NULL;
 }
 
-static bool json_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
 /* A message that has its id and ts is logged as its own bytes (without the
  * whitespace around them): they are the object as received, valid JSON
  * already, and writing the parsed object again was 7 % of chat-router's
@@ -107,11 +102,11 @@ char *chat_log_entry_json(json_object *body, const char *raw, size_t raw_len, co
     bool has_ts = body && json_object_object_get_ex(body, "ts", &v) && v &&
                   (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double));
     if (body && has_id && has_ts && raw) {
-        while (raw_len && json_space(*raw)) {
+        while (raw_len && vigil_json_space(*raw)) {
             raw++;
             raw_len--;
         }
-        while (raw_len && json_space(raw[raw_len - 1]))
+        while (raw_len && vigil_json_space(raw[raw_len - 1]))
             raw_len--;
         return strndup(raw, raw_len);
     }
