@@ -133,8 +133,9 @@ struct vigil_mqtt_link {
     int recv_max;
     int keepalive_s;
     int64_t last_write, last_read;
-    int64_t ack_due; /* publisher: mono ms by which to acknowledge what was read, 0 = none */
+    int64_t ack_due; /* mono ms by which to acknowledge what was read, 0 = none (serve) */
     int64_t read_hold; /* publisher: mono ms before which the socket is not read again, 0 = none (serve) */
+    uint64_t bytes_in; /* read from the broker so far (serve: did a read find any) */
     bool ping_out;
     bool write_wants_read; /* the last SSL_write wanted a read first */
     outcome *outs;
@@ -706,6 +707,7 @@ static int read_packets(vigil_mqtt_link *l, char *why, size_t whylen)
         if (n == 0)
             return 0;
         l->rlen += (size_t)n;
+        l->bytes_in += (uint64_t)n;
         l->last_read = vigil_mono_ms();
         l->write_wants_read = false;
         if (parse_packets(l, why, whylen) != 0)
@@ -715,15 +717,19 @@ static int read_packets(vigil_mqtt_link *l, char *why, size_t whylen)
          * we have nothing to send back. The intake acknowledges at once
          * (an input held back is latency), and so does the publisher
          * with few publishes left in flight (an output waiting for room
-         * is latency). With LINK_ACK_DELAY_FROM or more in flight (a
-         * burst), the publisher acknowledges within LINK_ACK_DELAY_MS
-         * unless its next write carries the ACK first (serve), so the
-         * broker gathers that time's PUBACKs into one segment:
-         * acknowledging every read at once made a ping-pong of small
-         * segments, 1.1-1.8 wakes and 27-40 us of system time per input
-         * on this thread. The flag does not stick. */
+         * is latency). "At once" is before serve next polls, and only
+         * if no write came first: the intake commits what it read inside
+         * parse_packets, so its PUBACKs go out right after and carry the
+         * ACK; setting the flag before them cost a system call and a
+         * segment of its own per read. With LINK_ACK_DELAY_FROM or more
+         * in flight (a burst), the publisher acknowledges within
+         * LINK_ACK_DELAY_MS unless its next write carries the ACK first
+         * (serve), so the broker gathers that time's PUBACKs into one
+         * segment: acknowledging every read at once made a ping-pong of
+         * small segments, 1.1-1.8 wakes and 27-40 us of system time per
+         * input on this thread. The flag does not stick. */
         if (l->intake || l->in_flight < LINK_ACK_DELAY_FROM)
-            set_quickack(l);
+            l->ack_due = l->last_read; /* due now (serve) */
         else if (!l->ack_due)
             l->ack_due = l->last_read + LINK_ACK_DELAY_MS;
         /* And in a burst the publisher does not read again for
@@ -1056,6 +1062,16 @@ static void serve(vigil_mqtt_link *l)
         if (l->read_hold) { /* the socket's errors and hang-ups still wake the poll */
             if (now >= l->read_hold) {
                 l->read_hold = 0;
+                /* What the hold let gather is almost always there by now:
+                 * read it at once rather than poll first (a poll that
+                 * returned at once was one more system call per hold). */
+                uint64_t seen = l->bytes_in;
+                if (read_packets(l, why, sizeof why) != 0) {
+                    conn_lost(l, why);
+                    return;
+                }
+                if (l->bytes_in != seen)
+                    continue;
             } else {
                 pf[0].events = (short)(pf[0].events & ~POLLIN);
                 if (l->read_hold - now < timeout)
