@@ -64,6 +64,7 @@ import multiprocessing as mp
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -338,6 +339,63 @@ def thread_split(before, after, n):
     rows.sort(key=lambda r: -(r[1] + r[2]))
     return ", ".join(f"{name} {u:.0f}/{sy:.0f} us {w:.2f} wakeups" for name, u, sy, w in rows
                      if u + sy >= 0.5 or w >= 0.01)
+
+
+class SyscallCount:
+    """System calls by thread name of a process while a stage runs, counted
+    by `perf stat -e raw_syscalls:sys_enter --per-thread` (package
+    linux-perf; needs kernel.perf_event_paranoid <= 1 or root). On this
+    kind of machine a service's CPU time follows its system calls and
+    wakeups more than its instructions, and their count moves far less
+    between runs than CPU time does. `why` says why nothing was counted."""
+
+    def __init__(self, pid):
+        self.out = None
+        self.proc = None
+        self.why = None
+        if not shutil.which("perf"):
+            self.why = "perf not found (package linux-perf)"
+            return
+        fd, self.out = tempfile.mkstemp(prefix="vigil-bench-perf-")
+        os.close(fd)
+        self.proc = subprocess.Popen(["perf", "stat", "-x", ",", "-e", "raw_syscalls:sys_enter",
+                                      "--per-thread", "-p", str(pid), "-o", self.out],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(0.3)  # attached before the stage starts
+        if self.proc.poll() is not None:
+            self.why = "perf stat failed: " + self.proc.stderr.read().decode(errors="replace").strip()[:200]
+
+    def stop(self, n):
+        """'name calls' per input of each thread, the busiest first, or the
+        reason there is none."""
+        if self.why or self.proc is None:
+            return f"not counted: {self.why}"
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return "not counted: perf stat did not stop"
+        by = {}
+        with open(self.out) as f:
+            for line in f:
+                parts = line.strip().split(",")
+                if len(parts) < 4 or parts[3] != "raw_syscalls:sys_enter":
+                    continue
+                try:
+                    count = int(parts[1])
+                except ValueError:
+                    continue  # "<not counted>": the main thread, idle
+                name = parts[0].rsplit("-", 1)[0]
+                by[name] = by.get(name, 0) + count
+        os.unlink(self.out)
+        if not by:
+            err = self.proc.stderr.read().decode(errors="replace").strip()[:200]
+            return f"not counted: perf stat counted nothing ({err or 'no tracepoint output'})"
+        rows = sorted(by.items(), key=lambda kv: -kv[1])
+        total = sum(by.values()) / n
+        return f"{total:.2f} in all: " + ", ".join(f"{k} {v / n:.2f}" for k, v in rows
+                                                   if v / n >= 0.005)
 
 
 def rss_mib(pid):
@@ -769,8 +827,11 @@ def run_setting(a, work, nodelay, label):
         split0 = cpu_by_process(procs)
         threads0 = thread_stats(svc.proc.pid)
         m0 = svc.metrics()
+        sysc = SyscallCount(svc.proc.pid) if a.syscalls else None
         res["service"] = run_stage("service", broker.port, mk(a.n, "room/{room}/message", "s"),
                                    "persona/+/dormancy", "message_id", a.timeout)
+        if sysc:
+            res["syscalls"] = sysc.stop(a.n)
         m1 = svc.metrics()
         res["rounds"] = commit_rounds(m0, m1)
         res["cpu_us"] = (cpu_seconds(svc.proc.pid) - cpu0) * 1e6 / a.n
@@ -922,6 +983,8 @@ def print_summary(a, results, payload_size):
         print(f"  CPU us per input by process, one replica: {r['cpu_split']}")
         if r.get("thread_split"):
             print(f"  the service's threads per input (user/system): {r['thread_split']}")
+        if r.get("syscalls"):
+            print(f"  the service's system calls per input, by thread: {r['syscalls']}")
         print(f"  Redis us per input, one replica: {r['redis_split']}; {r['rounds']}")
         if "two_split" in r:
             print(f"  CPU us per input by process, two replicas: {r['two_split']}")
@@ -1063,6 +1126,9 @@ def main():
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build", "release"))
     ap.add_argument("--timeout", type=float, default=600, help="bound on each stage, seconds")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (logs)")
+    ap.add_argument("--syscalls", action="store_true",
+                    help="also count the service's system calls per input by thread during the "
+                         "loaded stage (perf stat; package linux-perf)")
     ap.add_argument("--persona-cost", default="",
                     help="also time one input on rooms of these sizes, e.g. 10,100,1000 "
                          "(personas per room; printed as msg/s, ms, CPU and Redis time per input)")

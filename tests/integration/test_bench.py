@@ -27,9 +27,15 @@ def run(tmp_path, script, *args, timeout=300):
 
 def test_bench_runs_every_stage_and_finds_a_sustained_rate(tmp_path):
     rc, out = run(tmp_path, BENCH, "--mix", "human", "--n", "300", "--latency-n", "60", "--warmup", "5",
-                  "--broker-nodelay", "off", *SUSTAINED)
+                  "--broker-nodelay", "off", "--syscalls", *SUSTAINED)
     assert rc == 0, out[-6000:]
     assert "300 commits for 300 inputs" in out, out[-4000:]
+    # counted where perf can count (then the intake thread made some), else
+    # the reason, never a silent gap
+    m = re.search(r"system calls per input, by thread: (.*)", out)
+    assert m, out[-4000:]
+    assert re.match(r"[\d.]+ in all: .*vigil-intake [\d.]+", m.group(1)) or \
+        m.group(1).startswith("not counted: "), m.group(1)
     # Redis's time per commit is a figure (its commands were counted), not nan
     assert re.search(r"as shipped \(no nodelay\)\s+\d+\s+\d+\s+[\d.]+\s+\d+us\s+\d+\.\dus", out), out[-4000:]
     assert re.search(r"relay measured with mosquitto_pub -l -> mosquitto_sub \(one topic\): \d+ msg/s", out), \
