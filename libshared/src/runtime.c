@@ -704,16 +704,19 @@ done:
  * after the last one is durable. An input that names its one key by its
  * topic (def->topic_key), whose route() touches no Redis for it, and whose
  * key's record the cache holds is decided at once on that record and its
- * commit is sent without waiting: the commits of a run of such inputs,
- * each on a key of its own, travel in one Redis round trip (vigil_store_
- * commit_send / _recv). A key occurs once per run, so no input is decided
- * on a record an earlier commit of the run has not yet written. Anything
- * else (another kind of input, a key already in the run, a cache miss, a
- * decision that is not a plain commit) first ends the run, then takes the
- * one-at-a-time path, so inputs on one key stay in order. A commit of the
- * run that did not come back OK or DUPLICATE (a conflict, a lost
- * connection, NOSCRIPT after a Redis restart) is done again one at a time:
- * its input id tells whether it was applied. */
+ * commit is sent without waiting: the commits of a run of such inputs
+ * travel in one Redis round trip (vigil_store_commit_send / _recv). An
+ * input whose key is already in the run is decided on the record as the
+ * run's last commit of that key leaves it, and its commit follows that one
+ * in the same transaction (vigil_commit.follows): it is applied only if
+ * that one is. Where it cannot follow (a full batch), the run ends first
+ * and the input starts the next one. Anything else (another kind of
+ * input, a cache miss, a decision that is not a plain commit) first ends
+ * the run, then takes the one-at-a-time path, so inputs on one key stay
+ * in order. A commit of the run that did not come back OK or DUPLICATE (a
+ * conflict, one that followed a commit that was not applied, a lost
+ * connection) is done again one at a time, in order: its input id tells
+ * whether it was applied. */
 
 typedef struct staged {
     const vigil_mqtt_msg *m;
@@ -744,14 +747,15 @@ static void staged_free(vigil_runtime *rt, staged *s)
 
 typedef enum {
     STAGE_JOINED, /* decided, its commit sent: it is run[n] now */
-    STAGE_REPEAT, /* its key is already in the run: nothing was done */
+    STAGE_REPEAT, /* its key is in the run and it cannot follow: nothing was sent */
     STAGE_SINGLE  /* nothing sent: it goes the one-at-a-time way */
 } stage_result;
 
-/* Decides m on the cached record of its key and sends its commit, joining
- * the run (run[0..n) holds the inputs already in it). A key already in
- * the run is STAGE_REPEAT before anything is parsed: the caller completes
- * the run and stages m again as the first of the next one. */
+/* Decides m on the cached record of its key, or on the record as the
+ * run's last commit of its key leaves it, and sends its commit, joining
+ * the run (run[0..n) holds the inputs already in it). A key in the run
+ * whose commit m cannot follow is STAGE_REPEAT: the caller completes the
+ * run and stages m again as the first of the next one. */
 static stage_result stage(vigil_runtime *rt, const vigil_mqtt_msg *m, staged *run, int n,
                           staged *s)
 {
@@ -763,11 +767,18 @@ static stage_result stage(vigil_runtime *rt, const vigil_mqtt_msg *m, staged *ru
     int64_t now = vigil_now_ms();
     if (!rt->def->topic_key(m->topic, s->key, sizeof s->key))
         goto no;
-    for (int i = 0; i < n; i++)
-        if (strcmp(run[i].key, s->key) == 0) {
-            staged_free(rt, s);
-            return STAGE_REPEAT;
-        }
+    /* A key already in the run: decided on the record as the run's last
+     * commit of it leaves it, and committed in the same transaction right
+     * after that one (vigil_commit.follows), so a busy room's inputs share
+     * round trips as different rooms' do. */
+    const staged *prev = NULL;
+    for (int i = n - 1; i >= 0 && !prev; i--)
+        if (strcmp(run[i].key, s->key) == 0)
+            prev = &run[i];
+    if (prev && !prev->fx.new_state && !prev->state) {
+        staged_free(rt, s);
+        return STAGE_REPEAT;
+    }
     vigil_shard_view view;
     intake_view(rt, m->topic, &view);
     if (!vigil_shard_view_owns(&view, rt->cfg.shard_index, s->key))
@@ -785,19 +796,32 @@ static stage_result stage(vigil_runtime *rt, const vigil_mqtt_msg *m, staged *ru
     rt->intake_in_flight = false;
     if (nk != 1 || strcmp(keys[0], s->key) != 0)
         goto no;
-    /* the cached text itself, not a copy: it goes back to the cache, or
-     * the new text does, when the commit's reply is read (flush_run) */
-    taken = vigil_state_cache_take(rt->cache, s->key, &s->version, &s->state);
-    if (!taken)
-        goto no;
+    if (prev) {
+        /* what the cache will hold once prev's commit is read (flush_run) */
+        s->state = strdup(prev->fx.new_state ? prev->fx.new_state : prev->state);
+        s->version = prev->version + (prev->fx.new_state ? 1 : 0);
+        if (!s->state)
+            goto no;
+    } else {
+        /* the cached text itself, not a copy: it goes back to the cache,
+         * or the new text does, when the commit's reply is read */
+        taken = vigil_state_cache_take(rt->cache, s->key, &s->version, &s->state);
+        if (!taken)
+            goto no;
+    }
     s->a = (decide_args){ .in = &s->in, .parsed = s->parsed, .now = now };
     memset(&err, 0, sizeof err);
     if (decide(rt, s->key, s->state, &s->a, &s->fx, &err) != 0)
         goto no;
     s->c = (vigil_commit){ .key = s->key, .expected_version = s->version, .input_id = s->in.id,
-                           .fx = &s->fx, .now_ms = now };
-    if (vigil_store_commit_send(rt->intake_store, &s->c) != 0)
-        goto no;
+                           .fx = &s->fx, .now_ms = now, .follows = prev != NULL };
+    if (vigil_store_commit_send(rt->intake_store, &s->c) != 0) {
+        if (!prev)
+            goto no;
+        /* not joined (a full batch): after the run, from the cache */
+        staged_free(rt, s);
+        return STAGE_REPEAT;
+    }
     char label[96];
     kind_label(&s->in, label, sizeof label);
     vigil_counter_add("vigil_inputs_total", "Inputs received", label, 1);
@@ -906,10 +930,9 @@ static void on_batch(void *ctx, const vigil_mqtt_msg *msgs, int n)
             atomic_store(&rt->intake_busy_since, vigil_mono_ms());
             stage_result sr = stage(rt, m, run, nrun, &run[nrun]);
             if (sr == STAGE_REPEAT) {
-                /* a second input of a key in the run waits for the run's
-                 * commit and starts the next run, instead of a round trip
-                 * of its own: with 20 rooms, runs of about 14 and 1
-                 * became runs of about 15 */
+                /* an input of a key in the run that cannot follow its
+                 * commit waits for the run and starts the next one,
+                 * instead of a round trip of its own */
                 flush_run(rt, run, &nrun);
                 sr = stage(rt, m, run, nrun, &run[nrun]);
             }

@@ -196,6 +196,7 @@ static int pend_init(const vigil_store *s, pend *p, const vigil_commit *c)
         p->xlen_at[j] = -1;
     }
     p->res = VIGIL_COMMIT_ERROR;
+    p->follows = -1;
     return 0;
 }
 
@@ -235,13 +236,17 @@ static bool is_queue(vigil_aux_kind k)
 }
 
 /* Does p read a key an earlier commit of the batch writes? (A hash
- * collision only costs an extra round trip.) */
+ * collision only costs an extra round trip.) A commit that follows the
+ * earlier one of its record reads neither that record (it was decided on
+ * what the earlier one writes) nor its snapshot hashes (the transaction
+ * applies the earlier commits' changes to them first: store_writes.c). */
 static bool overlaps(const struct store_batch *b, const pend *p)
 {
     const vigil_effects *fx = p->c->fx;
-    if (written_has(b, p->skey))
+    bool follows = p->follows >= 0;
+    if (!follows && written_has(b, p->skey))
         return true;
-    for (size_t j = 0; fx && j < fx->n_snaps; j++)
+    for (size_t j = 0; fx && j < fx->n_snaps && !follows; j++)
         if (written_has(b, p->snap_keys[j]))
             return true;
     for (size_t j = 0; fx && j < fx->n_aux; j++)
@@ -260,6 +265,34 @@ static int note_written(struct store_batch *b, const pend *p)
         if (is_queue(fx->aux[j].kind))
             rc |= written_add(b, p->aux_keys[j]);
     return rc;
+}
+
+/* The index of the batch's commit that p follows (vigil_commit.follows):
+ * the latest one of the same record, if p's expected version is that
+ * one's version after it. -1: p waits for the batch instead, as every
+ * commit did before, when it resets the record's parts (its HKEYS would
+ * miss the parts the earlier one adds), completes a lease, flushes a
+ * queue, or a commit of the batch failed to send (its place is unknown). */
+static int followed(const struct store_batch *b, const pend *p)
+{
+    const vigil_commit *c = p->c;
+    const vigil_effects *fx = c->fx;
+    if (!c->follows || (fx && fx->parts_reset) || (c->leased_timer && *c->leased_timer))
+        return -1;
+    for (size_t j = 0; fx && j < fx->n_aux; j++)
+        if (fx->aux[j].kind == VIGIL_AUX_QUEUE_FLUSH)
+            return -1;
+    for (int i = b->n - 1; i >= 0; i--) {
+        const pend *q = &b->p[i];
+        if (!q->c)
+            return -1;
+        if (strcmp(q->skey, p->skey) != 0)
+            continue;
+        const vigil_effects *qf = q->c->fx;
+        int64_t after = q->c->expected_version + (qf && qf->new_state ? 1 : 0);
+        return after == c->expected_version && !q->dry ? i : -1;
+    }
+    return -1;
 }
 
 /* ---- round 1 ----------------------------------------------------------- */
@@ -535,8 +568,8 @@ static int round1_recv(vigil_store *s, pend *p)
     }
     if (seen && !p->dry)
         p->res = VIGIL_COMMIT_DUPLICATE;
-    else if (p->version != c->expected_version)
-        p->res = VIGIL_COMMIT_CONFLICT;
+    else if (p->follows < 0 && p->version != c->expected_version)
+        p->res = VIGIL_COMMIT_CONFLICT; /* (one that follows: batch_round1) */
 out:
     if (rc != 0)
         p->res = VIGIL_COMMIT_ERROR;
@@ -559,7 +592,7 @@ static void read_current(pend *p, const redisReply *r)
  * applied only if the connection broke after EXEC was sent). */
 static int round2(vigil_store *s, struct store_batch *b)
 {
-    w2 w = { .s = s };
+    w2 w = { .s = s, .batch = b->p };
     bool writes = false;
     for (int i = 0; i < b->n; i++) {
         pend *p = &b->p[i];
@@ -573,8 +606,11 @@ static int round2(vigil_store *s, struct store_batch *b)
         w.base = w.queued;
         for (int i = 0; i < b->n && w.rc == 0; i++) {
             pend *p = &b->p[i];
-            if (p->c && p->res == VIGIL_COMMIT_OK)
+            if (p->c && p->res == VIGIL_COMMIT_OK) {
+                if (p->follows >= 0) /* its version is the one the followed commit leaves */
+                    p->version = b->p[p->follows].version;
                 store_write_commit(&w, p);
+            }
             else if (p->c && p->res == VIGIL_COMMIT_DUPLICATE)
                 store_write_lease(&w, p);
         }
@@ -689,6 +725,38 @@ static int done_push(struct store_batch *b, vigil_commit_result res, int64_t ver
     return 0;
 }
 
+/* Does an earlier commit of p's chain (the commits of its record it
+ * follows) carry p's input id? Then p is a redelivery of it. */
+static bool chain_has_id(const struct store_batch *b, const pend *p)
+{
+    const char *id = p->c->input_id;
+    if (!id || !*id)
+        return false;
+    for (int i = p->follows; i >= 0; i = b->p[i].follows) {
+        const char *q = b->p[i].c->input_id;
+        if (q && strcmp(q, id) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Decides a commit that follows another of its record, after the batch's
+ * round 1 (in order, so the followed one is decided): it was decided on
+ * what that one writes, so it is OK only if that one is, and a DUPLICATE
+ * if that one or an earlier one of the chain carries its input id. Its
+ * own round 1 still finds a redelivery from before the batch, and the
+ * types and errors any commit finds. */
+static void follow_result(const struct store_batch *b, pend *p)
+{
+    if (!p->c || p->follows < 0 || p->res == VIGIL_COMMIT_ERROR ||
+        p->res == VIGIL_COMMIT_BAD_DATA)
+        return;
+    if (b->p[p->follows].res != VIGIL_COMMIT_OK)
+        p->res = VIGIL_COMMIT_CONFLICT;
+    else if (p->res == VIGIL_COMMIT_OK && chain_has_id(b, p))
+        p->res = VIGIL_COMMIT_DUPLICATE;
+}
+
 /* Reads every round 1 of the batch and decides each commit: false when
  * the connection failed (every result ERROR). A shard key of another type
  * refuses every commit of the batch: they would all write to it. */
@@ -707,6 +775,8 @@ static bool batch_round1(vigil_store *s, struct store_batch *b)
     for (int i = 0; i < b->n && shard_bad && conn; i++)
         if (b->p[i].c && b->p[i].res != VIGIL_COMMIT_ERROR)
             b->p[i].res = VIGIL_COMMIT_BAD_DATA;
+    for (int i = 0; i < b->n && conn; i++)
+        follow_result(b, &b->p[i]);
     return conn;
 }
 
@@ -784,9 +854,19 @@ int vigil_store_commit_send(vigil_store *s, const vigil_commit *c)
         pend_free(&p);
         return -1;
     }
+    /* A commit that follows another it cannot join is not sent: checked
+     * after that one's batch on its version alone, it could be taken on a
+     * version someone else wrote after that one failed. Its caller
+     * decides it again once the batch is done. */
+    p.follows = followed(b, &p);
+    bool full = b->n >= BATCH_MAX || (b->n > 0 && vigil_redis_epoch(s->r) != b->epoch);
+    if (c->follows && (p.follows < 0 || full)) {
+        pend_free(&p);
+        return -1;
+    }
     /* full, or it reads what the batch writes, or the batch's replies are
      * lost: after the batch */
-    if (b->n >= BATCH_MAX || (b->n > 0 && (overlaps(b, &p) || vigil_redis_epoch(s->r) != b->epoch))) {
+    if (full || (b->n > 0 && overlaps(b, &p))) {
         batch_finish(s, b);
         if (!vigil_redis_ensure(s->r)) {
             pend_free(&p);

@@ -18,6 +18,7 @@ typedef struct pend {
     bool shard_bad;        /* ... and one of them holds another type */
     bool send_failed;      /* round 1 could not all be appended (memory): read, then ERROR */
     bool dry;              /* vigil_store_check: the checks and the version, no dedupe, no writes */
+    int follows;           /* index in the batch of the commit of the same record it follows, or -1 */
     void *block;      /* one allocation: the keys below and the per-op arrays */
     char *skey, *ikey;
     char **snap_keys; /* per snapshot op */
@@ -46,6 +47,7 @@ typedef struct entries {
 
 typedef struct w2 {
     vigil_store *s;
+    const pend *batch; /* the transaction's commits, in order */
     int queued; /* commands appended */
     int base;   /* queued at MULTI: an EXEC reply's index is queued - base */
     int rc;

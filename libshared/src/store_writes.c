@@ -109,6 +109,23 @@ static int map_apply(snapmap *m, const vigil_snapshot_op *op)
     return 0;
 }
 
+/* A commit that follows another of its record (vigil_commit.follows) read
+ * its snapshot hashes before any write of the transaction: the changes
+ * the transaction's earlier commits make to the same hash go in first, in
+ * order, so the snapshot it publishes shows them as the hash will hold
+ * them. (Any other commit of a transaction has hashes of its own.) */
+static int map_earlier(const w2 *w, const pend *p, const char *key, snapmap *m)
+{
+    for (const pend *q = w->batch; q && q < p; q++) {
+        if (!q->c || q->res != VIGIL_COMMIT_OK || !q->c->fx)
+            continue;
+        for (size_t k = 0; k < q->ns; k++)
+            if (strcmp(q->snap_keys[k], key) == 0 && map_apply(m, &q->c->fx->snaps[k]) != 0)
+                return -1;
+    }
+    return 0;
+}
+
 /* Byte order, a prefix first (Lua's string order in the C locale). */
 static int field_cmp(const void *a, const void *b)
 {
@@ -634,7 +651,9 @@ void store_write_commit(w2 *w, pend *p)
     for (size_t j = 0; j < ns && w->rc == 0; j++) {
         const vigil_snapshot_op *op = &fx->snaps[j];
         int src = p->snap_src[j];
-        if (src == (int)j && map_from(&maps[j], p->snap_rep[j]) != 0) {
+        if (src == (int)j && (map_from(&maps[j], p->snap_rep[j]) != 0 ||
+                              (p->follows >= 0 &&
+                               map_earlier(w, p, p->snap_keys[j], &maps[j]) != 0))) {
             w->rc = -1;
             break;
         }

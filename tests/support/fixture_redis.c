@@ -8,7 +8,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "vigil/log.h"
@@ -63,6 +65,19 @@ long long vt_redis_int(vigil_redis *r, const char *fmt, const char *arg)
     long long v = rep->integer;
     vigil_redis_reply_free(rep);
     return v;
+}
+
+long long vt_redis_calls(vigil_redis *r, const char *command)
+{
+    redisReply *rep = vigil_redis_command(r, "INFO commandstats");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    char key[64];
+    snprintf(key, sizeof key, "cmdstat_%s:calls=", command);
+    const char *at = strstr(rep->str, key);
+    long long n = at ? atoll(at + strlen(key)) : 0;
+    vigil_redis_reply_free(rep);
+    return n;
 }
 
 int vt_store_fixture_setup(void **state, const vigil_store_config *cfg)

@@ -28,6 +28,10 @@ vigil_redis *vt_redis_connect(void);
  * test. */
 long long vt_redis_int(vigil_redis *r, const char *fmt, const char *arg);
 
+/* Calls of one Redis command (lower case, as INFO names it) since the
+ * last CONFIG RESETSTAT, by INFO commandstats on r. */
+long long vt_redis_calls(vigil_redis *r, const char *command);
+
 /* A test's connection and store. */
 typedef struct vt_store_fixture {
     vigil_redis *r;

@@ -90,20 +90,6 @@ static void stream_add_trims_by_age(void **state)
     assert_int_equal(vt_redis_int(f->r, "XLEN %s", "vigil:svc:log:r"), 0);
 }
 
-/* Calls of a Redis command since the last CONFIG RESETSTAT. */
-static long long calls_of(vigil_redis *r, const char *command)
-{
-    redisReply *rep = vigil_redis_command(r, "INFO commandstats");
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_STRING);
-    char key[64];
-    snprintf(key, sizeof key, "cmdstat_%s:calls=", command);
-    const char *at = strstr(rep->str, key);
-    long long n = at ? atoll(at + strlen(key)) : 0;
-    vigil_redis_reply_free(rep);
-    return n;
-}
-
 /* A log with both bounds: the age goes with every XADD (MINID, exact), the
  * length trim with one append in 16 (with_record: the commit that takes
  * the record to a multiple of 16 versions; without: by the input id's
@@ -129,12 +115,12 @@ static void both_bounds(fixture *f, bool with_record)
     vigil_effects_free(&fx);
     long long n = vt_redis_int(f->r, "XLEN %s", "vigil:svc:log:both");
     assert_true(n >= 100 && n < 300);
-    long long trims = calls_of(f->r, "xtrim");
+    long long trims = vt_redis_calls(f->r, "xtrim");
     if (with_record)
         assert_int_equal(trims, 400 / 16);
     else
         assert_true(trims >= 5 && trims <= 60);
-    assert_int_equal(calls_of(f->r, "xadd"), 400);
+    assert_int_equal(vt_redis_calls(f->r, "xadd"), 400);
 }
 
 static void stream_add_with_both_bounds_trims_length_every_16th_version(void **state)

@@ -305,19 +305,6 @@ static void test_replies_dropped_between_sends_fail_that_commit_alone(void **sta
     vigil_effects_free(&f2);
 }
 
-/* Calls of one Redis command since the last CONFIG RESETSTAT. */
-static long long calls_of(const char *cmd)
-{
-    redisReply *rep = vigil_redis_command(r, "INFO commandstats");
-    assert_non_null(rep);
-    char want[64];
-    snprintf(want, sizeof want, "cmdstat_%s:calls=", cmd);
-    const char *at = rep->type == REDIS_REPLY_STRING ? strstr(rep->str, want) : NULL;
-    long long n = at ? strtoll(at + strlen(want), NULL, 10) : 0;
-    vigil_redis_reply_free(rep);
-    return n;
-}
-
 /* Score of member in the shard's timers, or -1 when absent. */
 static long long timer_due(const char *member)
 {
@@ -361,11 +348,12 @@ static void test_a_batch_writes_the_shard_keys_once(void **state)
         free(cur);
         vigil_effects_free(&fx[i]);
     }
-    assert_int_equal(calls_of("exec"), 1);
-    assert_int_equal(calls_of("rpush"), 1);
-    assert_int_equal(calls_of("zrem"), 1);
-    assert_int_equal(calls_of("hdel"), 1);
-    assert_int_equal(calls_of("zadd"), 1 + 3); /* the timers, and each record's processed id */
+    assert_int_equal(vt_redis_calls(r, "exec"), 1);
+    assert_int_equal(vt_redis_calls(r, "rpush"), 1);
+    assert_int_equal(vt_redis_calls(r, "zrem"), 1);
+    assert_int_equal(vt_redis_calls(r, "hdel"), 1);
+    /* the timers, and each record's processed id */
+    assert_int_equal(vt_redis_calls(r, "zadd"), 1 + 3);
     for (int i = 0; i < 3; i++) {
         snprintf(member, sizeof member, "%s|t", keys[i]);
         assert_int_equal(timer_due(member), NOW + 1000 + i);
@@ -406,7 +394,7 @@ static void test_a_timer_named_by_two_commits_keeps_their_order(void **state)
     assert_int_equal(vigil_store_commit_recv(st, &c1, &v, &cur), VIGIL_COMMIT_OK);
     assert_int_equal(vigil_store_commit_recv(st, &c2, &v, &cur), VIGIL_COMMIT_OK);
     free(cur);
-    assert_int_equal(calls_of("exec"), 1); /* one transaction */
+    assert_int_equal(vt_redis_calls(r, "exec"), 1); /* one transaction */
     assert_int_equal(timer_due("r1|t"), -1);
     vigil_effects_free(&f1);
     vigil_effects_free(&f2);

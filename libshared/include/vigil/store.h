@@ -82,6 +82,16 @@ typedef struct vigil_commit {
      * Removal happens before fx->timers are applied. */
     const char *leased_timer;
     int64_t leased_score;
+    /* vigil_store_commit_send only: decided on the record as the commit
+     * sent just before it on the same key leaves it (expected_version is
+     * that commit's version after it). It then joins that commit's batch
+     * instead of waiting for its result, and is OK only if that one is
+     * (else CONFLICT, or DUPLICATE for the same input id). When it cannot
+     * join (no such commit in the batch, versions that do not follow, a
+     * full batch, or a commit that resets the record's parts, completes a
+     * timer lease or flushes a queue), _send returns -1 and nothing is
+     * sent: decide it again once the batch is done. */
+    bool follows;
 } vigil_commit;
 
 /* Commits. Checks every key's type before the first write (the reads
@@ -101,7 +111,8 @@ vigil_commit_result vigil_store_commit(vigil_store *s, const vigil_commit *c,
  * and sends one transaction for all of them: commits sent together share
  * two round trips and apply in order (one that reads a record, snapshot
  * hash or queue an earlier one writes waits for the earlier ones, inside
- * _send). c and everything it points to must stay valid until its _recv.
+ * _send, unless it follows the earlier commit of its record: see
+ * vigil_commit.follows). c and everything it points to must stay valid until its _recv.
  * Nothing else may use the connection between them (a command would
  * discard the pending replies). A lost connection or a refused transaction
  * is VIGIL_COMMIT_ERROR: the commit may or may not have been applied,
