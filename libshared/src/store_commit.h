@@ -55,10 +55,10 @@ typedef struct w2 {
      * gathered across the transaction's commits and sent as one command
      * each (store_write_flush): each commit's own ZADD/ZREM/HDEL/RPUSH cost
      * Redis a command and the service two replies (QUEUED and EXEC's
-     * element). The commits of one transaction have distinct records, so
-     * their timers are distinct members; a member named by an earlier
-     * commit (a hash in `members`) sends what was gathered first, so
-     * every member's changes stay in commit order. */
+     * element). A member named by an earlier commit (a hash in
+     * `members`; commits that follow one another share their record's
+     * timers) keeps only the later commit's change, which sets it whole,
+     * as applying them in commit order would leave it. */
     entries zrem, zadd, hdel, out;
     uint64_t *members;
     size_t n_members, cap_members;

@@ -265,17 +265,45 @@ static void flush_timers(w2 *w)
     w->n_members = 0;
 }
 
-/* A commit's timer members (n of them, hashed): when an earlier commit of
- * the transaction named one of them, what was gathered is sent first (a
- * hash collision only costs that). Then they are noted. */
-static void claim_members(w2 *w, const uint64_t *h, size_t n)
+/* Drops from e what was gathered for member m: the member itself, and
+ * with pairs (ZADD's score and member) its score too. */
+static void entries_drop(entries *e, const char *m, bool pairs)
 {
-    bool seen = false;
-    for (size_t j = 0; j < n && !seen; j++)
+    size_t step = pairs ? 2 : 1, at = pairs ? 1 : 0, kept = 0;
+    const char **v = e->v + 2;
+    size_t *len = e->len + 2;
+    for (size_t i = 0; i + step <= e->n; i += step) {
+        if (strcmp(v[i + at], m) == 0)
+            continue;
+        for (size_t k = 0; k < step; k++) {
+            v[kept + k] = v[i + k];
+            len[kept + k] = len[i + k];
+        }
+        kept += step;
+    }
+    e->n = kept;
+}
+
+/* A commit's timer members (n of them, hashed, and their names): what an
+ * earlier commit of the transaction gathered for one of them is dropped,
+ * since each change sets the member whole (a score, or gone) and the
+ * later commit's change is the one the member keeps, as if they were
+ * applied one after another; a busy room's commits, each moving the same
+ * timers, cost one ZADD and one ZREM for the transaction instead of a
+ * pair each. (A hash match of another member drops nothing.) Then they
+ * are noted. */
+static void claim_members(w2 *w, const uint64_t *h, const char *const *names, size_t n)
+{
+    for (size_t j = 0; j < n; j++) {
+        bool seen = false;
         for (size_t k = 0; k < w->n_members && !seen; k++)
             seen = w->members[k] == h[j];
-    if (seen)
-        flush_timers(w);
+        if (!seen)
+            continue;
+        entries_drop(&w->zrem, names[j], false);
+        entries_drop(&w->zadd, names[j], true);
+        entries_drop(&w->hdel, names[j], false);
+    }
     if (w->n_members + n > w->cap_members) {
         size_t cap = w->cap_members ? 2 * w->cap_members : 64;
         while (cap < w->n_members + n)
@@ -350,7 +378,7 @@ void store_write_lease(w2 *w, const pend *p)
         return;
     const char *m = p->c->leased_timer;
     uint64_t h = vigil_hash_mem(m, strlen(m));
-    claim_members(w, &h, 1);
+    claim_members(w, &h, &m, 1);
     gather_lease(w, p);
 }
 
@@ -471,7 +499,7 @@ static void write_timers(w2 *w, const pend *p)
     }
     size_t kl = strlen(c->key);
     size_t need = rounded(n * sizeof(char *)) * 2 + rounded(n * (VIGIL_I64_TEXT_MAX + 1)) +
-                  rounded((n + 1) * sizeof(uint64_t));
+                  rounded((n + 1) * sizeof(uint64_t)) + rounded((n + 1) * sizeof(char *));
     for (size_t j = 0; j < n; j++)
         need += rounded(kl + strlen(fx->timers[j].name) + 2);
     block b = { malloc(need), 0, need };
@@ -483,17 +511,21 @@ static void write_timers(w2 *w, const pend *p)
     char **member = take(&b, n * sizeof *member);
     char(*due)[VIGIL_I64_TEXT_MAX + 1] = take(&b, n * sizeof *due);
     uint64_t *h = take(&b, (n + 1) * sizeof *h);
+    const char **hn = take(&b, (n + 1) * sizeof *hn); /* the names hashed in h */
     size_t nh = 0;
-    if (p->lease_hit)
+    if (p->lease_hit) {
+        hn[nh] = c->leased_timer;
         h[nh++] = vigil_hash_mem(c->leased_timer, strlen(c->leased_timer));
+    }
     for (size_t j = 0; j < n; j++) {
         names[j] = fx->timers[j].name;
         size_t ml = kl + strlen(names[j]) + 2;
         member[j] = take(&b, ml);
         vigil_concat(member[j], ml, c->key, "|", names[j], (char *)NULL);
+        hn[nh] = member[j];
         h[nh++] = vigil_hash_mem(member[j], ml - 1);
     }
-    claim_members(w, h, nh);
+    claim_members(w, h, hn, nh);
     gather_lease(w, p);
     for (size_t j = 0; j < n; j++) {
         if (named_later(names, n, j))

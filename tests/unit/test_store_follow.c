@@ -4,7 +4,8 @@
  * it follows is (a CONFLICT even on a version someone else wrote that
  * happens to be its expected one); the same input id twice is a DUPLICATE;
  * its snapshot publication shows what the transaction's earlier commits
- * wrote to the same hash; a follower that cannot join is not sent at all.
+ * wrote to the same hash; their timers cost one command for both; a
+ * follower that cannot join is not sent at all.
  * Real redis-server. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -274,6 +275,47 @@ static void test_a_follower_that_cannot_join_is_not_sent(void **state)
     vigil_effects_free(&f3);
 }
 
+/* Score of member in the shard's timers, or -1 when absent. */
+static long long timer_due(const char *member)
+{
+    redisReply *rep = vigil_redis_command(r, "ZSCORE vigil:svc:timers:0 %s", member);
+    assert_non_null(rep);
+    long long d = rep->type == REDIS_REPLY_STRING ? strtoll(rep->str, NULL, 10) : -1;
+    vigil_redis_reply_free(rep);
+    return d;
+}
+
+/* A follower moves the timers the commit before it set: the transaction
+ * sends one ZADD and one ZREM for both (not a pair each), and each timer
+ * ends as the later commit left it (t moved, u cancelled, v set by the
+ * first alone). */
+static void test_followers_timers_keep_the_last_change_in_one_command(void **state)
+{
+    (void)state;
+    vigil_effects f1, f2;
+    state_fx(&f1, "{\"n\":1}");
+    state_fx(&f2, "{\"n\":2}");
+    assert_int_equal(vigil_fx_timer_set(&f1, "t", NOW + 5), 0);
+    assert_int_equal(vigil_fx_timer_set(&f1, "u", NOW + 6), 0);
+    assert_int_equal(vigil_fx_timer_set(&f1, "v", NOW + 7), 0);
+    assert_int_equal(vigil_fx_timer_set(&f2, "t", NOW + 9), 0);
+    assert_int_equal(vigil_fx_timer_cancel(&f2, "u"), 0);
+    vigil_commit c1 = on_r1(&f1, 0, "a", false), c2 = on_r1(&f2, 1, "b", true);
+    assert_true(vt_redis_exec(vt_srv, "CONFIG RESETSTAT"));
+    vigil_commit_result res[2];
+    int64_t v[2] = { -1, -1 };
+    send_two(&c1, &c2, res, v);
+    assert_int_equal(res[0], VIGIL_COMMIT_OK);
+    assert_int_equal(res[1], VIGIL_COMMIT_OK);
+    assert_int_equal(vt_redis_calls(r, "zadd"), 1 + 2); /* the timers, and the two input ids */
+    assert_int_equal(vt_redis_calls(r, "zrem"), 1);
+    assert_int_equal(timer_due("r1|t"), NOW + 9);
+    assert_int_equal(timer_due("r1|u"), -1);
+    assert_int_equal(timer_due("r1|v"), NOW + 7);
+    vigil_effects_free(&f1);
+    vigil_effects_free(&f2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -287,6 +329,8 @@ int main(void)
             test_a_follower_sees_the_transactions_earlier_writes_to_a_hash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_follower_that_cannot_join_is_not_sent, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_followers_timers_keep_the_last_change_in_one_command,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, vt_redis_group_setup, vt_redis_group_teardown);
 }
