@@ -620,6 +620,13 @@ def main():
     n = int(args.duration * args.rate)
     if args.rooms <= 0:
         args.rooms = max(10, n // 15)
+    elif args.rooms < n // 100:
+        # each input is a persona of its own: a room's sleepers, and so
+        # wake-evaluator's outputs per input, grow with its inputs (4 rooms
+        # of 1,500: over 400,000 outputs, a reference run that never
+        # settled and an oracle reporting losses that were not)
+        log(f"warning: {args.rooms} rooms for {n} inputs is over 100 inputs per room; "
+            "the reference run may not settle")
     items, ids = make_inputs(n, args.rooms, args.seed)
     workdir = tempfile.mkdtemp(prefix="vigil-chaos-")
     log(f"seed {args.seed}, {n} inputs at {args.rate}/s, build {args.build_dir}, folder {workdir}")
