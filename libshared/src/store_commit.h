@@ -18,7 +18,7 @@ typedef struct pend {
     bool shard_bad;        /* ... and one of them holds another type */
     bool send_failed;      /* round 1 could not all be appended (memory): read, then ERROR */
     bool dry;              /* vigil_store_check: the checks and the version, no dedupe, no writes */
-    int follows;           /* index in the batch of the commit of the same record it follows, or -1 */
+    int follows;           /* the batch's index of the commit of its record it follows, or -1 */
     void *block;      /* one allocation: the keys below and the per-op arrays */
     char *skey, *ikey;
     char **snap_keys; /* per snapshot op */

@@ -80,6 +80,25 @@ long long vt_redis_calls(vigil_redis *r, const char *command)
     return n;
 }
 
+long long vt_redis_zscore(vigil_redis *r, const char *key, const char *member)
+{
+    redisReply *rep = vigil_redis_command(r, "ZSCORE %s %s", key, member);
+    assert_non_null(rep);
+    long long d = rep->type == REDIS_REPLY_STRING ? strtoll(rep->str, NULL, 10) : -1;
+    vigil_redis_reply_free(rep);
+    return d;
+}
+
+char *vt_redis_lindex(vigil_redis *r, const char *key, int i)
+{
+    redisReply *rep = vigil_redis_command(r, "LINDEX %s %d", key, i);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    char *s = strdup(rep->str);
+    vigil_redis_reply_free(rep);
+    return s;
+}
+
 int vt_store_fixture_setup(void **state, const vigil_store_config *cfg)
 {
     if (!vt_redis_exec(vt_srv, "FLUSHALL"))

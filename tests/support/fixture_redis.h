@@ -32,6 +32,13 @@ long long vt_redis_int(vigil_redis *r, const char *fmt, const char *arg);
  * last CONFIG RESETSTAT, by INFO commandstats on r. */
 long long vt_redis_calls(vigil_redis *r, const char *command);
 
+/* The score of member in the sorted set key on r, or -1 when absent. */
+long long vt_redis_zscore(vigil_redis *r, const char *key, const char *member);
+
+/* The string at index i of the list key on r, malloc'd (anything else
+ * fails the test). */
+char *vt_redis_lindex(vigil_redis *r, const char *key, int i);
+
 /* A test's connection and store. */
 typedef struct vt_store_fixture {
     vigil_redis *r;

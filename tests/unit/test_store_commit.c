@@ -51,17 +51,6 @@ static long long dbsize(void)
     return vt_redis_int(r, "DBSIZE%s", ""); /* "%s" of "": DBSIZE alone */
 }
 
-/* The outbox entry at index i (raw text), malloc'd. */
-static char *outbox_at(int i)
-{
-    redisReply *rep = vigil_redis_command(r, "LINDEX vigil:svc:outbox:0 %d", i);
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_STRING);
-    char *s = strdup(rep->str);
-    vigil_redis_reply_free(rep);
-    return s;
-}
-
 /* A state and one snapshot entry for `room` in persona ann's map. */
 static void snap_effects(vigil_effects *fx, const char *room, const char *level)
 {
@@ -135,7 +124,7 @@ static void test_snapshot_changed_between_rounds_is_read_again(void **state)
     assert_int_equal(v, 1);
     assert_int_equal(w.calls, 2);
     assert_true(vigil_metric_value(RETRIES, NULL) == before + 1);
-    char *e = outbox_at(0);
+    char *e = vt_redis_lindex(r, "vigil:svc:outbox:0", 0);
     assert_string_equal(e, "1persona/ann/state\n{\"persona\":\"ann\",\"rooms\":{\"r1\":{\"level\":"
                            "\"sleep\"},\"r9\":{\"level\":\"awake\"}},\"ts\":1700000000123}");
     free(e);
@@ -198,7 +187,8 @@ static void test_pipelined_commits_sharing_a_snapshot(void **state)
     commit_pair(&f1, &f2, res);
     assert_int_equal(res[0], VIGIL_COMMIT_OK);
     assert_int_equal(res[1], VIGIL_COMMIT_OK);
-    char *e1 = outbox_at(0), *e2 = outbox_at(1);
+    char *e1 = vt_redis_lindex(r, "vigil:svc:outbox:0", 0);
+    char *e2 = vt_redis_lindex(r, "vigil:svc:outbox:0", 1);
     assert_string_equal(e1, "1persona/ann/state\n{\"persona\":\"ann\",\"rooms\":{\"r1\":{\"level\":"
                             "\"sleep\"}},\"ts\":1700000000123}");
     assert_string_equal(e2, "1persona/ann/state\n{\"persona\":\"ann\",\"rooms\":{\"r1\":{\"level\":"
@@ -249,7 +239,7 @@ static void test_queue_flush_moves_entries_first(void **state)
     assert_int_equal(vigil_store_commit(st, &c, &v, &cur), VIGIL_COMMIT_OK);
     const char *want[] = { "0t/1\none", "1t/2\ntwo", "0t/3\nthree" };
     for (int i = 0; i < 3; i++) {
-        char *e = outbox_at(i);
+        char *e = vt_redis_lindex(r, "vigil:svc:outbox:0", i);
         assert_string_equal(e, want[i]);
         free(e);
     }
@@ -294,7 +284,7 @@ static void test_replies_dropped_between_sends_fail_that_commit_alone(void **sta
     free(cur);
     assert_int_equal(vt_redis_int(r, "EXISTS %s", "vigil:svc:state:r1"), 0);
     assert_int_equal(vt_redis_int(r, "EXISTS %s", "vigil:svc:state:r2"), 1);
-    char *e = outbox_at(0);
+    char *e = vt_redis_lindex(r, "vigil:svc:outbox:0", 0);
     assert_non_null(strstr(e, "\"r2\""));
     assert_null(strstr(e, "\"r1\""));
     free(e);
@@ -303,16 +293,6 @@ static void test_replies_dropped_between_sends_fail_that_commit_alone(void **sta
     free(cur);
     vigil_effects_free(&f1);
     vigil_effects_free(&f2);
-}
-
-/* Score of member in the shard's timers, or -1 when absent. */
-static long long timer_due(const char *member)
-{
-    redisReply *rep = vigil_redis_command(r, "ZSCORE vigil:svc:timers:0 %s", member);
-    assert_non_null(rep);
-    long long d = rep->type == REDIS_REPLY_STRING ? strtoll(rep->str, NULL, 10) : -1;
-    vigil_redis_reply_free(rep);
-    return d;
 }
 
 /* Three pipelined commits on three records share one transaction: their
@@ -356,10 +336,10 @@ static void test_a_batch_writes_the_shard_keys_once(void **state)
     assert_int_equal(vt_redis_calls(r, "zadd"), 1 + 3);
     for (int i = 0; i < 3; i++) {
         snprintf(member, sizeof member, "%s|t", keys[i]);
-        assert_int_equal(timer_due(member), NOW + 1000 + i);
+        assert_int_equal(vt_redis_zscore(r, "vigil:svc:timers:0", member), NOW + 1000 + i);
         snprintf(member, sizeof member, "%s|old", keys[i]);
-        assert_int_equal(timer_due(member), -1);
-        char *e = outbox_at(i), want[32];
+        assert_int_equal(vt_redis_zscore(r, "vigil:svc:timers:0", member), -1);
+        char *e = vt_redis_lindex(r, "vigil:svc:outbox:0", i), want[32];
         snprintf(want, sizeof want, "0t/%d\n%s", i, ids[i]);
         assert_string_equal(e, want);
         free(e);
@@ -395,7 +375,7 @@ static void test_a_timer_named_by_two_commits_keeps_their_order(void **state)
     assert_int_equal(vigil_store_commit_recv(st, &c2, &v, &cur), VIGIL_COMMIT_OK);
     free(cur);
     assert_int_equal(vt_redis_calls(r, "exec"), 1); /* one transaction */
-    assert_int_equal(timer_due("r1|t"), -1);
+    assert_int_equal(vt_redis_zscore(r, "vigil:svc:timers:0", "r1|t"), -1);
     vigil_effects_free(&f1);
     vigil_effects_free(&f2);
 }

@@ -48,17 +48,6 @@ static long long outbox_len(void)
     return vt_redis_int(r, "LLEN %s", "vigil:svc:outbox:0");
 }
 
-/* The outbox entry at index i (raw text), malloc'd. */
-static char *outbox_at(int i)
-{
-    redisReply *rep = vigil_redis_command(r, "LINDEX vigil:svc:outbox:0 %d", i);
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_STRING);
-    char *s = strdup(rep->str);
-    vigil_redis_reply_free(rep);
-    return s;
-}
-
 /* Record r1 as stored: its version and state (malloc'd), and whether
  * input id was processed for it. */
 static void load_r1(const char *id, int64_t *v, char **state, int *seen)
@@ -153,7 +142,7 @@ static void test_a_follower_applies_after_the_one_it_follows(void **state)
     assert_r1(2, "{\"n\":2}", "a", true);
     assert_r1(2, "{\"n\":2}", "b", true);
     assert_int_equal(outbox_len(), 2);
-    char *e2 = outbox_at(1);
+    char *e2 = vt_redis_lindex(r, "vigil:svc:outbox:0", 1);
     assert_string_equal(e2, "1persona/ann/state\n{\"persona\":\"ann\",\"rooms\":{\"other\":"
                             "{\"level\":\"sleep\"},\"r1\":{\"level\":\"deep\"}},"
                             "\"ts\":1700000000123}");
@@ -235,7 +224,7 @@ static void test_a_follower_sees_the_transactions_earlier_writes_to_a_hash(void 
     free(cur);
     assert_int_equal(vt_redis_calls(r, "exec"), 1);
     assert_int_equal(outbox_len(), 2);
-    char *e = outbox_at(1);
+    char *e = vt_redis_lindex(r, "vigil:svc:outbox:0", 1);
     assert_string_equal(e, "1persona/bob/state\n{\"persona\":\"bob\",\"rooms\":{\"r1\":"
                            "{\"level\":\"awake\"},\"r2\":{\"level\":\"deep\"}},"
                            "\"ts\":1700000000123}");
@@ -275,16 +264,6 @@ static void test_a_follower_that_cannot_join_is_not_sent(void **state)
     vigil_effects_free(&f3);
 }
 
-/* Score of member in the shard's timers, or -1 when absent. */
-static long long timer_due(const char *member)
-{
-    redisReply *rep = vigil_redis_command(r, "ZSCORE vigil:svc:timers:0 %s", member);
-    assert_non_null(rep);
-    long long d = rep->type == REDIS_REPLY_STRING ? strtoll(rep->str, NULL, 10) : -1;
-    vigil_redis_reply_free(rep);
-    return d;
-}
-
 /* A follower moves the timers the commit before it set: the transaction
  * sends one ZADD and one ZREM for both (not a pair each), and each timer
  * ends as the later commit left it (t moved, u cancelled, v set by the
@@ -309,9 +288,9 @@ static void test_followers_timers_keep_the_last_change_in_one_command(void **sta
     assert_int_equal(res[1], VIGIL_COMMIT_OK);
     assert_int_equal(vt_redis_calls(r, "zadd"), 1 + 2); /* the timers, and the two input ids */
     assert_int_equal(vt_redis_calls(r, "zrem"), 1);
-    assert_int_equal(timer_due("r1|t"), NOW + 9);
-    assert_int_equal(timer_due("r1|u"), -1);
-    assert_int_equal(timer_due("r1|v"), NOW + 7);
+    assert_int_equal(vt_redis_zscore(r, "vigil:svc:timers:0", "r1|t"), NOW + 9);
+    assert_int_equal(vt_redis_zscore(r, "vigil:svc:timers:0", "r1|u"), -1);
+    assert_int_equal(vt_redis_zscore(r, "vigil:svc:timers:0", "r1|v"), NOW + 7);
     vigil_effects_free(&f1);
     vigil_effects_free(&f2);
 }
