@@ -82,6 +82,19 @@ static void state_fx(vigil_effects *fx, const char *state)
     assert_int_equal(vigil_fx_set_state(fx, state), 0);
 }
 
+/* fx's snapshot entry field = {"level": level} in persona's map (hash
+ * persona:<persona>, published on persona/<persona>/state). */
+static void level_snap(vigil_effects *fx, const char *persona, const char *field,
+                       const char *level)
+{
+    char hash[64], topic[64], env[64], v[64];
+    snprintf(hash, sizeof hash, "persona:%s", persona);
+    snprintf(topic, sizeof topic, "persona/%s/state", persona);
+    snprintf(env, sizeof env, "{\"persona\":\"%s\"}", persona);
+    snprintf(v, sizeof v, "{\"level\":\"%s\"}", level);
+    assert_int_equal(vigil_fx_snapshot(fx, hash, field, v, topic, env, "rooms"), 0);
+}
+
 /* c1 (input "a", state n 1, version 0) and its follower c2 (input id2,
  * state n 2) sent together: their results. */
 static void follow_pair(const char *id2, vigil_commit_result res[2])
@@ -123,12 +136,8 @@ static void test_a_follower_applies_after_the_one_it_follows(void **state)
     vigil_effects f1, f2;
     state_fx(&f1, "{\"n\":1}");
     state_fx(&f2, "{\"n\":2}");
-    assert_int_equal(vigil_fx_snapshot(&f1, "persona:ann", "other", "{\"level\":\"sleep\"}",
-                                       "persona/ann/state", "{\"persona\":\"ann\"}", "rooms"),
-                     0);
-    assert_int_equal(vigil_fx_snapshot(&f2, "persona:ann", "r1", "{\"level\":\"deep\"}",
-                                       "persona/ann/state", "{\"persona\":\"ann\"}", "rooms"),
-                     0);
+    level_snap(&f1, "ann", "other", "sleep");
+    level_snap(&f2, "ann", "r1", "deep");
     vigil_commit c1 = on_r1(&f1, 0, "a", false), c2 = on_r1(&f2, 1, "b", true);
     assert_true(vt_redis_exec(vt_srv, "CONFIG RESETSTAT"));
     vigil_commit_result res[2];
@@ -203,12 +212,8 @@ static void test_a_follower_sees_the_transactions_earlier_writes_to_a_hash(void 
     state_fx(&f1, "{\"n\":1}");
     state_fx(&f0, "{\"m\":1}");
     state_fx(&f2, "{\"n\":2}");
-    assert_int_equal(vigil_fx_snapshot(&f0, "persona:bob", "r2", "{\"level\":\"deep\"}",
-                                       "persona/bob/state", "{\"persona\":\"bob\"}", "rooms"),
-                     0);
-    assert_int_equal(vigil_fx_snapshot(&f2, "persona:bob", "r1", "{\"level\":\"awake\"}",
-                                       "persona/bob/state", "{\"persona\":\"bob\"}", "rooms"),
-                     0);
+    level_snap(&f0, "bob", "r2", "deep");
+    level_snap(&f2, "bob", "r1", "awake");
     vigil_commit c1 = on_r1(&f1, 0, "a", false), c2 = on_r1(&f2, 1, "b", true);
     vigil_commit c0 = { .key = "r2", .expected_version = 0, .input_id = "z", .fx = &f0,
                         .now_ms = NOW };
