@@ -775,7 +775,12 @@ static stage_result stage(vigil_runtime *rt, const vigil_mqtt_msg *m, staged *ru
     for (int i = n - 1; i >= 0 && !prev; i--)
         if (strcmp(run[i].key, s->key) == 0)
             prev = &run[i];
-    if (prev && !prev->fx.new_state && !prev->state) {
+    /* One that could not join prev's transaction (a full batch, prev in
+     * an earlier one) waits for the run before it is decided: a decision
+     * thrown away would also leave the service's cache of decoded records
+     * holding a record never committed, and the next one a full read. */
+    if (prev && ((!prev->fx.new_state && !prev->state) ||
+                 !vigil_store_can_follow(rt->intake_store, s->key))) {
         staged_free(rt, s);
         return STAGE_REPEAT;
     }

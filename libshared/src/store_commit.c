@@ -891,6 +891,30 @@ int vigil_store_commit_send(vigil_store *s, const vigil_commit *c)
     return rc;
 }
 
+/* Whether skey is the record key of key: base "state:" key. */
+static bool skey_is(const char *skey, const char *base, const char *key)
+{
+    size_t bl = strlen(base);
+    if (strncmp(skey, base, bl) != 0 || strncmp(skey + bl, "state:", 6) != 0)
+        return false;
+    return strcmp(skey + bl + 6, key) == 0;
+}
+
+bool vigil_store_can_follow(const vigil_store *s, const char *key)
+{
+    const struct store_batch *b = s ? s->batch : NULL;
+    if (!b || !key || b->n == 0 || b->n >= BATCH_MAX || vigil_redis_epoch(s->r) != b->epoch)
+        return false;
+    for (int i = b->n - 1; i >= 0; i--) {
+        const pend *q = &b->p[i];
+        if (!q->c)
+            return false; /* as followed(): its place is unknown */
+        if (skey_is(q->skey, s->base, key))
+            return !q->dry;
+    }
+    return false;
+}
+
 vigil_commit_result vigil_store_commit_recv(vigil_store *s, const vigil_commit *c,
                                             int64_t *new_version, char **cur_state)
 {

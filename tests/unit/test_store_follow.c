@@ -269,6 +269,46 @@ static void test_a_follower_that_cannot_join_is_not_sent(void **state)
     vigil_effects_free(&f3);
 }
 
+/* vigil_store_can_follow says yes only while a follower of the key could
+ * join: its record's latest commit in the batch being sent, with room left
+ * (32 commits). A batch that filled up went out, and r1's commit with it,
+ * so r1 has nothing left to follow; another key, or one r1 is the start
+ * of, never had. */
+static void test_can_follow_only_a_key_of_the_open_batch(void **state)
+{
+    (void)state;
+    enum { OTHERS = 32 };
+    vigil_effects f1;
+    state_fx(&f1, "{\"n\":1}");
+    assert_false(vigil_store_can_follow(st, "r1")); /* nothing sent */
+    vigil_commit c1 = on_r1(&f1, 0, "a", false);
+    assert_int_equal(vigil_store_commit_send(st, &c1), 0);
+    assert_true(vigil_store_can_follow(st, "r1"));
+    assert_false(vigil_store_can_follow(st, "r10"));
+    assert_false(vigil_store_can_follow(st, "r"));
+    char keys[OTHERS][8];
+    vigil_commit others[OTHERS];
+    for (int i = 0; i < OTHERS; i++) {
+        snprintf(keys[i], sizeof keys[i], "k%d", i);
+        others[i] = (vigil_commit){ .key = keys[i], .input_id = "x", .fx = &f1, .now_ms = NOW };
+        assert_int_equal(vigil_store_commit_send(st, &others[i]), 0);
+        /* r1 and 31 others fill the batch; the 32nd other starts the next */
+        assert_int_equal(vigil_store_can_follow(st, "r1"), i < OTHERS - 2);
+    }
+    assert_true(vigil_store_can_follow(st, keys[OTHERS - 1]));
+    int64_t v = -1;
+    char *cur = NULL;
+    assert_int_equal(vigil_store_commit_recv(st, &c1, &v, &cur), VIGIL_COMMIT_OK);
+    free(cur);
+    for (int i = 0; i < OTHERS; i++) {
+        cur = NULL;
+        assert_int_equal(vigil_store_commit_recv(st, &others[i], &v, &cur), VIGIL_COMMIT_OK);
+        free(cur);
+    }
+    assert_false(vigil_store_can_follow(st, keys[OTHERS - 1])); /* all received */
+    vigil_effects_free(&f1);
+}
+
 /* A follower moves the timers the commit before it set: the transaction
  * sends one ZADD and one ZREM for both (not a pair each), and each timer
  * ends as the later commit left it (t moved, u cancelled, v set by the
@@ -315,6 +355,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_followers_timers_keep_the_last_change_in_one_command,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_can_follow_only_a_key_of_the_open_batch, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, vt_redis_group_setup, vt_redis_group_teardown);
 }

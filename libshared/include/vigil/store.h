@@ -121,6 +121,13 @@ int vigil_store_commit_send(vigil_store *s, const vigil_commit *c);
 vigil_commit_result vigil_store_commit_recv(vigil_store *s, const vigil_commit *c,
                                             int64_t *new_version, char **cur_state);
 
+/* Whether a commit of key that follows (vigil_commit.follows) could join
+ * the commits sent and not yet received, as far as they go: the batch
+ * has room, its connection is the same, and its latest commit of key is
+ * there. Its own effects can still refuse it (see follows). Asked before
+ * an input is decided, it spares a decision that could not be sent. */
+bool vigil_store_can_follow(const vigil_store *s, const char *key);
+
 /* The commit's checks (key types) and its compare-and-set, writing
  * nothing (its input id is not looked at): OK (the commit would be
  * accepted on this version),
