@@ -163,6 +163,23 @@ def wait_until(pred, timeout, what, interval=0.02):
         time.sleep(interval)
 
 
+def thread_stacks(pid, timeout=30):
+    """Every thread's stack of a live process, by gdb if the machine has it
+    (a process that will not stop says where it waits); a line saying why
+    not otherwise."""
+    gdb = shutil.which("gdb")
+    if not gdb:
+        return "(no gdb here: thread stacks not taken)"
+    try:
+        r = subprocess.run([gdb, "-batch", "-nx", "-p", str(pid), "-ex", "thread apply all bt"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+        out = r.stdout.decode("utf-8", "replace")
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"(gdb failed: {e})"
+    keep = [l for l in out.splitlines() if l.startswith(("Thread ", "#"))]
+    return "thread stacks (gdb):\n" + "\n".join(keep[:400])
+
+
 def tail(path, n=60):
     try:
         with open(path, "rb") as f:
@@ -1011,11 +1028,12 @@ class Service:
             try:
                 self.proc.wait(timeout=scaled(timeout))
             except subprocess.TimeoutExpired:
+                stacks = thread_stacks(self.proc.pid)
                 self.proc.kill()
                 self.proc.wait(timeout=10)
                 self.runs[-1][1:] = [self.proc.returncode, "sigterm-timeout"]
                 raise HarnessError(f"{self.name} did not exit within {timeout}s of SIGTERM:\n"
-                                   f"{tail(self.runs[-1][0])}")
+                                   f"{tail(self.runs[-1][0])}\n{stacks}")
             self.runs[-1][1:] = [self.proc.returncode, "sigterm"]
         elif self.runs[-1][2] == "running":
             self.runs[-1][1:] = [self.proc.returncode, "exited"]
