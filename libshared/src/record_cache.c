@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vigil/metrics.h"
 #include "vigil/str.h"
 
 typedef struct entry {
@@ -174,6 +175,10 @@ void *vigil_record_cache_take(vigil_record_cache *c, const char *key, const char
     pthread_mutex_unlock(&c->lock);
     if (gone)
         entry_free(c, gone);
+    vigil_counter_add("vigil_record_cache_lookups_total",
+                      "Decisions that found the decoded record they start from in memory "
+                      "(result=\"hit\") or decoded its stored text again (result=\"miss\")",
+                      rec ? "result=\"hit\"" : "result=\"miss\"", 1);
     return rec;
 }
 

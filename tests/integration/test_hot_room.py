@@ -7,7 +7,8 @@ broker, so it reads them in large batches when it resumes:
 - dormancy-monitor: 200 alternating "@self dormant sleep" / "hi" in one
   room give 200 events, once each, in input order, levels alternating, and
   the retained persona state is the last input's; the inputs shared
-  transactions (vigil_commits_pipelined_total);
+  transactions (vigil_commits_pipelined_total), each decided on the room
+  as the service keeps it in memory (vigil_record_cache_lookups_total);
 - chat-router: 300 messages in one room are logged once each, in input
   order, and the room's count is 300.
 """
@@ -37,6 +38,16 @@ def queued_while_frozen(svc, pub, items):
         os.kill(svc.proc.pid, signal.SIGCONT)
 
 
+def assert_decided_in_memory(svc):
+    """Every input was decided on the room's record as the service keeps it
+    decoded: none was decided, refused by the store (it could not join its
+    room's transaction) and decided again, which left a record never
+    committed in that memory and made the next input decode the stored one
+    (vigil_record_cache_lookups_total{result="miss"})."""
+    assert svc.metric("vigil_record_cache_lookups_total", result="hit") >= 1
+    assert svc.metric("vigil_record_cache_lookups_total", result="miss") in (None, 0)
+
+
 def test_dormancy_keeps_a_busy_rooms_order(stack):
     svc = stack.service(SERVICE, env=DORMANCY_ENV)
     col = stack.collector(topics=("persona/+/dormancy", "persona/+/state"))
@@ -63,6 +74,7 @@ def test_dormancy_keeps_a_busy_rooms_order(stack):
     assert state[-1]["rooms"][room]["level"] == levels[-1]
     assert svc.metric("vigil_commits_pipelined_total") >= n / 2
     assert svc.metric("vigil_commit_conflicts_total") in (None, 0)
+    assert_decided_in_memory(svc)
 
 
 def test_chat_router_logs_a_busy_room_in_order(stack):
@@ -78,3 +90,4 @@ def test_chat_router_logs_a_busy_room_in_order(stack):
     ids = [m["id"] for _, m in log_entries(stack, room)]
     assert ids == ["c-init"] + [f"c-{i}" for i in range(n)], ids[:20]
     assert svc.metric("vigil_commits_pipelined_total") >= n / 2
+    assert_decided_in_memory(svc)
