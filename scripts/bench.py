@@ -435,10 +435,17 @@ def redis_command_usec(redis, n, top=12):
 def commit_rounds(m0, m1):
     """How the service's commits travelled between two metric scrapes: the
     share that shared a Redis round trip with others (the batched intake's
-    pipelined runs)."""
-    d = lambda name: harness.metric_value(m1, name) - harness.metric_value(m0, name)  # noqa: E731
+    pipelined runs), and how often a decision found its room decoded in
+    memory (vigil_record_cache_lookups_total)."""
+    def d(name, **labels):
+        return harness.metric_value(m1, name, **labels) - harness.metric_value(m0, name, **labels)
     commits, piped = d("vigil_commits_total"), d("vigil_commits_pipelined_total")
-    return f"{piped / commits * 100:.0f} % of {commits:.0f} commits shared a round trip" if commits else "no commits"
+    if not commits:
+        return "no commits"
+    hit = d("vigil_record_cache_lookups_total", result="hit")
+    miss = d("vigil_record_cache_lookups_total", result="miss")
+    return (f"{piped / commits * 100:.0f} % of {commits:.0f} commits shared a round trip; "
+            f"rooms found decoded in memory {hit:.0f}, decoded again {miss:.0f}")
 
 
 # The commands a commit sends (libshared/src/store_commit.c): its reads
