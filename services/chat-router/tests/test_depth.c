@@ -151,6 +151,15 @@ static void test_kept_text_equals_the_entries_written_again(void **st)
     }
     assert_int_equal(r->n_recent, 64);
     assert_int_equal(chat_room_recall(r, "m699"), 699 * 1000003LL - 7);
+    /* the ring wrapped many times: the last 64 are each found, the one
+     * before them is gone */
+    for (int i = 700 - 64; i < 700; i++) {
+        if (i % 7 == 0)
+            continue;
+        snprintf(id, sizeof id, "m%d", i);
+        assert_int_equal(chat_room_recall(r, id), i * 1000003LL - 7);
+    }
+    assert_int_equal(chat_room_recall(r, "m635"), -1);
     chat_room_free(r);
 }
 

@@ -203,8 +203,10 @@ typedef struct chat_room {
     int64_t paused_at;
     int64_t queued;         /* notifications waiting in the room's queue */
     int64_t stopped;        /* chains stopped at the depth limit */
-    chat_recent *recent;    /* oldest first */
-    int n_recent, cap_recent;
+    /* a ring of cap_recent entries, the oldest at recent_head (chat_room_
+     * remember drops the oldest and appends without moving the others) */
+    chat_recent *recent;
+    int n_recent, cap_recent, recent_head;
     /* recent as the record writes it, kept in step by chat_room_remember:
      * the record is written on every message and this list is most of it */
     vigil_tlist recent_text;

@@ -39,6 +39,30 @@ void chat_room_free(chat_room *r)
     free(r);
 }
 
+/* Entry i of the ring, 0 the oldest. */
+static chat_recent *recent_at(const chat_room *r, int i)
+{
+    int k = r->recent_head + i;
+    return &r->recent[k < r->cap_recent ? k : k - r->cap_recent];
+}
+
+/* The ring's entries, oldest first, in a new array of cap >= n_recent
+ * entries (malloc'd; NULL without memory). */
+static chat_recent *recent_linear(const chat_room *r, int cap)
+{
+    chat_recent *v = malloc((size_t)cap * sizeof *v);
+    if (!v)
+        return NULL;
+    int first = r->cap_recent - r->recent_head; /* entries before the wrap */
+    if (first > r->n_recent)
+        first = r->n_recent;
+    if (first > 0)
+        memcpy(v, r->recent + r->recent_head, (size_t)first * sizeof *v);
+    if (r->n_recent > first)
+        memcpy(v + first, r->recent, (size_t)(r->n_recent - first) * sizeof *v);
+    return v;
+}
+
 chat_room *chat_room_clone(const chat_room *src)
 {
     chat_room *r = malloc(sizeof *r);
@@ -49,14 +73,14 @@ chat_room *chat_room_clone(const chat_room *src)
     r->cap_recent = 0;
     vigil_tlist_init(&r->recent_text, ' ');
     vigil_tlist_copy(&r->recent_text, &src->recent_text); /* stale when short of memory */
+    r->recent_head = 0;
     if (src->n_recent > 0) {
-        r->recent = malloc((size_t)src->n_recent * sizeof *r->recent);
+        r->recent = recent_linear(src, src->n_recent);
         if (!r->recent) {
             vigil_tlist_free(&r->recent_text);
             free(r);
             return NULL;
         }
-        memcpy(r->recent, src->recent, (size_t)src->n_recent * sizeof *r->recent);
         r->cap_recent = src->n_recent;
     }
     return r;
@@ -99,7 +123,7 @@ static void recent_text_rebuild(chat_room *r)
 {
     vigil_tlist_reset(&r->recent_text, ' ');
     for (int i = 0; i < r->n_recent; i++) {
-        put_entry(vigil_tlist_begin(&r->recent_text), &r->recent[i]);
+        put_entry(vigil_tlist_begin(&r->recent_text), recent_at(r, i));
         vigil_tlist_end(&r->recent_text);
     }
 }
@@ -216,7 +240,7 @@ static void put_recent(vigil_jtext *b, const chat_room *r)
         for (int i = 0; i < r->n_recent; i++) {
             if (i)
                 vigil_jtext_put(&whole, " ", 1);
-            put_entry(&whole, &r->recent[i]);
+            put_entry(&whole, recent_at(r, i));
         }
         assert(whole.oom || (whole.n == len && (len == 0 || memcmp(whole.s, s, len) == 0)));
         free(whole.s);
@@ -226,7 +250,7 @@ static void put_recent(vigil_jtext *b, const chat_room *r)
         for (int i = 0; i < r->n_recent; i++) {
             if (i)
                 vigil_jtext_put(b, " ", 1);
-            put_entry(b, &r->recent[i]);
+            put_entry(b, recent_at(r, i));
         }
     }
     vigil_jtext_put(b, "\"", 1);
@@ -282,9 +306,11 @@ int64_t chat_room_recall(const chat_room *r, const char *id)
     if (!id)
         return -1;
     /* newest first: a reply usually answers one of the last messages */
-    for (int i = r->n_recent - 1; i >= 0; i--)
-        if (strcmp(r->recent[i].id, id) == 0)
-            return r->recent[i].depth;
+    for (int i = r->n_recent - 1; i >= 0; i--) {
+        const chat_recent *e = recent_at(r, i);
+        if (strcmp(e->id, id) == 0)
+            return e->depth;
+    }
     return -1;
 }
 
@@ -295,11 +321,12 @@ int chat_room_remember(chat_room *r, const char *id, int64_t depth, int memory)
      * answering nothing known */
     if (!id || memory <= 0 || strlen(id) > CHAT_EVID_MAX || strchr(id, ' '))
         return 0;
-    /* drop the oldest entries beyond memory - 1, then append */
+    /* drop the oldest entries beyond memory - 1, then append: the ring's
+     * head moves on (a full room moved its 256 entries, 37 KB, each time) */
     int keep = r->n_recent < memory ? r->n_recent : memory - 1;
     int drop = r->n_recent - keep;
     if (drop > 0) {
-        memmove(r->recent, r->recent + drop, (size_t)keep * sizeof *r->recent);
+        r->recent_head = (int)(((long)r->recent_head + drop) % r->cap_recent);
         r->n_recent = keep;
     }
     if (r->n_recent == r->cap_recent) {
@@ -308,13 +335,15 @@ int chat_room_remember(chat_room *r, const char *id, int64_t depth, int memory)
             cap = memory;
         if (cap <= r->n_recent)
             cap = r->n_recent + 1;
-        chat_recent *v = realloc(r->recent, (size_t)cap * sizeof *v);
+        chat_recent *v = recent_linear(r, cap);
         if (!v)
             return -1;
+        free(r->recent);
         r->recent = v;
         r->cap_recent = cap;
+        r->recent_head = 0;
     }
-    chat_recent *e = &r->recent[r->n_recent++];
+    chat_recent *e = recent_at(r, r->n_recent++);
     vigil_concat(e->id, sizeof e->id, id, (const char *)NULL);
     e->depth = depth;
     /* the text follows: the same drop, the same entry at the end */
