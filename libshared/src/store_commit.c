@@ -267,13 +267,35 @@ static int note_written(struct store_batch *b, const pend *p)
     return rc;
 }
 
+/* Whether skey is the record key of key: base "state:" key. */
+static bool skey_is(const char *skey, const char *base, const char *key)
+{
+    size_t bl = strlen(base);
+    if (strncmp(skey, base, bl) != 0 || strncmp(skey + bl, "state:", 6) != 0)
+        return false;
+    return strcmp(skey + bl + 6, key) == 0;
+}
+
+/* The index of the batch's latest commit of record key; -1 when it has
+ * none, or when a commit after it failed to send (its place is unknown). */
+static int latest_of(const struct store_batch *b, const char *base, const char *key)
+{
+    for (int i = b->n - 1; i >= 0; i--) {
+        if (!b->p[i].c)
+            return -1;
+        if (skey_is(b->p[i].skey, base, key))
+            return i;
+    }
+    return -1;
+}
+
 /* The index of the batch's commit that p follows (vigil_commit.follows):
  * the latest one of the same record, if p's expected version is that
  * one's version after it. -1: p waits for the batch instead, as every
  * commit did before, when it resets the record's parts (its HKEYS would
  * miss the parts the earlier one adds), completes a lease, flushes a
  * queue, or a commit of the batch failed to send (its place is unknown). */
-static int followed(const struct store_batch *b, const pend *p)
+static int followed(const vigil_store *s, const struct store_batch *b, const pend *p)
 {
     const vigil_commit *c = p->c;
     const vigil_effects *fx = c->fx;
@@ -282,17 +304,13 @@ static int followed(const struct store_batch *b, const pend *p)
     for (size_t j = 0; fx && j < fx->n_aux; j++)
         if (fx->aux[j].kind == VIGIL_AUX_QUEUE_FLUSH)
             return -1;
-    for (int i = b->n - 1; i >= 0; i--) {
-        const pend *q = &b->p[i];
-        if (!q->c)
-            return -1;
-        if (strcmp(q->skey, p->skey) != 0)
-            continue;
-        const vigil_effects *qf = q->c->fx;
-        int64_t after = q->c->expected_version + (qf && qf->new_state ? 1 : 0);
-        return after == c->expected_version && !q->dry ? i : -1;
-    }
-    return -1;
+    int i = latest_of(b, s->base, c->key);
+    if (i < 0)
+        return -1;
+    const pend *q = &b->p[i];
+    const vigil_effects *qf = q->c->fx;
+    int64_t after = q->c->expected_version + (qf && qf->new_state ? 1 : 0);
+    return after == c->expected_version && !q->dry ? i : -1;
 }
 
 /* ---- round 1 ----------------------------------------------------------- */
@@ -858,7 +876,7 @@ int vigil_store_commit_send(vigil_store *s, const vigil_commit *c)
      * after that one's batch on its version alone, it could be taken on a
      * version someone else wrote after that one failed. Its caller
      * decides it again once the batch is done. */
-    p.follows = followed(b, &p);
+    p.follows = followed(s, b, &p);
     bool full = b->n >= BATCH_MAX || (b->n > 0 && vigil_redis_epoch(s->r) != b->epoch);
     if (c->follows && (p.follows < 0 || full)) {
         pend_free(&p);
@@ -891,28 +909,13 @@ int vigil_store_commit_send(vigil_store *s, const vigil_commit *c)
     return rc;
 }
 
-/* Whether skey is the record key of key: base "state:" key. */
-static bool skey_is(const char *skey, const char *base, const char *key)
-{
-    size_t bl = strlen(base);
-    if (strncmp(skey, base, bl) != 0 || strncmp(skey + bl, "state:", 6) != 0)
-        return false;
-    return strcmp(skey + bl + 6, key) == 0;
-}
-
 bool vigil_store_can_follow(const vigil_store *s, const char *key)
 {
     const struct store_batch *b = s ? s->batch : NULL;
     if (!b || !key || b->n == 0 || b->n >= BATCH_MAX || vigil_redis_epoch(s->r) != b->epoch)
         return false;
-    for (int i = b->n - 1; i >= 0; i--) {
-        const pend *q = &b->p[i];
-        if (!q->c)
-            return false; /* as followed(): its place is unknown */
-        if (skey_is(q->skey, s->base, key))
-            return !q->dry;
-    }
-    return false;
+    int i = latest_of(b, s->base, key);
+    return i >= 0 && !b->p[i].dry;
 }
 
 vigil_commit_result vigil_store_commit_recv(vigil_store *s, const vigil_commit *c,
