@@ -126,9 +126,45 @@ def test_noise_is_not_activity(mixes):
                        10, "four noise signals counted")
     assert not col.find(f"agent/{agent}/assessment"), "noise created an assessment"
     assert s.store(SERVICE).state(f"agent:{agent}") == (0, None)
+    # the seed's noise filter drops acknowledgements too: an agent that
+    # answers "ok" has not worked
+    acks = svc.metric("vigil_stall_signals_total", result="acknowledgement") or 0
+    for text in ("ok", "Got it!", "👍"):
+        pub.publish(*activity(agent, "TELEMETRY_EVENT", 0, detail=text))
+    harness.wait_until(
+        lambda: svc.metric("vigil_stall_signals_total", result="acknowledgement") == acks + 3,
+        10, "three acknowledgements counted")
+    assert not col.find(f"agent/{agent}/assessment"), "an acknowledgement created an assessment"
+    assert s.store(SERVICE).state(f"agent:{agent}") == (0, None)
     pub.publish(*activity(agent, "GIT_COMMIT", 0, detail="real commit"))
     a = assessment(col, agent)
     assert a["confidence"] == 0.7 and a["is_active"] is True
+
+
+def test_a_job_that_waited_is_not_sent_to_an_agent_active_again(mixes):
+    """The seed checks activity right before it writes a resume prompt. A
+    job can wait between its scan and a worker (a restart, its lease, a
+    retry): here one decided ten minutes ago for an agent that has worked
+    since. It is dropped without a claim or a resume."""
+    s, svc, col, pub = mixes
+    agent = uid("busy-")
+    pub.publish(*status(agent, 13 * HOUR))
+    pub.publish(*activity(agent, "GIT_COMMIT", 0, detail="commit 1"))
+    pub.publish(*activity(agent, "TEST_EXECUTION", 0, detail="tests green"))
+    assessment(col, agent, lambda a: a["is_active"])
+    before = svc.metric("vigil_stall_jobs_total", outcome="skipped") or 0
+    job = {"id": f"resume.{agent}.1", "agent": agent, "seq": 1,
+           "decided": harness.now_ms() - 10 * MIN, "reason": "inactive: confidence 0.000 < 0.5"}
+    c = s.redis.client()
+    try:
+        c.xadd(f"{s.prefix}{SERVICE}:resumes", {"m": json.dumps(job)})
+    finally:
+        c.close()
+    harness.wait_until(lambda: svc.metric("vigil_stall_jobs_total", outcome="skipped") == before + 1,
+                       10, "the job found no longer due")
+    time.sleep(0.5)
+    assert agent not in resumes(col)
+    assert agent not in json.dumps(pool(s.store(SERVICE))["claimed"])
 
 
 def test_scan_republishes_and_outputs_validate(mixes):
@@ -284,6 +320,9 @@ BAD = [
     ("activity in_tool not bool", A, body(agent="bad-agent", source="GIT_COMMIT", in_tool="yes"),
      "wrong_type"),
     ("activity detail number", A, body(agent="bad-agent", source="GIT_COMMIT", detail=5), "wrong_type"),
+    # a NUL would hide what follows it from the noise filter
+    ("activity detail with NUL", A, body(agent="bad-agent", source="GIT_COMMIT", detail="a\u0000resumer"),
+     "bad_value"),
     ("activity agent mismatch", A, body(agent="someone", source="GIT_COMMIT"), "topic_mismatch"),
     ("activity no agent", A, body(source="GIT_COMMIT"), "missing_field"),
     ("activity bad topic id", "agent/bad agent/activity", body(agent="bad-agent", source="GIT_COMMIT"),
@@ -303,6 +342,8 @@ BAD = [
     ("status fsm number", S, body(agent="bad-agent", fsm_state=3), "wrong_type"),
     ("status fsm empty", S, body(agent="bad-agent", fsm_state=""), "bad_value"),
     ("status tasks not array", S, body(agent="bad-agent", fsm_state="IDLE", tasks="x"), "wrong_type"),
+    ("status task with NUL", S, body(agent="bad-agent", fsm_state="IDLE", tasks=["a\u0000b"]),
+     "bad_value"),
     ("status task number", S, body(agent="bad-agent", fsm_state="IDLE", tasks=[1]), "wrong_type"),
     ("task no id", T, body(title="t", priority=1), "missing_field"),
     ("task no title", T, body(id="t1", priority=1), "missing_field"),

@@ -70,9 +70,10 @@ int stall_publish_obj(vigil_effects *fx, const char *topic, json_object *o, bool
 int stall_start(void *ctx, vigil_runtime *rt);
 void stall_stop(void *ctx);
 
-/* One resume job carried out (commit.c): claim a task in the pool, then
- * commit the resume on the agent, deduplicated by the job id. */
+/* One resume job carried out (commit.c): check that the resume is still
+ * due (*skipped when not: nothing is claimed or sent), claim a task in the
+ * pool, then commit the resume on the agent, deduplicated by the job id. */
 vigil_decide_result stall_commit_resume(stall_service *svc, vigil_runtime_conn *conn,
-                                        const stall_job *job, int64_t now);
+                                        const stall_job *job, int64_t now, bool *skipped);
 
 #endif

@@ -90,7 +90,8 @@ static void count(const char *name, const char *help, const char *label, const c
     vigil_counter_add(name, help, labels, 1);
 }
 
-static const char *const SIGNAL_RESULTS[] = {"added", "noise", "duplicate", "expired"};
+static const char *const SIGNAL_RESULTS[] = {"added", "noise", "duplicate", "expired",
+                                             "acknowledgement"};
 static const char *const TASK_RESULTS[] = {"added", "updated", "unchanged", "already_claimed",
                                            "full"};
 
@@ -186,8 +187,8 @@ int stall_on_timer(void *ctx, const char *key, const char *state_json, const cha
     /* a record we cannot read is an internal error: the guard fails open */
     stall_agent_scan(a, &svc->cfg, now_ms, unreadable ? "agent record unreadable" : NULL, &r);
     vigil_counter_add("vigil_stall_scans_total", "Agent scans", NULL, 1);
-    if (r.guard.failed_open)
-        vigil_log_kv(VIGIL_LOG_WARN, "activity check failed: guard fails open", "agent", a->agent,
+    if (r.guard.failed_open) /* the seed's detection error: logged as an error */
+        vigil_log_kv(VIGIL_LOG_ERROR, "activity check failed: guard fails open", "agent", a->agent,
                      "error", r.assess_err, NULL);
     int rc = publish_assessment(fx, a, &r, now_ms);
     if (rc == 0 && r.resume) {
@@ -196,9 +197,13 @@ int stall_on_timer(void *ctx, const char *key, const char *state_json, const cha
         char *json = stall_job_to_json(&job);
         rc = json ? vigil_fx_job_add(fx, STALL_STREAM, STALL_STREAM, json, svc->jobs_maxlen) : -1;
         free(json);
+        /* the seed allows a resume whose signals failed validation "with a
+         * warning" */
+        bool unvalidated = !r.guard.failed_open && !r.as.validation_passed;
         if (rc == 0)
-            vigil_log_kv(VIGIL_LOG_INFO, "resume due", "agent", a->agent, "job", job.id, "why",
-                         r.guard.reason, NULL);
+            vigil_log_kv(unvalidated ? VIGIL_LOG_WARN : VIGIL_LOG_INFO,
+                         unvalidated ? "resume due: validation failed" : "resume due", "agent",
+                         a->agent, "job", job.id, "why", r.guard.reason, NULL);
     }
     if (rc == 0)
         rc = arm_scan(fx, a, &svc->cfg, now_ms);

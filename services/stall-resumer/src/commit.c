@@ -1,5 +1,8 @@
-/* commit.c - one resume job carried out from a worker thread, in two
- * atomic steps through vigil_runtime_decide:
+/* commit.c - one resume job carried out from a worker thread, in atomic
+ * steps through vigil_runtime_decide:
+ *   0. the agent: is the resume still due (stall_resume_still_due)? A job
+ *      may have waited since its scan; an agent active again by now gets
+ *      none, and its pending mark is cleared (nothing is claimed);
  *   1. the task pool: claim the next task for the agent under the job id
  *      (compare-and-set on the pool record, so two replicas never claim
  *      one task; the same job claiming again gets the same task back);
@@ -57,6 +60,35 @@ static int decide_claim(void *arg, const char *key, const char *state_json, int6
     return rc == 0 ? 0 : vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
 }
 
+typedef struct recheck_arg {
+    const stall_service *svc;
+    const stall_job *job;
+    bool due;
+    char why[STALL_REASON_LEN];
+} recheck_arg;
+
+static int decide_recheck(void *arg, const char *key, const char *state_json, int64_t now_ms,
+                          vigil_effects *fx, vigil_error *err)
+{
+    recheck_arg *r = arg;
+    r->due = true;
+    snprintf(r->why, sizeof r->why, "no record");
+    if (!state_json)
+        return 0; /* the record is gone: the send step sends nothing */
+    stall_agent *a = stall_load_agent(key, state_json, NULL);
+    if (!a)
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
+    r->due = stall_resume_still_due(a, &r->svc->cfg, r->job->seq, now_ms, r->why, sizeof r->why);
+    int rc = 0;
+    if (!r->due) {
+        char *json = stall_agent_to_json(a);
+        rc = json ? vigil_fx_set_state(fx, json) : -1;
+        free(json);
+    }
+    free(a);
+    return rc == 0 ? 0 : vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
+}
+
 typedef struct resume_arg {
     const stall_service *svc;
     const claim_arg *claim;
@@ -108,14 +140,31 @@ static int decide_resume(void *arg, const char *key, const char *state_json, int
 }
 
 vigil_decide_result stall_commit_resume(stall_service *svc, vigil_runtime_conn *conn,
-                                        const stall_job *job, int64_t now)
+                                        const stall_job *job, int64_t now, bool *skipped)
 {
+    *skipped = false;
+    char key[VIGIL_KEY_MAX];
+    snprintf(key, sizeof key, "%s%s", STALL_AGENT_PREFIX, job->agent);
+    vigil_error err = {0};
+    recheck_arg ra0 = {svc, job, true, ""};
+    vigil_decide_result r =
+        vigil_runtime_decide(svc->rt, conn, key, NULL, now, decide_recheck, &ra0, &err);
+    if (r == VIGIL_DECIDE_GAVE_UP)
+        return r;
+    if (r == VIGIL_DECIDE_REJECTED) /* the check broke: fail open, as the guard does */
+        vigil_log_kv(VIGIL_LOG_ERROR, "activity re-check failed: resume allowed", "job", job->id,
+                     "detail", err.detail, NULL);
+    else if (!ra0.due) {
+        *skipped = true;
+        vigil_log_kv(VIGIL_LOG_INFO, "skipping resume prompt", "agent", job->agent, "job",
+                     job->id, "why", ra0.why, NULL);
+        return r;
+    }
     claim_arg c;
     memset(&c, 0, sizeof c);
     c.job = job;
-    vigil_error err = {0};
-    vigil_decide_result r =
-        vigil_runtime_decide(svc->rt, conn, STALL_TASKS_KEY, NULL, now, decide_claim, &c, &err);
+    memset(&err, 0, sizeof err);
+    r = vigil_runtime_decide(svc->rt, conn, STALL_TASKS_KEY, NULL, now, decide_claim, &c, &err);
     if (r == VIGIL_DECIDE_REJECTED) {
         vigil_log_kv(VIGIL_LOG_ERROR, "task claim failed: resuming without a task", "job", job->id,
                      "detail", err.detail, NULL);
@@ -124,8 +173,6 @@ vigil_decide_result stall_commit_resume(stall_service *svc, vigil_runtime_conn *
     } else if (r == VIGIL_DECIDE_GAVE_UP) {
         return r;
     }
-    char key[VIGIL_KEY_MAX];
-    snprintf(key, sizeof key, "%s%s", STALL_AGENT_PREFIX, job->agent);
     resume_arg ra = {svc, &c, false};
     r = vigil_runtime_decide(svc->rt, conn, key, job->id, now, decide_resume, &ra, &err);
     if (r == VIGIL_DECIDE_REJECTED)

@@ -20,7 +20,10 @@ static int parse_activity(json_object *b, stall_parsed *pp, vigil_error *err)
         return -1;
     if (json_object_object_get_ex(b, "detail", &d) && d) {
         if (json_object_is_type(d, json_type_string)) {
-            pp->detail = json_object_get_string(d);
+            /* refuses a NUL inside, which would hide the rest from the
+             * noise filter */
+            if (vigil_json_string(b, "detail", false, &pp->detail, err) < 0)
+                return -1;
         } else if (json_object_is_type(d, json_type_object)) {
             pp->detail_owned = vigil_json_dump(d);
             if (!pp->detail_owned)
@@ -61,6 +64,10 @@ static int parse_status(json_object *b, stall_parsed *pp, int64_t ts, vigil_erro
         else
             return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE,
                                    "field 'tasks[%zu]': expected a string or an object with a title", i);
+        if (strlen(text) != (size_t)json_object_get_string_len(
+                               json_object_is_type(t, json_type_string) ? t : v))
+            return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
+                                   "field 'tasks[%zu]': string contains NUL", i);
         if (st->n_tasks < STALL_MAX_STATUS_TASKS)
             snprintf(st->tasks[st->n_tasks++], sizeof st->tasks[0], "%s", text);
     }

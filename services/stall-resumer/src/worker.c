@@ -60,9 +60,10 @@ static bool handle(stall_worker *w, const vigil_job_entry *e)
         count_job("invalid");
         return true;
     }
-    vigil_decide_result r = stall_commit_resume(w->svc, w->conn, &job, vigil_now_ms());
+    bool skipped = false;
+    vigil_decide_result r = stall_commit_resume(w->svc, w->conn, &job, vigil_now_ms(), &skipped);
     switch (r) {
-    case VIGIL_DECIDE_DONE: count_job("done"); return true;
+    case VIGIL_DECIDE_DONE: count_job(skipped ? "skipped" : "done"); return true;
     case VIGIL_DECIDE_DUPLICATE: count_job("duplicate"); return true;
     case VIGIL_DECIDE_REJECTED: count_job("rejected"); return true;
     case VIGIL_DECIDE_GAVE_UP:

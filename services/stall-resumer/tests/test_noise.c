@@ -1,6 +1,6 @@
 /* test_noise.c - every seed noise pattern, configurable patterns, our own
- * prompts never counting as activity, and acknowledgements not being
- * meaningful progress. */
+ * prompts never counting as activity, and acknowledgements being neither
+ * activity nor meaningful progress. */
 #include "st_test.h"
 
 static void test_each_seed_pattern(void **state)
@@ -80,13 +80,33 @@ static void test_meaningful_progress(void **state)
     assert_false(stall_is_meaningful_progress(NULL));
     assert_true(stall_is_meaningful_progress("pushed the retry fix"));
     assert_true(stall_is_meaningful_progress("ok, tests pass now after the fix"));
-    /* an acknowledgement is activity, but not the progress remembered */
+    /* the seed's noise filter drops acknowledgements from the activity
+     * signals: an agent that answers its resume with "ok" stays stalled */
+    const char *not_acks[] = {"", "   ", " . ", "pushed the retry fix", NULL};
+    for (int i = 0; acks[i]; i++)
+        assert_true(stall_is_acknowledgement(acks[i]) == (acks[i][strspn(acks[i], " ")] != '\0'));
+    for (int i = 0; not_acks[i]; i++)
+        assert_false(stall_is_acknowledgement(not_acks[i]));
+    assert_false(stall_is_acknowledgement(NULL));
     stall_config c;
     stall_config_init(&c);
     stall_agent *a = st_agent("a");
     st_sig(a, &c, STALL_SRC_GIT_COMMIT, 10 * MIN_MS, "merged the uploader fix", false);
-    st_sig(a, &c, STALL_SRC_INBOX_PROCESSING, 5 * MIN_MS, "ack", false);
-    assert_int_equal(a->n_sig, 2);
+    for (int i = 0; acks[i]; i++) {
+        if (!stall_is_acknowledgement(acks[i]))
+            continue;
+        char id[16];
+        snprintf(id, sizeof id, "ack%d", i);
+        assert_int_equal(stall_agent_add_signal(a, &c, id, STALL_SRC_TELEMETRY_EVENT, acks[i],
+                                                false, T0, T0),
+                         STALL_SIGNAL_ACKNOWLEDGEMENT);
+    }
+    assert_int_equal(a->n_sig, 1);
+    assert_int_equal(a->last_seen, T0 - 10 * MIN_MS);
+    /* a signal without a detail is activity, though not progress */
+    st_sig(a, &c, STALL_SRC_INBOX_PROCESSING, 5 * MIN_MS, NULL, false);
+    st_sig(a, &c, STALL_SRC_INBOX_PROCESSING, 4 * MIN_MS, "", false);
+    assert_int_equal(a->n_sig, 3);
     assert_string_equal(a->progress, "merged the uploader fix");
     free(a);
 }

@@ -1,7 +1,8 @@
 /* test_scan.c - the scan: a stalled agent is due exactly one resume (in
  * flight until sent, then one per interval), an active one none, a
- * warning/critical one none; the resume prompt and payloads; the record
- * round trip; the job. */
+ * warning/critical one none; a job that waited is checked again before
+ * it is sent; the resume prompt and payloads; the record round trip; the
+ * job. */
 #include "st_test.h"
 
 static stall_config cfg;
@@ -59,6 +60,62 @@ static void test_stale_pending_same_seq(void **state)
     stall_agent_scan(a, &cfg, T0 + HOUR_MS, NULL, &r);
     assert_true(r.resume);
     assert_int_equal(r.seq, 1);
+    free(a);
+}
+
+/* The scan queued resume 1; by the time a worker takes the job the agent
+ * may have worked again, or reported a fresh status: the resume is no
+ * longer due, and its pending mark goes so that a later scan decides
+ * afresh. Still stalled, or already sent: it goes (the send step sends a
+ * seq once). */
+static void test_resume_checked_again_when_sent(void **state)
+{
+    (void)state;
+    char why[STALL_REASON_LEN];
+    stall_agent *a = stalled();
+    stall_scan_result r;
+    stall_agent_scan(a, &cfg, T0, NULL, &r);
+    assert_true(r.resume);
+    /* still stalled ten minutes later: due */
+    assert_true(stall_resume_still_due(a, &cfg, 1, T0 + 10 * MIN_MS, why, sizeof why));
+    assert_int_equal(a->pending_seq, 1);
+    /* active again (two tier-1 signals): not due, pending cleared */
+    stall_agent_add_signal(a, &cfg, "w1", STALL_SRC_GIT_COMMIT, "fixed it", false,
+                           T0 + 9 * MIN_MS, T0 + 10 * MIN_MS);
+    stall_agent_add_signal(a, &cfg, "w2", STALL_SRC_TEST_EXECUTION, "tests pass", false,
+                           T0 + 9 * MIN_MS, T0 + 10 * MIN_MS);
+    assert_false(stall_resume_still_due(a, &cfg, 1, T0 + 10 * MIN_MS, why, sizeof why));
+    assert_non_null(strstr(why, "active"));
+    assert_int_equal(a->pending_seq, 0);
+    /* a later scan, the agent stalled again: a new decision, a new seq */
+    stall_agent_scan(a, &cfg, T0 + 13 * HOUR_MS, NULL, &r);
+    assert_true(r.resume);
+    assert_int_equal(r.seq, 2);
+    free(a);
+
+    /* a fresh status (not active, but no longer auto-resume): not due */
+    a = stalled();
+    stall_agent_scan(a, &cfg, T0, NULL, &r);
+    st_status(a, "EXECUTING", 0);
+    assert_false(stall_resume_still_due(a, &cfg, 1, T0, why, sizeof why));
+    assert_non_null(strstr(why, "category fresh"));
+    assert_int_equal(a->pending_seq, 0);
+    free(a);
+
+    /* already sent under this seq: "due", the send step dedupes */
+    a = stalled();
+    stall_agent_scan(a, &cfg, T0, NULL, &r);
+    assert_true(stall_agent_resume_sent(a, 1, "resume.ann.1:agent:ann:0", T0));
+    assert_true(stall_resume_still_due(a, &cfg, 1, T0 + MIN_MS, why, sizeof why));
+    free(a);
+
+    /* an assessment that fails (a signal with an invalid source) fails
+     * open: due */
+    a = stalled();
+    stall_agent_scan(a, &cfg, T0, NULL, &r);
+    a->sig[0].source = 99;
+    assert_true(stall_resume_still_due(a, &cfg, 1, T0, why, sizeof why));
+    assert_non_null(strstr(why, "failing open"));
     free(a);
 }
 
@@ -205,6 +262,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_stalled_gets_one_resume, setup),
         cmocka_unit_test_setup(test_stale_pending_same_seq, setup),
+        cmocka_unit_test_setup(test_resume_checked_again_when_sent, setup),
         cmocka_unit_test_setup(test_active_and_young_get_none, setup),
         cmocka_unit_test_setup(test_status_ordering, setup),
         cmocka_unit_test_setup(test_prompt_and_payloads, setup),

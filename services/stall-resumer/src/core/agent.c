@@ -53,6 +53,8 @@ stall_signal_result stall_agent_add_signal(stall_agent *a, const stall_config *c
 {
     if (stall_is_resumer_prompt(c, detail) || echoes_our_resume(a, id, detail))
         return STALL_SIGNAL_NOISE;
+    if (stall_is_acknowledgement(detail))
+        return STALL_SIGNAL_ACKNOWLEDGEMENT;
     if (ts > now)
         ts = now; /* a producer's clock ahead of ours: the work happened now at the latest */
     if (now - ts > STALL_SIGNAL_MAX_AGE_MS)
@@ -158,6 +160,34 @@ void stall_agent_scan(stall_agent *a, const stall_config *c, int64_t now,
     a->pending_since = now;
     snprintf(a->pending_reason, sizeof a->pending_reason, "%s", r->guard.reason);
     r->seq = a->pending_seq;
+}
+
+bool stall_resume_still_due(stall_agent *a, const stall_config *c, int64_t seq, int64_t now,
+                            char *why, size_t whylen)
+{
+    if (a->sent_seq >= seq) {
+        snprintf(why, whylen, "resume %" PRId64 " already sent", seq);
+        return true;
+    }
+    stall_agent_expire(a, now);
+    stall_assessment as;
+    char err[160] = "";
+    int rc = stall_assess(a, c, now, &as, err, sizeof err);
+    stall_guard g = stall_should_send_resume(rc, err, &as);
+    /* a failed assessment fails open, as at the scan: the category is not
+     * asked then */
+    bool due = g.send && (rc != 0 || as.category == STALL_CAT_AUTO_RESUME);
+    if (g.send && !due)
+        snprintf(why, whylen, "category %s: a resume comes at auto-resume",
+                 stall_category_name(as.category));
+    else
+        snprintf(why, whylen, "%s", g.reason);
+    if (!due && a->pending_seq == seq) {
+        a->pending_seq = 0;
+        a->pending_since = 0;
+        a->pending_reason[0] = '\0';
+    }
+    return due;
 }
 
 bool stall_agent_resume_sent(stall_agent *a, int64_t seq, const char *event_id, int64_t now)

@@ -68,3 +68,13 @@ bool stall_is_meaningful_progress(const char *text)
         return false;
     return true;
 }
+
+bool stall_is_acknowledgement(const char *text)
+{
+    if (!text)
+        return false;
+    for (const char *s = text; *s; s++)
+        if (!isspace((unsigned char)*s) && !strchr(".!,;:", *s))
+            return !stall_is_meaningful_progress(text);
+    return false; /* nothing in it but spaces and stops */
+}

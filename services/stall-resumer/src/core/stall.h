@@ -95,6 +95,10 @@ bool stall_is_resumer_prompt(const stall_config *c, const char *text);
  * acknowledgement ("ok", "ack", "received", "will do", ...). Empty or
  * NULL text is not progress. */
 bool stall_is_meaningful_progress(const char *text);
+/* The seed's noise filter also drops acknowledgements: text that has
+ * something in it but says nothing beyond one ("ok", "got it", "👍").
+ * Empty or NULL text is not one (a signal without a detail is activity). */
+bool stall_is_acknowledgement(const char *text);
 
 /* ---- the agent record ----------------------------------------------------- */
 
@@ -212,7 +216,8 @@ typedef enum {
     STALL_SIGNAL_ADDED = 0,
     STALL_SIGNAL_NOISE,     /* matched the noise filter or is our own prompt */
     STALL_SIGNAL_DUPLICATE, /* same id already kept */
-    STALL_SIGNAL_EXPIRED    /* older than 24 h, or older than every kept one when full */
+    STALL_SIGNAL_EXPIRED,   /* older than 24 h, or older than every kept one when full */
+    STALL_SIGNAL_ACKNOWLEDGEMENT /* its detail is only an acknowledgement: not activity */
 } stall_signal_result;
 
 /* Adds a signal (detail may be NULL) keeping the newest STALL_MAX_SIGNALS
@@ -253,6 +258,16 @@ void stall_agent_scan(stall_agent *a, const stall_config *c, int64_t now,
  * says why not. */
 bool stall_resume_due(const stall_agent *a, const stall_config *c, const stall_guard *g,
                       stall_category cat, int64_t now, char *why, size_t whylen);
+
+/* The seed validates activity again right before it writes a resume
+ * prompt. A resume job may wait (a restart, a job lease, a retry) between
+ * the scan that queued it and the worker: is resume seq still due at now?
+ * Assesses a again (failing open as the scan does) and checks the category.
+ * When not, says why and clears seq's pending mark on a (the caller saves
+ * a), so that a later scan decides afresh. A seq already sent is "due": the
+ * send step sends it only once. */
+bool stall_resume_still_due(stall_agent *a, const stall_config *c, int64_t seq, int64_t now,
+                            char *why, size_t whylen);
 
 /* Records a sent resume (seq, event id, claimed task or NULL). Returns
  * false when seq was already sent (nothing changes). */
