@@ -53,6 +53,15 @@ def request(port, method, path, body=None, headers=None, timeout=10, raw=None):
         c.close()
 
 
+def frame_name(f):
+    """A frame's name: its event: line on /api/events; on
+    /api/autonomous/deliberations/live, whose frames have none (EventSource
+    type "message", for the seed's onmessage client), its data's `type`."""
+    if f["event"] == "message" and isinstance(f["data"], dict):
+        return f["data"].get("type")
+    return f["event"]
+
+
 class SSE:
     """One Server-Sent Events connection read frame by frame."""
 
@@ -110,16 +119,18 @@ class SSE:
                 return
 
     def next(self, timeout=10):
-        """The next frame as dict(id, event, data (parsed JSON)); comments
-        and retry: lines are skipped."""
+        """The next frame as dict(id, event, data (parsed JSON), raw (the
+        frame's text)); event is "message" when the frame has no event:
+        line, as EventSource says; comments and retry: lines are skipped."""
         deadline = time.monotonic() + scaled(timeout)
         while True:
             self._dechunk()
             while b"\n\n" in self.body:
                 raw, self.body = self.body.split(b"\n\n", 1)
-                f = {"id": None, "event": "message", "data": None}
+                text = raw.decode("utf-8")
+                f = {"id": None, "event": "message", "data": None, "raw": text}
                 data = []
-                for ln in raw.decode("utf-8").split("\n"):
+                for ln in text.split("\n"):
                     if ln.startswith(":") or not ln:
                         continue
                     k, _, v = ln.partition(":")
@@ -139,12 +150,13 @@ class SSE:
             self._recv(deadline)
 
     def until(self, pred, timeout=10, skip_ping=True):
-        """Frames up to and including the first matching pred."""
+        """Frames up to and including the first matching pred; pings (named
+        or not: frame_name) are skipped unless skip_ping is False."""
         seen = []
         deadline = time.monotonic() + scaled(timeout)
         while True:
             f = self.next(max(0.1, deadline - time.monotonic()))
-            if skip_ping and f["event"] == "ping":
+            if skip_ping and frame_name(f) == "ping":
                 continue
             seen.append(f)
             if pred(f):

@@ -239,6 +239,14 @@ def test_resume_from_a_trimmed_position_is_told(stack):
     assert k.next()["event"] == "room.message"
     k.close()
     assert refusals(gw, "log_entries") == 1
+    # the deliberations stream says it too, unnamed (for onmessage), with type
+    c = SSE(gw.http_port, "/api/autonomous/deliberations/live", {**JOEL, "Last-Event-ID": first})
+    assert c.next()["data"]["type"] == "connected"
+    t = c.next()
+    assert t["event"] == "message" and t["id"] is None and t["raw"].startswith('data: {"type":"trimmed",'), t
+    assert t["data"]["since"] == first and t["data"]["oldest"] == oldest and t["data"]["limit"] == "log_entries"
+    c.close()
+    assert refusals(gw, "log_entries") == 2
 
 
 def test_a_17th_presence_session_names_the_one_it_pushed_out(stack):

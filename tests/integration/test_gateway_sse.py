@@ -1,5 +1,7 @@
 """presence-gateway's live streams (Server-Sent Events): order, the
-`connected` and `ping` frames, topic filters, Last-Event-ID reconnects
+`connected` and `ping` frames, unnamed frames (JSON with `type`) on
+/api/autonomous/deliberations/live for the seed's onmessage client and
+named ones on /api/events, topic filters, Last-Event-ID reconnects
 that miss nothing, 200 concurrent clients with a stalled one, a kill -9
 that loses nothing and doubles nothing, bad input on the logged topics."""
 
@@ -9,7 +11,7 @@ import threading
 import time
 
 from conftest import human, uid
-from gateway_client import SSE, auth, request, start_gateway
+from gateway_client import SSE, auth, frame_name, request, start_gateway
 from harness import scaled, wait_until
 
 JOEL = auth()
@@ -22,28 +24,69 @@ def council_event(session, typ, n, **extra):
 
 
 def test_theater_stream_order_ping_and_types(stack):
+    """/api/autonomous/deliberations/live: the seed's six council event
+    types in order, after `connected` and between pings; no frame has an
+    event: line (the seed's client has only onmessage), every one is JSON
+    with its name as `type`, and the council events keep their id."""
     gw = start_gateway(stack, VIGIL_GATEWAY_PING_MS=300)
     pub = stack.publisher()
     s = SSE(gw.http_port, "/api/autonomous/deliberations/live", JOEL)
     assert s.status == 200 and s.headers["content-type"].startswith("text/event-stream")
     first = s.next()
-    assert first["event"] == "connected" and first["id"] is None
+    assert first["event"] == "message" and first["data"]["type"] == "connected" and first["id"] is None, first
+    assert first["raw"].startswith('data: {"type":"connected",') and first["data"]["topics"] == ["council/+/event"]
     # pings come every ~300 ms
     t0 = time.monotonic()
     pings = [s.next(timeout=3) for _ in range(3)]
-    assert all(p["event"] == "ping" for p in pings)
+    assert all(p["event"] == "message" and p["data"]["type"] == "ping" and p["id"] is None for p in pings), pings
+    assert all(p["raw"].startswith('data: {"type":"ping","ts":') for p in pings)
     assert 0.4 <= time.monotonic() - t0 <= scaled(3.0)
     types = ["deliberation", "phase", "action", "question", "session_paused", "session_ended"]
     for i, t in enumerate(types):
         pub.publish(*council_event("s-1", t, i, text=f"event {i}"))
     pub.publish(*human("general", "joel", "not a council event"))
     pub.publish(*council_event("s-1", "unknown_type", 99))
-    got = s.until(lambda f: f["event"] == "session_ended", timeout=10)
-    assert [f["event"] for f in got] == types, got
+    got = s.until(lambda f: f["data"].get("type") == "session_ended", timeout=10)
+    assert [f["data"]["type"] for f in got] == types, got
+    # unnamed: EventSource's type "message", i.e. onmessage; the id stays
+    assert all(f["event"] == "message" and "event:" not in f["raw"] for f in got), got
+    assert all(f["raw"] == f"id: {f['id']}\ndata: " + f["raw"].split("\ndata: ", 1)[1] for f in got)
     assert [f["data"]["text"] for f in got] == [f"event {i}" for i in range(6)]
     assert all(f["data"]["topic"] == "council/s-1/event" for f in got)
     ids = [f["id"] for f in got]
     assert all(ids) and ids == sorted(ids, key=lambda x: tuple(map(int, x.split("-"))))
+    s.close()
+    # Last-Event-ID resumes this stream too, its backlog unnamed as well
+    r = SSE(gw.http_port, "/api/autonomous/deliberations/live", {**JOEL, "Last-Event-ID": ids[2]})
+    assert frame_name(r.next()) == "connected"
+    rest = r.until(lambda f: f["data"].get("type") == "session_ended", timeout=10)
+    assert [(f["id"], f["data"]["type"]) for f in rest] == list(zip(ids[3:], types[3:])), rest
+    assert all(f["event"] == "message" and "event:" not in f["raw"] for f in rest)
+    r.close()
+
+
+def test_named_streams_keep_their_event_lines(stack):
+    """/api/events is unchanged: every frame named by its event: line
+    (connected, ping, the council types, council.event, room.message),
+    the data as published, without a `type` of the gateway's."""
+    gw = start_gateway(stack, VIGIL_GATEWAY_PING_MS=300)
+    pub = stack.publisher()
+    s = SSE(gw.http_port, "/api/events?topics=council,rooms", JOEL)
+    first = s.next()
+    assert first["event"] == "connected" and first["raw"].startswith('event: connected\ndata: {"position":'), first
+    assert "type" not in first["data"]
+    p = s.next(timeout=3)
+    assert p["event"] == "ping" and set(p["data"]) == {"ts"} and p["raw"].startswith('event: ping\ndata: {"ts":'), p
+    session = uid("s")
+    types = ["deliberation", "phase", "action", "question", "session_paused", "session_ended"]
+    for i, t in enumerate(types):
+        pub.publish(*council_event(session, t, i))
+    pub.publish(*council_event(session, "unknown_type", 99))
+    pub.publish(*human("general", "joel", "named room message"))
+    got = s.until(lambda f: f["data"].get("text") == "named room message", timeout=10)
+    assert [f["event"] for f in got] == types + ["council.event", "room.message"], got
+    for f in got:
+        assert f["id"] and f["raw"].startswith(f"id: {f['id']}\nevent: {f['event']}\ndata: {{"), f
     s.close()
 
 

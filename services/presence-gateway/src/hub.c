@@ -29,6 +29,7 @@
 struct gw_client {
     gw_hub *hub;
     gw_filter_set filters;
+    gw_sse_style style; /* named frames, or unnamed ones for onmessage */
     gw_pos min_pos; /* entries at or before this are not for it (backlog covers them) */
     char **q;
     size_t *qlen;
@@ -83,7 +84,7 @@ static void drop_client(gw_client *c, const char *why, char *farewell, size_t fa
 static void drop_slow_client(gw_client *c)
 {
     size_t len = 0;
-    char *f = gw_sse_dropped_frame(c->qcap, &len);
+    char *f = gw_sse_dropped_frame(c->style, c->qcap, &len);
     drop_client(c, "its queue is full (a slow or stalled reader)", f, len);
     gateway_limit_count("sse_client_queue");
 }
@@ -98,14 +99,20 @@ static void dispatch(gw_hub *h, const char *id, const char *entry)
     h->last = pos;
     if (gw_log_entry_split(entry, topic, sizeof topic, event, sizeof event, &data) != 0)
         return;
-    char *frame = NULL;
-    size_t flen = 0;
+    /* the entry's frame in each style, made once for every client of it */
+    char *frames[2] = {NULL, NULL};
+    size_t lens[2] = {0, 0};
     for (gw_client *c = h->head; c; c = c->next) {
         if (c->dropped || gw_pos_cmp(pos, c->min_pos) <= 0 ||
             !gw_filters_match(&c->filters, topic, event))
             continue;
-        if (!frame && !(frame = gw_sse_frame(id, event, data, &flen)))
-            return;
+        char **frame = &frames[c->style];
+        size_t flen = lens[c->style];
+        if (!*frame) {
+            if (!(*frame = gw_sse_entry_frame(c->style, id, event, data, &flen)))
+                break;
+            lens[c->style] = flen;
+        }
         if (c->qn == c->qcap) {
             drop_slow_client(c);
             continue;
@@ -115,14 +122,15 @@ static void dispatch(gw_hub *h, const char *id, const char *entry)
             drop_client(c, "out of memory", NULL, 0);
             continue;
         }
-        memcpy(copy, frame, flen + 1);
+        memcpy(copy, *frame, flen + 1);
         int slot = (c->qhead + c->qn) % c->qcap;
         c->q[slot] = copy;
         c->qlen[slot] = flen;
         c->qn++;
         pthread_cond_signal(&c->cond);
     }
-    free(frame);
+    free(frames[GW_SSE_NAMED]);
+    free(frames[GW_SSE_UNNAMED]);
 }
 
 /* Reads the log's last id (where live delivery starts). 0 ok, -1 retry. */
@@ -223,6 +231,7 @@ gw_client *gw_hub_join(gw_hub *h, const gw_filter_set *fs, const gw_pos *since, 
     }
     c->hub = h;
     c->filters = *fs;
+    c->style = gw_filters_style(fs);
     c->qcap = h->qcap;
     c->next_ping = vigil_mono_ms() + h->ping_ms;
     c->next_probe = vigil_mono_ms() + PROBE_MS;
@@ -318,9 +327,10 @@ ssize_t gw_client_read(void *cls, char *buf, size_t max)
         }
         int64_t now = vigil_mono_ms();
         if (now >= c->next_ping) {
-            char data[64];
-            snprintf(data, sizeof data, "{\"ts\":%lld}", (long long)vigil_now_ms());
-            c->cur = gw_sse_frame(NULL, "ping", data, &c->cur_len);
+            json_object *data = json_object_new_object();
+            if (data)
+                json_object_object_add(data, "ts", json_object_new_int64(vigil_now_ms()));
+            c->cur = gw_sse_notice_frame(c->style, "ping", data, &c->cur_len);
             c->cur_off = 0;
             c->next_ping = now + h->ping_ms;
             if (!c->cur) {

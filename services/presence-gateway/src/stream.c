@@ -8,7 +8,10 @@
  * nothing. Its first frame is `connected`; with ?snapshot=1 the kept
  * latest state of every matching state topic follows (frames without id),
  * before the backlog and the live entries. A resume from a position the
- * log no longer keeps is told in a `trimmed` frame before the backlog. */
+ * log no longer keeps is told in a `trimmed` frame before the backlog.
+ * /api/events names every frame (event: line); the deliberations stream
+ * names none, so the seed 001 client's onmessage gets them all, each
+ * JSON with its name as `type` (gw_sse_style). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +31,8 @@
  * (VIGIL_GATEWAY_LOG_MAXLEN trimmed what came after it), appends the
  * `trimmed` frame and counts it. 0, or -1 (Redis unreachable, out of
  * memory). */
-static int note_trimmed(gateway *g, vigil_redis *r, gw_pos since, vigil_jtext *b)
+static int note_trimmed(gateway *g, vigil_redis *r, gw_pos since, gw_sse_style st,
+                        vigil_jtext *b)
 {
     vigil_stream_entry *first;
     size_t n;
@@ -41,7 +45,7 @@ static int note_trimmed(gateway *g, vigil_redis *r, gw_pos since, vigil_jtext *b
     if (!trimmed)
         return 0;
     size_t fl;
-    char *frame = gw_sse_trimmed_frame(since, oldest, g->cfg.log_maxlen, &fl);
+    char *frame = gw_sse_trimmed_frame(st, since, oldest, g->cfg.log_maxlen, &fl);
     if (!frame)
         return -1; /* out of memory: a 503 rather than a silent gap */
     vigil_jtext_put(b, frame, fl);
@@ -64,7 +68,8 @@ static int read_backlog(gateway *g, gw_pos since, gw_pos upto, const gw_filter_s
     gw_pos_format(since, p, sizeof p);
     snprintf(from, sizeof from, "(%s", p);
     gw_pos_format(upto, to, sizeof to);
-    int rc = note_trimmed(g, r, since, b);
+    gw_sse_style st = gw_filters_style(fs);
+    int rc = note_trimmed(g, r, since, st, b);
     while (rc == 0) {
         vigil_stream_entry *ents;
         size_t n;
@@ -79,7 +84,7 @@ static int read_backlog(gateway *g, gw_pos since, gw_pos upto, const gw_filter_s
                     0 &&
                 gw_filters_match(fs, topic, event)) {
                 size_t fl;
-                char *frame = gw_sse_frame(ents[i].id, event, data, &fl);
+                char *frame = gw_sse_entry_frame(st, ents[i].id, event, data, &fl);
                 if (frame)
                     vigil_jtext_put(b, frame, fl);
                 free(frame);
@@ -131,7 +136,7 @@ static int read_snapshot(gateway *g, const gw_filter_set *fs, vigil_jtext *b)
         if (v && gw_log_entry_split(v, topic, sizeof topic, event, sizeof event, &data) == 0 &&
             gw_filters_match(fs, topic, event)) {
             size_t fl;
-            char *frame = gw_sse_frame(NULL, event, data, &fl);
+            char *frame = gw_sse_entry_frame(gw_filters_style(fs), NULL, event, data, &fl);
             if (frame)
                 vigil_jtext_put(b, frame, fl);
             free(frame);
@@ -203,11 +208,8 @@ void gateway_api_stream(gateway *g, vigil_http_req *req, bool council_live)
     json_object_object_add(hello, "topics", topics);
     json_object_object_add(hello, "ping_ms", json_object_new_int64(g->cfg.ping_ms));
     json_object_object_add(hello, "ts", json_object_new_int64(vigil_now_ms()));
-    char *hs = vigil_json_dump(hello);
-    json_object_put(hello);
     size_t hl;
-    char *hf = hs ? gw_sse_frame(NULL, "connected", hs, &hl) : NULL;
-    free(hs);
+    char *hf = gw_sse_notice_frame(gw_filters_style(&fs), "connected", hello, &hl);
     static const char retry[] = "retry: 2000\n\n";
     vigil_jtext_put(&b, retry, sizeof retry - 1);
     if (hf)

@@ -200,7 +200,7 @@ static void test_notice_frames(void **s)
 {
     (void)s;
     size_t len;
-    char *f = gw_sse_trimmed_frame((gw_pos){5, 0}, (gw_pos){1000, 2}, 10000, &len);
+    char *f = gw_sse_trimmed_frame(GW_SSE_NAMED, (gw_pos){5, 0}, (gw_pos){1000, 2}, 10000, &len);
     assert_non_null(f);
     json_object *d = frame_data(f, len, "trimmed");
     assert_string_equal(str(d, "since"), "5-0");
@@ -209,12 +209,48 @@ static void test_notice_frames(void **s)
     assert_non_null(strstr(str(d, "detail"), "about 10000 entries (VIGIL_GATEWAY_LOG_MAXLEN)"));
     json_object_put(d);
     free(f);
-    f = gw_sse_dropped_frame(1024, &len);
+    f = gw_sse_dropped_frame(GW_SSE_NAMED, 1024, &len);
     assert_non_null(f);
     d = frame_data(f, len, "dropped");
     assert_string_equal(str(d, "limit"), "sse_client_queue");
     assert_int_equal(json_object_get_int64(json_object_object_get(d, "queue")), 1024);
     assert_non_null(strstr(str(d, "detail"), "Last-Event-ID"));
+    json_object_put(d);
+    free(f);
+}
+
+/* On the deliberations stream (unnamed frames, for onmessage) the same
+ * notices carry their name as `type`, first, and no event: line. */
+static json_object *unnamed_data(const char *f, size_t len)
+{
+    static const char head[] = "data: {\"type\":";
+    assert_int_equal(strncmp(f, head, sizeof head - 1), 0);
+    assert_int_equal(strlen(f), len);
+    assert_ptr_equal(strchr(f, '\n'), f + len - 2); /* one data line, nothing else */
+    json_object *d = json_tokener_parse(f + strlen("data: "));
+    assert_non_null(d);
+    return d;
+}
+
+static void test_notice_frames_unnamed(void **s)
+{
+    (void)s;
+    size_t len;
+    char *f = gw_sse_trimmed_frame(GW_SSE_UNNAMED, (gw_pos){5, 0}, (gw_pos){1000, 2}, 10000, &len);
+    assert_non_null(f);
+    json_object *d = unnamed_data(f, len);
+    assert_string_equal(str(d, "type"), "trimmed");
+    assert_string_equal(str(d, "since"), "5-0");
+    assert_string_equal(str(d, "oldest"), "1000-2");
+    assert_string_equal(str(d, "limit"), "log_entries");
+    json_object_put(d);
+    free(f);
+    f = gw_sse_dropped_frame(GW_SSE_UNNAMED, 1024, &len);
+    assert_non_null(f);
+    d = unnamed_data(f, len);
+    assert_string_equal(str(d, "type"), "dropped");
+    assert_string_equal(str(d, "limit"), "sse_client_queue");
+    assert_int_equal(json_object_get_int64(json_object_object_get(d, "queue")), 1024);
     json_object_put(d);
     free(f);
 }
@@ -229,6 +265,7 @@ int main(void)
         cmocka_unit_test(test_stream_cap),
         cmocka_unit_test(test_log_trimmed),
         cmocka_unit_test(test_notice_frames),
+        cmocka_unit_test(test_notice_frames_unnamed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -47,6 +48,7 @@ static void test_filters(void **s)
     assert_true(gw_filters_match(&fs, "room/g/presence", "room.presence"));
     assert_true(gw_filters_match(&fs, "persona/a/wake", "persona.wake"));
     assert_false(gw_filters_match(&fs, "persona/a/dormancy", "persona.dormancy"));
+    assert_int_equal(gw_filters_style(&fs), GW_SSE_NAMED); /* /api/events: named frames */
     assert_int_equal(gw_filters_parse("persona/ann/+,sys", &fs, &limit, err, sizeof err), 0);
     assert_true(gw_filters_match(&fs, "persona/ann/state", "persona.state"));
     assert_true(gw_filters_match(&fs, "sys/x/i/status", "sys.status"));
@@ -59,6 +61,7 @@ static void test_filters(void **s)
     assert_null(limit);
     /* the Theater stream: only the seed's six council event types */
     gw_filters_council_live(&fs);
+    assert_int_equal(gw_filters_style(&fs), GW_SSE_UNNAMED); /* for onmessage */
     assert_true(gw_filters_match(&fs, "council/s/event", "question"));
     assert_false(gw_filters_match(&fs, "council/s/event", "council.event"));
     assert_false(gw_filters_match(&fs, "council/s/state", "council.state"));
@@ -124,6 +127,84 @@ static void test_positions_entries_frames(void **s)
     assert_int_equal(gw_log_entry_split("no newline", topic, sizeof topic, ev, sizeof ev, &data), -1);
 }
 
+/* /api/events names its frames; the deliberations stream (the seed's
+ * onmessage client) names none and keeps the id. */
+static void test_frame_styles(void **s)
+{
+    (void)s;
+    gw_filter_set live;
+    gw_filters_council_live(&live);
+
+    size_t len;
+    char *f = gw_sse_frame(NULL, NULL, "{}", &len);
+    assert_string_equal(f, "data: {}\n\n");
+    assert_int_equal(len, strlen(f));
+    free(f);
+    f = gw_sse_frame("1-2", NULL, "{}", &len);
+    assert_string_equal(f, "id: 1-2\ndata: {}\n\n");
+    free(f);
+
+    /* every entry the deliberations stream lets through carries its event
+     * name as `type`: its unnamed frame is all onmessage needs */
+    const char *types[] = {"deliberation", "phase", "action", "question", "session_paused",
+                           "session_ended", "weird", "ping"};
+    int passed = 0;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        char body[96];
+        snprintf(body, sizeof body, "{\"type\":\"%s\",\"text\":\"t\"}", types[i]);
+        json_object *p = json_tokener_parse(body);
+        char *e = gw_log_entry("council/s1/event", p);
+        char topic[GW_TOPIC_MAX], ev[96];
+        const char *data;
+        assert_int_equal(gw_log_entry_split(e, topic, sizeof topic, ev, sizeof ev, &data), 0);
+        if (gw_filters_match(&live, topic, ev)) {
+            passed++;
+            f = gw_sse_entry_frame(GW_SSE_UNNAMED, "7-1", ev, data, &len);
+            static const char unnamed[] = "id: 7-1\ndata: {";
+            assert_int_equal(strncmp(f, unnamed, sizeof unnamed - 1), 0);
+            assert_null(strstr(f, "event:"));
+            json_object *d = json_tokener_parse(f + strlen("id: 7-1\ndata: "));
+            assert_string_equal(json_object_get_string(json_object_object_get(d, "type")), ev);
+            json_object_put(d);
+            free(f);
+            /* the same entry on /api/events: named, as before */
+            f = gw_sse_entry_frame(GW_SSE_NAMED, "7-1", ev, data, &len);
+            char head[128];
+            snprintf(head, sizeof head, "id: 7-1\nevent: %s\ndata: {", ev);
+            assert_int_equal(strncmp(f, head, strlen(head)), 0);
+            free(f);
+        }
+        free(e);
+        json_object_put(p);
+    }
+    assert_int_equal(passed, 6);
+    /* a kept state (no id) */
+    f = gw_sse_entry_frame(GW_SSE_NAMED, NULL, "persona.state", "{}", &len);
+    assert_string_equal(f, "event: persona.state\ndata: {}\n\n");
+    free(f);
+
+    /* the gateway's own frames: named as before; unnamed with `type` first */
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "ts", json_object_new_int64(5));
+    f = gw_sse_notice_frame(GW_SSE_NAMED, "ping", o, &len);
+    assert_string_equal(f, "event: ping\ndata: {\"ts\":5}\n\n");
+    assert_int_equal(len, strlen(f));
+    free(f);
+    o = json_object_new_object();
+    json_object_object_add(o, "ts", json_object_new_int64(5));
+    f = gw_sse_notice_frame(GW_SSE_UNNAMED, "ping", o, &len);
+    assert_string_equal(f, "data: {\"type\":\"ping\",\"ts\":5}\n\n");
+    assert_int_equal(len, strlen(f));
+    free(f);
+    o = json_tokener_parse("{\"position\":\"1-0\",\"topics\":[\"council/+/event\"],\"ping_ms\":30000}");
+    f = gw_sse_notice_frame(GW_SSE_UNNAMED, "connected", o, &len);
+    assert_string_equal(f, "data: {\"type\":\"connected\",\"position\":\"1-0\",\"topics\":"
+                           "[\"council/+/event\"],\"ping_ms\":30000}\n\n");
+    free(f);
+    assert_null(gw_sse_notice_frame(GW_SSE_UNNAMED, "ping", NULL, &len));
+    assert_null(gw_sse_notice_frame(GW_SSE_NAMED, "ping", NULL, &len));
+}
+
 static void test_request_bodies(void **s)
 {
     (void)s;
@@ -181,6 +262,7 @@ int main(void)
         cmocka_unit_test(test_snapshot_topics),
         cmocka_unit_test(test_event_names),
         cmocka_unit_test(test_positions_entries_frames),
+        cmocka_unit_test(test_frame_styles),
         cmocka_unit_test(test_request_bodies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,7 +6,7 @@
  *  - access: bearer tokens and the session cookie against the token table,
  *    the per-token rate limit, CORS origins (auth.c, rate.c, origin.c);
  *  - the Theater stream: topic families and filters, event names, log
- *    positions (Last-Event-ID) and SSE frames (topics.c, position.c, sse.c);
+ *    positions (Last-Event-ID) and SSE frames (topics.c, position.c, limits.c);
  *  - request bodies turned into the messages the gateway publishes
  *    (requests.c). */
 #ifndef GATEWAY_H
@@ -193,9 +193,33 @@ char *gw_log_entry(const char *topic, json_object *payload);
 int gw_log_entry_split(const char *e, char *topic, size_t tlen, char *event, size_t elen,
                        const char **data);
 
-/* An SSE frame "id: ..\nevent: ..\ndata: ..\n\n" (id may be NULL). data
- * must be one line (compact JSON is). malloc'd, *len its length. */
+/* An SSE frame "id: ..\nevent: ..\ndata: ..\n\n" (id may be NULL: no id
+ * line; event NULL: no event line). data must be one line (compact JSON
+ * is). malloc'd, *len its length. */
 char *gw_sse_frame(const char *id, const char *event, const char *data, size_t *len);
+
+/* How a stream writes its frames. EventSource hands a frame without an
+ * event: line to onmessage (its type is "message"), a named one only to
+ * addEventListener(name).
+ *  - GW_SSE_NAMED (/api/events): "event: <name>" on every frame;
+ *  - GW_SSE_UNNAMED (/api/autonomous/deliberations/live, whose seed 001
+ *    client has only onmessage and switches on data.type): no event:
+ *    line; the name travels in the JSON data as `type`. */
+typedef enum { GW_SSE_NAMED = 0, GW_SSE_UNNAMED = 1 } gw_sse_style;
+/* UNNAMED for the council_live filter set, NAMED for any other. */
+gw_sse_style gw_filters_style(const gw_filter_set *fs);
+/* The frame of a log entry (its position id, NULL for a kept state) on a
+ * stream of style st. UNNAMED writes no event: line: the data of every
+ * entry a council_live stream carries holds its event name as `type`
+ * already (gw_event_name names a council event by its `type`, and
+ * gw_filters_match lets only those six through). */
+char *gw_sse_entry_frame(gw_sse_style st, const char *id, const char *event, const char *data,
+                         size_t *len);
+/* A frame the gateway writes itself (connected, ping, trimmed, dropped):
+ * no id (it is no log position), data o compact (o is taken). UNNAMED
+ * puts event as `type` first in the data, so whatever reaches onmessage
+ * is JSON with a type. malloc'd, *len; NULL when out of memory. */
+char *gw_sse_notice_frame(gw_sse_style st, const char *event, json_object *o, size_t *len);
 
 /* ---- request bodies ------------------------------------------------------- */
 
@@ -240,11 +264,14 @@ int gw_stream_cap(int64_t max_clients);
 bool gw_log_trimmed(gw_pos since, gw_pos oldest);
 
 /* The `trimmed` frame sent before the backlog when gw_log_trimmed: the
- * position asked for, the oldest kept, the setting. malloc'd, *len. */
-char *gw_sse_trimmed_frame(gw_pos since, gw_pos oldest, int64_t log_maxlen, size_t *len);
+ * position asked for, the oldest kept, the setting; written in the
+ * stream's style st (gw_sse_notice_frame). malloc'd, *len. */
+char *gw_sse_trimmed_frame(gw_sse_style st, gw_pos since, gw_pos oldest, int64_t log_maxlen,
+                           size_t *len);
 
 /* The `dropped` frame, the last a client gets when `queue` frames waited
- * for it (VIGIL_GATEWAY_CLIENT_QUEUE). malloc'd, *len. */
-char *gw_sse_dropped_frame(int64_t queue, size_t *len);
+ * for it (VIGIL_GATEWAY_CLIENT_QUEUE), in the stream's style st.
+ * malloc'd, *len. */
+char *gw_sse_dropped_frame(gw_sse_style st, int64_t queue, size_t *len);
 
 #endif

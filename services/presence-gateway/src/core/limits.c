@@ -4,7 +4,6 @@
  * frame), and the last frame of a client too slow to keep up (`dropped`).
  * Every limit of the gateway is listed in README.md ("Limits"). */
 #include <stdio.h>
-#include <stdlib.h>
 #include "gateway.h"
 
 /* The share of VIGIL_GATEWAY_MAX_CLIENTS kept free of streams: an eighth,
@@ -29,20 +28,8 @@ bool gw_log_trimmed(gw_pos since, gw_pos oldest)
     return gw_pos_cmp(since, zero) != 0 && gw_pos_cmp(since, oldest) < 0;
 }
 
-/* A frame without id (it is no log position) whose data is o, compact;
- * takes o. */
-static char *notice_frame(const char *event, json_object *o, size_t *len)
-{
-    if (!o)
-        return NULL;
-    const char *data = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-                                                             JSON_C_TO_STRING_NOSLASHESCAPE);
-    char *f = data ? gw_sse_frame(NULL, event, data, len) : NULL;
-    json_object_put(o);
-    return f;
-}
-
-char *gw_sse_trimmed_frame(gw_pos since, gw_pos oldest, int64_t log_maxlen, size_t *len)
+char *gw_sse_trimmed_frame(gw_sse_style st, gw_pos since, gw_pos oldest, int64_t log_maxlen,
+                           size_t *len)
 {
     char s[48], o[48], detail[320];
     gw_pos_format(since, s, sizeof s);
@@ -59,10 +46,10 @@ char *gw_sse_trimmed_frame(gw_pos since, gw_pos oldest, int64_t log_maxlen, size
         json_object_object_add(d, "limit", json_object_new_string("log_entries"));
         json_object_object_add(d, "detail", json_object_new_string(detail));
     }
-    return notice_frame("trimmed", d, len);
+    return gw_sse_notice_frame(st, "trimmed", d, len);
 }
 
-char *gw_sse_dropped_frame(int64_t queue, size_t *len)
+char *gw_sse_dropped_frame(gw_sse_style st, int64_t queue, size_t *len)
 {
     char detail[256];
     snprintf(detail, sizeof detail,
@@ -75,5 +62,5 @@ char *gw_sse_dropped_frame(int64_t queue, size_t *len)
         json_object_object_add(d, "queue", json_object_new_int64(queue));
         json_object_object_add(d, "detail", json_object_new_string(detail));
     }
-    return notice_frame("dropped", d, len);
+    return gw_sse_notice_frame(st, "dropped", d, len);
 }

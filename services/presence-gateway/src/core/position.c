@@ -1,5 +1,6 @@
 /* position.c - log positions (Redis stream ids "ms-seq"): the SSE `id:`
- * a client sends back as Last-Event-ID, and the stored log entry format. */
+ * a client sends back as Last-Event-ID, the stored log entry format, and
+ * the SSE frames (named, or unnamed for onmessage). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,15 +89,13 @@ int gw_log_entry_split(const char *e, char *topic, size_t tlen, char *event, siz
  * it is a single data: line. */
 char *gw_sse_frame(const char *id, const char *event, const char *data, size_t *len)
 {
-    size_t n = (id ? strlen(id) + 5 : 0) + strlen(event) + strlen(data) + 20;
+    size_t n = (id ? strlen(id) + 5 : 0) + (event ? strlen(event) + 8 : 0) + strlen(data) + 10;
     char *out = malloc(n);
     if (!out)
         return NULL;
-    int w;
-    if (id)
-        w = snprintf(out, n, "id: %s\nevent: %s\ndata: %s\n\n", id, event, data);
-    else
-        w = snprintf(out, n, "event: %s\ndata: %s\n\n", event, data);
+    int w = snprintf(out, n, "%s%s%s%s%s%sdata: %s\n\n", id ? "id: " : "", id ? id : "",
+                     id ? "\n" : "", event ? "event: " : "", event ? event : "", event ? "\n" : "",
+                     data);
     if (w < 0 || (size_t)w >= n) {
         free(out);
         return NULL;
@@ -104,4 +103,35 @@ char *gw_sse_frame(const char *id, const char *event, const char *data, size_t *
     if (len)
         *len = (size_t)w;
     return out;
+}
+
+gw_sse_style gw_filters_style(const gw_filter_set *fs)
+{
+    return fs->council_live ? GW_SSE_UNNAMED : GW_SSE_NAMED;
+}
+
+char *gw_sse_entry_frame(gw_sse_style st, const char *id, const char *event, const char *data,
+                         size_t *len)
+{
+    return gw_sse_frame(id, st == GW_SSE_UNNAMED ? NULL : event, data, len);
+}
+
+char *gw_sse_notice_frame(gw_sse_style st, const char *event, json_object *o, size_t *len)
+{
+    if (o && st == GW_SSE_UNNAMED) {
+        json_object *typed = json_object_new_object();
+        if (typed) {
+            json_object_object_add(typed, "type", json_object_new_string(event));
+            json_object_object_foreach(o, k, v) json_object_object_add(typed, k, json_object_get(v));
+        }
+        json_object_put(o);
+        o = typed;
+    }
+    if (!o)
+        return NULL;
+    const char *data = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                             JSON_C_TO_STRING_NOSLASHESCAPE);
+    char *f = data ? gw_sse_frame(NULL, st == GW_SSE_UNNAMED ? NULL : event, data, len) : NULL;
+    json_object_put(o);
+    return f;
 }
