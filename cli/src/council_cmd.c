@@ -277,7 +277,8 @@ int cli_council_questions(cli *c, int argc, char **argv)
     if (council_reader_sessions(c->redis, c->cfg.redis_prefix, (int)limit, collect_questions, &q) <
         0)
         rc = cli_redis_failed(c, NULL);
-    qsort(q.rows, q.n, sizeof *q.rows, by_priority);
+    if (q.n > 1) /* none collected: rows is NULL, which qsort may not be given */
+        qsort(q.rows, q.n, sizeof *q.rows, by_priority);
     if (rc == CLI_OK && !json && q.n == 0)
         fprintf(stderr, all ? "no questions\n" : "no pending questions\n");
     for (size_t i = 0; rc == CLI_OK && i < q.n; i++) {

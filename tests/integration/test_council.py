@@ -10,11 +10,9 @@ import pytest
 
 import harness
 from conftest import human, uid, validate_outputs
-from council_support import FakeA2A, FakeLLM, events, kinds, rules, sol
+from council_support import (OUTPUTS, SERVICE, FakeA2A, FakeLLM, control, events, kinds, rules,
+                             run_cli, sol, start_service, wait_events)
 from fake_servers import running
-
-SERVICE = "council"
-OUTPUTS = ("council/+/event", "council/+/state", "council/+/request", "sys/#")
 
 
 @pytest.fixture
@@ -27,23 +25,6 @@ def llm(tmp_path):
 def a2a(tmp_path):
     with running(FakeA2A, tmp_path) as f:
         yield f
-
-
-def start_service(stack, llm=None, **env):
-    e = {"VIGIL_LLM_URL": llm.url if llm else "", "VIGIL_LLM_TIMEOUT_MS": 5000,
-         "VIGIL_LLM_RETRIES": 0, "VIGIL_COUNCIL_LOOP_MS": 60000}
-    e.update(env)
-    return stack.service(SERVICE, env=e)
-
-
-def control(user, action, **fields):
-    body = {"id": uid("c"), "action": action, "ts": harness.now_ms()}
-    body.update(fields)
-    return f"council/{user}/control", body
-
-
-def wait_events(col, session, pred, timeout, what):
-    return col.wait_for(lambda c: pred(events(c, session)), timeout, what)
 
 
 def test_full_loop_emits_phases_deliberation_and_action_in_order(stack, llm):
@@ -253,18 +234,6 @@ def test_pause_resume_and_end_by_control(stack, llm):
     finally:
         c.close()
     assert "shard view:" not in svc.stderr_text()
-
-
-def run_cli(stack, *args):
-    import os
-    import subprocess
-    exe = os.path.join(harness.BUILD_DIR, "cli", "vigil")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
-    env.update({"VIGIL_REDIS_URL": stack.redis.url, "VIGIL_REDIS_PREFIX": stack.prefix,
-                "VIGIL_MQTT_URL": stack.broker.url, "ASAN_OPTIONS": "detect_leaks=1",
-                "LSAN_OPTIONS": f"suppressions={harness.SOURCE_DIR}/tests/lsan.supp"})
-    return subprocess.run([exe, "council", *args], env=env, capture_output=True, text=True,
-                          timeout=30)
 
 
 def test_cli_lists_sessions_shows_one_and_lists_questions(stack, llm):

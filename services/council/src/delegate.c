@@ -49,7 +49,7 @@ static void run(const council_service *svc, request *r)
     else if (http.status < 200 || http.status > 299)
         snprintf(reply->error, sizeof reply->error, "HTTP %ld", http.status);
     else
-        council_a2a_parse(http.body, http.len, reply);
+        council_a2a_parse(http.body, http.len, r->job, reply);
     vigil_http_reply_free(&http);
     vigil_counter_add("vigil_council_a2a_total", "A2A delegations by outcome",
                       reply->ok ? "outcome=\"ok\"" : "outcome=\"error\"", 1);

@@ -58,14 +58,20 @@ static int route_control(vigil_runtime *rt, const vigil_input *in, council_parse
         vigil_json_id(in->body, "room", false, &pp->ctl.room, err) < 0)
         return -1;
     pp->ctl.action = (council_ctl)action;
-    if (pp->ctl.action == COUNCIL_CTL_START && pp->ctl.session) {
-        char owner[VIGIL_ID_MAX + 1];
-        int rc = session_user(rt, pp->ctl.session, owner, sizeof owner, err);
+    if (pp->ctl.action == COUNCIL_CTL_START) {
+        /* A session id is used once: its durable record rec:<id> (one GET,
+         * kept as long as the session's history) says whether any session
+         * had it. The core refuses a used id; another user's is refused
+         * here, before the decision, as it names someone else's session. */
+        char sid[COUNCIL_ID_MAX + 1], owner[VIGIL_ID_MAX + 1];
+        council_start_session_id(&pp->ctl, in->id, sid, sizeof sid);
+        int rc = session_user(rt, sid, owner, sizeof owner, err);
         if (rc == VIGIL_ROUTE_RETRY)
             return rc;
         if (rc == 1 && strcmp(owner, user) != 0)
             return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
-                                   "session '%s' belongs to another user", pp->ctl.session);
+                                   "session '%s' belongs to another user", sid);
+        pp->ctl.used = rc == 1;
     }
     snprintf(keys[0], VIGIL_KEY_MAX, "%s", user);
     return 1;

@@ -1,10 +1,12 @@
 /* test_a2a.c - A2A JSON-RPC 2.0 requests for both method names and the
- * responses of both protocol generations. */
+ * responses of both protocol generations; only a completed task answering
+ * our request id is a delegation. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "council.h"
@@ -64,9 +66,10 @@ static void method_names(void **st)
     assert_int_equal(council_a2a_method_parse("tasks/send", &m), -1);
 }
 
+/* Every reply below answers the request with id "u". */
 static void parse(const char *body, council_a2a_reply *r, int want)
 {
-    assert_int_equal(council_a2a_parse(body, strlen(body), r), want);
+    assert_int_equal(council_a2a_parse(body, strlen(body), "u", r), want);
 }
 
 static void response_seed_format(void **st)
@@ -122,12 +125,64 @@ static void response_errors(void **st)
     assert_non_null(strstr(r.error, "Method not found"));
     parse("not json", &r, -1);
     parse("[1,2]", &r, -1);
-    parse("{\"jsonrpc\":\"2.0\"}", &r, -1);
+    parse("{\"jsonrpc\":\"2.0\",\"id\":\"u\"}", &r, -1);
     assert_non_null(strstr(r.error, "no result"));
-    parse("{\"result\":{\"id\":\"t\",\"status\":{\"state\":\"TASK_STATE_FAILED\"}}}", &r, -1);
+    parse("{\"id\":\"u\",\"result\":{\"id\":\"t\",\"status\":{\"state\":"
+          "\"TASK_STATE_FAILED\"}}}",
+          &r, -1);
     assert_string_equal(r.state, "failed");
+    assert_non_null(strstr(r.error, "'failed'"));
     /* truncated */
     parse("{\"result\":{\"id\":\"t\"", &r, -1);
+}
+
+/* The audit's reply: another request's id and a task that waits for
+ * input. Either alone is not a delegation. */
+static void response_of_another_request_or_unfinished_is_a_failure(void **st)
+{
+    (void)st;
+    council_a2a_reply r;
+    parse("{\"jsonrpc\":\"2.0\",\"id\":\"other-id\",\"result\":{\"taskId\":\"t9\","
+          "\"status\":{\"state\":\"input-required\"}}}",
+          &r, -1);
+    assert_false(r.ok);
+    assert_non_null(strstr(r.error, "'other-id' does not match the request's id 'u'"));
+    /* a completed task with another id: still not ours */
+    parse("{\"jsonrpc\":\"2.0\",\"id\":\"other-id\",\"result\":{\"taskId\":\"t9\","
+          "\"status\":{\"state\":\"completed\"},\"artifacts\":[{\"parts\":[{\"text\":"
+          "\"x\"}]}]}}",
+          &r, -1);
+    assert_non_null(strstr(r.error, "does not match"));
+    /* no id at all, or a number */
+    parse("{\"jsonrpc\":\"2.0\",\"result\":{\"parts\":[{\"text\":\"x\"}]}}", &r, -1);
+    assert_non_null(strstr(r.error, "'(none)'"));
+    parse("{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"parts\":[{\"text\":\"x\"}]}}",
+          &r, -1);
+    /* our id, but the task is not completed: its state is kept and said */
+    const char *states[] = {"input-required", "TASK_STATE_INPUT_REQUIRED", "working",
+                            "submitted", "auth-required", "rejected", "canceled"};
+    const char *norm[] = {"input-required", "input-required", "working", "submitted",
+                          "auth-required", "rejected", "canceled"};
+    for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"jsonrpc\":\"2.0\",\"id\":\"u\",\"result\":{\"taskId\":\"t9\","
+                 "\"status\":{\"state\":\"%s\",\"message\":{\"parts\":[{\"text\":"
+                 "\"which topic?\"}]}}}}",
+                 states[i]);
+        parse(body, &r, -1);
+        assert_false(r.ok);
+        assert_string_equal(r.state, norm[i]);
+        char want[96];
+        snprintf(want, sizeof want, "A2A task state '%s': not completed", norm[i]);
+        assert_string_equal(r.error, want);
+    }
+    /* a task without a state is not a completed one */
+    parse("{\"jsonrpc\":\"2.0\",\"id\":\"u\",\"result\":{\"taskId\":\"t9\","
+          "\"artifacts\":[{\"parts\":[{\"text\":\"x\"}]}]}}",
+          &r, -1);
+    assert_non_null(strstr(r.error, "'(none)': not completed"));
+    /* (a completed task of our id keeps its artifacts: response_seed_format) */
 }
 
 int main(void)
@@ -137,6 +192,7 @@ int main(void)
         cmocka_unit_test(method_names),         cmocka_unit_test(response_seed_format),
         cmocka_unit_test(response_v1_wrapped_task), cmocka_unit_test(response_message_result),
         cmocka_unit_test(response_errors),
+        cmocka_unit_test(response_of_another_request_or_unfinished_is_a_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

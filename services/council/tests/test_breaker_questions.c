@@ -1,5 +1,6 @@
 /* test_breaker_questions.c - the circuit breaker's counting and reset,
- * question priority order and expiry. */
+ * question priority order and expiry (by time, and all at a session's
+ * end). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -85,6 +86,28 @@ static void expiry(void **st)
     assert_int_equal(council_questions_expire(&q, 99999), 0); /* answered never expires */
 }
 
+/* At a session's end every pending question expires then; settled ones
+ * keep their state and times. */
+static void expire_all_at_the_end(void **st)
+{
+    (void)st;
+    council_questions q;
+    memset(&q, 0, sizeof q);
+    council_questions_add(&q, "a", "first", 5, 5, 1, 1000, 10000); /* expires 11000 */
+    council_questions_add(&q, "b", "second", 6, 5, 1, 1500, 10000);
+    council_questions_add(&q, "c", "third", 5, 5, 1, 1600, 100);   /* expires 1700 */
+    q.v[1].status = COUNCIL_Q_ANSWERED;
+    assert_int_equal(council_questions_expire_all(&q, 3000), 2);
+    assert_int_equal(q.v[0].status, COUNCIL_Q_EXPIRED);
+    assert_int_equal(q.v[0].expires_at, 3000);
+    assert_int_equal(q.v[1].status, COUNCIL_Q_ANSWERED);
+    assert_int_equal(q.v[1].expires_at, 11500);
+    assert_int_equal(q.v[2].status, COUNCIL_Q_EXPIRED);
+    assert_int_equal(q.v[2].expires_at, 1700); /* already due: its own time */
+    assert_int_equal(council_questions_next_expiry(&q), 0);
+    assert_int_equal(council_questions_expire_all(&q, 4000), 0);
+}
+
 static void full_list_drops_settled_first(void **st)
 {
     (void)st;
@@ -111,6 +134,7 @@ int main(void)
         cmocka_unit_test(reset_starts_over),
         cmocka_unit_test(priority_order),
         cmocka_unit_test(expiry),
+        cmocka_unit_test(expire_all_at_the_end),
         cmocka_unit_test(full_list_drops_settled_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,10 @@
  * (full loop in order, ask user then answer reaching the next SENSE, the
  * circuit breaker, no LLM, daily limit, idle timeout (also of a loop that
  * never comes back), loop limit, sleep,
- * research with and without A2A, prompts naming their persona). */
+ * research with and without A2A, prompts naming their persona), and the
+ * audit's fixes: SENSE of a room-limited session, a session id used once,
+ * questions closed at the end, answers after the end, A2A replies that
+ * are not ours or not completed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -54,7 +57,7 @@ static void reload(fx *x)
 static council_rc control(fx *x, council_ctl a, const char *session, const char *room,
                           const char *id, int64_t now)
 {
-    council_control in = {a, session, room};
+    council_control in = {a, session, room, false};
     char why[256] = "";
     council_rc rc = council_on_control(x->u, &x->c, &in, id, now, &x->sink, why, sizeof why);
     reload(x);
@@ -412,7 +415,7 @@ static void redelivered_start_is_the_same_session(void **st)
     assert_int_equal(strncmp(sid, "s-", 2), 0);
     council_user *copy = calloc(1, sizeof *copy);
     council_user_init(copy, "joel");
-    council_control in = {COUNCIL_CTL_START, NULL, NULL};
+    council_control in = {COUNCIL_CTL_START, NULL, NULL, false};
     char why[64];
     fake_sink f2 = {0};
     council_sink s2 = fake_sink_of(&f2);
@@ -440,24 +443,232 @@ static void messages_are_bounded(void **st)
     free(ctx);
 }
 
+/* SENSE in a room-limited session: the last N messages of that room, not
+ * the last N of all rooms filtered afterwards; the sense event counts the
+ * messages the prompts carry. */
+static void sense_shows_the_last_messages_of_the_sessions_room(void **st)
+{
+    fx *x = *st;
+    x->c.context_messages = 3;
+    const char *rooms[] = {"general", "general", "general", "other", "other", "other"};
+    for (int i = 0; i < 6; i++) {
+        char t[32];
+        snprintf(t, sizeof t, "%s message %d", rooms[i], i);
+        council_on_message(x->u, &x->c, rooms[i], t, T0 - 6000 + i * 1000);
+    }
+    assert_int_equal(control(x, COUNCIL_CTL_START, "s1", "general", "c1", T0), COUNCIL_OK);
+    int s = fake_event(&x->f, "phase", 0);
+    assert_non_null(strstr(x->f.payloads[s], "\"phase\":\"sense\""));
+    assert_non_null(strstr(x->f.payloads[s], "\"messages\":3"));
+    council_job j;
+    char why[128];
+    assert_int_equal(council_job_parse(x->f.jobs[0], strlen(x->f.jobs[0]), &j, why, sizeof why), 0);
+    for (int p = 0; p < COUNCIL_PERSONAS; p++) {
+        for (int i = 0; i < 3; i++) {
+            char t[32];
+            snprintf(t, sizeof t, "general message %d", i);
+            assert_non_null(strstr(j.prompts[p], t));
+        }
+        assert_null(strstr(j.prompts[p], "other message"));
+        assert_null(strstr(j.prompts[p], "recent messages (oldest first):\n- (none)"));
+    }
+    council_job_clear(&j);
+    /* the order is oldest first, and the count never exceeds N */
+    int idx[COUNCIL_MSGS_MAX];
+    council_on_message(x->u, &x->c, "general", "general message 6", T0 + 1);
+    assert_int_equal(council_sense_messages(x->u, &x->c, idx, COUNCIL_MSGS_MAX), 3);
+    assert_string_equal(x->u->msgs[idx[0]].text, "general message 1");
+    assert_string_equal(x->u->msgs[idx[2]].text, "general message 6");
+    /* a session without a room: the last N of every room */
+    x->u->s.room[0] = '\0';
+    assert_int_equal(council_sense_messages(x->u, &x->c, idx, COUNCIL_MSGS_MAX), 3);
+    assert_string_equal(x->u->msgs[idx[0]].text, "other message 4");
+    assert_string_equal(x->u->msgs[idx[2]].text, "general message 6");
+    /* fewer in the room than N: all of them */
+    snprintf(x->u->s.room, sizeof x->u->s.room, "other");
+    x->c.context_messages = 10;
+    assert_int_equal(council_sense_messages(x->u, &x->c, idx, COUNCIL_MSGS_MAX), 3);
+    snprintf(x->u->s.room, sizeof x->u->s.room, "nowhere");
+    assert_int_equal(council_sense_messages(x->u, &x->c, idx, COUNCIL_MSGS_MAX), 0);
+}
+
+/* Starts `session` as the shell would after finding its record (used). */
+static council_rc start_known(fx *x, const char *session, bool used, const char *id, int64_t now,
+                              char *why, size_t whylen)
+{
+    council_control in = {COUNCIL_CTL_START, session, NULL, used};
+    council_rc rc = council_on_control(x->u, &x->c, &in, id, now, &x->sink, why, whylen);
+    reload(x);
+    return rc;
+}
+
+/* A session id is used once: starting an older, completed id again is
+ * refused with no state change: no session, no index entry, no event on
+ * the old session's topic (also while another session is live). */
+static void a_used_session_id_is_refused(void **st)
+{
+    fx *x = *st;
+    char why[256] = "";
+    control(x, COUNCIL_CTL_START, "s-a", NULL, "c1", T0);
+    control(x, COUNCIL_CTL_END, NULL, NULL, "c2", T0 + 10);
+    control(x, COUNCIL_CTL_START, "s-b", NULL, "c3", T0 + 20);
+    control(x, COUNCIL_CTL_END, NULL, NULL, "c4", T0 + 30);
+    char *before = council_user_dump(x->u);
+    fake_reset(&x->f);
+    assert_int_equal(start_known(x, "s-a", true, "c5", T0 + 40, why, sizeof why),
+                     COUNCIL_REFUSED);
+    assert_non_null(strstr(why, "session id 's-a' was already used"));
+    assert_int_equal(x->f.n + x->f.n_jobs + x->f.n_appends + x->f.n_timers + x->f.records, 0);
+    char *after = council_user_dump(x->u);
+    assert_string_equal(before, after);
+    free(after);
+    /* the last session's id is known from the user record alone */
+    assert_int_equal(start_known(x, "s-b", false, "c6", T0 + 50, why, sizeof why),
+                     COUNCIL_REFUSED);
+    assert_non_null(strstr(why, "session id 's-b' was already used"));
+    /* while another session is live: refused, never a session_ended on s-a */
+    control(x, COUNCIL_CTL_START, "s-c", NULL, "c7", T0 + 60);
+    assert_int_equal(x->u->s.status, COUNCIL_ACTIVE);
+    free(before);
+    before = council_user_dump(x->u);
+    fake_reset(&x->f);
+    assert_int_equal(start_known(x, "s-a", true, "c8", T0 + 70, why, sizeof why),
+                     COUNCIL_REFUSED);
+    assert_int_equal(x->f.n + x->f.n_jobs + x->f.n_appends + x->f.n_timers + x->f.records, 0);
+    after = council_user_dump(x->u);
+    assert_string_equal(before, after);
+    free(after);
+    free(before);
+    /* a start naming the live session says so */
+    assert_int_equal(start_known(x, "s-c", true, "c9", T0 + 80, why, sizeof why),
+                     COUNCIL_REFUSED);
+    assert_non_null(strstr(why, "session 's-c' is already active"));
+    /* a new id still starts (after the live one ends) */
+    control(x, COUNCIL_CTL_END, NULL, NULL, "c10", T0 + 90);
+    assert_int_equal(start_known(x, "s-d", false, "c11", T0 + 100, why, sizeof why), COUNCIL_OK);
+    assert_string_equal(x->u->s.id, "s-d");
+}
+
+/* The pending questions of a session that ends expire with it: the record
+ * says so, the expiry timer goes with the session, and an answer is
+ * refused. */
+static void questions_expire_when_the_session_ends(void **st)
+{
+    fx *x = *st;
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    outcome(x, "ask user: [p7] still working on the report?", NULL, T0 + 1000);
+    assert_int_equal(x->u->s.questions.v[0].status, COUNCIL_Q_PENDING);
+    fake_reset(&x->f);
+    assert_int_equal(control(x, COUNCIL_CTL_END, NULL, NULL, "c2", T0 + 2000), COUNCIL_OK);
+    const council_question *q = &x->u->s.questions.v[0];
+    assert_int_equal(q->status, COUNCIL_Q_EXPIRED);
+    assert_int_equal(q->expires_at, T0 + 2000);
+    assert_int_equal(fake_timer_due(&x->f, COUNCIL_TIMER_QEXP), COUNCIL_TIMER_CANCEL);
+    assert_true(x->f.records > 0);
+    json_object *rec = council_session_record(x->u), *qs = NULL;
+    assert_true(json_object_object_get_ex(rec, "questions", &qs));
+    json_object *q0 = json_object_array_get_idx(qs, 0), *status = NULL;
+    assert_true(json_object_object_get_ex(q0, "status", &status));
+    assert_string_equal(json_object_get_string(status), "expired");
+    json_object_put(rec);
+    int idx[COUNCIL_QUESTIONS_MAX];
+    assert_int_equal(council_questions_pending(&x->u->s.questions, idx, COUNCIL_QUESTIONS_MAX), 0);
+    /* the idle timeout and the loop limit end sessions the same way */
+    x->u->day_count = 0;
+    x->c.idle_timeout_ms = 10000;
+    control(x, COUNCIL_CTL_START, "s2", NULL, "c3", T0 + 3000);
+    outcome(x, "ask user: there?", NULL, T0 + 4000);
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_IDLE, T0 + 4000 + 30000 + 10000,
+                     T0 + 44000, &x->sink);
+    reload(x);
+    assert_int_equal(x->u->s.status, COUNCIL_COMPLETED);
+    assert_int_equal(x->u->s.questions.v[0].status, COUNCIL_Q_EXPIRED);
+}
+
+/* An answer to a question of a session that ended is refused (nothing
+ * would read it) and changes nothing, even for a question a record kept
+ * pending from before questions expired at the end. */
+static void an_answer_after_the_end_is_refused(void **st)
+{
+    fx *x = *st;
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    outcome(x, "ask user: lunch?", NULL, T0 + 1000);
+    control(x, COUNCIL_CTL_END, NULL, NULL, "c2", T0 + 2000);
+    x->u->s.questions.v[0].status = COUNCIL_Q_PENDING; /* as an older record kept it */
+    x->u->s.questions.v[0].expires_at = T0 + 1000 + x->c.question_ttl_ms;
+    char *before = council_user_dump(x->u);
+    fake_reset(&x->f);
+    char why[256] = "";
+    assert_int_equal(council_on_answer(x->u, &x->c, "s1", "s1.L1.q", "yes", "a1", T0 + 3000,
+                                       &x->sink, why, sizeof why),
+                     COUNCIL_REFUSED);
+    assert_string_equal(why, "question 's1.L1.q' belongs to session s1, which has ended "
+                             "(completed)");
+    assert_int_equal(x->f.n + x->f.n_jobs + x->f.n_appends + x->f.n_timers + x->f.records, 0);
+    char *after = council_user_dump(x->u);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+}
+
+/* The audit's A2A reply (another request's id, a task waiting for input)
+ * read against the loop's job id is not a delegation: the failure path,
+ * no note, no artifact. */
+static void a2a_reply_not_ours_or_unfinished_is_not_delegated(void **st)
+{
+    fx *x = *st;
+    x->c.a2a_enabled = true;
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    const char *body = "{\"jsonrpc\":\"2.0\",\"id\":\"other-id\",\"result\":{\"taskId\":"
+                       "\"t9\",\"status\":{\"state\":\"input-required\"}}}";
+    council_a2a_reply r;
+    assert_int_equal(council_a2a_parse(body, strlen(body), x->u->s.job, &r), -1);
+    outcome(x, "research: vector databases", &r, T0 + 1000);
+    int a = fake_event(&x->f, "action", 0);
+    assert_non_null(strstr(x->f.payloads[a], "\"delegated\":false"));
+    assert_non_null(strstr(x->f.payloads[a], "\"result\":\"delegation failed\""));
+    assert_non_null(strstr(x->f.payloads[a], "A2A delegation failed: A2A reply id 'other-id'"));
+    assert_null(strstr(x->f.payloads[a], "a2a_task_id"));
+    assert_int_equal(x->u->s.n_notes, 0);
+
+    /* our id, still waiting for input: the state is said */
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 31000, T0 + 31000, &x->sink);
+    char ours[256];
+    snprintf(ours, sizeof ours, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{\"taskId\":"
+             "\"t9\",\"status\":{\"state\":\"input-required\"}}}", x->u->s.job);
+    assert_int_equal(council_a2a_parse(ours, strlen(ours), x->u->s.job, &r), -1);
+    outcome(x, "research: vector databases", &r, T0 + 32000);
+    a = fake_event(&x->f, "action", 1);
+    assert_non_null(strstr(x->f.payloads[a], "\"delegated\":false"));
+    assert_non_null(strstr(x->f.payloads[a], "A2A task state 'input-required': not completed"));
+    assert_int_equal(x->u->s.n_notes, 0);
+}
+
+/* Every test runs on a fresh fx (setup, teardown). */
+#define FX_TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(full_loop_in_order, setup, teardown),
-        cmocka_unit_test_setup_teardown(ask_then_answer_reaches_next_sense, setup, teardown),
-        cmocka_unit_test_setup_teardown(question_expires, setup, teardown),
-        cmocka_unit_test_setup_teardown(three_reflects_pause, setup, teardown),
-        cmocka_unit_test_setup_teardown(pause_drops_the_loop_in_flight, setup, teardown),
-        cmocka_unit_test_setup_teardown(no_llm_refuses_start, setup, teardown),
-        cmocka_unit_test_setup_teardown(daily_limit_and_auto_start, setup, teardown),
-        cmocka_unit_test_setup_teardown(idle_timeout_and_loop_limit, setup, teardown),
-        cmocka_unit_test_setup_teardown(a_loop_that_never_comes_back_ends_at_the_idle_timeout,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(sleep_sets_the_next_loop, setup, teardown),
-        cmocka_unit_test_setup_teardown(research_with_and_without_a2a, setup, teardown),
-        cmocka_unit_test_setup_teardown(sol_failing_is_reflect_with_warning, setup, teardown),
-        cmocka_unit_test_setup_teardown(redelivered_start_is_the_same_session, setup, teardown),
-        cmocka_unit_test_setup_teardown(messages_are_bounded, setup, teardown),
+        FX_TEST(full_loop_in_order),
+        FX_TEST(ask_then_answer_reaches_next_sense),
+        FX_TEST(question_expires),
+        FX_TEST(three_reflects_pause),
+        FX_TEST(pause_drops_the_loop_in_flight),
+        FX_TEST(no_llm_refuses_start),
+        FX_TEST(daily_limit_and_auto_start),
+        FX_TEST(idle_timeout_and_loop_limit),
+        FX_TEST(a_loop_that_never_comes_back_ends_at_the_idle_timeout),
+        FX_TEST(sleep_sets_the_next_loop),
+        FX_TEST(research_with_and_without_a2a),
+        FX_TEST(sol_failing_is_reflect_with_warning),
+        FX_TEST(redelivered_start_is_the_same_session),
+        FX_TEST(messages_are_bounded),
+        FX_TEST(sense_shows_the_last_messages_of_the_sessions_room),
+        FX_TEST(a_used_session_id_is_refused),
+        FX_TEST(questions_expire_when_the_session_ends),
+        FX_TEST(an_answer_after_the_end_is_refused),
+        FX_TEST(a2a_reply_not_ours_or_unfinished_is_not_delegated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

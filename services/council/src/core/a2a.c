@@ -93,10 +93,12 @@ static void add_parts(json_object *parts, char *out, size_t cap)
     }
 }
 
+/* "TASK_STATE_INPUT_REQUIRED" (1.0) -> "input-required" (0.x); a task
+ * without a state reads as "" (not completed). */
 static void norm_state(const char *s, char *out, size_t cap)
 {
     if (!s) {
-        snprintf(out, cap, "completed");
+        out[0] = '\0';
         return;
     }
     if (strncasecmp(s, "TASK_STATE_", 11) == 0)
@@ -107,7 +109,7 @@ static void norm_state(const char *s, char *out, size_t cap)
     out[i] = '\0';
 }
 
-int council_a2a_parse(const char *body, size_t len, council_a2a_reply *out)
+int council_a2a_parse(const char *body, size_t len, const char *id, council_a2a_reply *out)
 {
     memset(out, 0, sizeof *out);
     json_tokener *tok = json_tokener_new();
@@ -134,6 +136,14 @@ int council_a2a_parse(const char *body, size_t len, council_a2a_reply *out)
                  code ? json_object_get_int(code) : 0, m ? m : "(no message)");
         goto done;
     }
+    /* the answer to another request (a confused or shared agent) is not ours */
+    const char *rid = str(root, "id");
+    if (!rid || !id || strcmp(rid, id) != 0) {
+        snprintf(out->error, sizeof out->error,
+                 "A2A reply id '%.60s' does not match the request's id '%.60s'",
+                 rid ? rid : "(none)", id ? id : "");
+        goto done;
+    }
     json_object *res = member(root, "result");
     if (!res || !json_object_is_type(res, json_type_object)) {
         snprintf(out->error, sizeof out->error, "A2A response has no result object");
@@ -148,10 +158,10 @@ int council_a2a_parse(const char *body, size_t len, council_a2a_reply *out)
             task = res;
     }
     if (task) {
-        const char *id = str(task, "taskId");
-        if (!id)
-            id = str(task, "id");
-        council_copy_text(out->task_id, COUNCIL_EVID_MAX, id, id ? strlen(id) : 0);
+        const char *tid = str(task, "taskId");
+        if (!tid)
+            tid = str(task, "id");
+        council_copy_text(out->task_id, COUNCIL_EVID_MAX, tid, tid ? strlen(tid) : 0);
         json_object *status = member(task, "status");
         norm_state(str(status, "state"), out->state, sizeof out->state);
         json_object *arts = member(task, "artifacts");
@@ -165,9 +175,11 @@ int council_a2a_parse(const char *body, size_t len, council_a2a_reply *out)
         snprintf(out->state, sizeof out->state, "completed");
         add_parts(member(msg, "parts"), out->text, sizeof out->text);
     }
-    if (strcmp(out->state, "failed") == 0 || strcmp(out->state, "rejected") == 0 ||
-        strcmp(out->state, "canceled") == 0) {
-        snprintf(out->error, sizeof out->error, "A2A task %s", out->state);
+    /* only a finished task carries the research: input-required, auth-
+     * required, working, submitted, failed, ... are all not delegated */
+    if (strcmp(out->state, "completed") != 0) {
+        snprintf(out->error, sizeof out->error, "A2A task state '%s': not completed",
+                 out->state[0] ? out->state : "(none)");
         goto done;
     }
     out->ok = true;

@@ -157,6 +157,10 @@ council_question *council_questions_find(council_questions *q, const char *id);
 /* Marks pending questions whose expiry is at or before now as expired;
  * returns how many. */
 int council_questions_expire(council_questions *q, int64_t now);
+/* Marks every pending question expired now, its expires_at brought
+ * forward to now (a session that ended: no SENSE would read an answer).
+ * Returns how many. */
+int council_questions_expire_all(council_questions *q, int64_t now);
 /* Earliest expiry among pending questions, or 0 when none. */
 int64_t council_questions_next_expiry(const council_questions *q);
 /* Indexes of the pending questions, highest priority first (ties: oldest
@@ -188,11 +192,14 @@ typedef struct council_a2a_reply {
     char error[COUNCIL_REASON_MAX];
 } council_a2a_reply;
 
-/* Reads a JSON-RPC response of either method: result as a Task (0.x:
- * {taskId|id, status:{state}, artifacts:[{parts:[{text}]}]}), wrapped
- * ({task:{...}} or {message:{...}} in 1.0) or a Message ({parts}); an
- * `error` object is a failure. Returns 0 (out->ok) or -1 with out->error. */
-int council_a2a_parse(const char *body, size_t len, council_a2a_reply *out);
+/* Reads a JSON-RPC response of either method to the request with id `id`:
+ * result as a Task (0.x: {taskId|id, status:{state}, artifacts:[{parts:
+ * [{text}]}]}), wrapped ({task:{...}} or {message:{...}} in 1.0) or a
+ * Message ({parts}). Only a completed Task (or a Message) of this request
+ * is a success: an `error` object, a JSON-RPC id other than `id`, or a task
+ * in any other state (failed, input-required, working, ... or none) is a
+ * failure. Returns 0 (out->ok) or -1 with out->error (out->state kept). */
+int council_a2a_parse(const char *body, size_t len, const char *id, council_a2a_reply *out);
 
 /* ------------------------------------------------------------------ */
 /* Records                                                            */
@@ -310,7 +317,15 @@ typedef struct council_control {
     council_ctl action;
     const char *session;  /* may be NULL */
     const char *room;     /* may be NULL */
+    bool used;            /* start: its session id already names a session (the shell found
+                           * its durable record rec:<id>), so it is refused */
 } council_control;
+
+/* The session id a start names: its `session`, else one derived from the
+ * input id (so a redelivered start names the same session). The shell
+ * uses it too, to look the id's record up before deciding. */
+void council_start_session_id(const council_control *in, const char *input_id, char *out,
+                              size_t cap);
 
 /* Results of an input: applied, or refused with a reason (the input is
  * rejected: nothing is committed, the shell reports it). */
@@ -351,9 +366,14 @@ typedef struct council_persona_def {
 
 extern const council_persona_def COUNCIL_PERSONA_DEFS[COUNCIL_PERSONAS];
 
+/* The user's messages SENSE shows: the last c->context_messages (at most
+ * max) of the current session's room, of every room when it has none.
+ * Fills idx with their indexes in u->msgs, oldest first; returns the
+ * count. Both the prompts and the `sense` event's count come from it. */
+int council_sense_messages(const council_user *u, const council_config *c, int *idx, int max);
 /* The SENSE context of the current session as text: the user's recent
- * messages, open questions by priority, answered questions with their
- * answers quoted, notes. malloc'd. */
+ * messages (council_sense_messages), open questions by priority, answered
+ * questions with their answers quoted, notes. malloc'd. */
 char *council_sense_context(const council_user *u, const council_config *c, int64_t now);
 /* One persona's prompt: names it, gives its role and the seed's question,
  * carries the context. malloc'd. */

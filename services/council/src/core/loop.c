@@ -35,13 +35,10 @@ int council_loop_begin(council_emit *e, council_user *u, const council_config *c
     /* SENSE */
     int idx[COUNCIL_QUESTIONS_MAX];
     json_object *ctx = json_object_new_object();
-    int msgs = 0;
-    for (int i = 0; i < u->n_msgs; i++)
-        if (!s->room[0] || strcmp(u->msgs[i].room, s->room) == 0)
-            msgs++;
-    if (msgs > c->context_messages)
-        msgs = c->context_messages;
-    json_object_object_add(ctx, "messages", json_object_new_int(msgs));
+    int msg_idx[COUNCIL_MSGS_MAX]; /* the same messages the prompts below carry */
+    json_object_object_add(ctx, "messages",
+                           json_object_new_int(council_sense_messages(u, c, msg_idx,
+                                                                      COUNCIL_MSGS_MAX)));
     json_object_object_add(ctx, "open_questions",
                            json_object_new_int(council_questions_pending(&s->questions, idx,
                                                                          COUNCIL_QUESTIONS_MAX)));

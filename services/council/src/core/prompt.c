@@ -19,6 +19,25 @@ const council_persona_def COUNCIL_PERSONA_DEFS[COUNCIL_PERSONAS] = {
      "Concrete steps, feasibility, execution", "What specific action should we take now?"},
 };
 
+/* The room filter comes before the count: a session limited to a room
+ * sees that room's last N messages however busy the user's other rooms
+ * are (filtering the last N of all rooms could leave it none). Walks back
+ * from the newest, so the cost is bounded by the messages kept. */
+int council_sense_messages(const council_user *u, const council_config *c, int *idx, int max)
+{
+    const char *room = u->has_session ? u->s.room : "";
+    int want = c->context_messages < max ? c->context_messages : max, n = 0;
+    for (int i = u->n_msgs - 1; i >= 0 && n < want; i--)
+        if (!room[0] || strcmp(u->msgs[i].room, room) == 0)
+            idx[n++] = i;
+    for (int i = 0; i < n / 2; i++) { /* newest first -> oldest first */
+        int t = idx[i];
+        idx[i] = idx[n - 1 - i];
+        idx[n - 1 - i] = t;
+    }
+    return n;
+}
+
 char *council_sense_context(const council_user *u, const council_config *c, int64_t now)
 {
     vigil_jtext b = {0};
@@ -28,14 +47,12 @@ char *council_sense_context(const council_user *u, const council_config *c, int6
         s->room[0] ? ", room " : "", s->room);
 
     vigil_jtext_printf(&b, "\nThe user's recent messages (oldest first):\n");
-    int shown = 0, from = u->n_msgs - c->context_messages;
-    for (int i = from < 0 ? 0 : from; i < u->n_msgs; i++) {
-        const council_msg *m = &u->msgs[i];
-        if (s->room[0] && strcmp(m->room, s->room) != 0)
-            continue;
+    int msg[COUNCIL_MSGS_MAX];
+    int shown = council_sense_messages(u, c, msg, COUNCIL_MSGS_MAX);
+    for (int i = 0; i < shown; i++) {
+        const council_msg *m = &u->msgs[msg[i]];
         vigil_jtext_printf(&b, "- [%s, %llds ago] \"%s\"\n", m->room,
             (long long)((now - m->ts) > 0 ? (now - m->ts) / 1000 : 0), m->text);
-        shown++;
     }
     if (!shown)
         vigil_jtext_printf(&b, "- (none)\n");

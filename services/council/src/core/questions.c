@@ -64,6 +64,17 @@ int council_questions_expire(council_questions *q, int64_t now)
     return n;
 }
 
+/* A session that ended closes its questions (README: they reach a final
+ * state at the end): each pending one expires now, through the same
+ * marking as a timer's expiry, so records and listings read the same. */
+int council_questions_expire_all(council_questions *q, int64_t now)
+{
+    for (int i = 0; i < q->n; i++)
+        if (q->v[i].status == COUNCIL_Q_PENDING && q->v[i].expires_at > now)
+            q->v[i].expires_at = now;
+    return council_questions_expire(q, now);
+}
+
 int64_t council_questions_next_expiry(const council_questions *q)
 {
     int64_t best = 0;

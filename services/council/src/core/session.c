@@ -91,6 +91,9 @@ int council_session_end(council_emit *e, council_user *u, const char *reason, in
     s->next_loop_at = 0;
     s->ended_at = now;
     snprintf(s->reason, sizeof s->reason, "%s", reason);
+    /* its open questions end with it: nothing would read an answer (and
+     * the expiry timer is a live session's only) */
+    council_questions_expire_all(&s->questions, now);
     return council_event_reason(e, u, "session_ended", reason, now);
 }
 
@@ -120,6 +123,15 @@ static int resume(council_emit *e, council_user *u, const council_config *c, int
     return council_loop_begin(e, u, c, now);
 }
 
+void council_start_session_id(const council_control *in, const char *input_id, char *out,
+                              size_t cap)
+{
+    if (in->session)
+        snprintf(out, cap, "%s", in->session);
+    else /* derived from the input id: a redelivered start names the same session */
+        snprintf(out, cap, "s-%016" PRIx64, vigil_hash64(input_id, strlen(input_id)));
+}
+
 council_rc council_on_control(council_user *u, const council_config *c, const council_control *in,
                               const char *input_id, int64_t now, const council_sink *sink,
                               char *why, size_t whylen)
@@ -128,15 +140,20 @@ council_rc council_on_control(council_user *u, const council_config *c, const co
     council_emit_init(&e, sink, input_id);
     if (in->action == COUNCIL_CTL_START) {
         char sid[COUNCIL_ID_MAX + 1];
-        if (in->session)
-            snprintf(sid, sizeof sid, "%s", in->session);
-        else /* derived from the input id: a redelivered start names the same session */
-            snprintf(sid, sizeof sid, "s-%016" PRIx64, vigil_hash64(input_id, strlen(input_id)));
-        if (u->has_session && strcmp(u->s.id, sid) == 0) {
-            /* never a session_ended event about a session that is running */
-            snprintf(why, whylen, live(u) ? "session '%s' is already %s"
-                                          : "session id '%s' was already used (%s)",
-                     sid, council_status_name(u->s.status));
+        council_start_session_id(in, input_id, sid, sizeof sid);
+        bool current = u->has_session && strcmp(u->s.id, sid) == 0;
+        /* A session id is used once: never a second session (record, index
+         * entry) under it, nor a session_ended event on an older session's
+         * topic. The current session is in the record; older ones are known
+         * by their durable records (in->used, looked up by the shell). */
+        if (current && live(u)) {
+            snprintf(why, whylen, "session '%s' is already %s", sid,
+                     council_status_name(u->s.status));
+            return COUNCIL_REFUSED;
+        }
+        if (current || in->used) {
+            snprintf(why, whylen, "session id '%s' was already used (a session id names one "
+                                  "session only): start with a new id", sid);
             return COUNCIL_REFUSED;
         }
         char reason[COUNCIL_REASON_MAX];
@@ -195,6 +212,11 @@ council_rc council_on_answer(council_user *u, const council_config *c, const cha
     council_question *q = council_questions_find(&s->questions, question_id);
     if (!q) {
         snprintf(why, whylen, "no question '%.80s' in session %s", question_id, s->id);
+        return COUNCIL_REFUSED;
+    }
+    if (!live(u)) { /* no SENSE will ever read it */
+        snprintf(why, whylen, "question '%.80s' belongs to session %s, which has ended (%s)",
+                 question_id, s->id, council_status_name(s->status));
         return COUNCIL_REFUSED;
     }
     if (q->status == COUNCIL_Q_PENDING && q->expires_at <= now)

@@ -1,0 +1,167 @@
+"""council's rules that an audit of seed 001 and the README checked, driven
+through the broker with a real Redis and the real service: SENSE of a
+session limited to a room holds that room's last messages (and the `sense`
+event counts them), a session id is used once, a session's questions end
+with it and are not answered after it, and an A2A reply that answers
+another request or leaves its task unfinished is not a delegation."""
+
+import json
+import time
+
+import pytest
+
+import harness
+from conftest import human, uid, validate_outputs
+from council_support import (OUTPUTS, FakeLLM, ScriptedA2A, control, events, rules, run_cli, sol,
+                             start_service, wait_events)
+from fake_servers import running
+
+ERROR = "sys/council/error"
+
+
+@pytest.fixture
+def llm(tmp_path):
+    with running(FakeLLM, tmp_path) as f:
+        yield f
+
+
+def first(col, session, etype, timeout=20, since_loop=None):
+    """The first `etype` event of the session (of loop since_loop or later)."""
+    return wait_events(col, session, lambda evs: [e for e in evs if e["type"] == etype and
+                                                  (since_loop is None or e["loop"] >= since_loop)],
+                       timeout, f"a {etype} event of {session}")[0]
+
+
+def test_sense_of_a_room_session_holds_that_rooms_last_messages(stack, llm):
+    llm.control(rules=rules(sol("note: fine")))
+    start_service(stack, llm, VIGIL_COUNCIL_CONTEXT_MESSAGES=3)
+    col = stack.collector()
+    pub = stack.publisher()
+    for i in range(3):
+        pub.publish(*human("general", "rho", f"general note {i}"))
+    for i in range(3):
+        pub.publish(*human("other", "rho", f"other note {i}"))
+    time.sleep(0.5)
+    pub.publish(*control("rho", "start", session="s-room", room="general"))
+    sense = first(col, "s-room", "phase")
+    assert sense["phase"] == "sense" and sense["context"]["messages"] == 3, sense
+    first(col, "s-room", "action")
+    prompt = llm.stats()["last_request"]["body"]["messages"][-1]["content"]
+    for i in range(3):
+        assert f'"general note {i}"' in prompt, prompt
+    assert "other note" not in prompt and "recent messages (oldest first):\n- (none)" not in prompt
+    validate_outputs(col, OUTPUTS)
+
+
+def test_a_session_id_is_used_once(stack, llm):
+    llm.control(rules=rules(sol("note: fine")))
+    start_service(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    r = stack.redis.client()
+    for sid in ("s-a", "s-b"):
+        pub.publish(*control("sig", "start", session=sid))
+        first(col, sid, "action")
+        pub.publish(*control("sig", "end"))
+        first(col, sid, "session_ended")
+    rec_a = r.get(f"{stack.prefix}council:rec:s-a")
+    index = r.xrange(f"{stack.prefix}council:sessions")
+    states = stack.store("council").states()
+
+    # an older, completed id again: refused, nothing changes
+    mark = col.mark()
+    pub.publish(*control("sig", "start", session="s-a"))
+    err = col.wait_event(ERROR, timeout=10, since=mark)
+    assert err["reason"] == "bad_value" and "session id 's-a' was already used" in err["detail"]
+    time.sleep(0.5)
+    assert not col.find("council/+/event", since=mark) + col.find("council/+/state", since=mark)
+    assert r.get(f"{stack.prefix}council:rec:s-a") == rec_a
+    assert r.xrange(f"{stack.prefix}council:sessions") == index
+    assert stack.store("council").states() == states
+
+    # while another session is live: refused too, never a session_ended on s-a's topic
+    pub.publish(*control("sig", "start", session="s-c"))
+    first(col, "s-c", "action")
+    mark = col.mark()
+    pub.publish(*control("sig", "start", session="s-a"))
+    err = col.wait_event(ERROR, timeout=10, since=mark)
+    assert err["reason"] == "bad_value" and "already used" in err["detail"]
+    time.sleep(0.5)
+    assert not col.find("council/s-a/event", since=mark)
+    assert r.get(f"{stack.prefix}council:rec:s-a") == rec_a
+    listed = [json.loads(m[b"m"])["session"]
+              for _, m in r.xrange(f"{stack.prefix}council:sessions")]
+    assert listed == ["s-a", "s-b", "s-c"]
+    # another user naming it: refused as well
+    pub.publish(*control("tau", "start", session="s-b"))
+    err = col.wait_event(ERROR, lambda e: "s-b" in e["detail"], timeout=10, since=mark)
+    assert err["reason"] == "bad_value"
+    r.close()
+    validate_outputs(col, OUTPUTS)
+
+
+def test_questions_end_with_the_session_and_are_not_answered_after(stack, llm, tmp_path):
+    llm.control(rules=rules(sol("ask user: [p6] Shall I plan Monday?")))
+    start_service(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    pub.publish(*control("upa", "start", session="s-qend"))
+    q = first(col, "s-qend", "question")
+    assert [x["status"] for x in
+            map(json.loads, run_cli(stack, "questions", "--json").stdout.splitlines())] == \
+        ["pending"]
+    pub.publish(*control("upa", "end"))
+    ended = first(col, "s-qend", "session_ended")
+    # the question expired at the end: the record says so, the CLI lists none pending
+    rec = json.loads(stack.redis.client().get(f"{stack.prefix}council:rec:s-qend"))
+    assert [(x["id"], x["status"], x["expires_at"]) for x in rec["questions"]] == \
+        [(q["question_id"], "expired", ended["ts"])]
+    r = run_cli(stack, "questions", "--json")
+    assert r.returncode == 0 and not r.stdout.strip(), r.stdout
+    r = run_cli(stack, "questions", "--all", "--json")
+    assert [(x["id"], x["status"]) for x in map(json.loads, r.stdout.splitlines())] == \
+        [(q["question_id"], "expired")]
+
+    # an answer now is refused with the reason, and changes nothing
+    states = stack.store("council").states()
+    mark = col.mark()
+    pub.publish("council/s-qend/answer", {"id": uid("a"), "question_id": q["question_id"],
+                                          "answer": "Yes", "ts": harness.now_ms()})
+    err = col.wait_event(ERROR, timeout=10, since=mark)
+    assert err["reason"] == "bad_value", err
+    assert err["detail"] == f"question '{q['question_id']}' belongs to session s-qend, " \
+                            "which has ended (completed)", err
+    time.sleep(0.5)
+    assert not col.find("council/+/event", since=mark) + col.find("council/+/state", since=mark)
+    assert stack.store("council").states() == states
+    validate_outputs(col, OUTPUTS)
+
+
+def test_an_a2a_reply_not_ours_or_not_completed_is_not_delegated(stack, llm):
+    """The first reply names another request's id; the second is ours but
+    its task waits for input. Neither is a delegation: delegated false,
+    the reason in `warning`, no artifact kept, counted as an error."""
+    def reply(req):
+        first_call = len(agent.requests) == 1
+        return {"jsonrpc": "2.0", "id": "other-id" if first_call else req["id"],
+                "result": {"taskId": "t9", "status": {"state": "input-required"}}}
+
+    llm.control(rules=rules(sol("research: vector databases")))
+    with ScriptedA2A(reply) as agent:
+        svc = start_service(stack, llm, VIGIL_COUNCIL_A2A_URL=agent.url,
+                            VIGIL_COUNCIL_LOOP_MS=200, VIGIL_COUNCIL_MAX_LOOPS=2)
+        col = stack.collector()
+        stack.publisher().publish(*control("vic", "start", session="s-a2a"))
+        first(col, "s-a2a", "session_ended")
+    acts = events(col, "s-a2a", "action")
+    assert [a["delegated"] for a in acts] == [False, False], acts
+    assert all(a["result"] == "delegation failed" and "a2a_task_id" not in a for a in acts), acts
+    assert "A2A reply id 'other-id' does not match the request's id 's-a2a.L1'" in \
+        acts[0]["warning"], acts[0]
+    assert "A2A task state 'input-required': not completed" in acts[1]["warning"], acts[1]
+    assert [q["id"] for q in agent.requests] == ["s-a2a.L1", "s-a2a.L2"]
+    rec = json.loads(stack.redis.client().get(f"{stack.prefix}council:rec:s-a2a"))
+    assert rec["notes"] == []
+    assert svc.metric("vigil_council_a2a_total", outcome="error") == 2
+    assert not svc.metric("vigil_council_a2a_total", outcome="ok")
+    validate_outputs(col, OUTPUTS)
