@@ -202,7 +202,7 @@ class Demo:
 
         self.header("3. A run that speaks", [
             f"{coach}'s checklist is the seed's own test: \"{BREAK[2:]}\"",
-            "The model answers with an urgent reminder; VoI 0.9 x 1.0 - 0.1 - disturbance > 0.3, the user",
+            "The model answers with an urgent reminder; VoI 0.9 x 1.0 - disturbance > 0.3, the user",
             "allows reminders: exactly one proactive message. The next run finds it unanswered: skipped."])
         self.config(coach, checklist=BREAK)
         self.expect(f"{coach}: sent", self.run_event(coach, outcome="sent"), 15)

@@ -4,7 +4,8 @@ process(es) and tests/support/fake_llm.py answering over real HTTP.
 
 Intervals are shrunk to about a second through the documented
 VIGIL_HEARTBEAT_* variables; the fake model answers by the checklist text
-in the prompt (CHECK-OK -> HEARTBEAT_OK, CHECK-SPEAK -> a JSON message)."""
+in the prompt (CHECK-OK -> HEARTBEAT_OK, CHECK-SPEAK -> a JSON message,
+the seed's break-reminder line -> plain text)."""
 
 import json
 import time
@@ -21,14 +22,21 @@ from fake_servers import FakeLLM, running
 SERVICE = "heartbeat"
 OUTPUTS = ("heartbeat/+/run", "room/+/message", "sys/#")
 
+# The seed's own test checklist line (seed 004, "Cara Test").
+BREAK = "- If more than 2 minutes have passed, remind the user to take a break."
+BREAK_TEXT = "You have been at it for a while: time for a short break?"
+
 RULES = [
+    # plain text, as the seed's prompt asks for (no JSON, no priority)
+    {"match": "remind the user to take a break", "reply": BREAK_TEXT},
     {"match": "CHECK-OK-TAIL", "reply": "HEARTBEAT_OK. All quiet, nothing to report."},
+    {"match": "CHECK-OKAY", "reply": "HEARTBEAT_OKAY"},
     {"match": "CHECK-OK", "reply": "HEARTBEAT_OK"},
     {"match": "CHECK-SPEAK", "reply": {"message": "Stand-up starts in 5 minutes.",
                                        "priority": "urgent", "category": "reminder"}},
     {"match": "CHECK-LOW", "reply": {"message": "Some trivia you might like.",
                                      "priority": "low", "category": "update"}},
-    {"match": "CHECK-MIDDLE", "reply": "Reminder: the deploy HEARTBEAT_OK window closes at 5."},
+    {"match": "CHECK-MIDDLE", "reply": "Nothing pressing, HEARTBEAT_OK, though the build is red."},
     {"reply": "HEARTBEAT_OK"},
 ]
 
@@ -76,11 +84,51 @@ def room_messages(col, room="+"):
     return col.events(f"room/{room}/message")
 
 
+def slow_run(stack, llm, persona, delay_ms, **env):
+    """A service and a persona whose first run's model call (CHECK-SPEAK,
+    answered after delay_ms) is in flight: (svc, collector, publisher, room)."""
+    svc = start(stack, llm, **env)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    llm.control(delay_ms=delay_ms)
+    pub.publish(*config(persona, room, checklist="CHECK-SPEAK"), retain=True)
+    harness.wait_until(lambda: llm.stats()["in_flight"] >= 1, 15, "the run's model call in flight")
+    return svc, col, pub, room
+
+
+def log_lines(svc, msg):
+    """The service's JSON log lines (libshared's vigil_log_kv, on stderr,
+    kept by the harness) whose msg is msg."""
+    out = []
+    for line in svc.stderr_text().splitlines():
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(d, dict) and d.get("msg") == msg:
+            out.append(d)
+    return out
+
+
+def wait_log(svc, msg, pred=lambda d: True, timeout=10):
+    """The seed's log line msg at info level satisfying pred (logged just
+    after the run's commit, so it may trail the run event a little)."""
+    found = []
+
+    def seen():
+        found[:] = [d for d in log_lines(svc, msg) if d["level"] == "info" and pred(d)]
+        return found
+
+    harness.wait_until(seen, timeout, f"log line {msg!r}")
+    return found[0]
+
+
 # --------------------------------------------------------------------------
 
 
 def test_ok_reply_sends_nothing_and_the_token_appears_in_no_room(stack, llm):
-    start(stack, llm)
+    svc = start(stack, llm)
     col = stack.collector()
     pub = stack.publisher()
     room = uid("r")
@@ -93,6 +141,10 @@ def test_ok_reply_sends_nothing_and_the_token_appears_in_no_room(stack, llm):
     # the second ok stretches the interval (x1.5)
     second = wait_run(col, "quiet1", lambda e: e["outcome"] == "ok" and e["consecutive_skips"] == 2)
     assert second["next_in_ms"] == pytest.approx(1500 * 1.5 * 1.5, abs=5)
+    # the seed's log line, with the consecutive skips
+    line = wait_log(svc, "heartbeat: no action needed",
+                    lambda d: d.get("persona") == "quiet1" and d.get("run") == second["id"])
+    assert line["consecutive_skips"] == "2"
     time.sleep(scaled(0.5))
     assert [m for m in room_messages(col) if m.get("sender", "").startswith("quiet")] == []
     for m in col.snapshot():
@@ -116,8 +168,12 @@ def test_message_reply_sends_exactly_one_proactive_message(stack, llm):
     pub.publish(*human(room, "joel", "I have the stand-up at ten"))
     pub.publish(*config("helper", room, checklist="CHECK-SPEAK"), retain=True)
     sent = wait_run(col, "helper", lambda e: e["outcome"] == "sent")
-    assert sent["voi"] > 0.3 and sent["priority"] == "urgent" and sent["category"] == "reminder"
+    assert sent["voi"] in (0.7, 0.8) and sent["priority"] == "urgent"
+    assert sent["category"] == "reminder"
     assert sent["tokens"] > 0 and sent["consecutive_skips"] == 0
+    line = wait_log(svc, "heartbeat: proactive message sent", lambda d: d.get("run") == sent["id"])
+    assert line["persona"] == "helper"
+    assert line["length"] == str(len("Stand-up starts in 5 minutes."))
     msg = col.wait_event(f"room/{room}/message", lambda m: m.get("sender") == "helper")
     assert msg["proactive"] is True and msg["sender_type"] == "ai"
     assert msg["text"] == "Stand-up starts in 5 minutes."
@@ -133,24 +189,50 @@ def test_message_reply_sends_exactly_one_proactive_message(stack, llm):
     validate_outputs(col, OUTPUTS)
 
 
-def test_low_value_message_is_voi_blocked_and_middle_token_is_stripped(stack, llm):
-    start(stack, llm)
+def test_low_value_message_is_voi_blocked_and_an_answer_holding_the_token_is_ok(stack, llm):
+    svc = start(stack, llm)
     col = stack.collector()
     pub = stack.publisher()
     room = uid("r")
     pub.publish(*config("lowly", room, checklist="CHECK-LOW"), retain=True)
     ev = wait_run(col, "lowly", lambda e: e["outcome"] != "skipped")
-    assert ev["outcome"] == "voi-blocked" and ev["voi"] <= 0.3
-    pub.publish(*config("mid", room, checklist="CHECK-MIDDLE", allow_proactive=["alert"]),
-                retain=True)
-    ev = wait_run(col, "mid", lambda e: e["outcome"] != "skipped")
-    # plain text: normal / default category; VoI 0.6 x 0.5 - 0.1 - d <= 0.2: blocked
-    assert ev["outcome"] == "voi-blocked" and ev["category"] == "default"
-    assert not [m for m in room_messages(col, room) if m.get("sender") in ("lowly", "mid")]
+    # 0.3 x 0.3 - 0.1 or 0.2, published as the detail shows it
+    assert ev["outcome"] == "voi-blocked" and ev["voi"] in (-0.01, -0.11)
+    assert f"VoI {ev['voi']:g} <= 0.3" in ev["detail"]
+    line = wait_log(svc, "heartbeat: VoI blocked message", lambda d: d.get("run") == ev["id"])
+    assert line["persona"] == "lowly" and float(line["score"]) == ev["voi"]
+    assert line["reasoning"] == ev["detail"]
+    # the token anywhere in the answer, with other text or glued to a word:
+    # a no-action run, and nothing of it reaches the room
+    pub.publish(*config("mid", room, checklist="CHECK-MIDDLE"), retain=True)
+    pub.publish(*config("okay", room, checklist="CHECK-OKAY"), retain=True)
+    for p in ("mid", "okay"):
+        ev = wait_run(col, p, lambda e: e["outcome"] != "skipped")
+        assert ev["outcome"] == "ok" and ev["consecutive_skips"] == 1, ev
+    time.sleep(scaled(0.3))
+    assert not [m for m in room_messages(col, room) if m.get("sender") in ("lowly", "mid", "okay")]
+
+
+def test_any_answer_but_heartbeat_ok_resets_the_consecutive_skips(stack, llm):
+    """The seed: consecutiveSkips = 0 on any answer that is not
+    HEARTBEAT_OK, before the VoI check: a blocked message ends the stretch
+    and the next interval is the normal (here the active) one."""
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    pub.publish(*config("streak", room, checklist="CHECK-STREAK"), retain=True)
+    llm.control(rules=[{"match": "CHECK-STREAK", "reply": "HEARTBEAT_OK"}] + RULES)
+    wait_run(col, "streak", lambda e: e["outcome"] == "ok" and e["consecutive_skips"] == 2)
+    trivia = {"message": "Some trivia you might like.", "priority": "low", "category": "update"}
+    llm.control(rules=[{"match": "CHECK-STREAK", "reply": trivia}] + RULES)
+    ev = wait_run(col, "streak", lambda e: e["outcome"] == "voi-blocked")
+    assert ev["consecutive_skips"] == 0
+    assert ev["next_in_ms"] == 1500  # VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS, not stretched
 
 
 def test_permission_blocked_when_the_user_does_not_allow_the_category(stack, llm):
-    start(stack, llm)
+    svc = start(stack, llm)
     col = stack.collector()
     pub = stack.publisher()
     room = uid("r")
@@ -159,6 +241,49 @@ def test_permission_blocked_when_the_user_does_not_allow_the_category(stack, llm
     ev = wait_run(col, "shy", lambda e: e["outcome"] != "skipped")
     assert ev["outcome"] == "permission-blocked" and "reminder" in ev["detail"]
     assert not [m for m in room_messages(col, room) if m.get("sender") == "shy"]
+    line = wait_log(svc, "heartbeat: sandbox blocked proactive message",
+                    lambda d: d.get("run") == ev["id"])
+    assert line["persona"] == "shy" and line["detail"] == ev["detail"]
+
+
+def test_the_seeds_break_reminder_in_plain_text_is_sent(stack, llm):
+    """The seed's test: add "If more than 2 minutes have passed, remind the
+    user to take a break." to HEARTBEAT.md, wait: a reminder is sent. The
+    model answers in plain text, as the seed's prompt asks: a normal
+    message, sent at peak (VoI 0.5) or off-peak (0.4) alike (UTC here)."""
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    pub.publish(*config("coach", room, checklist=BREAK), retain=True)
+    sent = wait_run(col, "coach", lambda e: e["outcome"] != "skipped")
+    assert sent["outcome"] == "sent", sent
+    assert sent["priority"] == "normal" and sent["category"] == "default"
+    assert sent["voi"] in (0.4, 0.5)
+    raw = [m.payload for m in col.snapshot("heartbeat/coach/run")]
+    # written 0.4, never 0.40000000000000002
+    assert any(f'"voi":{sent["voi"]:g},'.encode() in p for p in raw), raw
+    msg = col.wait_event(f"room/{room}/message", lambda m: m.get("sender") == "coach")
+    assert msg["text"] == BREAK_TEXT and msg["priority"] == "normal"
+    validate_outputs(col, OUTPUTS)
+
+
+def test_a_slow_answer_after_the_user_spoke_is_not_sent(stack, llm):
+    """The run starts in silence; the user writes while the model thinks;
+    the answer arrives under VIGIL_HEARTBEAT_LIVE_MS after the user's words:
+    not sent right after them, skipped (live-exchange), as at a run's start."""
+    _, col, pub, room = slow_run(stack, llm, "patient", 2000, VIGIL_HEARTBEAT_LIVE_MS=6000)
+    pub.publish(*human(room, "joel", "back at my desk"))
+    ev = wait_run(col, "patient",
+                  lambda e: e["outcome"] != "skipped" or e["reason"] == "live-exchange")
+    assert ev["outcome"] == "skipped" and ev["reason"] == "live-exchange", ev
+    assert "joel wrote" in ev["detail"] and "not sent" in ev["detail"]
+    assert ev["tokens"] > 0  # the model was asked
+    assert llm.stats()["requests"] == 1
+    llm.control(delay_ms=0)
+    time.sleep(scaled(0.5))
+    assert not [m for m in room_messages(col, room) if m.get("sender") == "patient"]
+    validate_outputs(col, OUTPUTS)
 
 
 def test_the_user_talking_skips_the_run_with_the_reason(stack, llm):
@@ -231,13 +356,7 @@ def test_a_sleeping_persona_does_not_run(stack, llm):
 
 def test_kill9_during_a_run_neither_loses_the_schedule_nor_runs_twice(stack, llm):
     env = {"VIGIL_LLM_TIMEOUT_MS": 3000, "VIGIL_HEARTBEAT_JOB_LEASE_MS": 4000}
-    svc = start(stack, llm, **env)
-    col = stack.collector()
-    pub = stack.publisher()
-    room = uid("r")
-    llm.control(delay_ms=2500)
-    pub.publish(*config("sturdy", room, checklist="CHECK-SPEAK"), retain=True)
-    harness.wait_until(lambda: llm.stats()["in_flight"] >= 1, 15, "the run's model call in flight")
+    svc, col, _, room = slow_run(stack, llm, "sturdy", 2500, **env)
     svc.kill9()
     llm.control(delay_ms=0)
     svc.start()

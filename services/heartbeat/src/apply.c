@@ -118,23 +118,18 @@ int hb_apply(void *ctx, const char *key, const char *state_json, const vigil_inp
     return rc;
 }
 
+/* A run the timer ended before the model (a skip, a run given up),
+ * counted by its reason. */
 static void count_skips(const hb_out *out)
 {
-    for (int i = 0; i < out->n_msg; i++) {
-        if (!strstr(out->msg[i].topic, "/run"))
-            continue;
-        const char *r = strstr(out->msg[i].payload, "\"reason\":\"");
-        char reason[40] = "unknown", labels[96];
-        if (r) {
-            r += 10;
-            size_t n = strcspn(r, "\"");
-            snprintf(reason, sizeof reason, "%.*s", (int)(n < 39 ? n : 39), r);
-        }
-        snprintf(labels, sizeof labels, "reason=\"%s\"", reason);
-        vigil_counter_add("vigil_heartbeat_skipped_total",
-                          "Runs that ended before the model (skips, given-up runs), by reason",
-                          labels, 1);
-    }
+    if (!out->run.outcome)
+        return;
+    char labels[96];
+    const char *reason = out->run.reason ? out->run.reason : "unknown";
+    snprintf(labels, sizeof labels, "reason=\"%.40s\"", reason);
+    vigil_counter_add("vigil_heartbeat_skipped_total",
+                      "Runs that ended before the model (skips, given-up runs), by reason", labels,
+                      1);
 }
 
 int hb_on_timer_fx(void *ctx, const char *key, const char *state_json, const char *timer_name,

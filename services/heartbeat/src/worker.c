@@ -111,7 +111,7 @@ static bool run_answered(void *arg, void *sarg)
 typedef struct result_arg {
     hb_service *svc;
     const hb_run_result *r;
-    char outcome[32];
+    hb_run_note run;         /* what the last decision's run event said */
     const char *limit;       /* a bound the core reached (hb_out.limit), NULL none */
     char limit_detail[HB_LIMIT_DETAIL_MAX];
 } result_arg;
@@ -131,16 +131,35 @@ static int decide_result(void *arg, const char *key, const char *state_json, int
         rc = vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory committing %s", a->r->run);
     a->limit = out.limit;
     snprintf(a->limit_detail, sizeof a->limit_detail, "%s", out.limit_detail);
-    snprintf(a->outcome, sizeof a->outcome, "stale");
-    for (int i = 0; i < out.n_msg; i++) {
-        const char *o = strstr(out.msg[i].payload, "\"outcome\":\"");
-        if (o && strstr(out.msg[i].topic, "/run")) {
-            o += 11;
-            snprintf(a->outcome, sizeof a->outcome, "%.*s", (int)strcspn(o, "\""), o);
-        }
-    }
+    a->run = out.run; /* a decision retried on a conflict: the last one's */
     hb_record_close(&s, &out);
     return rc;
+}
+
+/* The seed's log lines (info) of a committed run: "heartbeat: no action
+ * needed" with the consecutive skips, "heartbeat: proactive message sent",
+ * "heartbeat: VoI blocked message" with the score and its reasoning, and
+ * "heartbeat: sandbox blocked proactive message". Written after the commit,
+ * so a decision retried on a conflict logs once; other outcomes are in the
+ * run event and the metrics. */
+static void log_run(const char *persona, const hb_run_note *n)
+{
+    char num[32];
+    if (strcmp(n->outcome, "ok") == 0) {
+        snprintf(num, sizeof num, "%d", n->consecutive_skips);
+        vigil_log_kv(VIGIL_LOG_INFO, "heartbeat: no action needed", "persona", persona, "run",
+                     n->run, "consecutive_skips", num, NULL);
+    } else if (strcmp(n->outcome, "sent") == 0) {
+        snprintf(num, sizeof num, "%zu", n->message_bytes);
+        vigil_log_kv(VIGIL_LOG_INFO, "heartbeat: proactive message sent", "persona", persona,
+                     "run", n->run, "length", num, NULL);
+    } else if (strcmp(n->outcome, "voi-blocked") == 0) {
+        vigil_log_kv(VIGIL_LOG_INFO, "heartbeat: VoI blocked message", "persona", persona, "run",
+                     n->run, "score", n->voi, "reasoning", n->detail, NULL);
+    } else if (strcmp(n->outcome, "permission-blocked") == 0) {
+        vigil_log_kv(VIGIL_LOG_INFO, "heartbeat: sandbox blocked proactive message", "persona",
+                     persona, "run", n->run, "detail", n->detail, NULL);
+    }
 }
 
 static vigil_decide_result commit_run(void *arg, void *sarg)
@@ -148,13 +167,15 @@ static vigil_decide_result commit_run(void *arg, void *sarg)
     hb_worker *w = arg;
     run_slot *s = sarg;
     hb_run_result r = {s->job.run, s->ok, s->content, s->len, s->error, s->tokens};
-    result_arg a = {w->svc, &r, "", NULL, ""};
+    result_arg a = {.svc = w->svc, .r = &r};
     vigil_error err = {0};
     vigil_decide_result d = vigil_runtime_decide(w->svc->rt, w->jw.conn, s->job.persona, s->job.run,
                                                  vigil_now_ms(), decide_result, &a, &err);
     if (d == VIGIL_DECIDE_DONE) {
         char labels[64];
-        snprintf(labels, sizeof labels, "outcome=\"%s\"", a.outcome);
+        snprintf(labels, sizeof labels, "outcome=\"%s\"", a.run.outcome ? a.run.outcome : "stale");
+        if (a.run.outcome)
+            log_run(s->job.persona, &a.run);
         vigil_counter_add("vigil_heartbeat_runs_total", "Runs the model answered, by outcome",
                           labels, 1);
         if (s->tokens > 0)

@@ -172,4 +172,27 @@ static inline json_object *answer(hb_state *s, const hb_config *c, const char *t
     return out_json(out, "/run");
 }
 
+/* A persona configured at `at` (extra config members as in configured())
+ * whose run started at t: where a test of the model's answer begins. */
+typedef struct hb_fx {
+    hb_config c;
+    hb_state s;
+    hb_out out;
+} hb_fx;
+
+static inline void started(hb_fx *f, const char *extra, int64_t at, int64_t t)
+{
+    test_config(&f->c);
+    hb_out_init(&f->out);
+    configured(&f->s, &f->c, extra, at);
+    fire(&f->s, &f->c, t, &f->out);
+    assert_non_null(f->out.job);
+}
+
+static inline void hb_fx_free(hb_fx *f)
+{
+    hb_out_clear(&f->out);
+    hb_state_free(&f->s);
+}
+
 #endif

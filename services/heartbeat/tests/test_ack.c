@@ -1,7 +1,8 @@
-/* HEARTBEAT_OK recognition (alone, with punctuation, at the start, at the
- * end; not in the middle; not with a long tail) and the reading of the
- * model's answer (JSON, fenced JSON, plain text). The token never survives
- * into a message. */
+/* HEARTBEAT_OK recognition, the seed's rule: an answer holding the token
+ * anywhere (alone, with punctuation, at the start, in the middle, glued to
+ * other characters, with any amount of other text) is a no-action run, and
+ * nothing holding it is ever sent; the reading of the model's other
+ * answers (JSON, fenced JSON, plain text, JSON cut short). */
 #include "hb_test.h"
 
 static bool ack(const char *t)
@@ -29,41 +30,31 @@ static void alone_and_with_punctuation(void **st)
     assert_true(ack("**HEARTBEAT_OK**"));
     assert_true(ack("`HEARTBEAT_OK`"));
     assert_true(ack("\"HEARTBEAT_OK\""));
-    assert_true(ack("heartbeat_ok"));
-    assert_false(ack("HEARTBEAT_OKAY"));
-    assert_false(ack("NO_HEARTBEAT_OK_HERE"));
+    assert_true(ack("heartbeat_ok")); /* any case: the same answer */
     assert_false(ack("HEARTBEAT OK"));
+    assert_false(ack("HEARTBEAT_O"));
+    assert_false(ack("Time for a short break?"));
     assert_false(ack(""));
     assert_false(hb_is_ack(NULL, 0));
 }
 
-static void at_the_start_or_end_with_up_to_300_other_characters(void **st)
+/* `response.includes(HEARTBEAT_OK_MARKER)`: where it stands and what else
+ * the answer says do not matter. */
+static void anywhere_with_any_amount_of_other_text(void **st)
 {
     (void)st;
     assert_true(ack("HEARTBEAT_OK - nothing needs attention right now."));
     assert_true(ack("Checked the list; all quiet.\nHEARTBEAT_OK"));
-    char *tail = repeat("x", 300), *longer = repeat("x", 301), *utf = repeat("é", 300);
-    char buf[1024];
-    snprintf(buf, sizeof buf, "HEARTBEAT_OK %s", tail);
-    assert_true(ack(buf));
+    assert_true(ack("Nothing pressing, HEARTBEAT_OK, though the build is red."));
+    assert_true(ack("Reminder - HEARTBEAT_OK - the review is at 15:00"));
+    assert_true(ack("HEARTBEAT_OKAY"));
+    assert_true(ack("NO_HEARTBEAT_OK_HERE"));
+    char *longer = repeat("x", 5000), buf[5100];
     snprintf(buf, sizeof buf, "HEARTBEAT_OK %s", longer);
-    assert_false(ack(buf)); /* a long tail does not count */
-    snprintf(buf, sizeof buf, "%s HEARTBEAT_OK", longer);
-    assert_false(ack(buf));
-    snprintf(buf, sizeof buf, "%s HEARTBEAT_OK.", tail);
     assert_true(ack(buf));
-    snprintf(buf, sizeof buf, "HEARTBEAT_OK %s", utf); /* 300 characters, 600 bytes */
+    snprintf(buf, sizeof buf, "%s HEARTBEAT_OK %s", longer + 2500, longer + 2500);
     assert_true(ack(buf));
-    free(tail);
     free(longer);
-    free(utf);
-}
-
-static void in_the_middle_it_does_not_count(void **st)
-{
-    (void)st;
-    assert_false(ack("I checked: HEARTBEAT_OK, but the build is red."));
-    assert_false(ack("Reminder - HEARTBEAT_OK - the review is at 15:00"));
 }
 
 static void strip_removes_every_occurrence(void **st)
@@ -80,6 +71,16 @@ static void strip_removes_every_occurrence(void **st)
 static void read(const char *text, hb_reply *r)
 {
     hb_reply_read(text, strlen(text), r);
+}
+
+/* The kind of reply text is read as. */
+static hb_reply_kind kind_of(const char *text)
+{
+    hb_reply r;
+    read(text, &r);
+    hb_reply_kind k = r.kind;
+    hb_reply_clear(&r);
+    return k;
 }
 
 static void replies_json_fenced_and_plain(void **st)
@@ -125,6 +126,23 @@ static void replies_json_fenced_and_plain(void **st)
     read("{\"message\": \"HEARTBEAT_OK\"}", &r);
     assert_int_equal(r.kind, HB_REPLY_ACK);
     hb_reply_clear(&r);
+    /* the token hidden from the raw text by JSON escapes is still seen */
+    assert_int_equal(kind_of("{\"message\": \"HEARTBEAT\\u005fOK\"}"), HB_REPLY_ACK);
+    /* a blank message: neither the token nor something to say */
+    assert_int_equal(kind_of("{\"message\": \"  \"}"), HB_REPLY_UNUSABLE);
+    /* JSON cut short (max_tokens): never sent as half an object */
+    read("{\"message\": \"Stand-up starts in", &r);
+    assert_int_equal(r.kind, HB_REPLY_UNUSABLE);
+    assert_non_null(strstr(r.why, "does not parse"));
+    hb_reply_clear(&r);
+    assert_int_equal(kind_of("Sure! {\"message\": \"Stand-up starts in"), HB_REPLY_UNUSABLE);
+    assert_int_equal(kind_of("```json\n{\"message\": \"Stand-up\", \"priority\":\n```"),
+                     HB_REPLY_UNUSABLE);
+    /* plain text is trimmed, otherwise whole */
+    read("\n  Time for a short break?  \n", &r);
+    assert_int_equal(r.kind, HB_REPLY_MESSAGE);
+    assert_string_equal(r.message, "Time for a short break?");
+    hb_reply_clear(&r);
     read("{\"status\": \"fine\"}", &r);
     assert_int_equal(r.kind, HB_REPLY_UNUSABLE);
     hb_reply_clear(&r);
@@ -136,36 +154,59 @@ static void replies_json_fenced_and_plain(void **st)
     hb_reply_clear(&r);
 }
 
+/* The answers the token-cutting once sent ("Nothing pressing, , though
+ * ...", "AY"): each is an ack now, whole, in text or in JSON. */
 static void the_token_never_reaches_a_message(void **st)
 {
     (void)st;
-    hb_reply r;
-    char *longer = repeat("y", 320), buf[512];
-    snprintf(buf, sizeof buf, "HEARTBEAT_OK %s", longer);
-    read(buf, &r); /* a long tail: a message, without the token */
-    assert_int_equal(r.kind, HB_REPLY_MESSAGE);
-    assert_null(strstr(r.message, "HEARTBEAT"));
-    assert_string_equal(r.message, longer);
-    hb_reply_clear(&r);
-    read("The deploy HEARTBEAT_OK window closes at 5", &r);
-    assert_int_equal(r.kind, HB_REPLY_MESSAGE);
-    assert_string_equal(r.message, "The deploy  window closes at 5");
-    hb_reply_clear(&r);
-    read("{\"message\": \"ping heartbeat_ok pong and a lot more words after it\", \"priority\": \"urgent\"}", &r);
-    assert_null(strstr(r.message, "heartbeat_ok"));
-    hb_reply_clear(&r);
-    free(longer);
+    const char *answers[] = {
+        "Nothing pressing, HEARTBEAT_OK, though the build is red.",
+        "HEARTBEAT_OKAY",
+        "The deploy HEARTBEAT_OK window closes at 5",
+        "{\"message\": \"ping heartbeat_ok pong and a lot more words after it\", \"priority\": "
+        "\"urgent\"}",
+        "{\"message\": \"Stand-up in 5\", \"category\": \"reminder\"} HEARTBEAT_OK",
+    };
+    for (size_t i = 0; i < sizeof answers / sizeof answers[0]; i++)
+        assert_int_equal(kind_of(answers[i]), HB_REPLY_ACK);
+}
+
+/* Through the engine: an answer holding the token is an `ok` run (counted
+ * as a skip, stretching the interval), and nothing goes to the room. */
+static void an_answer_holding_the_token_is_an_ok_run(void **st)
+{
+    (void)st;
+    hb_fx f;
+    int64_t t0 = utc_ms(2026, 7, 1, 14, 0);
+    started(&f, NULL, t0, t0 + 2 * MIN_MS);
+    json_object *ev = answer(&f.s, &f.c, "Nothing pressing, HEARTBEAT_OK, though the build is red.",
+                             t0 + 2 * MIN_MS, &f.out);
+    assert_string_equal(jstr(ev, "outcome"), "ok");
+    assert_int_equal(jint(ev, "consecutive_skips"), 1);
+    assert_int_equal(jint(ev, "next_in_ms"), 3 * MIN_MS); /* stretched: 2 min x 1.5 */
+    assert_int_equal(f.out.n_msg, 1);                     /* the run event alone */
+    assert_string_equal(f.out.run.outcome, "ok");
+    assert_int_equal(f.out.run.consecutive_skips, 1);
+    json_object_put(ev);
+    fire(&f.s, &f.c, t0 + 5 * MIN_MS, &f.out);
+    ev = answer(&f.s, &f.c, "HEARTBEAT_OKAY", t0 + 5 * MIN_MS, &f.out);
+    assert_string_equal(jstr(ev, "outcome"), "ok");
+    assert_int_equal(jint(ev, "consecutive_skips"), 2);
+    assert_null(out_json(&f.out, "/message"));
+    json_object_put(ev);
+    hb_fx_free(&f);
+    test_zones_free();
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(alone_and_with_punctuation),
-        cmocka_unit_test(at_the_start_or_end_with_up_to_300_other_characters),
-        cmocka_unit_test(in_the_middle_it_does_not_count),
+        cmocka_unit_test(anywhere_with_any_amount_of_other_text),
         cmocka_unit_test(strip_removes_every_occurrence),
         cmocka_unit_test(replies_json_fenced_and_plain),
         cmocka_unit_test(the_token_never_reaches_a_message),
+        cmocka_unit_test(an_answer_holding_the_token_is_an_ok_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

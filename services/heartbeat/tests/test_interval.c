@@ -87,6 +87,51 @@ static void schedule_follows_activity_and_oks(void **st)
     hb_state_free(&s);
 }
 
+/* The seed sets consecutiveSkips = 0 on any answer that is not
+ * HEARTBEAT_OK, before its VoI and permission checks: a message the gate or
+ * the allow list blocked, and an unusable answer, reset the stretch; a
+ * failed model call (no answer) leaves it. */
+static void any_answer_but_ok_resets_the_stretch(void **st)
+{
+    (void)st;
+    const char *answers[] = {
+        "{\"message\":\"trivia\",\"priority\":\"low\",\"category\":\"update\"}", /* voi */
+        "{\"message\":\"Stand-up\",\"priority\":\"urgent\",\"category\":\"reminder\"}",
+        "{\"status\": \"fine\"}", /* unusable */
+    };
+    const char *outcomes[] = {"voi-blocked", "permission-blocked", "error"};
+    for (int i = 0; i < 3; i++) {
+        hb_fx f;
+        int64_t t0 = utc_ms(2026, 6, 1, 12, 0), t = t0 + 2 * MIN_MS;
+        started(&f, "\"allow_proactive\":[\"alert\"],", t0, t);
+        json_object_put(answer(&f.s, &f.c, "HEARTBEAT_OK", t, &f.out));
+        t += 3 * MIN_MS;
+        fire(&f.s, &f.c, t, &f.out);
+        json_object_put(answer(&f.s, &f.c, "HEARTBEAT_OK", t, &f.out));
+        assert_int_equal(f.s.consecutive_ok, 2);
+        t += 4 * MIN_MS + 30 * 1000; /* 9.5 min after configuring */
+        fire(&f.s, &f.c, t, &f.out);
+        json_object *ev = answer(&f.s, &f.c, answers[i], t, &f.out);
+        assert_string_equal(jstr(ev, "outcome"), outcomes[i]);
+        assert_int_equal(jint(ev, "consecutive_skips"), 0);
+        assert_int_equal(f.s.consecutive_ok, 0);
+        /* the normal interval (9.5 min since configuring), not stretched */
+        assert_int_equal(jint(ev, "next_in_ms"), 10 * MIN_MS);
+        json_object_put(ev);
+        /* a failed call afterwards changes nothing of it */
+        f.s.consecutive_ok = 1;
+        t += 10 * MIN_MS;
+        fire(&f.s, &f.c, t, &f.out);
+        char run[128];
+        snprintf(run, sizeof run, "%s", f.s.running);
+        hb_run_result r = {run, false, NULL, 0, "LLM timeout", 0};
+        hb_out_clear(&f.out);
+        assert_int_equal(hb_on_result(&f.s, &f.c, &r, t, &f.out), HB_OK);
+        assert_int_equal(f.s.consecutive_ok, 1);
+        hb_fx_free(&f);
+    }
+}
+
 /* Past the idle cap a run stops the schedule (skipped, idle-cap, nothing
  * next) until the user is back. */
 static void idle_cap_stops_runs_until_the_user_is_back(void **st)
@@ -123,6 +168,7 @@ int main(void)
         cmocka_unit_test(consecutive_oks_stretch_by_one_and_a_half_up_to_the_inactive_interval),
         cmocka_unit_test(idle_cap_48h),
         cmocka_unit_test(schedule_follows_activity_and_oks),
+        cmocka_unit_test(any_answer_but_ok_resets_the_stretch),
         cmocka_unit_test(idle_cap_stops_runs_until_the_user_is_back),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

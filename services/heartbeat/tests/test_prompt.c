@@ -1,7 +1,10 @@
-/* The seed's prompt, exactly: identity, checklist, the current time in the
- * user's zone, minutes since the last interaction, the last 10 messages cut
- * to 100 characters, the HEARTBEAT_OK / JSON instruction. And the job a
- * started run leaves for the worker. */
+/* The seed's prompt: identity, checklist, the current time in the user's
+ * zone, minutes since the last interaction, the last 10 messages cut to 100
+ * characters, the HEARTBEAT_OK instruction, whose last line goes on past
+ * the seed's text to ask for JSON (priority and category, which the VoI
+ * gate and the allow list use; prompt.c). The default checklist, the
+ * seed's HEARTBEAT.md but for its generic title. And the job a started run
+ * leaves for the worker. */
 #include "hb_test.h"
 
 static const char EXPECTED[] =
@@ -19,6 +22,7 @@ static const char EXPECTED[] =
     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n"
     "\n"
     "Run the heartbeat check. If nothing needs attention, reply only with: HEARTBEAT_OK\n"
+    /* the seed's line ends at "send"; the JSON request is Vigil's */
     "If something needs attention, compose the message to send, as JSON: "
     "{\"message\": \"...\", \"priority\": \"urgent\"|\"normal\"|\"low\", \"category\": "
     "\"reminder\"|\"deadline\"|\"alert\"|\"notification\"|\"check-in\"|\"update\"}";
@@ -59,6 +63,25 @@ static void the_seeds_prompt(void **st)
     hb_state_free(&s);
 }
 
+/* The seed's HEARTBEAT.md, its title made generic ("# Orion Heartbeat
+ * Protocol" names the seed's assistant; a persona has its own name). */
+static void the_default_checklist_is_the_seeds_with_a_generic_title(void **st)
+{
+    (void)st;
+    static const char SEED_START[] =
+        "\n"
+        "When running a heartbeat check, review the following:\n"
+        "\n"
+        "## Check 1: Pending Items\n";
+    static const char TITLE[] = "# Heartbeat Protocol\n";
+    assert_memory_equal(HB_DEFAULT_CHECKLIST, TITLE, sizeof TITLE - 1);
+    assert_memory_equal(HB_DEFAULT_CHECKLIST + sizeof TITLE - 1, SEED_START, sizeof SEED_START - 1);
+    assert_null(strstr(HB_DEFAULT_CHECKLIST, "Orion"));
+    assert_non_null(strstr(HB_DEFAULT_CHECKLIST, "- If nothing needs attention: reply "
+                                                 "HEARTBEAT_OK (this reply is stripped and not "
+                                                 "shown)\n"));
+}
+
 static void default_checklist_identity_and_empty_room(void **st)
 {
     (void)st;
@@ -91,6 +114,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_seeds_prompt),
+        cmocka_unit_test(the_default_checklist_is_the_seeds_with_a_generic_title),
         cmocka_unit_test(default_checklist_identity_and_empty_room),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

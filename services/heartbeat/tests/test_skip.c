@@ -1,6 +1,7 @@
-/* Every skip rule, with its reason, in order, with an injected clock; and
- * the run's life: one run at a time, a lost run given up after the guard,
- * a late or repeated answer changing nothing (never a second send). */
+/* Every skip rule, with its reason, in order, with an injected clock (the
+ * live exchange also when the model's answer comes back); and the run's
+ * life: one run at a time, a lost run given up after the guard, a late or
+ * repeated answer changing nothing (never a second send). */
 #include "hb_test.h"
 
 typedef struct fx {
@@ -60,6 +61,45 @@ static void live_exchange(void **st)
     user_says(&f, "talking to Ann about lunch", f.t0 + 5 * MIN_MS);
     expect_skip(&f, f.t0 + 5 * MIN_MS + 119 * 1000, "live-exchange");
     expect_run(&f, f.t0 + 5 * MIN_MS + 120 * 1000);
+    teardown_fx(&f);
+}
+
+/* A slow model: the run started in silence, the user spoke while the model
+ * thought, the answer comes back under live_ms after the user's words. The
+ * message is not sent right after them: skipped, live-exchange, as at a
+ * run's start; the next run comes on the active interval. */
+static void the_user_speaking_while_the_model_thinks_holds_the_message(void **st)
+{
+    (void)st;
+    const char *msg = "{\"message\":\"Stand-up now\",\"priority\":\"urgent\","
+                      "\"category\":\"reminder\"}";
+    fx f;
+    setup_with(&f, NULL);
+    expect_run(&f, f.t0 + 2 * MIN_MS);
+    user_says(&f, "back from lunch", f.t0 + 2 * MIN_MS + 10 * 1000);
+    int64_t t = f.t0 + 2 * MIN_MS + 40 * 1000;
+    json_object *ev = answer(&f.s, &f.c, msg, t, &f.out);
+    assert_string_equal(jstr(ev, "outcome"), "skipped");
+    assert_string_equal(jstr(ev, "reason"), "live-exchange");
+    assert_non_null(strstr(jstr(ev, "detail"), "joel wrote 30 s ago"));
+    assert_non_null(strstr(jstr(ev, "detail"), "not sent"));
+    assert_null(out_json(&f.out, "/message"));
+    assert_int_equal(f.s.last_proactive, 0); /* nothing waits for an answer */
+    assert_int_equal(jint(ev, "next_in_ms"), 2 * MIN_MS);
+    assert_string_equal(f.out.run.reason, "live-exchange");
+    json_object_put(ev);
+    /* HEARTBEAT_OK in the same moment interrupts nobody: an ok run */
+    expect_run(&f, t + 2 * MIN_MS + 1000);
+    user_says(&f, "still here", t + 2 * MIN_MS + 2000);
+    ev = answer(&f.s, &f.c, "HEARTBEAT_OK", t + 2 * MIN_MS + 3000, &f.out);
+    assert_string_equal(jstr(ev, "outcome"), "ok");
+    json_object_put(ev);
+    /* the same answer once the user has been quiet for live_ms: sent */
+    int64_t t2 = t + 2 * MIN_MS + 3000 + 3 * MIN_MS;
+    expect_run(&f, t2);
+    ev = answer(&f.s, &f.c, msg, t2 + 1000, &f.out);
+    assert_string_equal(jstr(ev, "outcome"), "sent");
+    json_object_put(ev);
     teardown_fx(&f);
 }
 
@@ -369,6 +409,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(live_exchange),
+        cmocka_unit_test(the_user_speaking_while_the_model_thinks_holds_the_message),
         cmocka_unit_test(others_talking_is_no_live_exchange_and_no_activity),
         cmocka_unit_test(asleep_or_mention_only_but_not_human_only),
         cmocka_unit_test(unanswered_proactive_message),

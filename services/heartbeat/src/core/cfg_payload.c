@@ -9,6 +9,10 @@
 #include <vigil/json.h>
 #include "heartbeat.h"
 
+/* The seed's HEARTBEAT.md word for word but for the title, generic on
+ * purpose: the seed's "# Orion Heartbeat Protocol" names its own assistant,
+ * while a Vigil persona has its own name, given by the prompt's identity
+ * line, and "Orion" above the checklist would contradict it. */
 const char HB_DEFAULT_CHECKLIST[] =
     "# Heartbeat Protocol\n"
     "\n"

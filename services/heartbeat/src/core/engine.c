@@ -1,6 +1,7 @@
 /* engine.c - the heartbeat's events. A run is: the timer comes due (a skip
  * with its reason, or a job for the model), the model answers (ok / sent /
- * voi-blocked / permission-blocked / error), the next run is scheduled.
+ * voi-blocked / permission-blocked / skipped when the user spoke meanwhile /
+ * error), the next run is scheduled.
  * The record says which run is waiting for the model, so a second run never
  * starts beside it and a late or repeated answer changes nothing. */
 #include <limits.h>
@@ -75,10 +76,44 @@ typedef struct run_report {
     const char *message_id;  /* when sent */
     int64_t tokens;
     int64_t next;            /* absolute; 0 none */
+    char text[200];          /* room for detail, when it is written here */
+    char id[HB_ID_MAX + 48]; /* room for message_id */
 } run_report;
+
+/* The score as text with at most two decimals, as the run's detail shows
+ * it ("0.4", "-0.08"), from thousandths rounded half away from zero. */
+static void voi_text(int milli, char *buf, size_t len)
+{
+    int centi = (milli >= 0 ? milli + 5 : milli - 5) / 10, a = centi < 0 ? -centi : centi;
+    int n = snprintf(buf, len, "%s%d.%02d", centi < 0 ? "-" : "", a / 100, a % 100);
+    while (n > 0 && (size_t)n < len && buf[n - 1] == '0')
+        buf[--n] = '\0';
+    if (n > 0 && (size_t)n < len && buf[n - 1] == '.')
+        buf[--n] = '\0';
+    if (strcmp(buf, "-0") == 0)
+        snprintf(buf, len, "0");
+}
+
+/* The run's gist for the shell (hb_run_note): what it counts and logs. */
+static void note_run(const hb_state *s, const run_report *r, const char *voi, hb_out *out)
+{
+    hb_run_note *n = &out->run;
+    n->outcome = r->outcome;
+    n->reason = r->reason;
+    snprintf(n->run, sizeof n->run, "%s", r->run);
+    n->consecutive_skips = s->consecutive_ok;
+    snprintf(n->voi, sizeof n->voi, "%s", voi);
+    const hb_reply *m = r->message_id ? r->reply : NULL;
+    n->message_bytes = m && m->message ? strlen(m->message) : 0;
+    snprintf(n->detail, sizeof n->detail, "%s", r->detail ? r->detail : "");
+}
 
 static hb_result emit_run(const hb_state *s, int64_t now, const run_report *r, hb_out *out)
 {
+    char voi[16] = "";
+    if (r->voi != VOI_NONE)
+        voi_text(r->voi, voi, sizeof voi);
+    note_run(s, r, voi, out);
     json_object *o = json_object_new_object();
     if (!o)
         return HB_ERR_NOMEM;
@@ -94,8 +129,8 @@ static hb_result emit_run(const hb_state *s, int64_t now, const run_report *r, h
         json_object_object_add(o, "reason", json_object_new_string(r->reason));
     if (r->detail && r->detail[0])
         json_object_object_add(o, "detail", json_object_new_string(r->detail));
-    if (r->voi != VOI_NONE)
-        json_object_object_add(o, "voi", json_object_new_double((double)r->voi / 1000.0));
+    if (voi[0]) /* written as the text: json-c would print 0.3 as 0.29999999999999999 */
+        json_object_object_add(o, "voi", json_object_new_double_s(r->voi / 1000.0, voi));
     if (r->reply && r->reply->kind == HB_REPLY_MESSAGE) {
         json_object_object_add(o, "priority",
                                json_object_new_string(hb_priority_name(r->reply->priority)));
@@ -285,10 +320,10 @@ static hb_result give_up(hb_state *s, const hb_config *c, int64_t now, hb_out *o
     s->running[0] = '\0';
     int64_t next = s->cfg.enabled ? next_after(s, c, now) : 0;
     schedule(s, next, out);
-    run_report r = {run, "error", "run-lost",
-                    "no answer within the run guard: its job was lost (e.g. trimmed from the job "
-                    "stream past VIGIL_HEARTBEAT_JOBS_MAXLEN)",
-                    VOI_NONE, NULL, NULL, 0, next};
+    run_report r = {.run = run, .outcome = "error", .reason = "run-lost",
+                    .detail = "no answer within the run guard: its job was lost (e.g. trimmed "
+                              "from the job stream past VIGIL_HEARTBEAT_JOBS_MAXLEN)",
+                    .voi = VOI_NONE, .next = next};
     return emit_run(s, now, &r, out);
 }
 
@@ -316,7 +351,8 @@ hb_result hb_on_timer(hb_state *s, const hb_config *c, int64_t now, hb_out *out)
     if (hb_skip_check(s, c, tz, now, &sk)) {
         int64_t next = sk.stop ? 0 : now + sk.next_in_ms;
         schedule(s, next, out);
-        run_report r = {run, "skipped", sk.reason, sk.detail, VOI_NONE, NULL, NULL, 0, next};
+        run_report r = {.run = run, .outcome = "skipped", .reason = sk.reason,
+                        .detail = sk.detail, .voi = VOI_NONE, .next = next};
         return emit_run(s, now, &r, out);
     }
     hb_local l = hb_local_time(tz, now);
@@ -362,6 +398,52 @@ static hb_result send_message(hb_state *s, const char *run, const hb_reply *rep,
     return emit(out, topic, o);
 }
 
+/* A message the model composed, judged in the seed's order: the VoI gate,
+ * then the allow list; one that passes both is sent unless the user wrote
+ * while the model was thinking (the live-exchange rule again, now). Sets
+ * rep's outcome, score and detail, and sends when it may. */
+static hb_result judge(hb_state *s, const hb_config *c, const hb_reply *reply, int64_t now,
+                       run_report *rep, hb_out *out)
+{
+    hb_local l = hb_local_time(hb_state_tz(s, c), now);
+    hb_disturbance d = disturbance(s, &l);
+    char score[16], gate[16];
+    rep->voi = hb_voi(reply->priority, reply->category, d);
+    voi_text(rep->voi, score, sizeof score);
+    voi_text(HB_VOI_THRESHOLD, gate, sizeof gate);
+    snprintf(rep->text, sizeof rep->text, "%s %s at %02d:%02d local (%s): VoI %s %s %s",
+             hb_priority_name(reply->priority), hb_category_name(reply->category), l.hour,
+             l.minute, d == HB_DIST_QUIET ? "quiet hours" : d == HB_DIST_PEAK ? "peak" : "off-peak",
+             score, hb_voi_send(rep->voi) ? ">" : "<=", gate);
+    rep->detail = rep->text;
+    if (!hb_voi_send(rep->voi)) {
+        rep->outcome = "voi-blocked";
+        return HB_OK;
+    }
+    if (!hb_permitted(s->cfg.allow, reply->category)) {
+        rep->outcome = "permission-blocked";
+        snprintf(rep->text, sizeof rep->text, "%s does not allow proactive %s messages",
+                 s->cfg.user, hb_category_name(reply->category));
+        return HB_OK;
+    }
+    if (hb_live_exchange(s, c, now, rep->text, sizeof rep->text)) {
+        size_t used = strlen(rep->text);
+        snprintf(rep->text + used, sizeof rep->text - used,
+                 " (the model answered after that): not sent");
+        rep->outcome = "skipped";
+        rep->reason = HB_REASON_LIVE;
+        return HB_OK;
+    }
+    hb_result rc = send_message(s, rep->run, reply, now, rep->id, sizeof rep->id, out);
+    tell_cut(s, rep->run, reply, rep->text, sizeof rep->text, out);
+    rep->outcome = "sent";
+    rep->message_id = rep->id;
+    s->last_proactive = now;
+    s->answered = false;
+    s->last_activity = now; /* a sent message counts as activity */
+    return rc;
+}
+
 hb_result hb_on_result(hb_state *s, const hb_config *c, const hb_run_result *r, int64_t now,
                        hb_out *out)
 {
@@ -371,10 +453,9 @@ hb_result hb_on_result(hb_state *s, const hb_config *c, const hb_run_result *r, 
     snprintf(run, sizeof run, "%s", s->running);
     s->running[0] = '\0';
     out->changed = true;
-    run_report rep = {run, "error", NULL, NULL, VOI_NONE, NULL, NULL, r->tokens, 0};
+    run_report rep = {.run = run, .outcome = "error", .voi = VOI_NONE, .tokens = r->tokens};
     hb_reply reply;
     memset(&reply, 0, sizeof reply);
-    char detail[200] = "", msg_id[HB_ID_MAX + 48];
     hb_result rc = HB_OK;
     if (!s->cfg.set || !s->cfg.enabled) {
         rep.outcome = "skipped";
@@ -384,42 +465,25 @@ hb_result hb_on_result(hb_state *s, const hb_config *c, const hb_run_result *r, 
         return emit_run(s, now, &rep, out);
     }
     if (!r->llm_ok) {
-        rep.reason = "llm-error";
-        snprintf(detail, sizeof detail, "%.190s", r->error ? r->error : "the model call failed");
-        rep.detail = detail;
+        rep.reason = "llm-error"; /* no answer: the count of oks stands */
+        snprintf(rep.text, sizeof rep.text, "%.190s",
+                 r->error ? r->error : "the model call failed");
+        rep.detail = rep.text;
     } else {
         hb_reply_read(r->content, r->len, &reply);
         rep.reply = &reply;
         if (reply.kind == HB_REPLY_ACK) {
             rep.outcome = "ok";
             s->consecutive_ok++;
-        } else if (reply.kind == HB_REPLY_UNUSABLE) {
-            rep.reason = "unusable-answer";
-            rep.detail = reply.why;
         } else {
-            hb_local l = hb_local_time(hb_state_tz(s, c), now);
-            hb_disturbance d = disturbance(s, &l);
-            rep.voi = hb_voi(reply.priority, reply.category, d);
-            snprintf(detail, sizeof detail, "%s %s at %02d:%02d local (%s): VoI %.2f %s %.2f",
-                     hb_priority_name(reply.priority), hb_category_name(reply.category), l.hour,
-                     l.minute, d == HB_DIST_QUIET ? "quiet hours" : d == HB_DIST_PEAK ? "peak" : "off-peak",
-                     rep.voi / 1000.0, hb_voi_send(rep.voi) ? ">" : "<=", HB_VOI_THRESHOLD / 1000.0);
-            rep.detail = detail;
-            if (!hb_voi_send(rep.voi)) {
-                rep.outcome = "voi-blocked";
-            } else if (!hb_permitted(s->cfg.allow, reply.category)) {
-                rep.outcome = "permission-blocked";
-                snprintf(detail, sizeof detail, "%s does not allow proactive %s messages",
-                         s->cfg.user, hb_category_name(reply.category));
+            /* the seed resets its skips on any answer but HEARTBEAT_OK,
+             * before the gate: a blocked message is not a quiet run */
+            s->consecutive_ok = 0;
+            if (reply.kind == HB_REPLY_UNUSABLE) {
+                rep.reason = "unusable-answer";
+                rep.detail = reply.why;
             } else {
-                rc = send_message(s, run, &reply, now, msg_id, sizeof msg_id, out);
-                tell_cut(s, run, &reply, detail, sizeof detail, out);
-                rep.outcome = "sent";
-                rep.message_id = msg_id;
-                s->last_proactive = now;
-                s->answered = false;
-                s->last_activity = now; /* a sent message counts as activity */
-                s->consecutive_ok = 0;
+                rc = judge(s, c, &reply, now, &rep, out);
             }
         }
     }

@@ -14,7 +14,7 @@
  *   localtime.c  civil time from a UTC instant and an offset
  *   quiet.c      quiet hours "HH:MM" windows (across midnight too)
  *   skip.c       every skip rule, in order, with its reason
- *   ack.c        HEARTBEAT_OK recognition and stripping
+ *   ack.c        HEARTBEAT_OK recognition (and its removal from kept context)
  *   reply.c      the model's answer: JSON {message, priority, category} or text
  *   voi.c        value-of-information table and gate
  *   permission.c the per-user allow list of proactive messages
@@ -34,7 +34,6 @@
 #define HB_RECENT_MAX 10          /* messages of the room kept (the seed's 10) */
 #define HB_RECENT_CHARS 100       /* each cut to this many characters (the seed's 100) */
 #define HB_LEVELS_MAX 32          /* rooms whose level is remembered per persona */
-#define HB_ACK_MAX_OTHER 300      /* HEARTBEAT_OK with at most this much else is an ack */
 #define HB_MESSAGE_MAX 4000       /* bytes of a proactive message; a longer one is cut */
 #define HB_TOKEN "HEARTBEAT_OK"
 #define HB_TZ_NAME_MAX 64
@@ -129,15 +128,19 @@ bool hb_quiet_contains(const hb_quiet *q, int minute_of_day);
 /* Milliseconds from the local time l until the window ends (0 outside). */
 int64_t hb_quiet_remaining_ms(const hb_quiet *q, const hb_local *l);
 
-/* ack.c: is this reply HEARTBEAT_OK? The token alone (any case, with
- * punctuation or markup around it), or at the start or at the end with at
- * most HB_ACK_MAX_OTHER other characters; in the middle it does not count.
+/* ack.c: is this reply HEARTBEAT_OK? The seed's rule, `response.includes(
+ * HEARTBEAT_OK_MARKER)`: the token anywhere in the text, even glued to
+ * other characters ("HEARTBEAT_OKAY"), and in any case (the seed's test is
+ * case-sensitive; a lower-case token is the same answer, and must not reach
+ * a room either). Such an answer is a no-action run, whatever else it says.
  * hb_strip_token writes text without any occurrence of the token (trimmed)
- * into out (same size as the text is enough). */
+ * into out (same size as the text is enough): the context kept from room
+ * messages, never a message to send. */
 bool hb_is_ack(const char *text, size_t len);
 size_t hb_strip_token(const char *text, size_t len, char *out, size_t outlen);
 
-/* voi.c: the Orion table. Values in thousandths so the > 0.3 gate is exact. */
+/* voi.c: the value-of-information table (README, "A run"). Values in
+ * thousandths so the > 0.3 gate is exact. */
 typedef enum { HB_PRIO_URGENT, HB_PRIO_NORMAL, HB_PRIO_LOW, HB_PRIO__COUNT } hb_priority;
 typedef enum {
     HB_CAT_REMINDER, HB_CAT_DEADLINE, HB_CAT_ALERT, HB_CAT_NOTIFICATION, HB_CAT_CHECK_IN,
@@ -149,11 +152,11 @@ const char *hb_category_name(hb_category c);
 int hb_priority_parse(const char *s);   /* -1 unknown */
 int hb_category_parse(const char *s);   /* -1 unknown */
 int hb_voi_probability(hb_priority p);  /* 900 / 600 / 300 */
-int hb_voi_benefit(hb_category c);      /* 1000 ... 300, default 500 */
-int hb_voi_disturbance(hb_disturbance d); /* 500 / 200 / 100 */
+int hb_voi_benefit(hb_category c);      /* 1000 ... 300; default (no category) 1000 */
+int hb_voi_disturbance(hb_disturbance d); /* 600 / 200 / 100 */
 /* Peak hours: 9-11 and 14-20 local (hour in [9,11) or [14,20)). */
 bool hb_is_peak(int hour);
-/* VoI in thousandths: P x benefit - 100 - disturbance. */
+/* VoI in thousandths: P x benefit - disturbance. */
 int hb_voi(hb_priority p, hb_category c, hb_disturbance d);
 #define HB_VOI_THRESHOLD 300
 bool hb_voi_send(int voi_milli);
@@ -167,18 +170,19 @@ bool hb_permitted(unsigned allow_mask, hb_category c);
 typedef enum { HB_REPLY_ACK, HB_REPLY_MESSAGE, HB_REPLY_UNUSABLE } hb_reply_kind;
 typedef struct hb_reply {
     hb_reply_kind kind;
-    char *message;          /* malloc'd, token stripped, when MESSAGE */
+    char *message;          /* malloc'd, trimmed, when MESSAGE (never holds the token) */
     size_t cut_from;        /* its bytes before the cut to HB_MESSAGE_MAX; 0 when whole */
     hb_priority priority;
     hb_category category;
     char why[160];          /* when UNUSABLE */
 } hb_reply;
-/* Reads the answer: HEARTBEAT_OK (hb_is_ack) -> ACK; a JSON object with a
- * non-empty "message" -> MESSAGE with its priority/category (unknown ->
- * normal/default); any other text -> MESSAGE, normal, default category.
- * The token is stripped from every message; a message left empty is ACK.
- * A message longer than HB_MESSAGE_MAX bytes is cut on a UTF-8 boundary,
- * with cut_from set. */
+/* Reads the answer: any text holding HEARTBEAT_OK (hb_is_ack, also inside
+ * a JSON message) -> ACK; a JSON object with a non-blank "message" ->
+ * MESSAGE with its priority/category (unknown -> normal/default); JSON that
+ * does not parse, lacks a "message" string or has a blank one, and a blank
+ * answer -> UNUSABLE; any other text -> MESSAGE, normal, default category
+ * (the seed's plain-text answer). A message longer than HB_MESSAGE_MAX
+ * bytes is cut on a UTF-8 boundary, with cut_from set. */
 void hb_reply_read(const char *text, size_t len, hb_reply *out);
 void hb_reply_clear(hb_reply *r);
 
@@ -255,10 +259,14 @@ hb_cfg_status hb_config_payload(struct json_object *body, const hb_config *c,
                                 const char *checklist_text, hb_persona_cfg *cfg, char *err,
                                 size_t errlen);
 void hb_persona_cfg_clear(hb_persona_cfg *cfg);
-/* The seed's HEARTBEAT.md, used when a config names no checklist. */
+/* The seed's HEARTBEAT.md, used when a config names no checklist; its title
+ * is generic ("# Heartbeat Protocol", the seed's is "# Orion Heartbeat
+ * Protocol"): the persona is not Orion, and its name comes in the prompt's
+ * identity line. */
 extern const char HB_DEFAULT_CHECKLIST[];
 
-/* prompt.c: the seed's prompt for one run (malloc'd). */
+/* prompt.c: the seed's prompt for one run (malloc'd), its last line
+ * extended to ask for the message as JSON with a priority and a category. */
 char *hb_prompt(const hb_state *s, const hb_local *now_local, const char *tz_name, int64_t now);
 
 /* ------------------------------------------------------------------ */
@@ -269,6 +277,18 @@ char *hb_prompt(const hb_state *s, const hb_local *now_local, const char *tz_nam
 #define HB_LIMIT_DETAIL_MAX 384
 #define HB_TIMER_KEEP INT64_MAX
 #define HB_TIMER_CANCEL INT64_MIN
+
+/* What the run event of a decision said (a decision ends at most one
+ * run), so the shell counts and logs it without reading the payload back. */
+typedef struct hb_run_note {
+    const char *outcome;       /* NULL: no run ended in this decision */
+    const char *reason;        /* NULL none */
+    char run[HB_ID_MAX + 32];
+    int consecutive_skips;
+    char voi[16];              /* the score as published ("0.4"), "" none */
+    size_t message_bytes;      /* the proactive message's, when sent */
+    char detail[200];
+} hb_run_note;
 
 typedef struct hb_out {
     bool changed;              /* state changed: store hb_state_dump */
@@ -286,6 +306,7 @@ typedef struct hb_out {
      * what it refused. The shell says so (vigil/limits.h). */
     const char *limit;
     char limit_detail[HB_LIMIT_DETAIL_MAX];
+    hb_run_note run;           /* the run event's gist (run.outcome NULL: none) */
 } hb_out;
 
 void hb_out_init(hb_out *o);
@@ -340,8 +361,12 @@ typedef struct hb_run_result {
     int64_t tokens;
 } hb_run_result;
 /* The model answered (or failed) for a run: ok / sent / voi-blocked /
- * permission-blocked / error, then the next run. A result for a run that is
- * no longer running changes nothing (it was given up or already done). */
+ * permission-blocked / error, then the next run. Any answer but
+ * HEARTBEAT_OK resets consecutive_ok before the gate (the seed's order). A
+ * message that passes the gate while the user wrote under live_ms ago (a
+ * slow model answering after the user spoke) is not sent: `skipped`,
+ * `live-exchange`, as at a run's start. A result for a run that is no
+ * longer running changes nothing (it was given up or already done). */
 hb_result hb_on_result(hb_state *s, const hb_config *c, const hb_run_result *r, int64_t now,
                        hb_out *out);
 

@@ -13,6 +13,13 @@ typedef struct hb_skip {
 bool hb_skip_check(const hb_state *s, const hb_config *c, const hb_tz *tz, int64_t now,
                    hb_skip *out);
 
+/* skip.c: the live-exchange rule (the user wrote under live_ms before now),
+ * with its detail. One rule checked twice: when a run starts, and when its
+ * answer comes back, since a slow model can answer after the user spoke. */
+#define HB_REASON_LIVE "live-exchange"
+bool hb_live_exchange(const hb_state *s, const hb_config *c, int64_t now, char *detail,
+                      size_t len);
+
 /* The zone of the persona's config (NULL = UTC). */
 const hb_tz *hb_state_tz(const hb_state *s, const hb_config *c);
 

@@ -1,7 +1,8 @@
-/* reply.c - what the model answered: HEARTBEAT_OK, the JSON the prompt asks
- * for ({"message", "priority", "category"}, possibly in ``` fences or with
- * prose around it), or
- * plain text taken as a normal-priority message of the default category. */
+/* reply.c - what the model answered: HEARTBEAT_OK anywhere in it (ack.c),
+ * the JSON the prompt asks for ({"message", "priority", "category"},
+ * possibly in ``` fences or with prose around it), or plain text (what the
+ * seed's own prompt asks for) taken as a normal-priority message of the
+ * default category. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,25 +60,100 @@ static bool has_message_key(const char *s, size_t n)
     return false;
 }
 
+/* The message to send: trimmed of surrounding whitespace, cut to
+ * HB_MESSAGE_MAX bytes (cut_from says so). A blank one is no message. */
 static void set_message(hb_reply *out, const char *text, size_t len)
 {
+    while (len && space(*text))
+        text++, len--;
+    while (len && space(text[len - 1]))
+        len--;
+    if (len == 0) {
+        out->kind = HB_REPLY_UNUSABLE;
+        snprintf(out->why, sizeof out->why, "JSON answer with a blank \"message\"");
+        return;
+    }
     char *m = malloc(len + 1);
     if (!m) {
         out->kind = HB_REPLY_UNUSABLE;
         snprintf(out->why, sizeof out->why, "out of memory");
         return;
     }
-    size_t n = hb_strip_token(text, len, m, len + 1);
-    if (n == 0) {
-        free(m);
-        out->kind = HB_REPLY_ACK;
-        return;
-    }
-    if (n > HB_MESSAGE_MAX)
-        out->cut_from = n; /* the run's detail says so (engine.c) */
+    memcpy(m, text, len);
+    m[len] = '\0';
+    if (len > HB_MESSAGE_MAX)
+        out->cut_from = len; /* the run's detail says so (engine.c) */
     cut_utf8(m, HB_MESSAGE_MAX);
     out->kind = HB_REPLY_MESSAGE;
     out->message = m;
+}
+
+/* Where the answer's JSON object would be: the whole (unfenced) answer
+ * when it starts with '{'; otherwise from the first '{' to the last '}'
+ * when a "message" key follows that brace (prose around the object, as
+ * small models write), or to the end when no '}' follows (an object cut
+ * short by max_tokens). False: plain text. */
+static bool find_object(const char *body, size_t blen, const char **obj, size_t *olen)
+{
+    if (body[0] == '{') {
+        *obj = body;
+        *olen = blen;
+        return true;
+    }
+    const char *a = memchr(body, '{', blen), *b = body + blen;
+    if (!a || !has_message_key(a, (size_t)(b - a)))
+        return false;
+    while (b > a && b[-1] != '}')
+        b--;
+    *obj = a;
+    *olen = (size_t)((b > a ? b : body + blen) - a);
+    return true;
+}
+
+/* The object in s[0..n), strictly and wholly parsed, or NULL. */
+static json_object *parse_object(const char *s, size_t n)
+{
+    json_tokener *tok = json_tokener_new();
+    json_object *o = NULL;
+    if (!tok)
+        return NULL;
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    o = json_tokener_parse_ex(tok, s, (int)n);
+    if (json_tokener_get_error(tok) != json_tokener_success || tok->char_offset != (int)n ||
+        !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        o = NULL;
+    }
+    json_tokener_free(tok);
+    return o;
+}
+
+/* {"message", "priority"?, "category"?}: unknown values keep the
+ * defaults (normal, default). */
+static void read_object(json_object *o, hb_reply *out)
+{
+    json_object *m, *p, *c;
+    if (!json_object_object_get_ex(o, "message", &m) || !json_object_is_type(m, json_type_string)) {
+        out->kind = HB_REPLY_UNUSABLE;
+        snprintf(out->why, sizeof out->why, "JSON answer without a \"message\" string");
+        return;
+    }
+    if (json_object_object_get_ex(o, "priority", &p) && json_object_is_type(p, json_type_string)) {
+        int v = hb_priority_parse(json_object_get_string(p));
+        if (v >= 0)
+            out->priority = (hb_priority)v;
+    }
+    if (json_object_object_get_ex(o, "category", &c) && json_object_is_type(c, json_type_string)) {
+        int v = hb_category_parse(json_object_get_string(c));
+        if (v >= 0)
+            out->category = (hb_category)v;
+    }
+    const char *ms = json_object_get_string(m);
+    size_t ml = (size_t)json_object_get_string_len(m);
+    if (hb_is_ack(ms, ml)) /* e.g. written with \u escapes the raw text hid */
+        out->kind = HB_REPLY_ACK;
+    else
+        set_message(out, ms, ml);
 }
 
 void hb_reply_read(const char *text, size_t len, hb_reply *out)
@@ -90,73 +166,32 @@ void hb_reply_read(const char *text, size_t len, hb_reply *out)
         snprintf(out->why, sizeof out->why, "empty answer");
         return;
     }
-    if (hb_is_ack(text, len)) {
+    if (hb_is_ack(text, len)) { /* the seed: whatever else it says */
         out->kind = HB_REPLY_ACK;
         return;
     }
-    const char *body = text;
-    size_t blen = len;
+    const char *body = text, *obj;
+    size_t blen = len, olen;
     unfence(&body, &blen);
     if (blen == 0) {
         out->kind = HB_REPLY_UNUSABLE;
         snprintf(out->why, sizeof out->why, "blank answer");
         return;
     }
-    if (blen > 0 && body[0] != '{') {
-        /* prose around the object ("Sure! {...}"): the outermost braces,
-         * when they hold a "message" */
-        const char *a = memchr(body, '{', blen), *b = body + blen;
-        while (b > body && b[-1] != '}')
-            b--;
-        if (a && b > a && has_message_key(a, (size_t)(b - a))) {
-            blen = (size_t)(b - a);
-            body = a;
-        }
+    if (!find_object(body, blen, &obj, &olen)) {
+        set_message(out, text, len);
+        return;
     }
-    if (blen > 0 && body[0] == '{') {
-        json_tokener *tok = json_tokener_new();
-        json_object *o = NULL;
-        if (tok) {
-            json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-            o = json_tokener_parse_ex(tok, body, (int)blen);
-            if (json_tokener_get_error(tok) != json_tokener_success ||
-                tok->char_offset != (int)blen) {
-                json_object_put(o);
-                o = NULL;
-            }
-            json_tokener_free(tok);
-        }
-        if (o && json_object_is_type(o, json_type_object)) {
-            json_object *m, *p, *c;
-            if (!json_object_object_get_ex(o, "message", &m) ||
-                !json_object_is_type(m, json_type_string)) {
-                out->kind = HB_REPLY_UNUSABLE;
-                snprintf(out->why, sizeof out->why, "JSON answer without a \"message\" string");
-                json_object_put(o);
-                return;
-            }
-            if (json_object_object_get_ex(o, "priority", &p) &&
-                json_object_is_type(p, json_type_string)) {
-                int v = hb_priority_parse(json_object_get_string(p));
-                if (v >= 0)
-                    out->priority = (hb_priority)v;
-            }
-            if (json_object_object_get_ex(o, "category", &c) &&
-                json_object_is_type(c, json_type_string)) {
-                int v = hb_category_parse(json_object_get_string(c));
-                if (v >= 0)
-                    out->category = (hb_category)v;
-            }
-            const char *ms = json_object_get_string(m);
-            size_t ml = (size_t)json_object_get_string_len(m);
-            if (hb_is_ack(ms, ml))
-                out->kind = HB_REPLY_ACK;
-            else
-                set_message(out, ms, ml);
-            json_object_put(o);
-            return;
-        }
+    json_object *o = parse_object(obj, olen);
+    if (o) {
+        read_object(o, out);
         json_object_put(o);
+    } else if (has_message_key(obj, olen)) {
+        /* sending it as text would show the user half an object */
+        out->kind = HB_REPLY_UNUSABLE;
+        snprintf(out->why, sizeof out->why,
+                 "JSON answer that does not parse (cut short by VIGIL_HEARTBEAT_MAX_TOKENS?)");
+    } else {
+        set_message(out, text, len); /* braces in a plain text */
     }
-    set_message(out, text, len);
 }

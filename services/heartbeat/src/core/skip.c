@@ -16,6 +16,16 @@ static bool blank(const char *s)
     return true;
 }
 
+bool hb_live_exchange(const hb_state *s, const hb_config *c, int64_t now, char *detail,
+                      size_t len)
+{
+    if (s->last_user_msg <= 0 || now - s->last_user_msg >= c->live_ms)
+        return false;
+    snprintf(detail, len, "%s wrote %lld s ago: not barging into a conversation", s->cfg.user,
+             (long long)((now - s->last_user_msg) / 1000));
+    return true;
+}
+
 bool hb_skip_check(const hb_state *s, const hb_config *c, const hb_tz *tz, int64_t now,
                    hb_skip *out)
 {
@@ -39,11 +49,8 @@ bool hb_skip_check(const hb_state *s, const hb_config *c, const hb_tz *tz, int64
                  s->cfg.quiet.start_min % 60, s->cfg.quiet.end_min / 60, s->cfg.quiet.end_min % 60);
         return true;
     }
-    if (s->last_user_msg > 0 && now - s->last_user_msg < c->live_ms) {
-        out->reason = "live-exchange";
-        snprintf(out->detail, sizeof out->detail,
-                 "%s wrote %lld s ago: not barging into a conversation", s->cfg.user,
-                 (long long)((now - s->last_user_msg) / 1000));
+    if (hb_live_exchange(s, c, now, out->detail, sizeof out->detail)) {
+        out->reason = HB_REASON_LIVE;
         return true;
     }
     hb_level lv = hb_state_level(s, s->cfg.room);

@@ -1,7 +1,18 @@
-/* voi.c - the value-of-information gate of the Orion project the seed comes
- * from: VoI = P(benefit | priority) x benefit(category) - 0.1 - disturbance,
- * send when VoI > 0.3. Kept in thousandths so 0.6 x 1.0 - 0.1 - 0.2 is
- * exactly 0.3 (not sent) rather than a float a hair either side. */
+/* voi.c - the value-of-information gate the seed runs before a proactive
+ * message: VoI = P(benefit | priority) x benefit(category) - disturbance
+ * (local time), send when VoI > 0.3.
+ *
+ * The table began as the Orion project's, which also took a fixed 0.1 off
+ * every score. With it no normal-priority message could pass outside peak
+ * hours (0.6 x 1.0 - 0.1 - 0.2 = 0.3), and the plain-text answer the seed's
+ * prompt asks for (default category, 0.5) scored 0 and never passed at all;
+ * yet the seed scores every heartbeat message at "normal" and expects its
+ * test checklist's break reminder to be sent. So: no fixed cost, a message
+ * without a category (plain text) has the full benefit (the user's own
+ * checklist asked for it; a lesser category is the model saying it is worth
+ * less), and quiet hours cost 0.6 so that nothing passes then, not even an
+ * urgent reminder (0.9 - 0.6 = 0.3). Kept in thousandths so that edge is
+ * exactly 0.3 rather than a float a hair either side. */
 #include <string.h>
 #include <vigil/names.h>
 #include "heartbeat.h"
@@ -10,7 +21,7 @@ static const char *const PRIORITIES[HB_PRIO__COUNT + 1] = {"urgent", "normal", "
 static const int PROBABILITY[HB_PRIO__COUNT] = {900, 600, 300};
 static const char *const CATEGORIES[HB_CAT__COUNT + 1] = {
     "reminder", "deadline", "alert", "notification", "check-in", "update", "default", NULL};
-static const int BENEFIT[HB_CAT__COUNT] = {1000, 1000, 800, 500, 400, 300, 500};
+static const int BENEFIT[HB_CAT__COUNT] = {1000, 1000, 800, 500, 400, 300, 1000};
 
 const char *hb_priority_name(hb_priority p)
 {
@@ -49,7 +60,7 @@ int hb_voi_benefit(hb_category c)
 
 int hb_voi_disturbance(hb_disturbance d)
 {
-    return d == HB_DIST_QUIET ? 500 : d == HB_DIST_OFF_PEAK ? 200 : 100;
+    return d == HB_DIST_QUIET ? 600 : d == HB_DIST_OFF_PEAK ? 200 : 100;
 }
 
 bool hb_is_peak(int hour)
@@ -59,7 +70,7 @@ bool hb_is_peak(int hour)
 
 int hb_voi(hb_priority p, hb_category c, hb_disturbance d)
 {
-    return hb_voi_probability(p) * hb_voi_benefit(c) / 1000 - 100 - hb_voi_disturbance(d);
+    return hb_voi_probability(p) * hb_voi_benefit(c) / 1000 - hb_voi_disturbance(d);
 }
 
 bool hb_voi_send(int voi_milli)
