@@ -8,7 +8,13 @@
  * activity (is_active in its assessment) is fresh whatever its status age;
  * otherwise its status age (or, without a status, the age of its newest
  * activity) against VIGIL_STALL_WARNING_MS / _CRITICAL_MS / _AUTORESUME_MS.
- * --no-activity-check ignores the assessments' activity (legacy mode). */
+ * --no-activity-check ignores the assessments' activity (legacy mode).
+ *
+ * stall-resumer republishes every assessment at each scan
+ * (VIGIL_STALL_SCAN_MS), so one older than STALE_SCANS scans is from a
+ * service that no longer scans: its "active" is not trusted (the agent may
+ * have stopped since), the agent is judged by its status age and the line
+ * says so. */
 #include <getopt.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -22,6 +28,7 @@
 
 #define MAX_AGENTS 131072
 #define QUIET_MS 150 /* retained messages come in a burst after the SUBACK */
+#define STALE_SCANS 3  /* an assessment older than this many scan periods is stale */
 
 typedef struct agent_row {
     char agent[STALL_ID_MAX + 1];
@@ -152,6 +159,8 @@ typedef struct verdict {
     bool active;
     double confidence;
     bool has_assessment;
+    bool stale;             /* the assessment is older than STALE_SCANS scans */
+    int64_t assessed_ms;    /* its age */
     int64_t age_ms;
     bool aged_from_status;
     char sources[256];
@@ -162,7 +171,10 @@ static void judge(const agent_row *r, const stall_config *cfg, bool activity_che
 {
     memset(v, 0, sizeof *v);
     v->has_assessment = r->assessment != NULL;
-    v->active = activity_check && get_bool(r->assessment, "is_active");
+    int64_t assessed = get_i64(r->assessment, "ts", 0);
+    v->assessed_ms = assessed > 0 && now > assessed ? now - assessed : 0;
+    v->stale = assessed > 0 && v->assessed_ms > STALE_SCANS * cfg->scan_ms;
+    v->active = activity_check && !v->stale && get_bool(r->assessment, "is_active");
     json_object *conf;
     if (r->assessment && json_object_object_get_ex(r->assessment, "confidence", &conf))
         v->confidence = json_object_get_double(conf);
@@ -226,7 +238,8 @@ static void print_line(const sorted *s, bool activity_check)
     const verdict *v = &s->v;
     printf("%s %-11s %-24s", EMOJI[v->cat], LABEL[v->cat], s->r->agent);
     if (activity_check && v->has_assessment)
-        printf("  confidence %.3f %-8s", v->confidence, v->active ? "active" : "inactive");
+        printf("  confidence %.3f %-8s", v->confidence,
+               v->stale ? "stale" : v->active ? "active" : "inactive");
     else if (activity_check)
         printf("  confidence -     %-8s", "unknown");
     char age[32];
@@ -242,9 +255,15 @@ static void print_line(const sorted *s, bool activity_check)
     }
     if (activity_check)
         printf("  sources %s", v->sources[0] ? v->sources : "-");
-    if (activity_check && v->has_assessment && !v->active && v->cat != STALL_CAT_FRESH &&
-        get_bool(s->r->assessment, "validation_passed") == false && v->confidence > 0)
+    if (activity_check && v->has_assessment && !v->stale && !v->active &&
+        v->cat != STALL_CAT_FRESH && get_bool(s->r->assessment, "validation_passed") == false &&
+        v->confidence > 0)
         fputs("  (validation failed)", stdout);
+    if (activity_check && v->stale) {
+        char old[32];
+        fmt_age(v->assessed_ms, old, sizeof old);
+        printf("  (assessed %s ago: is stall-resumer running? activity not trusted)", old);
+    }
     fputc('\n', stdout);
 }
 
@@ -257,8 +276,11 @@ static void print_json(const sorted *s, bool activity_check)
     json_object_object_add(o, "emoji", json_object_new_string(EMOJI[v->cat]));
     json_object_object_add(o, "activity_check", json_object_new_boolean(activity_check));
     json_object_object_add(o, "is_active", json_object_new_boolean(v->active));
-    if (v->has_assessment)
+    if (v->has_assessment) {
         json_object_object_add(o, "confidence", json_object_new_double(v->confidence));
+        json_object_object_add(o, "assessed_ms_ago", json_object_new_int64(v->assessed_ms));
+        json_object_object_add(o, "assessment_stale", json_object_new_boolean(v->stale));
+    }
     json_object *src = json_object_new_array();
     char buf[sizeof v->sources];
     snprintf(buf, sizeof buf, "%s", v->sources);
@@ -285,7 +307,8 @@ static int load_thresholds(stall_config *cfg)
     if (vigil_env_int64("VIGIL_STALL_WARNING_MS", cfg->warning_ms, 1, max, &cfg->warning_ms, err, sizeof err) ||
         vigil_env_int64("VIGIL_STALL_CRITICAL_MS", cfg->critical_ms, 1, max, &cfg->critical_ms, err, sizeof err) ||
         vigil_env_int64("VIGIL_STALL_AUTORESUME_MS", cfg->autoresume_ms, 1, max, &cfg->autoresume_ms, err,
-                        sizeof err))
+                        sizeof err) ||
+        vigil_env_int64("VIGIL_STALL_SCAN_MS", cfg->scan_ms, 10, max, &cfg->scan_ms, err, sizeof err))
         return cli_fail(CLI_ERR_USAGE, "%s", err);
     return CLI_OK;
 }

@@ -113,6 +113,40 @@ def test_no_activity_check_escalates_by_status_age(fleet):
     assert rows[a["crit"]]["category"] == "fresh" and rows[a["busy"]]["category"] == "critical"
 
 
+def test_a_stale_assessment_is_not_trusted(stack):
+    """stall-resumer republishes every assessment at each scan; one much
+    older is from a service that stopped scanning (here: none runs): its
+    "active" may no longer be true, so the agent is judged by its status
+    age, and the line says how old the assessment is."""
+    pub = stack.publisher()
+    agent, fresh = uid("stale-"), uid("live-")
+    publish_status(pub, agent, 13 * HOUR)
+    publish_status(pub, fresh, 13 * HOUR)
+    for name, age in ((agent, 10 * MIN), (fresh, 5_000)):
+        pub.publish(f"agent/{name}/assessment",
+                    {"agent": name, "is_active": True, "confidence": 0.9, "validation_passed": True,
+                     "signals": [{"source": "GIT_COMMIT", "tier": 1, "ts": harness.now_ms() - age,
+                                  "age_minutes": 0}],
+                     "category": "fresh", "ts": harness.now_ms() - age}, retain=True)
+    r = run_vigil(stack, "agents", "status", env=NO_REDIS)
+    assert r.returncode == 0, r.stderr
+    got = lines_by_agent(r.stdout, {"stale": agent, "fresh": fresh})
+    assert got["stale"].startswith("🔴 AUTO-RESUME") and "stale" in got["stale"], got["stale"]
+    assert "assessed 10m ago: is stall-resumer running?" in got["stale"], got["stale"]
+    assert got["fresh"].startswith("🟢 FRESH") and " active " in got["fresh"], got["fresh"]
+    assert "assessed" not in got["fresh"]
+    r = run_vigil(stack, "agents", "status", "--json", env=NO_REDIS)
+    rows = {o["agent"]: o for o in map(json.loads, r.stdout.splitlines())}
+    assert rows[agent]["assessment_stale"] is True and rows[agent]["is_active"] is False
+    assert rows[agent]["category"] == "auto-resume" and rows[agent]["assessed_ms_ago"] >= 10 * MIN
+    assert rows[fresh]["assessment_stale"] is False and rows[fresh]["is_active"] is True
+    # the scan period the service runs with sets the bound
+    r = run_vigil(stack, "agents", "status", "--json",
+                  env=dict(NO_REDIS, VIGIL_STALL_SCAN_MS=str(5 * MIN)))
+    rows = {o["agent"]: o for o in map(json.loads, r.stdout.splitlines())}
+    assert rows[agent]["assessment_stale"] is False and rows[agent]["category"] == "fresh"
+
+
 def test_usage_errors_and_empty_broker(stack):
     r = run_vigil(stack, "agents", "status", "--bogus")
     assert r.returncode == 2 and "unknown option" in r.stderr
