@@ -34,14 +34,16 @@ def first(col, session, etype, timeout=20, since_loop=None):
 
 def test_sense_of_a_room_session_holds_that_rooms_last_messages(stack, llm):
     llm.control(rules=rules(sol("note: fine")))
-    start_service(stack, llm, VIGIL_COUNCIL_CONTEXT_MESSAGES=3)
+    svc = start_service(stack, llm, VIGIL_COUNCIL_CONTEXT_MESSAGES=3)
     col = stack.collector()
     pub = stack.publisher()
+    before = svc.metric("vigil_commits_total") or 0
     for i in range(3):
         pub.publish(*human("general", "rho", f"general note {i}"))
     for i in range(3):
         pub.publish(*human("other", "rho", f"other note {i}"))
-    time.sleep(0.5)
+    harness.wait_until(lambda: (svc.metric("vigil_commits_total") or 0) >= before + 6, 10,
+                       "the six room messages committed")
     pub.publish(*control("rho", "start", session="s-room", room="general"))
     sense = first(col, "s-room", "phase")
     assert sense["phase"] == "sense" and sense["context"]["messages"] == 3, sense
