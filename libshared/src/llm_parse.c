@@ -465,17 +465,29 @@ vigil_llm_field vigil_llm_read_bool(json_object *o, const char *name, bool def, 
     }
 }
 
-/* A number as a model means it: above 1 and up to 100 it is a percentage
- * (models write 85 for 85 %); the result is clamped to 0..1. */
-static double confidence_of(double d, bool percent)
+/* A number as a model means it. In 0..1 it is the confidence itself. A
+ * whole number from 2 to 100 can only be a percentage (models write 85 for
+ * 85 %); 1 stays 1 (certainty), since 0..1 is what was asked for. Any
+ * other number has no sound reading: 1.5 may be 1.5 % or a slip on a 0..2
+ * scale, 150 is no percentage, a negative is no confidence; dividing or
+ * clamping would turn a confident answer into its opposite, so it is
+ * RANGE and the caller treats the answer as unusable. With a '%' sign the
+ * scale is explicit: 0..100. */
+static vigil_llm_field confidence_of(double d, bool percent, double *out)
 {
-    if (percent || (d > 1.0 && d <= 100.0))
+    if (percent) {
+        if (d < 0.0 || d > 100.0)
+            return VIGIL_LLM_FIELD_RANGE;
         d /= 100.0;
-    if (d < 0.0)
-        d = 0.0;
-    if (d > 1.0)
-        d = 1.0;
-    return d;
+    } else if (d > 1.0) {
+        if (d < 2.0 || d > 100.0 || d != floor(d))
+            return VIGIL_LLM_FIELD_RANGE;
+        d /= 100.0;
+    } else if (d < 0.0) {
+        return VIGIL_LLM_FIELD_RANGE;
+    }
+    *out = d + 0.0; /* -0 reads as 0 */
+    return VIGIL_LLM_FIELD_OK;
 }
 
 vigil_llm_field vigil_llm_read_confidence(json_object *o, const char *name, double def,
@@ -510,8 +522,7 @@ vigil_llm_field vigil_llm_read_confidence(json_object *o, const char *name, doub
     }
     if (!isfinite(d))
         return VIGIL_LLM_FIELD_BAD;
-    *out = confidence_of(d, percent);
-    return VIGIL_LLM_FIELD_OK;
+    return confidence_of(d, percent, out);
 }
 
 vigil_llm_field vigil_llm_read_string(json_object *o, const char *name, const char *def,

@@ -292,6 +292,67 @@ def test_no_llm_at_all_decides_by_the_rules_at_once(stack):
     assert "no LLM configured" in ev["reason"] and "tokens" not in ev
 
 
+def test_the_published_confidence_is_the_one_decided_on(stack, llm):
+    """should_wake true always comes with a published confidence above the
+    threshold: the decision is taken on the confidence as published (3
+    decimals), which is what dormancy-monitor checks again. A confidence
+    outside 0..1 that is no whole percentage is not guessed at: the rules
+    decide."""
+    def answer(tag, conf):
+        return {"regex": f'Text: "{tag}"',
+                "reply": {"shouldWake": True, "reason": f"answer {tag}", "confidence": conf}}
+    llm.control(rules=[answer("c07004", 0.7004), answer("c07006", 0.7006),
+                       answer("c85", 85), answer("c15", 1.5)])
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("conf")
+    setup_sleepers(stack, pub, room, ["sre"])
+    for tag in ("c07004", "c07006", "c85", "c15"):
+        pub.publish(*ai(room, "bot", tag, mid=tag))
+    got = wait_wakes(col, 4, persona="sre", timeout=20)
+    for ev in got.values():
+        if ev["via"] == "llm":
+            assert ev["should_wake"] == (ev["confidence"] > 0.7), ev
+    low, high = got["c07004:wake:sre"], got["c07006:wake:sre"]
+    assert low["via"] == "llm" and low["confidence"] == 0.7 and low["should_wake"] is False
+    assert "confidence 0.7 is not above 0.7" in low["reason"]
+    assert high["via"] == "llm" and high["confidence"] == 0.701 and high["should_wake"] is True
+    pct = got["c85:wake:sre"]
+    assert pct["via"] == "llm" and pct["confidence"] == 0.85 and pct["should_wake"] is True
+    bad = got["c15:wake:sre"]
+    assert bad["via"] == "fallback" and bad["llm_status"] == "ok", bad
+    assert "confidence out of range" in bad["reason"] and bad["should_wake"] is False
+    validate_outputs(col, WAKE_OUTPUTS)
+
+
+def test_the_fallback_rules_read_the_whole_message(stack, llm):
+    """A message longer than the prompt's 4000 bytes, its urgent keyword at
+    the end: the LLM fails, and the smart persona's fallback reaches the
+    same verdict as the basic persona decided at intake on the full text."""
+    llm.control(mode="status", status=500)
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("long")
+    setup_sleepers(stack, pub, room, ["sre"])
+    setup_sleepers(stack, pub, room, ["tiny"], tier="basic")
+    text = "status report follows. " * 183 + "and the server is down"
+    assert 4200 <= len(text.encode()) < 4400
+    pub.publish(*ai(room, "bot", text, mid="long"))
+    got = wait_wakes(col, 2, timeout=20)
+    basic, smart = got["long:wake:tiny"], got["long:wake:sre"]
+    assert basic["via"] == "rules" and basic["should_wake"] is True
+    assert basic["reason"] == "rules: urgent keyword 'down'"
+    assert smart["via"] == "fallback" and smart["llm_status"] == "http_error", smart
+    assert smart["should_wake"] is True
+    assert smart["reason"].endswith("; rules: urgent keyword 'down'"), smart
+    # the job (and so the prompt) held only the first 4000 bytes
+    prompt = llm.stats()["last_request"]["body"]["messages"][-1]["content"]
+    assert "status report follows." in prompt and "server is down" not in prompt
+    validate_outputs(col, WAKE_OUTPUTS)
+
+
 # --------------------------------------------------------------------------
 # Concurrency and restarts
 

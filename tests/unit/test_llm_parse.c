@@ -342,6 +342,9 @@ static void bool_coercion(void **unused)
     }
 }
 
+/* 0..1 as is, a whole number 2..100 or "n%" as a percentage; any other
+ * number is RANGE (never divided nor clamped: 1.5 read as 1.5 % turned a
+ * confident "wake" into "stay asleep"). */
 static void confidence_coercion(void **unused)
 {
     (void)unused;
@@ -355,15 +358,30 @@ static void confidence_coercion(void **unused)
         {"{\"c\": 1}", VIGIL_LLM_FIELD_OK, 1.0},
         {"{\"c\": 85}", VIGIL_LLM_FIELD_OK, 0.85},
         {"{\"c\": 100}", VIGIL_LLM_FIELD_OK, 1.0},
-        {"{\"c\": 1.5}", VIGIL_LLM_FIELD_OK, 0.015}, /* > 1 and <= 100: a percentage */
-        {"{\"c\": 250}", VIGIL_LLM_FIELD_OK, 1.0},   /* clamped */
-        {"{\"c\": -0.3}", VIGIL_LLM_FIELD_OK, 0.0},  /* clamped */
+        {"{\"c\": 2}", VIGIL_LLM_FIELD_OK, 0.02},
+        {"{\"c\": 85.0}", VIGIL_LLM_FIELD_OK, 0.85},  /* whole, written as a double */
+        {"{\"c\": 1.0}", VIGIL_LLM_FIELD_OK, 1.0},    /* 1 is 1, not 1 % */
+        {"{\"c\": -0.0}", VIGIL_LLM_FIELD_OK, 0.0},
+        {"{\"c\": 1.5}", VIGIL_LLM_FIELD_RANGE, 0.25}, /* neither 0..1 nor a whole % */
+        {"{\"c\": 1.0001}", VIGIL_LLM_FIELD_RANGE, 0.25},
+        {"{\"c\": 1.9999}", VIGIL_LLM_FIELD_RANGE, 0.25},
+        {"{\"c\": 99.5}", VIGIL_LLM_FIELD_RANGE, 0.25},
+        {"{\"c\": 150}", VIGIL_LLM_FIELD_RANGE, 0.25},
+        {"{\"c\": 250}", VIGIL_LLM_FIELD_RANGE, 0.25},
+        {"{\"c\": 1e300}", VIGIL_LLM_FIELD_RANGE, 0.25},
+        {"{\"c\": -0.3}", VIGIL_LLM_FIELD_RANGE, 0.25},
+        {"{\"c\": -85}", VIGIL_LLM_FIELD_RANGE, 0.25},
+        {"{\"c\": \"1.5\"}", VIGIL_LLM_FIELD_RANGE, 0.25},
+        {"{\"c\": \"1\"}", VIGIL_LLM_FIELD_OK, 1.0},
         {"{\"c\": \"0.85\"}", VIGIL_LLM_FIELD_OK, 0.85},
         {"{\"c\": \" 85 \"}", VIGIL_LLM_FIELD_OK, 0.85},
         {"{\"c\": \"85%\"}", VIGIL_LLM_FIELD_OK, 0.85},
         {"{\"c\": \"70 %\"}", VIGIL_LLM_FIELD_OK, 0.70},
         {"{\"c\": \"0.5%\"}", VIGIL_LLM_FIELD_OK, 0.005},
-        {"{\"c\": \"150%\"}", VIGIL_LLM_FIELD_OK, 1.0},
+        {"{\"c\": \"100%\"}", VIGIL_LLM_FIELD_OK, 1.0},
+        {"{\"c\": \"1.5%\"}", VIGIL_LLM_FIELD_OK, 0.015}, /* the sign says percent */
+        {"{\"c\": \"150%\"}", VIGIL_LLM_FIELD_RANGE, 0.25},
+        {"{\"c\": \"-5%\"}", VIGIL_LLM_FIELD_RANGE, 0.25},
         {"{\"c\": \"high\"}", VIGIL_LLM_FIELD_BAD, 0.25},
         {"{\"c\": \"85 percent\"}", VIGIL_LLM_FIELD_BAD, 0.25},
         {"{\"c\": \"%\"}", VIGIL_LLM_FIELD_BAD, 0.25},

@@ -231,6 +231,7 @@ typedef enum {
     VIGIL_LLM_FIELD_OK = 0,  /* present and coerced */
     VIGIL_LLM_FIELD_ABSENT,  /* missing or JSON null: *out = default */
     VIGIL_LLM_FIELD_BAD,     /* present but not coercible: *out = default */
+    VIGIL_LLM_FIELD_RANGE,   /* a number, outside what the field allows: *out = default */
 } vigil_llm_field;
 
 /* Field lookup for all readers: the exact name first, then a name that is
@@ -241,9 +242,13 @@ json_object *vigil_llm_field_get(json_object *o, const char *name);
  * (case-insensitive, surrounding spaces ignored). */
 vigil_llm_field vigil_llm_read_bool(json_object *o, const char *name, bool def, bool *out);
 
-/* Confidence in 0..1: a number or numeric string; "85%" -> 0.85; a value
- * above 1 and at most 100 is a percentage (85 -> 0.85); the result is then
- * clamped to 0..1. NaN, infinities, bools and words are BAD. */
+/* Confidence in 0..1, from a number or a numeric string:
+ * - 0..1 is the confidence itself (1 is 1, not 1 %);
+ * - a whole number from 2 to 100 is a percentage (85 -> 0.85);
+ * - with a '%' sign, 0..100 is a percentage ("85%" -> 0.85, "0.5%" -> 0.005);
+ * - any other number (1.5, 1.0001, 150, -0.3, "150%") is RANGE: a scale that
+ *   cannot be told from a mistake, never guessed nor clamped.
+ * NaN, infinities, bools and words are BAD. */
 vigil_llm_field vigil_llm_read_confidence(json_object *o, const char *name, double def,
                                           double *out);
 

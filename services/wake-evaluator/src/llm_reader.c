@@ -26,7 +26,17 @@ static json_object *extract_array(const char *text, size_t len, char *why, size_
 
 static int field_rc(vigil_llm_field f)
 {
-    return f == VIGIL_LLM_FIELD_OK ? 0 : f == VIGIL_LLM_FIELD_ABSENT ? 1 : -1;
+    switch (f) {
+    case VIGIL_LLM_FIELD_OK:
+        return 0;
+    case VIGIL_LLM_FIELD_ABSENT:
+        return 1;
+    case VIGIL_LLM_FIELD_RANGE:
+        return -2;
+    case VIGIL_LLM_FIELD_BAD:
+    default:
+        return -1;
+    }
 }
 
 static int read_bool(json_object *o, const char *name, bool *out)

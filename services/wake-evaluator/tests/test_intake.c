@@ -220,6 +220,76 @@ static void the_job_carries_its_context(void **state)
     wk_free(t);
 }
 
+/* The fallback's rules see the whole message, though the job keeps only
+ * the prompt's first WAKE_PROMPT_TEXT_MAX bytes of it: the verdict is made
+ * at intake and carried (a basic persona, decided at intake, agrees). */
+static void the_job_carries_the_rules_verdict_on_the_whole_text(void **state)
+{
+    (void)state;
+    wk *t = room();
+    size_t n = WAKE_PROMPT_TEXT_MAX + 200;
+    const char *tail = " the server is down";
+    char *text = malloc(n + strlen(tail) + 1);
+    memset(text, 'x', n);
+    for (size_t i = 9; i < n; i += 10)
+        text[i] = ' ';
+    strcpy(text + n, tail);
+    assert_int_equal(wk_msg(t, "awake", WAKE_SENDER_AI, text), 0);
+    free(text);
+    json_object *w = wake_of(t, "basic");
+    assert_non_null(w);
+    assert_string_equal(wk_str(w, "reason"), "rules: urgent keyword 'down'");
+    json_object_put(w);
+    wake_job j;
+    wake_ap_job aj;
+    wake_job_kind kind;
+    char why[200];
+    assert_int_equal(wake_job_parse(t->jobs[0], strlen(t->jobs[0]), &kind, &j, &aj, why,
+                                    sizeof why), 0);
+    assert_true(strlen(j.text) <= WAKE_PROMPT_TEXT_MAX); /* the job stays bounded */
+    assert_null(strstr(j.text, "down"));
+    assert_true(j.has_rules && j.rules_wake);
+    wake_decision d;
+    wake_decide_rules(&j, WAKE_VIA_FALLBACK, "LLM http_error: 500", &d);
+    assert_true(d.should_wake);
+    assert_string_equal(d.reason, "LLM http_error: 500; rules: urgent keyword 'down'");
+    wake_job_clear(&j);
+
+    /* a short, harmless message: the verdict says stay asleep */
+    wk_clear(t);
+    wk_msg(t, "awake", WAKE_SENDER_AI, "lunch?");
+    assert_int_equal(wake_job_parse(t->jobs[0], strlen(t->jobs[0]), &kind, &j, &aj, why,
+                                    sizeof why), 0);
+    assert_true(j.has_rules && !j.rules_wake);
+    wake_decide_rules(&j, WAKE_VIA_FALLBACK, NULL, &d);
+    assert_false(d.should_wake);
+    wake_job_clear(&j);
+    wk_free(t);
+}
+
+/* A job enqueued by a version whose jobs had no verdict is still decided:
+ * the rules read the text it holds. */
+static void a_job_without_a_verdict_falls_back_on_its_text(void **state)
+{
+    (void)state;
+    const char *old = "{\"kind\": \"wake\", \"job\": \"m1:wake:sre\", \"room\": \"r\", "
+                      "\"persona\": \"sre\", \"tier\": \"smart\", \"threshold\": 0.7, "
+                      "\"message\": {\"id\": \"m1\", \"sender\": \"bot\", "
+                      "\"sender_type\": \"ai\", \"text\": \"the deploy is down\", "
+                      "\"mentions\": []}, \"active_ais\": \"\", \"enqueued\": 5}";
+    wake_job j;
+    wake_ap_job aj;
+    wake_job_kind kind;
+    char why[200];
+    assert_int_equal(wake_job_parse(old, strlen(old), &kind, &j, &aj, why, sizeof why), 0);
+    assert_false(j.has_rules);
+    wake_decision d;
+    wake_decide_rules(&j, WAKE_VIA_FALLBACK, NULL, &d);
+    assert_true(d.should_wake);
+    assert_string_equal(d.reason, "rules: urgent keyword 'down'");
+    wake_job_clear(&j);
+}
+
 static void bad_jobs_are_refused(void **state)
 {
     (void)state;
@@ -234,6 +304,14 @@ static void bad_jobs_are_refused(void **state)
                          "{\"kind\": \"wake\", \"job\": \"j\", \"room\": \"r\", \"persona\": \"p\", "
                          "\"tier\": \"smart\"}",
                          "{\"kind\": \"autopilot\", \"job\": \"j\", \"room\": \"r\"}",
+                         /* a verdict that is there but malformed */
+                         "{\"kind\": \"wake\", \"job\": \"j\", \"room\": \"r\", "
+                         "\"persona\": \"p\", \"tier\": \"smart\", \"message\": {\"id\": \"m\", "
+                         "\"sender\": \"s\", \"sender_type\": \"ai\"}, "
+                         "\"rules\": {\"wake\": \"yes\", \"reason\": \"r\"}}",
+                         "{\"kind\": \"wake\", \"job\": \"j\", \"room\": \"r\", "
+                         "\"persona\": \"p\", \"tier\": \"smart\", \"message\": {\"id\": \"m\", "
+                         "\"sender\": \"s\", \"sender_type\": \"ai\"}, \"rules\": true}",
                          "{\"kind\": \"wake\"} trailing"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (wake_job_parse(bad[i], strlen(bad[i]), &kind, &j, &aj, why, sizeof why) != -1)
@@ -403,6 +481,8 @@ int main(void)
         cmocka_unit_test(without_llm_the_rules_decide_now),
         cmocka_unit_test(system_messages_are_skipped_unless_asked),
         cmocka_unit_test(the_job_carries_its_context),
+        cmocka_unit_test(the_job_carries_the_rules_verdict_on_the_whole_text),
+        cmocka_unit_test(a_job_without_a_verdict_falls_back_on_its_text),
         cmocka_unit_test(bad_jobs_are_refused),
         cmocka_unit_test(a_decision_commit_counts_tokens),
         cmocka_unit_test(decision_and_economics_texts_are_exact),

@@ -64,10 +64,87 @@ static void threshold_is_strict(void **state)
     outcome o = run(WAKE_TIER_SMART, "{\"shouldWake\": true, \"reason\": \"maybe\", \"confidence\": 0.7}");
     assert_int_equal(o.rc, 0);
     assert_false(o.d.should_wake); /* "confidence > 0.7" */
-    assert_non_null(strstr(o.d.reason, "not above 0.70"));
+    assert_string_equal(o.d.reason, "shouldWake, but confidence 0.7 is not above 0.7: maybe");
     o = run(WAKE_TIER_SMART, "{\"shouldWake\": true, \"confidence\": 0.71}");
     assert_true(o.d.should_wake);
     assert_string_equal(o.d.reason, "(no reason given)");
+}
+
+/* The confidence as published (3 decimals) in the payload. */
+static double published(const wake_decision *d)
+{
+    char *json = wake_decision_json(d, 1);
+    assert_non_null(json);
+    json_object *o = json_tokener_parse(json), *v;
+    free(json);
+    assert_non_null(o);
+    assert_true(json_object_object_get_ex(o, "confidence", &v));
+    double c = json_object_get_double(v);
+    json_object_put(o);
+    return c;
+}
+
+/* What is published is self-consistent: a consumer re-checking the
+ * published confidence against the same threshold reaches the same answer.
+ * 0.7004 is published as 0.7, so it does not wake. */
+static void decided_on_the_published_confidence(void **state)
+{
+    (void)state;
+    outcome o = run(WAKE_TIER_SMART, "{\"shouldWake\": true, \"confidence\": 0.7004}");
+    assert_int_equal(o.rc, 0);
+    assert_false(o.d.should_wake);
+    assert_true(published(&o.d) == 0.7);
+    assert_true(o.d.confidence == 0.7);
+    assert_non_null(strstr(o.d.reason, "confidence 0.7 is not above 0.7"));
+    o = run(WAKE_TIER_SMART, "{\"shouldWake\": true, \"confidence\": 0.7006}");
+    assert_true(o.d.should_wake);
+    assert_true(published(&o.d) == 0.701);
+    /* every answer around the threshold, and an odd per-persona threshold */
+    const double thresholds[] = {0.7, 0.7005, 0.85};
+    for (size_t t = 0; t < sizeof thresholds / sizeof thresholds[0]; t++) {
+        for (int i = 0; i <= 4000; i++) {
+            double c = thresholds[t] - 0.002 + i * 0.000001;
+            char text[128];
+            snprintf(text, sizeof text, "{\"shouldWake\": true, \"confidence\": %.7f}", c);
+            wake_decision d;
+            char why[300];
+            assert_int_equal(wake_interpret(&WAKE_LLM_READER, WAKE_TIER_SMART, text,
+                                            strlen(text), thresholds[t], &d, why, sizeof why),
+                             0);
+            double p = published(&d);
+            if (d.should_wake != (p > thresholds[t]))
+                fail_msg("answer %.7f, threshold %g: should_wake %d, published %g", c,
+                         thresholds[t], d.should_wake, p);
+        }
+    }
+}
+
+/* A whole number 2..100 is a percentage, 1 is 1; any other number outside
+ * 0..1 makes the answer unusable (the caller falls back to the rules). The
+ * reason prints the confidence as the field does. */
+static void confidence_scale(void **state)
+{
+    (void)state;
+    outcome o = run(WAKE_TIER_SMART, "{\"shouldWake\": true, \"confidence\": 85}");
+    assert_int_equal(o.rc, 0);
+    assert_true(o.d.should_wake);
+    assert_true(published(&o.d) == 0.85);
+    o = run(WAKE_TIER_SMART, "{\"shouldWake\": true, \"confidence\": 1}");
+    assert_int_equal(o.rc, 0);
+    assert_true(o.d.should_wake && o.d.confidence == 1.0);
+    const char *out_of_range[] = {"1.5", "1.0001", "150", "-0.3", "99.5", "\"150%\"", "1e300"};
+    for (size_t i = 0; i < sizeof out_of_range / sizeof out_of_range[0]; i++) {
+        char text[128];
+        snprintf(text, sizeof text, "{\"shouldWake\": true, \"confidence\": %s}",
+                 out_of_range[i]);
+        o = run(WAKE_TIER_SMART, text);
+        if (o.rc != -1 || !strstr(o.why, "confidence out of range"))
+            fail_msg("%s: rc %d why '%s'", out_of_range[i], o.rc, o.why);
+    }
+    o = run(WAKE_TIER_SMART, "{\"shouldWake\": true, \"confidence\": 0.015, \"reason\": \"r\"}");
+    assert_int_equal(o.rc, 0);
+    assert_true(published(&o.d) == 0.015);
+    assert_string_equal(o.d.reason, "shouldWake, but confidence 0.015 is not above 0.7: r");
 }
 
 static void alternative(void **state)
@@ -169,14 +246,11 @@ static void hostile(void **state)
     assert_int_equal(o.rc, 0);
     assert_false(o.d.should_wake);
 
-    /* confidence out of range is clamped into 0..1 */
+    /* confidence out of range is refused, never clamped into 0..1 */
     o = run(WAKE_TIER_SMART, "{\"shouldWake\": true, \"confidence\": -3}");
-    assert_int_equal(o.rc, 0);
-    assert_true(o.d.confidence == 0.0);
-    assert_false(o.d.should_wake);
+    assert_int_equal(o.rc, -1);
     o = run(WAKE_TIER_SMART, "{\"shouldWake\": true, \"confidence\": 1e300}");
-    assert_int_equal(o.rc, 0);
-    assert_true(o.d.confidence >= 0.0 && o.d.confidence <= 1.0);
+    assert_int_equal(o.rc, -1);
 
     /* unclosed deep nesting, invalid UTF-8 inside the object and a nested
      * object in place of the bool are refused, in bounded time */
@@ -233,6 +307,8 @@ int main(void)
         cmocka_unit_test(smart_good),
         cmocka_unit_test(smart_wrapped),
         cmocka_unit_test(threshold_is_strict),
+        cmocka_unit_test(decided_on_the_published_confidence),
+        cmocka_unit_test(confidence_scale),
         cmocka_unit_test(alternative),
         cmocka_unit_test(mid_tier),
         cmocka_unit_test(unusable),

@@ -89,6 +89,28 @@ static void an_unusable_answer_falls_back_and_says_why(void **state)
     assert_int_equal(d.via, WAKE_VIA_FALLBACK);
 }
 
+/* A confidence the model put on no sound scale (1.5: 1.5 %? 0..2?) is not
+ * guessed at: the answer is unusable and the rules decide, saying so. */
+static void an_out_of_range_confidence_falls_back(void **state)
+{
+    (void)state;
+    wake_job j = job("lunch?");
+    wake_llm_answer a = answer("{\"shouldWake\": true, \"reason\": \"sure\", \"confidence\": 1.5}");
+    wake_decision d;
+    wake_decide_after_llm(&WAKE_LLM_READER, &j, &a, 1500, &d);
+    assert_int_equal(d.via, WAKE_VIA_FALLBACK);
+    assert_string_equal(d.llm_status, "ok");
+    assert_false(d.should_wake); /* the rules: an AI's "lunch?" */
+    assert_true(d.confidence == 1.0);
+    assert_string_equal(d.reason, "LLM answer unusable: confidence out of range (neither 0..1 "
+                                  "nor a whole percentage 2..100); rules: no @mention, not from "
+                                  "a human, no urgent keyword: stay asleep");
+    j.text = "the deploy is down";
+    wake_decide_after_llm(&WAKE_LLM_READER, &j, &a, 1500, &d);
+    assert_int_equal(d.via, WAKE_VIA_FALLBACK);
+    assert_true(d.should_wake);
+}
+
 static void below_the_threshold_the_model_still_decides(void **state)
 {
     (void)state;
@@ -117,6 +139,7 @@ int main(void)
         cmocka_unit_test(the_models_answer_is_used_when_it_reads),
         cmocka_unit_test(a_failed_call_falls_back_to_the_rules),
         cmocka_unit_test(an_unusable_answer_falls_back_and_says_why),
+        cmocka_unit_test(an_out_of_range_confidence_falls_back),
         cmocka_unit_test(below_the_threshold_the_model_still_decides),
         cmocka_unit_test(latency_without_an_enqueue_time_is_the_calls),
     };

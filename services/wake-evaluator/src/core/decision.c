@@ -6,18 +6,27 @@
 #include "internal.h"
 #include "jbuf.h"
 
+/* The text is made first and the value read back from it, rather than
+ * rounded arithmetically: printf's rounding of the binary value is the one
+ * the payload shows, so the two can never disagree (0.7004 -> "0.7" ->
+ * 0.7, the very double a consumer's JSON parser gets). */
+double wake_confidence_published(double conf, char *text, size_t len)
+{
+    if (!(conf >= 0))
+        conf = 0;
+    if (conf > 1)
+        conf = 1;
+    wake_number_text(conf, WAKE_CONFIDENCE_DECIMALS, text, len);
+    return strtod(text, NULL);
+}
+
 /* Written as text (jbuf.h), the keys in the order json-c printed them:
  * one decision is published per evaluated persona and input, and a json-c
  * tree cost more than the decision. */
 char *wake_decision_json(const wake_decision *d, int64_t now)
 {
-    double conf = d->confidence;
-    if (!(conf >= 0))
-        conf = 0;
-    if (conf > 1)
-        conf = 1;
     char num[64];
-    wake_number_text(conf, 3, num, sizeof num);
+    wake_confidence_published(d->confidence, num, sizeof num);
     jbuf b;
     jb_init(&b);
     jb_open(&b, '{');

@@ -88,10 +88,20 @@ static bool absence_trigger(const char *t)
     return strcmp(t, "ai-only") == 0 || strcmp(t, "no-human") == 0;
 }
 
+/* One place builds what the rules see, so the rule wakes skipped here, the
+ * decisions made at intake and the verdict a job carries all read the
+ * same (whole) message. */
+wake_rules_in wake_rules_input(const wake_persona *p, const wake_message *m)
+{
+    wake_rules_in in = {p->id, p->name, m->text ? m->text : "", m->type, m->mentions,
+                        m->n_mentions};
+    return in;
+}
+
 /* True when a rule of dormancy-monitor already wakes p for m. */
 static bool woken_by_rule(const wake_persona *p, const wake_config *c, const wake_message *m)
 {
-    wake_rules_in in = {p->id, p->name, m->text, m->type, m->mentions, m->n_mentions};
+    wake_rules_in in = wake_rules_input(p, m);
     if (wake_rules_mentioned(&in))
         return true;
     return m->type == WAKE_SENDER_HUMAN && wake_persona_auto_wake(p, c) &&
@@ -104,7 +114,7 @@ static int decide_now(wake_room *r, const wake_persona *p, const wake_message *m
 {
     wake_decision d;
     memset(&d, 0, sizeof d);
-    wake_rules_in in = {p->id, p->name, m->text, m->type, m->mentions, m->n_mentions};
+    wake_rules_in in = wake_rules_input(p, m);
     char why[WAKE_REASON_MAX];
     wake_rules_decide(&in, &d.should_wake, why, sizeof why);
     /* copies without snprintf's format parsing: six per decision */

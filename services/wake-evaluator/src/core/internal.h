@@ -27,6 +27,11 @@ bool wake_persona_auto_wake(const wake_persona *p, const wake_config *c);
 bool wake_persona_llm_wake(const wake_persona *p, const wake_config *c);
 double wake_persona_threshold(const wake_persona *p, const wake_config *c);
 
+/* What the rules look at for persona p and message m: the whole text. */
+wake_rules_in wake_rules_input(const wake_persona *p, const wake_message *m);
+
+/* A wake job for p and m; it carries the rules' verdict on m's whole text
+ * (the text itself is cut at WAKE_PROMPT_TEXT_MAX). */
 char *wake_job_build(const wake_room *r, const wake_persona *p, const wake_message *m,
                      const wake_context *ctx, const char *job_id, double threshold,
                      int64_t now);

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include "wake.h"
+#include "internal.h"
 
 static void clean_copy(char *out, size_t outlen, const char *s)
 {
@@ -46,13 +46,18 @@ int wake_interpret(const wake_reader *rd, wake_tier tier, const char *content, s
         goto done;
     }
     double conf = 1.0;
+    char ctext[64], ttext[64];
     if (tier == WAKE_TIER_SMART) {
         r = rd->read_confidence(o, "confidence", &conf);
         if (r != 0) {
-            snprintf(why, whylen, "confidence %s", r > 0 ? "missing" : "is not a number");
+            snprintf(why, whylen, "confidence %s",
+                     r > 0    ? "missing"
+                     : r == -2 ? "out of range (neither 0..1 nor a whole percentage 2..100)"
+                               : "is not a number");
             goto done;
         }
     }
+    conf = wake_confidence_published(conf, ctext, sizeof ctext);
     const char *reason = NULL, *alt = NULL;
     char text[400]; /* < the %.400s below: never cut inside a character */
     if (rd->read_string(o, "reason", &reason) != 0 || !reason)
@@ -71,10 +76,12 @@ int wake_interpret(const wake_reader *rd, wake_tier tier, const char *content, s
     d->confidence = conf;
     if (tier == WAKE_TIER_SMART) {
         d->should_wake = sw && conf > threshold;
+        /* printed as published; the threshold with more decimals, so that
+         * 0.7 against 0.7005 does not read "0.7 is not above 0.7" */
+        wake_number_text(threshold, 6, ttext, sizeof ttext);
         if (sw && !d->should_wake)
             snprintf(d->reason, sizeof d->reason,
-                     "shouldWake, but confidence %.2f is not above %.2f: %.400s", conf,
-                     threshold,
+                     "shouldWake, but confidence %.16s is not above %.16s: %.400s", ctext, ttext,
                      text);
         else
             snprintf(d->reason, sizeof d->reason, "%s", text);

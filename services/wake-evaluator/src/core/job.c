@@ -96,6 +96,16 @@ char *wake_job_build(const wake_room *r, const wake_persona *p, const wake_messa
         json_object_array_add(ms, json_object_new_string(m->mentions[i]));
     json_object_object_add(msg, "mentions", ms);
     json_object_object_add(o, "message", msg);
+    /* the fallback's verdict, on the whole text: the job keeps only the
+     * prompt's cut of it, and a few bytes of verdict keep the job bounded */
+    wake_rules_in in = wake_rules_input(p, m);
+    bool wake = false;
+    char why[WAKE_REASON_MAX];
+    wake_rules_decide(&in, &wake, why, sizeof why);
+    json_object *ru = json_object_new_object();
+    json_object_object_add(ru, "wake", json_object_new_boolean(wake));
+    add_str(ru, "reason", why);
+    json_object_object_add(o, "rules", ru);
 
     json_object_object_add(o, "recent_count", json_object_new_int(ctx->recent_count));
     if (ctx->has_human) {
@@ -178,6 +188,26 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
+/* The rules' verdict made at intake. Absent in a job enqueued by an older
+ * version (the rules then read the job's text); present but malformed, the
+ * job is refused like any other bad field. */
+static int parse_rules(json_object *o, wake_job *j, char *why, size_t whylen)
+{
+    json_object *ru, *w;
+    if (!json_object_object_get_ex(o, "rules", &ru) || !ru)
+        return 0;
+    const char *reason = str_of(ru, "reason");
+    if (!json_object_object_get_ex(ru, "wake", &w) || !json_object_is_type(w, json_type_boolean) ||
+        !reason || !reason[0] || strlen(reason) >= sizeof j->rules_reason) {
+        snprintf(why, whylen, "job field 'rules' bad");
+        return -1;
+    }
+    j->has_rules = true;
+    j->rules_wake = json_object_get_boolean(w);
+    memcpy(j->rules_reason, reason, strlen(reason) + 1);
+    return 0;
+}
+
 static int parse_wake(json_object *o, wake_job *j, char *why, size_t whylen)
 {
     json_object *msg, *v;
@@ -212,6 +242,8 @@ static int parse_wake(json_object *o, wake_job *j, char *why, size_t whylen)
         return -1;
     }
     copy_opt(msg, "sender_name", j->sender_name, sizeof j->sender_name);
+    if (parse_rules(o, j, why, whylen) != 0)
+        return -1;
     j->text = strdup(str_of(msg, "text") ? str_of(msg, "text") : "");
     if (!j->text) {
         snprintf(why, whylen, "out of memory");

@@ -34,7 +34,9 @@ void wake_rules_decide(const wake_rules_in *in, bool *wake, char *reason, size_t
     }
 }
 
-void wake_decide_rules(const wake_job *j, wake_via via, const char *note, wake_decision *d)
+/* The rules on what a job holds: for a job enqueued before jobs carried
+ * the verdict made at intake, whose text may be cut. */
+static void rules_of_job_text(const wake_job *j, bool *wake, char *why, size_t whylen)
 {
     /* Only "does the mentions array name this persona" matters to the
      * rules, so a one-element view is enough. */
@@ -44,9 +46,17 @@ void wake_decide_rules(const wake_job *j, wake_via via, const char *note, wake_d
         listed = strcmp(j->mentions[i], j->persona) == 0;
     wake_rules_in in = {j->persona, j->name, j->text ? j->text : "", j->sender_type,
                         listed ? self : NULL, listed ? 1 : 0};
-    bool wake = false;
+    wake_rules_decide(&in, wake, why, whylen);
+}
+
+void wake_decide_rules(const wake_job *j, wake_via via, const char *note, wake_decision *d)
+{
+    bool wake = j->rules_wake;
     char why[WAKE_REASON_MAX];
-    wake_rules_decide(&in, &wake, why, sizeof why);
+    if (j->has_rules)
+        vigil_concat(why, sizeof why, j->rules_reason, (const char *)NULL);
+    else
+        rules_of_job_text(j, &wake, why, sizeof why);
     snprintf(d->id, sizeof d->id, "%s", j->job);
     snprintf(d->persona, sizeof d->persona, "%s", j->persona);
     snprintf(d->room, sizeof d->room, "%s", j->room);

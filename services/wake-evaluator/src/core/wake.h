@@ -256,7 +256,8 @@ wake_persona *wake_room_join(wake_room *r, const wake_config *c, const char *per
 
 /* The tolerant readers of model output (libshared's llm_parse): the core
  * never parses free model text itself. Field readers return 0 ok, 1
- * absent, -1 present but not coercible. */
+ * absent, -1 present but not coercible, -2 a number out of the field's
+ * range (a confidence that is neither 0..1 nor a whole percentage 2..100). */
 typedef struct wake_reader {
     json_object *(*extract_object)(const char *text, size_t len, char *why, size_t whylen);
     json_object *(*extract_array)(const char *text, size_t len, char *why, size_t whylen);
@@ -410,9 +411,16 @@ typedef struct wake_job {
     char sender[WAKE_ID_MAX + 1];
     char sender_name[WAKE_NAME_MAX + 1];
     wake_sender sender_type;
-    char *text;              /* owned */
+    char *text;              /* owned; cut at WAKE_PROMPT_TEXT_MAX for the prompt */
     int n_mentions;
     char (*mentions)[WAKE_ID_MAX + 1]; /* owned */
+    /* The rules' verdict on the whole message, made at intake (the job
+     * keeps only the cut text, so the fallback could not see the rest).
+     * has_rules is false for a job enqueued before jobs carried it: the
+     * rules then read the job's text. */
+    bool has_rules;
+    bool rules_wake;
+    char rules_reason[WAKE_REASON_MAX];
     /* context */
     int recent_count;
     bool has_human;
@@ -478,17 +486,20 @@ struct wake_decision {
 };
 
 /* Interprets a model's answer to a smart or mid prompt. Smart: wakes only
- * when shouldWake and confidence > threshold; mid: shouldWake decides
- * (confidence 1: the mid answer is binary). Returns 0 with d filled (via
- * llm; id/persona/room/... untouched), or -1 with why: nothing usable
- * (no JSON, truncated, shouldWake missing or not a bool, smart confidence
- * missing or not a number). */
+ * when shouldWake and the published confidence (wake_confidence_published)
+ * > threshold; mid: shouldWake decides (confidence 1: the mid answer is
+ * binary). Returns 0 with d filled (via llm; id/persona/room/...
+ * untouched), or -1 with why: nothing usable (no JSON, truncated,
+ * shouldWake missing or not a bool, smart confidence missing, not a number
+ * or out of range). */
 int wake_interpret(const wake_reader *rd, wake_tier tier, const char *content, size_t len,
                    double threshold, wake_decision *d, char *why, size_t whylen);
 
-/* Fills d with the rules' decision for job j. via is WAKE_VIA_RULES or
- * WAKE_VIA_FALLBACK; note (may be NULL) is prefixed to the reason (why
- * the fallback happened). Confidence is 1: the rules are certain. */
+/* Fills d with the rules' decision for job j: the verdict made at intake
+ * on the whole message (j->has_rules), else the rules run on j->text. via
+ * is WAKE_VIA_RULES or WAKE_VIA_FALLBACK; note (may be NULL) is prefixed to
+ * the reason (why the fallback happened). Confidence is 1: the rules are
+ * certain. */
 void wake_decide_rules(const wake_job *j, wake_via via, const char *note, wake_decision *d);
 
 /* What a worker got back for a wake job's LLM call. */
@@ -511,6 +522,14 @@ typedef struct wake_llm_answer {
  * tokens is -1 when the call failed without usage. */
 void wake_decide_after_llm(const wake_reader *rd, const wake_job *j, const wake_llm_answer *a,
                            int64_t now, wake_decision *d);
+
+/* The confidence as persona/{p}/wake publishes it: clamped to 0..1 and
+ * rounded to WAKE_CONFIDENCE_DECIMALS; its text goes to text (at least 64
+ * bytes) and its value is returned. A smart decision compares this value
+ * with the threshold, so should_wake true always comes with a published
+ * confidence above it (a consumer checking the number agrees). */
+#define WAKE_CONFIDENCE_DECIMALS 3
+double wake_confidence_published(double conf, char *text, size_t len);
 
 /* Renders the persona/{p}/wake payload (malloc'd). */
 char *wake_decision_json(const wake_decision *d, int64_t now);
