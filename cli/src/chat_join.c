@@ -2,7 +2,8 @@
  * messages are printed as they arrive (MQTT room/{room}/message, printed
  * by paho's thread); each typed line is sent as a human message. Joining
  * does not pause the room (--pause does, and resumes on the way out,
- * including on Ctrl-C, SIGTERM and SIGHUP). */
+ * including on Ctrl-C, SIGTERM and SIGHUP - unless the room was paused
+ * already when it joined: then it stays paused). */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -193,6 +194,54 @@ static void input_loop(cli *c, const char *room)
     free(buf);
 }
 
+/* Whether the room's own pause flag is set now (its record; the global
+ * pause does not count) and by whom: join --pause leaves such a room as
+ * it found it. */
+static int room_paused(cli *c, const char *room, bool *paused, char *by, size_t bylen)
+{
+    char key[256], sfx[CHAT_ID_MAX + 16];
+    snprintf(sfx, sizeof sfx, "state:%s", room);
+    cli_key(c, sfx, key, sizeof key);
+    redisReply *r = vigil_redis_command(c->redis, "HGET %s s", key);
+    if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL))
+        return cli_redis_failed(c, r);
+    *paused = false;
+    by[0] = '\0';
+    char err[100];
+    chat_room *rr = r->type == REDIS_REPLY_STRING
+                        ? chat_room_from_json(room, r->str, err, sizeof err) : NULL;
+    if (rr) {
+        *paused = rr->paused;
+        snprintf(by, bylen, "%s", rr->paused_by);
+        chat_room_free(rr);
+    }
+    vigil_redis_reply_free(r);
+    return CLI_OK;
+}
+
+/* --pause: pauses the room unless it is paused already. *ours says whether
+ * this join paused it (and so resumes it when leaving). */
+static int pause_for_join(cli *c, const char *room, bool *ours)
+{
+    bool before = false;
+    char by[CHAT_ID_MAX + 1];
+    *ours = false;
+    int rc = room_paused(c, room, &before, by, sizeof by);
+    if (rc != CLI_OK)
+        return rc;
+    if (before) {
+        fprintf(stderr, "room %s is already paused%s%s: it stays paused when you leave\n", room,
+                by[0] ? " by " : "", by);
+        return CLI_OK;
+    }
+    rc = cli_control(c, room, "pause", false, 0, NULL, 0);
+    if (rc == CLI_OK) {
+        *ours = true;
+        fprintf(stderr, "paused room %s while you are here\n", room);
+    }
+    return rc;
+}
+
 int cli_join_room(cli *c, const char *room, bool pause, int history)
 {
     char sub[CHAT_ID_MAX + 32];
@@ -200,9 +249,10 @@ int cli_join_room(cli *c, const char *room, bool pause, int history)
     const char *subs[] = { sub, NULL };
     if (setup_signals() != 0)
         return cli_fail(CLI_ERR_RUNTIME, "cannot set up signal handling");
+    bool paused_here = false;
     int rc = cli_mqtt(c, subs, on_message, &g_join);
     if (rc == CLI_OK && pause)
-        rc = cli_control(c, room, "pause", false, 0, NULL, 0);
+        rc = pause_for_join(c, room, &paused_here);
     if (rc == CLI_OK)
         rc = print_history(c, room, history);
     if (rc != CLI_OK)
@@ -211,10 +261,12 @@ int cli_join_room(cli *c, const char *room, bool pause, int history)
                     "leaves\n",
             room, c->user, pause ? " (the room is paused while you are here)" : "");
     input_loop(c, room);
-    if (pause) {
+    if (paused_here) {
         rc = cli_control(c, room, "resume", false, 0, NULL, 0);
         if (rc == CLI_OK)
             fprintf(stderr, "resumed room %s\n", room);
+    } else if (pause) {
+        fprintf(stderr, "left room %s paused, as it was when you joined\n", room);
     }
     return rc;
 }

@@ -1,7 +1,6 @@
 /* chat_view.c - `vigil chat view`: the room log, stateless and pipeable.
  * The log is the Redis stream P "chat-router:log:" room; its entry ids
  * (ms-seq) are the ids printed and accepted back as --since. */
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
@@ -9,22 +8,6 @@
 #include "opts.h"
 
 #define PAGE 1000
-
-static bool valid_stream_id(const char *s)
-{
-    const char *p = s;
-    if (!isdigit((unsigned char)*p))
-        return false;
-    while (isdigit((unsigned char)*p))
-        p++;
-    if (*p == '\0')
-        return true;
-    if (*p++ != '-' || !isdigit((unsigned char)*p))
-        return false;
-    while (isdigit((unsigned char)*p))
-        p++;
-    return *p == '\0' && strlen(s) < 42;
-}
 
 static void print_entry(const cli_entry *e, bool json)
 {
@@ -112,6 +95,9 @@ int cli_log_tail(cli *c, const char *room, int n, cli_entry **out, int *count)
 static int print_from(cli *c, const char *key, const char *start, bool excl, long long limit,
                       bool json)
 {
+    /* nothing follows the largest id (and Redis refuses "(" before it) */
+    if (excl && strcmp(start, "18446744073709551615-18446744073709551615") == 0)
+        return CLI_OK;
     char from[64];
     snprintf(from, sizeof from, "%s%s", excl ? "(" : "", start);
     long long printed = 0;
@@ -160,7 +146,7 @@ int cli_chat_view(cli *c, int argc, char **argv)
             break;
         case 's':
             since = optarg;
-            if (!valid_stream_id(since))
+            if (!chat_log_id_valid(since))
                 return cli_usage_error("view", "--since needs a log id as printed by view "
                                                "(e.g. 1763800000000-0)");
             break;

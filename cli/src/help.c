@@ -97,7 +97,8 @@ static const cli_help_entry HELP[] = {
       "end of input (Ctrl-D) or Ctrl-C leaves.\n"
       "Joining does not pause the room: AI personas keep talking while you type.\n"
       "--pause pauses the room while you are joined (notifications are queued) and\n"
-      "resumes it when you leave.\n", NULL },
+      "resumes it when you leave; a room that was paused already when you joined\n"
+      "(by anyone) stays paused when you leave. It says which it did.\n", NULL },
     { "send",
       "usage: vigil chat send ROOM MESSAGE... [--as NAME] [--ai] [--reply-to ID] [--depth N]\n"
       "\n"

@@ -13,7 +13,7 @@ import time
 
 import harness
 from chat_personas import CHAT, Persona, chat_key, log_entries, pair, room_state, vigil_ok
-from conftest import human, uid, validate_outputs
+from conftest import ai, human, uid, validate_outputs
 from harness import scaled
 
 MAX_DEPTH = 100
@@ -212,10 +212,18 @@ def test_mentions_from_text_and_field_never_the_sender(stack):
     wait_logged(stack, room, lambda m: m["id"] == "probe2", 10, "the probe")
     time.sleep(scaled(0.3))
     got = sorted(e["persona"] for e in notify_events(col))
-    assert got == ["arya", "sansa"], got
+    assert got == ["arya", "bran", "sansa"], got  # a human may mention a persona of its name
     ev = notify_events(col)[0]
     assert ev["message_id"] == msg["id"] and ev["from"] == "bran" and ev["depth"] == 0
     assert ev["text"] == text and ev["sender_type"] == "human"
+    # an AI sender never notifies itself
+    mark = col.mark()
+    topic, m2 = ai(room, "bran", "@Bran @arya note", mentions=["bran"], depth=1)
+    pub.publish(topic, m2)
+    pub.publish(*human(room, "joel", "probe", mid="probe3"))
+    wait_logged(stack, room, lambda m: m["id"] == "probe3", 10, "the second probe")
+    time.sleep(scaled(0.3))
+    assert [e["persona"] for e in notify_events(col, since=mark)] == ["arya"]
 
 
 def test_global_pause_covers_every_room_and_resume_all_delivers(stack):
@@ -319,6 +327,112 @@ def test_delete_then_a_new_message_starts_afresh(stack):
     st = room_state(stack, room)
     assert st["count"] == 1 and st["paused"] is False
     assert notify_events(col) and all(n["text"] != "@arya queued" for n in notify_events(col))
+
+
+def wait_refused(col, mid, since=0):
+    """The room_deleted event on sys/chat-router/error for message mid."""
+    return col.wait_event("sys/chat-router/error",
+                          lambda e: e.get("reason") == "room_deleted" and f"'{mid}'" in e["detail"],
+                          timeout=10, what=f"room_deleted for {mid}", since=since)
+
+
+def test_delete_stops_a_running_chain_and_a_late_ai_message_is_refused(stack):
+    svc = stack.service(CHAT)
+    col = stack.collector()
+    pub = stack.publisher()
+    arya, gendry = pair(stack.broker.port, delay=0.02)
+    try:
+        room = uid("room")
+        pub.publish(*human(room, "joel", "@arya start the chain"))
+        col.wait_for(lambda c: any(n["depth"] >= 5 for n in notify_events(c)), 30, "depth 5")
+        vigil_ok(stack, "chat", "delete", room)
+        mark = col.mark()
+        # the chain's answer to a notification sent before the delete
+        topic, late = ai(room, "gendry", "@arya still there?", depth=7)
+        pub.publish(topic, late)
+        ev = wait_refused(col, late["id"], since=mark)
+        assert ev["room"] == room and ev["topic"] == topic
+        # the chain did not bring the room back (the refusal came after every earlier answer)
+        st = room_state(stack, room)
+        assert set(st) == {"deleted", "by"}, st
+        assert log_entries(stack, room) == []
+        assert notify_events(col, since=mark) == []
+        assert not stack.redis.client().sismember(chat_key(stack, "rooms"), room)
+        assert svc.metric("vigil_rejected_total", reason="room_deleted") >= 1
+        validate_outputs(col, filters=("sys/chat-router/error",))
+    finally:
+        arya.stop()
+        gendry.stop()
+
+    # paused, then deleted: an AI message neither unpauses nor recreates it
+    room = uid("room")
+    vigil_ok(stack, "chat", "new", room, "--no-join")
+    vigil_ok(stack, "chat", "pause", room)
+    vigil_ok(stack, "chat", "delete", room)
+    tomb = room_state(stack, room)
+    mark = col.mark()
+    topic, late = ai(room, "arya", "@gendry carry on", depth=5)
+    pub.publish(topic, late)
+    wait_refused(col, late["id"], since=mark)
+    # acknowledged: its id is recorded, nothing else changed
+    assert stack.redis.client().zscore(chat_key(stack, f"ids:{room}"), late["id"]) is not None
+    assert room_state(stack, room) == tomb and log_entries(stack, room) == []
+    assert notify_events(col, since=mark) == []
+
+
+def test_an_ai_message_without_depth_continues_its_chain(stack):
+    """An AI message with neither depth nor reply_to is one deeper than the
+    notification its sender last got in the room: after the chain stopped,
+    it does not start a new one at depth 1; a human message ends that."""
+    stack.service(CHAT)
+    col = stack.collector()
+    pub = stack.publisher()
+    arya, gendry = pair(stack.broker.port)
+    room = uid("room")
+    try:
+        pub.publish(*human(room, "joel", "@arya go"))
+        wait_stop(col, room)
+    finally:
+        arya.stop()
+        gendry.stop()
+    notes = notify_events(col)
+    last = max(notes, key=lambda n: n["depth"])
+    assert last["depth"] == MAX_DEPTH - 1
+    at99 = last["persona"]
+    other = "gendry" if at99 == "arya" else "arya"
+    # the persona notified at 99 speaks without depth: 100, stopped
+    mark = col.mark()
+    topic, m = ai(room, at99, f"@{other} one more thing")
+    pub.publish(topic, m)
+    stop = col.wait_event(f"room/{room}/message", lambda e: is_stop(e) and e["reply_to"] == m["id"],
+                          timeout=10, what="the stop message for the depth-less answer", since=mark)
+    assert stop["depth"] == MAX_DEPTH
+    # the other one (notified at 98) is one hop short of the limit
+    topic, m2 = ai(room, other, f"@{at99} and another", reply_to="forgotten-or-unknown")
+    pub.publish(topic, m2)
+    n = col.wait_event(f"persona/{at99}/notify", lambda e: e["message_id"] == m2["id"], timeout=10,
+                       since=mark)
+    assert n["depth"] == MAX_DEPTH - 1
+    assert [e for e in notify_events(col, since=mark) if e["message_id"] == m["id"]] == []
+    # a human message starts afresh: the remembered depths lapse
+    pub.publish(*human(room, "joel", "ok, new topic"))
+    topic, m3 = ai(room, at99, f"@{other} fresh start")
+    pub.publish(topic, m3)
+    n = col.wait_event(f"persona/{other}/notify", lambda e: e["message_id"] == m3["id"], timeout=10,
+                       since=mark)
+    assert n["depth"] == 1
+    assert room_state(stack, room)["stopped"] == 2
+
+
+def test_a_human_named_like_a_persona_can_mention_it(stack):
+    stack.service(CHAT)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("room")
+    topic, m = human(room, "arya", "@arya please summarise")
+    pub.publish(topic, m)
+    n = col.wait_event("persona/arya/notify", timeout=10)
+    assert n["message_id"] == m["id"] and n["from"] == "arya" and n["depth"] == 0
 
 
 def test_personas_module_answers_once_per_notification(stack):

@@ -61,7 +61,7 @@ def test_help_version_and_usage_errors(tmp_path):
         h = run("chat", sub, "--help")
         assert h.returncode == 0 and h.stdout.startswith(f"usage: vigil chat {sub}"), (sub, h.stdout[:200])
         assert "Exit status" in h.stdout and "VIGIL_REDIS_URL" in h.stdout
-    # the answers to the seed's open questions are in the help
+    # the answers to the open design questions are in the help
     assert "does not pause" in run("chat", "join", "--help").stdout
     assert "--json" in run("chat", "view", "--help").stdout
     assert "--all" in run("chat", "pause", "--help").stdout
@@ -153,6 +153,20 @@ def test_view_since_returns_exactly_the_later_messages(stack):
     assert js[3]["text"] == texts[2] and js[3]["sender_type"] == "human" and js[3]["room"] == room
     js2 = [json.loads(x) for x in vigil_ok(stack, "chat", "view", room, "--json", "--since", ids[4]).splitlines()]
     assert [j["log_id"] for j in js2] == [j["log_id"] for j in js[5:]]
+
+
+def test_view_since_out_of_range_is_a_usage_error(stack):
+    stack.service(CHAT)
+    room = new_room(stack)
+    for bad in ["18446744073709551616", "18446744073709551616-0", "1-18446744073709551616",
+                "99999999999999999999999-1", "1763800000000-0-1"]:
+        r = run_vigil(stack, "chat", "view", room, "--since", bad)
+        assert r.returncode == 2, (bad, r.returncode, r.stderr)
+        assert "--since needs a log id" in r.stderr, (bad, r.stderr)
+    # the largest id there is: valid, and nothing comes after it
+    for top in ["18446744073709551615", "18446744073709551615-18446744073709551615"]:
+        r = run_vigil(stack, "chat", "view", room, "--since", top)
+        assert r.returncode == 0 and r.stdout == "", (top, r.returncode, r.stderr)
 
 
 def test_view_pages_through_a_long_log(stack):
@@ -289,6 +303,25 @@ def test_join_through_a_pipe_with_pause(stack):
     n = col.wait_event("persona/arya/notify", timeout=10)
     assert n["text"] == "@arya while joined"
     assert svc.metric("vigil_chat_notifications_total", mode="queued") >= 1
+    assert room_state(stack, room)["paused"] is False
+
+
+def test_join_pause_leaves_a_room_paused_by_someone_else_paused(stack):
+    stack.service(CHAT)
+    room = new_room(stack)
+    vigil_ok(stack, "chat", "pause", room, env={"VIGIL_USER": "ann"})
+    r = run_vigil(stack, "chat", "join", room, "--pause", input="/quit\n")
+    assert r.returncode == 0, r.stderr
+    assert f"room {room} is already paused by ann" in r.stderr, r.stderr
+    assert "resumed room" not in r.stderr, r.stderr
+    assert f"left room {room} paused" in r.stderr
+    st = room_state(stack, room)
+    assert st["paused"] is True and st["paused_by"] == "ann", st
+    # a join that did pause it resumes it (and says so)
+    vigil_ok(stack, "chat", "resume", room)
+    r = run_vigil(stack, "chat", "join", room, "--pause", input="/quit\n")
+    assert r.returncode == 0 and f"paused room {room} while you are here" in r.stderr, r.stderr
+    assert f"resumed room {room}" in r.stderr
     assert room_state(stack, room)["paused"] is False
 
 

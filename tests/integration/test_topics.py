@@ -47,6 +47,9 @@ REJECT_REASONS = ["oversize", "invalid_utf8", "not_json", "not_object", "missing
 # Reasons on sys/<service>/error that are not a rejected input: a committed
 # output moved to the dead-letter list by the outbox (libshared/src/outbox.c).
 OUTPUT_ERROR_REASONS = ["dead_letter"]
+# Reasons of one service's own refusals of an input it acknowledged:
+# chat-router's message to a deleted room (services/chat-router).
+SERVICE_ERROR_REASONS = ["room_deleted"]
 BAD_IDS = ["", "a/b", "a+b", "a#b", "$x", "has space", "ü", "x" * 65, 42, None]
 
 
@@ -443,7 +446,7 @@ def test_error_message_is_clear():
 
 def test_sys_error_reasons_match_the_contract_and_libshared():
     enum = sc.load_schema("sys-error")["properties"]["reason"]["enum"]
-    assert enum == REJECT_REASONS + OUTPUT_ERROR_REASONS
+    assert enum == REJECT_REASONS + OUTPUT_ERROR_REASONS + SERVICE_ERROR_REASONS
     header = ROOT / "libshared" / "include" / "vigil" / "json.h"
     if not header.is_file():
         pytest.skip("libshared/include/vigil/json.h not present")

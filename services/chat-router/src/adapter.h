@@ -41,6 +41,9 @@ int chat_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][
 int chat_apply_fx(void *ctx, const char *key, const char *state_json, const vigil_input *in,
                   const void *parsed, int64_t now_ms, vigil_effects *fx, vigil_error *err);
 void chat_free_parsed(void *ctx, void *parsed);
+/* Adds n to vigil_rejected_total{reason="room_deleted"} (apply.c): the
+ * refusals of messages to deleted rooms, with the runtime's rejections. */
+void chat_count_room_deleted(int n);
 
 /* flags.c. Both return 0, or VIGIL_ROUTE_RETRY when Redis is unreachable. */
 int chat_flag_paused_all(chat_service *svc, vigil_runtime *rt, bool *out);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/json.h>
 #include <vigil/limits.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
@@ -102,6 +103,46 @@ static void count(const chat_result *r)
                           "Messages not forwarded because of VIGIL_CHAT_MAX_DEPTH", NULL, 1);
 }
 
+void chat_count_room_deleted(int n)
+{
+    char labels[64];
+    snprintf(labels, sizeof labels, "reason=\"%s\"", CHAT_REASON_ROOM_DELETED);
+    vigil_counter_add("vigil_rejected_total", "Inputs rejected, by reason", labels, n);
+}
+
+/* A message the core refused because its room was deleted (an AI answer
+ * or a stop message of the chain the delete ended): acknowledged with the
+ * commit like any input, so it must not vanish without a word: an event
+ * on sys/chat-router/error, reason room_deleted, counted as a rejection. */
+static int refuse_deleted(const vigil_input *in, const chat_message *m, const char *room,
+                          int64_t now, vigil_effects *fx)
+{
+    char topic[VIGIL_TOPIC_MAX], sample[1024], in_topic[VIGIL_TOPIC_MAX * 2];
+    char id[VIGIL_EVENT_ID_MAX + 1], detail[400];
+    chat_count_room_deleted(1);
+    vigil_log_kv(VIGIL_LOG_INFO, "message to a deleted room refused", "room", room, "message_id",
+                 m->id, NULL);
+    snprintf(topic, sizeof topic, "sys/%s/error", CHAT_SERVICE);
+    vigil_json_sample(in->topic, strlen(in->topic), in_topic, sizeof in_topic);
+    vigil_json_sample(in->raw ? in->raw : "", in->raw ? in->raw_len : 0, sample, sizeof sample);
+    snprintf(detail, sizeof detail,
+             "room '%s' was deleted: %s message '%.128s' from '%.64s' is not logged or "
+             "forwarded and does not create the room again (a human message does)",
+             room, m->sender_type == CHAT_SENDER_AI ? "AI" : "system", m->id,
+             m->sender ? m->sender : "");
+    json_object *o = vigil_error_event_new(vigil_hash64(in->id, strlen(in->id)), now, CHAT_SERVICE,
+                                           in_topic, CHAT_REASON_ROOM_DELETED, detail, sample);
+    if (!o)
+        return -1;
+    vigil_event_id(id, sizeof id, in->id, CHAT_REASON_ROOM_DELETED, 0);
+    json_object_object_add(o, "id", json_object_new_string(id)); /* deterministic per input */
+    json_object_object_add(o, "room", json_object_new_string(room));
+    json_object_object_add(o, "ts", json_object_new_int64(now));
+    int rc = vigil_fx_publish_json(fx, topic, o, false);
+    json_object_put(o);
+    return rc;
+}
+
 int chat_apply_fx(void *ctx, const char *key, const char *state_json, const vigil_input *in,
                   const void *parsed, int64_t now_ms, vigil_effects *fx, vigil_error *err)
 {
@@ -143,6 +184,8 @@ int chat_apply_fx(void *ctx, const char *key, const char *state_json, const vigi
         bad |= vigil_fx_limit_refusal(fx, CHAT_SERVICE, id, in, "mentions_per_message", detail,
                                       now_ms);
     }
+    if (bad == 0 && r.room_deleted)
+        bad |= refuse_deleted(in, &pp->in.msg, key, now_ms, fx);
     if (bad == 0 && !deleted) {
         keep_room(key, room, r.new_state);
         r.new_state = NULL; /* now the cache's (or freed) */

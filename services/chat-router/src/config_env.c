@@ -41,5 +41,6 @@ int chat_configure(void *ctx, const vigil_common_config *common, char *err, size
     svc->cfg.depth_memory = (int)memory;
     svc->cfg.max_mentions = (int)mentions;
     svc->flag_refresh_ms = refresh;
+    chat_count_room_deleted(0); /* the series exists from the start */
     return 0;
 }

@@ -175,7 +175,8 @@ static inline void sim_same_result(const chat_result *a, const chat_result *b)
     }
     assert_true(a->depth == b->depth && a->notified == b->notified && a->queued == b->queued &&
                 a->flushed == b->flushed && a->stopped == b->stopped &&
-                a->mentions_capped == b->mentions_capped && a->logged == b->logged);
+                a->mentions_capped == b->mentions_capped && a->logged == b->logged &&
+                a->room_deleted == b->room_deleted);
 }
 
 /* The service keeps the room it decided on last (its record cache) and

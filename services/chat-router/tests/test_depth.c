@@ -165,6 +165,117 @@ static void test_kept_text_equals_the_entries_written_again(void **st)
 
 /* Through the whole decision: the depth the router computes and hands on
  * in each notification. */
+/* One AI message into the sim; depth < 0 leaves the field out. Returns
+ * the decision's depth; *stopped / *notified say what it did. */
+static int64_t ai_say(sim *s, const char *id, const char *who, const char *text,
+                      const char *reply_to, int64_t depth, int64_t now, int *notified)
+{
+    chat_input in = sim_msg_in(id, who, CHAT_SENDER_AI, text);
+    in.msg.reply_to = reply_to;
+    in.msg.has_depth = depth >= 0;
+    in.msg.depth = depth;
+    chat_result r;
+    sim_apply(s, &in, now, &r);
+    int64_t d = r.depth;
+    *notified = r.notified;
+    chat_result_free(&r);
+    return d;
+}
+
+/* An AI message with no depth and no remembered reply_to continues from
+ * the depth its sender was last notified at (kept in the room record):
+ * leaving the depth out never restarts a chain at 1. A human message in
+ * the room forgets those depths. */
+static void test_depthless_ai_continues_from_its_notification(void **st)
+{
+    (void)st;
+    static sim s;
+    sim_init(&s, "general");
+    s.cfg.depth_memory = 4; /* the chain's early ids are forgotten */
+    sim_send(&s, sim_msg_in("h", "joel", CHAT_SENDER_HUMAN, "@arya go"), 1);
+    static char ids[100][16];
+    int notified = 0;
+    snprintf(ids[0], sizeof ids[0], "h");
+    for (int d = 1; d <= 99; d++) { /* arya on odd depths, gendry on even ones */
+        snprintf(ids[d], sizeof ids[d], "m%d", d);
+        bool arya = d % 2 == 1;
+        assert_int_equal(ai_say(&s, ids[d], arya ? "arya" : "gendry",
+                                arya ? "@gendry on" : "@arya on", ids[d - 1], d, 1 + d, &notified),
+                         d);
+        assert_int_equal(notified, 1);
+    }
+    /* gendry was notified at 99: its depth-less answer is at 100, stopped */
+    assert_int_equal(ai_say(&s, "g1", "gendry", "@arya again", NULL, -1, 200, &notified), 100);
+    assert_int_equal(notified, 0);
+    assert_int_equal(json_i64(s.state, "stopped"), 1);
+    /* so is one answering a message the room forgot (m1 is long gone) */
+    assert_int_equal(ai_say(&s, "g2", "GENDRY", "@arya again", "m1", -1, 201, &notified), 100);
+    assert_int_equal(notified, 0);
+    /* arya was notified at 98: one more hop */
+    assert_int_equal(ai_say(&s, "a1", "arya", "@gendry hm", NULL, -1, 202, &notified), 99);
+    assert_int_equal(notified, 1);
+    /* a persona the room never notified speaks on its own: one hop from a human */
+    assert_int_equal(ai_say(&s, "b1", "bran", "@arya hi", NULL, -1, 203, &notified), 1);
+    /* the depths are in the record (parsed again for every input here) */
+    char err[100];
+    chat_room *r = chat_room_from_json("general", s.state, err, sizeof err);
+    assert_non_null(r);
+    assert_int_equal(chat_room_notified_depth(r, "gendry"), 99);
+    assert_int_equal(chat_room_notified_depth(r, "Arya"), 1);
+    chat_room_free(r);
+    /* a human message starts new chains: the depths lapse */
+    sim_send(&s, sim_msg_in("h2", "joel", CHAT_SENDER_HUMAN, "thanks all"), 300);
+    assert_null(strstr(s.state, "\"notified\""));
+    assert_int_equal(ai_say(&s, "g3", "gendry", "@arya new idea", NULL, -1, 301, &notified), 1);
+    assert_int_equal(notified, 1);
+    sim_free(&s);
+}
+
+/* A record written before the depths were kept has none (proactive, 1);
+ * odd members are skipped; the list keeps the CHAT_NOTIFIED_MAX personas
+ * notified last. */
+static void test_notified_depths_in_the_record(void **st)
+{
+    (void)st;
+    char err[100];
+    chat_room *r = chat_room_from_json(
+        "general", "{\"room\":\"general\",\"created\":1,\"count\":3,\"paused\":false,"
+                   "\"recent\":\"a 1\"}", err, sizeof err);
+    assert_non_null(r);
+    assert_int_equal(r->n_notified, 0);
+    chat_message m = { .id = "x", .sender = "arya", .sender_type = CHAT_SENDER_AI, .text = "" };
+    assert_int_equal(chat_depth_of(r, &m), 1);
+    chat_room_free(r);
+    r = chat_room_from_json("general", "{\"room\":\"general\",\"notified\":{\"arya\":7,"
+                                       "\"a/b\":3,\"bran\":\"x\",\"sansa\":-1}}",
+                            err, sizeof err);
+    assert_non_null(r);
+    assert_int_equal(r->n_notified, 1);
+    assert_int_equal(chat_depth_of(r, &m), 8);
+    char name[16];
+    for (int i = 0; i < CHAT_NOTIFIED_MAX + 6; i++) {
+        snprintf(name, sizeof name, "p%d", i);
+        chat_room_note_notified(r, name, i);
+    }
+    chat_room_note_notified(r, "p6", 70); /* noted again: now the newest */
+    assert_int_equal(r->n_notified, CHAT_NOTIFIED_MAX);
+    assert_int_equal(chat_room_notified_depth(r, "arya"), -1);
+    assert_int_equal(chat_room_notified_depth(r, "p5"), -1);
+    assert_int_equal(chat_room_notified_depth(r, "p7"), 7);
+    assert_string_equal(r->notified[CHAT_NOTIFIED_MAX - 1].persona, "p6");
+    char *json = chat_room_to_json(r);
+    chat_room *back = chat_room_from_json("general", json, err, sizeof err);
+    assert_non_null(back);
+    assert_int_equal(back->n_notified, CHAT_NOTIFIED_MAX);
+    for (int i = 0; i < CHAT_NOTIFIED_MAX; i++) {
+        assert_string_equal(back->notified[i].persona, r->notified[i].persona);
+        assert_int_equal(back->notified[i].depth, r->notified[i].depth);
+    }
+    free(json);
+    chat_room_free(back);
+    chat_room_free(r);
+}
+
 static void test_depth_in_notifications(void **st)
 {
     (void)st;
@@ -199,6 +310,8 @@ int main(void)
         cmocka_unit_test(test_memory_survives_odd_ids),
         cmocka_unit_test(test_kept_text_equals_the_entries_written_again),
         cmocka_unit_test(test_depth_in_notifications),
+        cmocka_unit_test(test_depthless_ai_continues_from_its_notification),
+        cmocka_unit_test(test_notified_depths_in_the_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -138,6 +138,29 @@ static void test_collect_sender_and_field(void **st)
     assert_string_equal(collect("x", "", bad, 2, 32), "");
 }
 
+/* Only an AI sender is left out of its own message's mentions: a person
+ * who shares a persona's name may still call on it. */
+static void test_human_namesake_mentions_the_persona(void **st)
+{
+    (void)st;
+    char out[8][CHAT_ID_MAX + 1];
+    const char *field[] = { "arya" };
+    chat_message m = { .id = "m", .sender = "Arya", .sender_type = CHAT_SENDER_HUMAN,
+                       .text = "@arya please look" };
+    assert_int_equal(chat_mentions_collect(&m, out, 8), 1);
+    assert_string_equal(out[0], "arya");
+    m.text = "no at-mention";
+    m.mentions = field;
+    m.n_mentions = 1;
+    assert_int_equal(chat_mentions_collect(&m, out, 8), 1);
+    assert_string_equal(out[0], "arya");
+    m.sender_type = CHAT_SENDER_AI; /* the persona itself: never */
+    assert_int_equal(chat_mentions_collect(&m, out, 8), 0);
+    m.text = "@ARYA me";
+    m.n_mentions = 0;
+    assert_int_equal(chat_mentions_collect(&m, out, 8), 0);
+}
+
 static void test_collect_cap(void **st)
 {
     (void)st;
@@ -167,6 +190,7 @@ int main(void)
         cmocka_unit_test(test_unicode_around),
         cmocka_unit_test(test_collect_sender_and_field),
         cmocka_unit_test(test_collect_cap),
+        cmocka_unit_test(test_human_namesake_mentions_the_persona),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -84,6 +84,77 @@ static void test_delete(void **st)
     sim_free(&s);
 }
 
+/* Delete ends the conversation: a message of the chain it cut (an AI
+ * answer, with or without depth, or the stop message) is refused - not
+ * logged, not forwarded, the tombstone kept - and reported
+ * (result.room_deleted). A person starts the room again: a human message,
+ * or the system message `vigil chat new` posts. */
+static void test_delete_stops_the_chain(void **st)
+{
+    (void)st;
+    static sim s;
+    sim_init(&s, "general");
+    sim_send(&s, sim_msg_in("h1", "joel", CHAT_SENDER_HUMAN, "@arya go"), 1);
+    sim_control(&s, "p", CHAT_CTL_PAUSE, false, 2);
+    sim_control(&s, "d", CHAT_CTL_DELETE, false, 3);
+    char *tomb = strdup(s.state);
+    int out = s.n_out;
+    chat_input late[3] = {
+        sim_msg_in("a1", "arya", CHAT_SENDER_AI, "@gendry on"),
+        sim_msg_in("a2", "arya", CHAT_SENDER_AI, "@gendry no depth"),
+        sim_msg_in("stop-1", CHAT_SYSTEM_SENDER, CHAT_SENDER_SYSTEM, "chain stopped"),
+    };
+    late[0].msg.has_depth = true;
+    late[0].msg.depth = 5;
+    late[0].msg.reply_to = "h1";
+    for (int i = 0; i < 3; i++) {
+        chat_result r;
+        sim_apply(&s, &late[i], 10 + i, &r);
+        assert_true(r.room_deleted);
+        assert_false(r.logged);
+        assert_null(r.new_state);
+        assert_int_equal(r.n, 0);
+        chat_result_free(&r);
+    }
+    assert_string_equal(s.state, tomb);
+    assert_int_equal(s.n_log, 0);
+    assert_int_equal(s.n_out, out);
+    assert_false(sim_in_set(&s, CHAT_KEY_ROOMS, "general"));
+    /* `vigil chat new` on the name starts it again, live */
+    sim_send(&s, sim_msg_in("n1", "joel", CHAT_SENDER_SYSTEM, "room created"), 20);
+    assert_true(sim_in_set(&s, CHAT_KEY_ROOMS, "general"));
+    assert_false(json_flag(s.state, "paused"));
+    sim_control(&s, "d2", CHAT_CTL_DELETE, false, 21);
+    /* as does a human message; an AI message then goes through */
+    sim_send(&s, sim_msg_in("h2", "joel", CHAT_SENDER_HUMAN, "@arya back"), 22);
+    chat_result r;
+    sim_apply(&s, &late[0], 23, &r);
+    assert_false(r.room_deleted);
+    assert_true(r.logged);
+    assert_int_equal(r.notified, 1);
+    chat_result_free(&r);
+    assert_int_equal(json_i64(s.state, "count"), 2);
+    free(tomb);
+    sim_free(&s);
+}
+
+/* `vigil chat view --since` takes a log id: MS or MS-SEQ, each part a
+ * decimal of at most UINT64_MAX (what Redis accepts). */
+static void test_log_id_valid(void **st)
+{
+    (void)st;
+    const char *good[] = { "0", "1763800000000", "1763800000000-0", "18446744073709551615",
+                           "18446744073709551615-18446744073709551615", "00000000000000000001-1" };
+    const char *bad[] = { "", "-1", "1-", "-", "1-2-3", "1.5", "abc", " 1", "1 ", "+1",
+                          "18446744073709551616", "1-18446744073709551616",
+                          "99999999999999999999999", "000000000000000000001",
+                          "1763800000000-0x", NULL };
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+        assert_true(chat_log_id_valid(good[i]));
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        assert_false(chat_log_id_valid(bad[i]));
+}
+
 static void test_delete_if_inactive(void **st)
 {
     (void)st;
@@ -224,6 +295,8 @@ int main(void)
         cmocka_unit_test(test_unreadable_record_is_replaced),
         cmocka_unit_test(test_delete),
         cmocka_unit_test(test_delete_if_inactive),
+        cmocka_unit_test(test_delete_stops_the_chain),
+        cmocka_unit_test(test_log_id_valid),
         cmocka_unit_test(test_delete_unknown_room_leaves_no_record),
         cmocka_unit_test(test_global_flag_writer_only),
         cmocka_unit_test(test_resume_all_continuation),

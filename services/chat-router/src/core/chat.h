@@ -7,15 +7,20 @@
  * Rules (README.md has the full story):
  *  - every room message is appended to the room log once (the runtime
  *    dedupes by input id);
- *  - `@name` mentions in the text plus the `mentions` field, never the
- *    sender, never `@self`, are notified on persona/{p}/notify with the
+ *  - `@name` mentions in the text plus the `mentions` field, never an AI
+ *    sender itself, never `@self`, are notified on persona/{p}/notify with the
  *    message's chain depth;
  *  - depth: human 0; AI = max(its `depth` field, depth of `reply_to` + 1),
- *    1 when neither is known; system messages are logged, never forwarded;
+ *    else the depth its sender was last notified at in the room + 1 (until
+ *    a human message in the room), else 1; system messages are logged,
+ *    never forwarded;
  *  - a message at depth >= max_depth is not forwarded: a system message in
  *    the room says why;
  *  - while the room (or every room) is paused notifications go to the
- *    room's durable queue; resume flushes it (queued first, then live). */
+ *    room's durable queue; resume flushes it (queued first, then live);
+ *  - a deleted room (its tombstone) is started afresh by a human message
+ *    or a person's system message only: an AI message, or chat-router's
+ *    own stop message, is refused (result.room_deleted), not logged. */
 #ifndef CHAT_H
 #define CHAT_H
 #include <stdbool.h>
@@ -28,6 +33,9 @@
 #define CHAT_ID_MAX 64     /* room, persona, user ids */
 #define CHAT_EVID_MAX 128  /* message / event ids */
 #define CHAT_SYSTEM_SENDER "chat-router"
+/* The reason on sys/chat-router/error of a message refused because its
+ * room was deleted (chat_result.room_deleted). */
+#define CHAT_REASON_ROOM_DELETED "room_deleted"
 
 /* Names of the auxiliary Redis structures, below the service prefix
  * (P "chat-router:" name). Shared with the `vigil` CLI. */
@@ -150,6 +158,7 @@ typedef struct chat_result {
     bool stopped;      /* forwarding stopped at the depth limit */
     bool mentions_capped; /* more personas mentioned than max_mentions: the rest not notified */
     bool logged;
+    bool room_deleted; /* refused: a message that may not start a deleted room again */
 } chat_result;
 
 void chat_result_init(chat_result *r);
@@ -181,8 +190,9 @@ int chat_apply(const chat_config *cfg, const char *room, const char *state_json,
 int chat_mentions_parse(const char *text, char (*out)[CHAT_ID_MAX + 1], int max);
 
 /* The personas to notify for a message: text mentions, then the `mentions`
- * field, lower-cased, distinct, without the sender (compared
- * case-insensitively), without "self", at most max. Returns the count. */
+ * field, lower-cased, distinct, without "self", at most max; an AI sender
+ * never notifies itself (compared case-insensitively), a human may mention
+ * a persona of the same name. Returns the count. */
 int chat_mentions_collect(const chat_message *m, char (*out)[CHAT_ID_MAX + 1], int max);
 
 /* The room record. */
@@ -191,9 +201,20 @@ typedef struct chat_recent {
     int64_t depth;
 } chat_recent;
 
+/* Per persona, the depth of the last notification the room sent it: an AI
+ * message with no depth and no remembered reply_to continues from there.
+ * At most CHAT_NOTIFIED_MAX personas, the one notified longest ago
+ * forgotten first; a human message in the room forgets them all. */
+#define CHAT_NOTIFIED_MAX 64
+typedef struct chat_notified {
+    char persona[CHAT_ID_MAX + 1];
+    int64_t depth;
+} chat_notified;
+
 typedef struct chat_room {
     char room[CHAT_ID_MAX + 1];
     bool exists;            /* false: no record or a deleted one */
+    bool deleted;           /* the record is a delete's tombstone */
     int64_t created;
     int64_t count;          /* messages logged since the room was created */
     int64_t last_activity;  /* when the last message was logged (0 = none) */
@@ -210,6 +231,8 @@ typedef struct chat_room {
     /* recent as the record writes it, kept in step by chat_room_remember:
      * the record is written on every message and this list is most of it */
     vigil_tlist recent_text;
+    chat_notified notified[CHAT_NOTIFIED_MAX]; /* oldest notification first */
+    int n_notified;
 } chat_room;
 
 /* Reads a record (NULL -> a room that does not exist yet). Returns NULL
@@ -237,6 +260,14 @@ int64_t chat_depth_of(const chat_room *r, const chat_message *m);
 int chat_room_remember(chat_room *r, const char *id, int64_t depth, int memory);
 /* Depth remembered for id, or -1. */
 int64_t chat_room_recall(const chat_room *r, const char *id);
+/* Remembers that persona was notified at depth (it becomes the newest). */
+void chat_room_note_notified(chat_room *r, const char *persona, int64_t depth);
+/* The depth persona was last notified at (case-insensitive), or -1. */
+int64_t chat_room_notified_depth(const chat_room *r, const char *persona);
+
+/* A room log id as `vigil chat view --since` takes it: "MS" or "MS-SEQ",
+ * decimal, each part at most UINT64_MAX (a Redis stream id). */
+bool chat_log_id_valid(const char *s);
 
 /* JSON builders (malloc'd text). */
 char *chat_notify_json(const char *id, const char *persona, const char *room,

@@ -22,12 +22,8 @@ static void set_paused(chat_room *r, const chat_control *c, int64_t now)
 
 static int pause_room(chat_room *r, const chat_control *c, int64_t now, chat_result *out)
 {
-    if (!r->exists) {
-        r->exists = true;
-        r->created = now;
-        if (chat_result_add(out, CHAT_ACT_SET_ADD, CHAT_KEY_ROOMS, NULL, r->room) != 0)
-            return -1;
-    }
+    if (!r->exists && chat_room_start(r, now, out) != 0)
+        return -1;
     if (r->paused)
         return 0;
     set_paused(r, c, now);

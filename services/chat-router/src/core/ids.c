@@ -1,8 +1,11 @@
 /* ids.c - deterministic ids. Every id the core makes is a function of the
  * input id, so a redelivered input (decided again after a crash) yields
  * the same ids and consumers dedupe on them. */
+#include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <vigil/json.h>
 #include "step.h"
@@ -32,4 +35,33 @@ void chat_event_id(const chat_config *cfg, char *out, size_t outlen, const char 
         size_t l = strlen(out);
         snprintf(out + l, outlen - l, "-%s", num);
     }
+}
+
+/* One decimal part of a stream id, at *p: 1-20 digits (UINT64_MAX has 20)
+ * and at most UINT64_MAX (strtoull's ERANGE): Redis refuses a larger part.
+ * Moves *p past it. */
+static bool u64_part(const char **p)
+{
+    const char *s = *p;
+    size_t n = 0;
+    while (isdigit((unsigned char)s[n]))
+        n++;
+    if (n == 0 || n > 20)
+        return false;
+    char *end;
+    errno = 0;
+    (void)strtoull(s, &end, 10);
+    if (errno == ERANGE || end != s + n)
+        return false;
+    *p = end;
+    return true;
+}
+
+bool chat_log_id_valid(const char *s)
+{
+    if (!s || !u64_part(&s))
+        return false;
+    if (*s == '\0')
+        return true;
+    return *s++ == '-' && u64_part(&s) && *s == '\0';
 }

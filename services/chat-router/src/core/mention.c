@@ -27,11 +27,14 @@ int chat_mentions_parse(const char *text, char (*out)[CHAT_ID_MAX + 1], int max)
 
 int chat_mentions_collect(const chat_message *m, char (*out)[CHAT_ID_MAX + 1], int max)
 {
-    int n = vigil_mentions_parse(m->text, out, 0, max, m->sender);
+    /* a persona answering must not notify itself (a chain with itself); a
+     * person who shares a persona's name may still call on it */
+    const char *self = m->sender_type == CHAT_SENDER_AI ? m->sender : NULL;
+    int n = vigil_mentions_parse(m->text, out, 0, max, self);
     for (int i = 0; i < m->n_mentions && n < max; i++) {
         const char *id = m->mentions[i];
         if (!id || !vigil_text_is_id(id) || seen(out, n, id) || strcasecmp(id, "self") == 0 ||
-            (m->sender && strcasecmp(id, m->sender) == 0))
+            (self && strcasecmp(id, self) == 0))
             continue;
         size_t len = strlen(id);
         for (size_t k = 0; k <= len; k++)

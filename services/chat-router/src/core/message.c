@@ -19,6 +19,26 @@ int chat_flush_queue(chat_room *r, chat_result *out)
     return 0;
 }
 
+int chat_room_start(chat_room *r, int64_t now, chat_result *out)
+{
+    r->exists = true;
+    r->deleted = false;
+    r->created = now;
+    return chat_result_add(out, CHAT_ACT_SET_ADD, CHAT_KEY_ROOMS, NULL, r->room);
+}
+
+/* Delete stops a room's conversation: the chain that was running must not
+ * bring it back (an AI answering a notification sent before the delete,
+ * or the stop message of a chain the delete cut). A person starts it
+ * afresh: a human message, or the system message of `vigil chat new`. */
+static bool may_restart(const chat_message *m)
+{
+    if (m->sender_type == CHAT_SENDER_HUMAN)
+        return true;
+    return m->sender_type == CHAT_SENDER_SYSTEM &&
+           (!m->sender || strcmp(m->sender, CHAT_SYSTEM_SENDER) != 0);
+}
+
 /* The stop message goes to the room like any message: chat-router logs it
  * when it comes back (a system message is never forwarded) and every
  * client watching the room sees it. */
@@ -60,6 +80,7 @@ static int notify_all(const chat_config *cfg, chat_room *r, const chat_input *in
         free(payload);
         if (rc != 0)
             return -1;
+        chat_room_note_notified(r, who[i], depth);
         if (paused) {
             r->queued++;
             out->queued++;
@@ -74,13 +95,17 @@ int chat_on_message(const chat_config *cfg, chat_room *r, const chat_input *in, 
                     chat_result *out)
 {
     const chat_message *m = &in->msg;
-    if (!r->exists) {
-        r->exists = true;
-        r->created = now;
-        if (chat_result_add(out, CHAT_ACT_SET_ADD, CHAT_KEY_ROOMS, NULL, r->room) != 0)
-            return -1;
+    if (!r->exists && r->deleted && !may_restart(m)) {
+        out->room_deleted = true; /* the adapter says so on sys/chat-router/error */
+        return 0;
     }
+    if (!r->exists && chat_room_start(r, now, out) != 0)
+        return -1;
     int64_t depth = chat_depth_of(r, m);
+    /* a human message starts new chains: the depths its personas were
+     * notified at no longer say where a depth-less answer stands */
+    if (m->sender_type == CHAT_SENDER_HUMAN)
+        r->n_notified = 0;
     out->depth = depth;
 
     char log[CHAT_ID_MAX + 16];

@@ -3,11 +3,14 @@
  *
  *   {"room", "created", "count", "last_activity", "last_sender",
  *    "paused", "paused_by", "paused_at", "queued", "stopped",
- *    "recent": "<message id> <depth> <message id> <depth> ..."}
+ *    "recent": "<message id> <depth> <message id> <depth> ...",
+ *    "notified": {"<persona>": <depth>, ...}}
  *
  * `recent` is one string, oldest first, rather than a JSON object: parsing
  * and writing hundreds of small JSON members on every message was most of
- * the router's CPU time; message ids never contain a space.
+ * the router's CPU time; message ids never contain a space. `notified`
+ * (at most CHAT_NOTIFIED_MAX members, oldest notification first) is left
+ * out while empty; a record without it (an earlier version's) has none.
  *
  * A deleted room leaves a tombstone {"deleted": ts, "by": user}: the state
  * record itself stays (with the room's processed input ids beside it) so
@@ -16,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <vigil/jtext.h>
+#include <vigil/text.h>
 #include "chat.h"
 #include <vigil/str.h>
 
@@ -182,7 +187,8 @@ chat_room *chat_room_from_json(const char *room, const char *json, char *err, si
     json_object *v;
     if (json_object_object_get_ex(o, "deleted", &v)) {
         json_object_put(o);
-        return r; /* tombstone: the room does not exist */
+        r->deleted = true; /* tombstone: the room does not exist */
+        return r;
     }
     r->exists = true;
     r->created = get_i64(o, "created");
@@ -194,6 +200,17 @@ chat_room *chat_room_from_json(const char *room, const char *json, char *err, si
     r->paused_at = get_i64(o, "paused_at");
     r->queued = get_i64(o, "queued");
     r->stopped = get_i64(o, "stopped");
+    json_object *notified;
+    if (json_object_object_get_ex(o, "notified", &notified) &&
+        json_object_is_type(notified, json_type_object)) {
+        json_object_object_foreach(notified, persona, depth)
+        {
+            /* a member that is not a persona id with a depth is skipped */
+            if (vigil_text_is_id(persona) && json_object_is_type(depth, json_type_int) &&
+                json_object_get_int64(depth) >= 0)
+                chat_room_note_notified(r, persona, json_object_get_int64(depth));
+        }
+    }
     json_object *recent;
     if (json_object_object_get_ex(o, "recent", &recent) &&
         json_object_is_type(recent, json_type_string) &&
@@ -284,6 +301,16 @@ char *chat_room_to_json(const chat_room *r)
     put_i64(&b, "stopped", r->stopped);
     put_key(&b, "recent");
     put_recent(&b, r);
+    if (r->n_notified > 0) {
+        put_key(&b, "notified");
+        for (int i = 0; i < r->n_notified; i++) {
+            vigil_jtext_ch(&b, i ? ',' : '{');
+            vigil_jtext_str(&b, r->notified[i].persona);
+            vigil_jtext_ch(&b, ':');
+            vigil_jtext_i64(&b, r->notified[i].depth);
+        }
+        vigil_jtext_ch(&b, '}');
+    }
     vigil_jtext_ch(&b, '}');
     return vigil_jtext_take(&b);
 }
@@ -312,6 +339,40 @@ int64_t chat_room_recall(const chat_room *r, const char *id)
             return e->depth;
     }
     return -1;
+}
+
+static int notified_index(const chat_room *r, const char *persona)
+{
+    for (int i = 0; i < r->n_notified; i++)
+        if (strcasecmp(r->notified[i].persona, persona) == 0)
+            return i;
+    return -1;
+}
+
+int64_t chat_room_notified_depth(const chat_room *r, const char *persona)
+{
+    int i = persona ? notified_index(r, persona) : -1;
+    return i >= 0 ? r->notified[i].depth : -1;
+}
+
+/* The list stays ordered by notification, oldest first: the entry noted
+ * moves to the end, and a full list forgets its first (the persona
+ * notified longest ago). */
+void chat_room_note_notified(chat_room *r, const char *persona, int64_t depth)
+{
+    if (!persona || strlen(persona) > CHAT_ID_MAX)
+        return;
+    int i = notified_index(r, persona);
+    if (i < 0 && r->n_notified == CHAT_NOTIFIED_MAX)
+        i = 0;
+    if (i >= 0) {
+        memmove(&r->notified[i], &r->notified[i + 1],
+                (size_t)(r->n_notified - i - 1) * sizeof r->notified[0]);
+        r->n_notified--;
+    }
+    chat_notified *e = &r->notified[r->n_notified++];
+    vigil_concat(e->persona, sizeof e->persona, persona, (const char *)NULL);
+    e->depth = depth;
 }
 
 int chat_room_remember(chat_room *r, const char *id, int64_t depth, int memory)
