@@ -15,23 +15,24 @@ typedef struct key_spec {
     unsigned bit;
     key_type type;
     size_t off; /* offset of the field in vigil_dormancy_overrides */
+    int64_t min; /* least value of a number: that of the matching VIGIL_DORMANCY_* variable */
 } key_spec;
 
 #define OFF(f) offsetof(vigil_dormancy_overrides, f)
 static const key_spec KEYS[] = {
-    {"enableAutoSuggestions", VIGIL_OV_AUTO_SUGGEST, K_BOOL, OFF(auto_suggest)},
-    {"enableAutoSleep", VIGIL_OV_AUTO_SLEEP, K_BOOL, OFF(auto_sleep)},
-    {"enableAutoWake", VIGIL_OV_AUTO_WAKE, K_BOOL, OFF(auto_wake)},
-    {"noHumanActivityThreshold", VIGIL_OV_NO_HUMAN, K_MS, OFF(no_human_ms)},
-    {"aiOnlyDiscussionThreshold", VIGIL_OV_AI_ONLY, K_MS, OFF(ai_only_ms)},
-    {"redundantResponseWindow", VIGIL_OV_REDUNDANT_WINDOW, K_MS, OFF(redundant_window_ms)},
-    {"enableLLMWakeDecisions", VIGIL_OV_LLM_WAKE, K_BOOL, OFF(llm_wake)},
-    {"wakeConfidenceThreshold", VIGIL_OV_WAKE_CONFIDENCE, K_RATIO, OFF(wake_confidence)},
-    {"enablePresenceChecking", VIGIL_OV_PRESENCE, K_BOOL, OFF(presence)},
-    {"enableAdaptiveThresholds", VIGIL_OV_ADAPTIVE, K_BOOL, OFF(adaptive)},
-    {"suggestionTimeout", VIGIL_OV_SUGGESTION_TIMEOUT, K_MS, OFF(suggestion_timeout_ms)},
-    {"snoozeDuration", VIGIL_OV_SNOOZE, K_MS, OFF(snooze_ms)},
-    {"redundantResponseKeep", VIGIL_OV_REDUNDANT_KEEP, K_COUNT, OFF(redundant_keep)},
+    {"enableAutoSuggestions", VIGIL_OV_AUTO_SUGGEST, K_BOOL, OFF(auto_suggest), 0},
+    {"enableAutoSleep", VIGIL_OV_AUTO_SLEEP, K_BOOL, OFF(auto_sleep), 0},
+    {"enableAutoWake", VIGIL_OV_AUTO_WAKE, K_BOOL, OFF(auto_wake), 0},
+    {"noHumanActivityThreshold", VIGIL_OV_NO_HUMAN, K_MS, OFF(no_human_ms), 1},
+    {"aiOnlyDiscussionThreshold", VIGIL_OV_AI_ONLY, K_MS, OFF(ai_only_ms), 1},
+    {"redundantResponseWindow", VIGIL_OV_REDUNDANT_WINDOW, K_MS, OFF(redundant_window_ms), 0},
+    {"enableLLMWakeDecisions", VIGIL_OV_LLM_WAKE, K_BOOL, OFF(llm_wake), 0},
+    {"wakeConfidenceThreshold", VIGIL_OV_WAKE_CONFIDENCE, K_RATIO, OFF(wake_confidence), 0},
+    {"enablePresenceChecking", VIGIL_OV_PRESENCE, K_BOOL, OFF(presence), 0},
+    {"enableAdaptiveThresholds", VIGIL_OV_ADAPTIVE, K_BOOL, OFF(adaptive), 0},
+    {"suggestionTimeout", VIGIL_OV_SUGGESTION_TIMEOUT, K_MS, OFF(suggestion_timeout_ms), 1},
+    {"snoozeDuration", VIGIL_OV_SNOOZE, K_MS, OFF(snooze_ms), 1},
+    {"redundantResponseKeep", VIGIL_OV_REDUNDANT_KEEP, K_COUNT, OFF(redundant_keep), 0},
 };
 #undef OFF
 #define N_KEYS (sizeof KEYS / sizeof KEYS[0])
@@ -55,9 +56,9 @@ static int read_key(json_object *o, const key_spec *k, vigil_dormancy_overrides 
         int64_t max = k->type == K_MS ? VIGIL_OVERRIDE_MAX_MS : VIGIL_OVERRIDE_MAX_COUNT;
         if (vigil_json_int64(o, k->name, true, &v, err) < 0)
             break;
-        if (v < 0 || v > max) {
-            vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "%lld out of range 0..%lld",
-                            (long long)v, (long long)max);
+        if (v < k->min || v > max) {
+            vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "%lld out of range %lld..%lld",
+                            (long long)v, (long long)k->min, (long long)max);
             break;
         }
         if (k->type == K_MS) {

@@ -33,9 +33,10 @@ def raw(s):
 
 
 def cmd(**over):
+    """A valid command (None removes a field)."""
     body = {"id": uid("c"), "cmd": "dormant", "level": "sleep", "room": ROOM, "ts": harness.now_ms()}
     body.update(over)
-    return json.dumps(body).encode()
+    return json.dumps({k: v for k, v in body.items() if v is not None}).encode()
 
 
 def presence(**over):
@@ -89,6 +90,13 @@ CASES = [
     ("command: room with +", "persona/ada/command", cmd(room="a+b"), "bad_id"),
     ("command: missing cmd", "persona/ada/command", raw('{"id":"c-nocmd","room":"badroom"}'), "missing_field"),
     ("command: topic persona with $", "persona/$ada/command", cmd(), "bad_topic"),
+    ("command: answer to no pending suggestion", "persona/ada/command",
+     cmd(cmd="answer", level=None, suggestion_id="nope", answer="yes"), "bad_value"),
+    ("command: answer naming a room of no member", "persona/zz/command",
+     cmd(cmd="answer", level=None, room="ghost", suggestion_id="nope", answer="yes"), "bad_value"),
+    ("meta: a threshold of 0 ms", "persona/ada/meta",
+     raw('{"persona":"ada","rooms":["badroom"],"dormancy":{"noHumanActivityThreshold":0}}'),
+     "bad_value"),
     ("presence: user with /", f"room/{ROOM}/presence", presence(user="jo/el"), "bad_id"),
     ("presence: unknown status", f"room/{ROOM}/presence", presence(status="sleepy"), "bad_value"),
     ("presence: missing user", f"room/{ROOM}/presence", raw('{"session":"s1","status":"active"}'), "missing_field"),

@@ -92,6 +92,15 @@ static void meta_counter_examples(void **state)
         {"{\"dormancy\":[]}", VIGIL_REJECT_WRONG_TYPE, "dormancy"},
         {"{\"dormancy\":{\"enableAutoWake\":1}}", VIGIL_REJECT_WRONG_TYPE, "dormancy.enableAutoWake"},
         {"{\"dormancy\":{\"noHumanActivityThreshold\":-1}}", VIGIL_REJECT_BAD_VALUE, "dormancy.noHumanActivityThreshold"},
+        /* 0 ms: the matching VIGIL_DORMANCY_* variables start at 1 too */
+        {"{\"dormancy\":{\"noHumanActivityThreshold\":0}}", VIGIL_REJECT_BAD_VALUE,
+         "dormancy.noHumanActivityThreshold"},
+        {"{\"dormancy\":{\"aiOnlyDiscussionThreshold\":0}}", VIGIL_REJECT_BAD_VALUE,
+         "dormancy.aiOnlyDiscussionThreshold"},
+        {"{\"dormancy\":{\"suggestionTimeout\":0}}", VIGIL_REJECT_BAD_VALUE,
+         "dormancy.suggestionTimeout"},
+        {"{\"dormancy\":{\"snoozeDuration\":0}}", VIGIL_REJECT_BAD_VALUE,
+         "dormancy.snoozeDuration"},
         {"{\"dormancy\":{\"noHumanActivityThreshold\":1e20}}", VIGIL_REJECT_BAD_VALUE, "dormancy.noHumanActivityThreshold"},
         {"{\"dormancy\":{\"aiOnlyDiscussionThreshold\":2592000001}}", VIGIL_REJECT_BAD_VALUE, "dormancy.aiOnlyDiscussionThreshold"},
         {"{\"dormancy\":{\"redundantResponseKeep\":1001}}", VIGIL_REJECT_BAD_VALUE, "dormancy.redundantResponseKeep"},
@@ -127,6 +136,13 @@ static void overrides_round_trip(void **state)
     assert_int_equal(vigil_dormancy_overrides_read(j, &back, &err), 0);
     assert_memory_equal(&ov, &back, sizeof ov);
     json_object_put(j);
+    json_object_put(o);
+    /* the pile-on window may be 0, as VIGIL_DORMANCY_REDUNDANT_WINDOW_MS */
+    o = payload("{\"redundantResponseWindow\":0,\"snoozeDuration\":1}");
+    assert_int_equal(vigil_dormancy_overrides_read(o, &ov, &err), 0);
+    assert_int_equal(ov.has, VIGIL_OV_REDUNDANT_WINDOW | VIGIL_OV_SNOOZE);
+    assert_int_equal(ov.redundant_window_ms, 0);
+    assert_int_equal(ov.snooze_ms, 1);
     json_object_put(o);
     /* an integer given as a whole double (JavaScript producers) */
     o = payload("{\"snoozeDuration\":60000.0}");

@@ -50,7 +50,8 @@ typedef struct vigil_dormancy_overrides {
 
 /* Reads a `dormancy` object (NULL = none: nothing set). Unknown keys are
  * ignored; a known key of the wrong type is wrong_type, out of range
- * (thresholds 0..30 days, counts 0..1000, confidence 0..1) bad_value,
+ * (thresholds 1 ms..30 days, as their VIGIL_DORMANCY_* variables, but
+ * redundantResponseWindow 0..30 days; counts 0..1000; confidence 0..1) bad_value,
  * both naming "dormancy.<key>". */
 int vigil_dormancy_overrides_read(json_object *o, vigil_dormancy_overrides *ov, vigil_error *err);
 /* The inverse (camelCase keys, only those set): a new object, NULL when

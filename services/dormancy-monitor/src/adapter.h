@@ -28,6 +28,7 @@ typedef struct dormancy_parsed {
     vigil_room_message msg;  /* room/{r}/message, owned (mentions) */
     vigil_persona_meta meta; /* persona/{p}/meta, owned (rooms, domains) */
     dormancy_ap_decision *decisions;
+    char answer_room[DORMANCY_ID_MAX + 1]; /* an answer's room, from its suggestion_id */
 } dormancy_parsed;
 
 extern const char *const DORMANCY_SUBSCRIPTIONS[];

@@ -205,6 +205,8 @@ static int emit(vigil_effects *fx, const dormancy_room *r, const dormancy_config
             vigil_log_kv(VIGIL_LOG_WARN, "limit refused a persona", "room", r->room, "persona",
                          a->persona, "detail", a->reason, NULL);
             break;
+        case DORMANCY_OUT_REJECTED:
+            break; /* never among a committed decision's actions (dormancy_apply) */
         }
         if (rc != 0)
             return -1;
@@ -252,6 +254,15 @@ static int finish(vigil_effects *fx, dormancy_room *r, const char *state_json,
     return rc;
 }
 
+/* The core's refusal of the input, if it made one. */
+static const dormancy_action *rejection(const dormancy_actions *acts)
+{
+    for (size_t i = 0; i < acts->n; i++)
+        if (acts->v[i].kind == DORMANCY_OUT_REJECTED)
+            return &acts->v[i];
+    return NULL;
+}
+
 int dormancy_apply(void *ctx, const char *key, const char *state_json, const vigil_input *in,
                    const void *parsed, int64_t now_ms, vigil_effects *fx, vigil_error *err)
 {
@@ -271,6 +282,13 @@ int dormancy_apply(void *ctx, const char *key, const char *state_json, const vig
     dormancy_actions acts;
     dormancy_actions_init_in(&acts, first, ACTIONS_INLINE);
     int rc = dormancy_room_apply(r, &pp->ev, &svc->cfg, now_ms, &ids, &acts);
+    const dormancy_action *refused = rc == 0 ? rejection(&acts) : NULL;
+    if (refused) { /* the core changed nothing: commit nothing, report it */
+        dormancy_room_free(r);
+        vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "%s", refused->reason);
+        dormancy_actions_free(&acts);
+        return -1;
+    }
     if (rc == 0)
         rc = finish(fx, r, state_json, &svc->cfg, &acts, in, now_ms);
     else

@@ -244,6 +244,46 @@ static int route_room(const vigil_input *in, dormancy_parsed *pp, char keys[][VI
     return 1;
 }
 
+/* The room a suggestion id names: this service's ids are
+ * "<input id>:<room>:<n>" (vigil_event_id) and a room id holds no ':'.
+ * False for any other id. */
+static bool suggestion_room(const char *sid, char *room, size_t cap)
+{
+    const char *n = strrchr(sid, ':');
+    if (!n || n == sid || !n[1] || strspn(n + 1, "0123456789") != strlen(n + 1))
+        return false;
+    const char *r = n;
+    while (r > sid && r[-1] != ':')
+        r--;
+    size_t len = (size_t)(n - r);
+    if (r == sid || len >= cap || !vigil_id_valid(r, len))
+        return false;
+    memcpy(room, r, len);
+    room[len] = '\0';
+    return true;
+}
+
+/* A command with a room concerns that room. An answer without one goes to
+ * the room its suggestion was made in (elsewhere it would be refused), an
+ * answer to a persona in no room is refused here, and any other command
+ * goes to every room of the persona. */
+static int route_command(vigil_runtime *rt, const char *persona, dormancy_parsed *pp,
+                         char keys[][VIGIL_KEY_MAX], int max_keys, vigil_error *err)
+{
+    dormancy_event *ev = &pp->ev;
+    bool answer = ev->command.cmd == DORMANCY_CMD_ANSWER;
+    if (!ev->command.room && answer && ev->command.suggestion_id &&
+        suggestion_room(ev->command.suggestion_id, pp->answer_room, sizeof pp->answer_room))
+        ev->command.room = pp->answer_room;
+    if (ev->command.room)
+        return vigil_route_add_key(keys, 0, max_keys, ev->command.room);
+    int n = persona_rooms(rt, persona, keys, 0, max_keys, err);
+    if (n == 0 && answer)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
+                               "persona '%s' is in no room: no suggestion to answer", persona);
+    return n;
+}
+
 static int route_persona(vigil_runtime *rt, const vigil_input *in, dormancy_parsed *pp,
                          char keys[][VIGIL_KEY_MAX], int max_keys, vigil_error *err)
 {
@@ -256,9 +296,7 @@ static int route_persona(vigil_runtime *rt, const vigil_input *in, dormancy_pars
         if (parse_command(in, in->body, pp, err) < 0)
             return -1;
         ev->command.persona = persona;
-        if (ev->command.room)
-            return vigil_route_add_key(keys, 0, max_keys, ev->command.room);
-        return persona_rooms(rt, persona, keys, 0, max_keys, err);
+        return route_command(rt, persona, pp, keys, max_keys, err);
     }
     if (strcmp(kind, "meta") == 0) {
         if (parse_meta(in->body, pp, err) < 0)

@@ -220,16 +220,26 @@ static inline void dm_command(dm_fx *f, const char *persona, dormancy_cmd cmd,
     dm_send(f, &ev);
 }
 
-static inline void dm_answer(dm_fx *f, const char *persona, dormancy_answer answer,
-                             const char *suggestion_id)
+/* An answer with its input id (NULL: one is made up) and room (NULL: to
+ * every room of the persona). */
+static inline void dm_answer_in(dm_fx *f, const char *id, const char *persona, const char *room,
+                                const char *suggestion_id, dormancy_answer answer)
 {
     dormancy_event ev = {0};
     ev.kind = DORMANCY_EV_COMMAND;
+    ev.id = id;
     ev.command.persona = persona;
     ev.command.cmd = DORMANCY_CMD_ANSWER;
+    ev.command.room = room;
     ev.command.answer = answer;
     ev.command.suggestion_id = suggestion_id;
     dm_send(f, &ev);
+}
+
+static inline void dm_answer(dm_fx *f, const char *persona, dormancy_answer answer,
+                             const char *suggestion_id)
+{
+    dm_answer_in(f, NULL, persona, NULL, suggestion_id, answer);
 }
 
 static inline void dm_meta(dm_fx *f, const char *persona, const dormancy_overrides *ov)

@@ -128,6 +128,36 @@ static void per_persona_ai_only_threshold(void **state)
     dm_free(f);
 }
 
+/* The usual text promises a wake on any human message: a persona whose
+ * auto-wake is off is told what does wake it, and that is what happens. */
+static void auto_sleep_text_is_truthful_without_auto_wake(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dormancy_overrides ov = {0};
+    ov.has = VIGIL_OV_AUTO_WAKE;
+    ov.auto_wake = false;
+    dm_meta(f, "ann", &ov);
+    dm_personas(f, 2, "bob", "cara");
+    f->cfg.auto_suggest = false;
+    f->cfg.min_awake = 0;
+    dm_ai(f, "bob", "a");
+    dm_advance(f, 15 * MIN_MS);
+    assert_string_equal(dm_last(f, DORMANCY_OUT_CHANGE, "bob")->text,
+                        "\xF0\x9F\x92\xA4 Auto-sleeping due to extended AI-only discussion. "
+                        "You'll wake when a human sends any message.");
+    assert_string_equal(dm_last(f, DORMANCY_OUT_CHANGE, "ann")->text,
+                        "\xF0\x9F\x92\xA4 Auto-sleeping due to extended AI-only discussion. "
+                        "You'll wake when mentioned or woken by a wake decision or command.");
+    dm_human(f, "back");
+    assert_int_equal(dm_level(f, "bob"), DORMANCY_ACTIVE);
+    assert_int_equal(dm_level(f, "ann"), DORMANCY_SLEEP);
+    dm_human(f, "@ann you too");
+    assert_int_equal(dm_level(f, "ann"), DORMANCY_ACTIVE);
+    assert_int_equal(dm_last(f, DORMANCY_OUT_CHANGE, "ann")->trigger, DORMANCY_TRIGGER_MENTION);
+    dm_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -138,6 +168,7 @@ int main(void)
         cmocka_unit_test(mention_during_stretch_is_not_put_back_to_sleep),
         cmocka_unit_test(already_asleep_by_choice_stays_chosen),
         cmocka_unit_test(per_persona_ai_only_threshold),
+        cmocka_unit_test(auto_sleep_text_is_truthful_without_auto_wake),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

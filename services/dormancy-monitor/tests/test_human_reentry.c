@@ -200,6 +200,35 @@ static void system_messages_are_ignored(void **state)
     dm_free(f);
 }
 
+/* A human's @mention of a persona asleep for lack of humans wakes it as
+ * any human message does (re-entry text); the mention wakes only what
+ * rule 3 leaves asleep, such as a chosen sleep. */
+static void human_mention_of_absence_sleeper_is_a_reentry(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dm_personas(f, 3, "ann", "bob", "cara");
+    f->cfg.auto_suggest = false;
+    dm_ai(f, "ann", "let's discuss");
+    dm_advance(f, 15 * MIN_MS); /* rule 2: all asleep for lack of humans */
+    dm_sleep(f, "cara");        /* cara's sleep is now her choice */
+    dm_clear(f);
+    dm_human(f, "@ann @cara are you there?");
+    const char *woken[] = {"ann", "bob"};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(dm_count(f, DORMANCY_OUT_CHANGE, woken[i]), 1);
+        const dormancy_action *a = dm_last(f, DORMANCY_OUT_CHANGE, woken[i]);
+        assert_int_equal(a->trigger, DORMANCY_TRIGGER_HUMAN_REENTRY);
+        assert_string_equal(a->text, DORMANCY_TEXT_HUMAN_WAKE);
+        assert_string_equal(a->message_id, f->last_msg_id);
+    }
+    assert_int_equal(dm_count(f, DORMANCY_OUT_CHANGE, "cara"), 1);
+    const dormancy_action *c = dm_last(f, DORMANCY_OUT_CHANGE, "cara");
+    assert_int_equal(c->trigger, DORMANCY_TRIGGER_MENTION);
+    assert_string_equal(c->text, "\xE2\x9C\xA8 Mentioned by joel. Waking from sleep.");
+    dm_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -213,6 +242,7 @@ int main(void)
         cmocka_unit_test(human_wakes_all_restores_literal_rule),
         cmocka_unit_test(human_message_ends_quiet_period),
         cmocka_unit_test(system_messages_are_ignored),
+        cmocka_unit_test(human_mention_of_absence_sleeper_is_a_reentry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -220,6 +220,70 @@ static void delete_if_inactive_keeps_a_room_that_spoke_since(void **state)
     dm_free(f);
 }
 
+/* The input was refused and nothing else happened: one REJECTED action,
+ * the record as it was. */
+static void assert_refused(dm_fx *f, const char *before, const char *persona)
+{
+    assert_int_equal(f->log.n, 1);
+    assert_int_equal(f->log.v[0].kind, DORMANCY_OUT_REJECTED);
+    assert_string_equal(f->log.v[0].persona, persona);
+    assert_non_null(strstr(f->log.v[0].reason, "no pending suggestion"));
+    char *after = dormancy_room_to_json(f->room);
+    assert_string_equal(before, after);
+    free(after);
+}
+
+/* An answer never makes a member, and one naming no pending suggestion
+ * (unknown, stale) is refused visibly without a change; the redelivery
+ * of an answer that was applied is not refused. */
+static void answer_to_no_pending_suggestion_is_refused(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dm_personas(f, 1, "ann");
+    dm_ai(f, "ann", "x");
+    char *before = dormancy_room_to_json(f->room);
+    dm_clear(f);
+    dm_answer_in(f, "c1", "zz", "general", "nope", DORMANCY_ANSWER_YES); /* not a member */
+    assert_refused(f, before, "zz");
+    assert_null(dormancy_persona_find(f->room, "zz"));
+    assert_non_null(strstr(f->log.v[0].reason, "'nope'"));
+    assert_non_null(strstr(f->log.v[0].reason, "room 'general'"));
+    dm_clear(f);
+    dm_answer_in(f, "c2", "ann", "general", NULL, DORMANCY_ANSWER_YES); /* nothing pending */
+    assert_refused(f, before, "ann");
+    free(before);
+
+    dm_advance(f, 5 * MIN_MS);
+    const dormancy_action *s = dm_last(f, DORMANCY_OUT_SUGGESTION, "ann");
+    char id[DORMANCY_EVID_MAX + 1];
+    snprintf(id, sizeof id, "%s", s->id);
+    before = dormancy_room_to_json(f->room);
+    dm_clear(f);
+    dm_answer_in(f, "c3", "ann", NULL, "not-the-id", DORMANCY_ANSWER_YES); /* another one */
+    assert_refused(f, before, "ann");
+    free(before);
+    assert_int_equal(dm_p(f, "ann")->sugg.kind, DORMANCY_SUGGEST_NO_HUMAN);
+
+    dm_answer_in(f, "c4", "ann", "general", id, DORMANCY_ANSWER_NO); /* applied */
+    assert_int_equal(dm_p(f, "ann")->sugg.kind, DORMANCY_SUGGEST_NONE);
+    before = dormancy_room_to_json(f->room);
+    dm_clear(f);
+    dm_answer_in(f, "c4", "ann", "general", id, DORMANCY_ANSWER_NO); /* its redelivery */
+    assert_int_equal(dm_count(f, DORMANCY_OUT_REJECTED, NULL), 0);
+    char *after = dormancy_room_to_json(f->room);
+    assert_string_equal(before, after);
+    free(after);
+    dm_answer_in(f, "c5", "ann", "general", id, DORMANCY_ANSWER_YES); /* answered already */
+    assert_refused(f, before, "ann");
+    free(before);
+    dm_clear(f);
+    dm_answer_in(f, "c6", "ann", NULL, NULL, DORMANCY_ANSWER_YES); /* to every room: none here */
+    assert_int_equal(f->log.n, 0);
+    assert_int_equal(dm_level(f, "ann"), DORMANCY_ACTIVE);
+    dm_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -235,6 +299,7 @@ int main(void)
         cmocka_unit_test(room_control_wake_all_and_one),
         cmocka_unit_test(room_control_pause_and_delete),
         cmocka_unit_test(delete_if_inactive_keeps_a_room_that_spoke_since),
+        cmocka_unit_test(answer_to_no_pending_suggestion_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -214,19 +214,23 @@ static void human_message_cancels_pending_suggestion(void **state)
     assert_int_equal(dm_p(f, "ann")->sugg.kind, DORMANCY_SUGGEST_NONE);
     dm_advance(f, 30000); /* the default would have applied by now */
     assert_int_equal(dm_level(f, "ann"), DORMANCY_ACTIVE);
-    dm_answer(f, "ann", DORMANCY_ANSWER_YES, id); /* a late answer is ignored */
+    dm_clear(f);
+    dm_answer(f, "ann", DORMANCY_ANSWER_YES, id); /* a late answer is refused */
+    assert_int_equal(dm_count(f, DORMANCY_OUT_REJECTED, "ann"), 1);
     assert_int_equal(dm_level(f, "ann"), DORMANCY_ACTIVE);
     dm_free(f);
 }
 
-static void answer_to_other_suggestion_is_ignored(void **state)
+static void answer_to_other_suggestion_is_refused(void **state)
 {
     (void)state;
     dm_fx *f = dm_new();
     dm_personas(f, 1, "ann");
     dm_ai(f, "ann", "x");
     dm_advance(f, 5 * MIN_MS);
+    dm_clear(f);
     dm_answer(f, "ann", DORMANCY_ANSWER_YES, "not-the-id");
+    assert_int_equal(dm_count(f, DORMANCY_OUT_REJECTED, "ann"), 1);
     assert_int_equal(dm_level(f, "ann"), DORMANCY_ACTIVE);
     assert_int_not_equal(dm_p(f, "ann")->sugg.kind, DORMANCY_SUGGEST_NONE);
     dm_free(f);
@@ -336,6 +340,36 @@ static void late_or_stale_timer_rechecks(void **state)
     dm_free(g);
 }
 
+/* The suggestion says how long its snooze lasts for that persona (a client
+ * shows "Snooze 5min"); only a suggestion with a snooze option does. */
+static void suggestion_carries_its_snooze_length(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dormancy_overrides ov = {0};
+    ov.has = VIGIL_OV_SNOOZE;
+    ov.snooze_ms = 2 * MIN_MS;
+    dm_meta(f, "ann", &ov);
+    dm_personas(f, 1, "bob");
+    dm_ai(f, "ann", "x");
+    dm_advance(f, 5 * MIN_MS);
+    const int64_t want[] = {2 * MIN_MS, 5 * MIN_MS};
+    const char *who[] = {"ann", "bob"};
+    for (int i = 0; i < 2; i++) {
+        const dormancy_action *s = dm_last(f, DORMANCY_OUT_SUGGESTION, who[i]);
+        assert_int_equal(s->snooze_ms, want[i]);
+        json_object *o = dormancy_suggestion_json(s, "general", f->now);
+        assert_int_equal(json_object_get_int64(json_object_object_get(o, "snooze_ms")), want[i]);
+        json_object_put(o);
+    }
+    dormancy_action r = *dm_last(f, DORMANCY_OUT_SUGGESTION, "bob");
+    r.suggest = DORMANCY_SUGGEST_REDUNDANT; /* yes / no only */
+    json_object *o = dormancy_suggestion_json(&r, "general", f->now);
+    assert_false(json_object_object_get_ex(o, "snooze_ms", NULL));
+    json_object_put(o);
+    dm_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,11 +384,12 @@ int main(void)
         cmocka_unit_test(snooze_ended_by_human_message),
         cmocka_unit_test(rule_1_not_repeated),
         cmocka_unit_test(human_message_cancels_pending_suggestion),
-        cmocka_unit_test(answer_to_other_suggestion_is_ignored),
+        cmocka_unit_test(answer_to_other_suggestion_is_refused),
         cmocka_unit_test(only_active_personas_are_asked),
         cmocka_unit_test(per_persona_override_3min_vs_10min),
         cmocka_unit_test(sub_minute_threshold_text),
         cmocka_unit_test(late_or_stale_timer_rechecks),
+        cmocka_unit_test(suggestion_carries_its_snooze_length),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

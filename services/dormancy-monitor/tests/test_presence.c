@@ -142,6 +142,38 @@ static void per_persona_presence_override(void **state)
     dm_free(f);
 }
 
+/* A suggestion pending when a human becomes active is withdrawn, not
+ * defaulted to yes under their eyes; once they stop reading, the room is
+ * still quiet and the persona is asked again (and may then default). */
+static void pending_suggestion_is_withdrawn_while_a_human_is_present(void **state)
+{
+    (void)state;
+    dm_fx *f = quiet_room();
+    dm_advance(f, 5 * MIN_MS);
+    assert_int_equal(dm_count(f, DORMANCY_OUT_SUGGESTION, "ann"), 1);
+    dm_advance(f, 10000);
+    dm_clear(f);
+    presence(f, "joel", "tab1", DORMANCY_PRESENCE_ACTIVE, f->now);
+    assert_int_equal(dm_p(f, "ann")->sugg.kind, DORMANCY_SUGGEST_NONE);
+    const dormancy_action *st = dm_last(f, DORMANCY_OUT_PERSONA_STATE, "ann");
+    assert_non_null(st); /* persona/{p}/state shows it gone */
+    assert_int_equal(st->suggest, DORMANCY_SUGGEST_NONE);
+    for (int i = 0; i < 4; i++) { /* well past the 30 s default */
+        dm_advance(f, 30000);
+        presence(f, "joel", "tab1", DORMANCY_PRESENCE_ACTIVE, f->now);
+    }
+    assert_int_equal(dm_level(f, "ann"), DORMANCY_ACTIVE);
+    assert_int_equal(dm_count(f, DORMANCY_OUT_CHANGE, "ann"), 0);
+    assert_int_equal(dm_count(f, DORMANCY_OUT_SUGGESTION, "ann"), 0);
+    dm_advance(f, 2 * MIN_MS); /* the reader's session lapses: asked again */
+    assert_int_equal(dm_count(f, DORMANCY_OUT_SUGGESTION, "ann"), 1);
+    dm_advance(f, 30000);
+    assert_int_equal(dm_level(f, "ann"), DORMANCY_MENTION_ONLY);
+    assert_int_equal(dm_last(f, DORMANCY_OUT_CHANGE, "ann")->trigger,
+                     DORMANCY_TRIGGER_SUGGESTION_DEFAULT);
+    dm_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,6 +185,7 @@ int main(void)
         cmocka_unit_test(future_activity_is_clamped),
         cmocka_unit_test(presence_off_does_not_block),
         cmocka_unit_test(per_persona_presence_override),
+        cmocka_unit_test(pending_suggestion_is_withdrawn_while_a_human_is_present),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,9 @@
  *
  * The stretch is identified by its start (room->ai_only_since); a persona
  * remembers the stretch it was handled for (ai_only_done), so one woken by
- * an @mention during the same stretch is not put straight back to sleep. */
+ * an @mention during the same stretch is not put straight back to sleep.
+ * The stretch starts at the first AI message after the last human one: a
+ * single AI message followed by silence for the threshold is one. */
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,8 +46,12 @@ void ai_only_evaluate(dormancy_step *s)
         snprintf(reason, sizeof reason,
                  "AI-only discussion for %" PRId64 " ms without a human message (threshold %" PRId64
                  " ms)", s->now - since, c->ai_only_ms);
+        /* the usual text promises a wake on any human message: only true
+         * with auto-wake on */
         step_set_level(s, p, DORMANCY_SLEEP, DORMANCY_TRIGGER_AI_ONLY, DORMANCY_CAUSE_ABSENCE,
-                       reason, DORMANCY_TEXT_AI_ONLY, NULL);
+                       reason,
+                       c->auto_wake ? DORMANCY_TEXT_AI_ONLY : DORMANCY_TEXT_AI_ONLY_NO_AUTO_WAKE,
+                       NULL);
     }
 }
 

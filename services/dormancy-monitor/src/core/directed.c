@@ -17,14 +17,14 @@ static bool in_list(const char *const *list, int n, const char *id)
     return false;
 }
 
-void directed_on_mentions(dormancy_step *s, const dormancy_event *ev, bool *mentioned)
+void directed_find_mentions(dormancy_step *s, const dormancy_event *ev, bool *mentioned)
 {
     dormancy_room *r = s->room;
     const char *sender = ev->msg.sender ? ev->msg.sender : "";
     vigil_mention_starts starts; /* most personas are ruled out by one bit */
     vigil_mention_starts_of(&starts, ev->msg.text);
     for (int i = 0; i < r->n_personas; i++) {
-        dormancy_persona *p = &r->personas[i];
+        const dormancy_persona *p = &r->personas[i];
         bool m = in_list(ev->msg.mentions, ev->msg.n_mentions, p->id) ||
                  (vigil_mention_may(&starts, p->id) &&
                   dormancy_text_mentions(ev->msg.text, p->id)) ||
@@ -35,7 +35,16 @@ void directed_on_mentions(dormancy_step *s, const dormancy_event *ev, bool *ment
         if (ev->msg.sender_type == DORMANCY_SENDER_AI && strcmp(sender, p->id) == 0)
             continue; /* talking about oneself is not a mention */
         mentioned[i] = true;
-        if (p->level != DORMANCY_SLEEP)
+    }
+}
+
+void directed_wake_mentioned(dormancy_step *s, const dormancy_event *ev, const bool *mentioned)
+{
+    dormancy_room *r = s->room;
+    const char *sender = ev->msg.sender ? ev->msg.sender : "";
+    for (int i = 0; i < r->n_personas; i++) {
+        dormancy_persona *p = &r->personas[i];
+        if (!mentioned[i] || p->level != DORMANCY_SLEEP)
             continue;
         char reason[DORMANCY_REASON_MAX], text[DORMANCY_TEXT_MAX];
         snprintf(reason, sizeof reason, "mentioned by %s in message %s", sender,

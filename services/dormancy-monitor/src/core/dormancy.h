@@ -40,6 +40,11 @@
 #define DORMANCY_TEXT_AI_ONLY \
     "\xF0\x9F\x92\xA4 Auto-sleeping due to extended AI-only discussion. " \
     "You'll wake when a human sends any message."
+/* The same for a persona whose auto-wake is off: a human message does not
+ * wake it (rule 8); what still does is said, no more. */
+#define DORMANCY_TEXT_AI_ONLY_NO_AUTO_WAKE \
+    "\xF0\x9F\x92\xA4 Auto-sleeping due to extended AI-only discussion. " \
+    "You'll wake when mentioned or woken by a wake decision or command."
 #define DORMANCY_TEXT_HUMAN_WAKE "\xE2\x9C\xA8 Human activity detected. Waking from dormancy."
 #define DORMANCY_TEXT_REDUNDANT \
     "\xF0\x9F\x92\xA4 Multiple AIs already responded. Switch to mention-only?"
@@ -160,6 +165,8 @@ typedef struct dormancy_persona {
     int64_t ai_only_done; /* AI-only stretch start it was put to sleep for */
     int64_t answered_human; /* last time it answered a human message */
     dormancy_suggestion sugg;
+    /* input id of the answer applied last: its redelivery is not refused */
+    char answer_in[DORMANCY_MSGID_MAX + 1];
     dormancy_overrides ov;
     uint64_t snap_digest; /* digest of the last published persona/{p}/state entry */
     int64_t ord;          /* arrival order in the room (the record keeps it) */
@@ -419,7 +426,9 @@ typedef enum {
     DORMANCY_OUT_PERSONA_REMOVED,/* drop this room from persona/{p}/state */
     DORMANCY_OUT_ROOM_STATE,     /* room/{r}/state changed: render the room */
     DORMANCY_OUT_ROOM_CLEARED,   /* room deleted: clear the retained room/{r}/state */
-    DORMANCY_OUT_LIMIT           /* a limit refused persona: reason says which (an error event) */
+    DORMANCY_OUT_LIMIT,          /* a limit refused persona: reason says which (an error event) */
+    DORMANCY_OUT_REJECTED        /* the input is refused, reason says why: the step's only
+                                  * action, nothing changed (an error event, bad_value) */
 } dormancy_action_kind;
 
 typedef struct dormancy_action {
@@ -437,6 +446,7 @@ typedef struct dormancy_action {
     /* suggestion; persona state: the pending one (suggest NONE = none) */
     dormancy_suggest_kind suggest;
     int64_t default_after_ms;
+    int64_t snooze_ms; /* suggestion with a snooze option: its length, else 0 */
     char pending_reason[DORMANCY_REASON_MAX]; /* persona state */
     int64_t pending_expires;                  /* persona state: when "yes" applies */
     /* timers */

@@ -37,7 +37,7 @@ static void action_clear(dormancy_action *a)
     a->trigger = 0;
     a->since = a->snoozed_until = a->until = 0;
     a->suggest = 0;
-    a->default_after_ms = a->pending_expires = a->due = 0;
+    a->default_after_ms = a->snooze_ms = a->pending_expires = a->due = 0;
     a->id[0] = a->persona[0] = a->reason[0] = a->text[0] = '\0';
     a->message_id[0] = a->pending_reason[0] = a->timer[0] = '\0';
 }
@@ -95,6 +95,16 @@ const dormancy_config *step_cfg(const dormancy_step *s, const dormancy_persona *
     return buf;
 }
 
+/* The input is refused: the step ends with this one action and nothing
+ * else (the caller refuses before changing anything). */
+void step_reject(dormancy_step *s, const char *persona, const char *detail)
+{
+    dormancy_action *a = step_push(s, DORMANCY_OUT_REJECTED, persona);
+    if (a)
+        dm_copy(a->reason, sizeof a->reason, detail);
+    s->rejected = true;
+}
+
 bool step_presence_blocks(const dormancy_step *s, const dormancy_persona *p)
 {
     dormancy_config cb;
@@ -136,14 +146,17 @@ static void on_message(dormancy_step *s, const dormancy_event *ev)
         s->failed = true;
         return;
     }
+    directed_find_mentions(s, ev, mentioned);
     if (ev->msg.sender_type == DORMANCY_SENDER_AI) {
         ai_only_on_ai_message(s);
-        directed_on_mentions(s, ev, mentioned);
+        directed_wake_mentioned(s, ev, mentioned);
         if (sender && !self_cmd)
             redundant_on_ai(s, ev, dormancy_persona_find(r, ev->msg.sender));
     } else {
-        directed_on_mentions(s, ev, mentioned);
+        /* rule 3 first: a persona it wakes gets the re-entry text, and the
+         * mention wakes only those it leaves asleep (chosen sleep) */
         human_reentry_on_message(s, ev, mentioned);
+        directed_wake_mentioned(s, ev, mentioned);
         redundant_on_human(s, ev);
     }
     free(mentioned);
@@ -186,6 +199,8 @@ int dormancy_room_apply(dormancy_room *r, const dormancy_event *ev, const dorman
 {
     dormancy_step s = {.room = r, .cfg = cfg, .now = now, .ids = ids, .out = out};
     dispatch(&s, ev);
+    if (s.rejected) /* nothing changed: no deadline is looked at either */
+        return s.failed ? -1 : 0;
     return finish(&s);
 }
 

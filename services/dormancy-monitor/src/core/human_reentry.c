@@ -11,9 +11,12 @@
 #include <vigil/str.h>
 #include "step.h"
 
+/* Mentioned, a mention-only persona may answer, and a sleeping one is
+ * woken by the mention right after this rule (engine.c). */
 static bool able(const dormancy_persona *p, bool mentioned)
 {
-    return persona_can_answer(p) || (mentioned && p->level == DORMANCY_MENTION_ONLY);
+    return persona_can_answer(p) ||
+           (mentioned && (p->level == DORMANCY_MENTION_ONLY || p->level == DORMANCY_SLEEP));
 }
 
 static void wake(dormancy_step *s, dormancy_persona *p, const char *reason, const char *msg_id)

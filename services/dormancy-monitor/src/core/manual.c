@@ -90,11 +90,38 @@ void manual_on_self(dormancy_step *s, dormancy_persona *p, const dormancy_event 
     }
 }
 
+/* An answer changes nothing but the suggestion it answers (it never makes
+ * the persona a member). One naming a room or a suggestion that is not
+ * pending here is refused, visibly; except a redelivery of the answer
+ * applied last, which the runtime then counts as the duplicate it is (it
+ * decides on the record it holds before its commit finds the input id
+ * already applied). An answer naming neither goes to every room of the
+ * persona, and a room with nothing pending has nothing to do. */
+static void answer_command(dormancy_step *s, const dormancy_event *ev)
+{
+    const char *sid = ev->command.suggestion_id, *in = ev->id ? ev->id : "";
+    dormancy_persona *p = dormancy_persona_find(s->room, ev->command.persona);
+    if (p && suggestion_answer(s, p, ev->command.answer, sid, in))
+        return;
+    if ((!ev->command.room && !sid) || (p && in[0] && strcmp(p->answer_in, in) == 0))
+        return;
+    char detail[DORMANCY_REASON_MAX];
+    snprintf(detail, sizeof detail,
+             "no pending suggestion%s%s%s for persona '%s' in room '%s' (unknown, already "
+             "answered, withdrawn or defaulted)",
+             sid ? " '" : "", sid ? sid : "", sid ? "'" : "", ev->command.persona, s->room->room);
+    step_reject(s, ev->command.persona, detail);
+}
+
 /* A command naming this room makes the persona a member (it is being
  * directed here); without a room it concerns the rooms it is already in. */
 void manual_on_command(dormancy_step *s, const dormancy_event *ev)
 {
     dormancy_persona *p;
+    if (ev->command.cmd == DORMANCY_CMD_ANSWER) {
+        answer_command(s, ev);
+        return;
+    }
     if (ev->command.room) {
         p = step_persona_ensure(s, ev->command.persona);
         if (!p)
@@ -114,8 +141,7 @@ void manual_on_command(dormancy_step *s, const dormancy_event *ev)
     case DORMANCY_CMD_AWAKE: go_awake(s, p, ev->command.by, NULL); break;
     case DORMANCY_CMD_STATUS: status_message(s, p, NULL); break;
     case DORMANCY_CMD_ANSWER:
-        suggestion_answer(s, p, ev->command.answer, ev->command.suggestion_id);
-        break;
+        break; /* answer_command */
     }
 }
 

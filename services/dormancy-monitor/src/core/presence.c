@@ -4,7 +4,8 @@
  * presence_away_ms (5 min), away after (so a session that stops sending
  * heartbeats becomes away by itself). While any human is active and
  * presence checking is on, no dormancy suggestion and no auto-sleep
- * happens in the room (step_presence_blocks). */
+ * happens in the room (step_presence_blocks), and a suggestion pending when
+ * a human becomes active is withdrawn rather than defaulted (suggestions.c). */
 #include <string.h>
 #include "step.h"
 

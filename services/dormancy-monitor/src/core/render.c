@@ -116,6 +116,8 @@ json_object *dormancy_suggestion_json(const dormancy_action *a, const char *room
     json_object_object_add(o, "options", opts);
     add_str(o, "default", "yes");
     json_object_object_add(o, "default_after_ms", json_object_new_int64(a->default_after_ms));
+    if (a->suggest == DORMANCY_SUGGEST_NO_HUMAN) /* with the option: "Snooze 5min" */
+        json_object_object_add(o, "snooze_ms", json_object_new_int64(a->snooze_ms));
     add_str(o, "reason", a->reason);
     return action_json_end(o, a, now);
 }

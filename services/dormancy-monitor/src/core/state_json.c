@@ -101,6 +101,7 @@ char *dormancy_persona_record_text(const dormancy_persona *p)
         drop_comma(&b, s_at);
         vigil_jtext_put(&b, "}", 1);
     }
+    text_str(&b, ",\"answer_in\":", p->answer_in);
     if (p->ov.has) {
         json_object *c = vigil_dormancy_overrides_to_json(&p->ov);
         const char *ct = c ? json_object_to_json_string_ext(c, JSON_C_TO_STRING_PLAIN |
@@ -339,6 +340,7 @@ static void persona_from_json(dormancy_persona *p, json_object *o)
         dm_copy(p->sugg.message_id, sizeof p->sugg.message_id, get_str(s, "message_id"));
         dm_copy(p->sugg.reason, sizeof p->sugg.reason, get_str(s, "reason"));
     }
+    dm_copy(p->answer_in, sizeof p->answer_in, get_str(o, "answer_in"));
     json_object *c;
     if (json_object_object_get_ex(o, "cfg", &c) && c) {
         vigil_error err = {0};

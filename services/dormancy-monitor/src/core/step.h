@@ -21,6 +21,7 @@ typedef struct dormancy_step {
     bool room_cleared; /* room deleted in this step: no room/{r}/state republish */
     uint64_t room_digest; /* of room/{r}/state as the step leaves it */
     bool room_state_now;  /* room/{r}/state is published by this step */
+    bool rejected;        /* the input is refused (step_reject) */
 } dormancy_step;
 
 /* Wanted deadlines, collected by the rule files after a step. */
@@ -42,6 +43,9 @@ dormancy_action *step_event(dormancy_step *s, dormancy_action_kind kind, const c
  * written to buf. */
 const dormancy_config *step_cfg(const dormancy_step *s, const dormancy_persona *p,
                                 dormancy_config *buf);
+/* Refuses the input: out holds only a DORMANCY_OUT_REJECTED naming persona
+ * (may be NULL) with detail as its reason. Call before changing anything. */
+void step_reject(dormancy_step *s, const char *persona, const char *detail);
 /* True when presence checking is on for p and a human is active now. */
 bool step_presence_blocks(const dormancy_step *s, const dormancy_persona *p);
 
@@ -84,10 +88,15 @@ void room_persona_remove(dormancy_room *r, int index);
 /* Makes a suggestion to p unless one is pending. Returns true if made. */
 bool suggestion_make(dormancy_step *s, dormancy_persona *p, dormancy_suggest_kind kind,
                      const char *text, const char *reason, const char *message_id);
-void suggestion_answer(dormancy_step *s, dormancy_persona *p, dormancy_answer answer,
-                       const char *suggestion_id);
+/* Applies an answer to p's pending suggestion (any, when suggestion_id is
+ * NULL) and remembers input_id as the answer applied last. False, and
+ * nothing changed, when no such suggestion is pending. */
+bool suggestion_answer(dormancy_step *s, dormancy_persona *p, dormancy_answer answer,
+                       const char *suggestion_id, const char *input_id);
 void suggestion_cancel_all(dormancy_step *s); /* human message: pending + snoozes */
-void suggestion_evaluate(dormancy_step *s);   /* defaults due */
+/* Defaults due; withdraws those presence blocks (an active human reader
+ * is no absence: no default yes under their eyes). */
+void suggestion_evaluate(dormancy_step *s);
 void suggestion_want(const dormancy_step *s, dormancy_want *w);
 
 /* ---- rules ---- */
@@ -106,7 +115,10 @@ void manual_on_self(dormancy_step *s, dormancy_persona *p, const dormancy_event 
 void manual_on_control(dormancy_step *s, const dormancy_event *ev);
 void manual_evaluate(dormancy_step *s);
 void manual_want(const dormancy_step *s, dormancy_want *w);
-void directed_on_mentions(dormancy_step *s, const dormancy_event *ev, bool *mentioned); /* directed.c */
+/* directed.c: who the message mentions (mentioned[i]), then waking the
+ * mentioned sleepers (apart, so rule 3 can decide in between). */
+void directed_find_mentions(dormancy_step *s, const dormancy_event *ev, bool *mentioned);
+void directed_wake_mentioned(dormancy_step *s, const dormancy_event *ev, const bool *mentioned);
 void directed_on_wake(dormancy_step *s, const dormancy_event *ev);
 void directed_on_autopilot(dormancy_step *s, const dormancy_event *ev);
 void presence_on_event(dormancy_step *s, const dormancy_event *ev);       /* presence.c */

@@ -23,6 +23,8 @@ bool suggestion_make(dormancy_step *s, dormancy_persona *p, dormancy_suggest_kin
     a->suggest = kind;
     a->level = DORMANCY_MENTION_ONLY;
     a->default_after_ms = c->suggestion_timeout_ms;
+    if (kind == DORMANCY_SUGGEST_NO_HUMAN) /* the only kind with a snooze option */
+        a->snooze_ms = c->snooze_ms;
     dm_copy(a->text, sizeof a->text, text);
     dm_copy(a->reason, sizeof a->reason, reason);
     dm_copy(a->message_id, sizeof a->message_id, message_id);
@@ -82,16 +84,17 @@ static void accept(dormancy_step *s, dormancy_persona *p, dormancy_suggest_kind 
                    message_id && message_id[0] ? message_id : NULL);
 }
 
-void suggestion_answer(dormancy_step *s, dormancy_persona *p, dormancy_answer answer,
-                       const char *suggestion_id)
+bool suggestion_answer(dormancy_step *s, dormancy_persona *p, dormancy_answer answer,
+                       const char *suggestion_id, const char *input_id)
 {
     if (p->sugg.kind == DORMANCY_SUGGEST_NONE)
-        return; /* nothing pending: a late or repeated answer */
+        return false; /* nothing pending: a late or repeated answer */
     if (suggestion_id && strcmp(suggestion_id, p->sugg.id) != 0)
-        return; /* answers an older suggestion */
+        return false; /* answers an older suggestion */
     dormancy_suggestion sg = p->sugg;
     persona_touch(p);
     memset(&p->sugg, 0, sizeof p->sugg);
+    dm_copy(p->answer_in, sizeof p->answer_in, input_id);
     switch (answer) {
     case DORMANCY_ANSWER_YES:
         accept(s, p, sg.kind, sg.id, sg.message_id, false);
@@ -108,6 +111,7 @@ void suggestion_answer(dormancy_step *s, dormancy_persona *p, dormancy_answer an
     case DORMANCY_ANSWER_NO:
         break; /* asked_quiet stays: not asked again in this quiet period */
     }
+    return true;
 }
 
 void suggestion_cancel_all(dormancy_step *s)
@@ -120,11 +124,28 @@ void suggestion_cancel_all(dormancy_step *s)
     }
 }
 
+/* A suggestion presence blocks is withdrawn, as a human message would
+ * (no default yes while a human reads along); a no-human one may be made
+ * again once the block lifts, if the room is still quiet by then. */
+static void withdraw(dormancy_persona *p)
+{
+    persona_touch(p);
+    if (p->sugg.kind == DORMANCY_SUGGEST_NO_HUMAN)
+        p->asked_quiet = 0;
+    memset(&p->sugg, 0, sizeof p->sugg);
+}
+
 void suggestion_evaluate(dormancy_step *s)
 {
     for (int i = 0; i < s->room->n_personas; i++) {
         dormancy_persona *p = &s->room->personas[i];
-        if (p->sugg.kind == DORMANCY_SUGGEST_NONE || p->sugg.default_at > s->now)
+        if (p->sugg.kind == DORMANCY_SUGGEST_NONE)
+            continue;
+        if (step_presence_blocks(s, p)) {
+            withdraw(p);
+            continue;
+        }
+        if (p->sugg.default_at > s->now)
             continue;
         dormancy_suggestion sg = p->sugg;
         persona_touch(p);
