@@ -2,7 +2,8 @@
  * VIGIL_CHAT_LOG_MAX_AGE_MS (exact XTRIM MINID; chat-router trims the same
  * way as it appends, so this matters for rooms that went quiet), then
  * deletes the rooms left empty. The delete carries if_inactive_since, so
- * chat-router keeps a room that got a message after we looked. */
+ * chat-router keeps a room that got a message after we looked, and a
+ * paused room whose queued notifications are still owed. */
 #include <stdlib.h>
 #include <string.h>
 #include <vigil/clock.h>
@@ -81,6 +82,8 @@ int cli_chat_cleanup(cli *c, int argc, char **argv)
     printf("removed %lld expired message%s; deleted %d empty room%s%s%s\n", removed,
            removed == 1 ? "" : "s", deleted, deleted == 1 ? "" : "s", deleted ? ": " : "", names);
     if (kept)
-        printf("kept %d room%s that received a message meanwhile\n", kept, kept == 1 ? "" : "s");
+        printf("kept %d room%s that received a message meanwhile or hold queued notifications "
+               "(paused: `vigil chat resume` delivers them, `vigil chat delete` drops them)\n",
+               kept, kept == 1 ? "" : "s");
     return CLI_OK;
 }

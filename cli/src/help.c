@@ -160,7 +160,8 @@ static const cli_help_entry HELP[] = {
       "usage: vigil chat cleanup\n"
       "\n"
       "Removes log entries older than VIGIL_CHAT_LOG_MAX_AGE_MS from every room, then\n"
-      "deletes the rooms left without messages (unless a message arrives meanwhile).\n", NULL },
+      "deletes the rooms left without messages, except one that gets a message meanwhile\n"
+      "and a paused one still holding queued notifications (resume delivers them).\n", NULL },
     { "deadletter",
       "usage: vigil deadletter list SERVICE\n"
       "       vigil deadletter replay SERVICE [--shard I]\n"

@@ -270,6 +270,23 @@ def test_cleanup_keeps_a_room_that_got_a_message_meanwhile(stack):
     assert "deleted 0 empty rooms" in out
 
 
+def test_cleanup_keeps_a_paused_room_with_queued_notifications(stack):
+    stack.service(CHAT)
+    room = new_room(stack)
+    vigil_ok(stack, "chat", "pause", room)
+    vigil_ok(stack, "chat", "send", room, "@arya pending")
+    r = stack.redis.client()
+    harness.wait_until(lambda: r.llen(chat_key(stack, f"queue:{room}")) == 1, 10, "queued")
+    time.sleep(0.3)
+    # every message has aged out of the log, but arya is still owed the notification
+    out = vigil_ok(stack, "chat", "cleanup", env={"VIGIL_CHAT_LOG_MAX_AGE_MS": "200"})
+    assert f"deleted 0 empty rooms" in out and "kept 1 room" in out, out
+    assert "queued notifications" in out, out
+    assert r.llen(chat_key(stack, f"queue:{room}")) == 1
+    assert room in vigil_ok(stack, "chat")
+    r.close()
+
+
 def test_delete_removes_log_queue_and_state(stack):
     stack.service(CHAT)
     room = new_room(stack)

@@ -177,6 +177,31 @@ static void test_delete_if_inactive(void **st)
     sim_free(&s);
 }
 
+/* cleanup's conditional delete keeps a paused room's queued notifications
+ * even when its log is empty; a plain delete still takes them */
+static void test_delete_if_inactive_keeps_a_queue(void **st)
+{
+    (void)st;
+    static sim s;
+    sim_init(&s, "general");
+    sim_control(&s, "p", CHAT_CTL_PAUSE, false, 1000);
+    sim_send(&s, sim_msg_in("m1", "joel", CHAT_SENDER_HUMAN, "@arya hello"), 2000);
+    assert_int_equal(json_i64(s.state, "queued"), 1);
+    chat_input in = control("d1", CHAT_CTL_DELETE);
+    in.ctl.if_inactive_since = 5000; /* no message since: only the queue keeps it */
+    chat_result r;
+    sim_apply(&s, &in, 6000, &r);
+    assert_false(has_action(&r, CHAT_ACT_KEY_DELETE, NULL));
+    chat_result_free(&r);
+    assert_int_equal(json_i64(s.state, "queued"), 1);
+    in.ctl.id = "d2";
+    in.ctl.if_inactive_since = 0;
+    sim_apply(&s, &in, 6001, &r);
+    assert_true(has_action(&r, CHAT_ACT_KEY_DELETE, "queue:general"));
+    chat_result_free(&r);
+    sim_free(&s);
+}
+
 static void test_delete_unknown_room_leaves_no_record(void **st)
 {
     (void)st;
@@ -295,6 +320,7 @@ int main(void)
         cmocka_unit_test(test_unreadable_record_is_replaced),
         cmocka_unit_test(test_delete),
         cmocka_unit_test(test_delete_if_inactive),
+        cmocka_unit_test(test_delete_if_inactive_keeps_a_queue),
         cmocka_unit_test(test_delete_stops_the_chain),
         cmocka_unit_test(test_log_id_valid),
         cmocka_unit_test(test_delete_unknown_room_leaves_no_record),

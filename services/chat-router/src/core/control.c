@@ -48,10 +48,17 @@ static int resume_room(chat_room *r, bool still_paused_all, chat_result *out)
     return 0;
 }
 
+/* A conditional delete (`if_inactive_since`, what `vigil chat cleanup`
+ * sends) removes only a room nobody needs: one that got no message since
+ * the caller looked, and that holds no queued notifications either (a
+ * paused room whose log aged out still owes its personas what resume
+ * would deliver). A plain delete is the user's explicit order and takes
+ * the queue with it. */
 static int delete_room(chat_room *r, const chat_control *c, chat_result *out, bool *deleted)
 {
-    if (c->if_inactive_since > 0 && r->exists && r->last_activity >= c->if_inactive_since)
-        return 0; /* a message arrived since the caller looked: keep the room */
+    if (c->if_inactive_since > 0 && r->exists &&
+        (r->last_activity >= c->if_inactive_since || r->queued > 0))
+        return 0; /* a message arrived since the caller looked, or one is queued: keep */
     char log[CHAT_ID_MAX + 16], q[CHAT_ID_MAX + 16];
     chat_log_name(r->room, log, sizeof log);
     chat_queue_name(r->room, q, sizeof q);
