@@ -39,11 +39,13 @@ def test_presence_beats_status_changes_and_expiry(stack):
     assert [e["status"] for e in ev] == ["active", "idle", "away"], ev
     for e in ev:
         assert e["user"] == "joel" and e["session"] == "tab1" and e["last_activity"] == now
-    # activity again -> active; a beat without activity change keeps it (no repeat)
+    # activity again -> active; beats without new activity keep it (no repeat;
+    # only newer activity is republished, at most every IDLE_MS / 4)
     mark = col.mark()
+    again = int(time.time() * 1000)
     for _ in range(3):
         st, _, _ = request(gw.http_port, "POST", "/api/presence",
-                           {"session": "tab1", "rooms": [room], "last_activity": int(time.time() * 1000)}, JOEL)
+                           {"session": "tab1", "rooms": [room], "last_activity": again}, JOEL)
         assert st == 200
     col.wait_event(f"room/{room}/presence", lambda j: j["status"] == "active", timeout=scaled(5), since=mark)
     time.sleep(0.5)
@@ -126,11 +128,76 @@ def test_council_answer_reaches_the_topic(stack):
     validate_outputs(col, ("council/+/answer",))
 
 
+def test_suggestion_answer_endpoint(stack):
+    """POST /api/personas/{p}/suggestion publishes the user's answer as
+    persona/{p}/command cmd "answer" (QoS 1, through the outbox) and says
+    what it published; a client id makes a retry one command; any
+    authenticated user may answer; every malformed request is a 400 naming
+    what is wrong and publishes nothing."""
+    gw = start_gateway(stack)
+    col = stack.collector(["persona/+/command"])
+    p = gw.http_port
+    path = "/api/personas/helper/suggestion"
+    st, _, b = request(p, "POST", path, {"room": "general", "suggestion_id": "timer.nohuman.1:general:0",
+                                         "answer": "snooze"}, JOEL)
+    assert st == 202, b
+    assert b["topic"] == "persona/helper/command" and b["duplicate"] is False
+    sent = b["published"]
+    assert sent["id"] == b["id"] and isinstance(sent["ts"], int)
+    assert {k: v for k, v in sent.items() if k not in ("id", "ts")} == {
+        "cmd": "answer", "room": "general", "suggestion_id": "timer.nohuman.1:general:0", "answer": "snooze",
+        "by": "joel"}
+    m = col.wait_event("persona/helper/command", timeout=scaled(5))
+    assert m == sent
+    # a retry with the client's id is one command; another user may answer too
+    body = {"room": "ops", "answer": "yes", "id": "ans-1"}
+    st1, _, b1 = request(p, "POST", path, body, JOEL)
+    st2, _, b2 = request(p, "POST", path, body, JOEL)
+    assert (st1, st2) == (202, 202) and b1["duplicate"] is False and b2["duplicate"] is True
+    assert b1["id"] == "ans-1" and "suggestion_id" not in b1["published"]
+    st, _, b = request(p, "POST", "/api/personas/ann-bot/suggestion", {"room": "general", "answer": "no"},
+                       auth("tok-bob-0123456789"))
+    assert st == 202 and b["published"]["by"] == "bob", b
+    col.wait_event("persona/ann-bot/command", timeout=scaled(5))
+    # malformed: 400 {error, detail} naming the field; nothing published
+    cases = [
+        (path, b"not json", "body"),
+        (path, b"[1]", "body"),
+        (path, b'{"answer": "yes"}', "room"),
+        (path, b'{"room": "a/b", "answer": "yes"}', "room"),
+        (path, b'{"room": 3, "answer": "yes"}', "room"),
+        (path, b'{"room": "general"}', "answer"),
+        (path, b'{"room": "general", "answer": "maybe"}', "answer"),
+        (path, b'{"room": "general", "answer": ["yes"]}', "answer"),
+        (path, b'{"room": "general", "answer": "yes", "suggestion_id": ""}', "suggestion_id"),
+        (path, b'{"room": "general", "answer": "yes", "suggestion_id": "a+b"}', "suggestion_id"),
+        (path, b'{"room": "general", "answer": "yes", "suggestion_id": "' + b"x" * 161 + b'"}', "suggestion_id"),
+        (path, b'{"room": "general", "answer": "yes", "id": "a/b"}', "'id'"),
+        ("/api/personas/bad%20one/suggestion", b'{"room": "general", "answer": "yes"}', "persona"),
+        ("/api/personas/" + "p" * 70 + "/suggestion", b'{"room": "general", "answer": "yes"}', "persona"),
+    ]
+    mark = col.mark()
+    for cpath, raw, field in cases:
+        st, _, b = request(p, "POST", cpath, None, {**JOEL, "Content-Type": "application/json"}, raw=raw)
+        assert st == 400 and b["error"] == "bad_request" and field in b["detail"], (cpath, raw, st, b)
+    st, h, b = request(p, "GET", path, None, JOEL)
+    assert st == 405 and b["error"] == "method_not_allowed" and h["allow"] == "POST"
+    st, _, b = request(p, "POST", path, {"room": "general", "answer": "yes"})
+    assert st == 401 and b["error"] == "unauthorized"
+    time.sleep(0.5)
+    assert col.events("persona/+/command", since=mark) == []
+    assert len(col.events("persona/+/command")) == 3
+    assert gw.is_ready()
+    from conftest import validate_outputs
+    assert validate_outputs(col, ("persona/+/command",)) == 3
+
+
 API_ENDPOINTS = [
     ("POST", "/api/presence", {"session": "t", "rooms": ["r"]}),
     ("GET", "/api/rooms/general/messages", None),
     ("POST", "/api/rooms/general/messages", {"text": "hi"}),
     ("POST", "/api/council/s1/answers", {"question_id": "q1", "answer": "a"}),
+    ("POST", "/api/personas/helper/suggestion", {"room": "general", "answer": "no"}),
     ("GET", "/api/autonomous/deliberations/live", None),
     ("GET", "/api/events?topics=rooms", None),
     ("GET", "/api/whoami", None),

@@ -4,7 +4,8 @@ message published with mosquitto_pub appears, a persona's badge follows
 dormancy-monitor's level changes with the reason, a reload restores
 badges and messages (kept states + the room log), the viewer's presence
 heartbeats reach room/{r}/presence, answering a question reaches
-council/{session}/answer, and a screenshot of a busy room is saved as a
+council/{session}/answer, a dormancy suggestion's card answered with its
+buttons reaches persona/{p}/command, and a screenshot of a busy room is saved as a
 test artifact (VIGIL_TEST_ARTIFACTS, default build/test-artifacts)."""
 
 import json
@@ -178,6 +179,127 @@ def test_seed_client_on_deliberations_live(stack):
         wait_until(lambda: "seed session_ended" in d.find_element(By.ID, "council").text, scaled(10),
                    "the page's council list")
         d.execute_script("window.seedSource.close()")
+        logs = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+        assert not logs, logs
+    finally:
+        b.close()
+
+
+def suggestion_cards(d, room, persona):
+    from selenium.webdriver.common.by import By
+    return d.find_elements(By.CSS_SELECTOR, f'#room-{room} .suggestion[data-persona="{persona}"]')
+
+
+def suggestion_click(d, room, persona, answer):
+    from selenium.webdriver.common.by import By
+    d.find_element(By.CSS_SELECTOR,
+                   f'#room-{room} .suggestion[data-persona="{persona}"] button[data-answer="{answer}"]').click()
+
+
+def suggestion_labels(d, room, persona):
+    return [b.text for c in suggestion_cards(d, room, persona) for b in c.find_elements("css selector", "button")]
+
+
+def test_suggestion_card_yes_applied_by_dormancy_monitor(stack):
+    """dormancy-monitor's no-human suggestion (suggest, don't force) shows
+    as a card in its room with [Yes] [No] [Snooze ...]; clicking Yes
+    publishes the answer on persona/{p}/command, the card goes, and
+    dormancy-monitor applies it (the badge turns mention-only)."""
+    from selenium.webdriver.common.by import By
+    gw = start_gateway(stack)
+    stack.service("dormancy-monitor", env={"VIGIL_DORMANCY_NO_HUMAN_MS": "1500",
+                                           "VIGIL_DORMANCY_SUGGESTION_TIMEOUT_MS": "120000"})
+    col = stack.collector(["persona/+/command", "persona/+/suggestion", "persona/+/dormancy"])
+    port = stack.broker.port
+    room = uid("sg")
+    ada = f"ada-{room[-6:]}"
+    b = theater_browser.Browser()
+    d = b.driver
+    try:
+        d.get(f"http://127.0.0.1:{gw.http_port}/login?token=tok-joel-0123456789")
+        wait_until(lambda: d.find_element(By.ID, "conn").text == "live", scaled(15), "the stream connected")
+        # dormancy-monitor suggests mention-only to ada 1.5 s after the human's message
+        mosquitto_pub(port, f"room/{room}/message", {"id": uid(), "room": room, "sender": ada, "sender_type": "ai",
+                                                     "text": "anyone?", "ts": now()})
+        mosquitto_pub(port, f"room/{room}/message", {"id": uid(), "room": room, "sender": "joel",
+                                                     "sender_type": "human", "text": "brb", "ts": now()})
+        sug = col.wait_event(f"persona/{ada}/suggestion", timeout=scaled(15))
+        wait_until(lambda: suggestion_cards(d, room, ada), scaled(15), "the suggestion card")
+        c = suggestion_cards(d, room, ada)[0]
+        assert c.get_attribute("data-id") == sug["id"]
+        assert "Switch to mention-only?" in c.text and "[Yes]" not in c.text, c.text
+        got = suggestion_labels(d, room, ada)
+        assert got[:2] == ["Yes", "No"] and len(got) == 3 and got[2].startswith("Snooze"), got
+        suggestion_click(d, room, ada, "yes")
+        cmd = col.wait_event(f"persona/{ada}/command", timeout=scaled(15))
+        assert {k: cmd[k] for k in ("cmd", "room", "suggestion_id", "answer", "by")} == \
+            {"cmd": "answer", "room": room, "suggestion_id": sug["id"], "answer": "yes", "by": "joel"}, cmd
+        wait_until(lambda: not suggestion_cards(d, room, ada), scaled(10), "the answered card removed")
+        dm = col.wait_event(f"persona/{ada}/dormancy", timeout=scaled(15))
+        assert dm["level"] == "mention-only" and dm["trigger"] == "no-human", dm
+        wait_until(lambda: d.find_elements(
+            By.CSS_SELECTOR, f'#room-{room} .badge[data-persona="{ada}"][data-level="mention-only"]'),
+            scaled(15), "ada's badge says mention-only")
+        from conftest import validate_outputs
+        assert validate_outputs(col, ("persona/+/command",)) == 1
+        logs = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+        assert not logs, logs
+    finally:
+        b.close()
+
+
+def test_suggestion_card_follows_state_and_dormancy(stack):
+    """Made-up suggestions (no dormancy-monitor): `snooze_ms` names the
+    snooze button and the [..] options leave the text; the persona's state
+    showing nothing pending removes the card; a suggestion seen only as
+    `pending` in the state gets a card, answered without suggestion_id; a
+    dormancy event for the persona in the room removes its card."""
+    from selenium.webdriver.common.by import By
+    gw = start_gateway(stack)
+    col = stack.collector(["persona/+/command"])
+    port = stack.broker.port
+    room = uid("sg")
+    cy = f"cy-{room[-6:]}"
+    b = theater_browser.Browser()
+    d = b.driver
+    try:
+        d.get(f"http://127.0.0.1:{gw.http_port}/login?token=tok-joel-0123456789")
+        wait_until(lambda: d.find_element(By.ID, "conn").text == "live", scaled(15), "the stream connected")
+        text = "💤 No human activity for 5min. Switch to mention-only? [Yes] [No] [Snooze 5min]"
+        mosquitto_pub(port, f"persona/{cy}/suggestion", {
+            "id": f"t.{room}:0", "persona": cy, "room": room, "suggest": "mention-only", "trigger": "no-human",
+            "text": text, "options": ["yes", "no", "snooze"], "default": "yes", "default_after_ms": 30000,
+            "snooze_ms": 300000, "ts": now()})
+        wait_until(lambda: suggestion_labels(d, room, cy) == ["Yes", "No", "Snooze 5min"], scaled(15),
+                   "cy's card with Snooze 5min")
+        shown = suggestion_cards(d, room, cy)[0].text
+        assert "No human activity for 5min. Switch to mention-only?" in shown and "[Snooze" not in shown, shown
+        mosquitto_pub(port, f"persona/{cy}/state", {"persona": cy, "rooms": {
+            room: {"level": "active", "since": now(), "trigger": "manual"}}, "ts": now()})
+        wait_until(lambda: not suggestion_cards(d, room, cy), scaled(10), "the card gone once nothing is pending")
+
+        # pending in the state only: a card, answered without suggestion_id
+        def pending():  # a fresh ts each time: the gateway logs an identical payload once
+            return {"persona": cy, "rooms": {room: {"level": "active", "since": now(), "trigger": "manual", "pending": {
+                "level": "mention-only", "trigger": "redundant", "reason": "3 AIs answered",
+                "expires": now() + 30000}}}, "ts": now()}
+        mosquitto_pub(port, f"persona/{cy}/state", pending())
+        wait_until(lambda: suggestion_labels(d, room, cy) == ["Yes", "No"], scaled(15),
+                   "a card from the pending suggestion")
+        suggestion_click(d, room, cy, "no")
+        cmd = col.wait_event(f"persona/{cy}/command", timeout=scaled(15))
+        assert cmd["answer"] == "no" and cmd["room"] == room and "suggestion_id" not in cmd, cmd
+        wait_until(lambda: not suggestion_cards(d, room, cy), scaled(10), "the answered card removed")
+
+        # a dormancy event for the persona in the room removes its card
+        mosquitto_pub(port, f"persona/{cy}/state", pending())
+        wait_until(lambda: suggestion_cards(d, room, cy), scaled(15), "the pending card again")
+        mosquitto_pub(port, f"persona/{cy}/dormancy", {
+            "id": f"d.{room}:0", "persona": cy, "room": room, "level": "sleep", "previous": "active",
+            "trigger": "manual", "reason": "sleep requested", "text": "💤 sleeping", "ts": now()})
+        wait_until(lambda: not suggestion_cards(d, room, cy), scaled(10), "the card gone on a dormancy event")
+        from conftest import validate_outputs
+        assert validate_outputs(col, ("persona/+/command",)) == 1
         logs = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
         assert not logs, logs
     finally:

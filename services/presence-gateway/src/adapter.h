@@ -113,6 +113,10 @@ void gateway_api_presence(gateway *g, vigil_http_req *req, const char *user);
 void gateway_api_messages_get(gateway *g, vigil_http_req *req, const char *room);
 void gateway_api_messages_post(gateway *g, vigil_http_req *req, const char *room, const char *user);
 void gateway_api_answer(gateway *g, vigil_http_req *req, const char *session, const char *user);
+/* POST /api/personas/{persona}/suggestion: the user's answer to a dormancy
+ * suggestion, published as persona/{persona}/command cmd "answer". */
+void gateway_api_suggestion(gateway *g, vigil_http_req *req, const char *persona,
+                            const char *user);
 /* stream.c: council_live for /api/autonomous/deliberations/live. */
 void gateway_api_stream(gateway *g, vigil_http_req *req, bool council_live);
 /* web.c */

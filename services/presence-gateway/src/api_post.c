@@ -1,5 +1,5 @@
 /* api_post.c - the POST endpoints: presence heartbeats, human room
- * messages, answers to council questions. Each commits through the
+ * messages, answers to council questions and to dormancy suggestions. Each commits through the
  * runtime (atomic state + outbox), so a 2xx means it will be published. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,7 +70,10 @@ int gateway_publish(gateway *g, const char *key, const char *input_id, const cha
     return rc;
 }
 
-static void accepted(vigil_http_req *req, json_object *payload, const char *topic, int rc)
+/* 202 {id, topic, duplicate}, and the payload itself as `published` when
+ * echo is set (a command the caller cannot read back from a log). */
+static void accepted(vigil_http_req *req, json_object *payload, const char *topic, int rc,
+                     bool echo)
 {
     json_object *o = json_object_new_object();
     json_object *id;
@@ -78,6 +81,8 @@ static void accepted(vigil_http_req *req, json_object *payload, const char *topi
         json_object_object_add(o, "id", json_object_get(id));
     json_object_object_add(o, "topic", json_object_new_string(topic));
     json_object_object_add(o, "duplicate", json_object_new_boolean(rc == VIGIL_DECIDE_DUPLICATE));
+    if (echo)
+        json_object_object_add(o, "published", json_object_get(payload));
     vigil_http_respond_json(req, 202, o);
     json_object_put(o);
 }
@@ -88,9 +93,9 @@ typedef gw_req_result (*build_fn)(json_object *body, const void *arg, const char
                                   const char **limit, char *err, size_t errlen);
 
 /* Body -> payload -> published on topic (deduped by the payload's id on
- * key) -> 202, or the error that stopped it. */
+ * key) -> 202 (with the payload when echo), or the error that stopped it. */
 static void publish_request(gateway *g, vigil_http_req *req, build_fn build, const void *arg,
-                            const char *topic, const char *key)
+                            const char *topic, const char *key, bool echo)
 {
     json_object *body = body_object(g, req);
     if (!body)
@@ -110,7 +115,7 @@ static void publish_request(gateway *g, vigil_http_req *req, build_fn build, con
     const char *id = json_object_get_string(json_object_object_get(payload, "id"));
     int rc = gateway_publish(g, key, id, topic, payload, &verr);
     if (rc == VIGIL_DECIDE_DONE || rc == VIGIL_DECIDE_DUPLICATE)
-        accepted(req, payload, topic, rc);
+        accepted(req, payload, topic, rc, echo);
     else
         answer_decide(req, rc, &verr);
     json_object_put(payload);
@@ -143,7 +148,7 @@ void gateway_api_messages_post(gateway *g, vigil_http_req *req, const char *room
     snprintf(topic, sizeof topic, "room/%s/message", room);
     snprintf(key, sizeof key, "room:%s", room);
     msg_arg a = {room, user};
-    publish_request(g, req, build_message, &a, topic, key);
+    publish_request(g, req, build_message, &a, topic, key, false);
 }
 
 void gateway_api_answer(gateway *g, vigil_http_req *req, const char *session, const char *user)
@@ -151,7 +156,25 @@ void gateway_api_answer(gateway *g, vigil_http_req *req, const char *session, co
     char topic[VIGIL_TOPIC_MAX], key[VIGIL_KEY_MAX];
     snprintf(topic, sizeof topic, "council/%s/answer", session);
     snprintf(key, sizeof key, "council:%s", session);
-    publish_request(g, req, build_answer, user, topic, key);
+    publish_request(g, req, build_answer, user, topic, key, false);
+}
+
+static gw_req_result build_suggestion(json_object *body, const void *arg, const char *fresh_id,
+                                      int64_t now, size_t max_text, json_object **payload,
+                                      const char **limit, char *err, size_t errlen)
+{
+    (void)max_text;
+    *limit = NULL;
+    return gw_req_suggestion(body, arg, fresh_id, now, payload, err, errlen);
+}
+
+void gateway_api_suggestion(gateway *g, vigil_http_req *req, const char *persona,
+                            const char *user)
+{
+    char topic[VIGIL_TOPIC_MAX], key[VIGIL_KEY_MAX];
+    snprintf(topic, sizeof topic, "persona/%s/command", persona);
+    snprintf(key, sizeof key, "persona:%s", persona);
+    publish_request(g, req, build_suggestion, user, topic, key, true);
 }
 
 typedef struct beat_arg {

@@ -122,6 +122,7 @@ static void api(gateway *g, vigil_http_req *req, const char *user)
     char id[GW_ID_MAX + 2];
     static const char *const ROOM_MSGS[] = {"api", "rooms", NULL, "messages"};
     static const char *const ANSWERS[] = {"api", "council", NULL, "answers"};
+    static const char *const SUGGESTION[] = {"api", "personas", NULL, "suggestion"};
 
     if (is(path, "/api/presence")) {
         if (!post)
@@ -143,6 +144,13 @@ static void api(gateway *g, vigil_http_req *req, const char *user)
         if (!post)
             return method_not_allowed(req, "POST");
         return gateway_api_answer(g, req, id, user);
+    }
+    if (match_path(path, SUGGESTION, 4, id, sizeof id)) {
+        if (!gw_id_valid(id))
+            return gateway_error(req, 400, "persona: 1-64 characters of A-Z a-z 0-9 . _ -");
+        if (!post)
+            return method_not_allowed(req, "POST");
+        return gateway_api_suggestion(g, req, id, user);
     }
     if (is(path, "/api/autonomous/deliberations/live") || is(path, "/api/events")) {
         if (!get)

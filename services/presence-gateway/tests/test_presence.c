@@ -1,7 +1,8 @@
 /* test_presence.c - presence statuses from heartbeats (seed 000,
  * "Presence Indicators"), with an injected clock: active within 2 min of
- * activity, idle 2-5 min, away after 5 min or when heartbeats stop; only
- * changes are reported; the best session wins a room. */
+ * activity, idle 2-5 min, away after 5 min or when heartbeats stop; changes
+ * are reported, and refreshes of an active room's activity at a bounded
+ * rate; the best session wins a room. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -145,6 +146,103 @@ static void test_best_session_wins_and_leaving_a_room(void **s)
     free(st);
 }
 
+/* A person who keeps reading (beats every 30 s, each with new activity)
+ * stays active for a consumer that ages the last_activity it was sent
+ * (dormancy-monitor: active while younger than 2 min): the gateway
+ * publishes it again once the published one is refresh_ms (idle_ms / 4)
+ * old, so what the consumer holds is never 2 min old while beats come. */
+static void test_active_reader_refreshed_for_consumers(void **s)
+{
+    (void)s;
+    gw_presence_cfg c = cfg();
+    int64_t refresh = gw_presence_refresh_ms(&c);
+    assert_int_equal(refresh, 30000);
+    char *st = NULL;
+    const char *rooms[] = {"general"};
+    gw_presence_out o = beat(&st, "tab1", rooms, 1, GW_ACTIVE, T0, T0);
+    assert_int_equal(o.nchanges, 1);
+    gw_presence_out_free(&o);
+    int64_t consumer_la = T0, worst = 0;
+    int published = 0;
+    for (int64_t now = T0 + 30000; now <= T0 + 20 * MIN; now += 30000) {
+        if (now - consumer_la > worst) /* the consumer's view just before the beat */
+            worst = now - consumer_la;
+        o = beat(&st, "tab1", rooms, 1, GW_ACTIVE, now - 1000, now);
+        for (int i = 0; i < o.nchanges; i++) {
+            assert_int_equal(o.changes[i].status, GW_ACTIVE);
+            assert_string_equal(o.changes[i].session, "tab1");
+            assert_int_equal(o.changes[i].last_activity, now - 1000);
+            consumer_la = o.changes[i].last_activity;
+            published++;
+        }
+        gw_presence_out_free(&o);
+    }
+    /* never idle for the consumer: its last_activity stayed under idle_ms */
+    assert_true(worst < c.idle_ms);
+    assert_true(worst <= refresh + 30000 + 1000);
+    /* and refreshed at most once per refresh interval (40 beats, 20 min) */
+    assert_true(published >= 20 && published <= 20 * MIN / refresh);
+    free(st);
+}
+
+/* The refresh rate is bounded per room, not per beat or per tab: three
+ * tabs beating every second with new activity publish one refresh a
+ * refresh_ms; a beat without new activity publishes nothing, however old
+ * the published one; an idle room is not refreshed. */
+static void test_refresh_bounded_and_only_with_news(void **s)
+{
+    (void)s;
+    gw_presence_cfg c = cfg();
+    int64_t refresh = gw_presence_refresh_ms(&c);
+    char *st = NULL;
+    const char *rooms[] = {"general"};
+    const char *tabs[] = {"t1", "t2", "t3"};
+    gw_presence_out o = beat(&st, "t1", rooms, 1, GW_ACTIVE, T0, T0);
+    gw_presence_out_free(&o);
+    int published = 0;
+    int64_t last_pub = T0;
+    for (int64_t now = T0 + 1000; now <= T0 + 10 * MIN; now += 1000) {
+        for (int t = 0; t < 3; t++) {
+            o = beat(&st, tabs[t], rooms, 1, GW_ACTIVE, now, now);
+            if (o.nchanges) {
+                assert_int_equal(o.nchanges, 1);
+                assert_true(now - last_pub >= refresh);
+                last_pub = now;
+                published++;
+            }
+            gw_presence_out_free(&o);
+        }
+    }
+    assert_int_equal(published, 10 * MIN / refresh);
+    /* a fresh record: beats carrying the same activity, long after */
+    free(st);
+    st = NULL;
+    o = beat(&st, "t1", rooms, 1, GW_ACTIVE, T0, T0);
+    gw_presence_out_free(&o);
+    o = beat(&st, "t1", rooms, 1, GW_ACTIVE, T0, T0 + refresh + 5000);
+    assert_int_equal(o.nchanges, 0);
+    gw_presence_out_free(&o);
+    /* just before the interval: nothing yet; at it: the refresh */
+    o = beat(&st, "t1", rooms, 1, GW_ACTIVE, T0 + refresh - 1, T0 + refresh - 1);
+    assert_int_equal(o.nchanges, 0);
+    gw_presence_out_free(&o);
+    o = beat(&st, "t1", rooms, 1, GW_ACTIVE, T0 + refresh + 6000, T0 + refresh + 6000);
+    assert_int_equal(o.nchanges, 1);
+    assert_int_equal(o.changes[0].last_activity, T0 + refresh + 6000);
+    gw_presence_out_free(&o);
+    /* a tab claiming idle keeps the room idle: no refresh of an idle room */
+    free(st);
+    st = NULL;
+    o = beat(&st, "t1", rooms, 1, GW_IDLE, T0, T0);
+    assert_int_equal(o.nchanges, 1);
+    assert_int_equal(o.changes[0].status, GW_IDLE);
+    gw_presence_out_free(&o);
+    o = beat(&st, "t1", rooms, 1, GW_IDLE, T0 + 2 * refresh, T0 + 2 * refresh);
+    assert_int_equal(o.nchanges, 0);
+    gw_presence_out_free(&o);
+    free(st);
+}
+
 static void test_future_activity_clamped_and_bad_state(void **s)
 {
     (void)s;
@@ -230,6 +328,8 @@ int main(void)
         cmocka_unit_test(test_beat_then_idle_then_away_by_timer),
         cmocka_unit_test(test_heartbeats_stop_session_expires),
         cmocka_unit_test(test_best_session_wins_and_leaving_a_room),
+        cmocka_unit_test(test_active_reader_refreshed_for_consumers),
+        cmocka_unit_test(test_refresh_bounded_and_only_with_news),
         cmocka_unit_test(test_future_activity_clamped_and_bad_state),
         cmocka_unit_test(test_session_cap),
         cmocka_unit_test(test_session_cap_reports_the_forgotten),

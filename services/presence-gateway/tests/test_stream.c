@@ -1,6 +1,7 @@
 /* test_stream.c - the Theater stream's pure parts: topic families and
  * filters, MQTT matching, event names, log positions, stored entries and
- * SSE frames; and request bodies. */
+ * SSE frames; and request bodies (the answer to a dormancy suggestion
+ * checked against libshared's reader of persona commands). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <vigil/msg_persona.h>
 #include "gateway.h"
 
 static void test_match(void **s)
@@ -254,6 +256,75 @@ static void test_request_bodies(void **s)
     json_object_put(o);
 }
 
+/* The answer to a dormancy suggestion: the command built is one
+ * libshared's reader of persona/{p}/command (dormancy-monitor's) accepts
+ * as that answer; every malformed body is refused naming its field. */
+static void test_suggestion_answer_body(void **s)
+{
+    (void)s;
+    char err[200];
+    json_object *pl;
+    json_object *o = json_tokener_parse(
+        "{\"room\":\"general\",\"suggestion_id\":\"timer.nohuman.17:general:0\","
+        "\"answer\":\"snooze\",\"extra\":1}");
+    assert_int_equal(gw_req_suggestion(o, "joel", "gw-3", 11, &pl, err, sizeof err), GW_REQ_OK);
+    json_object_put(o);
+    assert_string_equal(json_object_get_string(json_object_object_get(pl, "id")), "gw-3");
+    assert_null(json_object_object_get(pl, "extra"));
+    vigil_persona_command c;
+    vigil_error verr = {0};
+    assert_int_equal(vigil_persona_command_read(pl, 11, &c, &verr), 0);
+    assert_int_equal(c.cmd, VIGIL_COMMAND_ANSWER);
+    assert_true(c.has_answer);
+    assert_int_equal(c.answer, VIGIL_ANSWER_SNOOZE);
+    assert_string_equal(c.room, "general");
+    assert_string_equal(c.suggestion_id, "timer.nohuman.17:general:0");
+    assert_string_equal(c.by, "joel");
+    json_object_put(pl);
+    /* no suggestion_id: the pending one; the client's id kept */
+    o = json_tokener_parse("{\"room\":\"ops\",\"answer\":\"yes\",\"id\":\"c-1\"}");
+    assert_int_equal(gw_req_suggestion(o, "ann", "gw-4", 12, &pl, err, sizeof err), GW_REQ_OK);
+    json_object_put(o);
+    assert_string_equal(json_object_get_string(json_object_object_get(pl, "id")), "c-1");
+    assert_int_equal(vigil_persona_command_read(pl, 12, &c, &verr), 0);
+    assert_null(c.suggestion_id);
+    assert_int_equal(c.answer, VIGIL_ANSWER_YES);
+    json_object_put(pl);
+    char longid[VIGIL_MSG_SUGGESTION_ID_MAX + 2];
+    memset(longid, 'x', sizeof longid - 1);
+    longid[sizeof longid - 1] = '\0';
+    char toolong[300];
+    snprintf(toolong, sizeof toolong, "{\"room\":\"g\",\"answer\":\"no\",\"suggestion_id\":\"%s\"}",
+             longid);
+    const struct {
+        const char *body, *field;
+    } bad[] = {
+        {"{\"answer\":\"yes\"}", "'room'"},
+        {"{\"room\":\"a/b\",\"answer\":\"yes\"}", "'room'"},
+        {"{\"room\":5,\"answer\":\"yes\"}", "'room'"},
+        {"{\"room\":\"g\"}", "'answer'"},
+        {"{\"room\":\"g\",\"answer\":\"maybe\"}", "'answer'"},
+        {"{\"room\":\"g\",\"answer\":\"YES\"}", "'answer'"},
+        {"{\"room\":\"g\",\"answer\":true}", "'answer'"},
+        {"{\"room\":\"g\",\"answer\":\"yes\",\"suggestion_id\":\"\"}", "'suggestion_id'"},
+        {"{\"room\":\"g\",\"answer\":\"yes\",\"suggestion_id\":\"a#b\"}", "'suggestion_id'"},
+        {"{\"room\":\"g\",\"answer\":\"yes\",\"suggestion_id\":7}", "'suggestion_id'"},
+        {toolong, "'suggestion_id'"},
+        {"{\"room\":\"g\",\"answer\":\"yes\",\"id\":\"a/b\"}", "'id'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o = json_tokener_parse(bad[i].body);
+        assert_non_null(o);
+        pl = NULL;
+        err[0] = '\0';
+        assert_int_equal(gw_req_suggestion(o, "joel", "gw-5", 13, &pl, err, sizeof err),
+                         GW_REQ_BAD);
+        assert_null(pl);
+        assert_non_null(strstr(err, bad[i].field));
+        json_object_put(o);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -264,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_positions_entries_frames),
         cmocka_unit_test(test_frame_styles),
         cmocka_unit_test(test_request_bodies),
+        cmocka_unit_test(test_suggestion_answer_body),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

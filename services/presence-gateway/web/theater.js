@@ -1,7 +1,8 @@
 // Vigil Theater: rooms with their messages, persona dormancy badges with
-// their reasons, human presence, council deliberations and questions,
-// service health, all live from /api/events (Server-Sent Events); and the
-// presence heartbeats of the person viewing the page.
+// their reasons, dormancy suggestions to answer (Yes / No / Snooze), human
+// presence, council deliberations and questions, service health, all live
+// from /api/events (Server-Sent Events); and the presence heartbeats of the
+// person viewing the page.
 "use strict";
 
 const params = new URLSearchParams(location.search);
@@ -51,6 +52,7 @@ function room(name) {
   if (r) return r;
   const messages = el("ul", { class: "messages" });
   const badges = el("div", { class: "badges" });
+  const suggestions = el("div", { class: "suggestions" });
   const humans = el("div", { class: "humans" });
   const input = el("input", { name: "text", placeholder: "Say something in " + name, autocomplete: "off" });
   const form = el("form", {
@@ -64,9 +66,9 @@ function room(name) {
     },
   }, input, el("button", { type: "submit" }, "Send"));
   const card = el("article", { class: "room", id: "room-" + name, dataset: { room: name } },
-    el("h3", {}, "#" + name), badges, humans, messages, form);
+    el("h3", {}, "#" + name), badges, suggestions, humans, messages, form);
   document.getElementById("rooms").append(card);
-  r = { name, card, messages, badges, humans, personas: new Map(), people: new Map() };
+  r = { name, card, messages, badges, humans, suggestions, personas: new Map(), people: new Map(), asked: new Map() };
   state.rooms.set(name, r);
   soonBeat(); // a new room the viewer now sees
   loadHistory(r);
@@ -126,6 +128,73 @@ function setPresence(p) {
   }
   h.dataset.status = p.status;
   h.textContent = `${p.user} (${p.status})`;
+}
+
+// ---- dormancy suggestions (suggest, don't force) --------------------------
+
+// A duration as dormancy-monitor writes it in its suggestion text: whole
+// minutes as "5min", else whole seconds as "3s", else "1500ms".
+function duration(ms) {
+  if (ms % 60000 === 0) return `${ms / 60000}min`;
+  if (ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
+}
+
+// One card per persona and room, for a suggestion waiting for an answer:
+// from a persona.suggestion frame (its id, text, options, snooze_ms), or
+// from the `pending` entry of the persona's state when the page opened
+// after the suggestion was made (no id then: the answer is for whatever is
+// pending). The buttons replace the "[Yes] [No] ..." the text ends with.
+function showSuggestion(roomName, persona, s) {
+  const r = room(roomName);
+  dropSuggestion(roomName, persona); // a newer suggestion replaces the card
+  const labels = { yes: "Yes", no: "No", snooze: s.snooze_ms > 0 ? `Snooze ${duration(s.snooze_ms)}` : "Snooze" };
+  const options = (Array.isArray(s.options) ? s.options : ["yes", "no", "snooze"]).filter((o) => labels[o]);
+  const status = el("span", { class: "status" });
+  const buttons = options.map((o) => el("button", { type: "button", dataset: { answer: o }, onclick: () => answer(o) }, labels[o]));
+  async function answer(a) {
+    for (const b of buttons) b.disabled = true;
+    status.textContent = "";
+    const body = { room: roomName, answer: a };
+    if (s.id) body.suggestion_id = s.id;
+    try {
+      await api("POST", `/api/personas/${encodeURIComponent(persona)}/suggestion`, body);
+      dropSuggestion(roomName, persona);
+    } catch (e) {
+      status.textContent = e.message;
+      for (const b of buttons) b.disabled = false;
+    }
+  }
+  const text = (s.text || "").replace(/(\s*\[[^\]]*\])+\s*$/, "");
+  const card = el("div", { class: "suggestion", dataset: { persona, id: s.id || "" } },
+    el("p", {}, el("span", { class: "sender" }, persona), text), el("div", { class: "choices" }, ...buttons, status));
+  r.suggestions.append(card);
+  r.asked.set(persona, card);
+}
+
+function dropSuggestion(roomName, persona) {
+  const r = state.rooms.get(roomName);
+  const card = r && r.asked.get(persona);
+  if (!card) return;
+  card.remove();
+  r.asked.delete(persona);
+}
+
+// The persona's state says what is still pending: a card for a pending
+// suggestion the page has none for, none where nothing is pending.
+function followPending(d) {
+  const rooms = d.rooms || {};
+  for (const [name, r] of state.rooms) {
+    if (r.asked.has(d.persona) && !(rooms[name] && rooms[name].pending)) dropSuggestion(name, d.persona);
+  }
+  for (const [name, v] of Object.entries(rooms)) {
+    const p = v.pending;
+    if (!p || (state.rooms.get(name) && state.rooms.get(name).asked.has(d.persona))) continue;
+    showSuggestion(name, d.persona, {
+      text: `💤 ${p.reason || "suggested"}. Switch to ${p.level}?`,
+      options: p.trigger === "no-human" ? ["yes", "no", "snooze"] : ["yes", "no"],
+    });
+  }
 }
 
 // ---- council ------------------------------------------------------------
@@ -200,8 +269,10 @@ const HANDLERS = {
   "room.state": (d) => { for (const [p, level] of Object.entries(d.personas || {})) setBadge(d.room, p, level); },
   "persona.state": (d) => {
     for (const [r, v] of Object.entries(d.rooms || {})) setBadge(r, d.persona, v.level, v.trigger);
+    followPending(d);
   },
-  "persona.dormancy": (d) => setBadge(d.room, d.persona, d.level, d.reason || d.text),
+  "persona.dormancy": (d) => { setBadge(d.room, d.persona, d.level, d.reason || d.text); dropSuggestion(d.room, d.persona); },
+  "persona.suggestion": (d) => { if (d.room && d.persona) showSuggestion(d.room, d.persona, d); },
   "sys.status": setHealth,
 };
 for (const t of ["deliberation", "phase", "action", "question", "session_paused", "session_ended"]) {

@@ -40,6 +40,19 @@ typedef struct gw_presence_cfg {
 } gw_presence_cfg;
 void gw_presence_cfg_init(gw_presence_cfg *c);
 
+/* The refresh interval is this fraction of idle_ms (30 s at the default).
+ * A consumer ages the last_activity it was sent against its own active
+ * threshold (dormancy-monitor's VIGIL_DORMANCY_PRESENCE_ACTIVE_MS, 2 min
+ * like idle_ms by default), and the last_activity it holds is at most the
+ * refresh interval plus one beat interval (30 s) old while beats with new
+ * activity keep coming: 60 s, half the threshold, leaving the other half
+ * for a late beat or a slow delivery. At most one refresh per room per
+ * interval and user, however many tabs beat. */
+#define GW_PRESENCE_REFRESH_PARTS 4
+/* How old the published last_activity of a room still active may get
+ * before the newer one is published again: idle_ms / 4, at least 1. */
+int64_t gw_presence_refresh_ms(const gw_presence_cfg *c);
+
 /* One heartbeat of a browser session. */
 typedef struct gw_beat {
     const char *user;
@@ -55,7 +68,8 @@ typedef struct gw_beat {
 gw_status gw_presence_derive(const gw_presence_cfg *c, int64_t last_activity, int64_t last_beat,
                              gw_status claimed, int64_t now);
 
-/* A status change to publish on room/{room}/presence. */
+/* A status change, or a refresh of an active room's last_activity, to
+ * publish on room/{room}/presence. */
 typedef struct gw_presence_change {
     char room[GW_ID_MAX + 1];
     char session[GW_ID_MAX + 1];
@@ -247,6 +261,15 @@ gw_req_result gw_req_message(json_object *body, const char *room, const char *us
 gw_req_result gw_req_answer(json_object *body, const char *user, const char *fresh_id,
                             int64_t now, size_t max_text, json_object **payload,
                             const char **limit, char *err, size_t errlen);
+
+/* POST /api/personas/{persona}/suggestion body {room, suggestion_id?,
+ * answer: yes|no|snooze, id?} -> the persona/{persona}/command payload
+ * {id, cmd: "answer", room, suggestion_id?, answer, by: user, ts}.
+ * Without suggestion_id the command answers whichever suggestion is
+ * pending for the persona in the room (a page that only saw the pending
+ * suggestion in the persona's state has no id). */
+gw_req_result gw_req_suggestion(json_object *body, const char *user, const char *fresh_id,
+                                int64_t now, json_object **payload, char *err, size_t errlen);
 
 /* Ids as everywhere in Vigil: 1..64 of A-Z a-z 0-9 . _ - */
 bool gw_id_valid(const char *s);

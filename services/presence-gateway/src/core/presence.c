@@ -6,9 +6,12 @@
  *   idle    activity idle_ms..away_ms (2-5 min) ago,
  *   away    activity away_ms (5 min) ago or more, or heartbeats stopped
  *           (no beat for expire_ms: the session is gone).
- * Only changes are published, so the record remembers what was published
- * per room; a room whose last session went away is forgotten after its
- * "away" is published.
+ * Changes are published, and so is a refresh while a room stays active:
+ * consumers (dormancy-monitor) age the last_activity they were sent
+ * themselves, so an unchanged "active" would read as idle after idle_ms
+ * however many beats came (gw_presence_refresh_ms). The record remembers
+ * what was last published per room; a room whose last session went away
+ * is forgotten after its "away" is published.
  *
  * Record: {"user", "sessions": {sid: {"rooms": [..], "la": ms, "beat": ms,
  * "claimed": 0..2}}, "published": {room: {"status": 0..2, "session", "la"}}} */
@@ -30,6 +33,21 @@ const char *gw_status_name(gw_status s)
 int gw_status_parse(const char *s)
 {
     return vigil_name_index(vigil_presence_status_names, s);
+}
+
+int64_t gw_presence_refresh_ms(const gw_presence_cfg *c)
+{
+    int64_t r = c->idle_ms / GW_PRESENCE_REFRESH_PARTS;
+    return r > 0 ? r : 1;
+}
+
+/* A room published active and still active gets its newer last_activity
+ * published again once the one published is refresh_ms old: never sooner
+ * (bounded rate, whatever the number of beats and tabs), never without
+ * news (a beat without new activity republishes nothing). */
+static bool refresh_due(const gw_presence_cfg *c, int64_t published_la, int64_t la, int64_t now)
+{
+    return la > published_la && now - published_la >= gw_presence_refresh_ms(c);
 }
 
 void gw_presence_cfg_init(gw_presence_cfg *c)
@@ -202,12 +220,13 @@ static gw_presence_result settle(const gw_presence_cfg *c, json_object *st, int6
                 json_object_object_del(published, room);
             continue;
         }
-        if ((!had && best != GW_AWAY) || (had && prev_st != best)) {
-            if (add_change(out, &cap, room, best_sid, best, best_la) != 0)
-                rc = GW_PRESENCE_NOMEM;
-        }
-        if (!had && best == GW_AWAY)
-            continue; /* never announced, still away: nothing to remember */
+        bool changed = (!had && best != GW_AWAY) || (had && prev_st != best);
+        bool refresh = had && !changed && best == GW_ACTIVE &&
+                       refresh_due(c, get_i64(prev, "la"), best_la, now);
+        if (!changed && !refresh)
+            continue; /* what was published still holds (or nothing was: still away) */
+        if (add_change(out, &cap, room, best_sid, best, best_la) != 0)
+            rc = GW_PRESENCE_NOMEM;
         json_object *p = json_object_new_object();
         json_object_object_add(p, "status", json_object_new_int(best));
         json_object_object_add(p, "session", json_object_new_string(best_sid));

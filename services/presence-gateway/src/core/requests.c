@@ -4,6 +4,8 @@
  * a detail naming the field. */
 #include <stdio.h>
 #include <string.h>
+#include <vigil/msg_persona.h>
+#include <vigil/names.h>
 #include "gateway.h"
 
 static bool utf8_ok(const char *s)
@@ -54,22 +56,31 @@ static int id_field(json_object *b, const char *k, bool required, const char **o
     return 0;
 }
 
-/* An event id given by the client (so a retried POST is one message):
- * 1..128 printable ASCII without '/', '+', '#'. */
-static int event_id_field(json_object *b, const char *k, const char **out, char *err, size_t errlen)
+/* An event id of at most max bytes: 1..max printable ASCII without '/',
+ * '+', '#' (what Vigil's ids are made of, so it may come back as an
+ * input id). 0 ok, 1 absent, -1 wrong. */
+static int event_id_bounded(json_object *b, const char *k, size_t max, const char **out,
+                            char *err, size_t errlen)
 {
     int rc = str_field(b, k, out, err, errlen);
     if (rc != 0)
         return rc;
     size_t n = strlen(*out);
-    bool ok = n >= 1 && n <= 128;
+    bool ok = n >= 1 && n <= max;
     for (size_t i = 0; ok && i < n; i++)
         ok = (*out)[i] >= ' ' && (*out)[i] <= '~' && !strchr("/+#", (*out)[i]);
     if (!ok) {
-        snprintf(err, errlen, "field '%s': 1-128 printable characters without / + #", k);
+        snprintf(err, errlen, "field '%s': 1-%zu printable characters without / + #", k, max);
         return -1;
     }
     return 0;
+}
+
+/* An event id given by the client (so a retried POST is one message):
+ * 1..128 printable ASCII without '/', '+', '#'. */
+static int event_id_field(json_object *b, const char *k, const char **out, char *err, size_t errlen)
+{
+    return event_id_bounded(b, k, 128, out, err, errlen);
 }
 
 static int text_field(json_object *b, const char *k, size_t max, const char **out,
@@ -257,6 +268,37 @@ gw_req_result gw_req_answer(json_object *body, const char *user, const char *fre
     if (!o)
         return GW_REQ_BAD;
     json_object_object_add(o, "question_id", json_object_new_string(qid));
+    json_object_object_add(o, "answer", json_object_new_string(answer));
+    json_object_object_add(o, "by", json_object_new_string(user));
+    json_object_object_add(o, "ts", json_object_new_int64(now));
+    *payload = o;
+    return GW_REQ_OK;
+}
+
+gw_req_result gw_req_suggestion(json_object *body, const char *user, const char *fresh_id,
+                                int64_t now, json_object **payload, char *err, size_t errlen)
+{
+    *payload = NULL;
+    const char *room = NULL, *sid = NULL, *answer = NULL, *id = NULL;
+    if (id_field(body, "room", true, &room, err, errlen) < 0 ||
+        event_id_bounded(body, "suggestion_id", VIGIL_MSG_SUGGESTION_ID_MAX, &sid, err,
+                         errlen) < 0 ||
+        event_id_field(body, "id", &id, err, errlen) < 0)
+        return GW_REQ_BAD;
+    int rc = str_field(body, "answer", &answer, err, errlen);
+    if (rc < 0)
+        return GW_REQ_BAD;
+    if (rc == 1 || vigil_name_index(vigil_answer_names, answer) < 0) {
+        snprintf(err, errlen, "field 'answer': one of yes, no, snooze");
+        return GW_REQ_BAD;
+    }
+    json_object *o = new_payload(id, fresh_id, err, errlen);
+    if (!o)
+        return GW_REQ_BAD;
+    json_object_object_add(o, "cmd", json_object_new_string("answer"));
+    json_object_object_add(o, "room", json_object_new_string(room));
+    if (sid)
+        json_object_object_add(o, "suggestion_id", json_object_new_string(sid));
     json_object_object_add(o, "answer", json_object_new_string(answer));
     json_object_object_add(o, "by", json_object_new_string(user));
     json_object_object_add(o, "ts", json_object_new_int64(now));
