@@ -18,7 +18,7 @@ const vigil_config_var GATEWAY_CONFIG_VARS[] = {
     {"VIGIL_GATEWAY_RATE", "50", "requests a second per token (429 beyond; 0 = unlimited)"},
     {"VIGIL_GATEWAY_PRESENCE_IDLE_MS", "120000", "a session is active this long after activity, then idle"},
     {"VIGIL_GATEWAY_PRESENCE_AWAY_MS", "300000", "... idle until this long after activity, then away"},
-    {"VIGIL_GATEWAY_PRESENCE_EXPIRE_MS", "0", "heartbeats stopped this long = session gone, away (0 = the idle time)"},
+    {"VIGIL_GATEWAY_PRESENCE_EXPIRE_MS", "0", "heartbeats stopped this long = session gone, away (0 = the away time)"},
     {"VIGIL_GATEWAY_LOG_MAXLEN", "10000", "entries kept in the Theater log (what a reconnect can catch up on)"},
     {"VIGIL_GATEWAY_CLIENT_QUEUE", "1024", "events queued per SSE client before a slow client is dropped"},
     {"VIGIL_GATEWAY_MAX_CLIENTS", "1024", "concurrent HTTP connections (SSE clients included)"},
@@ -86,7 +86,10 @@ int gateway_configure(void *ctx, const vigil_common_config *common, char *err, s
         snprintf(err, errlen, "VIGIL_GATEWAY_PRESENCE_AWAY_MS must be >= VIGIL_GATEWAY_PRESENCE_IDLE_MS");
         return -1;
     }
-    c->presence.expire_ms = expire ? expire : c->presence.idle_ms;
+    /* 0: the away time, so that a session whose beats stop goes idle at
+     * the idle time and away at the away time, as its activity says (a
+     * browser may beat only while its user is active) */
+    c->presence.expire_ms = expire ? expire : c->presence.away_ms;
     c->max_text = common->max_payload > 1024 ? (int64_t)common->max_payload - 1024 : 1024;
     g->api.max_body = (size_t)c->max_body;
     g->api.max_clients = (unsigned)c->max_clients;

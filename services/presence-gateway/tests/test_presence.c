@@ -59,8 +59,11 @@ static void test_derive_thresholds(void **s)
     /* the browser's own claim can only make it worse */
     assert_int_equal(gw_presence_derive(&c, T0, T0, GW_AWAY, T0), GW_AWAY);
     assert_int_equal(gw_presence_derive(&c, T0, T0, GW_IDLE, T0), GW_IDLE);
-    /* heartbeats stopped for expire_ms (2 min): away whatever the activity */
-    assert_int_equal(gw_presence_derive(&c, T0 + 3 * MIN, T0, GW_ACTIVE, T0 + 3 * MIN), GW_AWAY);
+    /* heartbeats stopped for expire_ms (5 min, the away time): away whatever
+     * the activity */
+    assert_int_equal(c.expire_ms, c.away_ms);
+    assert_int_equal(gw_presence_derive(&c, T0 + 5 * MIN, T0, GW_ACTIVE, T0 + 5 * MIN), GW_AWAY);
+    assert_int_equal(gw_presence_derive(&c, T0 + 3 * MIN, T0, GW_ACTIVE, T0 + 3 * MIN), GW_ACTIVE);
 }
 
 static void test_beat_then_idle_then_away_by_timer(void **s)
@@ -105,8 +108,16 @@ static void test_heartbeats_stop_session_expires(void **s)
     gw_presence_out o = beat(&st, "tab1", rooms, 2, GW_ACTIVE, T0, T0);
     assert_int_equal(o.nchanges, 2);
     gw_presence_out_free(&o);
-    /* the timer at 2 min: no beat since T0 -> gone -> away in both rooms */
+    /* a browser that beats only while its user is active stops at T0: idle
+     * from 2 min (no activity for 2-5 min), not gone yet */
     o = tick(&st, T0 + 2 * MIN);
+    assert_int_equal(o.nchanges, 2);
+    assert_int_equal(o.changes[0].status, GW_IDLE);
+    assert_int_equal(o.changes[1].status, GW_IDLE);
+    assert_int_equal(o.next_due, T0 + 5 * MIN);
+    gw_presence_out_free(&o);
+    /* the timer at 5 min: no beat since T0 -> gone -> away in both rooms */
+    o = tick(&st, T0 + 5 * MIN);
     assert_int_equal(o.nchanges, 2);
     assert_int_equal(o.changes[0].status, GW_AWAY);
     assert_int_equal(o.changes[1].status, GW_AWAY);

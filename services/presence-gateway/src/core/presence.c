@@ -54,7 +54,8 @@ void gw_presence_cfg_init(gw_presence_cfg *c)
 {
     c->idle_ms = 120000;
     c->away_ms = 300000;
-    c->expire_ms = 120000;
+    c->expire_ms = 300000; /* the away time: a browser beating only while its
+                            * user is active still shows idle 2-5 min */
     c->max_sessions = GW_MAX_SESSIONS;
     c->max_rooms = GW_MAX_ROOMS;
 }
