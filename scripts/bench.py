@@ -799,7 +799,7 @@ DORMANCY_ENV = {
     # keep the timed rules out of a long run: every message is a manual
     # change or a wake, so the figures measure one path
     "VIGIL_DORMANCY_NO_HUMAN_MS": "86400000", "VIGIL_DORMANCY_AI_ONLY_MS": "86400000",
-    # a human message wakes every sleeper (the seed's literal rule 3), so
+    # a human message wakes every sleeper (the literal wake-on-human rule), so
     # each "hi" of the mixed workload yields one event
     "VIGIL_DORMANCY_HUMAN_WAKES": "all",
 }

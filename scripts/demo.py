@@ -79,7 +79,7 @@ QUIET_OVERRIDES = {"noHumanActivityThreshold": 60000, "aiOnlyDiscussionThreshold
 EMERGENCY = "Server is down, need help ASAP!"
 CASUAL = "How was your weekend?"
 
-# The fake endpoint's answers, matched against the prompt (the seed's smart
+# The fake endpoint's answers, matched against the prompt (the smart
 # prompt itself says "emergency", so the rules look at the quoted message).
 LLM_RULES = [
     {"regex": r'Text: "Server is down',

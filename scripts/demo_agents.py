@@ -30,7 +30,7 @@ except ImportError as e:  # pragma: no cover
     sys.stderr.write(f"error: {e}: the demo needs Debian's python3-paho-mqtt (scripts/install-deps)\n")
     sys.exit(2)
 
-# The seed's minutes and hours as seconds. Tier windows 60/30/15 min ->
+# The default minutes and hours as seconds. Tier windows 60/30/15 min ->
 # 20/10/5 s (so the recency penalties, which follow them, come at 10 s and
 # 20 s), lookback 20 s, a tool call stretches to 40 s, categories at 8, 16
 # and 24 s of status age, one scan a second, one resume per agent per demo.
@@ -355,7 +355,7 @@ class Demo:
         return 0
 
 
-HELP = """stall-resumer in about a minute, as a timeline (seed 002).
+HELP = """stall-resumer in about a minute, as a timeline.
 
 It starts its own mosquitto, redis-server and stall-resumer on free loopback
 ports in a temporary folder (never your scripts/up stack), with thresholds of

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""scripts/demo-council - the council (seed 001: Autonomous Mode) in about a
+"""scripts/demo-council - the council (Autonomous Mode) in about a
 minute, as a timeline of what it publishes.
 
 It starts its own mosquitto and redis-server on free loopback ports in a

@@ -46,7 +46,7 @@ HB_ENV = {
     "VIGIL_LLM_TIMEOUT_MS": "5000",
     "VIGIL_LLM_RETRIES": "1",
 }
-# The seed's own test: "If more than 2 minutes have passed, remind the user
+# The break-reminder test: "If more than 2 minutes have passed, remind the user
 # to take a break." The fake model answers that checklist with a reminder,
 # and any other heartbeat check with HEARTBEAT_OK (its built-in rules).
 BREAK = "- If more than 2 minutes have passed, remind the user to take a break."
@@ -184,7 +184,7 @@ class Demo:
     def scenario(self):
         sage, coach, owl = self.persona("sage"), self.persona("coach"), self.persona("owl")
         self.header("1. A silent run", [
-            f"{sage} gets a heartbeat with the seed's HEARTBEAT.md checklist; configuring counts as",
+            f"{sage} gets a heartbeat with the default HEARTBEAT.md checklist; configuring counts as",
             f"activity, so its first run comes after the active interval ({ACTIVE_MS / 1000:.0f} s). The model",
             "finds nothing worth saying and answers HEARTBEAT_OK: nothing reaches the room, and each",
             "`ok` in a row stretches the next interval x1.5."])
@@ -201,7 +201,7 @@ class Demo:
         self.expect(f"{sage}: skipped, live-exchange", self.run_event(sage, outcome="skipped", reason="live-exchange"), 15)
 
         self.header("3. A run that speaks", [
-            f"{coach}'s checklist is the seed's own test: \"{BREAK[2:]}\"",
+            f"{coach}'s checklist is the break-reminder test: \"{BREAK[2:]}\"",
             "The model answers with an urgent reminder; VoI 0.9 x 1.0 - disturbance > 0.3, the user",
             "allows reminders: exactly one proactive message. The next run finds it unanswered: skipped."])
         self.config(coach, checklist=BREAK)

@@ -1,4 +1,4 @@
-/* agents_status.c - `vigil agents status`: the seed's status checker. One
+/* agents_status.c - `vigil agents status`: the agents' status checker. One
  * line per agent with 🟢 fresh / 🟡 warning / 🟠 critical / 🔴 auto-resume,
  * its confidence, its activity sources and its category, read from the
  * retained agent/{a}/assessment (stall-resumer) and agent/{a}/status topics

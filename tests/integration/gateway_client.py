@@ -56,7 +56,7 @@ def request(port, method, path, body=None, headers=None, timeout=10, raw=None):
 def frame_name(f):
     """A frame's name: its event: line on /api/events; on
     /api/autonomous/deliberations/live, whose frames have none (EventSource
-    type "message", for the seed's onmessage client), its data's `type`."""
+    type "message", for an onmessage client), its data's `type`."""
     if f["event"] == "message" and isinstance(f["data"], dict):
         return f["data"].get("type")
     return f["event"]

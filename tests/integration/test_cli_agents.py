@@ -1,4 +1,4 @@
-"""`vigil agents status` (issue 12): the seed's status checker against a
+"""`vigil agents status` (issue 12): the agents' status checker against a
 real broker and a real stall-resumer, for a fixture of agents covering the
 four categories. It reads only the retained agent/+/assessment and
 agent/+/status topics: the tests run it with an unreachable Redis."""

@@ -1,4 +1,4 @@
-"""council (issue 13, seed 001: Autonomous Mode, the Council System) driven
+"""council (issue 13: Autonomous Mode, the Council System) driven
 only through the broker, with a real Redis, the real service process,
 tests/support/fake_llm.py answering per council persona over real HTTP and
 tests/support/fake_a2a.py as the A2A agent `research:` is delegated to."""

@@ -1,4 +1,4 @@
-"""council's rules that an audit of seed 001 and the README checked, driven
+"""council's rules that an audit of the specified behaviour and the README checked, driven
 through the broker with a real Redis and the real service: SENSE of a
 session limited to a room holds that room's last messages (and the `sense`
 event counts them), a session id is used once, a session's questions end

@@ -16,7 +16,7 @@ from script_support import assert_help_names, script_env
 
 DEMO = os.path.join(harness.SOURCE_DIR, "scripts", "demo")
 
-SEED_TEXTS = [
+DORMANCY_TEXTS = [
     "💤 No human activity for 4s. Switch to mention-only?",
     "💤 Auto-sleeping due to extended AI-only discussion. You'll wake when a human sends any message.",
     "✨ Human activity detected. Waking from dormancy.",
@@ -47,7 +47,7 @@ def test_demo_shows_every_rule_in_under_a_minute(tmp_path):
     err = r.stderr.decode("utf-8", "replace")
     assert r.returncode == 0, f"scripts/demo --check failed ({r.returncode}):\n{out[-6000:]}\n{err[-3000:]}"
     assert "✔ all" in out and "missing:" not in out
-    for text in SEED_TEXTS:
+    for text in DORMANCY_TEXTS:
         assert text in out, f"the timeline lacks {text!r}:\n{out[-4000:]}"
     # every phase header, the LLM's two decisions and the economics block
     for n in range(1, 7):

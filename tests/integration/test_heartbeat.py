@@ -1,11 +1,11 @@
-"""heartbeat (issue 11, seed 004: the proactive "inner thoughts" heartbeat)
+"""heartbeat (issue 11: the proactive "inner thoughts" heartbeat)
 driven only through the broker, with a real Redis, the real service
 process(es) and tests/support/fake_llm.py answering over real HTTP.
 
 Intervals are shrunk to about a second through the documented
 VIGIL_HEARTBEAT_* variables; the fake model answers by the checklist text
 in the prompt (CHECK-OK -> HEARTBEAT_OK, CHECK-SPEAK -> a JSON message,
-the seed's break-reminder line -> plain text)."""
+the break-reminder line -> plain text)."""
 
 import json
 import time
@@ -22,12 +22,12 @@ from fake_servers import FakeLLM, running
 SERVICE = "heartbeat"
 OUTPUTS = ("heartbeat/+/run", "room/+/message", "sys/#")
 
-# The seed's own test checklist line (seed 004, "Cara Test").
+# The break-reminder test's checklist line.
 BREAK = "- If more than 2 minutes have passed, remind the user to take a break."
 BREAK_TEXT = "You have been at it for a while: time for a short break?"
 
 RULES = [
-    # plain text, as the seed's prompt asks for (no JSON, no priority)
+    # plain text, as the specified prompt asks for (no JSON, no priority)
     {"match": "remind the user to take a break", "reply": BREAK_TEXT},
     {"match": "CHECK-OK-TAIL", "reply": "HEARTBEAT_OK. All quiet, nothing to report."},
     {"match": "CHECK-OKAY", "reply": "HEARTBEAT_OKAY"},
@@ -112,7 +112,7 @@ def log_lines(svc, msg):
 
 
 def wait_log(svc, msg, pred=lambda d: True, timeout=10):
-    """The seed's log line msg at info level satisfying pred (logged just
+    """The info log line msg satisfying pred (logged just
     after the run's commit, so it may trail the run event a little)."""
     found = []
 
@@ -141,7 +141,7 @@ def test_ok_reply_sends_nothing_and_the_token_appears_in_no_room(stack, llm):
     # the second ok stretches the interval (x1.5)
     second = wait_run(col, "quiet1", lambda e: e["outcome"] == "ok" and e["consecutive_skips"] == 2)
     assert second["next_in_ms"] == pytest.approx(1500 * 1.5 * 1.5, abs=5)
-    # the seed's log line, with the consecutive skips
+    # the info log line, with the consecutive skips
     line = wait_log(svc, "heartbeat: no action needed",
                     lambda d: d.get("persona") == "quiet1" and d.get("run") == second["id"])
     assert line["consecutive_skips"] == "2"
@@ -151,7 +151,7 @@ def test_ok_reply_sends_nothing_and_the_token_appears_in_no_room(stack, llm):
         assert b"HEARTBEAT_OK" not in m.payload or m.topic.startswith("heartbeat/"), m.topic
         if m.topic.startswith("room/"):
             assert b"HEARTBEAT_OK" not in m.payload
-    # the prompt is the seed's
+    # the prompt is the specified one
     prompt = llm.stats()["last_request"]["body"]["messages"][-1]["content"]
     assert prompt.startswith("You are quiet")
     assert "Current time: " in prompt and "Time since last user interaction: " in prompt
@@ -214,7 +214,7 @@ def test_low_value_message_is_voi_blocked_and_an_answer_holding_the_token_is_ok(
 
 
 def test_any_answer_but_heartbeat_ok_resets_the_consecutive_skips(stack, llm):
-    """The seed: consecutiveSkips = 0 on any answer that is not
+    """As specified, consecutiveSkips = 0 on any answer that is not
     HEARTBEAT_OK, before the VoI check: a blocked message ends the stretch
     and the next interval is the normal (here the active) one."""
     start(stack, llm)
@@ -246,10 +246,10 @@ def test_permission_blocked_when_the_user_does_not_allow_the_category(stack, llm
     assert line["persona"] == "shy" and line["detail"] == ev["detail"]
 
 
-def test_the_seeds_break_reminder_in_plain_text_is_sent(stack, llm):
-    """The seed's test: add "If more than 2 minutes have passed, remind the
+def test_the_break_reminder_in_plain_text_is_sent(stack, llm):
+    """The break-reminder test: add "If more than 2 minutes have passed, remind the
     user to take a break." to HEARTBEAT.md, wait: a reminder is sent. The
-    model answers in plain text, as the seed's prompt asks: a normal
+    model answers in plain text, as the specified prompt asks: a normal
     message, sent at peak (VoI 0.5) or off-peak (0.4) alike (UTC here)."""
     start(stack, llm)
     col = stack.collector()

@@ -237,8 +237,8 @@ def test_a_malloc_cache_the_operator_set_is_kept(stack):
 
 
 def test_human_message_wakes_a_sleeping_persona(stack):
-    """The minimal path of issue 2, with the seed's literal rule
-    (VIGIL_DORMANCY_HUMAN_WAKES=all): message in through the broker, state
+    """The minimal path of issue 2, with the literal wake rule (any
+    human message wakes every sleeper, VIGIL_DORMANCY_HUMAN_WAKES=all): message in through the broker, state
     committed in Redis, persona/{p}/dormancy event and retained
     persona/{p}/state and room/{r}/state out."""
     stack.service(env={"VIGIL_DORMANCY_HUMAN_WAKES": "all"})

@@ -1,4 +1,4 @@
-"""stall-resumer (issue 12, seed 002: hardened activity detection, the
+"""stall-resumer (issue 12: hardened activity detection, the
 fail-open resume guard, resume prompts with auto-claimed tasks, status
 categories) driven only through the broker, with a real Redis and the real
 service processes.
@@ -126,7 +126,7 @@ def test_noise_is_not_activity(mixes):
                        10, "four noise signals counted")
     assert not col.find(f"agent/{agent}/assessment"), "noise created an assessment"
     assert s.store(SERVICE).state(f"agent:{agent}") == (0, None)
-    # the seed's noise filter drops acknowledgements too: an agent that
+    # the noise filter drops acknowledgements too: an agent that
     # answers "ok" has not worked
     acks = svc.metric("vigil_stall_signals_total", result="acknowledgement") or 0
     for text in ("ok", "Got it!", "👍"):
@@ -142,7 +142,7 @@ def test_noise_is_not_activity(mixes):
 
 
 def test_a_job_that_waited_is_not_sent_to_an_agent_active_again(mixes):
-    """The seed checks activity right before it writes a resume prompt. A
+    """Activity is checked again right before a resume prompt is written. A
     job can wait between its scan and a worker (a restart, its lease, a
     retry): here one decided ten minutes ago for an agent that has worked
     since. It is dropped without a claim or a resume."""

@@ -324,10 +324,10 @@ def test_example_texts_are_real_utf8(name):
     raw = (TOPICS / "examples" / f"{name}.json").read_bytes()
     text = raw.decode("utf-8")
     assert "\\u" not in text, "write real characters, not \\u escapes"
-    assert "ðŸ" not in text and "âœ" not in text, "mis-decoded emoji (see seeds/README.md)"
+    assert "ðŸ" not in text and "âœ" not in text, "mis-decoded emoji (UTF-8 bytes read as cp1252/Latin-1)"
 
 
-def test_dormancy_wake_example_uses_the_seed_wording():
+def test_dormancy_wake_example_uses_the_specified_wording():
     ex = sc.load_example("persona-dormancy")
     assert ex["text"] == "✨ Human activity detected. Waking from dormancy."
     assert sc.load_example("persona-suggestion")["text"].startswith("💤 ")

@@ -1,4 +1,4 @@
-"""wake-evaluator (issue 5, seed 000: Wake-Up Decision Intelligence, the
+"""wake-evaluator (issue 5: Wake-Up Decision Intelligence, the
 autopilot, token economics) driven only through the broker, with a real
 Redis, the real service process and tests/support/fake_llm.py answering
 over real HTTP: the same client code path as against a real endpoint.
@@ -23,7 +23,7 @@ SERVICE = "wake-evaluator"
 EMERGENCY = "Server is down, need help ASAP!"
 WEEKEND = "How was your weekend?"
 
-# Rules for the fake endpoint, matched against the prompt. The seed's smart
+# Rules for the fake endpoint, matched against the prompt. The smart
 # prompt itself contains "emergency" (consideration 1), so the rules look at
 # the quoted new message only.
 RULES = [
@@ -106,7 +106,7 @@ def wait_wakes(col, n, timeout=20, persona="+", since=0, pred=None):
 
 
 # --------------------------------------------------------------------------
-# The seed's two LLM wake tests, end to end
+# The two specified LLM wake tests, end to end
 
 
 def test_server_down_wakes_a_smart_sleeper_with_confidence_above_08(stack, llm):
@@ -123,7 +123,7 @@ def test_server_down_wakes_a_smart_sleeper_with_confidence_above_08(stack, llm):
     assert ev["persona"] == "sre" and ev["room"] == room and ev["message_id"] == "m-down"
     assert ev["tokens"] > 0 and ev["latency_ms"] >= 0
     assert "outage" in ev["reason"]
-    # the request: the seed's smart prompt, JSON mode, the seed's numbers
+    # the request: the smart prompt, JSON mode, the specified numbers
     body = llm.stats()["last_request"]["body"]
     assert body["response_format"] == {"type": "json_object"}
     assert body["max_tokens"] == 200 and abs(body["temperature"] - 0.2) < 1e-9

@@ -67,7 +67,7 @@ DEFAULT_RULES = COUNCIL_RULES + [
                "alternativeSuggestion": None}},
     {"match": "How was your weekend",
      "reply": {"shouldWake": False, "reason": "casual chatter", "confidence": 0.9}},
-    # heartbeat prompts (seed 004): the seed's own test checklist line makes
+    # heartbeat prompts: the break-reminder test's checklist line makes
     # the persona speak, any other heartbeat check answers HEARTBEAT_OK
     {"regex": r"remind the user to take a break[\s\S]*Run the heartbeat check",
      "reply": {"message": "You have been at it for a while: time for a short break?",

@@ -47,7 +47,7 @@
 typedef enum {
     VIGIL_LLM_TIER_SMART = 0, /* VIGIL_LLM_MODEL_SMART */
     VIGIL_LLM_TIER_MID = 1,   /* VIGIL_LLM_MODEL_MID */
-    VIGIL_LLM_TIER_FAST = 2,  /* VIGIL_LLM_MODEL_FAST (the seed's "basic") */
+    VIGIL_LLM_TIER_FAST = 2,  /* VIGIL_LLM_MODEL_FAST (a "basic" model) */
     VIGIL_LLM_TIER__COUNT
 } vigil_llm_tier;
 

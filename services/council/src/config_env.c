@@ -1,5 +1,5 @@
 /* config_env.c - the environment of council: VIGIL_LLM_* (libshared) and
- * its own VIGIL_COUNCIL_*, mirroring the seed's AUTONOMOUS_* with the same
+ * its own VIGIL_COUNCIL_*, mirroring the specified AUTONOMOUS_* with the same
  * defaults. Minutes may be fractional (0.05 = 3 s) so tests and demos can
  * shrink them. */
 #include <stdio.h>

@@ -72,7 +72,7 @@ static void parse(const char *body, council_a2a_reply *r, int want)
     assert_int_equal(council_a2a_parse(body, strlen(body), "u", r), want);
 }
 
-static void response_seed_format(void **st)
+static void response_sanhedrin_format(void **st)
 {
     (void)st;
     council_a2a_reply r;
@@ -182,14 +182,14 @@ static void response_of_another_request_or_unfinished_is_a_failure(void **st)
           "\"artifacts\":[{\"parts\":[{\"text\":\"x\"}]}]}}",
           &r, -1);
     assert_non_null(strstr(r.error, "'(none)': not completed"));
-    /* (a completed task of our id keeps its artifacts: response_seed_format) */
+    /* (a completed task of our id keeps its artifacts: response_sanhedrin_format) */
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(request_message_send), cmocka_unit_test(request_send_message_v1),
-        cmocka_unit_test(method_names),         cmocka_unit_test(response_seed_format),
+        cmocka_unit_test(method_names),         cmocka_unit_test(response_sanhedrin_format),
         cmocka_unit_test(response_v1_wrapped_task), cmocka_unit_test(response_message_result),
         cmocka_unit_test(response_errors),
         cmocka_unit_test(response_of_another_request_or_unfinished_is_a_failure),

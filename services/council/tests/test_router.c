@@ -46,7 +46,7 @@ static void case_and_leading_space(void **st)
 static void keywords_inside_content_do_not_route(void **st)
 {
     (void)st;
-    /* the seed's bug: a keyword found inside the content */
+    /* the bug starts-with prevents: a keyword found inside the content */
     expect_route("note: we should search: later and ask user: maybe", COUNCIL_ACT_NOTE,
                  "we should search: later and ask user: maybe", false);
     expect_route("I think we should search: the docs", COUNCIL_ACT_REFLECT,

@@ -1,5 +1,5 @@
 /* test_session.c - the session lifecycle and the SENSE -> PLAN -> ACT
- * loop on an injected clock with a recording sink: the seed's scenarios
+ * loop on an injected clock with a recording sink: the specified scenarios
  * (full loop in order, ask user then answer reaching the next SENSE, the
  * circuit breaker, no LLM, daily limit, idle timeout (also of a loop that
  * never comes back), loop limit, sleep,

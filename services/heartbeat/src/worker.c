@@ -91,7 +91,7 @@ static void ask_model(void *arg, void *sarg)
     hb_worker *w = arg;
     run_slot *s = sarg;
     vigil_llm_request req = VIGIL_LLM_REQUEST_INIT;
-    req.tier = VIGIL_LLM_TIER_FAST; /* the seed: the "fast" engine, to save cost */
+    req.tier = VIGIL_LLM_TIER_FAST; /* the "fast" engine, to save cost */
     req.model = s->job.model[0] ? s->job.model : NULL;
     req.max_tokens = s->job.max_tokens > 0 ? s->job.max_tokens : w->svc->core.max_tokens;
     req.user = s->job.prompt;
@@ -136,7 +136,7 @@ static int decide_result(void *arg, const char *key, const char *state_json, int
     return rc;
 }
 
-/* The seed's log lines (info) of a committed run: "heartbeat: no action
+/* The log lines (info) of a committed run: "heartbeat: no action
  * needed" with the consecutive skips, "heartbeat: proactive message sent",
  * "heartbeat: VoI blocked message" with the score and its reasoning, and
  * "heartbeat: sandbox blocked proactive message". Written after the commit,

@@ -1,4 +1,4 @@
-/* HEARTBEAT_OK recognition, the seed's rule: an answer holding the token
+/* HEARTBEAT_OK recognition, the specified rule: an answer holding the token
  * anywhere (alone, with punctuation, at the start, in the middle, glued to
  * other characters, with any amount of other text) is a no-action run, and
  * nothing holding it is ever sent; the reading of the model's other

@@ -22,7 +22,7 @@ static void accepted_forms(void **st)
     test_config(&c);
     hb_persona_cfg cfg;
     parse_cfg(&c, "{" BASE ",\"enabled\":true}", &cfg);
-    assert_string_equal(cfg.checklist, HB_DEFAULT_CHECKLIST); /* the seed's HEARTBEAT.md */
+    assert_string_equal(cfg.checklist, HB_DEFAULT_CHECKLIST); /* the default HEARTBEAT.md */
     assert_int_equal(cfg.allow, HB_ALLOW_ALL);
     assert_false(cfg.quiet.set);
     assert_string_equal(cfg.tz, "");

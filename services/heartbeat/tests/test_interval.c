@@ -1,4 +1,4 @@
-/* The seed's adaptive interval: 2 min after recent activity, 10 min
+/* The adaptive interval: 2 min after recent activity, 10 min
  * normally, 30 min after an hour of inactivity; consecutive `ok` runs
  * stretch it x1.5 up to the inactive interval; no runs past the idle cap. */
 #include "hb_test.h"
@@ -87,8 +87,8 @@ static void schedule_follows_activity_and_oks(void **st)
     hb_state_free(&s);
 }
 
-/* The seed sets consecutiveSkips = 0 on any answer that is not
- * HEARTBEAT_OK, before its VoI and permission checks: a message the gate or
+/* As specified, consecutiveSkips = 0 on any answer that is not
+ * HEARTBEAT_OK, before the VoI and permission checks: a message the gate or
  * the allow list blocked, and an unusable answer, reset the stretch; a
  * failed model call (no answer) leaves it. */
 static void any_answer_but_ok_resets_the_stretch(void **st)

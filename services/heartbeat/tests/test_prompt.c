@@ -1,9 +1,9 @@
-/* The seed's prompt: identity, checklist, the current time in the user's
+/* The specified prompt: identity, checklist, the current time in the user's
  * zone, minutes since the last interaction, the last 10 messages cut to 100
  * characters, the HEARTBEAT_OK instruction, whose last line goes on past
- * the seed's text to ask for JSON (priority and category, which the VoI
+ * the specified text to ask for JSON (priority and category, which the VoI
  * gate and the allow list use; prompt.c). The default checklist, the
- * seed's HEARTBEAT.md but for its generic title. And the job a started run
+ * specified HEARTBEAT.md but for its generic title. And the job a started run
  * leaves for the worker. */
 #include "hb_test.h"
 
@@ -22,12 +22,12 @@ static const char EXPECTED[] =
     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n"
     "\n"
     "Run the heartbeat check. If nothing needs attention, reply only with: HEARTBEAT_OK\n"
-    /* the seed's line ends at "send"; the JSON request is Vigil's */
+    /* the specified line ends at "send"; the JSON request is Vigil's */
     "If something needs attention, compose the message to send, as JSON: "
     "{\"message\": \"...\", \"priority\": \"urgent\"|\"normal\"|\"low\", \"category\": "
     "\"reminder\"|\"deadline\"|\"alert\"|\"notification\"|\"check-in\"|\"update\"}";
 
-static void the_seeds_prompt(void **st)
+static void the_specified_prompt(void **st)
 {
     (void)st;
     hb_config c;
@@ -63,19 +63,19 @@ static void the_seeds_prompt(void **st)
     hb_state_free(&s);
 }
 
-/* The seed's HEARTBEAT.md, its title made generic ("# Orion Heartbeat
- * Protocol" names the seed's assistant; a persona has its own name). */
-static void the_default_checklist_is_the_seeds_with_a_generic_title(void **st)
+/* The specified HEARTBEAT.md, its title made generic ("# Orion Heartbeat
+ * Protocol" names another assistant; a persona has its own name). */
+static void the_default_checklist_is_the_specified_one_with_a_generic_title(void **st)
 {
     (void)st;
-    static const char SEED_START[] =
+    static const char BODY_START[] =
         "\n"
         "When running a heartbeat check, review the following:\n"
         "\n"
         "## Check 1: Pending Items\n";
     static const char TITLE[] = "# Heartbeat Protocol\n";
     assert_memory_equal(HB_DEFAULT_CHECKLIST, TITLE, sizeof TITLE - 1);
-    assert_memory_equal(HB_DEFAULT_CHECKLIST + sizeof TITLE - 1, SEED_START, sizeof SEED_START - 1);
+    assert_memory_equal(HB_DEFAULT_CHECKLIST + sizeof TITLE - 1, BODY_START, sizeof BODY_START - 1);
     assert_null(strstr(HB_DEFAULT_CHECKLIST, "Orion"));
     assert_non_null(strstr(HB_DEFAULT_CHECKLIST, "- If nothing needs attention: reply "
                                                  "HEARTBEAT_OK (this reply is stripped and not "
@@ -113,8 +113,8 @@ static void default_checklist_identity_and_empty_room(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(the_seeds_prompt),
-        cmocka_unit_test(the_default_checklist_is_the_seeds_with_a_generic_title),
+        cmocka_unit_test(the_specified_prompt),
+        cmocka_unit_test(the_default_checklist_is_the_specified_one_with_a_generic_title),
         cmocka_unit_test(default_checklist_identity_and_empty_room),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,7 @@
 /* The value-of-information table (README, "A run"), the > 0.3 gate, peak
  * hours, and the allow list; then the gate applied to a model's message at
- * a given local time: the seed's break reminder, answered in plain text as
- * the seed's prompt asks, is sent at every hour outside quiet hours. */
+ * a given local time: the test checklist's break reminder, answered in plain
+ * text as the specified prompt asks, is sent at every hour outside quiet hours. */
 #include "hb_test.h"
 
 static void the_table(void **st)
@@ -32,7 +32,7 @@ static void scores_and_the_gate(void **st)
     /* a normal reminder passes at peak (0.5) and off-peak (0.4) */
     assert_int_equal(hb_voi(HB_PRIO_NORMAL, HB_CAT_DEADLINE, HB_DIST_OFF_PEAK), 400);
     assert_true(hb_voi_send(hb_voi(HB_PRIO_NORMAL, HB_CAT_REMINDER, HB_DIST_PEAK)));
-    /* the seed's plain-text answer (normal, no category): 0.5 / 0.4, never 0 */
+    /* the specified plain-text answer (normal, no category): 0.5 / 0.4, never 0 */
     assert_int_equal(hb_voi(HB_PRIO_NORMAL, HB_CAT_DEFAULT, HB_DIST_PEAK), 500);
     assert_int_equal(hb_voi(HB_PRIO_NORMAL, HB_CAT_DEFAULT, HB_DIST_OFF_PEAK), 400);
     /* 0.9 x 0.8 - 0.2 = 0.52; a normal alert off-peak 0.28 is not sent */
@@ -148,12 +148,12 @@ static void the_gate_on_model_messages(void **st)
     hb_out_clear(&out);
 }
 
-/* The seed's test: "If more than 2 minutes have passed, remind the user to
- * take a break." with a model answering in plain text, as the seed's prompt
+/* The break-reminder test: "If more than 2 minutes have passed, remind the
+ * user to take a break." with a model answering in plain text, as the specified prompt
  * asks: sent at every hour of the day, as a normal message, with its score
  * published as the detail shows it; inside configured quiet hours (a
  * window that began while the model answered) it is not. */
-static void the_seeds_break_reminder_in_plain_text_is_sent_at_any_hour(void **st)
+static void the_break_reminder_in_plain_text_is_sent_at_any_hour(void **st)
 {
     (void)st;
     const char *cl = "\"checklist\":\"- If more than 2 minutes have passed, remind the user "
@@ -202,7 +202,7 @@ int main(void)
         cmocka_unit_test(names),
         cmocka_unit_test(allow_list),
         cmocka_unit_test(the_gate_on_model_messages),
-        cmocka_unit_test(the_seeds_break_reminder_in_plain_text_is_sent_at_any_hour),
+        cmocka_unit_test(the_break_reminder_in_plain_text_is_sent_at_any_hour),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     test_zones_free();

@@ -187,7 +187,7 @@ int stall_on_timer(void *ctx, const char *key, const char *state_json, const cha
     /* a record we cannot read is an internal error: the guard fails open */
     stall_agent_scan(a, &svc->cfg, now_ms, unreadable ? "agent record unreadable" : NULL, &r);
     vigil_counter_add("vigil_stall_scans_total", "Agent scans", NULL, 1);
-    if (r.guard.failed_open) /* the seed's detection error: logged as an error */
+    if (r.guard.failed_open) /* a detection error: logged as an error */
         vigil_log_kv(VIGIL_LOG_ERROR, "activity check failed: guard fails open", "agent", a->agent,
                      "error", r.assess_err, NULL);
     int rc = publish_assessment(fx, a, &r, now_ms);
@@ -197,7 +197,7 @@ int stall_on_timer(void *ctx, const char *key, const char *state_json, const cha
         char *json = stall_job_to_json(&job);
         rc = json ? vigil_fx_job_add(fx, STALL_STREAM, STALL_STREAM, json, svc->jobs_maxlen) : -1;
         free(json);
-        /* the seed allows a resume whose signals failed validation "with a
+        /* a resume whose signals failed validation is allowed, "with a
          * warning" */
         bool unvalidated = !r.guard.failed_open && !r.as.validation_passed;
         if (rc == 0)

@@ -1,6 +1,6 @@
 /* main.c - stall-resumer: decides from many activity signals, with a
  * confidence, whether an agent has stalled, and resumes a stalled one with
- * a task claimed for it (seed 002; see README.md). */
+ * a task claimed for it (see README.md). */
 #include "adapter.h"
 
 const char *const STALL_SUBSCRIPTIONS[] = {"agent/+/activity", "agent/+/status", "planner/task",

@@ -1,6 +1,6 @@
 /* test_assess.c - every row of the confidence table, both recency
  * penalties, each validation rule, is_active, tier windows and the in_tool
- * stretch (seed 002, as made exact by issue 12). */
+ * stretch (as made exact by issue 12). */
 #include "st_test.h"
 
 static stall_config cfg;

@@ -1,9 +1,9 @@
-/* test_noise.c - every seed noise pattern, configurable patterns, our own
+/* test_noise.c - every default noise pattern, configurable patterns, our own
  * prompts never counting as activity, and acknowledgements being neither
  * activity nor meaningful progress. */
 #include "st_test.h"
 
-static void test_each_seed_pattern(void **state)
+static void test_each_default_pattern(void **state)
 {
     (void)state;
     stall_config c;
@@ -80,7 +80,7 @@ static void test_meaningful_progress(void **state)
     assert_false(stall_is_meaningful_progress(NULL));
     assert_true(stall_is_meaningful_progress("pushed the retry fix"));
     assert_true(stall_is_meaningful_progress("ok, tests pass now after the fix"));
-    /* the seed's noise filter drops acknowledgements from the activity
+    /* the noise filter drops acknowledgements from the activity
      * signals: an agent that answers its resume with "ok" stays stalled */
     const char *not_acks[] = {"", "   ", " . ", "pushed the retry fix", NULL};
     for (int i = 0; acks[i]; i++)
@@ -143,7 +143,7 @@ static void test_bounded_and_deduped(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_each_seed_pattern),
+        cmocka_unit_test(test_each_default_pattern),
         cmocka_unit_test(test_configured_patterns),
         cmocka_unit_test(test_own_resume_echo),
         cmocka_unit_test(test_meaningful_progress),

@@ -23,8 +23,8 @@ const vigil_config_var WAKE_CONFIG_VARS[] = {
     {"VIGIL_WAKE_PERSONA_MODEL", "0", "1 = ask the model named in the persona's meta"},
     {"VIGIL_WAKE_ON_SYSTEM", "0", "1 = evaluate sleepers on system messages too"},
     {"VIGIL_WAKE_MAX_PERSONAS", "1000", "personas tracked per room"},
-    {"VIGIL_WAKE_SMART_MAX_TOKENS", "200", "max_tokens of the smart prompt (seed: 200)"},
-    {"VIGIL_WAKE_MID_MAX_TOKENS", "50", "max_tokens of the mid prompt (seed: 50)"},
+    {"VIGIL_WAKE_SMART_MAX_TOKENS", "200", "max_tokens of the smart prompt"},
+    {"VIGIL_WAKE_MID_MAX_TOKENS", "50", "max_tokens of the mid prompt"},
     {"VIGIL_AUTOPILOT", "1", "run the dormancy autopilot (0 = off)"},
     {"VIGIL_AUTOPILOT_INTERVAL_MS", "60000", "autopilot run interval while a room is active"},
     {"VIGIL_AUTOPILOT_MIN_GAP_MS", "10000", "an early run (jump) comes at least this long after the last"},
@@ -32,7 +32,7 @@ const vigil_config_var WAKE_CONFIG_VARS[] = {
     {"VIGIL_AUTOPILOT_JUMP_VELOCITY", "5", "... and velocity at least this (msg/min, 5 min window)"},
     {"VIGIL_AUTOPILOT_JUMP_RATIO", "3", "... or the AI/human ratio above this"},
     {"VIGIL_AUTOPILOT_HUMAN_PRESENT_MS", "300000", "a human who wrote this recently is present"},
-    {"VIGIL_AUTOPILOT_MAX_TOKENS", "300", "max_tokens of the autopilot prompt (seed: 300)"},
+    {"VIGIL_AUTOPILOT_MAX_TOKENS", "300", "max_tokens of the autopilot prompt"},
     {NULL, NULL, NULL}};
 
 void wake_service_init(wake_service *svc)

@@ -114,11 +114,11 @@ static void submit(void *arg, void *sarg)
         prompt = smart ? wake_prompt_smart(&s->wj) : wake_prompt_mid(&s->wj);
         req.tier = smart ? VIGIL_LLM_TIER_SMART : VIGIL_LLM_TIER_MID;
         req.max_tokens = smart ? c->smart_max_tokens : c->mid_max_tokens;
-        req.temperature = smart ? 0.2 : 0.1; /* the seed's */
+        req.temperature = smart ? 0.2 : 0.1; /* as specified */
         if (w->svc->persona_model && s->wj.model[0])
             req.model = s->wj.model;
     } else {
-        /* the seed runs the autopilot on a small model (llama3.2:3b) */
+        /* the autopilot is meant for a small model (llama3.2:3b) */
         prompt = wake_prompt_autopilot(&s->aj);
         req.tier = VIGIL_LLM_TIER_FAST;
         req.max_tokens = c->autopilot_max_tokens;

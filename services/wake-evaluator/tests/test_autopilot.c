@@ -1,4 +1,4 @@
-/* test_autopilot.c - the seed's guards applied to the autopilot's
+/* test_autopilot.c - the specified guards applied to the autopilot's
  * proposals whatever the model said, the published run, and the timer
  * (interval, idle rooms, early runs when velocity or the AI-to-human
  * ratio jumps). */

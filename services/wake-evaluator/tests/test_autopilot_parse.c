@@ -20,7 +20,7 @@ static int parse(wk *t, const char *text, wake_ap_list *l)
     return wake_autopilot_parse(&WAKE_LLM_READER, t->r, text, strlen(text), l, why, sizeof why);
 }
 
-static void the_seeds_example(void **state)
+static void the_example_answer(void **state)
 {
     (void)state;
     wk *t = room();
@@ -86,7 +86,7 @@ static void nonsense_is_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(the_seeds_example),
+        cmocka_unit_test(the_example_answer),
         cmocka_unit_test(entries_dropped),
         cmocka_unit_test(nonsense_is_refused),
     };

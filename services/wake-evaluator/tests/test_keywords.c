@@ -25,7 +25,7 @@ static void keyword_edges(void **state)
     assert_string_equal(wake_urgent_keyword("error 500"), "error");
     assert_null(wake_urgent_keyword(""));
     assert_null(wake_urgent_keyword(NULL));
-    /* the seed's list, in order */
+    /* the specified list, in order */
     const char *want[] = {"emergency", "urgent", "help", "error", "failed", "down", "broken"};
     for (int i = 0; i < 7; i++)
         assert_string_equal(WAKE_URGENT_KEYWORDS[i], want[i]);

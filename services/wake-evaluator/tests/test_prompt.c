@@ -1,4 +1,4 @@
-/* test_prompt.c - the seed's smart, mid and autopilot prompts with their
+/* test_prompt.c - the specified smart, mid and autopilot prompts with their
  * fields filled in, checked against golden files (tests/golden/). The
  * smart and mid jobs come through intake (room -> job JSON -> parse), so
  * the context a job carries is checked too. WAKE_UPDATE_GOLDEN=1 rewrites
@@ -23,9 +23,9 @@ static void golden(const char *name, const char *got)
     free(want);
 }
 
-/* A room like the seed's: helper and teacher awake, codereview (smart)
+/* The example room: helper and teacher awake, codereview (smart)
  * and tiny (mid) asleep, joel asked something 3 minutes ago. */
-static wk *seed_room(void)
+static wk *example_room(void)
 {
     wk *t = wk_new();
     wk_persona(t, "helper", "smart", -1, "typescript", 0.9);
@@ -63,7 +63,7 @@ static void job_of(wk *t, int i, wake_job *j)
 static void smart_and_mid(void **state)
 {
     (void)state;
-    wk *t = seed_room();
+    wk *t = example_room();
     assert_int_equal(wk_msg(t, "joel", WAKE_SENDER_HUMAN, "Server is down, need help ASAP!"), 0);
     assert_int_equal(t->n_jobs, 2);
     wake_job j;
@@ -118,7 +118,7 @@ static void autopilot(void **state)
 static void autopilot_job_through_the_timer(void **state)
 {
     (void)state;
-    wk *t = seed_room();
+    wk *t = example_room();
     t->c.autopilot_interval_ms = MIN;
     /* the messages armed the timer; fire it */
     assert_int_equal(wake_on_timer(t->r, &t->c, WAKE_TIMER_AUTOPILOT, T0, T0, &t->sink), 0);

@@ -1,6 +1,6 @@
 /* test_state.c - the room record: JSON round trip, unreadable records,
  * levels (stale reports ignored, rooms left), metadata and membership, the
- * seed's recentActivity, and the token-savings estimate. */
+ * recentActivity, and the token-savings estimate. */
 #include <math.h>
 #include "wk_test.h"
 

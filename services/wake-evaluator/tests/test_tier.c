@@ -1,4 +1,4 @@
-/* test_tier.c - the seed's getIntelligenceTier: explicit tier first, then
+/* test_tier.c - getIntelligenceTier: explicit tier first, then
  * parameters > 70e9 smart, > 7e9 mid, otherwise (and unknown) basic. */
 #include "wk_test.h"
 

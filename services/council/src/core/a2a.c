@@ -1,5 +1,5 @@
 /* a2a.c - A2A (Agent2Agent) JSON-RPC 2.0 for `research:` delegation: the
- * request for `message/send` (A2A 0.x, the seed's Sanhedrin format) or
+ * request for `message/send` (A2A 0.x, as Sanhedrin servers speak it) or
  * `SendMessage` (A2A 1.0), and a reader of either response shape. */
 #include <ctype.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* breaker.c - the seed's circuit breaker (spin detection): three actions
+/* breaker.c - the circuit breaker (spin detection): three actions
  * of the same type in a row pause the session. */
 #include <string.h>
 #include "council.h"

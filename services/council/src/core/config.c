@@ -1,4 +1,4 @@
-/* config.c - the core's defaults: the seed's AUTONOMOUS_* values. */
+/* config.c - the core's defaults: the specified AUTONOMOUS_* values. */
 #include <string.h>
 #include "council.h"
 

@@ -1,5 +1,5 @@
-/* council.h - council's pure decision core (seed 001: Autonomous Mode,
- * the Council System).
+/* council.h - council's pure decision core (Autonomous Mode, the Council
+ * System).
  *
  * No I/O and no clock: every function gets `now` and reaches the outside
  * only through a council_sink (publish, set a timer, enqueue a loop job,
@@ -31,7 +31,7 @@
 #define COUNCIL_MSGS_MAX 20       /* user messages kept (VIGIL_COUNCIL_CONTEXT_MESSAGES caps at this) */
 #define COUNCIL_QUESTIONS_MAX 16
 #define COUNCIL_NOTES_MAX 16
-#define COUNCIL_BREAKER_REPEATS 3 /* the seed's MAX_REPEATED_ACTIONS */
+#define COUNCIL_BREAKER_REPEATS 3 /* MAX_REPEATED_ACTIONS */
 #define COUNCIL_PRIORITY_DEFAULT 5
 #define COUNCIL_DAY_MS 86400000LL
 #define COUNCIL_MIN_MS 60000LL
@@ -79,7 +79,7 @@ typedef enum {
 
 /* "search", "note", "ask user", ... (the prefix without its colon). */
 const char *council_action_name(council_action a);
-/* The seed's prefix with its colon: "ask user:". */
+/* The prefix with its colon: "ask user:". */
 const char *council_action_prefix(council_action a);
 council_action council_action_parse(const char *name);
 
@@ -91,7 +91,7 @@ typedef struct council_routed {
     char warning[COUNCIL_REASON_MAX];
 } council_routed;
 
-/* The action router: the seed's prefixes matched with starts-with on the
+/* The action router: the seven prefixes matched with starts-with on the
  * trimmed, case-folded text (never a keyword found inside the content).
  * Anything else is `reflect` with `unknown` set and a warning naming what
  * was found. text may be NULL (no proposal). */
@@ -361,7 +361,7 @@ typedef struct council_persona_def {
     const char *title;    /* "the Navigator" */
     const char *role;
     const char *focus;
-    const char *question; /* the seed's question */
+    const char *question; /* its guiding question */
 } council_persona_def;
 
 extern const council_persona_def COUNCIL_PERSONA_DEFS[COUNCIL_PERSONAS];
@@ -375,7 +375,7 @@ int council_sense_messages(const council_user *u, const council_config *c, int *
  * messages (council_sense_messages), open questions by priority, answered
  * questions with their answers quoted, notes. malloc'd. */
 char *council_sense_context(const council_user *u, const council_config *c, int64_t now);
-/* One persona's prompt: names it, gives its role and the seed's question,
+/* One persona's prompt: names it, gives its role and its question,
  * carries the context. malloc'd. */
 char *council_prompt(council_persona p, const char *context);
 

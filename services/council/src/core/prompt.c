@@ -1,4 +1,4 @@
-/* prompt.c - the four personas (the seed's roles, focus and questions)
+/* prompt.c - the four personas (their roles, focus and questions)
  * and their prompts, each naming its persona and carrying the SENSE
  * context: the user's recent messages, open questions by priority,
  * answered questions with the answers quoted, and the session's notes. */

@@ -1,5 +1,5 @@
 /* router.c - the action router: Sol's proposal matched by prefix
- * (starts-with on the trimmed, case-folded text, the seed's rule), plus
+ * (starts-with on the trimmed, case-folded text, as specified), plus
  * the small readers of what follows a prefix: a question's [pN] priority
  * marker and a sleep duration. */
 #include <ctype.h>
@@ -39,7 +39,7 @@ static const char *skip_space(const char *s)
 }
 
 /* Starts-with only: "note:" inside the content of another action never
- * routes there (the seed's fix for keyword false positives). */
+ * routes there (starts-with is what prevents keyword false positives). */
 void council_route(const char *text, council_routed *out)
 {
     memset(out, 0, sizeof *out);
@@ -115,7 +115,7 @@ int64_t council_parse_duration(const char *text)
     size_t ul = 0;
     while (isalpha((unsigned char)u[ul]))
         ul++;
-    int64_t mult = 60000; /* no unit: minutes, the seed's unit of time */
+    int64_t mult = 60000; /* no unit: minutes, the council's unit of time */
     if (ul > 0) {
         mult = 0;
         for (size_t i = 0; i < sizeof UNITS / sizeof UNITS[0]; i++)

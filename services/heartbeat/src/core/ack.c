@@ -1,14 +1,16 @@
 /* ack.c - recognising HEARTBEAT_OK, the model's "nothing needs attention".
- * The seed's rule is `response.trim() === HEARTBEAT_OK_MARKER ||
+ * The specified rule is `response.trim() === HEARTBEAT_OK_MARKER ||
  * response.includes(HEARTBEAT_OK_MARKER)`: an answer that holds the token
- * anywhere is a no-action run, and the seed requires that it never reach
- * the user ("harus di-strip, tidak dikirim ke user"). Cutting the token out
- * and sending the rest, as this file once did, sent "Nothing pressing, ,
- * though..." and turned "HEARTBEAT_OKAY" into "AY"; so nothing is cut out
- * of an answer any more: holding the token makes it an ack, whole.
+ * anywhere is a no-action run, and it must never reach the user ("harus
+ * di-strip, tidak dikirim ke user": stripped, never sent). Cutting the
+ * token out and sending the rest, as this file once did, sent "Nothing
+ * pressing, , though..." and turned "HEARTBEAT_OKAY" into "AY"; so nothing
+ * is cut out of an answer any more: holding the token makes it an ack,
+ * whole.
  *
- * The match ignores case (the seed's does not): "heartbeat_ok" is the same
- * answer from a sloppier model, and sending it would show the token. */
+ * The match ignores case (the specified test does not): "heartbeat_ok" is
+ * the same answer from a sloppier model, and sending it would show the
+ * token. */
 #include <string.h>
 #include "heartbeat.h"
 

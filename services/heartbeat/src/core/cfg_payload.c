@@ -1,5 +1,5 @@
 /* cfg_payload.c - reading heartbeat/{p}/config: who the persona serves and
- * where, its checklist (the seed's HEARTBEAT.md by default), quiet hours in
+ * where, its checklist (the default HEARTBEAT.md if none), quiet hours in
  * a time zone, the switch, the allow list and an optional model. Every
  * field is checked; a bad one names itself in err. */
 #include <stdio.h>
@@ -9,8 +9,8 @@
 #include <vigil/json.h>
 #include "heartbeat.h"
 
-/* The seed's HEARTBEAT.md word for word but for the title, generic on
- * purpose: the seed's "# Orion Heartbeat Protocol" names its own assistant,
+/* The specified HEARTBEAT.md word for word but for the title, generic on
+ * purpose: the original "# Orion Heartbeat Protocol" names its own assistant,
  * while a Vigil persona has its own name, given by the prompt's identity
  * line, and "Orion" above the checklist would contradict it. */
 const char HB_DEFAULT_CHECKLIST[] =

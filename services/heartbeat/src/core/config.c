@@ -1,4 +1,4 @@
-/* config.c - the core's defaults: the seed's intervals (2/10/30 min, 5 min
+/* config.c - the core's defaults: the specified intervals (2/10/30 min, 5 min
  * "recent", 1 h "inactive") and the issue's skip rules (live 2 min,
  * unanswered 2 h, idle cap 48 h, stretch x1.5). */
 #include "heartbeat.h"

@@ -398,7 +398,7 @@ static hb_result send_message(hb_state *s, const char *run, const hb_reply *rep,
     return emit(out, topic, o);
 }
 
-/* A message the model composed, judged in the seed's order: the VoI gate,
+/* A message the model composed, judged in the specified order: the VoI gate,
  * then the allow list; one that passes both is sent unless the user wrote
  * while the model was thinking (the live-exchange rule again, now). Sets
  * rep's outcome, score and detail, and sends when it may. */
@@ -476,7 +476,7 @@ hb_result hb_on_result(hb_state *s, const hb_config *c, const hb_run_result *r, 
             rep.outcome = "ok";
             s->consecutive_ok++;
         } else {
-            /* the seed resets its skips on any answer but HEARTBEAT_OK,
+            /* as specified, any answer but HEARTBEAT_OK resets the skips,
              * before the gate: a blocked message is not a quiet run */
             s->consecutive_ok = 0;
             if (reply.kind == HB_REPLY_UNUSABLE) {

@@ -1,4 +1,4 @@
-/* heartbeat.h - the pure decision core of the heartbeat service (seed 004):
+/* heartbeat.h - the pure decision core of the heartbeat service:
  * a persona wakes itself now and then, reads the recent context, reasons
  * with a checklist and either stays silent (HEARTBEAT_OK) or sends one
  * proactive message worth the interruption.
@@ -8,7 +8,7 @@
  * TZ strings the shell loaded), and every decision is returned as an
  * hb_out (new state, messages, the run timer, a job for the LLM) that the
  * shell commits atomically. Files, one rule family each:
- *   config.c     defaults (the seed's and the issue's numbers)
+ *   config.c     defaults (the specified and the issue's numbers)
  *   interval.c   adaptive interval 2/10/30 min, stretch, idle cap
  *   tz.c         UTC offset at an instant from TZif data / a POSIX TZ rule
  *   localtime.c  civil time from a UTC instant and an offset
@@ -18,7 +18,7 @@
  *   reply.c      the model's answer: JSON {message, priority, category} or text
  *   voi.c        value-of-information table and gate
  *   permission.c the per-user allow list of proactive messages
- *   prompt.c     the seed's prompt
+ *   prompt.c     the specified prompt
  *   cfg_payload.c  heartbeat/{p}/config and the default checklist
  *   state.c      the persona record (JSON)
  *   job.c        the job payload of a started run
@@ -31,8 +31,8 @@
 #include <stdint.h>
 
 #define HB_ID_MAX 64
-#define HB_RECENT_MAX 10          /* messages of the room kept (the seed's 10) */
-#define HB_RECENT_CHARS 100       /* each cut to this many characters (the seed's 100) */
+#define HB_RECENT_MAX 10          /* messages of the room kept (10, as specified) */
+#define HB_RECENT_CHARS 100       /* each cut to this many characters (as specified) */
 #define HB_LEVELS_MAX 32          /* rooms whose level is remembered per persona */
 #define HB_MESSAGE_MAX 4000       /* bytes of a proactive message; a longer one is cut */
 #define HB_TOKEN "HEARTBEAT_OK"
@@ -128,9 +128,9 @@ bool hb_quiet_contains(const hb_quiet *q, int minute_of_day);
 /* Milliseconds from the local time l until the window ends (0 outside). */
 int64_t hb_quiet_remaining_ms(const hb_quiet *q, const hb_local *l);
 
-/* ack.c: is this reply HEARTBEAT_OK? The seed's rule, `response.includes(
+/* ack.c: is this reply HEARTBEAT_OK? The specified rule, `response.includes(
  * HEARTBEAT_OK_MARKER)`: the token anywhere in the text, even glued to
- * other characters ("HEARTBEAT_OKAY"), and in any case (the seed's test is
+ * other characters ("HEARTBEAT_OKAY"), and in any case (the specified test is
  * case-sensitive; a lower-case token is the same answer, and must not reach
  * a room either). Such an answer is a no-action run, whatever else it says.
  * hb_strip_token writes text without any occurrence of the token (trimmed)
@@ -181,7 +181,7 @@ typedef struct hb_reply {
  * MESSAGE with its priority/category (unknown -> normal/default); JSON that
  * does not parse, lacks a "message" string or has a blank one, and a blank
  * answer -> UNUSABLE; any other text -> MESSAGE, normal, default category
- * (the seed's plain-text answer). A message longer than HB_MESSAGE_MAX
+ * (the specified plain-text answer). A message longer than HB_MESSAGE_MAX
  * bytes is cut on a UTF-8 boundary, with cut_from set. */
 void hb_reply_read(const char *text, size_t len, hb_reply *out);
 void hb_reply_clear(hb_reply *r);
@@ -259,13 +259,13 @@ hb_cfg_status hb_config_payload(struct json_object *body, const hb_config *c,
                                 const char *checklist_text, hb_persona_cfg *cfg, char *err,
                                 size_t errlen);
 void hb_persona_cfg_clear(hb_persona_cfg *cfg);
-/* The seed's HEARTBEAT.md, used when a config names no checklist; its title
- * is generic ("# Heartbeat Protocol", the seed's is "# Orion Heartbeat
+/* The specified HEARTBEAT.md, used when a config names no checklist; its title
+ * is generic ("# Heartbeat Protocol", the original is "# Orion Heartbeat
  * Protocol"): the persona is not Orion, and its name comes in the prompt's
  * identity line. */
 extern const char HB_DEFAULT_CHECKLIST[];
 
-/* prompt.c: the seed's prompt for one run (malloc'd), its last line
+/* prompt.c: the specified prompt for one run (malloc'd), its last line
  * extended to ask for the message as JSON with a priority and a category. */
 char *hb_prompt(const hb_state *s, const hb_local *now_local, const char *tz_name, int64_t now);
 
@@ -362,7 +362,7 @@ typedef struct hb_run_result {
 } hb_run_result;
 /* The model answered (or failed) for a run: ok / sent / voi-blocked /
  * permission-blocked / error, then the next run. Any answer but
- * HEARTBEAT_OK resets consecutive_ok before the gate (the seed's order). A
+ * HEARTBEAT_OK resets consecutive_ok before the gate (the specified order). A
  * message that passes the gate while the user wrote under live_ms ago (a
  * slow model answering after the user spoke) is not sent: `skipped`,
  * `live-exchange`, as at a run's start. A result for a run that is no

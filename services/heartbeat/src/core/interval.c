@@ -1,4 +1,4 @@
-/* interval.c - the seed's adaptive interval: 2 min after recent activity
+/* interval.c - the adaptive interval: 2 min after recent activity
  * (under 5 min), 30 min after an hour of inactivity, 10 min otherwise; each
  * consecutive run that ended in "nothing to do" stretches it (x1.5 by
  * default), capped at the inactive interval; no runs past the idle cap. */

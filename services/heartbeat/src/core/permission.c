@@ -1,4 +1,4 @@
-/* permission.c - the seed's sandbox check before a proactive message: the
+/* permission.c - the sandbox check before a proactive message: the
  * persona's user allows all proactive messages, none, or some categories
  * (heartbeat/{p}/config `allow_proactive`: true, false or a list). */
 #include "heartbeat.h"

@@ -1,13 +1,14 @@
-/* prompt.c - the seed's heartbeat prompt: identity, the checklist
+/* prompt.c - the specified heartbeat prompt: identity, the checklist
  * (HEARTBEAT.md), the current time in the user's time zone, minutes since
  * the last interaction, the last 10 messages of the room cut to 100
  * characters, then the instruction to answer HEARTBEAT_OK or the message.
- * Not the seed's text exactly: its last line goes on with ", as JSON:
- * {...}", asking for a priority and a category, which the seed had no use
- * for (it scored every message "normal" and had no allow list by category)
- * and Vigil has: the VoI gate scores by them and `allow_proactive` lists
- * categories. A model that answers plain text anyway is read as the seed
- * reads it, a normal message (reply.c). */
+ * Not the specified text exactly: its last line, which ends at "compose the
+ * message to send", goes on with ", as JSON: {...}", asking for a priority
+ * and a category, which the specified design had no use for (it scored
+ * every message "normal" and had no allow list by category) and Vigil has:
+ * the VoI gate scores by them and `allow_proactive` lists categories. A
+ * model that answers plain text anyway is read as plain text was meant to
+ * be, a normal message (reply.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* reply.c - what the model answered: HEARTBEAT_OK anywhere in it (ack.c),
  * the JSON the prompt asks for ({"message", "priority", "category"},
  * possibly in ``` fences or with prose around it), or plain text (what the
- * seed's own prompt asks for) taken as a normal-priority message of the
+ * specified prompt asks for) taken as a normal-priority message of the
  * default category. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,7 +166,7 @@ void hb_reply_read(const char *text, size_t len, hb_reply *out)
         snprintf(out->why, sizeof out->why, "empty answer");
         return;
     }
-    if (hb_is_ack(text, len)) { /* the seed: whatever else it says */
+    if (hb_is_ack(text, len)) { /* as specified: whatever else it says */
         out->kind = HB_REPLY_ACK;
         return;
     }

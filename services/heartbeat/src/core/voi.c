@@ -1,18 +1,20 @@
-/* voi.c - the value-of-information gate the seed runs before a proactive
+/* voi.c - the value-of-information gate run before a proactive
  * message: VoI = P(benefit | priority) x benefit(category) - disturbance
  * (local time), send when VoI > 0.3.
  *
  * The table began as the Orion project's, which also took a fixed 0.1 off
  * every score. With it no normal-priority message could pass outside peak
- * hours (0.6 x 1.0 - 0.1 - 0.2 = 0.3), and the plain-text answer the seed's
- * prompt asks for (default category, 0.5) scored 0 and never passed at all;
- * yet the seed scores every heartbeat message at "normal" and expects its
- * test checklist's break reminder to be sent. So: no fixed cost, a message
- * without a category (plain text) has the full benefit (the user's own
- * checklist asked for it; a lesser category is the model saying it is worth
- * less), and quiet hours cost 0.6 so that nothing passes then, not even an
- * urgent reminder (0.9 - 0.6 = 0.3). Kept in thousandths so that edge is
- * exactly 0.3 rather than a float a hair either side. */
+ * hours (0.6 x 1.0 - 0.1 - 0.2 = 0.3), and the plain-text answer the
+ * specified prompt asks for (default category, 0.5) scored 0 and never
+ * passed at all; yet every heartbeat message is meant to score "normal",
+ * and the break reminder of the test checklist ("If more than 2 minutes
+ * have passed, remind the user to take a break.") is meant to be sent.
+ * So: no fixed cost, a message without a category (plain text) has the
+ * full benefit (the user's own checklist asked for it; a lesser category
+ * is the model saying it is worth less), and quiet hours cost 0.6 so that
+ * nothing passes then, not even an urgent reminder (0.9 - 0.6 = 0.3).
+ * Kept in thousandths so that edge is exactly 0.3 rather than a float a
+ * hair either side. */
 #include <string.h>
 #include <vigil/names.h>
 #include "heartbeat.h"

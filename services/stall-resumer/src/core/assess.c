@@ -1,4 +1,4 @@
-/* assess.c - the seed's activity assessment made exact:
+/* assess.c - the activity assessment made exact:
  *   1. signals considered: the last 24 h that pass the noise filter;
  *   2. a signal counts only inside its tier's window (60/30/15 min);
  *   3. base confidence: >= 2 tier 1 -> 0.9; 1 tier 1 -> 0.7; >= 2 tier 2 ->

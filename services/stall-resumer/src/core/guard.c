@@ -1,4 +1,4 @@
-/* guard.c - the seed's stall resumer guard (should_send_resume): an active
+/* guard.c - the stall resumer guard (should_send_resume): an active
  * agent never gets a resume; an inactive one does, and so does one whose
  * signals failed validation; and when the assessment itself failed, the
  * guard fails open (allows the resume) and says so, so a truly stalled

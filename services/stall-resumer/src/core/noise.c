@@ -1,4 +1,4 @@
-/* noise.c - what never counts as activity (the seed's noise patterns and
+/* noise.c - what never counts as activity (the specified noise patterns and
  * our own resume prompts) and what is not meaningful progress (bare
  * acknowledgements). Matching is ASCII case-insensitive; other bytes
  * (emoji, accents) compare as they are. */

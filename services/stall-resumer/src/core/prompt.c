@@ -1,4 +1,4 @@
-/* prompt.c - the resume prompt (the seed's optimized stall resume prompt):
+/* prompt.c - the resume prompt (the optimized stall resume prompt):
  * what state the agent was in and what to do from there, what it last
  * reported doing, the task claimed for it, and the project priorities. It
  * starts with STALL_PROMPT_MARKER so an agent echoing it back is never

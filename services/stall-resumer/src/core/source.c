@@ -1,4 +1,4 @@
-/* source.c - the seed's ten activity sources and their reliability tiers:
+/* source.c - the ten activity sources and their reliability tiers:
  * tier 1 (telemetry, git commits, contract claims, test runs), tier 2
  * (status updates, file changes, devlogs, inbox processing), tier 3
  * (message queue, workspace access). */

@@ -1,4 +1,4 @@
-/* stall.h - stall-resumer's pure decision core (seed 002): which agents are
+/* stall.h - stall-resumer's pure decision core: which agents are
  * active, with what confidence, in which status category, whether a
  * stalled one is due a resume prompt, which planner task it gets, and the
  * prompt itself. Plain C on json-c; no I/O; `now` is always a parameter.
@@ -58,7 +58,7 @@ extern const char *const STALL_SOURCE_NAMES[];
 const char *stall_source_name(int source);
 /* Index of name, -1 if unknown. */
 int stall_source_parse(const char *name);
-/* 1, 2 or 3 (the seed's reliability tiers); 0 for an invalid source. */
+/* 1, 2 or 3 (the reliability tiers); 0 for an invalid source. */
 int stall_source_tier(int source);
 
 /* ---- configuration (config.c) ------------------------------------------ */
@@ -72,12 +72,12 @@ typedef struct stall_config {
     int64_t resume_interval_ms; /* VIGIL_STALL_RESUME_INTERVAL_MS 3600000 */
     int64_t scan_ms;            /* VIGIL_STALL_SCAN_MS 60000 */
     int64_t tier_window_ms[3];  /* VIGIL_STALL_TIER{1,2,3}_MS 3600000, 1800000, 900000 */
-    int min_confidence_milli;   /* 500: the seed's min_confidence_threshold */
+    int min_confidence_milli;   /* 500: min_confidence_threshold */
     char noise[STALL_NOISE_MAX][STALL_NOISE_LEN]; /* lower-case patterns */
     int n_noise;
 } stall_config;
 
-/* The seed's noise patterns, comma-separated (VIGIL_STALL_NOISE default). */
+/* The specified noise patterns, comma-separated (VIGIL_STALL_NOISE default). */
 extern const char STALL_DEFAULT_NOISE[];
 
 void stall_config_init(stall_config *c);
@@ -88,14 +88,14 @@ int stall_config_set_noise(stall_config *c, const char *csv, char *err, size_t e
 
 /* ---- noise (noise.c) ----------------------------------------------------- */
 
-/* The seed's is_resumer_prompt: text matches a noise pattern (ASCII
+/* is_resumer_prompt: text matches a noise pattern (ASCII
  * case-insensitive substring) or carries STALL_PROMPT_MARKER. */
 bool stall_is_resumer_prompt(const stall_config *c, const char *text);
-/* The seed's is_meaningful_progress: text says something beyond an
+/* is_meaningful_progress: text says something beyond an
  * acknowledgement ("ok", "ack", "received", "will do", ...). Empty or
  * NULL text is not progress. */
 bool stall_is_meaningful_progress(const char *text);
-/* The seed's noise filter also drops acknowledgements: text that has
+/* The noise filter also drops acknowledgements: text that has
  * something in it but says nothing beyond one ("ok", "got it", "👍").
  * Empty or NULL text is not one (a signal without a detail is activity). */
 bool stall_is_acknowledgement(const char *text);
@@ -185,11 +185,11 @@ typedef struct stall_assessment {
  * an invalid source): the guard then fails open. */
 int stall_assess(const stall_agent *a, const stall_config *c, int64_t now, stall_assessment *out,
                  char *err, size_t errlen);
-/* Base confidence (x1000) from counted signals per tier: the seed's table. */
+/* Base confidence (x1000) from counted signals per tier: the specified table. */
 int stall_base_confidence(int n1, int n2, int n3);
 /* The recency penalty applied to base for the newest counted signal's age:
  * over the tier-1 window (60 min) x 0.7, over the tier-2 window (30 min)
- * x 0.85: the seed's hour and half hour, which are those windows. */
+ * x 0.85: the specified hour and half hour, which are those windows. */
 int stall_recency_penalty(const stall_config *c, int base_milli, int64_t age_ms);
 /* Category of an agent: active -> fresh; else by status age, or by the age
  * of its newest signal without a status. */
@@ -204,7 +204,7 @@ typedef struct stall_guard {
     char reason[STALL_REASON_LEN];
 } stall_guard;
 
-/* The seed's should_send_resume: never for an active agent; allowed for an
+/* should_send_resume: never for an active agent; allowed for an
  * inactive one or one whose signals failed validation; allowed, saying so,
  * when the assessment itself failed (assess_rc != 0, fail open). */
 stall_guard stall_should_send_resume(int assess_rc, const char *assess_err,
@@ -259,8 +259,8 @@ void stall_agent_scan(stall_agent *a, const stall_config *c, int64_t now,
 bool stall_resume_due(const stall_agent *a, const stall_config *c, const stall_guard *g,
                       stall_category cat, int64_t now, char *why, size_t whylen);
 
-/* The seed validates activity again right before it writes a resume
- * prompt. A resume job may wait (a restart, a job lease, a retry) between
+/* Activity is validated again right before a resume prompt is
+ * written. A resume job may wait (a restart, a job lease, a retry) between
  * the scan that queued it and the worker: is resume seq still due at now?
  * Assesses a again (failing open as the scan does) and checks the category.
  * When not, says why and clears seq's pending mark on a (the caller saves

@@ -1,5 +1,5 @@
 /* activity.c - the room context the prompts and the autopilot read, and
- * the seed's PersonaMetadata.recentActivity:
+ * PersonaMetadata.recentActivity:
  *   messagesLastHour     a persona's own messages in the last hour (exact
  *                        up to WAKE_PMSG_MAX);
  *   averageResponseTime  mean time between a persona's message and the

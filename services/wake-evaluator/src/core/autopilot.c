@@ -1,5 +1,5 @@
-/* autopilot.c - the seed's DormancyAutopilotAgent: the model's list of
- * actions read tolerantly, then the seed's guards applied in C whatever
+/* autopilot.c - the DormancyAutopilotAgent: the model's list of
+ * actions read tolerantly, then the specified guards applied in C whatever
  * the model said (see wake.h), then published on room/{r}/autopilot.
  *
  * Domain detection: a domain (from any persona's expertise_domains or
@@ -258,7 +258,7 @@ static bool tired(const wake_persona *p)
 }
 
 /* D: the persona kept or woken so a present human is not left alone: the
- * most confident in the human's domain, then one not "tired" (the seed:
+ * most confident in the human's domain, then one not "tired" (as specified:
  * tired personas are more likely to sleep), then the most available, then
  * the last to speak. */
 static bool better(const guard_ctx *g, int i, int b)

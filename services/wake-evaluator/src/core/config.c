@@ -1,4 +1,4 @@
-/* config.c - every default of the core in one place (the seed's numbers:
+/* config.c - every default of the core in one place (the specified numbers:
  * confidence 0.7, 200/50/300 max tokens, 0.8 and 0.7 expert confidences,
  * 10 messages an hour). */
 #include "wake.h"

@@ -1,4 +1,4 @@
-/* economics.c - the seed's "token economics": tokens spent on LLM wake
+/* economics.c - the "token economics": tokens spent on LLM wake
  * evaluations and autopilot runs (the `usage` the endpoint reports), and an
  * estimate of the tokens dormancy saved.
  *

@@ -179,7 +179,7 @@ static int evaluate(wake_room *r, const wake_config *c, const wake_persona *p,
 }
 
 /* A jump: velocity or the AI-to-human ratio at least jump_factor times
- * what it was at the last run, and above the seed's "high noise" marks
+ * what it was at the last run, and above the "high noise" marks
  * (5 msg/min, ratio 3). */
 static bool jumped(const wake_room *r, const wake_config *c, int64_t now)
 {

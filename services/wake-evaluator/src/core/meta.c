@@ -1,4 +1,4 @@
-/* meta.c - the seed's PersonaMetadata from persona/{p}/meta (retained):
+/* meta.c - PersonaMetadata from persona/{p}/meta (retained):
  * role, expertise domains, per-domain confidence, tier or model size,
  * model, availability, mood, and the dormancy overrides that matter here
  * (enableAutoWake, enableLLMWakeDecisions, wakeConfidenceThreshold). */

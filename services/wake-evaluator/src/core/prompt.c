@@ -1,4 +1,4 @@
-/* prompt.c - the seed's three prompts, word for word, with the fields
+/* prompt.c - the three specified prompts, word for word, with the fields
  * filled in (golden files in tests/golden/ pin them):
  *   smart      evaluateWakeConditionSmart (rich context, five considerations)
  *   mid        evaluateWakeConditionMid (short)

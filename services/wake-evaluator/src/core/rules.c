@@ -1,4 +1,4 @@
-/* rules.c - the seed's Tier 3 (basic models, and the fallback of every
+/* rules.c - Tier 3 (basic models, and the fallback of every
  * tier): wake for an own @mention, for a human sender, for an urgent
  * keyword as a whole word; otherwise stay asleep. */
 #include <stdio.h>

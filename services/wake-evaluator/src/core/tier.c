@@ -1,5 +1,5 @@
-/* tier.c - which intelligence tier decides for a persona (the seed's
- * getIntelligenceTier): an explicit meta `tier`, else the model size in
+/* tier.c - which intelligence tier decides for a persona (the
+ * specified getIntelligenceTier): an explicit meta `tier`, else the model size in
  * `parameters` (> 70e9 smart, > 7e9 mid, otherwise basic); basic when
  * nothing is known, because the rules need no model. */
 #include <string.h>

@@ -1,4 +1,4 @@
-/* wake.h - wake-evaluator's pure decision core (seed 000: Wake-Up Decision
+/* wake.h - wake-evaluator's pure decision core (Wake-Up Decision
  * Intelligence, Tiers 1-3, Autopilot, Metadata Flow, token economics).
  *
  * No I/O and no clock: every function gets `now` and talks to the outside
@@ -35,7 +35,7 @@
 
 #define WAKE_MIN_MS 60000LL
 #define WAKE_HOUR_MS 3600000LL
-#define WAKE_RECENT_MS (10 * WAKE_MIN_MS) /* the seed's "last 10min" */
+#define WAKE_RECENT_MS (10 * WAKE_MIN_MS) /* the prompts' "last 10min" */
 #define WAKE_ACTIVITY_MS (5 * WAKE_MIN_MS) /* the autopilot's "last 5min" */
 
 #define WAKE_TIMER_AUTOPILOT "autopilot"
@@ -87,9 +87,9 @@ typedef struct wake_config {
     double wake_confidence;  /* VIGIL_DORMANCY_WAKE_CONFIDENCE, 0.7 */
     bool evaluate_system;    /* VIGIL_WAKE_ON_SYSTEM: evaluate system messages too */
     int max_personas;        /* VIGIL_WAKE_MAX_PERSONAS, 1000 per room */
-    int smart_max_tokens;    /* 200 (seed) */
-    int mid_max_tokens;      /* 50 (seed) */
-    int autopilot_max_tokens;/* 300 (seed) */
+    int smart_max_tokens;    /* VIGIL_WAKE_SMART_MAX_TOKENS, 200 */
+    int mid_max_tokens;      /* VIGIL_WAKE_MID_MAX_TOKENS, 50 */
+    int autopilot_max_tokens;/* VIGIL_AUTOPILOT_MAX_TOKENS, 300 */
     bool autopilot;          /* VIGIL_AUTOPILOT, 1 */
     int64_t autopilot_interval_ms; /* VIGIL_AUTOPILOT_INTERVAL_MS, 60000 */
     int64_t autopilot_min_gap_ms;  /* VIGIL_AUTOPILOT_MIN_GAP_MS, 10000: early runs */
@@ -279,7 +279,7 @@ void wake_event_id(char *out, size_t outlen, const char *input, const char *key)
 bool wake_text_mentions(const char *text, const char *name);
 /* word occurs in text as a whole word, case-insensitive (vigil_text). */
 bool wake_text_has_word(const char *text, const char *word);
-/* The first of the seed's urgent keywords found as a whole word, or NULL. */
+/* The first of the urgent keywords found as a whole word, or NULL. */
 const char *wake_urgent_keyword(const char *text);
 extern const char *const WAKE_URGENT_KEYWORDS[]; /* NULL-terminated */
 /* Copies at most max bytes of s into out (size >= max+1) without cutting a
@@ -307,14 +307,14 @@ typedef struct wake_rules_in {
     int n_mentions;
 } wake_rules_in;
 
-/* The seed's Tier 3: own @mention, a human sender, an urgent keyword.
+/* Tier 3 (rules): own @mention, a human sender, an urgent keyword.
  * Sets *wake and writes why into reason. */
 void wake_rules_decide(const wake_rules_in *in, bool *wake, char *reason, size_t reasonlen);
 /* True when the message mentions the persona (mentions array, @id, @name). */
 bool wake_rules_mentioned(const wake_rules_in *in);
 
 /* ------------------------------------------------------------------ */
-/* Activity (the seed's recentActivity and room context)              */
+/* Activity (recentActivity and room context)                         */
 /* ------------------------------------------------------------------ */
 
 int wake_messages_last_hour(const wake_persona *p, int64_t now);
@@ -457,7 +457,7 @@ void wake_job_clear(wake_job *j);
 void wake_ap_job_clear(wake_ap_job *j);
 
 /* ------------------------------------------------------------------ */
-/* Prompts (the seed's, fields filled in)                             */
+/* Prompts (as specified, fields filled in)                           */
 /* ------------------------------------------------------------------ */
 
 char *wake_prompt_smart(const wake_job *j); /* malloc'd */
@@ -562,7 +562,7 @@ typedef struct wake_ap_list {
 int wake_autopilot_parse(const wake_reader *rd, const wake_room *r, const char *content,
                          size_t len, wake_ap_list *out, char *why, size_t whylen);
 
-/* Applies the seed's guards to proposals (may be empty), in place:
+/* Applies the specified guards to proposals (may be empty), in place:
  *  A never auto-sleep the only expert with confidence > 0.8 in a domain
  *    being discussed (a domain word in the recent messages);
  *  B keep experts > 0.7 in the last human message's domain awake (no
