@@ -1,4 +1,4 @@
-"""The seed's integration flow (000, "Testing Strategy"), driven only by
+"""The specified integration flow, driven only by
 publishes and observed on the topics, with thresholds in milliseconds:
 AI-only talk gets each persona one mention-only suggestion, continued AI-only
 talk auto-sleeps them all, and a human's "I'm back" wakes them. Plus the
@@ -57,7 +57,7 @@ class Chatter:
         self.t.join(timeout=10)
 
 
-def test_seed_flow_suggest_then_auto_sleep_then_wake_on_im_back(stack):
+def test_flow_suggest_then_auto_sleep_then_wake_on_im_back(stack):
     no_human, ai_only = 2000, 5000
     stack.service(env={
         "VIGIL_DORMANCY_NO_HUMAN_MS": no_human,

@@ -130,21 +130,21 @@ def test_theater_page_in_chromium(stack):
         b.close()
 
 
-# The seed 001 client ("Frontend Integration"), verbatim but for recording
-# what it sees: only onmessage, JSON.parse, switch on data.type.
-SEED_CLIENT = """
-window.seedSeen = [];
+# A plain EventSource client as the Theater stream is specified for: only
+# onmessage, JSON.parse, switch on data.type (recording what it sees).
+ONMESSAGE_CLIENT = """
+window.onmessageSeen = [];
 const eventSource = new EventSource('/api/autonomous/deliberations/live', {withCredentials: true});
 eventSource.onmessage = (event) => {
   const data = JSON.parse(event.data);
-  window.seedSeen.push({type: data.type, id: event.lastEventId, session: data.session || null});
+  window.onmessageSeen.push({type: data.type, id: event.lastEventId, session: data.session || null});
 };
-window.seedSource = eventSource;
+window.onmessageSource = eventSource;
 """
 
 
-def test_seed_client_on_deliberations_live(stack):
-    """The seed's own EventSource client gets every council event type on
+def test_onmessage_client_on_deliberations_live(stack):
+    """An onmessage-only EventSource client gets every council event type on
     /api/autonomous/deliberations/live through onmessage (with its log
     position as lastEventId), while the page's named /api/events stream
     shows the same events."""
@@ -155,30 +155,30 @@ def test_seed_client_on_deliberations_live(stack):
     try:
         d.get(f"http://127.0.0.1:{gw.http_port}/login?token=tok-joel-0123456789")
         wait_until(lambda: d.find_element(By.ID, "conn").text == "live", scaled(15), "the page's stream connected")
-        d.execute_script(SEED_CLIENT)
-        wait_until(lambda: d.execute_script("return window.seedSource.readyState") == 1, scaled(15),
-                   "the seed's client connected")
+        d.execute_script(ONMESSAGE_CLIENT)
+        wait_until(lambda: d.execute_script("return window.onmessageSource.readyState") == 1, scaled(15),
+                   "the onmessage client connected")
         # connected, then pings, reach onmessage as JSON with a type
-        wait_until(lambda: [x["type"] for x in d.execute_script("return window.seedSeen")][:2] == ["connected", "ping"],
+        wait_until(lambda: [x["type"] for x in d.execute_script("return window.onmessageSeen")][:2] == ["connected", "ping"],
                    scaled(10), "connected and a ping through onmessage")
         session = uid("s")
         types = ["deliberation", "phase", "action", "question", "session_paused", "session_ended"]
         for i, t in enumerate(types):
             mosquitto_pub(stack.broker.port, f"council/{session}/event",
-                          {"id": f"{session}:{t}:{i}", "type": t, "session": session, "text": f"seed {t}", "ts": now()})
+                          {"id": f"{session}:{t}:{i}", "type": t, "session": session, "text": f"onmessage {t}", "ts": now()})
 
         def council():
-            return [x for x in d.execute_script("return window.seedSeen") if x["session"] == session]
+            return [x for x in d.execute_script("return window.onmessageSeen") if x["session"] == session]
         wait_until(lambda: len(council()) == len(types), scaled(15), "the six council events through onmessage")
         got = council()
         assert [x["type"] for x in got] == types, got
         assert all(x["id"] for x in got)  # lastEventId: the log position, for Last-Event-ID resume
-        assert all(x["type"] in ("connected", "ping") for x in d.execute_script("return window.seedSeen")
+        assert all(x["type"] in ("connected", "ping") for x in d.execute_script("return window.onmessageSeen")
                    if x["session"] != session)
         # the page (named events on /api/events) shows them too
-        wait_until(lambda: "seed session_ended" in d.find_element(By.ID, "council").text, scaled(10),
+        wait_until(lambda: "onmessage session_ended" in d.find_element(By.ID, "council").text, scaled(10),
                    "the page's council list")
-        d.execute_script("window.seedSource.close()")
+        d.execute_script("window.onmessageSource.close()")
         logs = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
         assert not logs, logs
     finally:

@@ -1,6 +1,6 @@
 """presence-gateway's live streams (Server-Sent Events): order, the
 `connected` and `ping` frames, unnamed frames (JSON with `type`) on
-/api/autonomous/deliberations/live for the seed's onmessage client and
+/api/autonomous/deliberations/live for an onmessage-only client and
 named ones on /api/events, topic filters, Last-Event-ID reconnects
 that miss nothing, 200 concurrent clients with a stalled one, a kill -9
 that loses nothing and doubles nothing, bad input on the logged topics."""
@@ -24,9 +24,9 @@ def council_event(session, typ, n, **extra):
 
 
 def test_theater_stream_order_ping_and_types(stack):
-    """/api/autonomous/deliberations/live: the seed's six council event
+    """/api/autonomous/deliberations/live: the six council event
     types in order, after `connected` and between pings; no frame has an
-    event: line (the seed's client has only onmessage), every one is JSON
+    event: line (the specified client has only onmessage), every one is JSON
     with its name as `type`, and the council events keep their id."""
     gw = start_gateway(stack, VIGIL_GATEWAY_PING_MS=300)
     pub = stack.publisher()

@@ -23,7 +23,7 @@
 #define VIGIL_MSG_SUGGESTION_ID_MAX 160
 
 /* Per-persona overrides of DormancyConfig (persona/{p}/meta `dormancy`,
- * the seed's camelCase names). `has` says which fields are set. */
+ * with the specified camelCase names). `has` says which fields are set. */
 enum {
     VIGIL_OV_AUTO_SUGGEST = 1u << 0,        /* enableAutoSuggestions */
     VIGIL_OV_AUTO_SLEEP = 1u << 1,          /* enableAutoSleep */

@@ -1,7 +1,7 @@
 /* Rule 2: extended AI-only discussion forces every AI persona to sleep. */
 #include "dm_test.h"
 
-/* Seed scenario: 16 minutes of AI-only messages put the persona to sleep. */
+/* Specified scenario: 16 minutes of AI-only messages put the persona to sleep. */
 static void auto_sleeps_after_15min_ai_only_discussion(void **state)
 {
     (void)state;

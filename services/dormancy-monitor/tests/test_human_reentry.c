@@ -3,7 +3,7 @@
  * it; VIGIL_DORMANCY_HUMAN_WAKES=all restores the literal rule. */
 #include "dm_test.h"
 
-/* Seed scenario: sleeping personas wake when a human writes. */
+/* Specified scenario: sleeping personas wake when a human writes. */
 static void auto_wakes_on_human_message(void **state)
 {
     (void)state;

@@ -4,7 +4,7 @@
 
 #define NO_HUMAN_5MIN "\xF0\x9F\x92\xA4 No human activity for 5min. Switch to mention-only?"
 
-/* Seed scenario: 6 minutes of AI-only messages give a mention-only
+/* Specified scenario: 6 minutes of AI-only messages give a mention-only
  * suggestion. */
 static void suggests_mention_only_after_5min_no_human_activity(void **state)
 {

@@ -10,7 +10,7 @@
  * before the backlog and the live entries. A resume from a position the
  * log no longer keeps is told in a `trimmed` frame before the backlog.
  * /api/events names every frame (event: line); the deliberations stream
- * names none, so the seed 001 client's onmessage gets them all, each
+ * names none, so an onmessage-only client gets them all, each
  * JSON with its name as `type` (gw_sse_style). */
 #include <stdio.h>
 #include <stdlib.h>

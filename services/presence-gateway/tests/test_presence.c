@@ -1,8 +1,7 @@
-/* test_presence.c - presence statuses from heartbeats (seed 000,
- * "Presence Indicators"), with an injected clock: active within 2 min of
- * activity, idle 2-5 min, away after 5 min or when heartbeats stop; changes
- * are reported, and refreshes of an active room's activity at a bounded
- * rate; the best session wins a room. */
+/* test_presence.c - presence statuses from heartbeats, with an injected
+ * clock: active within 2 min of activity, idle 2-5 min, away after 5 min
+ * or when heartbeats stop; changes are reported, and refreshes of an
+ * active room's activity at a bounded rate; the best session wins a room. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -61,7 +61,7 @@ static void test_filters(void **s)
     }
     assert_int_equal(gw_filters_parse(NULL, &fs, &limit, err, sizeof err), -1);
     assert_null(limit);
-    /* the Theater stream: only the seed's six council event types */
+    /* the Theater stream: only the six council event types */
     gw_filters_council_live(&fs);
     assert_int_equal(gw_filters_style(&fs), GW_SSE_UNNAMED); /* for onmessage */
     assert_true(gw_filters_match(&fs, "council/s/event", "question"));
@@ -129,8 +129,8 @@ static void test_positions_entries_frames(void **s)
     assert_int_equal(gw_log_entry_split("no newline", topic, sizeof topic, ev, sizeof ev, &data), -1);
 }
 
-/* /api/events names its frames; the deliberations stream (the seed's
- * onmessage client) names none and keeps the id. */
+/* /api/events names its frames; the deliberations stream (for an
+ * onmessage-only client) names none and keeps the id. */
 static void test_frame_styles(void **s)
 {
     (void)s;

@@ -6,7 +6,7 @@
 "use strict";
 
 const params = new URLSearchParams(location.search);
-const BEAT_MS = Number(params.get("beat_ms")) || 30000; // the seed: every 30 s while active
+const BEAT_MS = Number(params.get("beat_ms")) || 30000; // every 30 s while active, as specified
 const SESSION = "tab-" + Math.random().toString(36).slice(2, 10);
 const MAX_MESSAGES = 200; // shown per room; older ones stay in the room log
 const MAX_PRESENCE_ROOMS = 32; // the gateway's rooms a session (README, Limits)

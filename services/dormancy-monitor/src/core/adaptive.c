@@ -2,7 +2,7 @@
  * times give velocity (messages a minute) and the AI-to-human ratio; with
  * adaptive thresholds on, the no-human threshold becomes 3/5 of its value
  * above 5 messages a minute with a ratio above 3, and 7/5 of it below 1
- * message a minute (the seed's 3/5/7 minutes at the default 5). The band is
+ * message a minute (3/5/7 minutes at the default 5). The band is
  * judged on the window ending at the moment the deadline is checked, so a
  * deadline computed in a busy minute is re-checked (and moved) when it
  * fires in a slower one. */

@@ -60,7 +60,7 @@ static const char *via_name(dormancy_via v)
     return v == DORMANCY_VIA_LLM ? "llm" : v == DORMANCY_VIA_RULES ? "rules" : "fallback";
 }
 
-/* The seed's rule: wake only on shouldWake && confidence > threshold. With
+/* The specified rule: wake only on shouldWake && confidence > threshold. With
  * LLM wake decisions switched off, LLM-made decisions are ignored and only
  * the rules / fallback tiers count. */
 void directed_on_wake(dormancy_step *s, const dormancy_event *ev)

@@ -36,7 +36,7 @@
 #define DORMANCY_MAX_RESPONDERS 16 /* responders remembered per human message */
 #define DORMANCY_MAX_SESSIONS 32   /* presence sessions per room */
 
-/* The seed's fixed texts (real emoji, UTF-8). */
+/* The specified fixed texts (real emoji, UTF-8). */
 #define DORMANCY_TEXT_AI_ONLY \
     "\xF0\x9F\x92\xA4 Auto-sleeping due to extended AI-only discussion. " \
     "You'll wake when a human sends any message."
@@ -98,7 +98,7 @@ typedef enum {
 
 /* ---- configuration -------------------------------------------------- */
 
-/* The seed's DormancyConfig plus the service-wide knobs. Times in ms. */
+/* DormancyConfig plus the service-wide knobs. Times in ms. */
 typedef struct dormancy_config {
     bool auto_suggest;          /* VIGIL_DORMANCY_AUTO_SUGGEST */
     bool auto_sleep;            /* VIGIL_DORMANCY_AUTO_SLEEP */
@@ -128,7 +128,7 @@ typedef struct dormancy_config {
 /* Every default of the README's configuration table in one place. */
 void dormancy_config_init(dormancy_config *c);
 
-/* Per-persona overrides from persona/{p}/meta `dormancy` (seed key names):
+/* Per-persona overrides from persona/{p}/meta `dormancy` (camelCase keys):
  * libshared's one reader (vigil/msg_persona.h) fills them; `has` holds
  * VIGIL_OV_* bits. */
 typedef vigil_dormancy_overrides dormancy_overrides;

@@ -3,8 +3,8 @@
  * came from human absence (rules 1 and 2). Personas that stepped back by
  * choice stay, except that a human message never meets fewer than
  * min_awake personas able to answer it: the ones that answered humans most
- * recently are woken too. human_wakes_all restores the seed's literal rule
- * (every dormant persona wakes). Each wake names the message. */
+ * recently are woken too. human_wakes_all restores the literal rule
+ * (any human message wakes every dormant persona). Each wake names the message. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <vigil/jtext.h>

@@ -19,7 +19,7 @@ void format_iso(int64_t ms, char *out, size_t outlen)
         snprintf(out, outlen, "%" PRId64, ms);
 }
 
-/* Whole minutes as "5min" (the seed's wording); sub-minute test thresholds
+/* Whole minutes as "5min" (the specified wording); sub-minute test thresholds
  * as seconds ("3s") or, below a second or when not whole, milliseconds. */
 void dormancy_format_duration(int64_t ms, char *out, size_t outlen)
 {

@@ -216,7 +216,7 @@ char *gw_sse_frame(const char *id, const char *event, const char *data, size_t *
  * event: line to onmessage (its type is "message"), a named one only to
  * addEventListener(name).
  *  - GW_SSE_NAMED (/api/events): "event: <name>" on every frame;
- *  - GW_SSE_UNNAMED (/api/autonomous/deliberations/live, whose seed 001
+ *  - GW_SSE_UNNAMED (/api/autonomous/deliberations/live, whose specified
  *    client has only onmessage and switches on data.type): no event:
  *    line; the name travels in the JSON data as `type`. */
 typedef enum { GW_SSE_NAMED = 0, GW_SSE_UNNAMED = 1 } gw_sse_style;

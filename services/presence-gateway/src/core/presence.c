@@ -1,7 +1,7 @@
-/* presence.c - human presence from browser heartbeats (seed 000, "Presence
- * Indicators"): a browser beats every 30 s with its rooms and the time of
- * the person's last activity; the status per room is the best over the
- * user's live sessions in that room:
+/* presence.c - human presence from browser heartbeats: a browser beats
+ * every 30 s with its rooms and the time of the person's last activity;
+ * the status per room is the best over the user's live sessions in that
+ * room:
  *   active  activity within idle_ms (2 min),
  *   idle    activity idle_ms..away_ms (2-5 min) ago,
  *   away    activity away_ms (5 min) ago or more, or heartbeats stopped
