@@ -1,6 +1,7 @@
 /* msg_persona.c - the readers of persona/{persona}/meta (with the
  * `dormancy` overrides), state and command (msg_persona.h). */
 #include "vigil/msg_persona.h"
+#include "vigil/human_wake.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -255,7 +256,7 @@ void vigil_persona_meta_release(vigil_persona_meta *m)
 static int read_room_state(const char *room, json_object *e, vigil_persona_room_state *x,
                            vigil_error *err)
 {
-    int level, rc;
+    int level, rc, rc_order, cause = -1;
     if (!vigil_id_valid(room, strlen(room)))
         return vigil_error_set(err, VIGIL_REJECT_BAD_ID, "field 'rooms': key '%.64s' is not an id",
                                room);
@@ -266,15 +267,23 @@ static int read_room_state(const char *room, json_object *e, vigil_persona_room_
     if (vigil_json_enum(e, "level", true, vigil_level_names, &level, err) < 0 ||
         (rc = vigil_json_int64(e, "since", false, &x->since, err)) < 0 ||
         vigil_json_string(e, "trigger", false, &x->trigger, err) < 0 ||
-        vigil_json_int64(e, "snoozed_until", false, &x->snoozed_until, err) < 0)
+        vigil_json_int64(e, "snoozed_until", false, &x->snoozed_until, err) < 0 ||
+        vigil_json_enum(e, "cause", false, vigil_cause_names + 1, &cause, err) < 0 ||
+        vigil_json_int64(e, "answered_human", false, &x->answered_human, err) < 0 ||
+        (rc_order = vigil_json_int64(e, "order", false, &x->order, err)) < 0)
         goto inner;
-    if (x->since < 0 || x->snoozed_until < 0) {
+    if (x->since < 0 || x->snoozed_until < 0 || x->answered_human < 0 || x->order < 0) {
         vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "%s: must be >= 0",
-                        x->since < 0 ? "since" : "snoozed_until");
+                        x->since < 0           ? "since"
+                        : x->snoozed_until < 0 ? "snoozed_until"
+                        : x->answered_human < 0 ? "answered_human"
+                                                : "order");
         goto inner;
     }
     x->level = (vigil_level)level;
     x->has_since = rc == 0;
+    x->cause = cause < 0 ? VIGIL_CAUSE_NONE : cause + 1; /* names from "absence" on */
+    x->has_order = rc_order == 0;
     return 0;
 inner: { /* name the room: "rooms.<room>.<detail>" */
     char d[sizeof err->detail];

@@ -149,6 +149,24 @@ int vigil_mentions_parse(const char *text, char (*out)[VIGIL_MENTION_NAME_MAX + 
     return n;
 }
 
+int vigil_mentions_collect(const char *text, const char *const *ids, int n_ids,
+                           const char *exclude, char (*out)[VIGIL_MENTION_NAME_MAX + 1],
+                           int max)
+{
+    int n = vigil_mentions_parse(text, out, 0, max, exclude);
+    for (int i = 0; i < n_ids && n < max; i++) {
+        const char *id = ids[i];
+        if (!id || !vigil_text_is_id(id) || seen(out, n, id) || strcasecmp(id, "self") == 0 ||
+            (exclude && strcasecmp(id, exclude) == 0))
+            continue;
+        size_t len = strlen(id);
+        for (size_t k = 0; k <= len; k++)
+            out[n][k] = (char)tolower((unsigned char)id[k]);
+        n++;
+    }
+    return n;
+}
+
 const char *vigil_text_find_mention(const char *text, const char *name)
 {
     if (!text || !name || !*name)

@@ -11,7 +11,7 @@ import time
 import pytest
 
 import harness
-from conftest import ai, human, uid, validate_outputs
+from conftest import ai, command, dormancy_events, human, uid, validate_outputs
 from harness import scaled
 
 SERVICE = "floor-control"
@@ -184,7 +184,11 @@ def test_k_zero_turns_it_off(stack):
 
 
 def test_k_and_wake_triggers_from_the_environment(stack):
-    svc = stack.service(SERVICE, env={"VIGIL_FLOOR_K": "1", "VIGIL_FLOOR_WAKE_TRIGGERS": "no-human"})
+    # the state below has no `cause` (as an older dormancy-monitor's): the
+    # fallback trigger list decides; the minimum-awake guarantee (read from
+    # dormancy-monitor's variable) is off, else it would wake ann anyway
+    svc = stack.service(SERVICE, env={"VIGIL_FLOOR_K": "1", "VIGIL_FLOOR_WAKE_TRIGGERS": "no-human",
+                                      "VIGIL_DORMANCY_MIN_AWAKE": "0"})
     col = stack.collector()
     pub = stack.publisher()
     room = "r-" + uid()[:8]
@@ -326,3 +330,140 @@ def test_room_delete_forgets_unless_active_since(stack):
     pub.publish(*meta("ann", room, name="Ann again"), retain=True)
     wait_view(stack, room, lambda v: list(v) == ["ann"], "ann back")
     assert col.find(f"sys/{SERVICE}/error") == []
+
+
+# --------------------------------------------------------------------------
+# The floor against the real dormancy-monitor: the granted personas are
+# exactly those dormancy-monitor leaves or makes able to answer the human
+# message (both services read the same VIGIL_DORMANCY_* variables).
+
+DM = "dormancy-monitor"
+
+
+def levels_after(col, room, names, since):
+    """Each persona's level in room as its latest persona/{p}/state says."""
+    out = {}
+    for e in col.events("persona/+/state", since=since):
+        entry = e.get("rooms", {}).get(room)
+        if e.get("persona") in names and entry:
+            out[e["persona"]] = entry
+    return out
+
+
+def able_after(stack, col, room, names, mid, mentioned=()):
+    """The personas able to answer human message mid once dormancy-monitor
+    has handled it (its room/{r}/state names it last), as dormancy-monitor
+    counts them: active, human-only, or mentioned."""
+    col.wait_event(f"room/{room}/state", lambda s: s.get("last_human_ts") is not None and
+                   all(s["personas"].get(p) for p in names), timeout=10)
+    time.sleep(scaled(0.5))  # the wakes and states that follow it
+    lv = levels_after(col, room, names, 0)
+    return {p for p in names if lv[p]["level"] in ("active", "human-only") or p in mentioned}, lv
+
+
+def dormancy_and_floor(stack, env=None):
+    stack.service(DM, env=env)
+    stack.service(SERVICE, env=env)
+
+
+def test_the_floor_follows_dormancy_monitor_cause_and_minimum_awake(stack):
+    dormancy_and_floor(stack, {"VIGIL_DORMANCY_SUGGESTION_TIMEOUT_MS": "300"})
+    col = stack.collector()
+    pub = stack.publisher()
+    tag = uid()[:6]
+
+    # 1. a pile-on: the 3rd-5th responders' suggestions default to
+    # mention-only (trigger suggestion-default, cause choice): the next
+    # human message leaves them there, so the floor goes to the active two
+    room = "r3-" + tag
+    names = [f"{n}-{tag}" for n in ("ann", "bob", "cid", "dan", "eve")]
+    for i, n in enumerate(names):
+        kube = ["kubernetes"] if i >= 2 else ["cooking"]
+        pub.publish(*meta(n, room, kube, {kube[0]: 0.9}), retain=True)
+    wait_view(stack, room, lambda v: len(v) == 5, "5 personas")
+    h1 = uid()
+    pub.publish(*human(room, "joel", "what should we cook?", mid=h1))
+    for n in names:
+        pub.publish(*ai(room, n, "an answer", reply_to=h1))
+    wait_view(stack, room, lambda v: all(v[n]["level"] == "mention-only" and
+                                         v[n]["trigger"] == "suggestion-default"
+                                         for n in names[2:]), "three mention-only by default")
+    since = col.mark()
+    h2 = uid()
+    pub.publish(*human(room, "joel", "my kubernetes pod keeps restarting", mid=h2))
+    fl = floor_for(col, h2)
+    able, lv = able_after(stack, col, room, names, h2)
+    assert able == set(names[:2]), lv
+    assert set(fl["granted"]) == able, fl
+    assert all(lv[n]["cause"] == "choice" for n in names[2:]), lv
+    per = col.wait_count("persona/+/floor", 5, timeout=10, since=since,
+                         pred=lambda e: e.get("message_id") == h2)
+    assert {e["persona"] for e in per.values() if e["has_floor"]} == able
+
+    # 3. everyone asleep by choice: dormancy-monitor's minimum-awake rule
+    # wakes two (the one that answered a human most recently, then the
+    # first to arrive), and the floor goes to exactly those two
+    room = "r4-" + tag
+    names = [f"{n}-{tag}" for n in ("zoe", "yan", "xia", "wes", "vic")]
+    for n in names:
+        pub.publish(*meta(n, room), retain=True)
+    wait_view(stack, room, lambda v: len(v) == 5, "5 personas")
+    h0 = uid()
+    pub.publish(*human(room, "joel", "hello", mid=h0))
+    pub.publish(*ai(room, names[4], "hi", reply_to=h0))
+    for n in names:
+        pub.publish(*command(n, "dormant", level="sleep", room=room))
+    wait_view(stack, room, lambda v: all(v[n]["level"] == "sleep" for n in names), "all asleep")
+    h4 = uid()
+    pub.publish(*human(room, "joel", "is anyone there?", mid=h4))
+    fl = floor_for(col, h4)
+    able, lv = able_after(stack, col, room, names, h4)
+    assert able == {names[4], names[0]}, lv
+    assert set(fl["granted"]) == able, fl
+    woken = [e for e in dormancy_events(col, pred=lambda e: e.get("message_id") == h4)]
+    assert {e["persona"] for e in woken} == able and all(
+        "would meet fewer than 2" in e["reason"] for e in woken), woken
+
+    # 4. a mention of a persona neither service has seen in the room: granted
+    # and told on its own topic, as chat-router notifies it
+    ghost = "ghost-" + tag
+    h5 = uid()
+    pub.publish(*human(room, "joel", f"@{ghost} can you help?", mid=h5))
+    fl = floor_for(col, h5)
+    assert ghost in fl["granted"] and fl["reasons"][ghost] == "@mentioned", fl
+    pf = col.wait_event(f"persona/{ghost}/floor", lambda e: e.get("message_id") == h5)
+    assert pf["has_floor"] is True
+    # 5. K counts besides the mention: the ghost and K=2 more
+    assert len(fl["granted"]) == 3, fl
+    validate_outputs(col, OUTPUTS + ("persona/+/state", "persona/+/dormancy"))
+
+
+def test_the_floor_follows_dormancy_monitor_auto_wake_off(stack):
+    # 2. oak sleeps after an AI-only stretch (cause absence) but its meta
+    # turns auto-wake off: dormancy-monitor keeps it asleep and wakes the
+    # two manual sleepers for the minimum-awake rule; the floor follows
+    dormancy_and_floor(stack, {"VIGIL_DORMANCY_AI_ONLY_MS": "400"})
+    col = stack.collector()
+    pub = stack.publisher()
+    tag = uid()[:6]
+    room = "r2-" + tag
+    oak, ash, elm = (f"{n}-{tag}" for n in ("aoak", "ash", "elm"))
+    topic, body = meta(oak, room)
+    body["dormancy"] = {"enableAutoWake": False}
+    pub.publish(topic, body, retain=True)
+    for n in (ash, elm):
+        pub.publish(*meta(n, room), retain=True)
+    wait_view(stack, room, lambda v: len(v) == 3, "3 personas")
+    for n in (ash, elm):
+        pub.publish(*command(n, "dormant", level="sleep", room=room))
+    wait_view(stack, room, lambda v: v[ash]["level"] == v[elm]["level"] == "sleep", "two asleep")
+    pub.publish(*ai(room, oak, "talking to myself"))
+    wait_view(stack, room, lambda v: v[oak]["level"] == "sleep" and v[oak]["trigger"] == "ai-only",
+              "oak asleep after the AI-only stretch")
+    mid = uid()
+    pub.publish(*human(room, "joel", "back now", mid=mid))
+    fl = floor_for(col, mid)
+    able, lv = able_after(stack, col, room, [oak, ash, elm], mid)
+    assert able == {ash, elm}, lv
+    assert set(fl["granted"]) == able, fl
+    assert fl["reasons"][oak] == "asleep (ai-only)", fl

@@ -88,6 +88,14 @@ typedef struct vigil_persona_room_state {
     int64_t since;         /* >= 0 when has_since */
     const char *trigger;   /* NULL when absent */
     int64_t snoozed_until; /* >= 0; 0 when absent */
+    /* what rule 3 (vigil/human_wake.h) needs: why it is dormant (NONE when
+     * absent), when it last answered a human (>= 0; 0 when absent) and its
+     * arrival order in the room; has_order false = a producer older than
+     * these fields (its cause is then unknown, not NONE) */
+    int cause; /* vigil_cause */
+    int64_t answered_human;
+    bool has_order;
+    int64_t order; /* >= 0 when has_order */
 } vigil_persona_room_state;
 
 typedef struct vigil_persona_state {

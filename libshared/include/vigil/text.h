@@ -25,6 +25,15 @@
 int vigil_mentions_parse(const char *text, char (*out)[VIGIL_MENTION_NAME_MAX + 1], int n,
                          int max, const char *exclude);
 
+/* Who a message mentions, as chat-router notifies them: the mentions in its
+ * text (vigil_mentions_parse), then the ids of its `mentions` field that are
+ * not among them, lower-cased, distinct, at most max; never `exclude` (an AI
+ * sender: a persona does not mention itself; may be NULL), "self" or an
+ * entry that is no id. Returns the count. */
+int vigil_mentions_collect(const char *text, const char *const *ids, int n_ids,
+                           const char *exclude, char (*out)[VIGIL_MENTION_NAME_MAX + 1],
+                           int max);
+
 /* Where text mentions `name` (case-insensitive): a pointer to its '@', or
  * NULL. "self" may be looked for here (the @self command). A name that is
  * no id, such as a display name "Helper AI", matches "@<name>" as a whole

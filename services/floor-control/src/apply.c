@@ -80,7 +80,7 @@ int floor_publish_decision(const floor_service *svc, const floor_room *r, const 
     snprintf(topic, sizeof topic, "room/%s/floor", r->room);
     int rc = publish_obj(fx, topic, floor_room_event_json(r, &svc->cfg, &d, id, m->id, now));
     for (int i = 0; rc == 0 && i < d.n; i++) {
-        const char *p = r->personas[d.v[i].index].id;
+        const char *p = d.v[i].id;
         vigil_event_id(id, sizeof id, m->id, r->room, i + 1);
         snprintf(topic, sizeof topic, "persona/%s/floor", p);
         rc = publish_obj(fx, topic, floor_persona_event_json(r, &svc->cfg, &d, i, id, m->id, now));
@@ -116,8 +116,12 @@ static int on_message(const floor_service *svc, floor_room *r, const floor_messa
                       vigil_effects *fx, bool *changed)
 {
     floor_message probe = *m;
-    bool ask = svc->llm_on && m->sender_type == FLOOR_SENDER_HUMAN &&
-               floor_rankable(r, &svc->cfg, &probe) > svc->cfg.k;
+    int rankable = svc->llm_on && m->sender_type == FLOOR_SENDER_HUMAN
+                       ? floor_rankable(r, &svc->cfg, &probe, NULL)
+                       : 0;
+    if (rankable < 0)
+        return -1;
+    bool ask = rankable > svc->cfg.k;
     if (!ask)
         return floor_publish_decision(svc, r, m, "rules", NULL, now, fx);
     int64_t due = now + svc->cfg.llm_budget_ms;
@@ -178,8 +182,13 @@ static bool learn_state(const floor_service *svc, floor_room *r, const floor_par
     const vigil_persona_room_state *e = vigil_persona_state_room(&pp->state, r->room);
     if (!e)
         return false;
-    return floor_learn_level(r, &svc->cfg, pp->persona, (floor_level)e->level,
-                             e->trigger ? e->trigger : "", now, joined);
+    /* an entry without `order` comes from a dormancy-monitor older than
+     * cause and order: its cause is unknown (the trigger list decides) */
+    floor_state_entry st = {.level = (floor_level)e->level, .trigger = e->trigger ? e->trigger : "",
+                            .cause = e->has_order ? e->cause : FLOOR_UNKNOWN,
+                            .answered_human = e->answered_human,
+                            .order = e->has_order ? e->order : FLOOR_UNKNOWN};
+    return floor_learn_level(r, &svc->cfg, pp->persona, &st, now, joined);
 }
 
 int floor_apply(void *ctx, const char *key, const char *state_json, const vigil_input *in,

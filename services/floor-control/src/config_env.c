@@ -7,8 +7,9 @@ const vigil_config_var FLOOR_CONFIG_VARS[] = {
     {"VIGIL_FLOOR_K", "2", "personas granted the floor per human message (mentions come on top); 0 = off"},
     {"VIGIL_FLOOR_MAX_PERSONAS", "256",
      "personas kept per room view (past it the one learned about longest ago is dropped, said on sys/floor-control/error)"},
-    {"VIGIL_FLOOR_WAKE_TRIGGERS", "no-human,ai-only,suggestion-default",
-     "dormancy triggers a human message undoes: such personas count as awake for it"},
+    {"VIGIL_FLOOR_WAKE_TRIGGERS", FLOOR_WAKE_TRIGGERS_DEFAULT,
+     "fallback for a persona state without `cause` (older dormancy-monitor): these triggers "
+     "count as dormancy from human absence"},
     {"VIGIL_FLOOR_ON_AI", "0", "1 = decide the floor for AI messages too"},
     {"VIGIL_FLOOR_LLM_BUDGET_MS", "0",
      "> 0 (and VIGIL_LLM_URL set): ask the LLM which personas fit, wait at most this long, then the rules decide"},
@@ -26,8 +27,9 @@ int floor_configure(void *ctx, const vigil_common_config *common, char *err, siz
     char triggers[FLOOR_MAX_WAKE_TRIGGERS * FLOOR_TRIGGER_MAX];
     if (vigil_env_int64("VIGIL_FLOOR_K", c->k, 0, 1000, &k, err, errlen) ||
         vigil_env_int64("VIGIL_FLOOR_MAX_PERSONAS", c->max_personas, 1, 10000, &max, err, errlen) ||
-        vigil_env_string("VIGIL_FLOOR_WAKE_TRIGGERS", "no-human,ai-only,suggestion-default", triggers,
+        vigil_env_string("VIGIL_FLOOR_WAKE_TRIGGERS", FLOOR_WAKE_TRIGGERS_DEFAULT, triggers,
                          sizeof triggers, err, errlen) ||
+        vigil_human_wake_config_load(&c->wake, err, errlen) ||
         vigil_env_bool("VIGIL_FLOOR_ON_AI", c->on_ai, &c->on_ai, err, errlen) ||
         vigil_env_int64("VIGIL_FLOOR_LLM_BUDGET_MS", 0, 0, 600000, &budget, err, errlen) ||
         vigil_env_int64("VIGIL_FLOOR_JOBS_MAXLEN", FLOOR_JOBS_MAXLEN, 100, 100000000, &svc->jobs_maxlen,

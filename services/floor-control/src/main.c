@@ -8,7 +8,8 @@ const char *const FLOOR_SUBSCRIPTIONS[] = {"room/+/message", "room/+/control", "
 
 int main(int argc, char **argv)
 {
-    static vigil_config_var help[96]; /* --help: the service's variables, then the LLM's */
+    /* --help: the service's variables, dormancy-monitor's it reads, then the LLM's */
+    static vigil_config_var help[96], own[64];
     static floor_service svc;
     floor_config_init(&svc.cfg);
     vigil_llm_config_init(&svc.llm);
@@ -18,8 +19,11 @@ int main(int argc, char **argv)
                    "anyone generates",
         .default_http_port = FLOOR_HTTP_PORT,
         .subscriptions = FLOOR_SUBSCRIPTIONS,
-        .config_vars = vigil_config_vars_join(help, sizeof help / sizeof help[0],
-                                              FLOOR_CONFIG_VARS, VIGIL_LLM_VARS),
+        .config_vars = vigil_config_vars_join(
+            help, sizeof help / sizeof help[0],
+            vigil_config_vars_join(own, sizeof own / sizeof own[0], FLOOR_CONFIG_VARS,
+                                   VIGIL_HUMAN_WAKE_VARS),
+            VIGIL_LLM_VARS),
         .configure = floor_configure,
         .route = floor_route,
         .apply = floor_apply,

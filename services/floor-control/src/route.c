@@ -64,7 +64,9 @@ static int parse_meta(const vigil_input *in, const char *persona, floor_parsed *
                       .rooms = pm->rooms, .n_rooms = pm->n_rooms,
                       .domains = pm->domains, .n_domains = pm->n_domains,
                       .conf_domains = pm->conf_domains, .conf_values = pm->conf_values,
-                      .n_conf = pm->n_conf};
+                      .n_conf = pm->n_conf,
+                      .has_auto_wake = (pm->dormancy.has & VIGIL_OV_AUTO_WAKE) != 0,
+                      .auto_wake = pm->dormancy.auto_wake};
     return 0;
 }
 

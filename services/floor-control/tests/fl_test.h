@@ -88,9 +88,23 @@ static inline void fl_meta(fl_fx *f, const char *id, const char *domains, const 
     fl_meta_full(f, id, NULL, NULL, domains, conf);
 }
 
+/* A persona state from a dormancy-monitor older than `cause` and `order`:
+ * the trigger list decides the cause. */
 static inline void fl_level(fl_fx *f, const char *id, floor_level l, const char *trigger)
 {
-    assert_true(floor_learn_level(f->room, &f->cfg, id, l, trigger, f->now, NULL));
+    floor_state_entry e = {.level = l, .trigger = trigger, .cause = FLOOR_UNKNOWN,
+                           .order = FLOOR_UNKNOWN};
+    assert_true(floor_learn_level(f->room, &f->cfg, id, &e, f->now, NULL));
+}
+
+/* A persona state as dormancy-monitor publishes it now: with its cause,
+ * arrival order and last answer to a human. */
+static inline void fl_state(fl_fx *f, const char *id, floor_level l, const char *trigger,
+                            vigil_cause cause, int64_t order, int64_t answered_human)
+{
+    floor_state_entry e = {.level = l, .trigger = trigger, .cause = (int)cause,
+                           .order = order, .answered_human = answered_human};
+    assert_true(floor_learn_level(f->room, &f->cfg, id, &e, f->now, NULL));
 }
 
 static inline void fl_spoke(fl_fx *f, const char *id)
@@ -135,7 +149,7 @@ static inline const char *fl_granted(fl_fx *f)
         if (f->d.v[i].granted) {
             if (out[0])
                 strcat(out, ",");
-            strcat(out, f->room->personas[f->d.v[i].index].id);
+            strcat(out, f->d.v[i].id);
         }
     return out;
 }
@@ -143,7 +157,7 @@ static inline const char *fl_granted(fl_fx *f)
 static inline const floor_pick *fl_pick(fl_fx *f, const char *id)
 {
     for (int i = 0; i < f->d.n; i++)
-        if (strcmp(f->room->personas[f->d.v[i].index].id, id) == 0)
+        if (strcmp(f->d.v[i].id, id) == 0)
             return &f->d.v[i];
     return NULL;
 }

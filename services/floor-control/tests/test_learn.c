@@ -45,9 +45,16 @@ static void test_speaker_and_level_join(void **state)
     bool joined;
     assert_true(floor_learn_spoke(f->room, &f->cfg, "ann", f->now, &joined));
     assert_true(joined);
-    assert_true(floor_learn_level(f->room, &f->cfg, "bob", FLOOR_SLEEP, "ai-only", f->now, &joined));
+    floor_state_entry asleep = {.level = FLOOR_SLEEP, .trigger = "ai-only",
+                                .cause = VIGIL_CAUSE_ABSENCE, .answered_human = 5, .order = 3};
+    floor_state_entry awake = {.level = FLOOR_ACTIVE, .trigger = "human-reentry",
+                               .cause = FLOOR_UNKNOWN, .order = FLOOR_UNKNOWN};
+    assert_true(floor_learn_level(f->room, &f->cfg, "bob", &asleep, f->now, &joined));
     assert_true(joined);
-    assert_true(floor_learn_level(f->room, &f->cfg, "bob", FLOOR_ACTIVE, "human-reentry", f->now, &joined));
+    assert_int_equal(floor_room_find(f->room, "bob")->cause, VIGIL_CAUSE_ABSENCE);
+    assert_int_equal(floor_room_find(f->room, "bob")->order, 3);
+    assert_int_equal(floor_room_find(f->room, "bob")->answered_human, 5);
+    assert_true(floor_learn_level(f->room, &f->cfg, "bob", &awake, f->now, &joined));
     assert_false(joined);
     assert_int_equal(floor_room_find(f->room, "bob")->level, FLOOR_ACTIVE);
     assert_string_equal(floor_room_find(f->room, "bob")->trigger, "human-reentry");
@@ -214,8 +221,14 @@ static void test_wake_trigger_list(void **state)
     floor_config c;
     floor_config_init(&c);
     assert_int_equal(c.k, 2);
-    assert_int_equal(c.n_wake_triggers, 3);
+    /* the fallback list leaves out suggestion-default, which ends
+     * suggestions of either cause */
+    assert_int_equal(c.n_wake_triggers, 2);
     assert_string_equal(c.wake_triggers[1], "ai-only");
+    /* rule 3's defaults are dormancy-monitor's */
+    assert_true(c.wake.auto_wake);
+    assert_false(c.wake.human_wakes_all);
+    assert_int_equal(c.wake.min_awake, 2);
     assert_int_equal(floor_config_set_wake_triggers(&c, "no-human"), 0);
     assert_int_equal(c.n_wake_triggers, 1);
     assert_int_equal(floor_config_set_wake_triggers(&c, "a,,b"), -1);
@@ -263,9 +276,27 @@ static void test_forget_unless_active_since(void **state)
     fl_free(f);
 }
 
+/* A room record written before cause, order and auto-wake were kept reads
+ * them as unknown: the trigger list, view order and the variable decide. */
+static void test_old_record_reads_unknown(void **state)
+{
+    char err[200];
+    floor_room *r = floor_room_from_json(
+        "{\"room\":\"general\",\"personas\":[{\"id\":\"ann\",\"level\":\"sleep\","
+        "\"trigger\":\"ai-only\",\"spoke\":0,\"seen\":1,\"meta\":true}]}",
+        "general", err, sizeof err);
+    assert_non_null(r);
+    assert_int_equal(r->personas[0].cause, FLOOR_UNKNOWN);
+    assert_int_equal(r->personas[0].order, FLOOR_UNKNOWN);
+    assert_int_equal(r->personas[0].auto_wake, FLOOR_UNKNOWN);
+    assert_int_equal(r->personas[0].answered_human, 0);
+    floor_room_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_old_record_reads_unknown),
         cmocka_unit_test(test_meta_join_leave),
         cmocka_unit_test(test_speaker_stays_after_meta_leaves),
         cmocka_unit_test(test_speaker_and_level_join),

@@ -27,7 +27,7 @@ static void test_prompt_lists_the_able(void **state)
     room(f);
     fl_level(f, "dan", FLOOR_SLEEP, "manual");
     floor_message m = msg("my pods cannot reach the service, @eve any idea?", NULL, 0);
-    assert_int_equal(floor_rankable(f->room, &f->cfg, &m), 3); /* ann, bob, cid */
+    assert_int_equal(floor_rankable(f->room, &f->cfg, &m, NULL), 3); /* ann, bob, cid */
     char *p = floor_llm_prompt(f->room, &f->cfg, &m);
     assert_non_null(p);
     assert_non_null(strstr(p, "- ann: role sre; expertise: kubernetes (confidence 0.90), networking (confidence 0.40)"));
@@ -67,8 +67,8 @@ static void test_ranking_keeps_mentions_dormancy_and_recency(void **state)
     floor_message m = msg("hello @dan", rel, 1);
     fl_roundtrip(f);
     assert_int_equal(floor_choose(f->room, &f->cfg, &m, &f->d), FLOOR_DECIDED);
-    /* dan mentioned; cid asleep despite the LLM; one slot by recency */
-    assert_string_equal(fl_granted(f), "dan,ann");
+    /* dan mentioned; cid asleep despite the LLM; K=2 besides dan by recency */
+    assert_string_equal(fl_granted(f), "dan,ann,bob");
     assert_int_equal(fl_pick(f, "cid")->why, FLOOR_HELD_SLEEP);
     /* an empty ranking: nobody fits, recency fills to K */
     floor_decision_free(&f->d);

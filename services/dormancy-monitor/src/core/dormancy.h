@@ -205,7 +205,7 @@ typedef struct dormancy_timer {
 
 /* The fields persona/{p}/state shows of one persona and their digest, as
  * last computed (snapshot.c): not part of the record. */
-#define DORMANCY_SNAP_FIELDS 7
+#define DORMANCY_SNAP_FIELDS 8
 typedef struct dormancy_snap_memo {
     int64_t v[DORMANCY_SNAP_FIELDS];
     uint64_t digest; /* 0 = none yet */
@@ -449,6 +449,12 @@ typedef struct dormancy_action {
     int64_t snooze_ms; /* suggestion with a snooze option: its length, else 0 */
     char pending_reason[DORMANCY_REASON_MAX]; /* persona state */
     int64_t pending_expires;                  /* persona state: when "yes" applies */
+    /* persona state of a dormant persona (dormant): why it is dormant, when
+     * it last answered a human (0 = never, or it can answer) and its arrival
+     * order: what floor-control needs to predict rule 3 (vigil/human_wake.h) */
+    bool dormant;
+    dormancy_cause cause;
+    int64_t answered_human, order;
     /* timers */
     char timer[DORMANCY_TIMER_NAME_MAX + 1];
     int64_t due;

@@ -38,6 +38,9 @@ static void action_clear(dormancy_action *a)
     a->since = a->snoozed_until = a->until = 0;
     a->suggest = 0;
     a->default_after_ms = a->snooze_ms = a->pending_expires = a->due = 0;
+    a->dormant = false;
+    a->cause = DORMANCY_CAUSE_NONE;
+    a->answered_human = a->order = 0;
     a->id[0] = a->persona[0] = a->reason[0] = a->text[0] = '\0';
     a->message_id[0] = a->pending_reason[0] = a->timer[0] = '\0';
 }

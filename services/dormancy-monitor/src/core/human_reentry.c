@@ -4,43 +4,66 @@
  * choice stay, except that a human message never meets fewer than
  * min_awake personas able to answer it: the ones that answered humans most
  * recently are woken too. human_wakes_all restores the literal rule
- * (any human message wakes every dormant persona). Each wake names the message. */
+ * (any human message wakes every dormant persona). Each wake names the message.
+ * The rule is libshared's vigil_human_wake_apply; this file applies it to
+ * the record and words the reasons. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <vigil/human_wake.h>
 #include <vigil/jtext.h>
 #include <vigil/str.h>
 #include "step.h"
 
-/* Mentioned, a mention-only persona may answer, and a sleeping one is
- * woken by the mention right after this rule (engine.c). */
-static bool able(const dormancy_persona *p, bool mentioned)
+_Static_assert(DORMANCY_CAUSE_NONE == (int)VIGIL_CAUSE_NONE &&
+                   DORMANCY_CAUSE_ABSENCE == (int)VIGIL_CAUSE_ABSENCE &&
+                   DORMANCY_CAUSE_CHOICE == (int)VIGIL_CAUSE_CHOICE,
+               "dormancy_cause is the contract's vigil_cause");
+
+/* The step and the message, for the shared rule's callbacks; the reasons
+ * are written when a persona is woken, not on every human message
+ * (printing them was a fortieth of an input's instructions). */
+typedef struct reentry {
+    dormancy_step *s;
+    const dormancy_event *ev;
+    const bool *mentioned;
+    char reason[DORMANCY_REASON_MAX];
+    bool have_reason;
+    vigil_wake_why reason_for;
+} reentry;
+
+static void view(void *ctx, int i, vigil_wake_view *out)
 {
-    return persona_can_answer(p) ||
-           (mentioned && (p->level == DORMANCY_MENTION_ONLY || p->level == DORMANCY_SLEEP));
+    const reentry *x = ctx;
+    const dormancy_persona *p = &x->s->room->personas[i];
+    dormancy_config cb;
+    const dormancy_config *c = step_cfg(x->s, p, &cb);
+    *out = (vigil_wake_view){.level = (vigil_level)p->level, .cause = (vigil_cause)p->cause,
+                             .auto_wake = c->auto_wake, .mentioned = x->mentioned[i],
+                             .answered_human = p->answered_human};
 }
 
-static void wake(dormancy_step *s, dormancy_persona *p, const char *reason, const char *msg_id)
+static void wake(void *ctx, int i, vigil_wake_why why)
 {
-    step_set_level(s, p, DORMANCY_ACTIVE, DORMANCY_TRIGGER_HUMAN_REENTRY, DORMANCY_CAUSE_NONE,
-                   reason, DORMANCY_TEXT_HUMAN_WAKE, msg_id);
-}
-
-/* The dormant persona that answered a human most recently (ties: the one
- * that joined first), or -1. */
-static int most_recent_answerer(const dormancy_step *s, const bool *mentioned)
-{
-    const dormancy_room *r = s->room;
-    int best = -1;
-    for (int i = 0; i < r->n_personas; i++) {
-        const dormancy_persona *p = &r->personas[i];
-        dormancy_config cb;
-        const dormancy_config *c = step_cfg(s, p, &cb);
-        if (able(p, mentioned[i]) || !c->auto_wake)
-            continue;
-        if (best < 0 || p->answered_human > r->personas[best].answered_human)
-            best = i;
+    reentry *x = ctx;
+    const dormancy_event *ev = x->ev;
+    const char *id = ev->id ? ev->id : "";
+    if (!x->have_reason || x->reason_for != why) {
+        if (why == VIGIL_WAKE_ABSENCE) {
+            vigil_concat(x->reason, sizeof x->reason, "human message ", id, " from ",
+                         ev->msg.sender ? ev->msg.sender : "", (const char *)NULL);
+        } else {
+            char n[VIGIL_I64_TEXT_MAX + 1];
+            vigil_i64_text(n, x->s->cfg->min_awake);
+            vigil_concat(x->reason, sizeof x->reason, "human message ", id,
+                         " would meet fewer than ", n, " personas able to answer",
+                         (const char *)NULL);
+        }
+        x->have_reason = true;
+        x->reason_for = why;
     }
-    return best;
+    step_set_level(x->s, &x->s->room->personas[i], DORMANCY_ACTIVE,
+                   DORMANCY_TRIGGER_HUMAN_REENTRY, DORMANCY_CAUSE_NONE, x->reason,
+                   DORMANCY_TEXT_HUMAN_WAKE, ev->id);
 }
 
 void human_reentry_on_message(dormancy_step *s, const dormancy_event *ev, const bool *mentioned)
@@ -50,40 +73,12 @@ void human_reentry_on_message(dormancy_step *s, const dormancy_event *ev, const 
     r->ai_only_since = 0;
     suggestion_cancel_all(s);
 
-    /* The reasons are written when a persona is woken, not on every human
-     * message (printing them was a fortieth of an input's instructions). */
-    char reason[DORMANCY_REASON_MAX];
-    bool have_reason = false;
-    for (int i = 0; i < r->n_personas; i++) {
-        dormancy_persona *p = &r->personas[i];
-        dormancy_config cb;
-        const dormancy_config *c = step_cfg(s, p, &cb);
-        if (!c->auto_wake || p->level == DORMANCY_ACTIVE)
-            continue;
-        if (c->human_wakes_all || p->cause == DORMANCY_CAUSE_ABSENCE) {
-            if (!have_reason)
-                vigil_concat(reason, sizeof reason, "human message ", ev->id ? ev->id : "",
-                             " from ", ev->msg.sender ? ev->msg.sender : "", (const char *)NULL);
-            have_reason = true;
-            wake(s, p, reason, ev->id);
-        }
-    }
-
-    int count = 0;
-    for (int i = 0; i < r->n_personas; i++)
-        if (able(&r->personas[i], mentioned[i]))
-            count++;
-    if (count < s->cfg->min_awake) {
-        char n[VIGIL_I64_TEXT_MAX + 1];
-        vigil_i64_text(n, s->cfg->min_awake);
-        vigil_concat(reason, sizeof reason, "human message ", ev->id ? ev->id : "",
-                     " would meet fewer than ", n, " personas able to answer", (const char *)NULL);
-    }
-    while (count < s->cfg->min_awake) {
-        int i = most_recent_answerer(s, mentioned);
-        if (i < 0)
-            break;
-        wake(s, &r->personas[i], reason, ev->id);
-        count++;
-    }
+    /* the rule itself is libshared's (vigil/human_wake.h): floor-control
+     * predicts it with the same code */
+    reentry x = {.s = s, .ev = ev, .mentioned = mentioned};
+    vigil_human_wake_config c = {.auto_wake = s->cfg->auto_wake,
+                                 .human_wakes_all = s->cfg->human_wakes_all,
+                                 .min_awake = s->cfg->min_awake};
+    vigil_wake_room room = {.n = r->n_personas, .view = view, .wake = wake, .ctx = &x};
+    vigil_human_wake_apply(&room, &c);
 }

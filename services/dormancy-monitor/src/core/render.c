@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <vigil/human_wake.h>
 #include <vigil/msg_room.h>
 #include <vigil/jtext.h>
 #include "step.h"
@@ -154,6 +155,16 @@ char *dormancy_persona_entry_text(const dormancy_action *a)
     text_member(&b, ",\"trigger\":", trig ? trig : "manual");
     if (a->reason[0])
         text_member(&b, ",\"reason\":", a->reason);
+    if (a->cause != DORMANCY_CAUSE_NONE)
+        text_member(&b, ",\"cause\":", vigil_cause_names[a->cause]);
+    if (a->answered_human) {
+        vigil_jtext_lit(&b, ",\"answered_human\":");
+        vigil_jtext_i64(&b, a->answered_human);
+    }
+    if (a->dormant) {
+        vigil_jtext_lit(&b, ",\"order\":");
+        vigil_jtext_i64(&b, a->order);
+    }
     if (a->until) {
         vigil_jtext_lit(&b, ",\"until\":");
         vigil_jtext_i64(&b, a->until);

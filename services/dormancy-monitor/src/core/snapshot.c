@@ -21,12 +21,15 @@ static uint64_t nonzero(uint64_t d)
 /* The digest of the fields persona/{p}/state shows, hashed from their
  * decimal text joined by '|' (as records hold it), written with
  * vigil_i64_text (a snprintf per persona was an eighth of an input's CPU at
- * 1,000 personas). */
+ * 1,000 personas). The last field (answered_human, added later) joins the
+ * text only when set, so records written before it keep their digests and
+ * an upgrade does not republish every persona. */
 static uint64_t persona_digest(const int64_t v[DORMANCY_SNAP_FIELDS])
 {
     char buf[DORMANCY_SNAP_FIELDS * (VIGIL_I64_TEXT_MAX + 1)];
     size_t n = 0;
-    for (size_t i = 0; i < DORMANCY_SNAP_FIELDS; i++) {
+    size_t fields = v[DORMANCY_SNAP_FIELDS - 1] ? DORMANCY_SNAP_FIELDS : DORMANCY_SNAP_FIELDS - 1;
+    for (size_t i = 0; i < fields; i++) {
         if (i > 0)
             buf[n++] = '|';
         n += vigil_i64_text(buf + n, v[i]);
@@ -140,9 +143,14 @@ void snapshot_sync(dormancy_step *s)
     for (int i = 0; i < r->n_personas; i++) {
         dormancy_persona *p = &r->personas[i];
         int64_t snoozed = p->snoozed_until > s->now ? p->snoozed_until : 0;
+        /* shown only while it cannot answer: an active persona answering
+         * humans would otherwise republish its state on every answer. The
+         * cause and the order are shown while dormant too, and change only
+         * with `since` (or never), so they need no place in the digest. */
+        int64_t answered = persona_can_answer(p) ? 0 : p->answered_human;
         const int64_t v[DORMANCY_SNAP_FIELDS] = {(int)p->level, p->since, (int)p->trigger,
                                                  snoozed, p->until, (int)p->sugg.kind,
-                                                 p->sugg.default_at};
+                                                 p->sugg.default_at, answered};
         uint64_t d = persona_digest_memo(r, i, v);
         if (d == 0) {
             s->failed = true;
@@ -158,6 +166,12 @@ void snapshot_sync(dormancy_step *s)
         a->trigger = p->trigger;
         a->snoozed_until = snoozed;
         a->until = p->until;
+        if (p->level != DORMANCY_ACTIVE) {
+            a->cause = p->cause;
+            a->answered_human = answered;
+            a->order = p->ord;
+            a->dormant = true;
+        }
         dm_copy(a->reason, sizeof a->reason, p->reason);
         if (p->sugg.kind != DORMANCY_SUGGEST_NONE) {
             a->suggest = p->sugg.kind;

@@ -1,5 +1,5 @@
-/* config.c - floor control's defaults in one place, and the wake-trigger
- * list read from its comma-separated form. */
+/* config.c - floor control's defaults in one place, and the fallback
+ * wake-trigger list read from its comma-separated form. */
 #include <string.h>
 #include "floor.h"
 
@@ -8,7 +8,8 @@ void floor_config_init(floor_config *c)
     memset(c, 0, sizeof *c);
     c->k = 2;
     c->max_personas = 256;
-    floor_config_set_wake_triggers(c, "no-human,ai-only,suggestion-default");
+    vigil_human_wake_config_init(&c->wake);
+    floor_config_set_wake_triggers(c, FLOOR_WAKE_TRIGGERS_DEFAULT);
 }
 
 int floor_config_set_wake_triggers(floor_config *c, const char *csv)

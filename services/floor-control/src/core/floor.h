@@ -4,8 +4,11 @@
  * The core keeps a bounded view of one room (its personas: role, expertise
  * domains and confidence, dormancy level, when each last spoke), learned
  * from persona/{p}/meta, the retained persona/{p}/state and the room's
- * messages, and turns a human message into a floor decision: at most K
- * personas granted, @mentioned ones always (even beyond K).
+ * messages, and turns a human message into a floor decision: K personas
+ * granted besides the @mentioned ones, who always are (even beyond K).
+ * Which dormant personas the message wakes is dormancy-monitor's rule 3,
+ * run here with the same code (vigil/human_wake.h) on what
+ * persona/{p}/state and persona/{p}/meta say.
  *
  * No I/O: `now` is a parameter, the room travels as JSON between inputs
  * (floor_room_from_json / floor_room_to_json). Links json-c and vigil_text
@@ -16,18 +19,26 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <json-c/json.h>
+#include <vigil/human_wake.h>
 
 #define FLOOR_ID_MAX 64          /* persona and room ids */
 #define FLOOR_WORD_MAX 64        /* a domain, a role, a display name */
 #define FLOOR_MAX_DOMAINS 32     /* expertise domains kept per persona */
 #define FLOOR_TRIGGER_MAX 32
 #define FLOOR_MAX_WAKE_TRIGGERS 8
-#define FLOOR_REASON_MAX 200
+/* The fallback triggers of dormancy from human absence: suggestion-default
+ * is not among them, as it ends suggestions of either cause. */
+#define FLOOR_WAKE_TRIGGERS_DEFAULT "no-human,ai-only"
+#define FLOOR_REASON_MAX 256
 #define FLOOR_CONFIDENCE_UNSET (-1.0)
+#define FLOOR_UNKNOWN (-1)       /* a persona's cause, order or auto-wake not known */
 #define FLOOR_CONFIDENCE_DEFAULT 0.5 /* a listed domain without a confidence level */
 #define FLOOR_MAX_PENDING 64     /* messages waiting for the LLM per room */
 #define FLOOR_TEXT_MAX 4096      /* text of a message that may wait for the LLM (bytes) */
 #define FLOOR_MAX_MENTIONS 32    /* `mentions` of a message that may wait for the LLM */
+/* Names read from one message's mentions (text and `mentions`) when looking
+ * for mentioned personas the view does not know; more are not granted. */
+#define FLOOR_MAX_NAMES 64
 #define FLOOR_MSG_ID_MAX 128
 #define FLOOR_TIMER_NAME_MAX 24
 #define FLOOR_NOTE_MAX 512       /* a refusal's detail */
@@ -45,11 +56,13 @@ typedef enum {
 typedef enum { FLOOR_SENDER_HUMAN = 0, FLOOR_SENDER_AI, FLOOR_SENDER_SYSTEM } floor_sender_type;
 
 typedef struct floor_config {
-    int k;             /* personas granted per human message; 0 = floor control off */
+    int k;             /* personas granted per human message besides the mentioned; 0 = off */
     int max_personas;  /* room view bound; the least recently seen persona is dropped */
-    /* dormancy triggers a human message undoes (dormancy from human absence):
-     * a persona dormant for one of these is treated as active for a human
-     * message, because it will be woken by that very message */
+    /* dormancy-monitor's VIGIL_DORMANCY_AUTO_WAKE, _HUMAN_WAKES, _MIN_AWAKE */
+    vigil_human_wake_config wake;
+    /* Fallback for a persona state without `cause` (a dormancy-monitor older
+     * than that field): a persona dormant for one of these triggers is taken
+     * as dormant from human absence, any other as dormant by choice. */
     char wake_triggers[FLOOR_MAX_WAKE_TRIGGERS][FLOOR_TRIGGER_MAX];
     int n_wake_triggers;
     bool on_ai; /* decide AI messages too (default: human messages only) */
@@ -58,8 +71,9 @@ typedef struct floor_config {
     int64_t llm_budget_ms;
 } floor_config;
 
-/* Defaults: k 2, max_personas 256, wake triggers no-human, ai-only,
- * suggestion-default. */
+/* Defaults: k 2, max_personas 256, dormancy-monitor's rule 3 defaults
+ * (auto-wake on, human wakes absent, min awake 2), fallback wake triggers
+ * no-human, ai-only. */
 void floor_config_init(floor_config *c);
 /* Parses a comma-separated trigger list into c->wake_triggers. Returns 0,
  * or -1 when an entry is empty, too long, or there are too many. */
@@ -74,6 +88,16 @@ typedef struct floor_persona {
     int n_domains;
     floor_level level;
     char trigger[FLOOR_TRIGGER_MAX]; /* why it is at that level ("" = never moved) */
+    /* What rule 3 needs (persona/{p}/state; meta): the dormancy's cause
+     * (vigil_cause, or FLOOR_UNKNOWN: the state did not say, the trigger
+     * list decides), when it last answered a human (0 = never or not said),
+     * its arrival order in dormancy-monitor's room (FLOOR_UNKNOWN: after
+     * the known ones, in view order), and its meta's dormancy.enableAutoWake
+     * (1, 0, or FLOOR_UNKNOWN: VIGIL_DORMANCY_AUTO_WAKE decides). */
+    int cause;
+    int64_t answered_human;
+    int64_t order;
+    int auto_wake;
     int64_t last_spoke;              /* 0 = never spoke in the room */
     int64_t seen;                    /* last time anything was learned about it */
     bool in_meta;                    /* its meta lists the room */
@@ -156,6 +180,8 @@ typedef struct floor_meta {
     const char *const *conf_domains;
     const double *conf_values;
     int n_conf;
+    /* dormancy.enableAutoWake, when has_auto_wake */
+    bool has_auto_wake, auto_wake;
 } floor_meta;
 
 /* persona/{p}/meta for room r: a listed room adds or refreshes the persona
@@ -167,11 +193,20 @@ typedef struct floor_meta {
 bool floor_learn_meta(floor_room *r, const floor_config *c, const floor_meta *m, int64_t now,
                       bool *joined, bool *left);
 
-/* persona/{p}/state's entry for room r: the persona's level and why (a
- * trigger of FLOOR_TRIGGER_MAX bytes or more is not kept: noted on r,
- * limit "trigger_bytes"). */
+/* persona/{p}/state's entry for one room. */
+typedef struct floor_state_entry {
+    floor_level level;
+    const char *trigger;    /* may be NULL */
+    int cause;              /* vigil_cause, or FLOOR_UNKNOWN (the entry has no `order`) */
+    int64_t answered_human; /* 0 when absent */
+    int64_t order;          /* FLOOR_UNKNOWN when absent */
+} floor_state_entry;
+
+/* persona/{p}/state's entry for room r: the persona's level, why, and what
+ * rule 3 needs (a trigger of FLOOR_TRIGGER_MAX bytes or more is not kept:
+ * noted on r, limit "trigger_bytes"). */
 bool floor_learn_level(floor_room *r, const floor_config *c, const char *persona,
-                       floor_level level, const char *trigger, int64_t now, bool *joined);
+                       const floor_state_entry *e, int64_t now, bool *joined);
 
 /* An AI message in the room: its sender spoke now (and is a member). */
 bool floor_learn_spoke(floor_room *r, const floor_config *c, const char *persona, int64_t now,
@@ -220,7 +255,8 @@ typedef enum {
 } floor_why;
 
 typedef struct floor_pick {
-    int index; /* into room->personas */
+    int index; /* into room->personas; -1: a mentioned persona the view does not know */
+    char id[FLOOR_ID_MAX + 1]; /* the persona (lower-cased when outside the view) */
     bool granted;
     floor_why why;
     double score; /* the matched domain's confidence (domain/role picks) */
@@ -241,15 +277,18 @@ typedef enum {
 } floor_result;
 
 /* The choice, in order: personas the message @mentions (text or `mentions`
- * array, by id or display name) are always granted, even beyond K; then up
- * to K personas whose expertise domains or role occur in the text as whole
- * words (higher confidence first); then, while fewer than K hold the floor,
- * the ones that spoke least recently in the room (never = longest ago).
+ * array, by id or display name; one the view does not know too, as
+ * chat-router notifies it) are always granted, even beyond K; then K more:
+ * those whose expertise domains or role occur in the text as whole words
+ * (higher confidence first), then the ones that spoke least recently in the
+ * room (never = longest ago); mentioned personas never count against K.
  * Never granted unless mentioned: a persona asleep, mention-only, or
- * human-only when the sender is an AI (a persona dormant for one of
- * cfg->wake_triggers counts as active for a human message). The sender
- * never gets the floor. Ties fall to the persona id (byte order). Only a
- * human message (an AI one too with cfg->on_ai) with k > 0 is decided. floor_decision_free releases out. */
+ * human-only when the sender is an AI. For a human message, the personas
+ * dormancy-monitor's rule 3 wakes with it (vigil/human_wake.h: dormancy
+ * from absence, and its minimum-awake guarantee) count as active. The
+ * sender never gets the floor. Ties fall to the persona id (byte order).
+ * Only a human message (an AI one too with cfg->on_ai) with k > 0 is
+ * decided. floor_decision_free releases out. */
 floor_result floor_choose(const floor_room *r, const floor_config *cfg, const floor_message *m,
                           floor_decision *out);
 void floor_decision_free(floor_decision *d);
@@ -262,8 +301,10 @@ int floor_match(const floor_persona *p, const char *text, const char **domain, d
 /* --- LLM relevance ------------------------------------------------------ */
 
 /* Able personas the message does not mention (the sender excluded): the
- * ones an LLM could rank. Asking is useful only when there are more than K. */
-int floor_rankable(const floor_room *r, const floor_config *cfg, const floor_message *m);
+ * ones an LLM could rank. Asking is useful only when there are more than K.
+ * rankable (may be NULL; r->n entries) says which. -1 when memory runs out. */
+int floor_rankable(const floor_room *r, const floor_config *cfg, const floor_message *m,
+                   bool *rankable);
 
 /* The prompt asking which of those personas fit the message, quoting its
  * text whole (a message waits for the LLM only when its text fits in

@@ -1,6 +1,7 @@
 /* learn.c - what floor control learns from topics it does not own: a
- * persona's meta (rooms, name, role, expertise domains, confidence), its
- * dormancy level from the retained persona/{p}/state, and who spoke when
+ * persona's meta (rooms, name, role, expertise domains, confidence,
+ * dormancy.enableAutoWake), its dormancy level, cause, arrival order and
+ * last answer to a human from the retained persona/{p}/state, and who spoke when
  * from the room's AI messages. What does not fit in the view's fixed
  * sizes is not kept, and noted on the room (the shell says it). */
 #include <stdio.h>
@@ -101,6 +102,7 @@ bool floor_learn_meta(floor_room *r, const floor_config *c, const floor_meta *m,
     }
     p->in_meta = true;
     p->seen = now;
+    p->auto_wake = m->has_auto_wake ? m->auto_wake : FLOOR_UNKNOWN;
     keep_word(r, p->id, "display name", "name_bytes",
               "@mentions by that name do not reach it (by its id they do)", p->name, m->name);
     keep_word(r, p->id, "role", "role_bytes", "its role never matches a message", p->role, m->role);
@@ -142,12 +144,16 @@ static floor_persona *member(floor_room *r, const floor_config *c, const char *p
 }
 
 bool floor_learn_level(floor_room *r, const floor_config *c, const char *persona,
-                       floor_level level, const char *trigger, int64_t now, bool *joined)
+                       const floor_state_entry *e, int64_t now, bool *joined)
 {
     floor_persona *p = member(r, c, persona, now, joined);
     if (!p)
         return false;
-    p->level = level;
+    const char *trigger = e->trigger;
+    p->level = e->level;
+    p->cause = e->cause;
+    p->answered_human = e->answered_human;
+    p->order = e->order;
     size_t len = trigger ? strlen(trigger) : 0;
     if (len < FLOOR_TRIGGER_MAX) {
         copy(p->trigger, sizeof p->trigger, trigger);
@@ -156,8 +162,9 @@ bool floor_learn_level(floor_room *r, const floor_config *c, const char *persona
     p->trigger[0] = '\0';
     floor_note_add(r, "trigger_bytes",
                    "persona '%s' in room '%s': its dormancy trigger of %zu bytes is longer than "
-                   "the %d floor-control keeps (compile time) and is not kept: its level "
-                   "never counts as human absence (VIGIL_FLOOR_WAKE_TRIGGERS), reasons say 'manual'",
+                   "the %d floor-control keeps (compile time) and is not kept: without a cause "
+                   "its level never counts as human absence (VIGIL_FLOOR_WAKE_TRIGGERS), "
+                   "reasons say 'manual'",
                    persona, r->room, len, FLOOR_TRIGGER_MAX - 1);
     return true;
 }

@@ -38,18 +38,18 @@ char *floor_llm_prompt(const floor_room *r, const floor_config *cfg, const floor
             "should answer: the ones whose expertise fits the message best.\n\n"
             "Message from %s: \"%s\"\n\nPersonas:\n",
             r->room, cfg->k, m->sender ? m->sender : "someone", m->text ? m->text : "");
-    floor_message plain = *m;
-    plain.ranked = false;
-    for (int i = 0; i < r->n; i++) {
-        const floor_persona *p = &r->personas[i];
-        if (m->sender && strcmp(p->id, m->sender) == 0)
-            continue;
-        floor_room one = {.n = 1, .personas = (floor_persona *)p};
-        snprintf(one.room, sizeof one.room, "%s", r->room);
-        /* listed only when the rules would consider it */
-        if (floor_rankable(&one, cfg, &plain) == 1)
-            persona_line(b, p);
+    /* listed only when the rules would consider it */
+    bool *listed = calloc((size_t)r->n + 1, sizeof *listed);
+    if (!listed || floor_rankable(r, cfg, m, listed) < 0) {
+        free(listed);
+        fclose(b);
+        free(text);
+        return NULL;
     }
+    for (int i = 0; i < r->n; i++)
+        if (listed[i])
+            persona_line(b, &r->personas[i]);
+    free(listed);
     fprintf(b,
             "\nRespond with JSON only: {\"relevant\": [\"<persona id>\", ...]} naming the "
             "personas that should answer, most relevant first, at most %d (an empty list when "

@@ -11,7 +11,7 @@ static json_object *granted_array(const floor_room *r, const floor_decision *d)
 {
     json_object *a = json_object_new_array();
     for (int i = 0; a && i < d->n && d->v[i].granted; i++)
-        json_object_array_add(a, json_object_new_string(r->personas[d->v[i].index].id));
+        json_object_array_add(a, json_object_new_string(d->v[i].id));
     return a;
 }
 
@@ -20,7 +20,7 @@ static json_object *held_array(const floor_room *r, const floor_decision *d)
     json_object *a = json_object_new_array();
     for (int i = 0; a && i < d->n; i++)
         if (!d->v[i].granted)
-            json_object_array_add(a, json_object_new_string(r->personas[d->v[i].index].id));
+            json_object_array_add(a, json_object_new_string(d->v[i].id));
     return a;
 }
 
@@ -42,7 +42,7 @@ json_object *floor_room_event_json(const floor_room *r, const floor_config *c,
     json_object_object_add(o, "granted", granted_array(r, d));
     json_object_object_add(o, "held", held_array(r, d));
     for (int i = 0; i < d->n; i++)
-        json_object_object_add(reasons, r->personas[d->v[i].index].id,
+        json_object_object_add(reasons, d->v[i].id,
                                json_object_new_string(d->v[i].reason));
     json_object_object_add(o, "reasons", reasons);
     json_object_object_add(o, "source", json_object_new_string(d->source ? d->source : "rules"));
@@ -61,7 +61,7 @@ json_object *floor_persona_event_json(const floor_room *r, const floor_config *c
         return NULL;
     const floor_pick *pk = &d->v[i];
     json_object_object_add(o, "id", json_object_new_string(event_id));
-    json_object_object_add(o, "persona", json_object_new_string(r->personas[pk->index].id));
+    json_object_object_add(o, "persona", json_object_new_string(pk->id));
     json_object_object_add(o, "room", json_object_new_string(r->room));
     json_object_object_add(o, "message_id", json_object_new_string(message_id));
     json_object_object_add(o, "has_floor", json_object_new_boolean(pk->granted));

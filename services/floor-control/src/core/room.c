@@ -140,6 +140,7 @@ floor_persona *floor_room_append(floor_room *r, const char *id, int64_t now)
     snprintf(p->id, sizeof p->id, "%s", id);
     p->level = FLOOR_ACTIVE;
     p->seen = now;
+    p->cause = p->order = p->auto_wake = FLOOR_UNKNOWN;
     for (int i = 0; i < FLOOR_MAX_DOMAINS; i++)
         p->confidence[i] = FLOOR_CONFIDENCE_UNSET;
     return p;

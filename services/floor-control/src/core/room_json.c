@@ -1,8 +1,12 @@
 /* room_json.c - the room view as stored between inputs:
  * {"room": r, "personas": [{"id", "name", "role", "domains": [..],
  *  "confidence": [.. or null], "level", "trigger", "spoke", "seen",
- *  "meta"}]}. Reading is tolerant of missing fields (a field added later
- * reads as its default) but refuses a record of the wrong shape. */
+ *  "meta", "cause"?, "answered"?, "order"?, "auto_wake"?}]}. Reading is
+ * tolerant of missing fields (a field added later reads as its default:
+ * a record of a version before cause, order and auto-wake reads them as
+ * unknown, as a persona state without them would) but refuses a record of
+ * the wrong shape. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +17,13 @@
 static void add_str(json_object *o, const char *k, const char *v)
 {
     json_object_object_add(o, k, json_object_new_string(v));
+}
+
+/* k: v, left out when v is FLOOR_UNKNOWN (read back as unknown). */
+static void add_known(json_object *o, const char *k, int64_t v)
+{
+    if (v != FLOOR_UNKNOWN)
+        json_object_object_add(o, k, json_object_new_int64(v));
 }
 
 /* "pending": [{"id", "sender", "type", "text", "mentions", "due"}] */
@@ -84,6 +95,11 @@ json_object *floor_room_to_json(const floor_room *r)
         json_object_object_add(e, "spoke", json_object_new_int64(p->last_spoke));
         json_object_object_add(e, "seen", json_object_new_int64(p->seen));
         json_object_object_add(e, "meta", json_object_new_boolean(p->in_meta));
+        add_known(e, "cause", p->cause);
+        if (p->answered_human)
+            json_object_object_add(e, "answered", json_object_new_int64(p->answered_human));
+        add_known(e, "order", p->order);
+        add_known(e, "auto_wake", p->auto_wake);
         json_object_array_add(arr, e);
     }
     if (r->n_pending > 0 && add_pending(o, r) != 0) {
@@ -107,6 +123,16 @@ static int64_t get_i64(json_object *o, const char *k)
     if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_int))
         return 0;
     return json_object_get_int64(v);
+}
+
+/* k as a number in min..max, or FLOOR_UNKNOWN when absent or not one. */
+static int64_t get_known(json_object *o, const char *k, int64_t min, int64_t max)
+{
+    json_object *v;
+    if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_int))
+        return FLOOR_UNKNOWN;
+    int64_t x = json_object_get_int64(v);
+    return x >= min && x <= max ? x : FLOOR_UNKNOWN;
 }
 
 /* The entry an entry of id fills: a duplicate entry updates the one its
@@ -173,6 +199,10 @@ static int read_persona(floor_room *r, vigil_id_index *x, json_object *e, char *
     p->seen = get_i64(e, "seen");
     json_object *v;
     p->in_meta = json_object_object_get_ex(e, "meta", &v) && json_object_get_boolean(v);
+    p->cause = (int)get_known(e, "cause", VIGIL_CAUSE_NONE, VIGIL_CAUSE_CHOICE);
+    p->answered_human = get_i64(e, "answered");
+    p->order = get_known(e, "order", 0, INT64_MAX);
+    p->auto_wake = (int)get_known(e, "auto_wake", 0, 1);
     read_domains(p, e);
     return 0;
 }
