@@ -33,8 +33,11 @@ def test_theater_stream_order_ping_and_types(stack):
     s = SSE(gw.http_port, "/api/autonomous/deliberations/live", JOEL)
     assert s.status == 200 and s.headers["content-type"].startswith("text/event-stream")
     first = s.next()
-    assert first["event"] == "message" and first["data"]["type"] == "connected" and first["id"] is None, first
-    assert first["raw"].startswith('data: {"type":"connected",') and first["data"]["topics"] == ["council/+/event"]
+    # connected's id is where the stream starts (a resume point before any entry)
+    assert first["event"] == "message" and first["data"]["type"] == "connected", first
+    assert first["id"] == first["data"]["position"], first
+    assert first["raw"].startswith(f'id: {first["id"]}\ndata: {{"type":"connected",'), first
+    assert first["data"]["topics"] == ["council/+/event"]
     # pings come every ~300 ms
     t0 = time.monotonic()
     pings = [s.next(timeout=3) for _ in range(3)]
@@ -73,7 +76,8 @@ def test_named_streams_keep_their_event_lines(stack):
     pub = stack.publisher()
     s = SSE(gw.http_port, "/api/events?topics=council,rooms", JOEL)
     first = s.next()
-    assert first["event"] == "connected" and first["raw"].startswith('event: connected\ndata: {"position":'), first
+    assert first["event"] == "connected", first
+    assert first["raw"].startswith(f'id: {first["id"]}\nevent: connected\ndata: {{"position":'), first
     assert "type" not in first["data"]
     p = s.next(timeout=3)
     assert p["event"] == "ping" and set(p["data"]) == {"ts"} and p["raw"].startswith('event: ping\ndata: {"ts":'), p

@@ -16,6 +16,7 @@
 #define GATEWAY_LOG_NAME "log"        /* the Theater log stream, below P "presence-gateway:" */
 #define GATEWAY_LOG_KEY "log"         /* the intake's state key */
 #define GATEWAY_PRESENCE_TIMER "presence"
+#define GATEWAY_KEPT_TIMER "kept"     /* a kept record's first expiry (kept.c) */
 #define GATEWAY_SNAP_SET "snaps"        /* set of topics with a kept state */
 #define GATEWAY_SNAP_PREFIX "snap:"     /* P "presence-gateway:snap:" topic = its latest entry */
 

@@ -2,7 +2,9 @@
  * Theater shows is appended, once (the runtime dedupes redeliveries by
  * input id), to the gateway's log stream, whose entry ids are the SSE
  * positions; state topics also replace their kept latest entry (for
- * ?snapshot=1); and the presence records' timers. */
+ * ?snapshot=1), and council questions and presence change the records
+ * kept beside them (kept.c); and the timers of those and of the presence
+ * records. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +12,11 @@
 #include "adapter.h"
 
 /* Every level between the first and the last must be an id: they are the
- * room, persona, session or service names the page shows. */
+ * room, persona, session or service names the page shows; and a payload
+ * field named like that topic parameter must say the same (else the
+ * message would be shown where its topic does not put it:
+ * topic_mismatch). Council questions and presence also touch their kept
+ * record (kept.c). */
 int gateway_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][VIGIL_KEY_MAX],
                   int max_keys, void **parsed, vigil_error *err)
 {
@@ -26,20 +32,57 @@ int gateway_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys
                                in->topic);
     for (int i = 1; i < in->nparts - 1; i++) {
         const char *idp;
-        if (vigil_input_topic_id(in, i, NULL, &idp, err) != 0)
+        if (vigil_input_topic_id(in, i, gw_topic_param_field(in->topic, i), &idp, err) != 0)
             return -1;
     }
-    return vigil_route_add_key(keys, 0, max_keys, GATEWAY_LOG_KEY);
+    int n = vigil_route_add_key(keys, 0, max_keys, GATEWAY_LOG_KEY);
+    char kept[VIGIL_KEY_MAX];
+    if (gw_kept_key(in->topic, in->body, kept, sizeof kept))
+        n = vigil_route_add_key(keys, n, max_keys, kept);
+    return n;
+}
+
+/* A kept record's outcome into effects: its state, its kept entry for
+ * ?snapshot=1 (or none left), its timer at the first expiry. */
+static int kept_fx(gateway *g, const char *key, const char *state_json, const char *topic,
+                   json_object *payload, int64_t now_ms, vigil_effects *fx)
+{
+    gw_kept_out ko;
+    if (gw_kept_apply(&g->cfg.presence, key, state_json, topic, payload, now_ms, &ko) != 0)
+        return -1;
+    int rc = 0;
+    if (ko.changed) {
+        char name[VIGIL_TOPIC_MAX + 16];
+        snprintf(name, sizeof name, "%s%s", GATEWAY_SNAP_PREFIX, ko.topic);
+        rc = vigil_fx_set_state(fx, ko.new_state);
+        if (rc == 0 && ko.entry)
+            rc = vigil_fx_key_set(fx, name, ko.entry) != 0 ||
+                         vigil_fx_set_add(fx, GATEWAY_SNAP_SET, ko.topic) != 0
+                     ? -1
+                     : 0;
+        else if (rc == 0)
+            rc = vigil_fx_key_delete(fx, name) != 0 ||
+                         vigil_fx_set_remove(fx, GATEWAY_SNAP_SET, ko.topic) != 0
+                     ? -1
+                     : 0;
+    }
+    if (rc == 0)
+        rc = ko.next_due > 0 ? vigil_fx_timer_set(fx, GATEWAY_KEPT_TIMER, ko.next_due)
+                             : vigil_fx_timer_cancel(fx, GATEWAY_KEPT_TIMER);
+    gw_kept_out_free(&ko);
+    return rc;
 }
 
 int gateway_apply(void *ctx, const char *key, const char *state_json, const vigil_input *in,
                   const void *parsed, int64_t now_ms, vigil_effects *fx, vigil_error *err)
 {
     gateway *g = ctx;
-    (void)key;
-    (void)state_json;
     (void)parsed;
-    (void)now_ms;
+    if (strcmp(key, GATEWAY_LOG_KEY) != 0) {
+        if (kept_fx(g, key, state_json, in->topic, in->body, now_ms, fx) != 0)
+            return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "cannot keep %s", key);
+        return 0;
+    }
     char *entry = gw_log_entry(in->topic, in->body);
     if (!entry)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "cannot serialize the payload");
@@ -58,11 +101,14 @@ int gateway_apply(void *ctx, const char *key, const char *state_json, const vigi
     return 0;
 }
 
-/* A presence record's deadline: statuses are derived again at now. */
+/* A presence record's deadline: statuses are derived again at now; a
+ * kept record's: what expired goes. */
 int gateway_on_timer(void *ctx, const char *key, const char *state_json, const char *timer_name,
                      int64_t due_ms, int64_t now_ms, vigil_effects *fx)
 {
     gateway *g = ctx;
+    if (strcmp(timer_name, GATEWAY_KEPT_TIMER) == 0)
+        return kept_fx(g, key, state_json, NULL, NULL, now_ms, fx);
     if (strncmp(key, "user:", 5) != 0 || strcmp(timer_name, GATEWAY_PRESENCE_TIMER) != 0)
         return 0;
     gw_presence_out po;

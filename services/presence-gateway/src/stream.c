@@ -5,7 +5,8 @@
  * position; 0 = the whole log), else at the live end. It joins the hub
  * first, then reads the backlog (since, join position] from the log
  * itself, so together they miss nothing still in the log and repeat
- * nothing. Its first frame is `connected`; with ?snapshot=1 the kept
+ * nothing. Its first frame is `connected`, whose id is the position it
+ * starts after; with ?snapshot=1 the kept
  * latest state of every matching state topic follows (frames without id),
  * before the backlog and the live entries. A resume from a position the
  * log no longer keeps is told in a `trimmed` frame before the backlog.
@@ -212,6 +213,15 @@ void gateway_api_stream(gateway *g, vigil_http_req *req, bool council_live)
     char *hf = gw_sse_notice_frame(gw_filters_style(&fs), "connected", hello, &hl);
     static const char retry[] = "retry: 2000\n\n";
     vigil_jtext_put(&b, retry, sizeof retry - 1);
+    /* connected carries the position the client has everything up to
+     * (since when it resumes, else where live starts) as its id, so a
+     * client that sees no entry before it reconnects still sends
+     * Last-Event-ID and misses nothing */
+    char idl[64];
+    gw_pos_format(have_since ? since : from, pos, sizeof pos);
+    int il = snprintf(idl, sizeof idl, "id: %s\n", pos);
+    if (hf && il > 0 && (size_t)il < sizeof idl)
+        vigil_jtext_put(&b, idl, (size_t)il);
     if (hf)
         vigil_jtext_put(&b, hf, hl);
     free(hf);

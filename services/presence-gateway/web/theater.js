@@ -11,8 +11,21 @@ const SESSION = "tab-" + Math.random().toString(36).slice(2, 10);
 const MAX_MESSAGES = 200; // shown per room; older ones stay in the room log
 const MAX_PRESENCE_ROOMS = 32; // the gateway's rooms a session (README, Limits)
 const STREAM_RETRY_MS = 5000; // after the gateway refused the stream (it said Retry-After: 5)
+// how long a user who went away stays listed (as away) before leaving the list
+const AWAY_LINGER_MS = Number(params.get("away_linger_ms")) || 60000;
 const state = { user: null, rooms: new Map(), lastActivity: Date.now(), es: null, questions: new Map(), seen: new Set(),
-  lastId: null, notices: new Map() };
+  lastId: null, notices: new Map(), skew: 0 };
+
+// The id a topic level names (room/{r}/..., council/{s}/...): what a frame
+// is filed under, whatever its payload says.
+function topicId(d, fallback) {
+  const parts = (d.topic || "").split("/");
+  return parts.length > 2 && parts[1] ? parts[1] : fallback;
+}
+
+// The gateway's clock, as its `connected` frame told it (expiry times are
+// the council's, not this browser's).
+function serverNow() { return Date.now() + state.skew; }
 
 // What a limit cut, in the header until it no longer holds (key: which).
 function setNotice(key, text) {
@@ -96,9 +109,10 @@ async function loadHistory(r) {
 }
 
 function addMessage(m) {
-  if (!m.room || (m.id && state.seen.has("m:" + m.id))) return;
+  const name = topicId(m, m.room); // the topic's room, where the gateway logged it
+  if (!name || (m.id && state.seen.has("m:" + m.id))) return;
   if (m.id) state.seen.add("m:" + m.id);
-  const r = room(m.room);
+  const r = room(name);
   r.messages.append(messageItem(m));
   while (r.messages.children.length > MAX_MESSAGES) r.messages.firstChild.remove();
   r.messages.scrollTop = r.messages.scrollHeight;
@@ -112,22 +126,36 @@ function setBadge(roomName, persona, level, reason) {
     r.personas.set(persona, b);
     r.badges.append(b);
   }
+  // a new level without a reason (room.state) leaves no stale reason behind
+  if (reason !== undefined) b.dataset.reason = reason || "";
+  else if (b.dataset.level !== level) b.dataset.reason = "";
   b.dataset.level = level;
-  if (reason !== undefined) b.dataset.reason = reason;
   b.textContent = `${persona} · ${level}`;
   b.title = b.dataset.reason ? `${level}: ${b.dataset.reason}` : level;
 }
 
+// A user's status in a room; one who went away leaves the list after
+// AWAY_LINGER_MS unless they come back meanwhile.
 function setPresence(p) {
+  if (!p.room || !p.user) return;
   const r = room(p.room);
   let h = r.people.get(p.user);
   if (!h) {
+    if (p.status === "away") return; // nothing to show of someone not here
     h = el("span", { class: "human", dataset: { user: p.user } });
     r.people.set(p.user, h);
     r.humans.append(h);
   }
+  clearTimeout(h.leave);
   h.dataset.status = p.status;
   h.textContent = `${p.user} (${p.status})`;
+  if (p.status === "away") {
+    h.leave = setTimeout(() => {
+      if (r.people.get(p.user) !== h) return;
+      h.remove();
+      r.people.delete(p.user);
+    }, AWAY_LINGER_MS);
+  }
 }
 
 // ---- dormancy suggestions (suggest, don't force) --------------------------
@@ -206,17 +234,24 @@ function councilEvent(type, d) {
   while (list.children.length > 100) list.firstChild.remove();
   list.scrollTop = list.scrollHeight;
   if (type === "question") addQuestion(d);
-  if (type === "session_ended") {
-    for (const [qid, q] of state.questions) if (q.session === d.session) removeQuestion(qid);
-  }
+  if (type === "session_ended") endSession(topicId(d, d.session));
 }
 
+function endSession(session) {
+  for (const [qid, q] of state.questions) if (q.session === session) removeQuestion(qid);
+}
+
+// A pending question with its answer box, until it is answered (here or
+// elsewhere: council.answer), its session ends, or its expires_at passes.
 function addQuestion(d) {
   const qid = d.question_id || d.id;
-  if (!qid || state.questions.has(qid)) return;
+  const session = topicId(d, d.session); // the answer goes to council/{this}/answer
+  if (!qid || !session || state.questions.has(qid)) return;
+  const left = typeof d.expires_at === "number" ? d.expires_at - serverNow() : Infinity;
+  if (left <= 0) return;
   const input = el("input", { name: "answer", placeholder: "Your answer", autocomplete: "off" });
   const status = el("span", { class: "status" });
-  const li = el("li", { dataset: { question: qid, session: d.session || "" } },
+  const li = el("li", { dataset: { question: qid, session } },
     el("span", { class: "prio" }, "P" + (d.priority || 5)), d.text || d.question || qid,
     el("form", {
       onsubmit: async (ev) => {
@@ -224,7 +259,8 @@ function addQuestion(d) {
         const answer = input.value.trim();
         if (!answer) return;
         try {
-          await api("POST", `/api/council/${encodeURIComponent(d.session)}/answers`, { question_id: qid, answer });
+          await api("POST", `/api/council/${encodeURIComponent(session)}/answers`,
+            { question_id: qid, answer });
           removeQuestion(qid);
         } catch (e) { status.textContent = e.message; }
       },
@@ -234,13 +270,15 @@ function addQuestion(d) {
   const before = [...list.children].find((x) => Number(x.dataset.priority) < (d.priority || 5));
   li.dataset.priority = d.priority || 5;
   list.insertBefore(li, before || null);
-  state.questions.set(qid, { session: d.session, li });
+  const expiry = left < 2147483647 ? setTimeout(() => removeQuestion(qid), left) : null;
+  state.questions.set(qid, { session, li, expiry });
   document.getElementById("q-count").textContent = state.questions.size;
 }
 
 function removeQuestion(qid) {
   const q = state.questions.get(qid);
   if (!q) return;
+  clearTimeout(q.expiry);
   q.li.remove();
   state.questions.delete(qid);
   document.getElementById("q-count").textContent = state.questions.size;
@@ -265,15 +303,32 @@ function setHealth(s) {
 
 const HANDLERS = {
   "room.message": addMessage,
-  "room.presence": (d) => d.room ? setPresence(d) : setPresence({ ...d, room: d.topic.split("/")[1] }),
-  "room.state": (d) => { for (const [p, level] of Object.entries(d.personas || {})) setBadge(d.room, p, level); },
+  "room.presence": (d) => setPresence({ ...d, room: topicId(d, d.room) }),
+  // ?snapshot=1: each user's latest presence in a room (active or idle)
+  "room.humans": (d) => {
+    for (const h of d.humans || []) setPresence({ ...h, room: topicId(d, d.room) });
+  },
+  "room.state": (d) => {
+    const name = topicId(d, d.room);
+    for (const [p, level] of Object.entries(d.personas || {})) setBadge(name, p, level);
+    // users with an active presence the page has not heard of (yet)
+    for (const u of d.humans_present || []) {
+      if (!room(name).people.has(u)) setPresence({ room: name, user: u, status: "active" });
+    }
+  },
   "persona.state": (d) => {
-    for (const [r, v] of Object.entries(d.rooms || {})) setBadge(r, d.persona, v.level, v.trigger);
+    for (const [r, v] of Object.entries(d.rooms || {})) {
+      setBadge(r, d.persona, v.level, v.reason || v.trigger || "");
+    }
     followPending(d);
   },
   "persona.dormancy": (d) => { setBadge(d.room, d.persona, d.level, d.reason || d.text); dropSuggestion(d.room, d.persona); },
   "persona.suggestion": (d) => { if (d.room && d.persona) showSuggestion(d.room, d.persona, d); },
   "sys.status": setHealth,
+  // ?snapshot=1: the questions of a session still waiting for an answer
+  "council.questions": (d) => { for (const q of d.questions || []) addQuestion(q); },
+  "council.answer": (d) => removeQuestion(d.question_id),
+  "council.state": (d) => { if (d.status === "completed") endSession(topicId(d, d.session)); },
 };
 for (const t of ["deliberation", "phase", "action", "question", "session_paused", "session_ended"]) {
   HANDLERS[t] = (d) => councilEvent(t, d);
@@ -288,7 +343,10 @@ function connect() {
   const since = state.lastId ? "&since=" + encodeURIComponent(state.lastId) : "";
   const es = new EventSource("/api/events?topics=rooms,personas,council,sys&snapshot=1" + since, { withCredentials: true });
   state.es = es;
-  es.addEventListener("connected", () => {
+  es.addEventListener("connected", (ev) => {
+    // its id is where this stream starts: resume from there even if no entry comes
+    if (ev.lastEventId) state.lastId = ev.lastEventId;
+    try { state.skew = JSON.parse(ev.data).ts - Date.now() || 0; } catch (e) { /* keep */ }
     conn.className = "conn on"; conn.textContent = "live"; setNotice("stream", "");
   });
   // the gateway's limits, told in the stream (README, Limits)
@@ -334,7 +392,8 @@ async function beat() {
     await api("POST", "/api/presence", {
       session: SESSION, rooms,
       status: document.hidden ? "away" : "active",
-      last_activity: state.lastActivity,
+      // how long ago, by this browser's clock: the gateway dates it by its own
+      idle_ms: Math.max(0, Date.now() - state.lastActivity),
     });
   } catch (e) { console.warn("presence", e.message); }
 }

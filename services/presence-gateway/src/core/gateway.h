@@ -191,6 +191,45 @@ bool gw_council_live_type(const char *event);
  * (?snapshot=1) instead of replaying the whole log. */
 bool gw_topic_is_snapshot(const char *topic);
 
+/* The payload field that must equal level `level` (0 = the first) of a
+ * logged topic, because it names the same thing ("room" for level 1 of
+ * room/{room}/message, "instance" for level 2 of
+ * sys/{service}/{instance}/status); NULL for a level that is no parameter. */
+const char *gw_topic_param_field(const char *topic, int level);
+
+/* ---- kept beside the states for ?snapshot=1 (kept.c) --------------------- */
+
+/* Pending questions kept per council session, users kept per room. */
+#define GW_KEPT_QUESTIONS_MAX 64
+#define GW_KEPT_HUMANS_MAX 256
+
+/* The record beside the log that an input changes, in key: "questions:{s}"
+ * for council/{s}/event of type question or session_ended,
+ * council/{s}/answer and council/{s}/state; "humans:{r}" for
+ * room/{r}/presence. false for any other input. */
+bool gw_kept_key(const char *topic, json_object *payload, char *key, size_t keylen);
+
+typedef struct gw_kept_out {
+    bool changed;             /* new_state and the kept entry are to be written */
+    char *new_state;          /* malloc'd when changed */
+    char topic[GW_TOPIC_MAX]; /* the kept entry's own topic: council/{s}/questions or
+                                 room/{r}/humans (never published, only kept) */
+    char *entry;              /* malloc'd log entry {session, questions: [question
+                                 events]} or {room, humans: [presence events]};
+                                 NULL when changed and nothing is left (delete it) */
+    int64_t next_due;         /* when the first kept item expires; 0 = none */
+} gw_kept_out;
+void gw_kept_out_free(gw_kept_out *o);
+
+/* Applies an input (payload; NULL = the record's timer) on the record of
+ * key at now. Questions stay until their expires_at, an answer naming
+ * them, a session_ended event or the state `completed`; a user's presence
+ * stays while active or idle, until last_activity + c->away_ms, and goes
+ * at `away`. Past the bounds above, what would expire first goes. 0, or
+ * -1 (a key of no record, out of memory). */
+int gw_kept_apply(const gw_presence_cfg *c, const char *key, const char *state_json,
+                  const char *topic, json_object *payload, int64_t now, gw_kept_out *out);
+
 /* A log position: a Redis stream id "ms-seq". */
 typedef struct gw_pos {
     uint64_t ms, seq;
@@ -230,7 +269,8 @@ gw_sse_style gw_filters_style(const gw_filter_set *fs);
 char *gw_sse_entry_frame(gw_sse_style st, const char *id, const char *event, const char *data,
                          size_t *len);
 /* A frame the gateway writes itself (connected, ping, trimmed, dropped):
- * no id (it is no log position), data o compact (o is taken). UNNAMED
+ * no id (it is no log position; stream.c puts one before `connected`),
+ * data o compact (o is taken). UNNAMED
  * puts event as `type` first in the data, so whatever reaches onmessage
  * is JSON with a type. malloc'd, *len; NULL when out of memory. */
 char *gw_sse_notice_frame(gw_sse_style st, const char *event, json_object *o, size_t *len);
@@ -245,7 +285,10 @@ typedef enum { GW_REQ_OK = 0, GW_REQ_BAD = -1, GW_REQ_FORBIDDEN = -2 } gw_req_re
 
 /* POST /api/presence body -> a beat for user (from auth). rooms storage
  * lives in *body (a parsed object the caller keeps). A body naming another
- * user is FORBIDDEN. */
+ * user is FORBIDDEN. The last activity is now - idle_ms (the client's
+ * "how long ago"), or last_activity as given (the gateway's clock), or
+ * now; both given is BAD. Every string field (and array item) holding a
+ * NUL is BAD, in every body below too. */
 gw_req_result gw_req_presence(json_object *body, const char *user, const gw_presence_cfg *c,
                               int64_t now, gw_beat *b, const char **rooms, int maxrooms,
                               const char **limit, char *err, size_t errlen);

@@ -23,7 +23,16 @@ static bool utf8_ok(const char *s)
     return true;
 }
 
-/* A string field: 0 ok, 1 absent, -1 wrong. */
+/* True when the JSON string v holds a NUL ("\u0000"): every field is
+ * used as a C string afterwards, which would silently cut it there. */
+static bool has_nul(json_object *v)
+{
+    const char *s = json_object_get_string(v);
+    return (size_t)json_object_get_string_len(v) != strlen(s);
+}
+
+/* A string field: 0 ok, 1 absent, -1 wrong (not a string, or holding a
+ * NUL, refused rather than cut). */
 static int str_field(json_object *b, const char *k, const char **out, char *err, size_t errlen)
 {
     json_object *v;
@@ -31,6 +40,10 @@ static int str_field(json_object *b, const char *k, const char **out, char *err,
         return 1;
     if (!json_object_is_type(v, json_type_string)) {
         snprintf(err, errlen, "field '%s': expected a string", k);
+        return -1;
+    }
+    if (has_nul(v)) {
+        snprintf(err, errlen, "field '%s': contains a NUL character (\\u0000)", k);
         return -1;
     }
     *out = json_object_get_string(v);
@@ -105,6 +118,42 @@ static int text_field(json_object *b, const char *k, size_t max, const char **ou
     return 0;
 }
 
+/* When the person last did something: `idle_ms` (how long ago, by the
+ * client's own clock, so a browser whose clock is off still counts as
+ * active) becomes now - idle_ms at this gateway; `last_activity` (ms since
+ * the epoch) is taken as it is, against the gateway's clock; neither is
+ * now. Both at once is refused: they could disagree. 0 ok, -1 with err. */
+static int activity_field(json_object *body, int64_t now, int64_t *out, char *err, size_t errlen)
+{
+    json_object *la = NULL, *idle = NULL;
+    if (json_object_object_get_ex(body, "last_activity", &la) &&
+        json_object_is_type(la, json_type_null))
+        la = NULL;
+    if (json_object_object_get_ex(body, "idle_ms", &idle) &&
+        json_object_is_type(idle, json_type_null))
+        idle = NULL;
+    *out = now;
+    if (la && idle) {
+        snprintf(err, errlen, "fields 'idle_ms' and 'last_activity': give one, not both");
+        return -1;
+    }
+    if (idle) {
+        if (!json_object_is_type(idle, json_type_int) || json_object_get_int64(idle) < 0) {
+            snprintf(err, errlen, "field 'idle_ms': milliseconds since the last activity (>= 0)");
+            return -1;
+        }
+        int64_t ms = json_object_get_int64(idle);
+        *out = ms >= now ? 0 : now - ms;
+    } else if (la) {
+        if (!json_object_is_type(la, json_type_int) || json_object_get_int64(la) < 0) {
+            snprintf(err, errlen, "field 'last_activity': milliseconds since the epoch");
+            return -1;
+        }
+        *out = json_object_get_int64(la);
+    }
+    return 0;
+}
+
 gw_req_result gw_req_presence(json_object *body, const char *user, const gw_presence_cfg *c,
                               int64_t now, gw_beat *b, const char **rooms, int maxrooms,
                               const char **limit, char *err, size_t errlen)
@@ -135,7 +184,8 @@ gw_req_result gw_req_presence(json_object *body, const char *user, const gw_pres
     }
     for (int i = 0; i < n; i++) {
         json_object *r = json_object_array_get_idx(arr, (size_t)i);
-        if (!json_object_is_type(r, json_type_string) || !gw_id_valid(json_object_get_string(r))) {
+        if (!json_object_is_type(r, json_type_string) || has_nul(r) ||
+            !gw_id_valid(json_object_get_string(r))) {
             snprintf(err, errlen, "field 'rooms[%d]': a room id (1-64 of A-Z a-z 0-9 . _ -)", i);
             return GW_REQ_BAD;
         }
@@ -153,15 +203,8 @@ gw_req_result gw_req_presence(json_object *body, const char *user, const gw_pres
         }
         b->claimed = (gw_status)s;
     }
-    b->last_activity = now;
-    json_object *la;
-    if (json_object_object_get_ex(body, "last_activity", &la) && !json_object_is_type(la, json_type_null)) {
-        if (!json_object_is_type(la, json_type_int) || json_object_get_int64(la) < 0) {
-            snprintf(err, errlen, "field 'last_activity': milliseconds since the epoch");
-            return GW_REQ_BAD;
-        }
-        b->last_activity = json_object_get_int64(la);
-    }
+    if (activity_field(body, now, &b->last_activity, err, errlen) < 0)
+        return GW_REQ_BAD;
     b->user = user;
     b->session = session;
     b->rooms = rooms;
@@ -182,7 +225,8 @@ static int mentions_field(json_object *body, json_object **out, const char **lim
     bool ok = json_object_is_type(m, json_type_array);
     for (size_t i = 0; ok && i < json_object_array_length(m); i++) {
         json_object *p = json_object_array_get_idx(m, i);
-        ok = json_object_is_type(p, json_type_string) && gw_id_valid(json_object_get_string(p));
+        ok = json_object_is_type(p, json_type_string) && !has_nul(p) &&
+             gw_id_valid(json_object_get_string(p));
     }
     if (!ok) {
         snprintf(err, errlen, "field 'mentions': an array of persona ids");

@@ -160,6 +160,30 @@ bool gw_topic_match(const char *filter, const char *topic)
     }
 }
 
+/* The payload field named like each topic parameter, per first level
+ * (topics/asyncapi.yaml: room/{room}/..., persona/{persona}/...,
+ * heartbeat/{persona}/run, agent/{agent}/..., council/{session}/...,
+ * sys/{service}/{instance}/status). */
+static const struct {
+    const char *first;
+    const char *fields[2];
+} PARAM_FIELDS[] = {
+    {"room", {"room", NULL}},       {"persona", {"persona", NULL}},
+    {"heartbeat", {"persona", NULL}}, {"agent", {"agent", NULL}},
+    {"council", {"session", NULL}}, {"sys", {"service", "instance"}},
+};
+
+const char *gw_topic_param_field(const char *topic, int level)
+{
+    size_t fl = strcspn(topic, "/");
+    if (level < 1 || level > 2)
+        return NULL;
+    for (size_t i = 0; i < sizeof PARAM_FIELDS / sizeof PARAM_FIELDS[0]; i++)
+        if (strlen(PARAM_FIELDS[i].first) == fl && strncmp(PARAM_FIELDS[i].first, topic, fl) == 0)
+            return PARAM_FIELDS[i].fields[level - 1];
+    return NULL;
+}
+
 bool gw_topic_is_snapshot(const char *topic)
 {
     for (int i = 0; SNAPSHOT_TOPICS[i]; i++)
