@@ -96,6 +96,10 @@ int cli_chat_send(cli *c, int argc, char **argv)
     if (argc - optind < 2)
         return cli_usage_error("send", argc - optind < 1 ? "missing ROOM and MESSAGE"
                                                          : "missing MESSAGE");
+    /* a human message always starts a chain (depth 0): a depth given for one
+     * would be dropped by chat-router without a word */
+    if (depth >= 0 && !ai)
+        return cli_usage_error("send", "--depth is for AI messages: add --ai");
     const char *room = argv[optind];
     int rc = cli_check_room(room);
     if (rc != CLI_OK)

@@ -108,7 +108,8 @@ static const cli_help_entry HELP[] = {
       "  --as NAME       sender (default: VIGIL_USER or $USER)\n"
       "  --ai            send as an AI persona (sender_type \"ai\") instead of a human\n"
       "  --reply-to ID   the message this one answers (its id)\n"
-      "  --depth N       chain depth of an AI message (notification depth + 1)\n", NULL },
+      "  --depth N       chain depth of an AI message (notification depth + 1); only\n"
+      "                  with --ai: a human message always starts a chain at 0\n", NULL },
     { "view",
       "usage: vigil chat view ROOM [--limit N] [--since ID] [--json]\n"
       "\n"

@@ -72,7 +72,8 @@ def test_help_version_and_usage_errors(tmp_path):
                       (("chat", "view", "r", "--bogus"), "unknown option"), (("chat", "send", "r"), "missing MESSAGE"),
                       (("chat", "send", "r", "hi", "--as", "a b"), "--as"), (("chat", "pause"), "missing ROOM"),
                       (("chat", "pause", "r", "--all"), "not both"), (("chat", "view", "r", "--limit"), "needs a value"),
-                      (("chat", "send", "bad/room", "hi"), "bad room name"), (("chat", "new", "x" * 65), "bad room name")]:
+                      (("chat", "send", "bad/room", "hi"), "bad room name"), (("chat", "new", "x" * 65), "bad room name"),
+                      (("chat", "send", "r", "hi", "--depth", "3"), "--depth is for AI messages")]:
         r = run(*args)
         assert r.returncode == 2, (args, r.returncode, r.stderr)
         assert why in r.stderr, (args, r.stderr)
