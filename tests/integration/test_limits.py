@@ -91,6 +91,24 @@ def test_chat_router_reports_mentions_past_its_limit(stack):
         5, "the refusal counted")
 
 
+def test_chat_router_mentions_past_its_limit_at_the_depth_limit_notify_nobody(stack):
+    from chat_personas import CHAT
+
+    stack.service(CHAT, env={"VIGIL_CHAT_MAX_MENTIONS": "2", "VIGIL_CHAT_MAX_DEPTH": "3"})
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("deep")
+    mark = col.mark()
+    pub.publish(*ai(room, "arya", "@ann @bob @cid @dan over to you", mid=uid(), depth=3))
+    err = col.wait_event(f"sys/{CHAT}/error", lambda e: e.get("reason") == "limit", since=mark,
+                         what="a limit refusal from chat-router")
+    assert "none is notified anyway" in err["detail"], err
+    harness.wait_until(lambda: any(e.get("sender") == "chat-router"
+                                   for e in col.events(f"room/{room}/message", since=mark)),
+                       10, "the stop message")
+    assert col.events("persona/+/notify", since=mark) == []
+
+
 def test_wake_evaluator_refuses_personas_past_its_limit_visibly(stack):
     wake = "wake-evaluator"
     svc = stack.service(wake, env={"VIGIL_WAKE_MAX_PERSONAS": "2", "VIGIL_LLM_URL": "",

@@ -177,10 +177,14 @@ int chat_apply_fx(void *ctx, const char *key, const char *state_json, const vigi
     if (bad == 0 && r.mentions_capped) {
         char id[VIGIL_EVENT_ID_MAX + 1], detail[300];
         vigil_event_id(id, sizeof id, in->id, "limit", 0);
+        /* past the depth limit nobody is notified at all: say so, rather
+         * than that the first max_mentions were */
         snprintf(detail, sizeof detail,
                  "message '%.128s' in room '%s' mentions more than %d personas, the most "
-                 "VIGIL_CHAT_MAX_MENTIONS notifies: the others are not notified",
-                 pp->in.msg.id, key, svc->cfg.max_mentions);
+                 "VIGIL_CHAT_MAX_MENTIONS notifies: %s",
+                 pp->in.msg.id, key, svc->cfg.max_mentions,
+                 r.stopped ? "none is notified anyway, the chain stopped at the depth limit"
+                           : "the others are not notified");
         bad |= vigil_fx_limit_refusal(fx, CHAT_SERVICE, id, in, "mentions_per_message", detail,
                                       now_ms);
     }
