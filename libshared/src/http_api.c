@@ -238,6 +238,26 @@ bool vigil_http_req_too_large(const vigil_http_req *req)
     return req->too_large;
 }
 
+bool vigil_http_req_client_addr(const vigil_http_req *req, unsigned char addr[16])
+{
+    memset(addr, 0, 16);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    if (!sa)
+        return false;
+    if (sa->sa_family == AF_INET6) {
+        memcpy(addr, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+        return true;
+    }
+    if (sa->sa_family == AF_INET) {
+        addr[10] = addr[11] = 0xff;
+        memcpy(addr + 12, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+        return true;
+    }
+    return false;
+}
+
 int vigil_http_req_add_header(vigil_http_req *req, const char *name, const char *value)
 {
     if (req->nheaders >= MAX_HEADERS)

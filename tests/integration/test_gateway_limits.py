@@ -94,6 +94,41 @@ def test_rate_limit_names_itself(stack):
     assert refusals(gw, "requests_per_second") == len(limited)
 
 
+
+def test_failed_authentications_are_limited_per_address(stack):
+    """Token guessing is throttled per client address: after a burst of 10
+    failures a bad token gets 429 with Retry-After (counted), while a valid
+    token from the same address still gets through; after the refill a bad
+    token gets 401 again."""
+    gw = start_gateway(stack, VIGIL_GATEWAY_AUTH_FAIL_RATE=0.5)
+    port = gw.http_port
+    bad = auth("tok-guess-0123456789")
+    statuses = []
+    for _ in range(30):
+        answer = request(port, "GET", "/api/whoami", headers=bad)
+        statuses.append(answer[0])
+        if answer[0] == 429:
+            break
+    # the burst of 10 (one more if a slow host let the bucket refill meanwhile)
+    assert statuses[-1] == 429 and 10 <= len(statuses) - 1 <= 11, statuses
+    assert set(statuses[:-1]) == {401}, statuses
+    assert_refused(gw, answer, 429, "auth_failures_per_second", "VIGIL_GATEWAY_AUTH_FAIL_RATE")
+    assert answer[2]["error"] == "rate_limited"
+    retry = int(answer[1]["retry-after"])
+    assert retry >= 1
+    # /login guesses count against the same bucket
+    assert request(port, "GET", "/login?token=tok-guess-0123456789")[0] == 429
+    # a valid token from the same address is never held by it
+    for _ in range(3):
+        st, _, body = request(port, "GET", "/api/whoami", headers=JOEL)
+        assert st == 200 and body == {"user": "joel"}, body
+    assert gw.metric("vigil_gateway_auth_failures_total") == len(statuses) + 1
+    assert refusals(gw, "auth_failures_per_second") == 2
+    time.sleep(retry + 0.2)
+    st, h, body = request(port, "GET", "/api/whoami", headers=bad)
+    assert st == 401 and body["error"] == "unauthorized" and "www-authenticate" in h, (st, body)
+
+
 def test_stream_cap_answers_503_and_keeps_room_for_requests(stack):
     """VIGIL_GATEWAY_MAX_CLIENTS=12: 8 streams (4 kept for requests); the
     9th is a 503 with its limit, while requests and health checks still

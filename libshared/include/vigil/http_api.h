@@ -36,6 +36,10 @@ const char *vigil_http_req_cookie(const vigil_http_req *req, const char *name);
 /* The body (NUL-terminated copy; *len its length). Empty when too large. */
 const char *vigil_http_req_body(const vigil_http_req *req, size_t *len);
 bool vigil_http_req_too_large(const vigil_http_req *req);
+/* The peer's IP address as 16 bytes (an IPv4 address as ::ffff:a.b.c.d),
+ * the key a service limits a client by. Returns false, addr zeroed, when
+ * the connection has no IP peer. */
+bool vigil_http_req_client_addr(const vigil_http_req *req, unsigned char addr[16]);
 
 /* Adds a response header (copied) to the reply that follows. Returns 0/-1. */
 int vigil_http_req_add_header(vigil_http_req *req, const char *name, const char *value);

@@ -26,6 +26,7 @@ typedef struct gw_config {
     char origins[2048];
     int64_t max_body;
     double rate;
+    double auth_fail_rate; /* failed authentications a second per address */
     gw_presence_cfg presence;
     int64_t log_maxlen;
     int64_t client_queue;
@@ -68,7 +69,8 @@ typedef struct gateway {
     gw_config cfg;
     gw_tokens tokens;
     gw_bucket *buckets; /* one per token */
-    pthread_mutex_t rate_mu;
+    gw_fail_table fails; /* failed authentications per client address */
+    pthread_mutex_t rate_mu; /* buckets and fails */
     vigil_runtime *_Atomic rt; /* set by start(); requests before it get 503 */
     gw_pool pool;
     gw_hub hub;
@@ -106,6 +108,9 @@ void gateway_refuse(vigil_http_req *req, unsigned status, const char *limit, con
 /* Counts a limit that cut something without an HTTP error to answer (an
  * SSE stream told in a frame, a presence session forgotten). */
 void gateway_limit_count(const char *limit);
+/* A request failed authentication (reason says how): 401, or 429 when
+ * its client address failed too often (VIGIL_GATEWAY_AUTH_FAIL_RATE). */
+void gateway_auth_failed(gateway *g, vigil_http_req *req, const char *reason);
 /* A fresh unique id "gw-<hex>" for an event the gateway originates. */
 void gateway_fresh_id(char *out, size_t outlen);
 

@@ -16,6 +16,9 @@ const vigil_config_var GATEWAY_CONFIG_VARS[] = {
     {"VIGIL_GATEWAY_ORIGINS", "", "CORS allow list (comma-separated origins; empty = same origin only; * = any)"},
     {"VIGIL_GATEWAY_MAX_BODY", "65536", "largest request body in bytes (413 beyond)"},
     {"VIGIL_GATEWAY_RATE", "50", "requests a second per token (429 beyond; 0 = unlimited)"},
+    {"VIGIL_GATEWAY_AUTH_FAIL_RATE", "1",
+     "failed authentications (401) a second per client address, bursts of 10 "
+     "(429 beyond; 0 = unlimited)"},
     {"VIGIL_GATEWAY_PRESENCE_IDLE_MS", "120000", "a session is active this long after activity, then idle"},
     {"VIGIL_GATEWAY_PRESENCE_AWAY_MS", "300000", "... idle until this long after activity, then away"},
     {"VIGIL_GATEWAY_PRESENCE_EXPIRE_MS", "0", "heartbeats stopped this long = session gone, away (0 = the away time)"},
@@ -74,6 +77,8 @@ int gateway_configure(void *ctx, const vigil_common_config *common, char *err, s
         vigil_env_string("VIGIL_GATEWAY_ORIGINS", "", c->origins, sizeof c->origins, err, errlen) ||
         vigil_env_int64("VIGIL_GATEWAY_MAX_BODY", 65536, 64, 64LL * 1024 * 1024, &c->max_body, err, errlen) ||
         vigil_env_double("VIGIL_GATEWAY_RATE", 50, 0, 1e6, &c->rate, err, errlen) ||
+        vigil_env_double("VIGIL_GATEWAY_AUTH_FAIL_RATE", 1, 0, 1e6, &c->auth_fail_rate, err,
+                         errlen) ||
         vigil_env_ms("VIGIL_GATEWAY_PRESENCE_IDLE_MS", 120000, 1, &c->presence.idle_ms, err, errlen) ||
         vigil_env_ms("VIGIL_GATEWAY_PRESENCE_AWAY_MS", 300000, 1, &c->presence.away_ms, err, errlen) ||
         vigil_env_ms("VIGIL_GATEWAY_PRESENCE_EXPIRE_MS", 0, 0, &expire, err, errlen) ||
@@ -94,6 +99,10 @@ int gateway_configure(void *ctx, const vigil_common_config *common, char *err, s
     g->api.max_body = (size_t)c->max_body;
     g->api.max_clients = (unsigned)c->max_clients;
     snprintf(g->chat_log_prefix, sizeof g->chat_log_prefix, "%s%s:", common->redis_prefix, CHAT_SERVICE);
+    if (gw_fail_table_init(&g->fails, GW_FAIL_ADDRS) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     pthread_mutex_init(&g->rate_mu, NULL);
     pthread_mutex_init(&g->pool.mu, NULL);
     pthread_mutex_init(&g->hub.mu, NULL);

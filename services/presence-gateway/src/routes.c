@@ -179,6 +179,44 @@ static int64_t rate_take(gateway *g, int token_index)
     return ok ? 0 : (retry > 0 ? retry : 1);
 }
 
+/* 429 with Retry-After (whole seconds, rounded up from wait_ms), counted
+ * under limit: the one answer of every rate limit. what names the limit
+ * and its setting in the detail. */
+static void refuse_rate(vigil_http_req *req, int64_t wait_ms, const char *limit, const char *what)
+{
+    char ra[32];
+    snprintf(ra, sizeof ra, "%lld", (long long)((wait_ms + 999) / 1000));
+    vigil_http_req_add_header(req, "Retry-After", ra);
+    char detail[192];
+    snprintf(detail, sizeof detail, "%s; retry in %lld ms", what, (long long)wait_ms);
+    gateway_refuse(req, 429, limit, detail);
+}
+
+void gateway_auth_failed(gateway *g, vigil_http_req *req, const char *reason)
+{
+    vigil_counter_add("vigil_gateway_auth_failures_total",
+                      "requests that failed authentication (401, or 429 once their client address "
+                      "failed too often)",
+                      NULL, 1);
+    /* no IP peer: the all-zero address, one bucket shared by all such */
+    unsigned char addr[16];
+    vigil_http_req_client_addr(req, addr);
+    int64_t retry = 0;
+    pthread_mutex_lock(&g->rate_mu);
+    bool ok = gw_fail_take(&g->fails, addr, g->cfg.auth_fail_rate, vigil_mono_ms(), &retry);
+    pthread_mutex_unlock(&g->rate_mu);
+    if (!ok) {
+        char what[160];
+        snprintf(what, sizeof what,
+                 "more than %g failed authentications a second from this address "
+                 "(VIGIL_GATEWAY_AUTH_FAIL_RATE)",
+                 g->cfg.auth_fail_rate);
+        return refuse_rate(req, retry > 0 ? retry : 1, "auth_failures_per_second", what);
+    }
+    vigil_http_req_add_header(req, "WWW-Authenticate", "Bearer realm=\"vigil\"");
+    gateway_error(req, 401, reason);
+}
+
 void gateway_handle(void *ctx, vigil_http_req *req)
 {
     gateway *g = ctx;
@@ -210,20 +248,14 @@ void gateway_handle(void *ctx, vigil_http_req *req)
     int ti = -1;
     gw_auth_result ar = gw_auth_decide(&g->tokens, vigil_http_req_header(req, "Authorization"),
                                        vigil_http_req_cookie(req, "vigil_session"), &ti);
-    if (ar != GW_AUTH_OK) {
-        vigil_http_req_add_header(req, "WWW-Authenticate", "Bearer realm=\"vigil\"");
-        return gateway_error(req, 401, gw_auth_reason(ar));
-    }
+    if (ar != GW_AUTH_OK)
+        return gateway_auth_failed(g, req, gw_auth_reason(ar));
     int64_t wait = rate_take(g, ti);
     if (wait > 0) {
-        char ra[32];
-        snprintf(ra, sizeof ra, "%lld", (long long)((wait + 999) / 1000));
-        vigil_http_req_add_header(req, "Retry-After", ra);
-        char detail[160];
-        snprintf(detail, sizeof detail,
-                 "more than %g requests a second for this token (VIGIL_GATEWAY_RATE); retry in "
-                 "%lld ms", g->cfg.rate, (long long)wait);
-        return gateway_refuse(req, 429, "requests_per_second", detail);
+        char what[128];
+        snprintf(what, sizeof what, "more than %g requests a second for this token "
+                 "(VIGIL_GATEWAY_RATE)", g->cfg.rate);
+        return refuse_rate(req, wait, "requests_per_second", what);
     }
     if (vigil_http_req_too_large(req)) {
         char detail[96];

@@ -38,7 +38,7 @@ void gateway_login(gateway *g, vigil_http_req *req)
     if (!token || !*token)
         return gateway_error(req, 400, "token= is required");
     if (gw_tokens_find(&g->tokens, token) < 0)
-        return gateway_error(req, 401, "unknown token");
+        return gateway_auth_failed(g, req, "unknown token");
     char cookie[512];
     snprintf(cookie, sizeof cookie, "vigil_session=%s; Path=/; HttpOnly; SameSite=Lax; Max-Age=2592000%s",
              token, g->cfg.cookie_secure ? "; Secure" : "");

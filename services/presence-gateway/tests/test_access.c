@@ -1,5 +1,6 @@
 /* test_access.c - tokens, bearer/cookie decisions, the per-token rate
- * limit (token bucket, injected clock) and CORS origins. */
+ * limit (token bucket, injected clock), the failed authentications per
+ * client address (bucket, eviction) and CORS origins. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -87,6 +88,79 @@ static void test_rate_bucket(void **s)
         assert_true(gw_rate_take(&u, 0, now, &retry));
 }
 
+/* An address whose bytes are all b (enough to tell test addresses apart). */
+static void addr_of(unsigned char a[16], unsigned char b)
+{
+    memset(a, b, 16);
+}
+
+static void test_auth_fail_bucket(void **s)
+{
+    (void)s;
+    gw_fail_table t;
+    assert_int_equal(gw_fail_table_init(&t, 4), 0);
+    unsigned char a[16], b[16];
+    addr_of(a, 1);
+    addr_of(b, 2);
+    int64_t now = 1000, retry = 0;
+    /* a burst of GW_FAIL_BURST, then refused with the wait for one more */
+    for (int i = 0; i < GW_FAIL_BURST; i++)
+        assert_true(gw_fail_take(&t, a, 2, now, &retry));
+    assert_false(gw_fail_take(&t, a, 2, now, &retry));
+    assert_in_range(retry, 500, 501);
+    /* another address has its own bucket */
+    assert_true(gw_fail_take(&t, b, 2, now, &retry));
+    /* refilled at 2 a second: one more after 500 ms, not before */
+    assert_false(gw_fail_take(&t, a, 2, now + 499, &retry));
+    assert_true(gw_fail_take(&t, a, 2, now + 500, &retry));
+    assert_false(gw_fail_take(&t, a, 2, now + 500, &retry));
+    /* full again after a long pause, but never more than the burst */
+    int ok = 0;
+    for (int i = 0; i < 3 * GW_FAIL_BURST; i++)
+        ok += gw_fail_take(&t, a, 2, now + 600000, &retry);
+    assert_int_equal(ok, GW_FAIL_BURST);
+    /* rate 0 = off: nothing refused, nothing kept */
+    gw_fail_table u;
+    assert_int_equal(gw_fail_table_init(&u, 4), 0);
+    for (int i = 0; i < 100; i++)
+        assert_true(gw_fail_take(&u, a, 0, now, &retry));
+    assert_int_equal(u.n, 0);
+    gw_fail_table_free(&u);
+    gw_fail_table_free(&t);
+}
+
+static void test_auth_fail_eviction(void **s)
+{
+    (void)s;
+    gw_fail_table t;
+    assert_int_equal(gw_fail_table_init(&t, 3), 0);
+    unsigned char a[16];
+    int64_t retry = 0;
+    /* addresses 1, 2, 3 exhaust their buckets at t = 1, 2, 3 */
+    for (unsigned char k = 1; k <= 3; k++) {
+        addr_of(a, k);
+        for (int i = 0; i < GW_FAIL_BURST; i++)
+            assert_true(gw_fail_take(&t, a, 1, k, &retry));
+        assert_false(gw_fail_take(&t, a, 1, k, &retry));
+    }
+    /* 1 seen again, so 2 is now the least recently seen */
+    addr_of(a, 1);
+    assert_false(gw_fail_take(&t, a, 1, 4, &retry));
+    /* a fourth address fits only by pushing 2 out: the table stays at 3 */
+    addr_of(a, 4);
+    assert_true(gw_fail_take(&t, a, 1, 5, &retry));
+    assert_int_equal(t.n, 3);
+    /* 1 and 3 are still held to their empty buckets; 2 starts over */
+    addr_of(a, 1);
+    assert_false(gw_fail_take(&t, a, 1, 6, &retry));
+    addr_of(a, 3);
+    assert_false(gw_fail_take(&t, a, 1, 6, &retry));
+    addr_of(a, 2);
+    assert_true(gw_fail_take(&t, a, 1, 7, &retry));
+    assert_int_equal(t.n, 3);
+    gw_fail_table_free(&t);
+}
+
 static void test_origins(void **s)
 {
     (void)s;
@@ -105,6 +179,8 @@ int main(void)
         cmocka_unit_test(test_tokens_parse),
         cmocka_unit_test(test_auth_decide),
         cmocka_unit_test(test_rate_bucket),
+        cmocka_unit_test(test_auth_fail_bucket),
+        cmocka_unit_test(test_auth_fail_eviction),
         cmocka_unit_test(test_origins),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,8 @@
  *  - presence: browser sessions per user, each user's derived status per
  *    room (active / idle / away) and when it changes next (presence.c);
  *  - access: bearer tokens and the session cookie against the token table,
- *    the per-token rate limit, CORS origins (auth.c, rate.c, origin.c);
+ *    the per-token rate limit, the limit on failed authentications per
+ *    client address, CORS origins (auth.c, rate.c, origin.c);
  *  - the Theater stream: topic families and filters, event names, log
  *    positions (Last-Event-ID) and SSE frames (topics.c, position.c, limits.c);
  *  - request bodies turned into the messages the gateway publishes
@@ -141,15 +142,43 @@ gw_auth_result gw_auth_decide(const gw_tokens *t, const char *authorization, con
                               int *index);
 const char *gw_auth_reason(gw_auth_result r);
 
-/* Token bucket: `rate` requests a second, bursts of `rate`. */
+/* Token bucket: refilled at `rate` a second up to `burst`. */
 typedef struct gw_bucket {
     double tokens;
     int64_t last_ms;
     bool init;
 } gw_bucket;
-/* Takes one request from b at now. Returns true when allowed; otherwise
- * *retry_after_ms says when the next one will be. */
+/* Takes one from b at now (a new bucket starts full). Returns true when
+ * allowed (also when rate <= 0: no limit); otherwise *retry_after_ms says
+ * when the next one will be. */
+bool gw_bucket_take(gw_bucket *b, double rate, double burst, int64_t now,
+                    int64_t *retry_after_ms);
+/* The per-token limit: `rate` requests a second, bursts of `rate`. */
 bool gw_rate_take(gw_bucket *b, double rate, int64_t now, int64_t *retry_after_ms);
+
+/* Failed authentications per client address (VIGIL_GATEWAY_AUTH_FAIL_RATE
+ * a second, bursts of GW_FAIL_BURST). The table holds at most `cap`
+ * addresses; a new one past that takes the place of the least recently
+ * seen, so many addresses cannot grow memory. */
+#define GW_FAIL_BURST 10
+#define GW_FAIL_ADDRS 4096
+typedef struct gw_fail_entry {
+    unsigned char addr[16];
+    gw_bucket b;
+    int64_t seen;
+} gw_fail_entry;
+typedef struct gw_fail_table {
+    gw_fail_entry *v;
+    int n, cap;
+} gw_fail_table;
+/* Returns 0, or -1 out of memory. */
+int gw_fail_table_init(gw_fail_table *t, int cap);
+void gw_fail_table_free(gw_fail_table *t);
+/* Counts one failed authentication from addr at now. Returns true when
+ * it may be answered 401; false when addr's bucket is empty (429, with
+ * *retry_after_ms). rate <= 0: always true, nothing kept. */
+bool gw_fail_take(gw_fail_table *t, const unsigned char addr[16], double rate, int64_t now,
+                  int64_t *retry_after_ms);
 
 /* CORS. allow: comma-separated origins ("" = same origin only; "*" any).
  * origin NULL (not a cross-origin browser request) is allowed; an origin
