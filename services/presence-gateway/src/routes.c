@@ -188,7 +188,7 @@ static void refuse_rate(vigil_http_req *req, int64_t wait_ms, const char *limit,
     snprintf(ra, sizeof ra, "%lld", (long long)((wait_ms + 999) / 1000));
     vigil_http_req_add_header(req, "Retry-After", ra);
     char detail[192];
-    snprintf(detail, sizeof detail, "%s; retry in %lld ms", what, (long long)wait_ms);
+    snprintf(detail, sizeof detail, "%.150s; retry in %lld ms", what, (long long)wait_ms);
     gateway_refuse(req, 429, limit, detail);
 }
 
