@@ -271,17 +271,24 @@ def test_cleanup_keeps_a_room_that_got_a_message_meanwhile(stack):
     assert "deleted 0 empty rooms" in out
 
 
-def test_cleanup_keeps_a_paused_room_with_queued_notifications(stack):
+def paused_room_with_a_queued_notification(stack):
+    """A new room, paused, holding one notification for arya: (room, a
+    Redis client the caller closes)."""
     stack.service(CHAT)
     room = new_room(stack)
     vigil_ok(stack, "chat", "pause", room)
     vigil_ok(stack, "chat", "send", room, "@arya pending")
     r = stack.redis.client()
     harness.wait_until(lambda: r.llen(chat_key(stack, f"queue:{room}")) == 1, 10, "queued")
-    time.sleep(0.3)
+    return room, r
+
+
+def test_cleanup_keeps_a_paused_room_with_queued_notifications(stack):
+    room, r = paused_room_with_a_queued_notification(stack)
+    time.sleep(0.3)  # past the 200 ms log age cleanup is given below
     # every message has aged out of the log, but arya is still owed the notification
     out = vigil_ok(stack, "chat", "cleanup", env={"VIGIL_CHAT_LOG_MAX_AGE_MS": "200"})
-    assert f"deleted 0 empty rooms" in out and "kept 1 room" in out, out
+    assert "deleted 0 empty rooms" in out and "kept 1 room" in out, out
     assert "queued notifications" in out, out
     assert r.llen(chat_key(stack, f"queue:{room}")) == 1
     assert room in vigil_ok(stack, "chat")
@@ -289,12 +296,7 @@ def test_cleanup_keeps_a_paused_room_with_queued_notifications(stack):
 
 
 def test_delete_removes_log_queue_and_state(stack):
-    stack.service(CHAT)
-    room = new_room(stack)
-    vigil_ok(stack, "chat", "pause", room)
-    vigil_ok(stack, "chat", "send", room, "@arya pending")
-    r = stack.redis.client()
-    harness.wait_until(lambda: r.llen(chat_key(stack, f"queue:{room}")) == 1, 10, "queued")
+    room, r = paused_room_with_a_queued_notification(stack)
     assert vigil_ok(stack, "chat", "delete", room).strip() == f"deleted room {room}"
     assert not r.exists(chat_key(stack, f"log:{room}"))
     assert not r.exists(chat_key(stack, f"queue:{room}"))
