@@ -196,21 +196,30 @@ def frames_of(body):
     return out
 
 
-def test_slow_client_is_told_it_was_dropped_and_catches_up(stack):
-    gw = start_gateway(stack, VIGIL_GATEWAY_CLIENT_QUEUE=4, VIGIL_GATEWAY_PING_MS=60000)
-    room = uid("r")
-    # a client that stops reading: a tiny receive buffer, no reads until dropped
-    slow = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    slow.connect(("127.0.0.1", gw.http_port))
-    slow.sendall(f"GET /api/events?topics=room/{room}/%23 HTTP/1.1\r\nHost: x\r\n"
+def flooded_reader(stack, gw, room):
+    """A raw stream of room/{room}/# with a tiny receive buffer, then 250
+    room states of 40 kB each published: 10 MB in all, more than the socket
+    buffers hold. (the socket, the number of states)"""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", gw.http_port))
+    sock.sendall(f"GET /api/events?topics=room/{room}/%23 HTTP/1.1\r\nHost: x\r\n"
                  f"Authorization: {JOEL['Authorization']}\r\n\r\n".encode())
-    wait_until(lambda: gw.metric("vigil_gateway_sse_clients") == 1, scaled(10), "the slow client joined")
-    pub = stack.publisher()
-    big = "x" * 40000  # 10 MB in all: more than the socket buffers hold
+    wait_until(lambda: gw.metric("vigil_gateway_sse_clients") == 1, scaled(10), "the reader joined")
+    big = "x" * 40000
     n = 250
-    pub.publish_many([(f"room/{room}/state", {"room": room, "pad": big, "n": i, "ts": int(time.time() * 1000)})
-                      for i in range(n)], timeout=120)
+    stack.publisher().publish_many(
+        [(f"room/{room}/state", {"room": room, "pad": big, "n": i, "ts": int(time.time() * 1000)})
+         for i in range(n)], timeout=120)
+    return sock, n
+
+
+def test_slow_client_is_told_it_was_dropped_and_catches_up(stack):
+    gw = start_gateway(stack, VIGIL_GATEWAY_CLIENT_QUEUE=4, VIGIL_GATEWAY_PING_MS=60000,
+                       VIGIL_GATEWAY_CLIENT_STALL_MS=1000)
+    room = uid("r")
+    # a client that stops reading: no reads until dropped
+    slow, n = flooded_reader(stack, gw, room)
     wait_until(lambda: refusals(gw, "sse_client_queue") == 1, scaled(60), "the slow client dropped")
     head, body, ended = read_all(slow, scaled(60))
     slow.close()
@@ -235,6 +244,43 @@ def test_slow_client_is_told_it_was_dropped_and_catches_up(stack):
     rest = again.until(lambda f: f["data"].get("n") == n - 1, timeout=60)
     assert [f["data"]["n"] for f in rest] == list(range(len(got), n))
     again.close()
+
+
+def test_a_slow_reader_that_keeps_reading_is_not_dropped(stack):
+    """A reader slower than the stream falls more than its queue behind;
+    it is not dropped while it keeps reading: it catches up from the log
+    and gets every entry, in order, in one stream."""
+    gw = start_gateway(stack, VIGIL_GATEWAY_CLIENT_QUEUE=4, VIGIL_GATEWAY_PING_MS=60000,
+                       VIGIL_GATEWAY_CLIENT_STALL_MS=int(scaled(3000)))
+    room = uid("r")
+    slow, n = flooded_reader(stack, gw, room)
+    data = b""
+    deadline = time.monotonic() + scaled(120)
+    slow.settimeout(1)
+    last = f'"n":{n - 1},'.encode()
+    while last not in data or b"\n\n" not in data[data.find(last):]:
+        assert time.monotonic() < deadline, "the slow reader did not get everything"
+        try:
+            d = slow.recv(64 * 1024)
+        except socket.timeout:
+            continue
+        assert d, "the stream ended"
+        data += d
+        assert b"event: dropped" not in data, "the slow reader was dropped"
+        time.sleep(0.005)  # slower than the gateway writes
+    slow.close()
+    rest, body = data.partition(b"\r\n\r\n")[2], b""
+    while b"\r\n" in rest:
+        size_line, _, after = rest.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if len(after) < size:
+            break  # the last chunk came in part
+        body, rest = body + after[:size], after[size + 2:]
+    frames = frames_of(body[:body.rfind(b"\n\n") + 2])
+    assert not [f for f in frames if f["event"] == "dropped"]
+    got = [json.loads(f["data"])["n"] for f in frames if f["event"] == "room.state"]
+    assert got == list(range(n)), (len(got), got[:5], got[-5:])
+    assert gw.metric("vigil_gateway_sse_dropped_total") == 0
 
 
 def test_resume_from_a_trimmed_position_is_told(stack):

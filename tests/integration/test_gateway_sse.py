@@ -6,6 +6,8 @@ that miss nothing, 200 concurrent clients with a stalled one, a kill -9
 that loses nothing and doubles nothing, bad input on the logged topics."""
 
 import json
+import os
+import signal
 import socket
 import threading
 import time
@@ -153,7 +155,8 @@ def test_reconnect_with_last_event_id_misses_nothing(stack):
 def test_200_clients_and_a_stalled_one(stack):
     """A client that never reads is dropped when its queue fills; the 200
     others get every event, in order, and the gateway stays responsive."""
-    gw = start_gateway(stack, VIGIL_GATEWAY_CLIENT_QUEUE=128, VIGIL_GATEWAY_PING_MS=60000)
+    gw = start_gateway(stack, VIGIL_GATEWAY_CLIENT_QUEUE=128, VIGIL_GATEWAY_PING_MS=60000,
+                       VIGIL_GATEWAY_CLIENT_STALL_MS=2000)
     room = uid("r")
     path = f"/api/events?topics=room/{room}/message"
     # the stalled client: tiny receive buffer, never reads after the request;
@@ -202,6 +205,37 @@ def test_200_clients_and_a_stalled_one(stack):
     for c in clients:
         c.close()
     wait_until(lambda: gw.metric("vigil_gateway_sse_clients") == 0, scaled(20), "clients gone")
+
+
+def test_a_burst_read_at_once_drops_no_reader_that_keeps_up(stack):
+    """Entries that reach the log while the gateway is stopped are read
+    after it resumes in one go. Readers that keep up are not dropped even
+    when the burst is longer than their queue: the gateway reads the log a
+    quarter of a queue at a time and lets them drain between reads."""
+    gw = start_gateway(stack, VIGIL_GATEWAY_CLIENT_QUEUE=16)
+    room = uid("r")
+    clients = [SSE(gw.http_port, f"/api/events?topics=room/{room}/message", JOEL, timeout=30)
+               for _ in range(3)]
+    for c in clients:
+        assert c.next()["event"] == "connected"
+    n = 200
+    log = stack.redis.client()
+    key = stack.prefix + "presence-gateway:log"
+    os.kill(gw.proc.pid, signal.SIGSTOP)
+    try:
+        for i in range(n):
+            body = {"id": f"b{i}", "room": room, "sender": "joel", "sender_type": "human",
+                    "text": f"m{i}", "ts": int(time.time() * 1000)}
+            log.xadd(key, {"m": f"room/{room}/message\nroom.message\n{json.dumps(body)}"})
+    finally:
+        os.kill(gw.proc.pid, signal.SIGCONT)
+    for k, c in enumerate(clients):
+        got = c.until(lambda f: f["event"] != "room.message" or f["data"]["text"] == f"m{n - 1}",
+                      timeout=60)
+        assert [f["data"].get("text") for f in got] == [f"m{i}" for i in range(n)], (k, got[-1])
+    assert gw.metric("vigil_gateway_sse_dropped_total") == 0
+    for c in clients:
+        c.close()
 
 
 def test_kill9_loses_and_doubles_nothing(stack):

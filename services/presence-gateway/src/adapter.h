@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <vigil/http_api.h>
+#include <vigil/jtext.h>
 #include <vigil/runtime.h>
 #include "gateway.h"
 
@@ -30,6 +31,7 @@ typedef struct gw_config {
     gw_presence_cfg presence;
     int64_t log_maxlen;
     int64_t client_queue;
+    int64_t client_stall_ms;
     int64_t max_clients;
     bool cookie_secure;
     int64_t max_text;
@@ -62,6 +64,9 @@ typedef struct gw_hub {
     int qcap;
     int max_streams;  /* gw_stream_cap(VIGIL_GATEWAY_MAX_CLIENTS): joins past it are refused */
     int64_t ping_ms;
+    int64_t stall_ms; /* VIGIL_GATEWAY_CLIENT_STALL_MS */
+    int nbehind;      /* clients catching up from the log */
+    struct gateway *g; /* for gw_log_catch_up */
     vigil_runtime *rt;
 } gw_hub;
 
@@ -140,9 +145,16 @@ vigil_runtime_conn *gw_pool_take(gateway *g);
 void gw_pool_put(gateway *g, vigil_runtime_conn *c);
 void gw_pool_close(gw_pool *p);
 
+/* stream.c: appends to b the frames of the log entries in (since, upto]
+ * that match fs, reading at most max_entries entries (after a `trimmed`
+ * frame when some are no longer kept); *reached = the last position read
+ * (upto when all were). 0, or -1 (Redis unreachable, out of memory). */
+int gw_log_catch_up(struct gateway *g, gw_pos since, gw_pos upto, size_t max_entries,
+                    const gw_filter_set *fs, vigil_jtext *b, gw_pos *reached);
+
 /* hub.c */
-int gw_hub_start(gw_hub *h, vigil_runtime *rt, const char *key, int qcap, int max_streams,
-                 int64_t ping_ms);
+int gw_hub_start(gw_hub *h, struct gateway *g, vigil_runtime *rt, const char *key, int qcap,
+                 int max_streams, int64_t ping_ms, int64_t stall_ms);
 void gw_hub_stop(gw_hub *h);
 /* Registers a client reading entries after since (NULL = from now) that
  * match fs; *from receives the position live delivery starts after, so

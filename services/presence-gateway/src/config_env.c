@@ -23,7 +23,8 @@ const vigil_config_var GATEWAY_CONFIG_VARS[] = {
     {"VIGIL_GATEWAY_PRESENCE_AWAY_MS", "300000", "... idle until this long after activity, then away"},
     {"VIGIL_GATEWAY_PRESENCE_EXPIRE_MS", "0", "heartbeats stopped this long = session gone, away (0 = the away time)"},
     {"VIGIL_GATEWAY_LOG_MAXLEN", "10000", "entries kept in the Theater log (what a reconnect can catch up on)"},
-    {"VIGIL_GATEWAY_CLIENT_QUEUE", "1024", "events queued per SSE client before a slow client is dropped"},
+    {"VIGIL_GATEWAY_CLIENT_QUEUE", "1024", "events queued per SSE client; past it the client catches up from the log"},
+    {"VIGIL_GATEWAY_CLIENT_STALL_MS", "30000", "an SSE client with a full queue that reads nothing this long is dropped"},
     {"VIGIL_GATEWAY_MAX_CLIENTS", "1024", "concurrent HTTP connections (SSE clients included)"},
     {"VIGIL_GATEWAY_COOKIE_SECURE", "0", "1 = the session cookie is Secure (behind HTTPS)"},
     {NULL, NULL, NULL}};
@@ -84,6 +85,7 @@ int gateway_configure(void *ctx, const vigil_common_config *common, char *err, s
         vigil_env_ms("VIGIL_GATEWAY_PRESENCE_EXPIRE_MS", 0, 0, &expire, err, errlen) ||
         vigil_env_int64("VIGIL_GATEWAY_LOG_MAXLEN", 10000, 10, 100000000, &c->log_maxlen, err, errlen) ||
         vigil_env_int64("VIGIL_GATEWAY_CLIENT_QUEUE", 1024, 4, 1000000, &c->client_queue, err, errlen) ||
+        vigil_env_ms("VIGIL_GATEWAY_CLIENT_STALL_MS", 30000, 1, &c->client_stall_ms, err, errlen) ||
         vigil_env_int64("VIGIL_GATEWAY_MAX_CLIENTS", 1024, 4, 100000, &c->max_clients, err, errlen) ||
         vigil_env_bool("VIGIL_GATEWAY_COOKIE_SECURE", false, &c->cookie_secure, err, errlen))
         return -1;

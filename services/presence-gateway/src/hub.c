@@ -2,11 +2,18 @@
  *
  * One thread reads the log stream (XREAD BLOCK) and, under the hub lock,
  * hands each entry to every client whose filters match: a copy of the
- * frame goes on the client's bounded queue. A client whose queue is full
- * is dropped at once: its stream ends with a `dropped` frame (after the
- * frame it was being sent), and it reconnects with Last-Event-ID and
- * catches up from the log. So the reader never waits for a client and no
- * client waits for another. Each client's reader
+ * frame goes on the client's bounded queue. The frame is made once per
+ * entry and shared by reference count (under the hub lock), so a fan-out
+ * to many clients costs a pointer each, not a copy. A client whose queue
+ * is full falls behind: the reader stops queuing for it, and once its
+ * queue has gone out its own thread reads what it missed from the log
+ * (gw_log_catch_up), a queue's worth at a time, until it is level with
+ * the reader again. A burst longer than the queue (a Redis blip, a busy
+ * machine) therefore costs a keeping-up client nothing. A client that is
+ * behind and takes nothing for VIGIL_GATEWAY_CLIENT_STALL_MS (a stalled
+ * reader) is dropped: its stream ends with a `dropped` frame (after the
+ * frame it was being sent), and it reconnects with Last-Event-ID. So the
+ * reader never waits for a client and no client waits for another. Each client's reader
  * runs on its own connection thread (http_api.h) and sleeps on its own
  * condition variable until a frame or its next ping is due. */
 #include <stdio.h>
@@ -19,6 +26,11 @@
 #include <vigil/stream_reads.h>
 #include "adapter.h"
 
+/* At most this many log entries per read, and never more than a quarter
+ * of a client's queue: the hub lock is released between reads, so a
+ * client that keeps up drains its queue between two reads, and a burst
+ * read at once (say after a Redis blip) cannot fill a keeping-up
+ * client's queue in one go and get it dropped. */
 #define READ_COUNT 512
 #define READ_BLOCK_MS 500
 /* A reader blocked on its condition variable cannot see its peer close
@@ -26,21 +38,31 @@
  * when idle makes the write fail and frees a vanished client's thread. */
 #define PROBE_MS 2000
 
+/* A frame shared by the queues of every client it goes to. refs is only
+ * touched under the hub lock. */
+typedef struct gw_frame {
+    int refs;
+    size_t len;
+    char data[];
+} gw_frame;
+
 struct gw_client {
     gw_hub *hub;
     gw_filter_set filters;
     gw_sse_style style; /* named frames, or unnamed ones for onmessage */
     gw_pos min_pos; /* entries at or before this are not for it (backlog covers them) */
-    char **q;
-    size_t *qlen;
+    gw_frame **q;
     int qhead, qn, qcap;
-    char *cur; /* the frame being written */
-    size_t cur_len, cur_off;
+    gw_frame *cur; /* the frame being written */
+    size_t cur_off;
     char *backlog;
     size_t backlog_len, backlog_off;
+    gw_pos queued_pos; /* the last entry queued (or covered by the backlog) */
+    bool behind;       /* its queue filled: entries after queued_pos come from the log */
+    int64_t full_since;  /* monotonic ms its queue filled */
+    int64_t progress_ms; /* monotonic ms it last took bytes */
     bool dropped;
-    char *farewell; /* the `dropped` frame, sent once the frame being written is */
-    size_t farewell_len;
+    gw_frame *farewell; /* the `dropped` frame, sent once the frame being written is */
     bool told;      /* the farewell went out: the stream ends cleanly */
     int64_t next_ping; /* monotonic ms */
     int64_t next_probe; /* monotonic ms: a comment line, to notice a vanished peer */
@@ -53,25 +75,47 @@ static void gauge_clients(gw_hub *h)
     vigil_gauge_set("vigil_gateway_sse_clients", "connected SSE clients", NULL, h->nclients);
 }
 
+/* Takes text (malloc'd; freed here) into a frame of one reference. */
+static gw_frame *frame_wrap(char *text, size_t len)
+{
+    gw_frame *f = text ? malloc(sizeof *f + len + 1) : NULL;
+    if (f) {
+        f->refs = 1;
+        f->len = len;
+        memcpy(f->data, text, len + 1);
+    }
+    free(text);
+    return f;
+}
+
+static void frame_release(gw_frame *f)
+{
+    if (f && --f->refs == 0)
+        free(f);
+}
+
 static void queue_clear(gw_client *c)
 {
     for (int i = 0; i < c->qn; i++)
-        free(c->q[(c->qhead + i) % c->qcap]);
+        frame_release(c->q[(c->qhead + i) % c->qcap]);
     c->qn = 0;
     c->qhead = 0;
 }
 
 /* Called with the hub lock held. farewell (taken; NULL = none, e.g. out
  * of memory) is the client's last frame. */
-static void drop_client(gw_client *c, const char *why, char *farewell, size_t farewell_len)
+static void drop_client(gw_client *c, const char *why, gw_frame *farewell)
 {
     if (c->dropped) {
-        free(farewell);
+        frame_release(farewell);
         return;
+    }
+    if (c->behind) {
+        c->behind = false;
+        c->hub->nbehind--;
     }
     c->dropped = true;
     c->farewell = farewell;
-    c->farewell_len = farewell_len;
     queue_clear(c);
     vigil_counter_add("vigil_gateway_sse_dropped_total", "SSE clients dropped for falling behind",
                       NULL, 1);
@@ -79,14 +123,28 @@ static void drop_client(gw_client *c, const char *why, char *farewell, size_t fa
     pthread_cond_signal(&c->cond);
 }
 
-/* The limit VIGIL_GATEWAY_CLIENT_QUEUE cut a slow client: it is told in a
- * last `dropped` frame and counted. */
-static void drop_slow_client(gw_client *c)
+/* A client behind with a full queue that took nothing for
+ * VIGIL_GATEWAY_CLIENT_STALL_MS: it is told in a last `dropped` frame and
+ * counted. */
+static void drop_stalled_client(gw_client *c)
 {
     size_t len = 0;
-    char *f = gw_sse_dropped_frame(c->style, c->qcap, &len);
-    drop_client(c, "its queue is full (a slow or stalled reader)", f, len);
+    char *f = gw_sse_dropped_frame(c->style, c->qcap, c->hub->stall_ms, &len);
+    drop_client(c, "its queue is full and it read nothing (a stalled reader)",
+                frame_wrap(f, len));
     gateway_limit_count("sse_client_queue");
+}
+
+/* Called with the hub lock held, after each read of the log: drops the
+ * clients behind that stalled. Most reads find nobody behind. */
+static void sweep_stalled(gw_hub *h)
+{
+    if (!h->nbehind)
+        return;
+    int64_t now = vigil_mono_ms();
+    for (gw_client *c = h->head; c; c = c->next)
+        if (c->behind && gw_client_stalled(now, c->full_since, c->progress_ms, h->stall_ms))
+            drop_stalled_client(c);
 }
 
 static void dispatch(gw_hub *h, const char *id, const char *entry)
@@ -100,37 +158,34 @@ static void dispatch(gw_hub *h, const char *id, const char *entry)
     if (gw_log_entry_split(entry, topic, sizeof topic, event, sizeof event, &data) != 0)
         return;
     /* the entry's frame in each style, made once for every client of it */
-    char *frames[2] = {NULL, NULL};
-    size_t lens[2] = {0, 0};
+    gw_frame *frames[2] = {NULL, NULL};
     for (gw_client *c = h->head; c; c = c->next) {
-        if (c->dropped || gw_pos_cmp(pos, c->min_pos) <= 0 ||
+        if (c->dropped || c->behind || gw_pos_cmp(pos, c->min_pos) <= 0 ||
             !gw_filters_match(&c->filters, topic, event))
             continue;
-        char **frame = &frames[c->style];
-        size_t flen = lens[c->style];
-        if (!*frame) {
-            if (!(*frame = gw_sse_entry_frame(c->style, id, event, data, &flen)))
-                break;
-            lens[c->style] = flen;
-        }
         if (c->qn == c->qcap) {
-            drop_slow_client(c);
+            c->behind = true; /* the rest comes from the log (gw_client_read) */
+            c->full_since = vigil_mono_ms();
+            h->nbehind++;
             continue;
         }
-        char *copy = malloc(flen + 1);
-        if (!copy) {
-            drop_client(c, "out of memory", NULL, 0);
-            continue;
+        gw_frame **frame = &frames[c->style];
+        if (!*frame) {
+            size_t flen = 0;
+            char *text = gw_sse_entry_frame(c->style, id, event, data, &flen);
+            if (!(*frame = frame_wrap(text, flen))) {
+                drop_client(c, "out of memory", NULL);
+                continue;
+            }
         }
-        memcpy(copy, *frame, flen + 1);
-        int slot = (c->qhead + c->qn) % c->qcap;
-        c->q[slot] = copy;
-        c->qlen[slot] = flen;
+        (*frame)->refs++;
+        c->q[(c->qhead + c->qn) % c->qcap] = *frame;
         c->qn++;
+        c->queued_pos = pos;
         pthread_cond_signal(&c->cond);
     }
-    free(frames[GW_SSE_NAMED]);
-    free(frames[GW_SSE_UNNAMED]);
+    frame_release(frames[GW_SSE_NAMED]);
+    frame_release(frames[GW_SSE_UNNAMED]);
 }
 
 /* Reads the log's last id (where live delivery starts). 0 ok, -1 retry. */
@@ -165,7 +220,9 @@ static void *hub_main(void *arg)
         pthread_mutex_unlock(&h->mu);
         vigil_stream_entry *ents;
         size_t n;
-        if (vigil_stream_read_after(r, h->key, last, READ_COUNT, READ_BLOCK_MS, &ents, &n) !=
+        int count = h->qcap / 4 < READ_COUNT ? h->qcap / 4 : READ_COUNT;
+        if (vigil_stream_read_after(r, h->key, last, count > 0 ? count : 1, READ_BLOCK_MS, &ents,
+                                    &n) !=
             VIGIL_READ_OK) {
             vigil_sleep_ms(vigil_backoff_ms(attempt++, 100, 2000), NULL);
             continue;
@@ -174,6 +231,7 @@ static void *hub_main(void *arg)
         pthread_mutex_lock(&h->mu);
         for (size_t i = 0; i < n; i++)
             dispatch(h, ents[i].id, ents[i].value);
+        sweep_stalled(h);
         pthread_mutex_unlock(&h->mu);
         vigil_stream_entries_free(ents, n);
     }
@@ -181,9 +239,11 @@ static void *hub_main(void *arg)
     return NULL;
 }
 
-int gw_hub_start(gw_hub *h, vigil_runtime *rt, const char *key, int qcap, int max_streams,
-                 int64_t ping_ms)
+int gw_hub_start(gw_hub *h, struct gateway *g, vigil_runtime *rt, const char *key, int qcap,
+                 int max_streams, int64_t ping_ms, int64_t stall_ms)
 {
+    h->g = g;
+    h->stall_ms = stall_ms;
     h->rt = rt;
     snprintf(h->key, sizeof h->key, "%s", key);
     h->qcap = qcap;
@@ -217,15 +277,13 @@ gw_client *gw_hub_join(gw_hub *h, const gw_filter_set *fs, const gw_pos *since, 
     if (!c)
         return NULL;
     c->q = calloc((size_t)h->qcap, sizeof *c->q);
-    c->qlen = calloc((size_t)h->qcap, sizeof *c->qlen);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     int crc = pthread_cond_init(&c->cond, &ca);
     pthread_condattr_destroy(&ca);
-    if (!c->q || !c->qlen || crc != 0) {
+    if (!c->q || crc != 0) {
         free(c->q);
-        free(c->qlen);
         free(c);
         return NULL;
     }
@@ -235,6 +293,7 @@ gw_client *gw_hub_join(gw_hub *h, const gw_filter_set *fs, const gw_pos *since, 
     c->qcap = h->qcap;
     c->next_ping = vigil_mono_ms() + h->ping_ms;
     c->next_probe = vigil_mono_ms() + PROBE_MS;
+    c->progress_ms = vigil_mono_ms();
     pthread_mutex_lock(&h->mu);
     bool ready = !atomic_load(&h->stop) && h->have_last;
     *full = ready && h->nclients >= h->max_streams;
@@ -242,7 +301,6 @@ gw_client *gw_hub_join(gw_hub *h, const gw_filter_set *fs, const gw_pos *since, 
         pthread_mutex_unlock(&h->mu);
         pthread_cond_destroy(&c->cond);
         free(c->q);
-        free(c->qlen);
         free(c);
         return NULL;
     }
@@ -250,6 +308,7 @@ gw_client *gw_hub_join(gw_hub *h, const gw_filter_set *fs, const gw_pos *since, 
     c->min_pos = h->last;
     if (since && gw_pos_cmp(*since, h->last) > 0)
         c->min_pos = *since;
+    c->queued_pos = c->min_pos;
     c->next = h->head;
     if (h->head)
         h->head->prev = c;
@@ -278,51 +337,92 @@ static size_t take(char *dst, size_t max, const char *src, size_t len, size_t *o
     return n;
 }
 
+/* Called with the hub lock held by a client behind whose queue has gone
+ * out: reads the next entries it missed, (queued_pos, the reader's last],
+ * a queue's worth at most, from the log without the lock, and makes them
+ * its backlog. When they reach the reader's position the client is level
+ * again and the reader queues for it from there. 0, or -1 when the log
+ * cannot be read (the client is then cut and reconnects). */
+static int catch_up(gw_client *c)
+{
+    gw_hub *h = c->hub;
+    gw_pos since = c->queued_pos, upto = h->last, reached;
+    vigil_jtext b = {0};
+    pthread_mutex_unlock(&h->mu);
+    int rc = gw_log_catch_up(h->g, since, upto, (size_t)c->qcap, &c->filters, &b, &reached);
+    pthread_mutex_lock(&h->mu);
+    if (rc != 0 || c->dropped) {
+        free(b.s);
+        return c->dropped ? 0 : rc;
+    }
+    free(c->backlog);
+    c->backlog = b.s;
+    c->backlog_len = b.n;
+    c->backlog_off = 0;
+    c->queued_pos = reached;
+    if (gw_pos_cmp(reached, h->last) >= 0) {
+        c->behind = false;
+        h->nbehind--;
+    }
+    return 0;
+}
+
 /* Blocks until there is something to send: backlog first, then queued
  * frames, a ping when one is due; ends the stream when the client was
  * dropped (after its `dropped` frame; without one, out of memory, the
- * connection is cut) or the gateway stops. */
+ * connection is cut) or the gateway stops. Fills buf with as many queued
+ * frames as fit: a client that fell behind catches up in one write and
+ * one lock, rather than one of each per frame. */
 ssize_t gw_client_read(void *cls, char *buf, size_t max)
 {
     gw_client *c = cls;
     gw_hub *h = c->hub;
-    ssize_t out = 0;
+    size_t out = 0;
+    ssize_t end = 0; /* what to return when nothing was taken */
     pthread_mutex_lock(&h->mu);
-    for (;;) {
+    while (out < max) {
         if (c->backlog && c->backlog_off < c->backlog_len) {
-            out = (ssize_t)take(buf, max, c->backlog, c->backlog_len, &c->backlog_off);
-            break;
+            out += take(buf + out, max - out, c->backlog, c->backlog_len, &c->backlog_off);
+            continue;
         }
         if (c->cur) {
-            out = (ssize_t)take(buf, max, c->cur, c->cur_len, &c->cur_off);
-            if (c->cur_off == c->cur_len) {
-                free(c->cur);
+            out += take(buf + out, max - out, c->cur->data, c->cur->len, &c->cur_off);
+            if (c->cur_off == c->cur->len) {
+                frame_release(c->cur);
                 c->cur = NULL;
             }
-            break;
+            continue;
         }
         if (c->dropped && c->farewell) {
             c->cur = c->farewell;
-            c->cur_len = c->farewell_len;
             c->cur_off = 0;
             c->farewell = NULL;
             c->told = true;
             continue;
         }
         if (c->dropped) {
-            out = c->told ? VIGIL_HTTP_STREAM_END : VIGIL_HTTP_STREAM_ERROR;
+            end = c->told ? VIGIL_HTTP_STREAM_END : VIGIL_HTTP_STREAM_ERROR;
             break;
         }
         if (atomic_load(&h->stop)) {
-            out = VIGIL_HTTP_STREAM_END;
+            end = VIGIL_HTTP_STREAM_END;
             break;
         }
         if (c->qn) {
             c->cur = c->q[c->qhead];
-            c->cur_len = c->qlen[c->qhead];
             c->cur_off = 0;
             c->qhead = (c->qhead + 1) % c->qcap;
             c->qn--;
+            continue;
+        }
+        if (out > 0)
+            break; /* send what there is; wait only with nothing to send */
+        if (c->behind) {
+            if (catch_up(c) != 0) {
+                drop_client(c, "cannot read the log to catch up (Redis unreachable)", NULL);
+                end = VIGIL_HTTP_STREAM_ERROR;
+                break;
+            }
             continue;
         }
         int64_t now = vigil_mono_ms();
@@ -330,11 +430,13 @@ ssize_t gw_client_read(void *cls, char *buf, size_t max)
             json_object *data = json_object_new_object();
             if (data)
                 json_object_object_add(data, "ts", json_object_new_int64(vigil_now_ms()));
-            c->cur = gw_sse_notice_frame(c->style, "ping", data, &c->cur_len);
+            size_t len = 0;
+            char *text = gw_sse_notice_frame(c->style, "ping", data, &len);
+            c->cur = frame_wrap(text, len);
             c->cur_off = 0;
             c->next_ping = now + h->ping_ms;
             if (!c->cur) {
-                out = VIGIL_HTTP_STREAM_ERROR;
+                end = VIGIL_HTTP_STREAM_ERROR;
                 break;
             }
             continue;
@@ -342,8 +444,8 @@ ssize_t gw_client_read(void *cls, char *buf, size_t max)
         if (now >= c->next_probe) {
             static const char probe[] = ":\n\n";
             c->next_probe = now + PROBE_MS;
-            memcpy(buf, probe, max < sizeof probe - 1 ? max : sizeof probe - 1);
-            out = (ssize_t)(max < sizeof probe - 1 ? max : sizeof probe - 1);
+            out = max < sizeof probe - 1 ? max : sizeof probe - 1;
+            memcpy(buf, probe, out);
             break;
         }
         struct timespec ts;
@@ -357,10 +459,12 @@ ssize_t gw_client_read(void *cls, char *buf, size_t max)
         }
         pthread_cond_timedwait(&c->cond, &h->mu, &ts);
     }
-    if (out > 0)
-        c->next_probe = vigil_mono_ms() + PROBE_MS;
+    if (out > 0) {
+        c->progress_ms = vigil_mono_ms();
+        c->next_probe = c->progress_ms + PROBE_MS;
+    }
     pthread_mutex_unlock(&h->mu);
-    return out;
+    return out > 0 ? (ssize_t)out : end;
 }
 
 void gw_client_leave(void *cls)
@@ -375,14 +479,15 @@ void gw_client_leave(void *cls)
     if (c->next)
         c->next->prev = c->prev;
     h->nclients--;
+    if (c->behind)
+        h->nbehind--;
     gauge_clients(h);
     queue_clear(c);
+    frame_release(c->cur);
+    frame_release(c->farewell);
     pthread_mutex_unlock(&h->mu);
     pthread_cond_destroy(&c->cond);
-    free(c->cur);
-    free(c->farewell);
     free(c->backlog);
     free(c->q);
-    free(c->qlen);
     free(c);
 }

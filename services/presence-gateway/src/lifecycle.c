@@ -12,8 +12,8 @@ int gateway_start(void *ctx, vigil_runtime *rt)
     vigil_runtime_key(rt, GATEWAY_LOG_NAME, key, sizeof key);
     vigil_runtime_key(rt, GATEWAY_SNAP_PREFIX, g->snap_prefix, sizeof g->snap_prefix);
     vigil_runtime_key(rt, GATEWAY_SNAP_SET, g->snap_set, sizeof g->snap_set);
-    if (gw_hub_start(&g->hub, rt, key, (int)g->cfg.client_queue, gw_stream_cap(g->cfg.max_clients),
-                     g->cfg.ping_ms) != 0)
+    if (gw_hub_start(&g->hub, g, rt, key, (int)g->cfg.client_queue,
+                     gw_stream_cap(g->cfg.max_clients), g->cfg.ping_ms, g->cfg.client_stall_ms) != 0)
         return -1;
     atomic_store(&g->rt, rt);
     vigil_log(VIGIL_LOG_INFO, "gateway: %d token(s), log %s, ping every %lld ms, at most %d SSE "

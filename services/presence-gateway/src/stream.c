@@ -13,6 +13,7 @@
  * /api/events names every frame (event: line); the deliberations stream
  * names none, so an onmessage-only client gets them all, each
  * JSON with its name as `type` (gw_sse_style). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,11 +56,10 @@ static int note_trimmed(gateway *g, vigil_redis *r, gw_pos since, gw_sse_style s
     return 0;
 }
 
-/* Appends the frames of the log entries in (since, upto] that match,
- * after the `trimmed` frame when some of them are no longer kept. */
-static int read_backlog(gateway *g, gw_pos since, gw_pos upto, const gw_filter_set *fs,
-                        vigil_jtext *b)
+int gw_log_catch_up(gateway *g, gw_pos since, gw_pos upto, size_t max_entries,
+                    const gw_filter_set *fs, vigil_jtext *b, gw_pos *reached)
 {
+    *reached = upto;
     vigil_runtime_conn *conn = gw_pool_take(g);
     if (!conn)
         return -1;
@@ -71,10 +71,11 @@ static int read_backlog(gateway *g, gw_pos since, gw_pos upto, const gw_filter_s
     gw_pos_format(upto, to, sizeof to);
     gw_sse_style st = gw_filters_style(fs);
     int rc = note_trimmed(g, r, since, st, b);
-    while (rc == 0) {
+    size_t left = max_entries;
+    while (rc == 0 && left > 0) {
         vigil_stream_entry *ents;
-        size_t n;
-        if (vigil_stream_range(r, g->hub.key, from, to, PAGE, false, &ents, &n) != VIGIL_READ_OK) {
+        size_t n, page = left < PAGE ? left : PAGE;
+        if (vigil_stream_range(r, g->hub.key, from, to, page, false, &ents, &n) != VIGIL_READ_OK) {
             rc = -1;
             break;
         }
@@ -93,8 +94,11 @@ static int read_backlog(gateway *g, gw_pos since, gw_pos upto, const gw_filter_s
         }
         if (n)
             snprintf(from, sizeof from, "(%s", ents[n - 1].id);
+        left -= n;
+        if (n && left == 0)
+            gw_pos_parse(ents[n - 1].id, reached); /* stopped short of upto */
         vigil_stream_entries_free(ents, n);
-        if (n < PAGE)
+        if (n < page)
             break;
     }
     if (rc == 0)
@@ -187,7 +191,7 @@ void gateway_api_stream(gateway *g, vigil_http_req *req, bool council_live)
         gateway_error(req, 400, "Last-Event-ID / since must be a log position (as sent in id:)");
         return;
     }
-    gw_pos from;
+    gw_pos from, reached;
     bool full;
     gw_client *c = gw_hub_join(&g->hub, &fs, have_since ? &since : NULL, &from, &full);
     if (!c && full) {
@@ -228,7 +232,8 @@ void gateway_api_stream(gateway *g, vigil_http_req *req, bool council_live)
     const char *snap = vigil_http_req_query(req, "snapshot");
     bool want_snap = snap && strcmp(snap, "1") == 0;
     if (!hf || (want_snap && read_snapshot(g, &fs, &b) != 0) ||
-        (have_since && gw_pos_cmp(since, from) < 0 && read_backlog(g, since, from, &fs, &b) != 0)) {
+        (have_since && gw_pos_cmp(since, from) < 0 &&
+         gw_log_catch_up(g, since, from, SIZE_MAX, &fs, &b, &reached) != 0)) {
         free(b.s);
         gw_client_leave(c);
         gateway_error(req, 503, "cannot read the log (Redis unreachable)");

@@ -209,12 +209,13 @@ static void test_notice_frames(void **s)
     assert_non_null(strstr(str(d, "detail"), "about 10000 entries (VIGIL_GATEWAY_LOG_MAXLEN)"));
     json_object_put(d);
     free(f);
-    f = gw_sse_dropped_frame(GW_SSE_NAMED, 1024, &len);
+    f = gw_sse_dropped_frame(GW_SSE_NAMED, 1024, 30000, &len);
     assert_non_null(f);
     d = frame_data(f, len, "dropped");
     assert_string_equal(str(d, "limit"), "sse_client_queue");
     assert_int_equal(json_object_get_int64(json_object_object_get(d, "queue")), 1024);
     assert_non_null(strstr(str(d, "detail"), "Last-Event-ID"));
+    assert_non_null(strstr(str(d, "detail"), "read nothing for 30000 ms"));
     json_object_put(d);
     free(f);
 }
@@ -245,7 +246,7 @@ static void test_notice_frames_unnamed(void **s)
     assert_string_equal(str(d, "limit"), "log_entries");
     json_object_put(d);
     free(f);
-    f = gw_sse_dropped_frame(GW_SSE_UNNAMED, 1024, &len);
+    f = gw_sse_dropped_frame(GW_SSE_UNNAMED, 1024, 30000, &len);
     assert_non_null(f);
     d = unnamed_data(f, len);
     assert_string_equal(str(d, "type"), "dropped");
@@ -255,9 +256,24 @@ static void test_notice_frames_unnamed(void **s)
     free(f);
 }
 
+/* A full queue alone does not drop a client: it is dropped only when it
+ * took nothing for the stall time since the later of its queue filling
+ * and its last progress (a client idle for a minute whose queue fills in
+ * a burst is not stalled). */
+static void test_client_stalled(void **s)
+{
+    (void)s;
+    assert_false(gw_client_stalled(10000, 10000, 0, 2000)); /* just filled */
+    assert_false(gw_client_stalled(11999, 10000, 0, 2000));
+    assert_true(gw_client_stalled(12000, 10000, 0, 2000));
+    assert_false(gw_client_stalled(12000, 10000, 11000, 2000)); /* still taking */
+    assert_true(gw_client_stalled(13000, 10000, 11000, 2000));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_client_stalled),
         cmocka_unit_test(test_topic_filters),
         cmocka_unit_test(test_rooms_per_session),
         cmocka_unit_test(test_text_bytes),

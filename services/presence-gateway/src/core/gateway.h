@@ -365,8 +365,15 @@ char *gw_sse_trimmed_frame(gw_sse_style st, gw_pos since, gw_pos oldest, int64_t
                            size_t *len);
 
 /* The `dropped` frame, the last a client gets when `queue` frames waited
- * for it (VIGIL_GATEWAY_CLIENT_QUEUE), in the stream's style st.
+ * for it (VIGIL_GATEWAY_CLIENT_QUEUE) and it took nothing for stall_ms
+ * (VIGIL_GATEWAY_CLIENT_STALL_MS), in the stream's style st.
  * malloc'd, *len. */
-char *gw_sse_dropped_frame(gw_sse_style st, int64_t queue, size_t *len);
+char *gw_sse_dropped_frame(gw_sse_style st, int64_t queue, int64_t stall_ms, size_t *len);
+
+/* Whether a client whose queue filled at full_since (monotonic ms), and
+ * that last took bytes at progress_ms, has stalled by now: it took nothing
+ * for stall_ms since the later of the two. A client whose queue fills in
+ * a burst is not stalled; it catches up from the log (hub.c). */
+bool gw_client_stalled(int64_t now, int64_t full_since, int64_t progress_ms, int64_t stall_ms);
 
 #endif

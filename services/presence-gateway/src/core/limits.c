@@ -49,13 +49,14 @@ char *gw_sse_trimmed_frame(gw_sse_style st, gw_pos since, gw_pos oldest, int64_t
     return gw_sse_notice_frame(st, "trimmed", d, len);
 }
 
-char *gw_sse_dropped_frame(gw_sse_style st, int64_t queue, size_t *len)
+char *gw_sse_dropped_frame(gw_sse_style st, int64_t queue, int64_t stall_ms, size_t *len)
 {
-    char detail[256];
+    char detail[320];
     snprintf(detail, sizeof detail,
-             "%lld events waited for this client (VIGIL_GATEWAY_CLIENT_QUEUE): the stream ends "
-             "here; reconnect with Last-Event-ID to catch up from the log",
-             (long long)queue);
+             "%lld events waited for this client (VIGIL_GATEWAY_CLIENT_QUEUE) and it read nothing "
+             "for %lld ms (VIGIL_GATEWAY_CLIENT_STALL_MS): the stream ends here; reconnect with "
+             "Last-Event-ID to catch up from the log",
+             (long long)queue, (long long)stall_ms);
     json_object *d = json_object_new_object();
     if (d) {
         json_object_object_add(d, "limit", json_object_new_string("sse_client_queue"));
@@ -63,4 +64,10 @@ char *gw_sse_dropped_frame(gw_sse_style st, int64_t queue, size_t *len)
         json_object_object_add(d, "detail", json_object_new_string(detail));
     }
     return gw_sse_notice_frame(st, "dropped", d, len);
+}
+
+bool gw_client_stalled(int64_t now, int64_t full_since, int64_t progress_ms, int64_t stall_ms)
+{
+    int64_t since = full_since > progress_ms ? full_since : progress_ms;
+    return now - since >= stall_ms;
 }
