@@ -115,6 +115,24 @@ def test_signal_mix_gives_expected_assessment(mixes, agent, signals, status_age,
     assert kept[f"agent/{agent}/assessment"]["category"] == category
 
 
+def test_a_status_with_content_is_a_tier2_signal(mixes):
+    """A status report with a mission or tasks is a STATUS_UPDATE sign of
+    life (tier 2) at its own time: alone it makes the agent active at 0.5.
+    A bare state is a status, not activity."""
+    s, svc, col, pub = mixes
+    reporting, bare = uid("reporting-"), uid("bare-")
+    pub.publish(*status(reporting, 5 * MIN, mission="Harden the uploader", tasks=["retry on 5xx"]))
+    pub.publish(*status(bare, 5 * MIN))
+    a = assessment(col, reporting)
+    assert a["is_active"] is True and a["confidence"] == 0.5, a
+    assert a["validation_passed"] is True, a
+    assert [(x["source"], x["tier"]) for x in a["signals"]] == [("STATUS_UPDATE", 2)], a
+    assert a["last_activity"] == a["status_ts"], a
+    b = assessment(col, bare)
+    assert b["is_active"] is False and b["confidence"] == 0 and b["signals"] == [], b
+    assert b["last_activity"] is None, b
+
+
 def test_noise_is_not_activity(mixes):
     s, svc, col, pub = mixes
     agent = uid("noisy-")
@@ -203,6 +221,8 @@ def test_stalled_agent_gets_one_resume_with_a_claimed_task_active_gets_none(stac
     assert ev["fsm_state"] == "EXECUTING"
     assert "[stall-recovery]" in ev["prompt"] and "wired the retry loop" in ev["prompt"]
     assert "Harden the uploader" in ev["prompt"] and "Low priority chore" in ev["prompt"]
+    # its own assignments next to the project priorities, not instead of them
+    assert "Your tasks: retry on 5xx." in ev["prompt"], ev["prompt"]
     # several more scans: still exactly one, and none for the active agent
     n = len(col.find(f"agent/{stalled}/assessment"))
     harness.wait_until(lambda: len(col.find(f"agent/{stalled}/assessment")) >= n + 4, 15, "4 more scans")

@@ -110,7 +110,7 @@ static int apply_agent(const stall_service *svc, const char *key, const char *st
               SIGNAL_RESULTS[res]);
         changed = res == STALL_SIGNAL_ADDED;
     } else {
-        changed = stall_agent_set_status(a, &pp->status, now);
+        changed = stall_agent_set_status(a, &svc->cfg, &pp->status, now);
     }
     int rc = 0;
     if (changed) {

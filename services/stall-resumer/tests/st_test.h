@@ -43,7 +43,9 @@ static inline void st_status(stall_agent *a, const char *fsm, int64_t age_ms)
     memset(&st, 0, sizeof st);
     snprintf(st.fsm_state, sizeof st.fsm_state, "%s", fsm);
     st.ts = T0 - age_ms;
-    stall_agent_set_status(a, &st, T0);
+    stall_config c;
+    stall_config_init(&c);
+    stall_agent_set_status(a, &c, &st, T0);
 }
 
 /* The record through its JSON form and back. */

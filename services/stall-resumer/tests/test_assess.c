@@ -227,6 +227,100 @@ static void test_in_tool_stretch(void **state)
     free(a);
 }
 
+/* A status report with meaningful content (a mission or tasks) is a
+ * STATUS_UPDATE signal, tier 2, at the report's own time: alone it gives
+ * 0.5 and an active agent; a bare state, an acknowledgement for a mission
+ * or a noisy one is not activity; a redelivered report adds nothing. */
+static void status_with(stall_status *st, const char *fsm, const char *mission, int64_t age_ms)
+{
+    memset(st, 0, sizeof *st);
+    snprintf(st->fsm_state, sizeof st->fsm_state, "%s", fsm);
+    snprintf(st->mission, sizeof st->mission, "%s", mission);
+    st->ts = T0 - age_ms;
+}
+
+static void test_status_update_is_a_tier2_signal(void **state)
+{
+    (void)state;
+    stall_agent *a = st_agent("a");
+    stall_status st;
+    status_with(&st, "EXECUTING", "Harden the uploader", 5 * MIN_MS);
+    assert_true(stall_agent_set_status(a, &cfg, &st, T0));
+    assert_int_equal(a->n_sig, 1);
+    assert_int_equal(a->sig[0].source, STALL_SRC_STATUS_UPDATE);
+    assert_int_equal(a->sig[0].ts, T0 - 5 * MIN_MS);
+    assert_string_equal(a->progress, ""); /* a mission is not progress */
+    stall_assessment as = st_assess(a, &cfg, T0);
+    assert_int_equal(as.n_tier[1], 1);
+    assert_int_equal(as.confidence_milli, 500);
+    assert_true(as.validation_passed);
+    assert_true(as.is_active);
+    assert_int_equal(as.last_activity, T0 - 5 * MIN_MS);
+    /* redelivered: nothing new */
+    assert_false(stall_agent_set_status(a, &cfg, &st, T0));
+    assert_int_equal(a->n_sig, 1);
+    /* a newer report with the same content is a newer sign of life */
+    st.ts = T0 - MIN_MS;
+    assert_true(stall_agent_set_status(a, &cfg, &st, T0));
+    assert_int_equal(a->n_sig, 2);
+    as = st_assess(a, &cfg, T0);
+    assert_int_equal(as.confidence_milli, 700); /* two tier 2 */
+    /* out of the 30 min tier-2 window it no longer counts */
+    as = st_assess(a, &cfg, T0 + 31 * MIN_MS);
+    assert_int_equal(as.n_counted, 0);
+    assert_false(as.is_active);
+    free(a);
+
+    /* tasks alone are content too */
+    a = st_agent("b");
+    status_with(&st, "EXECUTING", "", MIN_MS);
+    snprintf(st.tasks[0], sizeof st.tasks[0], "retry on 5xx");
+    st.n_tasks = 1;
+    assert_true(stall_agent_set_status(a, &cfg, &st, T0));
+    assert_int_equal(a->n_sig, 1);
+    free(a);
+
+    /* no content, an acknowledgement, noise: a status, not activity */
+    const char *empty[] = {"", "  ", "ok", "inactivity detected", "[stall-recovery] resume"};
+    for (size_t i = 0; i < sizeof empty / sizeof empty[0]; i++) {
+        a = st_agent("c");
+        status_with(&st, "EXECUTING", empty[i], MIN_MS);
+        assert_true(stall_agent_set_status(a, &cfg, &st, T0));
+        assert_int_equal(a->n_sig, 0);
+        as = st_assess(a, &cfg, T0);
+        assert_false(as.is_active);
+        assert_true(a->status.present);
+        free(a);
+    }
+    a = st_agent("d");
+    status_with(&st, "#no-reply", "Harden the uploader", MIN_MS);
+    assert_true(stall_agent_set_status(a, &cfg, &st, T0));
+    assert_int_equal(a->n_sig, 0);
+    free(a);
+}
+
+/* A report says nothing about tool calls: it keeps the stretch of a long
+ * tool call going rather than ending it. */
+static void test_status_update_keeps_in_tool(void **state)
+{
+    (void)state;
+    stall_agent *a = st_agent("a");
+    st_sig(a, &cfg, STALL_SRC_TELEMETRY_EVENT, 100 * MIN_MS, "long build", true);
+    st_sig(a, &cfg, STALL_SRC_TEST_EXECUTION, 90 * MIN_MS, "tests running", true);
+    stall_status st;
+    status_with(&st, "TESTING", "Run the full suite", 80 * MIN_MS);
+    assert_true(stall_agent_set_status(a, &cfg, &st, T0));
+    stall_assessment as = st_assess(a, &cfg, T0);
+    assert_true(as.in_tool);
+    assert_int_equal(as.n_tier[0], 2);
+    assert_true(as.is_active);
+    /* and it survives the record's round trip */
+    a = st_roundtrip(a);
+    assert_int_equal(a->sig[0].source, STALL_SRC_STATUS_UPDATE);
+    assert_true(a->sig[0].in_tool);
+    free(a);
+}
+
 /* An inconsistent record (invalid source) is an error, not a guess. */
 static void test_invalid_record_is_error(void **state)
 {
@@ -255,6 +349,8 @@ int main(void)
         cmocka_unit_test_setup(test_is_active_threshold, setup),
         cmocka_unit_test_setup(test_in_tool_stretch, setup),
         cmocka_unit_test_setup(test_invalid_record_is_error, setup),
+        cmocka_unit_test_setup(test_status_update_is_a_tier2_signal, setup),
+        cmocka_unit_test_setup(test_status_update_keeps_in_tool, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

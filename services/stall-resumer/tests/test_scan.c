@@ -145,24 +145,24 @@ static void test_status_ordering(void **state)
 {
     (void)state;
     stall_agent *a = st_agent("ann");
+    stall_config c;
+    stall_config_init(&c);
     stall_status st;
     memset(&st, 0, sizeof st);
     snprintf(st.fsm_state, sizeof st.fsm_state, "EXECUTING");
     st.ts = T0;
-    assert_true(stall_agent_set_status(a, &st, T0));
-    assert_false(stall_agent_set_status(a, &st, T0)); /* same */
+    assert_true(stall_agent_set_status(a, &c, &st, T0));
+    assert_false(stall_agent_set_status(a, &c, &st, T0)); /* same */
     st.ts = T0 - 1;
     snprintf(st.fsm_state, sizeof st.fsm_state, "OLD");
-    assert_false(stall_agent_set_status(a, &st, T0)); /* older */
+    assert_false(stall_agent_set_status(a, &c, &st, T0)); /* older */
     assert_string_equal(a->status.fsm_state, "EXECUTING");
     /* a status from the future counts as now */
     st.ts = T0 + HOUR_MS;
     snprintf(st.fsm_state, sizeof st.fsm_state, "AHEAD");
-    assert_true(stall_agent_set_status(a, &st, T0 + 5));
+    assert_true(stall_agent_set_status(a, &c, &st, T0 + 5));
     assert_int_equal(a->status.ts, T0 + 5);
     /* and so does a signal */
-    stall_config c;
-    stall_config_init(&c);
     assert_int_equal(stall_agent_add_signal(a, &c, "f1", STALL_SRC_GIT_COMMIT, "x", false, T0 + HOUR_MS, T0),
                      STALL_SIGNAL_ADDED);
     assert_int_equal(a->sig[0].ts, T0);
@@ -188,6 +188,14 @@ static void test_prompt_and_payloads(void **state)
     assert_non_null(strstr(prompt, "task-118"));
     assert_non_null(strstr(prompt, "Ship v2 (9)"));
     assert_non_null(strstr(prompt, "Harden the uploader"));
+    free(prompt);
+    /* the agent's own tasks are there next to the project priorities */
+    snprintf(a->status.tasks[0], sizeof a->status.tasks[0], "retry on 5xx");
+    snprintf(a->status.tasks[1], sizeof a->status.tasks[1], "write docs");
+    a->status.n_tasks = 2;
+    prompt = stall_resume_prompt(a, 13 * HOUR_MS, &task, prios, 1);
+    assert_non_null(
+        strstr(prompt, "Project priorities: Ship v2 (9). Your tasks: retry on 5xx; write docs."));
     /* the prompt itself is noise if it comes back */
     assert_true(stall_is_resumer_prompt(&cfg, prompt));
     json_object *o = stall_resume_json("resume.ann.1:agent:ann:0", a, prompt, &task, "inactive", T0);

@@ -1,6 +1,7 @@
 /* agent.c - one agent's record: intake of activity signals (newest 200,
- * 24 h) and of its status, and the periodic scan that assesses it, asks
- * the guard and decides whether a resume is due. */
+ * 24 h) and of its status (itself a STATUS_UPDATE signal when it has
+ * content), and the periodic scan that assesses it, asks the guard and
+ * decides whether a resume is due. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -47,14 +48,13 @@ void stall_agent_expire(stall_agent *a, int64_t now)
         a->n_sig--;
 }
 
-stall_signal_result stall_agent_add_signal(stall_agent *a, const stall_config *c, const char *id,
-                                           int source, const char *detail, bool in_tool,
-                                           int64_t ts, int64_t now)
+/* Keeps a signal in ts order (newest first), at most STALL_MAX_SIGNALS,
+ * none older than 24 h, none twice by id: the bookkeeping shared by
+ * activity inputs and status reports, after their own filters. */
+static stall_signal_result keep_signal(stall_agent *a, const char *id, int source,
+                                       const char *detail, bool in_tool, int64_t ts,
+                                       int64_t now)
 {
-    if (stall_is_resumer_prompt(c, detail) || echoes_our_resume(a, id, detail))
-        return STALL_SIGNAL_NOISE;
-    if (stall_is_acknowledgement(detail))
-        return STALL_SIGNAL_ACKNOWLEDGEMENT;
     if (ts > now)
         ts = now; /* a producer's clock ahead of ours: the work happened now at the latest */
     if (now - ts > STALL_SIGNAL_MAX_AGE_MS)
@@ -79,15 +79,39 @@ stall_signal_result stall_agent_add_signal(stall_agent *a, const stall_config *c
     copy_text(s->detail, sizeof s->detail, detail);
     if (ts > a->last_seen)
         a->last_seen = ts;
-    if (stall_is_meaningful_progress(detail) && ts >= a->progress_ts) {
-        copy_text(a->progress, sizeof a->progress, detail);
-        a->progress_ts = ts;
-    }
     stall_agent_expire(a, now);
     return STALL_SIGNAL_ADDED;
 }
 
-bool stall_agent_set_status(stall_agent *a, const stall_status *st, int64_t now)
+stall_signal_result stall_agent_add_signal(stall_agent *a, const stall_config *c, const char *id,
+                                           int source, const char *detail, bool in_tool,
+                                           int64_t ts, int64_t now)
+{
+    if (stall_is_resumer_prompt(c, detail) || echoes_our_resume(a, id, detail))
+        return STALL_SIGNAL_NOISE;
+    if (stall_is_acknowledgement(detail))
+        return STALL_SIGNAL_ACKNOWLEDGEMENT;
+    stall_signal_result res = keep_signal(a, id, source, detail, in_tool, ts, now);
+    if (res != STALL_SIGNAL_ADDED)
+        return res;
+    if (ts > now)
+        ts = now;
+    if (stall_is_meaningful_progress(detail) && ts >= a->progress_ts) {
+        copy_text(a->progress, sizeof a->progress, detail);
+        a->progress_ts = ts;
+    }
+    return STALL_SIGNAL_ADDED;
+}
+
+bool stall_status_is_meaningful(const stall_config *c, const stall_status *st)
+{
+    if (stall_is_resumer_prompt(c, st->fsm_state) || stall_is_resumer_prompt(c, st->mission))
+        return false;
+    return st->n_tasks > 0 || stall_is_meaningful_progress(st->mission);
+}
+
+bool stall_agent_set_status(stall_agent *a, const stall_config *c, const stall_status *st,
+                            int64_t now)
 {
     if (a->status.present && (st->ts > now ? now : st->ts) < a->status.ts)
         return false;
@@ -98,6 +122,16 @@ bool stall_agent_set_status(stall_agent *a, const stall_status *st, int64_t now)
     if (a->status.present && memcmp(&a->status, &next, sizeof next) == 0)
         return false;
     a->status = next;
+    if (stall_status_is_meaningful(c, &next)) {
+        /* the report is a tier-2 sign of life at its own time; it says
+         * nothing about tool calls, so it keeps the newest signal's in_tool.
+         * Its id ("status/<ts>") cannot be an input's (no '/' there): one
+         * signal per report time, however often the report is redelivered. */
+        char id[STALL_EVENT_ID_MAX + 1];
+        snprintf(id, sizeof id, "status/%" PRId64, next.ts);
+        bool in_tool = a->n_sig > 0 && a->sig[0].in_tool;
+        keep_signal(a, id, STALL_SRC_STATUS_UPDATE, NULL, in_tool, next.ts, now);
+    }
     return true;
 }
 

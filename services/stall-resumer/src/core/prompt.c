@@ -1,6 +1,7 @@
 /* prompt.c - the resume prompt (the optimized stall resume prompt):
  * what state the agent was in and what to do from there, what it last
- * reported doing, the task claimed for it, and the project priorities. It
+ * reported doing, the task claimed for it, the project priorities and its
+ * own assigned tasks. It
  * starts with STALL_PROMPT_MARKER so an agent echoing it back is never
  * taken for activity. */
 #include <inttypes.h>
@@ -82,7 +83,10 @@ char *stall_resume_prompt(const stall_agent *a, int64_t idle_ms, const stall_cla
             sb_add(&b, "%s %s (%" PRId64 ")", i ? ";" : "", priorities[i]->title,
                    priorities[i]->priority);
         sb_add(&b, ".");
-    } else if (a->status.n_tasks > 0) {
+    }
+    /* the agent's own assignments are part of every prompt, next to the
+     * project priorities rather than instead of them */
+    if (a->status.n_tasks > 0) {
         sb_add(&b, " Your tasks:");
         for (int i = 0; i < a->status.n_tasks; i++)
             sb_add(&b, "%s %s", i ? ";" : "", a->status.tasks[i]);

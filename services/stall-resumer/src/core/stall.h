@@ -226,8 +226,14 @@ stall_signal_result stall_agent_add_signal(stall_agent *a, const stall_config *c
                                            int source, const char *detail, bool in_tool,
                                            int64_t ts, int64_t now);
 /* Replaces the status unless st is older than the one held (a retained
- * redelivery); a ts after now counts as now. Returns true when it changed. */
-bool stall_agent_set_status(stall_agent *a, const stall_status *st, int64_t now);
+ * redelivery); a ts after now counts as now. Returns true when it changed.
+ * A status with meaningful content is also a STATUS_UPDATE signal (tier 2)
+ * at its ts. */
+bool stall_agent_set_status(stall_agent *a, const stall_config *c, const stall_status *st,
+                            int64_t now);
+/* "status.json with meaningful content": a mission that says more than an
+ * acknowledgement, or tasks; and neither it nor the state is noise. */
+bool stall_status_is_meaningful(const stall_config *c, const stall_status *st);
 /* Drops signals older than 24 h. */
 void stall_agent_expire(stall_agent *a, int64_t now);
 
@@ -345,7 +351,8 @@ stall_tasks *stall_tasks_from_json(const char *json, char *err, size_t errlen);
  * a general fallback otherwise). */
 const char *stall_fsm_actions(const char *fsm_state);
 /* The resume prompt (malloc'd): marker, idle time, state and its actions,
- * last progress, the claimed task (or none), the priorities. */
+ * last progress, the claimed task (or none), the priorities, the agent's
+ * own tasks. */
 char *stall_resume_prompt(const stall_agent *a, int64_t idle_ms, const stall_claimed *task,
                           const stall_task *const *priorities, int n_priorities);
 
