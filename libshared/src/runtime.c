@@ -376,6 +376,9 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
     int64_t version = 0;
     char *state = NULL;
     bool have = vigil_state_cache_get(rt->cache, key, &version, &state);
+    /* A record from the cache came without the check of this input's id
+     * that a load makes (the commit makes it later). */
+    bool unchecked = have && !a->timer && args_input_id(a);
     int errors = 0, oom = 0, wholes = 0;
     step_result result = STEP_DONE;
 
@@ -438,6 +441,19 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
                 result = STEP_GAVE_UP; /* a timer comes back when its lease ends */
                 goto done;
             }
+            continue;
+        }
+        if (drc != 0 && unchecked) {
+            /* Refused on a cached record: a second copy of an input already
+             * applied (a redelivery, the same id sent again) is refused by
+             * the very change it made ("already paused"). Load the record
+             * with the id check, so such a copy is dropped as a duplicate,
+             * as it is after a restart, and any other is decided again. */
+            unchecked = false;
+            vigil_state_cache_drop(rt->cache, key);
+            free(state);
+            state = NULL;
+            have = false;
             continue;
         }
         if (drc != 0) {
