@@ -48,7 +48,7 @@ def main():
     env = {"VIGIL_MQTT_URL": broker.url, "VIGIL_REDIS_URL": redis.url, "VIGIL_REDIS_PREFIX": "b:",
            "VIGIL_TICK_MS": "10", "VIGIL_LOG_LEVEL": "warn", "VIGIL_LLM_URL": llm.url,
            "VIGIL_LLM_RETRIES": "0", "VIGIL_COUNCIL_LOOP_MS": "0",
-           "VIGIL_COUNCIL_MAX_LOOPS": str(a.loops), "VIGIL_COUNCIL_ENABLED": "0"}
+           "VIGIL_COUNCIL_MAX_LOOPS": str(a.loops), "VIGIL_COUNCIL_AUTO_START": "0"}
     svc = harness.Service("council", d, env, instance="council-bench").start()
     col = harness.Collector(broker.port, topics=("council/+/event",)).start()
     pub = harness.Publisher(broker.port).start()

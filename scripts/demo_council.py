@@ -143,7 +143,7 @@ class Demo:
             "VIGIL_REDIS_PREFIX": "demo:", "VIGIL_TICK_MS": "50", "VIGIL_LOG_LEVEL": "warn",
             "VIGIL_LLM_URL": self.llm.url, "VIGIL_LLM_RETRIES": "0",
             "VIGIL_COUNCIL_LOOP_MS": "1500", "VIGIL_COUNCIL_MAX_LOOPS": "12",
-            "VIGIL_COUNCIL_A2A_URL": self.a2a.url, "VIGIL_COUNCIL_ENABLED": "0",
+            "VIGIL_COUNCIL_A2A_URL": self.a2a.url, "VIGIL_COUNCIL_AUTO_START": "0",
         }
         self.svc = harness.Service("council", self.dir, env, instance="council-demo").start()
         self.col = harness.Collector(self.broker.port, topics=("council/#",)).start()

@@ -42,7 +42,7 @@ def test_full_loop_emits_phases_deliberation_and_action_in_order(stack, llm):
     d = loop1[2]
     assert d["polaris"].startswith("Polaris:") and d["aurora"].startswith("Aurora:")
     assert d["vega"].startswith("Vega:") and d["sol"] == "note: the report is due on Friday"
-    assert d["decision"] == "note: the report is due on Friday"
+    assert d["decision"] == "note: the report is due on Friday" and d["phase"] == "plan"
     a = loop1[4]
     assert a["action"] == "note" and a["content"] == "the report is due on Friday"
     assert loop1[0]["context"]["messages"] == 1
@@ -55,6 +55,14 @@ def test_full_loop_emits_phases_deliberation_and_action_in_order(stack, llm):
     s = harness.retained(stack.broker.port, "council/s-full/state")["council/s-full/state"]
     assert s["status"] == "active" and s["loop_count"] == 1 and s["user"] == "joel"
     assert s["room"] == "general"
+    # the deliberation's record says the phase it was made in, as the event does
+    c = stack.redis.client()
+    try:
+        recs = [json.loads(m[b"m"]) for _, m in c.xrange(stack.prefix + "council:delib:s-full")]
+    finally:
+        c.close()
+    assert [(r["loop"], r["phase"], r["decision"]) for r in recs] == \
+        [(1, "plan", "note: the report is due on Friday")], recs
     pub.publish(*control("joel", "end"))
     wait_events(col, "s-full", lambda evs: any(e["type"] == "session_ended" for e in evs), 10,
                 "session_ended")
@@ -362,7 +370,7 @@ def test_loop_jobs_past_the_stream_cap_are_counted_said_and_their_sessions_end(s
     llm.control(rules=rules(sol("note: fine")), delay_ms=60000)
     n = 240
     svc = start_service(stack, llm, VIGIL_COUNCIL_JOBS_MAXLEN=100, VIGIL_LLM_CONCURRENCY=4,
-                        VIGIL_LLM_TIMEOUT_MS=120000, VIGIL_COUNCIL_ENABLED=0,
+                        VIGIL_LLM_TIMEOUT_MS=120000, VIGIL_COUNCIL_AUTO_START=0,
                         VIGIL_COUNCIL_IDLE_TIMEOUT_MIN=0.5)
     # declared at zero (metric() reads a missing series as 0 too)
     assert ("vigil_stream_trimmed_total", {"stream": "jobs"}, 0.0) in svc.metrics()

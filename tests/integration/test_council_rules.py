@@ -167,3 +167,73 @@ def test_an_a2a_reply_not_ours_or_not_completed_is_not_delegated(stack, llm):
     assert svc.metric("vigil_council_a2a_total", outcome="error") == 2
     assert not svc.metric("vigil_council_a2a_total", outcome="ok")
     validate_outputs(col, OUTPUTS)
+
+
+def test_disabled_autonomous_mode_starts_nothing_and_ends_a_live_session(stack, llm):
+    """VIGIL_COUNCIL_ENABLED=0 switches autonomous mode off: a start is
+    answered `started: false` with the reason, and a session that was live
+    when the service came back with it off ends at its next loop."""
+    llm.control(rules=rules(sol("note: fine")))
+    svc = start_service(stack, llm, VIGIL_COUNCIL_LOOP_MS=1500)
+    col = stack.collector()
+    pub = stack.publisher()
+    pub.publish(*control("vic", "start", session="s-on"))
+    first(col, "s-on", "action")
+    svc.terminate()
+    svc.env["VIGIL_COUNCIL_ENABLED"] = "0"
+    svc.start()
+    ended = first(col, "s-on", "session_ended")
+    assert "VIGIL_COUNCIL_ENABLED=0" in ended["reason"], ended
+    assert len(events(col, "s-on", "deliberation")) == 1
+    s = harness.retained(stack.broker.port, "council/s-on/state")["council/s-on/state"]
+    assert s["status"] == "completed" and s["reason"] == ended["reason"]
+
+    pub.publish(*control("vic", "start", session="s-off"))
+    e = wait_events(col, "s-off", lambda evs: evs, 10, "the answer to start")[0]
+    assert e["type"] == "session_ended" and e["started"] is False
+    assert "autonomous mode is disabled (VIGIL_COUNCIL_ENABLED=0)" in e["reason"], e
+    time.sleep(0.5)
+    assert [x["type"] for x in events(col, "s-off")] == ["session_ended"]
+    assert not col.events("council/s-off/state")
+    assert not stack.redis.client().get(f"{stack.prefix}council:rec:s-off")
+    validate_outputs(col, OUTPUTS)
+
+
+def test_the_users_availability_reaches_sense_and_the_act_phase(stack, llm):
+    """room/{r}/presence says whether the user is available: SENSE carries
+    it (the `sense` event and every prompt, Sol told to weigh it) and the
+    `act` phase event says what Sol weighed."""
+    llm.control(rules=rules(sol("note: fine")))
+    svc = start_service(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+
+    def presence(status):
+        before = svc.metric("vigil_commits_total") or 0
+        now = harness.now_ms()
+        pub.publish("room/general/presence", {"id": uid("p"), "user": "wren", "session": "tab-1",
+                                              "status": status, "last_activity": now, "ts": now})
+        harness.wait_until(lambda: (svc.metric("vigil_commits_total") or 0) > before, 10,
+                           f"the {status} report committed")
+
+    presence("active")
+    pub.publish(*control("wren", "start", session="s-avail"))
+    sense = first(col, "s-avail", "phase")
+    assert sense["phase"] == "sense"
+    assert sense["context"]["user_available"] is True and sense["context"]["presence"] == "active"
+    first(col, "s-avail", "action")
+    act = [e for e in events(col, "s-avail", "phase", loop=1) if e["phase"] == "act"][0]
+    assert act["context"] == {"user_available": True, "presence": "active"}, act
+    prompt = llm.stats()["last_request"]["body"]["messages"][-1]["content"]
+    assert "User available: yes (active in room general, last active" in prompt, prompt
+
+    presence("away")
+    pub.publish(*control("wren", "pause"))
+    first(col, "s-avail", "session_paused")
+    pub.publish(*control("wren", "resume"))
+    sense = first(col, "s-avail", "phase", since_loop=2)
+    assert sense["context"]["user_available"] is False and sense["context"]["presence"] == "away"
+    first(col, "s-avail", "action", since_loop=2)
+    prompt = llm.stats()["last_request"]["body"]["messages"][-1]["content"]
+    assert "User available: no (away in room general" in prompt, prompt
+    validate_outputs(col, OUTPUTS)

@@ -40,7 +40,12 @@ typedef struct council_service {
 
 /* The typed input handed from route() to apply(). Strings point into the
  * input's JSON body. */
-typedef enum { COUNCIL_IN_CONTROL, COUNCIL_IN_ANSWER, COUNCIL_IN_MESSAGE } council_in_kind;
+typedef enum {
+    COUNCIL_IN_CONTROL,
+    COUNCIL_IN_ANSWER,
+    COUNCIL_IN_MESSAGE,
+    COUNCIL_IN_PRESENCE
+} council_in_kind;
 
 typedef struct council_parsed {
     council_in_kind kind;
@@ -48,8 +53,11 @@ typedef struct council_parsed {
     const char *session;     /* answer */
     const char *question_id; /* answer */
     const char *answer;      /* answer */
-    const char *room;        /* message */
+    const char *room;        /* message, presence */
     const char *text;        /* message */
+    council_presence presence; /* presence */
+    int64_t presence_ts;       /* presence: the report's time */
+    int64_t presence_activity; /* presence: its last_activity, else its time */
 } council_parsed;
 
 extern const char *const COUNCIL_SUBSCRIPTIONS[];

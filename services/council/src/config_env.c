@@ -12,8 +12,10 @@
 
 const vigil_config_var COUNCIL_CONFIG_VARS[] = {
     {"VIGIL_COUNCIL_ENABLED", "1",
-     "automatic starts (AUTONOMOUS_ENABLED): a user who started a session once gets one every "
-     "interval"},
+     "autonomous mode (AUTONOMOUS_ENABLED): 0 = no session starts (each start is answered "
+     "started: false) and a live session ends at its next loop"},
+    {"VIGIL_COUNCIL_AUTO_START", "1",
+     "automatic starts: a user who started a session once gets one every interval"},
     {"VIGIL_COUNCIL_INTERVAL_MIN", "60", "minutes between automatic sessions (AUTONOMOUS_INTERVAL)"},
     {"VIGIL_COUNCIL_MAX_DAILY", "10", "sessions per user per UTC day (AUTONOMOUS_MAX_DAILY)"},
     {"VIGIL_COUNCIL_IDLE_TIMEOUT_MIN", "30",
@@ -21,6 +23,9 @@ const vigil_config_var COUNCIL_CONFIG_VARS[] = {
     {"VIGIL_COUNCIL_LOOP_MS", "30000", "pause between one loop's action and the next SENSE"},
     {"VIGIL_COUNCIL_MAX_LOOPS", "20", "loops per session; the session ends after the last"},
     {"VIGIL_COUNCIL_QUESTION_TTL_MS", "86400000", "an unanswered question expires after this"},
+    {"VIGIL_COUNCIL_PRESENCE_ACTIVE_MS", "120000",
+     "a user reported active on room/+/presence is available this long after their last "
+     "activity"},
     {"VIGIL_COUNCIL_CONTEXT_MESSAGES", "10", "the user's recent messages given to the council (max 20)"},
     {"VIGIL_COUNCIL_A2A_URL", "", "A2A JSON-RPC endpoint for research: (empty = not delegated)"},
     {"VIGIL_COUNCIL_A2A_METHOD", "message/send", "message/send (A2A 0.x) or SendMessage (A2A 1.0)"},
@@ -66,6 +71,7 @@ int council_configure(void *ctx, const vigil_common_config *common, char *err, s
     char method[32];
     if (vigil_llm_config_load(&svc->llm, err, errlen) != 0 ||
         vigil_env_bool("VIGIL_COUNCIL_ENABLED", c->enabled, &c->enabled, err, errlen) ||
+        vigil_env_bool("VIGIL_COUNCIL_AUTO_START", c->auto_start, &c->auto_start, err, errlen) ||
         minutes("VIGIL_COUNCIL_INTERVAL_MIN", c->interval_ms, 0.001, &c->interval_ms, err,
                 errlen) ||
         vigil_env_int("VIGIL_COUNCIL_MAX_DAILY", c->max_daily, 0, 100000, &c->max_daily, err,
@@ -73,6 +79,8 @@ int council_configure(void *ctx, const vigil_common_config *common, char *err, s
         minutes("VIGIL_COUNCIL_IDLE_TIMEOUT_MIN", c->idle_timeout_ms, 0.001, &c->idle_timeout_ms,
                 err, errlen) ||
         vigil_env_ms("VIGIL_COUNCIL_LOOP_MS", c->loop_ms, 0, &c->loop_ms, err, errlen) ||
+        vigil_env_ms("VIGIL_COUNCIL_PRESENCE_ACTIVE_MS", c->presence_active_ms, 1,
+                     &c->presence_active_ms, err, errlen) ||
         vigil_env_int("VIGIL_COUNCIL_MAX_LOOPS", c->max_loops, 1, 100000, &c->max_loops, err,
                       errlen) ||
         vigil_env_ms("VIGIL_COUNCIL_QUESTION_TTL_MS", c->question_ttl_ms, 1, &c->question_ttl_ms,

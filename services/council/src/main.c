@@ -4,7 +4,7 @@
 #include "adapter.h"
 
 const char *const COUNCIL_SUBSCRIPTIONS[] = {"council/+/control", "council/+/answer",
-                                             "room/+/message", NULL};
+                                             "room/+/message", "room/+/presence", NULL};
 
 /* --help lists the LLM variables beside the service's own. */
 static const vigil_config_var *help_vars(void)

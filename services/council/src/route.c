@@ -6,7 +6,9 @@
  *                                 session record rec:<session>)
  *   room/{r}/message           -> the sender, for human senders (council's
  *                                 bounded view of the user's recent
- *                                 messages); others: nothing to do */
+ *                                 messages); others: nothing to do
+ *   room/{r}/presence          -> the reporting user (whether the user is
+ *                                 available, for SENSE and ACT) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +120,25 @@ static int route_message(const vigil_input *in, council_parsed *pp, char keys[][
     return 1;
 }
 
+/* room/{r}/presence through libshared's reader: the user's availability
+ * (the key is the reporting user), ordered by the report's time. */
+static int route_presence(const vigil_input *in, council_parsed *pp, char keys[][VIGIL_KEY_MAX],
+                          vigil_error *err)
+{
+    vigil_room_presence p;
+    pp->kind = COUNCIL_IN_PRESENCE;
+    if (vigil_input_topic_id(in, 1, "room", &pp->room, err) < 0 ||
+        vigil_room_presence_read(in->body, &p, err) < 0)
+        return -1;
+    pp->presence = p.status == VIGIL_PRESENCE_ACTIVE ? COUNCIL_PRESENCE_ACTIVE
+                   : p.status == VIGIL_PRESENCE_IDLE ? COUNCIL_PRESENCE_IDLE
+                                                     : COUNCIL_PRESENCE_AWAY;
+    pp->presence_ts = in->ts;
+    pp->presence_activity = p.has_last_activity ? p.last_activity : in->ts;
+    snprintf(keys[0], VIGIL_KEY_MAX, "%s", p.user);
+    return 1;
+}
+
 int council_route_input(void *ctx, vigil_runtime *rt, const vigil_input *in,
                         char keys[][VIGIL_KEY_MAX], int max_keys, void **parsed, vigil_error *err)
 {
@@ -127,16 +148,19 @@ int council_route_input(void *ctx, vigil_runtime *rt, const vigil_input *in,
     bool council = in->nparts == 3 && strcmp(in->parts[0], "council") == 0;
     bool message = in->nparts == 3 && strcmp(in->parts[0], "room") == 0 &&
                    strcmp(in->parts[2], "message") == 0;
+    bool presence = in->nparts == 3 && strcmp(in->parts[0], "room") == 0 &&
+                    strcmp(in->parts[2], "presence") == 0;
     bool control = council && strcmp(in->parts[2], "control") == 0;
     bool answer = council && strcmp(in->parts[2], "answer") == 0;
-    if (!message && !control && !answer)
+    if (!message && !presence && !control && !answer)
         return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "unknown topic '%s'", in->topic);
     council_parsed *pp = calloc(1, sizeof *pp);
     if (!pp)
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     int n = control  ? route_control(rt, in, pp, keys, err)
-            : answer ? route_answer(rt, in, pp, keys, err)
-                     : route_message(in, pp, keys, err);
+            : answer   ? route_answer(rt, in, pp, keys, err)
+            : presence ? route_presence(in, pp, keys, err)
+                       : route_message(in, pp, keys, err);
     if (n <= 0) {
         free(pp);
         return n;

@@ -127,7 +127,8 @@ static void fake_sequence(const fake_sink *f, char *out, size_t cap)
         json_object *o = json_tokener_parse(f->payloads[i]), *t = NULL, *p = NULL;
         json_object_object_get_ex(o, "type", &t);
         char item[64];
-        if (json_object_object_get_ex(o, "phase", &p))
+        if (strcmp(json_object_get_string(t), "phase") == 0 &&
+            json_object_object_get_ex(o, "phase", &p))
             snprintf(item, sizeof item, "phase:%s", json_object_get_string(p));
         else
             snprintf(item, sizeof item, "%s", json_object_get_string(t));

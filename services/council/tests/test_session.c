@@ -117,6 +117,7 @@ static void full_loop_in_order(void **st)
     int d = fake_event(&x->f, "deliberation", 0);
     assert_non_null(strstr(x->f.payloads[d], "\"polaris\":\"Long term"));
     assert_non_null(strstr(x->f.payloads[d], "\"decision\":\"note: the report is due Friday\""));
+    assert_non_null(strstr(x->f.payloads[d], "\"phase\":\"plan\""));
     int a = fake_event(&x->f, "action", 0);
     assert_non_null(strstr(x->f.payloads[a], "\"action\":\"note\""));
     assert_int_equal(x->u->s.n_notes, 1);
@@ -286,8 +287,8 @@ static void daily_limit_and_auto_start(void **st)
     /* and the next auto start does nothing but re-arm */
     council_on_timer(x->u, &x->c, COUNCIL_TIMER_AUTO, T0 + 120000, T0 + 120000, &x->sink);
     assert_int_equal(x->u->s.status, COUNCIL_COMPLETED);
-    /* disabled: no automatic timer */
-    x->c.enabled = false;
+    /* automatic starts off: no automatic timer, starts by control still work */
+    x->c.auto_start = false;
     fake_reset(&x->f);
     control(x, COUNCIL_CTL_START, "s4", NULL, "c5", T0 + COUNCIL_DAY_MS);
     assert_int_equal(fake_timer_due(&x->f, COUNCIL_TIMER_AUTO), COUNCIL_TIMER_CANCEL);
@@ -644,6 +645,85 @@ static void a2a_reply_not_ours_or_unfinished_is_not_delegated(void **st)
     assert_int_equal(x->u->s.n_notes, 0);
 }
 
+/* Autonomous mode switched off (VIGIL_COUNCIL_ENABLED=0): a start by
+ * control is answered started: false with the reason and nothing begins;
+ * no automatic start is armed; a session that was live when it was
+ * switched off ends at its next loop instead of running it. */
+static void disabled_mode_starts_nothing_and_ends_live_sessions(void **st)
+{
+    fx *x = *st;
+    x->c.interval_ms = 60000;
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    outcome(x, "note: fine", NULL, T0 + 1000);
+    x->c.enabled = false;
+    fake_reset(&x->f);
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 1000 + x->c.loop_ms,
+                     T0 + 1000 + x->c.loop_ms, &x->sink);
+    reload(x);
+    assert_int_equal(x->u->s.status, COUNCIL_COMPLETED);
+    assert_int_equal(x->u->s.loop, 1);
+    assert_int_equal(x->f.n_jobs, 0);
+    int e = fake_event(&x->f, "session_ended", 0);
+    assert_true(e >= 0);
+    assert_non_null(strstr(x->f.payloads[e], "autonomous mode is disabled"));
+    assert_int_equal(fake_timer_due(&x->f, COUNCIL_TIMER_AUTO), COUNCIL_TIMER_CANCEL);
+
+    fake_reset(&x->f);
+    assert_int_equal(control(x, COUNCIL_CTL_START, "s2", NULL, "c2", T0 + 50000), COUNCIL_OK);
+    assert_string_equal(x->u->s.id, "s1");
+    assert_int_equal(x->u->sessions, 1);
+    assert_int_equal(x->f.n_jobs, 0);
+    e = fake_event(&x->f, "session_ended", 0);
+    assert_true(e >= 0);
+    assert_non_null(strstr(x->f.payloads[e], "\"session\":\"s2\""));
+    assert_non_null(strstr(x->f.payloads[e], "\"started\":false"));
+    assert_non_null(strstr(x->f.payloads[e], "VIGIL_COUNCIL_ENABLED=0"));
+    /* an automatic start that was due does not begin either */
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_AUTO, T0 + 60000, T0 + 60000, &x->sink);
+    reload(x);
+    assert_int_equal(x->u->sessions, 1);
+    assert_int_equal(x->f.n_jobs, 0);
+}
+
+/* The user's availability (the latest presence report) reaches SENSE and
+ * the prompts (Sol is told to weigh it) and is said in the `sense` and
+ * `act` events; a report older than the one kept changes nothing. */
+static void user_availability_reaches_sense_and_act(void **st)
+{
+    fx *x = *st;
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    int e = fake_event(&x->f, "phase", 0);
+    assert_non_null(strstr(x->f.payloads[e], "\"user_available\":false"));
+    assert_non_null(strstr(x->f.payloads[e], "\"presence\":\"unknown\""));
+    assert_non_null(strstr(x->f.jobs[0], "User available: unknown (no presence reported)"));
+    assert_non_null(strstr(x->f.jobs[0], "Weigh whether the user is available"));
+
+    council_on_presence(x->u, "general", COUNCIL_PRESENCE_ACTIVE, T0 + 500, T0 + 500);
+    council_on_presence(x->u, "lab", COUNCIL_PRESENCE_AWAY, T0 + 400, T0 + 400); /* late */
+    reload(x);
+    assert_true(council_user_available(x->u, &x->c, T0 + 1000));
+    /* an `active` ages: not refreshed for presence_active_ms, not available */
+    assert_false(council_user_available(x->u, &x->c, T0 + 500 + x->c.presence_active_ms));
+    assert_string_equal(x->u->presence_room, "general");
+    fake_reset(&x->f);
+    outcome(x, "ask user: Shall I draft the outline?", NULL, T0 + 1000);
+    e = fake_event(&x->f, "phase", 0); /* act */
+    assert_non_null(strstr(x->f.payloads[e], "\"phase\":\"act\""));
+    assert_non_null(strstr(x->f.payloads[e], "\"user_available\":true"));
+
+    council_on_presence(x->u, "general", COUNCIL_PRESENCE_AWAY, T0 + 2000, T0 + 2000);
+    reload(x);
+    assert_false(council_user_available(x->u, &x->c, T0 + 2000));
+    fake_reset(&x->f);
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 1000 + x->c.loop_ms,
+                     T0 + 1000 + x->c.loop_ms, &x->sink);
+    e = fake_event(&x->f, "phase", 0); /* sense of loop 2 */
+    assert_non_null(strstr(x->f.payloads[e], "\"user_available\":false"));
+    assert_non_null(strstr(x->f.payloads[e], "\"presence\":\"away\""));
+    assert_non_null(
+        strstr(x->f.jobs[0], "User available: no (away in room general, last active 29s ago)"));
+}
+
 /* Every test runs on a fresh fx (setup, teardown). */
 #define FX_TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
@@ -669,6 +749,8 @@ int main(void)
         FX_TEST(questions_expire_when_the_session_ends),
         FX_TEST(an_answer_after_the_end_is_refused),
         FX_TEST(a2a_reply_not_ours_or_unfinished_is_not_delegated),
+        FX_TEST(disabled_mode_starts_nothing_and_ends_live_sessions),
+        FX_TEST(user_availability_reaches_sense_and_act),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

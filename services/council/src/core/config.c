@@ -6,6 +6,7 @@ void council_config_init(council_config *c)
 {
     memset(c, 0, sizeof *c);
     c->enabled = true;                        /* AUTONOMOUS_ENABLED true */
+    c->auto_start = true;
     c->interval_ms = 60 * COUNCIL_MIN_MS;     /* AUTONOMOUS_INTERVAL 60 min */
     c->max_daily = 10;                        /* AUTONOMOUS_MAX_DAILY 10 */
     c->idle_timeout_ms = 30 * COUNCIL_MIN_MS; /* AUTONOMOUS_IDLE_TIMEOUT 30 min */
@@ -14,4 +15,5 @@ void council_config_init(council_config *c)
     c->question_ttl_ms = COUNCIL_DAY_MS;
     c->context_messages = 10;
     c->max_sleep_ms = c->idle_timeout_ms;
+    c->presence_active_ms = 120000;
 }

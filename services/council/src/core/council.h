@@ -46,7 +46,9 @@
 /* ------------------------------------------------------------------ */
 
 typedef struct council_config {
-    bool enabled;               /* VIGIL_COUNCIL_ENABLED: automatic starts */
+    bool enabled;               /* VIGIL_COUNCIL_ENABLED: autonomous mode at all (off: no
+                                 * session starts, a live one ends at its next loop) */
+    bool auto_start;            /* VIGIL_COUNCIL_AUTO_START: a start every interval */
     int64_t interval_ms;        /* VIGIL_COUNCIL_INTERVAL_MIN (60) */
     int max_daily;              /* VIGIL_COUNCIL_MAX_DAILY (10) */
     int64_t idle_timeout_ms;    /* VIGIL_COUNCIL_IDLE_TIMEOUT_MIN (30) */
@@ -57,6 +59,8 @@ typedef struct council_config {
     bool llm_enabled;           /* VIGIL_LLM_URL set */
     bool a2a_enabled;           /* VIGIL_COUNCIL_A2A_URL set */
     int64_t max_sleep_ms;       /* longest `sleep:` honoured (the idle timeout) */
+    int64_t presence_active_ms; /* VIGIL_COUNCIL_PRESENCE_ACTIVE_MS (120000): a user reported
+                                 * active is available this long after their last activity */
 } council_config;
 
 void council_config_init(council_config *c);
@@ -254,6 +258,16 @@ typedef struct council_session {
     int event_seq;                 /* events emitted over the session's life */
 } council_session;
 
+/* The user's latest presence report (room/+/presence): whether the user is
+ * available, which SENSE gives the council and Sol weighs when acting. */
+typedef enum {
+    COUNCIL_PRESENCE_UNKNOWN = 0, /* never reported */
+    COUNCIL_PRESENCE_ACTIVE,
+    COUNCIL_PRESENCE_IDLE,
+    COUNCIL_PRESENCE_AWAY
+} council_presence;
+const char *council_presence_name(council_presence p);
+
 typedef struct council_user {
     char user[COUNCIL_ID_MAX + 1];
     council_msg msgs[COUNCIL_MSGS_MAX]; /* oldest first */
@@ -264,6 +278,10 @@ typedef struct council_user {
     bool enrolled;                 /* started a session once: automatic starts apply */
     char last_room[COUNCIL_ID_MAX + 1];
     int sessions;                  /* sessions started in total */
+    council_presence presence;     /* the latest presence report, any room */
+    int64_t presence_ts;           /* its time (orders the reports) */
+    int64_t presence_activity;     /* its last_activity (ages an `active`) */
+    char presence_room[COUNCIL_ID_MAX + 1];
     bool has_session;              /* s holds the current (or last) session */
     council_session s;
 } council_user;
@@ -340,6 +358,15 @@ council_rc council_on_answer(council_user *u, const council_config *c, const cha
 /* A message of this user in room `room`: kept in the bounded view. */
 council_rc council_on_message(council_user *u, const council_config *c, const char *room,
                               const char *text, int64_t ts);
+/* A presence report of this user (room/+/presence): the latest one, by
+ * its time, says whether the user is available (an older one arriving
+ * late changes nothing). */
+council_rc council_on_presence(council_user *u, const char *room, council_presence p, int64_t ts,
+                               int64_t last_activity);
+/* The user is available: the latest presence report says active, and its
+ * last activity is younger than c->presence_active_ms (a tab closed
+ * without a word stops counting). */
+bool council_user_available(const council_user *u, const council_config *c, int64_t now);
 council_rc council_on_timer(council_user *u, const council_config *c, const char *name,
                             int64_t due, int64_t now, const council_sink *sink);
 

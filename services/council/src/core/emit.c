@@ -89,7 +89,8 @@ int council_sync_timers(council_emit *e, const council_user *u, const council_co
 {
     int rc = 0;
     rc |= timer(e, COUNCIL_TIMER_AUTO,
-                c->enabled && u->enrolled ? u->last_start + c->interval_ms : 0);
+                c->enabled && c->auto_start && u->enrolled ? u->last_start + c->interval_ms
+                                                           : 0);
     if (!u->has_session)
         return rc;
     const council_session *s = &u->s;

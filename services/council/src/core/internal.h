@@ -5,6 +5,11 @@
 #define COUNCIL_INTERNAL_H
 #include "council.h"
 
+/* Why nothing starts while autonomous mode is off (and why a live session
+ * ends at its next loop then). */
+#define COUNCIL_DISABLED_REASON                                                                    \
+    "autonomous mode is disabled (VIGIL_COUNCIL_ENABLED=0): sessions do not start or run"
+
 /* Starts an emitter for one decision on input `input` (ids "<input>:<n>",
  * hashed when long). */
 void council_emit_init(council_emit *e, const council_sink *sink, const char *input);

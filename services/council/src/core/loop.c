@@ -23,6 +23,8 @@ static json_object *jstr(const char *s, size_t len, size_t max)
 int council_loop_begin(council_emit *e, council_user *u, const council_config *c, int64_t now)
 {
     council_session *s = &u->s;
+    if (!c->enabled) /* switched off since it started: no further loop runs */
+        return council_session_end(e, u, COUNCIL_DISABLED_REASON, now);
     if (s->loop >= c->max_loops)
         return council_session_end(e, u, "loop limit reached (VIGIL_COUNCIL_MAX_LOOPS)", now);
     council_questions_expire(&s->questions, now);
@@ -49,6 +51,10 @@ int council_loop_begin(council_emit *e, council_user *u, const council_config *c
         json_object_array_add(answers, json_object_new_string(s->questions.v[idx[i]].answer));
     json_object_object_add(ctx, "answers", answers);
     json_object_object_add(ctx, "notes", json_object_new_int(s->n_notes));
+    json_object_object_add(ctx, "user_available",
+                           json_object_new_boolean(council_user_available(u, c, now)));
+    json_object_object_add(ctx, "presence",
+                           json_object_new_string(council_presence_name(u->presence)));
     int rc = council_event_phase(e, u, "sense", "👁 Sensing: the user's recent messages, "
                                  "questions and notes.", ctx, now);
 
@@ -159,10 +165,18 @@ council_rc council_on_outcome(council_user *u, const council_config *c, const co
                                jstr(a, strlen(a), COUNCIL_ANSWER_MAX));
     }
     json_object_object_add(ev, "decision", json_object_new_string(decision));
+    /* the phase the council deliberated in (its record says it too) */
+    json_object_object_add(ev, "phase", json_object_new_string("plan"));
     rc |= council_event_send(&e, u, ev);
 
     /* ACT */
-    rc |= council_event_phase(&e, u, "act", "⚡ Sol acts on the council's decision.", NULL, now);
+    /* the user's availability as Sol weighed it (the SENSE of this loop) */
+    json_object *avail = json_object_new_object();
+    json_object_object_add(avail, "user_available",
+                           json_object_new_boolean(council_user_available(u, c, now)));
+    json_object_object_add(avail, "presence",
+                           json_object_new_string(council_presence_name(u->presence)));
+    rc |= council_event_phase(&e, u, "act", "⚡ Sol acts on the council's decision.", avail, now);
     char result[COUNCIL_RESULT_MAX + 200] = "";
     char warning[2 * COUNCIL_REASON_MAX] = "";
     if (r.unknown)
@@ -260,6 +274,7 @@ council_rc council_on_outcome(council_user *u, const council_config *c, const co
     char name[96];
     snprintf(name, sizeof name, "delib:%s", s->id);
     json_object_object_add(rec, "loop", json_object_new_int(s->loop));
+    json_object_object_add(rec, "phase", json_object_new_string("plan"));
     json_object_object_add(rec, "decision", json_object_new_string(decision));
     json_object_object_add(rec, "action", json_object_new_string(council_action_name(r.action)));
     json_object_object_add(rec, "result", jstr(result, strlen(result), COUNCIL_RESULT_MAX));

@@ -45,6 +45,14 @@ char *council_sense_context(const council_user *u, const council_config *c, int6
     vigil_jtext_printf(&b, "User: %s\n", u->user);
     vigil_jtext_printf(&b, "Session: %s, loop %d of at most %d%s%s\n", s->id, s->loop, c->max_loops,
         s->room[0] ? ", room " : "", s->room);
+    if (u->presence == COUNCIL_PRESENCE_UNKNOWN)
+        vigil_jtext_printf(&b, "User available: unknown (no presence reported)\n");
+    else
+        vigil_jtext_printf(&b, "User available: %s (%s in room %s, last active %llds ago)\n",
+            council_user_available(u, c, now) ? "yes" : "no",
+            council_presence_name(u->presence), u->presence_room,
+            (long long)((now - u->presence_activity) > 0 ? (now - u->presence_activity) / 1000
+                                                         : 0));
 
     vigil_jtext_printf(&b, "\nThe user's recent messages (oldest first):\n");
     int msg[COUNCIL_MSGS_MAX];
@@ -102,7 +110,9 @@ char *council_prompt(council_persona p, const char *context)
             "search: <query>\nnote: <observation to record>\n"
             "ask user: [p1-p10 optional priority] <question>\n"
             "schedule: <calendar request>\nresearch: <topic for a deep dive>\n"
-            "sleep: <duration, e.g. 10m>\nreflect: <internal thought>\n");
+            "sleep: <duration, e.g. 10m>\nreflect: <internal thought>\n"
+            "Weigh whether the user is available (above): when not, a question waits until "
+            "they come back, so prefer an action that needs no answer now.\n");
     else
         vigil_jtext_printf(&b, "Answer your question in two or three sentences.\n");
     return vigil_jtext_take(&b);

@@ -135,6 +135,12 @@ char *council_user_dump(const council_user *u)
     add_b(o, "enrolled", u->enrolled);
     add_s(o, "last_room", u->last_room);
     add_i(o, "sessions", u->sessions);
+    if (u->presence != COUNCIL_PRESENCE_UNKNOWN) {
+        add_s(o, "presence", council_presence_name(u->presence));
+        add_i(o, "presence_ts", u->presence_ts);
+        add_i(o, "presence_activity", u->presence_activity);
+        add_s(o, "presence_room", u->presence_room);
+    }
     if (u->has_session)
         json_object_object_add(o, "session", session_json(&u->s));
     const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
@@ -261,6 +267,14 @@ int council_user_load(const char *json, council_user *u, char *why, size_t whyle
     u->enrolled = get_b(o, "enrolled");
     get_s(o, "last_room", u->last_room, COUNCIL_ID_MAX);
     u->sessions = (int)get_i(o, "sessions");
+    char presence[16];
+    get_s(o, "presence", presence, sizeof presence - 1);
+    for (int p = COUNCIL_PRESENCE_ACTIVE; p <= COUNCIL_PRESENCE_AWAY; p++)
+        if (strcmp(presence, council_presence_name((council_presence)p)) == 0)
+            u->presence = (council_presence)p;
+    u->presence_ts = get_i(o, "presence_ts");
+    u->presence_activity = get_i(o, "presence_activity");
+    get_s(o, "presence_room", u->presence_room, COUNCIL_ID_MAX);
     json_object *s = get(o, "session");
     if (s && json_object_is_type(s, json_type_object)) {
         u->has_session = true;

@@ -25,7 +25,9 @@ static void roll_day(council_user *u, int64_t now)
 const char *council_start_blocked(const council_user *u, const council_config *c, int64_t now,
                                   char *why, size_t whylen)
 {
-    if (!c->llm_enabled)
+    if (!c->enabled)
+        snprintf(why, whylen, "%s", COUNCIL_DISABLED_REASON);
+    else if (!c->llm_enabled)
         snprintf(why, whylen, "no LLM configured (VIGIL_LLM_URL is empty): the council cannot "
                               "deliberate, so sessions do not start");
     else if (live(u))
@@ -259,6 +261,39 @@ council_rc council_on_message(council_user *u, const council_config *c, const ch
     return COUNCIL_OK;
 }
 
+const char *council_presence_name(council_presence p)
+{
+    switch (p) {
+    case COUNCIL_PRESENCE_ACTIVE: return "active";
+    case COUNCIL_PRESENCE_IDLE: return "idle";
+    case COUNCIL_PRESENCE_AWAY: return "away";
+    case COUNCIL_PRESENCE_UNKNOWN: break;
+    }
+    return "unknown";
+}
+
+council_rc council_on_presence(council_user *u, const char *room, council_presence p, int64_t ts,
+                               int64_t last_activity)
+{
+    if (u->presence != COUNCIL_PRESENCE_UNKNOWN && ts < u->presence_ts)
+        return COUNCIL_OK; /* older than the report kept (redelivered late, reordered) */
+    u->presence = p;
+    u->presence_ts = ts;
+    u->presence_activity = last_activity;
+    council_copy_text(u->presence_room, COUNCIL_ID_MAX, room, strlen(room));
+    return COUNCIL_OK;
+}
+
+/* Only an active user is taken as available: idle or away, a question
+ * would wait, so the council should prefer what needs no answer. An
+ * `active` ages like every consumer's: producers repeat it while the user
+ * stays active. */
+bool council_user_available(const council_user *u, const council_config *c, int64_t now)
+{
+    return u->presence == COUNCIL_PRESENCE_ACTIVE &&
+           now - u->presence_activity < c->presence_active_ms;
+}
+
 /* Why an idle session ends. One still in PLAN never got its loop back: the
  * job waited past the timeout, or the stream's cap trimmed it before a
  * worker took it (nothing else would ever end that session). */
@@ -284,7 +319,7 @@ council_rc council_on_timer(council_user *u, const council_config *c, const char
     int rc = 0;
     if (strcmp(name, COUNCIL_TIMER_AUTO) == 0) {
         char why[COUNCIL_REASON_MAX];
-        if (c->enabled && u->enrolled && !council_start_blocked(u, c, now, why, sizeof why)) {
+        if (c->auto_start && u->enrolled && !council_start_blocked(u, c, now, why, sizeof why)) {
             char sid[COUNCIL_ID_MAX + 1];
             snprintf(sid, sizeof sid, "a-%016" PRIx64, vigil_hash64(input, strlen(input)));
             rc = council_session_begin(&e, u, c, sid, u->last_room, true, now);
