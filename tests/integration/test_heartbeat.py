@@ -66,9 +66,12 @@ def start(stack, llm=None, instance=None, **env):
 
 
 def config(persona, room, user="joel", checklist="CHECK-OK", **extra):
+    """A config without quiet hours (`false`), so that a test run at night
+    in UTC runs all the same; the night's own tests say otherwise."""
     body = {"persona": persona, "user": user, "room": room, "checklist": checklist,
-            "enabled": True, "ts": harness.now_ms()}
+            "enabled": True, "quiet_hours": False, "ts": harness.now_ms()}
     body.update(extra)
+    body = {k: v for k, v in body.items() if v is not None}
     return f"heartbeat/{persona}/config", body
 
 
@@ -328,6 +331,42 @@ def test_quiet_hours_skip_in_the_configured_time_zone(stack, llm, tz):
     assert not [h for h in llm.stats()["history"] if h["prompt"].startswith("You are night,")]
 
 
+def zone_at_local_hour(hour):
+    """A fixed-offset zone (Etc/GMT-N is UTC+N) whose local hour is `hour` now."""
+    utc = datetime.now(timezone.utc)
+    off = (hour - utc.hour) % 24
+    off = off - 24 if off > 14 else off
+    return "Etc/GMT" + ("-" if off > 0 else "+") + str(abs(off)) if off else "UTC"
+
+
+def test_the_night_is_quiet_when_no_quiet_hours_are_configured(stack, llm):
+    """Never a message at night or at dawn: without quiet hours the night
+    (22:00-07:00 in the persona's time zone) is quiet all the same; `false`
+    turns it off."""
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    night, day = zone_at_local_hour(3), zone_at_local_hour(13)
+    pub.publish(*config("dawn", room, checklist="CHECK-SPEAK", quiet_hours=None, timezone=night),
+                retain=True)
+    ev = wait_run(col, "dawn")
+    assert ev["outcome"] == "skipped" and ev["reason"] == "quiet-hours", ev
+    assert "quiet hours 22:00-07:00" in ev["detail"] and night in ev["detail"], ev
+    assert "no quiet_hours configured" in ev["detail"], ev
+    # the next look is when the night ends, at 07:00 local: about 4 h away
+    assert 3 * 3600_000 <= ev["next_in_ms"] <= 4 * 3600_000 + 60_000, ev
+    # the same zone with quiet hours turned off, and a zone where it is day: they speak
+    pub.publish(*config("owl", room, checklist="CHECK-SPEAK", timezone=night), retain=True)
+    pub.publish(*config("lark", room, checklist="CHECK-SPEAK", quiet_hours=None, timezone=day),
+                retain=True)
+    assert wait_run(col, "owl")["outcome"] == "sent"
+    assert wait_run(col, "lark")["outcome"] == "sent"
+    assert not [m for m in room_messages(col, room) if m.get("sender") == "dawn"]
+    assert not [h for h in llm.stats()["history"] if h["prompt"].startswith("You are dawn,")]
+    validate_outputs(col, OUTPUTS)
+
+
 def test_no_llm_and_empty_checklist_skip_without_a_model_call(stack):
     start(stack, None)
     col = stack.collector()
@@ -494,6 +533,35 @@ def test_user_message_reschedules_and_idle_cap_stops_runs(stack, llm):
     assert len(runs(col, "idler")) > n
 
 
+def test_a_user_away_for_days_is_still_looked_in_on_every_inactive_interval(stack, llm):
+    """No idle cap by default: a heartbeat keeps waking on its inactive
+    interval however long the user has been away."""
+    svc = start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    pub.publish(*config("patient", room, checklist="CHECK-OK"), retain=True)
+    first = wait_run(col, "patient", lambda e: e["outcome"] == "ok")
+    svc.terminate()
+    # the user was last seen 49 hours ago (past the 48 h cap this service once had)
+    key = f"{stack.prefix}{SERVICE}:state:patient"
+    c = stack.redis.client()
+    try:
+        rec = json.loads(c.hget(key, "s"))
+        rec["last_activity"] = harness.now_ms() - 49 * 3600_000
+        c.hset(key, "s", json.dumps(rec))
+    finally:
+        c.close()
+    svc.start()
+    after = [wait_run(col, "patient", lambda e, n=n: e["run"] == first["run"] + n, timeout=20)
+             for n in (1, 2)]
+    for ev in after:
+        assert ev["outcome"] == "ok", ev
+        # the inactive interval (its stretch is capped there)
+        assert ev["next_in_ms"] == FAST["VIGIL_HEARTBEAT_INACTIVE_INTERVAL_MS"], ev
+    assert not runs(col, "patient", lambda e: e.get("reason") == "idle-cap")
+
+
 BAD = [
     ("heartbeat/p1/config", b"not json", "not_json"),
     ("heartbeat/p1/config", b"", "not_json"),  # clearing the retained config is no command
@@ -552,7 +620,7 @@ def test_help_lists_every_heartbeat_variable(stack):
     for name, default in [("ACTIVE_INTERVAL_MS", "120000"), ("NORMAL_INTERVAL_MS", "600000"),
                           ("INACTIVE_INTERVAL_MS", "1800000"), ("RECENT_MS", "300000"),
                           ("INACTIVE_AFTER_MS", "3600000"), ("LIVE_MS", "120000"),
-                          ("UNANSWERED_MS", "7200000"), ("IDLE_CAP_MS", "172800000"),
+                          ("UNANSWERED_MS", "7200000"), ("IDLE_CAP_MS", "0"),
                           ("SKIP_STRETCH", "1.5")]:
         assert f"VIGIL_HEARTBEAT_{name} (default: {default})" in out
     assert "9104" in out
@@ -612,6 +680,41 @@ def test_bad_environment_exits_2_naming_the_variable(stack, var, value):
     r = svc.run_cli([], env={var: value})
     assert r.returncode == 2, r.stderr
     assert var.encode() in r.stderr
+
+
+def test_editing_the_checklist_file_steers_the_next_run(stack, llm, tmp_path):
+    """The user controls the heartbeat by editing its checklist file: the
+    break-reminder line added to the file is used at the next run (no config
+    published again), and a file that is gone skips runs without a model call."""
+    folder = tmp_path / "checklists"
+    folder.mkdir()
+    path = folder / "HEARTBEAT.md"
+    path.write_text("- CHECK-OK: anything pending?\n", encoding="utf-8")
+    start(stack, llm, VIGIL_HEARTBEAT_CHECKLIST_DIR=str(folder))
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    topic, body = config("steered", room)
+    del body["checklist"]
+    body["checklist_file"] = "HEARTBEAT.md"
+    pub.publish(topic, body, retain=True)
+    first = wait_run(col, "steered")
+    assert first["outcome"] == "ok", first
+    path.write_text("- CHECK-OK: anything pending?\n" + BREAK + "\n", encoding="utf-8")
+    sent = wait_run(col, "steered", lambda e: e["outcome"] == "sent", timeout=20)
+    said = [m for m in room_messages(col, room) if m.get("sender") == "steered"]
+    assert [m["text"] for m in said] == [BREAK_TEXT], said
+    assert said[0]["heartbeat_run"] == sent["id"]
+    # gone: the next run (after the user answers) is skipped before the model
+    path.unlink()
+    asked = llm.stats()["requests"]
+    pub.publish(*human(room, "joel", "thanks, stretching now"))
+    ev = wait_run(col, "steered", lambda e: e["run"] > sent["run"] and
+                  e.get("reason") not in ("live-exchange", "unanswered"), timeout=20)
+    assert ev["outcome"] == "skipped" and ev["reason"] == "checklist-unreadable", ev
+    assert "cannot read 'HEARTBEAT.md'" in ev["detail"], ev
+    assert llm.stats()["requests"] == asked
+    validate_outputs(col, OUTPUTS)
 
 
 def test_redis_kill9_loses_neither_the_schedule_nor_a_run(stack, llm):

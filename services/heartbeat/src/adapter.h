@@ -87,6 +87,15 @@ void hb_record_close(hb_state *s, hb_out *out);
 int hb_out_to_fx(const hb_service *svc, const char *persona, const hb_state *s, hb_out *out,
                  vigil_effects *fx);
 
+/* checklist_file.c: the checklist file name below
+ * VIGIL_HEARTBEAT_CHECKLIST_DIR (a relative name without '..', at most
+ * HB_CHECKLIST_FILE_NAME_MAX bytes), read whole into *text (malloc'd,
+ * UTF-8, at most HB_CHECKLIST_MAX bytes): VIGIL_REJECT_NONE, or why not
+ * (bad_value, or no_memory) with why. Read when a config arrives and again
+ * before each run. */
+vigil_reject_reason hb_checklist_read(const hb_service *svc, const char *name, char **text,
+                                      char *why, size_t whylen);
+
 /* tz_cache.c: zones by IANA name, loaded once from the zoneinfo folder
  * (the core's hb_tz_resolver). Thread-safe; zones live until exit. */
 const hb_tz *hb_tz_cache_lookup(void *svc, const char *name);

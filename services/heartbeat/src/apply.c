@@ -132,6 +132,22 @@ static void count_skips(const hb_out *out)
                       1);
 }
 
+/* A checklist kept in a file is read again before a run may start, so an
+ * edit of the file steers the next run (without re-publishing the config);
+ * a run in flight or a switched-off heartbeat starts none and needs none. */
+static hb_result reread_checklist(const hb_service *svc, hb_state *s, hb_out *out)
+{
+    if (!s->cfg.set || !s->cfg.enabled || !s->cfg.checklist_file[0] || s->running[0])
+        return HB_OK;
+    char *text = NULL, why[160];
+    vigil_reject_reason bad = hb_checklist_read(svc, s->cfg.checklist_file, &text, why, sizeof why);
+    if (bad == VIGIL_REJECT_NO_MEMORY)
+        return HB_ERR_NOMEM;
+    hb_result r = hb_checklist_file_read(s, text, bad == VIGIL_REJECT_NONE ? NULL : why, out);
+    free(text);
+    return r;
+}
+
 int hb_on_timer_fx(void *ctx, const char *key, const char *state_json, const char *timer_name,
                    int64_t due_ms, int64_t now_ms, vigil_effects *fx)
 {
@@ -148,7 +164,8 @@ int hb_on_timer_fx(void *ctx, const char *key, const char *state_json, const cha
         return -1;
     }
     int rc = 0;
-    if (hb_on_timer(&s, &svc->core, now_ms, &out) != HB_OK ||
+    if (reread_checklist(svc, &s, &out) != HB_OK ||
+        hb_on_timer(&s, &svc->core, now_ms, &out) != HB_OK ||
         hb_out_to_fx(svc, key, &s, &out, fx) != 0)
         rc = -1;
     else

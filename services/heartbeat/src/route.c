@@ -21,9 +21,6 @@
 #include <vigil/msg_room.h>
 #include "adapter.h"
 
-#define CHECKLIST_FILE_MAX (HB_CHECKLIST_MAX + 1)
-#define CHECKLIST_NAME_MAX 200 /* bytes of a checklist_file name */
-
 /* The core's ids (config fields, context senders) are libshared's. */
 _Static_assert(HB_ID_MAX == VIGIL_ID_MAX, "heartbeat ids are vigil ids");
 
@@ -105,45 +102,6 @@ static int room_members(vigil_runtime *rt, const char *room, char keys[][VIGIL_K
     return n;
 }
 
-/* checklist_file: a plain name below VIGIL_HEARTBEAT_CHECKLIST_DIR, read
- * now (re-publish the config to reload it). */
-static int read_checklist(const hb_service *svc, const char *name, char **text, vigil_error *err)
-{
-    if (!svc->checklist_dir[0])
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
-                               "field 'checklist_file': file checklists are off "
-                               "(VIGIL_HEARTBEAT_CHECKLIST_DIR is empty)");
-    if (strlen(name) > CHECKLIST_NAME_MAX)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
-                               "field 'checklist_file': longer than %d bytes", CHECKLIST_NAME_MAX);
-    if (!name[0] || name[0] == '/' || strstr(name, ".."))
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
-                               "field 'checklist_file': a relative name without '..'");
-    char path[HB_PATH_MAX + CHECKLIST_NAME_MAX + 8];
-    snprintf(path, sizeof path, "%s/%s", svc->checklist_dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field 'checklist_file': cannot read '%.100s'",
-                               name);
-    char *buf = malloc(CHECKLIST_FILE_MAX + 1);
-    size_t n = buf ? fread(buf, 1, CHECKLIST_FILE_MAX, f) : 0;
-    fclose(f);
-    if (!buf)
-        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
-    if (n >= CHECKLIST_FILE_MAX || !vigil_utf8_valid(buf, n)) {
-        free(buf);
-        if (n >= CHECKLIST_FILE_MAX)
-            return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
-                                   "field 'checklist_file': '%.100s' is larger than %d bytes", name,
-                                   HB_CHECKLIST_MAX);
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
-                               "field 'checklist_file': '%.100s' is not UTF-8 text", name);
-    }
-    buf[n] = '\0';
-    *text = buf;
-    return 0;
-}
-
 static int route_config(hb_service *svc, vigil_runtime *rt, const vigil_input *in,
                         char keys[][VIGIL_KEY_MAX], int max_keys, hb_parsed **out,
                         vigil_error *err)
@@ -158,14 +116,16 @@ static int route_config(hb_service *svc, vigil_runtime *rt, const vigil_input *i
     if (vigil_input_topic_id(in, 1, "persona", &persona, err) < 0 ||
         vigil_json_string(in->body, "checklist_file", false, &file, err) < 0)
         return -1;
-    if (file && read_checklist(svc, file, &text, err) < 0)
-        return -1;
+    char why[200];
+    vigil_reject_reason bad = file ? hb_checklist_read(svc, file, &text, why, sizeof why)
+                                   : VIGIL_REJECT_NONE;
+    if (bad != VIGIL_REJECT_NONE)
+        return vigil_error_set(err, bad, "field 'checklist_file': %s", why);
     hb_parsed *p = new_parsed(HB_IN_CONFIG);
     if (!p) {
         free(text);
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     }
-    char why[200];
     hb_cfg_status st = hb_config_payload(in->body, &svc->core, text, &p->cfg, why, sizeof why);
     free(text);
     if (st != HB_CFG_OK) {

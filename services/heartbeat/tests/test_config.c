@@ -43,6 +43,17 @@ static void accepted_forms(void **st)
     assert_string_equal(cfg.tz, "Asia/Jakarta");
     assert_int_equal(cfg.quiet.end_min, 6 * 60 + 30);
     hb_persona_cfg_clear(&cfg);
+    /* false: no quiet hours at all (an empty window, not the default night);
+     * true: the default night, as when absent */
+    parse_cfg(&c, "{" BASE ",\"enabled\":true,\"quiet_hours\":false}", &cfg);
+    assert_true(cfg.quiet.set);
+    assert_int_equal(cfg.quiet.start_min, cfg.quiet.end_min);
+    assert_false(hb_quiet_contains(hb_quiet_window(&cfg.quiet), 3 * 60));
+    hb_persona_cfg_clear(&cfg);
+    parse_cfg(&c, "{" BASE ",\"enabled\":true,\"quiet_hours\":true}", &cfg);
+    assert_false(cfg.quiet.set);
+    assert_true(hb_quiet_contains(hb_quiet_window(&cfg.quiet), 3 * 60));
+    hb_persona_cfg_clear(&cfg);
 }
 
 static void refused_with_the_reason(void **st)

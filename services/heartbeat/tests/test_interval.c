@@ -1,6 +1,6 @@
 /* The adaptive interval: 2 min after recent activity, 10 min
  * normally, 30 min after an hour of inactivity; consecutive `ok` runs
- * stretch it x1.5 up to the inactive interval; no runs past the idle cap. */
+ * stretch it x1.5 up to the inactive interval; no idle cap unless one is set. */
 #include "hb_test.h"
 
 static void active_normal_inactive_by_the_users_last_activity(void **st)
@@ -37,16 +37,45 @@ static void consecutive_oks_stretch_by_one_and_a_half_up_to_the_inactive_interva
     assert_int_equal(hb_interval_ms(&c, t, t, 2), 8 * MIN_MS);
 }
 
-static void idle_cap_48h(void **st)
+/* No idle cap by default: however long the user is away, the heartbeat
+ * keeps waking on its inactive interval; a cap is opt-in. */
+static void no_idle_cap_unless_one_is_set(void **st)
 {
     (void)st;
     hb_config c;
     test_config(&c);
     int64_t t = 1000 * HOUR_MS;
+    assert_int_equal(c.idle_cap_ms, 0);
+    assert_false(hb_idle(&c, t, t - 48 * HOUR_MS));
+    assert_false(hb_idle(&c, t, t - 480 * HOUR_MS));
+    c.idle_cap_ms = 48 * HOUR_MS;
     assert_false(hb_idle(&c, t, t - 48 * HOUR_MS + 1));
     assert_true(hb_idle(&c, t, t - 48 * HOUR_MS));
-    c.idle_cap_ms = 0; /* 0: no cap */
-    assert_false(hb_idle(&c, t, t - 480 * HOUR_MS));
+}
+
+/* A user away for days: each run still goes to the model and the next one
+ * comes after the inactive interval (30 min), never a stop. */
+static void a_user_away_for_days_is_looked_in_on_every_30_min(void **st)
+{
+    (void)st;
+    hb_config c;
+    test_config(&c);
+    hb_state s;
+    hb_out out;
+    hb_out_init(&out);
+    int64_t t0 = utc_ms(2026, 6, 1, 12, 0);
+    configured(&s, &c, "\"quiet_hours\":false,", t0);
+    for (int64_t t = t0 + 47 * HOUR_MS; t < t0 + 100 * HOUR_MS; t += 13 * HOUR_MS) {
+        assert_null(fire(&s, &c, t, &out)); /* no skip: a model call */
+        assert_non_null(out.job);
+        json_object *ev = answer(&s, &c, "HEARTBEAT_OK", t + 1000, &out);
+        assert_string_equal(jstr(ev, "outcome"), "ok");
+        assert_int_equal(jint(ev, "next_in_ms"), 30 * MIN_MS);
+        assert_int_equal(out.timer, t + 1000 + 30 * MIN_MS);
+        json_object_put(ev);
+    }
+    hb_out_clear(&out);
+    hb_state_free(&s);
 }
 
 /* The schedule in the record: configuring starts on the active interval, a
@@ -132,13 +161,14 @@ static void any_answer_but_ok_resets_the_stretch(void **st)
     }
 }
 
-/* Past the idle cap a run stops the schedule (skipped, idle-cap, nothing
- * next) until the user is back. */
+/* Past an idle cap (VIGIL_HEARTBEAT_IDLE_CAP_MS) a run stops the schedule
+ * (skipped, idle-cap, nothing next) until the user is back. */
 static void idle_cap_stops_runs_until_the_user_is_back(void **st)
 {
     (void)st;
     hb_config c;
     test_config(&c);
+    c.idle_cap_ms = 48 * HOUR_MS;
     hb_state s;
     hb_out out;
     hb_out_init(&out);
@@ -166,7 +196,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(active_normal_inactive_by_the_users_last_activity),
         cmocka_unit_test(consecutive_oks_stretch_by_one_and_a_half_up_to_the_inactive_interval),
-        cmocka_unit_test(idle_cap_48h),
+        cmocka_unit_test(no_idle_cap_unless_one_is_set),
+        cmocka_unit_test(a_user_away_for_days_is_looked_in_on_every_30_min),
         cmocka_unit_test(schedule_follows_activity_and_oks),
         cmocka_unit_test(any_answer_but_ok_resets_the_stretch),
         cmocka_unit_test(idle_cap_stops_runs_until_the_user_is_back),

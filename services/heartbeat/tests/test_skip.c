@@ -405,6 +405,90 @@ static void the_record_round_trips(void **st)
     teardown_fx(&f);
 }
 
+/* The prompt of the job of the run just started (malloc'd). */
+static char *job_prompt(const hb_out *out)
+{
+    hb_job j;
+    char err[100];
+    assert_non_null(out->job);
+    assert_int_equal(hb_job_parse(out->job, strlen(out->job), &j, err, sizeof err), 0);
+    char *p = strdup(j.prompt);
+    hb_job_clear(&j);
+    return p;
+}
+
+/* A checklist kept in a file is the user's HEARTBEAT.md: the text the shell
+ * reads before each run is the one the run reasons with (an edit takes
+ * effect at the next run, no config needed); a file that cannot be read
+ * skips the run without a model call, and the last text stays. */
+static void a_checklist_file_is_read_again_before_each_run(void **st)
+{
+    (void)st;
+    fx f;
+    test_config(&f.c);
+    hb_out_init(&f.out);
+    f.t0 = utc_ms(2026, 7, 1, 14, 0);
+    json_object *o = json_tokener_parse("{\"persona\":\"helper\",\"user\":\"joel\","
+                                        "\"room\":\"general\",\"enabled\":true,"
+                                        "\"checklist_file\":\"ops.md\"}");
+    hb_persona_cfg cfg;
+    char err[200];
+    assert_int_equal(hb_config_payload(o, &f.c, "- Check the backup", &cfg, err, sizeof err),
+                     HB_CFG_OK);
+    json_object_put(o);
+    assert_string_equal(cfg.checklist_file, "ops.md");
+    assert_int_equal(hb_state_load(&f.s, "helper", NULL, err, sizeof err), 0);
+    assert_int_equal(hb_on_config(&f.s, &f.c, &cfg, f.t0, &f.out), HB_OK);
+    /* the name is kept in the record */
+    char *json = hb_state_dump(&f.s);
+    hb_state back;
+    assert_int_equal(hb_state_load(&back, "helper", json, err, sizeof err), 0);
+    assert_string_equal(back.cfg.checklist_file, "ops.md");
+    hb_state_free(&back);
+    free(json);
+
+    /* edited: the next run reasons with the new text */
+    const char *edited = "- If more than 2 minutes have passed, remind the user to take a break.";
+    hb_out_clear(&f.out);
+    assert_int_equal(hb_checklist_file_read(&f.s, edited, NULL, &f.out), HB_OK);
+    assert_true(f.out.changed);
+    assert_null(fire(&f.s, &f.c, f.t0 + 2 * MIN_MS, &f.out));
+    char *prompt = job_prompt(&f.out);
+    assert_non_null(strstr(prompt, edited));
+    assert_null(strstr(prompt, "Check the backup"));
+    free(prompt);
+    json_object_put(answer(&f.s, &f.c, "HEARTBEAT_OK", f.t0 + 2 * MIN_MS + 1000, &f.out));
+
+    /* gone: skipped before the model, with the reason; the text stays */
+    int64_t t = f.s.next_run;
+    hb_out_clear(&f.out);
+    assert_int_equal(hb_checklist_file_read(&f.s, NULL, "cannot read 'ops.md'", &f.out), HB_OK);
+    json_object *ev = fire(&f.s, &f.c, t, &f.out);
+    assert_non_null(ev);
+    assert_string_equal(jstr(ev, "outcome"), "skipped");
+    assert_string_equal(jstr(ev, "reason"), "checklist-unreadable");
+    assert_string_equal(jstr(ev, "detail"),
+                        "checklist_file: cannot read 'ops.md': nothing to check");
+    assert_null(f.out.job);
+    assert_string_equal(f.s.cfg.checklist, edited);
+    json_object_put(ev);
+
+    /* back: runs again */
+    t = f.s.next_run;
+    hb_out_clear(&f.out);
+    assert_int_equal(hb_checklist_file_read(&f.s, "- Check the backup", NULL, &f.out), HB_OK);
+    assert_null(fire(&f.s, &f.c, t, &f.out));
+    assert_non_null(f.out.job);
+    teardown_fx(&f);
+
+    /* an inline checklist is not touched */
+    setup_with(&f, "\"checklist\":\"inline\",");
+    assert_int_equal(hb_checklist_file_read(&f.s, NULL, "x", &f.out), HB_OK);
+    assert_string_equal(f.s.checklist_error, "");
+    assert_string_equal(f.s.cfg.checklist, "inline");
+    teardown_fx(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -424,6 +508,7 @@ int main(void)
         cmocka_unit_test(config_again_changes_nothing_and_a_new_room_moves_the_index),
         cmocka_unit_test(context_is_bounded_cut_and_token_free),
         cmocka_unit_test(the_record_round_trips),
+        cmocka_unit_test(a_checklist_file_is_read_again_before_each_run),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     test_zones_free();

@@ -150,7 +150,7 @@ static void the_gate_on_model_messages(void **st)
 
 /* The break-reminder test: "If more than 2 minutes have passed, remind the
  * user to take a break." with a model answering in plain text, as the specified prompt
- * asks: sent at every hour of the day, as a normal message, with its score
+ * asks: sent at every hour of the day (quiet hours turned off), as a normal message, with its score
  * published as the detail shows it; inside configured quiet hours (a
  * window that began while the model answered) it is not. */
 static void the_break_reminder_in_plain_text_is_sent_at_any_hour(void **st)
@@ -159,9 +159,11 @@ static void the_break_reminder_in_plain_text_is_sent_at_any_hour(void **st)
     const char *cl = "\"checklist\":\"- If more than 2 minutes have passed, remind the user "
                      "to take a break.\",";
     const char *text = "You have been at it for a while: time for a short break?";
+    char awake[300]; /* no quiet hours at all, not even the night */
+    snprintf(awake, sizeof awake, "%s\"quiet_hours\":false,", cl);
     for (int h = 0; h < 24; h++) {
         hb_out out;
-        json_object *ev = judged(cl, text, utc_ms(2026, 7, 1, h, 30), &out);
+        json_object *ev = judged(awake, text, utc_ms(2026, 7, 1, h, 30), &out);
         assert_string_equal(jstr(ev, "outcome"), "sent");
         assert_string_equal(jstr(ev, "priority"), "normal");
         assert_string_equal(jstr(ev, "category"), "default");

@@ -1,7 +1,8 @@
 /* cfg_payload.c - reading heartbeat/{p}/config: who the persona serves and
  * where, its checklist (the default HEARTBEAT.md if none), quiet hours in
- * a time zone, the switch, the allow list and an optional model. Every
- * field is checked; a bad one names itself in err. */
+ * a time zone (none given: the night; false: none at all), the switch, the
+ * allow list and an optional model. Every field is checked; a bad one names
+ * itself in err. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,13 @@ static hb_cfg_status quiet_hours(json_object *o, const hb_config *c, hb_persona_
     if (!json_object_object_get_ex(o, "quiet_hours", &q) || json_object_is_type(q, json_type_null))
         return HB_CFG_OK;
     int start, end;
+    if (json_object_is_type(q, json_type_boolean)) {
+        /* false: no quiet hours at all (an empty window); true: the default
+         * night, as when absent */
+        cfg->quiet.set = !json_object_get_boolean(q);
+        cfg->quiet.start_min = cfg->quiet.end_min = 0;
+        return HB_CFG_OK;
+    }
     if (json_object_is_type(q, json_type_string)) {
         const char *s = json_object_get_string(q);
         char a[8], b[8];
@@ -131,7 +139,7 @@ static hb_cfg_status quiet_hours(json_object *o, const hb_config *c, hb_persona_
         if ((st = set_tz(c, tz, cfg, err, errlen)) != HB_CFG_OK)
             return st;
     } else {
-        snprintf(err, errlen, "field 'quiet_hours': expected object or string");
+        snprintf(err, errlen, "field 'quiet_hours': expected object, string or boolean");
         return HB_CFG_WRONG_TYPE;
     }
     if (start < 0 || end < 0) {
@@ -233,6 +241,16 @@ hb_cfg_status hb_config_payload(json_object *body, const hb_config *c, const cha
     }
     snprintf(cfg->model, sizeof cfg->model, "%s", model ? model : "");
     if (checklist_text) {
+        const char *file;
+        if ((st = str_field(body, "checklist_file", false, &file, err, errlen)))
+            goto fail;
+        if (file && strlen(file) > HB_CHECKLIST_FILE_NAME_MAX) {
+            snprintf(err, errlen, "field 'checklist_file': longer than %d bytes",
+                     HB_CHECKLIST_FILE_NAME_MAX);
+            st = HB_CFG_BAD_VALUE;
+            goto fail;
+        }
+        snprintf(cfg->checklist_file, sizeof cfg->checklist_file, "%s", file ? file : "");
         if (strlen(checklist_text) > HB_CHECKLIST_MAX) {
             snprintf(err, errlen, "checklist file: longer than %d bytes", HB_CHECKLIST_MAX);
             st = HB_CFG_BAD_VALUE;

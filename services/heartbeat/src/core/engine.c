@@ -164,6 +164,7 @@ static bool same_cfg(const hb_persona_cfg *a, const hb_persona_cfg *b)
 {
     return a->set == b->set && strcmp(a->user, b->user) == 0 && strcmp(a->room, b->room) == 0 &&
            strcmp(a->checklist ? a->checklist : "", b->checklist ? b->checklist : "") == 0 &&
+           strcmp(a->checklist_file, b->checklist_file) == 0 &&
            strcmp(a->identity ? a->identity : "", b->identity ? b->identity : "") == 0 &&
            a->quiet.set == b->quiet.set && a->quiet.start_min == b->quiet.start_min &&
            a->quiet.end_min == b->quiet.end_min && strcmp(a->tz, b->tz) == 0 &&
@@ -372,7 +373,7 @@ hb_result hb_on_timer(hb_state *s, const hb_config *c, int64_t now, hb_out *out)
 
 static hb_disturbance disturbance(const hb_state *s, const hb_local *l)
 {
-    if (hb_quiet_contains(&s->cfg.quiet, l->hour * 60 + l->minute))
+    if (hb_quiet_contains(hb_quiet_window(&s->cfg.quiet), l->hour * 60 + l->minute))
         return HB_DIST_QUIET;
     return hb_is_peak(l->hour) ? HB_DIST_PEAK : HB_DIST_OFF_PEAK;
 }

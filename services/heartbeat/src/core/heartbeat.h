@@ -12,7 +12,7 @@
  *   interval.c   adaptive interval 2/10/30 min, stretch, idle cap
  *   tz.c         UTC offset at an instant from TZif data / a POSIX TZ rule
  *   localtime.c  civil time from a UTC instant and an offset
- *   quiet.c      quiet hours "HH:MM" windows (across midnight too)
+ *   quiet.c      quiet hours "HH:MM" windows (across midnight too), the default night
  *   skip.c       every skip rule, in order, with its reason
  *   ack.c        HEARTBEAT_OK recognition (and its removal from kept context)
  *   reply.c      the model's answer: JSON {message, priority, category} or text
@@ -20,6 +20,7 @@
  *   permission.c the per-user allow list of proactive messages
  *   prompt.c     the specified prompt
  *   cfg_payload.c  heartbeat/{p}/config and the default checklist
+ *   checklist.c  a checklist file's text, read again before each run
  *   state.c      the persona record (JSON)
  *   job.c        the job payload of a started run
  *   engine.c     events: config, room message, levels, timer, run result
@@ -40,6 +41,7 @@
 #define HB_MODEL_MAX 128
 #define HB_CHECKLIST_MAX 16384
 #define HB_IDENTITY_MAX 2048
+#define HB_CHECKLIST_FILE_NAME_MAX 200 /* bytes of a checklist_file name */
 
 /* ------------------------------------------------------------------ */
 /* Time zones (tz.c, localtime.c)                                     */
@@ -93,7 +95,7 @@ typedef struct hb_config {
     int64_t inactive_after_ms;    /* VIGIL_HEARTBEAT_INACTIVE_AFTER_MS 3600000 */
     int64_t live_ms;              /* VIGIL_HEARTBEAT_LIVE_MS 120000 */
     int64_t unanswered_ms;        /* VIGIL_HEARTBEAT_UNANSWERED_MS 7200000 */
-    int64_t idle_cap_ms;          /* VIGIL_HEARTBEAT_IDLE_CAP_MS 172800000 */
+    int64_t idle_cap_ms;          /* VIGIL_HEARTBEAT_IDLE_CAP_MS 0 (no cap) */
     double skip_stretch;          /* VIGIL_HEARTBEAT_SKIP_STRETCH 1.5 */
     int64_t run_guard_ms;         /* a run not finished after this is given up (shell sets) */
     int max_tokens;               /* VIGIL_HEARTBEAT_MAX_TOKENS 300 */
@@ -112,7 +114,8 @@ void hb_config_init(hb_config *c);
  * otherwise), stretched by skip_stretch^consecutive_ok, capped at the
  * inactive interval (never below the unstretched one). */
 int64_t hb_interval_ms(const hb_config *c, int64_t now, int64_t last_activity, int consecutive_ok);
-/* True when the user has been away at least idle_cap_ms: no runs. */
+/* True when the user has been away at least idle_cap_ms: no runs. Off by
+ * default (0): a persona keeps looking in on its inactive interval. */
 bool hb_idle(const hb_config *c, int64_t now, int64_t last_activity);
 
 /* quiet.c */
@@ -127,6 +130,11 @@ int hb_parse_hhmm(const char *s);
 bool hb_quiet_contains(const hb_quiet *q, int minute_of_day);
 /* Milliseconds from the local time l until the window ends (0 outside). */
 int64_t hb_quiet_remaining_ms(const hb_quiet *q, const hb_local *l);
+/* The window in force: the configured one (set; start == end is none at
+ * all), else the night, HB_NIGHT_START_MIN to HB_NIGHT_END_MIN local. */
+#define HB_NIGHT_START_MIN (22 * 60)
+#define HB_NIGHT_END_MIN (7 * 60)
+const hb_quiet *hb_quiet_window(const hb_quiet *configured);
 
 /* ack.c: is this reply HEARTBEAT_OK? The specified rule, `response.includes(
  * HEARTBEAT_OK_MARKER)`: the token anywhere in the text, even glued to
@@ -201,6 +209,7 @@ typedef struct hb_persona_cfg {
     bool set;
     char persona[HB_ID_MAX + 1], user[HB_ID_MAX + 1], room[HB_ID_MAX + 1];
     char *checklist;        /* malloc'd; "" = empty (no runs call the model) */
+    char checklist_file[HB_CHECKLIST_FILE_NAME_MAX + 1]; /* "" none; read again each run */
     char *identity;         /* malloc'd or NULL (a default is used) */
     hb_quiet quiet;
     char tz[HB_TZ_NAME_MAX + 1]; /* "" = UTC */
@@ -236,6 +245,9 @@ typedef struct hb_state {
     int n_recent;
     hb_room_level levels[HB_LEVELS_MAX];
     int n_levels;
+    /* not stored: why the checklist file could not be read for this run
+     * (hb_checklist_file_read), "" when it was or there is none */
+    char checklist_error[160];
 } hb_state;
 
 /* Loads a record (json NULL = new, for persona). 0 or -1 with err. */
@@ -249,7 +261,8 @@ hb_level hb_state_level(const hb_state *s, const char *room);
  * enabled, checklist?, identity?, quiet_hours? as "HH:MM-HH:MM" or {start,
  * end, timezone?}, timezone?, allow_proactive? as a bool or a list of
  * categories, model?). checklist_text, when not NULL, is the checklist
- * (the shell read the file named by checklist_file). Time zones are
+ * (the shell read the file named by checklist_file, whose name is kept to
+ * be read again before each run). Time zones are
  * checked through c->tz. Returns HB_CFG_OK or why not, with err. */
 typedef enum {
     HB_CFG_OK = 0, HB_CFG_MISSING, HB_CFG_WRONG_TYPE, HB_CFG_BAD_VALUE, HB_CFG_BAD_ID, HB_CFG_NOMEM
@@ -351,6 +364,14 @@ bool hb_config_joins_full_room(const hb_state *s, const hb_persona_cfg *cfg, int
  * (state.running set, a job for the LLM). Also gives up a run that did not
  * finish within run_guard_ms. */
 hb_result hb_on_timer(hb_state *s, const hb_config *c, int64_t now, hb_out *out);
+
+/* checklist.c: a config's checklist file, read again by the shell just
+ * before the timer decision, so that an edit takes effect at the next run
+ * (as HEARTBEAT.md is read at every run): text is its content, or NULL
+ * with error saying why it could not be read, and then the run is skipped
+ * (`checklist-unreadable`, no model call). Changes nothing for a config
+ * without a file. HB_OK or HB_ERR_NOMEM. */
+hb_result hb_checklist_file_read(hb_state *s, const char *text, const char *error, hb_out *out);
 
 typedef struct hb_run_result {
     const char *run;          /* the run id of the job */

@@ -78,6 +78,7 @@ static int load_cfg(json_object *o, hb_persona_cfg *cfg)
     copy(cfg->room, sizeof cfg->room, get_str(o, "room"));
     copy(cfg->tz, sizeof cfg->tz, get_str(o, "tz"));
     copy(cfg->model, sizeof cfg->model, get_str(o, "model"));
+    copy(cfg->checklist_file, sizeof cfg->checklist_file, get_str(o, "checklist_file"));
     cfg->enabled = get_bool(o, "enabled");
     cfg->allow = (unsigned)get_i64(o, "allow");
     const char *cl = get_str(o, "checklist"), *id = get_str(o, "identity");
@@ -152,6 +153,8 @@ static json_object *dump_cfg(const hb_persona_cfg *c)
     json_object_object_add(o, "user", json_object_new_string(c->user));
     json_object_object_add(o, "room", json_object_new_string(c->room));
     json_object_object_add(o, "checklist", json_object_new_string(c->checklist ? c->checklist : ""));
+    if (c->checklist_file[0])
+        json_object_object_add(o, "checklist_file", json_object_new_string(c->checklist_file));
     if (c->identity)
         json_object_object_add(o, "identity", json_object_new_string(c->identity));
     if (c->quiet.set) {
