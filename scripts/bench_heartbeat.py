@@ -42,8 +42,7 @@ def main():
     pub = harness.Publisher(broker.port).start()
     try:
         pub.publish_many([(f"heartbeat/p{i}/config", {"persona": f"p{i}", "user": "u", "room": f"r{i % 50}",
-                                                      "enabled": True, "checklist": "check",
-                                                      "quiet_hours": False})  # runs at any hour
+                                                      "enabled": True, "checklist": "check"})
                           for i in range(n)])
         time.sleep(interval / 1000 * 3)  # warm-up
         a = len(col.snapshot())

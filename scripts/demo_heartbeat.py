@@ -127,9 +127,8 @@ class Demo:
         self.tl.sent(topic, json.dumps(short, ensure_ascii=False))
 
     def config(self, persona, **extra):
-        # no quiet hours unless given (not even the default night): the demo runs at any hour
         body = {"persona": persona, "user": "joel", "room": self.room, "enabled": True,
-                "quiet_hours": False, "ts": harness.now_ms()}
+                "ts": harness.now_ms()}
         body.update(extra)
         self.publish(f"heartbeat/{persona}/config", body, retain=True)
 

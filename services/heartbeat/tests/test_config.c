@@ -43,16 +43,19 @@ static void accepted_forms(void **st)
     assert_string_equal(cfg.tz, "Asia/Jakarta");
     assert_int_equal(cfg.quiet.end_min, 6 * 60 + 30);
     hb_persona_cfg_clear(&cfg);
-    /* false: no quiet hours at all (an empty window, not the default night);
-     * true: the default night, as when absent */
+    /* true: the night, 22:00-07:00; false: none at all, as when absent */
     parse_cfg(&c, "{" BASE ",\"enabled\":true,\"quiet_hours\":false}", &cfg);
-    assert_true(cfg.quiet.set);
-    assert_int_equal(cfg.quiet.start_min, cfg.quiet.end_min);
-    assert_false(hb_quiet_contains(hb_quiet_window(&cfg.quiet), 3 * 60));
+    assert_false(hb_quiet_contains(&cfg.quiet, 3 * 60));
     hb_persona_cfg_clear(&cfg);
     parse_cfg(&c, "{" BASE ",\"enabled\":true,\"quiet_hours\":true}", &cfg);
-    assert_false(cfg.quiet.set);
-    assert_true(hb_quiet_contains(hb_quiet_window(&cfg.quiet), 3 * 60));
+    assert_true(cfg.quiet.set);
+    assert_int_equal(cfg.quiet.start_min, 22 * 60);
+    assert_int_equal(cfg.quiet.end_min, 7 * 60);
+    assert_true(hb_quiet_contains(&cfg.quiet, 3 * 60));
+    assert_false(hb_quiet_contains(&cfg.quiet, 12 * 60));
+    hb_persona_cfg_clear(&cfg);
+    parse_cfg(&c, "{" BASE ",\"enabled\":true}", &cfg);
+    assert_false(hb_quiet_contains(&cfg.quiet, 3 * 60));
     hb_persona_cfg_clear(&cfg);
 }
 

@@ -252,73 +252,40 @@ static void night_run(const char *extra, int64_t t, char *reason, size_t len, in
     hb_state_free(&s);
 }
 
-/* Never an interruption at night or at dawn: with no quiet hours
- * configured, 22:00-07:00 in the persona's time zone is quiet all the same
- * (skipped until 07:00, and a message the model wrote as the night began
- * does not pass the gate); `quiet_hours: false` turns it off. */
-static void the_night_is_quiet_when_no_window_is_configured(void **st)
+/* `quiet_hours: true` is the night, 22:00-07:00 in the persona's time zone
+ * (skipped until 07:00); without quiet hours (absent or false) a persona
+ * runs at any hour. */
+static void quiet_hours_true_is_the_night(void **st)
 {
     (void)st;
     char why[64];
     int64_t next;
-    night_run(NULL, utc_ms(2026, 7, 1, 3, 0), why, sizeof why, &next); /* 03:00 UTC */
+    const char *night = "\"quiet_hours\":true,";
+    night_run(night, utc_ms(2026, 7, 1, 3, 0), why, sizeof why, &next); /* 03:00 UTC */
     assert_string_equal(why, "quiet-hours");
     assert_int_equal(next, 4 * HOUR_MS);
-    night_run(NULL, utc_ms(2026, 7, 1, 5, 30), why, sizeof why, &next); /* dawn */
+    night_run(night, utc_ms(2026, 7, 1, 5, 30), why, sizeof why, &next); /* dawn */
     assert_string_equal(why, "quiet-hours");
     assert_int_equal(next, 90 * MIN_MS);
-    night_run(NULL, utc_ms(2026, 7, 1, 22, 0), why, sizeof why, &next);
+    night_run(night, utc_ms(2026, 7, 1, 22, 0), why, sizeof why, &next);
     assert_string_equal(why, "quiet-hours");
     assert_int_equal(next, 9 * HOUR_MS);
-    night_run(NULL, utc_ms(2026, 7, 1, 21, 59), why, sizeof why, &next);
+    night_run(night, utc_ms(2026, 7, 1, 21, 59), why, sizeof why, &next);
     assert_string_equal(why, "run");
-    night_run(NULL, utc_ms(2026, 7, 1, 7, 0), why, sizeof why, &next);
+    night_run(night, utc_ms(2026, 7, 1, 7, 0), why, sizeof why, &next);
     assert_string_equal(why, "run");
     /* in the persona's own zone: 20:00 UTC is 03:00 in Jakarta, 03:00 UTC is 10:00 */
-    night_run("\"timezone\":\"Asia/Jakarta\",", utc_ms(2026, 7, 1, 20, 0), why, sizeof why,
-              &next);
+    night_run("\"quiet_hours\":true,\"timezone\":\"Asia/Jakarta\",", utc_ms(2026, 7, 1, 20, 0),
+              why, sizeof why, &next);
     assert_string_equal(why, "quiet-hours");
-    night_run("\"timezone\":\"Asia/Jakarta\",", utc_ms(2026, 7, 1, 3, 0), why, sizeof why,
-              &next);
+    night_run("\"quiet_hours\":true,\"timezone\":\"Asia/Jakarta\",", utc_ms(2026, 7, 1, 3, 0),
+              why, sizeof why, &next);
     assert_string_equal(why, "run");
-    /* false: no quiet hours at all; a configured window replaces the night */
+    /* absent or false: no quiet hours, a run at 03:00 */
+    night_run(NULL, utc_ms(2026, 7, 1, 3, 0), why, sizeof why, &next);
+    assert_string_equal(why, "run");
     night_run("\"quiet_hours\":false,", utc_ms(2026, 7, 1, 3, 0), why, sizeof why, &next);
     assert_string_equal(why, "run");
-    night_run("\"quiet_hours\":\"01:00-02:00\",", utc_ms(2026, 7, 1, 3, 0), why, sizeof why,
-              &next);
-    assert_string_equal(why, "run");
-
-    /* the detail says where the window comes from */
-    hb_config c;
-    test_config(&c);
-    hb_state s;
-    hb_out out;
-    hb_out_init(&out);
-    int64_t t = utc_ms(2026, 7, 1, 21, 58);
-    configured(&s, &c, "\"checklist\":\"x\",", t - 10 * MIN_MS);
-    json_object *ev = fire(&s, &c, t + 10 * HOUR_MS, &out); /* 07:58: runs */
-    assert_null(ev);
-    hb_out_clear(&out);
-    hb_state_free(&s);
-    configured(&s, &c, NULL, t);
-    ev = fire(&s, &c, t + 5 * MIN_MS, &out); /* 22:03 UTC */
-    assert_string_equal(jstr(ev, "detail"), "22:03 in UTC is inside quiet hours 22:00-07:00 "
-                                            "(the night: no quiet_hours configured)");
-    json_object_put(ev);
-    hb_out_clear(&out);
-    hb_state_free(&s);
-
-    /* a message the model wrote as the night began is not sent */
-    configured(&s, &c, NULL, t - 10 * MIN_MS);
-    assert_null(fire(&s, &c, t + MIN_MS + 50 * 1000, &out)); /* 21:59:50: runs */
-    ev = answer(&s, &c, "{\"message\":\"Stand-up at 9\",\"priority\":\"urgent\","
-                        "\"category\":\"reminder\"}", t + 2 * MIN_MS + 10 * 1000, &out);
-    assert_string_equal(jstr(ev, "outcome"), "voi-blocked");
-    assert_non_null(strstr(jstr(ev, "detail"), "(quiet hours)"));
-    assert_null(out_json(&out, "/message"));
-    json_object_put(ev);
-    hb_out_clear(&out);
-    hb_state_free(&s);
 }
 
 int main(void)
@@ -333,7 +300,7 @@ int main(void)
         cmocka_unit_test(quiet_hours_in_several_zones),
         cmocka_unit_test(quiet_hours_follow_daylight_saving),
         cmocka_unit_test(the_skip_names_the_time_and_looks_again_at_the_end),
-        cmocka_unit_test(the_night_is_quiet_when_no_window_is_configured),
+        cmocka_unit_test(quiet_hours_true_is_the_night),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     test_zones_free();

@@ -1,6 +1,6 @@
 /* cfg_payload.c - reading heartbeat/{p}/config: who the persona serves and
  * where, its checklist (the default HEARTBEAT.md if none), quiet hours in
- * a time zone (none given: the night; false: none at all), the switch, the
+ * a time zone (true: the night; false or none given: none), the switch, the
  * allow list and an optional model. Every field is checked; a bad one names
  * itself in err. */
 #include <stdio.h>
@@ -106,10 +106,11 @@ static hb_cfg_status quiet_hours(json_object *o, const hb_config *c, hb_persona_
         return HB_CFG_OK;
     int start, end;
     if (json_object_is_type(q, json_type_boolean)) {
-        /* false: no quiet hours at all (an empty window); true: the default
-         * night, as when absent */
-        cfg->quiet.set = !json_object_get_boolean(q);
-        cfg->quiet.start_min = cfg->quiet.end_min = 0;
+        /* true: the night, 22:00-07:00 local; false: none, as when absent */
+        if (json_object_get_boolean(q))
+            cfg->quiet = *hb_quiet_night();
+        else
+            cfg->quiet = (hb_quiet){0};
         return HB_CFG_OK;
     }
     if (json_object_is_type(q, json_type_string)) {

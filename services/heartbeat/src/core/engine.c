@@ -373,7 +373,7 @@ hb_result hb_on_timer(hb_state *s, const hb_config *c, int64_t now, hb_out *out)
 
 static hb_disturbance disturbance(const hb_state *s, const hb_local *l)
 {
-    if (hb_quiet_contains(hb_quiet_window(&s->cfg.quiet), l->hour * 60 + l->minute))
+    if (hb_quiet_contains(&s->cfg.quiet, l->hour * 60 + l->minute))
         return HB_DIST_QUIET;
     return hb_is_peak(l->hour) ? HB_DIST_PEAK : HB_DIST_OFF_PEAK;
 }

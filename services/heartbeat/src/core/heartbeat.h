@@ -12,7 +12,7 @@
  *   interval.c   adaptive interval 2/10/30 min, stretch, idle cap
  *   tz.c         UTC offset at an instant from TZif data / a POSIX TZ rule
  *   localtime.c  civil time from a UTC instant and an offset
- *   quiet.c      quiet hours "HH:MM" windows (across midnight too), the default night
+ *   quiet.c      quiet hours "HH:MM" windows (across midnight too), the night
  *   skip.c       every skip rule, in order, with its reason
  *   ack.c        HEARTBEAT_OK recognition (and its removal from kept context)
  *   reply.c      the model's answer: JSON {message, priority, category} or text
@@ -130,11 +130,11 @@ int hb_parse_hhmm(const char *s);
 bool hb_quiet_contains(const hb_quiet *q, int minute_of_day);
 /* Milliseconds from the local time l until the window ends (0 outside). */
 int64_t hb_quiet_remaining_ms(const hb_quiet *q, const hb_local *l);
-/* The window in force: the configured one (set; start == end is none at
- * all), else the night, HB_NIGHT_START_MIN to HB_NIGHT_END_MIN local. */
+/* The night, HB_NIGHT_START_MIN to HB_NIGHT_END_MIN local: the window of
+ * `quiet_hours: true`. */
 #define HB_NIGHT_START_MIN (22 * 60)
 #define HB_NIGHT_END_MIN (7 * 60)
-const hb_quiet *hb_quiet_window(const hb_quiet *configured);
+const hb_quiet *hb_quiet_night(void);
 
 /* ack.c: is this reply HEARTBEAT_OK? The specified rule, `response.includes(
  * HEARTBEAT_OK_MARKER)`: the token anywhere in the text, even glued to

@@ -1,7 +1,7 @@
 /* skip.c - the reasons a due run is skipped before any model call, in the
  * order they are checked. Each answers the complaint it prevents: no
- * messages at night (quiet hours in the user's own time zone, the night
- * 22:00-07:00 when none are configured), no barging into a live exchange,
+ * messages at night (quiet hours in the user's own time zone; `true` is the
+ * night, 22:00-07:00), no barging into a live exchange,
  * nothing from a persona that was put to sleep or mention-only, no second
  * nudge while the first is unanswered, no model call with nothing to check
  * (an empty checklist, a checklist file that cannot be read) or no model. */
@@ -42,15 +42,14 @@ bool hb_skip_check(const hb_state *s, const hb_config *c, const hb_tz *tz, int64
         return true;
     }
     hb_local l = hb_local_time(tz, now);
-    const hb_quiet *q = hb_quiet_window(&s->cfg.quiet);
+    const hb_quiet *q = &s->cfg.quiet;
     if (hb_quiet_contains(q, l.hour * 60 + l.minute)) {
         out->reason = "quiet-hours";
         out->next_in_ms = hb_quiet_remaining_ms(q, &l);
         snprintf(out->detail, sizeof out->detail,
-                 "%02d:%02d in %s is inside quiet hours %02d:%02d-%02d:%02d%s", l.hour, l.minute,
+                 "%02d:%02d in %s is inside quiet hours %02d:%02d-%02d:%02d", l.hour, l.minute,
                  s->cfg.tz[0] ? s->cfg.tz : "UTC", q->start_min / 60, q->start_min % 60,
-                 q->end_min / 60, q->end_min % 60,
-                 s->cfg.quiet.set ? "" : " (the night: no quiet_hours configured)");
+                 q->end_min / 60, q->end_min % 60);
         return true;
     }
     if (hb_live_exchange(s, c, now, out->detail, sizeof out->detail)) {
