@@ -9,7 +9,9 @@
 static const char OPS_ENV_HELP[] =
     "Environment (same as the services):\n"
     "  VIGIL_MQTT_URL             broker (mqtt://127.0.0.1:1883)\n"
-    "  VIGIL_MQTT_USER, VIGIL_MQTT_PASSWORD\n"
+    "  VIGIL_MQTT_USER, VIGIL_MQTT_PASSWORD (or VIGIL_MQTT_PASSWORD_FILE)\n"
+    "  VIGIL_MQTT_CA_FILE, VIGIL_MQTT_CERT_FILE, VIGIL_MQTT_KEY_FILE   for mqtts://\n"
+    "  VIGIL_TOPIC_PREFIX         the services' topic prefix, if they have one (none)\n"
     "  VIGIL_CLI_TIMEOUT_MS       how long to wait for the broker and for answers (5000)\n"
     "  VIGIL_USER                 your name in commands (`by`; default: $USER)\n"
     "  VIGIL_CLI_LOG_LEVEL        library log lines on stderr (error)\n"
@@ -49,9 +51,14 @@ static const cli_help_entry OPS_HELP[] = {
       "  --for DURATION   back to active after DURATION (90s, 30m, 1h30m, 1.5h, 2d)\n"
       "  --until TIME     back to active at the next TIME of day, local time (17:00, 5pm)\n"
       "  --json           print the event as received (one JSON line)\n"
-      "When the persona is already at that level with no time limit, nothing is sent.\n",
+      "When the persona is already at that level with the same end (or none for none),\n"
+      "nothing is sent. A new end at the same level (or none instead of one) is sent; its\n"
+      "answer may be dormancy-monitor's new persona/PERSONA/state instead of an event:\n"
+      "\"P is now sleep in R until T (no level change)\" (--json: {persona, room, level,\n"
+      "until?, unchanged: true, sent: true}; sent is false when nothing was sent).\n",
       "Exit status: 0 applied (or nothing to do), 1 runtime error (broker unreachable, no\n"
-      "answer within VIGIL_CLI_TIMEOUT_MS: is dormancy-monitor running?), 2 usage error,\n"
+      "answer within VIGIL_CLI_TIMEOUT_MS: is dormancy-monitor running? The retained state\n"
+      "alone is no answer), 2 usage error,\n"
       "5 refused (dormancy-monitor published an error event; its reason is printed).\n" },
     { "persona wake",
       "usage: vigil persona wake PERSONA ROOM [--json]\n"
@@ -85,8 +92,9 @@ static const cli_help_entry OPS_HELP[] = {
       "  --no-http  only the retained statuses\n"
       "  --no-default-ports  probe only the --port ones\n",
       "Exit status: 0 everything ready, 1 runtime error (broker unreachable), 2 usage error,\n"
-      "6 not ready: an instance is lost, a /readyz answered other than 200, or a --port did\n"
-      "not answer.\n" },
+      "6 not ready: an instance is lost, a /readyz answered other than 200, a --port did not\n"
+      "answer, or nothing reports at all (no retained status, no port answering: a wrong\n"
+      "VIGIL_MQTT_URL or VIGIL_TOPIC_PREFIX, or nothing deployed).\n" },
     { "errors",
       "usage: vigil errors [--follow] [--service SERVICE] [--json]\n"
       "\n"

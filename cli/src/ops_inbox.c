@@ -112,6 +112,9 @@ void ops_local_time(int64_t ms, char *out, size_t outlen)
 
 void ops_print_json(json_object *o)
 {
-    fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), stdout);
+    /* "room/r/message", not "room\/r\/message": readable, and grep finds topics */
+    fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                JSON_C_TO_STRING_NOSLASHESCAPE),
+          stdout);
     fputc('\n', stdout);
 }

@@ -97,24 +97,40 @@ static int parse_args(const char *name, int argc, char **argv, change *ch)
     return CLI_OK;
 }
 
-/* The persona's level in the room according to a persona/{p}/state
- * payload, or NULL. */
-static const char *state_level(json_object *st, const char *room)
+/* The persona's entry for the room in a persona/{p}/state payload, or
+ * NULL. */
+static json_object *state_entry(json_object *st, const char *room)
 {
     json_object *rooms, *r;
     if (!st || !json_object_object_get_ex(st, "rooms", &rooms) ||
-        !json_object_object_get_ex(rooms, room, &r))
+        !json_object_object_get_ex(rooms, room, &r) || !json_object_is_type(r, json_type_object))
         return NULL;
-    const char *l = ops_str(r, "level");
-    return *l ? l : NULL;
+    return r;
 }
 
-/* The answer when nothing changes (already at the level, or a new end time
- * for the same level). */
-static void print_unchanged(const change *ch, const char *level, const char *how)
+/* Does the state already say what the command asks: the same level and the
+ * same timed end (none for none)? A timed dormancy asked for without an end
+ * (or with another end) is a change, even at the same level. */
+static bool state_matches(json_object *st, const change *ch)
 {
+    json_object *e = state_entry(st, ch->room);
+    return e && strcmp(ops_str(e, "level"), dormancy_level_name(ch->level)) == 0 &&
+           ops_int(e, "until", 0) == ch->until;
+}
+
+/* The answer when the level does not change: nothing to send ("already"),
+ * or the retained state now shows the new timed end ("now"). */
+static void print_unchanged(const change *ch, const char *how)
+{
+    const char *level = dormancy_level_name(ch->level);
     if (!ch->json) {
-        printf("%s is %s %s in %s%s\n", ch->persona, how, level, ch->room,
+        char until[48] = "";
+        if (ch->until > 0) {
+            char t[32];
+            ops_local_time(ch->until, t, sizeof t);
+            snprintf(until, sizeof until, " until %s", t);
+        }
+        printf("%s is %s %s in %s%s%s\n", ch->persona, how, level, ch->room, until,
                strcmp(how, "already") == 0 ? ": nothing sent" : " (no level change)");
         return;
     }
@@ -122,7 +138,10 @@ static void print_unchanged(const change *ch, const char *level, const char *how
     json_object_object_add(o, "persona", json_object_new_string(ch->persona));
     json_object_object_add(o, "room", json_object_new_string(ch->room));
     json_object_object_add(o, "level", json_object_new_string(level));
+    if (ch->until > 0)
+        json_object_object_add(o, "until", json_object_new_int64(ch->until));
     json_object_object_add(o, "unchanged", json_object_new_boolean(true));
+    json_object_object_add(o, "sent", json_object_new_boolean(strcmp(how, "now") == 0));
     ops_print_json(o);
     json_object_put(o);
 }
@@ -163,9 +182,13 @@ static void print_dormancy(json_object *ev, bool json)
 typedef enum { WAIT_APPLIED, WAIT_REFUSED, WAIT_TIMEOUT } wait_result;
 
 /* Reads the inbox until the command's dormancy event or error event comes,
- * or the timeout. *state holds the newest persona/{p}/state seen. */
+ * or the timeout. When the level stays the same (only the timed end moves)
+ * dormancy-monitor may publish no dormancy event, only its new state: then
+ * a persona/{p}/state showing the level and end asked for is the answer.
+ * Nothing else is: without an answer the command is not known to have been
+ * applied. */
 static wait_result wait_outcome(cli *c, ops_inbox *in, const change *ch, const char *id,
-                                const char *cmd_topic, json_object **state)
+                                const char *cmd_topic, bool same_level)
 {
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s:", id);
@@ -195,10 +218,10 @@ static wait_result wait_outcome(cli *c, ops_inbox *in, const change *ch, const c
                 fprintf(stderr, "vigil: %s refused the command: %s (%s)\n", DORMANCY_SERVICE,
                         ops_str(m.json, "reason"), ops_str(m.json, "detail"));
             r = WAIT_REFUSED;
-        } else if (tl > 6 && strcmp(m.topic + tl - 6, "/state") == 0) {
-            if (*state)
-                json_object_put(*state);
-            *state = json_object_get(m.json);
+        } else if (same_level && tl > 6 && strcmp(m.topic + tl - 6, "/state") == 0 &&
+                   state_matches(m.json, ch)) {
+            print_unchanged(ch, "now");
+            r = WAIT_APPLIED;
         }
         ops_msg_free(&m);
         if (r != WAIT_TIMEOUT)
@@ -235,12 +258,12 @@ int cli_persona_change(cli *c, int argc, char **argv)
         }
         ops_msg_free(&m);
     }
-    const char *want = dormancy_level_name(ch.level);
-    const char *now_level = state_level(state, ch.room);
-    if (ch.until == 0 && now_level && strcmp(now_level, want) == 0) {
-        print_unchanged(&ch, want, "already");
+    if (state_matches(state, &ch)) {
+        print_unchanged(&ch, "already");
         goto out;
     }
+    json_object *now = state_entry(state, ch.room);
+    bool same_level = now && strcmp(ops_str(now, "level"), dormancy_level_name(ch.level)) == 0;
     char id[96];
     cli_new_id(id, sizeof id, "cli");
     payload = command_json(c, &ch, id);
@@ -251,7 +274,7 @@ int cli_persona_change(cli *c, int argc, char **argv)
     rc = cli_publish(c, cmd_topic, payload);
     if (rc != CLI_OK)
         goto out;
-    switch (wait_outcome(c, &in, &ch, id, cmd_topic, &state)) {
+    switch (wait_outcome(c, &in, &ch, id, cmd_topic, same_level)) {
     case WAIT_APPLIED:
         rc = CLI_OK;
         break;
@@ -259,17 +282,11 @@ int cli_persona_change(cli *c, int argc, char **argv)
         rc = OPS_EXIT_REFUSED;
         break;
     case WAIT_TIMEOUT:
-        now_level = state_level(state, ch.room);
-        if (now_level && strcmp(now_level, want) == 0) {
-            /* e.g. a new end time for the same level: no level change, no event */
-            print_unchanged(&ch, want, "now");
-            rc = CLI_OK;
-        } else {
-            rc = cli_fail(CLI_ERR_RUNTIME,
-                          "%s published no dormancy event for the command within %lld ms "
-                          "(is it running?)",
-                          DORMANCY_SERVICE, (long long)c->timeout_ms);
-        }
+        rc = cli_fail(CLI_ERR_RUNTIME,
+                      "%s did not answer the command within %lld ms: no dormancy event, "
+                      "no error event%s (is it running?)",
+                      DORMANCY_SERVICE, (long long)c->timeout_ms,
+                      same_level ? ", no new state" : "");
         break;
     }
 out:

@@ -227,6 +227,11 @@ int cli_persona_status(cli *c, int argc, char **argv)
                       filter);
     } else if (json) {
         print_json(&v, e, n, filter);
+    } else if (n == 0 && filter) { /* a room known only by its room state */
+        json_object *rs = NULL;
+        json_object_object_get_ex(v.rooms, filter, &rs);
+        print_room_header(rs, filter);
+        printf("  no persona has a state in this room\n");
     } else if (n == 0) {
         printf("no persona state published yet\n");
     } else {

@@ -148,7 +148,7 @@ int cli_status(cli *c, int argc, char **argv)
     }
     json_object *inst = collect(&in);
     ops_inbox_free(&in);
-    bool all_ready = true;
+    bool all_ready = true, any_reachable = false;
     size_t n = json_object_array_length(inst);
     if (!o.json) {
         printf("%-18s %-28s %-12s %-8s %-5s %s\n", "SERVICE", "INSTANCE", "STATE", "VERSION",
@@ -177,6 +177,7 @@ int cli_status(cli *c, int argc, char **argv)
         for (int i = 0; i < o.nports; i++) {
             int code = ops_http_status(o.host, o.ports[i].port, "/readyz", tmo);
             bool ready = code == 200;
+            any_reachable = any_reachable || code != 0;
             if ((code != 0 && !ready) || (code == 0 && o.ports[i].explicit))
                 all_ready = false;
             json_object *h = json_object_new_object();
@@ -199,6 +200,11 @@ int cli_status(cli *c, int argc, char **argv)
             }
         }
     }
+    /* Nothing at all answering is no "all ready": a wrong broker or prefix,
+     * or nothing deployed, must not pass a health check. */
+    bool answered = n > 0 || any_reachable;
+    if (!answered)
+        all_ready = false;
     if (o.json) {
         json_object *out = json_object_new_object();
         json_object_object_add(out, "instances", inst);
@@ -209,7 +215,12 @@ int cli_status(cli *c, int argc, char **argv)
     } else {
         json_object_put(inst);
         json_object_put(http);
-        printf("\n%s\n", all_ready ? "all ready" : "NOT READY");
+        if (!answered)
+            printf("\nNOT READY: no service instance has published a status%s (are "
+                   "VIGIL_MQTT_URL and VIGIL_TOPIC_PREFIX the services' ones?)\n",
+                   o.http ? " and no HTTP port answered" : "");
+        else
+            printf("\n%s\n", all_ready ? "all ready" : "NOT READY");
     }
     return all_ready ? CLI_OK : OPS_EXIT_NOT_READY;
 }

@@ -43,6 +43,7 @@ def test_help_and_usage_errors():
         assert r.returncode == 0, args
         assert r.stdout.startswith(f"usage: vigil {' '.join(args)}"), (args, r.stdout[:120])
         assert "Exit status" in r.stdout and "VIGIL_MQTT_URL" in r.stdout, args
+        assert "VIGIL_TOPIC_PREFIX" in r.stdout and "VIGIL_MQTT_PASSWORD_FILE" in r.stdout, args
     assert "--json" in run_plain("persona", "status", "--help").stdout
     assert "--follow" in run_plain("errors", "--help").stdout
     for args, why in [(("persona",), "missing subcommand"), (("persona", "frob"), "unknown persona command"),
@@ -104,8 +105,13 @@ def test_broker_credentials_come_from_the_common_configuration(tmp_path):
         r = run(("persona", "status"), **good)
         assert r.returncode == 0, r.stderr
         assert r.stdout.strip() == "no persona state published yet", r.stdout
+        # connected, but no service reports: no "all ready" (a health check
+        # pointed at the wrong broker or prefix must not pass)
         r = run(("status", "--no-http", "--json"), **good)
-        assert r.returncode == 0 and json.loads(r.stdout)["instances"] == [], (r.stdout, r.stderr)
+        assert r.returncode == 6, (r.returncode, r.stdout, r.stderr)
+        assert json.loads(r.stdout) == {"instances": [], "http": [], "ready": False}, r.stdout
+        r = run(("status", "--no-http"), **good)
+        assert r.returncode == 6 and "NOT READY: no service instance has published a status" in r.stdout
         for bad in ({}, {"VIGIL_MQTT_USER": "ops", "VIGIL_MQTT_PASSWORD": "wrong-pass"}):
             r = run(("persona", "status"), **bad)
             assert r.returncode == 1, (bad, r.returncode, r.stdout, r.stderr)
@@ -248,7 +254,57 @@ def test_persona_command_refused_and_unanswered(stack):
 def test_persona_command_without_dormancy_monitor_times_out(stack):
     r = run_vigil(stack, "persona", "sleep", uid("p"), uid("room"), env={"VIGIL_CLI_TIMEOUT_MS": "800"})
     assert r.returncode == 1
-    assert "published no dormancy event" in r.stderr
+    assert "dormancy-monitor did not answer the command" in r.stderr
+
+
+def test_persona_timed_end_at_the_same_level(stack):
+    """A new end for the level the persona already has (or none instead of
+    one) is a change: it is sent, and the answer is dormancy-monitor's new
+    state (or its dormancy event), shown as soon as it comes. Only the same
+    level with the same end is "already": nothing sent. Without an answer,
+    as when dormancy-monitor is down, the command failed (exit 1), even
+    though the retained state shows the level asked for."""
+    svc = stack.service()
+    pub = stack.publisher()
+    col = stack.collector(topics=("persona/#",))
+    room, p = uid("room"), uid("p")
+    pub.publish(*ai(room, p, "hi"))
+    col.wait_event(f"persona/{p}/state", timeout=10)
+    assert run_vigil(stack, "persona", "sleep", p, room).returncode == 0
+
+    def entry():
+        return json.loads(run_vigil(stack, "persona", "status", p, "--json").stdout)["personas"][0]
+
+    # a timed end added to the sleep: answered by the new state, well before the timeout
+    t0 = time.monotonic()
+    r = run_vigil(stack, "persona", "sleep", p, room, "--for", "1h", env={"VIGIL_CLI_TIMEOUT_MS": "20000"})
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert time.monotonic() - t0 < 12, "waited for the timeout instead of the answer"
+    until = entry()["until"]
+    assert abs(until - (harness.now_ms() + 3600_000)) < 30_000
+    assert r.stdout.startswith(f"{p} is now sleep in {room} until ") or "sleep -> sleep" in r.stdout, r.stdout
+
+    # the same sleep without an end: sent (not "already"), the end is gone
+    n_cmds = len(col.events(f"persona/{p}/command"))
+    r = run_vigil(stack, "persona", "sleep", p, room, "--json")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert len(col.events(f"persona/{p}/command")) == n_cmds + 1
+    assert "until" not in col.events(f"persona/{p}/command")[-1]
+    e = entry()
+    assert e["level"] == "sleep" and "until" not in e, e
+    # now it is the same: nothing sent
+    r = run_vigil(stack, "persona", "sleep", p, room, "--json")
+    assert r.returncode == 0 and json.loads(r.stdout) == {
+        "persona": p, "room": room, "level": "sleep", "unchanged": True, "sent": False}, r.stdout
+    time.sleep(0.3)
+    assert len(col.events(f"persona/{p}/command")) == n_cmds + 1
+
+    # dormancy-monitor stopped: the retained state still says sleep, but
+    # nobody applies the new end, so the command did not succeed
+    svc.terminate()
+    r = run_vigil(stack, "persona", "sleep", p, room, "--for", "2h", env={"VIGIL_CLI_TIMEOUT_MS": "1500"})
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout == "" and "did not answer the command" in r.stderr, r.stderr
 
 
 # --------------------------------------------------------------------------
@@ -341,6 +397,7 @@ def test_errors_listen_filter_and_follow(stack):
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
         events = [json.loads(ln) for ln in out.splitlines()]
+        assert f'"topic":"room/{room}/message"' in out, out  # as published, no "\\/" escapes
         assert any(e["topic"] == f"room/{room}/message" and e["service"] == "dormancy-monitor"
                    and e["reason"] for e in events), out
         out_other, _ = other.communicate(timeout=30)
@@ -358,3 +415,68 @@ def test_errors_listen_filter_and_follow(stack):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+# --------------------------------------------------------------------------
+# topic prefix
+
+
+def test_operators_commands_under_a_topic_prefix(stack):
+    """With VIGIL_TOPIC_PREFIX (several deployments on one broker) every
+    operators' command works under the services' prefix: the states,
+    commands, answers, refusals, statuses and error events are all found
+    there, and nothing of that deployment is seen without the prefix."""
+    prefix = uid("tenant-")
+    svc = stack.service(instance=uid("dm-"), env={"VIGIL_TOPIC_PREFIX": prefix})
+    pub = stack.publisher()
+    col = stack.collector(topics=(f"{prefix}/#",))
+    room, p = uid("room"), uid("p")
+    topic, body = ai(room, p, "hi")
+    pub.publish(f"{prefix}/{topic}", body)
+    col.wait_event(f"{prefix}/persona/{p}/state", timeout=10)
+    env = {"VIGIL_TOPIC_PREFIX": prefix}
+
+    r = run_vigil(stack, "persona", "sleep", p, room, env=env)
+    assert r.returncode == 0 and "active -> sleep" in r.stdout, (r.stdout, r.stderr)
+    doc = json.loads(run_vigil(stack, "persona", "status", p, "--json", env=env).stdout)
+    assert [(e["persona"], e["level"]) for e in doc["personas"]] == [(p, "sleep")]
+    r = run_vigil(stack, "persona", "sleep", p, room, "--for", "1ms", env=env)
+    assert r.returncode == 5 and "refused the command" in r.stderr, (r.returncode, r.stderr)
+
+    r = run_vigil(stack, "status", "--no-default-ports", "--port", f"dormancy-monitor={svc.http_port}",
+                  "--json", env=env)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert [i["instance"] for i in json.loads(r.stdout)["instances"]] == [svc.instance]
+
+    proc = subprocess.Popen([vigil_exe(), "errors", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=vigil_env(stack, VIGIL_CLI_TIMEOUT_MS="4000", **env))
+    try:
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline:
+            pub.publish(f"{prefix}/room/{room}/message", b"not json")
+            time.sleep(0.25)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert any(json.loads(ln)["topic"] == f"room/{room}/message" for ln in out.splitlines()), out
+
+    # a room known only by its room state (every persona left): shown, not "nothing published"
+    lonely = uid("room")
+    pub.publish(f"{prefix}/room/{lonely}/state", {"room": lonely, "paused": False, "humans_present": ["joel"],
+                                                   "personas": {}, "ts": harness.now_ms()}, retain=True)
+    try:
+        r = run_vigil(stack, "persona", "status", lonely, env=env)
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        assert r.stdout.startswith(f"room {lonely}  paused=no") and "humans present: joel" in r.stdout, r.stdout
+        assert "no persona has a state in this room" in r.stdout, r.stdout
+    finally:
+        pub.publish(f"{prefix}/room/{lonely}/state", b"", retain=True)
+
+    # without the prefix: none of it
+    r = run_vigil(stack, "persona", "status", p)
+    assert r.returncode == 3, (r.returncode, r.stdout)
+    r = run_vigil(stack, "status", "--no-http", "--json")
+    assert svc.instance not in r.stdout
