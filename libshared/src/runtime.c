@@ -36,6 +36,7 @@
 #include "vigil/str.h"
 #include "vigil/store.h"
 #include "vigil/timers.h"
+#include "vigil/topic_prefix.h"
 #include "vigil/thread_name.h"
 
 #define CACHE_MAX_ENTRIES 20000
@@ -136,7 +137,7 @@ struct vigil_runtime {
 
     char status_topic[VIGIL_TOPIC_MAX];
     char error_topic[VIGIL_TOPIC_MAX];
-    char client_id[128];
+    char client_id[VIGIL_CLIENT_ID_MAX + 8]; /* and "-out" */
 };
 
 typedef enum { STEP_DONE, STEP_DUPLICATE, STEP_REJECT, STEP_GAVE_UP } step_result;
@@ -1292,8 +1293,8 @@ static adopt_result adopt_connect(vigil_runtime *rt, const char *client_id, int 
  * thread, between ticks, keeping this replica's heartbeat. */
 static void adopt_session(vigil_runtime *rt, int j)
 {
-    char client_id[128];
-    snprintf(client_id, sizeof client_id, "vigil-%s-%d", rt->def->name, j);
+    char client_id[VIGIL_CLIENT_ID_MAX];
+    vigil_client_id(rt->cfg.topic_prefix, rt->def->name, j, client_id, sizeof client_id);
     adoption *a = calloc(1, sizeof *a);
     size_t nsubs = 0;
     while (rt->def->subscriptions && rt->def->subscriptions[nsubs])
@@ -1593,7 +1594,8 @@ static int setup(vigil_runtime *rt, char *err, size_t errlen)
     snprintf(rt->status_topic, sizeof rt->status_topic, "sys/%s/%s/status", d->name,
              rt->cfg.instance);
     snprintf(rt->error_topic, sizeof rt->error_topic, "sys/%s/error", d->name);
-    snprintf(rt->client_id, sizeof rt->client_id, "vigil-%s-%d", d->name, rt->cfg.shard_index);
+    vigil_client_id(rt->cfg.topic_prefix, d->name, rt->cfg.shard_index, rt->client_id,
+                    sizeof rt->client_id);
     size_t nsubs = 0;
     while (d->subscriptions && d->subscriptions[nsubs])
         nsubs++;
@@ -1650,7 +1652,7 @@ static int start_io(vigil_runtime *rt, char *err, size_t errlen)
     } else {
         /* Outputs leave on their own connection, so they never wait for
          * paho's library lock, which the intake holds (mqtt_link.h). */
-        char link_id[160];
+        char link_id[VIGIL_CLIENT_ID_MAX + 16];
         snprintf(link_id, sizeof link_id, "%s-out", rt->client_id);
         vigil_mqtt_config lc = vigil_mqtt_config_of(&rt->cfg);
         lc.client_id = link_id;
@@ -1762,8 +1764,9 @@ static int run_outbox_child(vigil_runtime *rt)
         return 2;
     }
     rt->scfg = store_config_of(rt);
-    snprintf(rt->client_id, sizeof rt->client_id, "vigil-%s-%d-out", rt->def->name,
-             rt->cfg.shard_index);
+    char base[VIGIL_CLIENT_ID_MAX];
+    vigil_client_id(rt->cfg.topic_prefix, rt->def->name, rt->cfg.shard_index, base, sizeof base);
+    snprintf(rt->client_id, sizeof rt->client_id, "%s-out", base);
     static const char *const no_subscriptions[] = {NULL};
     vigil_mqtt_config mc = vigil_mqtt_config_of(&rt->cfg);
     mc.client_id = rt->client_id;

@@ -64,3 +64,11 @@ const char *vigil_topic_prefix_strip(const char *prefix, const char *topic)
         return NULL;
     return topic + n + 1;
 }
+
+int vigil_client_id(const char *prefix, const char *service, int shard, char *out, size_t outlen)
+{
+    bool pre = prefix && prefix[0];
+    int n = snprintf(out, outlen, "%s%svigil-%s-%d", pre ? prefix : "", pre ? "/" : "", service,
+                     shard);
+    return n < 0 || (size_t)n >= outlen ? -1 : n;
+}

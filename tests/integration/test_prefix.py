@@ -78,3 +78,24 @@ def test_cli_follows_the_prefix(stack):
     r = run_vigil(stack, "chat", "new", uid("room"), "--no-join",
                   env={"VIGIL_TOPIC_PREFIX": "tenant/+"})
     assert r.returncode == 2 and "VIGIL_TOPIC_PREFIX" in r.stderr, (r.stdout, r.stderr)
+
+
+def test_two_prefixes_share_a_broker(stack):
+    """Two deployments of the same service and shard on one broker, under
+    different prefixes: each keeps its own MQTT session (the client id is
+    under the prefix), both stay ready and each processes its own input. With
+    one client id they took turns disconnecting each other."""
+    a = stack.service(env={"VIGIL_TOPIC_PREFIX": "tenant-a"})
+    b = stack.service(env={"VIGIL_TOPIC_PREFIX": "tenant-b",
+                           "VIGIL_REDIS_PREFIX": stack.prefix + "b:"})
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("pfx")
+    topic, payload = ai(room, "ada", "@self dormant sleep")
+    for p in ("tenant-a", "tenant-b"):
+        pub.publish(f"{p}/{topic}", payload)
+        col.wait_event(f"{p}/persona/ada/dormancy", lambda e: e["level"] == "sleep", timeout=15)
+    for svc in (a, b):
+        assert svc.is_ready(), svc.instance
+        assert svc.metric("vigil_mqtt_messages_received_total") == 1
+        assert svc.metric("vigil_mqtt_reconnects_total") == 0, svc.instance

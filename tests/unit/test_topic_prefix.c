@@ -72,12 +72,33 @@ static void test_strip(void **state)
     assert_string_equal(vigil_topic_prefix_strip(NULL, "room/r"), "room/r");
 }
 
+/* Client ids: unchanged without a prefix (existing sessions are kept),
+ * under the prefix with one, so two prefixes never share an id. */
+static void test_client_id(void **state)
+{
+    (void)state;
+    char id[VIGIL_CLIENT_ID_MAX];
+    assert_int_equal(vigil_client_id("", "dormancy-monitor", 0, id, sizeof id), 24);
+    assert_string_equal(id, "vigil-dormancy-monitor-0");
+    assert_int_equal(vigil_client_id(NULL, "chat-router", 3, id, sizeof id), 19);
+    assert_string_equal(id, "vigil-chat-router-3");
+    vigil_client_id("tenant-a/prod", "chat-router", 1, id, sizeof id);
+    assert_string_equal(id, "tenant-a/prod/vigil-chat-router-1");
+    char longest[VIGIL_TOPIC_PREFIX_MAX + 1];
+    memset(longest, 'p', VIGIL_TOPIC_PREFIX_MAX);
+    longest[VIGIL_TOPIC_PREFIX_MAX] = '\0';
+    assert_true(vigil_client_id(longest, "presence-gateway", 99999, id, sizeof id) > 0);
+    char small[8];
+    assert_int_equal(vigil_client_id("", "chat-router", 0, small, sizeof small), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_apply),
         cmocka_unit_test(test_strip),
+        cmocka_unit_test(test_client_id),
     };
     return cmocka_run_group_tests_name("topic_prefix", tests, NULL, NULL);
 }

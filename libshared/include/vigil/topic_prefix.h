@@ -30,4 +30,14 @@ int vigil_topic_prefix_apply(const char *prefix, const char *topic, char *out, s
  * prefix. An empty prefix returns topic. */
 const char *vigil_topic_prefix_strip(const char *prefix, const char *topic);
 
+/* A service replica's MQTT client id, stable across restarts:
+ * "vigil-<service>-<shard>", under "<prefix>/" when there is a prefix, so
+ * that two deployments sharing a broker under different prefixes never
+ * take each other's sessions (a broker disconnects the older of two
+ * connections with one client id). Returns the length, or -1 if it does not
+ * fit. */
+#define VIGIL_CLIENT_ID_MAX (VIGIL_TOPIC_PREFIX_MAX + 96)
+int vigil_client_id(const char *prefix, const char *service, int shard, char *out,
+                    size_t outlen);
+
 #endif
