@@ -92,9 +92,10 @@ static const cli_help_entry OPS_HELP[] = {
       "  --no-http  only the retained statuses\n"
       "  --no-default-ports  probe only the --port ones\n",
       "Exit status: 0 everything ready, 1 runtime error (broker unreachable), 2 usage error,\n"
-      "6 not ready: an instance is lost, a /readyz answered other than 200, a --port did not\n"
-      "answer, or nothing reports at all (no retained status, no port answering: a wrong\n"
-      "VIGIL_MQTT_URL or VIGIL_TOPIC_PREFIX, or nothing deployed).\n" },
+      "6 not ready: an instance is lost (and no later instance of its service and shard is\n"
+      "ready: then it shows as \"lost (replaced)\"), a /readyz answered other than 200, a\n"
+      "--port did not answer, or nothing reports at all (no retained status, no port\n"
+      "answering: a wrong VIGIL_MQTT_URL or VIGIL_TOPIC_PREFIX, or nothing deployed).\n" },
     { "errors",
       "usage: vigil errors [--follow] [--service SERVICE] [--json]\n"
       "\n"

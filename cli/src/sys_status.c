@@ -131,6 +131,25 @@ static json_object *collect(ops_inbox *in)
     return arr;
 }
 
+/* An instance that is not ready (lost, stopped) no longer matters when a
+ * later instance of the same service and shard is ready: a replica that
+ * crashed and came back under a new instance name (a new container) leaves
+ * its retained `lost` behind, and `vigil status` would otherwise say NOT
+ * READY for good. */
+static bool replaced(json_object *inst, json_object *st)
+{
+    size_t n = json_object_array_length(inst);
+    for (size_t j = 0; j < n; j++) {
+        json_object *o = json_object_array_get_idx(inst, j);
+        if (o != st && strcmp(ops_str(o, "state"), "ready") == 0 &&
+            strcmp(ops_str(o, "service"), ops_str(st, "service")) == 0 &&
+            strcmp(ops_str(o, "shard"), ops_str(st, "shard")) == 0 &&
+            ops_int(o, "ts", 0) >= ops_int(st, "ts", 0))
+            return true;
+    }
+    return false;
+}
+
 int cli_status(cli *c, int argc, char **argv)
 {
     opts o;
@@ -159,14 +178,20 @@ int cli_status(cli *c, int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         json_object *st = json_object_array_get_idx(inst, i);
         const char *state = ops_str(st, "state");
-        if (strcmp(state, "ready") != 0 && strcmp(state, "disconnected") != 0)
+        bool gone = strcmp(state, "ready") != 0 && strcmp(state, "disconnected") != 0;
+        bool superseded = gone && replaced(inst, st);
+        if (gone && !superseded)
             all_ready = false;
+        if (superseded)
+            json_object_object_add(st, "replaced", json_object_new_boolean(true));
         if (!o.json) {
-            char since[32];
+            char since[32], shown[40];
             ops_local_time(ops_int(st, "ts", 0), since, sizeof since);
+            snprintf(shown, sizeof shown, "%s%s", *state ? state : "?",
+                     superseded ? " (replaced)" : "");
             printf("%-18s %-28s %-12s %-8s %-5s %s\n", ops_str(st, "service"),
-                   ops_str(st, "instance"), *state ? state : "?", ops_str(st, "version"),
-                   ops_str(st, "shard"), since);
+                   ops_str(st, "instance"), shown, ops_str(st, "version"), ops_str(st, "shard"),
+                   since);
         }
     }
     json_object *http = json_object_new_array();

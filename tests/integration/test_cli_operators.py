@@ -358,6 +358,16 @@ def test_status_instances_and_ports(stack):
     assert doc["ready"] is False
     assert [i["state"] for i in doc["instances"] if i["instance"] == svc.instance] == ["lost"]
 
+    # a new instance of the same shard (a new container): the old instance's
+    # retained `lost` stays, shown as replaced, and is no failure
+    other = stack.service()
+    r = run_vigil(stack, "status", "--no-http", "--json")
+    assert r.returncode == 0, r.stdout
+    old = [i for i in json.loads(r.stdout)["instances"] if i["instance"] == svc.instance]
+    assert old[0]["state"] == "lost" and old[0]["replaced"] is True, old
+    assert "lost (replaced)" in run_vigil(stack, "status", "--no-http").stdout
+    other.terminate()
+
     # restarted and then stopped cleanly: "disconnected" is no failure
     svc.start()
     svc.terminate()
