@@ -48,6 +48,29 @@ static void timed_dormancy_ends_by_itself(void **state)
     dm_free(f);
 }
 
+/* An end added to a dormancy that had none is announced like a change of
+ * end (a dormancy event with the new reason), not only stored. */
+static void an_end_added_at_the_same_level_is_announced(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dm_personas(f, 1, "ann");
+    dm_command(f, "ann", DORMANCY_CMD_DORMANT, DORMANCY_SLEEP, 0, "joel");
+    dm_clear(f);
+    dm_command(f, "ann", DORMANCY_CMD_DORMANT, DORMANCY_SLEEP, T0 + 3600000, "joel");
+    const dormancy_action *c = dm_last(f, DORMANCY_OUT_CHANGE, "ann");
+    assert_non_null(c);
+    assert_int_equal(c->level, DORMANCY_SLEEP);
+    assert_int_equal(c->previous, DORMANCY_SLEEP);
+    assert_non_null(strstr(c->reason, " until "));
+    assert_int_equal(dm_p(f, "ann")->until, T0 + 3600000);
+    /* the same command again: nothing new to say */
+    dm_clear(f);
+    dm_command(f, "ann", DORMANCY_CMD_DORMANT, DORMANCY_SLEEP, T0 + 3600000, "joel");
+    assert_null(dm_last(f, DORMANCY_OUT_CHANGE, "ann"));
+    dm_free(f);
+}
+
 static void timed_dormancy_via_command(void **state)
 {
     (void)state;
@@ -291,6 +314,7 @@ int main(void)
         cmocka_unit_test(self_in_human_message_is_not_a_command),
         cmocka_unit_test(timed_dormancy_ends_by_itself),
         cmocka_unit_test(timed_dormancy_via_command),
+        cmocka_unit_test(an_end_added_at_the_same_level_is_announced),
         cmocka_unit_test(self_awake_and_status),
         cmocka_unit_test(bad_self_command_gets_usage),
         cmocka_unit_test(human_wakes_one_persona_by_command),

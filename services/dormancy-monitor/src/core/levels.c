@@ -8,13 +8,16 @@ bool persona_can_answer(const dormancy_persona *p)
     return p->level == DORMANCY_ACTIVE || p->level == DORMANCY_HUMAN_ONLY;
 }
 
+/* until is the timed end the forced change will set (the caller sets it
+ * after): the same level with another end, or an end instead of none, is
+ * announced like any change. */
 static bool change(dormancy_step *s, dormancy_persona *p, dormancy_level level,
                    dormancy_trigger trigger, dormancy_cause cause, const char *reason,
-                   const char *text, const char *message_id, bool forced)
+                   const char *text, const char *message_id, bool forced, int64_t until)
 {
     dormancy_cause new_cause = level == DORMANCY_ACTIVE ? DORMANCY_CAUSE_NONE : cause;
     if (p->level == level &&
-        (!forced || (p->trigger == trigger && p->cause == new_cause && p->until == 0)))
+        (!forced || (p->trigger == trigger && p->cause == new_cause && p->until == until)))
         return false;
     dormancy_level previous = p->level;
     persona_touch(p);
@@ -50,12 +53,12 @@ bool step_set_level(dormancy_step *s, dormancy_persona *p, dormancy_level level,
                     dormancy_trigger trigger, dormancy_cause cause, const char *reason,
                     const char *text, const char *message_id)
 {
-    return change(s, p, level, trigger, cause, reason, text, message_id, false);
+    return change(s, p, level, trigger, cause, reason, text, message_id, false, 0);
 }
 
 bool step_set_level_forced(dormancy_step *s, dormancy_persona *p, dormancy_level level,
                            dormancy_trigger trigger, dormancy_cause cause, const char *reason,
-                           const char *text, const char *message_id)
+                           const char *text, const char *message_id, int64_t until)
 {
-    return change(s, p, level, trigger, cause, reason, text, message_id, true);
+    return change(s, p, level, trigger, cause, reason, text, message_id, true, until);
 }

@@ -63,7 +63,7 @@ static void go_dormant(dormancy_step *s, dormancy_persona *p, dormancy_level lev
     vigil_concat(text, sizeof text, "\xF0\x9F\x92\xA4 Switching to ", name, tail,
                  " (requested by ", who, ").", (const char *)NULL);
     step_set_level_forced(s, p, level, DORMANCY_TRIGGER_MANUAL, DORMANCY_CAUSE_CHOICE, reason,
-                          text, message_id);
+                          text, message_id, until);
     persona_touch(p);
     p->until = until;
 }

@@ -58,10 +58,12 @@ bool step_set_level(dormancy_step *s, dormancy_persona *p, dormancy_level level,
                     dormancy_trigger trigger, dormancy_cause cause, const char *reason,
                     const char *text, const char *message_id);
 /* Same, but also announces a change of trigger/cause/timed end at the same
- * level (a manual "@self dormant sleep for 1h" while already asleep). */
+ * level (a manual "@self dormant sleep for 1h" while already asleep, or
+ * without an end while asleep until a time); until is the new timed end
+ * (0 = none), which the caller sets. */
 bool step_set_level_forced(dormancy_step *s, dormancy_persona *p, dormancy_level level,
                            dormancy_trigger trigger, dormancy_cause cause, const char *reason,
-                           const char *text, const char *message_id);
+                           const char *text, const char *message_id, int64_t until);
 /* Able to answer a human message: active or human-only. */
 bool persona_can_answer(const dormancy_persona *p);
 
