@@ -1,8 +1,10 @@
 /* chat_view.c - `vigil chat view`: the room log, stateless and pipeable.
  * The log is the Redis stream P "chat-router:log:" room; its entry ids
- * (ms-seq) are the ids printed and accepted back as --since. */
+ * (ms-seq) are the ids printed and accepted back as --since; a message's
+ * own id (what `send` prints) is accepted too and found in the log. */
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/clock.h>
 #include "cli.h"
 #include "help.h"
 #include "opts.h"
@@ -125,6 +127,69 @@ static int print_from(cli *c, const char *key, const char *start, bool excl, lon
     }
 }
 
+/* Scans the log newest first for the entry holding message mid; its log
+ * id goes to out. *found false when no entry holds it. */
+static int find_message(cli *c, const char *key, const char *mid, char *out, size_t outlen,
+                        bool *found)
+{
+    *found = false;
+    char end[64] = "+";
+    for (;;) {
+        cli_entry *v;
+        int n;
+        int rc = fetch(c, "XREVRANGE", key, end, "-", PAGE, &v, &n);
+        if (rc != CLI_OK)
+            return rc;
+        for (int i = 0; i < n && !*found; i++) {
+            if (strcmp(cli_msg_str(v[i].msg, "id"), mid) == 0) {
+                snprintf(out, outlen, "%s", v[i].log_id);
+                *found = true;
+            }
+        }
+        if (n > 0)
+            snprintf(end, sizeof end, "(%s", v[n - 1].log_id);
+        free_entries(v, n);
+        if (*found || n < PAGE)
+            return CLI_OK;
+    }
+}
+
+/* --since given a message id (what `vigil chat send` prints): the log id
+ * of its entry. A message chat-router has not processed yet is waited for
+ * (up to the timeout, polling its processed-id record, not the log), so
+ * `view --since "$(vigil chat send ...)"` right after the send pages from
+ * that message instead of failing. The log is scanned at most twice. */
+static int since_message(cli *c, const char *room, const char *key, const char *mid, char *out,
+                         size_t outlen)
+{
+    bool found = false;
+    int rc = find_message(c, key, mid, out, outlen, &found);
+    if (rc != CLI_OK || found)
+        return rc;
+    char ids[256], sfx[CHAT_ID_MAX + 8];
+    snprintf(sfx, sizeof sfx, "ids:%s", room);
+    cli_key(c, sfx, ids, sizeof ids);
+    int64_t deadline = vigil_mono_ms() + c->timeout_ms;
+    for (;;) {
+        redisReply *r = vigil_redis_command(c->redis, "ZSCORE %s %s", ids, mid);
+        if (!r)
+            return cli_redis_failed(c, NULL);
+        bool processed = r->type == REDIS_REPLY_STRING;
+        vigil_redis_reply_free(r);
+        if (processed) {
+            rc = find_message(c, key, mid, out, outlen, &found);
+            if (rc != CLI_OK || found)
+                return rc;
+            return cli_fail(CLI_ERR_NOT_FOUND, "message '%s' is not in the log of room '%s' "
+                                               "(trimmed by retention, or refused)", mid, room);
+        }
+        if (vigil_mono_ms() >= deadline)
+            return cli_fail(CLI_ERR_NOT_FOUND, "no message '%s' in room '%s' (--since takes a log "
+                                               "id or a message id)", mid, room);
+        vigil_sleep_ms(10, NULL);
+    }
+}
+
 int cli_chat_view(cli *c, int argc, char **argv)
 {
     static const struct option LONG[] = {
@@ -146,9 +211,10 @@ int cli_chat_view(cli *c, int argc, char **argv)
             break;
         case 's':
             since = optarg;
-            if (!chat_log_id_valid(since))
+            if (chat_since_kind_of(since) == CHAT_SINCE_BAD)
                 return cli_usage_error("view", "--since needs a log id as printed by view "
-                                               "(e.g. 1763800000000-0)");
+                                               "(e.g. 1763800000000-0) or a message id "
+                                               "as printed by send");
             break;
         case 'j':
             json = true;
@@ -178,6 +244,13 @@ int cli_chat_view(cli *c, int argc, char **argv)
             vigil_redis_reply_free(r);
         if (!exists)
             return cli_require_room(c, room);
+    }
+    char found[48];
+    if (since && chat_since_kind_of(since) == CHAT_SINCE_MESSAGE_ID) {
+        rc = since_message(c, room, key, since, found, sizeof found);
+        if (rc != CLI_OK)
+            return rc;
+        since = found;
     }
     if (since)
         return print_from(c, key, since, true, limit, json);

@@ -121,7 +121,10 @@ static const cli_help_entry HELP[] = {
       "  --json      one JSON object per line instead: the message as posted plus\n"
       "              \"log_id\"\n"
       "  --limit N   the last N messages (with --since: the first N after ID)\n"
-      "  --since ID  only messages logged after ID (stateless paging: remember the last ID)\n", NULL },
+      "  --since ID  only messages logged after ID (stateless paging: remember the last ID);\n"
+      "              ID may also be a message id as send prints it: the messages logged\n"
+      "              after that message (waits for chat-router to log it; 3 if it is not\n"
+      "              in the log)\n", NULL },
     { "pause",
       "usage: vigil chat pause ROOM | --all\n"
       "\n"

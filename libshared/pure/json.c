@@ -971,3 +971,15 @@ int vigil_json_string_array(json_object *o, const char *field, bool required, bo
     *n = (int)len;
     return 0;
 }
+
+bool vigil_event_id_valid(const char *s, size_t n)
+{
+    if (!s || n == 0 || n > VIGIL_EVENT_ID_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c > 0x7e || c == '/' || c == '+' || c == '#')
+            return false;
+    }
+    return true;
+}

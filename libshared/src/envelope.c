@@ -60,20 +60,6 @@ static int split_topic(const char *topic, vigil_input *in, vigil_error *err)
     return 0;
 }
 
-/* Event ids are never spliced into topics, but they end up in Redis keys
- * and logs: printable ASCII without the MQTT wildcard/level characters. */
-static bool event_id_valid(const char *s, size_t n)
-{
-    if (n == 0 || n > VIGIL_EVENT_ID_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c > 0x7e || c == '/' || c == '+' || c == '#')
-            return false;
-    }
-    return true;
-}
-
 static int read_id(const char *topic, const void *payload, size_t len, vigil_input *in,
                    vigil_error *err)
 {
@@ -90,7 +76,7 @@ static int read_id(const char *topic, const void *payload, size_t len, vigil_inp
                                json_type_to_name(json_object_get_type(v)));
     const char *s = json_object_get_string(v);
     size_t n = (size_t)json_object_get_string_len(v);
-    if (!event_id_valid(s, n) || strlen(s) != n) {
+    if (!vigil_event_id_valid(s, n) || strlen(s) != n) {
         char q[48 * 4 + 1];
         vigil_json_sample(s, n > 48 ? 48 : n, q, sizeof q);
         return vigil_error_set(err, VIGIL_REJECT_BAD_ID,

@@ -15,7 +15,8 @@ import uuid
 import pytest
 
 import harness
-from chat_personas import CHAT, chat_key, log_entries, room_state, run_vigil, vigil_env, vigil_exe, vigil_ok
+from chat_personas import (CHAT, SANITIZER_MARKERS, chat_key, log_entries, room_state, run_vigil, vigil_env, vigil_exe,
+                           vigil_ok)
 from conftest import human, uid
 
 SUBCOMMANDS = ["new", "join", "send", "view", "pause", "resume", "delete", "cleanup"]
@@ -68,7 +69,7 @@ def test_help_version_and_usage_errors(tmp_path):
 
     for args, why in [((), "missing command"), (("frob",), "unknown command"), (("chat", "frob"), "unknown chat"),
                       (("chat", "view"), "missing ROOM"), (("chat", "view", "a", "b"), "too many"),
-                      (("chat", "view", "r", "--limit", "0"), "--limit"), (("chat", "view", "r", "--since", "x"), "--since"),
+                      (("chat", "view", "r", "--limit", "0"), "--limit"), (("chat", "view", "r", "--since", "a/b"), "--since"),
                       (("chat", "view", "r", "--bogus"), "unknown option"), (("chat", "send", "r"), "missing MESSAGE"),
                       (("chat", "send", "r", "hi", "--as", "a b"), "--as"), (("chat", "pause"), "missing ROOM"),
                       (("chat", "pause", "r", "--all"), "not both"), (("chat", "view", "r", "--limit"), "needs a value"),
@@ -154,6 +155,46 @@ def test_view_since_returns_exactly_the_later_messages(stack):
     assert js[3]["text"] == texts[2] and js[3]["sender_type"] == "human" and js[3]["room"] == room
     js2 = [json.loads(x) for x in vigil_ok(stack, "chat", "view", room, "--json", "--since", ids[4]).splitlines()]
     assert [j["log_id"] for j in js2] == [j["log_id"] for j in js[5:]]
+
+
+def test_view_since_a_message_id_as_send_prints_it(stack):
+    """--since also takes the id `send` printed: a script that sends and
+    then pages from its own message gets exactly what was logged after it,
+    even when it asks before chat-router has logged the message."""
+    svc = stack.service(CHAT)
+    room, other = new_room(stack), new_room(stack)
+    sent = [vigil_ok(stack, "chat", "send", room, f"m{i}").strip() for i in range(4)]
+    wait_log(stack, room, 5)
+    for k in range(4):
+        later = parse_view(vigil_ok(stack, "chat", "view", room, "--since", sent[k]))
+        assert [ln[3] for ln in later] == [f"m{i}" for i in range(k + 1, 4)], k
+    assert [ln[3] for ln in parse_view(vigil_ok(stack, "chat", "view", room, "--since", sent[0],
+                                                "--limit", "2"))] == ["m1", "m2"]
+    js = [json.loads(x) for x in vigil_ok(stack, "chat", "view", room, "--json", "--since", sent[1]).splitlines()]
+    assert [j["id"] for j in js] == sent[2:]
+
+    # asked before chat-router has logged it: waits for it, then pages from it
+    svc.terminate()
+    mid = vigil_ok(stack, "chat", "send", room, "while the router is away").strip()
+    wait_ms = int(harness.scaled(30) * 1000)
+    view = subprocess.Popen([vigil_exe(), "chat", "view", room, "--since", mid],
+                            env=vigil_env(stack, VIGIL_CLI_TIMEOUT_MS=wait_ms),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    assert view.poll() is None, view.communicate()
+    svc.start()
+    vigil_ok(stack, "chat", "send", room, "after it")
+    out, err = view.communicate(timeout=harness.scaled(60))
+    assert view.returncode == 0, err
+    for m in SANITIZER_MARKERS:
+        assert m not in err, err
+    assert [ln[3] for ln in parse_view(out)] in ([], ["after it"])  # whatever was logged by then
+    later = parse_view(vigil_ok(stack, "chat", "view", room, "--since", mid))
+    assert [ln[3] for ln in later] == ["after it"]
+
+    # a message id the room never logged: not found (3), after the wait
+    r = run_vigil(stack, "chat", "view", other, "--since", sent[0], env={"VIGIL_CLI_TIMEOUT_MS": "300"})
+    assert r.returncode == 3 and f"no message '{sent[0]}' in room '{other}'" in r.stderr, (r.returncode, r.stderr)
 
 
 def test_view_since_out_of_range_is_a_usage_error(stack):

@@ -16,6 +16,12 @@
 #define VIGIL_ID_MAX 64        /* ids: room, persona, agent, user, session */
 #define VIGIL_EVENT_ID_MAX 128 /* event/message ids from producers */
 
+/* An event or message id as producers may send it: 1..VIGIL_EVENT_ID_MAX
+ * bytes of printable ASCII without the MQTT wildcard/level characters
+ * (/ + #). Ids are never spliced into topics, but they end up in Redis keys
+ * and logs. */
+bool vigil_event_id_valid(const char *s, size_t n);
+
 typedef enum {
     VIGIL_REJECT_NONE = 0,
     VIGIL_REJECT_OVERSIZE,      /* "oversize" */

@@ -155,6 +155,31 @@ static void test_log_id_valid(void **st)
         assert_false(chat_log_id_valid(bad[i]));
 }
 
+/* --since also takes the id a message was sent with (what `vigil chat
+ * send` prints); anything shaped like a log id is a log id, so an
+ * out-of-range one is refused rather than looked up as a message. */
+static void test_since_kind(void **st)
+{
+    (void)st;
+    char longest[CHAT_EVID_MAX + 2];
+    memset(longest, 'a', sizeof longest);
+    longest[CHAT_EVID_MAX] = '\0';
+    const char *log_ids[] = { "0", "1763800000000-0", "18446744073709551615-18446744073709551615" };
+    const char *msg_ids[] = { "cli-1763800000000-42-0a1b2c3d", "x", "h-0123456789abcdef",
+                              "stop-0123456789abcdef", "m 1", "1.5", "a-1", longest };
+    const char *bad[] = { "", "18446744073709551616", "1-18446744073709551616", "1-2-3", "-",
+                          "-1", "a/b", "a+b", "a#b", "tab\there", "caf\xc3\xa9", NULL };
+    for (size_t i = 0; i < sizeof log_ids / sizeof *log_ids; i++)
+        assert_int_equal(chat_since_kind_of(log_ids[i]), CHAT_SINCE_LOG_ID);
+    for (size_t i = 0; i < sizeof msg_ids / sizeof *msg_ids; i++)
+        assert_int_equal(chat_since_kind_of(msg_ids[i]), CHAT_SINCE_MESSAGE_ID);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        assert_int_equal(chat_since_kind_of(bad[i]), CHAT_SINCE_BAD);
+    longest[CHAT_EVID_MAX] = 'a';
+    longest[CHAT_EVID_MAX + 1] = '\0';
+    assert_int_equal(chat_since_kind_of(longest), CHAT_SINCE_BAD);
+}
+
 static void test_delete_if_inactive(void **st)
 {
     (void)st;
@@ -323,6 +348,7 @@ int main(void)
         cmocka_unit_test(test_delete_if_inactive_keeps_a_queue),
         cmocka_unit_test(test_delete_stops_the_chain),
         cmocka_unit_test(test_log_id_valid),
+        cmocka_unit_test(test_since_kind),
         cmocka_unit_test(test_delete_unknown_room_leaves_no_record),
         cmocka_unit_test(test_global_flag_writer_only),
         cmocka_unit_test(test_resume_all_continuation),

@@ -269,6 +269,13 @@ int64_t chat_room_notified_depth(const chat_room *r, const char *persona);
  * decimal, each part at most UINT64_MAX (a Redis stream id). */
 bool chat_log_id_valid(const char *s);
 
+/* What `vigil chat view --since X` was given: a log id (digits and '-'
+ * only, valid as above), a message id (the `id` a message was sent with,
+ * what `vigil chat send` prints: 1-128 printable ASCII without / + #,
+ * not shaped like a log id), or neither. */
+typedef enum { CHAT_SINCE_BAD, CHAT_SINCE_LOG_ID, CHAT_SINCE_MESSAGE_ID } chat_since_kind;
+chat_since_kind chat_since_kind_of(const char *s);
+
 /* JSON builders (malloc'd text). */
 char *chat_notify_json(const char *id, const char *persona, const char *room,
                        const chat_message *m, int64_t depth, int64_t now);

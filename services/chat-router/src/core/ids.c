@@ -65,3 +65,17 @@ bool chat_log_id_valid(const char *s)
         return true;
     return *s++ == '-' && u64_part(&s) && *s == '\0';
 }
+
+/* The message ids `vigil chat send` prints (and any producer's) are what
+ * an answer's reply_to names, so a caller holding one may page from it.
+ * Anything shaped like a stream id (digits, '-') is read as a log id
+ * only: an out-of-range one stays a usage error instead of a message id
+ * nobody sent. */
+chat_since_kind chat_since_kind_of(const char *s)
+{
+    if (!s || !*s)
+        return CHAT_SINCE_BAD;
+    if (strspn(s, "0123456789-") == strlen(s))
+        return chat_log_id_valid(s) ? CHAT_SINCE_LOG_ID : CHAT_SINCE_BAD;
+    return vigil_event_id_valid(s, strlen(s)) ? CHAT_SINCE_MESSAGE_ID : CHAT_SINCE_BAD;
+}
