@@ -4,7 +4,8 @@ contract so they cannot drift from it.
 MQTT: topics/asyncapi.yaml has one operation per service (x-vigil-service),
 `receive` = the service subscribes, `send` = it publishes. Every
 implemented operation becomes `topic read|write <filter>` in that service's
-`user` block (channel parameters such as {room} become `+`). A `planned`
+`user` block (channel parameters such as {room} become `+`; {service} in
+an operation a service sends is its own name). A `planned`
 operation grants nothing: nothing publishes it yet. What a client needs
 beyond the contract is in MQTT_EXTRA below, each with its reason; the `vigil`
 CLI and the operators' users are there too.
@@ -80,8 +81,13 @@ REDIS_READS = {
 }
 # The vigil CLI reads every service's records (chat list/view, council,
 # persona status), trims chat-router's logs (chat cleanup) and lists and
-# replays dead letters (libshared deadletter.c, a Lua move into an outbox).
+# replays dead letters (libshared outbox_store.c, a Lua move of a service's
+# dead-letter list into its outbox).
 CLI_REDIS_COMMANDS = sorted(set(REDIS_COMMON) | {"scard", "sismember"})
+# The only keys (under P) the CLI writes: everything else is read-only to
+# it (%R~P*), so the CLI's password cannot rewrite or delete a service's
+# state records, processed ids, timers or job queues.
+CLI_REDIS_WRITES = ["chat-router:log:*", "*:deadletter", "*:outbox:*"]
 
 
 def load_contract(path=ASYNCAPI):
@@ -109,6 +115,14 @@ def contract_rules(doc):
     return out
 
 
+def _own(address, svc):
+    """A service publishes under its own name only: sys/{service}/error
+    sent by chat-router is sys/chat-router/error, never sys/+/error (which
+    would let it publish error events as any other service). Reading keeps
+    {service} as + (presence-gateway reads every service's status)."""
+    return address.replace("{service}", svc)
+
+
 def mqtt_rules(doc=None):
     """{user: sorted [(access, filter)]}: every service (from the contract,
     `every service` operations expanded), the CLI and admin. No prefix."""
@@ -117,7 +131,8 @@ def mqtt_rules(doc=None):
     every = rules.pop("every service", set())
     out = {}
     for svc in sorted(rules):
-        r = {(access, topic_filter(a)) for access, a in rules[svc]}
+        r = {(access, topic_filter(_own(a, svc) if access == "write" else a))
+             for access, a in rules[svc]}
         for access, a in every | set(MQTT_EXTRA["*"]):
             r.add((access, topic_filter(a.replace("{service}", svc))))
         out[svc] = r
@@ -170,7 +185,8 @@ def redis_rules(redis_prefix="vigil:", doc=None):
     for svc in services(doc):
         keys = [f"~{redis_prefix}{svc}:*"] + [f"%R~{redis_prefix}{k}" for k in REDIS_READS.get(svc, [])]
         out[svc] = (keys, sorted(set(REDIS_COMMON) | set(REDIS_EXTRA.get(svc, []))))
-    out[CLI_USER] = ([f"~{redis_prefix}*"], CLI_REDIS_COMMANDS)
+    out[CLI_USER] = ([f"%R~{redis_prefix}*"] + [f"~{redis_prefix}{k}" for k in CLI_REDIS_WRITES],
+                     CLI_REDIS_COMMANDS)
     return out
 
 

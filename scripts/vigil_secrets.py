@@ -3,6 +3,7 @@ deployment (see `scripts/secrets --help`)."""
 import argparse
 import base64
 import os
+import re
 import secrets as rnd
 import subprocess
 import sys
@@ -79,6 +80,11 @@ def write(path, text, mode=0o644):
         raise
 
 
+# What token_urlsafe(32) makes (43 characters), or a longer one of the same
+# alphabet put there by hand.
+PASSWORD_RE = re.compile(r"[A-Za-z0-9_-]{32,}")
+
+
 def passwords(d, users, rotate):
     """{user: password}: kept from d/passwords/<user>, made when missing or
     rotated. 32 random bytes, URL-safe (no %-encoding in a Redis URL)."""
@@ -88,6 +94,12 @@ def passwords(d, users, rotate):
         if os.path.exists(path) and u not in rotate and "all" not in rotate:
             with open(path) as f:
                 out[u] = f.read().strip()
+            if not PASSWORD_RE.fullmatch(out[u]):
+                # a truncated or hand-edited file: never hash an empty or
+                # odd password into the broker's and Redis' files
+                sys.exit(f"scripts/secrets: {path} holds no valid password (empty or not "
+                         f"what scripts/secrets writes): restore it, or make a new one with "
+                         f"--rotate {u}")
             continue
         if os.path.exists(path):
             # Redis accepts the previous password too until --drop-previous,
@@ -112,7 +124,12 @@ def previous(d, users, drop):
             print(f"scripts/secrets: previous password of {u} dropped", file=sys.stderr)
             continue
         with open(path) as f:
-            out[u] = f.read().strip()
+            p = f.read().strip()
+        if PASSWORD_RE.fullmatch(p):
+            out[u] = p
+        else:  # an empty one would let anyone in as u until --drop-previous
+            print(f"scripts/secrets: {path} holds no valid password: not accepted",
+                  file=sys.stderr)
     return out
 
 

@@ -393,6 +393,23 @@ int vigil_redis_probe(vigil_redis *r, char *err, size_t errlen)
     return -1;
 }
 
+int vigil_redis_probe_key(vigil_redis *r, const char *key, char *err, size_t errlen)
+{
+    bool logged = r->auth_logged;
+    r->auth_logged = true; /* a refusal is the caller's one error line */
+    redisReply *rep = vigil_redis_command(r, "EXISTS %s", key);
+    r->auth_logged = logged;
+    if (rep) {
+        vigil_redis_reply_free(rep);
+        return 1;
+    }
+    if (!r->auth_refused)
+        return 0;
+    snprintf(err, errlen, "Redis %s:%d refused user '%s' the key %s: %s", r->addr.host,
+             r->addr.port, r->addr.user[0] ? r->addr.user : "default", key, r->err);
+    return -1;
+}
+
 static bool flush_cmds(vigil_redis *r, const char *what);
 
 /* A plain command issued while pipelined replies are still unread would

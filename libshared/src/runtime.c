@@ -1488,6 +1488,21 @@ static bool ready(void *ctx, char *why, size_t whylen)
     return mq && rd && !stopping;
 }
 
+/* A Redis ACL user whose key patterns do not cover P S ":*" (a
+ * VIGIL_REDIS_PREFIX other than the one its users.acl was made for) would
+ * be refused every key of every commit, retrying for ever: one read of a
+ * key under the prefix finds that at start, as a refused password is. */
+static int probe_keys(vigil_runtime *rt, char *err, size_t errlen)
+{
+    char key[VIGIL_KEY_MAX], why[400];
+    vigil_runtime_key(rt, "acl-probe", key, sizeof key);
+    if (vigil_redis_probe_key(rt->intake_redis, key, why, sizeof why) >= 0)
+        return 0; /* allowed, or gone again: the retries report that */
+    snprintf(err, errlen, "%s; VIGIL_REDIS_PREFIX must be the prefix the Redis user's ACL "
+             "grants (scripts/secrets --redis-prefix)", why);
+    return -1;
+}
+
 /* Checks Redis once at start so readiness reflects reality before the first
  * input or tick. Redis being away is not fatal (the service waits for it);
  * Redis refusing our credentials is (returns -1 with err): a PING after
@@ -1495,7 +1510,7 @@ static bool ready(void *ctx, char *why, size_t whylen)
 static int probe_redis(vigil_runtime *rt, char *err, size_t errlen)
 {
     int probe = vigil_redis_probe(rt->intake_redis, err, errlen);
-    if (probe < 0)
+    if (probe < 0 || (probe > 0 && probe_keys(rt, err, errlen) != 0))
         return -1;
     bool ok = probe > 0;
     atomic_store(&rt->intake_redis_ok, ok);

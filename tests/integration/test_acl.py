@@ -44,14 +44,18 @@ def code_topics(text):
     """(subscriptions, published) topic filters in C source: the string
     arrays handed to the broker (X_SUBSCRIPTIONS[], SUBS[], subs[]) and
     snprintf'd topics ("room/%s/state" -> room/+/state)."""
-    for name, value in re.findall(r'#define (\w+) "([^"]*)"', text):
+    defines = dict(re.findall(r'#define (\w+) "([^"]*)"', text))
+    for name, value in defines.items():
         text = text.replace(f'" {name} "', value)  # "sys/" DORMANCY_SERVICE "/error"
     subs = set()
     for arr in re.findall(r"(?:SUBSCRIPTIONS|SUBS|subs)\[\]\s*=\s*\{([^}]*)\}", text):
         subs |= set(re.findall(r'"([^"]+)"', arr))
     pubs = set()
-    for m in re.finditer(r'snprintf\(\s*(\w+)\s*,[^,]*,\s*"([a-z]+/%s/[a-z]+)"', text):
-        (pubs if "topic" in m.group(1) else subs).add(m.group(2).replace("%s", "+"))
+    for m in re.finditer(r'snprintf\(\s*(\w+)\s*,[^,]*,\s*"([a-z]+/%s/[a-z]+)"(?:\s*,\s*(\w+)\))?',
+                         text):
+        # "sys/%s/error", CHAT_SERVICE: the constant's value, else any level
+        level = defines.get(m.group(3) or "", "+")
+        (pubs if "topic" in m.group(1) else subs).add(m.group(2).replace("%s", level))
     return subs, pubs
 
 
@@ -64,8 +68,11 @@ def test_every_implemented_operation_is_granted_and_nothing_else():
     for name, op in doc["operations"].items():
         svc = op["x-vigil-service"]
         chan = doc["channels"][op["channel"]["$ref"].split("/")[-1]]
-        f = vigil_acl.topic_filter(chan["address"])
         access = {"receive": "read", "send": "write"}[op["action"]]
+        address = chan["address"]
+        if access == "write":  # a service publishes under its own name only
+            address = address.replace("{service}", svc)
+        f = vigil_acl.topic_filter(address)
         if svc == "every service":
             continue
         if op.get("x-vigil-status") == "implemented":
@@ -80,6 +87,11 @@ def test_every_implemented_operation_is_granted_and_nothing_else():
         for access, f in rules[svc]:
             for a in (["read", "write"] if access == "readwrite" else [access]):
                 assert (a, f) in expected[svc] | own, f"{svc}: {a} {f} is granted but no operation names it"
+        # sys/<service>/...: the one name it may publish under, so it
+        # cannot send error events or status as another service
+        for access, f in rules[svc]:
+            if access != "read" and f.startswith("sys/"):
+                assert f.split("/")[1] == svc, f"{svc} may publish {f}: as another service"
     # every service under services/ has a user
     assert sorted(vigil_acl.services(doc)) == sorted(os.listdir(os.path.join(ROOT, "services")))
 
@@ -87,7 +99,7 @@ def test_every_implemented_operation_is_granted_and_nothing_else():
 def test_acl_covers_what_each_service_subscribes_to_and_publishes():
     rules = vigil_acl.mqtt_rules()
     for svc in vigil_acl.services():
-        subs, pubs = code_topics(src(f"services/{svc}/src/**/*.c"))
+        subs, pubs = code_topics(src(f"services/{svc}/src/**/*.h", f"services/{svc}/src/**/*.c"))
         assert subs, f"{svc}: no subscription found in its source (the pattern is stale)"
         for s in subs:
             assert grants(rules[svc], "read", s), f"{svc} subscribes to {s}: not in its ACL"
@@ -152,6 +164,9 @@ def test_redis_users_have_their_prefix_and_the_commands_their_code_calls():
     cli_used = (redis_commands(src("cli/src/*.c")) & REDIS_COMMAND_NAMES) | shared
     cli_granted = {c.split("|")[0].upper() for c in rules[vigil_acl.CLI_USER][1]}
     assert cli_used - {"AUTH"} <= cli_granted, sorted(cli_used - cli_granted)
+    # the CLI reads every key but writes only room logs, dead letters and outboxes
+    cli_keys = rules[vigil_acl.CLI_USER][0]
+    assert cli_keys[0] == "%R~vigil:*" and "~vigil:*" not in cli_keys, cli_keys
     # the one cross-service read the code makes
     gw = src("services/presence-gateway/src/*.c")
     assert "chat_log_prefix" in gw and rules["presence-gateway"][0][1] == "%R~vigil:chat-router:log:*"

@@ -222,3 +222,28 @@ def test_cli_says_which_credentials_were_refused(tmp_path, procs):
     r = subprocess.run([vigil_exe(), "persona", "status"], env=env, capture_output=True, text=True,
                        timeout=scaled(60))
     assert r.returncode in (0, 3), (r.stdout, r.stderr)
+
+
+def test_gateway_refuses_a_token_given_to_two_users(tmp_path):
+    """presence-gateway's token file with one token on two lines (for two
+    users, or twice for one) does not start: lookups take the first line, so
+    the second would silently grant nothing or the wrong user. The error
+    names the users and the file, never the token."""
+    import subprocess
+
+    from harness import free_port, service_binary
+
+    token = "tok-s3cr3t-0123456789"
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{token} joel\ntok-other-0123456789 ann\n{token} bob\n")
+    tokens.chmod(0o600)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
+    nobody = free_port()  # nothing listens: the gateway must stop before connecting
+    env.update({"VIGIL_MQTT_URL": f"mqtt://127.0.0.1:{nobody}",
+                "VIGIL_REDIS_URL": f"redis://127.0.0.1:{nobody}/0",
+                "VIGIL_HTTP_ADDR": f"127.0.0.1:{free_port()}", "VIGIL_GATEWAY_TOKENS_FILE": str(tokens)})
+    r = subprocess.run([service_binary("presence-gateway")], env=env, capture_output=True, text=True,
+                       timeout=scaled(30))
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "VIGIL_GATEWAY_TOKENS_FILE" in r.stderr and "given twice" in r.stderr, r.stderr
+    assert "'joel'" in r.stderr and "'bob'" in r.stderr and token not in r.stderr, r.stderr

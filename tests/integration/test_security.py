@@ -1,4 +1,4 @@
-"""The stack with authentication on (issue 16), as compose and Kubernetes
+"""The stack with authentication on, as compose and Kubernetes
 run it: scripts/secrets writes the passwords, mosquitto's password file and
 ACL (from topics/asyncapi.yaml) and Redis' users.acl; the broker refuses
 anonymous clients; every service logs in as its own MQTT and Redis user
@@ -12,7 +12,11 @@ anonymous clients; every service logs in as its own MQTT and Redis user
 - a service publishing outside its ACL is refused by the broker and the
   outbox keeps the output in its dead-letter list, replayed once the ACL
   allows it;
-- one service's Redis user cannot read or write another's keys (NOPERM).
+- one service's Redis user cannot read or write another's keys (NOPERM);
+- no service can publish error events or status as another service;
+- a VIGIL_REDIS_PREFIX outside the Redis user's ACL is a startup error;
+- the CLI's Redis user reads every key but writes only room logs, dead
+  letters and outboxes.
 """
 import json
 import os
@@ -27,6 +31,7 @@ import harness
 from chat_personas import vigil_exe
 from conftest import DEFAULT_SERVICE_ENV, Stack, human, uid
 from harness import SANITIZER_MARKERS, Collector, Mosquitto, Publisher, RedisServer, Service
+from security_support import expect_config_exit, procs  # noqa: F401
 
 SERVICES = ["dormancy-monitor", "wake-evaluator", "chat-router", "council", "stall-resumer",
             "floor-control", "presence-gateway", "heartbeat"]
@@ -199,6 +204,55 @@ def test_redis_users_cannot_touch_other_services_keys(secure):
     assert admin.get("vigil:dormancy-monitor:probe") == b"x"
 
 
+def test_cli_redis_user_reads_everything_but_writes_only_logs_and_dead_letters(secure):
+    """The vigil CLI's Redis user reads every service's keys, and writes
+    only what its commands write (chat cleanup trims chat-router's room
+    logs; dead-letter replay moves a service's dead letters into its
+    outbox): its password cannot rewrite or delete a service's state."""
+    import redis as pyredis
+    admin = secure.redis.client()
+    admin.hset("vigil:dormancy-monitor:persona:p1", "s", "awake")
+    admin.set("vigil:council:seen:m1", "1")
+    admin.sadd("vigil:chat-router:rooms", "r1")
+    admin.xadd("vigil:chat-router:log:r1", {"m": "old"}, id="1-0")  # long expired
+    admin.xadd("vigil:chat-router:log:r1", {"m": "new"})
+    admin.rpush("vigil:council:deadletter", "dl-1")
+    cli = secure.redis_as("vigil-cli")
+    assert cli.hget("vigil:dormancy-monitor:persona:p1", "s") == b"awake"
+    assert cli.get("vigil:council:seen:m1") == b"1"
+    for write in (lambda: cli.hset("vigil:dormancy-monitor:persona:p1", "s", "asleep"),
+                  lambda: cli.delete("vigil:council:seen:m1"),
+                  lambda: cli.set("vigil:wake-evaluator:x", "1")):
+        with pytest.raises(pyredis.exceptions.NoPermissionError):
+            write()
+    refused = "(?i)noperm|no permissions|can't access"
+    with pytest.raises(pyredis.exceptions.ResponseError, match=refused):
+        sha = cli.script_load("return redis.call('DEL', KEYS[1])")
+        cli.evalsha(sha, 1, "vigil:council:seen:m1")
+    assert admin.hget("vigil:dormancy-monitor:persona:p1", "s") == b"awake"
+    assert admin.get("vigil:council:seen:m1") == b"1"
+    # what the CLI's commands do, through the CLI
+    assert "removed 1 expired message;" in secure.vigil_ok("chat", "cleanup")
+    assert [f[b"m"] for _, f in admin.xrange("vigil:chat-router:log:r1")] == [b"new"]
+    out = secure.vigil_ok("deadletter", "replay", "council")
+    assert admin.llen("vigil:council:deadletter") == 0, out
+    assert admin.lrange("vigil:council:outbox:0", 0, -1) == [b"dl-1"]
+
+
+def test_redis_prefix_outside_the_users_acl_is_a_startup_error(secure, procs):
+    """A service whose VIGIL_REDIS_PREFIX is not the one its Redis user's
+    ACL grants (users.acl made with another --redis-prefix) would have every
+    commit refused (NOPERM) and retry for ever, never ready: it stops at
+    start instead, with one error line naming Redis, the user, the key and
+    the variable to fix (exit status 78), and no secret."""
+    svc = Service("chat-router", secure.dir, secure.service_env("chat-router", VIGIL_REDIS_PREFIX="other:"))
+    msg = expect_config_exit(svc, procs)
+    assert "refused user 'chat-router' the key other:chat-router:" in msg, msg
+    assert "NOPERM" in msg and "VIGIL_REDIS_PREFIX" in msg, msg
+    pw = password(secure.secrets, "chat-router")
+    assert pw not in svc.stderr_text()
+
+
 def test_whole_stack_each_service_its_own_user(secure, tmp_path):
     tokens = tmp_path / "gateway-tokens"
     tokens.write_text("t0ken-secure joel\n")
@@ -328,6 +382,24 @@ def test_generated_acl_is_what_the_broker_loads(secure):
     secure.publisher(user="vigil-cli").publish(*human("x", "joel", "allowed"))
     col.wait_event("room/x/message", lambda e: e.get("text") == "allowed", timeout=10)
     assert [e["text"] for e in col.events("room/x/message")] == ["allowed"]
+
+
+def test_a_service_cannot_publish_as_another_service(secure):
+    """A service's user publishes error events and status under its own
+    name only: chat-router (whose contract operation sends on
+    sys/{service}/error) cannot put a forged error event or a `lost` status
+    on dormancy-monitor's topics, where operators and `vigil sys errors`
+    would take it for dormancy-monitor's."""
+    col = secure.collector(topics=("sys/#",))
+    # one connection each: the broker may close a client after a refused publish
+    secure.publisher(user="chat-router").publish("sys/dormancy-monitor/error",
+                                                 json.dumps({"reason": "forged"}))
+    secure.publisher(user="chat-router").publish("sys/dormancy-monitor/dormancy-monitor-0/status",
+                                                 json.dumps({"state": "lost"}))
+    secure.publisher(user="chat-router").publish("sys/chat-router/error",
+                                                 json.dumps({"reason": "own"}))
+    col.wait_event("sys/chat-router/error", lambda e: e.get("reason") == "own", timeout=10)
+    assert [m.topic for m in col.snapshot("sys/dormancy-monitor/#")] == []
 
 
 def test_password_rotation_as_the_readme_says(secure):

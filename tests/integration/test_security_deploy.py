@@ -135,3 +135,80 @@ def test_k8s_infra_example_broker_and_redis_with_auth(tmp_path):
         and "acl_file /mosquitto/secrets/acl" in conf
     cmd = " ".join(sts["redis"]["spec"]["template"]["spec"]["containers"][0]["command"])
     assert "--aclfile /usr/local/etc/redis/secrets/users.acl" in cmd and "protected-mode" not in cmd
+
+
+def llm_services():
+    """The services whose code loads the LLM settings (and so the key)."""
+    out = set()
+    for svc in os.listdir(os.path.join(ROOT, "services")):
+        for dirpath, _, files in os.walk(os.path.join(ROOT, "services", svc, "src")):
+            for f in files:
+                with open(os.path.join(dirpath, f), errors="replace") as fh:
+                    if "vigil_llm_config_load(" in fh.read():
+                        out.add(svc)
+    return out
+
+
+def test_llm_api_key_reaches_only_the_services_that_call_an_llm():
+    """The LLM's API key is in no container that does not use it (above
+    all presence-gateway, the HTTP door): compose passes it to the LLM
+    services only, and in Kubernetes only their pods read Secret
+    vigil-secrets."""
+    llm = llm_services()
+    assert {"wake-evaluator", "council"} <= llm and "presence-gateway" not in llm
+    with open(os.path.join(ROOT, "docker-compose.yml")) as f:
+        compose = yaml.safe_load(f)
+    assert "VIGIL_LLM_API_KEY" not in compose["x-vigil-env"]
+    given = {name for name, s in compose["services"].items()
+             if "VIGIL_LLM_API_KEY" in s.get("environment", {})}
+    assert given == llm
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl not installed")
+    rendered = subprocess.run(["kubectl", "kustomize", os.path.join(ROOT, "deploy", "k8s")],
+                              capture_output=True, text=True, check=True, timeout=60).stdout
+    reads, labelled = set(), set()
+    for doc in yaml.safe_load_all(rendered):
+        if doc and doc["kind"] == "StatefulSet":
+            for c in doc["spec"]["template"]["spec"]["containers"]:
+                refs = [e.get("secretRef", {}).get("name") for e in c.get("envFrom", [])]
+                if "vigil-secrets" in refs:
+                    reads.add(doc["metadata"]["name"])
+            if doc["spec"]["template"]["metadata"].get("labels", {}).get("vigil.dev/llm") == "true":
+                labelled.add(doc["metadata"]["name"])
+    assert reads == llm == labelled
+
+
+def test_an_empty_password_file_is_never_hashed_into_the_acls(tmp_path):
+    """A truncated passwords/<user> (a full disk, a bad edit) stops
+    scripts/secrets with the file's name instead of putting an empty
+    password into the broker's and Redis' files; and an empty
+    <user>.previous is not accepted by Redis during a rotation, where it
+    would let anyone in as that user."""
+    import hashlib
+    empty = "#" + hashlib.sha256(b"").hexdigest()
+    d = str(tmp_path / "s")
+    assert run("--dir", d).returncode == 0
+    open(os.path.join(d, "passwords", "council"), "w").close()
+    r = run("--dir", d)
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    assert "passwords/council holds no valid password" in r.stderr
+    assert "--rotate council" in r.stderr
+    assert empty not in read(d, "redis", "users.acl")
+    r = run("--dir", d, "--rotate", "council")  # the empty file becomes council.previous
+    assert r.returncode == 0, r.stderr
+    assert "council.previous holds no valid password" in r.stderr
+    acl = read(d, "redis", "users.acl").splitlines()
+    line = next(l for l in acl if l.startswith("user council "))
+    assert empty not in line and line.count(" #") == 1, line
+
+
+def test_gateway_token_file_is_not_world_readable_in_kubernetes():
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl not installed")
+    rendered = subprocess.run(["kubectl", "kustomize", os.path.join(ROOT, "deploy", "k8s")],
+                              capture_output=True, text=True, check=True, timeout=60).stdout
+    gw = next(d for d in yaml.safe_load_all(rendered)
+              if d and d["kind"] == "StatefulSet" and d["metadata"]["name"] == "presence-gateway")
+    pod = gw["spec"]["template"]["spec"]
+    vol = next(v for v in pod["volumes"] if v.get("secret", {}).get("secretName") == "vigil-gateway-tokens")
+    assert vol["secret"]["defaultMode"] == 0o440 and pod["securityContext"]["fsGroup"] == 10001

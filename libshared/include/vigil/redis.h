@@ -66,6 +66,13 @@ bool vigil_redis_auth_refused(const vigil_redis *r);
  * reply never holds the password). */
 int vigil_redis_probe(vigil_redis *r, char *err, size_t errlen);
 
+/* After a good vigil_redis_probe: may this user read key (EXISTS key)?
+ * Returns 1 yes, 0 when Redis cannot be reached, -1 when the user's ACL
+ * refuses it (NOPERM), with err "Redis host:port refused user 'u' the
+ * key K: <reply>". The refusal is the caller's to report: logged here
+ * as a warning only. */
+int vigil_redis_probe_key(vigil_redis *r, const char *key, char *err, size_t errlen);
+
 /* True unless the error reply msg says the data itself is wrong
  * (WRONGTYPE, a value that is no number, NOGROUP/BUSYGROUP, NOSCRIPT, and
  * VIGIL_BAD_DATA from our own scripts). Only such an error may refuse an

@@ -29,6 +29,15 @@ static void test_tokens_parse(void **s)
         assert_int_equal(gw_tokens_parse(bad[i], &t, err, sizeof err), -1);
         assert_non_null(strstr(err, "line 1"));
     }
+    /* one token for two users: refused, naming both users, never the token */
+    const char *dup = "tok-0123456789 joel\ntok-other-0123 ann\ntok-0123456789 bob\n";
+    assert_int_equal(gw_tokens_parse(dup, &t, err, sizeof err), -1);
+    assert_non_null(strstr(err, "given twice"));
+    assert_non_null(strstr(err, "'joel'"));
+    assert_non_null(strstr(err, "'bob'"));
+    assert_null(strstr(err, "tok-0123456789"));
+    assert_int_equal(gw_tokens_parse("tok-0123456789 joel\ntok-0123456789 joel\n", &t, err,
+                                     sizeof err), -1);
 }
 
 static void test_auth_decide(void **s)

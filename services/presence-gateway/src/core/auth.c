@@ -37,6 +37,42 @@ void gw_tokens_free(gw_tokens *t)
     t->n = 0;
 }
 
+static int by_token(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A token given twice (for one user or two) is refused: lookups take the
+ * first line, so a second line would silently not grant what it says.
+ * Sorted copies of the pointers keep this O(n log n) for large files. */
+static int find_duplicate(const gw_tokens *t, char *err, size_t errlen)
+{
+    if (t->n < 2)
+        return 0;
+    char **v = malloc((size_t)t->n * sizeof *v);
+    if (!v) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < t->n; i++)
+        v[i] = t->v[i].token;
+    qsort(v, (size_t)t->n, sizeof *v, by_token);
+    int rc = 0;
+    for (int i = 1; i < t->n && rc == 0; i++) {
+        if (strcmp(v[i - 1], v[i]) != 0)
+            continue;
+        const char *users[2] = { NULL, NULL };
+        for (int j = 0, k = 0; j < t->n && k < 2; j++)
+            if (t->v[j].token == v[i - 1] || t->v[j].token == v[i])
+                users[k++] = t->v[j].user;
+        snprintf(err, errlen, "one token is given twice (users '%s' and '%s'): each token "
+                 "names one user", users[0] ? users[0] : "?", users[1] ? users[1] : "?");
+        rc = -1;
+    }
+    free(v);
+    return rc;
+}
+
 /* Reads the fields of one line: "token user", anything after is refused
  * so a typo never silently grants a different user. */
 int gw_tokens_parse(const char *text, gw_tokens *out, char *err, size_t errlen)
@@ -95,6 +131,8 @@ int gw_tokens_parse(const char *text, gw_tokens *out, char *err, size_t errlen)
         snprintf(out->v[out->n].user, sizeof out->v[out->n].user, "%s", user);
         out->n++;
     }
+    if (find_duplicate(out, err, errlen) != 0)
+        goto fail;
     return 0;
 fail:
     gw_tokens_free(out);

@@ -120,8 +120,9 @@ typedef struct gw_tokens {
 
 /* Parses a token file: one "token user" pair a line; blank lines and
  * lines starting with '#' are skipped. Tokens are 8..256 printable ASCII
- * characters without spaces; users are ids. Returns 0, or -1 with err
- * naming the line. */
+ * characters without spaces, each token on one line only; users are ids.
+ * Returns 0, or -1 with err naming the line (or, for a token given twice,
+ * its two users). */
 int gw_tokens_parse(const char *text, gw_tokens *out, char *err, size_t errlen);
 void gw_tokens_free(gw_tokens *t);
 
