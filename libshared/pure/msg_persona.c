@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- dormancy overrides ------------------------------------------------ */
 
@@ -339,6 +340,22 @@ const vigil_persona_room_state *vigil_persona_state_room(const vigil_persona_sta
 
 /* ---- command ---------------------------------------------------------- */
 
+/* An answer as the suggestion's buttons name it ("Yes", "NO") is the
+ * answer its lowercase name is: only the word matters, not its case. */
+static int read_answer(json_object *b, bool required, int *answer, vigil_error *err)
+{
+    json_object *v = NULL;
+    if (json_object_object_get_ex(b, "answer", &v) && json_object_is_type(v, json_type_string)) {
+        const char *s = json_object_get_string(v);
+        for (int i = 0; vigil_answer_names[i]; i++)
+            if (strcasecmp(s, vigil_answer_names[i]) == 0) {
+                *answer = i;
+                return 0;
+            }
+    }
+    return vigil_json_enum(b, "answer", required, vigil_answer_names, answer, err);
+}
+
 int vigil_persona_command_read(json_object *b, int64_t now_ms, vigil_persona_command *c,
                                vigil_error *err)
 {
@@ -350,8 +367,7 @@ int vigil_persona_command_read(json_object *b, int64_t now_ms, vigil_persona_com
         vigil_json_id(b, "room", false, &c->room, err) < 0 ||
         vigil_json_string_bounded(b, "suggestion_id", false, VIGIL_MSG_SUGGESTION_ID_MAX, &c->suggestion_id,
                                   err) < 0 ||
-        vigil_json_enum(b, "answer", cmd == VIGIL_COMMAND_ANSWER, vigil_answer_names, &answer,
-                        err) < 0 ||
+        read_answer(b, cmd == VIGIL_COMMAND_ANSWER, &answer, err) < 0 ||
         vigil_json_id(b, "by", false, &c->by, err) < 0)
         return -1;
     if (rc == 0 && c->until < 0)

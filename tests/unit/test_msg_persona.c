@@ -232,6 +232,16 @@ static void command_example_reads(void **state)
     assert_int_equal(c.until, 2000);
     json_object_put(o);
 
+    /* the buttons' words, whatever their case */
+    o = payload("{\"cmd\":\"answer\",\"answer\":\"Yes\"}");
+    assert_int_equal(vigil_persona_command_read(o, 1000, &c, &err), 0);
+    assert_int_equal(c.answer, VIGIL_ANSWER_YES);
+    json_object_put(o);
+    o = payload("{\"cmd\":\"answer\",\"answer\":\"SNOOZE\"}");
+    assert_int_equal(vigil_persona_command_read(o, 1000, &c, &err), 0);
+    assert_int_equal(c.answer, VIGIL_ANSWER_SNOOZE);
+    json_object_put(o);
+
     o = payload("{\"cmd\":\"awake\"}");
     assert_int_equal(vigil_persona_command_read(o, 1000, &c, &err), 0);
     assert_false(c.has_level);
