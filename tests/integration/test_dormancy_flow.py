@@ -14,11 +14,13 @@ import pytest
 from conftest import ai, command, human, uid, validate_outputs
 from harness import scaled
 
-SUGGEST_TEXT = "\U0001F4A4 No human activity for {}. Switch to mention-only?"
+# The notifications end with their options, as shown to the persona; {} are
+# the threshold and the snooze length in force.
+SUGGEST_TEXT = "\U0001F4A4 No human activity for {}. Switch to mention-only? [Yes] [No] [Snooze {}]"
 SLEEP_TEXT = ("\U0001F4A4 Auto-sleeping due to extended AI-only discussion. "
               "You'll wake when a human sends any message.")
 WAKE_TEXT = "\u2728 Human activity detected. Waking from dormancy."
-REDUNDANT_TEXT = "\U0001F4A4 Multiple AIs already responded. Switch to mention-only?"
+REDUNDANT_TEXT = "\U0001F4A4 Multiple AIs already responded. Switch to mention-only? [Yes] [No]"
 
 
 def duration_text(ms):
@@ -86,7 +88,7 @@ def test_flow_suggest_then_auto_sleep_then_wake_on_im_back(stack):
             assert s["persona"] == p and s["room"] == room
             assert s["suggest"] == "mention-only"
             assert s["trigger"] == "no-human"
-            assert s["text"] == SUGGEST_TEXT.format(duration_text(no_human))
+            assert s["text"] == SUGGEST_TEXT.format(duration_text(no_human), "5min")
             assert s["options"] == ["yes", "no", "snooze"]
             assert s["default"] == "yes" and s["default_after_ms"] == 60000
 
@@ -100,6 +102,7 @@ def test_flow_suggest_then_auto_sleep_then_wake_on_im_back(stack):
         assert t_sleep - t_human >= ai_only / 1000 - 0.3, "auto-slept before the AI-only threshold"
     for p, e in slept.items():
         assert e["trigger"] == "ai-only" and e["text"] == SLEEP_TEXT and e["previous"] == "active", e
+        assert e["reason"] == f"Extended AI-only discussion ({duration_text(ai_only)})", e
         # Never a stream of suggestions: exactly one per persona per quiet period.
         assert len({s["id"] for s in col.events(f"persona/{p}/suggestion")}) == 1
 
@@ -151,6 +154,8 @@ def test_suggestion_answers_yes_no_snooze(stack):
     for p in ("yes-p", "no-p", "snooze-p"):
         pub.publish(*ai(room, p, "hello"))
     sugg = {p: col.wait_event(f"persona/{p}/suggestion", timeout=15) for p in ("yes-p", "no-p", "snooze-p")}
+    # the text offers the snooze in force, byte for byte
+    assert {s["text"] for s in sugg.values()} == {SUGGEST_TEXT.format("1s", "2s")}, sugg
 
     def answer(p, a):
         pub.publish(*command(p, "answer", room=room, suggestion_id=sugg[p]["id"], answer=a, by=p))

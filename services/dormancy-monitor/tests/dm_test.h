@@ -18,6 +18,12 @@
 
 #define MIN_MS 60000LL
 #define T0 1700000000000LL /* a fixed epoch for every test */
+/* The no-human notification byte for byte, threshold d, the default snooze
+ * (5 min): the specified "💤 No human activity for 5min. Switch to
+ * mention-only? [Yes] [No] [Snooze 5min]" at the default threshold. */
+#define DM_NO_HUMAN_TEXT(d) \
+    "\xF0\x9F\x92\xA4 No human activity for " d ". Switch to mention-only? " \
+    "[Yes] [No] [Snooze 5min]"
 
 typedef struct dm_fx {
     dormancy_room *room;

@@ -21,7 +21,9 @@ static void auto_sleeps_after_15min_ai_only_discussion(void **state)
     assert_string_equal(json_object_get_string(json_object_object_get(o, "trigger")), "ai-only");
     assert_string_equal(json_object_get_string(json_object_object_get(o, "level")), "sleep");
     assert_non_null(json_object_object_get(o, "previous"));
-    assert_non_null(json_object_object_get(o, "reason"));
+    /* the specified reason, byte for byte */
+    assert_string_equal(json_object_get_string(json_object_object_get(o, "reason")),
+                        "Extended AI-only discussion (15min)");
     json_object_put(o);
     dm_free(f);
 }

@@ -149,6 +149,8 @@ static void autopilot_suggests_sleeps_and_wakes(void **state)
     const dormancy_action *s = dm_last(f, DORMANCY_OUT_SUGGESTION, "ann");
     assert_non_null(s);
     assert_int_equal(s->suggest, DORMANCY_SUGGEST_AUTOPILOT);
+    assert_string_equal(s->text, "\xF0\x9F\x92\xA4 The dormancy autopilot suggests stepping back. "
+                                 "Switch to mention-only? [Yes] [No]");
     assert_int_equal(dm_level(f, "ann"), DORMANCY_ACTIVE); /* suggested, not forced */
     dm_answer(f, "ann", DORMANCY_ANSWER_YES, NULL);
     assert_int_equal(dm_last(f, DORMANCY_OUT_CHANGE, "ann")->trigger, DORMANCY_TRIGGER_AUTOPILOT);

@@ -2,7 +2,7 @@
  * no-human threshold; yes / no / snooze / no answer (default yes). */
 #include "dm_test.h"
 
-#define NO_HUMAN_5MIN "\xF0\x9F\x92\xA4 No human activity for 5min. Switch to mention-only?"
+#define NO_HUMAN_5MIN DM_NO_HUMAN_TEXT("5min")
 
 /* Specified scenario: 6 minutes of AI-only messages give a mention-only
  * suggestion. */
@@ -268,7 +268,7 @@ static void per_persona_override_3min_vs_10min(void **state)
     dm_advance(f, 3 * MIN_MS);
     const dormancy_action *s = dm_last(f, DORMANCY_OUT_SUGGESTION, "helper-ai");
     assert_non_null(s);
-    assert_string_equal(s->text, "\xF0\x9F\x92\xA4 No human activity for 3min. Switch to mention-only?");
+    assert_string_equal(s->text, DM_NO_HUMAN_TEXT("3min"));
     assert_int_equal(dm_count(f, DORMANCY_OUT_SUGGESTION, NULL), 1);
     dm_advance(f, 2 * MIN_MS);
     assert_int_equal(dm_count(f, DORMANCY_OUT_SUGGESTION, "plain-ai"), 1);
@@ -277,7 +277,7 @@ static void per_persona_override_3min_vs_10min(void **state)
     dm_advance(f, 1);
     s = dm_last(f, DORMANCY_OUT_SUGGESTION, "teacher-ai");
     assert_non_null(s);
-    assert_string_equal(s->text, "\xF0\x9F\x92\xA4 No human activity for 10min. Switch to mention-only?");
+    assert_string_equal(s->text, DM_NO_HUMAN_TEXT("10min"));
     dm_free(f);
 }
 
@@ -291,7 +291,7 @@ static void sub_minute_threshold_text(void **state)
     dm_ai(f, "ann", "x");
     dm_advance(f, 3000);
     assert_string_equal(dm_last(f, DORMANCY_OUT_SUGGESTION, "ann")->text,
-                        "\xF0\x9F\x92\xA4 No human activity for 3s. Switch to mention-only?");
+                        DM_NO_HUMAN_TEXT("3s"));
     dm_advance(f, 500);
     assert_int_equal(dm_level(f, "ann"), DORMANCY_MENTION_ONLY);
     assert_string_equal(dm_last(f, DORMANCY_OUT_CHANGE, "ann")->text,
@@ -340,8 +340,9 @@ static void late_or_stale_timer_rechecks(void **state)
     dm_free(g);
 }
 
-/* The suggestion says how long its snooze lasts for that persona (a client
- * shows "Snooze 5min"); only a suggestion with a snooze option does. */
+/* The suggestion says how long its snooze lasts for that persona, in
+ * `snooze_ms` and in its text ("[Snooze 2min]"); only a suggestion with a
+ * snooze option does. */
 static void suggestion_carries_its_snooze_length(void **state)
 {
     (void)state;
@@ -362,6 +363,11 @@ static void suggestion_carries_its_snooze_length(void **state)
         assert_int_equal(json_object_get_int64(json_object_object_get(o, "snooze_ms")), want[i]);
         json_object_put(o);
     }
+    /* ... and its text ends with the options as the notification shows them */
+    assert_string_equal(dm_last(f, DORMANCY_OUT_SUGGESTION, "ann")->text,
+                        "\xF0\x9F\x92\xA4 No human activity for 5min. Switch to mention-only? "
+                        "[Yes] [No] [Snooze 2min]");
+    assert_string_equal(dm_last(f, DORMANCY_OUT_SUGGESTION, "bob")->text, DM_NO_HUMAN_TEXT("5min"));
     dormancy_action r = *dm_last(f, DORMANCY_OUT_SUGGESTION, "bob");
     r.suggest = DORMANCY_SUGGEST_REDUNDANT; /* yes / no only */
     json_object *o = dormancy_suggestion_json(&r, "general", f->now);

@@ -24,7 +24,9 @@ static void third_and_fourth_responders_within_30s_get_suggestion(void **state)
     const dormancy_action *s = dm_last(f, DORMANCY_OUT_SUGGESTION, "cara");
     assert_non_null(s);
     assert_int_equal(s->suggest, DORMANCY_SUGGEST_REDUNDANT);
-    assert_string_equal(s->text, "\xF0\x9F\x92\xA4 Multiple AIs already responded. Switch to mention-only?");
+    assert_string_equal(s->text,
+                        "\xF0\x9F\x92\xA4 Multiple AIs already responded. Switch to mention-only? "
+                        "[Yes] [No]");
     assert_string_equal(s->message_id, f->last_msg_id);
     assert_non_null(dm_last(f, DORMANCY_OUT_SUGGESTION, "dan"));
     json_object *o = dormancy_suggestion_json(s, "general", f->now);

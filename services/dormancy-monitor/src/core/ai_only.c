@@ -8,7 +8,6 @@
  * an @mention during the same stretch is not put straight back to sleep.
  * The stretch starts at the first AI message after the last human one: a
  * single AI message followed by silence for the threshold is one. */
-#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include "step.h"
@@ -42,10 +41,10 @@ void ai_only_evaluate(dormancy_step *s)
         p->ai_only_done = since;
         if (p->level == DORMANCY_SLEEP)
             continue; /* already asleep (by choice): left as it is */
-        char reason[DORMANCY_REASON_MAX];
-        snprintf(reason, sizeof reason,
-                 "AI-only discussion for %" PRId64 " ms without a human message (threshold %" PRId64
-                 " ms)", s->now - since, c->ai_only_ms);
+        /* the specified reason, with the threshold in force ("15min") */
+        char d[32], reason[DORMANCY_REASON_MAX];
+        dormancy_format_duration(c->ai_only_ms, d, sizeof d);
+        snprintf(reason, sizeof reason, "Extended AI-only discussion (%s)", d);
         /* the usual text promises a wake on any human message: only true
          * with auto-wake on */
         step_set_level(s, p, DORMANCY_SLEEP, DORMANCY_TRIGGER_AI_ONLY, DORMANCY_CAUSE_ABSENCE,

@@ -46,11 +46,17 @@
     "\xF0\x9F\x92\xA4 Auto-sleeping due to extended AI-only discussion. " \
     "You'll wake when mentioned or woken by a wake decision or command."
 #define DORMANCY_TEXT_HUMAN_WAKE "\xE2\x9C\xA8 Human activity detected. Waking from dormancy."
+/* A suggestion's question; suggestion_make() appends its options as the
+ * notification shows them (DORMANCY_TEXT_OPTIONS, then for a no-human one
+ * DORMANCY_TEXT_SNOOZE_FMT), e.g. "... Switch to mention-only? [Yes] [No]". */
 #define DORMANCY_TEXT_REDUNDANT \
     "\xF0\x9F\x92\xA4 Multiple AIs already responded. Switch to mention-only?"
 /* printf format; %s is the threshold in force, e.g. "5min" */
 #define DORMANCY_TEXT_NO_HUMAN_FMT \
     "\xF0\x9F\x92\xA4 No human activity for %s. Switch to mention-only?"
+#define DORMANCY_TEXT_OPTIONS " [Yes] [No]"
+/* printf format; %s is the snooze length in force, e.g. "5min" */
+#define DORMANCY_TEXT_SNOOZE_FMT " [Snooze %s]"
 
 typedef enum {
     DORMANCY_ACTIVE = 0,

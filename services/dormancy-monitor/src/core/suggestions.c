@@ -10,6 +10,22 @@
 #include <string.h>
 #include "step.h"
 
+/* The notification a persona is shown ends with its choices, as the
+ * specified one does ("... Switch to mention-only? [Yes] [No] [Snooze 5min]"):
+ * a reader of the text alone sees what it may answer and how long a snooze
+ * lasts. `options` in the payload stays the machine-readable form. */
+static void with_options(char *out, size_t outlen, const char *question,
+                         dormancy_suggest_kind kind, int64_t snooze_ms)
+{
+    char snooze[48] = "";
+    if (kind == DORMANCY_SUGGEST_NO_HUMAN) {
+        char d[32];
+        dormancy_format_duration(snooze_ms, d, sizeof d);
+        snprintf(snooze, sizeof snooze, DORMANCY_TEXT_SNOOZE_FMT, d);
+    }
+    snprintf(out, outlen, "%s" DORMANCY_TEXT_OPTIONS "%s", question, snooze);
+}
+
 bool suggestion_make(dormancy_step *s, dormancy_persona *p, dormancy_suggest_kind kind,
                      const char *text, const char *reason, const char *message_id)
 {
@@ -25,7 +41,7 @@ bool suggestion_make(dormancy_step *s, dormancy_persona *p, dormancy_suggest_kin
     a->default_after_ms = c->suggestion_timeout_ms;
     if (kind == DORMANCY_SUGGEST_NO_HUMAN) /* the only kind with a snooze option */
         a->snooze_ms = c->snooze_ms;
-    dm_copy(a->text, sizeof a->text, text);
+    with_options(a->text, sizeof a->text, text, kind, c->snooze_ms);
     dm_copy(a->reason, sizeof a->reason, reason);
     dm_copy(a->message_id, sizeof a->message_id, message_id);
 
