@@ -205,17 +205,6 @@ static void judge(const agent_row *r, const stall_config *cfg, bool activity_che
     }
 }
 
-/* "42s", "17m", "13.0h": the unit that reads best. */
-static void fmt_age(int64_t ms, char *out, size_t outlen)
-{
-    if (ms < 60000)
-        snprintf(out, outlen, "%llds", (long long)(ms / 1000));
-    else if (ms < 3600000)
-        snprintf(out, outlen, "%lldm", (long long)(ms / 60000));
-    else
-        snprintf(out, outlen, "%.1fh", (double)ms / 3600000.0);
-}
-
 static const char *EMOJI[] = {"🟢", "🟡", "🟠", "🔴"};
 static const char *LABEL[] = {"FRESH", "WARNING", "CRITICAL", "AUTO-RESUME"};
 
@@ -243,7 +232,7 @@ static void print_line(const sorted *s, bool activity_check)
     else if (activity_check)
         printf("  confidence -     %-8s", "unknown");
     char age[32];
-    fmt_age(v->age_ms, age, sizeof age);
+    stall_age_text(v->age_ms, age, sizeof age);
     if (v->known)
         printf("  %s %s", v->aged_from_status ? "status" : "activity", age);
     else
@@ -261,7 +250,7 @@ static void print_line(const sorted *s, bool activity_check)
         fputs("  (validation failed)", stdout);
     if (activity_check && v->stale) {
         char old[32];
-        fmt_age(v->assessed_ms, old, sizeof old);
+        stall_age_text(v->assessed_ms, old, sizeof old);
         printf("  (assessed %s ago: is stall-resumer running? activity not trusted)", old);
     }
     fputc('\n', stdout);

@@ -175,3 +175,21 @@ def test_status_without_ts_is_aged_from_when_stall_resumer_got_it(stack):
     r = run_vigil(stack, "agents", "status", "--json", env=NO_REDIS)
     rows = {o["agent"]: o for o in map(json.loads, r.stdout.splitlines())}
     assert rows[agent]["aged_from"] == "status" and rows[agent]["age_ms"] < 60_000, rows[agent]
+
+
+def test_ages_just_under_a_limit_never_read_as_the_limit(stack):
+    """The age on a line is cut down to the minute, never rounded up: a
+    status 5 h 59 min old is 🟡 WARNING and reads 5h59m, not 6.0h (the
+    critical limit); the same below the fresh and auto-resume limits."""
+    pub = stack.publisher()
+    names = {k: uid(k + "-") for k in ("fresh", "warn", "crit", "auto")}
+    for k, age in (("fresh", 2 * HOUR - 30_000), ("warn", 6 * HOUR - 30_000),
+                   ("crit", 12 * HOUR - 30_000), ("auto", 13 * HOUR + MIN + 30_000)):
+        publish_status(pub, names[k], age)
+    r = run_vigil(stack, "agents", "status", "--no-activity-check", env=NO_REDIS)
+    assert r.returncode == 0, r.stderr
+    got = lines_by_agent(r.stdout, names)
+    assert got["fresh"].startswith("🟢 FRESH") and "status 1h59m" in got["fresh"], got["fresh"]
+    assert got["warn"].startswith("🟡 WARNING") and "status 5h59m" in got["warn"], got["warn"]
+    assert got["crit"].startswith("🟠 CRITICAL") and "status 11h59m" in got["crit"], got["crit"]
+    assert got["auto"].startswith("🔴 AUTO-RESUME") and "status 13h01m" in got["auto"], got["auto"]

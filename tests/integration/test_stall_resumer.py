@@ -159,6 +159,26 @@ def test_noise_is_not_activity(mixes):
     assert a["confidence"] == 0.7 and a["is_active"] is True
 
 
+def test_reasons_say_windows_shrunk_under_a_minute_in_seconds(stack):
+    """With the lookback and the in-tool window shrunk under a minute
+    (VIGIL_STALL_LOOKBACK_MS, _IN_TOOL_MS), the reasons read in seconds,
+    not "0 min"."""
+    svc = stack.service(SERVICE, env=dict(FAST, VIGIL_STALL_LOOKBACK_MS="2000",
+                                          VIGIL_STALL_IN_TOOL_MS="5000"))
+    col = stack.collector()
+    pub = stack.publisher()
+    late, tool = uid("late-"), uid("tool-")
+    pub.publish(*activity(late, "GIT_COMMIT", 30_000))
+    pub.publish(*activity(tool, "GIT_COMMIT", 0, in_tool=True))
+    a = assessment(col, late, lambda a: not a["validation_passed"])
+    assert any(r.startswith("newest signal 3") and r.endswith(" s old, outside the 2 s lookback")
+               for r in a["reasons"]), a["reasons"]
+    b = assessment(col, tool)
+    assert "in a tool call: windows stretched to 5 s" in b["reasons"], b["reasons"]
+    assert not any("0 min" in r for r in a["reasons"] + b["reasons"])
+    assert svc.alive()
+
+
 def test_a_job_that_waited_is_not_sent_to_an_agent_active_again(mixes):
     """Activity is checked again right before a resume prompt is written. A
     job can wait between its scan and a worker (a restart, its lease, a
@@ -183,6 +203,11 @@ def test_a_job_that_waited_is_not_sent_to_an_agent_active_again(mixes):
     time.sleep(0.5)
     assert agent not in resumes(col)
     assert agent not in json.dumps(pool(s.store(SERVICE))["claimed"])
+    # logged at info as "⏸️ Skipping resume prompt", with why
+    skips = [json.loads(line) for line in svc.stderr_text().splitlines()
+             if line.startswith("{") and agent in line and "Skipping" in line]
+    assert skips and skips[0]["msg"] == "⏸️ Skipping resume prompt", skips
+    assert skips[0]["level"] == "info" and "active" in skips[0]["why"], skips
 
 
 def test_scan_republishes_and_outputs_validate(mixes):

@@ -156,7 +156,7 @@ vigil_decide_result stall_commit_resume(stall_service *svc, vigil_runtime_conn *
                      "detail", err.detail, NULL);
     else if (!ra0.due) {
         *skipped = true;
-        vigil_log_kv(VIGIL_LOG_INFO, "skipping resume prompt", "agent", job->agent, "job",
+        vigil_log_kv(VIGIL_LOG_INFO, "⏸️ Skipping resume prompt", "agent", job->agent, "job",
                      job->id, "why", ra0.why, NULL);
         return r;
     }

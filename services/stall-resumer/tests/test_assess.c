@@ -335,6 +335,46 @@ static void test_invalid_record_is_error(void **state)
     free(a);
 }
 
+/* True when one of the assessment's reasons is exactly text. */
+static bool has_reason(const stall_assessment *as, const char *text)
+{
+    for (int i = 0; i < as->n_reasons; i++)
+        if (strcmp(as->reasons[i], text) == 0)
+            return true;
+    return false;
+}
+
+/* The reasons say the lookback and the windows in minutes, and in seconds
+ * when VIGIL_STALL_* shrinks them under a minute (not "0 min"). */
+static void test_reason_spans(void **state)
+{
+    (void)state;
+    stall_agent *a = st_agent("a");
+    st_sig(a, &cfg, STALL_SRC_GIT_COMMIT, 13 * HOUR_MS, "c1", false);
+    stall_assessment as = st_assess(a, &cfg, T0);
+    assert_true(has_reason(&as, "newest signal 780 min old, outside the 60 min lookback"));
+    free(a);
+
+    stall_config c = cfg;
+    c.lookback_ms = 2000;
+    c.in_tool_ms = 5000;
+    a = st_agent("b");
+    st_sig(a, &c, STALL_SRC_GIT_COMMIT, 4500, "c1", false);
+    as = st_assess(a, &c, T0);
+    assert_false(as.validation_passed);
+    assert_true(has_reason(&as, "newest signal 4.5 s old, outside the 2 s lookback"));
+    free(a);
+
+    a = st_agent("c");
+    st_sig(a, &c, STALL_SRC_GIT_COMMIT, 1000, "c1", true);
+    as = st_assess(a, &c, T0);
+    assert_true(has_reason(&as, "in a tool call: windows stretched to 5 s"));
+    c.tier_window_ms[0] = c.tier_window_ms[1] = c.tier_window_ms[2] = 3000;
+    as = st_assess(a, &c, T0 + 20000);
+    assert_true(has_reason(&as, "newest signal 21 s old, outside the 5 s lookback"));
+    free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,6 +391,7 @@ int main(void)
         cmocka_unit_test_setup(test_invalid_record_is_error, setup),
         cmocka_unit_test_setup(test_status_update_is_a_tier2_signal, setup),
         cmocka_unit_test_setup(test_status_update_keeps_in_tool, setup),
+        cmocka_unit_test_setup(test_reason_spans, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

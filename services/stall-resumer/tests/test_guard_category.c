@@ -27,6 +27,32 @@ static void test_category_boundaries(void **state)
     assert_string_equal(stall_category_name(STALL_CAT_FRESH), "fresh");
 }
 
+/* The status checker's ages are cut down, never rounded up: an age just
+ * under a category limit never reads as the limit. */
+static void test_age_text(void **state)
+{
+    (void)state;
+    stall_config c;
+    stall_config_init(&c);
+    char t[32];
+    stall_age_text(42999, t, sizeof t);
+    assert_string_equal(t, "42s");
+    stall_age_text(17 * MIN_MS + 59999, t, sizeof t);
+    assert_string_equal(t, "17m");
+    stall_age_text(2 * HOUR_MS - 1, t, sizeof t);
+    assert_string_equal(t, "1h59m");
+    assert_int_equal(stall_category_of_age(&c, 2 * HOUR_MS - 1), STALL_CAT_FRESH);
+    stall_age_text(6 * HOUR_MS - 1, t, sizeof t);
+    assert_string_equal(t, "5h59m");
+    assert_int_equal(stall_category_of_age(&c, 6 * HOUR_MS - 1), STALL_CAT_WARNING);
+    stall_age_text(12 * HOUR_MS - 30000, t, sizeof t);
+    assert_string_equal(t, "11h59m");
+    stall_age_text(13 * HOUR_MS + 61000, t, sizeof t);
+    assert_string_equal(t, "13h01m");
+    stall_age_text(-5, t, sizeof t);
+    assert_string_equal(t, "0s");
+}
+
 /* Status age decides; detected activity makes it fresh; no status: the
  * newest signal's age. */
 static void test_category_sources(void **state)
@@ -135,6 +161,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_category_boundaries),
         cmocka_unit_test(test_category_sources),
+        cmocka_unit_test(test_age_text),
         cmocka_unit_test(test_guard_active_blocks),
         cmocka_unit_test(test_guard_inactive_allows),
         cmocka_unit_test(test_guard_fail_open),

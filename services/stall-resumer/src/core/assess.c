@@ -12,7 +12,6 @@
  * A newest signal with in_tool set stretches the lookback and the tier
  * windows to the in-tool window (a long tool call is not a stall).
  * Confidence is kept in thousandths: every factor is exact there. */
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -109,13 +108,16 @@ int stall_assess(const stall_agent *a, const stall_config *c, int64_t now, stall
     as->validation_passed = recent && reliable;
     as->is_active = as->validation_passed && as->confidence_milli >= c->min_confidence_milli;
 
+    char span[2][32];
+    stall_span_text(lookback, span[0], sizeof span[0]);
     if (as->in_tool)
-        reason(as, "in a tool call: windows stretched to %" PRId64 " min", lookback / STALL_MIN_MS);
-    if (newest < 0)
+        reason(as, "in a tool call: windows stretched to %s", span[0]);
+    if (newest < 0) {
         reason(as, "no activity in the last 24 h");
-    else if (!recent)
-        reason(as, "newest signal %" PRId64 " min old, outside the %" PRId64 " min lookback",
-               age_of(a->sig[newest].ts, now) / STALL_MIN_MS, lookback / STALL_MIN_MS);
+    } else if (!recent) {
+        stall_span_text(age_of(a->sig[newest].ts, now), span[1], sizeof span[1]);
+        reason(as, "newest signal %s old, outside the %s lookback", span[1], span[0]);
+    }
     if (newest >= 0 && !reliable)
         reason(as, "no tier-1 or tier-2 signal inside its window");
     if (as->n_counted)

@@ -10,7 +10,7 @@
  * signals and status, the scan), agent_json.c (the agent record and the
  * assessment payload), tasks.c + tasks_json.c (the planner's task pool and
  * the claim order), prompt.c (resume prompt), job.c (the resume job),
- * config.c (defaults). */
+ * config.c (defaults), durations.c (ages and windows as text). */
 #ifndef STALL_H
 #define STALL_H
 #include <stdbool.h>
@@ -191,6 +191,13 @@ int stall_base_confidence(int n1, int n2, int n3);
  * over the tier-1 window (60 min) x 0.7, over the tier-2 window (30 min)
  * x 0.85: the specified hour and half hour, which are those windows. */
 int stall_recency_penalty(const stall_config *c, int base_milli, int64_t age_ms);
+/* An age as the status checker shows it ("42s", "17m", "5h59m"): cut
+ * down, never rounded up, so an age just under a category limit never
+ * reads as the limit itself (durations.c). */
+void stall_age_text(int64_t age_ms, char *out, size_t outlen);
+/* A window or an age in an assessment's reasons: "N min", or seconds
+ * ("4 s", "1.5 s") below a minute, where minutes would read "0 min". */
+void stall_span_text(int64_t ms, char *out, size_t outlen);
 /* Category of an agent: active -> fresh; else by status age, or by the age
  * of its newest signal without a status. */
 stall_category stall_category_for(const stall_agent *a, const stall_config *c, bool active,
