@@ -3,7 +3,9 @@ through the broker with a real Redis and the real service: SENSE of a
 session limited to a room holds that room's last messages (and the `sense`
 event counts them), a session id is used once, a session's questions end
 with it and are not answered after it, and an A2A reply that answers
-another request or leaves its task unfinished is not a delegation."""
+another request or leaves its task unfinished is not a delegation; a
+prefix with nothing after it acts on nothing, and an answer given while a
+loop is in PLAN starts the next loop as soon as that loop commits."""
 
 import json
 import time
@@ -236,4 +238,71 @@ def test_the_users_availability_reaches_sense_and_the_act_phase(stack, llm):
     first(col, "s-avail", "action", since_loop=2)
     prompt = llm.stats()["last_request"]["body"]["messages"][-1]["content"]
     assert "User available: no (away in room general" in prompt, prompt
+    validate_outputs(col, OUTPUTS)
+
+
+def loop_rules(*replies, delays=None):
+    """Sol answering `replies[i]` in loop i+1 (its prompt says "loop N of"), with
+    an optional delay (ms) per loop."""
+    out = []
+    for i, r in enumerate(replies):
+        rule = sol(r, regex=rf"loop {i + 1} of")
+        if delays and delays.get(i + 1):
+            rule["delay_ms"] = delays[i + 1]
+        out.append(rule)
+    return rules(*out)
+
+
+def test_a_prefix_with_nothing_after_it_acts_on_nothing(stack, llm):
+    """Sol naming an action that takes an object with nothing after it - only
+    spaces, or a question's bare priority marker - acts on nothing: no empty
+    question reaches the user, no empty request goes out; the action is
+    reflect with a warning saying so (and the breaker counts it as one). The
+    service keeps running (spaces after a prefix were once read past the
+    end of the answer)."""
+    llm.control(rules=loop_rules("note:     ", "ask user:   [p4]   ", "search:  "))
+    svc = start_service(stack, llm, VIGIL_COUNCIL_LOOP_MS=100)
+    col = stack.collector()
+    pub = stack.publisher()
+    pub.publish(*control("ines", "start", session="s-bare"))
+    paused = first(col, "s-bare", "session_paused")
+    assert "3 'reflect:' actions in a row" in paused["reason"], paused
+    acts = events(col, "s-bare", "action")
+    assert [a["action"] for a in acts] == ["reflect"] * 3, acts
+    for a, prefix in zip(acts, ("note:", "ask user:", "search:")):
+        assert f"'{prefix}' with nothing to act on" in a["warning"], a
+    assert events(col, "s-bare", "question") == []
+    assert col.find("council/+/request") == []
+    assert col.find(ERROR) == []
+    assert svc.alive()
+    validate_outputs(col, OUTPUTS)
+
+
+def test_an_answer_given_during_plan_starts_the_next_loop_when_it_commits(stack, llm):
+    """An answer that comes while a loop is in PLAN was not in its SENSE: when
+    that loop commits, the next one starts at once (not a loop interval or a
+    sleep: later) and quotes the answer."""
+    llm.control(rules=loop_rules("ask user: Shall I block 9 to 11?", "sleep: 10m",
+                                 "note: 9 to 11 is blocked", delays={2: 1500}))
+    start_service(stack, llm, VIGIL_COUNCIL_LOOP_MS=600000)
+    col = stack.collector()
+    pub = stack.publisher()
+    pub.publish(*control("ines", "start", session="s-mid"))
+    q = first(col, "s-mid", "question")
+    # loop 2 by pause and resume (the interval is ten minutes), slow to answer
+    pub.publish(*control("ines", "pause"))
+    first(col, "s-mid", "session_paused")
+    pub.publish(*control("ines", "resume"))
+    first(col, "s-mid", "phase", since_loop=2)
+    pub.publish("council/s-mid/answer", {"id": uid("a"), "question_id": q["question_id"],
+                                         "answer": "Yes please"})
+    act2 = first(col, "s-mid", "action", since_loop=2)
+    assert act2["loop"] == 2 and act2["action"] == "sleep", act2
+    assert act2["result"].startswith("not sleeping 600000 ms: the user answered"), act2
+    assert act2["until"] == act2["ts"], act2
+    sense3 = first(col, "s-mid", "phase", timeout=10, since_loop=3)
+    assert sense3["phase"] == "sense" and sense3["context"]["answers"] == ["Yes please"], sense3
+    assert sense3["ts"] - act2["ts"] < 5000, (act2, sense3)
+    first(col, "s-mid", "action", since_loop=3)
+    assert col.find(ERROR) == []
     validate_outputs(col, OUTPUTS)

@@ -73,6 +73,30 @@ static void unknown_is_reflect_with_warning(void **st)
     assert_true(r.unknown);
 }
 
+/* An action that takes an object is not taken without one: a bare "ask
+ * user:" (or one with only its priority marker) would queue an empty
+ * question, a bare "search:" an empty request. Spaces after the prefix
+ * are no object either (and never read past the trimmed text). */
+static void a_prefix_with_nothing_after_it_is_reflect(void **st)
+{
+    (void)st;
+    const char *bare[] = {"ask user:", "ask user:   ", "ASK USER: [p3]  ", "ask user:[p10]",
+                          "search:", "search:    ", "note: \t ", "schedule:", "research:  "};
+    for (size_t i = 0; i < sizeof bare / sizeof bare[0]; i++) {
+        council_routed r;
+        council_route(bare[i], &r);
+        assert_int_equal(r.action, COUNCIL_ACT_REFLECT);
+        assert_true(r.unknown);
+        assert_true(r.content_len <= strlen(bare[i]));
+        assert_non_null(strstr(r.warning, "nothing to act on"));
+        assert_non_null(strstr(r.warning, "reflect:"));
+    }
+    expect_route("ask user: [p3] ok?", COUNCIL_ACT_ASK, "[p3] ok?", false);
+    expect_route("ask user: [p11]", COUNCIL_ACT_ASK, "[p11]", false); /* marker kept: text */
+    expect_route("sleep:   ", COUNCIL_ACT_SLEEP, "", false);
+    expect_route("reflect:", COUNCIL_ACT_REFLECT, "", false);
+}
+
 static void names_and_prefixes(void **st)
 {
     (void)st;
@@ -133,6 +157,7 @@ int main(void)
         cmocka_unit_test(case_and_leading_space),
         cmocka_unit_test(keywords_inside_content_do_not_route),
         cmocka_unit_test(unknown_is_reflect_with_warning),
+        cmocka_unit_test(a_prefix_with_nothing_after_it_is_reflect),
         cmocka_unit_test(names_and_prefixes),
         cmocka_unit_test(priority_marker),
         cmocka_unit_test(durations),

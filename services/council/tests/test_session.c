@@ -6,7 +6,8 @@
  * research with and without A2A, prompts naming their persona), and the
  * audit's fixes: SENSE of a room-limited session, a session id used once,
  * questions closed at the end, answers after the end, A2A replies that
- * are not ours or not completed. */
+ * are not ours or not completed; an answer given during PLAN, a prefix with
+ * nothing after it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -727,6 +728,71 @@ static void user_availability_reaches_sense_and_act(void **st)
 /* Every test runs on a fresh fx (setup, teardown). */
 #define FX_TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
+/* An answer that comes while a loop is in PLAN is not in that loop's SENSE:
+ * when the loop commits, the next one starts at once (not after the loop
+ * interval or Sol's sleep:), so the answer reaches a SENSE as soon as an
+ * answer to an idle session does. Once sensed, the interval applies again. */
+static void an_answer_during_plan_starts_the_next_loop_when_it_commits(void **st)
+{
+    fx *x = *st;
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    outcome(x, "ask user: Shall I block 9 to 11?", NULL, T0 + 1000);
+    assert_int_equal(x->u->s.next_loop_at, T0 + 1000 + x->c.loop_ms);
+    int64_t t2 = T0 + 1000 + x->c.loop_ms;
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, t2, t2, &x->sink);
+    reload(x);
+    assert_int_equal(x->u->s.loop, 2);
+    assert_int_equal(x->u->s.phase, COUNCIL_PHASE_PLAN);
+    char why[256] = "";
+    assert_int_equal(council_on_answer(x->u, &x->c, "s1", "s1.L1.q", "Yes", "a1", t2 + 500,
+                                       &x->sink, why, sizeof why),
+                     COUNCIL_OK);
+    reload(x);
+    assert_int_equal(x->u->s.loop, 2); /* the loop in flight carries on */
+    fake_reset(&x->f);
+    outcome(x, "sleep: 10m", NULL, t2 + 2000);
+    assert_int_equal(x->u->s.next_loop_at, t2 + 2000);
+    int a = fake_event(&x->f, "action", 0);
+    assert_non_null(strstr(x->f.payloads[a], "not sleeping 600000 ms: the user answered"));
+    char until[64];
+    snprintf(until, sizeof until, "\"until\":%lld", (long long)(t2 + 2000));
+    assert_non_null(strstr(x->f.payloads[a], until));
+    assert_int_equal(fake_timer_due(&x->f, COUNCIL_TIMER_LOOP), t2 + 2000);
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, t2 + 2000, t2 + 2000, &x->sink);
+    reload(x);
+    assert_int_equal(x->u->s.loop, 3);
+    assert_non_null(strstr(x->f.jobs[x->f.n_jobs - 1], "A: \\\"Yes\\\""));
+    /* loop 3 sensed the answer: its successor waits the interval */
+    outcome(x, "note: 9 to 11 is blocked", NULL, t2 + 3000);
+    assert_int_equal(x->u->s.next_loop_at, t2 + 3000 + x->c.loop_ms);
+}
+
+/* A prefix that takes an object with nothing after it (only spaces, or a
+ * bare priority marker) acts on nothing: no empty question for the user,
+ * no empty request; the action is reflect with a warning saying so. */
+static void a_bare_prefix_queues_nothing(void **st)
+{
+    fx *x = *st;
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    fake_reset(&x->f);
+    outcome(x, "ask user:   [p9]   ", NULL, T0 + 1000);
+    assert_int_equal(fake_event(&x->f, "question", 0), -1);
+    assert_int_equal(x->u->s.questions.n, 0);
+    int a = fake_event(&x->f, "action", 0);
+    assert_true(a >= 0);
+    assert_non_null(strstr(x->f.payloads[a], "\"action\":\"reflect\""));
+    assert_non_null(strstr(x->f.payloads[a], "'ask user:' with nothing to act on"));
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, x->u->s.next_loop_at,
+                     x->u->s.next_loop_at, &x->sink);
+    reload(x);
+    fake_reset(&x->f);
+    outcome(x, "search:      ", NULL, x->u->s.last_progress + 1000);
+    for (int i = 0; i < x->f.n; i++)
+        assert_null(strstr(x->f.topics[i], "/request"));
+    a = fake_event(&x->f, "action", 0);
+    assert_non_null(strstr(x->f.payloads[a], "'search:' with nothing to act on"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -751,6 +817,8 @@ int main(void)
         FX_TEST(a2a_reply_not_ours_or_unfinished_is_not_delegated),
         FX_TEST(disabled_mode_starts_nothing_and_ends_live_sessions),
         FX_TEST(user_availability_reaches_sense_and_act),
+        FX_TEST(an_answer_during_plan_starts_the_next_loop_when_it_commits),
+        FX_TEST(a_bare_prefix_queues_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

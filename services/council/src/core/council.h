@@ -91,14 +91,18 @@ typedef struct council_routed {
     council_action action;
     const char *content;   /* points into the text: after the prefix, spaces skipped */
     size_t content_len;    /* trailing spaces dropped */
-    bool unknown;          /* no known prefix: recorded as reflect */
+    bool unknown;          /* recorded as reflect: no known prefix, or nothing after one
+                            * that takes an object (search, note, ask user, schedule,
+                            * research); warning says which */
     char warning[COUNCIL_REASON_MAX];
 } council_routed;
 
 /* The action router: the seven prefixes matched with starts-with on the
  * trimmed, case-folded text (never a keyword found inside the content).
  * Anything else is `reflect` with `unknown` set and a warning naming what
- * was found. text may be NULL (no proposal). */
+ * was found; so is a prefix that takes an object with nothing after it
+ * ("ask user:" with no question, "search:" with no query). text may be
+ * NULL (no proposal). */
 void council_route(const char *text, council_routed *out);
 
 /* "[p8] Should I ...": an optional leading priority marker [pN] (N 1..10,
@@ -248,6 +252,7 @@ typedef struct council_session {
     int64_t started_at, ended_at, paused_at;
     int64_t next_loop_at;          /* 0 = none scheduled */
     int64_t last_progress;         /* last loop start, commit of a loop, or user input */
+    int64_t sensed_at;             /* the current (or last) loop's SENSE */
     char reason[COUNCIL_REASON_MAX];
     bool automatic;                /* started by the interval, not by a control */
     council_breaker breaker;

@@ -32,6 +32,7 @@ int council_loop_begin(council_emit *e, council_user *u, const council_config *c
     s->phase = COUNCIL_PHASE_PLAN;
     s->next_loop_at = 0;
     s->last_progress = now;
+    s->sensed_at = now;
     snprintf(s->job, sizeof s->job, "%s.L%d", s->id, s->loop);
 
     /* SENSE */
@@ -86,6 +87,21 @@ int council_loop_begin(council_emit *e, council_user *u, const council_config *c
     rc |= e->sink->job(e->sink->ctx, job);
     json_object_put(job);
     return rc;
+}
+
+/* An answer that came while the loop was in PLAN was not in its SENSE: it
+ * still starts the next loop at once (not after the loop interval or a
+ * sleep:), as an answer to an idle session does. A record written before
+ * the SENSE time was kept (sensed_at 0) says nothing either way. */
+static bool answered_since_sense(const council_session *s)
+{
+    if (s->sensed_at <= 0)
+        return false;
+    for (int i = 0; i < s->questions.n; i++)
+        if (s->questions.v[i].status == COUNCIL_Q_ANSWERED &&
+            s->questions.v[i].answered_at > s->sensed_at)
+            return true;
+    return false;
 }
 
 static void add_note(council_session *s, const char *text, size_t len, int64_t now)
@@ -185,6 +201,7 @@ council_rc council_on_outcome(council_user *u, const council_config *c, const co
         snprintf(warning, sizeof warning, "Sol did not answer (%.180s): recorded as reflect:",
                  o->errors[COUNCIL_SOL] ? o->errors[COUNCIL_SOL] : "LLM call failed");
     int64_t next = c->loop_ms;
+    bool answered = answered_since_sense(s); /* the next loop starts at once */
     json_object *extra = json_object_new_object();
     switch (r.action) {
     case COUNCIL_ACT_NOTE:
@@ -244,9 +261,13 @@ council_rc council_on_outcome(council_user *u, const council_config *c, const co
         }
         if (d > c->max_sleep_ms)
             d = c->max_sleep_ms;
-        next = d;
-        json_object_object_add(extra, "until", json_object_new_int64(now + d));
-        snprintf(result, sizeof result, "sleeping %" PRId64 " ms", d);
+        next = answered ? 0 : d;
+        json_object_object_add(extra, "until", json_object_new_int64(now + next));
+        if (answered)
+            snprintf(result, sizeof result, "not sleeping %" PRId64 " ms: the user answered a "
+                     "question meanwhile, the next loop starts at once", d);
+        else
+            snprintf(result, sizeof result, "sleeping %" PRId64 " ms", d);
         break;
     }
     case COUNCIL_ACT_REFLECT:
@@ -297,7 +318,7 @@ council_rc council_on_outcome(council_user *u, const council_config *c, const co
     } else if (s->loop >= c->max_loops) {
         rc |= council_session_end(&e, u, "loop limit reached (VIGIL_COUNCIL_MAX_LOOPS)", now);
     } else {
-        s->next_loop_at = now + next;
+        s->next_loop_at = answered ? now : now + next;
     }
     rc |= council_sync(&e, u, c, now);
     return rc == 0 ? COUNCIL_OK : COUNCIL_FAILED;

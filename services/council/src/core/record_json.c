@@ -101,6 +101,7 @@ static json_object *session_json(const council_session *s)
     add_i(o, "paused_at", s->paused_at);
     add_i(o, "next_loop_at", s->next_loop_at);
     add_i(o, "last_progress", s->last_progress);
+    add_i(o, "sensed_at", s->sensed_at);
     add_s(o, "reason", s->reason);
     add_b(o, "automatic", s->automatic);
     json_object *br = json_object_new_array();
@@ -201,6 +202,7 @@ static void session_load(json_object *o, council_session *s)
     s->paused_at = get_i(o, "paused_at");
     s->next_loop_at = get_i(o, "next_loop_at");
     s->last_progress = get_i(o, "last_progress");
+    s->sensed_at = get_i(o, "sensed_at");
     get_s(o, "reason", s->reason, COUNCIL_REASON_MAX - 1);
     s->automatic = get_b(o, "automatic");
     json_object *br = get(o, "breaker");

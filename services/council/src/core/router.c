@@ -38,6 +38,24 @@ static const char *skip_space(const char *s)
     return s;
 }
 
+/* An action that has an object (a query, a note, a question, a topic) is
+ * only taken with one: a bare "ask user:" would queue an empty question
+ * for the user, a bare "search:" an empty request. A question's priority
+ * marker alone ("ask user: [p3]") is no question either. sleep: and
+ * reflect: stand on their own. */
+static bool has_object(const council_routed *r)
+{
+    if (r->action == COUNCIL_ACT_SLEEP || r->action == COUNCIL_ACT_REFLECT)
+        return true;
+    if (r->content_len == 0)
+        return false;
+    if (r->action != COUNCIL_ACT_ASK)
+        return true;
+    const char *rest; /* the content ends in spaces only past content_len */
+    council_question_priority(r->content, &rest);
+    return *rest != '\0';
+}
+
 /* Starts-with only: "note:" inside the content of another action never
  * routes there (starts-with is what prevents keyword false positives). */
 void council_route(const char *text, council_routed *out)
@@ -51,9 +69,17 @@ void council_route(const char *text, council_routed *out)
         size_t pl = strlen(PREFIXES[i]);
         if (len >= pl && strncasecmp(t, PREFIXES[i], pl) == 0) {
             const char *c = skip_space(t + pl);
+            if (c > t + len) /* only spaces after the prefix: they were trimmed */
+                c = t + len;
             out->action = (council_action)i;
             out->content = c;
             out->content_len = len - (size_t)(c - t);
+            if (has_object(out))
+                return;
+            out->action = COUNCIL_ACT_REFLECT;
+            out->unknown = true;
+            snprintf(out->warning, sizeof out->warning,
+                     "'%s' with nothing to act on: recorded as reflect:", PREFIXES[i]);
             return;
         }
     }
