@@ -140,9 +140,9 @@ def test_ok_reply_sends_nothing_and_the_token_appears_in_no_room(stack, llm):
         ev = wait_run(col, p, lambda e: e["outcome"] == "ok")
         assert ev["tokens"] > 0 and ev["consecutive_skips"] == 1
         assert ev["next_in_ms"] > 0 and ev["next_run_ts"] > ev["ts"]
-    # the second ok stretches the interval (x1.5)
+    # the user was active lately (configuring): the active interval is not stretched
     second = wait_run(col, "quiet1", lambda e: e["outcome"] == "ok" and e["consecutive_skips"] == 2)
-    assert second["next_in_ms"] == pytest.approx(1500 * 1.5 * 1.5, abs=5)
+    assert second["next_in_ms"] == 1500
     # the info log line, with the consecutive skips
     line = wait_log(svc, "heartbeat: no action needed",
                     lambda d: d.get("persona") == "quiet1" and d.get("run") == second["id"])
@@ -218,19 +218,21 @@ def test_low_value_message_is_voi_blocked_and_an_answer_holding_the_token_is_ok(
 def test_any_answer_but_heartbeat_ok_resets_the_consecutive_skips(stack, llm):
     """As specified, consecutiveSkips = 0 on any answer that is not
     HEARTBEAT_OK, before the VoI check: a blocked message ends the stretch
-    and the next interval is the normal (here the active) one."""
-    start(stack, llm)
+    and the next interval is the normal one (no recent window here, so the
+    stretch applies)."""
+    start(stack, llm, VIGIL_HEARTBEAT_RECENT_MS=0)
     col = stack.collector()
     pub = stack.publisher()
     room = uid("r")
-    pub.publish(*config("streak", room, checklist="CHECK-STREAK"), retain=True)
     llm.control(rules=[{"match": "CHECK-STREAK", "reply": "HEARTBEAT_OK"}] + RULES)
-    wait_run(col, "streak", lambda e: e["outcome"] == "ok" and e["consecutive_skips"] == 2)
+    pub.publish(*config("streak", room, checklist="CHECK-STREAK"), retain=True)
+    ok = wait_run(col, "streak", lambda e: e["outcome"] == "ok" and e["consecutive_skips"] == 1)
+    assert ok["next_in_ms"] == 4500  # the normal interval x1.5
     trivia = {"message": "Some trivia you might like.", "priority": "low", "category": "update"}
     llm.control(rules=[{"match": "CHECK-STREAK", "reply": trivia}] + RULES)
     ev = wait_run(col, "streak", lambda e: e["outcome"] == "voi-blocked")
     assert ev["consecutive_skips"] == 0
-    assert ev["next_in_ms"] == 1500  # VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS, not stretched
+    assert ev["next_in_ms"] == 3000  # VIGIL_HEARTBEAT_NORMAL_INTERVAL_MS, not stretched
 
 
 def test_permission_blocked_when_the_user_does_not_allow_the_category(stack, llm):
@@ -712,6 +714,88 @@ def test_editing_the_checklist_file_steers_the_next_run(stack, llm, tmp_path):
     assert ev["outcome"] == "skipped" and ev["reason"] == "checklist-unreadable", ev
     assert "cannot read 'HEARTBEAT.md'" in ev["detail"], ev
     assert llm.stats()["requests"] == asked
+    validate_outputs(col, OUTPUTS)
+
+
+def test_the_break_reminder_added_after_a_silent_run_comes_one_active_interval_later(
+        stack, llm, tmp_path):
+    """The test as specified: start, a silent run ("heartbeat: no action
+    needed"), add the break-reminder line to the checklist file, wait the
+    active interval (2 min; 1.5 s here): the reminder is sent. The silent
+    run does not stretch the active interval, so the edit is read by the
+    very next run, one active interval after the silent one."""
+    folder = tmp_path / "checklists"
+    folder.mkdir()
+    path = folder / "HEARTBEAT.md"
+    path.write_text("- CHECK-OK: anything pending?\n", encoding="utf-8")
+    svc = start(stack, llm, VIGIL_HEARTBEAT_CHECKLIST_DIR=str(folder))
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    topic, body = config("breaker", room)
+    del body["checklist"]
+    body["checklist_file"] = "HEARTBEAT.md"
+    pub.publish(topic, body, retain=True)
+    first = wait_run(col, "breaker")
+    assert first["outcome"] == "ok" and first["consecutive_skips"] == 1, first
+    assert first["next_in_ms"] == 1500, first  # not 2250: the active interval is not stretched
+    wait_log(svc, "heartbeat: no action needed", lambda d: d.get("run") == first["id"])
+    path.write_text("- CHECK-OK: anything pending?\n" + BREAK + "\n", encoding="utf-8")
+    sent = wait_run(col, "breaker", lambda e: e["run"] > first["run"])
+    assert sent["outcome"] == "sent" and sent["run"] == first["run"] + 1, sent
+    assert sent["ts"] - first["ts"] == pytest.approx(1500, abs=scaled(0.5) * 1000), sent
+    said = [m for m in room_messages(col, room) if m.get("sender") == "breaker"]
+    assert [m["text"] for m in said] == [BREAK_TEXT], said
+    wait_log(svc, "heartbeat: proactive message sent", lambda d: d.get("run") == sent["id"])
+    validate_outputs(col, OUTPUTS)
+
+
+def test_past_the_recent_window_silent_runs_stretch_the_interval(stack, llm):
+    """Consecutive HEARTBEAT_OK answers lengthen the normal interval x1.5
+    (VIGIL_HEARTBEAT_SKIP_STRETCH), up to the inactive one."""
+    start(stack, llm, VIGIL_HEARTBEAT_RECENT_MS=0)
+    col = stack.collector()
+    pub = stack.publisher()
+    pub.publish(*config("stretchy", uid("r")), retain=True)
+    first = wait_run(col, "stretchy")
+    assert first["outcome"] == "ok" and first["next_in_ms"] == 4500, first  # 3000 x 1.5
+    second = wait_run(col, "stretchy", lambda e: e["run"] == 2)
+    assert second["outcome"] == "ok" and second["next_in_ms"] == 6000, second  # capped
+
+
+def test_a_failed_model_call_or_an_unusable_answer_logs_heartbeat_run_failed(stack, llm):
+    """The model call fails (HTTP 500) or answers something unusable: the
+    run ends `error` with its reason, nothing is sent, and the service logs
+    "heartbeat run failed" at error level, as the specified engine does."""
+    svc = start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("r")
+    llm.control(status=500, fail_next=1)
+    pub.publish(*config("failing", room, checklist="CHECK-BROKEN"), retain=True)
+    failed = wait_run(col, "failing")
+    assert failed["outcome"] == "error" and failed["reason"] == "llm-error", failed
+
+    def failed_line(run):
+        found = []
+
+        def seen():
+            found[:] = [d for d in log_lines(svc, "heartbeat run failed") if d.get("run") == run]
+            return found
+
+        harness.wait_until(seen, 10, f"'heartbeat run failed' of {run}")
+        return found[0]
+
+    line = failed_line(failed["id"])
+    assert line["level"] == "error" and line["persona"] == "failing"
+    assert line["reason"] == "llm-error" and "HTTP 500" in line["detail"]
+    llm.control(rules=[{"match": "CHECK-BROKEN", "reply": {"note": "no message field"}}] + RULES)
+    bad = wait_run(col, "failing", lambda e: e["run"] > failed["run"])
+    assert bad["outcome"] == "error" and bad["reason"] == "unusable-answer", bad
+    line = failed_line(bad["id"])
+    assert line["level"] == "error" and line["reason"] == "unusable-answer"
+    assert line["detail"] == bad["detail"]
+    assert not [m for m in room_messages(col, room) if m.get("sender") == "failing"]
     validate_outputs(col, OUTPUTS)
 
 

@@ -17,7 +17,8 @@ const vigil_config_var HB_CONFIG_VARS[] = {
     {"VIGIL_HEARTBEAT_UNANSWERED_MS", "7200000", "skip while a proactive message this recent is unanswered"},
     {"VIGIL_HEARTBEAT_IDLE_CAP_MS", "0",
      "no runs after this long without the user, until they are back (0 = no cap)"},
-    {"VIGIL_HEARTBEAT_SKIP_STRETCH", "1.5", "each consecutive `ok` multiplies the next interval (capped)"},
+    {"VIGIL_HEARTBEAT_SKIP_STRETCH", "1.5",
+     "each consecutive `ok` multiplies the next normal or inactive interval (capped)"},
     {"VIGIL_HEARTBEAT_MAX_TOKENS", "300", "max_tokens of the heartbeat prompt"},
     {"VIGIL_HEARTBEAT_JOB_LEASE_MS", "0",
      "a run's job unacknowledged this long is taken over; 0 = one LLM request's budget + 5 s "

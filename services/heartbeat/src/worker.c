@@ -136,12 +136,13 @@ static int decide_result(void *arg, const char *key, const char *state_json, int
     return rc;
 }
 
-/* The log lines (info) of a committed run: "heartbeat: no action
- * needed" with the consecutive skips, "heartbeat: proactive message sent",
- * "heartbeat: VoI blocked message" with the score and its reasoning, and
- * "heartbeat: sandbox blocked proactive message". Written after the commit,
- * so a decision retried on a conflict logs once; other outcomes are in the
- * run event and the metrics. */
+/* The log lines of a committed run: "heartbeat: no action needed" with
+ * the consecutive skips, "heartbeat: proactive message sent", "heartbeat:
+ * VoI blocked message" with the score and its reasoning, "heartbeat:
+ * sandbox blocked proactive message" (info), and "heartbeat run failed"
+ * (error: the model call failed or its answer was unusable). Written after
+ * the commit, so a decision retried on a conflict logs once; other outcomes
+ * are in the run event and the metrics. */
 static void log_run(const char *persona, const hb_run_note *n)
 {
     char num[32];
@@ -159,6 +160,9 @@ static void log_run(const char *persona, const hb_run_note *n)
     } else if (strcmp(n->outcome, "permission-blocked") == 0) {
         vigil_log_kv(VIGIL_LOG_INFO, "heartbeat: sandbox blocked proactive message", "persona",
                      persona, "run", n->run, "detail", n->detail, NULL);
+    } else if (strcmp(n->outcome, "error") == 0) {
+        vigil_log_kv(VIGIL_LOG_ERROR, "heartbeat run failed", "persona", persona, "run", n->run,
+                     "reason", n->reason ? n->reason : "", "detail", n->detail, NULL);
     }
 }
 

@@ -172,7 +172,7 @@ static void the_token_never_reaches_a_message(void **st)
 }
 
 /* Through the engine: an answer holding the token is an `ok` run (counted
- * as a skip, stretching the interval), and nothing goes to the room. */
+ * as a skip, stretching the normal interval), and nothing goes to the room. */
 static void an_answer_holding_the_token_is_an_ok_run(void **st)
 {
     (void)st;
@@ -183,7 +183,7 @@ static void an_answer_holding_the_token_is_an_ok_run(void **st)
                              t0 + 2 * MIN_MS, &f.out);
     assert_string_equal(jstr(ev, "outcome"), "ok");
     assert_int_equal(jint(ev, "consecutive_skips"), 1);
-    assert_int_equal(jint(ev, "next_in_ms"), 3 * MIN_MS); /* stretched: 2 min x 1.5 */
+    assert_int_equal(jint(ev, "next_in_ms"), 2 * MIN_MS); /* active: never stretched */
     assert_int_equal(f.out.n_msg, 1);                     /* the run event alone */
     assert_string_equal(f.out.run.outcome, "ok");
     assert_int_equal(f.out.run.consecutive_skips, 1);

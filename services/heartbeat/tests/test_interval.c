@@ -1,6 +1,7 @@
 /* The adaptive interval: 2 min after recent activity, 10 min
  * normally, 30 min after an hour of inactivity; consecutive `ok` runs
- * stretch it x1.5 up to the inactive interval; no idle cap unless one is set. */
+ * stretch the normal and inactive ones x1.5 up to the inactive interval (the
+ * active one never); no idle cap unless one is set. */
 #include "hb_test.h"
 
 static void active_normal_inactive_by_the_users_last_activity(void **st)
@@ -25,16 +26,64 @@ static void consecutive_oks_stretch_by_one_and_a_half_up_to_the_inactive_interva
     hb_config c;
     test_config(&c);
     int64_t t = 1000 * HOUR_MS;
-    assert_int_equal(hb_interval_ms(&c, t, t, 1), 3 * MIN_MS);
-    assert_int_equal(hb_interval_ms(&c, t, t, 2), 270 * 1000);
-    assert_int_equal(hb_interval_ms(&c, t, t, 3), 405 * 1000);
-    assert_int_equal(hb_interval_ms(&c, t, t, 8), 30 * MIN_MS); /* capped */
-    assert_int_equal(hb_interval_ms(&c, t, t, 1000), 30 * MIN_MS);
-    assert_int_equal(hb_interval_ms(&c, t, t - 10 * MIN_MS, 1), 15 * MIN_MS);
-    assert_int_equal(hb_interval_ms(&c, t, t - 10 * MIN_MS, 3), 30 * MIN_MS);
+    int64_t idle = t - 10 * MIN_MS; /* the normal interval's range */
+    assert_int_equal(hb_interval_ms(&c, t, idle, 1), 15 * MIN_MS);
+    assert_int_equal(hb_interval_ms(&c, t, idle, 2), 1350 * 1000);
+    assert_int_equal(hb_interval_ms(&c, t, idle, 3), 30 * MIN_MS); /* capped */
+    assert_int_equal(hb_interval_ms(&c, t, idle, 1000), 30 * MIN_MS);
     assert_int_equal(hb_interval_ms(&c, t, t - 2 * HOUR_MS, 5), 30 * MIN_MS);
-    c.skip_stretch = 2.0;
-    assert_int_equal(hb_interval_ms(&c, t, t, 2), 8 * MIN_MS);
+    c.skip_stretch = 1.2;
+    assert_int_equal(hb_interval_ms(&c, t, idle, 2), 864 * 1000);
+}
+
+/* The active interval is never stretched: while the user was active under
+ * 5 min ago a run comes every 2 min, however many `ok`s came before, so the
+ * break-reminder line added to the checklist after a silent run is acted on
+ * within 2 min ("wait 2 minutes: a reminder is sent"). */
+static void the_active_interval_is_never_stretched(void **st)
+{
+    (void)st;
+    hb_config c;
+    test_config(&c);
+    int64_t t = 1000 * HOUR_MS;
+    for (int oks = 0; oks < 1000; oks = oks * 2 + 1) {
+        assert_int_equal(hb_interval_ms(&c, t, t, oks), 2 * MIN_MS);
+        assert_int_equal(hb_interval_ms(&c, t, t - 5 * MIN_MS + 1, oks), 2 * MIN_MS);
+    }
+    c.skip_stretch = 100.0;
+    assert_int_equal(hb_interval_ms(&c, t, t - 3 * MIN_MS, 50), 2 * MIN_MS);
+    /* past the recent window the stretch applies again */
+    assert_int_equal(hb_interval_ms(&c, t, t - 5 * MIN_MS, 1), 30 * MIN_MS);
+}
+
+/* The break-reminder test through the engine with an injected clock:
+ * configured at t0, a silent run at t0+2 min, the checklist edited just
+ * after it; the next run comes 2 min after the silent one (not 3), so it
+ * reasons with the edited checklist within 2 min of the edit. */
+static void after_a_silent_run_the_next_comes_on_the_active_interval(void **st)
+{
+    (void)st;
+    hb_config c;
+    test_config(&c);
+    hb_state s;
+    hb_out out;
+    hb_out_init(&out);
+    int64_t t0 = utc_ms(2026, 6, 1, 12, 0);
+    configured(&s, &c, NULL, t0);
+    assert_null(fire(&s, &c, t0 + 2 * MIN_MS, &out));
+    json_object *ev = answer(&s, &c, "HEARTBEAT_OK", t0 + 2 * MIN_MS, &out);
+    assert_int_equal(jint(ev, "consecutive_skips"), 1);
+    assert_int_equal(jint(ev, "next_in_ms"), 2 * MIN_MS);
+    assert_int_equal(out.timer, t0 + 4 * MIN_MS);
+    json_object_put(ev);
+    assert_null(fire(&s, &c, t0 + 4 * MIN_MS, &out)); /* a model call, not a skip */
+    assert_non_null(out.job);
+    ev = answer(&s, &c, "HEARTBEAT_OK", t0 + 4 * MIN_MS, &out);
+    assert_int_equal(jint(ev, "consecutive_skips"), 2);
+    assert_int_equal(out.timer, t0 + 6 * MIN_MS); /* still under 5 min since configuring */
+    json_object_put(ev);
+    hb_out_clear(&out);
+    hb_state_free(&s);
 }
 
 /* No idle cap by default: however long the user is away, the heartbeat
@@ -79,7 +128,8 @@ static void a_user_away_for_days_is_looked_in_on_every_30_min(void **st)
 }
 
 /* The schedule in the record: configuring starts on the active interval, a
- * run after an hour of silence waits 30 min, an `ok` stretches the next. */
+ * run after an hour of silence waits 30 min, an `ok` stretches the next
+ * (the active interval excepted). */
 static void schedule_follows_activity_and_oks(void **st)
 {
     (void)st;
@@ -97,8 +147,8 @@ static void schedule_follows_activity_and_oks(void **st)
     ev = answer(&s, &c, "HEARTBEAT_OK", t0 + 2 * MIN_MS + 500, &out);
     assert_string_equal(jstr(ev, "outcome"), "ok");
     assert_int_equal(jint(ev, "consecutive_skips"), 1);
-    assert_int_equal(jint(ev, "next_in_ms"), 3 * MIN_MS); /* 2 min x 1.5 */
-    assert_int_equal(out.timer, t0 + 2 * MIN_MS + 500 + 3 * MIN_MS);
+    assert_int_equal(jint(ev, "next_in_ms"), 2 * MIN_MS); /* active: not stretched */
+    assert_int_equal(out.timer, t0 + 2 * MIN_MS + 500 + 2 * MIN_MS);
     json_object_put(ev);
     /* an hour and more later (runs missed while the user is gone): 30 min */
     int64_t t1 = t0 + 2 * HOUR_MS;
@@ -196,6 +246,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(active_normal_inactive_by_the_users_last_activity),
         cmocka_unit_test(consecutive_oks_stretch_by_one_and_a_half_up_to_the_inactive_interval),
+        cmocka_unit_test(the_active_interval_is_never_stretched),
+        cmocka_unit_test(after_a_silent_run_the_next_comes_on_the_active_interval),
         cmocka_unit_test(no_idle_cap_unless_one_is_set),
         cmocka_unit_test(a_user_away_for_days_is_looked_in_on_every_30_min),
         cmocka_unit_test(schedule_follows_activity_and_oks),

@@ -111,8 +111,9 @@ void hb_config_init(hb_config *c);
 
 /* interval.c: the next interval after a run, from the user's last activity
  * (active when under recent_ms, inactive past inactive_after_ms, normal
- * otherwise), stretched by skip_stretch^consecutive_ok, capped at the
- * inactive interval (never below the unstretched one). */
+ * otherwise); the normal and inactive ones stretched by
+ * skip_stretch^consecutive_ok, capped at the inactive interval (never below
+ * the unstretched one), the active one never stretched. */
 int64_t hb_interval_ms(const hb_config *c, int64_t now, int64_t last_activity, int consecutive_ok);
 /* True when the user has been away at least idle_cap_ms: no runs. Off by
  * default (0): a persona keeps looking in on its inactive interval. */
