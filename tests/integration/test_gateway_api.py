@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import human, uid
+from conftest import ai, human, uid
 from gateway_client import SSE, TOKENS, auth, frame_name, request, start_gateway
 from harness import scaled, wait_until
 
@@ -75,7 +75,7 @@ def test_presence_best_session_and_rooms_left(stack):
     col.wait_event(f"room/{r2}/presence", lambda j: j["status"] == "away", timeout=scaled(5), since=mark)
     time.sleep(0.3)
     assert presence_events(col, r1, since=mark) == []
-    # the browser says away (tab hidden): away even with recent activity
+    # the client says away (its user left): away even with recent activity
     assert request(gw.http_port, "POST", "/api/presence",
                    {"session": "a", "rooms": [r1], "status": "away"}, JOEL)[0] == 200
     col.wait_event(f"room/{r1}/presence", lambda j: j["status"] == "idle", timeout=scaled(5), since=mark)
@@ -190,6 +190,56 @@ def test_suggestion_answer_endpoint(stack):
     assert gw.is_ready()
     from conftest import validate_outputs
     assert validate_outputs(col, ("persona/+/command",)) == 3
+
+
+def test_suggestion_answered_with_the_buttons_words(stack):
+    """A suggestion offers [Yes] [No] [Snooze 5min]: a client that answers
+    with those words as written ("Yes", "Snooze 5min", any case) is
+    answered 202, the lowercase word goes out on persona/{p}/command, and
+    dormancy-monitor applies it (Yes: mention-only; Snooze 5min: snoozed
+    for the persona's snooze, whatever the label said); another word is a
+    400 and publishes nothing."""
+    gw = start_gateway(stack)
+    stack.service("dormancy-monitor", env={"VIGIL_DORMANCY_NO_HUMAN_MS": "1500",
+                                           "VIGIL_DORMANCY_SUGGESTION_TIMEOUT_MS": "120000",
+                                           "VIGIL_DORMANCY_SNOOZE_MS": "300000"})
+    col = stack.collector(["persona/+/command", "persona/+/suggestion", "persona/+/dormancy",
+                           "persona/+/state"])
+    pub = stack.publisher()
+    room = uid("sw")
+    ada, bea = f"ada-{room[-6:]}", f"bea-{room[-6:]}"
+    for who in (ada, bea):
+        pub.publish(*ai(room, who, "anyone?"))
+    pub.publish(*human(room, "joel", "brb"))
+    sugs = {}
+    wait_until(lambda: sugs.update({m["persona"]: m for m in col.events("persona/+/suggestion")}) or
+               {ada, bea} <= set(sugs), scaled(15), "both suggestions")
+    assert sugs[ada]["text"].endswith("[Yes] [No] [Snooze 5min]"), sugs[ada]
+    mark = col.mark()
+    for said in ("Maybe", "Snooze later", "Yes please"):
+        st, _, b = request(gw.http_port, "POST", f"/api/personas/{ada}/suggestion",
+                           {"room": room, "answer": said}, auth())
+        assert st == 400 and "answer" in b["detail"], (said, st, b)
+    time.sleep(0.3)
+    assert col.events("persona/+/command", since=mark) == []
+    st, _, b = request(gw.http_port, "POST", f"/api/personas/{ada}/suggestion",
+                       {"room": room, "answer": "Yes", "suggestion_id": sugs[ada]["id"]}, auth())
+    assert st == 202 and b["published"]["answer"] == "yes", b
+    st, _, b = request(gw.http_port, "POST", f"/api/personas/{bea}/suggestion",
+                       {"room": room, "answer": "Snooze 5min", "suggestion_id": sugs[bea]["id"]}, auth())
+    assert st == 202 and b["published"]["answer"] == "snooze", b
+    dm = col.wait_event(f"persona/{ada}/dormancy", timeout=scaled(15))
+    assert dm["level"] == "mention-only" and dm["room"] == room, dm
+
+    def bea_snoozed():
+        for m in col.events(f"persona/{bea}/state"):
+            r = (m.get("rooms") or {}).get(room) or {}
+            if r.get("snoozed_until") and not r.get("pending"):
+                return r
+        return None
+    r = wait_until(bea_snoozed, scaled(15), "bea's suggestion snoozed")
+    assert r["level"] == "active" and r["snoozed_until"] - int(time.time() * 1000) > 240000, r
+    assert [m["answer"] for m in col.events("persona/+/command")] == ["yes", "snooze"]
 
 
 API_ENDPOINTS = [

@@ -3,7 +3,8 @@ Redis, presence-gateway, dormancy-monitor): it loads after /login, a
 message published with mosquitto_pub appears, a persona's badge follows
 dormancy-monitor's level changes with the reason, a reload restores
 badges and messages (kept states + the room log), the viewer's presence
-heartbeats reach room/{r}/presence, answering a question reaches
+heartbeats reach room/{r}/presence (a hidden tab goes idle, then away, by
+the times since its last activity), answering a question reaches
 council/{session}/answer, a dormancy suggestion's card answered with its
 buttons reaches persona/{p}/command, and a screenshot of a busy room is saved as a
 test artifact (VIGIL_TEST_ARTIFACTS, default build/test-artifacts)."""
@@ -198,6 +199,45 @@ def suggestion_click(d, room, persona, answer):
 
 def suggestion_labels(d, room, persona):
     return [b.text for c in suggestion_cards(d, room, persona) for b in c.find_elements("css selector", "button")]
+
+
+def test_hidden_tab_goes_idle_then_away_by_the_activity_times(stack):
+    """Presence follows the time since the viewer's last activity: active
+    within the idle time (2 min), idle until the away time (5 min), away
+    after, a hidden tab included (a glance at another tab is a pause, not
+    an absence), and coming back to the tab is activity again. Shrunk here
+    to 3 s and 7 s, the page beating every 500 ms."""
+    gw = start_gateway(stack, VIGIL_GATEWAY_PRESENCE_IDLE_MS=3000, VIGIL_GATEWAY_PRESENCE_AWAY_MS=7000)
+    col = stack.collector(["room/+/presence"])
+    room = uid("hid")
+    b = theater_browser.Browser()
+    d = b.driver
+    try:
+        d.get(f"http://127.0.0.1:{gw.http_port}/login?token=tok-joel-0123456789")
+        d.get(f"http://127.0.0.1:{gw.http_port}/?rooms={room}&beat_ms=500")
+        col.wait_event(f"room/{room}/presence", lambda j: j["user"] == "joel" and j["status"] == "active",
+                       timeout=scaled(15))
+        mark = col.mark()
+        hid = time.monotonic()
+        # the viewer moves the mouse, then switches to another tab
+        d.execute_script("window.dispatchEvent(new Event('mousemove'));"
+                         "Object.defineProperty(document, 'hidden', {configurable: true, get: () => true});"
+                         "document.dispatchEvent(new Event('visibilitychange'));")
+        idle = col.wait_event(f"room/{room}/presence", lambda j: j["status"] != "active", since=mark,
+                              timeout=scaled(15))
+        assert idle["status"] == "idle", idle
+        assert time.monotonic() - hid > 2.5, "idle before the idle time"
+        away = col.wait_event(f"room/{room}/presence", lambda j: j["status"] == "away", since=mark,
+                              timeout=scaled(15))
+        assert abs(away["last_activity"] - idle["last_activity"]) < 1000, (idle, away)
+        assert time.monotonic() - hid > 6.5, "away before the away time"
+        # back to the tab: active again at once
+        mark = col.mark()
+        d.execute_script("Object.defineProperty(document, 'hidden', {configurable: true, get: () => false});"
+                         "document.dispatchEvent(new Event('visibilitychange'));")
+        col.wait_event(f"room/{room}/presence", lambda j: j["status"] == "active", since=mark, timeout=scaled(5))
+    finally:
+        b.close()
 
 
 def test_suggestion_card_yes_applied_by_dormancy_monitor(stack):

@@ -1,7 +1,7 @@
 """presence-gateway: what a newly opened stream starts from and what the
 gateway refuses, through a real broker, Redis and gateway: ?snapshot=1
-carries the pending council questions (gone when answered, expired or
-their session ended) and each user's latest presence per room (gone at
+carries the pending council questions, the most urgent first (gone
+when answered, expired or their session ended) and each user's latest presence per room (gone at
 away); a payload field disagreeing with its topic is topic_mismatch,
 never logged; a NUL in a posted string is a 400; presence by idle_ms is
 dated by the gateway's clock; the `connected` frame's id resumes a
@@ -83,6 +83,31 @@ def test_snapshot_carries_pending_questions(stack):
                                        "ts": now()}, retain=False)
     wait_until(lambda: not kept(gw, "council", "council.questions", f"council/{s}/questions"), scaled(10),
                "no questions once the session completed")
+
+
+def test_snapshot_lists_questions_most_urgent_first(stack):
+    """High-priority questions surface first: the session's pending
+    questions (priority 1..10, higher more urgent) come the highest first,
+    equal ones (a question without priority is 5) in the order asked,
+    whatever order they were asked in; an answered one leaves the order of
+    the others as it was."""
+    gw = start_gateway(stack)
+    pub = stack.publisher()
+    s = uid("s")
+    for n, prio in enumerate((2, 9, None, 5, 10, 1), start=1):
+        topic, body = question(s, n, now() + 600000, priority=prio)
+        if prio is None:
+            del body["priority"]
+        pub.publish(topic, body)
+
+    def order():
+        k = kept(gw, "council", "council.questions", f"council/{s}/questions")
+        return k and [int(q["question_id"].rsplit(":", 1)[1]) for q in k[0]["questions"]]
+    wait_until(lambda: order() == [5, 2, 3, 4, 1, 6], scaled(10), "the questions by priority")
+    st, _, body = request(gw.http_port, "POST", f"/api/council/{s}/answers",
+                          {"question_id": f"{s}:question:2", "answer": "yes"}, JOEL)
+    assert st == 202, body
+    wait_until(lambda: order() == [5, 3, 4, 1, 6], scaled(10), "q2 answered, the rest in order")
 
 
 def test_snapshot_carries_presence_until_away(stack):

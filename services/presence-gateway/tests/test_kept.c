@@ -296,6 +296,63 @@ static void test_kept_questions_bounded(void **s)
     free(st);
 }
 
+/* The kept questions surface as a user should answer them: the most
+ * urgent first (priority 1..10, higher first; 5 without one), equal ones
+ * in the order they were asked; past the bound the least urgent goes,
+ * not a more urgent one that happens to expire sooner. */
+static void test_kept_questions_most_urgent_first(void **s)
+{
+    (void)s;
+    gw_presence_cfg c;
+    gw_presence_cfg_init(&c);
+    char *st = NULL;
+    gw_kept_out o;
+    const int prio[] = {2, 9, 0, 5, 10, 1, 9};
+    for (size_t i = 0; i < sizeof prio / sizeof prio[0]; i++) {
+        char p[200];
+        if (prio[i])
+            snprintf(p, sizeof p,
+                     "{\"type\":\"question\",\"question_id\":\"q%zu\",\"priority\":%d,"
+                     "\"expires_at\":90000}",
+                     i, prio[i]);
+        else
+            snprintf(p, sizeof p, "{\"type\":\"question\",\"question_id\":\"q%zu\"}", i);
+        apply(&c, "questions:s1", &st, "council/s1/event", p, 10 + (int64_t)i, &o);
+        if (i + 1 < sizeof prio / sizeof prio[0])
+            gw_kept_out_free(&o);
+    }
+    json_object *d = kept_data(&o);
+    json_object *qs = json_object_object_get(d, "questions");
+    const char *want[] = {"q4", "q1", "q6", "q2", "q3", "q0", "q5"};
+    assert_int_equal(json_object_array_length(qs), 7);
+    for (size_t i = 0; i < 7; i++)
+        assert_string_equal(json_object_get_string(json_object_object_get(
+                                json_object_array_get_idx(qs, i), "question_id")),
+                            want[i]);
+    json_object_put(d);
+    gw_kept_out_free(&o);
+    free(st);
+    /* full: the priority-1 question goes although the priority-10 ones
+     * expire sooner */
+    st = NULL;
+    for (int i = 0; i < GW_KEPT_QUESTIONS_MAX + 1; i++) {
+        char p[200];
+        snprintf(p, sizeof p,
+                 "{\"type\":\"question\",\"question_id\":\"u%d\",\"priority\":%d,"
+                 "\"expires_at\":%d}",
+                 i, i == 0 ? 1 : 10, i == 0 ? 900000 : 1000 + i);
+        apply(&c, "questions:s1", &st, "council/s1/event", p, 10, &o);
+        gw_kept_out_free(&o);
+    }
+    json_object *r = json_tokener_parse(st);
+    json_object *items = json_object_object_get(r, "items");
+    assert_int_equal(json_object_object_length(items), GW_KEPT_QUESTIONS_MAX);
+    assert_false(json_object_object_get_ex(items, "u0", NULL));
+    assert_true(json_object_object_get_ex(items, "u1", NULL));
+    json_object_put(r);
+    free(st);
+}
+
 /* Presence: active and idle users are kept (the snapshot lists them), an
  * away one goes, and one whose activity is older than away_ms goes by the
  * record's timer even if no `away` ever comes. */
@@ -362,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_kept_keys),
         cmocka_unit_test(test_kept_questions),
         cmocka_unit_test(test_kept_questions_bounded),
+        cmocka_unit_test(test_kept_questions_most_urgent_first),
         cmocka_unit_test(test_kept_humans),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

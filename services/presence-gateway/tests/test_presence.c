@@ -147,7 +147,7 @@ static void test_best_session_wins_and_leaving_a_room(void **s)
     assert_string_equal(o.changes[0].room, "ops");
     assert_int_equal(o.changes[0].status, GW_AWAY);
     gw_presence_out_free(&o);
-    /* a claims away (hidden tab): general falls to b's idle */
+    /* a claims away (its client says the user left): general falls to b's idle */
     o = beat(&st, "a", gen, 1, GW_AWAY, T0 + 3000, T0 + 3000);
     assert_int_equal(o.nchanges, 1);
     assert_int_equal(o.changes[0].status, GW_IDLE);

@@ -290,6 +290,29 @@ static void test_suggestion_answer_body(void **s)
     assert_null(c.suggestion_id);
     assert_int_equal(c.answer, VIGIL_ANSWER_YES);
     json_object_put(pl);
+    /* the buttons' words as a user reads them: the lowercase word goes out */
+    const struct {
+        const char *said;
+        int word;
+    } said[] = {
+        {"Yes", VIGIL_ANSWER_YES},       {"YES", VIGIL_ANSWER_YES},
+        {"No", VIGIL_ANSWER_NO},         {"Snooze", VIGIL_ANSWER_SNOOZE},
+        {"Snooze 5min", VIGIL_ANSWER_SNOOZE}, {"snooze 30s", VIGIL_ANSWER_SNOOZE},
+        {"Snooze 1500ms", VIGIL_ANSWER_SNOOZE},
+    };
+    for (size_t i = 0; i < sizeof said / sizeof said[0]; i++) {
+        char body[120];
+        snprintf(body, sizeof body, "{\"room\":\"g\",\"answer\":\"%s\"}", said[i].said);
+        o = json_tokener_parse(body);
+        assert_int_equal(gw_req_suggestion(o, "joel", "gw-6", 14, &pl, err, sizeof err),
+                         GW_REQ_OK);
+        json_object_put(o);
+        assert_string_equal(json_object_get_string(json_object_object_get(pl, "answer")),
+                            vigil_answer_names[said[i].word]);
+        assert_int_equal(vigil_persona_command_read(pl, 14, &c, &verr), 0);
+        assert_int_equal(c.answer, said[i].word);
+        json_object_put(pl);
+    }
     char longid[VIGIL_MSG_SUGGESTION_ID_MAX + 2];
     memset(longid, 'x', sizeof longid - 1);
     longid[sizeof longid - 1] = '\0';
@@ -304,7 +327,12 @@ static void test_suggestion_answer_body(void **s)
         {"{\"room\":5,\"answer\":\"yes\"}", "'room'"},
         {"{\"room\":\"g\"}", "'answer'"},
         {"{\"room\":\"g\",\"answer\":\"maybe\"}", "'answer'"},
-        {"{\"room\":\"g\",\"answer\":\"YES\"}", "'answer'"},
+        {"{\"room\":\"g\",\"answer\":\"yes please\"}", "'answer'"},
+        {"{\"room\":\"g\",\"answer\":\"Snooze 5\"}", "'answer'"},
+        {"{\"room\":\"g\",\"answer\":\"Snooze min\"}", "'answer'"},
+        {"{\"room\":\"g\",\"answer\":\"Snooze  5min\"}", "'answer'"},
+        {"{\"room\":\"g\",\"answer\":\"Snooze 5min later\"}", "'answer'"},
+        {"{\"room\":\"g\",\"answer\":\"No 5min\"}", "'answer'"},
         {"{\"room\":\"g\",\"answer\":true}", "'answer'"},
         {"{\"room\":\"g\",\"answer\":\"yes\",\"suggestion_id\":\"\"}", "'suggestion_id'"},
         {"{\"room\":\"g\",\"answer\":\"yes\",\"suggestion_id\":\"a#b\"}", "'suggestion_id'"},

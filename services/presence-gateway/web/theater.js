@@ -373,7 +373,13 @@ function connect() {
 for (const ev of ["mousemove", "keydown", "scroll", "click", "touchstart"]) {
   addEventListener(ev, () => { state.lastActivity = Date.now(); }, { passive: true });
 }
-document.addEventListener("visibilitychange", () => beat());
+// Coming back to the tab is activity; leaving it is not absence yet: the
+// statuses follow the time since the last activity (idle after 2 min, away
+// after 5), so a glance at another tab is a thinking pause, not "away".
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden) state.lastActivity = Date.now();
+  beat();
+});
 
 let beatTimer = null;
 let soon = null;
@@ -391,8 +397,8 @@ async function beat() {
   try {
     await api("POST", "/api/presence", {
       session: SESSION, rooms,
-      status: document.hidden ? "away" : "active",
-      // how long ago, by this browser's clock: the gateway dates it by its own
+      // no status claimed: the gateway derives it from how long ago the
+      // last activity was, by this browser's clock (dated by its own)
       idle_ms: Math.max(0, Date.now() - state.lastActivity),
     });
   } catch (e) { console.warn("presence", e.message); }

@@ -231,6 +231,9 @@ const char *gw_topic_param_field(const char *topic, int level);
 
 /* Pending questions kept per council session, users kept per room. */
 #define GW_KEPT_QUESTIONS_MAX 64
+/* A council question without a priority is of this one (1..10, higher more
+ * urgent). */
+#define GW_QUESTION_PRIORITY_DEFAULT 5
 #define GW_KEPT_HUMANS_MAX 256
 
 /* The record beside the log that an input changes, in key: "questions:{s}"
@@ -255,7 +258,9 @@ void gw_kept_out_free(gw_kept_out *o);
  * key at now. Questions stay until their expires_at, an answer naming
  * them, a session_ended event or the state `completed`; a user's presence
  * stays while active or idle, until last_activity + c->away_ms, and goes
- * at `away`. Past the bounds above, what would expire first goes. 0, or
+ * at `away`. Past the bounds above, what would expire first goes (of
+ * questions, the lowest priority first). The entry lists questions the
+ * most urgent first (priority, then the order asked). 0, or
  * -1 (a key of no record, out of memory). */
 int gw_kept_apply(const gw_presence_cfg *c, const char *key, const char *state_json,
                   const char *topic, json_object *payload, int64_t now, gw_kept_out *out);
@@ -335,8 +340,14 @@ gw_req_result gw_req_answer(json_object *body, const char *user, const char *fre
                             int64_t now, size_t max_text, json_object **payload,
                             const char **limit, char *err, size_t errlen);
 
+/* The answer word (VIGIL_ANSWER_*) a suggestion answer names: yes, no or
+ * snooze in any case, or the snooze button's label ("Snooze 5min"); -1
+ * for anything else. */
+int gw_suggestion_answer(const char *s);
+
 /* POST /api/personas/{persona}/suggestion body {room, suggestion_id?,
- * answer: yes|no|snooze, id?} -> the persona/{persona}/command payload
+ * answer: yes|no|snooze (gw_suggestion_answer), id?} -> the
+ * persona/{persona}/command payload
  * {id, cmd: "answer", room, suggestion_id?, answer, by: user, ts}.
  * Without suggestion_id the command answers whichever suggestion is
  * pending for the persona in the room (a page that only saw the pending

@@ -127,22 +127,42 @@ static bool prune(json_object *items, int64_t now)
     return changed;
 }
 
-/* Over max items, drops the one that would expire first (never-expiring
- * ones last): the oldest activity, the most urgent to lose anyway. */
-static bool bound(json_object *items, int max)
+/* A kept question's priority: 1..10, higher more urgent; 5 when absent. */
+static int64_t question_priority(json_object *p)
+{
+    int64_t prio = GW_QUESTION_PRIORITY_DEFAULT;
+    int_of(p, "priority", &prio);
+    return prio;
+}
+
+/* A kept item's payload's priority, for questions (see question_priority). */
+static int64_t item_priority(json_object *it)
+{
+    json_object *p = NULL;
+    json_object_object_get_ex(it, "p", &p);
+    return question_priority(p);
+}
+
+/* Over max items, drops the least worth keeping: for questions the least
+ * urgent (lowest priority, the first to surface last), then among equals,
+ * as for presence, the one that would expire first (never-expiring ones
+ * last): the oldest activity, the most urgent to lose anyway. */
+static bool bound(json_object *items, int max, bool by_prio)
 {
     bool changed = false;
     while (json_object_object_length(items) > max) {
         const char *victim = NULL;
-        int64_t best = INT64_MAX;
+        int64_t best = INT64_MAX, best_prio = INT64_MAX;
         json_object_object_foreach(items, k, v)
         {
             int64_t e = item_exp(v);
+            int64_t prio = by_prio ? item_priority(v) : 0;
             if (e <= 0)
                 e = INT64_MAX; /* never expires: dropped last */
-            if (!victim || e < best) {
+            if (!victim || prio < best_prio || (prio == best_prio && e < best)) {
                 victim = k;
                 best = e;
+                best_prio = prio;
             }
         }
         json_object_object_del(items, victim);
@@ -234,22 +254,49 @@ static int humans_input(const gw_presence_cfg *c, json_object *items, const char
     return keep(items, user, topic, p, exp);
 }
 
-/* The kept entry: {session, questions: [...]} or {room, humans: [...]}. */
+typedef struct {
+    json_object *p;
+    int64_t prio;
+    size_t order;
+} ranked;
+
+/* Higher priority first; equal ones in the order they were asked. */
+static int by_priority(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    if (x->prio != y->prio)
+        return x->prio > y->prio ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The kept entry: {session, questions: [...]} (the most urgent first, as
+ * a user should see them) or {room, humans: [...]}. */
 static char *kept_entry(kept_kind kind, const char *name, const char *topic, json_object *items)
 {
     json_object *o = json_object_new_object(), *arr = json_object_new_array();
-    if (!o || !arr) {
+    size_t n = (size_t)json_object_object_length(items);
+    ranked *r = calloc(n ? n : 1, sizeof *r);
+    if (!o || !arr || !r) {
         json_object_put(o);
         json_object_put(arr);
+        free(r);
         return NULL;
     }
+    size_t m = 0;
     json_object_object_foreach(items, k, v)
     {
         (void)k;
         json_object *p;
-        if (json_object_object_get_ex(v, "p", &p))
-            json_object_array_add(arr, json_object_get(p));
+        if (m < n && json_object_object_get_ex(v, "p", &p)) {
+            r[m] = (ranked){p, kind == KEPT_QUESTIONS ? question_priority(p) : 0, m};
+            m++;
+        }
     }
+    if (kind == KEPT_QUESTIONS)
+        qsort(r, m, sizeof *r, by_priority);
+    for (size_t i = 0; i < m; i++)
+        json_object_array_add(arr, json_object_get(r[i].p));
+    free(r);
     json_object_object_add(o, kind == KEPT_QUESTIONS ? "session" : "room",
                            json_object_new_string(name));
     json_object_object_add(o, kind == KEPT_QUESTIONS ? "questions" : "humans", arr);
@@ -297,7 +344,8 @@ int gw_kept_apply(const gw_presence_cfg *c, const char *key, const char *state_j
     if (payload && json_object_is_type(payload, json_type_object))
         rc = kind == KEPT_QUESTIONS ? questions_input(items, topic, payload, now, &changed)
                                     : humans_input(c, items, topic, payload, now, &changed);
-    if (bound(items, kind == KEPT_QUESTIONS ? GW_KEPT_QUESTIONS_MAX : GW_KEPT_HUMANS_MAX))
+    if (bound(items, kind == KEPT_QUESTIONS ? GW_KEPT_QUESTIONS_MAX : GW_KEPT_HUMANS_MAX,
+              kind == KEPT_QUESTIONS))
         changed = true;
     json_object_object_foreach(items, k, v)
     {

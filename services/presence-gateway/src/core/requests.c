@@ -4,6 +4,7 @@
  * a detail naming the field. */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <vigil/msg_persona.h>
 #include <vigil/names.h>
 #include "gateway.h"
@@ -319,6 +320,30 @@ gw_req_result gw_req_answer(json_object *body, const char *user, const char *fre
     return GW_REQ_OK;
 }
 
+/* The answer a suggestion's button names: yes, no or snooze in any case
+ * ("Yes" as the button reads), or the snooze button's whole label, the
+ * word and a duration ("Snooze 5min", "snooze 30s"): the duration is the
+ * persona's snooze in force, which dormancy-monitor applies whatever the
+ * label said. -1 for anything else. */
+int gw_suggestion_answer(const char *s)
+{
+    for (int i = 0; vigil_answer_names[i]; i++)
+        if (strcasecmp(s, vigil_answer_names[i]) == 0)
+            return i;
+    size_t w = strlen("snooze");
+    if (strncasecmp(s, "snooze ", w + 1) != 0)
+        return -1;
+    const char *d = s + w + 1;
+    size_t digits = strspn(d, "0123456789");
+    if (digits == 0 || digits > 9)
+        return -1;
+    static const char *const units[] = {"ms", "s", "min", "h"};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcasecmp(d + digits, units[i]) == 0)
+            return VIGIL_ANSWER_SNOOZE;
+    return -1;
+}
+
 gw_req_result gw_req_suggestion(json_object *body, const char *user, const char *fresh_id,
                                 int64_t now, json_object **payload, char *err, size_t errlen)
 {
@@ -332,8 +357,10 @@ gw_req_result gw_req_suggestion(json_object *body, const char *user, const char 
     int rc = str_field(body, "answer", &answer, err, errlen);
     if (rc < 0)
         return GW_REQ_BAD;
-    if (rc == 1 || vigil_name_index(vigil_answer_names, answer) < 0) {
-        snprintf(err, errlen, "field 'answer': one of yes, no, snooze");
+    int which = rc == 1 ? -1 : gw_suggestion_answer(answer);
+    if (which < 0) {
+        snprintf(err, errlen, "field 'answer': one of yes, no, snooze (any case; or the "
+                              "snooze button's label, e.g. \"Snooze 5min\")");
         return GW_REQ_BAD;
     }
     json_object *o = new_payload(id, fresh_id, err, errlen);
@@ -343,7 +370,7 @@ gw_req_result gw_req_suggestion(json_object *body, const char *user, const char 
     json_object_object_add(o, "room", json_object_new_string(room));
     if (sid)
         json_object_object_add(o, "suggestion_id", json_object_new_string(sid));
-    json_object_object_add(o, "answer", json_object_new_string(answer));
+    json_object_object_add(o, "answer", json_object_new_string(vigil_answer_names[which]));
     json_object_object_add(o, "by", json_object_new_string(user));
     json_object_object_add(o, "ts", json_object_new_int64(now));
     *payload = o;
