@@ -260,11 +260,20 @@ static json_object *try_span(const char *t, size_t s0, size_t s1, long depth, wa
         goto cleanup;
     }
     if (want == WANT_OBJECT) {
+        /* a model that wraps its one answer in an array ([{...}]) means
+         * that answer; two or more objects are ambiguous */
+        json_object *only = json_object_is_type(obj, json_type_array) &&
+                                    json_object_array_length(obj) == 1
+                                ? json_object_array_get_idx(obj, 0)
+                                : NULL;
         if (json_object_is_type(obj, json_type_object)) {
             ret = obj;
             obj = NULL;
+        } else if (only && json_object_is_type(only, json_type_object)) {
+            ret = json_object_get(only);
         } else {
-            note_failure(s, VIGIL_LLM_PARSE_WRONG_TYPE, s0, "an array, not an object");
+            note_failure(s, VIGIL_LLM_PARSE_WRONG_TYPE, s0,
+                         "an array, not an object (nor an array of one object)");
         }
     } else if (json_object_is_type(obj, json_type_array)) {
         ret = obj;

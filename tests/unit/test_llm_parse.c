@@ -110,7 +110,10 @@ static const obj_case OBJ_CASES[] = {
     {"wrong_typed.txt", VIGIL_LLM_PARSE_OK, -1, -1, NULL},
     {"wrong_typed_2.txt", VIGIL_LLM_PARSE_OK, -1, -1, NULL},
     {"empty_object.txt", VIGIL_LLM_PARSE_OK, 0, 0.5, NULL},
-    {"only_array.txt", VIGIL_LLM_PARSE_WRONG_TYPE, -1, -1, NULL},
+    /* [{"shouldWake": true}]: the one object wrapped in an array is the answer */
+    {"only_array.txt", VIGIL_LLM_PARSE_OK, 1, 0.5, NULL},
+    /* two objects in the array: which one is meant is unknown */
+    {"only_array_two.txt", VIGIL_LLM_PARSE_WRONG_TYPE, -1, -1, NULL},
     {"no_json.txt", VIGIL_LLM_PARSE_NOT_FOUND, -1, -1, NULL},
     {"whitespace.txt", VIGIL_LLM_PARSE_EMPTY, -1, -1, NULL},
     {"truncated.txt", VIGIL_LLM_PARSE_UNBALANCED, -1, -1, NULL},
