@@ -338,6 +338,15 @@ def test_suggestion_card_follows_state_and_dormancy(stack):
             "id": f"d.{room}:0", "persona": cy, "room": room, "level": "sleep", "previous": "active",
             "trigger": "manual", "reason": "sleep requested", "text": "💤 sleeping", "ts": now()})
         wait_until(lambda: not suggestion_cards(d, room, cy), scaled(10), "the card gone on a dormancy event")
+
+        # a no-human suggestion seen only as pending: its snooze button has
+        # the length the state carries
+        mosquitto_pub(port, f"persona/{cy}/state", {
+            "persona": cy, "rooms": {room: {"level": "active", "since": now(), "trigger": "manual", "pending": {
+                "level": "mention-only", "trigger": "no-human", "reason": "No human activity for 5min",
+                "expires": now() + 30000, "snooze_ms": 300000}}}, "ts": now()})
+        wait_until(lambda: suggestion_labels(d, room, cy) == ["Yes", "No", "Snooze 5min"], scaled(15),
+                   "a pending no-human card with Snooze 5min")
         from conftest import validate_outputs
         assert validate_outputs(col, ("persona/+/command",)) == 1
         logs = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]

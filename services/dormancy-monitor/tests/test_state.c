@@ -325,6 +325,11 @@ static void persona_snapshot_carries_reason_and_pending_suggestion(void **state)
     assert_true(strlen(sg->reason) > 0);
     assert_int_equal(json_object_get_int64(json_object_object_get(pd, "expires")),
                      f->now + f->cfg.suggestion_timeout_ms);
+    /* the snooze option's length, as on the suggestion, for a page that
+     * opens after the suggestion was made */
+    assert_int_equal(json_object_get_int64(json_object_object_get(pd, "snooze_ms")),
+                     f->cfg.snooze_ms);
+    assert_int_equal(sg->snooze_ms, f->cfg.snooze_ms);
     json_object_put(o);
     /* the record kept both through its JSON round trip */
     assert_string_equal(dm_p(f, "ann")->sugg.reason, sg->reason);

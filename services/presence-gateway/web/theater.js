@@ -221,6 +221,7 @@ function followPending(d) {
     showSuggestion(name, d.persona, {
       text: `💤 ${p.reason || "suggested"}. Switch to ${p.level}?`,
       options: p.trigger === "no-human" ? ["yes", "no", "snooze"] : ["yes", "no"],
+      snooze_ms: p.snooze_ms,
     });
   }
 }

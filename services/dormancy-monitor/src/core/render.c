@@ -180,6 +180,10 @@ char *dormancy_persona_entry_text(const dormancy_action *a)
         text_member(&b, ",\"reason\":", a->pending_reason);
         vigil_jtext_lit(&b, ",\"expires\":");
         vigil_jtext_i64(&b, a->pending_expires);
+        if (a->snooze_ms > 0) {
+            vigil_jtext_lit(&b, ",\"snooze_ms\":");
+            vigil_jtext_i64(&b, a->snooze_ms);
+        }
         vigil_jtext_put(&b, "}", 1);
     }
     vigil_jtext_put(&b, "}", 1);
