@@ -126,9 +126,11 @@ def test_metrics_count_inputs_and_handler_latency(stack):
     for i in range(5):
         pub.publish(*ai(room, "ada", f"thought {i}"))
     harness.wait_until(lambda: svc.metric("vigil_inputs_total") >= before + 5, 10, "vigil_inputs_total +5")
+    # an input is counted on arrival and its latency once committed: wait
+    # for the commits (reading at once raced them on a busy machine)
+    harness.wait_until(lambda: svc.metric("vigil_handler_seconds_count") >= 5, 10,
+                       "handler latency histogram vigil_handler_seconds observed for the 5 inputs")
     samples = svc.metrics()
-    assert harness.metric_value(samples, "vigil_handler_seconds_count") >= 5, \
-        "handler latency histogram vigil_handler_seconds is not observed"
     assert any(n == "vigil_handler_seconds_bucket" and ls.get("le") == "+Inf" for n, ls, _ in samples)
     col.wait_event(f"room/{room}/state", timeout=10)
 
