@@ -4,7 +4,6 @@
  * own id (what `send` prints) is accepted too and found in the log. */
 #include <stdlib.h>
 #include <string.h>
-#include <vigil/clock.h>
 #include "cli.h"
 #include "help.h"
 #include "opts.h"
@@ -166,28 +165,18 @@ static int since_message(cli *c, const char *room, const char *key, const char *
     int rc = find_message(c, key, mid, out, outlen, &found);
     if (rc != CLI_OK || found)
         return rc;
-    char ids[256], sfx[CHAT_ID_MAX + 8];
-    snprintf(sfx, sizeof sfx, "ids:%s", room);
-    cli_key(c, sfx, ids, sizeof ids);
-    int64_t deadline = vigil_mono_ms() + c->timeout_ms;
-    for (;;) {
-        redisReply *r = vigil_redis_command(c->redis, "ZSCORE %s %s", ids, mid);
-        if (!r)
-            return cli_redis_failed(c, NULL);
-        bool processed = r->type == REDIS_REPLY_STRING;
-        vigil_redis_reply_free(r);
-        if (processed) {
-            rc = find_message(c, key, mid, out, outlen, &found);
-            if (rc != CLI_OK || found)
-                return rc;
-            return cli_fail(CLI_ERR_NOT_FOUND, "message '%s' is not in the log of room '%s' "
-                                               "(trimmed by retention, or refused)", mid, room);
-        }
-        if (vigil_mono_ms() >= deadline)
-            return cli_fail(CLI_ERR_NOT_FOUND, "no message '%s' in room '%s' (--since takes a log "
-                                               "id or a message id)", mid, room);
-        vigil_sleep_ms(10, NULL);
-    }
+    bool processed = false;
+    rc = cli_poll_processed(c, room, mid, &processed);
+    if (rc != CLI_OK)
+        return rc;
+    if (!processed)
+        return cli_fail(CLI_ERR_NOT_FOUND, "no message '%s' in room '%s' (--since takes a log "
+                                           "id or a message id)", mid, room);
+    rc = find_message(c, key, mid, out, outlen, &found);
+    if (rc != CLI_OK || found)
+        return rc;
+    return cli_fail(CLI_ERR_NOT_FOUND, "message '%s' is not in the log of room '%s' "
+                                       "(trimmed by retention, or refused)", mid, room);
 }
 
 int cli_chat_view(cli *c, int argc, char **argv)

@@ -74,6 +74,10 @@ int cli_open_room(cli *c, const char *room);
 /* Waits until chat-router has processed input `id` for key `room` (its
  * processed-id record), up to the timeout. */
 int cli_wait_processed(cli *c, const char *room, const char *id, const char *what);
+/* Waits up to the timeout for chat-router to record input id as processed
+ * in room; *done says whether it did (CLI_OK either way, unless Redis
+ * failed). cli_wait_processed is this with an error on the timeout. */
+int cli_poll_processed(cli *c, const char *room, const char *id, bool *done);
 /* True when the global pause flag is on (false on error). */
 bool cli_paused_all(cli *c);
 

@@ -276,7 +276,7 @@ int cli_open_room(cli *c, const char *room)
     return rc;
 }
 
-int cli_wait_processed(cli *c, const char *room, const char *id, const char *what)
+int cli_poll_processed(cli *c, const char *room, const char *id, bool *done)
 {
     char key[256], suffix[CHAT_ID_MAX + 8];
     snprintf(suffix, sizeof suffix, "ids:%s", room);
@@ -286,17 +286,24 @@ int cli_wait_processed(cli *c, const char *room, const char *id, const char *wha
         redisReply *r = vigil_redis_command(c->redis, "ZSCORE %s %s", key, id);
         if (!r)
             return cli_redis_failed(c, NULL);
-        bool done = r->type == REDIS_REPLY_STRING;
+        *done = r->type == REDIS_REPLY_STRING;
         vigil_redis_reply_free(r);
-        if (done)
+        if (*done || vigil_mono_ms() >= deadline)
             return CLI_OK;
-        if (vigil_mono_ms() >= deadline)
-            return cli_fail(CLI_ERR_RUNTIME,
-                            "%s was published, but chat-router did not confirm it within %lld ms "
-                            "(is chat-router running?)",
-                            what, (long long)c->timeout_ms);
         vigil_sleep_ms(10, NULL);
     }
+}
+
+int cli_wait_processed(cli *c, const char *room, const char *id, const char *what)
+{
+    bool done = false;
+    int rc = cli_poll_processed(c, room, id, &done);
+    if (rc != CLI_OK || done)
+        return rc;
+    return cli_fail(CLI_ERR_RUNTIME,
+                    "%s was published, but chat-router did not confirm it within %lld ms "
+                    "(is chat-router running?)",
+                    what, (long long)c->timeout_ms);
 }
 
 bool cli_paused_all(cli *c)

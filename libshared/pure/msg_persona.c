@@ -6,7 +6,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 /* ---- dormancy overrides ------------------------------------------------ */
 
@@ -346,12 +345,11 @@ static int read_answer(json_object *b, bool required, int *answer, vigil_error *
 {
     json_object *v = NULL;
     if (json_object_object_get_ex(b, "answer", &v) && json_object_is_type(v, json_type_string)) {
-        const char *s = json_object_get_string(v);
-        for (int i = 0; vigil_answer_names[i]; i++)
-            if (strcasecmp(s, vigil_answer_names[i]) == 0) {
-                *answer = i;
-                return 0;
-            }
+        int i = vigil_answer_index(json_object_get_string(v));
+        if (i >= 0) {
+            *answer = i;
+            return 0;
+        }
     }
     return vigil_json_enum(b, "answer", required, vigil_answer_names, answer, err);
 }

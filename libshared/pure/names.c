@@ -2,6 +2,7 @@
 #include "vigil/names.h"
 
 #include <string.h>
+#include <strings.h>
 
 const char *const vigil_level_names[] = {"active", "mention-only", "human-only", "sleep", NULL};
 const char *const vigil_sender_type_names[] = {"human", "ai", "system", NULL};
@@ -16,14 +17,25 @@ const char *const vigil_autopilot_action_names[] = {"suggest-mention-only", "aut
 const char *const vigil_autopilot_source_names[] = {"llm", "rules", NULL};
 const char *const vigil_human_wakes_names[] = {"absent", "all", NULL};
 
-int vigil_name_index(const char *const *names, const char *s)
+static int index_of(const char *const *names, const char *s,
+                    int (*same)(const char *, const char *))
 {
     if (!s)
         return -1;
     for (int i = 0; names[i]; i++)
-        if (strcmp(names[i], s) == 0)
+        if (same(names[i], s) == 0)
             return i;
     return -1;
+}
+
+int vigil_answer_index(const char *s)
+{
+    return index_of(vigil_answer_names, s, strcasecmp);
+}
+
+int vigil_name_index(const char *const *names, const char *s)
+{
+    return index_of(names, s, strcmp);
 }
 
 const char *vigil_level_name(vigil_level l)

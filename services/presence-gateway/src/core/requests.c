@@ -327,9 +327,9 @@ gw_req_result gw_req_answer(json_object *body, const char *user, const char *fre
  * label said. -1 for anything else. */
 int gw_suggestion_answer(const char *s)
 {
-    for (int i = 0; vigil_answer_names[i]; i++)
-        if (strcasecmp(s, vigil_answer_names[i]) == 0)
-            return i;
+    int word = vigil_answer_index(s);
+    if (word >= 0)
+        return word;
     size_t w = strlen("snooze");
     if (strncasecmp(s, "snooze ", w + 1) != 0)
         return -1;
