@@ -57,6 +57,9 @@ const vigil_config_var VIGIL_COMMON_VARS[] = {
      "outputs the broker acknowledged this long before a lost connection are published again "
      "once it is back, in case the broker died before saving them (0-600000, 0 = off; keep it "
      "above the broker's save interval)"},
+    {"VIGIL_OUTBOX_SKIP_SUPERSEDED", "1",
+     "1 = a retained output (a state snapshot) still waiting in the outbox behind a newer one "
+     "for the same topic is not published, only the newer; 0 = every snapshot is published"},
     {"VIGIL_MQTT_SESSION_EXPIRY_S", "604800",
      "seconds the broker keeps this replica's session and queued input while it is away "
      "(60-2147483647; keep it at or below the broker's persistent_client_expiration)"},
@@ -553,7 +556,8 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
     if (vigil_env_int64("VIGIL_OUTBOX_RETRY_MS", 1000, 1, 600000, &outbox_setting, err, errlen) ||
         vigil_env_int64("VIGIL_OUTBOX_DEAD_LETTER_AFTER", 5, 1, 1000000, &outbox_setting, err,
                         errlen) ||
-        vigil_env_int64("VIGIL_OUTBOX_REPLAY_MS", 3000, 0, 600000, &outbox_setting, err, errlen))
+        vigil_env_int64("VIGIL_OUTBOX_REPLAY_MS", 3000, 0, 600000, &outbox_setting, err, errlen) ||
+        vigil_env_int64("VIGIL_OUTBOX_SKIP_SUPERSEDED", 1, 0, 1, &outbox_setting, err, errlen))
         return -1;
     return 0;
 }

@@ -67,6 +67,7 @@
 #define OUTBOX_DEAD_LETTER_AFTER_DEFAULT 5
 #define OUTBOX_REPLAY_MS_DEFAULT 3000 /* > mosquitto's 2 s save cycle (autosave_interval 1) */
 #define OUTBOX_REPLAY_MAX 20000       /* acknowledged entries kept at most */
+#define OUTBOX_SUP_BUCKETS 1024       /* retained topics remembered for superseding */
 
 #define M_OUTPUTS "vigil_outputs_total"
 #define M_OUTPUTS_HELP "Output messages published and acknowledged by the broker"
@@ -85,6 +86,8 @@
 #define M_REPLAYED "vigil_outbox_replayed_total"
 #define M_REPLAYED_HELP "Outputs published again after a lost connection (the broker may not have saved them)"
 #define M_REPLAY_OVERFLOW "vigil_outbox_replay_overflow_total"
+#define M_SUPERSEDED "vigil_outbox_superseded_total"
+#define M_SUPERSEDED_HELP "Retained outputs not published: a newer one for the same topic followed them in the outbox"
 #define M_REPLAY_OVERFLOW_HELP "Acknowledged outputs not kept for publishing again (more than the bound in the window)"
 
 typedef struct eph_msg {
@@ -95,8 +98,19 @@ typedef struct eph_msg {
 } eph_msg;
 
 /* SLOT_LOST: acknowledged on a connection lost before the entry was
- * trimmed; published again like a failed one (requeue_acked). */
-enum slot_state { SLOT_UNSENT = 0, SLOT_PENDING, SLOT_ACKED, SLOT_FAILED, SLOT_REFUSED, SLOT_LOST };
+ * trimmed; published again like a failed one (requeue_acked).
+ * SLOT_SUPERSEDED: a retained output never sent because a newer retained
+ * output for the same topic was read behind it (mark_superseded); done, like
+ * an acknowledged one, but never counted as published nor replayed. */
+enum slot_state {
+    SLOT_UNSENT = 0,
+    SLOT_PENDING,
+    SLOT_ACKED,
+    SLOT_FAILED,
+    SLOT_REFUSED,
+    SLOT_LOST,
+    SLOT_SUPERSEDED
+};
 
 /* One entry of the ring: the stored text and its decoded form. */
 typedef struct ob_slot {
@@ -149,6 +163,10 @@ struct vigil_outbox {
     int refusals;
     int64_t gauge_at;
     vigil_replay *replay;     /* NULL: VIGIL_OUTBOX_REPLAY_MS=0 */
+    bool supersede;           /* VIGIL_OUTBOX_SKIP_SUPERSEDED */
+    /* the newest retained entry read per topic hash (seq + 1; 0 = none);
+     * checked against the slot before use, so never cleared */
+    uint64_t sup_seq[OUTBOX_SUP_BUCKETS];
     int64_t lost_seen;        /* vigil_mqtt_lost_at_ms when last looked */
     bool replay_due;          /* publish the replay ring before anything else */
     unsigned long long overflow_seen;
@@ -389,13 +407,43 @@ static void ring_reset(vigil_outbox *o)
     o->more = true;
 }
 
-/* Length of the acknowledged prefix of the window. Caller holds mu. */
+static bool slot_done(const ob_slot *sl)
+{
+    return sl->state == SLOT_ACKED || sl->state == SLOT_SUPERSEDED;
+}
+
+/* Length of the done (acknowledged or superseded) prefix of the window.
+ * Caller holds mu. */
 static int acked_prefix_locked(vigil_outbox *o)
 {
     int k = 0;
-    for (uint64_t q = o->head_seq; q < o->send_seq && slot_of(o, q)->state == SLOT_ACKED; q++)
+    for (uint64_t q = o->head_seq; q < o->send_seq && slot_done(slot_of(o, q)); q++)
         k++;
     return k;
+}
+
+/* A retained output is a snapshot: a subscriber that connects later gets
+ * only the newest, and one that is connected loses nothing it needs when an
+ * older snapshot still waiting here is skipped for a newer one of the same
+ * topic. During a backlog (a broker that lets few messages be in flight,
+ * mosquitto's 20 as shipped) that turns a room's or a persona's run of state
+ * snapshots into its last one, so the window carries events and the latest
+ * states. Only an entry not yet handed to the broker is skipped, only for a
+ * retained entry read after it, and never while probing after a failure.
+ * Caller holds mu; sl is the entry just read. */
+static void mark_superseded(vigil_outbox *o, ob_slot *sl)
+{
+    if (!o->supersede || !sl->topic || !sl->retain || o->probing)
+        return;
+    uint64_t *b = &o->sup_seq[vigil_hash64(sl->topic, strlen(sl->topic)) % OUTBOX_SUP_BUCKETS];
+    if (*b > 0) {
+        uint64_t q = *b - 1;
+        ob_slot *old = slot_of(o, q);
+        if (q >= o->send_seq && q < sl->seq && old->seq == q && old->state == SLOT_UNSENT &&
+            old->topic && old->retain && strcmp(old->topic, sl->topic) == 0)
+            old->state = SLOT_SUPERSEDED;
+    }
+    *b = sl->seq + 1;
 }
 
 /* Entries handed to paho and still without an outcome. Caller holds mu. */
@@ -496,16 +544,16 @@ static int sync_redis(vigil_outbox *o, int window)
         ring_reset(o);
         return -1;
     }
-    if (k > 0) {
-        vigil_counter_add(M_OUTPUTS, M_OUTPUTS_HELP, NULL, k);
-        atomic_fetch_add(&o->published, (unsigned long long)k);
-    }
     int64_t now = vigil_mono_ms();
+    int acked = 0;
     pthread_mutex_lock(&o->mu);
     for (int i = 0; i < k; i++) {
         ob_slot *sl = slot_of(o, o->head_seq + (uint64_t)i);
-        if (o->replay)
-            vigil_replay_add(o->replay, &sl->raw, now); /* takes the text */
+        if (sl->state == SLOT_ACKED) {
+            acked++;
+            if (o->replay)
+                vigil_replay_add(o->replay, &sl->raw, now); /* takes the text */
+        }
         slot_clear(sl);
     }
     o->head_seq += (uint64_t)k;
@@ -517,10 +565,17 @@ static int sync_redis(vigil_outbox *o, int window)
         if (!vigil_outbox_entry_decode(sl->raw.buf, sl->raw.len, &sl->topic, &sl->payload,
                                        &sl->plen, &sl->retain))
             sl->topic = NULL;
+        mark_superseded(o, sl);
         o->read_seq++;
     }
     pthread_mutex_unlock(&o->mu);
-    if (k > 0 && o->probing)
+    if (acked > 0) {
+        vigil_counter_add(M_OUTPUTS, M_OUTPUTS_HELP, NULL, acked);
+        atomic_fetch_add(&o->published, (unsigned long long)acked);
+    }
+    if (k > acked)
+        vigil_counter_add(M_SUPERSEDED, M_SUPERSEDED_HELP, NULL, k - acked);
+    if (acked > 0 && o->probing)
         o->probing = false; /* the head got through: full window again */
     unsigned long long over = vigil_replay_overflowed(o->replay);
     if (over != o->overflow_seen) {
@@ -545,7 +600,7 @@ static int recover(vigil_outbox *o, int64_t now)
     int reason = h ? h->reason : 0;
     int failed_n = 0;
     for (uint64_t q = o->head_seq; q < o->send_seq; q++)
-        if (slot_of(o, q)->state != SLOT_ACKED && slot_of(o, q)->state != SLOT_LOST)
+        if (!slot_done(slot_of(o, q)) && slot_of(o, q)->state != SLOT_LOST)
             failed_n++;
     pthread_mutex_unlock(&o->mu);
     vigil_counter_add(M_FAILURES, M_FAILURES_HELP, NULL, failed_n);
@@ -568,7 +623,8 @@ static int recover(vigil_outbox *o, int64_t now)
             if (dead_letter_head(o, detail) != 0)
                 return -1;
         }
-    } else if (hstate == SLOT_ACKED || hstate == SLOT_PENDING || hstate == SLOT_LOST) {
+    } else if (hstate == SLOT_ACKED || hstate == SLOT_PENDING || hstate == SLOT_LOST ||
+               hstate == SLOT_SUPERSEDED) {
         o->refusals = 0; /* the head itself is fine (or still unresolved) */
     }
     ring_reset(o);
@@ -584,6 +640,10 @@ static int send_window(vigil_outbox *o, int window, int64_t now)
 {
     for (;;) {
         pthread_mutex_lock(&o->mu);
+        /* superseded entries are done without a publish or room in the window */
+        while (!o->failed && o->send_seq < o->read_seq &&
+               slot_of(o, o->send_seq)->state == SLOT_SUPERSEDED)
+            o->send_seq++;
         int limit = o->probing ? 1 : window;
         bool can = !o->failed && o->send_seq < o->read_seq && o->outstanding < limit &&
                    !(o->probing && o->send_seq > o->head_seq);
@@ -929,6 +989,7 @@ static vigil_outbox *outbox_start(const vigil_redis_addr *addr, const vigil_stor
     o->dead_letter_after = (int)env_setting("VIGIL_OUTBOX_DEAD_LETTER_AFTER",
                                             OUTBOX_DEAD_LETTER_AFTER_DEFAULT, 1, 1000000);
     int64_t replay_ms = env_setting("VIGIL_OUTBOX_REPLAY_MS", OUTBOX_REPLAY_MS_DEFAULT, 0, 600000);
+    o->supersede = env_setting("VIGIL_OUTBOX_SKIP_SUPERSEDED", 1, 0, 1) == 1;
     if (replay_ms > 0 && !(o->replay = vigil_replay_new(replay_ms, OUTBOX_REPLAY_MAX)))
         goto fail;
     o->r = vigil_redis_new(addr, OUTBOX_REDIS_TIMEOUT_MS);

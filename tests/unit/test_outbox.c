@@ -113,6 +113,7 @@ static int teardown(void **state)
     unsetenv("VIGIL_OUTBOX_RETRY_MS");
     unsetenv("VIGIL_OUTBOX_DEAD_LETTER_AFTER");
     unsetenv("VIGIL_OUTBOX_REPLAY_MS");
+    unsetenv("VIGIL_OUTBOX_SKIP_SUPERSEDED");
     vigil_mqtt_links_stop(e->link, 1000);
     vigil_mqtt_stop(e->pub, NULL, 2000);
     vigil_mqtt_stop(e->obs, NULL, 2000);
@@ -140,6 +141,20 @@ static bool wait_pub(env *e, bool want)
                    : vt_mqtt_wait_connected(e->pub, want, WAIT_MS);
 }
 
+/* Commits a new record `key` with the effects fx, and frees them. */
+static void commit_fx(env *e, const char *key, vigil_effects *fx)
+{
+    char input_id[64];
+    snprintf(input_id, sizeof input_id, "in-%s", key);
+    vigil_commit c = { .key = key, .expected_version = 0, .input_id = input_id, .fx = fx,
+                       .now_ms = vigil_now_ms() };
+    int64_t version = 0;
+    char *cur = NULL;
+    assert_int_equal(vigil_store_commit(e->s, &c, &version, &cur), VIGIL_COMMIT_OK);
+    free(cur);
+    vigil_effects_free(fx);
+}
+
 /* Commits a new record `key` whose effects publish n outputs ev/<first+i>
  * (payload "m<first+i>"), the last one retained if retain_last. */
 static void commit_outputs(env *e, const char *key, int first, int n, bool retain_last)
@@ -153,15 +168,7 @@ static void commit_outputs(env *e, const char *key, int first, int n, bool retai
         snprintf(payload, sizeof payload, "m%d", first + i);
         assert_int_equal(vigil_fx_publish(&fx, topic, payload, retain_last && i == n - 1), 0);
     }
-    char input_id[64];
-    snprintf(input_id, sizeof input_id, "in-%s", key);
-    vigil_commit c = { .key = key, .expected_version = 0, .input_id = input_id, .fx = &fx,
-                       .now_ms = vigil_now_ms() };
-    int64_t version = 0;
-    char *cur = NULL;
-    assert_int_equal(vigil_store_commit(e->s, &c, &version, &cur), VIGIL_COMMIT_OK);
-    free(cur);
-    vigil_effects_free(&fx);
+    commit_fx(e, key, &fx);
 }
 
 static long long dl_len(env *e);
@@ -517,6 +524,83 @@ static void test_window_publishes_many_in_order(void **state)
     vigil_outbox_stop(o, 1000);
 }
 
+/* Commits record `key` publishing the event ev/r/e<i> ("e<i>") and then
+ * the retained snapshot ev/r/st ("s<i>"), as a service commits an event and
+ * its state. One entity (ev/r), so one connection and commit order. */
+static void commit_event_and_state(env *e, const char *key, int i)
+{
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    assert_int_equal(vigil_fx_set_state(&fx, "{\"k\":1}"), 0);
+    char topic[32], payload[32];
+    snprintf(topic, sizeof topic, "ev/r/e%d", i);
+    snprintf(payload, sizeof payload, "e%d", i);
+    assert_int_equal(vigil_fx_publish(&fx, topic, payload, false), 0);
+    snprintf(payload, sizeof payload, "s%d", i);
+    assert_int_equal(vigil_fx_publish(&fx, "ev/r/st", payload, true), 0);
+    commit_fx(e, key, &fx);
+}
+
+/* Ten commits of an event and a snapshot of one retained topic wait in the
+ * outbox (a backlog). Every event goes out, in order; of the snapshots only
+ * the newest, after the last event (the older ones are counted as
+ * superseded and trimmed with the rest). With VIGIL_OUTBOX_SKIP_SUPERSEDED=0
+ * all ten snapshots go out. */
+static void run_superseded(env *e, bool skip)
+{
+    setenv("VIGIL_OUTBOX_SKIP_SUPERSEDED", skip ? "1" : "0", 1);
+    double sup0 = vigil_metric_value("vigil_outbox_superseded_total", NULL);
+    for (int i = 0; i < 10; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "room:s%d", i);
+        commit_event_and_state(e, key, i);
+    }
+    assert_int_equal(outbox_len(e), 20);
+    vigil_outbox *o = start_outbox(e);
+    assert_non_null(o);
+    int want = skip ? 11 : 20;
+    assert_true(vt_msglog_wait_count(e->log, NULL, want, WAIT_MS));
+    assert_true(wait_outbox_len(e, 0, WAIT_MS));
+    vigil_sleep_ms(100, NULL);
+    assert_int_equal(vt_msglog_count(e->log, NULL), want);
+    assert_int_equal(vigil_outbox_published(o), want);
+    int next_event = 0, states = 0;
+    for (int i = 0; i < want; i++) {
+        char topic[32], payload[32], w[32];
+        assert_int_equal(vt_msglog_get(e->log, NULL, i, topic, sizeof topic, payload,
+                                       sizeof payload, NULL), 0);
+        if (strcmp(topic, "ev/r/st") == 0) {
+            /* each snapshot right after its event; the one left, last */
+            snprintf(w, sizeof w, "s%d", skip ? 9 : states);
+            assert_string_equal(payload, w);
+            assert_int_equal(next_event, skip ? 10 : states + 1);
+            states++;
+            continue;
+        }
+        snprintf(w, sizeof w, "ev/r/e%d", next_event);
+        assert_string_equal(topic, w);
+        next_event++;
+    }
+    assert_int_equal(next_event, 10);
+    assert_int_equal(states, skip ? 1 : 10);
+    assert_true(vigil_metric_value("vigil_outbox_superseded_total", NULL) ==
+                sup0 + (skip ? 9 : 0));
+    char got[32];
+    assert_int_equal(vt_mosq_get_retained(e->b, "ev/r/st", got, sizeof got, 3), 0);
+    assert_string_equal(got, "s9");
+    vigil_outbox_stop(o, 1000);
+}
+
+static void test_superseded_snapshots_skipped(void **state)
+{
+    run_superseded(*state, true);
+}
+
+static void test_superseded_snapshots_all_published_when_off(void **state)
+{
+    run_superseded(*state, false);
+}
+
 /* A subscriber to sys/outbox-test/error, for the dead-letter events. */
 static vigil_mqtt *error_observer(env *e, vt_msglog *log)
 {
@@ -792,6 +876,9 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_stop_drains, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_drain_waits_without_spinning, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_publishes_many_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_superseded_snapshots_skipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_superseded_snapshots_all_published_when_off, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_undecodable_entries_become_dead_letters, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_refused_entry_dead_letter_and_replay, setup,
