@@ -1,6 +1,7 @@
 """dormancy-monitor through the real broker: a pending suggestion is
 withdrawn, not defaulted to yes, while a human reads along (presence); an
-answer naming no pending suggestion is refused visibly and changes nothing,
+answer naming no pending suggestion (or, from a persona in one room, naming
+none) is refused visibly and changes nothing,
 while the redelivery of an answer that was applied stays a plain duplicate;
 a human's @mention of a persona asleep for lack of humans wakes it with the
 human re-entry text."""
@@ -109,6 +110,15 @@ def test_answer_to_no_pending_suggestion_is_refused_and_changes_nothing(stack):
     err = col.wait_event(ERROR_TOPIC, lambda e: e.get("topic") == topic and
                          body["id"] in e.get("sample", ""), timeout=10, since=mark)
     assert room in err["detail"], err
+    # naming neither a room nor a suggestion, from a persona in one room:
+    # that room's answer, refused there, not dropped without a word
+    topic, body = command("ada", "answer", answer="yes")
+    mark = col.mark()
+    pub.publish(topic, body)
+    err = col.wait_event(ERROR_TOPIC, lambda e: e.get("topic") == topic and
+                         body["id"] in e.get("sample", ""), timeout=10, since=mark)
+    assert err["reason"] == "bad_value" and "no pending suggestion for persona 'ada'" in \
+        err["detail"] and room in err["detail"], err
     assert not col.find("persona/ada/dormancy"), "a refused answer changed the level"
     validate_outputs(col)
 

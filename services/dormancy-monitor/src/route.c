@@ -266,7 +266,10 @@ static bool suggestion_room(const char *sid, char *room, size_t cap)
 /* A command with a room concerns that room. An answer without one goes to
  * the room its suggestion was made in (elsewhere it would be refused), an
  * answer to a persona in no room is refused here, and any other command
- * goes to every room of the persona. */
+ * goes to every room of the persona. An answer naming neither a room nor a
+ * suggestion, from a persona in one room, is that room's: refused there,
+ * visibly, when nothing is pending (in several rooms, a room with nothing
+ * pending cannot tell whether another room took it). */
 static int route_command(vigil_runtime *rt, const char *persona, dormancy_parsed *pp,
                          char keys[][VIGIL_KEY_MAX], int max_keys, vigil_error *err)
 {
@@ -281,6 +284,11 @@ static int route_command(vigil_runtime *rt, const char *persona, dormancy_parsed
     if (n == 0 && answer)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
                                "persona '%s' is in no room: no suggestion to answer", persona);
+    if (n == 1 && answer && !ev->command.suggestion_id &&
+        strlen(keys[0]) < sizeof pp->answer_room) {
+        memcpy(pp->answer_room, keys[0], strlen(keys[0]) + 1);
+        ev->command.room = pp->answer_room;
+    }
     return n;
 }
 
