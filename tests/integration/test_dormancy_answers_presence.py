@@ -60,6 +60,30 @@ def test_presence_withdraws_a_pending_suggestion_instead_of_defaulting(stack):
     validate_outputs(col)
 
 
+def test_presence_in_camel_case_is_read(stack):
+    """A browser heartbeat written {userId, sessionId, status, lastActivity}
+    counts like the documented {user, session, status, last_activity}."""
+    stack.service(env={
+        "VIGIL_DORMANCY_PRESENCE": 1,
+        "VIGIL_DORMANCY_NO_HUMAN_MS": 1000,
+        "VIGIL_DORMANCY_SUGGESTION_TIMEOUT_MS": 60000,
+        "VIGIL_DORMANCY_AI_ONLY_MS": 600000,
+    })
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("camel")
+    pub.publish(*ai(room, "ada", "anyone?"))
+    col.wait_event("persona/ada/suggestion", timeout=15)
+    mark = col.mark()
+    pub.publish(f"room/{room}/presence", {"userId": "joel-id", "sessionId": "browser-tab-1",
+                                          "status": "active", "lastActivity": harness.now_ms()})
+    col.wait_event("persona/ada/state", lambda st: room in st["rooms"] and
+                   pending_in(st, room) is None, timeout=10, since=mark,
+                   what="the pending suggestion withdrawn when joel-id became active")
+    assert not col.find(ERROR_TOPIC, since=mark), "the camelCase heartbeat was refused"
+    validate_outputs(col)
+
+
 def test_answer_to_no_pending_suggestion_is_refused_and_changes_nothing(stack):
     svc = stack.service(env={"VIGIL_DORMANCY_NO_HUMAN_MS": 1000,
                              "VIGIL_DORMANCY_SUGGESTION_TIMEOUT_MS": 60000,

@@ -178,6 +178,23 @@ static void presence_example_reads(void **state)
     assert_false(p.has_last_activity);
     assert_int_equal(p.status, VIGIL_PRESENCE_AWAY);
     json_object_put(o);
+
+    /* lenient: the camelCase spelling of a browser heartbeat */
+    o = payload("{\"userId\":\"joel-id\",\"sessionId\":\"browser-tab-1\",\"status\":\"idle\","
+                "\"lastActivity\":1763799996000}");
+    assert_int_equal(vigil_room_presence_read(o, &p, &err), 0);
+    assert_string_equal(p.user, "joel-id");
+    assert_string_equal(p.session, "browser-tab-1");
+    assert_int_equal(p.status, VIGIL_PRESENCE_IDLE);
+    assert_true(p.has_last_activity);
+    assert_int_equal(p.last_activity, 1763799996000LL);
+    json_object_put(o);
+
+    /* neither spelling: the error names the documented field */
+    o = payload("{\"session\":\"s\",\"status\":\"away\"}");
+    assert_int_equal(vigil_room_presence_read(o, &p, &err), -1);
+    assert_non_null(strstr(err.detail, "user"));
+    json_object_put(o);
 }
 
 static void presence_counter_examples(void **state)
