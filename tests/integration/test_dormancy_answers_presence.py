@@ -24,8 +24,9 @@ def pending_in(state, room):
     return state["rooms"].get(room, {}).get("pending")
 
 
-def test_presence_withdraws_a_pending_suggestion_instead_of_defaulting(stack):
-    timeout_ms = 1000
+def suggestion_pending(stack, name, timeout_ms):
+    """dormancy-monitor with presence on, and ada asked (no human for 1 s)
+    in a new room; returns the collector, publisher, room and suggestion."""
     stack.service(env={
         "VIGIL_DORMANCY_PRESENCE": 1,
         "VIGIL_DORMANCY_NO_HUMAN_MS": 1000,
@@ -35,9 +36,14 @@ def test_presence_withdraws_a_pending_suggestion_instead_of_defaulting(stack):
     })
     col = stack.collector()
     pub = stack.publisher()
-    room = uid("reader")
+    room = uid(name)
     pub.publish(*ai(room, "ada", "anyone?"))
-    s = col.wait_event("persona/ada/suggestion", timeout=15)
+    return col, pub, room, col.wait_event("persona/ada/suggestion", timeout=15)
+
+
+def test_presence_withdraws_a_pending_suggestion_instead_of_defaulting(stack):
+    timeout_ms = 1000
+    col, pub, room, s = suggestion_pending(stack, "reader", timeout_ms)
     assert s["snooze_ms"] == 4000 and s["options"] == ["yes", "no", "snooze"], s
 
     mark = col.mark()
@@ -63,17 +69,7 @@ def test_presence_withdraws_a_pending_suggestion_instead_of_defaulting(stack):
 def test_presence_in_camel_case_is_read(stack):
     """A browser heartbeat written {userId, sessionId, status, lastActivity}
     counts like the documented {user, session, status, last_activity}."""
-    stack.service(env={
-        "VIGIL_DORMANCY_PRESENCE": 1,
-        "VIGIL_DORMANCY_NO_HUMAN_MS": 1000,
-        "VIGIL_DORMANCY_SUGGESTION_TIMEOUT_MS": 60000,
-        "VIGIL_DORMANCY_AI_ONLY_MS": 600000,
-    })
-    col = stack.collector()
-    pub = stack.publisher()
-    room = uid("camel")
-    pub.publish(*ai(room, "ada", "anyone?"))
-    col.wait_event("persona/ada/suggestion", timeout=15)
+    col, pub, room, _ = suggestion_pending(stack, "camel", 60000)
     mark = col.mark()
     pub.publish(f"room/{room}/presence", {"userId": "joel-id", "sessionId": "browser-tab-1",
                                           "status": "active", "lastActivity": harness.now_ms()})
