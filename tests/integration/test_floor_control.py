@@ -114,6 +114,35 @@ def test_the_floor_goes_to_the_two_experts_and_a_mention_adds_a_third(stack):
     validate_outputs(col, OUTPUTS)
 
 
+def test_confidence_levels_name_domains_in_any_case(stack):
+    # the autopilot finds a domain's experts by their confidence in it: a
+    # persona whose meta gives confidence_levels alone is an expert of each
+    # key, and a key is found whatever the case of the domain it scores
+    stack.service(SERVICE, env={"VIGIL_FLOOR_K": "1"})
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "r-" + uid()[:8]
+    pub.publish(*meta("aaa", room), retain=True)
+    pub.publish(*meta("zed", room, [], {"architecture": 0.85, "typescript": 0.9},
+                      role="code-review"), retain=True)
+    pub.publish(*meta("kube-ann", room, ["kubernetes"], {"kubernetes": 0.6}), retain=True)
+    pub.publish(*meta("kube-bob", room, ["Kubernetes"], {"kubernetes": 0.9}), retain=True)
+    wait_view(stack, room, lambda v: len(v) == 4 and v["zed"]["domains"] == ["architecture",
+                                                                             "typescript"],
+              "4 personas, zed's domains from its confidence levels")
+    mid = uid()
+    pub.publish(*human(room, "joel", "An architecture question", mid=mid))
+    fl = floor_for(col, mid)
+    assert fl["granted"] == ["zed"], fl
+    assert fl["reasons"]["zed"] == "expertise 'architecture' (confidence 0.85) in the message"
+    mid = uid()
+    pub.publish(*human(room, "joel", "Why does my KUBERNETES pod restart?", mid=mid))
+    fl = floor_for(col, mid)
+    assert fl["granted"] == ["kube-bob"], fl
+    assert fl["reasons"]["kube-bob"] == "expertise 'Kubernetes' (confidence 0.90) in the message"
+    validate_outputs(col, OUTPUTS)
+
+
 def test_levels_recency_and_membership(stack):
     stack.service(SERVICE)
     col = stack.collector()
@@ -230,6 +259,9 @@ BAD = [
     ("persona/ann/meta", b'{"rooms":["{r}"],"expertise_domains":["' + b"d" * 65 + b'"]}', "bad_value"),
     ("persona/ann/meta", b'{"rooms":["{r}"],"confidence_levels":{"go":"high"}}', "wrong_type"),
     ("persona/ann/meta", b'{"rooms":["{r}"],"confidence_levels":{"go":1.5}}', "bad_value"),
+    ("persona/ann/meta", b'{"rooms":["{r}"],"confidence_levels":{"' + b"d" * 65 + b'":0.5}}',
+     "bad_value"),
+    ("persona/ann/meta", b'{"rooms":["{r}"],"confidence_levels":{"":0.5}}', "bad_value"),
     ("persona/ann/meta", b'{"rooms":["bad room"]}', "bad_id"),
     ("persona/ann/meta", b'{"persona":"bob","rooms":["{r}"]}', "topic_mismatch"),
     ("persona/ann/state", b'{"persona":"ann"}', "missing_field"),

@@ -45,7 +45,9 @@ static int parse_control(const vigil_input *in, floor_parsed *pp, vigil_error *e
 }
 
 /* persona/{p}/meta through libshared's reader, plus this service's own
- * bound: a domain longer than FLOOR_WORD_MAX could not be matched. */
+ * bound: a domain (an expertise_domains entry or a confidence_levels key,
+ * which names a domain too) longer than FLOOR_WORD_MAX could not be
+ * matched. */
 static int parse_meta(const vigil_input *in, const char *persona, floor_parsed *pp, vigil_error *err)
 {
     vigil_persona_meta *pm = &pp->pmeta;
@@ -59,6 +61,13 @@ static int parse_meta(const vigil_input *in, const char *persona, floor_parsed *
         if (len == 0 || len > FLOOR_WORD_MAX)
             return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
                                    "field 'expertise_domains[%d]': expected 1..%d bytes", i, FLOOR_WORD_MAX);
+    }
+    for (int i = 0; i < pm->n_conf; i++) {
+        size_t len = strlen(pm->conf_domains[i]);
+        if (len == 0 || len > FLOOR_WORD_MAX)
+            return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
+                                   "field 'confidence_levels': a key of %zu bytes, expected "
+                                   "1..%d", len, FLOOR_WORD_MAX);
     }
     *m = (floor_meta){.persona = persona, .name = pm->name, .role = pm->role,
                       .rooms = pm->rooms, .n_rooms = pm->n_rooms,

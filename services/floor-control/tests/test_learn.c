@@ -255,6 +255,72 @@ static void test_match_whole_words(void **state)
     fl_free(f);
 }
 
+/* A domain matches whatever the case of the message's words, and its
+ * confidence key is found whatever its case too; a key spelled exactly as
+ * the domain wins over another case. With K=1 the 0.9 expert, whose meta
+ * writes "Kubernetes" in expertise_domains and "kubernetes" in
+ * confidence_levels, gets the floor over the 0.6 one. */
+static void test_confidence_key_in_any_case(void **state)
+{
+    fl_fx *f = fl_new();
+    const char *rooms[] = {"general"};
+    const char *domains[] = {"Kubernetes", "go"};
+    const char *keys[] = {"kubernetes", "GO", "go"};
+    double values[] = {0.9, 0.2, 0.7};
+    floor_meta m = {.persona = "bob", .rooms = rooms, .n_rooms = 1, .domains = domains,
+                    .n_domains = 2, .conf_domains = keys, .conf_values = values, .n_conf = 3};
+    assert_true(floor_learn_meta(f->room, &f->cfg, &m, f->now, NULL, NULL));
+    fl_tick(f, 10);
+    fl_meta(f, "ann", "kubernetes", "0.6");
+    fl_roundtrip(f);
+    const floor_persona *bob = floor_room_find(f->room, "bob");
+    assert_true(bob->confidence[0] > 0.89 && bob->confidence[0] < 0.91);
+    assert_true(bob->confidence[1] > 0.69 && bob->confidence[1] < 0.71);
+    f->cfg.k = 1;
+    fl_human(f, "Why does my KUBERNETES pod restart?");
+    assert_string_equal(fl_granted(f), "bob");
+    assert_string_equal(fl_pick(f, "bob")->reason,
+                        "expertise 'Kubernetes' (confidence 0.90) in the message");
+    fl_free(f);
+}
+
+/* A persona may say its expertise by confidence_levels alone (the
+ * autopilot finds a domain's experts by their confidence in it): each key
+ * the expertise_domains do not name is a domain of its own, after them.
+ * With K=1 the code reviewer sure of its architecture gets the floor for an
+ * architecture question over one that knows nothing of it. */
+static void test_confidence_keys_are_domains(void **state)
+{
+    fl_fx *f = fl_new();
+    const char *rooms[] = {"general"};
+    const char *domains[] = {"testing"};
+    const char *keys[] = {"architecture", "Testing", "typescript", "ARCHITECTURE"};
+    double values[] = {0.85, 0.8, 0.9, 0.1};
+    floor_meta m = {.persona = "zed", .role = "code-review", .rooms = rooms, .n_rooms = 1,
+                    .domains = domains, .n_domains = 1, .conf_domains = keys,
+                    .conf_values = values, .n_conf = 4};
+    assert_true(floor_learn_meta(f->room, &f->cfg, &m, f->now, NULL, NULL));
+    fl_meta(f, "aaa", NULL, NULL);
+    fl_roundtrip(f);
+    const floor_persona *zed = floor_room_find(f->room, "zed");
+    assert_int_equal(zed->n_domains, 3);
+    assert_string_equal(zed->domains[0], "testing");
+    assert_true(zed->confidence[0] > 0.79 && zed->confidence[0] < 0.81);
+    assert_string_equal(zed->domains[1], "architecture");
+    assert_true(zed->confidence[1] > 0.84 && zed->confidence[1] < 0.86);
+    assert_string_equal(zed->domains[2], "typescript");
+    f->cfg.k = 1;
+    fl_human(f, "an architecture question");
+    assert_string_equal(fl_granted(f), "zed");
+    assert_string_equal(fl_pick(f, "zed")->reason,
+                        "expertise 'architecture' (confidence 0.85) in the message");
+    assert_int_equal(f->room->n_notes, 0);
+    fl_tick(f, 10);
+    fl_human(f, "a question about cooking");
+    assert_string_equal(fl_granted(f), "aaa");
+    fl_free(f);
+}
+
 static void test_forget_unless_active_since(void **state)
 {
     fl_fx *f = fl_new();
@@ -308,6 +374,8 @@ int main(void)
         cmocka_unit_test(test_duplicate_domains_capped_on_load),
         cmocka_unit_test(test_wake_trigger_list),
         cmocka_unit_test(test_match_whole_words),
+        cmocka_unit_test(test_confidence_key_in_any_case),
+        cmocka_unit_test(test_confidence_keys_are_domains),
         cmocka_unit_test(test_forget_unless_active_since),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

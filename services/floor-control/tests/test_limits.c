@@ -128,6 +128,33 @@ static void test_meta_past_the_word_and_domain_bounds_is_said(void **state)
     fl_free(f);
 }
 
+/* confidence_levels keys the expertise_domains do not name are domains
+ * too, after them, under the same bound: 30 domains and 5 other keys keep
+ * the first 2 keys, and the note counts all 35. */
+static void test_confidence_keys_past_the_domain_bound_are_said(void **state)
+{
+    fl_fx *f = fl_new();
+    static char names[30][16];
+    const char *ds[30];
+    for (int i = 0; i < 30; i++) {
+        snprintf(names[i], sizeof names[i], "d%d", i);
+        ds[i] = names[i];
+    }
+    const char *keys[] = {"d0", "k0", "k1", "k2", "k3", "k4"};
+    double values[] = {0.9, 0.8, 0.8, 0.8, 0.8, 0.8};
+    const char *rooms[] = {"general"};
+    floor_meta m = {.persona = "ann", .rooms = rooms, .n_rooms = 1, .domains = ds,
+                    .n_domains = 30, .conf_domains = keys, .conf_values = values, .n_conf = 6};
+    assert_true(floor_learn_meta(f->room, &f->cfg, &m, f->now, NULL, NULL));
+    const floor_persona *p = floor_room_find(f->room, "ann");
+    assert_int_equal(p->n_domains, FLOOR_MAX_DOMAINS);
+    assert_string_equal(p->domains[FLOOR_MAX_DOMAINS - 1], "k1");
+    assert_int_equal(f->room->n_notes, 1);
+    assert_says(note(f, "domains_per_persona"), "lists 35 expertise domains, more than the 32");
+    assert_says(note(f, "domains_per_persona"), "the 3 from 'k2' on never match");
+    fl_free(f);
+}
+
 /* The most notes one input can cause: a meta refused its name, role and
  * domains, joining a full room. FLOOR_MAX_NOTES holds exactly that. */
 static void test_the_worst_input_fits_the_notes(void **state)
@@ -292,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_full_room_drops_the_stalest_and_says_so),
         cmocka_unit_test(test_lowered_setting_drops_several_in_one_note),
         cmocka_unit_test(test_meta_past_the_word_and_domain_bounds_is_said),
+        cmocka_unit_test(test_confidence_keys_past_the_domain_bound_are_said),
         cmocka_unit_test(test_the_worst_input_fits_the_notes),
         cmocka_unit_test(test_long_trigger_is_said),
         cmocka_unit_test(test_waiting_room_is_bounded_and_says_so),

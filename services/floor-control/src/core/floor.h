@@ -23,7 +23,9 @@
 
 #define FLOOR_ID_MAX 64          /* persona and room ids */
 #define FLOOR_WORD_MAX 64        /* a domain, a role, a display name */
-#define FLOOR_MAX_DOMAINS 32     /* expertise domains kept per persona */
+/* expertise domains kept per persona (expertise_domains, then the other
+ * confidence_levels keys) */
+#define FLOOR_MAX_DOMAINS 32
 #define FLOOR_TRIGGER_MAX 32
 #define FLOOR_MAX_WAKE_TRIGGERS 8
 /* The fallback triggers of dormancy from human absence: suggestion-default
@@ -186,10 +188,12 @@ typedef struct floor_meta {
 
 /* persona/{p}/meta for room r: a listed room adds or refreshes the persona
  * (name, role, domains, confidence); a room no longer listed drops a
- * persona that is there only because of its meta. *joined / *left say
- * which happened (either may be NULL). A name or role longer than
- * FLOOR_WORD_MAX is not kept, nor are domains past FLOOR_MAX_DOMAINS: each
- * is noted on r (limits "name_bytes", "role_bytes", "domains_per_persona"). */
+ * persona that is there only because of its meta. Its domains are its
+ * expertise_domains and the confidence_levels keys they do not name.
+ * *joined / *left say which happened (either may be NULL). A name or role
+ * longer than FLOOR_WORD_MAX is not kept, nor are domains past
+ * FLOOR_MAX_DOMAINS: each is noted on r (limits "name_bytes",
+ * "role_bytes", "domains_per_persona"). */
 bool floor_learn_meta(floor_room *r, const floor_config *c, const floor_meta *m, int64_t now,
                       bool *joined, bool *left);
 

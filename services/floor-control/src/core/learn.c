@@ -6,6 +6,7 @@
  * sizes is not kept, and noted on the room (the shell says it). */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include "floor.h"
 
 static void copy(char *dst, size_t n, const char *src)
@@ -14,14 +15,27 @@ static void copy(char *dst, size_t n, const char *src)
 }
 
 /* The confidence of one domain from meta's confidence_levels; unset when
- * not listed or not in 0..1 (the shell rejects such meta first). */
+ * not listed or not in 0..1 (the shell rejects such meta first). A domain
+ * matches the message's words whatever their case, so its confidence key
+ * is found whatever its case too ("Kubernetes" and "kubernetes" are one
+ * domain); a key spelled exactly as the domain wins over another case. */
 static double confidence_of(const floor_meta *m, const char *domain)
 {
-    for (int i = 0; i < m->n_conf; i++)
-        if (m->conf_domains[i] && strcmp(m->conf_domains[i], domain) == 0)
-            return m->conf_values[i] >= 0.0 && m->conf_values[i] <= 1.0 ? m->conf_values[i]
-                                                                       : FLOOR_CONFIDENCE_UNSET;
-    return FLOOR_CONFIDENCE_UNSET;
+    int found = -1;
+    for (int i = 0; i < m->n_conf; i++) {
+        if (!m->conf_domains[i])
+            continue;
+        if (strcmp(m->conf_domains[i], domain) == 0) {
+            found = i;
+            break;
+        }
+        if (found < 0 && strcasecmp(m->conf_domains[i], domain) == 0)
+            found = i;
+    }
+    if (found < 0)
+        return FLOOR_CONFIDENCE_UNSET;
+    double v = m->conf_values[found];
+    return v >= 0.0 && v <= 1.0 ? v : FLOOR_CONFIDENCE_UNSET;
 }
 
 static bool listed(const floor_meta *m, const char *room)
@@ -49,27 +63,49 @@ static void keep_word(floor_room *r, const char *persona, const char *field, con
                    persona, r->room, field, len, FLOOR_WORD_MAX, lost);
 }
 
-/* The meta's expertise domains with their confidence, the first
- * FLOOR_MAX_DOMAINS of them; the rest are noted. */
+/* Whether name is one of the first n names of list (any case: a domain
+ * matches the message's words whatever their case). */
+static bool named(const char *const *list, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (list[i] && strcasecmp(list[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* The persona's domains: its expertise_domains, then each confidence_levels
+ * key they do not name (the autopilot finds a domain's experts by their
+ * confidence in it: a persona may give confidence_levels alone), each with
+ * its confidence; the first FLOOR_MAX_DOMAINS of them, the rest noted. */
 static void keep_domains(floor_room *r, floor_persona *p, const floor_meta *m)
 {
-    int i = 0;
+    int total = 0;
+    const char *first_lost = NULL;
     p->n_domains = 0;
-    for (; i < m->n_domains && p->n_domains < FLOOR_MAX_DOMAINS; i++) {
-        const char *d = m->domains[i];
+    for (int i = 0; i < m->n_domains + m->n_conf; i++) {
+        bool key = i >= m->n_domains;
+        const char *d = key ? m->conf_domains[i - m->n_domains] : m->domains[i];
         if (!d || !d[0] || strlen(d) > FLOOR_WORD_MAX)
             continue; /* the shell rejects such meta first */
+        if (key && (named(m->domains, m->n_domains, d) ||
+                    named(m->conf_domains, i - m->n_domains, d)))
+            continue; /* the confidence of a domain already listed */
+        total++;
+        if (p->n_domains == FLOOR_MAX_DOMAINS) {
+            first_lost = first_lost ? first_lost : d;
+            continue;
+        }
         copy(p->domains[p->n_domains], sizeof p->domains[0], d);
         p->confidence[p->n_domains] = confidence_of(m, d);
         p->n_domains++;
     }
-    if (i < m->n_domains)
+    if (first_lost)
         floor_note_add(r, "domains_per_persona",
                        "persona '%s' in room '%s' lists %d expertise domains, more than the %d "
                        "floor-control keeps (compile time): the %d from '%s' on never match a "
                        "message and are not shown to the LLM",
-                       p->id, r->room, m->n_domains, FLOOR_MAX_DOMAINS, m->n_domains - i,
-                       m->domains[i] ? m->domains[i] : "");
+                       p->id, r->room, total, FLOOR_MAX_DOMAINS, total - FLOOR_MAX_DOMAINS,
+                       first_lost);
 }
 
 bool floor_learn_meta(floor_room *r, const floor_config *c, const floor_meta *m, int64_t now,
