@@ -491,6 +491,31 @@ def test_autopilot_with_llm_is_overruled_by_the_guards(stack, llm):
     assert econ["tokens_spent_autopilot"] > 0
 
 
+def test_autopilot_prompt_names_personas_by_display_name(stack, llm):
+    """The autopilot prompt's state lines name each persona as the
+    specified prompt does (its display name, the id when it has none), and
+    an answer naming a persona that way acts on it."""
+    llm.control(rules=[{"match": "You are the Dormancy Autopilot", "reply": [
+        {"persona": "Alpha Bot", "action": "suggest-mention-only", "reason": "chatty"}]}])
+    start(stack, llm, VIGIL_AUTOPILOT=1, VIGIL_AUTOPILOT_INTERVAL_MS=1500,
+          VIGIL_AUTOPILOT_JUMP_RATIO=1e6, VIGIL_AUTOPILOT_JUMP_VELOCITY=1e6)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("ap")
+    pub.c.publish(*_retained(meta("a1", room, tier="smart", name="Alpha Bot")))
+    pub.c.publish(*_retained(asleep("a1", room, level="active")))
+    pub.c.publish(*_retained(meta("a2", room, tier="smart", name="")))
+    pub.c.publish(*_retained(asleep("a2", room, level="sleep")))
+    harness.wait_until(lambda: _level_trigger(stack, room, "a2") == "manual", 10, "levels")
+    pub.publish(*ai(room, "a1", "hello"))
+    ev = col.wait_event(f"room/{room}/autopilot", timeout=15)
+    prompt = llm.stats()["last_request"]["body"]["messages"][-1]["content"]
+    assert "**Current state**:\n- Alpha Bot: active\n- a2: sleep\n" in prompt, prompt
+    assert "- a1:" not in prompt
+    assert ev["source"] == "llm"
+    assert {d["persona"]: d["action"] for d in ev["decisions"]} == {"a1": "suggest-mention-only"}
+
+
 # --------------------------------------------------------------------------
 # Token economics: the savings estimate
 

@@ -105,9 +105,9 @@ static void smart_without_context(void **state)
 static void autopilot(void **state)
 {
     (void)state;
-    wake_ap_persona ps[] = {{"helper-ai", WAKE_LEVEL_ACTIVE},
-                            {"claude-assistant", WAKE_LEVEL_MENTION_ONLY},
-                            {"codereview", WAKE_LEVEL_SLEEP}};
+    wake_ap_persona ps[] = {{.id = "helper-ai", .level = WAKE_LEVEL_ACTIVE},
+                            {.id = "claude-assistant", .level = WAKE_LEVEL_MENTION_ONLY},
+                            {.id = "codereview", .level = WAKE_LEVEL_SLEEP}};
     wake_ap_job j = {.job = "x", .room = "general", .n_personas = 3, .personas = ps,
                      .human_5m = 1, .ai_5m = 14, .since_human = "4 min ago", .velocity = 3.0};
     char *p = wake_prompt_autopilot(&j);
@@ -115,9 +115,10 @@ static void autopilot(void **state)
     free(p);
 }
 
-static void autopilot_job_through_the_timer(void **state)
+/* The example room's autopilot job, fired by its timer and read back as
+ * the worker reads it; the room is the caller's to free. */
+static wk *autopilot_job_of_example_room(wake_ap_job *aj)
 {
-    (void)state;
     wk *t = example_room();
     t->c.autopilot_interval_ms = MIN;
     /* the messages armed the timer; fire it */
@@ -125,12 +126,54 @@ static void autopilot_job_through_the_timer(void **state)
     assert_int_equal(t->n_jobs, 1);
     wake_job_kind kind;
     wake_job wj;
-    wake_ap_job aj;
     char why[200];
-    assert_int_equal(wake_job_parse(t->jobs[0], strlen(t->jobs[0]), &kind, &wj, &aj, why, sizeof why), 0);
+    assert_int_equal(wake_job_parse(t->jobs[0], strlen(t->jobs[0]), &kind, &wj, aj, why,
+                                    sizeof why), 0);
     assert_int_equal(kind, WAKE_JOB_AUTOPILOT);
+    return t;
+}
+
+static void autopilot_job_through_the_timer(void **state)
+{
+    (void)state;
+    wake_ap_job aj;
+    wk *t = autopilot_job_of_example_room(&aj);
     char *p = wake_prompt_autopilot(&aj);
     golden("autopilot_prompt_room.txt", p);
+    free(p);
+    wake_ap_job_clear(&aj);
+    wk_free(t);
+}
+
+/* The state lines name personas by display name, as the specified prompt
+ * does (p.name): "CodeReview AI", not its id, while the id stays in the
+ * job for reading the answer. A job written before jobs carried names
+ * lists the ids. */
+static void autopilot_names_personas_by_display_name(void **state)
+{
+    (void)state;
+    wake_ap_job aj;
+    wk *t = autopilot_job_of_example_room(&aj);
+    assert_string_equal(aj.personas[2].id, "codereview");
+    assert_string_equal(aj.personas[2].name, "CodeReview AI");
+    char *p = wake_prompt_autopilot(&aj);
+    assert_non_null(strstr(p, "\n- CodeReview AI: sleep\n"));
+    assert_null(strstr(p, "- codereview:"));
+    assert_non_null(strstr(p, "\n- helper: active\n"));
+    free(p);
+    wake_ap_job_clear(&aj);
+
+    const char *old_job = "{\"kind\":\"autopilot\",\"job\":\"j1\",\"room\":\"general\","
+                          "\"personas\":[{\"id\":\"codereview\",\"level\":\"sleep\"}],"
+                          "\"human_5m\":0,\"ai_5m\":1,\"since_human\":\"never\","
+                          "\"velocity\":0.2,\"enqueued\":1}";
+    wake_job_kind kind;
+    wake_job wj;
+    char why[200];
+    assert_int_equal(wake_job_parse(old_job, strlen(old_job), &kind, &wj, &aj, why, sizeof why),
+                     0);
+    p = wake_prompt_autopilot(&aj);
+    assert_non_null(strstr(p, "\n- codereview: sleep\n"));
     free(p);
     wake_ap_job_clear(&aj);
     wk_free(t);
@@ -143,6 +186,7 @@ int main(void)
         cmocka_unit_test(smart_without_context),
         cmocka_unit_test(autopilot),
         cmocka_unit_test(autopilot_job_through_the_timer),
+        cmocka_unit_test(autopilot_names_personas_by_display_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

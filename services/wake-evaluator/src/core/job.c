@@ -128,6 +128,7 @@ char *wake_ap_job_build(const wake_room *r, const char *job_id, int64_t now)
     for (int i = 0; i < r->n_personas; i++) {
         json_object *x = json_object_new_object();
         add_str(x, "id", r->personas[i].id);
+        add_str(x, "name", wake_display_name(&r->personas[i]));
         add_str(x, "level", wake_level_name(r->personas[i].level));
         json_object_array_add(ps, x);
     }
@@ -304,6 +305,7 @@ static int parse_ap(json_object *o, wake_ap_job *j, char *why, size_t whylen)
         if (!x || !str_of(x, "id"))
             continue;
         wake_copy_utf8(p->id, str_of(x, "id"), WAKE_ID_MAX);
+        copy_opt(x, "name", p->name, sizeof p->name); /* absent in older jobs */
         if (wake_level_parse(str_of(x, "level"), &p->level) != 0)
             p->level = WAKE_LEVEL_ACTIVE;
         j->n_personas++;

@@ -3,6 +3,7 @@
  *   smart      evaluateWakeConditionSmart (rich context, five considerations)
  *   mid        evaluateWakeConditionMid (short)
  *   autopilot  DormancyAutopilotAgent.coordinateDormancy
+ * Personas are named by display name (the id when they have none).
  * Empty fields read "unspecified" (role) and "none" (other active AIs);
  * with no human message yet the last-human line reads "N/A (no human
  * message yet)". */
@@ -83,11 +84,14 @@ char *wake_prompt_mid(const wake_job *j)
         wake_sender_name(j->sender_type), or_default(j->role, "unspecified"));
 }
 
+/* The state lines name each persona as the specified prompt does (p.name,
+ * the display name; the id when it has none), as the smart and mid prompts
+ * name the sleeper; the answer may name personas either way. */
 char *wake_prompt_autopilot(const wake_ap_job *j)
 {
     size_t cap = 1;
     for (int i = 0; i < j->n_personas; i++)
-        cap += strlen(j->personas[i].id) + 32;
+        cap += strlen(or_default(j->personas[i].name, j->personas[i].id)) + 32;
     char *state = malloc(cap);
     if (!state)
         return NULL;
@@ -95,7 +99,8 @@ char *wake_prompt_autopilot(const wake_ap_job *j)
     state[0] = '\0';
     for (int i = 0; i < j->n_personas; i++)
         len += (size_t)snprintf(state + len, cap - len, "%s- %s: %s", i ? "\n" : "",
-                                j->personas[i].id, wake_level_name(j->personas[i].level));
+                                or_default(j->personas[i].name, j->personas[i].id),
+                                wake_level_name(j->personas[i].level));
     char *out = vigil_asprintf(
         "You are the Dormancy Autopilot managing %d AI personas in a chat room.\n"
         "\n"

@@ -432,6 +432,7 @@ typedef struct wake_job {
 
 typedef struct wake_ap_persona {
     char id[WAKE_ID_MAX + 1];
+    char name[WAKE_NAME_MAX + 1]; /* display name; empty: the id stands for it */
     wake_level level;
 } wake_ap_persona;
 
