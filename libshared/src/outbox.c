@@ -53,7 +53,7 @@
 #include "vigil/thread_name.h"
 
 #define OUTBOX_BATCH 100          /* ephemeral messages per batch */
-#define OUTBOX_RING 1024          /* entries held at most (>= the largest window) */
+#define OUTBOX_RING 8192          /* entries held at most (>= twice the largest window) */
 #define OUTBOX_FETCH_MAX 256      /* entries read per round trip at most */
 #define OUTBOX_IDLE_WAIT_MS 500
 #define OUTBOX_STOP_POLL_MS 50
@@ -67,7 +67,7 @@
 #define OUTBOX_DEAD_LETTER_AFTER_DEFAULT 5
 #define OUTBOX_REPLAY_MS_DEFAULT 3000 /* > mosquitto's 2 s save cycle (autosave_interval 1) */
 #define OUTBOX_REPLAY_MAX 20000       /* acknowledged entries kept at most */
-#define OUTBOX_SUP_BUCKETS 1024       /* retained topics remembered for superseding */
+#define OUTBOX_SUP_BUCKETS 4096       /* retained topics remembered for superseding */
 
 #define M_OUTPUTS "vigil_outputs_total"
 #define M_OUTPUTS_HELP "Output messages published and acknowledged by the broker"
@@ -86,9 +86,9 @@
 #define M_REPLAYED "vigil_outbox_replayed_total"
 #define M_REPLAYED_HELP "Outputs published again after a lost connection (the broker may not have saved them)"
 #define M_REPLAY_OVERFLOW "vigil_outbox_replay_overflow_total"
+#define M_REPLAY_OVERFLOW_HELP "Acknowledged outputs not kept for publishing again (more than the bound in the window)"
 #define M_SUPERSEDED "vigil_outbox_superseded_total"
 #define M_SUPERSEDED_HELP "Retained outputs not published: a newer one for the same topic followed them in the outbox"
-#define M_REPLAY_OVERFLOW_HELP "Acknowledged outputs not kept for publishing again (more than the bound in the window)"
 
 typedef struct eph_msg {
     struct eph_msg *next;
@@ -519,6 +519,16 @@ static int dead_letter_head(vigil_outbox *o, const char *detail)
 
 /* Trims the acknowledged prefix and reads more entries into the ring, in
  * one round trip. Returns 0, or -1 on a Redis error (ring reset). */
+/* How far ahead of what it sends the thread reads: a window, or with
+ * superseding on, half the ring, so that during a backlog a snapshot is seen
+ * to be superseded by a newer one of its topic that far on. Each entry is
+ * read once either way; a room of 200 whose state changes with every input
+ * repeats only every 200 inputs (600 entries), beyond a window's reach. */
+static int lookahead(const vigil_outbox *o, int window)
+{
+    return o->supersede && OUTBOX_RING / 2 > window ? OUTBOX_RING / 2 : window;
+}
+
 static int sync_redis(vigil_outbox *o, int window)
 {
     pthread_mutex_lock(&o->mu);
@@ -527,8 +537,9 @@ static int sync_redis(vigil_outbox *o, int window)
     pthread_mutex_unlock(&o->mu);
     int room = OUTBOX_RING - (int)(read - head - (uint64_t)k);
     int want = 0;
-    /* Read when there may be more and the unsent part is short of a window. */
-    if (o->more && (int)(read - send) < window) {
+    /* Read when there may be more and the unsent part is short of the
+     * lookahead. */
+    if (o->more && (int)(read - send) < lookahead(o, window)) {
         want = room < OUTBOX_FETCH_MAX ? room : OUTBOX_FETCH_MAX;
         if (want < 0)
             want = 0;
@@ -738,7 +749,7 @@ static bool work_ready(vigil_outbox *o)
                   (slot_of(o, o->send_seq)->topic || o->send_seq == o->head_seq);
     bool r = !o->failed && vigil_mono_ms() >= o->retry_at &&
              ((unsent && o->outstanding < limit && !o->probing) ||
-              (o->more && (int)(o->read_seq - o->send_seq) < window &&
+              (o->more && (int)(o->read_seq - o->send_seq) < lookahead(o, window) &&
                o->read_seq - o->head_seq < OUTBOX_RING / 2));
     pthread_mutex_unlock(&o->mu);
     return r;
