@@ -103,9 +103,14 @@ vigil_mqtt_links *vigil_mqtt_links_new(const vigil_mqtt_config *cfg, int max_lin
     return s;
 }
 
+/* The gauge exists from the start (one connection until the broker's
+ * window says how many), not only once the first connection is up. */
 int vigil_mqtt_links_start(vigil_mqtt_links *s)
 {
-    return s ? vigil_mqtt_link_start(s->links[0]) : -1;
+    if (!s)
+        return -1;
+    vigil_gauge_set(M_CONNS, M_CONNS_HELP, NULL, atomic_load(&s->n));
+    return vigil_mqtt_link_start(s->links[0]);
 }
 
 int vigil_mqtt_links_wanted(int w, int max_links)
