@@ -160,6 +160,7 @@ struct vigil_mqtt_link {
     vigil_mqtt_on_refused on_refused;
     void *cb_ctx;
     bool ever_connected; /* the link's thread only */
+    bool session_present; /* the last CONNACK said the broker kept our session */
     /* intake: connected, and up (on_state) once the broker acknowledged
      * the SUBSCRIBE (subscribed: its SUBACK came); the link's thread only */
     bool up_pending, subscribed;
@@ -964,6 +965,7 @@ static int mqtt_handshake(vigil_mqtt_link *l, char *why, size_t whylen)
     l->keepalive_s = ca.keepalive >= 0 ? ca.keepalive : LINK_KEEPALIVE_S;
     atomic_store(&l->max_packet, ca.max_packet);
     atomic_store(&l->window, l->recv_max);
+    l->session_present = ca.session_present;
     return 0;
 }
 
@@ -1122,6 +1124,26 @@ static void pause_unless_stopping(vigil_mqtt_link *l, int64_t ms)
 static int queue_async(vigil_mqtt_link *l, const char *topic, const void *payload, size_t len,
                        bool retain);
 
+/* A reconnect on which the broker kept no session for our persistent
+ * one: it restarted without having saved it (mosquitto saves on a timer, so
+ * a session younger than its last save dies with a kill -9), or it expired.
+ * Whatever was queued for us, and whatever was published between its
+ * restart and this SUBSCRIBE, never reaches this replica; it cannot be
+ * fetched again, so it is said, with a counter, rather than passed over. */
+static void session_lost_say(vigil_mqtt_link *l, bool first)
+{
+    if (first || l->clean_start || l->session_present)
+        return;
+    vigil_counter_add("vigil_mqtt_sessions_lost_total",
+                      "Reconnections on which the broker had kept no session for this replica",
+                      NULL, 1);
+    vigil_log_kv(VIGIL_LOG_WARN,
+                 "mqtt: the broker kept no session for this replica (it restarted without "
+                 "having saved it, or the session expired); input queued for it or published "
+                 "before this reconnect is lost to it",
+                 "client_id", l->client_id, NULL);
+}
+
 /* The intake is connected: subscribe to every filter again, before
  * anything else (the broker may have lost the subscriptions; paho's intake
  * did the same), then announce ready, which the broker handles after the
@@ -1135,6 +1157,7 @@ static void intake_up(vigil_mqtt_link *l)
                           "Reconnections to the MQTT broker after the first connect", NULL, 1);
     vigil_log_kv(VIGIL_LOG_INFO, first ? "mqtt connected" : "mqtt reconnected", "client_id",
                  l->client_id, NULL);
+    session_lost_say(l, first);
     if (l->nsubs > 0) {
         size_t n = vigil_mqtt_subscribe_len((const char *const *)l->subs, l->nsubs);
         if (obuf_reserve(l, n)) {

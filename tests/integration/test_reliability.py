@@ -10,6 +10,7 @@ once" is checked per input id, and the committed state is read back from
 Redis (the ground truth; the retained topics follow it)."""
 
 import collections
+import os
 import threading
 import time
 
@@ -281,6 +282,35 @@ def test_broker_kill9_mid_stream_loses_no_acknowledged_input(stack, intake):
     col.wait_event("persona/late/dormancy", lambda e: e.get("message_id") == "after-broker", timeout=30)
     assert svc.alive()
     validate_outputs(col)
+
+
+def test_a_session_the_broker_lost_is_said(stack):
+    """After a broker restart that kept the service's session (saved before
+    the kill) the intake just reconnects. After one that lost it (here its
+    database is deleted, as a kill -9 before the first save would), what was
+    queued for the replica and what was published before it subscribed again
+    never reaches it: the intake says so with a warning and
+    vigil_mqtt_sessions_lost_total."""
+    svc = stack.service(env=ENV)
+    time.sleep(2.5)  # mosquitto saves every 2 s with autosave_interval 1
+    stack.broker.kill9()
+    stack.broker.start()
+    harness.wait_until(lambda: svc.metric("vigil_mqtt_reconnects_total") == 1, 30,
+                       "the intake reconnected")
+    svc.wait_ready(timeout=30)
+    assert svc.metric("vigil_mqtt_sessions_lost_total") == 0
+    assert "kept no session" not in svc.stderr_text()
+
+    stack.broker.kill9()
+    for f in os.listdir(stack.broker.dir):
+        if f.endswith(".db"):
+            os.remove(os.path.join(stack.broker.dir, f))
+    stack.broker.start()
+    harness.wait_until(lambda: svc.metric("vigil_mqtt_sessions_lost_total") == 1, 30,
+                       "the lost session counted")
+    assert "the broker kept no session for this replica" in svc.stderr_text()
+    svc.wait_ready(timeout=30)
+    assert svc.alive()
 
 
 def test_redis_kill9_mid_stream_loses_nothing(stack):
