@@ -410,3 +410,42 @@ def test_jobs_maxlen_out_of_range_is_refused_at_start(stack, value):
     r = svc.run_cli([], env={"VIGIL_COUNCIL_JOBS_MAXLEN": value})
     assert r.returncode == 2, r.stderr
     assert b"VIGIL_COUNCIL_JOBS_MAXLEN: expected an integer in 100..100000000" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("fault", ["redis", "broker"])
+def test_redis_or_broker_kill9_mid_loops_repeats_and_loses_no_action(stack, llm, fault):
+    """Eight sessions loop (a search at loops 2 and 4, notes between) while
+    redis-server or mosquitto is killed with kill -9 twice and restarted on
+    the same port and data: every session still runs its five loops, each
+    action once (one payload per event id), one search request per search,
+    and ends once."""
+    llm.control(rules=rules(sol("search: deep work", regex=r"loop [24] of"),
+                            sol("note: progress noted")), delay_ms=600)
+    svc = start_service(stack, llm, VIGIL_COUNCIL_LOOP_MS=400, VIGIL_COUNCIL_MAX_LOOPS=5)
+    col = stack.collector()
+    pub = stack.publisher()
+    sessions = [f"s-k{i}-{uid()[:6]}" for i in range(8)]
+    for i, s in enumerate(sessions):
+        pub.publish(*control(f"kim{i}", "start", session=s))
+    target = stack.redis if fault == "redis" else stack.broker
+    for _ in range(2):
+        time.sleep(harness.scaled(1.5))
+        target.kill9()
+        time.sleep(0.5)
+        target.start()
+    col.wait_for(lambda c: all(any(e["type"] == "session_ended" for e in events(c, s))
+                               for s in sessions), 60, "every session to end")
+    payloads = {}
+    for m in col.find("council/+/event"):
+        payloads.setdefault(m.json()["id"], set()).add(m.payload)
+    assert all(len(p) == 1 for p in payloads.values())  # a copy is the same event
+    c = stack.redis.client()
+    for s in sessions:
+        acts = events(col, s, "action")
+        assert sorted(a["loop"] for a in acts) == [1, 2, 3, 4, 5], (s, acts)
+        assert len(events(col, s, "session_ended")) == 1
+        assert len({m["id"] for m in col.events(f"council/{s}/request")}) == 2
+        rec = json.loads(c.get(f"{stack.prefix}council:rec:{s}"))
+        assert rec["actions"] == 5 and rec["status"] == "completed", rec
+    svc.wait_ready(timeout=30)
+    validate_outputs(col, OUTPUTS)

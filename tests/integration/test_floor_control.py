@@ -305,7 +305,9 @@ def test_bad_input_on_each_topic(stack):
     validate_outputs(col, OUTPUTS)
 
 
-def test_kill9_loses_and_doubles_nothing(stack):
+def room_of_three(stack):
+    """floor-control running, with ann, bob and cid known in a new room:
+    (service, collector, publisher, room)."""
     svc = stack.service(SERVICE)
     col = stack.collector()
     pub = stack.publisher()
@@ -313,6 +315,11 @@ def test_kill9_loses_and_doubles_nothing(stack):
     for p in ("ann", "bob", "cid"):
         pub.publish(*meta(p, room), retain=True)
     wait_view(stack, room, lambda v: len(v) == 3, "3 personas")
+    return svc, col, pub, room
+
+
+def test_kill9_loses_and_doubles_nothing(stack):
+    svc, col, pub, room = room_of_three(stack)
     mids = [uid() for _ in range(60)]
     items = [human(room, "joel", f"question {i}", mid=m) for i, m in enumerate(mids)]
     pub.publish_many(items[:20])
@@ -499,3 +506,46 @@ def test_the_floor_follows_dormancy_monitor_auto_wake_off(stack):
     assert able == {ash, elm}, lv
     assert set(fl["granted"]) == able, fl
     assert fl["reasons"][oak] == "asleep (ai-only)", fl
+
+
+@pytest.mark.parametrize("fault", ["redis", "broker"])
+def test_redis_or_broker_kill9_under_load_loses_and_doubles_no_decision(stack, fault):
+    """A steady stream of human messages while redis-server or mosquitto is
+    killed with kill -9 twice and restarted on the same port and data: every
+    acknowledged message is decided once, with one event id and one payload
+    per message, and the service is ready again. The stream pauses 1.5 s
+    before a broker kill (mosquitto's own save window is not the service's)."""
+    svc, col, pub, room = room_of_three(stack)
+    mids = [uid() for _ in range(240)]
+    items = [human(room, "joel", f"question {i}", mid=m) for i, m in enumerate(mids)]
+    target = stack.redis if fault == "redis" else stack.broker
+    kills = []
+
+    def progress(n_acked):
+        if len(kills) < 2 and n_acked >= 80 * (len(kills) + 1):
+            if fault == "broker":
+                time.sleep(scaled(1.5))
+            target.kill9()
+            kills.append(n_acked)
+            time.sleep(0.5)
+            target.start()
+
+    rp = harness.ReliablePublisher(stack.broker.port)
+    try:
+        rp.run(items, timeout=120, window=10, on_progress=progress)
+    finally:
+        rp.stop()
+    assert len(kills) == 2
+    got = col.wait_count("room/+/floor", len(mids), timeout=60, key="message_id")
+    assert set(got) == set(mids)
+    payloads = {}
+    for m in col.find("room/+/floor") + col.find("persona/+/floor"):
+        payloads.setdefault(m.json()["id"], set()).add(m.payload)
+    assert all(len(p) == 1 for p in payloads.values())  # a copy is the same event
+    by_msg = {}
+    for e in col.events("room/+/floor"):
+        by_msg.setdefault(e["message_id"], set()).add(e["id"])
+    assert all(len(ids) == 1 for ids in by_msg.values()), by_msg
+    assert len(col.wait_count("persona/+/floor", 3 * len(mids), timeout=30)) == 3 * len(mids)
+    svc.wait_ready(timeout=30)
+    validate_outputs(col, OUTPUTS)
