@@ -292,7 +292,16 @@ def test_a_session_the_broker_lost_is_said(stack):
     never reaches it: the intake says so with a warning and
     vigil_mqtt_sessions_lost_total."""
     svc = stack.service(env=ENV)
-    time.sleep(2.5)  # mosquitto saves every 2 s with autosave_interval 1
+    # a save of the broker's database begun after the service was ready
+    # (subscribed) holds its session: wait for the second rewrite after it
+    db = os.path.join(stack.broker.dir, "mosquitto.db")
+    saved = [time.time()]
+
+    def rewritten():
+        if os.path.exists(db) and os.path.getmtime(db) > saved[-1]:
+            saved.append(os.path.getmtime(db))
+        return len(saved) >= 3
+    harness.wait_until(rewritten, 30, "two saves of the broker's database")
     stack.broker.kill9()
     stack.broker.start()
     harness.wait_until(lambda: svc.metric("vigil_mqtt_reconnects_total") == 1, 30,
