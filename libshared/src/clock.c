@@ -31,6 +31,13 @@ int64_t vigil_mono_ms(void)
     return ts_to_ms(&ts);
 }
 
+int64_t vigil_mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 /* Sleeps towards an absolute monotonic deadline so EINTR restarts never
  * stretch the total; with a stop flag the nap is sliced so the flag is seen
  * within SLEEP_SLICE_MS even when no signal reaches this thread. */

@@ -60,6 +60,10 @@ const vigil_config_var VIGIL_COMMON_VARS[] = {
     {"VIGIL_OUTBOX_SKIP_SUPERSEDED", "1",
      "1 = a retained output (a state snapshot) still waiting in the outbox behind a newer one "
      "for the same topic is not published, only the newer; 0 = every snapshot is published"},
+    {"VIGIL_MQTT_INTAKE_GATHER_US", "500",
+     "microseconds the intake lets input gather after a read of two or more messages (a "
+     "burst), so one commit and one PUBACK segment carry more; a lone message is never held "
+     "(0-100000, 0 = read at once)"},
     {"VIGIL_MQTT_SESSION_EXPIRY_S", "604800",
      "seconds the broker keeps this replica's session and queued input while it is away "
      "(60-2147483647; keep it at or below the broker's persistent_client_expiration)"},
@@ -550,14 +554,17 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
     if (vigil_env_choice("VIGIL_MQTT_INTAKE", intakes, c->mqtt_intake_link ? 1 : 0, &intake, err, errlen))
         return -1;
     c->mqtt_intake_link = intake == 1;
-    /* Read by the outbox publisher itself (outbox.c); checked here so a bad
-     * value stops the start. */
+    /* Read by the outbox publisher itself (outbox.c) and the intake's
+     * connection (mqtt_link.c); checked here so a bad value stops the
+     * start. */
     int64_t outbox_setting;
     if (vigil_env_int64("VIGIL_OUTBOX_RETRY_MS", 1000, 1, 600000, &outbox_setting, err, errlen) ||
         vigil_env_int64("VIGIL_OUTBOX_DEAD_LETTER_AFTER", 5, 1, 1000000, &outbox_setting, err,
                         errlen) ||
         vigil_env_int64("VIGIL_OUTBOX_REPLAY_MS", 3000, 0, 600000, &outbox_setting, err, errlen) ||
-        vigil_env_int64("VIGIL_OUTBOX_SKIP_SUPERSEDED", 1, 0, 1, &outbox_setting, err, errlen))
+        vigil_env_int64("VIGIL_OUTBOX_SKIP_SUPERSEDED", 1, 0, 1, &outbox_setting, err, errlen) ||
+        vigil_env_int64("VIGIL_MQTT_INTAKE_GATHER_US", 500, 0, 100000, &outbox_setting, err,
+                        errlen))
         return -1;
     return 0;
 }

@@ -29,6 +29,15 @@ static void test_mono_is_monotonic(void **state)
         assert_true(t >= prev);
         prev = t;
     }
+    /* microseconds: the same clock, a thousand times finer */
+    int64_t us = vigil_mono_us(), ms = vigil_mono_ms();
+    assert_true(us / 1000 <= ms && ms - us / 1000 < 1000);
+    int64_t prev_us = vigil_mono_us();
+    for (int i = 0; i < 1000; i++) {
+        int64_t t = vigil_mono_us();
+        assert_true(t >= prev_us);
+        prev_us = t;
+    }
 }
 
 static void test_sleep_duration(void **state)

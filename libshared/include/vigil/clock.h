@@ -9,6 +9,8 @@
 int64_t vigil_now_ms(void);
 /* Monotonic milliseconds, for measuring durations and timeouts. */
 int64_t vigil_mono_ms(void);
+/* Monotonic microseconds, for waits shorter than a millisecond. */
+int64_t vigil_mono_us(void);
 /* Sleeps ms milliseconds (restarts on EINTR unless *stop becomes nonzero;
  * stop may be NULL). */
 void vigil_sleep_ms(int64_t ms, volatile int *stop);
