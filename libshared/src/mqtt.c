@@ -124,6 +124,7 @@ struct vigil_mqtt {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool ever_connected;
+    int connacks; /* connects accepted so far (on_connect_ok only) */
     bool stopping;
     bool connector_started;
     bool lost; /* the connection went down: the connector connects again */
@@ -143,6 +144,18 @@ static char *dup_or_null(const char *s)
 }
 
 #define mono_deadline vigil_mono_deadline /* clock.h */
+
+void vigil_mqtt_session_lost_say(const char *client_id)
+{
+    vigil_counter_add("vigil_mqtt_sessions_lost_total",
+                      "Reconnections on which the broker had kept no session for this replica",
+                      NULL, 1);
+    vigil_log_kv(VIGIL_LOG_WARN,
+                 "mqtt: the broker kept no session for this replica (it restarted without "
+                 "having saved it, or the session expired); input queued for it or published "
+                 "before this reconnect is lost to it",
+                 "client_id", client_id, NULL);
+}
 
 int vigil_mqtt_url_to_paho(const char *url, char *out, size_t outlen)
 {
@@ -801,6 +814,12 @@ static void on_connect_ok(void *context, MQTTAsync_successData5 *resp)
         if (rm < 1)
             rm = 1;
         atomic_store(&m->window, rm > MQTT_MAX_WINDOW ? MQTT_MAX_WINDOW : rm);
+        /* Counted here, not in on_connected: paho does not promise which
+         * of the two runs first. Every connect, reconnects included, is
+         * ours (connect_once), so this sees each CONNACK. */
+        bool reconnect = m->connacks++ > 0;
+        if (reconnect && !m->ephemeral && m->nsubs > 0 && !resp->alt.connect.sessionPresent)
+            vigil_mqtt_session_lost_say(m->client_id);
     }
     attempt_end(m, ATTEMPT_OK);
     tl_in_callback--;

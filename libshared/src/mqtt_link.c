@@ -1161,14 +1161,7 @@ static void session_lost_say(vigil_mqtt_link *l, bool first)
 {
     if (first || l->clean_start || l->session_present)
         return;
-    vigil_counter_add("vigil_mqtt_sessions_lost_total",
-                      "Reconnections on which the broker had kept no session for this replica",
-                      NULL, 1);
-    vigil_log_kv(VIGIL_LOG_WARN,
-                 "mqtt: the broker kept no session for this replica (it restarted without "
-                 "having saved it, or the session expired); input queued for it or published "
-                 "before this reconnect is lost to it",
-                 "client_id", l->client_id, NULL);
+    vigil_mqtt_session_lost_say(l->client_id);
 }
 
 /* The intake is connected: subscribe to every filter again, before

@@ -284,14 +284,15 @@ def test_broker_kill9_mid_stream_loses_no_acknowledged_input(stack, intake):
     validate_outputs(col)
 
 
-def test_a_session_the_broker_lost_is_said(stack):
+@pytest.mark.parametrize("intake", ["link", "paho"])
+def test_a_session_the_broker_lost_is_said(stack, intake):
     """After a broker restart that kept the service's session (saved before
     the kill) the intake just reconnects. After one that lost it (here its
     database is deleted, as a kill -9 before the first save would), what was
     queued for the replica and what was published before it subscribed again
     never reaches it: the intake says so with a warning and
-    vigil_mqtt_sessions_lost_total."""
-    svc = stack.service(env=ENV)
+    vigil_mqtt_sessions_lost_total, whichever MQTT client it is."""
+    svc = stack.service(env=dict(ENV, VIGIL_MQTT_INTAKE=intake))
     # a save of the broker's database begun after the service was ready
     # (subscribed) holds its session: wait for the second rewrite after it
     db = os.path.join(stack.broker.dir, "mosquitto.db")

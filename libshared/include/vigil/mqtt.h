@@ -163,6 +163,12 @@ int vigil_mqtt_publish_async(vigil_mqtt *m, const char *topic, const void *paylo
  * disconnects cleanly (the will is not sent) and frees everything. */
 void vigil_mqtt_stop(vigil_mqtt *m, const char *final_status, int timeout_ms);
 
+/* Says (a warning and vigil_mqtt_sessions_lost_total) that a reconnect
+ * of a persistent intake found no session kept by the broker: input queued
+ * for it, or published before it subscribed again, is lost to it. Both
+ * intakes (paho's and mqtt_link.c) call it. */
+void vigil_mqtt_session_lost_say(const char *client_id);
+
 /* Converts mqtt:// / mqtts:// to paho's tcp:// / ssl:// form. */
 int vigil_mqtt_url_to_paho(const char *url, char *out, size_t outlen);
 
