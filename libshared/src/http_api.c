@@ -49,7 +49,7 @@ static daemon_entry *g_daemons;
 /* libmicrohttpd's own messages ("Closing connection (application error
  * generating response)" when a stream is aborted on purpose) as debug
  * lines of our JSON log instead of raw text on stderr. */
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
     char line[512];
