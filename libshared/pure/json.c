@@ -499,6 +499,12 @@ static void build_stopped(const syn *s, size_t len, vigil_error *err)
         vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory parsing JSON");
 }
 
+int64_t vigil_record_int(json_object *v, int64_t def)
+{
+    int64_t x = json_object_get_int64(v);
+    return x >= -VIGIL_RECORD_INT_MAX && x <= VIGIL_RECORD_INT_MAX ? x : def;
+}
+
 json_object *vigil_json_parse_object(const char *buf, size_t len, size_t max, vigil_error *err)
 {
     if (len > max) {

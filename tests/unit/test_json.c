@@ -691,6 +691,21 @@ static void test_checks_see_every_byte_position(void **state)
     }
 }
 
+/* A stored record's number beyond +-VIGIL_RECORD_INT_MAX is damage: it
+ * reads as the default, so a later sum or increment cannot overflow. */
+static void test_record_int_bounds(void **state)
+{
+    (void)state;
+    json_object *o = json_tokener_parse("[5, -5, 2305843009213693951, 2305843009213693952, "
+                                        "-2305843009213693952, 9223372036854775807, 1e300, "
+                                        "\"12\", true, null]");
+    assert_non_null(o);
+    int64_t want[] = { 5, -5, VIGIL_RECORD_INT_MAX, 7, 7, 7, 7, 12, 1, 0 };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        assert_int_equal(vigil_record_int(json_object_array_get_idx(o, i), 7), want[i]);
+    json_object_put(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -721,6 +736,7 @@ int main(void)
         cmocka_unit_test(test_string_bounded_and_array),
         cmocka_unit_test(test_valid_without_parsing),
         cmocka_unit_test(test_checks_see_every_byte_position),
+        cmocka_unit_test(test_record_int_bounds),
     };
     return cmocka_run_group_tests_name("json", tests, NULL, NULL);
 }

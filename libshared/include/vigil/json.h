@@ -84,6 +84,14 @@ bool vigil_json_valid(const char *buf, size_t len, bool want_object);
  * Returns a new reference, or NULL with err filled. */
 json_object *vigil_json_parse_object(const char *buf, size_t len, size_t max, vigil_error *err);
 
+/* A number from a service's own stored record (a time taken from `now`, a
+ * count, an arrival order): all far below VIGIL_RECORD_INT_MAX. One larger
+ * in magnitude is damage and reads as def, so that no later sum (a
+ * deadline: a start plus a threshold) or increment can overflow. v may be
+ * any JSON value (json-c's int64 reading: a string's number, 0 for NULL). */
+#define VIGIL_RECORD_INT_MAX (INT64_MAX / 4)
+int64_t vigil_record_int(json_object *v, int64_t def);
+
 /* Typed getters. Each returns 0 and sets *out, or, if the field is absent
  * (or JSON null): returns 1 when !required (out untouched) and -1 with
  * MISSING_FIELD when required. Wrong JSON type: -1 with WRONG_TYPE. The

@@ -43,6 +43,40 @@ static void test_rules(void **st)
     chat_room_free(r);
 }
 
+/* A `depth` field may be any integer >= 0: a chain at INT64_MAX stays
+ * there (past the limit) instead of wrapping to a negative depth and
+ * restarting at 1. A damaged record's counters near INT64_MAX read as
+ * absent, so the next message's count cannot overflow. Found with the
+ * fuzz target. */
+static void test_deepest_chain_saturates(void **st)
+{
+    (void)st;
+    chat_room *r = chat_room_new("general");
+    assert_int_equal(chat_room_remember(r, "deep", INT64_MAX, 16), 0);
+    chat_room_note_notified(r, "s", INT64_MAX);
+    chat_message m = msg(CHAT_SENDER_AI, "deep", false, 0);
+    assert_int_equal(chat_depth_of(r, &m), INT64_MAX);
+    m = msg(CHAT_SENDER_AI, NULL, false, 0); /* from its last notification */
+    assert_int_equal(chat_depth_of(r, &m), INT64_MAX);
+    chat_room_free(r);
+
+    sim s;
+    sim_init(&s, "general");
+    s.state = strdup("{\"created\":1,\"count\":9223372036854775807,"
+                     "\"queued\":9223372036854775807,\"stopped\":9223372036854775807}");
+    chat_input in = sim_msg_in("a1", "arya", CHAT_SENDER_AI, "@gendry deep");
+    in.msg.has_depth = true;
+    in.msg.depth = INT64_MAX;
+    sim_send(&s, in, 1000);
+    assert_int_equal(json_i64(s.state, "count"), 1);
+    assert_int_equal(json_i64(s.state, "stopped"), 1);
+    in = sim_msg_in("a2", "gendry", CHAT_SENDER_AI, "@arya deeper");
+    in.msg.reply_to = "a1";
+    sim_send(&s, in, 2000);
+    assert_int_equal(json_i64(s.state, "stopped"), 2); /* still past the limit */
+    sim_free(&s);
+}
+
 static void test_memory_is_bounded(void **st)
 {
     (void)st;
@@ -306,6 +340,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules),
+        cmocka_unit_test(test_deepest_chain_saturates),
         cmocka_unit_test(test_memory_is_bounded),
         cmocka_unit_test(test_memory_survives_odd_ids),
         cmocka_unit_test(test_kept_text_equals_the_entries_written_again),

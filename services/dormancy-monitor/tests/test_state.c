@@ -233,6 +233,32 @@ static void unreadable_records_are_refused(void **state)
     dormancy_room_free(r);
 }
 
+/* A damaged record's time beyond any real one (here last_human, which
+ * json-c reads as INT64_MAX) reads as absent: the no-human deadline (quiet
+ * start + threshold) would overflow otherwise. Found by fuzzing. */
+static void out_of_range_record_times_read_as_absent(void **state)
+{
+    (void)state;
+    char err[200];
+    dm_fx *f = dm_new();
+    dormancy_room_free(f->room);
+    f->room = dormancy_room_from_json(
+        "{\"room\":\"general\",\"first_seen\":1700000000000,\"last_message\":1700000003000,"
+        "\"last_human\":170000000000000000000,\"recent_ts\":[-9223372036854775807],"
+        "\"recent_kind\":\"a\","
+        "\"personas\":[{\"id\":\"ann\",\"level\":\"active\",\"joined\":true,"
+        "\"since\":-9223372036854775807}]}",
+        "general", err, sizeof err);
+    assert_non_null(f->room);
+    assert_int_equal(f->room->last_human, 0);
+    assert_int_equal(f->room->recent_ts[0], 0);
+    assert_int_equal(f->room->personas[0].since, 0);
+    f->now = 1700000100000;
+    dm_ai(f, "ann", "anyone?"); /* evaluates the no-human rule: no overflow */
+    assert_int_equal(f->room->last_human, 0);
+    dm_free(f);
+}
+
 static void persona_snapshot_on_join_and_change_only(void **state)
 {
     (void)state;
@@ -710,6 +736,7 @@ int main(void)
         cmocka_unit_test(recent_times_round_trip_compactly),
         cmocka_unit_test(reused_persona_texts_match_a_fresh_write),
         cmocka_unit_test(unreadable_records_are_refused),
+        cmocka_unit_test(out_of_range_record_times_read_as_absent),
         cmocka_unit_test(persona_snapshot_on_join_and_change_only),
         cmocka_unit_test(persona_digest_is_the_one_records_hold),
         cmocka_unit_test(persona_snapshot_carries_reason_and_pending_suggestion),

@@ -65,6 +65,35 @@ static void unreadable_record_starts_afresh(void **state)
     wake_room_free(r);
 }
 
+/* A damaged record's counters and times beyond any real one (json-c reads
+ * 1e20 as INT64_MAX) read as absent, so the next message's counting
+ * cannot overflow; a meta's parameter count is kept as said. Found with
+ * the fuzz target. */
+static void out_of_range_record_numbers_read_as_absent(void **state)
+{
+    (void)state;
+    wk *t = wk_new();
+    wake_room_free(t->r);
+    bool corrupt = true;
+    t->r = wake_room_from_json("general",
+                               "{\"v\":1,\"mn\":100000000000000000000,\"am\":9223372036854775807,"
+                               "\"ac\":9223372036854775807,\"tw\":9223372036854775807,"
+                               "\"ev\":9223372036854775807,\"pt\":-9223372036854775807,"
+                               "\"p\":[{\"id\":\"a\",\"pa\":9000000000000000000,"
+                               "\"mt\":[-9223372036854775807],\"mr\":[9223372036854775807]}]}",
+                               &corrupt);
+    assert_false(corrupt);
+    assert_int_equal(t->r->msgs_total, 0);
+    assert_int_equal(t->r->ai_msgs, 0);
+    assert_int_equal(t->r->prev_ts, 0);
+    assert_int_equal(t->r->personas[0].parameters, 9000000000000000000LL);
+    assert_int_equal(t->r->personas[0].resp_ms[0], -1);
+    assert_int_equal(wk_msg(t, "a", WAKE_SENDER_AI, "hello"), 0);
+    assert_int_equal(wk_msg(t, "joel", WAKE_SENDER_HUMAN, "hi"), 0);
+    assert_int_equal(t->r->msgs_total, 2);
+    wk_free(t);
+}
+
 /* Message times are stored as one string of differences ("td", a
  * persona's "mtd"); records written before, with arrays ("tt", "mt"), still
  * read, and any time (negative, far apart, out of order) comes back. */
@@ -404,6 +433,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(roundtrip_keeps_everything),
         cmocka_unit_test(unreadable_record_starts_afresh),
+        cmocka_unit_test(out_of_range_record_numbers_read_as_absent),
         cmocka_unit_test(times_are_kept_as_differences),
         cmocka_unit_test(levels_newest_report_wins),
         cmocka_unit_test(meta_membership),

@@ -16,6 +16,15 @@
  * stopped at, so an answer to it is still past the limit), else 0. */
 #include "chat.h"
 
+/* One deeper than d (>= 0): a `depth` field may say any integer up to
+ * INT64_MAX (the schema sets no maximum), and a chain that deep stays at
+ * INT64_MAX rather than wrapping to a negative depth, which would restart
+ * it at 1 past the limit. */
+static int64_t deeper(int64_t d)
+{
+    return d < INT64_MAX ? d + 1 : INT64_MAX;
+}
+
 int64_t chat_depth_of(const chat_room *r, const chat_message *m)
 {
     switch (m->sender_type) {
@@ -28,11 +37,11 @@ int64_t chat_depth_of(const chat_room *r, const chat_message *m)
         break;
     }
     int64_t known = chat_room_recall(r, m->reply_to);
-    int64_t from_reply = known >= 0 ? known + 1 : -1;
+    int64_t from_reply = known >= 0 ? deeper(known) : -1;
     int64_t own = m->has_depth && m->depth >= 0 ? m->depth : -1;
     int64_t d = own > from_reply ? own : from_reply;
     if (d >= 0)
         return d;
     int64_t notified = chat_room_notified_depth(r, m->sender);
-    return notified >= 0 ? notified + 1 : 1;
+    return notified >= 0 ? deeper(notified) : 1;
 }

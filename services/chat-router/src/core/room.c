@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <vigil/json.h>
 #include <vigil/jtext.h>
 #include <vigil/text.h>
 #include "chat.h"
@@ -97,12 +98,15 @@ size_t chat_room_bytes(const chat_room *r)
            vigil_tlist_bytes(&r->recent_text);
 }
 
+/* The record's numbers are times taken from `now` and counters: one out
+ * of range is damage and reads as absent, so that the next message's
+ * count++ (and queued++, stopped++) cannot overflow (vigil_record_int). */
 static int64_t get_i64(json_object *o, const char *k)
 {
     json_object *v;
     if (!json_object_object_get_ex(o, k, &v))
         return 0;
-    return json_object_get_int64(v);
+    return vigil_record_int(v, 0);
 }
 
 static void get_str(json_object *o, const char *k, char *out, size_t outlen)

@@ -274,7 +274,13 @@ bool dormancy_room_head_retoken(char *head, uint64_t token)
 
 /* ---- reading ---- */
 
-static int64_t get_i64(json_object *o, const char *k)
+/* The integers a record holds are times the core took from `now`, counts
+ * and arrival orders: one out of range is damage and reads as absent, so
+ * that no later sum (a deadline: quiet start + threshold; the next arrival
+ * order) can overflow (vigil_record_int). A timed dormancy's end and the
+ * deadlines come from inputs (`until` may be any time ahead) and are only
+ * compared: get_i64_any. */
+static int64_t get_i64_any(json_object *o, const char *k)
 {
     json_object *v;
     if (!json_object_object_get_ex(o, k, &v) || !v)
@@ -282,6 +288,15 @@ static int64_t get_i64(json_object *o, const char *k)
     if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
         return 0;
     return json_object_get_int64(v);
+}
+
+static int64_t get_i64(json_object *o, const char *k)
+{
+    json_object *v;
+    if (!json_object_object_get_ex(o, k, &v) || !v ||
+        (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double)))
+        return 0;
+    return vigil_record_int(v, 0);
 }
 
 static bool get_bool(json_object *o, const char *k)
@@ -324,7 +339,7 @@ static void persona_from_json(dormancy_persona *p, json_object *o)
         p->trigger = DORMANCY_TRIGGER_NONE;
     dm_copy(p->reason, sizeof p->reason, get_str(o, "reason"));
     p->cause = (dormancy_cause)name_index(get_str(o, "cause"), CAUSE_NAMES, 3);
-    p->until = get_i64(o, "until");
+    p->until = get_i64_any(o, "until");
     p->via_meta = get_bool(o, "meta");
     p->joined = get_bool(o, "joined");
     p->asked_quiet = get_i64(o, "asked");
@@ -394,7 +409,7 @@ static void read_recent(dormancy_room *r, json_object *o)
     if (n > DORMANCY_MAX_RECENT)
         n = DORMANCY_MAX_RECENT;
     for (size_t i = 0; i < n; i++) {
-        r->recent_ts[i] = json_object_get_int64(json_object_array_get_idx(ts, i));
+        r->recent_ts[i] = vigil_record_int(json_object_array_get_idx(ts, i), 0);
         r->recent_human[i] = kind[i] == 'h';
     }
     r->n_recent = (int)n;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/json.h>
 #include <vigil/times_text.h>
 #include "jbuf.h"
 #include "wake.h"
@@ -14,13 +15,28 @@
 
 /* ---- reading ------------------------------------------------------- */
 
-static int64_t get_i64(json_object *o, const char *k, int64_t def)
+/* The record's numbers are times taken from `now`, durations and
+ * counters: one out of range is damage and reads as absent (def), so that
+ * no later count++, sum of tokens or time difference can overflow
+ * (vigil_record_int). A persona's parameter count comes from its meta as
+ * said and is only compared: get_i64_any. */
+static int64_t get_i64_any(json_object *o, const char *k, int64_t def)
 {
     json_object *v;
     if (!json_object_object_get_ex(o, k, &v) || !v)
         return def;
     if (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double))
         return json_object_get_int64(v);
+    return def;
+}
+
+static int64_t get_i64(json_object *o, const char *k, int64_t def)
+{
+    json_object *v;
+    if (!json_object_object_get_ex(o, k, &v) || !v)
+        return def;
+    if (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double))
+        return vigil_record_int(v, def);
     return def;
 }
 
@@ -61,7 +77,7 @@ static int read_times(json_object *o, const char *key_d, const char *key_a, int6
     if (n > (size_t)max)
         n = (size_t)max;
     for (size_t i = 0; i < n; i++)
-        t[i] = json_object_get_int64(json_object_array_get_idx(v, i));
+        t[i] = vigil_record_int(json_object_array_get_idx(v, i), 0);
     return (int)n;
 }
 
@@ -86,7 +102,7 @@ static void read_persona(json_object *o, wake_persona *p)
     get_str(o, "mo", p->model, sizeof p->model);
     get_str(o, "md", p->mood, sizeof p->mood);
     get_str(o, "t", p->tier, sizeof p->tier);
-    p->parameters = get_i64(o, "pa", -1);
+    p->parameters = get_i64_any(o, "pa", -1);
     p->availability = get_dbl(o, "av", -1);
     if (json_object_object_get_ex(o, "d", &a) && json_object_is_type(a, json_type_array)) {
         size_t n = json_object_array_length(a);
@@ -122,7 +138,7 @@ static void read_persona(json_object *o, wake_persona *p)
         if (json_object_array_length(mr) < n)
             n = json_object_array_length(mr);
         for (size_t i = 0; i < n; i++)
-            p->resp_ms[i] = json_object_get_int64(json_object_array_get_idx(mr, i));
+            p->resp_ms[i] = vigil_record_int(json_object_array_get_idx(mr, i), -1);
         p->n_msgs = (int)n;
     }
     wake_persona_texts(p); /* stale when short of memory: written whole then */
