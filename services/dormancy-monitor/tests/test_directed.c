@@ -180,6 +180,52 @@ static void autopilot_sleep_becomes_suggestion_when_auto_sleep_off(void **state)
     dm_free(f);
 }
 
+/* A model's reason is free text of any length: the reason and text that
+ * quote it are cut to their buffers at a character boundary, so the
+ * change event stays valid UTF-8 (an event cut inside a character is
+ * refused by every strict reader). Found with the fuzz target. */
+static void long_non_ascii_reasons_are_cut_between_characters(void **state)
+{
+    (void)state;
+    char reason[2 * 300 + 1];
+    for (int i = 0; i < 300; i++)
+        memcpy(reason + 2 * i, "\xC3\xA9", 2); /* "é" */
+    reason[600] = '\0';
+    dm_fx *f = dm_new();
+    dm_personas(f, 2, "ann", "bob");
+    dm_sleep(f, "ann");
+    dormancy_event ev = {0};
+    ev.kind = DORMANCY_EV_WAKE;
+    ev.wake.persona = "ann";
+    ev.wake.message_id = "m42";
+    ev.wake.should_wake = true;
+    ev.wake.confidence = 0.9;
+    ev.wake.reason = reason;
+    ev.wake.via = DORMANCY_VIA_LLM;
+    dm_send(f, &ev);
+    assert_int_equal(dm_level(f, "ann"), DORMANCY_ACTIVE);
+    dormancy_ap_decision d = {"bob", DORMANCY_AP_AUTO_SLEEP, reason};
+    dormancy_event ap = {0};
+    ap.kind = DORMANCY_EV_AUTOPILOT;
+    ap.autopilot.decisions = &d;
+    ap.autopilot.n = 1;
+    dm_send(f, &ap);
+    assert_int_equal(dm_level(f, "bob"), DORMANCY_SLEEP);
+    const char *who[] = {"ann", "bob"};
+    for (int i = 0; i < 2; i++) {
+        const dormancy_action *c = dm_last(f, DORMANCY_OUT_CHANGE, who[i]);
+        assert_non_null(c);
+        assert_true(strlen(c->reason) > 200); /* cut, not dropped */
+        assert_true(vigil_utf8_valid(c->reason, strlen(c->reason)));
+        assert_true(vigil_utf8_valid(c->text, strlen(c->text)));
+        char *t = dormancy_change_text(c, "general", f->now);
+        assert_non_null(t);
+        assert_true(vigil_json_valid(t, strlen(t), true));
+        free(t);
+    }
+    dm_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -191,6 +237,7 @@ int main(void)
         cmocka_unit_test(llm_wake_switch_and_confidence_override),
         cmocka_unit_test(autopilot_suggests_sleeps_and_wakes),
         cmocka_unit_test(autopilot_sleep_becomes_suggestion_when_auto_sleep_off),
+        cmocka_unit_test(long_non_ascii_reasons_are_cut_between_characters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -71,6 +71,24 @@ void dm_copy(char *dst, size_t cap, const char *src)
     dst[n] = '\0';
 }
 
+/* Texts that quote free text (a wake decision's or the autopilot's
+ * reason, valid UTF-8 as the envelope checked) are composed with snprintf
+ * into fixed buffers; cut inside a character, the event carrying one
+ * would not be valid UTF-8 and strict readers (every Vigil service)
+ * would refuse it. Only the last character can be incomplete. */
+void dm_utf8_trim(char *s)
+{
+    size_t n = strlen(s), i = n;
+    while (i > 0 && n - i < 3 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+        i--; /* back over continuation bytes to the lead byte */
+    if (i == 0)
+        return;
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (n - (i - 1) < want)
+        s[i - 1] = '\0';
+}
+
 dormancy_room *dormancy_room_new(const char *room_id)
 {
     dormancy_room *r = calloc(1, sizeof *r);
