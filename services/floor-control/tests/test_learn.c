@@ -1,6 +1,7 @@
 /* test_learn.c - the room view: meta joins and leaves, levels and speakers
  * learned, the bound on personas, the record's JSON round trip (and a
  * record listing a persona twice) and the wake-trigger list. */
+#include <vigil/json.h>
 #include "fl_test.h"
 
 static void test_meta_join_leave(void **state)
@@ -121,6 +122,37 @@ static void test_unreadable_record(void **state)
                                          err, sizeof err);
     assert_non_null(r);
     assert_int_equal(r->personas[0].level, FLOOR_ACTIVE);
+    floor_room_free(r);
+}
+
+/* A damaged record's confidence of 1e999 (infinity to json-c) or out of
+ * 0..1 reads as unset, and a domain longer than a meta's may be is
+ * skipped: the view written next, and the floor events, stay JSON in valid
+ * UTF-8. Found by fuzzing. */
+static void test_damaged_domains_on_load(void **state)
+{
+    (void)state;
+    char err[200], long_domain[2 * 40 + 1];
+    for (int i = 0; i < 40; i++)
+        memcpy(long_domain + 2 * i, "\xC3\xA9", 2); /* 80 bytes of "é" */
+    long_domain[80] = '\0';
+    char text[512];
+    snprintf(text, sizeof text,
+             "{\"personas\":[{\"id\":\"ann\",\"domains\":[\"security\",\"crypto\",\"%s\","
+             "\"ops\"],\"confidence\":[1e999,-0.5,0.5,0.25]}]}",
+             long_domain);
+    floor_room *r = floor_room_from_json(text, "general", err, sizeof err);
+    assert_non_null(r);
+    const floor_persona *p = &r->personas[0];
+    assert_int_equal(p->n_domains, 3);
+    assert_string_equal(p->domains[2], "ops");
+    assert_true(p->confidence[0] == FLOOR_CONFIDENCE_UNSET);
+    assert_true(p->confidence[1] == FLOOR_CONFIDENCE_UNSET);
+    assert_true(p->confidence[2] == 0.25);
+    json_object *o = floor_room_to_json(r);
+    const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+    assert_true(vigil_json_valid(s, strlen(s), true));
+    json_object_put(o);
     floor_room_free(r);
 }
 
@@ -369,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_view_is_bounded),
         cmocka_unit_test(test_roundtrip_keeps_everything),
         cmocka_unit_test(test_unreadable_record),
+        cmocka_unit_test(test_damaged_domains_on_load),
         cmocka_unit_test(test_duplicate_entries_on_load),
         cmocka_unit_test(test_duplicates_at_scale),
         cmocka_unit_test(test_duplicate_domains_capped_on_load),

@@ -153,7 +153,11 @@ static floor_persona *entry_for(floor_room *r, vigil_id_index *x, const char *id
 
 /* "domains" and "confidence" (parallel arrays) after the domains p has
  * already, the first FLOOR_MAX_DOMAINS in all; a confidence that is not
- * a number reads as unset. */
+ * a number in 0..1 (what a meta may say) reads as unset: a damaged
+ * record's 1e999 would read as infinity, which no JSON can carry, and
+ * the view written next (and the floor events) would not be JSON. A
+ * domain longer than a meta's may be (damage too) is skipped, not cut
+ * (perhaps inside a character). */
 static void read_domains(floor_persona *p, json_object *e)
 {
     json_object *ds = NULL, *cs = NULL;
@@ -164,16 +168,18 @@ static void read_domains(floor_persona *p, json_object *e)
     size_t n = json_object_array_length(ds);
     for (size_t d = 0; d < n && p->n_domains < FLOOR_MAX_DOMAINS; d++) {
         json_object *dv = json_object_array_get_idx(ds, d);
-        if (!json_object_is_type(dv, json_type_string))
+        if (!json_object_is_type(dv, json_type_string) ||
+            strlen(json_object_get_string(dv)) > FLOOR_WORD_MAX)
             continue;
         snprintf(p->domains[p->n_domains], sizeof p->domains[0], "%s", json_object_get_string(dv));
         json_object *cv = cs && json_object_is_type(cs, json_type_array)
                               ? json_object_array_get_idx(cs, d)
                               : NULL;
-        p->confidence[p->n_domains] =
-            cv && (json_object_is_type(cv, json_type_double) || json_object_is_type(cv, json_type_int))
-                ? json_object_get_double(cv)
-                : FLOOR_CONFIDENCE_UNSET;
+        double c = cv && (json_object_is_type(cv, json_type_double) ||
+                          json_object_is_type(cv, json_type_int))
+                       ? json_object_get_double(cv)
+                       : FLOOR_CONFIDENCE_UNSET;
+        p->confidence[p->n_domains] = c >= 0.0 && c <= 1.0 ? c : FLOOR_CONFIDENCE_UNSET;
         p->n_domains++;
     }
 }
