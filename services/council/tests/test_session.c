@@ -793,10 +793,26 @@ static void a_bare_prefix_queues_nothing(void **st)
     assert_non_null(strstr(x->f.payloads[a], "'search:' with nothing to act on"));
 }
 
+/* A stored record that names no user (not one council wrote) is refused,
+ * so the shell starts the user over: loaded, its loop job would name no
+ * user and the worker could never read it (found by fuzzing). */
+static void a_record_without_a_user_is_refused(void **st)
+{
+    fx *x = *st;
+    char why[128] = "";
+    assert_int_equal(council_user_load("{\"session\":{\"id\":\"s1\"}}", x->u, why, sizeof why),
+                     -1);
+    assert_non_null(strstr(why, "no user"));
+    why[0] = '\0';
+    assert_int_equal(council_user_load("{\"user\":\"\",\"msgs\":[]}", x->u, why, sizeof why), -1);
+    assert_true(why[0] != '\0');
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         FX_TEST(full_loop_in_order),
+        FX_TEST(a_record_without_a_user_is_refused),
         FX_TEST(ask_then_answer_reaches_next_sense),
         FX_TEST(question_expires),
         FX_TEST(three_reflects_pause),

@@ -252,6 +252,12 @@ int council_user_load(const char *json, council_user *u, char *why, size_t whyle
     }
     char user[COUNCIL_ID_MAX + 1];
     get_s(o, "user", user, COUNCIL_ID_MAX);
+    if (user[0] == '\0') {
+        /* every job and payload names the user: a record without one is not ours */
+        json_object_put(o);
+        snprintf(why, whylen, "state record names no user");
+        return -1;
+    }
     council_user_init(u, user);
     json_object *msgs = get(o, "msgs");
     for (size_t i = 0; msgs && json_object_is_type(msgs, json_type_array) &&
