@@ -68,6 +68,23 @@ static void strip_removes_every_occurrence(void **st)
     assert_int_equal(hb_strip_token(t, strlen(t), out, sizeof out), 0);
 }
 
+/* Cutting a token out must not join what is around it into another: the
+ * kept context would carry the token into the next prompt (found by
+ * fuzzing). */
+static void strip_leaves_no_token_behind(void **st)
+{
+    (void)st;
+    char out[128];
+    const char *t = "**HEARTBEATHEARTBEAT_OK_OK** notnoHEARTBEAT_OK po add";
+    size_t n = hb_strip_token(t, strlen(t), out, sizeof out);
+    assert_false(hb_is_ack(out, n));
+    assert_string_equal(out, "**** notno po add");
+    t = "HEARTBEAT_heartbeat_okOK!";
+    n = hb_strip_token(t, strlen(t), out, sizeof out);
+    assert_false(hb_is_ack(out, n));
+    assert_string_equal(out, "!");
+}
+
 static void read(const char *text, hb_reply *r)
 {
     hb_reply_read(text, strlen(text), r);
@@ -204,6 +221,7 @@ int main(void)
         cmocka_unit_test(alone_and_with_punctuation),
         cmocka_unit_test(anywhere_with_any_amount_of_other_text),
         cmocka_unit_test(strip_removes_every_occurrence),
+        cmocka_unit_test(strip_leaves_no_token_behind),
         cmocka_unit_test(replies_json_fenced_and_plain),
         cmocka_unit_test(the_token_never_reaches_a_message),
         cmocka_unit_test(an_answer_holding_the_token_is_an_ok_run),

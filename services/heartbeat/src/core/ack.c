@@ -43,20 +43,19 @@ bool hb_is_ack(const char *text, size_t len)
 
 /* Only for the context kept from room messages (engine.c): a room message
  * is someone else's words, kept for the prompt, so it is kept without the
- * token rather than dropped. */
+ * token rather than dropped. The token is taken off the end of what is
+ * written as soon as it appears there, so cutting one out can never join
+ * the text around it into another ("HEARTBEATHEARTBEAT_OK_OK" leaves
+ * nothing, not "HEARTBEAT_OK"). */
 size_t hb_strip_token(const char *text, size_t len, char *out, size_t outlen)
 {
     size_t n = 0;
     if (outlen == 0)
         return 0;
-    for (size_t i = 0; i < len;) {
-        if (token_at(text, len, i)) {
-            i += TOKEN_LEN;
-            continue;
-        }
-        if (n + 1 < outlen)
-            out[n++] = text[i];
-        i++;
+    for (size_t i = 0; i < len && n + 1 < outlen; i++) {
+        out[n++] = text[i];
+        if (n >= TOKEN_LEN && token_at(out, n, n - TOKEN_LEN))
+            n -= TOKEN_LEN;
     }
     out[n] = '\0';
     size_t a = 0;
