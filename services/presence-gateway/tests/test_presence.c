@@ -269,6 +269,55 @@ static void test_future_activity_clamped_and_bad_state(void **s)
     free(st);
 }
 
+/* Times and statuses kept in the record are read within range: a record
+ * holding an activity or a beat far in the future (or before the epoch),
+ * or a status that is none of the three, gives sane deadlines and
+ * statuses, never an overflow (found by fuzzing). */
+static void test_out_of_range_record_values(void **s)
+{
+    (void)s;
+    char *st = strdup("{\"user\":\"joel\",\"sessions\":{"
+                      "\"t1\":{\"rooms\":[\"general\"],\"la\":9223372036854775807,"
+                      "\"beat\":9223372036854775807,\"claimed\":7},"
+                      "\"t2\":{\"rooms\":[\"lab\"],\"la\":-9223372036854775807,"
+                      "\"beat\":-9223372036854775807,\"claimed\":-3}},"
+                      "\"published\":{\"general\":{\"status\":99,\"session\":\"t1\","
+                      "\"la\":9223372036854775807}}}");
+    gw_presence_out o = tick(&st, T0);
+    assert_true(o.next_due > T0 && o.next_due <= T0 + 10 * MIN);
+    for (int i = 0; i < o.nchanges; i++) {
+        assert_true(o.changes[i].status >= GW_ACTIVE && o.changes[i].status <= GW_AWAY);
+        assert_true(o.changes[i].last_activity >= 0 && o.changes[i].last_activity <= T0);
+    }
+    gw_presence_out_free(&o);
+    const char *rooms[] = {"general"};
+    o = beat(&st, "t3", rooms, 1, GW_ACTIVE, T0, T0 + 1000);
+    assert_true(o.next_due > T0 + 1000);
+    gw_presence_out_free(&o);
+    free(st);
+}
+
+/* A session whose `rooms` is not an array (a damaged record) is in no
+ * room: reading it must not stop the gateway (json-c asserts on an array
+ * call on anything else; found by fuzzing). */
+static void test_session_rooms_not_an_array(void **s)
+{
+    (void)s;
+    char *st = strdup("{\"user\":\"joel\",\"sessions\":{"
+                      "\"t1\":{\"rooms\":17,\"la\":1700000000000,\"beat\":1700000000000},"
+                      "\"t2\":{\"rooms\":{\"general\":true},\"la\":1700000000000,"
+                      "\"beat\":1700000000000}}}");
+    gw_presence_out o = tick(&st, T0 + 1000);
+    assert_int_equal(o.nchanges, 0);
+    gw_presence_out_free(&o);
+    const char *rooms[] = {"general"};
+    o = beat(&st, "t3", rooms, 1, GW_ACTIVE, T0, T0 + 2000);
+    assert_int_equal(o.nchanges, 1);
+    assert_string_equal(o.changes[0].session, "t3");
+    gw_presence_out_free(&o);
+    free(st);
+}
+
 static void test_session_cap(void **s)
 {
     (void)s;
@@ -341,6 +390,8 @@ int main(void)
         cmocka_unit_test(test_active_reader_refreshed_for_consumers),
         cmocka_unit_test(test_refresh_bounded_and_only_with_news),
         cmocka_unit_test(test_future_activity_clamped_and_bad_state),
+        cmocka_unit_test(test_out_of_range_record_values),
+        cmocka_unit_test(test_session_rooms_not_an_array),
         cmocka_unit_test(test_session_cap),
         cmocka_unit_test(test_session_cap_reports_the_forgotten),
     };

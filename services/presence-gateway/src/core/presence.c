@@ -84,6 +84,23 @@ static int64_t get_i64(json_object *o, const char *k)
     return json_object_object_get_ex(o, k, &v) ? json_object_get_int64(v) : 0;
 }
 
+/* A time kept in the record (la, beat), read within 0..now: the gateway
+ * writes none later than its now, so a later one (a clock stepped back, a
+ * damaged record) counts as now, and the sums and differences below
+ * (deadlines, ages) stay in range whatever the record holds. */
+static int64_t get_time(json_object *o, const char *k, int64_t now)
+{
+    int64_t v = get_i64(o, k);
+    return v < 0 ? 0 : v > now ? now : v;
+}
+
+/* A status kept in the record, read as one of the three (away otherwise). */
+static gw_status get_status(json_object *o, const char *k)
+{
+    int64_t v = get_i64(o, k);
+    return v >= GW_ACTIVE && v <= GW_AWAY ? (gw_status)v : GW_AWAY;
+}
+
 static json_object *get_obj(json_object *o, const char *k)
 {
     json_object *v;
@@ -145,7 +162,7 @@ static gw_presence_result settle(const gw_presence_cfg *c, json_object *st, int6
         const char *gone = NULL;
         json_object_object_foreach(sessions, sid, s)
         {
-            if (now - get_i64(s, "beat") >= c->expire_ms) {
+            if (now - get_time(s, "beat", now) >= c->expire_ms) {
                 gone = sid;
                 break;
             }
@@ -167,7 +184,9 @@ static gw_presence_result settle(const gw_presence_cfg *c, json_object *st, int6
     {
         (void)sid0;
         json_object *sr;
-        if (!json_object_object_get_ex(s0, "rooms", &sr))
+        /* a damaged session is in no room (json-c asserts on a non-array) */
+        if (!json_object_object_get_ex(s0, "rooms", &sr) ||
+            !json_object_is_type(sr, json_type_array))
             continue;
         for (size_t i = 0; i < json_object_array_length(sr); i++) {
             const char *r = json_object_get_string(json_object_array_get_idx(sr, i));
@@ -194,9 +213,9 @@ static gw_presence_result settle(const gw_presence_cfg *c, json_object *st, int6
         {
             if (!session_has_room(s, room))
                 continue;
-            int64_t la = get_i64(s, "la");
-            gw_status d = gw_presence_derive(c, la, get_i64(s, "beat"),
-                                             (gw_status)get_i64(s, "claimed"), now);
+            int64_t la = get_time(s, "la", now);
+            gw_status d = gw_presence_derive(c, la, get_time(s, "beat", now),
+                                             get_status(s, "claimed"), now);
             if (!best_sid || d < best || (d == best && la > best_la)) {
                 best = d;
                 best_sid = sid;
@@ -205,7 +224,7 @@ static gw_presence_result settle(const gw_presence_cfg *c, json_object *st, int6
         }
         json_object *prev = NULL;
         bool had = json_object_object_get_ex(published, room, &prev);
-        gw_status prev_st = had ? (gw_status)get_i64(prev, "status") : GW_AWAY;
+        gw_status prev_st = had ? get_status(prev, "status") : GW_AWAY;
         char psid[GW_ID_MAX + 1] = "";
         if (had) {
             json_object *v;
@@ -215,7 +234,7 @@ static gw_presence_result settle(const gw_presence_cfg *c, json_object *st, int6
         if (!best_sid) {
             /* nobody left in the room: away, then forget it */
             if (had && prev_st != GW_AWAY &&
-                add_change(out, &cap, room, psid, GW_AWAY, get_i64(prev, "la")) != 0)
+                add_change(out, &cap, room, psid, GW_AWAY, get_time(prev, "la", now)) != 0)
                 rc = GW_PRESENCE_NOMEM;
             if (had)
                 json_object_object_del(published, room);
@@ -223,7 +242,7 @@ static gw_presence_result settle(const gw_presence_cfg *c, json_object *st, int6
         }
         bool changed = (!had && best != GW_AWAY) || (had && prev_st != best);
         bool refresh = had && !changed && best == GW_ACTIVE &&
-                       refresh_due(c, get_i64(prev, "la"), best_la, now);
+                       refresh_due(c, get_time(prev, "la", now), best_la, now);
         if (!changed && !refresh)
             continue; /* what was published still holds (or nothing was: still away) */
         if (add_change(out, &cap, room, best_sid, best, best_la) != 0)
@@ -239,10 +258,10 @@ static gw_presence_result settle(const gw_presence_cfg *c, json_object *st, int6
     json_object_object_foreach(sessions, sid2, s2)
     {
         (void)sid2;
-        int64_t la = get_i64(s2, "la");
+        int64_t la = get_time(s2, "la", now);
         min_future(&out->next_due, la + c->idle_ms, now);
         min_future(&out->next_due, la + c->away_ms, now);
-        min_future(&out->next_due, get_i64(s2, "beat") + c->expire_ms, now);
+        min_future(&out->next_due, get_time(s2, "beat", now) + c->expire_ms, now);
     }
     if (rc == GW_PRESENCE_OK) {
         out->new_state = strdup(json_object_to_json_string_ext(st, JSON_C_TO_STRING_PLAIN));
@@ -295,7 +314,7 @@ static gw_presence_result make_room(const gw_presence_cfg *c, json_object *sessi
         int64_t ob = 0;
         json_object_object_foreach(sessions, sid, sv)
         {
-            int64_t beat = get_i64(sv, "beat");
+            int64_t beat = get_time(sv, "beat", now);
             if (!oldest || beat < ob) {
                 oldest = sid;
                 ob = beat;
