@@ -19,9 +19,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     vigil_inpub p;
     if (vigil_mqtt_parse_publish(first, body, len, &p) == 0) {
         const unsigned char *end = body + len;
-        if ((const unsigned char *)p.topic < body || (const unsigned char *)p.topic + p.tlen > end ||
-            p.payload < body || p.payload + p.plen > end || p.tlen == 0 || p.qos > 1 ||
-            (p.qos == 1 && p.id == 0))
+        const unsigned char *topic = (const unsigned char *)p.topic;
+        if (topic < body || topic + p.tlen > end || p.payload < body ||
+            p.payload + p.plen > end || p.tlen == 0 || p.qos > 1 || (p.qos == 1 && p.id == 0))
             abort();
     }
     int id, n, reason;
