@@ -613,6 +613,12 @@ static void error_text(json_object *e, char *out, size_t cap)
         snprintf(out, cap, "%s", json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN));
 }
 
+/* A usage count as the endpoint said it, within 0..LLM_USAGE_MAX: a
+ * count is summed over retries here and over a room's life by the
+ * services (wake-evaluator's tokens per decision kind), so an endpoint
+ * that says 9e18 must not overflow those sums. No single call uses a
+ * billion tokens. */
+#define LLM_USAGE_MAX 1000000000LL
 static int64_t usage_int(json_object *usage, const char *key)
 {
     json_object *v = NULL;
@@ -620,7 +626,7 @@ static int64_t usage_int(json_object *usage, const char *key)
         !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
         return 0;
     int64_t n = json_object_get_int64(v);
-    return n > 0 ? n : 0;
+    return n <= 0 ? 0 : n > LLM_USAGE_MAX ? LLM_USAGE_MAX : n;
 }
 
 /* Reads a 2xx body as a chat completion: choices[0].message.content,

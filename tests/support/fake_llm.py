@@ -29,6 +29,7 @@ object (every key optional):
      "fail_next": n,      # ... for the next n requests only (else forever)
      "delay_ms": 300,     # added to every answer
      "reset": true,       # clear overrides, delay and statistics first
+     "usage": {...},      # the usage object of every answer (null: estimated)
      "rules": [...]}      # replace the rules table (null: the built-in one)
 GET /stats -> {"requests", "max_concurrent", "in_flight", "last_request":
 {"path", "headers", "body"}, "history": [{"start", "end", "prompt"}] (the
@@ -95,6 +96,7 @@ class State:
         # ones a client gave up on) decrement it when they end.
         self.override = None  # {"mode", "status", "retry_after", "remaining"}
         self.delay_ms = 0
+        self.usage = None  # replaces every answer's estimated usage when set
         self.requests = 0
         self.max_concurrent = 0
         self.last_request = None
@@ -198,6 +200,8 @@ class Handler(BaseHTTPRequestHandler):
                                              else c["rules"])
                 if "delay_ms" in c:
                     st.delay_ms = int(c["delay_ms"])
+                if "usage" in c:
+                    st.usage = c["usage"]
                 if "mode" in c or "status" in c:
                     mode = c.get("mode") or "status"
                     if mode not in MODES:
@@ -347,8 +351,8 @@ class Handler(BaseHTTPRequestHandler):
             "choices": [{"index": 0,
                          "message": {"role": "assistant", "content": content},
                          "finish_reason": finish}],
-            "usage": {"prompt_tokens": pt, "completion_tokens": ct,
-                      "total_tokens": pt + ct},
+            "usage": self.server.state.usage or {"prompt_tokens": pt, "completion_tokens": ct,
+                                                  "total_tokens": pt + ct},
         })
 
 

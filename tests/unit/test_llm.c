@@ -898,12 +898,36 @@ static void request_body_is_exact(void **unused)
     assert_null(vigil_llm_build_body(&c, &(vigil_llm_request)VIGIL_LLM_REQUEST_INIT));
 }
 
+/* Usage counts an endpoint reports are capped at a billion each: they are
+ * summed over retries and over a room's life, and 9e18 would overflow. */
+static void huge_usage_counts_are_capped(void **unused)
+{
+    (void)unused;
+    control("{\"usage\": {\"prompt_tokens\": 9223372036854775807, "
+            "\"completion_tokens\": 9223372036854775807}}");
+    vigil_llm_config cfg = test_config();
+    vigil_llm_client *c = vigil_llm_client_new(&cfg);
+    assert_non_null(c);
+    vigil_llm_request req = VIGIL_LLM_REQUEST_INIT;
+    req.system = "s";
+    req.user = "u";
+    outcome out = {0};
+    assert_int_equal(vigil_llm_submit(c, &req, &out), 0);
+    drain(c, cfg.concurrency, 10000);
+    vigil_llm_client_free(c);
+    assert_int_equal(out.status, VIGIL_LLM_OK);
+    assert_int_equal(out.prompt_tokens, 1000000000);
+    assert_int_equal(out.completion_tokens, 1000000000);
+    assert_int_equal(out.total_tokens, 2000000000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(config_defaults_and_environment),
         cmocka_unit_test(request_body_is_exact),
         cmocka_unit_test_setup(ok_answer_with_usage_tokens, reset_server),
+        cmocka_unit_test_setup(huge_usage_counts_are_capped, reset_server),
         cmocka_unit_test_setup(casual_chatter_answer, reset_server),
         cmocka_unit_test_setup(server_error_then_success_on_retry, reset_server),
         cmocka_unit_test_setup(server_error_every_time_ends_http_error, reset_server),
