@@ -68,6 +68,9 @@ def test_a_session_id_is_used_once(stack, llm):
         first(col, sid, "action")
         pub.publish(*control("sig", "end"))
         first(col, sid, "session_ended")
+        # the same commit's state snapshot may still be on its way
+        col.wait_event(f"council/{sid}/state", lambda e: e.get("status") == "completed",
+                       timeout=10)
     rec_a = r.get(f"{stack.prefix}council:rec:s-a")
     index = r.xrange(f"{stack.prefix}council:sessions")
     states = stack.store("council").states()
