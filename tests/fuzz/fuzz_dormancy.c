@@ -244,16 +244,11 @@ static bool read_event(const char *kind, const char *persona, held *h, int64_t n
             goto refused;
         if (c.room && strcmp(c.room, ROOM) != 0)
             return false; /* another room's */
+        dormancy_command_event(&c, ev);
         ev->command.persona = persona;
-        ev->command.cmd = (dormancy_cmd)c.cmd;
         /* an answer without a room comes here as its only room's */
-        ev->command.room = c.room ? c.room : c.cmd == VIGIL_COMMAND_ANSWER ? ROOM : NULL;
-        ev->command.suggestion_id = c.suggestion_id;
-        ev->command.by = c.by;
-        ev->command.has_level = c.has_level;
-        ev->command.level = (dormancy_level)c.level;
-        ev->command.until = c.until > 0 ? c.until : 0;
-        ev->command.answer = (dormancy_answer)c.answer;
+        if (!c.room && c.cmd == VIGIL_COMMAND_ANSWER)
+            ev->command.room = ROOM;
         return true;
     }
     if (strcmp(kind, "meta") == 0) {

@@ -145,19 +145,11 @@ static int parse_autopilot(json_object *b, dormancy_parsed *pp, vigil_error *err
 static int parse_command(const vigil_input *in, json_object *b, dormancy_parsed *pp,
                          vigil_error *err)
 {
-    dormancy_event *ev = &pp->ev;
     vigil_persona_command c;
-    ev->kind = DORMANCY_EV_COMMAND;
+    pp->ev.kind = DORMANCY_EV_COMMAND;
     if (vigil_persona_command_read(b, in->received_ms, &c, err) < 0)
         return -1;
-    ev->command.cmd = (dormancy_cmd)c.cmd;
-    ev->command.room = c.room;
-    ev->command.suggestion_id = c.suggestion_id;
-    ev->command.by = c.by;
-    ev->command.has_level = c.has_level;
-    ev->command.level = (dormancy_level)c.level;
-    ev->command.until = c.until > 0 ? c.until : 0;
-    ev->command.answer = (dormancy_answer)c.answer;
+    dormancy_command_event(&c, &pp->ev);
     return 0;
 }
 

@@ -487,6 +487,13 @@ typedef struct dormancy_ids {
     void *ctx;
 } dormancy_ids;
 
+/* A persona/{p}/command as libshared's reader left it (c: a
+ * vigil_persona_command) into ev's command (kind, cmd, room, suggestion,
+ * by, level, until, answer; persona is the caller's). Its strings point
+ * into c's payload. */
+struct vigil_persona_command;
+void dormancy_command_event(const struct vigil_persona_command *c, dormancy_event *ev);
+
 /* ---- the decision ---------------------------------------------------- */
 
 /* Applies one input to the room at `now`. Appends actions to out. Returns 0,

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <vigil/msg_persona.h>
 #include <vigil/str.h>
 #include "step.h"
 
@@ -217,4 +218,17 @@ void manual_want(const dormancy_step *s, dormancy_want *w)
         timer_name(name, sizeof name, "until", p->id);
         want_add(w, name, p->until);
     }
+}
+
+void dormancy_command_event(const struct vigil_persona_command *c, dormancy_event *ev)
+{
+    ev->kind = DORMANCY_EV_COMMAND;
+    ev->command.cmd = (dormancy_cmd)c->cmd;
+    ev->command.room = c->room;
+    ev->command.suggestion_id = c->suggestion_id;
+    ev->command.by = c->by;
+    ev->command.has_level = c->has_level;
+    ev->command.level = (dormancy_level)c->level;
+    ev->command.until = c->until > 0 ? c->until : 0;
+    ev->command.answer = (dormancy_answer)c->answer;
 }
