@@ -134,6 +134,11 @@ static void response_errors(void **st)
     assert_non_null(strstr(r.error, "'failed'"));
     /* truncated */
     parse("{\"result\":{\"id\":\"t\"", &r, -1);
+    /* a complete answer followed by more bytes is a broken reply, not that answer */
+    parse("{\"jsonrpc\":\"2.0\",\"id\":\"u\",\"result\":{\"message\":{\"role\":\"agent\","
+          "\"parts\":[{\"text\":\"direct\"}]}}} {\"extra\":1}",
+          &r, -1);
+    assert_non_null(strstr(r.error, "not a JSON object"));
 }
 
 /* The audit's reply: another request's id and a task that waits for

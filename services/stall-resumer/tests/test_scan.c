@@ -255,6 +255,9 @@ static void test_job_roundtrip(void **state)
     assert_int_equal(stall_job_parse(s, strlen(s), &k, err, sizeof err), 0);
     assert_string_equal(k.id, j.id);
     assert_int_equal(k.seq, 3);
+    char trailing[512];
+    snprintf(trailing, sizeof trailing, "%s}", s); /* a damaged entry: bytes after the object */
+    assert_int_equal(stall_job_parse(trailing, strlen(trailing), &k, err, sizeof err), -1);
     free(s);
     assert_int_equal(stall_job_parse("{\"id\":1}", 8, &k, err, sizeof err), -1);
     assert_int_equal(stall_job_parse("{", 1, &k, err, sizeof err), -1);

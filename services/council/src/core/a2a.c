@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <vigil/json.h>
 #include "council.h"
 
 const char *council_a2a_method_name(council_a2a_method m)
@@ -112,20 +113,14 @@ static void norm_state(const char *s, char *out, size_t cap)
 int council_a2a_parse(const char *body, size_t len, const char *id, council_a2a_reply *out)
 {
     memset(out, 0, sizeof *out);
-    json_tokener *tok = json_tokener_new();
-    json_object *root = NULL;
-    if (tok) {
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-        root = json_tokener_parse_ex(tok, body ? body : "", (int)len);
-        if (json_tokener_get_error(tok) != json_tokener_success) {
-            json_object_put(root);
-            root = NULL;
-        }
-        json_tokener_free(tok);
-    }
+    /* One strict JSON object and nothing after it: a reply with trailing
+     * bytes is a broken agent, whatever its first object says. */
+    vigil_error perr;
+    json_object *root = vigil_json_parse_object(body, len, len, &perr);
     int rc = -1;
-    if (!root || !json_object_is_type(root, json_type_object)) {
-        snprintf(out->error, sizeof out->error, "A2A response is not a JSON object");
+    if (!root) {
+        snprintf(out->error, sizeof out->error, "A2A response is not a JSON object: %.150s",
+                 perr.detail);
         goto done;
     }
     json_object *err = member(root, "error");

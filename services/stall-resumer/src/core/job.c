@@ -46,9 +46,10 @@ static bool id_ok(const char *s)
 int stall_job_parse(const char *buf, size_t len, stall_job *j, char *err, size_t errlen)
 {
     memset(j, 0, sizeof *j);
-    json_tokener *tok = json_tokener_new();
-    json_object *o = tok ? json_tokener_parse_ex(tok, buf, (int)len) : NULL;
-    json_tokener_free(tok);
+    /* The whole entry must be one strict JSON object: a damaged stream entry
+     * with bytes after the object is unreadable, not half read. */
+    vigil_error perr;
+    json_object *o = vigil_json_parse_object(buf, len, len, &perr);
     json_object *id, *agent, *seq, *decided, *reason;
     if (!o || !json_object_is_type(o, json_type_object) ||
         !json_object_object_get_ex(o, "id", &id) || !json_object_is_type(id, json_type_string) ||
