@@ -203,18 +203,19 @@ static int read_confidence(json_object *b, vigil_persona_meta *m, vigil_error *e
 static int read_meta(json_object *b, int max_rooms, vigil_persona_meta *m, vigil_error *err)
 {
     json_object *dorm = NULL;
-    int tier = -1;
+    int tier = -1, params = 1;
     if (vigil_json_string(b, "name", false, &m->name, err) < 0 ||
         vigil_json_string(b, "role", false, &m->role, err) < 0 ||
         vigil_json_string(b, "model", false, &m->model, err) < 0 ||
         vigil_json_string(b, "mood", false, &m->mood, err) < 0 ||
         vigil_json_enum(b, "tier", false, vigil_tier_names, &tier, err) < 0 ||
-        vigil_json_int64(b, "parameters", false, &m->parameters, err) < 0 ||
+        (params = vigil_json_int64(b, "parameters", false, &m->parameters, err)) < 0 ||
         probability(b, "availability", &m->availability, err) < 0 ||
         vigil_json_object(b, "dormancy", false, &dorm, err) < 0 ||
         vigil_dormancy_overrides_read(dorm, &m->dormancy, err) < 0)
         return -1;
-    if (m->parameters < -1)
+    /* -1 is this struct's "not given"; the field itself must be a count */
+    if (params == 0 && m->parameters < 0)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field 'parameters': must be >= 0");
     m->has_tier = tier >= 0;
     m->tier = tier >= 0 ? (vigil_tier)tier : VIGIL_TIER_BASIC;

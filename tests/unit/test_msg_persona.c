@@ -84,6 +84,7 @@ static void meta_counter_examples(void **state)
         {"{\"rooms\":[\"a\",\"b\",\"c\"]}", VIGIL_REJECT_BAD_VALUE, "rooms"}, /* max_rooms 2 */
         {"{\"tier\":\"huge\"}", VIGIL_REJECT_BAD_VALUE, "tier"},
         {"{\"parameters\":-5}", VIGIL_REJECT_BAD_VALUE, "parameters"},
+        {"{\"parameters\":-1}", VIGIL_REJECT_BAD_VALUE, "parameters"},
         {"{\"parameters\":\"70b\"}", VIGIL_REJECT_WRONG_TYPE, "parameters"},
         {"{\"availability\":1.5}", VIGIL_REJECT_BAD_VALUE, "availability"},
         {"{\"expertise_domains\":[1]}", VIGIL_REJECT_WRONG_TYPE, "expertise_domains"},
