@@ -53,8 +53,18 @@ event naming it (message_id), so the service path measured is the full one:
 parse, route, Redis commit with dedupe + outbox + snapshots, publish of the
 event and of the retained persona and room states.
 
-Subscribers run in their own processes (no GIL contention with the
-publisher); times are CLOCK_MONOTONIC, shared by all processes.
+Clients (--clients): by default every stage's load comes from
+vigil-bench-load (tools/bench-load, built with the services: <build dir>/
+tools/bench-load/vigil-bench-load), one single-threaded C process holding
+the publisher's and the subscriber's MQTT connections, which spends 7-15
+us of CPU per input (nearly all of it the kernel's loopback TCP); --clients python uses the Python paho
+clients instead (a publisher in this process, the subscriber in a process
+of its own), which spend 65-83 us per input on a 2-core machine, more than
+the broker, Redis and the service together, and so take CPU from what they
+measure and make the relay rate move from run to run. Either way times are
+CLOCK_MONOTONIC, shared by all processes, and the CPU split's "bench" is
+the load generator's CPU (with C clients, vigil-bench-load's own share is
+shown beside it).
 """
 
 import argparse
@@ -63,6 +73,7 @@ import json
 import multiprocessing as mp
 import os
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -91,6 +102,64 @@ FILLER = ("Looking at the failing build log again: the linker error comes from t
 # Messages a paced stage publishes and awaits before its clock starts (see
 # run_stage); --warmup 0 times them too.
 PACED_WARMUP = 20
+
+# --clients: "c" = vigil-bench-load (tools/bench-load) drives every stage,
+# "python" = the paho clients below (publish(), Subscriber). LOAD_TOOL is
+# set by set_clients(); a script importing this module without calling it
+# (scripts/bench-instructions) gets the release tree's tool when it is
+# built, else the Python clients (one warning).
+CLIENTS = "c"
+LOAD_TOOL = None
+TOOL_CPU = 0.0  # CPU seconds of every vigil-bench-load run so far (counted at its exit)
+TOOL_KEY = "vigil-bench-load"  # its entry in cpu_by_process
+_tool_warned = False
+
+
+def load_tool_path(build_dir):
+    return os.path.join(os.path.abspath(build_dir), "tools", "bench-load", "vigil-bench-load")
+
+
+def add_clients_arg(ap):
+    """--clients (scripts/bench and scripts/bench-chat)."""
+    ap.add_argument("--clients", choices=("c", "python"), default="c",
+                    help="the load generator: c = vigil-bench-load (tools/bench-load, from "
+                         "--build-dir; default), one C process with both MQTT connections, "
+                         "7-15 us of CPU per input; python = the Python paho clients "
+                         "(65-83 us per input), for comparison")
+
+
+def set_clients(a):
+    """Applies --clients; exits with a clear error when the C tool is not
+    built in a.build_dir."""
+    global CLIENTS, LOAD_TOOL
+    CLIENTS = a.clients
+    if CLIENTS == "c":
+        LOAD_TOOL = load_tool_path(a.build_dir)
+        if not os.access(LOAD_TOOL, os.X_OK):
+            sys.exit(f"error: {LOAD_TOOL} not found: build that tree (cmake --build "
+                     f"{a.build_dir}, or scripts/build release) or use --clients python")
+
+
+def _tool():
+    """The vigil-bench-load to run, or None for the Python clients."""
+    global LOAD_TOOL, _tool_warned
+    if CLIENTS != "c":
+        return None
+    if LOAD_TOOL is None:
+        path = load_tool_path(os.path.join(ROOT, "build", "release"))
+        if os.access(path, os.X_OK):
+            LOAD_TOOL = path
+        else:
+            if not _tool_warned:
+                print(f"warning: {path} not built; using the Python clients", file=sys.stderr,
+                      flush=True)
+                _tool_warned = True
+            return None
+    return LOAD_TOOL
+
+
+def clients_label():
+    return "vigil-bench-load (C)" if _tool() else "Python paho"
 
 
 def pct(values, p):
@@ -288,15 +357,31 @@ def cpu_by_process(named_pids):
         else:
             out[name] = _stat_ticks(pid)[0] / os.sysconf("SC_CLK_TCK")
     t = os.times()
+    # this process and its waited-for children: the Python clients'
+    # subscriber processes, or every vigil-bench-load run (waited for
+    # before run_stage returns, so its CPU is in children_*)
     out["bench"] = t.user + t.system + t.children_user + t.children_system
+    if _tool():
+        out[TOOL_KEY] = TOOL_CPU  # the part of "bench" that is the C tool
     return out
 
 
 def cpu_split(before, after, n):
     """'name N us' per input for each process between two cpu_by_process
     (an entry only in `after`, e.g. a publisher child started during the
-    stage, counts from 0)."""
-    return ", ".join(f"{k} {(after[k] - before.get(k, 0.0)) * 1e6 / n:.0f}" for k in after)
+    stage, counts from 0). vigil-bench-load's CPU is part of "bench" and
+    shown beside it, "bench N (vigil-bench-load M)"."""
+    def per(k):
+        return (after[k] - before.get(k, 0.0)) * 1e6 / n
+    parts = []
+    for k in after:
+        if k == TOOL_KEY:
+            continue
+        if k == "bench" and TOOL_KEY in after:
+            parts.append(f"bench {per(k):.0f} ({TOOL_KEY} {per(TOOL_KEY):.0f})")
+        else:
+            parts.append(f"{k} {per(k):.0f}")
+    return ", ".join(parts)
 
 
 def thread_stats(pid):
@@ -537,17 +622,89 @@ def broker_conf(workdir, nodelay):
 WINDOW = 500  # QoS 1 messages in flight at most (sent, not yet acknowledged)
 
 
+def run_load_tool(port, stream, sub_topic, key, timeout, rate=None, warmup=0, window=WINDOW,
+                  progress=None, acked=None):
+    """Runs vigil-bench-load once over `stream` ([(key, topic, payload)]):
+    written to a temporary stream file, published at QoS 1 (paced at `rate`
+    if given) with at most `window` unacknowledged (the broker's Receive
+    Maximum at most), and, with `sub_topic`, each key's first arrival at a
+    subscriber of it timed (the first `warmup` messages awaited before the
+    clock starts). Its stdout is read live: progress(published, received)
+    about once a second, acked() at the moment the broker has acknowledged
+    every timed message. Returns (t_first, t_all_acked, [(key, publish
+    time, arrival time or None)]) in time.monotonic() seconds; raises
+    RuntimeError with its reason when it fails."""
+    global TOOL_CPU
+    tool = _tool()
+    d = tempfile.mkdtemp(prefix="vigil-bench-load-")
+    try:
+        sp, op, ep = (os.path.join(d, x) for x in ("stream", "out", "stderr"))
+        with open(sp, "wb") as f:
+            f.write(b"".join(b"%s\t%s\t%s\n" % (k.encode(), t.encode(), p) for k, t, p in stream))
+        args = [tool, "--port", str(port), "--stream", sp, "--out", op, "--window", str(window),
+                "--timeout", f"{timeout:g}", "--key-field", key]
+        if sub_topic:
+            args += ["--sub-topic", sub_topic, "--warmup", str(warmup)]
+        if rate:
+            args += ["--rate", repr(float(rate))]
+        t_first = t_acked = None
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        with open(ep, "wb") as err:
+            proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=err,
+                                    stdin=subprocess.DEVNULL)
+        # its own timeouts end it; this only guards against a hang
+        guard = threading.Timer(2 * timeout + 120, proc.kill)
+        guard.start()
+        try:
+            for line in proc.stdout:
+                w = line.split()
+                if not w:
+                    continue
+                if w[0] == b"progress" and progress:
+                    progress(int(w[1]), int(w[2]))
+                elif w[0] == b"acked":
+                    t_first, t_acked = int(w[1]) / 1e9, int(w[2]) / 1e9
+                    if acked:
+                        acked()
+            rc = proc.wait()
+        finally:
+            guard.cancel()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        TOOL_CPU += (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+        if rc != 0 or t_acked is None:
+            with open(ep, "rb") as f:
+                why = f.read().decode(errors="replace").strip()[-2000:]
+            raise RuntimeError(f"vigil-bench-load failed (exit {rc}): {why or 'no reason given'}")
+        rows = []
+        with open(op, "rb") as f:
+            for line in f:
+                k, pub, recv = line.rstrip(b"\n").split(b"\t")
+                rows.append((k.decode(), int(pub) / 1e9,
+                             int(recv) / 1e9 if recv != b"-1" else None))
+        return t_first, t_acked, rows
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def publish(port, stream, rate=None, progress=None, window=WINDOW):
     """Publishes at QoS 1, as fast as the broker acknowledges with at most
     `window` unacknowledged (so a message's publish time is when it really
     leaves, not when it joins a client-side queue), or paced at `rate`/s.
-    Returns (t_first, t_all_acked, {key: publish time}).
+    Returns (t_first, t_all_acked, {key: publish time}). With --clients c
+    (the default) vigil-bench-load publishes (run_load_tool, no subscriber).
 
     Paced, Python's cyclic garbage collector is off while it publishes:
     after a loaded stage of 20,000 messages a collection stopped this
     process for 50-60 ms while a message's publish time was already taken
     (a capture of the loopback port showed the PUBLISH leave 58 ms after
     it), and chat-router's p99 read 12-60 ms where it was 3-4 ms."""
+    if _tool():
+        t0, t1, rows = run_load_tool(port, stream, None, "id", 120, rate=rate, window=window,
+                                     progress=(lambda k, _r: progress(k)) if progress else None)
+        return t0, t1, {k: pub for k, pub, _ in rows}
     if not rate:
         return _publish(port, stream, rate, progress, window)
     gc.collect()
@@ -615,7 +772,12 @@ def run_stage(name, port, stream, sub_topic, key, timeout, rate=None, quiet=Fals
     of a 1,000-message run, measuring the subscription's start, not the
     pipeline. `on_published`, if given, is called once the broker has
     acknowledged the last message, and what it returns is the result's
-    "at_published"."""
+    "at_published". With --clients c (the default) one vigil-bench-load
+    run does it all (_run_stage_c); with --clients python, the Python
+    publisher here and a Subscriber process."""
+    if _tool():
+        return _run_stage_c(name, port, stream, sub_topic, key, timeout, rate, quiet, warmup,
+                            on_published)
     n = len(stream)
     sub = Subscriber(port, sub_topic, key, n, timeout)
 
@@ -651,6 +813,40 @@ def run_stage(name, port, stream, sub_topic, key, timeout, rate=None, quiet=Fals
         "rate": len(timed) / (t_last - t0) if timed else 0.0,
         "p50": pct(lat, 50), "p99": pct(lat, 99), "max": max(lat) if lat else float("nan"),
         "seconds": t_last - t0, "at_published": at_published,
+    }
+
+
+def _run_stage_c(name, port, stream, sub_topic, key, timeout, rate, quiet, warmup, on_published):
+    """run_stage with vigil-bench-load: the same figures from its results
+    (publish and first-arrival times per key, the first `warmup` left out of
+    the figures but counted as received, as the Python subscriber does)."""
+    n = len(stream)
+    at = {}
+
+    def progress(published, received):
+        if not quiet:
+            print(f"  [{name}] published {published}/{n}, received {received}", flush=True)
+
+    def acked():
+        if on_published:
+            at["v"] = on_published()
+
+    try:
+        t0, t_acked, rows = run_load_tool(port, stream, sub_topic, key, timeout, rate=rate,
+                                          warmup=warmup, progress=progress, acked=acked)
+    except RuntimeError as e:
+        raise RuntimeError(f"[{name}] {e}") from None
+    timed = rows[warmup:]
+    received = sum(1 for _, _, rv in rows if rv is not None)
+    lat = [(rv - pb) * 1000 for _, pb, rv in timed if rv is not None]
+    arrivals = [rv for _, _, rv in timed if rv is not None]
+    t_last = max(arrivals) if arrivals else t0
+    return {
+        "n": n, "received": received, "missing": n - received,
+        "pub_rate": len(timed) / (t_acked - t0) if t_acked > t0 else float("nan"),
+        "rate": len(arrivals) / (t_last - t0) if arrivals and t_last > t0 else 0.0,
+        "p50": pct(lat, 50), "p99": pct(lat, 99), "max": max(lat) if lat else float("nan"),
+        "seconds": t_last - t0, "at_published": at.get("v"),
     }
 
 
@@ -962,6 +1158,7 @@ def print_summary(a, results, payload_size):
     print(f"Vigil bench summary  (dormancy-monitor, --mix {a.mix}: N={a.n}, {a.rooms} rooms x "
           f"{a.personas} personas, ~{payload_size} B payloads, QoS 1, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}; broker {broker_inflight_label()})")
+    print(f"clients: {clients_label()}")
     print("-" * 100)
     print(f"{'broker':<22}{'relay':>9}{'service':>9}{'ratio':>7}{'CPU/input':>11}{'Redis/commit':>14}"
           f"{'p50/p99 at ' + str(int(a.latency_rate)) + '/s':>22}{'RSS idle':>11}")
@@ -1130,7 +1327,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=0,
                     help="with both broker settings: also alternate the relay and service stages "
                          "between them ROUNDS times and print the medians (robust to load changes)")
-    ap.add_argument("--build-dir", default=os.path.join(ROOT, "build", "release"))
+    ap.add_argument("--build-dir", default=os.path.join(ROOT, "build", "release"),
+                    help="the tree whose dormancy-monitor (and vigil-bench-load) run "
+                         "(default build/release)")
+    add_clients_arg(ap)
     ap.add_argument("--timeout", type=float, default=600, help="bound on each stage, seconds")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (logs)")
     ap.add_argument("--syscalls", action="store_true",
@@ -1158,6 +1358,7 @@ def main():
     exe = harness.service_binary("dormancy-monitor", a.build_dir)
     if not os.path.exists(exe):
         sys.exit(f"error: {exe} not found (scripts/build release)")
+    set_clients(a)
     if harness.is_asan_build(a.build_dir):
         print("warning: this is a sanitizer build; figures will be much lower than release", flush=True)
 
@@ -1165,7 +1366,8 @@ def main():
     settings = {"off": [False], "on": [True], "both": [False, True]}[a.broker_nodelay]
     payload_size = len(make_stream(1, 1, 1, "x/{room}", "s", a.mix)[0][2])
     print(f"Vigil bench: --mix {a.mix}, N={a.n} QoS 1 messages over {a.rooms} rooms x {a.personas} "
-          f"personas, ~{payload_size} bytes each; {os.path.relpath(exe, ROOT)}", flush=True)
+          f"personas, ~{payload_size} bytes each; {os.path.relpath(exe, ROOT)}; "
+          f"clients: {clients_label()}", flush=True)
     try:
         results = [run_setting(a, work, nd, "nodelay on" if nd else "as shipped (no nodelay)")
                    for nd in settings]

@@ -2,7 +2,9 @@
 timed tests: the figures are not checked, only that every stage ran, nothing
 was lost, and the summary says what it measured). Tiny runs against this
 build tree; --sustained-p99 is loose so a sanitizer build's slowness cannot
-fail them."""
+fail them. The load comes from vigil-bench-load (tools/bench-load, this
+tree's build, so under the sanitizers here) by default; one quick run keeps
+the Python clients (--clients python) working."""
 
 import os
 import re
@@ -29,7 +31,11 @@ def test_bench_runs_every_stage_and_finds_a_sustained_rate(tmp_path):
     rc, out = run(tmp_path, BENCH, "--mix", "human", "--n", "300", "--latency-n", "60", "--warmup", "5",
                   "--broker-nodelay", "off", "--syscalls", *SUSTAINED)
     assert rc == 0, out[-6000:]
+    assert "clients: vigil-bench-load (C)" in out, out[-4000:]
     assert "300 commits for 300 inputs" in out, out[-4000:]
+    # the C tool's CPU is the bench's, shown beside it
+    assert re.search(r"CPU us per input by process, one replica: .*bench \d+ \(vigil-bench-load \d+\)",
+                     out), out[-4000:]
     # counted where perf can count (then the intake thread made some), else
     # the reason, never a silent gap
     m = re.search(r"system calls per input, by thread: (.*)", out)
@@ -49,11 +55,43 @@ def test_bench_chat_finds_each_services_sustained_rate(tmp_path):
     rc, out = run(tmp_path, BENCH_CHAT, "--n", "200", "--latency-n", "40", "--broker-nodelay", "off",
                   "--broker-max-inflight", "0", *SUSTAINED)
     assert rc == 0, out[-6000:]
+    assert "clients: vigil-bench-load (C)" in out, out[-4000:]
     assert "broker max_inflight_messages 20 (mosquitto's default)" in out, out[-4000:]
     for name in ("chat-router", "wake-evaluator intake"):
         assert re.search(rf"{name}, as shipped \(no nodelay\): sustained \(p99 <= 2000 ms over 1 s steps\): "
                          r"(50|100) msg/s", out), out[-4000:]
     assert "MISSING" not in out, out[-4000:]
+
+
+def test_bench_still_runs_the_python_clients(tmp_path):
+    """--clients python: today's paho publisher and subscriber process, kept
+    for comparison (one setting, no paced search: a quick run)."""
+    rc, out = run(tmp_path, BENCH, "--clients", "python", "--mix", "human", "--n", "200",
+                  "--latency-n", "40", "--warmup", "5", "--broker-nodelay", "off")
+    assert rc == 0, out[-6000:]
+    assert "clients: Python paho" in out, out[-4000:]
+    assert "200 commits for 200 inputs" in out, out[-4000:]
+    assert re.search(r"CPU us per input by process, one replica: .*bench \d+$", out, re.M), out[-4000:]
+    assert "MISSING" not in out, out[-4000:]
+
+
+def test_bench_load_tool_says_why_it_fails(tmp_path):
+    """vigil-bench-load's own errors: exit status != 0 and the reason."""
+    tool = os.path.join(harness.BUILD_DIR, "tools", "bench-load", "vigil-bench-load")
+    stream = tmp_path / "stream"
+    stream.write_bytes(b'k1\troom/r/message\t{"id": "k1"}\n')
+    port = harness.free_port()
+    p = subprocess.run([tool, "--port", str(port), "--stream", str(stream), "--sub-topic", "x/#"],
+                       capture_output=True, timeout=60)
+    assert p.returncode == 1 and b"cannot connect to 127.0.0.1" in p.stderr, p.stderr
+    stream.write_bytes(b'k1\troom/r/message\t{"id": "k1"}\nno tabs here\n')
+    p = subprocess.run([tool, "--port", str(port), "--stream", str(stream)], capture_output=True,
+                       timeout=60)
+    assert p.returncode == 1 and b"stream:2: not key<TAB>topic<TAB>payload" in p.stderr, p.stderr
+    p = subprocess.run([tool, "--help"], capture_output=True, timeout=60)
+    assert p.returncode == 0 and b"--sub-topic" in p.stdout
+    p = subprocess.run([tool, "--stream", str(stream)], capture_output=True, timeout=60)
+    assert p.returncode == 2 and b"--port" in p.stderr, p.stderr
 
 
 def test_bench_refuses_options_it_cannot_use(tmp_path):
