@@ -64,6 +64,10 @@ const vigil_config_var VIGIL_COMMON_VARS[] = {
      "microseconds the intake lets input gather after a read of two or more messages (a "
      "burst), so one commit and one PUBACK segment carry more; a lone message is never held "
      "(0-100000, 0 = read at once)"},
+    {"VIGIL_OUTBOX_HOLD_US", "500",
+     "microseconds the outbox's connections, with 8 or more publishes in flight (a burst), "
+     "wait before acknowledging the broker's PUBACK segments and reading again, so one wake "
+     "takes several PUBACKs (0-100000, 0 = at once)"},
     {"VIGIL_MQTT_SESSION_EXPIRY_S", "604800",
      "seconds the broker keeps this replica's session and queued input while it is away "
      "(60-2147483647; keep it at or below the broker's persistent_client_expiration)"},
@@ -564,7 +568,8 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
         vigil_env_int64("VIGIL_OUTBOX_REPLAY_MS", 3000, 0, 600000, &outbox_setting, err, errlen) ||
         vigil_env_int64("VIGIL_OUTBOX_SKIP_SUPERSEDED", 1, 0, 1, &outbox_setting, err, errlen) ||
         vigil_env_int64("VIGIL_MQTT_INTAKE_GATHER_US", 500, 0, 100000, &outbox_setting, err,
-                        errlen))
+                        errlen) ||
+        vigil_env_int64("VIGIL_OUTBOX_HOLD_US", 500, 0, 100000, &outbox_setting, err, errlen))
         return -1;
     return 0;
 }

@@ -48,7 +48,14 @@
 #define LINK_BACKOFF_BASE_MS 200
 #define LINK_BACKOFF_CAP_MS 5000
 #define LINK_POLL_MS 1000
-#define LINK_ACK_DELAY_MS 1 /* the publisher acknowledges PUBACK segments within this (serve) */
+/* The publisher acknowledges PUBACK segments within this, and in a burst
+ * reads again no sooner (serve; VIGIL_OUTBOX_HOLD_US). 1 ms until
+ * 2026-12-01: against mosquitto's window of 20 without TCP_NODELAY each
+ * connection's window then came back about once per 1-2 ms, which capped
+ * the outbox; 500 us took the mixed workload from 19,400-19,800 to
+ * 26,700-28,000 inputs/s and the AI-only one from 14,600-15,900 to
+ * 20,500-22,200 (scripts/bench --broker-max-inflight 0, alternated runs). */
+#define LINK_HOLD_US_DEFAULT 500
 #define LINK_ACK_DELAY_FROM 8 /* ... when at least this many publishes are still in flight */
 #define LINK_HOLD_FULL_FROM 64 /* a window at least this large is read with a hold even when full */
 #define LINK_READ_CHUNK 65536
@@ -135,7 +142,9 @@ struct vigil_mqtt_link {
     int recv_max;
     int keepalive_s;
     int64_t last_write, last_read;
-    int64_t ack_due; /* publisher: mono ms by which to acknowledge what was read, 0 = none */
+    int64_t last_read_us;
+    int64_t ack_due; /* publisher: mono us by which to acknowledge what was read, 0 = none */
+    int64_t hold_us; /* publisher: the ACK delay and read hold in a burst (serve) */
     /* mono us before which the socket is not read again, 0 = none (serve):
      * the publisher's in a burst, the intake's while a burst gathers */
     int64_t read_hold;
@@ -720,7 +729,8 @@ static int read_packets(vigil_mqtt_link *l, char *why, size_t whylen)
             return 0;
         l->rlen += (size_t)n;
         l->bytes_in += (uint64_t)n;
-        l->last_read = vigil_mono_ms();
+        l->last_read_us = vigil_mono_us();
+        l->last_read = l->last_read_us / 1000; /* the same clock */
         l->write_wants_read = false;
         if (parse_packets(l, why, whylen) != 0)
             return -1;
@@ -730,7 +740,7 @@ static int read_packets(vigil_mqtt_link *l, char *why, size_t whylen)
          * (an input held back is latency), and so does the publisher
          * with few publishes left in flight (an output waiting for room
          * is latency). With LINK_ACK_DELAY_FROM or more in flight (a
-         * burst), the publisher acknowledges within LINK_ACK_DELAY_MS
+         * burst), the publisher acknowledges within its hold (hold_us)
          * unless its next write carries the ACK first (serve), so the
          * broker gathers that time's PUBACKs into one segment:
          * acknowledging every read at once made a ping-pong of small
@@ -746,9 +756,9 @@ static int read_packets(vigil_mqtt_link *l, char *why, size_t whylen)
         if (l->intake || l->in_flight < LINK_ACK_DELAY_FROM)
             set_quickack(l);
         else if (!l->ack_due)
-            l->ack_due = l->last_read + LINK_ACK_DELAY_MS;
+            l->ack_due = l->last_read_us + l->hold_us;
         /* And in a burst the publisher does not read again for
-         * LINK_ACK_DELAY_MS either: a broker with TCP_NODELAY writes each
+         * its hold either: a broker with TCP_NODELAY writes each
          * PUBACK alone, and reading each as it came woke this thread
          * 1.3-2.3 times per input. A full window read at once was the
          * same ping-pong, one PUBACK in and one PUBLISH out per wake
@@ -767,7 +777,7 @@ static int read_packets(vigil_mqtt_link *l, char *why, size_t whylen)
                                    (l->in_flight <= l->recv_max / 2 ||
                                     l->recv_max >= LINK_HOLD_FULL_FROM ||
                                     atomic_load_explicit(&l->shared, memory_order_relaxed))
-                               ? (l->last_read + LINK_ACK_DELAY_MS) * 1000 /* same clock */
+                               ? l->last_read_us + l->hold_us
                                : 0;
         /* The intake in a burst lets the next inputs gather (serve): a read
          * of one or two inputs, each read committed at once, made a Redis
@@ -1081,14 +1091,14 @@ static void serve(vigil_mqtt_link *l)
             { .fd = l->efd, .events = POLLIN },
         };
         int timeout = stopping ? 50 : LINK_POLL_MS;
-        if (l->ack_due) {
-            if (now >= l->ack_due) {
-                set_quickack(l);
-            } else if (l->ack_due - now < timeout) {
-                timeout = (int)(l->ack_due - now);
-            }
-        }
         int64_t wait_ns = (int64_t)timeout * 1000000;
+        if (l->ack_due) {
+            int64_t now_us = vigil_mono_us();
+            if (now_us >= l->ack_due)
+                set_quickack(l);
+            else if ((l->ack_due - now_us) * 1000 < wait_ns)
+                wait_ns = (l->ack_due - now_us) * 1000;
+        }
         if (l->read_hold) { /* the socket's errors and hang-ups still wake the poll */
             int64_t now_us = vigil_mono_us();
             if (now_us >= l->read_hold) {
@@ -1464,6 +1474,11 @@ vigil_mqtt_link *vigil_mqtt_link_new(const vigil_mqtt_config *cfg, char *err, si
     l->cert_file = dup_or_null(cfg->tls_cert_file);
     l->key_file = dup_or_null(cfg->tls_key_file);
     if ((cfg->on_message || cfg->on_batch) && intake_config(l, cfg, err, errlen) != 0) {
+        link_free(l);
+        return NULL;
+    }
+    if (!l->intake && vigil_env_int64("VIGIL_OUTBOX_HOLD_US", LINK_HOLD_US_DEFAULT, 0, 100000,
+                                      &l->hold_us, err, errlen) != 0) {
         link_free(l);
         return NULL;
     }

@@ -20,7 +20,8 @@ static const char *const ALL_COMMON[] = {
     "VIGIL_REDIS_PREFIX", "VIGIL_HTTP_ADDR",   "VIGIL_LOG_LEVEL",     "VIGIL_INSTANCE",
     "VIGIL_MAX_PAYLOAD",  "VIGIL_SHARD",       "VIGIL_TICK_MS",       "VIGIL_TIMER_LEASE_MS",
     "VIGIL_OUTBOX_RETRY_MS", "VIGIL_OUTBOX_DEAD_LETTER_AFTER", "VIGIL_OUTBOX_REPLAY_MS",
-    "VIGIL_OUTBOX_SKIP_SUPERSEDED", "VIGIL_MQTT_INTAKE_GATHER_US", "VIGIL_MQTT_SESSION_EXPIRY_S",
+    "VIGIL_OUTBOX_SKIP_SUPERSEDED", "VIGIL_MQTT_INTAKE_GATHER_US", "VIGIL_OUTBOX_HOLD_US",
+    "VIGIL_MQTT_SESSION_EXPIRY_S",
     "VIGIL_OUTBOX_CONNECTIONS", "VIGIL_OUTBOX_PROCESS",
     "VIGIL_MQTT_INTAKE", "VIGIL_LIVENESS_MS",
     "VIGIL_MQTT_PASSWORD_FILE", "VIGIL_REDIS_URL_FILE", "VIGIL_MQTT_CA_FILE",
@@ -79,7 +80,7 @@ static void test_common_vars_table(void **state)
         assert_non_null(v->help);
         assert_true(v->help[0] != '\0');
     }
-    assert_int_equal(n, 28);
+    assert_int_equal(n, 29);
     assert_string_equal(VIGIL_COMMON_VARS[0].def, "mqtt://127.0.0.1:1883");
     assert_string_equal(VIGIL_COMMON_VARS[3].def, "redis://127.0.0.1:6379/0");
     assert_string_equal(VIGIL_COMMON_VARS[4].def, "vigil:");
@@ -201,6 +202,10 @@ static void test_accepted_boundaries(void **state)
     expect_ok("VIGIL_MQTT_INTAKE_GATHER_US", "100000", &c);
     expect_error("VIGIL_MQTT_INTAKE_GATHER_US", "-1", NULL);
     expect_error("VIGIL_MQTT_INTAKE_GATHER_US", "100001", NULL);
+    expect_ok("VIGIL_OUTBOX_HOLD_US", "0", &c);
+    expect_ok("VIGIL_OUTBOX_HOLD_US", "100000", &c);
+    expect_error("VIGIL_OUTBOX_HOLD_US", "-1", NULL);
+    expect_error("VIGIL_OUTBOX_HOLD_US", "100001", NULL);
     expect_ok("VIGIL_SHARD", "1023/1024", &c);
     assert_int_equal(c.shard_index, 1023);
     expect_ok("VIGIL_SHARD", "", &c); /* empty = default */
