@@ -53,6 +53,14 @@ event naming it (message_id), so the service path measured is the full one:
 parse, route, Redis commit with dedupe + outbox + snapshots, publish of the
 event and of the retained persona and room states.
 
+Stage 2 also says how many MQTT packets the broker received and sent per
+input, against the relay's per message (mosquitto's $SYS/broker/messages/
+received and /sent, which count packets of every type; the bench's broker
+publishes $SYS every second), and how many outputs the outbox published
+and skipped as superseded per input. When the broker is the bottleneck and
+a packet costs it the same whoever sends it, the quotient of the two packet
+counts is the ratio its work allows.
+
 Clients (--clients): by default every stage's load comes from
 vigil-bench-load (tools/bench-load, built with the services: <build dir>/
 tools/bench-load/vigil-bench-load), one single-threaded C process holding
@@ -614,9 +622,59 @@ def drop_session(port, client_id):
 def broker_conf(workdir, nodelay):
     """The project's broker config with set_tcp_nodelay as asked (absent =
     mosquitto's default, false: the broker as shipped) and, with
-    --broker-max-inflight, max_inflight_messages as asked."""
+    --broker-max-inflight, max_inflight_messages as asked. It also
+    publishes $SYS every second instead of every ten (broker_packets):
+    a handful of messages a second to nobody, beside tens of thousands."""
     path = os.path.join(workdir, f"mosquitto-nodelay-{'on' if nodelay else 'off'}.conf")
-    return harness.project_broker_conf(path, nodelay=bool(nodelay), max_inflight=BROKER_MAX_INFLIGHT)
+    harness.project_broker_conf(path, nodelay=bool(nodelay), max_inflight=BROKER_MAX_INFLIGHT)
+    with open(path, "a") as f:
+        f.write(f"sys_interval {SYS_INTERVAL_S}\n")
+    return path
+
+
+SYS_INTERVAL_S = 1
+
+
+def broker_packets(port):
+    """(received, sent): the MQTT packets of every type the broker has
+    received and sent since it started ($SYS/broker/messages/received and
+    /sent), or None without mosquitto_sub. The retained figures can be a
+    second or two old, so it waits for the broker's next publish of each
+    (-R), which also counts this subscriber's own few packets."""
+    if not shutil.which("mosquitto_sub"):
+        return None
+    topics = ("$SYS/broker/messages/received", "$SYS/broker/messages/sent")
+    args = ["mosquitto_sub", "-h", "127.0.0.1", "-p", str(port), "-v", "-R", "-C", "2", "-W",
+            "10"]
+    for t in topics:
+        args += ["-t", t]
+    out = subprocess.run(args, capture_output=True, timeout=30).stdout.decode(errors="replace")
+    got = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    try:
+        return tuple(int(got[t]) for t in topics)
+    except (KeyError, ValueError):
+        return None
+
+
+def packets_per(p0, p1, n):
+    """(in, out) packets per message between two broker_packets readings."""
+    if not p0 or not p1 or n <= 0:
+        return None
+    return ((p1[0] - p0[0]) / n, (p1[1] - p0[1]) / n)
+
+
+def packets_line(r):
+    """The summary's line on the broker's packets: the relay's per message
+    against the service path's per input. Their quotient is the ratio the
+    broker's work allows when it is the bottleneck and a packet costs it
+    the same whoever sends it."""
+    rp, sp = r.get("relay_packets"), r.get("service_packets")
+    if not rp or not sp or sum(sp) <= 0:
+        return None
+    return (f"MQTT packets through the broker ($SYS/broker/messages): relay {rp[0]:.2f} in / "
+            f"{rp[1]:.2f} out per message, service {sp[0]:.2f} in / {sp[1]:.2f} out per input "
+            f"(quotient {sum(rp) / sum(sp):.2f}); the outbox published {r['outputs'][0]:.2f} "
+            f"outputs per input and skipped {r['outputs'][1]:.2f} as superseded")
 
 
 WINDOW = 500  # QoS 1 messages in flight at most (sent, not yet acknowledged)
@@ -1029,9 +1087,12 @@ def run_setting(a, work, nodelay, label):
         res["rss_start"] = rss_mib(svc.proc.pid)
         mk = lambda n, fmt, run: make_stream(n, a.rooms, a.personas, fmt, run, a.mix)  # noqa: E731
         print(f"[{label}] stage 1/4: broker relay (plain subscriber)", flush=True)
+        pk0 = broker_packets(broker.port)
         res["relay"] = run_stage("relay", broker.port, mk(a.n, "relay/{room}/message", "r"),
                                  "relay/+/message", "id", a.timeout)
+        res["relay_packets"] = packets_per(pk0, broker_packets(broker.port), a.n)
         res["relay_cli"] = cli_relay(broker.port, mk(a.n, "relay/{room}/message", "rc"), a.timeout)
+        pk0 = broker_packets(broker.port)
         print(f"[{label}] stage 2/4: dormancy-monitor", flush=True)
         redis_reset_stats(redis)
         cpu0 = cpu_seconds(svc.proc.pid)
@@ -1052,6 +1113,12 @@ def run_setting(a, work, nodelay, label):
         res["commits"] = commits_between(m0, m1)
         res["redis_us"] = redis_commit_usec(redis, res["commits"])
         res["redis_split"] = redis_command_usec(redis, a.n)
+        outputs = harness.metric_value(m1, "vigil_outputs_total") - harness.metric_value(
+            m0, "vigil_outputs_total")
+        skipped = harness.metric_value(m1, "vigil_outbox_superseded_total") - harness.metric_value(
+            m0, "vigil_outbox_superseded_total")
+        res["outputs"] = (outputs / a.n, skipped / a.n)
+        res["service_packets"] = packets_per(pk0, broker_packets(broker.port), a.n)
         ln = min(a.latency_n, a.n)
         print(f"[{label}] stage 3/4: latency at {a.latency_rate:.0f} msg/s ({ln} messages each)",
               flush=True)
@@ -1199,6 +1266,8 @@ def print_summary(a, results, payload_size):
         if r.get("syscalls"):
             print(f"  the service's system calls per input, by thread: {r['syscalls']}")
         print(f"  Redis us per input, one replica: {r['redis_split']}; {r['rounds']}")
+        if packets_line(r):
+            print(f"  {packets_line(r)}")
         if "two_split" in r:
             print(f"  CPU us per input by process, two replicas: {r['two_split']}")
             print(f"  Redis us per input, two replicas: {r['two_redis_split']}")

@@ -48,6 +48,16 @@ def test_bench_runs_every_stage_and_finds_a_sustained_rate(tmp_path):
         out[-4000:]
     m = re.search(r"sustained \(p99 <= 2000 ms over 1 s steps\): (\d+) msg/s", out)
     assert m and int(m.group(1)) in (50, 100), out[-4000:]
+    # the broker's own packet counts: a relayed message is a PUBLISH and a
+    # PUBACK each way; an input through the service at least twice that
+    # (the input in and out, its event in and out, each with its PUBACK)
+    m = re.search(r"relay ([\d.]+) in / ([\d.]+) out per message, service ([\d.]+) in / "
+                  r"([\d.]+) out per input \(quotient ([\d.]+)\); the outbox published ([\d.]+) "
+                  r"outputs per input", out)
+    assert m, out[-4000:]
+    relay_in, relay_out, svc_in, svc_out, _, outputs = map(float, m.groups())
+    assert 1.95 <= relay_in <= 2.1 and 1.95 <= relay_out <= 2.1, m.group(0)
+    assert svc_in >= 3.95 and svc_out >= 3.95 and outputs >= 1.0, m.group(0)
     assert "MISSING" not in out, out[-4000:]
 
 
