@@ -1147,8 +1147,10 @@ def run_setting(a, work, nodelay, label):
                 ("broker", broker.proc.pid), ("redis", redis.proc.pid)]
             split0 = cpu_by_process(procs)
             redis_reset_stats(redis)
+            pk0 = broker_packets(broker.port)
             res["two"] = run_stage("two replicas", broker.port, mk(a.n, "room/{room}/message", "s2"),
                                    "persona/+/dormancy", "message_id", a.timeout)
+            res["two_packets"] = packets_per(pk0, broker_packets(broker.port), a.n)
             res["two_split"] = cpu_split(split0, cpu_by_process(procs), a.n)
             res["two_redis_split"] = redis_command_usec(redis, a.n)
             for x in svcs:
@@ -1270,6 +1272,9 @@ def print_summary(a, results, payload_size):
             print(f"  {packets_line(r)}")
         if "two_split" in r:
             print(f"  CPU us per input by process, two replicas: {r['two_split']}")
+            if r.get("two_packets"):
+                print(f"  MQTT packets through the broker, two replicas: "
+                      f"{r['two_packets'][0]:.2f} in / {r['two_packets'][1]:.2f} out per input")
             print(f"  Redis us per input, two replicas: {r['two_redis_split']}")
         missing = [f"{k} {r[k]['missing']}" for k in ("relay", "service", "relay_paced", "service_paced", "two")
                    if k in r and r[k]["missing"]]
