@@ -122,6 +122,23 @@ fail:
     return -1;
 }
 
+int vigil_input_parse_cleared(const char *topic, int64_t now_ms, vigil_input *in,
+                              vigil_error *err)
+{
+    if (!in)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "no input");
+    memset(in, 0, sizeof *in);
+    if (split_topic(topic, in, err) != 0) {
+        vigil_input_clear(in);
+        return -1;
+    }
+    in->cleared = true;
+    in->ts = now_ms;
+    in->received_ms = now_ms;
+    in->raw = "";
+    return 0;
+}
+
 int vigil_input_topic_id(const vigil_input *in, int index, const char *field, const char **out,
                          vigil_error *err)
 {

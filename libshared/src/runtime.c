@@ -340,7 +340,9 @@ struct vigil_runtime_conn {
 /* The id a commit records for dedupe, if any. */
 static const char *args_input_id(const decide_args *a)
 {
-    return a->in ? a->in->id : a->input_id;
+    if (a->in) /* a clear has no id (vigil_input_parse_cleared) */
+        return a->in->id[0] ? a->in->id : NULL;
+    return a->input_id;
 }
 
 /* Runs the service's decision for one key on the given state. */
@@ -621,9 +623,12 @@ static void intake(vigil_runtime *rt, const char *topic, const void *payload, si
     void *parsed = NULL;
     char (*keys)[VIGIL_KEY_MAX] = NULL;
 
+    bool cleared = len == 0 && rt->def->clear_topic && rt->def->clear_topic(topic);
     for (int attempt = 0;; attempt++) {
         memset(&err, 0, sizeof err);
-        int prc = vigil_input_parse(topic, payload, len, rt->cfg.max_payload, now, &in, &err);
+        int prc = cleared
+                      ? vigil_input_parse_cleared(topic, now, &in, &err)
+                      : vigil_input_parse(topic, payload, len, rt->cfg.max_payload, now, &in, &err);
         if (prc == 0)
             break;
         if (is_oom(prc, &err)) {

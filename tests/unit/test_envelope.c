@@ -1,5 +1,6 @@
 /* Unit tests of envelope.c: topic rules, id and ts found or derived, the
- * topic-id check and its mismatch reasons, and cleanup on every path. */
+ * topic-id check and its mismatch reasons, a clear, and cleanup on every
+ * path. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -252,6 +253,35 @@ static int topic_id(const char *part, const char *payload, const char *field, co
     return r;
 }
 
+/* A clear (an empty payload where the service takes it as one): the
+ * topic is checked as always, no body, no id, ts the receive time; an
+ * empty payload parsed as an input stays not_json. */
+static void test_parse_cleared(void **state)
+{
+    (void)state;
+    vigil_input in;
+    vigil_error err = {0};
+    assert_int_equal(vigil_input_parse_cleared("agent/ann/status", NOW, &in, &err), 0);
+    assert_true(in.cleared);
+    assert_null(in.body);
+    assert_string_equal(in.id, "");
+    assert_int_equal(in.ts, NOW);
+    assert_int_equal(in.received_ms, NOW);
+    assert_int_equal(in.nparts, 3);
+    assert_string_equal(in.parts[1], "ann");
+    const char *out = NULL;
+    assert_int_equal(vigil_input_topic_id(&in, 1, "agent", &out, &err), 0);
+    assert_string_equal(out, "ann");
+    vigil_input_clear(&in);
+    assert_false(in.cleared);
+    assert_int_equal(vigil_input_parse_cleared("agent/+/status", NOW, &in, &err), -1);
+    assert_int_equal(err.reason, VIGIL_REJECT_BAD_TOPIC);
+    assert_false(in.cleared);
+    memset(&err, 0, sizeof err);
+    assert_int_equal(vigil_input_parse("agent/ann/status", "", 0, MAX, NOW, &in, &err), -1);
+    assert_int_equal(err.reason, VIGIL_REJECT_NOT_JSON);
+}
+
 static void test_topic_id_valid(void **state)
 {
     (void)state;
@@ -356,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_topic_id_invalid),
         cmocka_unit_test(test_topic_mismatch),
         cmocka_unit_test(test_topic_key_room_message),
+        cmocka_unit_test(test_parse_cleared),
     };
     return cmocka_run_group_tests_name("envelope", tests, NULL, NULL);
 }

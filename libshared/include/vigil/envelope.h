@@ -27,6 +27,7 @@ typedef struct vigil_input {
     const char *raw;                 /* payload bytes (not owned, not NUL-terminated) */
     size_t raw_len;
     int retained;                    /* delivered as a retained message */
+    bool cleared; /* an empty payload the service takes as a clear (vigil_input_parse_cleared) */
 } vigil_input;
 
 /* Splits and checks the topic (at most VIGIL_TOPIC_PARTS levels, no empty
@@ -38,6 +39,15 @@ typedef struct vigil_input {
 int vigil_input_parse(const char *topic, const void *payload, size_t len,
                       size_t max_payload, int64_t now_ms, vigil_input *in,
                       vigil_error *err);
+
+/* An empty payload on a topic where the service takes it as a clear (the
+ * MQTT idiom that deletes a retained message; vigil_service_def.
+ * clear_topic): the topic split and checked as vigil_input_parse does, then
+ * cleared set, no body, an empty id (nothing to deduplicate it by: a clear
+ * applied twice must change nothing the second time), ts the receive time.
+ * Returns 0 with *in filled or -1 with err. */
+int vigil_input_parse_cleared(const char *topic, int64_t now_ms, vigil_input *in,
+                              vigil_error *err);
 
 /* Checks that topic part `index` is a valid id (BAD_TOPIC otherwise) and,
  * when the payload has string field `field`, that it equals that part

@@ -121,6 +121,14 @@ typedef struct vigil_service_def {
      * VIGIL_ROUTE_RETRY): the runtime then reads their replies and calls
      * route() again for that input with the connection. */
     bool batch_intake;
+
+    /* Optional: true when an empty payload on `topic` is a clear (the
+     * MQTT idiom that deletes a retained message) rather than a bad input:
+     * route() and apply() then get it with in->cleared set, no body and
+     * no id (vigil_input_parse_cleared), so applying it twice must change
+     * nothing the second time. NULL: an empty payload is refused as
+     * not_json on every topic. */
+    bool (*clear_topic)(const char *topic);
 } vigil_service_def;
 
 /* A Redis connection (and store) for one background thread. */
