@@ -5,7 +5,7 @@ when answered, expired or their session ended) and each user's latest presence p
 away); a payload field disagreeing with its topic is topic_mismatch,
 never logged; a NUL in a posted string is a 400; presence by idle_ms is
 dated by the gateway's clock; the `connected` frame's id resumes a
-client that saw no entry."""
+client that saw no entry; a cleared retained snapshot leaves ?snapshot=1."""
 
 import time
 
@@ -222,3 +222,29 @@ def test_connected_id_resumes_a_client_that_saw_no_entry(stack):
     got = r.until(lambda f: f["data"].get("text") == "gap 2")
     assert [f["data"]["text"] for f in got] == ["gap 0", "gap 1", "gap 2"], got
     r.close()
+
+
+def test_a_cleared_snapshot_leaves_the_snapshot(stack):
+    """A retained snapshot cleared (an empty retained message, as
+    stall-resumer clears agent/{a}/assessment when an agent retires) is no
+    longer in ?snapshot=1 and is not refused as a bad input. An empty
+    payload on a topic that is not a snapshot is still refused (not_json)."""
+    gw = start_gateway(stack)
+    pub = stack.publisher()
+    col = stack.collector()
+    a = uid("agent-")
+    topic = f"agent/{a}/assessment"
+    pub.publish(topic, {"agent": a, "is_active": False, "ts": now()}, retain=True)
+
+    def shown():
+        return [f for f in snapshot(gw, "agents") if f["data"].get("topic") == topic]
+    wait_until(shown, scaled(10), "the assessment kept")
+    mark = col.mark()
+    pub.publish(topic, b"", retain=True)
+    wait_until(lambda: not shown(), scaled(10), "the cleared assessment gone")
+    room = f"room/{uid('r')}/message"
+    pub.publish(room, b"")
+    err = col.wait_event("sys/presence-gateway/error", lambda e: e.get("topic") == room,
+                         timeout=10, since=mark)
+    assert err["reason"] == "not_json", err
+    assert not col.find("sys/presence-gateway/error", lambda e: e.get("topic") == topic, since=mark)

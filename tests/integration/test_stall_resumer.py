@@ -271,6 +271,69 @@ def test_stalled_agent_gets_one_resume_with_a_claimed_task_active_gets_none(stac
     assert validate_outputs(col, OUTPUTS) > 0
 
 
+def test_a_cleared_status_retires_the_agent(stack):
+    """Clearing an agent's retained status (an empty retained message, how
+    MQTT deletes one) retires it: its retained assessment is cleared, its
+    scans stop and no resume follows, not even one already queued. A signal
+    later brings it back (within the resume interval of its last resume,
+    so without a second one yet). A clear for an agent never seen changes nothing,
+    and an empty activity payload is still a bad input."""
+    svc = stack.service(SERVICE, env=FAST)
+    col = stack.collector()
+    pub = stack.publisher()
+    store = stack.store(SERVICE)
+    agent = uid("gone-")
+    pub.publish(*status(agent, 13 * HOUR), retain=True)
+    pub.publish(*activity(agent, "GIT_COMMIT", 13 * HOUR, detail="wired the retry loop"))
+    first = col.wait_event(f"agent/{agent}/resume", timeout=15)
+    # a resume job queued for it, waiting for a worker: skipped once retired
+    job = {"id": f"resume.{agent}.9", "agent": agent, "seq": 9,
+           "decided": harness.now_ms(), "reason": "inactive: confidence 0.000 < 0.5"}
+    skipped = svc.metric("vigil_stall_jobs_total", outcome="skipped") or 0
+    mark = col.mark()
+    pub.publish(f"agent/{agent}/status", b"", retain=True)
+    harness.wait_until(lambda: svc.metric("vigil_stall_agents_retired_total") == 1, 10,
+                       "the agent retired")
+    col.wait_for(lambda c: [m for m in c.find(f"agent/{agent}/assessment", since=mark)
+                            if m.payload == b""], 10, "its assessment cleared")
+    after = col.mark()  # a scan just before the clear may have published before it
+    held = harness.retained(stack.broker.port, "agent/+/assessment")
+    assert f"agent/{agent}/assessment" not in held
+    _, rec = store.state(f"agent:{agent}")
+    assert rec["retired"] is True and rec["sig"] == [] and "status" not in rec, rec
+    c = stack.redis.client()
+    try:
+        c.xadd(f"{stack.prefix}{SERVICE}:resumes", {"m": json.dumps(job)})
+    finally:
+        c.close()
+    harness.wait_until(
+        lambda: svc.metric("vigil_stall_jobs_total", outcome="skipped") == skipped + 1, 10,
+        "the queued job skipped")
+    # several scan periods: no assessment, no resume
+    time.sleep(1.5)
+    assert not col.find(f"agent/{agent}/assessment", since=after)
+    assert list(resumes(col).get(agent, {})) == [first["id"]]
+    # cleared again: nothing more to retire
+    pub.publish(f"agent/{agent}/status", b"", retain=True)
+    pub.publish(f"agent/{uid('never-seen-')}/status", b"", retain=True)
+    time.sleep(1.0)
+    assert svc.metric("vigil_stall_agents_retired_total") == 1
+    assert not col.find(f"sys/{SERVICE}/error", since=mark)
+    # it comes back: assessed, and scanned again (each scan republishes)
+    back = col.mark()
+    pub.publish(*activity(agent, "GIT_COMMIT", 13 * HOUR, detail="back at the retry loop"))
+    harness.wait_until(lambda: len(col.find(f"agent/{agent}/assessment", since=back)) >= 3, 10,
+                       "its assessment and scans again")
+    _, rec = store.state(f"agent:{agent}")
+    assert "retired" not in rec and rec["sig"], rec
+    # an empty payload elsewhere is still refused
+    err_mark = col.mark()
+    pub.publish(f"agent/{agent}/activity", b"")
+    err = col.wait_event(f"sys/{SERVICE}/error", timeout=10, since=err_mark)
+    assert err["reason"] == "not_json", err
+    assert validate_outputs(col, OUTPUTS) > 0
+
+
 def stalled_fleet(pub, n, prefix):
     agents = [f"{prefix}{i:03d}" for i in range(n)]
     for a in agents:

@@ -88,6 +88,7 @@ typedef struct gateway {
 extern const vigil_config_var GATEWAY_CONFIG_VARS[];
 
 int gateway_configure(void *ctx, const vigil_common_config *common, char *err, size_t errlen);
+bool gateway_clear_topic(const char *topic);
 int gateway_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][VIGIL_KEY_MAX],
                   int max_keys, void **parsed, vigil_error *err);
 int gateway_apply(void *ctx, const char *key, const char *state_json, const vigil_input *in,

@@ -2,14 +2,23 @@
  * Theater shows is appended, once (the runtime dedupes redeliveries by
  * input id), to the gateway's log stream, whose entry ids are the SSE
  * positions; state topics also replace their kept latest entry (for
- * ?snapshot=1), and council questions and presence change the records
- * kept beside them (kept.c); and the timers of those and of the presence
- * records. */
+ * ?snapshot=1; a snapshot cleared, an empty retained message, leaves it),
+ * and council questions and presence change the records kept beside them
+ * (kept.c); and the timers of those and of the presence records. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <vigil/effects.h>
 #include "adapter.h"
+
+/* An empty payload on a snapshot topic the gateway keeps only as its
+ * latest entry (not a kept record's): the retained snapshot was cleared
+ * (e.g. stall-resumer's agent/{a}/assessment when the agent retires). */
+bool gateway_clear_topic(const char *topic)
+{
+    char kept[VIGIL_KEY_MAX];
+    return gw_topic_is_snapshot(topic) && !gw_kept_key(topic, NULL, kept, sizeof kept);
+}
 
 /* Every level between the first and the last must be an id: they are the
  * room, persona, session or service names the page shows; and a payload
@@ -37,7 +46,7 @@ int gateway_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys
     }
     int n = vigil_route_add_key(keys, 0, max_keys, GATEWAY_LOG_KEY);
     char kept[VIGIL_KEY_MAX];
-    if (gw_kept_key(in->topic, in->body, kept, sizeof kept))
+    if (!in->cleared && gw_kept_key(in->topic, in->body, kept, sizeof kept))
         n = vigil_route_add_key(keys, n, max_keys, kept);
     return n;
 }
@@ -81,6 +90,14 @@ int gateway_apply(void *ctx, const char *key, const char *state_json, const vigi
     if (strcmp(key, GATEWAY_LOG_KEY) != 0) {
         if (kept_fx(g, key, state_json, in->topic, in->body, now_ms, fx) != 0)
             return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "cannot keep %s", key);
+        return 0;
+    }
+    if (in->cleared) { /* gateway_clear_topic: ?snapshot=1 no longer shows it; nothing logged */
+        char name[VIGIL_TOPIC_MAX + 16];
+        snprintf(name, sizeof name, "%s%s", GATEWAY_SNAP_PREFIX, in->topic);
+        if (vigil_fx_key_delete(fx, name) != 0 ||
+            vigil_fx_set_remove(fx, GATEWAY_SNAP_SET, in->topic) != 0)
+            return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "cannot clear %s", in->topic);
         return 0;
     }
     char *entry = gw_log_entry(in->topic, in->body);

@@ -22,6 +22,7 @@ int main(int argc, char **argv)
         .route = gateway_route,
         .apply = gateway_apply,
         .on_timer = gateway_on_timer,
+        .clear_topic = gateway_clear_topic, /* a retained snapshot cleared */
         .ctx = &g,
         .start = gateway_start,
         .stop = gateway_stop,

@@ -32,7 +32,12 @@ typedef struct stall_service {
     atomic_int stop;
 } stall_service;
 
-typedef enum { STALL_IN_ACTIVITY, STALL_IN_STATUS, STALL_IN_TASK } stall_input_kind;
+typedef enum {
+    STALL_IN_ACTIVITY,
+    STALL_IN_STATUS,
+    STALL_IN_TASK,
+    STALL_IN_RETIRE /* agent/{a}/status cleared (an empty retained message) */
+} stall_input_kind;
 
 /* The typed form of one input handed from route() to apply(). Strings point
  * into the input's JSON body, except detail_owned. */
@@ -51,6 +56,7 @@ extern const char *const STALL_SUBSCRIPTIONS[];
 extern const vigil_config_var STALL_CONFIG_VARS[];
 
 int stall_configure(void *ctx, const vigil_common_config *common, char *err, size_t errlen);
+bool stall_clear_topic(const char *topic);
 int stall_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][VIGIL_KEY_MAX],
                 int max_keys, void **parsed, vigil_error *err);
 int stall_apply(void *ctx, const char *key, const char *state_json, const vigil_input *in,

@@ -1,10 +1,11 @@
 /* apply.c - runs the core on one record and turns its verdicts into
  * effects. Agent records: signals and status in, the retained
  * agent/{a}/assessment out whenever it changes, and the agent's scan timer
- * armed. The scan (a timer per agent in the runtime's durable timer set,
- * so the work per tick is the agents due, not every agent) republishes the
- * assessment and, when a resume is due, enqueues a resume job in the same
- * atomic commit. The task pool record takes planner/task offers. */
+ * armed; a cleared status retires the agent. The scan (a timer per agent
+ * in the runtime's durable timer set, so the work per tick is the agents
+ * due, not every agent) republishes the assessment and, when a resume is
+ * due, enqueues a resume job in the same atomic commit. The task pool
+ * record takes planner/task offers. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +96,26 @@ static const char *const SIGNAL_RESULTS[] = {"added", "noise", "duplicate", "exp
 static const char *const TASK_RESULTS[] = {"added", "updated", "unchanged", "already_claimed",
                                            "full"};
 
+/* Its retained status cleared: the agent has gone away. Its scan timer is
+ * cancelled and its retained assessment cleared in the same commit as the
+ * retired record, so no scan, job or resume follows (a resume job already
+ * queued is skipped by its worker: stall_resume_still_due). An agent never
+ * seen, or retired already, changes nothing. */
+static int retire_agent(stall_agent *a, const char *state_json, vigil_effects *fx)
+{
+    if (!state_json || !stall_agent_retire(a))
+        return 0;
+    vigil_counter_add("vigil_stall_agents_retired_total",
+                      "Agents retired because their retained status was cleared", NULL, 1);
+    vigil_log_kv(VIGIL_LOG_INFO, "agent retired: its status was cleared", "agent", a->agent, NULL);
+    char topic[VIGIL_TOPIC_MAX];
+    snprintf(topic, sizeof topic, "agent/%s/assessment", a->agent);
+    if (vigil_fx_timer_cancel(fx, STALL_SCAN_TIMER) != 0 ||
+        vigil_fx_publish(fx, topic, "", true) != 0)
+        return -1;
+    return save_agent(fx, a, state_json);
+}
+
 /* Signals and status: assess at once and publish when the verdict moved. */
 static int apply_agent(const stall_service *svc, const char *key, const char *state_json,
                        const stall_parsed *pp, const vigil_input *in, int64_t now, vigil_effects *fx)
@@ -102,6 +123,11 @@ static int apply_agent(const stall_service *svc, const char *key, const char *st
     stall_agent *a = stall_load_agent(key, state_json, NULL);
     if (!a)
         return -1;
+    if (pp->kind == STALL_IN_RETIRE) {
+        int rc = retire_agent(a, state_json, fx);
+        free(a);
+        return rc;
+    }
     bool changed;
     if (pp->kind == STALL_IN_ACTIVITY) {
         stall_signal_result res = stall_agent_add_signal(a, &svc->cfg, in->id, pp->source, pp->detail,
@@ -113,6 +139,10 @@ static int apply_agent(const stall_service *svc, const char *key, const char *st
         changed = stall_agent_set_status(a, &svc->cfg, &pp->status, now);
     }
     int rc = 0;
+    if (changed && a->retired) {
+        stall_agent_return(a);
+        vigil_log_kv(VIGIL_LOG_INFO, "retired agent reports again", "agent", a->agent, NULL);
+    }
     if (changed) {
         stall_scan_result r;
         memset(&r, 0, sizeof r);
@@ -183,6 +213,10 @@ int stall_on_timer(void *ctx, const char *key, const char *state_json, const cha
     stall_agent *a = stall_load_agent(key, state_json, &unreadable);
     if (!a)
         return -1;
+    if (a->retired) { /* a scan its retirement's commit did not cancel in time: it ends here */
+        free(a);
+        return 0;
+    }
     stall_scan_result r;
     /* a record we cannot read is an internal error: the guard fails open */
     stall_agent_scan(a, &svc->cfg, now_ms, unreadable ? "agent record unreadable" : NULL, &r);

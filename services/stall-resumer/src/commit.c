@@ -108,9 +108,9 @@ static int decide_resume(void *arg, const char *key, const char *state_json, int
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     char event_id[VIGIL_EVENT_ID_MAX + 1], topic[VIGIL_TOPIC_MAX];
     vigil_event_id(event_id, sizeof event_id, job->id, a->agent, 0);
-    if (a->sent_seq >= job->seq) {
+    if (a->sent_seq >= job->seq || a->retired) {
         free(a);
-        return 0; /* already sent under this seq */
+        return 0; /* already sent under this seq, or the agent retired since the check */
     }
     const stall_task *prio[STALL_PRIORITIES];
     for (int i = 0; i < r->claim->n_prio; i++)

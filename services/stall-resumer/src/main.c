@@ -22,6 +22,7 @@ int main(int argc, char **argv)
         .apply = stall_apply,
         .on_timer = stall_on_timer,
         .free_parsed = stall_free_parsed,
+        .clear_topic = stall_clear_topic, /* agent/{a}/status cleared: the agent retired */
         .ctx = &svc,
         .start = stall_start,
         .stop = stall_stop,

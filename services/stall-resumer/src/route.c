@@ -1,7 +1,8 @@
 /* route.c - validates every input fully (a bad field is a reject with a
  * precise reason, never a crash, never a state change) and names the
  * record it touches:
- *   agent/{a}/activity, agent/{a}/status  -> "agent:<a>"
+ *   agent/{a}/activity, agent/{a}/status  -> "agent:<a>" (an empty
+ *                                            status: the agent retires)
  *   planner/task                          -> "planner:tasks" (the pool) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +100,18 @@ static int parse_task(const vigil_input *in, stall_parsed *pp, vigil_error *err)
     return 0;
 }
 
+/* agent/{a}/status with an empty payload: its retained status cleared,
+ * which retires the agent (apply.c). Every other empty payload stays a
+ * bad input (not_json). */
+bool stall_clear_topic(const char *topic)
+{
+    static const char pre[] = "agent/", post[] = "/status";
+    size_t n = strlen(topic), np = sizeof pre - 1, ns = sizeof post - 1;
+    if (n <= np + ns || strncmp(topic, pre, np) != 0 || strcmp(topic + n - ns, post) != 0)
+        return false;
+    return memchr(topic + np, '/', n - np - ns) == NULL;
+}
+
 int stall_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][VIGIL_KEY_MAX],
                 int max_keys, void **parsed, vigil_error *err)
 {
@@ -112,6 +125,12 @@ int stall_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[]
     if (in->nparts == 2 && strcmp(in->parts[0], "planner") == 0 && strcmp(in->parts[1], "task") == 0) {
         if (parse_task(in, pp, err) == 0) {
             snprintf(keys[0], VIGIL_KEY_MAX, "%s", STALL_TASKS_KEY);
+            rc = 1;
+        }
+    } else if (in->cleared) { /* stall_clear_topic: agent/{a}/status */
+        pp->kind = STALL_IN_RETIRE;
+        if (vigil_input_topic_id(in, 1, NULL, &pp->agent, err) == 0) {
+            snprintf(keys[0], VIGIL_KEY_MAX, "%s%s", STALL_AGENT_PREFIX, pp->agent);
             rc = 1;
         }
     } else if (in->nparts == 3 && strcmp(in->parts[0], "agent") == 0 &&

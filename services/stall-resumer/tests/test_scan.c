@@ -22,15 +22,22 @@ static stall_agent *stalled(void)
     return a;
 }
 
+/* A stalled agent whose first scan (at T0) decided resume 1. */
+static stall_agent *first_resume_due(stall_scan_result *r)
+{
+    stall_agent *a = stalled();
+    stall_agent_scan(a, &cfg, T0, NULL, r);
+    assert_true(r->resume);
+    assert_int_equal(r->seq, 1);
+    assert_int_equal(r->as.category, STALL_CAT_AUTO_RESUME);
+    return a;
+}
+
 static void test_stalled_gets_one_resume(void **state)
 {
     (void)state;
-    stall_agent *a = stalled();
     stall_scan_result r;
-    stall_agent_scan(a, &cfg, T0, NULL, &r);
-    assert_true(r.resume);
-    assert_int_equal(r.seq, 1);
-    assert_int_equal(r.as.category, STALL_CAT_AUTO_RESUME);
+    stall_agent *a = first_resume_due(&r);
     a = st_roundtrip(a);
     /* the next scan, job still in flight: none */
     stall_agent_scan(a, &cfg, T0 + MIN_MS, NULL, &r);
@@ -268,6 +275,47 @@ static void test_job_roundtrip(void **state)
     assert_null(stall_agent_from_json("nope", "a", e2, sizeof e2));
 }
 
+/* A cleared status retires the agent: what it reported is forgotten, a
+ * resume job already queued for it is not due any more, and the record
+ * keeps the mark through a round trip. Retiring again changes nothing. An
+ * agent that comes back is resumed under new numbers (its old resume ids
+ * are kept, so their echoes are still not activity). */
+static void test_retired_agent(void **state)
+{
+    (void)state;
+    stall_scan_result r;
+    stall_agent *a = first_resume_due(&r);
+    assert_true(stall_agent_resume_sent(a, 1, "resume.ann.1:agent:ann:0", T0 + MIN_MS));
+    stall_agent_scan(a, &cfg, T0 + 2 * HOUR_MS, NULL, &r);
+    assert_true(r.resume); /* seq 2 queued, not sent */
+    assert_int_equal(r.seq, 2);
+    assert_true(stall_agent_retire(a));
+    assert_false(stall_agent_retire(a));
+    assert_true(a->retired);
+    assert_int_equal(a->n_sig, 0);
+    assert_false(a->status.present);
+    assert_int_equal(a->pending_seq, 0);
+    assert_int_equal(a->next_scan, 0);
+    a = st_roundtrip(a);
+    assert_true(a->retired);
+    char why[STALL_REASON_LEN];
+    assert_false(stall_resume_still_due(a, &cfg, 2, T0 + 2 * HOUR_MS + MIN_MS, why, sizeof why));
+    assert_non_null(strstr(why, "retired"));
+    /* it comes back: seq goes on from 2, our resume's echo is still ours */
+    assert_int_equal(stall_agent_add_signal(a, &cfg, "echo", STALL_SRC_INBOX_PROCESSING,
+                                            "resume.ann.1:agent:ann:0", false, T0 - 13 * HOUR_MS,
+                                            T0 + 3 * HOUR_MS),
+                     STALL_SIGNAL_NOISE);
+    stall_agent_return(a);
+    st_sig(a, &cfg, STALL_SRC_GIT_COMMIT, 13 * HOUR_MS, "back at the retry loop", false);
+    a = st_roundtrip(a);
+    assert_false(a->retired);
+    stall_agent_scan(a, &cfg, T0 + 3 * HOUR_MS, NULL, &r);
+    assert_true(r.resume);
+    assert_int_equal(r.seq, 3);
+    free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +327,7 @@ int main(void)
         cmocka_unit_test_setup(test_prompt_and_payloads, setup),
         cmocka_unit_test_setup(test_assessment_payload, setup),
         cmocka_unit_test_setup(test_job_roundtrip, setup),
+        cmocka_unit_test_setup(test_retired_agent, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

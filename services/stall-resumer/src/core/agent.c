@@ -196,9 +196,36 @@ void stall_agent_scan(stall_agent *a, const stall_config *c, int64_t now,
     r->seq = a->pending_seq;
 }
 
+bool stall_agent_retire(stall_agent *a)
+{
+    if (a->retired)
+        return false;
+    a->n_sig = 0;
+    memset(&a->status, 0, sizeof a->status);
+    a->last_seen = 0;
+    a->progress[0] = '\0';
+    a->progress_ts = 0;
+    a->pending_seq = 0;
+    a->pending_since = 0;
+    a->pending_reason[0] = '\0';
+    a->published = 0;
+    a->next_scan = 0;
+    a->retired = true;
+    return true;
+}
+
+void stall_agent_return(stall_agent *a)
+{
+    a->retired = false;
+}
+
 bool stall_resume_still_due(stall_agent *a, const stall_config *c, int64_t seq, int64_t now,
                             char *why, size_t whylen)
 {
+    if (a->retired) {
+        snprintf(why, whylen, "agent retired: its status was cleared");
+        return false;
+    }
     if (a->sent_seq >= seq) {
         snprintf(why, whylen, "resume %" PRId64 " already sent", seq);
         return true;

@@ -72,6 +72,8 @@ char *stall_agent_to_json(const stall_agent *a)
     snprintf(pub, sizeof pub, "%016" PRIx64, a->published);
     add_str(o, "published", pub);
     add_i64(o, "next_scan", a->next_scan);
+    if (a->retired)
+        json_object_object_add(o, "retired", json_object_new_boolean(true));
     return dump(o);
 }
 
@@ -170,6 +172,14 @@ stall_agent *stall_agent_from_json(const char *json, const char *agent, char *er
         get_str(o, "published", pub, sizeof pub) || get_i64(o, "next_scan", &a->next_scan))
         goto fail;
     a->published = strtoull(pub, NULL, 16);
+    what = "bad retired";
+    json_object *ret;
+    if (json_object_object_get_ex(o, "retired", &ret)) {
+        if (!json_object_is_type(ret, json_type_boolean))
+            goto fail;
+        a->retired = json_object_get_boolean(ret);
+    }
+    what = "bad field";
     if (json_object_object_get_ex(o, "recent", &rec)) {
         if (!json_object_is_type(rec, json_type_array))
             goto fail;

@@ -143,6 +143,7 @@ typedef struct stall_agent {
     int n_recent;
     uint64_t published;     /* change key of the last assessment published */
     int64_t next_scan;      /* deadline of the scan timer (0 = none set) */
+    bool retired;           /* its retained status was cleared: not scanned, never resumed */
 } stall_agent;
 
 void stall_agent_init(stall_agent *a, const char *agent);
@@ -281,6 +282,18 @@ bool stall_resume_due(const stall_agent *a, const stall_config *c, const stall_g
  * send step sends it only once. */
 bool stall_resume_still_due(stall_agent *a, const stall_config *c, int64_t seq, int64_t now,
                             char *why, size_t whylen);
+
+/* The agent's retained status was cleared (an empty agent/{a}/status):
+ * it has gone away. Forgets its signals, status, progress, pending resume
+ * and scan, and marks it retired: no scan, no resume. What tells our own
+ * resumes apart stays (their sequence numbers and ids), so an agent that
+ * comes back (an added signal or a status, stall_agent_return) is resumed
+ * under new numbers. Returns false when it was retired already (nothing
+ * changes). */
+bool stall_agent_retire(stall_agent *a);
+/* A retired agent that reports again (a signal added or a status taken)
+ * is an agent like any other. */
+void stall_agent_return(stall_agent *a);
 
 /* Records a sent resume (seq, event id, claimed task or NULL). Returns
  * false when seq was already sent (nothing changes). */
