@@ -12,7 +12,7 @@
  *    one command a part, at a clock that only moves forward:
  *    "sig <+ms> id|source|detail|in_tool|age", "status <+ms> fsm|mission|
  *    task|task..", "scan <+ms>", "still <+ms> seq", "sent <+ms> seq|event",
- *    "noise <+ms> csv".
+ *    "noise <+ms> csv", "retire <+ms>", "return <+ms>".
  * What must hold: a refusal says why; a record (agent or tasks) written
  * reads back and writes the same text again; a scan's decision gives a
  * category of the four, a confidence in 0..1000, a reason when no resume
@@ -260,6 +260,18 @@ static void fuzz_agent(fuzz_strs *ps, int64_t now)
         } else if (!strcmp(verb, "noise")) {
             if (stall_config_set_noise(&c, f[0], why, sizeof why) != 0 && why[0] == '\0')
                 abort();
+        } else if (!strcmp(verb, "retire")) {
+            /* true when it was not retired; then nothing it reported is left */
+            bool was = a->retired;
+            if (stall_agent_retire(a) == was || !a->retired ||
+                (!was && (a->n_sig != 0 || a->pending_seq != 0 || a->next_scan != 0)))
+                abort();
+            /* no resume is due to a retired agent, and it says why */
+            if (stall_resume_still_due(a, &c, a->resume_seq + 1, now, why, sizeof why) ||
+                why[0] == '\0')
+                abort();
+        } else if (!strcmp(verb, "return")) {
+            stall_agent_return(a);
         } else {
             continue;
         }

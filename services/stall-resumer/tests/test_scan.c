@@ -301,6 +301,11 @@ static void test_retired_agent(void **state)
     char why[STALL_REASON_LEN];
     assert_false(stall_resume_still_due(a, &cfg, 2, T0 + 2 * HOUR_MS + MIN_MS, why, sizeof why));
     assert_non_null(strstr(why, "retired"));
+    /* a scan (which the service no longer runs for it) decides none either */
+    stall_agent_scan(a, &cfg, T0 + 5 * HOUR_MS, NULL, &r);
+    assert_false(r.resume);
+    assert_non_null(strstr(r.why_not, "retired"));
+    assert_int_equal(a->pending_seq, 0);
     /* it comes back: seq goes on from 2, our resume's echo is still ours */
     assert_int_equal(stall_agent_add_signal(a, &cfg, "echo", STALL_SRC_INBOX_PROCESSING,
                                             "resume.ann.1:agent:ann:0", false, T0 - 13 * HOUR_MS,

@@ -146,6 +146,10 @@ uint64_t stall_assessment_key(const stall_assessment *as)
 bool stall_resume_due(const stall_agent *a, const stall_config *c, const stall_guard *g,
                       stall_category cat, int64_t now, char *why, size_t whylen)
 {
+    if (a->retired) {
+        snprintf(why, whylen, "agent retired: its status was cleared");
+        return false;
+    }
     if (!g->send) {
         snprintf(why, whylen, "%s", g->reason);
         return false;

@@ -269,7 +269,7 @@ void stall_agent_scan(stall_agent *a, const stall_config *c, int64_t now,
                       const char *internal_error, stall_scan_result *r);
 
 /* Is a resume due now (given the guard's verdict and the category)? why
- * says why not. */
+ * says why not. Never to a retired agent. */
 bool stall_resume_due(const stall_agent *a, const stall_config *c, const stall_guard *g,
                       stall_category cat, int64_t now, char *why, size_t whylen);
 
