@@ -193,3 +193,27 @@ def test_ages_just_under_a_limit_never_read_as_the_limit(stack):
     assert got["warn"].startswith("🟡 WARNING") and "status 5h59m" in got["warn"], got["warn"]
     assert got["crit"].startswith("🟠 CRITICAL") and "status 11h59m" in got["crit"], got["crit"]
     assert got["auto"].startswith("🔴 AUTO-RESUME") and "status 13h01m" in got["auto"], got["auto"]
+
+
+def test_a_retired_agent_is_no_longer_listed(stack):
+    """Clearing an agent's retained status retires it, and stall-resumer
+    clears its retained assessment in the same commit: the checker, which
+    reads only those two topics, no longer lists it."""
+    stack.service(SERVICE, env={"VIGIL_STALL_SCAN_MS": "300"})
+    col = stack.collector()
+    pub = stack.publisher()
+    stays, gone = uid("stays-"), uid("gone-")
+    for agent in (stays, gone):
+        publish_status(pub, agent, 3 * HOUR, "PLANNING")
+        col.wait_event(f"agent/{agent}/assessment", timeout=15)
+    r = run_vigil(stack, "agents", "status", env=NO_REDIS)
+    assert r.returncode == 0, r.stderr
+    assert set(lines_by_agent(r.stdout, {"stays": stays, "gone": gone})) == {"stays", "gone"}
+    mark = col.mark()
+    pub.publish(f"agent/{gone}/status", b"", retain=True)
+    col.wait_for(lambda c: [m for m in c.find(f"agent/{gone}/assessment", since=mark)
+                            if m.payload == b""], 10, "its assessment cleared")
+    r = run_vigil(stack, "agents", "status", env=NO_REDIS)
+    assert r.returncode == 0, r.stderr
+    assert set(lines_by_agent(r.stdout, {"stays": stays, "gone": gone})) == {"stays"}, r.stdout
+    assert "1 agent(s)" in r.stdout, r.stdout
