@@ -282,7 +282,10 @@ def test_a_cleared_status_retires_the_agent(stack):
     col = stack.collector()
     pub = stack.publisher()
     store = stack.store(SERVICE)
-    agent = uid("gone-")
+    agent, witness = uid("gone-"), uid("witness-")
+    # the witness's scans (every 300 ms, each republishing its assessment)
+    # are the clock below: no fixed sleep
+    pub.publish(*status(witness, 3 * HOUR), retain=True)
     pub.publish(*status(agent, 13 * HOUR), retain=True)
     pub.publish(*activity(agent, "GIT_COMMIT", 13 * HOUR, detail="wired the retry loop"))
     first = col.wait_event(f"agent/{agent}/resume", timeout=15)
@@ -309,14 +312,19 @@ def test_a_cleared_status_retires_the_agent(stack):
     harness.wait_until(
         lambda: svc.metric("vigil_stall_jobs_total", outcome="skipped") == skipped + 1, 10,
         "the queued job skipped")
-    # several scan periods: no assessment, no resume
-    time.sleep(1.5)
+    # four of the witness's scans: none for the retired agent, no resume
+    harness.wait_until(lambda: len(col.find(f"agent/{witness}/assessment", since=after)) >= 4,
+                       10, "four scans of the witness")
     assert not col.find(f"agent/{agent}/assessment", since=after)
     assert list(resumes(col).get(agent, {})) == [first["id"]]
-    # cleared again: nothing more to retire
+    # cleared again: nothing more to retire. The witness's signal, published
+    # after both clears on the same connection, is taken after them.
+    added = svc.metric("vigil_stall_signals_total", result="added") or 0
     pub.publish(f"agent/{agent}/status", b"", retain=True)
     pub.publish(f"agent/{uid('never-seen-')}/status", b"", retain=True)
-    time.sleep(1.0)
+    pub.publish(*activity(witness, "GIT_COMMIT", 0, detail="still here"))
+    harness.wait_until(lambda: svc.metric("vigil_stall_signals_total", result="added") == added + 1,
+                       10, "the witness's signal, after the clears")
     assert svc.metric("vigil_stall_agents_retired_total") == 1
     assert not col.find(f"sys/{SERVICE}/error", since=mark)
     # it comes back: assessed, and scanned again (each scan republishes)
