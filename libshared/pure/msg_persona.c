@@ -227,11 +227,16 @@ static int read_meta(json_object *b, int max_rooms, vigil_persona_meta *m, vigil
     return 0;
 }
 
-int vigil_persona_meta_read(json_object *b, int max_rooms, vigil_persona_meta *m, vigil_error *err)
+void vigil_persona_meta_init(vigil_persona_meta *m)
 {
     memset(m, 0, sizeof *m);
     m->parameters = -1;
     m->availability = -1;
+}
+
+int vigil_persona_meta_read(json_object *b, int max_rooms, vigil_persona_meta *m, vigil_error *err)
+{
+    vigil_persona_meta_init(m);
     if (read_meta(b, max_rooms, m, err) < 0) {
         vigil_persona_meta_release(m);
         return -1;

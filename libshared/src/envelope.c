@@ -193,3 +193,12 @@ bool vigil_topic_key_room_message(const char *topic, char *key, size_t key_size)
     key[n] = '\0';
     return true;
 }
+
+bool vigil_topic_is_kind(const char *topic, const char *head, const char *tail)
+{
+    size_t n = strlen(topic), nh = strlen(head), nt = strlen(tail);
+    if (n < nh + nt + 3 || strncmp(topic, head, nh) != 0 || topic[nh] != '/' ||
+        strcmp(topic + n - nt, tail) != 0 || topic[n - nt - 1] != '/')
+        return false;
+    return memchr(topic + nh + 1, '/', n - nh - nt - 2) == NULL;
+}

@@ -372,6 +372,22 @@ static void test_topic_key_room_message(void **state)
     assert_string_equal(key, "fifteen-chars-x");
 }
 
+/* clear_topic's matcher: exactly head/{one non-empty level}/tail. */
+static void test_topic_is_kind(void **state)
+{
+    (void)state;
+    assert_true(vigil_topic_is_kind("persona/ann/meta", "persona", "meta"));
+    assert_true(vigil_topic_is_kind("persona/a/meta", "persona", "meta"));
+    assert_true(vigil_topic_is_kind("heartbeat/b.c-d_e/config", "heartbeat", "config"));
+    const char *no[] = {
+        "persona//meta", "persona/ann/meta/x", "persona/ann", "persona/ann/state",
+        "personas/ann/meta", "xpersona/ann/meta", "persona/a/b/meta", "persona/ann/metax",
+        "persona/ann/xmeta", "/persona/ann/meta", "persona/meta", "personameta", "", "meta",
+    };
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        assert_false(vigil_topic_is_kind(no[i], "persona", "meta"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -386,6 +402,7 @@ int main(void)
         cmocka_unit_test(test_topic_id_invalid),
         cmocka_unit_test(test_topic_mismatch),
         cmocka_unit_test(test_topic_key_room_message),
+        cmocka_unit_test(test_topic_is_kind),
         cmocka_unit_test(test_parse_cleared),
     };
     return cmocka_run_group_tests_name("envelope", tests, NULL, NULL);

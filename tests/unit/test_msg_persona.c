@@ -74,6 +74,33 @@ static void meta_minimal_is_accepted(void **state)
     json_object_put(o);
 }
 
+/* A cleared meta (vigil_persona_meta_init) is what "{}" reads as. */
+static void meta_init_is_the_empty_meta(void **state)
+{
+    (void)state;
+    json_object *o = payload("{}");
+    vigil_persona_meta m, e;
+    vigil_error err = {0};
+    memset(&e, 0x5a, sizeof e);
+    assert_int_equal(vigil_persona_meta_read(o, 64, &m, &err), 0);
+    vigil_persona_meta_init(&e);
+    const vigil_persona_meta *both[] = {&m, &e};
+    for (int i = 0; i < 2; i++) {
+        const vigil_persona_meta *x = both[i];
+        assert_true(!x->name && !x->role && !x->model && !x->mood);
+        assert_true(!x->rooms && !x->domains && !x->conf_domains && !x->conf_values);
+        assert_int_equal(x->n_rooms + x->n_domains + x->n_conf, 0);
+        assert_false(x->has_tier);
+        assert_int_equal(x->parameters, -1);
+        assert_true(x->availability < 0);
+        assert_memory_equal(&x->dormancy, &m.dormancy, sizeof m.dormancy);
+        assert_int_equal(x->dormancy.has, 0u);
+    }
+    vigil_persona_meta_release(&m);
+    vigil_persona_meta_release(&e);
+    json_object_put(o);
+}
+
 static void meta_counter_examples(void **state)
 {
     (void)state;
@@ -276,6 +303,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(meta_example_reads),
         cmocka_unit_test(meta_minimal_is_accepted),
+        cmocka_unit_test(meta_init_is_the_empty_meta),
         cmocka_unit_test(meta_counter_examples),
         cmocka_unit_test(overrides_round_trip),
         cmocka_unit_test(state_example_reads),

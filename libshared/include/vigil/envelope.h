@@ -62,4 +62,9 @@ void vigil_input_clear(vigil_input *in);
  * false for any other topic (route() then decides, after parsing). */
 bool vigil_topic_key_room_message(const char *topic, char *key, size_t key_size);
 
+/* True when topic is "{head}/{x}/{tail}" with x one non-empty level (not
+ * checked as an id: route() does that and says why). For a service's
+ * clear_topic: which retained inputs an empty payload clears. */
+bool vigil_topic_is_kind(const char *topic, const char *head, const char *tail);
+
 #endif

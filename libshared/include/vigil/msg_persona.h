@@ -79,6 +79,10 @@ typedef struct vigil_persona_meta {
 int vigil_persona_meta_read(json_object *body, int max_rooms, vigil_persona_meta *out,
                             vigil_error *err);
 void vigil_persona_meta_release(vigil_persona_meta *m);
+/* A meta that says nothing, every field absent: what "{}" reads as, and
+ * what a cleared retained persona/{p}/meta means (no rooms, no name, no
+ * overrides). Needs no release. */
+void vigil_persona_meta_init(vigil_persona_meta *m);
 
 /* persona/{persona}/state: one entry per room the persona is in. */
 typedef struct vigil_persona_room_state {

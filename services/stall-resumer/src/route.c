@@ -105,11 +105,7 @@ static int parse_task(const vigil_input *in, stall_parsed *pp, vigil_error *err)
  * bad input (not_json). */
 bool stall_clear_topic(const char *topic)
 {
-    static const char pre[] = "agent/", post[] = "/status";
-    size_t n = strlen(topic), np = sizeof pre - 1, ns = sizeof post - 1;
-    if (n <= np + ns || strncmp(topic, pre, np) != 0 || strcmp(topic + n - ns, post) != 0)
-        return false;
-    return memchr(topic + np, '/', n - np - ns) == NULL;
+    return vigil_topic_is_kind(topic, "agent", "status");
 }
 
 int stall_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][VIGIL_KEY_MAX],
