@@ -553,6 +553,51 @@ def test_a_job_handled_again_claims_nothing_new_and_sends_nothing(stack):
     assert [t[0] for t in p["open"]] == ["w-2"] and [t[0] for t in p["claimed"]] == ["w-1"]
 
 
+def test_a_task_claimed_for_a_resume_never_sent_goes_back_to_the_pool(stack):
+    """A job's first pass claimed a task and then died before sending (here
+    the pool record is written as it left it); by the time the job is
+    handled again the agent has retired (its status cleared). No resume is
+    sent, so the claim is released: the task is open again, and another
+    agent's resume gets it."""
+    svc = stack.service(SERVICE, env=FAST)
+    col = stack.collector()
+    pub = stack.publisher()
+    store = stack.store(SERVICE)
+    agent, other = uid("left-"), uid("next-")
+    pub.publish(*task("r-1", 5, title="wire the retry loop"))
+    harness.wait_until(lambda: [t[0] for t in pool(store)["open"]] == ["r-1"], 10, "the task open")
+    pub.publish(*status(agent, 0), retain=True)
+    harness.wait_until(lambda: store.state(f"agent:{agent}")[1], 10, "the agent known")
+    pub.publish(f"agent/{agent}/status", b"", retain=True)
+    harness.wait_until(lambda: svc.metric("vigil_stall_agents_retired_total") == 1, 10,
+                       "the agent retired")
+    job_id = f"resume.{agent}.4"
+    v, p = store.state("planner:tasks")
+    opened = p["open"][0]  # [id, title, priority, agent, ts]
+    p["open"] = []
+    p["claimed"] = [opened[:4] + [job_id, harness.now_ms(), opened[3], opened[4]]]
+    c = stack.redis.client()
+    try:
+        c.hset(f"{store.base}state:planner:tasks", mapping={"s": json.dumps(p), "v": v + 1})
+        c.xadd(f"{stack.prefix}{SERVICE}:resumes", {"m": json.dumps(
+            {"id": job_id, "agent": agent, "seq": 4, "decided": harness.now_ms(),
+             "reason": "inactive: confidence 0.000 < 0.5"})})
+    finally:
+        c.close()
+    harness.wait_until(lambda: svc.metric("vigil_stall_tasks_released_total") == 1, 10,
+                       "the claim released")
+    p = pool(store)
+    assert p["claimed"] == [] and [t[0] for t in p["open"]] == ["r-1"], p
+    assert p["open"][0][4] == opened[4]  # as offered: its own ts
+    assert agent not in resumes(col)
+    assert svc.metric("vigil_stall_jobs_total", outcome="skipped") == 1
+    # the next stalled agent's resume gets it
+    pub.publish(*status(other, 13 * HOUR))
+    ev = col.wait_event(f"agent/{other}/resume", timeout=15)
+    assert ev["claimed_task"]["id"] == "r-1"
+    assert svc.metric("vigil_stall_tasks_released_total") == 1
+
+
 def test_guard_fails_open_on_an_unreadable_record(stack):
     """An internal error (here: the agent's stored record corrupted behind
     the service's back) does not leave the agent alone: the scan fails open

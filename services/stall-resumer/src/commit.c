@@ -9,7 +9,14 @@
  *   2. the agent: publish agent/{a}/resume with that task and mark it sent,
  *      deduplicated by the job id (a job handled twice sends one resume).
  * A crash between the steps leaves the job pending; handled again, step 1
- * returns the task already claimed and step 2 sends it. */
+ * returns the task already claimed and step 2 sends it.
+ *   3. when the job ends without its resume ever sent (step 0 found it no
+ *      longer due, or step 2 sent nothing: the agent retired between steps
+ *      1 and 2), a task claimed under the job id is released, back in the
+ *      pool: a claimed task is otherwise never offered again. A job handled
+ *      again after a crash may have claimed in its first pass, so this is
+ *      decided from the agent record (no resume sent under the job's seq),
+ *      not from what this pass claimed; nothing claimed, nothing changes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +71,7 @@ typedef struct recheck_arg {
     const stall_service *svc;
     const stall_job *job;
     bool due;
+    bool unsent; /* no resume sent under the job's seq (step 3) */
     char why[STALL_REASON_LEN];
 } recheck_arg;
 
@@ -79,6 +87,7 @@ static int decide_recheck(void *arg, const char *key, const char *state_json, in
     if (!a)
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     r->due = stall_resume_still_due(a, &r->svc->cfg, r->job->seq, now_ms, r->why, sizeof r->why);
+    r->unsent = a->sent_seq < r->job->seq;
     int rc = 0;
     if (!r->due) {
         char *json = stall_agent_to_json(a);
@@ -139,6 +148,96 @@ static int decide_resume(void *arg, const char *key, const char *state_json, int
     return rc == 0 ? 0 : vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
 }
 
+typedef struct unsent_arg {
+    const stall_job *job;
+    bool unsent;
+} unsent_arg;
+
+/* Step 3's question after step 2, read only: was no resume ever sent
+ * under this job's seq? */
+static int decide_unsent(void *arg, const char *key, const char *state_json, int64_t now_ms,
+                         vigil_effects *fx, vigil_error *err)
+{
+    (void)now_ms;
+    (void)fx;
+    unsent_arg *u = arg;
+    u->unsent = false;
+    if (!state_json)
+        return 0;
+    stall_agent *a = stall_load_agent(key, state_json, NULL);
+    if (!a)
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
+    u->unsent = a->sent_seq < u->job->seq;
+    free(a);
+    return 0;
+}
+
+typedef struct released_arg {
+    const stall_job *job;
+    bool released;
+} released_arg;
+
+static int decide_release(void *arg, const char *key, const char *state_json, int64_t now_ms,
+                          vigil_effects *fx, vigil_error *err)
+{
+    (void)key;
+    (void)now_ms;
+    released_arg *x = arg;
+    x->released = false;
+    if (!state_json)
+        return 0;
+    char why[120];
+    stall_tasks *t = stall_tasks_from_json(state_json, why, sizeof why);
+    if (!t)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "%s", why);
+    int rc = 0;
+    if (stall_tasks_release(t, x->job->id)) {
+        x->released = true;
+        char *json = stall_tasks_to_json(t);
+        rc = json ? vigil_fx_set_state(fx, json) : -1;
+        free(json);
+    }
+    stall_tasks_free(t);
+    return rc == 0 ? 0 : vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
+}
+
+/* Step 3 (above): releases the task claimed under the job id, if any.
+ * A failure is logged and leaves the task claimed: the job itself is done,
+ * and retrying it forever over a task would be worse. */
+static vigil_decide_result release_claim(stall_service *svc, vigil_runtime_conn *conn,
+                                         const stall_job *job, int64_t now)
+{
+    vigil_error err = {0};
+    released_arg x = {job, false};
+    vigil_decide_result r = vigil_runtime_decide(svc->rt, conn, STALL_TASKS_KEY, NULL, now,
+                                                 decide_release, &x, &err);
+    if (r == VIGIL_DECIDE_DONE && x.released) {
+        vigil_counter_add("vigil_stall_tasks_released_total",
+                          "Claimed tasks put back in the pool: their resume was never sent",
+                          NULL, 1);
+        vigil_log_kv(VIGIL_LOG_INFO, "task claim released: no resume sent", "agent", job->agent,
+                     "job", job->id, NULL);
+    } else if (r == VIGIL_DECIDE_REJECTED) {
+        vigil_log_kv(VIGIL_LOG_ERROR, "task claim not released", "job", job->id, "detail",
+                     err.detail, NULL);
+    }
+    return r == VIGIL_DECIDE_GAVE_UP ? r : VIGIL_DECIDE_DONE;
+}
+
+/* Step 3 after step 2 sent nothing: asks the agent record first. */
+static vigil_decide_result release_if_unsent(stall_service *svc, vigil_runtime_conn *conn,
+                                             const stall_job *job, const char *key, int64_t now)
+{
+    vigil_error err = {0};
+    unsent_arg u = {job, false};
+    vigil_decide_result r =
+        vigil_runtime_decide(svc->rt, conn, key, NULL, now, decide_unsent, &u, &err);
+    if (r == VIGIL_DECIDE_GAVE_UP)
+        return r;
+    return r == VIGIL_DECIDE_DONE && u.unsent ? release_claim(svc, conn, job, now)
+                                              : VIGIL_DECIDE_DONE;
+}
+
 vigil_decide_result stall_commit_resume(stall_service *svc, vigil_runtime_conn *conn,
                                         const stall_job *job, int64_t now, bool *skipped)
 {
@@ -146,7 +245,7 @@ vigil_decide_result stall_commit_resume(stall_service *svc, vigil_runtime_conn *
     char key[VIGIL_KEY_MAX];
     snprintf(key, sizeof key, "%s%s", STALL_AGENT_PREFIX, job->agent);
     vigil_error err = {0};
-    recheck_arg ra0 = {svc, job, true, ""};
+    recheck_arg ra0 = {svc, job, true, false, ""};
     vigil_decide_result r =
         vigil_runtime_decide(svc->rt, conn, key, NULL, now, decide_recheck, &ra0, &err);
     if (r == VIGIL_DECIDE_GAVE_UP)
@@ -158,7 +257,7 @@ vigil_decide_result stall_commit_resume(stall_service *svc, vigil_runtime_conn *
         *skipped = true;
         vigil_log_kv(VIGIL_LOG_INFO, "⏸️ Skipping resume prompt", "agent", job->agent, "job",
                      job->id, "why", ra0.why, NULL);
-        return r;
+        return ra0.unsent ? release_claim(svc, conn, job, now) : r;
     }
     claim_arg c;
     memset(&c, 0, sizeof c);
@@ -184,5 +283,8 @@ vigil_decide_result stall_commit_resume(stall_service *svc, vigil_runtime_conn *
         vigil_log_kv(VIGIL_LOG_INFO, "resume sent", "agent", job->agent, "job", job->id, "task",
                      c.found ? c.task.id : "(none)", NULL);
     }
+    if (!ra.sent && (r == VIGIL_DECIDE_DONE || r == VIGIL_DECIDE_DUPLICATE) &&
+        release_if_unsent(svc, conn, job, key, now) == VIGIL_DECIDE_GAVE_UP)
+        return VIGIL_DECIDE_GAVE_UP;
     return r;
 }

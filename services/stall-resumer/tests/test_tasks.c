@@ -113,12 +113,68 @@ static void test_top_and_full(void **state)
     assert_null(stall_tasks_from_json("[]", err, sizeof err));
 }
 
+/* A claim whose resume was never sent goes back to the pool as offered
+ * (its own agent, priority and ts), through the record; releasing twice,
+ * or a claim id never used, changes nothing. */
+static void test_release(void **state)
+{
+    (void)state;
+    stall_tasks *t = stall_tasks_new();
+    stall_task mine = task("t-mine", 5, "ann", T0 + 1), any = task("t-any", 3, NULL, T0 + 2);
+    stall_tasks_offer(t, &mine);
+    stall_tasks_offer(t, &any);
+    bool changed;
+    assert_string_equal(stall_tasks_claim(t, "ann", "job-1", T0 + 10, &changed)->id, "t-mine");
+    assert_string_equal(stall_tasks_claim(t, "ann", "job-2", T0 + 11, &changed)->id, "t-any");
+    assert_int_equal(t->n_open, 0);
+    t = roundtrip(t);
+    assert_true(stall_tasks_release(t, "job-2"));
+    assert_false(stall_tasks_release(t, "job-2"));
+    assert_false(stall_tasks_release(t, "job-never"));
+    assert_int_equal(t->n_claimed, 1);
+    assert_int_equal(t->n_open, 1);
+    /* back as offered: for anyone again, so bob can take it */
+    assert_string_equal(t->open[0].agent, "");
+    assert_int_equal(t->open[0].ts, T0 + 2);
+    assert_int_equal(t->open[0].priority, 3);
+    assert_string_equal(t->open[0].title, "title of t-any");
+    assert_string_equal(stall_tasks_claim(t, "bob", "job-b", T0 + 20, &changed)->id, "t-any");
+    /* ann's own task comes back as ann's: bob never gets it */
+    assert_true(stall_tasks_release(t, "job-1"));
+    assert_string_equal(t->open[0].agent, "ann");
+    assert_null(stall_tasks_claim(t, "bob", "job-b2", T0 + 21, &changed));
+    assert_string_equal(stall_tasks_claim(t, "ann", "job-3", T0 + 22, &changed)->id, "t-mine");
+    stall_tasks_free(t);
+}
+
+/* A pool record written before claims kept the task's agent and ts (six
+ * items per claim) still reads; its claims release as tasks for anyone. */
+static void test_release_of_an_old_record(void **state)
+{
+    (void)state;
+    char err[80];
+    stall_tasks *t = stall_tasks_from_json(
+        "{\"open\":[],\"claimed\":[[\"t1\",\"T\",4,\"ann\",\"job-1\",100]]}", err,
+        sizeof err);
+    assert_non_null(t);
+    assert_true(stall_tasks_release(t, "job-1"));
+    assert_int_equal(t->n_open, 1);
+    assert_string_equal(t->open[0].agent, "");
+    assert_int_equal(t->open[0].priority, 4);
+    stall_tasks_free(t);
+    assert_null(stall_tasks_from_json(
+        "{\"open\":[],\"claimed\":[[\"t1\",\"T\",4,\"ann\",\"job-1\",100,\"\"]]}", err,
+        sizeof err));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_claim_order),
         cmocka_unit_test(test_idempotent_and_not_reoffered),
         cmocka_unit_test(test_top_and_full),
+        cmocka_unit_test(test_release),
+        cmocka_unit_test(test_release_of_an_old_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

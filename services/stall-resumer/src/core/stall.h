@@ -328,6 +328,9 @@ typedef struct stall_claim {
     char agent[STALL_ID_MAX + 1];       /* claimed for */
     char claim[STALL_EVENT_ID_MAX + 1]; /* the resume job that claimed it */
     int64_t at;
+    /* the task as offered, to put it back (stall_tasks_release) */
+    char task_agent[STALL_ID_MAX + 1]; /* its own `agent`: "" = any agent */
+    int64_t ts;
 } stall_claim;
 
 typedef struct stall_tasks {
@@ -359,6 +362,14 @@ int stall_task_order(const stall_task *a, const stall_task *b, const char *agent
  * whether t changed. */
 const stall_claim *stall_tasks_claim(stall_tasks *t, const char *agent, const char *claim,
                                      int64_t now, bool *changed);
+/* Puts the task claimed under claim id `claim` back in the pool, as it
+ * was offered: its resume was never sent (the agent retired between the
+ * claim and the send), and a claimed task is otherwise never offered
+ * again. True when t changed; false when nothing was claimed under it
+ * (released already: applying it twice changes nothing) or when the pool
+ * is full and the task ranks last (it is then dropped, as an offer would
+ * be). */
+bool stall_tasks_release(stall_tasks *t, const char *claim);
 /* Up to max open tasks in claim order for agent (the project priorities). */
 int stall_tasks_top(const stall_tasks *t, const char *agent, const stall_task **out, int max);
 

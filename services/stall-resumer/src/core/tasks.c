@@ -122,9 +122,31 @@ const stall_claim *stall_tasks_claim(stall_tasks *t, const char *agent, const ch
     snprintf(c->agent, sizeof c->agent, "%s", agent);
     snprintf(c->claim, sizeof c->claim, "%s", claim);
     c->at = now;
+    memcpy(c->task_agent, t->open[best].agent, sizeof c->task_agent);
+    c->ts = t->open[best].ts;
     t->open[best] = t->open[--t->n_open];
     *changed = true;
     return c;
+}
+
+bool stall_tasks_release(stall_tasks *t, const char *claim)
+{
+    int i = 0;
+    while (i < t->n_claimed && strcmp(t->claimed[i].claim, claim) != 0)
+        i++;
+    if (i == t->n_claimed)
+        return false;
+    stall_task k;
+    memset(&k, 0, sizeof k);
+    memcpy(k.id, t->claimed[i].id, sizeof k.id);
+    memcpy(k.title, t->claimed[i].title, sizeof k.title);
+    k.priority = t->claimed[i].priority;
+    memcpy(k.agent, t->claimed[i].task_agent, sizeof k.agent);
+    k.ts = t->claimed[i].ts;
+    memmove(&t->claimed[i], &t->claimed[i + 1], (size_t)(t->n_claimed - i - 1) * sizeof *t->claimed);
+    t->n_claimed--;
+    stall_tasks_offer(t, &k);
+    return true;
 }
 
 int stall_tasks_top(const stall_tasks *t, const char *agent, const stall_task **out, int max)

@@ -1,5 +1,7 @@
 /* tasks_json.c - the task pool record: {"open":[[id,title,priority,agent,ts]...],
- * "claimed":[[id,title,priority,agent,claim,at]...]} (claimed oldest first). */
+ * "claimed":[[id,title,priority,agent,claim,at,task_agent,ts]...]} (claimed
+ * oldest first; a claim written before task_agent and ts were kept has six
+ * items, read as a task for any agent with ts 0). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,8 @@ char *stall_tasks_to_json(const stall_tasks *t)
         json_object_array_add(e, json_object_new_string(c->agent));
         json_object_array_add(e, json_object_new_string(c->claim));
         json_object_array_add(e, json_object_new_int64(c->at));
+        json_object_array_add(e, json_object_new_string(c->task_agent));
+        json_object_array_add(e, json_object_new_int64(c->ts));
         json_object_array_add(claimed, e);
     }
     json_object_object_add(o, "open", open);
@@ -92,7 +96,8 @@ stall_tasks *stall_tasks_from_json(const char *json, char *err, size_t errlen)
     n = json_object_array_length(claimed);
     for (size_t i = 0; i < n && t->n_claimed < STALL_MAX_CLAIMED_TASKS; i++) {
         json_object *e = json_object_array_get_idx(claimed, i);
-        if (!shaped(e, "ssissi"))
+        bool full = shaped(e, "ssissisi");
+        if (!full && !shaped(e, "ssissi"))
             goto fail;
         stall_claim *c = &t->claimed[t->n_claimed++];
         snprintf(c->id, sizeof c->id, "%s", str_at(e, 0));
@@ -101,6 +106,10 @@ stall_tasks *stall_tasks_from_json(const char *json, char *err, size_t errlen)
         snprintf(c->agent, sizeof c->agent, "%s", str_at(e, 3));
         snprintf(c->claim, sizeof c->claim, "%s", str_at(e, 4));
         c->at = int_at(e, 5);
+        if (full) {
+            snprintf(c->task_agent, sizeof c->task_agent, "%s", str_at(e, 6));
+            c->ts = int_at(e, 7);
+        }
     }
     json_object_put(o);
     return t;
