@@ -12,14 +12,16 @@
  *   2. the room's stored view (empty: none);
  *   3... one step each: a first line "<dt ms> <kind> [<persona>]", a
  *      payload after it; dt moves the clock on first. kind: message,
- *      control (room topics), meta, state (persona topics), ranked (the
+ *      control (room topics), meta, state (persona topics; an empty
+ *      payload: the retained meta or state cleared), ranked (the
  *      payload is a JSON array of persona ids: the model's answer for the
  *      oldest waiting message), timer (the oldest waiting message's
  *      deadline passes: the rules decide it).
  * What must hold, whatever the bytes: nothing fails; a decision lists its
  * granted picks first, never grants the sender nor (unless mentioned) a
  * persona held back; its events are JSON objects in valid UTF-8; each
- * refusal names its limit and says why; the view reads back as written. */
+ * refusal names its limit and says why; the view reads back as written; a
+ * clear applied again changes nothing. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,12 +150,11 @@ static void on_message(floor_room *r, const floor_config *c, bool llm, json_obje
     vigil_room_message_release(&rm);
 }
 
-static void on_meta(floor_room *r, const floor_config *c, const char *persona, json_object *b,
-                    int64_t now)
+/* A meta as the service's route hands it to the core. */
+static void apply_meta(floor_room *r, const floor_config *c, const char *persona,
+                       const vigil_persona_meta *pmp, int64_t now)
 {
-    vigil_persona_meta pm;
-    if (!fuzz_read_meta(b, &pm))
-        return;
+    const vigil_persona_meta pm = *pmp;
     bool ok = true;
     for (int i = 0; i < pm.n_domains; i++)
         ok = ok && pm.domains[i][0] && strlen(pm.domains[i]) <= FLOOR_WORD_MAX;
@@ -169,7 +170,44 @@ static void on_meta(floor_room *r, const floor_config *c, const char *persona, j
         bool joined, left;
         (void)floor_learn_meta(r, c, &m, now, &joined, &left);
     }
+}
+
+static void on_meta(floor_room *r, const floor_config *c, const char *persona, json_object *b,
+                    int64_t now)
+{
+    vigil_persona_meta pm;
+    if (!fuzz_read_meta(b, &pm))
+        return;
+    apply_meta(r, c, persona, &pm, now);
     vigil_persona_meta_release(&pm);
+}
+
+/* An empty payload on meta or state: the retained meta or state cleared,
+ * as the service reads it (the meta that says nothing; a state without
+ * this room). A clear has no id to deduplicate a redelivery by: applied a
+ * second time, it must leave the view as the first left it. */
+static void on_clear(floor_room *r, const floor_config *c, bool meta, const char *persona,
+                     int64_t now)
+{
+    char *first = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        vigil_persona_meta pm;
+        vigil_persona_meta_init(&pm);
+        if (meta)
+            apply_meta(r, c, persona, &pm, now);
+        else
+            (void)floor_forget_level(r, persona, NULL);
+        json_object *o = floor_room_to_json(r);
+        char *view = o ? strdup(fuzz_json_render(o)) : NULL;
+        json_object_put(o);
+        if (!view)
+            abort();
+        if (first)
+            fuzz_same_text("a clear applied again", first, view);
+        free(first);
+        first = view;
+    }
+    free(first);
 }
 
 static void on_state(floor_room *r, const floor_config *c, const char *persona, json_object *b,
@@ -190,6 +228,8 @@ static void on_state(floor_room *r, const floor_config *c, const char *persona, 
                                  .order = e->has_order ? e->order : FLOOR_UNKNOWN };
         bool joined;
         (void)floor_learn_level(r, c, persona, &st, now, &joined);
+    } else {
+        (void)floor_forget_level(r, persona, NULL); /* a state without this room */
     }
     vigil_persona_state_release(&ps);
 }
@@ -266,6 +306,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             r = after_step(r);
             continue;
         }
+        bool persona_ok = st.arg[0] && vigil_id_valid(st.arg, strlen(st.arg));
+        bool meta = strcmp(st.kind, "meta") == 0;
+        if (st.plen == 0 && persona_ok && (meta || strcmp(st.kind, "state") == 0)) {
+            on_clear(r, &c, meta, st.arg, now);
+            r = after_step(r);
+            continue;
+        }
         vigil_error err = {0};
         json_object *b = vigil_json_parse_object(st.payload, st.plen, 65536, &err);
         if (!b)
@@ -278,7 +325,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             json_object_put(b);
             continue;
         }
-        bool persona_ok = st.arg[0] && vigil_id_valid(st.arg, strlen(st.arg));
         if (strcmp(st.kind, "message") == 0) {
             on_message(r, &c, c.llm_budget_ms > 0, b, pid ? pid : id, now);
         } else if (strcmp(st.kind, "control") == 0) {
@@ -286,7 +332,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (vigil_room_control_read(b, &rc, &err) == 0 && rc.action == VIGIL_CONTROL_DELETE &&
                 floor_may_forget(r, rc.if_inactive_since))
                 floor_forget(r);
-        } else if (strcmp(st.kind, "meta") == 0 && persona_ok) {
+        } else if (meta && persona_ok) {
             on_meta(r, &c, st.arg, b, now);
         } else if (strcmp(st.kind, "state") == 0 && persona_ok) {
             on_state(r, &c, st.arg, b, now);

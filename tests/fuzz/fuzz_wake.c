@@ -13,14 +13,16 @@
  *      after it; dt moves the clock on first. kind: message (room message
  *      JSON), meta <persona> (persona meta JSON), level <persona>
  *      ({"level","since","trigger"}; no level: the room is no longer
- *      listed), timer (the autopilot deadline comes due), job (the payload
+ *      listed; an empty payload on meta or level: the retained meta or
+ *      state cleared), timer (the autopilot deadline comes due), job (the payload
  *      is a job from the stream; empty: the last job the room enqueued),
  *      answer <ok|timeout|truncated> (the payload is the model's answer to
  *      the last job; its decision is committed to the room).
  * What must hold, whatever the bytes: no step fails; every payload
  * published or enqueued is a JSON object in valid UTF-8; a decision's
  * confidence is within 0..1 and a smart model's wake is above its
- * threshold; the record reads back to the same text. */
+ * threshold; the record reads back to the same text; a clear applied
+ * again changes nothing. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,12 +287,11 @@ static void on_answer(wake_room *r, const wake_config *c, held_job *h, const cha
         abort();
 }
 
-static void on_meta(wake_room *r, const wake_config *c, const char *persona, json_object *b,
-                    int64_t now, const wake_sink *sink)
+/* A meta as the service's route hands it to the core. */
+static void apply_meta(wake_room *r, const wake_config *c, const char *persona,
+                       const vigil_persona_meta *mp, int64_t now, const wake_sink *sink)
 {
-    vigil_persona_meta m;
-    if (!fuzz_read_meta(b, &m))
-        return;
+    const vigil_persona_meta m = *mp;
     bool member = false;
     for (int i = 0; i < m.n_rooms; i++)
         member = member || strcmp(m.rooms[i], ROOM) == 0;
@@ -307,7 +308,30 @@ static void on_meta(wake_room *r, const wake_config *c, const char *persona, jso
     };
     if (wake_on_meta(r, c, &wm, member, now, sink) != 0)
         abort();
+}
+
+static void on_meta(wake_room *r, const wake_config *c, const char *persona, json_object *b,
+                    int64_t now, const wake_sink *sink)
+{
+    vigil_persona_meta m;
+    if (!fuzz_read_meta(b, &m))
+        return;
+    apply_meta(r, c, persona, &m, now, sink);
     vigil_persona_meta_release(&m);
+}
+
+/* An empty payload on meta or level: the retained meta or state cleared,
+ * as the service reads it (the meta that says nothing; a state without
+ * this room). */
+static void on_clear(wake_room *r, const wake_config *c, bool meta, const char *persona,
+                     int64_t now, const wake_sink *sink)
+{
+    vigil_persona_meta m;
+    vigil_persona_meta_init(&m);
+    if (meta)
+        apply_meta(r, c, persona, &m, now, sink);
+    else if (wake_on_level(r, c, persona, false, WAKE_LEVEL_ACTIVE, 0, NULL, now, sink) != 0)
+        abort();
 }
 
 static void on_message(wake_room *r, const wake_config *c, json_object *b, int step_no,
@@ -411,11 +435,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else if (strcmp(st.kind, "answer") == 0) {
             on_answer(r, &c, &job, st.arg, st.payload, st.plen, now, &sink);
         } else {
+            bool persona_ok = st.arg[0] && vigil_id_valid(st.arg, strlen(st.arg));
+            bool meta = strcmp(st.kind, "meta") == 0;
+            if (st.plen == 0 && persona_ok && (meta || strcmp(st.kind, "level") == 0)) {
+                /* a clear has no id to deduplicate a redelivery by: applied
+                 * again, it must leave the record as the first left it */
+                on_clear(r, &c, meta, st.arg, now, &sink);
+                char *once = wake_room_to_json(r);
+                on_clear(r, &c, meta, st.arg, now, &sink);
+                char *again = wake_room_to_json(r);
+                if (!once || !again)
+                    abort();
+                fuzz_same_text("a clear applied again", once, again);
+                free(once);
+                free(again);
+                check_record(r);
+                continue;
+            }
             vigil_error err = {0};
             json_object *b = vigil_json_parse_object(st.payload, st.plen, 65536, &err);
             if (!b)
                 continue;
-            bool persona_ok = st.arg[0] && vigil_id_valid(st.arg, strlen(st.arg));
             if (strcmp(st.kind, "message") == 0)
                 on_message(r, &c, b, i, now, &sink);
             else if (strcmp(st.kind, "meta") == 0 && persona_ok)

@@ -268,7 +268,8 @@ BAD = [
     ("persona/ann/state", b'{"rooms":{"{r}":{"level":"dozing"}}}', "bad_value"),
     ("persona/ann/state", b'{"rooms":{"{r}":"sleep"}}', "wrong_type"),
     ("persona/ann/state", b'{"rooms":{"a b":{"level":"sleep"}}}', "bad_id"),
-    ("persona/ann/state", b'', "not_json"),
+    ("room/{r}/message", b'', "not_json"),  # only a persona's meta or state is cleared
+    ("room/{r}/control", b'', "not_json"),
     ("persona/a+b/meta".replace("+", "%"), b'{"rooms":["{r}"]}', "bad_topic"),
     ("room/{r}/control", b'{"action":"explode"}', "bad_value"),
     ("room/{r}/control", b'{"action":"delete","if_inactive_since":-5}', "bad_value"),
@@ -303,6 +304,71 @@ def test_bad_input_on_each_topic(stack):
     pub.publish(*human(room, "joel", "a go question", mid=mid))
     assert floor_for(col, mid)["granted"] == ["ann"]
     validate_outputs(col, OUTPUTS)
+
+
+def test_a_cleared_state_or_meta_says_nothing(stack):
+    """Clearing a persona's retained state or meta (an empty retained
+    message, how MQTT deletes one) is the state {"rooms":{}} or the meta
+    that says nothing. A cleared state: each room holding the persona
+    forgets its level (one there through its states alone leaves). A
+    cleared meta: a persona there through its meta alone leaves, one that
+    spoke there stays. The floor follows; a clear applied again changes
+    nothing (a witness's meta published after it is the clock)."""
+    stack.service(SERVICE, env={"VIGIL_DORMANCY_MIN_AWAKE": "0"})  # rule 3 wakes nobody
+    col = stack.collector()
+    pub = stack.publisher()
+    room, witness = "r-" + uid()[:8], "w-" + uid()[:8]
+    pub.publish(*meta("ann", room, ["rust"], {"rust": 0.9}), retain=True)
+    pub.publish(*meta("bob", room), retain=True)
+    pub.publish(*ai(room, "bob", "hello"))
+    pub.publish(*state("ann", room, "sleep"), retain=True)
+    pub.publish(*state("cid", room, "sleep"), retain=True)
+    wait_view(stack, room, lambda v: v.get("cid", {}).get("level") == "sleep" and
+              v["ann"]["level"] == "sleep" and v["bob"]["spoke"] > 0, "ann and cid asleep")
+    mid = uid()
+    pub.publish(*human(room, "joel", "a rust question", mid=mid))
+    fl = floor_for(col, mid)
+    assert fl["granted"] == ["bob"] and sorted(fl["held"]) == ["ann", "cid"], fl
+
+    # states cleared: ann (its meta holds it) wakes to active, cid leaves
+    pub.publish("persona/ann/state", b"", retain=True)
+    pub.publish("persona/cid/state", b"", retain=True)
+    wait_view(stack, room, lambda v: "cid" not in v and v["ann"]["level"] == "active",
+              "ann's level forgotten, cid gone")
+    ann = room_view(stack, room)["personas"][0]
+    assert ann["id"] == "ann" and ann["trigger"] == "" and ann["meta"] is True, ann
+    assert ann["domains"] == ["rust"] and "cause" not in ann and "order" not in ann, ann
+    held = harness.retained(stack.broker.port, "persona/+/state")
+    assert "persona/ann/state" not in held and "persona/cid/state" not in held
+    mid = uid()
+    pub.publish(*human(room, "joel", "a rust question", mid=mid))
+    fl = floor_for(col, mid)
+    assert fl["granted"] == ["ann", "bob"] and fl["held"] == [], fl
+    assert "rust" in fl["reasons"]["ann"]
+
+    # metas cleared: ann (never spoke) leaves, bob (spoke) stays out of its meta
+    pub.publish("persona/ann/meta", b"", retain=True)
+    pub.publish("persona/bob/meta", b"", retain=True)
+    wait_view(stack, room, lambda v: list(v) == ["bob"] and v["bob"]["meta"] is False,
+              "ann gone, bob out of its meta")
+    mid = uid()
+    pub.publish(*human(room, "joel", "a rust question", mid=mid))
+    fl = floor_for(col, mid)
+    assert fl["granted"] == ["bob"] and fl["held"] == [], fl
+
+    # every clear again, then a witness's meta: nothing else changes
+    _, before = stack.store(SERVICE).state(room)
+    mark = col.mark()
+    for p in ("ann", "bob", "cid"):
+        pub.publish(f"persona/{p}/state", b"", retain=True)
+        pub.publish(f"persona/{p}/meta", b"", retain=True)
+    pub.publish(*meta(witness, room), retain=True)
+    wait_view(stack, room, lambda v: witness in v, "the witness in the room")
+    _, after = stack.store(SERVICE).state(room)
+    after["personas"] = [p for p in after["personas"] if p["id"] != witness]
+    assert after == before
+    assert col.find(f"sys/{SERVICE}/error", since=mark) == []
+    validate_outputs(col, OUTPUTS)  # (an empty room message: still not_json, see BAD)
 
 
 def room_of_three(stack):

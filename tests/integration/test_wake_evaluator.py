@@ -636,6 +636,77 @@ def test_bad_input_is_rejected_with_a_reason(stack, topic, payload, reason):
     assert stack.store(SERVICE).state("r1") == (0, None)
 
 
+def _personas(stack, room):
+    """The room record's personas by id."""
+    _, st = stack.store(SERVICE).state(room)
+    return {p["id"]: p for p in (st or {}).get("p", [])}
+
+
+def test_a_cleared_meta_or_state_says_nothing(stack):
+    """Clearing a persona's retained state or meta (an empty retained
+    message, how MQTT deletes one) is the state {"rooms":{}} or the meta
+    that says nothing: each room holding the persona forgets its level (it
+    is no longer evaluated there), then, its meta gone too, the persona
+    leaves the room. A clear applied again changes nothing (a witness input
+    published after it is the clock), and an empty room message is still
+    a bad input."""
+    start(stack, None)  # no LLM: a smart sleeper is decided by the rules at once
+    col = stack.collector()
+    pub = stack.publisher()
+    room, witness = uid("clr"), uid("witness-")
+    setup_sleepers(stack, pub, room, ["sre"])
+    mark = col.mark()
+    pub.publish(*human(room, "joel", EMERGENCY, mid="before"))
+    ev = col.wait_event("persona/sre/wake", timeout=10, since=mark)
+    assert ev["message_id"] == "before" and ev["tier"] == "smart"
+    sre = _personas(stack, room)["sre"]
+    assert sre["m"] is True and sre["l"] == "sleep" and sre["t"] == "smart", sre
+
+    # its state cleared: the level is forgotten, its meta keeps it in the room
+    pub.publish("persona/sre/state", b"", retain=True)
+    harness.wait_until(lambda: "l" not in _personas(stack, room)["sre"], 10, "sre's level gone")
+    sre = _personas(stack, room)["sre"]
+    assert sre["m"] is True and not sre.get("lt") and not sre.get("tr"), sre
+    assert "persona/sre/state" not in harness.retained(stack.broker.port, "persona/+/state")
+    # cleared again, then a witness's meta: sre's entry is as it was
+    pub.publish("persona/sre/state", b"", retain=True)
+    pub.publish(*meta(witness, room), retain=True)
+    harness.wait_until(lambda: witness in _personas(stack, room), 10, "the witness in the room")
+    assert _personas(stack, room)["sre"] == sre
+    # no longer asleep there: a message is recorded, no evaluation
+    n = (stack.store(SERVICE).state(room)[1] or {}).get("mn", 0)
+    pub.publish(*human(room, "joel", EMERGENCY, mid="after"))
+    harness.wait_until(lambda: stack.store(SERVICE).state(room)[1].get("mn") == n + 1, 10,
+                       "the message recorded")
+    assert [e["message_id"] for e in wakes(col, "sre")] == ["before"]
+
+    # its meta cleared too: nothing holds it in the room any more
+    pub.publish("persona/sre/meta", b"", retain=True)
+    harness.wait_until(lambda: "sre" not in _personas(stack, room), 10, "sre gone from the room")
+    c = stack.redis.client()
+    try:
+        assert not c.sismember(f"{stack.prefix}{SERVICE}:persona-rooms:sre", room)
+    finally:
+        c.close()
+    _, before = stack.store(SERVICE).state(room)
+    mark = col.mark()
+    pub.publish("persona/sre/meta", b"", retain=True)
+    pub.publish("persona/sre/state", b"", retain=True)
+    pub.publish(*meta(witness, room, name="Witness again"), retain=True)
+    harness.wait_until(lambda: _personas(stack, room)[witness]["n"] == "Witness again", 10,
+                       "the witness renamed")
+    _, after = stack.store(SERVICE).state(room)
+    assert list(_personas(stack, room)) == [witness]
+    assert {k: v for k, v in after.items() if k != "p"} == \
+        {k: v for k, v in before.items() if k != "p"}
+    assert not col.find(f"sys/{SERVICE}/error", since=mark)
+    # an empty payload elsewhere is still refused
+    pub.publish(f"room/{room}/message", b"")
+    err = col.wait_event(f"sys/{SERVICE}/error", timeout=10, since=mark)
+    assert err["reason"] == "not_json" and err["topic"] == f"room/{room}/message", err
+    validate_outputs(col, WAKE_OUTPUTS)
+
+
 def test_help_lists_the_llm_and_service_variables(stack):
     svc = stack.service(SERVICE, start=False)
     out = svc.run_cli(["--help"]).stdout.decode()

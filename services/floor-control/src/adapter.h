@@ -59,6 +59,7 @@ extern const char *const FLOOR_SUBSCRIPTIONS[];
 extern const vigil_config_var FLOOR_CONFIG_VARS[];
 
 int floor_configure(void *ctx, const vigil_common_config *common, char *err, size_t errlen);
+bool floor_clear_topic(const char *topic);
 int floor_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][VIGIL_KEY_MAX],
                 int max_keys, void **parsed, vigil_error *err);
 int floor_apply(void *ctx, const char *key, const char *state_json, const vigil_input *in,

@@ -175,13 +175,15 @@ static int speak(const floor_room *r, const vigil_input *in, int64_t now, vigil_
     return 0;
 }
 
-/* persona/{p}/state's entry for this room (route() read it). */
+/* persona/{p}/state's entry for this room (route() read it); without one
+ * (a room p is in that the state does not list, or a cleared state) the
+ * room forgets p's level. */
 static bool learn_state(const floor_service *svc, floor_room *r, const floor_parsed *pp,
-                        int64_t now, bool *joined)
+                        int64_t now, bool *joined, bool *left)
 {
     const vigil_persona_room_state *e = vigil_persona_state_room(&pp->state, r->room);
     if (!e)
-        return false;
+        return floor_forget_level(r, pp->persona, left);
     /* an entry without `order` comes from a dormancy-monitor older than
      * cause and order: its cause is unknown (the trigger list decides) */
     floor_state_entry st = {.level = (floor_level)e->level, .trigger = e->trigger ? e->trigger : "",
@@ -216,7 +218,7 @@ int floor_apply(void *ctx, const char *key, const char *state_json, const vigil_
         changed = floor_learn_meta(r, &svc->cfg, &pp->meta, now_ms, &joined, &left);
         break;
     case FLOOR_IN_STATE:
-        changed = learn_state(svc, r, pp, now_ms, &joined);
+        changed = learn_state(svc, r, pp, now_ms, &joined, &left);
         break;
     case FLOOR_IN_DELETE:
         rc = forget(r, pp->if_inactive_since, fx, &changed);

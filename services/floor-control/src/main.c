@@ -29,6 +29,7 @@ int main(int argc, char **argv)
         .apply = floor_apply,
         .on_timer = floor_on_timer,
         .free_parsed = floor_free_parsed,
+        .clear_topic = floor_clear_topic, /* persona/{p}/meta, /state: said nothing */
         .start = floor_worker_start,
         .stop = floor_worker_stop,
         .ctx = &svc,

@@ -7,8 +7,12 @@
  *   room/{r}/control      -> r for `delete` (forget the room's personas);
  *                              the other actions are not ours: ignored
  *   persona/{p}/meta      -> meta.rooms plus every room p is in
- *   persona/{p}/state     -> the rooms of its `rooms` map
- * "Every room p is in" is this service's own member set of p. */
+ *   persona/{p}/state     -> the rooms of its `rooms` map plus every room
+ *                              p is in (a room it no longer lists forgets
+ *                              p's level)
+ * "Every room p is in" is this service's own member set of p. An empty
+ * (cleared) retained meta or state is the one that says nothing: the meta
+ * {} and the state {"rooms":{}}. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,17 +48,19 @@ static int parse_control(const vigil_input *in, floor_parsed *pp, vigil_error *e
     return c.action == VIGIL_CONTROL_DELETE;
 }
 
-/* persona/{p}/meta through libshared's reader, plus this service's own
- * bound: a domain (an expertise_domains entry or a confidence_levels key,
- * which names a domain too) longer than FLOOR_WORD_MAX could not be
- * matched. */
+/* persona/{p}/meta through libshared's reader (a cleared one is the meta
+ * that says nothing), plus this service's own bound: a domain (an
+ * expertise_domains entry or a confidence_levels key, which names a domain
+ * too) longer than FLOOR_WORD_MAX could not be matched. */
 static int parse_meta(const vigil_input *in, const char *persona, floor_parsed *pp, vigil_error *err)
 {
     vigil_persona_meta *pm = &pp->pmeta;
     floor_meta *m = &pp->meta;
     pp->kind = FLOOR_IN_META;
     pp->persona = persona;
-    if (vigil_persona_meta_read(in->body, VIGIL_ROUTE_MAX_KEYS, pm, err) < 0)
+    if (in->cleared)
+        vigil_persona_meta_init(pm);
+    else if (vigil_persona_meta_read(in->body, VIGIL_ROUTE_MAX_KEYS, pm, err) < 0)
         return -1;
     for (int i = 0; i < pm->n_domains; i++) {
         size_t len = strlen(pm->domains[i]);
@@ -80,13 +86,14 @@ static int parse_meta(const vigil_input *in, const char *persona, floor_parsed *
 }
 
 /* persona/{p}/state (dormancy-monitor's retained snapshot) through
- * libshared's reader: the rooms of its map are the keys. */
+ * libshared's reader: the rooms of its map are the first keys. A cleared
+ * one is the state of no room (pp->state stays zeroed). */
 static int parse_state(const vigil_input *in, const char *persona, floor_parsed *pp,
                        char keys[][VIGIL_KEY_MAX], int max_keys, vigil_error *err)
 {
     pp->kind = FLOOR_IN_STATE;
     pp->persona = persona;
-    if (vigil_persona_state_read(in->body, max_keys, &pp->state, err) < 0)
+    if (!in->cleared && vigil_persona_state_read(in->body, max_keys, &pp->state, err) < 0)
         return -1;
     int n = 0;
     for (int i = 0; i < pp->state.n_rooms; i++)
@@ -136,9 +143,19 @@ static int route_input(const floor_service *svc, vigil_runtime *rt, const vigil_
             n = vigil_route_add_key(keys, n, max_keys, pp->meta.rooms[i]);
         return persona_rooms(rt, id, keys, n, max_keys, err);
     }
-    if (strcmp(kind, "state") == 0)
-        return parse_state(in, id, pp, keys, max_keys, err);
+    if (strcmp(kind, "state") == 0) {
+        int n = parse_state(in, id, pp, keys, max_keys, err);
+        return n < 0 ? n : persona_rooms(rt, id, keys, n, max_keys, err);
+    }
     return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "unknown topic '%s'", in->topic);
+}
+
+/* An empty retained persona/{p}/meta or persona/{p}/state clears it (see
+ * route_input); every other empty payload stays a bad input (not_json). */
+bool floor_clear_topic(const char *topic)
+{
+    return vigil_topic_is_kind(topic, "persona", "meta") ||
+           vigil_topic_is_kind(topic, "persona", "state");
 }
 
 int floor_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][VIGIL_KEY_MAX],

@@ -63,6 +63,72 @@ static void test_speaker_and_level_join(void **state)
     fl_free(f);
 }
 
+/* A state that does not list the room (a cleared one lists none): the room
+ * forgets the level as if no state had come; a persona there only through
+ * its states leaves; done again, nothing changes. */
+static void test_state_without_the_room_forgets_the_level(void **state)
+{
+    fl_fx *f = fl_new();
+    f->cfg.wake.min_awake = 0; /* rule 3 wakes nobody here */
+    fl_meta(f, "ann", "rust", NULL);
+    fl_state(f, "ann", FLOOR_SLEEP, "manual", VIGIL_CAUSE_CHOICE, 1, T0 - 5);
+    fl_spoke(f, "bob");
+    fl_level(f, "bob", FLOOR_MENTION_ONLY, "redundant");
+    fl_level(f, "cid", FLOOR_SLEEP, "manual");
+    fl_human(f, "a rust question");
+    assert_string_equal(fl_granted(f), "");
+    bool left = true;
+    assert_false(floor_forget_level(f->room, "dan", &left)); /* not in the room */
+    assert_false(left);
+    for (int pass = 0; pass < 2; pass++) {
+        assert_true(floor_forget_level(f->room, "ann", &left) == (pass == 0));
+        assert_false(left);
+        assert_true(floor_forget_level(f->room, "bob", NULL) == (pass == 0));
+        assert_true(floor_forget_level(f->room, "cid", &left) == (pass == 0));
+        assert_true(left == (pass == 0));
+        fl_roundtrip(f);
+    }
+    fl_human(f, "a rust question");
+    assert_string_equal(fl_granted(f), "ann,bob");
+    assert_int_equal(f->room->n, 2);
+    assert_null(floor_room_find(f->room, "cid"));
+    const floor_persona *ann = floor_room_find(f->room, "ann");
+    assert_int_equal(ann->level, FLOOR_ACTIVE);
+    assert_string_equal(ann->trigger, "");
+    assert_int_equal(ann->cause, FLOOR_UNKNOWN);
+    assert_int_equal(ann->order, FLOOR_UNKNOWN);
+    assert_int_equal(ann->answered_human, 0);
+    assert_true(ann->in_meta && ann->n_domains == 1); /* its meta is another input's */
+    assert_int_equal(floor_room_find(f->room, "bob")->level, FLOOR_ACTIVE);
+    fl_free(f);
+}
+
+/* The meta that says nothing (what {} and a cleared meta read as): a
+ * persona there through its meta alone leaves, one that spoke stays out
+ * of the meta and without its old profile; the same meta again changes
+ * nothing. */
+static void test_meta_that_says_nothing(void **state)
+{
+    fl_fx *f = fl_new();
+    fl_meta(f, "ann", "rust", NULL);
+    fl_meta(f, "bob", "go", NULL);
+    fl_spoke(f, "bob");
+    for (const char *const *p = (const char *const[]){"ann", "bob", NULL}; *p; p++) {
+        floor_meta m = {.persona = *p};
+        bool left;
+        assert_true(floor_learn_meta(f->room, &f->cfg, &m, f->now, NULL, &left));
+        assert_true(left == (strcmp(*p, "ann") == 0));
+        fl_roundtrip(f);
+        assert_false(floor_learn_meta(f->room, &f->cfg, &m, f->now, NULL, &left));
+        assert_false(left);
+    }
+    assert_int_equal(f->room->n, 1);
+    const floor_persona *bob = floor_room_find(f->room, "bob");
+    assert_false(bob->in_meta);
+    assert_int_equal(bob->n_domains, 0); /* it stays, with the meta's (empty) profile */
+    fl_free(f);
+}
+
 static void test_view_is_bounded(void **state)
 {
     fl_fx *f = fl_new();
@@ -398,6 +464,8 @@ int main(void)
         cmocka_unit_test(test_meta_join_leave),
         cmocka_unit_test(test_speaker_stays_after_meta_leaves),
         cmocka_unit_test(test_speaker_and_level_join),
+        cmocka_unit_test(test_state_without_the_room_forgets_the_level),
+        cmocka_unit_test(test_meta_that_says_nothing),
         cmocka_unit_test(test_view_is_bounded),
         cmocka_unit_test(test_roundtrip_keeps_everything),
         cmocka_unit_test(test_unreadable_record),

@@ -64,6 +64,7 @@ extern const vigil_config_var WAKE_CONFIG_VARS[];
 
 void wake_service_init(wake_service *svc);
 int wake_configure(void *ctx, const vigil_common_config *common, char *err, size_t errlen);
+bool wake_clear_topic(const char *topic);
 int wake_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][VIGIL_KEY_MAX],
                int max_keys, void **parsed, vigil_error *err);
 int wake_apply(void *ctx, const char *key, const char *state_json, const vigil_input *in,

@@ -33,6 +33,7 @@ int main(int argc, char **argv)
         .apply = wake_apply,
         .on_timer = wake_on_timer_fx,
         .free_parsed = wake_free_parsed,
+        .clear_topic = wake_clear_topic, /* persona/{p}/meta, /state: said nothing */
         .ctx = &svc,
         .start = wake_start,
         .stop = wake_stop,

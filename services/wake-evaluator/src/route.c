@@ -7,7 +7,9 @@
  *   persona/{p}/state         -> its rooms map plus every room holding p
  *   persona/{p}/dormancy      -> its `room`
  * "Every room holding p" is the Redis set P S ":persona-rooms:<p>", which
- * the room commits keep up to date, so a room that p left hears of it. */
+ * the room commits keep up to date, so a room that p left hears of it. An
+ * empty (cleared) retained meta or state is the one that says nothing: the
+ * meta {} and the state {"rooms":{}}. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +35,8 @@ static int parse_message(const vigil_input *in, wake_parsed *pp, vigil_error *er
 }
 
 /* persona/{p}/meta through libshared's one reader, its `dormancy`
- * overrides included; the core sees the fields it uses. */
+ * overrides included (a cleared one is the meta that says nothing); the
+ * core sees the fields it uses. */
 static int parse_meta(const vigil_input *in, const char *persona, wake_parsed *pp,
                       vigil_error *err)
 {
@@ -41,7 +44,9 @@ static int parse_meta(const vigil_input *in, const char *persona, wake_parsed *p
     const vigil_persona_meta *v = &pp->persona_meta;
     const vigil_dormancy_overrides *ov = &v->dormancy;
     pp->kind = WAKE_IN_META;
-    if (vigil_persona_meta_read(in->body, VIGIL_ROUTE_MAX_KEYS, &pp->persona_meta, err) < 0)
+    if (in->cleared)
+        vigil_persona_meta_init(&pp->persona_meta);
+    else if (vigil_persona_meta_read(in->body, VIGIL_ROUTE_MAX_KEYS, &pp->persona_meta, err) < 0)
         return -1;
     m->persona = persona;
     m->name = v->name;
@@ -64,13 +69,16 @@ static int parse_meta(const vigil_input *in, const char *persona, wake_parsed *p
     return 0;
 }
 
-/* persona/{p}/state: {persona, rooms: {room: {level, since, trigger}}, ts} */
+/* persona/{p}/state: {persona, rooms: {room: {level, since, trigger}}, ts};
+ * a cleared one is the state of no room (pp->state stays zeroed). */
 static int parse_state(const vigil_input *in, const char *persona, wake_parsed *pp,
                        vigil_error *err)
 {
     pp->kind = WAKE_IN_STATE;
     pp->persona = persona;
     pp->state_ts = in->ts;
+    if (in->cleared)
+        return 0;
     return vigil_persona_state_read(in->body, VIGIL_ROUTE_MAX_KEYS, &pp->state, err);
 }
 
@@ -130,6 +138,15 @@ static int route_persona(vigil_runtime *rt, const vigil_input *in, wake_parsed *
         return vigil_route_add_key(keys, 0, max_keys, room);
     }
     return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "unknown topic '%s'", in->topic);
+}
+
+/* An empty retained persona/{p}/meta or persona/{p}/state clears it (see
+ * parse_meta, parse_state); every other empty payload stays a bad input
+ * (not_json). */
+bool wake_clear_topic(const char *topic)
+{
+    return vigil_topic_is_kind(topic, "persona", "meta") ||
+           vigil_topic_is_kind(topic, "persona", "state");
 }
 
 int wake_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][VIGIL_KEY_MAX],

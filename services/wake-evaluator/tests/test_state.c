@@ -219,6 +219,79 @@ static void meta_membership(void **state)
     wk_free(t);
 }
 
+/* Applies a level report that does not list the room (what a cleared
+ * persona/{p}/state, or {"rooms":{}}, is for each room holding p) or, with
+ * m, a meta that does not list it; returns the record afterwards. */
+static char *forget(wk *t, const char *persona, const wake_meta *m)
+{
+    if (m)
+        assert_int_equal(wake_on_meta(t->r, &t->c, m, false, t->now, &t->sink), 0);
+    else
+        assert_int_equal(wake_on_level(t->r, &t->c, persona, false, WAKE_LEVEL_UNKNOWN, 0, NULL,
+                                       t->now, &t->sink),
+                         0);
+    wk_roundtrip(t);
+    char *json = wake_room_to_json(t->r);
+    assert_non_null(json);
+    return json;
+}
+
+/* A state without the room forgets the level as if none had been
+ * reported (so a report older than the forgotten one is taken), and a
+ * persona its meta does not hold leaves; the meta that says nothing (what
+ * {} and a cleared meta read as) then takes out a persona without a level.
+ * Each applied twice: the second changes nothing. */
+static void cleared_state_and_meta_forget(void **state)
+{
+    (void)state;
+    wk *t = wk_new();
+    wk_persona(t, "a", "smart", -1, "servers", 0.9);
+    wk_level(t, "a", WAKE_LEVEL_SLEEP, "manual");
+    wk_level(t, "b", WAKE_LEVEL_SLEEP, "manual"); /* in the room through its state alone */
+    t->now += 10 * MIN;
+    char *once = forget(t, "a", NULL);
+    free(once);
+    once = forget(t, "b", NULL);
+    char *twice = forget(t, "a", NULL);
+    free(twice);
+    twice = forget(t, "b", NULL);
+    assert_string_equal(once, twice);
+    free(once);
+    free(twice);
+    const wake_persona *a = wake_room_find(t->r, "a");
+    assert_int_equal(a->level, WAKE_LEVEL_UNKNOWN);
+    assert_true(a->level_ts == 0 && a->dormant_since == 0);
+    assert_string_equal(a->trigger, "");
+    assert_true(a->member);
+    assert_null(wake_room_find(t->r, "b"));
+    assert_int_equal(t->members_removed, 1);
+    wake_on_level(t->r, &t->c, "a", true, WAKE_LEVEL_SLEEP, T0 - MIN, "manual", t->now, &t->sink);
+    assert_int_equal(wake_room_find(t->r, "a")->level, WAKE_LEVEL_SLEEP);
+    free(forget(t, "a", NULL));
+    wake_meta none = {.persona = "a", .parameters = -1, .availability = -1, .auto_wake = -1,
+                      .llm_wake = -1, .wake_conf = -1};
+    once = forget(t, NULL, &none);
+    twice = forget(t, NULL, &none);
+    assert_string_equal(once, twice);
+    free(once);
+    free(twice);
+    assert_null(wake_room_find(t->r, "a"));
+    assert_int_equal(t->members_removed, 2);
+    assert_int_equal(t->r->n_personas, 0);
+    /* one with a level stays: its profile is the meta's all the same */
+    wk_persona(t, "c", "smart", -1, "servers", 0.9);
+    wk_level(t, "c", WAKE_LEVEL_SLEEP, "manual");
+    none.persona = "c";
+    free(forget(t, NULL, &none));
+    const wake_persona *c = wake_room_find(t->r, "c");
+    assert_non_null(c);
+    assert_false(c->member);
+    assert_int_equal(c->level, WAKE_LEVEL_SLEEP);
+    assert_true(c->n_domains == 0 && c->n_conf == 0 && c->tier[0] == '\0');
+    assert_true(c->availability < 0);
+    wk_free(t);
+}
+
 /* The last WAKE_TEXTS_MAX messages with their text are kept, oldest
  * first, however many came before (they are a ring inside): written to the
  * record in that order, read back in it, and going on after the read. */
@@ -437,6 +510,7 @@ int main(void)
         cmocka_unit_test(times_are_kept_as_differences),
         cmocka_unit_test(levels_newest_report_wins),
         cmocka_unit_test(meta_membership),
+        cmocka_unit_test(cleared_state_and_meta_forget),
         cmocka_unit_test(recent_texts_keep_the_last_in_order),
         cmocka_unit_test(kept_texts_equal_the_entries_written_again),
         cmocka_unit_test(recent_activity),

@@ -188,7 +188,9 @@ typedef struct floor_meta {
 
 /* persona/{p}/meta for room r: a listed room adds or refreshes the persona
  * (name, role, domains, confidence); a room no longer listed drops a
- * persona that is there only because of its meta. Its domains are its
+ * persona that is there only because of its meta, and refreshes one that
+ * stays (it spoke there): the profile is the persona's, whichever rooms
+ * its meta lists. Its domains are its
  * expertise_domains and the confidence_levels keys they do not name.
  * *joined / *left say which happened (either may be NULL). A name or role
  * longer than FLOOR_WORD_MAX is not kept, nor are domains past
@@ -211,6 +213,15 @@ typedef struct floor_state_entry {
  * noted on r, limit "trigger_bytes"). */
 bool floor_learn_level(floor_room *r, const floor_config *c, const char *persona,
                        const floor_state_entry *e, int64_t now, bool *joined);
+
+/* persona/{p}/state without an entry for room r (the state was cleared, or
+ * no longer lists r): r forgets p's level as if no state had been received
+ * for it (active, no trigger, cause, order nor last answer to a human). A
+ * persona that is in r only through its states (its meta does not list r
+ * and it never spoke there) leaves the view (*left, may be NULL). Returns
+ * true when the view changed: false when p is not in r, or has no level
+ * to forget (so a second clear changes nothing). */
+bool floor_forget_level(floor_room *r, const char *persona, bool *left);
 
 /* An AI message in the room: its sender spoke now (and is a member). */
 bool floor_learn_spoke(floor_room *r, const floor_config *c, const char *persona, int64_t now,

@@ -1,7 +1,8 @@
 /* learn.c - what floor control learns from topics it does not own: a
  * persona's meta (rooms, name, role, expertise domains, confidence,
  * dormancy.enableAutoWake), its dormancy level, cause, arrival order and
- * last answer to a human from the retained persona/{p}/state, and who spoke when
+ * last answer to a human from the retained persona/{p}/state (forgotten in a
+ * room the state no longer lists, or when it is cleared), and who spoke when
  * from the room's AI messages. What does not fit in the view's fixed
  * sizes is not kept, and noted on the room (the shell says it). */
 #include <stdio.h>
@@ -108,6 +109,16 @@ static void keep_domains(floor_room *r, floor_persona *p, const floor_meta *m)
                        first_lost);
 }
 
+/* The meta's profile (the persona's own, whichever rooms it lists). */
+static void learn_profile(floor_room *r, floor_persona *p, const floor_meta *m)
+{
+    p->auto_wake = m->has_auto_wake ? m->auto_wake : FLOOR_UNKNOWN;
+    keep_word(r, p->id, "display name", "name_bytes",
+              "@mentions by that name do not reach it (by its id they do)", p->name, m->name);
+    keep_word(r, p->id, "role", "role_bytes", "its role never matches a message", p->role, m->role);
+    keep_domains(r, p, m);
+}
+
 bool floor_learn_meta(floor_room *r, const floor_config *c, const floor_meta *m, int64_t now,
                       bool *joined, bool *left)
 {
@@ -117,17 +128,20 @@ bool floor_learn_meta(floor_room *r, const floor_config *c, const floor_meta *m,
         *left = false;
     floor_persona *p = floor_room_find(r, m->persona);
     if (!listed(m, r->room)) {
-        if (!p || !p->in_meta)
+        if (!p)
             return false;
-        /* left the room by its meta: forget it unless it spoke here */
-        if (p->last_spoke == 0) {
+        /* left the room by its meta: forget it unless it spoke here; if it
+         * stays, its profile is still the meta's */
+        if (p->in_meta && p->last_spoke == 0) {
             floor_room_remove(r, m->persona);
             if (left)
                 *left = true;
-        } else {
-            p->in_meta = false;
+            return true;
         }
-        return true;
+        floor_persona before = *p;
+        p->in_meta = false;
+        learn_profile(r, p, m);
+        return memcmp(&before, p, sizeof before) != 0;
     }
     if (!p) {
         p = floor_room_ensure(r, m->persona, c->max_personas, now);
@@ -138,11 +152,7 @@ bool floor_learn_meta(floor_room *r, const floor_config *c, const floor_meta *m,
     }
     p->in_meta = true;
     p->seen = now;
-    p->auto_wake = m->has_auto_wake ? m->auto_wake : FLOOR_UNKNOWN;
-    keep_word(r, p->id, "display name", "name_bytes",
-              "@mentions by that name do not reach it (by its id they do)", p->name, m->name);
-    keep_word(r, p->id, "role", "role_bytes", "its role never matches a message", p->role, m->role);
-    keep_domains(r, p, m);
+    learn_profile(r, p, m);
     return true;
 }
 
@@ -203,6 +213,28 @@ bool floor_learn_level(floor_room *r, const floor_config *c, const char *persona
                    "reasons say 'manual'",
                    persona, r->room, len, FLOOR_TRIGGER_MAX - 1);
     return true;
+}
+
+bool floor_forget_level(floor_room *r, const char *persona, bool *left)
+{
+    if (left)
+        *left = false;
+    floor_persona *p = floor_room_find(r, persona);
+    if (!p)
+        return false;
+    if (!p->in_meta && p->last_spoke == 0) { /* known only from its states */
+        floor_room_remove(r, persona);
+        if (left)
+            *left = true;
+        return true;
+    }
+    bool known = p->level != FLOOR_ACTIVE || p->trigger[0] || p->cause != FLOOR_UNKNOWN ||
+                 p->answered_human != 0 || p->order != FLOOR_UNKNOWN;
+    p->level = FLOOR_ACTIVE;
+    p->trigger[0] = '\0';
+    p->cause = p->order = FLOOR_UNKNOWN;
+    p->answered_human = 0;
+    return known;
 }
 
 bool floor_learn_spoke(floor_room *r, const floor_config *c, const char *persona, int64_t now,

@@ -42,6 +42,7 @@ int wake_on_level(wake_room *r, const wake_config *c, const char *persona, bool 
         if (wake_level_dormant(p->level))
             close_dormancy(r, p, now);
         p->level = WAKE_LEVEL_UNKNOWN;
+        p->level_ts = 0; /* as if never reported: the next report is not "older" */
         p->trigger[0] = '\0';
         if (!p->member) {
             wake_room_remove(r, persona);

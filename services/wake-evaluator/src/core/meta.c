@@ -45,6 +45,7 @@ int wake_on_meta(wake_room *r, const wake_config *c, const wake_meta *m, bool me
             wake_room_remove(r, m->persona);
             return sink->member(sink->ctx, m->persona, false);
         }
+        copy_meta(p, m); /* it stays (it has a level here): the profile is still the meta's */
         return 0;
     }
     if (!p) {

@@ -379,12 +379,17 @@ typedef struct wake_meta {
     double wake_conf;        /* -1 absent */
 } wake_meta;
 
-/* persona/{p}/meta for this room: member says whether the meta lists it. */
+/* persona/{p}/meta for this room: member says whether the meta lists it.
+ * Not listed: the persona leaves unless dormancy-monitor gives it a level
+ * here; if it stays, its profile is still refreshed from the meta (the
+ * persona's own, whichever rooms it lists). */
 int wake_on_meta(wake_room *r, const wake_config *c, const wake_meta *m, bool member, int64_t now,
                  const wake_sink *sink);
 
 /* A level report for (persona, this room). known=false: the report no
- * longer lists the room. Reports older than what is held are ignored. */
+ * longer lists the room (or was cleared): the room forgets the persona's
+ * level as if none had been reported (a persona not held by its meta
+ * leaves). Reports older than what is held are ignored. */
 int wake_on_level(wake_room *r, const wake_config *c, const char *persona, bool known,
                   wake_level level, int64_t since, const char *trigger, int64_t now,
                   const wake_sink *sink);
