@@ -227,6 +227,18 @@ static int read_meta(json_object *b, int max_rooms, vigil_persona_meta *m, vigil
     return 0;
 }
 
+bool vigil_dormancy_overrides_equal(const vigil_dormancy_overrides *a,
+                                    const vigil_dormancy_overrides *b)
+{
+    return a->has == b->has && a->auto_suggest == b->auto_suggest &&
+           a->auto_sleep == b->auto_sleep && a->auto_wake == b->auto_wake &&
+           a->llm_wake == b->llm_wake && a->presence == b->presence &&
+           a->adaptive == b->adaptive && a->no_human_ms == b->no_human_ms &&
+           a->ai_only_ms == b->ai_only_ms && a->redundant_window_ms == b->redundant_window_ms &&
+           a->suggestion_timeout_ms == b->suggestion_timeout_ms && a->snooze_ms == b->snooze_ms &&
+           a->redundant_keep == b->redundant_keep && a->wake_confidence == b->wake_confidence;
+}
+
 void vigil_persona_meta_init(vigil_persona_meta *m)
 {
     memset(m, 0, sizeof *m);

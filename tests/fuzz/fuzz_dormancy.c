@@ -16,12 +16,16 @@
  *   3... one input each: a first line "<dt ms> <kind> [<persona>]", the
  *      payload JSON after it; dt moves the clock on first. kind: message,
  *      presence, control, autopilot (room topics), command, meta, wake
- *      (persona topics), or "timer" (no payload): the earliest deadline
- *      the room has set comes due (the clock moves on to it).
+ *      (persona topics), "timer" (no payload): the earliest deadline
+ *      the room has set comes due (the clock moves on to it), or "clear"
+ *      (no payload): the persona's retained meta cleared, which the route
+ *      reads as the meta that says nothing.
  * What must hold, whatever the bytes: a step never fails; a refusal is
  * the step's only action and says why; levels and triggers are in range;
  * every action renders as JSON in valid UTF-8; the record written after a
- * step, in parts as the store keeps it, reads back to the same room. */
+ * step, in parts as the store keeps it, reads back to the same room; a
+ * clear applied a second time (redelivered: it has no id to deduplicate
+ * it by) makes no action and leaves the room as it was. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +39,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_PARTS 24
+#define CLEARED_MAX sizeof ((fuzz_step *)0)->arg /* a cleared persona: a step's arg */
 #define ROOM "general"
 
 static void make_id(void *ctx, int n, char *out, size_t outlen)
@@ -158,6 +163,17 @@ typedef struct held {
     dormancy_ap_decision *decisions;
 } held;
 
+/* A persona/{p}/meta event from the meta read (or the one a clear means). */
+static void meta_event(const char *persona, const vigil_persona_meta *m, dormancy_event *ev)
+{
+    ev->kind = DORMANCY_EV_META;
+    ev->meta.persona = persona;
+    ev->meta.name = m->name;
+    ev->meta.rooms = m->rooms;
+    ev->meta.n_rooms = m->n_rooms;
+    ev->meta.ov = m->dormancy;
+}
+
 /* Fills ev as the route does; false when the route refuses or drops it
  * (a refusal always says why). */
 static bool read_event(const char *kind, const char *persona, held *h, int64_t now,
@@ -252,14 +268,9 @@ static bool read_event(const char *kind, const char *persona, held *h, int64_t n
         return true;
     }
     if (strcmp(kind, "meta") == 0) {
-        ev->kind = DORMANCY_EV_META;
         if (!fuzz_read_meta(b, &h->meta))
             return false;
-        ev->meta.persona = persona;
-        ev->meta.name = h->meta.name;
-        ev->meta.rooms = h->meta.rooms;
-        ev->meta.n_rooms = h->meta.n_rooms;
-        ev->meta.ov = h->meta.dormancy;
+        meta_event(persona, &h->meta, ev);
         return true;
     }
     if (strcmp(kind, "wake") == 0) {
@@ -319,9 +330,49 @@ static void config_from(fuzz_part head, dormancy_config *cfg, int64_t *now)
     cfg->big_room = (int)big_room;
 }
 
+/* persona's meta cleared: the route reads it as the meta that says
+ * nothing (route.c). */
+static int apply_clear(dormancy_room *r, const dormancy_config *cfg, const char *persona,
+                       int64_t now, const dormancy_ids *ids, dormancy_actions *out)
+{
+    vigil_persona_meta m;
+    vigil_persona_meta_init(&m);
+    dormancy_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.id = ids->ctx;
+    ev.ts = now;
+    meta_event(persona, &m, &ev);
+    return dormancy_room_apply(r, &ev, cfg, now, ids, out);
+}
+
+/* The clear just committed, applied again at once as its redelivery would
+ * be (a clear has no id to deduplicate it by): no action, nothing for the
+ * store to write, the same head and the same room. */
+static void clear_again(dormancy_room *r, const dormancy_config *cfg, const char *persona,
+                        int64_t now, const char *head)
+{
+    char *before = dormancy_room_to_json(r);
+    dormancy_ids ids = { make_id, "again" };
+    dormancy_actions out;
+    dormancy_actions_init(&out);
+    if (apply_clear(r, cfg, persona, now, &ids, &out) != 0 || out.n != 0)
+        abort();
+    dormancy_actions_free(&out);
+    dormancy_parts_diff d;
+    if (dormancy_parts_diff_make(r, &d) != 0 || d.whole || d.n_set != 0 || d.n_removed != 0)
+        abort();
+    dormancy_parts_diff_free(&d);
+    char *h = dormancy_room_head_json(r), *after = dormancy_room_to_json(r);
+    fuzz_same_text("the head after a second clear", head, h);
+    fuzz_same_text("the room after a second clear", before, after);
+    free(h);
+    free(after);
+    free(before);
+}
+
 /* One input or deadline applied to r; false when nothing was applied. */
 static bool one_step(dormancy_room *r, const dormancy_config *cfg, fuzz_part in, int step_no,
-                     int64_t *now, dormancy_actions *out)
+                     int64_t *now, dormancy_actions *out, char cleared[CLEARED_MAX])
 {
     fuzz_step st;
     if (!fuzz_step_read(in, FUZZ_LINE_MAX, now, &st))
@@ -346,6 +397,14 @@ static bool one_step(dormancy_room *r, const dormancy_config *cfg, fuzz_part in,
             *now = due;
         if (dormancy_room_timer(r, name, due, cfg, *now, &ids, out) != 0)
             abort();
+        return true;
+    }
+    if (strcmp(kind, "clear") == 0) {
+        if (!persona[0] || !vigil_id_valid(persona, strlen(persona)))
+            return false; /* a persona topic's level is an id */
+        if (apply_clear(r, cfg, persona, *now, &ids, out) != 0)
+            abort();
+        snprintf(cleared, CLEARED_MAX, "%s", persona);
         return true;
     }
     if (st.one_line)
@@ -406,11 +465,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     dormancy_actions_init(&out);
     for (int i = 2; i < np; i++) {
         size_t from = out.n;
-        if (!one_step(r, &cfg, parts[i], i, &now, &out))
+        char cleared[CLEARED_MAX] = "";
+        if (!one_step(r, &cfg, parts[i], i, &now, &out, cleared))
             continue;
         check_actions(r, &cfg, &out, from, now);
         store_commit(r, &store, &head);
         check_stored(r, head, store);
+        if (cleared[0])
+            clear_again(r, &cfg, cleared, now, head);
     }
     dormancy_actions_free(&out);
     json_object_put(store);

@@ -85,6 +85,7 @@ CASES = [
     ("topic id with space", "room/a b/message", msg(room="a b"), "bad_topic"),
     ("topic id too long", f"room/{'r' * 65}/message", msg(room="r" * 65), "bad_topic"),
     ("empty topic id", "room//message", msg(room=None), "bad_topic"),
+    ("command: empty payload", "persona/ada/command", b"", "not_json"),  # only a meta clears
     ("command: unknown cmd", "persona/ada/command", cmd(cmd="dance"), "bad_value"),
     ("command: unknown level", "persona/ada/command", cmd(level="nap"), "bad_value"),
     ("command: room with +", "persona/ada/command", cmd(room="a+b"), "bad_id"),

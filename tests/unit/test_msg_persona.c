@@ -163,6 +163,12 @@ static void overrides_round_trip(void **state)
     assert_non_null(j);
     assert_int_equal(vigil_dormancy_overrides_read(j, &back, &err), 0);
     assert_memory_equal(&ov, &back, sizeof ov);
+    assert_true(vigil_dormancy_overrides_equal(&ov, &back));
+    back.snooze_ms++;
+    assert_false(vigil_dormancy_overrides_equal(&ov, &back));
+    back.snooze_ms--;
+    back.has &= ~VIGIL_OV_SNOOZE;
+    assert_false(vigil_dormancy_overrides_equal(&ov, &back));
     json_object_put(j);
     json_object_put(o);
     /* the pile-on window may be 0, as VIGIL_DORMANCY_REDUNDANT_WINDOW_MS */

@@ -57,6 +57,10 @@ int vigil_dormancy_overrides_read(json_object *o, vigil_dormancy_overrides *ov, 
 /* The inverse (camelCase keys, only those set): a new object, NULL when
  * out of memory. Reading it back gives the same overrides. */
 json_object *vigil_dormancy_overrides_to_json(const vigil_dormancy_overrides *ov);
+/* True when a and b hold the same overrides, field by field (every reader
+ * starts from zero, so the fields not set compare equal too). */
+bool vigil_dormancy_overrides_equal(const vigil_dormancy_overrides *a,
+                                    const vigil_dormancy_overrides *b);
 
 /* persona/{persona}/meta */
 typedef struct vigil_persona_meta {

@@ -29,6 +29,7 @@ typedef struct dormancy_parsed {
     vigil_persona_meta meta; /* persona/{p}/meta, owned (rooms, domains) */
     dormancy_ap_decision *decisions;
     char answer_room[DORMANCY_ID_MAX + 1]; /* an answer's room, from its suggestion_id */
+    char clear_id[VIGIL_EVENT_ID_MAX + 1]; /* a cleared meta's ev.id (route.c: clear_id) */
 } dormancy_parsed;
 
 extern const char *const DORMANCY_SUBSCRIPTIONS[];
@@ -42,5 +43,6 @@ int dormancy_apply(void *ctx, const char *key, const char *state_json, const vig
 int dormancy_on_timer(void *ctx, const char *key, const char *state_json, const char *timer_name,
                       int64_t due_ms, int64_t now_ms, vigil_effects *fx);
 void dormancy_free_parsed(void *ctx, void *parsed);
+bool dormancy_clear_topic(const char *topic);
 
 #endif

@@ -1,7 +1,8 @@
 /* apply.c - runs the core on one room record and turns its actions into
  * effects: the new state, events (each with a deterministic id from the
  * input id, the room and its rank, so a redelivered input yields the same
- * ids), timers, and the retained persona/{p}/state and room/{r}/state. */
+ * ids; a cleared meta, which has no id, gets one in route.c), timers, and
+ * the retained persona/{p}/state and room/{r}/state. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,7 +277,7 @@ int dormancy_apply(void *ctx, const char *key, const char *state_json, const vig
         return VIGIL_NEED_WHOLE;
     if (!r)
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
-    id_ctx ic = {in->id, key};
+    id_ctx ic = {pp->ev.id, key}; /* in->id, or a cleared meta's own (route.c) */
     dormancy_ids ids = {make_id, &ic};
     dormancy_action first[ACTIONS_INLINE];
     dormancy_actions acts;

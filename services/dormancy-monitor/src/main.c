@@ -23,6 +23,7 @@ int main(int argc, char **argv)
         .apply = dormancy_apply,
         .on_timer = dormancy_on_timer,
         .free_parsed = dormancy_free_parsed,
+        .clear_topic = dormancy_clear_topic, /* persona/{p}/meta cleared: a meta saying nothing */
         .ctx = &svc,
     };
     return vigil_runtime_main(argc, argv, &def);

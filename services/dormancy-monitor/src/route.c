@@ -3,10 +3,12 @@
  * keys it touches:
  *   room/{r}/...               -> r
  *   persona/{p}/command        -> its `room`, or every room p is in
- *   persona/{p}/meta           -> meta.rooms plus every room p is in
+ *   persona/{p}/meta           -> meta.rooms plus every room p is in (an
+ *                                 empty meta, cleared: every room p is in)
  *   persona/{p}/wake           -> its `room`
  * "Every room p is in" is the field list of p's persona/{p}/state hash,
  * which the rooms keep up to date (one entry per member room). */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,18 +156,36 @@ static int parse_command(const vigil_input *in, json_object *b, dormancy_parsed 
 }
 
 /* persona/{p}/meta: this service uses name, rooms and dormancy; the reader
- * checks every field, so both consumers reject the same metas. */
-static int parse_meta(json_object *b, dormancy_parsed *pp, vigil_error *err)
+ * checks every field, so both consumers reject the same metas. A cleared
+ * meta (dormancy_clear_topic) is the meta that says nothing, "{}": the
+ * persona leaves the rooms it was in through its meta alone and keeps no
+ * name or overrides in the others (membership_on_meta). */
+static int parse_meta(const vigil_input *in, dormancy_parsed *pp, vigil_error *err)
 {
     dormancy_event *ev = &pp->ev;
     ev->kind = DORMANCY_EV_META;
-    if (vigil_persona_meta_read(b, MAX_META_ROOMS, &pp->meta, err) < 0)
+    if (in->cleared)
+        vigil_persona_meta_init(&pp->meta);
+    else if (vigil_persona_meta_read(in->body, MAX_META_ROOMS, &pp->meta, err) < 0)
         return -1;
     ev->meta.name = pp->meta.name;
     ev->meta.rooms = pp->meta.rooms;
     ev->meta.n_rooms = pp->meta.n_rooms;
     ev->meta.ov = pp->meta.dormancy;
     return 0;
+}
+
+/* A clear has no id (vigil_input_parse_cleared), yet the events its step
+ * may make (a deadline that is due, or one the dropped overrides bring
+ * forward) need ids no other input's events have:
+ * "meta-clear.<persona>.<received ms>", made once here so a decision
+ * retried after a version conflict yields the same ids. A second clear
+ * changes nothing, so it makes no events whatever its id. */
+static void clear_id(const vigil_input *in, const char *persona, dormancy_parsed *pp)
+{
+    snprintf(pp->clear_id, sizeof pp->clear_id, "meta-clear.%s.%" PRId64, persona,
+             in->received_ms);
+    pp->ev.id = pp->clear_id;
 }
 
 /* persona/{p}/wake from wake-evaluator. confidence defaults to 1 (a plain
@@ -299,8 +319,10 @@ static int route_persona(vigil_runtime *rt, const vigil_input *in, dormancy_pars
         return route_command(rt, persona, pp, keys, max_keys, err);
     }
     if (strcmp(kind, "meta") == 0) {
-        if (parse_meta(in->body, pp, err) < 0)
+        if (parse_meta(in, pp, err) < 0)
             return -1;
+        if (in->cleared)
+            clear_id(in, persona, pp);
         ev->meta.persona = persona;
         int n = 0;
         for (int i = 0; i < ev->meta.n_rooms; i++)
@@ -315,6 +337,14 @@ static int route_persona(vigil_runtime *rt, const vigil_input *in, dormancy_pars
         return vigil_route_add_key(keys, 0, max_keys, room);
     }
     return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "unknown topic '%s'", in->topic);
+}
+
+/* persona/{p}/meta with an empty payload: its retained meta cleared, the
+ * persona's meta gone (parse_meta). Every other empty payload stays a bad
+ * input (not_json). */
+bool dormancy_clear_topic(const char *topic)
+{
+    return vigil_topic_is_kind(topic, "persona", "meta");
 }
 
 int dormancy_route(void *ctx, vigil_runtime *rt, const vigil_input *in,

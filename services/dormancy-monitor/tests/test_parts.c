@@ -246,6 +246,71 @@ static void actions_outgrow_the_callers_storage_intact(void **state)
     dm_free(f);
 }
 
+/* One meta step on r, written as the service writes it; the parts it
+ * set and removed. */
+static void meta_step(dormancy_room *r, const dormancy_event *ev, int *set, int *removed,
+                      size_t *actions)
+{
+    dormancy_config cfg;
+    dormancy_config_init(&cfg);
+    dormancy_actions a;
+    dormancy_actions_init(&a);
+    assert_int_equal(dormancy_room_apply(r, ev, &cfg, T0, NULL, &a), 0);
+    *actions = a.n;
+    dormancy_actions_free(&a);
+    dormancy_parts_diff d;
+    assert_int_equal(dormancy_parts_diff_make(r, &d), 0);
+    assert_false(d.whole);
+    *set = d.n_set;
+    *removed = d.n_removed;
+    written(r, &d);
+}
+
+/* A meta that changes nothing of a persona writes nothing: the same meta
+ * again, or a cleared meta (the meta that says nothing) applied twice, as
+ * a clear redelivered after its commit is (it has no id to deduplicate). */
+static void a_meta_that_changes_nothing_writes_nothing(void **state)
+{
+    (void)state;
+    dormancy_room *r = room_of(0);
+    static const char *const rooms[] = {"general"};
+    dormancy_event ev = {.kind = DORMANCY_EV_META, .id = "m1", .ts = T0};
+    ev.meta.persona = "ann";
+    ev.meta.name = "Annie";
+    ev.meta.rooms = rooms;
+    ev.meta.n_rooms = 1;
+    ev.meta.ov.has = VIGIL_OV_NO_HUMAN;
+    ev.meta.ov.no_human_ms = 60000;
+    int set, removed;
+    size_t n;
+    meta_step(r, &ev, &set, &removed, &n);
+    assert_int_equal(set, 1); /* ann joined */
+    meta_step(r, &ev, &set, &removed, &n);
+    assert_int_equal(set, 0);
+
+    r->personas[0].joined = true; /* ann spoke: she stays when her meta goes */
+    persona_touch(&r->personas[0]);
+    vigil_persona_meta m;
+    vigil_persona_meta_init(&m);
+    dormancy_event clear = {.kind = DORMANCY_EV_META, .id = "meta-clear.ann.1", .ts = T0};
+    clear.meta.persona = "ann";
+    clear.meta.ov = m.dormancy;
+    meta_step(r, &clear, &set, &removed, &n);
+    assert_int_equal(set, 1);
+    assert_false(r->personas[0].via_meta);
+    assert_int_equal(r->personas[0].ov.has, 0);
+    char *head = dormancy_room_head_json(r);
+    meta_step(r, &clear, &set, &removed, &n);
+    assert_int_equal(set, 0);
+    assert_int_equal(removed, 0);
+    assert_int_equal(n, 0);
+    char *again = dormancy_room_head_json(r);
+    assert_string_equal(head, again);
+    free(head);
+    free(again);
+    dormancy_room_free(r);
+}
+
 static void a_head_alone_is_not_a_record(void **state)
 {
     (void)state;
@@ -307,6 +372,7 @@ int main(void)
         cmocka_unit_test(read_back_from_parts_in_order_and_only_changes_written),
         cmocka_unit_test(a_deleted_room_deletes_every_part),
         cmocka_unit_test(actions_outgrow_the_callers_storage_intact),
+        cmocka_unit_test(a_meta_that_changes_nothing_writes_nothing),
         cmocka_unit_test(a_head_alone_is_not_a_record),
         cmocka_unit_test(a_head_retokened_in_place_is_the_head_written_with_that_token),
     };

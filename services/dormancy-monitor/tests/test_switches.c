@@ -129,6 +129,75 @@ static void meta_leaving_a_room_removes_unless_spoken(void **state)
     dm_free(f);
 }
 
+/* A cleared persona/{p}/meta reaches the core as the meta that says
+ * nothing (vigil_persona_meta_init, route.c): the persona leaves the rooms
+ * it was in through its meta alone; where it spoke it stays, without its
+ * meta name and with the defaults again (here: the no-human threshold of
+ * 5 min instead of its own hour, so its suggestion comes with the clear). */
+static void a_cleared_meta_is_a_meta_that_says_nothing(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    static const char *const rooms[] = {"general"};
+    dormancy_overrides hour = {0};
+    hour.has = VIGIL_OV_NO_HUMAN;
+    hour.no_human_ms = 60 * MIN_MS;
+    const char *const personas[] = {"ann", "bob"};
+    for (int i = 0; i < 2; i++) {
+        dormancy_event ev = {0};
+        ev.kind = DORMANCY_EV_META;
+        ev.meta.persona = personas[i];
+        ev.meta.name = i ? "Bobby" : "Annie";
+        ev.meta.rooms = rooms;
+        ev.meta.n_rooms = 1;
+        ev.meta.ov = hour;
+        dm_send(f, &ev);
+    }
+    dm_ai(f, "bob", "I spoke here");
+    dm_ai(f, "cara", "so did I");
+    dm_advance(f, 6 * MIN_MS);
+    assert_non_null(dm_last(f, DORMANCY_OUT_SUGGESTION, "cara"));
+    assert_int_equal(dm_count(f, DORMANCY_OUT_SUGGESTION, "bob"), 0);
+
+    vigil_persona_meta cleared;
+    vigil_persona_meta_init(&cleared);
+    dormancy_event ev = {0};
+    ev.kind = DORMANCY_EV_META;
+    ev.id = "meta-clear.ann.1";
+    ev.meta.persona = "ann";
+    ev.meta.name = cleared.name;
+    ev.meta.rooms = cleared.rooms;
+    ev.meta.n_rooms = cleared.n_rooms;
+    ev.meta.ov = cleared.dormancy;
+    dm_clear(f);
+    dm_send(f, &ev);
+    assert_null(dormancy_persona_find(f->room, "ann"));
+    assert_int_equal(dm_count(f, DORMANCY_OUT_PERSONA_REMOVED, "ann"), 1);
+
+    ev.id = "meta-clear.bob.1";
+    ev.meta.persona = "bob";
+    dm_clear(f);
+    dm_send(f, &ev);
+    dormancy_persona *bob = dm_p(f, "bob");
+    assert_false(bob->via_meta);
+    assert_true(bob->joined);
+    assert_string_equal(bob->name, "");
+    assert_int_equal(bob->ov.has, 0);
+    assert_int_equal(dm_count(f, DORMANCY_OUT_PERSONA_REMOVED, NULL), 0);
+    const dormancy_action *s = dm_last(f, DORMANCY_OUT_SUGGESTION, "bob");
+    assert_non_null(s);
+    assert_int_equal(s->suggest, DORMANCY_SUGGEST_NO_HUMAN);
+
+    /* cleared again, and for a persona never seen: nothing happens */
+    dm_clear(f);
+    dm_send(f, &ev);
+    ev.meta.persona = "zed";
+    dm_send(f, &ev);
+    assert_int_equal(f->log.n, 0);
+    assert_null(dormancy_persona_find(f->room, "zed"));
+    dm_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -138,6 +207,7 @@ int main(void)
         cmocka_unit_test(per_persona_switches),
         cmocka_unit_test(overrides_parse_and_round_trip),
         cmocka_unit_test(meta_leaving_a_room_removes_unless_spoken),
+        cmocka_unit_test(a_cleared_meta_is_a_meta_that_says_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

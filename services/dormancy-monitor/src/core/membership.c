@@ -27,6 +27,9 @@ dormancy_persona *step_persona_ensure(dormancy_step *s, const char *id)
     return p;
 }
 
+/* A meta that changes nothing of a persona leaves it untouched, so nothing
+ * is written again: a meta published again, or a cleared meta applied a
+ * second time (a clear has no id to deduplicate it by), commits nothing. */
 void membership_on_meta(dormancy_step *s, const dormancy_event *ev)
 {
     dormancy_room *r = s->room;
@@ -38,13 +41,16 @@ void membership_on_meta(dormancy_step *s, const dormancy_event *ev)
                                  : dormancy_persona_find(r, ev->meta.persona);
     if (!p)
         return;
-    persona_touch(p);
-    p->via_meta = listed;
-    p->ov = ev->meta.ov;
+    char name[sizeof p->name] = "";
     if (ev->meta.name && strlen(ev->meta.name) <= DORMANCY_ID_MAX)
-        dm_copy(p->name, sizeof p->name, ev->meta.name);
-    else
-        p->name[0] = '\0';
+        dm_copy(name, sizeof name, ev->meta.name);
+    if (p->via_meta != listed || strcmp(p->name, name) != 0 ||
+        !vigil_dormancy_overrides_equal(&p->ov, &ev->meta.ov)) {
+        persona_touch(p);
+        p->via_meta = listed;
+        p->ov = ev->meta.ov;
+        memcpy(p->name, name, sizeof name);
+    }
     if (!listed && !p->joined) {
         step_push(s, DORMANCY_OUT_PERSONA_REMOVED, p->id);
         room_persona_remove(r, (int)(p - r->personas));
