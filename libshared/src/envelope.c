@@ -69,6 +69,7 @@ static int read_id(const char *topic, const void *payload, size_t len, vigil_inp
         h = vigil_hash64_more(h, "\n", 1);
         h = vigil_hash64_more(h, payload, len);
         snprintf(in->id, sizeof in->id, "h-%016llx", (unsigned long long)h);
+        in->id_derived = true;
         return 0;
     }
     if (!json_object_is_type(v, json_type_string))
@@ -120,6 +121,14 @@ int vigil_input_parse(const char *topic, const void *payload, size_t len, size_t
 fail:
     vigil_input_clear(in);
     return -1;
+}
+
+void vigil_input_id_per_delivery(vigil_input *in)
+{
+    if (!in->id_derived || in->cleared)
+        return;
+    size_t n = strlen(in->id);
+    snprintf(in->id + n, sizeof in->id - n, ".%lld", (long long)in->received_ms);
 }
 
 int vigil_input_parse_cleared(const char *topic, int64_t now_ms, vigil_input *in,

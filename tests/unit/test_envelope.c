@@ -282,6 +282,43 @@ static void test_parse_cleared(void **state)
     assert_int_equal(err.reason, VIGIL_REJECT_NOT_JSON);
 }
 
+/* On a topic that also takes clears, a derived id is this delivery's own
+ * (the same meta again after a clear is applied again); a payload's own
+ * id is kept, and a clear keeps none. */
+static void test_id_per_delivery(void **state)
+{
+    (void)state;
+    static const char meta[] = "{\"rooms\":[\"general\"]}";
+    vigil_input a, b;
+    vigil_error err = {0};
+    assert_int_equal(
+        vigil_input_parse("persona/ann/meta", meta, strlen(meta), MAX, NOW, &a, &err), 0);
+    assert_int_equal(
+        vigil_input_parse("persona/ann/meta", meta, strlen(meta), MAX, NOW + 1, &b, &err), 0);
+    assert_true(a.id_derived && b.id_derived);
+    assert_string_equal(a.id, b.id); /* a redelivery, as far as the payload says */
+    char plain[sizeof a.id];
+    strcpy(plain, a.id);
+    vigil_input_id_per_delivery(&a);
+    vigil_input_id_per_delivery(&b);
+    assert_string_not_equal(a.id, b.id);
+    assert_int_equal(strncmp(a.id, plain, strlen(plain)), 0);
+    assert_true(vigil_event_id_valid(a.id, strlen(a.id)));
+    vigil_input_clear(&a);
+    vigil_input_clear(&b);
+    static const char given[] = "{\"id\":\"m-7\",\"rooms\":[]}";
+    assert_int_equal(
+        vigil_input_parse("persona/ann/meta", given, strlen(given), MAX, NOW, &a, &err), 0);
+    assert_false(a.id_derived);
+    vigil_input_id_per_delivery(&a);
+    assert_string_equal(a.id, "m-7");
+    vigil_input_clear(&a);
+    assert_int_equal(vigil_input_parse_cleared("persona/ann/meta", NOW, &a, &err), 0);
+    vigil_input_id_per_delivery(&a);
+    assert_string_equal(a.id, "");
+    vigil_input_clear(&a);
+}
+
 static void test_topic_id_valid(void **state)
 {
     (void)state;
@@ -404,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_topic_key_room_message),
         cmocka_unit_test(test_topic_is_kind),
         cmocka_unit_test(test_parse_cleared),
+        cmocka_unit_test(test_id_per_delivery),
     };
     return cmocka_run_group_tests_name("envelope", tests, NULL, NULL);
 }

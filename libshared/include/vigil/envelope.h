@@ -28,6 +28,7 @@ typedef struct vigil_input {
     size_t raw_len;
     int retained;                    /* delivered as a retained message */
     bool cleared; /* an empty payload the service takes as a clear (vigil_input_parse_cleared) */
+    bool id_derived; /* the payload had no id: `id` is derived from topic and payload */
 } vigil_input;
 
 /* Splits and checks the topic (at most VIGIL_TOPIC_PARTS levels, no empty
@@ -48,6 +49,15 @@ int vigil_input_parse(const char *topic, const void *payload, size_t len,
  * Returns 0 with *in filled or -1 with err. */
 int vigil_input_parse_cleared(const char *topic, int64_t now_ms, vigil_input *in,
                               vigil_error *err);
+
+/* On a topic the service also takes clears on (vigil_service_def.
+ * clear_topic: retained snapshots such as a persona's meta), an id derived
+ * from the payload is made this delivery's own ("h-<hash>.<receive ms>"):
+ * the same snapshot published again after a clear must be applied again,
+ * not recognised as a redelivery of the one cleared. The service applies
+ * an identical snapshot again without changing anything. An id given in
+ * the payload is kept. */
+void vigil_input_id_per_delivery(vigil_input *in);
 
 /* Checks that topic part `index` is a valid id (BAD_TOPIC otherwise) and,
  * when the payload has string field `field`, that it equals that part
