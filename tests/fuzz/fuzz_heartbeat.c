@@ -12,12 +12,15 @@
  *    one event a part, at a clock that only moves forward:
  *    "config <+ms> <payload JSON>", "checklist <+ms> <text>" ("!" first: the
  *    file could not be read), "msg <+ms> room|sender|human|text",
- *    "levels <+ms> room=level,...", "timer <+ms>", "result <+ms> <answer>"
- *    ("!" first: the call failed).
+ *    "levels <+ms> room=level,..." (none: the state cleared), "timer <+ms>",
+ *    "result <+ms> <answer>" ("!" first: the call failed), "clear <+ms>"
+ *    (the config cleared).
  * What must hold: a reply is an ack, a message without the token and at
  * most HB_MESSAGE_MAX bytes, or unusable with a reason; local times are
  * in range; a refusal says why; every payload published is JSON, a job
- * reads back; the record dumps to JSON that loads into the same dump. */
+ * reads back; the record dumps to JSON that loads into the same dump; a
+ * cleared config leaves no heartbeat, publishes and starts nothing, and
+ * cleared again changes nothing. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,6 +168,28 @@ static void check_out(const hb_out *o)
     }
 }
 
+/* The config cleared: no heartbeat left (nor its run or schedule, when
+ * there was one), nothing published or started, and the same clear again
+ * changes nothing (a redelivery). */
+static hb_result clear_config(hb_state *s, hb_out *out)
+{
+    hb_result r = hb_on_config_cleared(s, out);
+    if (s->cfg.set || out->n_msg || out->job || out->index_add[0] ||
+        (out->changed && (s->running[0] || s->next_run || out->timer != HB_TIMER_CANCEL)))
+        abort();
+    char *before = hb_state_dump(s);
+    hb_out again;
+    hb_out_init(&again);
+    if (!before || hb_on_config_cleared(s, &again) != HB_OK || again.changed ||
+        again.timer != HB_TIMER_KEEP || again.index_remove[0])
+        abort();
+    char *after = hb_state_dump(s);
+    fuzz_same_text("cleared twice", before, after);
+    free(before);
+    free(after);
+    return r;
+}
+
 static void event(hb_state *s, const hb_config *c, char *cmd, int64_t *now)
 {
     char verb[16] = "";
@@ -222,6 +247,8 @@ static void event(hb_state *s, const hb_config *c, char *cmd, int64_t *now)
         r = hb_on_levels(s, lv, n, *now, &out);
     } else if (!strcmp(verb, "timer")) {
         r = hb_on_timer(s, c, *now, &out);
+    } else if (!strcmp(verb, "clear")) {
+        r = clear_config(s, &out);
     } else if (!strcmp(verb, "result")) {
         bool failed = rest[0] == '!';
         hb_run_result rr = { s->running, !failed, failed ? NULL : rest,

@@ -393,6 +393,146 @@ def test_a_sleeping_persona_does_not_run(stack, llm):
     assert llm.stats()["requests"] == 0
 
 
+ROOM_MAX = 64  # VIGIL_ROUTE_MAX_KEYS (libshared, compile time: no variable shrinks it)
+
+
+def test_a_cleared_config_deletes_the_heartbeat_and_frees_its_place_in_the_room(stack, llm):
+    """Clearing a persona's retained config (an empty retained message, how
+    MQTT deletes one) deletes its heartbeat: no further run, while a witness
+    persona's heartbeat in the same room keeps running (its runs are the
+    clock, no sleep), and its place under the room's limit of heartbeats is
+    freed (the room is filled with switched-off heartbeats: the limit has no
+    variable). Clearing again, or a config never seen, changes nothing and
+    raises no error; a later config is a new heartbeat, its runs numbered
+    after the old ones; an empty room message is still not_json."""
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    store = stack.store(SERVICE)
+    room, never = uid("r"), uid("never-")
+    index = f"{stack.prefix}{SERVICE}:room-personas:{room}"
+    pub.publish(*config("gone", room), retain=True)
+    pub.publish(*config("witness", room), retain=True)
+    pub.publish_many(config(f"f{i:02d}", room, enabled=False) for i in range(ROOM_MAX - 2))
+    c = stack.redis.client()
+    try:
+        harness.wait_until(lambda: c.scard(index) == ROOM_MAX, 30, "the room full")
+        assert wait_run(col, "gone")["outcome"] == "ok"
+        mark = col.mark()
+        pub.publish(*config("late", room))
+        err = col.wait_event(f"sys/{SERVICE}/error", lambda e: e.get("reason") == "limit",
+                             since=mark, what="a config refused: the room is full")
+        assert err["topic"] == "heartbeat/late/config", err
+
+        mark = col.mark()
+        pub.publish("heartbeat/gone/config", b"", retain=True)
+        harness.wait_until(lambda: "cfg" not in store.state("gone")[1], 10, "the heartbeat deleted")
+        t = harness.now_ms()  # the clear is committed by now
+        _, rec = store.state("gone")
+        n = rec["runs"]
+        assert n >= 1 and rec["running"] == "" and rec["next_run"] == 0, rec
+        assert rec["recent"] == [] and rec["last_activity"] == 0, rec
+        assert not c.sismember(index, "gone") and c.scard(index) == ROOM_MAX - 1
+        # three runs of the witness decided after the clear: none of gone's
+        harness.wait_until(lambda: len(runs(col, "witness", lambda e: e["ts"] > t)) >= 3, 15,
+                           "three runs of the witness after the clear")
+        assert not runs(col, "gone", lambda e: e["run"] > n)
+        assert store.state("gone")[1] == rec
+
+        # its place is free: the config refused before joins the room
+        pub.publish(*config("late", room))
+        harness.wait_until(lambda: c.sismember(index, "late"), 10, "late in the room")
+        assert c.scard(index) == ROOM_MAX
+        assert wait_run(col, "late")["outcome"] == "ok"
+
+        # cleared again, and a config never seen cleared: the witness's
+        # state, published after both on the same connection, is taken after
+        pub.publish("heartbeat/gone/config", b"", retain=True)
+        pub.publish(f"heartbeat/{never}/config", b"", retain=True)
+        now = harness.now_ms()
+        pub.publish("persona/witness/state", {"persona": "witness", "ts": now, "rooms": {
+            room: {"level": "active", "since": now}}}, retain=True)
+        harness.wait_until(lambda: store.state("witness")[1]["levels"] == {room: "active"}, 10,
+                           "the witness's state, after the clears")
+        assert store.state("gone")[1] == rec
+        assert store.state(never) == (0, None)
+        assert c.scard(index) == ROOM_MAX
+        assert not col.find(f"sys/{SERVICE}/error", since=mark)
+        assert not runs(col, "gone", lambda e: e["run"] > n)
+    finally:
+        c.close()
+
+    # a later config is a new heartbeat (here in another room: this one is full)
+    other = uid("r")
+    pub.publish(*config("gone", other), retain=True)
+    ev = wait_run(col, "gone", lambda e: e["run"] > n)
+    assert ev["run"] == n + 1 and ev["room"] == other and ev["outcome"] == "ok", ev
+    validate_outputs(col, OUTPUTS)
+
+    # an empty payload where nothing is retained is still a bad input
+    mark = col.mark()
+    pub.publish(f"room/{room}/message", b"")
+    err = col.wait_event(f"sys/{SERVICE}/error", since=mark, timeout=10)
+    assert err["reason"] == "not_json" and err["topic"] == f"room/{room}/message", err
+
+
+def test_the_cleared_config_published_again_byte_for_byte_is_a_new_heartbeat(stack, llm):
+    """A config without an id is recognised by its payload's hash; on a
+    topic that takes clears, that hash alone does not make it a
+    redelivery: the very bytes that were cleared, published again, start a
+    new heartbeat (and, published once more, change nothing)."""
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    store = stack.store(SERVICE)
+    room = uid("r")
+    topic, body = config("again", room)
+    pub.publish(topic, body, retain=True)
+    assert wait_run(col, "again")["outcome"] == "ok"
+    pub.publish(topic, b"", retain=True)
+    harness.wait_until(lambda: "cfg" not in store.state("again")[1], 10, "the heartbeat deleted")
+    n = store.state("again")[1]["runs"]
+    pub.publish(topic, body, retain=True)  # the same dict: the same bytes
+    ev = wait_run(col, "again", lambda e: e["run"] > n)
+    assert ev["run"] == n + 1 and ev["outcome"] == "ok", ev
+    _, rec = store.state("again")
+    assert rec["cfg"]["room"] == room, rec
+
+
+def test_a_cleared_persona_state_forgets_its_levels(stack, llm):
+    """A cleared persona/{p}/state is what {"rooms":{}} says: no level kept,
+    as if no state had come, so a persona skipped as asleep runs again.
+    Cleared again, nothing changes and nothing is refused."""
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    store = stack.store(SERVICE)
+    room = uid("r")
+    now = harness.now_ms()
+    pub.publish("persona/dozy/state", {"persona": "dozy", "ts": now, "rooms": {
+        room: {"level": "sleep", "since": now, "trigger": "manual"}}}, retain=True)
+    harness.wait_until(lambda: (store.state("dozy")[1] or {}).get("levels") == {room: "sleep"},
+                       10, "the level kept")
+    pub.publish(*config("dozy", room), retain=True)
+    assert wait_run(col, "dozy")["reason"] == "persona-asleep"
+    mark = col.mark()
+    pub.publish("persona/dozy/state", b"", retain=True)
+    harness.wait_until(lambda: store.state("dozy")[1]["levels"] == {}, 10, "the levels forgotten")
+    t = harness.now_ms()
+    ev = wait_run(col, "dozy", lambda e: e["ts"] > t)
+    assert ev["outcome"] == "ok", ev
+    # again (and for a persona never seen): the witness's state comes after
+    pub.publish("persona/dozy/state", b"", retain=True)
+    pub.publish(f"persona/{uid('never-')}/state", b"", retain=True)
+    pub.publish("persona/wit/state", {"persona": "wit", "ts": now, "rooms": {
+        room: {"level": "active", "since": now}}}, retain=True)
+    harness.wait_until(lambda: (store.state("wit")[1] or {}).get("levels") == {room: "active"},
+                       10, "the witness's state, after the clears")
+    assert store.state("dozy")[1]["levels"] == {}
+    assert sorted(stack.store(SERVICE).states()) == ["dozy", "wit"]
+    assert not col.find(f"sys/{SERVICE}/error", since=mark)
+
+
 def test_kill9_during_a_run_neither_loses_the_schedule_nor_runs_twice(stack, llm):
     env = {"VIGIL_LLM_TIMEOUT_MS": 3000, "VIGIL_HEARTBEAT_JOB_LEASE_MS": 4000}
     svc, col, _, room = slow_run(stack, llm, "sturdy", 2500, **env)
@@ -564,7 +704,7 @@ def test_a_user_away_for_days_is_still_looked_in_on_every_inactive_interval(stac
 
 BAD = [
     ("heartbeat/p1/config", b"not json", "not_json"),
-    ("heartbeat/p1/config", b"", "not_json"),  # clearing the retained config is no command
+    ("room/r1/message", b"", "not_json"),  # only the retained inputs take an empty one (a clear)
     ("heartbeat/p1/config", {"persona": "p1", "room": "r1", "enabled": True}, "missing_field"),
     ("heartbeat/p1/config", {"persona": "p1", "user": "u", "room": "r1", "enabled": "yes"}, "wrong_type"),
     ("heartbeat/p1/config", {"persona": "p1", "user": "u u", "room": "r1", "enabled": True}, "bad_id"),

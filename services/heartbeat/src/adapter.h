@@ -43,7 +43,12 @@ typedef struct hb_service {
     atomic_int stop;
 } hb_service;
 
-typedef enum { HB_IN_MESSAGE, HB_IN_CONFIG, HB_IN_LEVELS } hb_in_kind;
+typedef enum {
+    HB_IN_MESSAGE,
+    HB_IN_CONFIG,
+    HB_IN_CONFIG_CLEARED, /* heartbeat/{p}/config cleared (an empty retained message) */
+    HB_IN_LEVELS          /* persona/{p}/state; cleared, it holds no levels */
+} hb_in_kind;
 
 /* The typed form of one input, from route() to apply(). */
 typedef struct hb_parsed {
@@ -60,6 +65,7 @@ extern const vigil_config_var HB_CONFIG_VARS[];
 
 void hb_service_init(hb_service *svc);
 int hb_configure(void *ctx, const vigil_common_config *common, char *err, size_t errlen);
+bool hb_clear_topic(const char *topic);
 int hb_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][VIGIL_KEY_MAX],
              int max_keys, void **parsed, vigil_error *err);
 int hb_apply(void *ctx, const char *key, const char *state_json, const vigil_input *in,

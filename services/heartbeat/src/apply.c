@@ -1,7 +1,8 @@
 /* apply.c - one input or timer on one persona record: load the record, run
  * the core, and write its decision (record, messages, the run timer, the
  * job for the model, the room index) into the runtime's effects, which
- * commits them in one atomic step. */
+ * commits them in one atomic step. A cleared config deletes the heartbeat
+ * in such a step: record, timer and room index together. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,12 @@ int hb_apply(void *ctx, const char *key, const char *state_json, const vigil_inp
             r = hb_on_config(&s, &svc->core, &cfg, now_ms, &out);
         hb_persona_cfg_clear(&cfg);
         break;
+    case HB_IN_CONFIG_CLEARED:
+        r = hb_on_config_cleared(&s, &out);
+        if (r == HB_OK && out.changed)
+            vigil_log_kv(VIGIL_LOG_INFO, "heartbeat deleted: its config was cleared", "persona",
+                         key, NULL);
+        break;
     case HB_IN_LEVELS:
         r = hb_on_levels(&s, p->levels, p->n_levels, now_ms, &out);
         break;
@@ -113,7 +120,8 @@ int hb_apply(void *ctx, const char *key, const char *state_json, const vigil_inp
     int rc = 0;
     if (r != HB_OK || hb_out_to_fx(svc, key, &s, &out, fx) != 0 ||
         limit_fx(in, &out, now_ms, fx) != 0)
-        rc = vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory deciding %s", in->id);
+        rc = vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory deciding %s",
+                             in->id[0] ? in->id : in->topic); /* a clear has no id */
     hb_record_close(&s, &out);
     return rc;
 }

@@ -28,6 +28,7 @@ int main(int argc, char **argv)
         .apply = hb_apply,
         .on_timer = hb_on_timer_fx,
         .free_parsed = hb_free_parsed,
+        .clear_topic = hb_clear_topic, /* the retained config and persona state */
         .ctx = &svc,
         .start = hb_start,
         .stop = hb_stop,

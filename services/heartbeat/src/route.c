@@ -1,8 +1,8 @@
 /* route.c - validates every input fully (a bad field is a reject with a
  * precise reason, never a crash, never a state change) and names the
  * persona keys it touches:
- *   heartbeat/{p}/config  -> p
- *   persona/{p}/state     -> p (its levels per room)
+ *   heartbeat/{p}/config  -> p (an empty one: the heartbeat deleted)
+ *   persona/{p}/state     -> p (its levels per room; an empty one: none)
  *   room/{r}/message      -> every persona whose heartbeat serves r (the
  *                            set P S ":room-personas:<r>", kept by the
  *                            config commits)
@@ -143,17 +143,35 @@ static int route_config(hb_service *svc, vigil_runtime *rt, const vigil_input *i
     return 1;
 }
 
+/* heartbeat/{p}/config cleared: the persona's heartbeat is deleted
+ * (hb_on_config_cleared); no room index to read, nothing else to check. */
+static int route_config_cleared(const vigil_input *in, char keys[][VIGIL_KEY_MAX],
+                                hb_parsed **out, vigil_error *err)
+{
+    const char *persona;
+    if (vigil_input_topic_id(in, 1, NULL, &persona, err) < 0)
+        return -1;
+    hb_parsed *p = new_parsed(HB_IN_CONFIG_CLEARED);
+    if (!p)
+        return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
+    snprintf(keys[0], VIGIL_KEY_MAX, "%s", persona);
+    *out = p;
+    return 1;
+}
+
 /* persona/{p}/state (dormancy-monitor's retained snapshot), read by
- * libshared's one reader of that topic: the level per room. */
+ * libshared's one reader of that topic: the level per room. Cleared, it
+ * is what {"rooms":{}} reads as: no levels (the core forgets them). */
 static int route_levels(const vigil_input *in, char keys[][VIGIL_KEY_MAX], hb_parsed **out,
                         vigil_error *err)
 {
     const char *persona;
     vigil_persona_state ps;
+    memset(&ps, 0, sizeof ps);
     /* every room is read (VIGIL_MAX_PAYLOAD bounds them): the core keeps
      * the configured room's level first and says what it does not keep */
     if (vigil_input_topic_id(in, 1, "persona", &persona, err) < 0 ||
-        vigil_persona_state_read(in->body, INT_MAX, &ps, err) < 0)
+        (!in->cleared && vigil_persona_state_read(in->body, INT_MAX, &ps, err) < 0))
         return -1;
     hb_parsed *p = new_parsed(HB_IN_LEVELS);
     if (!p || (ps.n_rooms > 0 && !(p->levels = calloc((size_t)ps.n_rooms, sizeof *p->levels)))) {
@@ -173,16 +191,28 @@ static int route_levels(const vigil_input *in, char keys[][VIGIL_KEY_MAX], hb_pa
     return 1;
 }
 
+/* An empty payload on the retained inputs is their clear (the MQTT idiom
+ * that deletes a retained message): the heartbeat's config deleted, the
+ * persona's state gone. On room/{r}/message it stays not_json. */
+bool hb_clear_topic(const char *topic)
+{
+    return vigil_topic_is_kind(topic, "heartbeat", "config") ||
+           vigil_topic_is_kind(topic, "persona", "state");
+}
+
 int hb_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][VIGIL_KEY_MAX],
              int max_keys, void **parsed, vigil_error *err)
 {
     hb_service *svc = ctx;
     hb_parsed *p = NULL;
     int n;
+    bool config = in->nparts == 3 && strcmp(in->parts[0], "heartbeat") == 0 &&
+                  strcmp(in->parts[2], "config") == 0;
     if (in->nparts == 3 && strcmp(in->parts[0], "room") == 0 && strcmp(in->parts[2], "message") == 0)
         n = route_message(rt, in, keys, max_keys, &p, err);
-    else if (in->nparts == 3 && strcmp(in->parts[0], "heartbeat") == 0 &&
-             strcmp(in->parts[2], "config") == 0)
+    else if (config && in->cleared)
+        n = route_config_cleared(in, keys, &p, err);
+    else if (config)
         n = route_config(svc, rt, in, keys, max_keys, &p, err);
     else if (in->nparts == 3 && strcmp(in->parts[0], "persona") == 0 &&
              strcmp(in->parts[2], "state") == 0)

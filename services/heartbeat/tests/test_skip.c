@@ -1,7 +1,9 @@
 /* Every skip rule, with its reason, in order, with an injected clock (the
  * live exchange also when the model's answer comes back); and the run's
  * life: one run at a time, a lost run given up after the guard, a late or
- * repeated answer changing nothing (never a second send). */
+ * repeated answer changing nothing (never a second send); and its end: a
+ * heartbeat switched off, or deleted by clearing its retained config (a
+ * cleared persona state forgets the levels as {"rooms":{}} does). */
 #include "hb_test.h"
 
 typedef struct fx {
@@ -489,6 +491,206 @@ static void a_checklist_file_is_read_again_before_each_run(void **st)
     teardown_fx(&f);
 }
 
+/* A config (JSON) applied at t. */
+static void reconfigure(fx *f, const char *json, int64_t t)
+{
+    hb_persona_cfg cfg;
+    parse_cfg(&f->c, json, &cfg);
+    hb_out_clear(&f->out);
+    assert_int_equal(hb_on_config(&f->s, &f->c, &cfg, t, &f->out), HB_OK);
+    hb_persona_cfg_clear(&cfg);
+}
+
+static void clear_config(fx *f)
+{
+    hb_out_clear(&f->out);
+    assert_int_equal(hb_on_config_cleared(&f->s, &f->out), HB_OK);
+}
+
+/* A clear of the config (or of the persona's state, as no levels) on s
+ * changes nothing: no effect, the same record. */
+static void a_clear_changes_nothing(hb_state *s, bool config)
+{
+    char *before = hb_state_dump(s);
+    hb_out out;
+    hb_out_init(&out);
+    assert_int_equal(config ? hb_on_config_cleared(s, &out) : hb_on_levels(s, NULL, 0, 0, &out),
+                     HB_OK);
+    assert_false(out.changed);
+    assert_int_equal(out.timer, HB_TIMER_KEEP);
+    assert_int_equal(out.n_msg, 0);
+    assert_null(out.job);
+    assert_string_equal(out.index_add, "");
+    assert_string_equal(out.index_remove, "");
+    char *after = hb_state_dump(s);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    hb_out_clear(&out);
+}
+
+/* A heartbeat with levels, the user's words as context, a proactive
+ * message sent and two runs behind it. */
+static void lived_in(fx *f)
+{
+    hb_room_level lv[2] = {{"general", HB_LEVEL_HUMAN_ONLY}, {"lab", HB_LEVEL_SLEEP}};
+    assert_int_equal(hb_on_levels(&f->s, lv, 2, f->t0, &f->out), HB_OK);
+    user_says(f, "report due Friday", f->t0 + MIN_MS);
+    expect_run(f, f->t0 + 5 * MIN_MS);
+    json_object *ev = answer(&f->s, &f->c, "{\"message\":\"Block 9-11 for the report?\","
+                             "\"priority\":\"urgent\",\"category\":\"deadline\"}",
+                             f->t0 + 6 * MIN_MS, &f->out);
+    assert_string_equal(jstr(ev, "outcome"), "sent");
+    json_object_put(ev);
+    expect_skip(f, f->t0 + 9 * MIN_MS, "unanswered");
+    assert_int_equal(f->s.runs, 2);
+    assert_true(f->s.n_recent > 0 && f->s.next_run > 0);
+}
+
+/* The fixture of the clear tests: a configured heartbeat (setup_with). */
+static int configured_fx(void **st)
+{
+    fx *f = malloc(sizeof *f);
+    if (!f)
+        return -1;
+    setup_with(f, NULL);
+    *st = f;
+    return 0;
+}
+
+static int free_fx(void **st)
+{
+    teardown_fx(*st);
+    free(*st);
+    return 0;
+}
+#define CLEAR_TEST(t) cmocka_unit_test_setup_teardown(t, configured_fx, free_fx)
+
+/* Cleared: what a persona never configured has, but for the levels
+ * (persona/{p}/state's) and the run numbers; the timer cancelled and the
+ * room's index left in the same decision. */
+static void a_cleared_config_deletes_the_heartbeat(void **st)
+{
+    fx *f = *st;
+    lived_in(f);
+    clear_config(f);
+    assert_true(f->out.changed);
+    assert_int_equal(f->out.timer, HB_TIMER_CANCEL);
+    assert_string_equal(f->out.index_remove, "general"); /* its place in the room freed */
+    assert_string_equal(f->out.index_add, "");
+    assert_int_equal(f->out.n_msg, 0);
+    assert_false(f->s.cfg.set);
+    assert_int_equal(f->s.n_recent, 0);
+    assert_int_equal(f->s.last_activity + f->s.last_user_msg + f->s.last_proactive, 0);
+    assert_true(f->s.answered);
+    assert_int_equal(f->s.next_run, 0);
+    assert_int_equal(f->s.runs, 2);
+    assert_int_equal(hb_state_level(&f->s, "lab"), HB_LEVEL_SLEEP);
+    char *dump = hb_state_dump(&f->s), err[100];
+    hb_state back;
+    assert_int_equal(hb_state_load(&back, "helper", dump, err, sizeof err), 0);
+    assert_false(back.cfg.set);
+    assert_int_equal(back.runs, 2);
+    assert_int_equal(back.n_levels, 2);
+    hb_state_free(&back);
+    free(dump);
+    /* a timer the clear's commit came too late to cancel starts nothing */
+    assert_null(fire(&f->s, &f->c, f->t0 + 30 * MIN_MS, &f->out));
+    assert_null(f->out.job);
+    assert_int_equal(f->out.timer, HB_TIMER_CANCEL);
+    assert_int_equal(f->s.runs, 2);
+    /* clearing again changes nothing (a redelivery) */
+    a_clear_changes_nothing(&f->s, true);
+    /* nor does clearing a persona never configured, or known by its levels */
+    hb_state s;
+    char e[100];
+    assert_int_equal(hb_state_load(&s, "ghost", NULL, e, sizeof e), 0);
+    a_clear_changes_nothing(&s, true);
+    hb_room_level lv[1] = {{"general", HB_LEVEL_SLEEP}};
+    hb_out out;
+    hb_out_init(&out);
+    assert_int_equal(hb_on_levels(&s, lv, 1, 0, &out), HB_OK);
+    hb_out_clear(&out);
+    a_clear_changes_nothing(&s, true);
+    hb_state_free(&s);
+}
+
+/* Switched off, a heartbeat keeps its place in the room; deleted, it
+ * frees it and joins a full room again like any newcomer. */
+static void switched_off_keeps_the_room_a_clear_frees_it(void **st)
+{
+    fx *f = *st;
+    reconfigure(f, "{\"persona\":\"helper\",\"user\":\"joel\",\"room\":\"general\","
+                "\"enabled\":false}", f->t0 + MIN_MS);
+    assert_int_equal(f->out.timer, HB_TIMER_CANCEL);
+    assert_string_equal(f->out.index_remove, "");
+    hb_persona_cfg on;
+    parse_cfg(&f->c, "{\"persona\":\"helper\",\"user\":\"joel\",\"room\":\"general\","
+              "\"enabled\":true}", &on);
+    assert_false(hb_config_joins_full_room(&f->s, &on, 64, 64)); /* it still serves it */
+    clear_config(f);
+    assert_string_equal(f->out.index_remove, "general");
+    assert_true(hb_config_joins_full_room(&f->s, &on, 64, 64));
+    assert_false(hb_config_joins_full_room(&f->s, &on, 63, 64));
+    hb_persona_cfg_clear(&on);
+}
+
+/* Cleared while the model answers: the run guard goes with the timer, the
+ * worker's commit of the answer finds no run waiting (its job skipped) and
+ * nothing is sent. A config after the clear is a new heartbeat: in the
+ * room's index again, its first run an active interval later, not held
+ * back by the old unanswered message, numbered after the old runs. */
+static void a_clear_during_a_run_and_a_later_config(void **st)
+{
+    fx *f = *st;
+    lived_in(f);
+    user_says(f, "thanks, blocked", f->t0 + 10 * MIN_MS); /* answered: runs again */
+    expect_run(f, f->t0 + 13 * MIN_MS);
+    char run[sizeof f->s.running];
+    snprintf(run, sizeof run, "%s", f->s.running);
+    clear_config(f);
+    assert_int_equal(f->out.timer, HB_TIMER_CANCEL);
+    assert_string_equal(f->s.running, "");
+    const char *text = "{\"message\":\"Stand-up in 5\",\"priority\":\"urgent\","
+                       "\"category\":\"reminder\"}";
+    hb_run_result r = {run, true, text, strlen(text), NULL, 80};
+    hb_out_clear(&f->out);
+    assert_int_equal(hb_on_result(&f->s, &f->c, &r, f->t0 + 14 * MIN_MS, &f->out), HB_OK);
+    assert_false(f->out.changed);
+    assert_int_equal(f->out.n_msg, 0);
+    assert_int_equal(f->out.timer, HB_TIMER_KEEP);
+
+    int64_t t = f->t0 + 60 * MIN_MS;
+    reconfigure(f, "{\"persona\":\"helper\",\"user\":\"joel\",\"room\":\"general\","
+                "\"enabled\":true}", t);
+    assert_string_equal(f->out.index_add, "general");
+    assert_int_equal(f->out.timer, t + f->c.active_interval_ms);
+    assert_int_equal(f->s.last_activity, t);
+    expect_run(f, t + f->c.active_interval_ms);
+    assert_string_equal(f->s.running, "hb:helper:4");
+    /* the old run's answer, late, still changes nothing */
+    hb_out_clear(&f->out);
+    assert_int_equal(hb_on_result(&f->s, &f->c, &r, t + 3 * MIN_MS, &f->out), HB_OK);
+    assert_false(f->out.changed);
+}
+
+/* persona/{p}/state cleared is {"rooms":{}}: no level, as if no state had
+ * come, so an asleep persona runs again; cleared twice, nothing changes. */
+static void a_cleared_persona_state_forgets_the_levels(void **st)
+{
+    fx *f = *st;
+    hb_room_level lv[2] = {{"general", HB_LEVEL_SLEEP}, {"lab", HB_LEVEL_ACTIVE}};
+    assert_int_equal(hb_on_levels(&f->s, lv, 2, f->t0, &f->out), HB_OK);
+    expect_skip(f, f->t0 + 2 * MIN_MS, "persona-asleep");
+    hb_out_clear(&f->out);
+    assert_int_equal(hb_on_levels(&f->s, NULL, 0, f->t0 + 3 * MIN_MS, &f->out), HB_OK);
+    assert_true(f->out.changed);
+    assert_null(f->out.limit);
+    assert_int_equal(f->s.n_levels, 0);
+    expect_run(f, f->t0 + 4 * MIN_MS);
+    a_clear_changes_nothing(&f->s, false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -509,6 +711,10 @@ int main(void)
         cmocka_unit_test(context_is_bounded_cut_and_token_free),
         cmocka_unit_test(the_record_round_trips),
         cmocka_unit_test(a_checklist_file_is_read_again_before_each_run),
+        CLEAR_TEST(a_cleared_config_deletes_the_heartbeat),
+        CLEAR_TEST(switched_off_keeps_the_room_a_clear_frees_it),
+        CLEAR_TEST(a_clear_during_a_run_and_a_later_config),
+        CLEAR_TEST(a_cleared_persona_state_forgets_the_levels),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     test_zones_free();

@@ -195,6 +195,35 @@ hb_result hb_on_config(hb_state *s, const hb_config *c, hb_persona_cfg *cfg, int
     return HB_OK;
 }
 
+/* The record as a new one for this persona (hb_state_load without JSON,
+ * so "new" is defined once), keeping what outlives a heartbeat: the
+ * levels, which come from persona/{p}/state and are not delivered again,
+ * and the run counter, since run and message ids ("hb:<p>:<n>",
+ * "hb:<p>:<n>:msg") must never repeat: the commit of a run is deduplicated
+ * by its id, and readers of room messages by theirs. */
+static void forget_heartbeat(hb_state *s)
+{
+    hb_state fresh;
+    char err[8];
+    (void)hb_state_load(&fresh, s->persona, NULL, err, sizeof err); /* no JSON: cannot fail */
+    fresh.runs = s->runs;
+    memcpy(fresh.levels, s->levels, sizeof s->levels);
+    fresh.n_levels = s->n_levels;
+    hb_state_free(s);
+    *s = fresh;
+}
+
+hb_result hb_on_config_cleared(hb_state *s, hb_out *out)
+{
+    if (!s->cfg.set)
+        return HB_OK; /* never configured, or cleared already */
+    snprintf(out->index_remove, sizeof out->index_remove, "%s", s->cfg.room);
+    forget_heartbeat(s);
+    out->timer = HB_TIMER_CANCEL;
+    out->changed = true;
+    return HB_OK;
+}
+
 /* Appends a room message to the bounded context, cut to HB_RECENT_CHARS
  * characters (not bytes: a cut never splits a UTF-8 sequence). */
 static void remember(hb_state *s, const hb_message *m)

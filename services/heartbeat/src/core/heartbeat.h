@@ -23,7 +23,8 @@
  *   checklist.c  a checklist file's text, read again before each run
  *   state.c      the persona record (JSON)
  *   job.c        the job payload of a started run
- *   engine.c     events: config, room message, levels, timer, run result
+ *   engine.c     events: config (and its clear), room message, levels, timer,
+ *                run result
  *   internal.h   what these files share (skip check, job writer) */
 #ifndef HEARTBEAT_CORE_H
 #define HEARTBEAT_CORE_H
@@ -334,6 +335,17 @@ typedef enum { HB_OK = 0, HB_ERR_NOMEM = -1, HB_ERR_STATE = -2 } hb_result;
 hb_result hb_on_config(hb_state *s, const hb_config *c, hb_persona_cfg *cfg, int64_t now,
                        hb_out *out);
 
+/* The persona's retained config cleared (an empty heartbeat/{p}/config):
+ * its heartbeat is deleted. The record becomes what a persona never
+ * configured has (no config, schedule, context or user activity; the run
+ * in flight forgotten, so its answer changes nothing), the run timer is
+ * cancelled and the persona leaves its room's index (a place under the
+ * room's limit freed). Kept: the levels (persona/{p}/state's, not the
+ * config's) and the run counter, so a later config, a new heartbeat,
+ * numbers its runs and messages after the old ones and never repeats an
+ * id. A persona without a config changes nothing (a clear applied twice). */
+hb_result hb_on_config_cleared(hb_state *s, hb_out *out);
+
 typedef struct hb_message {
     const char *id, *room, *sender, *text;
     bool human, proactive;
@@ -351,7 +363,9 @@ hb_result hb_on_message(hb_state *s, const hb_config *c, const hb_message *m, in
 /* The persona's levels per room (retained persona/{p}/state, any number
  * of rooms). At most HB_LEVELS_MAX are remembered: the configured room's
  * first (the one runs read), then the others in the order given; the rest
- * are not kept, and out->limit says so. */
+ * are not kept, and out->limit says so. None (n 0: {"rooms":{}}, or the
+ * retained state cleared) forgets every level, as if no state had come:
+ * no run is then skipped for a level (persona-asleep, -mention-only). */
 hb_result hb_on_levels(hb_state *s, const hb_room_level *levels, int n, int64_t now, hb_out *out);
 
 /* Whether cfg would take the persona into a room it does not serve yet
