@@ -642,7 +642,8 @@ static void intake(vigil_runtime *rt, const char *topic, const void *payload, si
         return;
     }
     in.retained = retained;
-    if (rt->def->clear_topic && !cleared && rt->def->clear_topic(topic))
+    if (rt->def->clear_reapplies && rt->def->clear_topic && !cleared &&
+        rt->def->clear_topic(topic))
         vigil_input_id_per_delivery(&in);
     char label[96];
     kind_label(&in, label, sizeof label);
@@ -818,7 +819,7 @@ static stage_result stage(vigil_runtime *rt, const vigil_mqtt_msg *m, staged *ru
         goto no;
     s->have_in = true;
     s->in.retained = m->retained;
-    if (rt->def->clear_topic && rt->def->clear_topic(m->topic))
+    if (rt->def->clear_reapplies && rt->def->clear_topic && rt->def->clear_topic(m->topic))
         vigil_input_id_per_delivery(&s->in);
     char keys[2][VIGIL_KEY_MAX];
     memset(&err, 0, sizeof err);

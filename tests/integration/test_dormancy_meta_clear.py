@@ -3,7 +3,8 @@ one) is the meta that says nothing: the persona leaves every room it was in
 through its meta alone, and where it spoke it stays, without its meta name
 and with the default thresholds again. The clear publishes what a meta
 listing no room publishes; a second clear, or the clear of a persona never
-seen, changes nothing and is no error; an empty payload on any other topic
+seen, changes nothing and is no error; the cleared meta published again
+byte for byte takes the persona back; an empty payload on any other topic
 is still refused as not_json."""
 
 import json
@@ -117,6 +118,13 @@ def test_a_cleared_meta_is_a_meta_that_says_nothing(stack):
                if not m.topic.endswith("/meta")]
     assert not changed, changed
     assert not col.find(f"sys/{SERVICE}/error", since=mark)
+
+    # mia's very meta, published again byte for byte, takes it back in
+    back = col.mark()
+    pub.publish(*meta("mia", room, "Mia"), retain=True)
+    col.wait_event(f"room/{room}/state", lambda s: "mia" in s["personas"], timeout=10,
+                   since=back)
+    assert parts(stack, room)["mia"]["name"] == "Mia"
 
     # an empty payload anywhere else is still a bad input
     for topic in ("persona/kim/command", f"room/{room}/message"):

@@ -5,7 +5,8 @@ when answered, expired or their session ended) and each user's latest presence p
 away); a payload field disagreeing with its topic is topic_mismatch,
 never logged; a NUL in a posted string is a 400; presence by idle_ms is
 dated by the gateway's clock; the `connected` frame's id resumes a
-client that saw no entry; a cleared retained snapshot leaves ?snapshot=1."""
+client that saw no entry; a cleared retained snapshot leaves ?snapshot=1,
+and the same snapshot delivered again is not logged twice."""
 
 import time
 
@@ -248,3 +249,23 @@ def test_a_cleared_snapshot_leaves_the_snapshot(stack):
                          timeout=10, since=mark)
     assert err["reason"] == "not_json", err
     assert not col.find("sys/presence-gateway/error", lambda e: e.get("topic") == topic, since=mark)
+
+
+def test_the_same_snapshot_delivered_again_is_logged_once(stack):
+    """The gateway is a log: a retained snapshot the broker sends again (it
+    does on every connect) is recognised by its payload's hash and not
+    logged twice, although its topic takes clears (unlike the services
+    that apply a meta or a config, whose identical snapshot after a clear
+    applies again)."""
+    gw = start_gateway(stack)
+    pub = stack.publisher()
+    a = uid("agent-")
+    topic = f"agent/{a}/assessment"
+    body = {"agent": a, "is_active": True, "ts": now()}
+    pub.publish(topic, body, retain=True)
+    wait_until(lambda: [f for f in snapshot(gw, "agents") if f["data"].get("topic") == topic],
+               scaled(10), "the assessment kept")
+    dups = gw.metric("vigil_duplicates_total") or 0
+    pub.publish(topic, body, retain=True)  # the same bytes
+    wait_until(lambda: (gw.metric("vigil_duplicates_total") or 0) == dups + 1, scaled(10),
+               "the second delivery recognised")

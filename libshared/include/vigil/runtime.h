@@ -129,6 +129,16 @@ typedef struct vigil_service_def {
      * nothing the second time. NULL: an empty payload is refused as
      * not_json on every topic. */
     bool (*clear_topic)(const char *topic);
+    /* With clear_topic: true when the inputs on those topics are snapshots
+     * the service applies (a meta, a config), so that the one cleared,
+     * published again byte for byte, must be applied again: an id derived
+     * from such a payload then carries the receive time
+     * (vigil_input_id_per_delivery), and the service must apply an
+     * identical snapshot again without changing anything (the broker sends
+     * every retained one again on each connect). false (a logger such as
+     * presence-gateway): the payload's hash alone recognises a
+     * redelivery. */
+    bool clear_reapplies;
 } vigil_service_def;
 
 /* A Redis connection (and store) for one background thread. */

@@ -24,6 +24,7 @@ int main(int argc, char **argv)
         .on_timer = dormancy_on_timer,
         .free_parsed = dormancy_free_parsed,
         .clear_topic = dormancy_clear_topic, /* persona/{p}/meta cleared: a meta saying nothing */
+        .clear_reapplies = true, /* an identical one after its clear applies again */
         .ctx = &svc,
     };
     return vigil_runtime_main(argc, argv, &def);

@@ -30,6 +30,7 @@ int main(int argc, char **argv)
         .on_timer = floor_on_timer,
         .free_parsed = floor_free_parsed,
         .clear_topic = floor_clear_topic, /* persona/{p}/meta, /state: said nothing */
+        .clear_reapplies = true, /* an identical one after its clear applies again */
         .start = floor_worker_start,
         .stop = floor_worker_stop,
         .ctx = &svc,

@@ -29,6 +29,7 @@ int main(int argc, char **argv)
         .on_timer = hb_on_timer_fx,
         .free_parsed = hb_free_parsed,
         .clear_topic = hb_clear_topic, /* the retained config and persona state */
+        .clear_reapplies = true, /* an identical one after its clear applies again */
         .ctx = &svc,
         .start = hb_start,
         .stop = hb_stop,

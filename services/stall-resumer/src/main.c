@@ -23,6 +23,7 @@ int main(int argc, char **argv)
         .on_timer = stall_on_timer,
         .free_parsed = stall_free_parsed,
         .clear_topic = stall_clear_topic, /* agent/{a}/status cleared: the agent retired */
+        .clear_reapplies = true, /* an identical one after its clear applies again */
         .ctx = &svc,
         .start = stall_start,
         .stop = stall_stop,

@@ -34,6 +34,7 @@ int main(int argc, char **argv)
         .on_timer = wake_on_timer_fx,
         .free_parsed = wake_free_parsed,
         .clear_topic = wake_clear_topic, /* persona/{p}/meta, /state: said nothing */
+        .clear_reapplies = true, /* an identical one after its clear applies again */
         .ctx = &svc,
         .start = wake_start,
         .stop = wake_stop,
