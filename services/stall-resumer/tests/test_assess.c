@@ -271,6 +271,24 @@ static void test_status_update_is_a_tier2_signal(void **state)
     assert_false(as.is_active);
     free(a);
 
+    /* a report dated after our clock is taken at our time; the broker
+     * sends the retained one again on each connect, and that copy is not
+     * a newer sign of life, through the record too. A new report is. */
+    a = st_agent("skew");
+    status_with(&st, "EXECUTING", "Harden the uploader", 0);
+    st.ts = T0 + 10 * MIN_MS;
+    assert_true(stall_agent_set_status(a, &cfg, &st, T0));
+    assert_int_equal(a->status.ts, T0);
+    a = st_roundtrip(a);
+    assert_false(stall_agent_set_status(a, &cfg, &st, T0 + MIN_MS));
+    assert_int_equal(a->n_sig, 1);
+    assert_int_equal(a->status.ts, T0);
+    st.ts = T0 + 11 * MIN_MS;
+    assert_true(stall_agent_set_status(a, &cfg, &st, T0 + 2 * MIN_MS));
+    assert_int_equal(a->n_sig, 2);
+    assert_int_equal(a->status.ts, T0 + 2 * MIN_MS);
+    free(a);
+
     /* tasks alone are content too */
     a = st_agent("b");
     status_with(&st, "EXECUTING", "", MIN_MS);

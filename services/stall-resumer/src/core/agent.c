@@ -110,15 +110,33 @@ bool stall_status_is_meaningful(const stall_config *c, const stall_status *st)
     return st->n_tasks > 0 || stall_is_meaningful_progress(st->mission);
 }
 
+/* The same report as the one held, whatever time each was taken at. */
+static bool same_report(const stall_status *held, const stall_status *st)
+{
+    if (strcmp(held->fsm_state, st->fsm_state) != 0 || strcmp(held->mission, st->mission) != 0 ||
+        held->n_tasks != st->n_tasks)
+        return false;
+    for (int i = 0; i < st->n_tasks; i++)
+        if (strcmp(held->tasks[i], st->tasks[i]) != 0)
+            return false;
+    return true;
+}
+
 bool stall_agent_set_status(stall_agent *a, const stall_config *c, const stall_status *st,
                             int64_t now)
 {
     if (a->status.present && (st->ts > now ? now : st->ts) < a->status.ts)
         return false;
+    if (a->status.present && st->ts > now && a->status.claimed_ts == st->ts &&
+        same_report(&a->status, st))
+        return false; /* the future-dated report held, delivered again */
     stall_status next = *st;
     next.present = true;
-    if (next.ts > now)
+    next.claimed_ts = 0;
+    if (next.ts > now) {
+        next.claimed_ts = next.ts;
         next.ts = now; /* a clock ahead of ours cannot make a status younger than new */
+    }
     if (a->status.present && memcmp(&a->status, &next, sizeof next) == 0)
         return false;
     a->status = next;

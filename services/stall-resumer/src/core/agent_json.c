@@ -47,6 +47,8 @@ char *stall_agent_to_json(const stall_agent *a)
     if (a->status.present) {
         json_object *st = json_object_new_object();
         add_i64(st, "ts", a->status.ts);
+        if (a->status.claimed_ts)
+            add_i64(st, "cts", a->status.claimed_ts);
         add_str(st, "fsm_state", a->status.fsm_state);
         add_str(st, "mission", a->status.mission);
         json_object *tasks = json_object_new_array();
@@ -124,7 +126,8 @@ static int read_status(json_object *st, stall_status *s)
         return -1;
     s->present = true;
     json_object *tasks;
-    if (get_i64(st, "ts", &s->ts) || get_str(st, "fsm_state", s->fsm_state, sizeof s->fsm_state) ||
+    if (get_i64(st, "ts", &s->ts) || get_i64(st, "cts", &s->claimed_ts) ||
+        get_str(st, "fsm_state", s->fsm_state, sizeof s->fsm_state) ||
         get_str(st, "mission", s->mission, sizeof s->mission))
         return -1;
     if (json_object_object_get_ex(st, "tasks", &tasks)) {

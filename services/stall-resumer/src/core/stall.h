@@ -113,6 +113,10 @@ typedef struct stall_signal {
 typedef struct stall_status {
     bool present;
     int64_t ts;
+    /* the report's own ts when it was after our clock (ts is then the
+     * time we took it); 0 otherwise. The broker sends a retained status
+     * again on every connect: this tells that copy from a new report. */
+    int64_t claimed_ts;
     char fsm_state[STALL_TEXT_MAX + 1];
     char mission[STALL_TEXT_MAX + 1];
     char tasks[STALL_MAX_STATUS_TASKS][STALL_TEXT_MAX + 1];
