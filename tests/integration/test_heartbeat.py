@@ -499,6 +499,36 @@ def test_the_cleared_config_published_again_byte_for_byte_is_a_new_heartbeat(sta
     assert rec["cfg"]["room"] == room, rec
 
 
+def test_a_run_queued_when_its_heartbeat_goes_is_not_sent_to_the_model(stack, llm):
+    """One run in the model at a time (VIGIL_LLM_CONCURRENCY=1, a slow
+    model): a second persona's run waits on the job stream; its config is
+    cleared meanwhile. When the worker takes that run, the model is not
+    asked (its answer would be ignored): no request with its checklist, the
+    run ends without a word, counted as a call spared."""
+    svc = start(stack, llm, VIGIL_LLM_CONCURRENCY=1, VIGIL_LLM_TIMEOUT_MS=15000)
+    col = stack.collector()
+    pub = stack.publisher()
+    store = stack.store(SERVICE)
+    room = uid("r")
+    llm.control(delay_ms=8000)  # queued's run is due ~3 s after its config
+    pub.publish(*config("busy", room), retain=True)
+    harness.wait_until(lambda: llm.stats()["in_flight"] >= 1, 15, "busy's run in the model")
+    pub.publish(*config("queued", room, checklist="CHECK-QUEUED-ONLY"), retain=True)
+    harness.wait_until(lambda: (store.state("queued")[1] or {}).get("running"), 15,
+                       "queued's run waiting for the model")
+    pub.publish("heartbeat/queued/config", b"", retain=True)
+    harness.wait_until(lambda: "cfg" not in store.state("queued")[1], 10, "queued deleted")
+    assert llm.stats()["requests"] == 1  # busy's call still holds the one slot
+    harness.wait_until(lambda: svc.metric("vigil_heartbeat_calls_spared_total") == 1, 20,
+                       "queued's run taken and spared")
+    llm.control(delay_ms=0)
+    assert wait_run(col, "busy")["outcome"] == "ok"
+    prompts = [h.get("prompt", "") for h in llm.stats().get("history", [])]
+    assert prompts and not [p for p in prompts if "CHECK-QUEUED-ONLY" in p], prompts
+    assert not runs(col, "queued")
+    assert svc.metric("vigil_heartbeat_runs_total", outcome="stale") == 1
+
+
 def test_a_cleared_persona_state_forgets_its_levels(stack, llm):
     """A cleared persona/{p}/state is what {"rooms":{}} says: no level kept,
     as if no state had come, so a persona skipped as asleep runs again.

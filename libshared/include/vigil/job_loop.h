@@ -38,7 +38,8 @@ typedef struct vigil_job_loop_ops {
                  size_t whylen);
     /* The record key and input id the commit dedupes the job by. */
     void (*ids)(const void *slot, const char **key, const char **job);
-    /* Starts the slot's work (submits its LLM calls); never blocks. */
+    /* Starts the slot's work (submits its LLM calls); never waits for the
+     * LLM (it may read Redis, as the rest of step 1 does). */
     void (*submit)(void *owner, void *slot);
     /* Is the slot's work over, so that it can be committed? */
     bool (*ready)(void *owner, void *slot);

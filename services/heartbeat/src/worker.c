@@ -86,10 +86,54 @@ static void run_ids(const void *sarg, const char **key, const char **job)
     *job = s->job.run;
 }
 
+typedef struct wanted_arg {
+    const char *run;
+    bool wanted;
+} wanted_arg;
+
+/* Read only: would the answer to this run be used (hb_run_wanted)? */
+static int decide_wanted(void *arg, const char *key, const char *state_json, int64_t now_ms,
+                         vigil_effects *fx, vigil_error *err)
+{
+    (void)now_ms;
+    (void)fx;
+    wanted_arg *a = arg;
+    hb_state s;
+    hb_out out;
+    char why[160];
+    if (hb_record_open(&s, &out, key, state_json, why, sizeof why) != 0)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "record of %s: %s", key, why);
+    a->wanted = hb_run_wanted(&s, a->run);
+    hb_record_close(&s, &out);
+    return 0;
+}
+
+/* A run queued before its heartbeat was switched off or deleted (its job
+ * waited for a slot) is not worth a model call: its answer would be
+ * ignored. One read of the record, as step 1 of the job loop reads Redis
+ * anyway; a failed read asks the model (the commit decides as before). */
+static bool run_wanted(hb_worker *w, const run_slot *s)
+{
+    wanted_arg a = {s->job.run, true};
+    vigil_error err = {0};
+    return vigil_runtime_decide(w->svc->rt, w->jw.conn, s->job.persona, NULL, vigil_now_ms(),
+                                decide_wanted, &a, &err) != VIGIL_DECIDE_DONE ||
+           a.wanted;
+}
+
 static void ask_model(void *arg, void *sarg)
 {
     hb_worker *w = arg;
     run_slot *s = sarg;
+    if (!run_wanted(w, s)) {
+        s->done = true;
+        s->ok = false;
+        snprintf(s->error, sizeof s->error, "not asked: the heartbeat is off or deleted");
+        vigil_counter_add("vigil_heartbeat_calls_spared_total",
+                          "Runs not sent to the model: switched off or deleted while queued",
+                          NULL, 1);
+        return;
+    }
     vigil_llm_request req = VIGIL_LLM_REQUEST_INIT;
     req.tier = VIGIL_LLM_TIER_FAST; /* the "fast" engine, to save cost */
     req.model = s->job.model[0] ? s->job.model : NULL;

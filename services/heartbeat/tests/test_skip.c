@@ -284,6 +284,27 @@ static void one_run_at_a_time_and_a_lost_run_is_given_up(void **st)
     teardown_fx(&f);
 }
 
+/* The run in flight is wanted while its heartbeat is on; switched off,
+ * deleted, or another run: not (the worker then spares the model call). */
+static void a_run_is_wanted_only_while_its_heartbeat_is_on(void **st)
+{
+    (void)st;
+    fx f;
+    setup_with(&f, NULL);
+    expect_run(&f, f.t0 + 2 * MIN_MS);
+    char run[128];
+    snprintf(run, sizeof run, "%s", f.s.running);
+    assert_true(hb_run_wanted(&f.s, run));
+    assert_false(hb_run_wanted(&f.s, "hb:someone-else:1"));
+    f.s.cfg.enabled = false;
+    assert_false(hb_run_wanted(&f.s, run));
+    f.s.cfg.enabled = true;
+    hb_out_clear(&f.out);
+    assert_int_equal(hb_on_config_cleared(&f.s, &f.out), HB_OK);
+    assert_false(hb_run_wanted(&f.s, run));
+    teardown_fx(&f);
+}
+
 static void a_repeated_answer_sends_once(void **st)
 {
     (void)st;
@@ -710,6 +731,7 @@ int main(void)
         cmocka_unit_test(config_again_changes_nothing_and_a_new_room_moves_the_index),
         cmocka_unit_test(context_is_bounded_cut_and_token_free),
         cmocka_unit_test(the_record_round_trips),
+        cmocka_unit_test(a_run_is_wanted_only_while_its_heartbeat_is_on),
         cmocka_unit_test(a_checklist_file_is_read_again_before_each_run),
         CLEAR_TEST(a_cleared_config_deletes_the_heartbeat),
         CLEAR_TEST(switched_off_keeps_the_room_a_clear_frees_it),

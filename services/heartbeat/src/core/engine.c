@@ -474,6 +474,11 @@ static hb_result judge(hb_state *s, const hb_config *c, const hb_reply *reply, i
     return rc;
 }
 
+bool hb_run_wanted(const hb_state *s, const char *run)
+{
+    return s->running[0] && strcmp(s->running, run) == 0 && s->cfg.set && s->cfg.enabled;
+}
+
 hb_result hb_on_result(hb_state *s, const hb_config *c, const hb_run_result *r, int64_t now,
                        hb_out *out)
 {

@@ -405,6 +405,12 @@ typedef struct hb_run_result {
  * longer running changes nothing (it was given up or already done). */
 hb_result hb_on_result(hb_state *s, const hb_config *c, const hb_run_result *r, int64_t now,
                        hb_out *out);
+/* Whether the model's answer to run would be used: the run is still the
+ * one in flight and the heartbeat is configured and switched on. When it
+ * is not, hb_on_result ignores the answer (stale) or reports the run
+ * `skipped`, `disabled`, whatever it says, so the worker need not ask the
+ * model at all (no tokens spent on a deleted or switched-off heartbeat). */
+bool hb_run_wanted(const hb_state *s, const char *run);
 
 /* The job payload's fields (engine.c writes them, the shell's worker reads
  * them with hb_job_parse). */
