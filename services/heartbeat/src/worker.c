@@ -86,6 +86,16 @@ static void run_ids(const void *sarg, const char **key, const char **job)
     *job = s->job.run;
 }
 
+/* The persona's record opened for a decision; unreadable: err says why. */
+static int open_record(hb_state *s, hb_out *out, const char *key, const char *state_json,
+                       vigil_error *err)
+{
+    char why[160];
+    if (hb_record_open(s, out, key, state_json, why, sizeof why) != 0)
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "record of %s: %s", key, why);
+    return 0;
+}
+
 typedef struct wanted_arg {
     const char *run;
     bool wanted;
@@ -100,9 +110,8 @@ static int decide_wanted(void *arg, const char *key, const char *state_json, int
     wanted_arg *a = arg;
     hb_state s;
     hb_out out;
-    char why[160];
-    if (hb_record_open(&s, &out, key, state_json, why, sizeof why) != 0)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "record of %s: %s", key, why);
+    if (open_record(&s, &out, key, state_json, err) != 0)
+        return -1;
     a->wanted = hb_run_wanted(&s, a->run);
     hb_record_close(&s, &out);
     return 0;
@@ -166,9 +175,8 @@ static int decide_result(void *arg, const char *key, const char *state_json, int
     result_arg *a = arg;
     hb_state s;
     hb_out out;
-    char why[160];
-    if (hb_record_open(&s, &out, key, state_json, why, sizeof why) != 0)
-        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "record of %s: %s", key, why);
+    if (open_record(&s, &out, key, state_json, err) != 0)
+        return -1;
     int rc = 0;
     if (hb_on_result(&s, &a->svc->core, a->r, now_ms, &out) != HB_OK ||
         hb_out_to_fx(a->svc, key, &s, &out, fx) != 0)

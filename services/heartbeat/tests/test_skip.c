@@ -48,6 +48,15 @@ static void expect_run(fx *f, int64_t t)
     assert_true(f->s.running[0] != '\0');
 }
 
+/* A fresh record whose first run (two minutes in) is in flight; its run
+ * id copied into run (the record's own changes with the run). */
+static void first_run(fx *f, char run[128])
+{
+    setup_with(f, NULL);
+    expect_run(f, f->t0 + 2 * MIN_MS);
+    snprintf(run, 128, "%s", f->s.running);
+}
+
 static void user_says(fx *f, const char *text, int64_t t)
 {
     hb_message m = {"m", "general", "joel", text, true, false, t};
@@ -254,10 +263,8 @@ static void one_run_at_a_time_and_a_lost_run_is_given_up(void **st)
 {
     (void)st;
     fx f;
-    setup_with(&f, NULL);
-    expect_run(&f, f.t0 + 2 * MIN_MS);
     char first[128];
-    snprintf(first, sizeof first, "%s", f.s.running);
+    first_run(&f, first);
     assert_int_equal(f.out.timer, f.t0 + 2 * MIN_MS + f.c.run_guard_ms);
     /* the timer comes again (a claim that lapsed): no second run */
     assert_null(fire(&f.s, &f.c, f.t0 + 3 * MIN_MS, &f.out));
@@ -290,10 +297,8 @@ static void a_run_is_wanted_only_while_its_heartbeat_is_on(void **st)
 {
     (void)st;
     fx f;
-    setup_with(&f, NULL);
-    expect_run(&f, f.t0 + 2 * MIN_MS);
     char run[128];
-    snprintf(run, sizeof run, "%s", f.s.running);
+    first_run(&f, run);
     assert_true(hb_run_wanted(&f.s, run));
     assert_false(hb_run_wanted(&f.s, "hb:someone-else:1"));
     f.s.cfg.enabled = false;
@@ -309,10 +314,8 @@ static void a_repeated_answer_sends_once(void **st)
 {
     (void)st;
     fx f;
-    setup_with(&f, NULL);
-    expect_run(&f, f.t0 + 2 * MIN_MS);
     char run[128];
-    snprintf(run, sizeof run, "%s", f.s.running);
+    first_run(&f, run);
     const char *txt = "{\"message\":\"Stand-up\",\"priority\":\"urgent\",\"category\":\"reminder\"}";
     hb_run_result r = {run, true, txt, strlen(txt), NULL, 42};
     hb_out_clear(&f.out);
