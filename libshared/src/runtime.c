@@ -1479,6 +1479,19 @@ vigil_decide_result vigil_runtime_decide(vigil_runtime *rt, vigil_runtime_conn *
     }
 }
 
+int vigil_runtime_peek(vigil_runtime_conn *conn, const char *key, vigil_peek_fn fn, void *arg)
+{
+    int seen = 0;
+    int64_t version = 0;
+    char *state = NULL;
+    if (vigil_store_load(conn->store, key, NULL, &seen, &version, &state) != 0)
+        return -1;
+    atomic_store(&conn->ok, true);
+    int rc = fn(arg, key, state);
+    free(state);
+    return rc;
+}
+
 static bool ready(void *ctx, char *why, size_t whylen)
 {
     vigil_runtime *rt = ctx;

@@ -427,6 +427,52 @@ def test_restart_with_jobs_pending_publishes_each_decision_once(stack, llm):
         c.close()
 
 
+def test_a_job_queued_while_its_persona_wakes_is_not_sent_to_the_model(stack, llm):
+    """One job held at a time (VIGIL_WAKE_MAX_INFLIGHT=1) and a slow model:
+    a second human message's evaluation of the same sleeper waits on the
+    job stream, and the persona is woken meanwhile (its state says active).
+    When the worker takes that job, the model is not asked (the question is
+    moot): no request with its text, no decision for it, counted as a call
+    spared and a job "spared"; the first message is decided as usual."""
+    llm.control(delay_ms=3000)
+    svc = start(stack, llm, VIGIL_WAKE_MAX_INFLIGHT=1, VIGIL_LLM_TIMEOUT_MS=15000)
+    col = stack.collector(topics=("persona/+/wake",))
+    pub = stack.publisher()
+    view = stack.store(SERVICE)
+    room = uid("sp")
+    setup_sleepers(stack, pub, room, ["dozy"])
+    pub.publish(*human(room, "joel", EMERGENCY, mid=f"{room}-m1"))
+    harness.wait_until(lambda: llm.stats()["in_flight"] >= 1, 15, "the first call in the model")
+    pub.publish(*human(room, "joel", "QUEUED-ONLY: anyone?", mid=f"{room}-m2"))
+    c = stack.redis.client()
+    try:
+        harness.wait_until(lambda: c.xlen(f"{stack.prefix}{SERVICE}:jobs") == 2, 10,
+                           "the second job waiting")
+    finally:
+        c.close()
+    now = harness.now_ms()
+    pub.publish("persona/dozy/state", {"persona": "dozy", "ts": now, "rooms": {
+        room: {"level": "active", "since": now, "trigger": "human"}}}, retain=True)
+
+    def level():
+        _, st = view.state(room)
+        return {p["id"]: p.get("l") for p in (st or {}).get("p", [])}.get("dozy")
+
+    harness.wait_until(lambda: level() not in ("sleep", None), 10, "dozy awake in the record")
+    assert llm.stats()["requests"] == 1  # the first call still holds the one slot
+    got = wait_wakes(col, 1)
+    assert [e["message_id"] for e in got.values()] == [f"{room}-m1"]
+    # the slot is free once the first is decided: the second job is taken
+    harness.wait_until(
+        lambda: svc.metric("vigil_wake_jobs_total", kind="wake", outcome="spared") == 1, 20,
+        "the second job taken and spared")
+    assert svc.metric("vigil_wake_calls_spared_total") == 1
+    assert svc.metric("vigil_wake_jobs_total", kind="wake", outcome="decided") == 1
+    assert len(wakes(col)) == 1  # a spared job is acknowledged with nothing published
+    prompts = [h.get("prompt", "") for h in llm.stats().get("history", [])]
+    assert prompts and not [p for p in prompts if "QUEUED-ONLY" in p], prompts
+
+
 # --------------------------------------------------------------------------
 # Autopilot
 

@@ -167,6 +167,14 @@ vigil_decide_result vigil_runtime_decide(vigil_runtime *rt, vigil_runtime_conn *
                                          const char *key, const char *input_id, int64_t now_ms,
                                          vigil_decide_fn fn, void *arg, vigil_error *err);
 
+/* Reads key's record from a background thread through conn, committing
+ * nothing: fn gets the record as vigil_store_load gives it (whole; NULL
+ * when there is none). For a worker that asks whether a job is still worth
+ * its slow work before starting it. One attempt: returns fn's result, or
+ * -1 when Redis did not answer or the key holds another type. */
+typedef int (*vigil_peek_fn)(void *arg, const char *key, const char *state_json);
+int vigil_runtime_peek(vigil_runtime_conn *conn, const char *key, vigil_peek_fn fn, void *arg);
+
 /* True once shutdown has begun: background loops return. */
 bool vigil_runtime_stopping(const vigil_runtime *rt);
 

@@ -101,16 +101,14 @@ typedef struct wanted_arg {
     bool wanted;
 } wanted_arg;
 
-/* Read only: would the answer to this run be used (hb_run_wanted)? */
-static int decide_wanted(void *arg, const char *key, const char *state_json, int64_t now_ms,
-                         vigil_effects *fx, vigil_error *err)
+/* Would the answer to this run be used (hb_run_wanted)? */
+static int peek_wanted(void *arg, const char *key, const char *state_json)
 {
-    (void)now_ms;
-    (void)fx;
     wanted_arg *a = arg;
     hb_state s;
     hb_out out;
-    if (open_record(&s, &out, key, state_json, err) != 0)
+    char why[160];
+    if (hb_record_open(&s, &out, key, state_json, why, sizeof why) != 0)
         return -1;
     a->wanted = hb_run_wanted(&s, a->run);
     hb_record_close(&s, &out);
@@ -124,10 +122,7 @@ static int decide_wanted(void *arg, const char *key, const char *state_json, int
 static bool run_wanted(hb_worker *w, const run_slot *s)
 {
     wanted_arg a = {s->job.run, true};
-    vigil_error err = {0};
-    return vigil_runtime_decide(w->svc->rt, w->jw.conn, s->job.persona, NULL, vigil_now_ms(),
-                                decide_wanted, &a, &err) != VIGIL_DECIDE_DONE ||
-           a.wanted;
+    return vigil_runtime_peek(w->jw.conn, s->job.persona, peek_wanted, &a) != 0 || a.wanted;
 }
 
 static void ask_model(void *arg, void *sarg)

@@ -30,6 +30,7 @@
 /* One job in hand (vigil/job_loop.h holds the slots). */
 typedef struct slot {
     bool done;
+    bool spared; /* not asked: its persona no longer sleeps there */
     wake_job_kind kind;
     wake_job wj;
     wake_ap_job aj;
@@ -59,6 +60,8 @@ static void count_job(const void *sarg, const char *outcome)
 {
     const slot *s = sarg;
     const char *kind = !s ? "unknown" : s->kind == WAKE_JOB_WAKE ? "wake" : "autopilot";
+    if (s && s->spared && strcmp(outcome, "decided") == 0)
+        outcome = "spared";
     char labels[96];
     snprintf(labels, sizeof labels, "kind=\"%s\",outcome=\"%s\"", kind, outcome);
     vigil_counter_add("vigil_wake_jobs_total", "Jobs finished by the workers, by outcome",
@@ -101,6 +104,38 @@ static void fail_now(slot *s, const char *why)
     snprintf(s->error, sizeof s->error, "%s", why);
 }
 
+/* wake_job_wanted on the room's record as it is now. */
+static int peek_wanted(void *arg, const char *key, const char *state_json)
+{
+    slot *s = arg;
+    bool corrupt = false;
+    wake_room *r = state_json ? wake_room_from_json(key, state_json, &corrupt) : NULL;
+    if (state_json && (!r || corrupt)) {
+        wake_room_free(r);
+        return -1; /* unreadable: asked, the commit starts it afresh as before */
+    }
+    s->spared = !wake_job_wanted(r, &s->wj);
+    wake_room_free(r);
+    return 0;
+}
+
+/* A wake job that waited for a free slot while its persona was woken (an
+ * earlier decision on the same burst, a human, a command) is not worth a
+ * model call: it ends without a decision. One read of the room, as step 1
+ * of the job loop reads Redis anyway; a failed read asks the model. */
+static bool spared(wake_worker *w, slot *s)
+{
+    if (vigil_runtime_peek(w->jw.conn, s->wj.room, peek_wanted, s) != 0 || !s->spared) {
+        s->spared = false;
+        return false;
+    }
+    s->done = true;
+    vigil_counter_add("vigil_wake_calls_spared_total",
+                      "Wake jobs not sent to the model: the persona was no longer asleep", NULL,
+                      1);
+    return true;
+}
+
 static void submit(void *arg, void *sarg)
 {
     wake_worker *w = arg;
@@ -109,6 +144,8 @@ static void submit(void *arg, void *sarg)
     vigil_llm_request req = VIGIL_LLM_REQUEST_INIT;
     char *prompt;
     req.want_json = true;
+    if (s->kind == WAKE_JOB_WAKE && spared(w, s))
+        return;
     if (s->kind == WAKE_JOB_WAKE) {
         bool smart = s->wj.tier == WAKE_TIER_SMART;
         prompt = smart ? wake_prompt_smart(&s->wj) : wake_prompt_mid(&s->wj);
@@ -207,6 +244,8 @@ static vigil_decide_result commit(void *arg, void *sarg)
 {
     wake_worker *w = arg;
     slot *s = sarg;
+    if (s->spared)
+        return VIGIL_DECIDE_DONE; /* nothing to commit: no decision */
     int64_t now = vigil_now_ms(), t0 = vigil_mono_ms();
     vigil_decide_result r =
         s->kind == WAKE_JOB_WAKE ? finish_wake(w, s, now) : finish_autopilot(w, s, now);

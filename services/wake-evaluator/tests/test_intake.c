@@ -41,6 +41,19 @@ static json_object *wake_of(const wk *t, const char *persona)
     return NULL;
 }
 
+/* The first job the sink got, read as a wake job (free with
+ * wake_job_clear). */
+static void first_job(const wk *t, wake_job *j)
+{
+    wake_ap_job aj;
+    wake_job_kind kind;
+    char why[200];
+    assert_true(t->n_jobs > 0);
+    assert_int_equal(wake_job_parse(t->jobs[0], strlen(t->jobs[0]), &kind, j, &aj, why,
+                                    sizeof why), 0);
+    assert_int_equal(kind, WAKE_JOB_WAKE);
+}
+
 static void only_sleepers_are_evaluated(void **state)
 {
     (void)state;
@@ -187,11 +200,7 @@ static void the_job_carries_its_context(void **state)
     wake_message m = {"m9", "awake", WAKE_SENDER_AI, "deploy \"v2\" failed", ms, 1};
     assert_int_equal(wake_on_message(t->r, &t->c, &m, t->now, &t->sink), 0);
     wake_job j;
-    wake_ap_job aj;
-    wake_job_kind kind;
-    char why[200];
-    assert_int_equal(wake_job_parse(t->jobs[0], strlen(t->jobs[0]), &kind, &j, &aj, why, sizeof why), 0);
-    assert_int_equal(kind, WAKE_JOB_WAKE);
+    first_job(t, &j);
     assert_string_equal(j.job, "m9:wake:smart");
     assert_string_equal(j.room, "general");
     assert_string_equal(j.persona, "smart");
@@ -214,8 +223,37 @@ static void the_job_carries_its_context(void **state)
     wk_clear(t);
     wake_room_find(t->r, "smart")->wake_conf_ov = 0.9;
     wk_msg(t, "awake", WAKE_SENDER_AI, "x");
-    assert_int_equal(wake_job_parse(t->jobs[0], strlen(t->jobs[0]), &kind, &j, &aj, why, sizeof why), 0);
+    first_job(t, &j);
     assert_true(j.threshold == 0.9);
+    wake_job_clear(&j);
+    wk_free(t);
+}
+
+/* A job is worth its model call only while its persona still sleeps in
+ * the room: woken since, dropped to another level, or gone, it is not;
+ * asleep again, it is; no room record at all, it is asked. */
+static void a_job_is_wanted_while_its_persona_sleeps(void **state)
+{
+    (void)state;
+    wk *t = room();
+    wk_msg(t, "joel", WAKE_SENDER_HUMAN, "anyone around?");
+    assert_true(job_for(t, "smart"));
+    wake_job j;
+    first_job(t, &j);
+    assert_string_equal(j.persona, "smart");
+    assert_true(wake_job_wanted(t->r, &j));
+    assert_true(wake_job_wanted(NULL, &j));
+    t->now += 1000;
+    wk_level(t, "smart", WAKE_LEVEL_ACTIVE, "human");
+    assert_false(wake_job_wanted(t->r, &j));
+    t->now += 1000;
+    wk_level(t, "smart", WAKE_LEVEL_MENTION_ONLY, "manual");
+    assert_false(wake_job_wanted(t->r, &j));
+    t->now += 1000;
+    wk_level(t, "smart", WAKE_LEVEL_SLEEP, "manual");
+    assert_true(wake_job_wanted(t->r, &j));
+    wake_room_remove(t->r, "smart");
+    assert_false(wake_job_wanted(t->r, &j));
     wake_job_clear(&j);
     wk_free(t);
 }
@@ -241,11 +279,7 @@ static void the_job_carries_the_rules_verdict_on_the_whole_text(void **state)
     assert_string_equal(wk_str(w, "reason"), "rules: urgent keyword 'down'");
     json_object_put(w);
     wake_job j;
-    wake_ap_job aj;
-    wake_job_kind kind;
-    char why[200];
-    assert_int_equal(wake_job_parse(t->jobs[0], strlen(t->jobs[0]), &kind, &j, &aj, why,
-                                    sizeof why), 0);
+    first_job(t, &j);
     assert_true(strlen(j.text) <= WAKE_PROMPT_TEXT_MAX); /* the job stays bounded */
     assert_null(strstr(j.text, "down"));
     assert_true(j.has_rules && j.rules_wake);
@@ -258,8 +292,7 @@ static void the_job_carries_the_rules_verdict_on_the_whole_text(void **state)
     /* a short, harmless message: the verdict says stay asleep */
     wk_clear(t);
     wk_msg(t, "awake", WAKE_SENDER_AI, "lunch?");
-    assert_int_equal(wake_job_parse(t->jobs[0], strlen(t->jobs[0]), &kind, &j, &aj, why,
-                                    sizeof why), 0);
+    first_job(t, &j);
     assert_true(j.has_rules && !j.rules_wake);
     wake_decide_rules(&j, WAKE_VIA_FALLBACK, NULL, &d);
     assert_false(d.should_wake);
@@ -487,6 +520,7 @@ int main(void)
         cmocka_unit_test(a_decision_commit_counts_tokens),
         cmocka_unit_test(decision_and_economics_texts_are_exact),
         cmocka_unit_test(event_ids),
+        cmocka_unit_test(a_job_is_wanted_while_its_persona_sleeps),
         cmocka_unit_test(personas_past_the_limit_are_told),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

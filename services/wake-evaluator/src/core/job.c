@@ -371,3 +371,11 @@ void wake_ap_job_clear(wake_ap_job *j)
     free(j->personas);
     memset(j, 0, sizeof *j);
 }
+
+bool wake_job_wanted(const wake_room *r, const wake_job *j)
+{
+    if (!r)
+        return true;
+    const wake_persona *p = wake_room_find_const(r, j->persona);
+    return p && p->level == WAKE_LEVEL_SLEEP;
+}

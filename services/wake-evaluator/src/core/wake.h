@@ -460,6 +460,12 @@ typedef enum { WAKE_JOB_WAKE = 0, WAKE_JOB_AUTOPILOT } wake_job_kind;
 int wake_job_parse(const char *json, size_t len, wake_job_kind *kind, wake_job *wj,
                    wake_ap_job *aj, char *why, size_t whylen);
 void wake_job_clear(wake_job *j);
+/* Is job j still worth its model call? Only while its persona sleeps in
+ * the room (the level intake evaluated it at): woken since (by an earlier
+ * decision on the same burst, a human, a command) or gone from the room,
+ * the question is moot. No room record (r NULL): asked, as when the read
+ * failed. */
+bool wake_job_wanted(const wake_room *r, const wake_job *j);
 void wake_ap_job_clear(wake_ap_job *j);
 
 /* ------------------------------------------------------------------ */
