@@ -546,7 +546,7 @@ def commit_rounds(m0, m1):
 # the commands it runs under their own names as well.
 COMMIT_COMMANDS = {"watch", "unwatch", "multi", "discard", "hget", "zscore", "type", "hgetall",
                    "hkeys", "hset", "hdel", "zadd", "zrem", "zremrangebyrank", "rpush", "del",
-                   "set", "sadd", "srem", "xadd", "xtrim", "xlen"}
+                   "set", "sadd", "srem", "xadd", "xtrim", "xlen", "pexpire"}
 
 
 def redis_commit_usec(redis, commits):

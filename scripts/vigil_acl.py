@@ -64,7 +64,7 @@ HEALTH_RULES = [("read", "$SYS/broker/version")]
 REDIS_COMMON = sorted("""
 ping select evalsha script|load
 watch unwatch multi exec discard
-get set exists del type scan
+get set exists del type scan pexpire
 hget hmget hgetall hset hsetnx hdel hlen hkeys
 lindex llen lrange ltrim lpop rpush
 sadd srem smembers

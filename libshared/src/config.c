@@ -71,6 +71,11 @@ const vigil_config_var VIGIL_COMMON_VARS[] = {
     {"VIGIL_MQTT_SESSION_EXPIRY_S", "604800",
      "seconds the broker keeps this replica's session and queued input while it is away "
      "(60-2147483647; keep it at or below the broker's persistent_client_expiration)"},
+    {"VIGIL_DEDUPE_TTL_S", "604800",
+     "seconds a record's processed input ids (redelivery dedupe) are kept after its last "
+     "commit with one, so the ids of rooms gone quiet do not stay in Redis for ever "
+     "(0-2147483647, 0 = kept for ever; keep it at or above VIGIL_MQTT_SESSION_EXPIRY_S: "
+     "the broker redelivers nothing older than the session it keeps)"},
     {"VIGIL_OUTBOX_CONNECTIONS", "4",
      "broker connections the outbox may publish on (1-16): more than one only when the broker "
      "allows fewer than 40 messages in flight on one (mosquitto as shipped: 20, so 2), enough "
@@ -430,6 +435,7 @@ void vigil_common_config_init(vigil_common_config *c, int default_http_port)
     c->tick_ms = 1000;
     c->timer_lease_ms = 30000;
     c->mqtt_session_expiry_s = 604800;
+    c->dedupe_ttl_s = 604800;
     c->liveness_ms = 60000;
     c->outbox_connections = 4;
     c->mqtt_intake_link = true;
@@ -547,6 +553,8 @@ int vigil_common_config_load(vigil_common_config *c, char *err, size_t errlen)
                         err, errlen) ||
         vigil_env_int64("VIGIL_MQTT_SESSION_EXPIRY_S", c->mqtt_session_expiry_s, 60, 2147483647,
                         &c->mqtt_session_expiry_s, err, errlen) ||
+        vigil_env_int64("VIGIL_DEDUPE_TTL_S", c->dedupe_ttl_s, 0, 2147483647, &c->dedupe_ttl_s,
+                        err, errlen) ||
         vigil_env_int64("VIGIL_LIVENESS_MS", c->liveness_ms, 1000, 86400000, &c->liveness_ms, err,
                         errlen) ||
         vigil_env_int64("VIGIL_OUTBOX_CONNECTIONS", c->outbox_connections, 1, VIGIL_LINKS_MAX,

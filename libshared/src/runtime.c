@@ -1585,7 +1585,8 @@ static void runtime_free(vigil_runtime *rt)
 static vigil_store_config store_config_of(const vigil_runtime *rt)
 {
     return (vigil_store_config){ .prefix = rt->cfg.redis_prefix, .service = rt->def->name,
-                                 .shard_index = rt->cfg.shard_index, .dedupe_keep = 0 };
+                                 .shard_index = rt->cfg.shard_index, .dedupe_keep = 0,
+                                 .dedupe_ttl_ms = rt->cfg.dedupe_ttl_s * 1000 };
 }
 
 /* The Redis address from the configuration, and both credentials
@@ -1614,6 +1615,11 @@ static int setup(vigil_runtime *rt, char *err, size_t errlen)
                   "other shard counts still in use): intended for the surplus replicas "
                   "while N shrinks",
                   rt->cfg.shard_index, rt->cfg.shard_count);
+    if (rt->cfg.dedupe_ttl_s > 0 && rt->cfg.dedupe_ttl_s < rt->cfg.mqtt_session_expiry_s)
+        vigil_log(VIGIL_LOG_WARN,
+                  "VIGIL_DEDUPE_TTL_S %lld is below VIGIL_MQTT_SESSION_EXPIRY_S %lld: input the "
+                  "broker redelivers after a longer outage may be applied twice",
+                  (long long)rt->cfg.dedupe_ttl_s, (long long)rt->cfg.mqtt_session_expiry_s);
     rt->scfg = store_config_of(rt);
     int timeout = 2000;
     rt->intake_redis = vigil_redis_new(&rt->raddr, timeout);

@@ -30,6 +30,8 @@ vigil_store *vigil_store_new(vigil_redis *r, const vigil_store_config *cfg)
     s->r = r;
     s->shard_index = cfg ? cfg->shard_index : 0;
     s->dedupe_keep = cfg && cfg->dedupe_keep > 0 ? cfg->dedupe_keep : DEDUPE_KEEP_DEFAULT;
+    if (cfg && cfg->dedupe_ttl_ms > 0)
+        vigil_i64_text(s->dedupe_ttl, cfg->dedupe_ttl_ms);
     int n = snprintf(s->base, sizeof s->base, "%s%s:", prefix, service);
     if (n < 0 || (size_t)n >= sizeof s->base) {
         free(s);

@@ -15,6 +15,7 @@
 struct vigil_store {
     vigil_redis *r;
     int dedupe_keep;
+    char dedupe_ttl[24];  /* PEXPIRE of the ids key after each id, in ms; "" = none */
     int shard_index;
     char base[192];       /* P S ":" */
     char outbox_key[224]; /* P S ":outbox:" i */

@@ -595,6 +595,10 @@ void store_write_commit(w2 *w, pend *p)
     if (c->input_id && *c->input_id) {
         const char *z[] = { "ZADD", p->ikey, num[0], c->input_id };
         store_put(w, 4, z, NULL);
+        if (s->dedupe_ttl[0]) { /* a room gone quiet does not keep its ids for ever */
+            const char *e[] = { "PEXPIRE", p->ikey, s->dedupe_ttl };
+            store_put(w, 3, e, NULL);
+        }
         if (store_trims_ids(s, c->input_id)) {
             vigil_i64_text(num[2], -(int64_t)s->dedupe_keep - 1);
             const char *t[] = { "ZREMRANGEBYRANK", p->ikey, "0", num[2] };

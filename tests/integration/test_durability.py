@@ -310,3 +310,40 @@ def test_shrinking_the_shard_count_hands_over_outbox_and_timers(stack):
         assert svc.metric("vigil_handover_moved_total") == 3
     finally:
         c.close()
+
+
+def test_processed_ids_expire_after_the_dedupe_ttl(stack):
+    """A record's processed input ids (the redelivery dedupe) expire
+    VIGIL_DEDUPE_TTL_S after the last one was added, so a room gone quiet
+    does not keep them in Redis for ever; the record itself stays. A TTL
+    below the session expiry is warned about at start. With the default,
+    the ids key carries the 7 days."""
+    svc = stack.service(env=dict(ENV, VIGIL_DEDUPE_TTL_S="2"))
+    pub = stack.publisher()
+    room, p = uid("ttl"), uid("ann")
+    pub.publish(*ai(room, p, SLEEP, mid=f"{room}-m1"))
+    prefix = stack.prefix + "dormancy-monitor:"
+    c = stack.redis.client()
+    try:
+        harness.wait_until(lambda: c.zscore(f"{prefix}ids:{room}", f"{room}-m1") is not None, 20,
+                           "the id recorded")
+        assert 0 < c.pttl(f"{prefix}ids:{room}") <= 2000
+        harness.wait_until(lambda: not c.exists(f"{prefix}ids:{room}"), 20, "the ids expired",
+                           interval=0.1)
+        assert c.exists(f"{prefix}state:{room}")
+        assert c.pttl(f"{prefix}state:{room}") == -1
+    finally:
+        c.close()
+    assert "VIGIL_DEDUPE_TTL_S 2 is below VIGIL_MQTT_SESSION_EXPIRY_S" in svc.stderr_text()
+    svc.terminate()
+
+    svc = stack.service(env=ENV)
+    pub.publish(*ai(room, p, SLEEP, mid=f"{room}-m2"))
+    c = stack.redis.client()
+    try:
+        harness.wait_until(lambda: c.zscore(f"{prefix}ids:{room}", f"{room}-m2") is not None, 20,
+                           "the id recorded")
+        assert 604_000_000 < c.pttl(f"{prefix}ids:{room}") <= 604_800_000
+    finally:
+        c.close()
+    assert "VIGIL_DEDUPE_TTL_S" not in svc.stderr_text()

@@ -21,7 +21,7 @@ static const char *const ALL_COMMON[] = {
     "VIGIL_MAX_PAYLOAD",  "VIGIL_SHARD",       "VIGIL_TICK_MS",       "VIGIL_TIMER_LEASE_MS",
     "VIGIL_OUTBOX_RETRY_MS", "VIGIL_OUTBOX_DEAD_LETTER_AFTER", "VIGIL_OUTBOX_REPLAY_MS",
     "VIGIL_OUTBOX_SKIP_SUPERSEDED", "VIGIL_MQTT_INTAKE_GATHER_US", "VIGIL_OUTBOX_HOLD_US",
-    "VIGIL_MQTT_SESSION_EXPIRY_S",
+    "VIGIL_MQTT_SESSION_EXPIRY_S", "VIGIL_DEDUPE_TTL_S",
     "VIGIL_OUTBOX_CONNECTIONS", "VIGIL_OUTBOX_PROCESS",
     "VIGIL_MQTT_INTAKE", "VIGIL_LIVENESS_MS",
     "VIGIL_MQTT_PASSWORD_FILE", "VIGIL_REDIS_URL_FILE", "VIGIL_MQTT_CA_FILE",
@@ -80,7 +80,7 @@ static void test_common_vars_table(void **state)
         assert_non_null(v->help);
         assert_true(v->help[0] != '\0');
     }
-    assert_int_equal(n, 29);
+    assert_int_equal(n, 30);
     assert_string_equal(VIGIL_COMMON_VARS[0].def, "mqtt://127.0.0.1:1883");
     assert_string_equal(VIGIL_COMMON_VARS[3].def, "redis://127.0.0.1:6379/0");
     assert_string_equal(VIGIL_COMMON_VARS[4].def, "vigil:");
@@ -111,6 +111,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.shard_count, 1);
     assert_int_equal(c.tick_ms, 1000);
     assert_int_equal(c.timer_lease_ms, 30000);
+    assert_int_equal(c.dedupe_ttl_s, 604800);
 
     char host[256] = "";
     if (gethostname(host, sizeof host - 1) == 0 && strlen(host) <= 64 &&
@@ -167,6 +168,8 @@ static void test_accepted_boundaries(void **state)
     expect_ok("VIGIL_TICK_MS", "1", &c);
     expect_ok("VIGIL_TICK_MS", "60000", &c);
     expect_ok("VIGIL_TIMER_LEASE_MS", "3600000", &c);
+    expect_ok("VIGIL_DEDUPE_TTL_S", "0", &c);
+    assert_int_equal(c.dedupe_ttl_s, 0);
     expect_ok("VIGIL_OUTBOX_RETRY_MS", "1", &c);
     expect_ok("VIGIL_OUTBOX_DEAD_LETTER_AFTER", "1", &c);
     expect_error("VIGIL_OUTBOX_RETRY_MS", "0", NULL);
@@ -251,6 +254,7 @@ static void test_errors_name_variable_and_value(void **state)
     expect_error("VIGIL_TICK_MS", "1.5", "1.5");
     expect_error("VIGIL_TIMER_LEASE_MS", "99", "99");
     expect_error("VIGIL_TIMER_LEASE_MS", "3600001", "3600001");
+    expect_error("VIGIL_DEDUPE_TTL_S", "-1", "-1");
     char inst[66];
     memset(inst, 'i', 65);
     inst[65] = '\0';

@@ -37,7 +37,7 @@ static int setup(void **state)
         return -1;
     *state = f;
     for (int i = 0; i < 4; i++) {
-        vigil_store_config cfg = { "vigil:", "svc", i, 0 };
+        vigil_store_config cfg = { "vigil:", "svc", i, 0, 0 };
         f->s[i] = vigil_store_new(vt_conn, &cfg);
         if (!f->s[i])
             return -1;

@@ -25,7 +25,7 @@ typedef vt_store_fixture fixture;
 
 static int setup_keep(void **state, int keep)
 {
-    vigil_store_config cfg = { "vigil:", "svc", 0, keep };
+    vigil_store_config cfg = { "vigil:", "svc", 0, keep, 0 };
     return vt_store_fixture_setup(state, &cfg);
 }
 
@@ -290,6 +290,7 @@ static void test_dedupe_keeps_newest(void **state)
     for (int i = 0; i < 5; i++)
         assert_int_equal(commit(f, "k", 0, ids[i], &fx, NOW + i, &nv, &cur), VIGIL_COMMIT_OK);
     assert_int_equal(vt_redis_int(f->r, "ZCARD %s", "vigil:svc:ids:k"), 3);
+    assert_int_equal(vt_redis_int(f->r, "PTTL %s", "vigil:svc:ids:k"), -1); /* no TTL set */
     int seen;
     int64_t v;
     char *st;
@@ -299,6 +300,38 @@ static void test_dedupe_keeps_newest(void **state)
     }
     assert_int_equal(commit(f, "k", 0, "e", &fx, NOW + 9, &nv, &cur), VIGIL_COMMIT_DUPLICATE);
     assert_int_equal(commit(f, "k", 0, "a", &fx, NOW + 9, &nv, &cur), VIGIL_COMMIT_OK);
+    vigil_effects_free(&fx);
+}
+
+static int setup_ttl(void **state)
+{
+    vigil_store_config cfg = { "vigil:", "svc", 0, 0, 60000 };
+    return vt_store_fixture_setup(state, &cfg);
+}
+
+/* With dedupe_ttl_ms the ids key expires that long after its last id:
+ * every commit with an id sets it again (a commit without one leaves it),
+ * and the ids stay readable until then. Without it the key never expires
+ * (test_dedupe_keeps_newest). */
+static void test_dedupe_ids_expire_after_the_last_id(void **state)
+{
+    fixture *f = *state; /* dedupe_ttl_ms = 60000 */
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    vigil_fx_set_state(&fx, "{}");
+    int64_t nv;
+    char *cur = NULL;
+    assert_int_equal(commit(f, "k", 0, "a", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    long long ttl = vt_redis_int(f->r, "PTTL %s", "vigil:svc:ids:k");
+    assert_true(ttl > 50000 && ttl <= 60000);
+    assert_int_equal(vt_redis_int(f->r, "PEXPIRE %s 1000", "vigil:svc:ids:k"), 1);
+    assert_int_equal(commit(f, "k", 1, NULL, &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_true(vt_redis_int(f->r, "PTTL %s", "vigil:svc:ids:k") <= 1000);
+    assert_int_equal(commit(f, "k", 2, "b", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_true(vt_redis_int(f->r, "PTTL %s", "vigil:svc:ids:k") > 50000);
+    assert_int_equal(commit(f, "k", 3, "a", &fx, NOW, &nv, &cur), VIGIL_COMMIT_DUPLICATE);
+    /* the record itself never expires */
+    assert_int_equal(vt_redis_int(f->r, "PTTL %s", "vigil:svc:state:k"), -1);
     vigil_effects_free(&fx);
 }
 
@@ -693,7 +726,7 @@ static void test_errors_when_unreachable(void **state)
     vigil_redis_addr a = vt_redis_addr(vt_srv);
     a.port = 1;
     vigil_redis *r = vigil_redis_new(&a, 300);
-    vigil_store_config cfg = { "vigil:", "svc", 2, 0 };
+    vigil_store_config cfg = { "vigil:", "svc", 2, 0, 0 };
     vigil_store *s = vigil_store_new(r, &cfg);
     vigil_effects fx;
     vigil_effects_init(&fx);
@@ -827,6 +860,8 @@ int main(void)
         T(test_unchanged_state_keeps_version_records_id),
         T(test_no_input_id_no_dedupe),
         cmocka_unit_test_setup_teardown(test_dedupe_keeps_newest, setup_keep3, vt_store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_dedupe_ids_expire_after_the_last_id, setup_ttl,
+                                        vt_store_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_dedupe_trims_on_some_commits_only, setup_keep1024,
                                         vt_store_fixture_teardown),
         T(test_timer_named_twice_keeps_the_last),

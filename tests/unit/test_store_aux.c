@@ -25,7 +25,7 @@ typedef vt_store_fixture fixture;
 
 static int setup(void **state)
 {
-    vigil_store_config cfg = { "vigil:", "svc", 0, 0 };
+    vigil_store_config cfg = { "vigil:", "svc", 0, 0, 0 };
     return vt_store_fixture_setup(state, &cfg);
 }
 

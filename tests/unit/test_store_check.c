@@ -29,7 +29,7 @@ static int group_setup(void **state)
     if (vt_redis_group_setup(state) != 0)
         return -1;
     r = vt_redis_connect();
-    vigil_store_config cfg = { "vigil:", "svc", 0, 0 };
+    vigil_store_config cfg = { "vigil:", "svc", 0, 0, 0 };
     st = vigil_store_new(r, &cfg);
     return r && st ? 0 : -1;
 }

@@ -30,7 +30,7 @@ static vigil_store *st;
 static int setup(void **state)
 {
     store_test_between_rounds(NULL, NULL);
-    vigil_store_config cfg = { "vigil:", "svc", 0, 0 };
+    vigil_store_config cfg = { "vigil:", "svc", 0, 0, 0 };
     if (vt_store_fixture_setup(state, &cfg) != 0)
         return -1;
     vt_store_fixture *f = *state;

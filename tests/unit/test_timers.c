@@ -22,7 +22,7 @@ typedef vt_store_fixture fixture;
 
 static int setup(void **state)
 {
-    vigil_store_config cfg = { "vigil:", "svc", 1, 0 };
+    vigil_store_config cfg = { "vigil:", "svc", 1, 0, 0 };
     return vt_store_fixture_setup(state, &cfg);
 }
 
@@ -218,7 +218,7 @@ static void test_shards_are_separate(void **state)
 {
     fixture *f = *state;
     timer(f, "k", "t", T0);
-    vigil_store_config cfg = { "vigil:", "svc", 0, 0 };
+    vigil_store_config cfg = { "vigil:", "svc", 0, 0, 0 };
     vigil_store *s0 = vigil_store_new(f->r, &cfg);
     assert_int_equal(vigil_timers_count(s0), 0);
     vigil_timer_claim cl[1];
@@ -232,7 +232,7 @@ static void test_errors_when_unreachable(void **state)
     vigil_redis_addr a = vt_redis_addr(vt_srv);
     a.port = 1;
     vigil_redis *r = vigil_redis_new(&a, 300);
-    vigil_store_config cfg = { "vigil:", "svc", 0, 0 };
+    vigil_store_config cfg = { "vigil:", "svc", 0, 0, 0 };
     vigil_store *s = vigil_store_new(r, &cfg);
     vigil_timer_claim cl[1];
     assert_int_equal(vigil_timers_claim(s, T0, 10, 1, cl), -1);

@@ -38,6 +38,7 @@ typedef struct vigil_common_config {
     int64_t tick_ms;         /* 1000 */
     int64_t timer_lease_ms;  /* VIGIL_TIMER_LEASE_MS, 30000 */
     int64_t mqtt_session_expiry_s; /* VIGIL_MQTT_SESSION_EXPIRY_S, 604800 (7 days) */
+    int64_t dedupe_ttl_s;    /* VIGIL_DEDUPE_TTL_S, 604800; 0 = processed ids kept for ever */
     int64_t liveness_ms;     /* VIGIL_LIVENESS_MS, 60000 */
     bool outbox_process;     /* VIGIL_OUTBOX_PROCESS: publish from a child process */
     int64_t outbox_connections; /* VIGIL_OUTBOX_CONNECTIONS, 4: publishing connections at most */

@@ -10,7 +10,8 @@
  *   P S ":ids:" key         zset of processed input ids scored by commit time
  *                           (trimmed to the newest dedupe_keep on about one
  *                           commit in dedupe_keep / 256, at most 32: a few
- *                           dozen over it between trims)
+ *                           dozen over it between trims; expiring
+ *                           dedupe_ttl_ms after the last id added)
  *   P S ":outbox:" i        list of pending output messages, oldest first;
  *                           each entry is "<0|1 retain><topic>\n<payload>"
  *   P S ":timers:" i        zset of timer members "<key>|<name>" scored by due ms
@@ -35,6 +36,7 @@ typedef struct vigil_store_config {
     const char *service; /* "dormancy-monitor" */
     int shard_index;     /* selects the outbox and timer set */
     int dedupe_keep;     /* processed ids kept per key (default 10000 if 0) */
+    int64_t dedupe_ttl_ms; /* the ids key expires this long after its last id; 0 never */
 } vigil_store_config;
 
 typedef struct vigil_store vigil_store;
