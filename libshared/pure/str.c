@@ -1,6 +1,7 @@
 /* str.c - small string helpers (str.h). */
 #include "vigil/str.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,4 +114,16 @@ void vigil_hex64(char out[17], uint64_t v)
     for (int i = 15; i >= 0; i--, v >>= 4)
         out[i] = digits[v & 15];
     out[16] = '\0';
+}
+
+void vigil_span_text(int64_t ms, char *out, size_t outlen)
+{
+    if (ms < 0)
+        ms = 0;
+    if (ms >= 60000)
+        snprintf(out, outlen, "%" PRId64 " min", ms / 60000);
+    else if (ms >= 10000 || ms % 1000 == 0)
+        snprintf(out, outlen, "%" PRId64 " s", ms / 1000);
+    else
+        snprintf(out, outlen, "%" PRId64 ".%" PRId64 " s", ms / 1000, ms % 1000 / 100);
 }

@@ -147,16 +147,29 @@ def test_noise_is_not_activity(mixes):
     # the noise filter drops acknowledgements too: an agent that
     # answers "ok" has not worked
     acks = svc.metric("vigil_stall_signals_total", result="acknowledgement") or 0
-    for text in ("ok", "Got it!", "👍"):
+    for text in ("ok", "Got it!", "👍", "OK 👍", "Got it, will do", "acknowledged, thanks"):
         pub.publish(*activity(agent, "TELEMETRY_EVENT", 0, detail=text))
     harness.wait_until(
-        lambda: svc.metric("vigil_stall_signals_total", result="acknowledgement") == acks + 3,
-        10, "three acknowledgements counted")
+        lambda: svc.metric("vigil_stall_signals_total", result="acknowledgement") == acks + 6,
+        10, "six acknowledgements counted")
     assert not col.find(f"agent/{agent}/assessment"), "an acknowledgement created an assessment"
     assert s.store(SERVICE).state(f"agent:{agent}") == (0, None)
     pub.publish(*activity(agent, "GIT_COMMIT", 0, detail="real commit"))
     a = assessment(col, agent)
     assert a["confidence"] == 0.7 and a["is_active"] is True
+
+
+def test_an_empty_noise_setting_is_the_default(stack):
+    """VIGIL_STALL_NOISE set but empty means the seven default patterns, as
+    unset does (a "," alone means none)."""
+    svc = stack.service(SERVICE, env=dict(FAST, VIGIL_STALL_NOISE=""))
+    pub = stack.publisher()
+    agent = uid("noisy-")
+    for text in ("Inactivity detected for 3h", "[C2A] broadcast", "ping #no-reply"):
+        pub.publish(*activity(agent, "GIT_COMMIT", 0, detail=text))
+    harness.wait_until(lambda: svc.metric("vigil_stall_signals_total", result="noise") == 3,
+                       10, "three noise signals counted")
+    assert stack.store(SERVICE).state(f"agent:{agent}") == (0, None)
 
 
 def test_reasons_say_windows_shrunk_under_a_minute_in_seconds(stack):

@@ -147,6 +147,25 @@ static void hash_mem_spreads_similar_keys(void **state)
     assert_true(least > KEYS / BUCKETS / 2);
 }
 
+/* Minutes from a minute up, cut down; seconds below, with a tenth when it
+ * is not whole and under ten. */
+static void span_text_reads_in_minutes_or_seconds(void **state)
+{
+    (void)state;
+    struct {
+        int64_t ms;
+        const char *want;
+    } cases[] = {{-5, "0 s"},        {0, "0 s"},          {999, "0.9 s"},
+                 {1500, "1.5 s"},    {4000, "4 s"},       {9999, "9.9 s"},
+                 {10500, "10 s"},    {59999, "59 s"},     {60000, "1 min"},
+                 {119999, "1 min"},  {7200000, "120 min"}};
+    char out[32];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        vigil_span_text(cases[i].ms, out, sizeof out);
+        assert_string_equal(out, cases[i].want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -155,6 +174,7 @@ int main(void)
         cmocka_unit_test(asprintf_short_and_long),
         cmocka_unit_test(concat_is_snprintf_of_strings),
         cmocka_unit_test(hex64_is_printf_016_x),
+        cmocka_unit_test(span_text_reads_in_minutes_or_seconds),
         cmocka_unit_test(hash_mem_reads_every_byte_and_no_other),
         cmocka_unit_test(hash_mem_spreads_similar_keys),
     };

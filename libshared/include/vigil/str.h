@@ -34,6 +34,12 @@ size_t vigil_concat(char *out, size_t cap, ...);
  * one whose values are kept: ids, shards). */
 uint64_t vigil_hash_mem(const void *data, size_t n);
 
+/* A duration for people: "N min" from a minute up (cut down, never
+ * rounded up, so an age just under a limit never reads as the limit),
+ * else seconds ("4 s", "1.5 s"), so a threshold shrunk under a minute
+ * never reads "0 min". A negative ms reads as 0. */
+void vigil_span_text(int64_t ms, char *out, size_t outlen);
+
 /* v as 16 lowercase hex digits and a NUL (what "%016" PRIx64 writes). */
 void vigil_hex64(char out[17], uint64_t v);
 

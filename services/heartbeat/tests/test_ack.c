@@ -123,6 +123,25 @@ static void replies_json_fenced_and_plain(void **st)
     assert_string_equal(r.message, "Lunch at 12");
     assert_int_equal(r.priority, HB_PRIO_URGENT);
     hb_reply_clear(&r);
+    /* an array holding one answer is that answer; two are one too many */
+    read("[{\"message\": \"Stand-up in 5\", \"priority\": \"urgent\"}]", &r);
+    assert_int_equal(r.kind, HB_REPLY_MESSAGE);
+    assert_string_equal(r.message, "Stand-up in 5");
+    assert_int_equal(r.priority, HB_PRIO_URGENT);
+    hb_reply_clear(&r);
+    read("```json\n[{\"message\": \"a\"}, {\"message\": \"b\"}]\n```", &r);
+    assert_int_equal(r.kind, HB_REPLY_UNUSABLE);
+    assert_string_equal(r.why, "a JSON array of 2 answers where one object is expected (one "
+                               "proactive message per run)");
+    hb_reply_clear(&r);
+    read("[]", &r);
+    assert_int_equal(r.kind, HB_REPLY_UNUSABLE);
+    hb_reply_clear(&r);
+    /* brackets in a plain text stay text */
+    read("[Reminder] stand-up at 10", &r);
+    assert_int_equal(r.kind, HB_REPLY_MESSAGE);
+    assert_string_equal(r.message, "[Reminder] stand-up at 10");
+    hb_reply_clear(&r);
     /* braces without a message object stay text */
     read("Use {curly} braces wisely", &r);
     assert_int_equal(r.kind, HB_REPLY_MESSAGE);

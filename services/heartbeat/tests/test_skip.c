@@ -170,6 +170,31 @@ static void unanswered_proactive_message(void **st)
     teardown_fx(&f);
 }
 
+/* Windows shrunk under a minute (VIGIL_HEARTBEAT_UNANSWERED_MS) read in
+ * seconds in the detail, never "0 min ago". */
+static void a_shrunk_unanswered_window_reads_in_seconds(void **st)
+{
+    (void)st;
+    fx f;
+    setup_with(&f, NULL);
+    f.c.unanswered_ms = 5000;
+    expect_run(&f, f.t0 + 2 * MIN_MS);
+    json_object *ev = answer(&f.s, &f.c, "{\"message\":\"Stand-up now\",\"priority\":\"urgent\","
+                                         "\"category\":\"reminder\"}",
+                             f.t0 + 2 * MIN_MS, &f.out);
+    assert_string_equal(jstr(ev, "outcome"), "sent");
+    json_object_put(ev);
+    int64_t sent = f.t0 + 2 * MIN_MS;
+    ev = fire(&f.s, &f.c, sent + 2500, &f.out);
+    assert_non_null(ev);
+    assert_string_equal(jstr(ev, "reason"), "unanswered");
+    assert_string_equal(jstr(ev, "detail"),
+                        "the proactive message of 2.5 s ago is still unanswered");
+    json_object_put(ev);
+    expect_run(&f, sent + 5000);
+    teardown_fx(&f);
+}
+
 static void an_answer_clears_unanswered(void **st)
 {
     (void)st;
@@ -724,6 +749,7 @@ int main(void)
         cmocka_unit_test(asleep_or_mention_only_but_not_human_only),
         cmocka_unit_test(unanswered_proactive_message),
         cmocka_unit_test(an_answer_clears_unanswered),
+        cmocka_unit_test(a_shrunk_unanswered_window_reads_in_seconds),
         cmocka_unit_test(empty_checklist_and_no_llm),
         cmocka_unit_test(the_order_of_the_rules),
         cmocka_unit_test(switched_off_no_runs),

@@ -44,7 +44,8 @@ int stall_configure(void *ctx, const vigil_common_config *common, char *err, siz
         vigil_env_string("VIGIL_STALL_NOISE", STALL_DEFAULT_NOISE, noise, sizeof noise, err, errlen))
         return -1;
     char why[120];
-    if (stall_config_set_noise(c, noise, why, sizeof why) != 0) {
+    /* empty, as unset: the default (the README's "," alone means none) */
+    if (stall_config_set_noise(c, noise[0] ? noise : STALL_DEFAULT_NOISE, why, sizeof why) != 0) {
         snprintf(err, errlen, "VIGIL_STALL_NOISE: %s", why);
         return -1;
     }

@@ -74,12 +74,19 @@ static void test_meaningful_progress(void **state)
 {
     (void)state;
     const char *acks[] = {"ok", "OK.", "  Acknowledged!  ", "ack: will look", "got it", "Roger",
-                          "👍", "will do", "", "   ", NULL};
+                          "👍", "will do", "", "   ", "OK 👍", "Got it, will do",
+                          "acknowledged, thanks", "Roger that", "👍🏽", "ok👍", "Thanks — will do",
+                          "yes, on it!", NULL};
     for (int i = 0; acks[i]; i++)
         assert_false(stall_is_meaningful_progress(acks[i]));
     assert_false(stall_is_meaningful_progress(NULL));
     assert_true(stall_is_meaningful_progress("pushed the retry fix"));
     assert_true(stall_is_meaningful_progress("ok, tests pass now after the fix"));
+    /* an acknowledgement's letters inside a word are no acknowledgement */
+    const char *progress[] = {"ok deploying now", "okay-ish fix landed", "kubernetes upgraded",
+                              "yesterday's build fixed", "👍 merged #42", "thanks to the cache, 2x", NULL};
+    for (int i = 0; progress[i]; i++)
+        assert_true(stall_is_meaningful_progress(progress[i]));
     /* the noise filter drops acknowledgements from the activity
      * signals: an agent that answers its resume with "ok" stays stalled */
     const char *not_acks[] = {"", "   ", " . ", "pushed the retry fix", NULL};

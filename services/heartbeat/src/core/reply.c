@@ -111,7 +111,7 @@ static bool find_object(const char *body, size_t blen, const char **obj, size_t 
 }
 
 /* The object in s[0..n), strictly and wholly parsed, or NULL. */
-static json_object *parse_object(const char *s, size_t n)
+static json_object *parse_json(const char *s, size_t n, json_type type)
 {
     json_tokener *tok = json_tokener_new();
     json_object *o = NULL;
@@ -120,7 +120,7 @@ static json_object *parse_object(const char *s, size_t n)
     json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
     o = json_tokener_parse_ex(tok, s, (int)n);
     if (json_tokener_get_error(tok) != json_tokener_success || tok->char_offset != (int)n ||
-        !json_object_is_type(o, json_type_object)) {
+        !json_object_is_type(o, type)) {
         json_object_put(o);
         o = NULL;
     }
@@ -156,6 +156,30 @@ static void read_object(json_object *o, hb_reply *out)
         set_message(out, ms, ml);
 }
 
+/* An answer that is a JSON array: the one object it holds is the answer;
+ * none or several is unusable, since a run sends one proactive message at
+ * most (the model may not pick for us). False when body is no array. */
+static bool read_array(const char *body, size_t blen, hb_reply *out)
+{
+    if (blen == 0 || *body != '[')
+        return false;
+    json_object *a = parse_json(body, blen, json_type_array);
+    if (!a)
+        return false;
+    size_t n = json_object_array_length(a);
+    json_object *one = n == 1 ? json_object_array_get_idx(a, 0) : NULL;
+    if (one && json_object_is_type(one, json_type_object)) {
+        read_object(one, out);
+    } else {
+        out->kind = HB_REPLY_UNUSABLE;
+        snprintf(out->why, sizeof out->why,
+                 "a JSON array of %zu answers where one object is expected (one proactive "
+                 "message per run)", n);
+    }
+    json_object_put(a);
+    return true;
+}
+
 void hb_reply_read(const char *text, size_t len, hb_reply *out)
 {
     memset(out, 0, sizeof *out);
@@ -178,11 +202,13 @@ void hb_reply_read(const char *text, size_t len, hb_reply *out)
         snprintf(out->why, sizeof out->why, "blank answer");
         return;
     }
+    if (read_array(body, blen, out))
+        return;
     if (!find_object(body, blen, &obj, &olen)) {
         set_message(out, text, len);
         return;
     }
-    json_object *o = parse_object(obj, olen);
+    json_object *o = parse_json(obj, olen, json_type_object);
     if (o) {
         read_object(o, out);
         json_object_put(o);

@@ -7,6 +7,7 @@
  * (an empty checklist, a checklist file that cannot be read) or no model. */
 #include <stdio.h>
 #include <string.h>
+#include <vigil/str.h>
 #include "internal.h"
 
 static bool blank(const char *s)
@@ -33,12 +34,13 @@ bool hb_skip_check(const hb_state *s, const hb_config *c, const hb_tz *tz, int64
     memset(out, 0, sizeof *out);
     int64_t interval = hb_interval_ms(c, now, s->last_activity, s->consecutive_ok);
     out->next_in_ms = interval;
+    char span[32];
     if (hb_idle(c, now, s->last_activity)) {
         out->reason = "idle-cap";
         out->stop = true;
+        vigil_span_text(now - s->last_activity, span, sizeof span);
         snprintf(out->detail, sizeof out->detail,
-                 "no activity from %s for %lld min: no runs until they are back", s->cfg.user,
-                 (long long)((now - s->last_activity) / 60000));
+                 "no activity from %s for %s: no runs until they are back", s->cfg.user, span);
         return true;
     }
     hb_local l = hb_local_time(tz, now);
@@ -65,9 +67,9 @@ bool hb_skip_check(const hb_state *s, const hb_config *c, const hb_tz *tz, int64
     }
     if (s->last_proactive > 0 && !s->answered && now - s->last_proactive < c->unanswered_ms) {
         out->reason = "unanswered";
+        vigil_span_text(now - s->last_proactive, span, sizeof span);
         snprintf(out->detail, sizeof out->detail,
-                 "the proactive message of %lld min ago is still unanswered",
-                 (long long)((now - s->last_proactive) / 60000));
+                 "the proactive message of %s ago is still unanswered", span);
         return true;
     }
     if (s->checklist_error[0]) {

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <vigil/str.h>
 #include "stall.h"
 
 int stall_base_confidence(int n1, int n2, int n3)
@@ -109,13 +110,13 @@ int stall_assess(const stall_agent *a, const stall_config *c, int64_t now, stall
     as->is_active = as->validation_passed && as->confidence_milli >= c->min_confidence_milli;
 
     char span[2][32];
-    stall_span_text(lookback, span[0], sizeof span[0]);
+    vigil_span_text(lookback, span[0], sizeof span[0]);
     if (as->in_tool)
         reason(as, "in a tool call: windows stretched to %s", span[0]);
     if (newest < 0) {
         reason(as, "no activity in the last 24 h");
     } else if (!recent) {
-        stall_span_text(age_of(a->sig[newest].ts, now), span[1], sizeof span[1]);
+        vigil_span_text(age_of(a->sig[newest].ts, now), span[1], sizeof span[1]);
         reason(as, "newest signal %s old, outside the %s lookback", span[1], span[0]);
     }
     if (newest >= 0 && !reliable)

@@ -34,39 +34,83 @@ bool stall_is_resumer_prompt(const stall_config *c, const char *text)
     return false;
 }
 
-/* Replies that only acknowledge: compared after trimming spaces and
- * trailing punctuation, case-insensitively. */
-static const char *const ACKS[] = {"ok", "okay", "k", "ack", "acked", "acknowledged",
-                                   "acknowledge", "received", "got it", "roger", "noted",
-                                   "thanks", "thank you", "will do", "on it", "yes", "sure",
-                                   "understood", "copy", "copy that", "👍", "✅", NULL};
+/* Acknowledgement phrases, lower case. A reply made of nothing but these
+ * (and separators) only acknowledges: "ok", "OK 👍", "Got it, will do",
+ * "acknowledged, thanks", "Roger that". */
+static const char *const ACKS[] = {
+    "ok", "okay", "k", "kk", "ack", "acked", "acknowledged", "acknowledge", "received",
+    "got it", "gotcha", "roger", "roger that", "noted", "thanks", "thank you", "thx", "ty",
+    "will do", "on it", "yes", "yep", "yup", "sure", "understood", "copy", "copy that",
+    "sounds good", "right", "alright", "all right", "cool", "great", "perfect", "👍", "✅",
+    "👌", "🙏", "✔", NULL};
+
+/* Between phrases: spaces and ASCII punctuation, and the dashes. */
+static size_t separator_at(const char *s)
+{
+    if (*s && (isspace((unsigned char)*s) || strchr(".!?,;:-()~", *s)))
+        return 1;
+    if (strncmp(s, "\xe2\x80\x93", 3) == 0 || strncmp(s, "\xe2\x80\x94", 3) == 0) /* – — */
+        return 3;
+    return 0;
+}
+
+/* What may follow an emoji and belong to it: a variation selector
+ * (U+FE0F) or a skin tone (U+1F3FB..U+1F3FF). */
+static size_t emoji_tail_at(const char *s)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    if (u[0] == 0xEF && u[1] == 0xB8 && u[2] == 0x8F)
+        return 3;
+    if (u[0] == 0xF0 && u[1] == 0x9F && u[2] == 0x8F && u[3] >= 0xBB && u[3] <= 0xBF)
+        return 4;
+    return 0;
+}
+
+/* The length of the longest phrase of ACKS at low that ends at a boundary
+ * (the end, a separator, or, after a word, an emoji); 0 when none. */
+static size_t ack_at(const char *low)
+{
+    size_t best = 0;
+    for (int i = 0; ACKS[i]; i++) {
+        size_t n = strlen(ACKS[i]);
+        if (n <= best || strncmp(low, ACKS[i], n) != 0)
+            continue;
+        bool word = isalpha((unsigned char)ACKS[i][0]);
+        unsigned char next = (unsigned char)low[n];
+        if (!word || next == '\0' || separator_at(low + n) || next >= 0x80)
+            best = n;
+    }
+    for (size_t t; best > 0 && (t = emoji_tail_at(low + best)) > 0;)
+        best += t;
+    return best;
+}
 
 bool stall_is_meaningful_progress(const char *text)
 {
     if (!text)
         return false;
-    const char *s = text;
-    while (*s && isspace((unsigned char)*s))
-        s++;
-    size_t len = strlen(s);
-    while (len > 0 && (isspace((unsigned char)s[len - 1]) || strchr(".!,;:", s[len - 1])))
-        len--;
-    if (len == 0)
-        return false;
-    char low[STALL_DETAIL_MAX + 1];
+    size_t len = strlen(text);
     if (len > STALL_DETAIL_MAX)
         return true; /* a long text is more than an acknowledgement */
-    for (size_t i = 0; i < len; i++)
-        low[i] = (char)tolower((unsigned char)s[i]);
-    low[len] = '\0';
-    for (int i = 0; ACKS[i]; i++)
-        if (strcmp(low, ACKS[i]) == 0)
-            return false;
-    /* "ack: ...", "acknowledged - ..." */
-    if (strncmp(low, "ack:", 4) == 0 || strncmp(low, "ack ", 4) == 0 ||
-        strncmp(low, "acknowledged ", 13) == 0 || strncmp(low, "acknowledging", 13) == 0)
+    char low[STALL_DETAIL_MAX + 1];
+    for (size_t i = 0; i <= len; i++)
+        low[i] = (char)tolower((unsigned char)text[i]);
+    const char *s = low;
+    while (*s && separator_at(s))
+        s += separator_at(s);
+    /* "ack: ...", "acknowledged - ...": an acknowledgement whatever follows */
+    if (strncmp(s, "ack:", 4) == 0 || strncmp(s, "ack ", 4) == 0 ||
+        strncmp(s, "acknowledged ", 13) == 0 || strncmp(s, "acknowledging", 13) == 0)
         return false;
-    return true;
+    while (*s) {
+        size_t n = separator_at(s);
+        if (!n)
+            n = ack_at(s);
+        if (!n)
+            return true; /* a word that is no acknowledgement */
+        s += n;
+    }
+    return false; /* only acknowledgements and separators, or nothing */
 }
 
 bool stall_is_acknowledgement(const char *text)

@@ -200,9 +200,6 @@ int stall_recency_penalty(const stall_config *c, int base_milli, int64_t age_ms)
  * down, never rounded up, so an age just under a category limit never
  * reads as the limit itself (durations.c). */
 void stall_age_text(int64_t age_ms, char *out, size_t outlen);
-/* A window or an age in an assessment's reasons: "N min", or seconds
- * ("4 s", "1.5 s") below a minute, where minutes would read "0 min". */
-void stall_span_text(int64_t ms, char *out, size_t outlen);
 /* Category of an agent: active -> fresh; else by status age, or by the age
  * of its newest signal without a status. */
 stall_category stall_category_for(const stall_agent *a, const stall_config *c, bool active,
