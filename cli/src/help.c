@@ -67,7 +67,7 @@ static const cli_help_entry HELP[] = {
       "priority first (ties: oldest first); --all includes answered and expired ones.\n", NULL },
     { "chat",
       "usage: vigil chat [--json]                      list rooms\n"
-      "       vigil chat new [NAME]                    create a room and join it\n"
+      "       vigil chat new [NAME] [--no-join]        create a room and join it\n"
       "       vigil chat join ROOM [--pause] [--history N]\n"
       "                                                chat interactively\n"
       "       vigil chat send ROOM MESSAGE [--as NAME] [--ai] [--reply-to ID] [--depth N]\n"

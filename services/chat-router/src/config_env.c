@@ -5,7 +5,8 @@
 
 const vigil_config_var CHAT_CONFIG_VARS[] = {
     { "VIGIL_CHAT_MAX_DEPTH", "100",
-      "chain depth at which forwarding stops (a system message says so)" },
+      "chain depth at which forwarding stops (a system message says so; 0-1000000, 0 = "
+      "nothing is forwarded)" },
     { "VIGIL_CHAT_LOG_MAXLEN", "10000", "room log retention: entries kept per room (approximate)" },
     { "VIGIL_CHAT_LOG_MAX_AGE_MS", "604800000",
       "room log retention: entries older than this are trimmed (0 = no age limit)" },

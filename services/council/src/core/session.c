@@ -34,8 +34,8 @@ const char *council_start_blocked(const council_user *u, const council_config *c
         snprintf(why, whylen, "session %s is already %s", u->s.id,
                  council_status_name(u->s.status));
     else if (u->day == now / COUNCIL_DAY_MS && u->day_count >= c->max_daily)
-        snprintf(why, whylen, "daily limit reached: %d sessions today (VIGIL_COUNCIL_MAX_DAILY)",
-                 u->day_count);
+        snprintf(why, whylen, "daily limit reached: %d session%s today (VIGIL_COUNCIL_MAX_DAILY)",
+                 u->day_count, u->day_count == 1 ? "" : "s");
     else
         return NULL;
     return why;
