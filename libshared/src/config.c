@@ -72,8 +72,8 @@ const vigil_config_var VIGIL_COMMON_VARS[] = {
      "seconds the broker keeps this replica's session and queued input while it is away "
      "(60-2147483647; keep it at or below the broker's persistent_client_expiration)"},
     {"VIGIL_DEDUPE_TTL_S", "604800",
-     "seconds a record's processed input ids (redelivery dedupe) are kept after its last "
-     "commit with one, so the ids of rooms gone quiet do not stay in Redis for ever "
+     "seconds a record's processed input ids (redelivery dedupe) are kept after the last "
+     "one (up to an hour more), so the ids of rooms gone quiet do not stay in Redis for ever "
      "(0-2147483647, 0 = kept for ever; keep it at or above VIGIL_MQTT_SESSION_EXPIRY_S: "
      "the broker redelivers nothing older than the session it keeps)"},
     {"VIGIL_OUTBOX_CONNECTIONS", "4",

@@ -30,8 +30,14 @@ vigil_store *vigil_store_new(vigil_redis *r, const vigil_store_config *cfg)
     s->r = r;
     s->shard_index = cfg ? cfg->shard_index : 0;
     s->dedupe_keep = cfg && cfg->dedupe_keep > 0 ? cfg->dedupe_keep : DEDUPE_KEEP_DEFAULT;
-    if (cfg && cfg->dedupe_ttl_ms > 0)
-        vigil_i64_text(s->dedupe_ttl, cfg->dedupe_ttl_ms);
+    if (cfg && cfg->dedupe_ttl_ms > 0) {
+        /* set again at most every hour (half the TTL when shorter), for
+         * the TTL plus that: every id lives the TTL at least */
+        int64_t ttl = cfg->dedupe_ttl_ms, every = ttl / 2 < 3600000 ? ttl / 2 : 3600000;
+        s->ttl_refresh_ms = every > 0 ? every : 1;
+        vigil_i64_text(s->dedupe_ttl, ttl + s->ttl_refresh_ms);
+        s->ttl_seen = calloc(DEDUPE_TTL_SLOTS, sizeof *s->ttl_seen); /* NULL: set every time */
+    }
     int n = snprintf(s->base, sizeof s->base, "%s%s:", prefix, service);
     if (n < 0 || (size_t)n >= sizeof s->base) {
         free(s);
@@ -50,6 +56,7 @@ void vigil_store_free(vigil_store *s)
     if (!s)
         return;
     store_batch_free(s);
+    free(s->ttl_seen);
     free(s);
 }
 

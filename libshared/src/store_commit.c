@@ -675,8 +675,10 @@ static int round2(vigil_store *s, struct store_batch *b)
                         vigil_log(VIGIL_LOG_ERROR, "store commit: a write failed: %s",
                                   r->element[e]->str);
                 for (int i = 0; i < b->n; i++)
-                    if (b->p[i].c && b->p[i].res == VIGIL_COMMIT_OK)
+                    if (b->p[i].c && b->p[i].res == VIGIL_COMMIT_OK) {
                         store_note_trims(&b->p[i], r);
+                        store_note_ttl(s, &b->p[i]);
+                    }
             }
         } else if (r->type == REDIS_REPLY_ERROR) { /* MULTI or a command refused when queued */
             vigil_log(VIGIL_LOG_ERROR, "store commit: %s", r->str);

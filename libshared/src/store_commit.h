@@ -18,6 +18,7 @@ typedef struct pend {
     bool shard_bad;        /* ... and one of them holds another type */
     bool send_failed;      /* round 1 could not all be appended (memory): read, then ERROR */
     bool dry;              /* vigil_store_check: the checks and the version, no dedupe, no writes */
+    bool ttl_sent;         /* its writes set the ids key's expiry (store_note_ttl once done) */
     int follows;           /* the batch's index of the commit of its record it follows, or -1 */
     void *block;      /* one allocation: the keys below and the per-op arrays */
     char *skey, *ikey;
@@ -89,5 +90,8 @@ void store_write_done(w2 *w);
 /* store_writes.c: job stream adds whose cap trimmed entries, from EXEC's
  * reply, counted and said. */
 void store_note_trims(const pend *p, const redisReply *exec);
+/* A commit done: if its writes set the ids key's expiry, the store's table
+ * of recent settings learns it (store_writes.c). */
+void store_note_ttl(vigil_store *s, const pend *p);
 
 #endif

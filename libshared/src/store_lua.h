@@ -15,7 +15,9 @@
 struct vigil_store {
     vigil_redis *r;
     int dedupe_keep;
-    char dedupe_ttl[24];  /* PEXPIRE of the ids key after each id, in ms; "" = none */
+    int64_t ttl_refresh_ms; /* how often one key's expiry is set again; 0: ids never expire */
+    char dedupe_ttl[24];  /* PEXPIRE's argument, dedupe_ttl_ms + ttl_refresh_ms */
+    struct store_ttl_seen *ttl_seen; /* DEDUPE_TTL_SLOTS: when this store last set a key's */
     int shard_index;
     char base[192];       /* P S ":" */
     char outbox_key[224]; /* P S ":outbox:" i */
@@ -24,6 +26,14 @@ struct vigil_store {
     vigil_script del;
     vigil_script claim;
     struct store_batch *batch; /* commits sent and not yet received (store_commit.c) */
+};
+
+/* When this store last set an ids key's expiry, by the key's hash: a
+ * direct-mapped table, so a collision only costs one more PEXPIRE. */
+#define DEDUPE_TTL_SLOTS 4096
+struct store_ttl_seen {
+    uint64_t h;
+    int64_t at;
 };
 
 /* store_commit.c: frees the pending batch (vigil_store_free). */

@@ -542,6 +542,30 @@ static void write_timers(w2 *w, const pend *p)
     own_block(w, b.base);
 }
 
+/* Does this commit set its ids key's expiry (VIGIL_DEDUPE_TTL_S)? When
+ * this store has not set it within ttl_refresh_ms, as its table of recent
+ * settings says (a miss, a collision, a clock gone back: set it). Set to
+ * the TTL plus that period, every id outlives the TTL; and Redis runs one
+ * PEXPIRE per key and hour instead of one per commit. */
+static bool store_ttl_due(const vigil_store *s, const char *ikey, int64_t now)
+{
+    if (s->ttl_refresh_ms <= 0)
+        return false;
+    if (!s->ttl_seen)
+        return true;
+    uint64_t h = vigil_hash_mem(ikey, strlen(ikey));
+    const struct store_ttl_seen *e = &s->ttl_seen[h % DEDUPE_TTL_SLOTS];
+    return e->h != h || now < e->at || now - e->at >= s->ttl_refresh_ms;
+}
+
+void store_note_ttl(vigil_store *s, const pend *p)
+{
+    if (!p->ttl_sent || !s->ttl_seen)
+        return;
+    uint64_t h = vigil_hash_mem(p->ikey, strlen(p->ikey));
+    s->ttl_seen[h % DEDUPE_TTL_SLOTS] = (struct store_ttl_seen){ h, p->c->now_ms };
+}
+
 /* Does this commit trim its key's processed ids to the newest
  * dedupe_keep? On about one commit in dedupe_keep / 256 (at most 32, at
  * least 1), chosen by the input id's hash, so a key holds at most a few
@@ -595,7 +619,8 @@ void store_write_commit(w2 *w, pend *p)
     if (c->input_id && *c->input_id) {
         const char *z[] = { "ZADD", p->ikey, num[0], c->input_id };
         store_put(w, 4, z, NULL);
-        if (s->dedupe_ttl[0]) { /* a room gone quiet does not keep its ids for ever */
+        p->ttl_sent = store_ttl_due(s, p->ikey, c->now_ms); /* quiet rooms lose their ids */
+        if (p->ttl_sent) {
             const char *e[] = { "PEXPIRE", p->ikey, s->dedupe_ttl };
             store_put(w, 3, e, NULL);
         }

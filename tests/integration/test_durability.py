@@ -327,7 +327,7 @@ def test_processed_ids_expire_after_the_dedupe_ttl(stack):
     try:
         harness.wait_until(lambda: c.zscore(f"{prefix}ids:{room}", f"{room}-m1") is not None, 20,
                            "the id recorded")
-        assert 0 < c.pttl(f"{prefix}ids:{room}") <= 2000
+        assert 0 < c.pttl(f"{prefix}ids:{room}") <= 3000  # the TTL plus half of it
         harness.wait_until(lambda: not c.exists(f"{prefix}ids:{room}"), 20, "the ids expired",
                            interval=0.1)
         assert c.exists(f"{prefix}state:{room}")
@@ -343,7 +343,7 @@ def test_processed_ids_expire_after_the_dedupe_ttl(stack):
     try:
         harness.wait_until(lambda: c.zscore(f"{prefix}ids:{room}", f"{room}-m2") is not None, 20,
                            "the id recorded")
-        assert 604_000_000 < c.pttl(f"{prefix}ids:{room}") <= 604_800_000
+        assert 604_800_000 < c.pttl(f"{prefix}ids:{room}") <= 608_400_000  # plus an hour
     finally:
         c.close()
     assert "VIGIL_DEDUPE_TTL_S" not in svc.stderr_text()

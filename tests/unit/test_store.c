@@ -309,10 +309,12 @@ static int setup_ttl(void **state)
     return vt_store_fixture_setup(state, &cfg);
 }
 
-/* With dedupe_ttl_ms the ids key expires that long after its last id:
- * every commit with an id sets it again (a commit without one leaves it),
- * and the ids stay readable until then. Without it the key never expires
- * (test_dedupe_keeps_newest). */
+/* With dedupe_ttl_ms (60 s here) the ids key expires at least that long
+ * after its last id: a commit with an id sets it to the TTL plus the
+ * refresh period (half the TTL under two hours, else an hour: 30 s), and
+ * this store sets it again only once that period has passed since it last
+ * did (a commit without an id never does). Without a TTL the key never
+ * expires (test_dedupe_keeps_newest). */
 static void test_dedupe_ids_expire_after_the_last_id(void **state)
 {
     fixture *f = *state; /* dedupe_ttl_ms = 60000 */
@@ -321,15 +323,22 @@ static void test_dedupe_ids_expire_after_the_last_id(void **state)
     vigil_fx_set_state(&fx, "{}");
     int64_t nv;
     char *cur = NULL;
+    const char *ids = "vigil:svc:ids:k";
     assert_int_equal(commit(f, "k", 0, "a", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
-    long long ttl = vt_redis_int(f->r, "PTTL %s", "vigil:svc:ids:k");
-    assert_true(ttl > 50000 && ttl <= 60000);
-    assert_int_equal(vt_redis_int(f->r, "PEXPIRE %s 1000", "vigil:svc:ids:k"), 1);
-    assert_int_equal(commit(f, "k", 1, NULL, &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
-    assert_true(vt_redis_int(f->r, "PTTL %s", "vigil:svc:ids:k") <= 1000);
-    assert_int_equal(commit(f, "k", 2, "b", &fx, NOW, &nv, &cur), VIGIL_COMMIT_OK);
-    assert_true(vt_redis_int(f->r, "PTTL %s", "vigil:svc:ids:k") > 50000);
-    assert_int_equal(commit(f, "k", 3, "a", &fx, NOW, &nv, &cur), VIGIL_COMMIT_DUPLICATE);
+    long long ttl = vt_redis_int(f->r, "PTTL %s", ids);
+    assert_true(ttl > 80000 && ttl <= 90000);
+    assert_int_equal(vt_redis_int(f->r, "PEXPIRE %s 5000", ids), 1);
+    /* within the period: not set again, with an id or without */
+    assert_int_equal(commit(f, "k", 1, "b", &fx, NOW + 29999, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_int_equal(commit(f, "k", 2, NULL, &fx, NOW + 40000, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_true(vt_redis_int(f->r, "PTTL %s", ids) <= 5000);
+    /* once the period is over, the next id sets it again */
+    assert_int_equal(commit(f, "k", 3, "c", &fx, NOW + 30000, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_true(vt_redis_int(f->r, "PTTL %s", ids) > 80000);
+    assert_int_equal(commit(f, "k", 4, "a", &fx, NOW + 30001, &nv, &cur), VIGIL_COMMIT_DUPLICATE);
+    /* another key is set on its first id, whatever this one's */
+    assert_int_equal(commit(f, "k2", 0, "z", &fx, NOW + 30001, &nv, &cur), VIGIL_COMMIT_OK);
+    assert_true(vt_redis_int(f->r, "PTTL %s", "vigil:svc:ids:k2") > 80000);
     /* the record itself never expires */
     assert_int_equal(vt_redis_int(f->r, "PTTL %s", "vigil:svc:state:k"), -1);
     vigil_effects_free(&fx);

@@ -11,7 +11,8 @@
  *                           (trimmed to the newest dedupe_keep on about one
  *                           commit in dedupe_keep / 256, at most 32: a few
  *                           dozen over it between trims; expiring
- *                           dedupe_ttl_ms after the last id added)
+ *                           dedupe_ttl_ms after the last id added, plus up
+ *                           to the refresh period: store_writes.c)
  *   P S ":outbox:" i        list of pending output messages, oldest first;
  *                           each entry is "<0|1 retain><topic>\n<payload>"
  *   P S ":timers:" i        zset of timer members "<key>|<name>" scored by due ms
@@ -36,7 +37,7 @@ typedef struct vigil_store_config {
     const char *service; /* "dormancy-monitor" */
     int shard_index;     /* selects the outbox and timer set */
     int dedupe_keep;     /* processed ids kept per key (default 10000 if 0) */
-    int64_t dedupe_ttl_ms; /* the ids key expires this long after its last id; 0 never */
+    int64_t dedupe_ttl_ms; /* the ids key outlives its last id this long; 0 never expires */
 } vigil_store_config;
 
 typedef struct vigil_store vigil_store;
