@@ -70,6 +70,13 @@ static void declare_zero_series(void)
     vigil_counter_add("vigil_outbox_replay_overflow_total",
                       "Acknowledged outputs not kept for publishing again (more than the bound in the window)",
                       NULL, 0);
+    vigil_counter_add("vigil_outbox_superseded_total",
+                      "Retained outputs not published: a newer one for the same topic followed "
+                      "them in the outbox",
+                      NULL, 0);
+    vigil_counter_add("vigil_mqtt_sessions_lost_total",
+                      "Reconnections on which the broker had kept no session for this replica",
+                      NULL, 0);
     vigil_gauge_declare("vigil_outbox_dead_letters", "Entries in the service's dead-letter list", NULL);
     vigil_gauge_declare("vigil_outbox_inflight",
                         "Output messages handed to the broker and not yet acknowledged", NULL);

@@ -144,7 +144,8 @@ STARTUP_ZERO = [("vigil_rejected_total", {"reason": "not_json"}), ("vigil_reject
                 ("vigil_commit_retries_total", {}), ("vigil_commit_replies_lost_total", {}),
                 ("vigil_duplicates_total", {}),
                 ("vigil_outbox_publish_failures_total", {}), ("vigil_outbox_dead_letters_total", {}),
-                ("vigil_outbox_dead_letters", {}), ("vigil_outbox_refusals_total", {})]
+                ("vigil_outbox_dead_letters", {}), ("vigil_outbox_refusals_total", {}),
+                ("vigil_outbox_superseded_total", {}), ("vigil_mqtt_sessions_lost_total", {})]
 
 
 def proc_cpu_seconds(pid):
