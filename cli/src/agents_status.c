@@ -288,17 +288,22 @@ static void print_json(const sorted *s, bool activity_check)
     json_object_put(o);
 }
 
+/* The thresholds as stall-resumer reads and checks them (the same ranges,
+ * the same order rule, the same words), so a configuration it refuses is
+ * refused here too instead of giving categories it would never give. */
 static int load_thresholds(stall_config *cfg)
 {
     char err[200];
     stall_config_init(cfg);
-    int64_t max = 30LL * 24 * 3600 * 1000;
-    if (vigil_env_int64("VIGIL_STALL_WARNING_MS", cfg->warning_ms, 1, max, &cfg->warning_ms, err, sizeof err) ||
-        vigil_env_int64("VIGIL_STALL_CRITICAL_MS", cfg->critical_ms, 1, max, &cfg->critical_ms, err, sizeof err) ||
-        vigil_env_int64("VIGIL_STALL_AUTORESUME_MS", cfg->autoresume_ms, 1, max, &cfg->autoresume_ms, err,
-                        sizeof err) ||
-        vigil_env_int64("VIGIL_STALL_SCAN_MS", cfg->scan_ms, 10, max, &cfg->scan_ms, err, sizeof err))
-        return cli_fail(CLI_ERR_USAGE, "%s", err);
+    if (vigil_env_ms("VIGIL_STALL_WARNING_MS", cfg->warning_ms, 1, &cfg->warning_ms, err,
+                     sizeof err) ||
+        vigil_env_ms("VIGIL_STALL_CRITICAL_MS", cfg->critical_ms, 1, &cfg->critical_ms, err,
+                     sizeof err) ||
+        vigil_env_ms("VIGIL_STALL_AUTORESUME_MS", cfg->autoresume_ms, 1, &cfg->autoresume_ms, err,
+                     sizeof err) ||
+        vigil_env_ms("VIGIL_STALL_SCAN_MS", cfg->scan_ms, 10, &cfg->scan_ms, err, sizeof err) ||
+        stall_config_check(cfg, err, sizeof err))
+        return cli_fail(CLI_ERR_USAGE, "configuration error: %s", err);
     return CLI_OK;
 }
 

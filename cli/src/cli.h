@@ -93,6 +93,12 @@ void cli_clock_time(int64_t ms, char *out, size_t outlen);
 /* Writes s with '\\', newline, CR, tab and other control characters
  * escaped C-style, so one message is one line. */
 void cli_write_escaped(FILE *f, const char *s);
+/* Writes an error event's sample, escaped already by the service (libshared's
+ * vigil_json_sample: backslashes doubled, control characters and bytes that
+ * are not UTF-8 as \xNN) as it is; only a control character still in it
+ * (anyone may publish an error event) is escaped, so that one sample stays
+ * one line and no escape sequence reaches the terminal. */
+void cli_write_sample(FILE *f, const char *s);
 /* Writes s for a terminal: newlines kept, other control characters
  * (escape sequences) escaped. */
 void cli_write_terminal(FILE *f, const char *s);
@@ -125,6 +131,19 @@ int cli_chat_pause(cli *c, int argc, char **argv);
 int cli_chat_resume(cli *c, int argc, char **argv);
 int cli_chat_delete(cli *c, int argc, char **argv);
 int cli_chat_cleanup(cli *c, int argc, char **argv);
+
+/* The services of a deployment (services.c): name and default HTTP port. */
+typedef struct cli_service {
+    const char *name;
+    int port;
+} cli_service;
+extern const cli_service CLI_SERVICES[];
+extern const size_t CLI_SERVICES_N;
+/* True when name is one of CLI_SERVICES. */
+bool cli_service_known(const char *name);
+/* Their names, comma-separated ("dormancy-monitor, wake-evaluator, ..."),
+ * for messages; cut short when out is too small. */
+void cli_service_names(char *out, size_t outlen);
 
 /* `vigil deadletter list|replay SERVICE` (deadletter.c); argv[0] is
  * "deadletter". */

@@ -49,12 +49,24 @@ static void print_one(void *ctx, long long index, const vigil_deadletter *d)
     fputc('\n', stdout);
 }
 
+/* A SERVICE that is none of the deployment's: a typo would read an empty
+ * list (or replay nothing) and look like "no dead letters". */
+static int unknown_service(const char *service)
+{
+    char names[256], msg[400];
+    cli_service_names(names, sizeof names);
+    snprintf(msg, sizeof msg, "unknown service '%.64s': use one of %s", service, names);
+    return cli_usage_error("deadletter", msg);
+}
+
 int cli_deadletter(int argc, char **argv)
 {
-    if (argc < 2 || cli_wants_help(argc, argv)) {
+    if (cli_wants_help(argc, argv)) {
         cli_help("deadletter", stdout);
-        return argc < 2 ? CLI_ERR_USAGE : CLI_OK;
+        return CLI_OK;
     }
+    if (argc < 2)
+        return cli_usage_error("deadletter", "missing subcommand (list or replay)");
     const char *what = argv[1];
     bool replay = strcmp(what, "replay") == 0;
     if (!replay && strcmp(what, "list") != 0)
@@ -74,8 +86,8 @@ int cli_deadletter(int argc, char **argv)
     if (optind + 1 != argc - 1)
         return cli_usage_error("deadletter", "expected one SERVICE");
     const char *service = argv[optind + 1];
-    if (!vigil_id_valid(service, strlen(service)))
-        return cli_usage_error("deadletter", "SERVICE must be an id (e.g. dormancy-monitor)");
+    if (!cli_service_known(service))
+        return unknown_service(service);
 
     cli c;
     int rc = cli_init(&c);

@@ -30,11 +30,13 @@ void cli_clock_time(int64_t ms, char *out, size_t outlen)
     strftime(out, outlen, "%H:%M:%S", &tm);
 }
 
-void cli_write_escaped(FILE *f, const char *s)
+/* Writes s with newline, CR, tab and other control characters escaped
+ * C-style; a backslash doubled unless the text is escaped already. */
+static void write_escaped(FILE *f, const char *s, bool escaped_already)
 {
     for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
         switch (*p) {
-        case '\\': fputs("\\\\", f); break;
+        case '\\': fputs(escaped_already ? "\\" : "\\\\", f); break;
         case '\n': fputs("\\n", f); break;
         case '\r': fputs("\\r", f); break;
         case '\t': fputs("\\t", f); break;
@@ -45,6 +47,16 @@ void cli_write_escaped(FILE *f, const char *s)
                 fputc(*p, f);
         }
     }
+}
+
+void cli_write_escaped(FILE *f, const char *s)
+{
+    write_escaped(f, s, false);
+}
+
+void cli_write_sample(FILE *f, const char *s)
+{
+    write_escaped(f, s, true);
 }
 
 void cli_write_terminal(FILE *f, const char *s)

@@ -4,26 +4,45 @@
 #include "help.h"
 
 static const char ENV_HELP[] =
-    "Environment (same as the services):\n"
-    "  VIGIL_MQTT_URL             broker (mqtt://127.0.0.1:1883)\n"
-    "  VIGIL_MQTT_USER, VIGIL_MQTT_PASSWORD\n"
-    "  VIGIL_MQTT_PASSWORD_FILE   file holding the MQTT password (not with VIGIL_MQTT_PASSWORD)\n"
-    "  VIGIL_REDIS_URL            Redis (redis://[[user]:password@]host:port/db, default\n"
-    "                             redis://127.0.0.1:6379/0)\n"
-    "  VIGIL_REDIS_URL_FILE       file holding the Redis URL (not with VIGIL_REDIS_URL)\n"
-    "  VIGIL_MQTT_CA_FILE, VIGIL_MQTT_CERT_FILE, VIGIL_MQTT_KEY_FILE\n"
-    "                             TLS to the broker (mqtts:// only): CA, client certificate, key\n"
-    "  VIGIL_TOPIC_PREFIX         every topic under <prefix>/ (as the services use it)\n"
-    "  VIGIL_REDIS_PREFIX         key prefix (vigil:)\n"
+    CLI_HELP_ENV_HEAD CLI_HELP_ENV_MQTT CLI_HELP_ENV_REDIS
     "  VIGIL_USER                 your name in messages and controls (default: $USER)\n"
     "  VIGIL_CLI_TIMEOUT_MS       how long to wait for the broker, Redis and chat-router (5000)\n"
     "  VIGIL_CHAT_LOG_MAX_AGE_MS  message age `cleanup` removes (604800000 = 7 days)\n"
-    "  VIGIL_CLI_LOG_LEVEL        library log lines on stderr (error)\n";
+    CLI_HELP_ENV_LOG;
+
+/* vigil agents reads the broker only; vigil deadletter Redis only. */
+static const char AGENTS_ENV_HELP[] =
+    CLI_HELP_ENV_HEAD CLI_HELP_ENV_MQTT
+    "  VIGIL_CLI_TIMEOUT_MS       how long to wait for the broker (5000)\n"
+    "  VIGIL_STALL_WARNING_MS, VIGIL_STALL_CRITICAL_MS, VIGIL_STALL_AUTORESUME_MS,\n"
+    "  VIGIL_STALL_SCAN_MS        stall-resumer's thresholds and scan period (above)\n"
+    CLI_HELP_ENV_LOG;
+
+static const char DEADLETTER_ENV_HELP[] =
+    CLI_HELP_ENV_HEAD CLI_HELP_ENV_REDIS
+    "  VIGIL_CLI_TIMEOUT_MS       how long to wait for Redis (5000)\n"
+    CLI_HELP_ENV_LOG;
 
 static const char EXIT_HELP[] =
     "Exit status: 0 ok, 1 runtime error (broker or Redis unreachable, chat-router did not\n"
     "confirm in time), 2 usage error (bad arguments, bad room name), 3 room not found,\n"
     "4 room already exists (chat new).\n";
+
+/* Every status a command uses, each command's help saying which are its. */
+static const char VIGIL_EXIT_HELP[] =
+    "Exit status: 0 ok, 1 runtime error (broker or Redis unreachable, no answer in time),\n"
+    "2 usage error (bad arguments or configuration), 3 not found (room, persona, council\n"
+    "session), 4 room already exists (chat new), 5 persona command refused (persona\n"
+    "sleep|wake|level), 6 not ready (status). Each command's --help lists its own.\n";
+
+static const char AGENTS_EXIT_HELP[] =
+    "Exit status: 0 ok, 1 runtime error (broker unreachable), 2 usage error or\n"
+    "configuration error (a threshold out of range, or not VIGIL_STALL_WARNING_MS <=\n"
+    "VIGIL_STALL_CRITICAL_MS <= VIGIL_STALL_AUTORESUME_MS, as stall-resumer refuses).\n";
+
+static const char DEADLETTER_EXIT_HELP[] =
+    "Exit status: 0 ok, 1 runtime error (Redis unreachable or its command failed), 2 usage\n"
+    "error (bad arguments, a SERVICE it does not know).\n";
 
 static const cli_help_entry HELP[] = {
     { "vigil",
@@ -36,7 +55,8 @@ static const cli_help_entry HELP[] = {
       "  errors    the inputs services refuse, from sys/+/error (vigil errors --help)\n"
       "  council   autonomous council sessions, deliberations, questions (vigil council --help)\n"
       "  agents    agent stall status from stall-resumer (vigil agents --help)\n"
-      "  deadletter  outputs a service could not publish: list, replay (vigil deadletter --help)\n", NULL },
+      "  deadletter  outputs a service could not publish: list, replay (vigil deadletter --help)\n",
+      VIGIL_EXIT_HELP, NULL },
     { "council",
       "usage: vigil council sessions [--limit N] [--json]   recent sessions, newest first\n"
       "       vigil council show SESSION [--json]           one session: state, questions, notes,\n"
@@ -46,25 +66,26 @@ static const cli_help_entry HELP[] = {
       "\n"
       "Reads the council's durable records (services/council). Start, pause, resume or\n"
       "end a session and answer a question by publishing on council/USER/control and\n"
-      "council/SESSION/answer (services/council/README.md).\n", NULL },
+      "council/SESSION/answer (services/council/README.md).\n", NULL, NULL },
     { "council-sessions",
       "usage: vigil council sessions [--limit N] [--json]\n"
       "\n"
       "The N most recent council sessions (default 20), newest first: session, user,\n"
       "status (active, paused, completed), loops, actions, start time, reason.\n"
-      "--json prints each session's record as one JSON object per line.\n", NULL },
+      "--json prints each session's record as one JSON object per line.\n", NULL, NULL },
     { "council-show",
       "usage: vigil council show SESSION [--json]\n"
       "\n"
       "One session's record (status, loops, questions with answers, notes) and its\n"
       "deliberations, oldest first: the four personas' inputs, the decision, the\n"
       "result. Exit status 3 when there is no such session. --json prints the record\n"
-      "and then one JSON object per deliberation.\n", NULL },
+      "and then one JSON object per deliberation.\n", NULL, NULL },
     { "council-questions",
       "usage: vigil council questions [--all] [--limit N] [--json]\n"
       "\n"
       "The pending questions of the N most recent sessions (default 50), highest\n"
-      "priority first (ties: oldest first); --all includes answered and expired ones.\n", NULL },
+      "priority first (ties: oldest first); --all includes answered and expired ones.\n",
+      NULL, NULL },
     { "chat",
       "usage: vigil chat [--json]                      list rooms\n"
       "       vigil chat new [NAME] [--no-join]        create a room and join it\n"
@@ -82,13 +103,14 @@ static const cli_help_entry HELP[] = {
       "`vigil chat` lists every room with its message count, paused flag (\"all\" while the\n"
       "global pause is on), queued notifications and last activity; --json prints one\n"
       "JSON object per room.\n"
-      "Each subcommand has --help.\n", NULL },
+      "Each subcommand has --help.\n", NULL, NULL },
     { "new",
       "usage: vigil chat new [NAME] [--no-join]\n"
       "\n"
       "Creates room NAME (default: chat-YYYYMMDD-HHMMSS) by posting a system message\n"
       "\"room created\", waits until chat-router has it, then joins it like `vigil chat\n"
-      "join` (--no-join: print the name and exit). Fails with status 4 if it exists.\n", NULL },
+      "join` (--no-join: print the name and exit). Fails with status 4 if it exists.\n",
+      NULL, NULL },
     { "join",
       "usage: vigil chat join ROOM [--pause] [--history N]\n"
       "\n"
@@ -98,7 +120,7 @@ static const cli_help_entry HELP[] = {
       "Joining does not pause the room: AI personas keep talking while you type.\n"
       "--pause pauses the room while you are joined (notifications are queued) and\n"
       "resumes it when you leave; a room that was paused already when you joined\n"
-      "(by anyone) stays paused when you leave. It says which it did.\n", NULL },
+      "(by anyone) stays paused when you leave. It says which it did.\n", NULL, NULL },
     { "send",
       "usage: vigil chat send ROOM MESSAGE... [--as NAME] [--ai] [--reply-to ID] [--depth N]\n"
       "\n"
@@ -109,7 +131,7 @@ static const cli_help_entry HELP[] = {
       "  --ai            send as an AI persona (sender_type \"ai\") instead of a human\n"
       "  --reply-to ID   the message this one answers (its id)\n"
       "  --depth N       chain depth of an AI message (notification depth + 1); only\n"
-      "                  with --ai: a human message always starts a chain at 0\n", NULL },
+      "                  with --ai: a human message always starts a chain at 0\n", NULL, NULL },
     { "view",
       "usage: vigil chat view ROOM [--limit N] [--since ID] [--json]\n"
       "\n"
@@ -124,24 +146,24 @@ static const cli_help_entry HELP[] = {
       "  --since ID  only messages logged after ID (stateless paging: remember the last ID);\n"
       "              ID may also be a message id as send prints it: the messages logged\n"
       "              after that message (waits for chat-router to log it; 3 if it is not\n"
-      "              in the log)\n", NULL },
+      "              in the log)\n", NULL, NULL },
     { "pause",
       "usage: vigil chat pause ROOM | --all\n"
       "\n"
       "Pauses a room (or, with --all, every room): messages are still logged, but\n"
       "notifications to personas are queued until resume. Waits until chat-router has\n"
-      "applied it.\n", NULL },
+      "applied it.\n", NULL, NULL },
     { "resume",
       "usage: vigil chat resume ROOM | --all\n"
       "\n"
       "Resumes a room: its queued notifications are delivered in order, then new ones\n"
       "go out live. A room stays held while the global pause is on; --all lifts the\n"
-      "global pause and resumes every paused room.\n", NULL },
+      "global pause and resumes every paused room.\n", NULL, NULL },
     { "delete",
       "usage: vigil chat delete ROOM\n"
       "\n"
       "Deletes the room's log, notification queue and state. A later message in the\n"
-      "room starts it afresh.\n", NULL },
+      "room starts it afresh.\n", NULL, NULL },
     { "agents",
       "usage: vigil agents status [--no-activity-check] [--json]\n"
       "\n"
@@ -159,13 +181,14 @@ static const cli_help_entry HELP[] = {
       "  --no-activity-check  categories by status age alone (legacy mode)\n"
       "  --json               one JSON object per agent instead\n"
       "Thresholds: VIGIL_STALL_WARNING_MS, VIGIL_STALL_CRITICAL_MS, VIGIL_STALL_AUTORESUME_MS\n"
-      "(as stall-resumer's).\n", NULL },
+      "and VIGIL_STALL_SCAN_MS (as stall-resumer's, checked as it checks them).\n",
+      AGENTS_EXIT_HELP, AGENTS_ENV_HELP },
     { "cleanup",
       "usage: vigil chat cleanup\n"
       "\n"
       "Removes log entries older than VIGIL_CHAT_LOG_MAX_AGE_MS from every room, then\n"
       "deletes the rooms left without messages, except one that gets a message meanwhile\n"
-      "and a paused one still holding queued notifications (resume delivers them).\n", NULL },
+      "and a paused one still holding queued notifications (resume delivers them).\n", NULL, NULL },
     { "deadletter",
       "usage: vigil deadletter list SERVICE\n"
       "       vigil deadletter replay SERVICE [--shard I]\n"
@@ -177,7 +200,10 @@ static const cli_help_entry HELP[] = {
       "topic (or \"(undecodable)\") and payload, escaped to one line; the count goes to\n"
       "stderr. After fixing the cause, `replay` moves them all, in order and atomically,\n"
       "to the tail of the outbox of shard I (default 0), which the running service\n"
-      "publishes within half a second.\n", NULL },
+      "publishes within half a second.\n"
+      "SERVICE is one of dormancy-monitor, wake-evaluator, chat-router, heartbeat, council,\n"
+      "stall-resumer, presence-gateway, floor-control.\n",
+      DEADLETTER_EXIT_HELP, DEADLETTER_ENV_HELP },
 };
 
 bool cli_help_print(const cli_help_entry *table, size_t n, const char *name, const char *env,
@@ -187,7 +213,7 @@ bool cli_help_print(const cli_help_entry *table, size_t n, const char *name, con
         if (strcmp(table[i].name, name) == 0) {
             fputs(table[i].text, f);
             fputc('\n', f);
-            fputs(env, f);
+            fputs(table[i].env ? table[i].env : env, f);
             fputc('\n', f);
             fputs(table[i].exits ? table[i].exits : exits, f);
             return true;

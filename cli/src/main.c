@@ -63,9 +63,11 @@ static int run_council(int argc, char **argv)
         {"show", "council-show", cli_council_show},
         {"questions", "council-questions", cli_council_questions},
     };
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    if (argc < 2)
+        return cli_usage_error("council", "missing subcommand (sessions, show, questions)");
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         cli_help("council", stdout);
-        return argc < 2 ? CLI_ERR_USAGE : CLI_OK;
+        return CLI_OK;
     }
     for (size_t i = 0; i < sizeof CMDS / sizeof CMDS[0]; i++) {
         if (strcmp(argv[1], CMDS[i].name) != 0)
@@ -90,10 +92,12 @@ static int run_council(int argc, char **argv)
 /* `vigil agents status ...`: argv[0] is "agents". */
 static int run_agents(int argc, char **argv)
 {
-    if (argc < 2 || cli_wants_help(argc, argv)) {
+    if (cli_wants_help(argc, argv)) {
         cli_help("agents", stdout);
-        return argc < 2 ? cli_usage_error("agents", "missing subcommand (status)") : CLI_OK;
+        return CLI_OK;
     }
+    if (argc < 2)
+        return cli_usage_error("agents", "missing subcommand (status)");
     if (strcmp(argv[1], "status") != 0) {
         char msg[128];
         snprintf(msg, sizeof msg, "unknown agents command '%.60s'", argv[1]);

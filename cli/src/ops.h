@@ -25,6 +25,7 @@ typedef struct ops_msg {
     json_object *json; /* NULL when the payload was not a JSON object */
     bool retained;
     int64_t at_ms;     /* receive time (wall clock) */
+    size_t seq;        /* its place in the inbox: 0 for the first received */
 } ops_msg;
 
 /* Messages queued by the MQTT client thread, taken by the command's
@@ -43,6 +44,9 @@ int ops_subscribe(cli *c, const char *const *subs, ops_inbox *in);
 /* Moves the next message not taken yet into *out (the caller frees it with
  * ops_msg_free); false when none waits (non-blocking). */
 bool ops_inbox_take(ops_inbox *in, ops_msg *out);
+/* How many messages were received so far: a message whose seq is at least
+ * this number came after the call. */
+size_t ops_inbox_count(ops_inbox *in);
 void ops_msg_free(ops_msg *m);
 
 /* Help and usage of the operators' commands (ops_help.c). */

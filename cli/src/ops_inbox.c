@@ -50,6 +50,7 @@ static void on_message(void *ctx, const char *topic, const void *payload, size_t
         in->items = n;
         in->cap = cap;
     }
+    m.seq = in->len;
     in->items[in->len++] = m;
     pthread_mutex_unlock(&in->mu);
 }
@@ -71,6 +72,14 @@ bool ops_inbox_take(ops_inbox *in, ops_msg *out)
     }
     pthread_mutex_unlock(&in->mu);
     return got;
+}
+
+size_t ops_inbox_count(ops_inbox *in)
+{
+    pthread_mutex_lock(&in->mu);
+    size_t n = in->len;
+    pthread_mutex_unlock(&in->mu);
+    return n;
 }
 
 void ops_msg_free(ops_msg *m)

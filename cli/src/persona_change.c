@@ -118,20 +118,39 @@ static bool state_matches(json_object *st, const change *ch)
            ops_int(e, "until", 0) == ch->until;
 }
 
-/* The answer when the level does not change: nothing to send ("already"),
- * or the retained state now shows the new timed end ("now"). */
-static void print_unchanged(const change *ch, const char *how)
+/* Does a room/{r}/state payload list the persona at the level asked for? */
+static bool room_state_matches(json_object *rs, const change *ch)
+{
+    json_object *personas, *level;
+    return rs && json_object_object_get_ex(rs, "personas", &personas) &&
+           json_object_object_get_ex(personas, ch->persona, &level) &&
+           json_object_is_type(level, json_type_string) &&
+           strcmp(json_object_get_string(level), dormancy_level_name(ch->level)) == 0;
+}
+
+/* An answer read from a state rather than from a dormancy event. */
+typedef enum {
+    STATE_ALREADY, /* the state said so before: nothing sent */
+    STATE_NOW,     /* same level, the new timed end applied */
+    STATE_ADDED    /* the persona had no entry in the room: added at the level */
+} state_answer;
+
+/* Prints a state answer: "P is already|now L in R [until T]: ..." or
+ * --json {persona, room, level, until?, unchanged|added: true, sent}. */
+static void print_state_answer(const change *ch, state_answer a)
 {
     const char *level = dormancy_level_name(ch->level);
     if (!ch->json) {
+        static const char *const TAIL[] = { ": nothing sent", " (no level change)",
+                                            " (added to the room)" };
         char until[48] = "";
         if (ch->until > 0) {
             char t[32];
             ops_local_time(ch->until, t, sizeof t);
             snprintf(until, sizeof until, " until %s", t);
         }
-        printf("%s is %s %s in %s%s%s\n", ch->persona, how, level, ch->room, until,
-               strcmp(how, "already") == 0 ? ": nothing sent" : " (no level change)");
+        printf("%s is %s %s in %s%s%s\n", ch->persona, a == STATE_ALREADY ? "already" : "now",
+               level, ch->room, until, TAIL[a]);
         return;
     }
     json_object *o = json_object_new_object();
@@ -140,8 +159,9 @@ static void print_unchanged(const change *ch, const char *how)
     json_object_object_add(o, "level", json_object_new_string(level));
     if (ch->until > 0)
         json_object_object_add(o, "until", json_object_new_int64(ch->until));
-    json_object_object_add(o, "unchanged", json_object_new_boolean(true));
-    json_object_object_add(o, "sent", json_object_new_boolean(strcmp(how, "now") == 0));
+    json_object_object_add(o, a == STATE_ADDED ? "added" : "unchanged",
+                           json_object_new_boolean(true));
+    json_object_object_add(o, "sent", json_object_new_boolean(a != STATE_ALREADY));
     ops_print_json(o);
     json_object_put(o);
 }
@@ -178,20 +198,74 @@ static void print_dormancy(json_object *ev, bool json)
         printf("  %s\n", text);
 }
 
+/* The topics of one command and what the state said before it was sent. */
+typedef struct pending {
+    char id[96];
+    char t_dormancy[CHAT_ID_MAX + 32], t_state[CHAT_ID_MAX + 32], t_room[CHAT_ID_MAX + 32];
+    char t_cmd[CHAT_ID_MAX + 32];
+    bool had_entry;  /* the persona had an entry in the room */
+    bool same_level; /* ... at the level asked for (only the timed end changes) */
+    size_t sent_seq; /* messages received before the command went out */
+} pending;
+
 /* Outcome of the wait. */
 typedef enum { WAIT_APPLIED, WAIT_REFUSED, WAIT_TIMEOUT } wait_result;
 
-/* Reads the inbox until the command's dormancy event or error event comes,
- * or the timeout. When the level stays the same (only the timed end moves)
- * dormancy-monitor may publish no dormancy event, only its new state: then
- * a persona/{p}/state showing the level and end asked for is the answer.
- * Nothing else is: without an answer the command is not known to have been
- * applied. */
-static wait_result wait_outcome(cli *c, ops_inbox *in, const change *ch, const char *id,
-                                const char *cmd_topic, bool same_level)
+/* Is this message, received after the command went out, a state that
+ * answers it? When the level does not change, dormancy-monitor publishes no
+ * dormancy event, only its new states: the timed end moves at the same
+ * level, or the persona had no entry in the room and is added at the level
+ * asked for. Then a persona/{p}/state showing the level and end asked for
+ * (or, for an added persona, a room/{r}/state listing it at that level) is
+ * the answer. A level change on an existing entry is answered by its event
+ * only. */
+static bool state_answers(const ops_msg *m, const change *ch, const pending *pd)
+{
+    if (m->seq < pd->sent_seq || (pd->had_entry && !pd->same_level))
+        return false;
+    if (strcmp(m->topic, pd->t_state) == 0)
+        return state_matches(m->json, ch);
+    return !pd->had_entry && strcmp(m->topic, pd->t_room) == 0 && room_state_matches(m->json, ch);
+}
+
+/* What one message says about the command: its dormancy event (the id
+ * starts with the command's), dormancy-monitor's error event quoting it, a
+ * state that answers it (state_answers), or nothing (WAIT_TIMEOUT). */
+static wait_result judge(const ops_msg *m, const change *ch, const pending *pd)
 {
     char prefix[128];
-    snprintf(prefix, sizeof prefix, "%s:", id);
+    snprintf(prefix, sizeof prefix, "%s:", pd->id);
+    if (!m->json)
+        return WAIT_TIMEOUT; /* an empty retained payload clears a state: nothing to read */
+    if (strcmp(m->topic, pd->t_dormancy) == 0 &&
+        strncmp(ops_str(m->json, "id"), prefix, strlen(prefix)) == 0 &&
+        strcmp(ops_str(m->json, "room"), ch->room) == 0) {
+        print_dormancy(m->json, ch->json);
+        return WAIT_APPLIED;
+    }
+    if (strcmp(m->topic, "sys/" DORMANCY_SERVICE "/error") == 0 &&
+        strcmp(ops_str(m->json, "topic"), pd->t_cmd) == 0 &&
+        strstr(ops_str(m->json, "sample"), pd->id)) {
+        if (ch->json)
+            ops_print_json(m->json);
+        else
+            fprintf(stderr, "vigil: %s refused the command: %s (%s)\n", DORMANCY_SERVICE,
+                    ops_str(m->json, "reason"), ops_str(m->json, "detail"));
+        return WAIT_REFUSED;
+    }
+    if (state_answers(m, ch, pd)) {
+        print_state_answer(ch, pd->had_entry ? STATE_NOW : STATE_ADDED);
+        return WAIT_APPLIED;
+    }
+    return WAIT_TIMEOUT;
+}
+
+/* Reads the inbox until a message answers the command (judge), or the
+ * timeout. Nothing else is an answer: without one the command is not known
+ * to have been applied (with dormancy-monitor down, the retained state
+ * alone says nothing about it). */
+static wait_result wait_outcome(cli *c, ops_inbox *in, const change *ch, const pending *pd)
+{
     int64_t deadline = vigil_mono_ms() + c->timeout_ms;
     while (vigil_mono_ms() < deadline) {
         ops_msg m;
@@ -199,35 +273,63 @@ static wait_result wait_outcome(cli *c, ops_inbox *in, const change *ch, const c
             vigil_sleep_ms(5, NULL);
             continue;
         }
-        wait_result r = WAIT_TIMEOUT;
-        const char *ev_id = ops_str(m.json, "id");
-        size_t tl = strlen(m.topic);
-        if (!m.json) {
-            /* an empty retained payload clears a state: nothing to read */
-        } else if (tl > 9 && strcmp(m.topic + tl - 9, "/dormancy") == 0 &&
-                   strncmp(ev_id, prefix, strlen(prefix)) == 0 &&
-                   strcmp(ops_str(m.json, "room"), ch->room) == 0) {
-            print_dormancy(m.json, ch->json);
-            r = WAIT_APPLIED;
-        } else if (strcmp(m.topic, "sys/" DORMANCY_SERVICE "/error") == 0 &&
-                   strcmp(ops_str(m.json, "topic"), cmd_topic) == 0 &&
-                   strstr(ops_str(m.json, "sample"), id)) {
-            if (ch->json)
-                ops_print_json(m.json);
-            else
-                fprintf(stderr, "vigil: %s refused the command: %s (%s)\n", DORMANCY_SERVICE,
-                        ops_str(m.json, "reason"), ops_str(m.json, "detail"));
-            r = WAIT_REFUSED;
-        } else if (same_level && tl > 6 && strcmp(m.topic + tl - 6, "/state") == 0 &&
-                   state_matches(m.json, ch)) {
-            print_unchanged(ch, "now");
-            r = WAIT_APPLIED;
-        }
+        wait_result r = judge(&m, ch, pd);
         ops_msg_free(&m);
         if (r != WAIT_TIMEOUT)
             return r;
     }
     return WAIT_TIMEOUT;
+}
+
+/* The newest retained persona/{p}/state among the messages queued so far
+ * (a reference the caller puts), NULL when there is none. */
+static json_object *retained_state(ops_inbox *in, const char *t_state)
+{
+    json_object *state = NULL;
+    ops_msg m;
+    while (ops_inbox_take(in, &m)) {
+        if (m.json && strcmp(m.topic, t_state) == 0) {
+            json_object_put(state);
+            state = json_object_get(m.json);
+        }
+        ops_msg_free(&m);
+    }
+    return state;
+}
+
+/* Sends the command and waits for its answer: the exit status. A persona
+ * that had no state at all (a typo, likely) has been added by the command:
+ * the operator is told on stderr. */
+static int send_and_wait(cli *c, ops_inbox *in, const change *ch, pending *pd, bool known)
+{
+    cli_new_id(pd->id, sizeof pd->id, "cli");
+    char *payload = command_json(c, ch, pd->id);
+    if (!payload)
+        return cli_fail(CLI_ERR_RUNTIME, "out of memory");
+    pd->sent_seq = ops_inbox_count(in);
+    int rc = cli_publish(c, pd->t_cmd, payload);
+    free(payload);
+    if (rc != CLI_OK)
+        return rc;
+    switch (wait_outcome(c, in, ch, pd)) {
+    case WAIT_APPLIED:
+        if (!known)
+            fprintf(stderr,
+                    "vigil: warning: persona '%s' was not known in room '%s' (no %s at all): "
+                    "it has now been added to the room (a typo in PERSONA?)\n",
+                    ch->persona, ch->room, pd->t_state);
+        return CLI_OK;
+    case WAIT_REFUSED:
+        return OPS_EXIT_REFUSED;
+    case WAIT_TIMEOUT:
+        break;
+    }
+    bool level_change = pd->had_entry && !pd->same_level; /* no state answers it */
+    return cli_fail(CLI_ERR_RUNTIME,
+                    "%s did not answer the command within %lld ms: no dormancy event, "
+                    "no error event%s (is it running?)",
+                    DORMANCY_SERVICE, (long long)c->timeout_ms,
+                    level_change ? "" : ", no new state");
 }
 
 int cli_persona_change(cli *c, int argc, char **argv)
@@ -236,64 +338,30 @@ int cli_persona_change(cli *c, int argc, char **argv)
     int rc = parse_args(argv[0], argc, argv, &ch);
     if (rc != CLI_OK)
         return rc;
-    char t_dormancy[CHAT_ID_MAX + 32], t_state[CHAT_ID_MAX + 32], cmd_topic[CHAT_ID_MAX + 32];
-    snprintf(t_dormancy, sizeof t_dormancy, "persona/%s/dormancy", ch.persona);
-    snprintf(t_state, sizeof t_state, "persona/%s/state", ch.persona);
-    snprintf(cmd_topic, sizeof cmd_topic, "persona/%s/command", ch.persona);
-    const char *subs[] = { t_dormancy, t_state, "sys/" DORMANCY_SERVICE "/error", NULL };
+    pending pd = { 0 };
+    snprintf(pd.t_dormancy, sizeof pd.t_dormancy, "persona/%s/dormancy", ch.persona);
+    snprintf(pd.t_state, sizeof pd.t_state, "persona/%s/state", ch.persona);
+    snprintf(pd.t_room, sizeof pd.t_room, "room/%s/state", ch.room);
+    snprintf(pd.t_cmd, sizeof pd.t_cmd, "persona/%s/command", ch.persona);
+    const char *subs[] = { pd.t_dormancy, pd.t_state, pd.t_room, "sys/" DORMANCY_SERVICE "/error",
+                           NULL };
     ops_inbox in;
     ops_inbox_init(&in);
     json_object *state = NULL;
-    char *payload = NULL;
     rc = ops_subscribe(c, subs, &in);
-    if (rc != CLI_OK)
-        goto out;
-    /* the retained state is queued by now: already there? */
-    ops_msg m;
-    while (ops_inbox_take(&in, &m)) {
-        if (m.json && strcmp(m.topic, t_state) == 0) {
-            if (state)
-                json_object_put(state);
-            state = json_object_get(m.json);
-        }
-        ops_msg_free(&m);
+    if (rc == CLI_OK) {
+        /* the retained state is queued by now: already there? */
+        state = retained_state(&in, pd.t_state);
+        json_object *now = state_entry(state, ch.room);
+        pd.had_entry = now != NULL;
+        pd.same_level = now && strcmp(ops_str(now, "level"), dormancy_level_name(ch.level)) == 0;
+        if (state_matches(state, &ch))
+            print_state_answer(&ch, STATE_ALREADY);
+        else
+            rc = send_and_wait(c, &in, &ch, &pd, state != NULL);
     }
-    if (state_matches(state, &ch)) {
-        print_unchanged(&ch, "already");
-        goto out;
-    }
-    json_object *now = state_entry(state, ch.room);
-    bool same_level = now && strcmp(ops_str(now, "level"), dormancy_level_name(ch.level)) == 0;
-    char id[96];
-    cli_new_id(id, sizeof id, "cli");
-    payload = command_json(c, &ch, id);
-    if (!payload) {
-        rc = cli_fail(CLI_ERR_RUNTIME, "out of memory");
-        goto out;
-    }
-    rc = cli_publish(c, cmd_topic, payload);
-    if (rc != CLI_OK)
-        goto out;
-    switch (wait_outcome(c, &in, &ch, id, cmd_topic, same_level)) {
-    case WAIT_APPLIED:
-        rc = CLI_OK;
-        break;
-    case WAIT_REFUSED:
-        rc = OPS_EXIT_REFUSED;
-        break;
-    case WAIT_TIMEOUT:
-        rc = cli_fail(CLI_ERR_RUNTIME,
-                      "%s did not answer the command within %lld ms: no dormancy event, "
-                      "no error event%s (is it running?)",
-                      DORMANCY_SERVICE, (long long)c->timeout_ms,
-                      same_level ? ", no new state" : "");
-        break;
-    }
-out:
     cli_close(c);
     ops_inbox_free(&in);
-    if (state)
-        json_object_put(state);
-    free(payload);
+    json_object_put(state);
     return rc;
 }

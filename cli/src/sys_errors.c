@@ -37,10 +37,24 @@ static void print_error(const ops_msg *m, bool json)
     const char *sample = ops_str(m->json, "sample");
     if (*sample) {
         fputs("  sample: ", stdout);
-        cli_write_escaped(stdout, sample);
+        cli_write_sample(stdout, sample);
         fputc('\n', stdout);
     }
     fflush(stdout);
+}
+
+/* The client reconnects by itself (--follow outlives a broker restart):
+ * one line on stderr when the connection is lost and one when it is back,
+ * so that silence means "no errors", never "not connected". */
+static void report_connection(cli *c, bool *up)
+{
+    bool now = vigil_mqtt_connected(c->mqtt);
+    if (now == *up)
+        return;
+    *up = now;
+    fputs(now ? "vigil: connection to the broker is back\n"
+              : "vigil: connection to the broker lost; reconnecting\n",
+          stderr);
 }
 
 int cli_errors(cli *c, int argc, char **argv)
@@ -78,7 +92,9 @@ int cli_errors(cli *c, int argc, char **argv)
         signal(SIGINT, on_signal);
         signal(SIGTERM, on_signal);
         int64_t deadline = vigil_mono_ms() + c->timeout_ms;
+        bool up = true;
         while (!g_stop && (follow || vigil_mono_ms() < deadline)) {
+            report_connection(c, &up);
             ops_msg m;
             if (!ops_inbox_take(&in, &m)) {
                 vigil_sleep_ms(20, NULL);

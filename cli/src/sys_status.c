@@ -16,12 +16,8 @@ typedef struct port {
     bool explicit; /* given with --port: must answer */
 } port;
 
-static const port DEFAULT_PORTS[] = {
-    { "dormancy-monitor", 9101, false }, { "wake-evaluator", 9102, false },
-    { "chat-router", 9103, false },      { "heartbeat", 9104, false },
-    { "council", 9105, false },          { "stall-resumer", 9106, false },
-    { "presence-gateway", 8080, false }, { "floor-control", 9108, false },
-};
+/* STATE is as wide as the widest state shown, "lost (replaced)". */
+#define STATE_WIDTH 15
 
 typedef struct opts {
     bool json, http;
@@ -65,8 +61,12 @@ static int parse_args(int argc, char **argv, opts *o)
     o->json = false;
     o->http = true;
     o->host = "127.0.0.1";
-    o->nports = (int)(sizeof DEFAULT_PORTS / sizeof DEFAULT_PORTS[0]);
-    memcpy(o->ports, DEFAULT_PORTS, sizeof DEFAULT_PORTS);
+    o->nports = 0;
+    for (size_t i = 0; i < CLI_SERVICES_N && o->nports < MAX_PORTS; i++, o->nports++) {
+        snprintf(o->ports[i].service, sizeof o->ports[i].service, "%s", CLI_SERVICES[i].name);
+        o->ports[i].port = CLI_SERVICES[i].port;
+        o->ports[i].explicit = false;
+    }
     bool no_defaults = false;
     int opt;
     opterr = 0;
@@ -150,6 +150,88 @@ static bool replaced(json_object *inst, json_object *st)
     return false;
 }
 
+/* What the instances and the ports say, summed up for the verdict. */
+typedef struct tally {
+    bool all_ready;      /* no failure seen */
+    bool any_running;    /* an instance ready */
+    bool any_reachable;  /* a port answered */
+    bool any_port_ready; /* a port answered /readyz with 200 */
+} tally;
+
+/* The instances' table (text) and their part of the tally: lost without a
+ * replacement is a failure; disconnected (a clean stop) is none. */
+static void check_instances(json_object *inst, bool json, tally *t)
+{
+    size_t n = json_object_array_length(inst);
+    if (!json) {
+        printf("%-18s %-28s %-*s %-8s %-5s %s\n", "SERVICE", "INSTANCE", STATE_WIDTH, "STATE",
+               "VERSION", "SHARD", "SINCE");
+        if (n == 0)
+            printf("(no service has published a status)\n");
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_object *st = json_object_array_get_idx(inst, i);
+        const char *state = ops_str(st, "state");
+        bool ready = strcmp(state, "ready") == 0;
+        bool gone = !ready && strcmp(state, "disconnected") != 0;
+        bool superseded = gone && replaced(inst, st);
+        t->any_running = t->any_running || ready;
+        if (gone && !superseded)
+            t->all_ready = false;
+        if (superseded)
+            json_object_object_add(st, "replaced", json_object_new_boolean(true));
+        if (!json) {
+            char since[32], shown[40];
+            ops_local_time(ops_int(st, "ts", 0), since, sizeof since);
+            snprintf(shown, sizeof shown, "%s%s", *state ? state : "?",
+                     superseded ? " (replaced)" : "");
+            printf("%-18s %-28s %-*s %-8s %-5s %s\n", ops_str(st, "service"),
+                   ops_str(st, "instance"), STATE_WIDTH, shown, ops_str(st, "version"),
+                   ops_str(st, "shard"), since);
+        }
+    }
+}
+
+/* GET /readyz on each port: its table (text), its JSON array, its part of
+ * the tally. A default port where nothing listens is no failure (not every
+ * deployment runs every service); one given with --port must answer. */
+static json_object *check_ports(const opts *o, int64_t timeout_ms, tally *t)
+{
+    json_object *http = json_object_new_array();
+    if (!o->http)
+        return http;
+    int tmo = timeout_ms < HTTP_TIMEOUT_MS ? (int)timeout_ms : HTTP_TIMEOUT_MS;
+    if (!o->json)
+        printf("\n%-18s %-22s %s\n", "SERVICE", "HTTP", "READY (GET /readyz)");
+    for (int i = 0; i < o->nports; i++) {
+        const port *p = &o->ports[i];
+        int code = ops_http_status(o->host, p->port, "/readyz", tmo);
+        bool ready = code == 200;
+        t->any_reachable = t->any_reachable || code != 0;
+        t->any_port_ready = t->any_port_ready || ready;
+        if ((code != 0 && !ready) || (code == 0 && p->explicit))
+            t->all_ready = false;
+        json_object *h = json_object_new_object();
+        json_object_object_add(h, "service", json_object_new_string(p->service));
+        json_object_object_add(h, "host", json_object_new_string(o->host));
+        json_object_object_add(h, "port", json_object_new_int(p->port));
+        json_object_object_add(h, "reachable", json_object_new_boolean(code != 0));
+        json_object_object_add(h, "status", code ? json_object_new_int(code) : NULL);
+        json_object_object_add(h, "ready", json_object_new_boolean(ready));
+        json_object_array_add(http, h);
+        if (o->json)
+            continue;
+        char addr[96];
+        snprintf(addr, sizeof addr, "%s:%d", o->host, p->port);
+        if (code == 0)
+            printf("%-18s %-22s unreachable%s\n", p->service, addr,
+                   p->explicit ? " (NOT READY)" : "");
+        else
+            printf("%-18s %-22s %s (%d)\n", p->service, addr, ready ? "ready" : "NOT READY", code);
+    }
+    return http;
+}
+
 int cli_status(cli *c, int argc, char **argv)
 {
     opts o;
@@ -167,74 +249,23 @@ int cli_status(cli *c, int argc, char **argv)
     }
     json_object *inst = collect(&in);
     ops_inbox_free(&in);
-    bool all_ready = true, any_reachable = false;
+    tally t = { .all_ready = true };
     size_t n = json_object_array_length(inst);
-    if (!o.json) {
-        printf("%-18s %-28s %-12s %-8s %-5s %s\n", "SERVICE", "INSTANCE", "STATE", "VERSION",
-               "SHARD", "SINCE");
-        if (n == 0)
-            printf("(no service has published a status)\n");
-    }
-    for (size_t i = 0; i < n; i++) {
-        json_object *st = json_object_array_get_idx(inst, i);
-        const char *state = ops_str(st, "state");
-        bool gone = strcmp(state, "ready") != 0 && strcmp(state, "disconnected") != 0;
-        bool superseded = gone && replaced(inst, st);
-        if (gone && !superseded)
-            all_ready = false;
-        if (superseded)
-            json_object_object_add(st, "replaced", json_object_new_boolean(true));
-        if (!o.json) {
-            char since[32], shown[40];
-            ops_local_time(ops_int(st, "ts", 0), since, sizeof since);
-            snprintf(shown, sizeof shown, "%s%s", *state ? state : "?",
-                     superseded ? " (replaced)" : "");
-            printf("%-18s %-28s %-12s %-8s %-5s %s\n", ops_str(st, "service"),
-                   ops_str(st, "instance"), shown, ops_str(st, "version"), ops_str(st, "shard"),
-                   since);
-        }
-    }
-    json_object *http = json_object_new_array();
-    if (o.http) {
-        int tmo = c->timeout_ms < HTTP_TIMEOUT_MS ? (int)c->timeout_ms : HTTP_TIMEOUT_MS;
-        if (!o.json)
-            printf("\n%-18s %-22s %s\n", "SERVICE", "HTTP", "READY (GET /readyz)");
-        for (int i = 0; i < o.nports; i++) {
-            int code = ops_http_status(o.host, o.ports[i].port, "/readyz", tmo);
-            bool ready = code == 200;
-            any_reachable = any_reachable || code != 0;
-            if ((code != 0 && !ready) || (code == 0 && o.ports[i].explicit))
-                all_ready = false;
-            json_object *h = json_object_new_object();
-            json_object_object_add(h, "service", json_object_new_string(o.ports[i].service));
-            json_object_object_add(h, "host", json_object_new_string(o.host));
-            json_object_object_add(h, "port", json_object_new_int(o.ports[i].port));
-            json_object_object_add(h, "reachable", json_object_new_boolean(code != 0));
-            json_object_object_add(h, "status", code ? json_object_new_int(code) : NULL);
-            json_object_object_add(h, "ready", json_object_new_boolean(ready));
-            json_object_array_add(http, h);
-            if (!o.json) {
-                char addr[96];
-                snprintf(addr, sizeof addr, "%s:%d", o.host, o.ports[i].port);
-                if (code == 0)
-                    printf("%-18s %-22s unreachable%s\n", o.ports[i].service, addr,
-                           o.ports[i].explicit ? " (NOT READY)" : "");
-                else
-                    printf("%-18s %-22s %s (%d)\n", o.ports[i].service, addr,
-                           ready ? "ready" : "NOT READY", code);
-            }
-        }
-    }
+    check_instances(inst, o.json, &t);
+    json_object *http = check_ports(&o, c->timeout_ms, &t);
     /* Nothing at all answering is no "all ready": a wrong broker or prefix,
-     * or nothing deployed, must not pass a health check. */
-    bool answered = n > 0 || any_reachable;
-    if (!answered)
-        all_ready = false;
+     * or nothing deployed, must not pass a health check. Nor does a
+     * deployment whose every instance stopped (a clean stop of one replica
+     * among running ones is no failure; of all of them it is). */
+    bool answered = n > 0 || t.any_reachable;
+    bool stopped = n > 0 && !t.any_running && !t.any_port_ready;
+    if (!answered || stopped)
+        t.all_ready = false;
     if (o.json) {
         json_object *out = json_object_new_object();
         json_object_object_add(out, "instances", inst);
         json_object_object_add(out, "http", http);
-        json_object_object_add(out, "ready", json_object_new_boolean(all_ready));
+        json_object_object_add(out, "ready", json_object_new_boolean(t.all_ready));
         ops_print_json(out);
         json_object_put(out);
     } else {
@@ -244,8 +275,12 @@ int cli_status(cli *c, int argc, char **argv)
             printf("\nNOT READY: no service instance has published a status%s (are "
                    "VIGIL_MQTT_URL and VIGIL_TOPIC_PREFIX the services' ones?)\n",
                    o.http ? " and no HTTP port answered" : "");
+        else if (stopped)
+            printf("\nNOT READY: no service instance is running (every one that reports is "
+                   "disconnected or lost%s)\n",
+                   o.http ? ", and no HTTP port answered /readyz with 200" : "");
         else
-            printf("\n%s\n", all_ready ? "all ready" : "NOT READY");
+            printf("\n%s\n", t.all_ready ? "all ready" : "NOT READY");
     }
-    return all_ready ? CLI_OK : OPS_EXIT_NOT_READY;
+    return t.all_ready ? CLI_OK : OPS_EXIT_NOT_READY;
 }

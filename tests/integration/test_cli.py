@@ -80,6 +80,68 @@ def test_help_version_and_usage_errors(tmp_path):
         assert why in r.stderr, (args, r.stderr)
 
 
+SERVICES = ["dormancy-monitor", "wake-evaluator", "chat-router", "heartbeat", "council", "stall-resumer",
+            "presence-gateway", "floor-control"]
+
+
+def run_plain(*args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
+    env["LSAN_OPTIONS"] = "print_suppressions=0"
+    return subprocess.run([vigil_exe(), *args], env=env, capture_output=True, text=True, timeout=20)
+
+
+def test_each_help_lists_its_own_exit_statuses_and_environment():
+    """`vigil --help` lists every exit status a command uses (5 and 6 of the
+    operators' commands too); `agents --help` and `deadletter --help` list
+    their own exit statuses and the environment they read, not the chat
+    commands' (room not found, chat-router, VIGIL_CHAT_LOG_MAX_AGE_MS), nor
+    Redis for agents (it reads the broker only) nor the broker for
+    deadletter (it reads Redis only)."""
+    top = " ".join(run_plain("--help").stdout.split())
+    exits = top[top.index("Exit status"):]
+    for code in ("0 ok", "1 runtime error", "2 usage error", "3 not found", "4 room already exists",
+                 "5 persona command refused", "6 not ready"):
+        assert code in exits, (code, exits)
+    chat_only = ("room not found", "already exists", "chat-router did not", "VIGIL_CHAT_LOG_MAX_AGE_MS")
+    agents = run_plain("agents", "--help").stdout
+    deadletter = run_plain("deadletter", "--help").stdout
+    cases = ((agents, chat_only + ("VIGIL_REDIS",), ("VIGIL_MQTT_URL", "VIGIL_TOPIC_PREFIX")),
+             (deadletter, chat_only + ("VIGIL_MQTT",), ("VIGIL_REDIS_URL", "VIGIL_REDIS_PREFIX")))
+    for text, absent, present in cases:
+        assert "Exit status" in text and "VIGIL_CLI_TIMEOUT_MS" in text, text
+        for word in absent:
+            assert word not in text, (word, text)
+        for word in present:
+            assert word in text, (word, text)
+    flat = " ".join(agents.split())
+    thresholds = flat[flat.index("Thresholds:"):].split(".")[0]
+    for var in ("VIGIL_STALL_WARNING_MS", "VIGIL_STALL_CRITICAL_MS", "VIGIL_STALL_AUTORESUME_MS",
+                "VIGIL_STALL_SCAN_MS"):
+        assert var in thresholds, (var, thresholds)
+    assert "configuration error" in flat[flat.index("Exit status"):], agents
+    assert all(svc in " ".join(deadletter.split()) for svc in SERVICES), deadletter
+
+
+def test_agents_and_deadletter_usage_errors_and_unknown_services():
+    """Without a subcommand `vigil agents`, `vigil council` and `vigil deadletter` are usage
+    errors like every other: the error and a "Try" line on stderr, nothing
+    on stdout. A SERVICE deadletter does not know (a typo would otherwise
+    read an empty list) is one too, naming the services it knows; it is
+    refused before Redis is asked (none runs here)."""
+    for args, why in [(("agents",), "missing subcommand"), (("deadletter",), "missing subcommand"),
+                      (("council",), "missing subcommand"),
+                      (("deadletter", "list", "dormancy-monitr"), "unknown service 'dormancy-monitr'"),
+                      (("deadletter", "replay", "chat-routr", "--shard", "1"), "unknown service 'chat-routr'")]:
+        r = run_plain(*args)
+        assert r.returncode == 2, (args, r.returncode, r.stdout, r.stderr)
+        assert r.stdout == "", (args, r.stdout)
+        lines = r.stderr.splitlines()
+        assert len(lines) == 2 and why in lines[0], (args, r.stderr)
+        assert lines[1] == f"Try 'vigil {args[0]} --help'.", (args, r.stderr)
+        if "unknown service" in why:
+            assert all(svc in lines[0] for svc in SERVICES), lines[0]
+
+
 def test_unreachable_redis_or_broker_exit_1(stack):
     r = run_vigil(stack, "chat", env={"VIGIL_REDIS_URL": "redis://127.0.0.1:1/0"})
     assert r.returncode == 1 and "cannot reach Redis at redis://127.0.0.1:1/0" in r.stderr

@@ -163,6 +163,36 @@ def test_usage_errors_and_empty_broker(stack):
     assert os.path.exists(vigil_exe())
 
 
+def test_thresholds_are_checked_as_stall_resumer_checks_them():
+    """Thresholds stall-resumer refuses are refused by `vigil agents status`
+    too, before any connection, with the same message and exit 2: inverted
+    ones (warning <= critical <= auto-resume is required) and out-of-range
+    ones, both as "configuration error:" like the CLI's other settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
+    env.update({"LSAN_OPTIONS": "print_suppressions=0", "VIGIL_CLI_TIMEOUT_MS": "300",
+                "VIGIL_MQTT_URL": f"mqtt://127.0.0.1:{harness.free_port()}", **NO_REDIS})
+    order = ("configuration error: VIGIL_STALL_WARNING_MS <= VIGIL_STALL_CRITICAL_MS <= "
+             "VIGIL_STALL_AUTORESUME_MS is required")
+
+    def run(exe, *args, **extra):
+        return subprocess.run([exe, *args], env=dict(env, **extra), capture_output=True, text=True, timeout=20)
+    for bad in ({"VIGIL_STALL_WARNING_MS": "7200000", "VIGIL_STALL_CRITICAL_MS": "3600000"},
+                {"VIGIL_STALL_CRITICAL_MS": str(13 * HOUR)}):
+        r = run(vigil_exe(), "agents", "status", **bad)
+        assert (r.returncode, r.stdout, r.stderr) == (2, "", f"vigil: {order}\n"), (bad, r)
+        svc = run(harness.service_binary(SERVICE), **bad)
+        assert svc.returncode == 2 and f"{SERVICE}: {order}" in svc.stderr, (bad, svc.stderr)
+    for bad in ({"VIGIL_STALL_WARNING_MS": "0"}, {"VIGIL_STALL_SCAN_MS": "5"},
+                {"VIGIL_STALL_AUTORESUME_MS": "soon"}):
+        r = run(vigil_exe(), "agents", "status", **bad)
+        name = next(iter(bad))
+        assert r.returncode == 2 and r.stderr.startswith(f"vigil: configuration error: {name}"), (bad, r.stderr)
+    # equal thresholds are allowed: on to the (unreachable) broker
+    r = run(vigil_exe(), "agents", "status", VIGIL_STALL_WARNING_MS="3600000", VIGIL_STALL_CRITICAL_MS="3600000",
+            VIGIL_STALL_AUTORESUME_MS="3600000")
+    assert r.returncode == 1 and "broker" in r.stderr, r.stderr
+
+
 def test_status_without_ts_is_aged_from_when_stall_resumer_got_it(stack):
     """A status published without `ts` is dated by its receive time; the
     CLI takes that time from the assessment's status_ts."""

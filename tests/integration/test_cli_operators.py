@@ -45,6 +45,12 @@ def test_help_and_usage_errors():
         assert "Exit status" in r.stdout and "VIGIL_MQTT_URL" in r.stdout, args
         assert "VIGIL_TOPIC_PREFIX" in r.stdout and "VIGIL_MQTT_PASSWORD_FILE" in r.stdout, args
     assert "--json" in run_plain("persona", "status", "--help").stdout
+    for sub in ("sleep", "wake", "level"):  # every usage line of the three shows --json
+        usage = [ln for ln in run_plain("persona", sub, "--help").stdout.splitlines()
+                 if ln.startswith("usage: ") or ln.startswith("       vigil persona ")]
+        assert usage and all("[--json]" in ln for ln in usage), (sub, usage)
+    persona_usage = run_plain("persona", "--help").stdout.split("\n\n")[0]
+    assert persona_usage.count("[--json]") == 4, persona_usage
     assert "--follow" in run_plain("errors", "--help").stdout
     for args, why in [(("persona",), "missing subcommand"), (("persona", "frob"), "unknown persona command"),
                       (("persona", "sleep", "p"), "missing PERSONA or ROOM"),
@@ -307,6 +313,50 @@ def test_persona_timed_end_at_the_same_level(stack):
     assert r.stdout == "" and "did not answer the command" in r.stderr, r.stderr
 
 
+def test_persona_command_for_a_persona_new_in_the_room(stack):
+    """A command naming a persona that has no entry in the room makes
+    dormancy-monitor add it there. A wake (or `level ... active`) then
+    changes no level, so no dormancy event comes, only the new retained
+    persona/{p}/state and room/{r}/state: showing the persona at the level
+    asked for, they are the answer (not the timeout). A persona without any
+    state before (a typo?) gets a warning on stderr that it has been added."""
+    stack.service()
+    pub = stack.publisher()
+    col = stack.collector(topics=("persona/#",))
+    room, other, p, ghost = uid("room"), uid("room"), uid("p"), uid("ghost")
+    pub.publish(*ai(room, p, "hi"))
+    col.wait_event(f"persona/{p}/state", timeout=10)
+    slow = {"VIGIL_CLI_TIMEOUT_MS": "20000"}
+
+    t0 = time.monotonic()
+    r = run_vigil(stack, "persona", "wake", ghost, room, env=slow)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    assert time.monotonic() - t0 < 12, "waited for the timeout instead of the answer"
+    assert r.stdout == f"{ghost} is now active in {room} (added to the room)\n", r.stdout
+    assert f"warning: persona '{ghost}' was not known in room '{room}'" in r.stderr, r.stderr
+    assert "has now been added" in r.stderr, r.stderr
+
+    # known in another room: added without a warning; --json
+    r = run_vigil(stack, "persona", "level", p, other, "active", "--json", env=slow)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    assert json.loads(r.stdout) == {"persona": p, "room": other, "level": "active", "added": True,
+                                    "sent": True}, r.stdout
+    assert "warning" not in r.stderr, r.stderr
+    doc = json.loads(run_vigil(stack, "persona", "status", p, "--json").stdout)
+    assert sorted((e["room"], e["level"]) for e in doc["personas"]) == sorted([(room, "active"),
+                                                                             (other, "active")])
+    # now it is there: nothing sent, no warning
+    r = run_vigil(stack, "persona", "wake", ghost, room)
+    assert r.returncode == 0 and "already active" in r.stdout and "warning" not in r.stderr
+
+    # a new persona put to sleep: a level change (answered by its event or
+    # its state, whichever comes first), with the warning too
+    ghost2 = uid("ghost")
+    r = run_vigil(stack, "persona", "sleep", ghost2, room, env=slow)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    assert "sleep" in r.stdout and f"persona '{ghost2}' was not known" in r.stderr, (r.stdout, r.stderr)
+
+
 # --------------------------------------------------------------------------
 # status
 
@@ -365,16 +415,43 @@ def test_status_instances_and_ports(stack):
     assert r.returncode == 0, r.stdout
     old = [i for i in json.loads(r.stdout)["instances"] if i["instance"] == svc.instance]
     assert old[0]["state"] == "lost" and old[0]["replaced"] is True, old
-    assert "lost (replaced)" in run_vigil(stack, "status", "--no-http").stdout
+    out = run_vigil(stack, "status", "--no-http").stdout
+    assert "lost (replaced)" in out
+    # the columns stay aligned after the widest state
+    lines = out.splitlines()
+    col = lines[0].index("VERSION")
+    rows = lines[1:lines.index("")]
+    assert len(rows) == 2 and all(ln[col - 1] == " " and ln[col] != " " for ln in rows), out
+
     other.terminate()
 
-    # restarted and then stopped cleanly: "disconnected" is no failure
+    # restarted and then stopped cleanly: with every instance stopped (the
+    # deployment is down) that is no "all ready", however clean the stops
     svc.start()
     svc.terminate()
-    harness.wait_until(lambda: "disconnected" in run_vigil(stack, "status", "--no-http").stdout, 15,
-                       "the disconnected status")
+
+    def all_stopped():
+        doc = json.loads(run_vigil(stack, "status", "--no-http", "--json").stdout)
+        states = {i["instance"]: i["state"] for i in doc["instances"]}
+        return states.get(svc.instance) == "disconnected" and set(states.values()) <= {"disconnected", "lost"}
+    harness.wait_until(all_stopped, 15, "every instance stopped")
     r = run_vigil(stack, "status", "--no-http")
-    assert r.returncode == 0, r.stdout
+    assert r.returncode == 6, (r.returncode, r.stdout)
+    assert "NOT READY: no service instance is running" in r.stdout, r.stdout
+    r = run_vigil(stack, "status", "--no-http", "--json")
+    assert r.returncode == 6 and json.loads(r.stdout)["ready"] is False
+    # only a port answering /readyz with 200 would say something runs
+    dead = harness.free_port()
+    r = run_vigil(stack, "status", "--no-default-ports", "--port", f"ghost={dead}")
+    assert r.returncode == 6 and "no service instance is running" in r.stdout, r.stdout
+
+    # one replica running again: the other's "disconnected" (a clean stop) is no failure
+    other.start()
+    harness.wait_until(lambda: run_vigil(stack, "status", "--no-http").returncode == 0, 15,
+                       "ready with one instance running")
+    r = run_vigil(stack, "status", "--no-http", "--json")
+    states = {i["instance"]: i["state"] for i in json.loads(r.stdout)["instances"]}
+    assert r.returncode == 0 and states[svc.instance] == "disconnected" and states[other.instance] == "ready"
 
 
 # --------------------------------------------------------------------------
@@ -425,6 +502,85 @@ def test_errors_listen_filter_and_follow(stack):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def publish_until_exit(pub, proc, topic, payload, timeout=30):
+    """Publishes payload every 0.25 s until proc exits (error events are not
+    retained: the listener hears only what comes after it subscribed);
+    returns its (stdout, stderr)."""
+    deadline = time.monotonic() + timeout
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            pub.publish(topic, payload)
+            time.sleep(0.25)
+        return proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_errors_prints_the_sample_escaped_once(stack):
+    r"""A sample comes escaped already (libshared's vigil_json_sample:
+    backslash doubled, control characters and bytes that are not UTF-8 as
+    \xNN): `vigil errors` prints it as published, \xff as `vigil deadletter
+    list` shows the byte, not \\xff; a raw control character a publisher
+    put there is still escaped, so none reaches the terminal."""
+    pub = stack.publisher()
+    svc = uid("svc")
+    sample = "\\xffnot an outbox entry \\\\ end\x1b[31m"
+    event = {"id": uid("err"), "service": svc, "topic": "dl/x", "reason": "dead_letter", "detail": "d",
+             "sample": sample, "ts": harness.now_ms()}
+    proc = subprocess.Popen([vigil_exe(), "errors", "--service", svc], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env=vigil_env(stack, VIGIL_CLI_TIMEOUT_MS="3000"))
+    out, err = publish_until_exit(pub, proc, f"sys/{svc}/error", event)
+    assert proc.returncode == 0, err
+    samples = {ln for ln in out.splitlines() if ln.startswith("  sample: ")}
+    assert samples == {"  sample: \\xffnot an outbox entry \\\\ end\\x1b[31m"}, out
+
+
+def test_errors_follow_says_when_the_broker_is_lost_and_back(stack):
+    """--follow reconnects by itself; it says so on stderr, once when the
+    connection is lost and once when it is back, so an operator can tell
+    "no errors" from "disconnected". It goes on printing afterwards."""
+    env = vigil_env(stack, VIGIL_CLI_TIMEOUT_MS="4000")
+    follow = subprocess.Popen([vigil_exe(), "errors", "--follow"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    out, err = [], []
+    readers = [threading.Thread(target=lambda f=f, acc=acc: acc.extend(iter(f.readline, "")), daemon=True)
+               for f, acc in ((follow.stdout, out), (follow.stderr, err))]
+    for t in readers:
+        t.start()
+    svc = uid("svc")
+
+    def heard(pub, tag):
+        pub.publish(f"sys/{svc}/error", {"service": svc, "reason": tag, "topic": "t", "detail": "",
+                                         "ts": harness.now_ms()})
+        return any(f" {svc} {tag} " in ln for ln in out)
+    try:
+        pub = stack.publisher()
+        harness.wait_until(lambda: heard(pub, "before"), 20, "the follower subscribed", interval=0.25)
+        assert err == [], err
+        stack.broker.kill9()
+        harness.wait_until(lambda: err, 15, "the line saying the connection is lost")
+        assert err == ["vigil: connection to the broker lost; reconnecting\n"], err
+        stack.broker.restart()
+        harness.wait_until(lambda: len(err) == 2, 40, "the line saying the connection is back")
+        assert err[1] == "vigil: connection to the broker is back\n", err
+        pub2 = stack.publisher()
+        harness.wait_until(lambda: heard(pub2, "after"), 20, "an error event after the reconnect",
+                           interval=0.25)
+        assert follow.poll() is None
+        follow.send_signal(signal.SIGINT)
+        assert follow.wait(timeout=15) == 0
+        for t in readers:
+            t.join(timeout=10)
+        assert len(err) == 2, err
+    finally:
+        if follow.poll() is None:
+            follow.kill()
+            follow.wait()
 
 
 # --------------------------------------------------------------------------

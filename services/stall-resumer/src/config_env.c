@@ -49,11 +49,8 @@ int stall_configure(void *ctx, const vigil_common_config *common, char *err, siz
         snprintf(err, errlen, "VIGIL_STALL_NOISE: %s", why);
         return -1;
     }
-    if (!(c->warning_ms <= c->critical_ms && c->critical_ms <= c->autoresume_ms)) {
-        snprintf(err, errlen, "VIGIL_STALL_WARNING_MS <= VIGIL_STALL_CRITICAL_MS <= "
-                              "VIGIL_STALL_AUTORESUME_MS is required");
+    if (stall_config_check(c, err, errlen) != 0)
         return -1;
-    }
     svc->lease_ms = common->timer_lease_ms;
     snprintf(svc->instance, sizeof svc->instance, "%s", common->instance);
     return 0;

@@ -27,6 +27,26 @@ static void test_category_boundaries(void **state)
     assert_string_equal(stall_category_name(STALL_CAT_FRESH), "fresh");
 }
 
+/* The limits must be in order (equal allowed): what the service and
+ * `vigil agents status` both refuse, in the same words. */
+static void test_config_check_order(void **state)
+{
+    (void)state;
+    stall_config c;
+    char err[160] = "";
+    stall_config_init(&c);
+    assert_int_equal(stall_config_check(&c, err, sizeof err), 0);
+    c.warning_ms = c.critical_ms = c.autoresume_ms = 1000;
+    assert_int_equal(stall_config_check(&c, err, sizeof err), 0);
+    c.warning_ms = 1001;
+    assert_int_equal(stall_config_check(&c, err, sizeof err), -1);
+    assert_string_equal(err, "VIGIL_STALL_WARNING_MS <= VIGIL_STALL_CRITICAL_MS <= "
+                             "VIGIL_STALL_AUTORESUME_MS is required");
+    c.warning_ms = 1000;
+    c.critical_ms = 1001;
+    assert_int_equal(stall_config_check(&c, err, sizeof err), -1);
+}
+
 /* The status checker's ages are cut down, never rounded up: an age just
  * under a category limit never reads as the limit. */
 static void test_age_text(void **state)
@@ -160,6 +180,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_category_boundaries),
+        cmocka_unit_test(test_config_check_order),
         cmocka_unit_test(test_category_sources),
         cmocka_unit_test(test_age_text),
         cmocka_unit_test(test_guard_active_blocks),

@@ -26,6 +26,15 @@ void stall_config_init(stall_config *c)
     (void)stall_config_set_noise(c, STALL_DEFAULT_NOISE, err, sizeof err);
 }
 
+int stall_config_check(const stall_config *c, char *err, size_t errlen)
+{
+    if (c->warning_ms <= c->critical_ms && c->critical_ms <= c->autoresume_ms)
+        return 0;
+    snprintf(err, errlen, "VIGIL_STALL_WARNING_MS <= VIGIL_STALL_CRITICAL_MS <= "
+                          "VIGIL_STALL_AUTORESUME_MS is required");
+    return -1;
+}
+
 int stall_config_set_noise(stall_config *c, const char *csv, char *err, size_t errlen)
 {
     char pats[STALL_NOISE_MAX][STALL_NOISE_LEN];

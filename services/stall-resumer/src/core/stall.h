@@ -81,6 +81,10 @@ typedef struct stall_config {
 extern const char STALL_DEFAULT_NOISE[];
 
 void stall_config_init(stall_config *c);
+/* The thresholds in order: warning <= critical <= auto-resume. 0, or -1
+ * with err naming the rule (the service and `vigil agents status` refuse
+ * such a configuration with the same words). */
+int stall_config_check(const stall_config *c, char *err, size_t errlen);
 /* Replaces the noise patterns with the comma-separated list (trimmed,
  * lower-cased, empty items skipped). Returns 0, or -1 with err when a
  * pattern is too long or there are too many. */
