@@ -200,6 +200,19 @@ static int read_confidence(json_object *b, vigil_persona_meta *m, vigil_error *e
     return 0;
 }
 
+/* The contract's rooms are unique (uniqueItems): a room named twice is a
+ * producer's mistake, refused like any other rather than read past. At
+ * most max_rooms (64) entries, so the quadratic check is small. */
+static int rooms_unique(const vigil_persona_meta *m, vigil_error *err)
+{
+    for (int i = 1; i < m->n_rooms; i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(m->rooms[i], m->rooms[j]) == 0)
+                return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
+                                       "field 'rooms': '%.64s' is listed twice", m->rooms[i]);
+    return 0;
+}
+
 static int read_meta(json_object *b, int max_rooms, vigil_persona_meta *m, vigil_error *err)
 {
     json_object *dorm = NULL;
@@ -220,6 +233,7 @@ static int read_meta(json_object *b, int max_rooms, vigil_persona_meta *m, vigil
     m->has_tier = tier >= 0;
     m->tier = tier >= 0 ? (vigil_tier)tier : VIGIL_TIER_BASIC;
     if (vigil_json_string_array(b, "rooms", false, true, max_rooms, &m->rooms, &m->n_rooms, err) < 0 ||
+        rooms_unique(m, err) < 0 ||
         vigil_json_string_array(b, "expertise_domains", false, false, VIGIL_MSG_MAX_DOMAINS,
                                 &m->domains, &m->n_domains, err) < 0 ||
         read_confidence(b, m, err) < 0)

@@ -184,3 +184,36 @@ def test_error_events_validate_and_service_survived_everything(env):
     assert svc.alive()
     time.sleep(0.2)
     assert not svc.check(), svc.check()
+
+
+def test_the_same_bad_payload_on_two_topics_is_two_errors_with_two_ids(env):
+    """An error event's id hashes the topic with the payload: the same bad
+    payload on many topics in one burst (several rejected in the same
+    millisecond, which the id also carries) gives as many events with as
+    many ids, so a consumer deduping on `id` keeps them apart."""
+    s, svc, col, pub = env
+    mark = col.mark()
+    topics = [f"room/{ROOM}{i}/{kind}" for i in range(8) for kind in ("message", "control")]
+    for t in topics:
+        pub.c.publish(t, b"{not json", qos=1)
+    pred = lambda e: e.get("topic") in topics and e.get("sample") == "{not json"  # noqa: E731
+    harness.wait_until(lambda: len(col.find(ERROR_TOPIC, pred, since=mark)) >= len(topics), 10,
+                       "an error event per topic")
+    evs = [m.json() for m in col.find(ERROR_TOPIC, pred, since=mark)]
+    assert {e["topic"] for e in evs} == set(topics)
+    assert len({e["id"] for e in evs}) == len(topics), sorted(e["id"] for e in evs)
+
+
+def test_event_ids_stay_within_the_contracts_128_characters(env):
+    """A 128-character input id in a 64-character room: the events it
+    causes carry ids of at most 128 characters (the contract's eventId), the
+    excess hashed, the same on every delivery."""
+    s, svc, col, pub = env
+    room = ("r" + uid("long")).ljust(64, "x")[:64]
+    persona, mid = uid("longid"), "m" * 128
+    mark = col.mark()
+    pub.publish(*ai(room, persona, "@self dormant sleep", mid=mid))
+    ev = col.wait_event(f"persona/{persona}/dormancy", timeout=10, since=mark)
+    assert ev["message_id"] == mid
+    assert 1 <= len(ev["id"]) <= 128, ev["id"]
+    validate_outputs(col)

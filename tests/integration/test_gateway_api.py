@@ -111,6 +111,14 @@ def test_messages_post_and_get_through_chat_router(stack):
     assert s == 200 and [x["text"] for x in b["messages"]] == ["once"] and b["next"] == msgs[1]["log_id"]
     s, _, b = request(gw.http_port, "GET", f"/api/rooms/{room}/messages?limit=2", headers=JOEL)
     assert [x["text"] for x in b["messages"]] == ["once", "from mqtt"]
+    # an empty page still says where to page on from: a room with no message
+    # yet from its beginning, which then reads its first message
+    empty = uid("empty")
+    s, _, b = request(gw.http_port, "GET", f"/api/rooms/{empty}/messages", headers=JOEL)
+    assert s == 200 and b == {"room": empty, "messages": [], "next": "0-0"}, b
+    s, _, b = request(gw.http_port, "GET", f"/api/rooms/{room}/messages?since={b['next']}&limit=1",
+                      headers=JOEL)
+    assert [x["text"] for x in b["messages"]] == ["hello from the web"]
     assert time.sleep(0.3) is None and len(col.events(f"room/{room}/message")) == 3
     from conftest import validate_outputs
     validate_outputs(col, ("room/+/message",))

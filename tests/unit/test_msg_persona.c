@@ -109,6 +109,7 @@ static void meta_counter_examples(void **state)
         {"{\"rooms\":\"general\"}", VIGIL_REJECT_WRONG_TYPE, "rooms"},
         {"{\"rooms\":[\"a b\"]}", VIGIL_REJECT_BAD_ID, "rooms[0]"},
         {"{\"rooms\":[\"a\",\"b\",\"c\"]}", VIGIL_REJECT_BAD_VALUE, "rooms"}, /* max_rooms 2 */
+        {"{\"rooms\":[\"a\",\"a\"]}", VIGIL_REJECT_BAD_VALUE, "'a' is listed twice"}, /* unique */
         {"{\"tier\":\"huge\"}", VIGIL_REJECT_BAD_VALUE, "tier"},
         {"{\"parameters\":-5}", VIGIL_REJECT_BAD_VALUE, "parameters"},
         {"{\"parameters\":-1}", VIGIL_REJECT_BAD_VALUE, "parameters"},

@@ -18,8 +18,10 @@
 #define VIGIL_MSG_MAX_DOMAINS 64 /* expertise_domains, confidence_levels entries */
 #define VIGIL_OVERRIDE_MAX_MS (30LL * 24 * 3600 * 1000) /* thresholds above 30 days are mistakes */
 #define VIGIL_OVERRIDE_MAX_COUNT 1000
-/* A command's suggestion_id: dormancy-monitor derives suggestion ids from
- * input ids of up to 128 bytes, so one may reach 160; accepted up to that. */
+/* A command's suggestion_id as dormancy-monitor reads it: up to 160, so a
+ * suggestion made by an earlier version (whose ids reached 160 with a long
+ * input id) can still be answered; ids made now are eventIds (128 at most),
+ * which is what presence-gateway lets a client send. */
 #define VIGIL_MSG_SUGGESTION_ID_MAX 160
 
 /* Per-persona overrides of DormancyConfig (persona/{p}/meta `dormancy`,

@@ -23,10 +23,13 @@ typedef struct id_ctx {
     const char *room;
 } id_ctx;
 
+/* An event id of the contract's length (eventId: at most 128 characters),
+ * however long the input id and room: vigil_event_id hashes the excess. */
 static void make_id(void *ctx, int n, char *out, size_t outlen)
 {
     const id_ctx *c = ctx;
-    vigil_event_id(out, outlen, c->input_id, c->room, n);
+    vigil_event_id(out, outlen < VIGIL_EVENT_ID_MAX + 1 ? outlen : VIGIL_EVENT_ID_MAX + 1,
+                   c->input_id, c->room, n);
 }
 
 static void *room_clone(const void *r) { return dormancy_room_clone(r); }

@@ -87,8 +87,10 @@ void gateway_api_messages_get(gateway *g, vigil_http_req *req, const char *room)
     if (len) {
         json_object *last = json_object_array_get_idx(msgs, len - 1);
         json_object_object_add(o, "next", json_object_get(json_object_object_get(last, "log_id")));
-    } else if (forward) {
-        json_object_object_add(o, "next", json_object_new_string(since_s));
+    } else {
+        /* nothing (more) to read: page on from where this page started, or
+         * from the log's beginning ("0-0": every message yet to come) */
+        json_object_object_add(o, "next", json_object_new_string(forward ? since_s : "0-0"));
     }
     vigil_http_respond_json(req, 200, o);
     json_object_put(o);

@@ -313,7 +313,7 @@ static void test_suggestion_answer_body(void **s)
         assert_int_equal(c.answer, said[i].word);
         json_object_put(pl);
     }
-    char longid[VIGIL_MSG_SUGGESTION_ID_MAX + 2];
+    char longid[VIGIL_EVENT_ID_MAX + 2]; /* the contract's eventId: at most 128 */
     memset(longid, 'x', sizeof longid - 1);
     longid[sizeof longid - 1] = '\0';
     char toolong[300];

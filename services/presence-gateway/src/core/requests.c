@@ -70,31 +70,25 @@ static int id_field(json_object *b, const char *k, bool required, const char **o
     return 0;
 }
 
-/* An event id of at most max bytes: 1..max printable ASCII without '/',
- * '+', '#' (what Vigil's ids are made of, so it may come back as an
- * input id). 0 ok, 1 absent, -1 wrong. */
-static int event_id_bounded(json_object *b, const char *k, size_t max, const char **out,
-                            char *err, size_t errlen)
+/* An event id given by the client (so a retried POST is one message):
+ * 1..VIGIL_EVENT_ID_MAX (128) printable ASCII without '/', '+', '#' (what
+ * Vigil's ids are made of, so it may come back as an input id). 0 ok,
+ * 1 absent, -1 wrong. */
+static int event_id_field(json_object *b, const char *k, const char **out, char *err, size_t errlen)
 {
     int rc = str_field(b, k, out, err, errlen);
     if (rc != 0)
         return rc;
     size_t n = strlen(*out);
-    bool ok = n >= 1 && n <= max;
+    bool ok = n >= 1 && n <= VIGIL_EVENT_ID_MAX;
     for (size_t i = 0; ok && i < n; i++)
         ok = (*out)[i] >= ' ' && (*out)[i] <= '~' && !strchr("/+#", (*out)[i]);
     if (!ok) {
-        snprintf(err, errlen, "field '%s': 1-%zu printable characters without / + #", k, max);
+        snprintf(err, errlen, "field '%s': 1-%d printable characters without / + #", k,
+                 VIGIL_EVENT_ID_MAX);
         return -1;
     }
     return 0;
-}
-
-/* An event id given by the client (so a retried POST is one message):
- * 1..128 printable ASCII without '/', '+', '#'. */
-static int event_id_field(json_object *b, const char *k, const char **out, char *err, size_t errlen)
-{
-    return event_id_bounded(b, k, 128, out, err, errlen);
 }
 
 static int text_field(json_object *b, const char *k, size_t max, const char **out,
@@ -350,8 +344,7 @@ gw_req_result gw_req_suggestion(json_object *body, const char *user, const char 
     *payload = NULL;
     const char *room = NULL, *sid = NULL, *answer = NULL, *id = NULL;
     if (id_field(body, "room", true, &room, err, errlen) < 0 ||
-        event_id_bounded(body, "suggestion_id", VIGIL_MSG_SUGGESTION_ID_MAX, &sid, err,
-                         errlen) < 0 ||
+        event_id_field(body, "suggestion_id", &sid, err, errlen) < 0 ||
         event_id_field(body, "id", &id, err, errlen) < 0)
         return GW_REQ_BAD;
     int rc = str_field(body, "answer", &answer, err, errlen);
