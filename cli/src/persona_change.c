@@ -202,7 +202,7 @@ static void print_dormancy(json_object *ev, bool json)
 typedef struct pending {
     char id[96];
     char t_dormancy[CHAT_ID_MAX + 32], t_state[CHAT_ID_MAX + 32], t_room[CHAT_ID_MAX + 32];
-    char t_cmd[CHAT_ID_MAX + 32];
+    char cmd_topic[CHAT_ID_MAX + 32];
     bool had_entry;  /* the persona had an entry in the room */
     bool same_level; /* ... at the level asked for (only the timed end changes) */
     size_t sent_seq; /* messages received before the command went out */
@@ -244,7 +244,7 @@ static wait_result judge(const ops_msg *m, const change *ch, const pending *pd)
         return WAIT_APPLIED;
     }
     if (strcmp(m->topic, "sys/" DORMANCY_SERVICE "/error") == 0 &&
-        strcmp(ops_str(m->json, "topic"), pd->t_cmd) == 0 &&
+        strcmp(ops_str(m->json, "topic"), pd->cmd_topic) == 0 &&
         strstr(ops_str(m->json, "sample"), pd->id)) {
         if (ch->json)
             ops_print_json(m->json);
@@ -307,7 +307,7 @@ static int send_and_wait(cli *c, ops_inbox *in, const change *ch, pending *pd, b
     if (!payload)
         return cli_fail(CLI_ERR_RUNTIME, "out of memory");
     pd->sent_seq = ops_inbox_count(in);
-    int rc = cli_publish(c, pd->t_cmd, payload);
+    int rc = cli_publish(c, pd->cmd_topic, payload);
     free(payload);
     if (rc != CLI_OK)
         return rc;
@@ -342,7 +342,7 @@ int cli_persona_change(cli *c, int argc, char **argv)
     snprintf(pd.t_dormancy, sizeof pd.t_dormancy, "persona/%s/dormancy", ch.persona);
     snprintf(pd.t_state, sizeof pd.t_state, "persona/%s/state", ch.persona);
     snprintf(pd.t_room, sizeof pd.t_room, "room/%s/state", ch.room);
-    snprintf(pd.t_cmd, sizeof pd.t_cmd, "persona/%s/command", ch.persona);
+    snprintf(pd.cmd_topic, sizeof pd.cmd_topic, "persona/%s/command", ch.persona);
     const char *subs[] = { pd.t_dormancy, pd.t_state, pd.t_room, "sys/" DORMANCY_SERVICE "/error",
                            NULL };
     ops_inbox in;

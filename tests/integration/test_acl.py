@@ -51,7 +51,7 @@ def code_topics(text):
     for arr in re.findall(r"(?:SUBSCRIPTIONS|SUBS|subs)\[\]\s*=\s*\{([^}]*)\}", text):
         subs |= set(re.findall(r'"([^"]+)"', arr))
     pubs = set()
-    for m in re.finditer(r'snprintf\(\s*(\w+)\s*,[^,]*,\s*"([a-z]+/%s/[a-z]+)"(?:\s*,\s*(\w+)\))?',
+    for m in re.finditer(r'snprintf\(\s*([\w.>-]+)\s*,[^,]*,\s*"([a-z]+/%s/[a-z]+)"(?:\s*,\s*([\w.>-]+)\))?',
                          text):
         # "sys/%s/error", CHAT_SERVICE: the constant's value, else any level
         level = defines.get(m.group(3) or "", "+")
