@@ -68,8 +68,12 @@ def test_http_limits_answer_name_and_count(stack):
     # malformed requests are no limit's: 400, nothing counted
     for answer in (request(port, "GET", f"/api/rooms/{room}/messages?limit=0", headers=JOEL),
                    request(port, "POST", f"/api/rooms/{room}/messages", {"text": ""}, JOEL),
-                   request(port, "GET", "/api/events?topics=bogus+family", headers=JOEL)):
+                   request(port, "GET", "/api/events?topics=bogus+family", headers=JOEL),
+                   request(port, "GET", "/api/events?topics=rooms,bogus", headers=JOEL)):
         assert answer[0] == 400, answer
+    # a well-formed filter that no carried topic matches would stay silent forever
+    st, _, body = request(port, "GET", "/api/events?topics=room/%2B", headers=JOEL)
+    assert st == 400 and "matches no topic the gateway carries" in body["detail"], body
     after = gw.metrics()
     counted = {ls["limit"]: v for n, ls, v in after if n == "vigil_gateway_limit_refusals_total"}
     assert counted == {"body_bytes": 1, "text_bytes": 1, "mentions_per_message": 1, "rooms_per_session": 1,

@@ -54,7 +54,15 @@ static void test_filters(void **s)
     assert_int_equal(gw_filters_parse("persona/ann/+,sys", &fs, &limit, err, sizeof err), 0);
     assert_true(gw_filters_match(&fs, "persona/ann/state", "persona.state"));
     assert_true(gw_filters_match(&fs, "sys/x/i/status", "sys.status"));
-    const char *bad[] = {"", "room/#/x", "room//x", "bogus family", "room/+/", "a+/b"};
+    /* filters overlapping what the gateway carries, kept entries' topics too */
+    const char *good[] = {"#", "+/+/+", "room/#", "room/+/#", "+/+/+/status", "+/x/humans",
+                          "council/s/questions", "sys/#", "heartbeat/+/run/#"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        assert_int_equal(gw_filters_parse(good[i], &fs, &limit, err, sizeof err), 0);
+    const char *bad[] = {"", "room/#/x", "room//x", "bogus family", "room/+/", "a+/b",
+                         /* well-formed, but nothing the gateway carries matches */
+                         "bogus", "room/+", "room", "room/+/nothing", "+/+", "+/+/+/+/+", "heartbeat/p/run/x",
+                         "sys/a/status"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(gw_filters_parse(bad[i], &fs, &limit, err, sizeof err), -1);
         assert_null(limit); /* malformed, not a limit */

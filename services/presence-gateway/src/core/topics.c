@@ -73,6 +73,44 @@ static bool filter_valid(const char *f)
     return true;
 }
 
+/* Kept entries' own topics (kept.c): never published, but logged, so a
+ * client's filter may name them. */
+static const char *const KEPT_TOPICS[] = {"council/+/questions", "room/+/humans", NULL};
+
+/* Could some topic match both filters? Level by level: '#' in either
+ * takes the rest, '+' in either takes one level, else the levels must be
+ * equal; "a/#" also matches "a". */
+static bool filters_overlap(const char *a, const char *b)
+{
+    for (;;) {
+        if ((a[0] == '#' && !a[1]) || (b[0] == '#' && !b[1]))
+            return true;
+        size_t al = strcspn(a, "/"), bl = strcspn(b, "/");
+        bool any = (al == 1 && a[0] == '+') || (bl == 1 && b[0] == '+');
+        if (!any && (al != bl || strncmp(a, b, al) != 0))
+            return false;
+        a += al;
+        b += bl;
+        if (!*a || !*b)
+            return (!*a && !*b) || strcmp(*a ? a : b, "/#") == 0;
+        a++;
+        b++;
+    }
+}
+
+/* A filter that matches nothing the gateway subscribes to or keeps would
+ * give a stream that stays silent forever: refused rather than served. */
+static bool filter_carried(const char *f)
+{
+    for (int i = 0; GATEWAY_SUBSCRIPTIONS[i]; i++)
+        if (filters_overlap(f, GATEWAY_SUBSCRIPTIONS[i]))
+            return true;
+    for (int i = 0; KEPT_TOPICS[i]; i++)
+        if (filters_overlap(f, KEPT_TOPICS[i]))
+            return true;
+    return false;
+}
+
 /* Appends one filter; a family counts as the filters it stands for. */
 static int add_filter(gw_filter_set *out, const char *f, size_t n, const char **limit, char *err,
                       size_t errlen)
@@ -93,6 +131,12 @@ static int add_filter(gw_filter_set *out, const char *f, size_t n, const char **
     if (!filter_valid(out->f[out->n])) {
         snprintf(err, errlen, "'%.*s' is neither a topic family (rooms, personas, wake, heartbeat, "
                  "agents, council, sys, all) nor a topic filter", (int)(n > 64 ? 64 : n), f);
+        return -1;
+    }
+    if (!filter_carried(out->f[out->n])) {
+        snprintf(err, errlen, "topic filter '%.*s' matches no topic the gateway carries (room/+/..., "
+                 "persona/+/..., heartbeat/+/run, agent/+/..., council/+/..., sys/+/+/status)",
+                 (int)(n > 64 ? 64 : n), f);
         return -1;
     }
     out->n++;
