@@ -264,6 +264,15 @@ void vigil_job_loop_free(vigil_job_loop *l)
     free(l);
 }
 
+/* A commit waiting out a Redis outage keeps driving the other slots'
+ * transfers (vigil_runtime_conn_set_wait): answers already on their way
+ * are taken in, not timed out by the clock while the thread sleeps. */
+static void drive_while_waiting(void *arg, int64_t ms)
+{
+    vigil_job_loop *l = arg;
+    vigil_llm_drive_for(l->llm, ms, l->ops.on_done);
+}
+
 int vigil_job_worker_open(vigil_job_worker *jw, vigil_runtime *rt, const vigil_job_loop_ops *ops,
                           void *owner, const char *stream_suffix, vigil_job_loop_config *cfg)
 {
@@ -278,7 +287,10 @@ int vigil_job_worker_open(vigil_job_worker *jw, vigil_runtime *rt, const vigil_j
     cfg->stream = stream;
     cfg->ids_prefix = ids_prefix;
     jw->loop = vigil_job_loop_new(ops, owner, cfg);
-    return jw->loop ? 0 : -1;
+    if (!jw->loop)
+        return -1;
+    vigil_runtime_conn_set_wait(jw->conn, drive_while_waiting, jw->loop);
+    return 0;
 }
 
 void vigil_job_worker_close(vigil_job_worker *jw)

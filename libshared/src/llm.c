@@ -409,6 +409,21 @@ void vigil_llm_client_free(vigil_llm_client *c)
     free(c);
 }
 
+void vigil_llm_drive_for(vigil_llm_client *c, int64_t ms, vigil_llm_done_fn done)
+{
+    int64_t end = vigil_mono_ms() + ms;
+    for (int64_t left = ms; left > 0; left = end - vigil_mono_ms()) {
+        if (!c || vigil_llm_pending(c) == 0) {
+            vigil_sleep_ms(left, NULL);
+            return;
+        }
+        if (vigil_llm_run(c, left > 100 ? 100 : (int)left, done) < 0) {
+            vigil_sleep_ms(end - vigil_mono_ms(), NULL);
+            return;
+        }
+    }
+}
+
 size_t vigil_llm_pending(const vigil_llm_client *c)
 {
     return c ? c->queue.n + c->active.n + c->done.n : 0;

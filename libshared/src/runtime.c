@@ -287,9 +287,12 @@ static void reject(vigil_runtime *rt, const char *topic, const void *payload, si
                  "detail", err->detail, NULL);
 }
 
-/* Waits before the next attempt at a Redis operation. Returns false when
- * shutdown has been asked for and the grace period is over. */
-static bool retry_wait(vigil_runtime *rt, int attempt, atomic_bool *ok_flag)
+/* Waits before the next attempt at a Redis operation: sleeps, or hands
+ * the pause to wait (a background worker's, vigil_runtime_conn_set_wait,
+ * which drives its other work meanwhile). Returns false when shutdown has
+ * been asked for and the grace period is over. */
+static bool retry_wait_in(vigil_runtime *rt, int attempt, atomic_bool *ok_flag,
+                          vigil_conn_wait_fn wait, void *wait_ctx)
 {
     atomic_store(ok_flag, false);
     if (atomic_load(&rt->stop)) {
@@ -301,8 +304,16 @@ static bool retry_wait(vigil_runtime *rt, int attempt, atomic_bool *ok_flag)
     if (attempt == 0 || attempt % 10 == 0)
         vigil_log(VIGIL_LOG_WARN, "redis unavailable, retrying in %lld ms (attempt %d)",
                   (long long)d, attempt + 1);
-    vigil_sleep_ms(d, NULL);
+    if (wait)
+        wait(wait_ctx, d);
+    else
+        vigil_sleep_ms(d, NULL);
     return true;
+}
+
+static bool retry_wait(vigil_runtime *rt, int attempt, atomic_bool *ok_flag)
+{
+    return retry_wait_in(rt, attempt, ok_flag, NULL, NULL);
 }
 
 /* The uncommitted message in hand must not be acknowledged, and paho
@@ -331,12 +342,16 @@ typedef struct decide_args {
     int64_t now;
     bool dry_run;          /* decide and check the commit (vigil_store_check), write
                             * nothing: STEP_DONE when it would be accepted */
+    vigil_conn_wait_fn wait; /* a background worker's pause (retry_wait_in) */
+    void *wait_ctx;
 } decide_args;
 
 struct vigil_runtime_conn {
     vigil_redis *redis;
     vigil_store *store;
     atomic_bool ok;
+    vigil_conn_wait_fn wait;
+    void *wait_ctx;
 };
 
 /* The id a commit records for dedupe, if any. */
@@ -401,7 +416,7 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
                 goto done;
             }
             if (lr != 0) {
-                if (!retry_wait(rt, errors++, ok_flag)) {
+                if (!retry_wait_in(rt, errors++, ok_flag, a->wait, a->wait_ctx)) {
                     if (a->in)
                         die_unacknowledged(a->in->topic);
                     result = STEP_GAVE_UP; /* a timer comes back when its lease ends */
@@ -528,7 +543,7 @@ static step_result run_key(vigil_runtime *rt, vigil_store *store, atomic_bool *o
             free(state);
             state = NULL;
             have = false;
-            if (!retry_wait(rt, errors++, ok_flag)) {
+            if (!retry_wait_in(rt, errors++, ok_flag, a->wait, a->wait_ctx)) {
                 if (a->in)
                     die_unacknowledged(a->in->topic);
                 result = STEP_GAVE_UP;
@@ -1458,13 +1473,20 @@ void vigil_runtime_conn_close(vigil_runtime_conn *conn)
 
 vigil_redis *vigil_runtime_conn_redis(vigil_runtime_conn *conn) { return conn->redis; }
 
+void vigil_runtime_conn_set_wait(vigil_runtime_conn *conn, vigil_conn_wait_fn wait, void *ctx)
+{
+    conn->wait = wait;
+    conn->wait_ctx = ctx;
+}
+
 bool vigil_runtime_stopping(const vigil_runtime *rt) { return atomic_load(&rt->stop) != 0; }
 
 vigil_decide_result vigil_runtime_decide(vigil_runtime *rt, vigil_runtime_conn *conn,
                                          const char *key, const char *input_id, int64_t now_ms,
                                          vigil_decide_fn fn, void *arg, vigil_error *err)
 {
-    decide_args a = { .fn = fn, .fn_arg = arg, .input_id = input_id, .now = now_ms };
+    decide_args a = { .fn = fn, .fn_arg = arg, .input_id = input_id, .now = now_ms,
+                      .wait = conn->wait, .wait_ctx = conn->wait_ctx };
     step_result r = run_key(rt, conn->store, &conn->ok, key, &a, err);
     if (r == STEP_DONE)
         kick_outbox(rt);

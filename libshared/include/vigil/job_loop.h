@@ -9,7 +9,9 @@
  *      between the commit and the acknowledgement: no second LLM call);
  *   2. drive the LLM transfers;
  *   3. commit every slot whose work is over, then acknowledge the batch
- *      (job_acks.h: one XACK + XDEL round trip).
+ *      (job_acks.h: one XACK + XDEL round trip). A commit waiting out a
+ *      Redis outage keeps driving the other slots' transfers between its
+ *      attempts, so their answers are taken in and not timed out.
  * A job is acknowledged only once its outcome is durable (or was already
  * committed, or the job cannot be parsed at all); a commit that gave up
  * (shutting down with Redis away) leaves it pending.

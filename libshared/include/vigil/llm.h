@@ -164,6 +164,12 @@ int vigil_llm_submit(vigil_llm_client *c, const vigil_llm_request *req, void *us
  * one thread owns the client. */
 int vigil_llm_run(vigil_llm_client *c, int wait_ms, vigil_llm_done_fn done);
 
+/* Drives transfers for ms in all, delivering every completion meanwhile
+ * (vigil_llm_run returns at the first), and sleeps out what is left once
+ * nothing is pending: a pause of the thread that drives the client (a
+ * commit waiting out a Redis outage) that does not stall its transfers. */
+void vigil_llm_drive_for(vigil_llm_client *c, int64_t ms, vigil_llm_done_fn done);
+
 /* Requests submitted and not yet delivered (queued, waiting to retry, in
  * flight, or finished awaiting delivery). */
 size_t vigil_llm_pending(const vigil_llm_client *c);

@@ -146,6 +146,14 @@ typedef struct vigil_runtime_conn vigil_runtime_conn;
 vigil_runtime_conn *vigil_runtime_conn_open(vigil_runtime *rt);
 void vigil_runtime_conn_close(vigil_runtime_conn *conn);
 vigil_redis *vigil_runtime_conn_redis(vigil_runtime_conn *conn);
+/* How a commit through conn (vigil_runtime_decide) spends the pauses
+ * between attempts while Redis is unreachable: wait(ctx, ms) instead of a
+ * sleep of ms. A worker that drives other slow work on the same thread
+ * (LLM transfers) keeps driving it there, so an answer that arrives during
+ * an outage is taken in rather than timed out by the clock. wait must not
+ * use conn nor return much later than ms. NULL (the default): sleep. */
+typedef void (*vigil_conn_wait_fn)(void *ctx, int64_t ms);
+void vigil_runtime_conn_set_wait(vigil_runtime_conn *conn, vigil_conn_wait_fn wait, void *ctx);
 
 /* A decision made outside intake, same contract as apply(): pure, may run
  * more than once on conflicts. Return 0, or -1 to reject with err. */

@@ -90,6 +90,14 @@ static void on_done(const vigil_llm_result *res, void *user)
                             (double)res->latency_ms / 1000.0);
 }
 
+/* A commit waiting out a Redis outage keeps the other answers coming in
+ * (vigil_runtime_conn_set_wait). */
+static void drive_while_waiting(void *arg, int64_t ms)
+{
+    floor_worker *w = arg;
+    vigil_llm_drive_for(w->llm, ms, on_done);
+}
+
 /* Reads a job and asks the model; a job past its deadline, unreadable, or
  * without a free slot is acknowledged at once (the timer decides). */
 static void start_job(floor_worker *w, const vigil_job_entry *e)
@@ -341,6 +349,7 @@ static void *worker_new(void *ctx, vigil_runtime *rt, int index)
         free(w);
         return NULL;
     }
+    vigil_runtime_conn_set_wait(w->conn, drive_while_waiting, w);
     return w;
 }
 
