@@ -42,11 +42,11 @@ static void test_topic_filters(void **s)
     char err[200], spec[600] = "";
     const char *limit = "unset";
     for (int i = 0; i < GW_FILTERS_MAX; i++)
-        strcat(spec, i ? ",room/x" : "room/x");
+        strcat(spec, i ? ",room/x/state" : "room/x/state");
     assert_int_equal(gw_filters_parse(spec, &fs, &limit, err, sizeof err), 0);
     assert_null(limit);
     assert_int_equal(fs.n, GW_FILTERS_MAX);
-    strcat(spec, ",room/x");
+    strcat(spec, ",room/x/state");
     assert_int_equal(gw_filters_parse(spec, &fs, &limit, err, sizeof err), -1);
     assert_string_equal(limit, "topic_filters");
     assert_non_null(strstr(err, "at most 16 topic filters"));
@@ -57,10 +57,12 @@ static void test_topic_filters(void **s)
     /* one filter: 255 bytes pass, 256 are refused as a limit */
     char f[GW_TOPIC_MAX + 2];
     memset(f, 'a', sizeof f);
-    f[GW_TOPIC_MAX - 1] = '\0';
+    memcpy(f, "room/", 5);
+    memcpy(f + GW_TOPIC_MAX - 7, "/state", 7); /* 255 bytes */
     assert_int_equal(gw_filters_parse(f, &fs, &limit, err, sizeof err), 0);
-    f[GW_TOPIC_MAX - 1] = 'a';
-    f[GW_TOPIC_MAX] = '\0';
+    memset(f, 'a', sizeof f);
+    memcpy(f, "room/", 5);
+    memcpy(f + GW_TOPIC_MAX - 6, "/state", 7); /* 256 bytes */
     assert_int_equal(gw_filters_parse(f, &fs, &limit, err, sizeof err), -1);
     assert_string_equal(limit, "topic_filter_bytes");
 }
