@@ -285,9 +285,14 @@ static void daily_limit_and_auto_start(void **st)
     control(x, COUNCIL_CTL_START, "s3", NULL, "c4", T0 + 60020);
     int e = fake_event(&x->f, "session_ended", 0);
     assert_non_null(strstr(x->f.payloads[e], "daily limit"));
-    /* and the next auto start does nothing but re-arm */
+    /* and the next auto start does nothing but re-arm: the ended
+     * session's retained state is not sent again with a new ts */
+    fake_reset(&x->f);
     council_on_timer(x->u, &x->c, COUNCIL_TIMER_AUTO, T0 + 120000, T0 + 120000, &x->sink);
     assert_int_equal(x->u->s.status, COUNCIL_COMPLETED);
+    assert_int_equal(x->f.n, 0);
+    assert_int_equal(x->f.records, 0);
+    assert_int_equal(fake_timer_due(&x->f, COUNCIL_TIMER_AUTO), T0 + 180000);
     /* automatic starts off: no automatic timer, starts by control still work */
     x->c.auto_start = false;
     fake_reset(&x->f);

@@ -317,6 +317,7 @@ council_rc council_on_timer(council_user *u, const council_config *c, const char
     council_emit_init(&e, sink, input);
     council_session *s = &u->s;
     int rc = 0;
+    bool changed = true; /* false: the session's state is republished only when it changed */
     if (strcmp(name, COUNCIL_TIMER_AUTO) == 0) {
         char why[COUNCIL_REASON_MAX];
         if (c->auto_start && u->enrolled && !council_start_blocked(u, c, now, why, sizeof why)) {
@@ -325,9 +326,10 @@ council_rc council_on_timer(council_user *u, const council_config *c, const char
             rc = council_session_begin(&e, u, c, sid, u->last_room, true, now);
         } else {
             u->last_start = now; /* try again one interval later */
+            changed = false;
         }
     } else if (!live(u)) {
-        /* a stale timer of an ended session: nothing to do */
+        changed = false; /* a stale timer of an ended session: nothing to do */
     } else if (strcmp(name, COUNCIL_TIMER_LOOP) == 0) {
         if (s->status == COUNCIL_ACTIVE && s->phase == COUNCIL_PHASE_IDLE && s->next_loop_at &&
             s->next_loop_at <= now)
@@ -338,6 +340,9 @@ council_rc council_on_timer(council_user *u, const council_config *c, const char
     } else if (strcmp(name, COUNCIL_TIMER_QEXP) == 0) {
         council_questions_expire(&s->questions, now);
     }
-    rc |= council_sync(&e, u, c, now);
+    /* an auto-start refused (daily limit, a live session) or a stale timer
+     * changes no session: its retained state is not sent again with a new
+     * ts every interval */
+    rc |= changed ? council_sync(&e, u, c, now) : council_sync_timers(&e, u, c);
     return rc == 0 ? COUNCIL_OK : COUNCIL_FAILED;
 }
