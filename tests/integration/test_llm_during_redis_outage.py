@@ -80,3 +80,35 @@ def test_heartbeat_runs_keep_answers_through_a_redis_outage(stack, llm):
     errs = [(e["persona"], e["run"], e.get("reason"), e.get("detail")) for p in ps
             for e in col.events(f"heartbeat/{p}/run") if e["outcome"] == "error"]
     assert not errs, f"runs ended in error although the model answered in 0.7 s: {errs}"
+
+
+def test_floor_control_keeps_answers_through_a_redis_outage(stack, llm):
+    """floor-control's worker backs off its job reads while Redis is away;
+    the answers of the calls in flight still count. The model answers in
+    6 s, the LLM timeout is 7 s, Redis is away for 9 s from 0.2 s into the
+    calls: the read backoff reaches its 5 s cap, during which the worker
+    used to drive no transfer at all."""
+    from test_floor_control import SERVICE, fifteen
+    from conftest import human
+    llm.control(rules=[{"match": "who answers a chat message",
+                        "reply": {"relevant": ["p05", "p06"]}}], delay_ms=6000)
+    stack.service(SERVICE, env={"VIGIL_LLM_URL": llm.url, "VIGIL_FLOOR_LLM_BUDGET_MS": 30000,
+                                "VIGIL_LLM_RETRIES": 0, "VIGIL_LLM_TIMEOUT_MS": 7000})
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "r-" + uid()[:8]
+    fifteen(stack, pub, room)
+    mids = []
+    for i in range(4):
+        mids.append(f"{room}-q{i}")
+        pub.publish(*human(room, "joel", f"question {i}", mid=mids[-1]))
+    harness.wait_until(lambda: llm.stats()["in_flight"] >= 4, 15, "calls in flight")
+    time.sleep(0.2)
+    stack.redis.kill9()
+    time.sleep(9)
+    stack.redis.start()
+    col.wait_for(lambda c: {e["message_id"] for e in c.events("room/+/floor")} >= set(mids), 40,
+                 "a floor per message")
+    bad = [(e["message_id"], e["source"], e.get("fallback")) for e in col.events("room/+/floor")
+           if e["message_id"] in mids and e["source"] != "llm"]
+    assert not bad, f"messages decided by the rules although the model answered in 6 s: {bad}"

@@ -251,7 +251,12 @@ static void finish_slot(floor_worker *w, slot *s)
                      "detail", err.detail, NULL);
     if (s->truncated && r == VIGIL_DECIDE_DONE && outcome != JOB_NOT_WAITING)
         note_cut(s, outcome == JOB_BY_LLM);
-    count(r == VIGIL_DECIDE_DONE ? (s->status == VIGIL_LLM_OK ? "answered" : "failed") : "not_committed");
+    /* an answer in after its deadline decided the message (the budget
+     * spent, e.g. waiting out a Redis outage) is late, as a job read late */
+    count(r != VIGIL_DECIDE_DONE          ? "not_committed"
+          : outcome == JOB_NOT_WAITING    ? "late"
+          : s->status == VIGIL_LLM_OK     ? "answered"
+                                          : "failed");
     ack(w, s->entry);
     free(s->content);
     memset(s, 0, sizeof *s);
@@ -289,40 +294,47 @@ static void sweep(floor_worker *w)
     vigil_job_entries_free(&es);
 }
 
+/* Takes new jobs from the stream (and those nobody will finish). */
+static void take_jobs(floor_worker *w)
+{
+    vigil_redis *r = vigil_runtime_conn_redis(w->conn);
+    if (!w->group_ok) {
+        w->group_ok = vigil_jobs_group_create(r, w->stream, FLOOR_JOBS_GROUP) == 0;
+        if (!w->group_ok) {
+            w->next_try = vigil_mono_ms() + vigil_job_backoff(&w->errors, r, "XGROUP CREATE");
+            return;
+        }
+    }
+    sweep(w);
+    if (w->used >= MAX_SLOTS)
+        return;
+    vigil_job_entries es = {0};
+    int rc = vigil_jobs_read(r, w->stream, FLOOR_JOBS_GROUP, w->consumer, ">",
+                             MAX_SLOTS - w->used, w->used ? 0 : 100, &es);
+    if (rc == VIGIL_JOBS_NOGROUP)
+        w->group_ok = false;
+    else if (rc != 0)
+        w->next_try = vigil_mono_ms() + vigil_job_backoff(&w->errors, r, "XREADGROUP");
+    else
+        w->errors = 0;
+    for (int i = 0; i < es.n; i++)
+        start_job(w, &es.v[i]);
+    vigil_job_entries_free(&es);
+}
+
+/* While Redis backs off, the transfers in flight are still driven: an
+ * answer already on its way is taken in, not timed out by the clock. */
 static void *worker_main(void *arg)
 {
     floor_worker *w = arg;
     while (!stopping(w)) {
-        vigil_redis *r = vigil_runtime_conn_redis(w->conn);
-        if (vigil_mono_ms() < w->next_try) {
-            vigil_sleep_ms(20, NULL);
-            continue;
-        }
-        if (!w->group_ok) {
-            w->group_ok = vigil_jobs_group_create(r, w->stream, FLOOR_JOBS_GROUP) == 0;
-            if (!w->group_ok) {
-                w->next_try = vigil_mono_ms() +
-                              vigil_job_backoff(&w->errors, r, "XGROUP CREATE");
-                continue;
-            }
-        }
-        sweep(w);
-        if (w->used < MAX_SLOTS) {
-            vigil_job_entries es = {0};
-            int rc = vigil_jobs_read(r, w->stream, FLOOR_JOBS_GROUP, w->consumer, ">",
-                                     MAX_SLOTS - w->used, w->used ? 0 : 100, &es);
-            if (rc == VIGIL_JOBS_NOGROUP)
-                w->group_ok = false;
-            else if (rc != 0)
-                w->next_try = vigil_mono_ms() + vigil_job_backoff(&w->errors, r, "XREADGROUP");
-            else
-                w->errors = 0;
-            for (int i = 0; i < es.n; i++)
-                start_job(w, &es.v[i]);
-            vigil_job_entries_free(&es);
-        }
+        bool backoff = vigil_mono_ms() < w->next_try;
+        if (!backoff)
+            take_jobs(w);
         if (w->used)
             vigil_llm_run(w->llm, 20, on_done);
+        else if (backoff)
+            vigil_sleep_ms(20, NULL);
         for (int i = 0; i < MAX_SLOTS; i++)
             if (w->slots[i].used && w->slots[i].done)
                 finish_slot(w, &w->slots[i]);
