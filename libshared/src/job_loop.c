@@ -267,10 +267,12 @@ void vigil_job_loop_free(vigil_job_loop *l)
 /* A commit waiting out a Redis outage keeps driving the other slots'
  * transfers (vigil_runtime_conn_set_wait): answers already on their way
  * are taken in, not timed out by the clock while the thread sleeps. */
-static void drive_while_waiting(void *arg, int64_t ms)
+static bool drive_while_waiting(void *arg, int attempt, int64_t ms)
 {
+    (void)attempt;
     vigil_job_loop *l = arg;
     vigil_llm_drive_for(l->llm, ms, l->ops.on_done);
+    return true;
 }
 
 int vigil_job_worker_open(vigil_job_worker *jw, vigil_runtime *rt, const vigil_job_loop_ops *ops,

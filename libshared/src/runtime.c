@@ -289,8 +289,9 @@ static void reject(vigil_runtime *rt, const char *topic, const void *payload, si
 
 /* Waits before the next attempt at a Redis operation: sleeps, or hands
  * the pause to wait (a background worker's, vigil_runtime_conn_set_wait,
- * which drives its other work meanwhile). Returns false when shutdown has
- * been asked for and the grace period is over. */
+ * which drives its other work meanwhile, or gives up). Returns false when
+ * shutdown has been asked for and the grace period is over, or when wait
+ * gave up. */
 static bool retry_wait_in(vigil_runtime *rt, int attempt, atomic_bool *ok_flag,
                           vigil_conn_wait_fn wait, void *wait_ctx)
 {
@@ -305,9 +306,8 @@ static bool retry_wait_in(vigil_runtime *rt, int attempt, atomic_bool *ok_flag,
         vigil_log(VIGIL_LOG_WARN, "redis unavailable, retrying in %lld ms (attempt %d)",
                   (long long)d, attempt + 1);
     if (wait)
-        wait(wait_ctx, d);
-    else
-        vigil_sleep_ms(d, NULL);
+        return wait(wait_ctx, attempt, d);
+    vigil_sleep_ms(d, NULL);
     return true;
 }
 

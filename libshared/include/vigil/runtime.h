@@ -147,12 +147,16 @@ vigil_runtime_conn *vigil_runtime_conn_open(vigil_runtime *rt);
 void vigil_runtime_conn_close(vigil_runtime_conn *conn);
 vigil_redis *vigil_runtime_conn_redis(vigil_runtime_conn *conn);
 /* How a commit through conn (vigil_runtime_decide) spends the pauses
- * between attempts while Redis is unreachable: wait(ctx, ms) instead of a
- * sleep of ms. A worker that drives other slow work on the same thread
- * (LLM transfers) keeps driving it there, so an answer that arrives during
- * an outage is taken in rather than timed out by the clock. wait must not
- * use conn nor return much later than ms. NULL (the default): sleep. */
-typedef void (*vigil_conn_wait_fn)(void *ctx, int64_t ms);
+ * between attempts while Redis is unreachable: wait(ctx, attempt, ms)
+ * instead of a sleep of ms. A worker that drives other slow work on the
+ * same thread (LLM transfers) keeps driving it there, so an answer that
+ * arrives during an outage is taken in rather than timed out by the clock.
+ * An HTTP handler that must answer soon gives up instead: wait returns
+ * false and the commit ends VIGIL_DECIDE_GAVE_UP (nothing committed, or
+ * committed with the reply lost: the input id dedupes a retry). wait must
+ * not use conn nor return much later than ms. NULL (the default): sleep
+ * and try again until Redis is back. */
+typedef bool (*vigil_conn_wait_fn)(void *ctx, int attempt, int64_t ms);
 void vigil_runtime_conn_set_wait(vigil_runtime_conn *conn, vigil_conn_wait_fn wait, void *ctx);
 
 /* A decision made outside intake, same contract as apply(): pure, may run
@@ -164,7 +168,8 @@ typedef enum {
     VIGIL_DECIDE_DONE = 0,      /* committed */
     VIGIL_DECIDE_DUPLICATE = 1, /* input_id was already applied to key */
     VIGIL_DECIDE_REJECTED = -1, /* fn returned -1 (err filled, nothing committed) */
-    VIGIL_DECIDE_GAVE_UP = -2   /* shutting down while Redis is unreachable */
+    VIGIL_DECIDE_GAVE_UP = -2   /* Redis unreachable: shutting down, or the
+                                 * connection's wait gave up */
 } vigil_decide_result;
 
 /* Decide-then-commit on key from a background thread through conn, with

@@ -92,10 +92,12 @@ static void on_done(const vigil_llm_result *res, void *user)
 
 /* A commit waiting out a Redis outage keeps the other answers coming in
  * (vigil_runtime_conn_set_wait). */
-static void drive_while_waiting(void *arg, int64_t ms)
+static bool drive_while_waiting(void *arg, int attempt, int64_t ms)
 {
+    (void)attempt;
     floor_worker *w = arg;
     vigil_llm_drive_for(w->llm, ms, on_done);
+    return true;
 }
 
 /* Reads a job and asks the model; a job past its deadline, unreadable, or

@@ -74,7 +74,14 @@ function room(name) {
       const text = input.value.trim();
       if (!text) return;
       input.value = "";
-      try { await api("POST", `/api/rooms/${encodeURIComponent(name)}/messages`, { text }); }
+      // the same id for a send tried again after an error: a message the
+      // gateway committed before its answer was lost is not posted twice
+      if (!r.unsent || r.unsent.text !== text)
+        r.unsent = { text, id: "web-" + Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 10) };
+      try {
+        await api("POST", `/api/rooms/${encodeURIComponent(name)}/messages`, { text, id: r.unsent.id });
+        r.unsent = null;
+      }
       catch (e) { input.value = text; alert(e.message); }
     },
   }, input, el("button", { type: "submit" }, "Send"));
