@@ -28,9 +28,28 @@ static int index_of(const char *const *names, const char *s,
     return -1;
 }
 
+/* A suggestion answer as its button names it: yes, no or snooze in any
+ * case ("Yes" as the button reads), or the snooze button's whole label, the
+ * word and a duration ("Snooze 5min", "snooze 30s", the seed's option
+ * value): the duration is the persona's snooze in force, which
+ * dormancy-monitor applies whatever the label said. */
 int vigil_answer_index(const char *s)
 {
-    return index_of(vigil_answer_names, s, strcasecmp);
+    int word = index_of(vigil_answer_names, s, strcasecmp);
+    if (word >= 0 || !s)
+        return word;
+    size_t w = strlen("snooze");
+    if (strncasecmp(s, "snooze ", w + 1) != 0)
+        return -1;
+    const char *d = s + w + 1;
+    size_t digits = strspn(d, "0123456789");
+    if (digits == 0 || digits > 9)
+        return -1;
+    static const char *const units[] = {"ms", "s", "min", "h"};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcasecmp(d + digits, units[i]) == 0)
+            return VIGIL_ANSWER_SNOOZE;
+    return -1;
 }
 
 int vigil_name_index(const char *const *names, const char *s)

@@ -330,7 +330,7 @@ static void fuzz_access(const fuzz_strs *ps, int64_t now)
     (void)gw_origin_allowed(ps->p[4], ps->n > 4 ? ps->p[4] : NULL, ps->p[5]);
     (void)gw_origin_allowed("*", ps->p[4], ps->p[5]);
     (void)gw_id_valid(ps->p[1]);
-    (void)gw_suggestion_answer(ps->p[2]);
+    (void)vigil_answer_index(ps->p[2]);
     (void)gw_status_parse(ps->p[3]);
     gw_bucket b = { 0 };
     int64_t retry;

@@ -151,9 +151,10 @@ def test_suggestion_answers_yes_no_snooze(stack):
     col = stack.collector()
     pub = stack.publisher()
     room = uid("answers")
-    for p in ("yes-p", "no-p", "snooze-p"):
+    personas = ("yes-p", "no-p", "snooze-p", "label-p")
+    for p in personas:
         pub.publish(*ai(room, p, "hello"))
-    sugg = {p: col.wait_event(f"persona/{p}/suggestion", timeout=15) for p in ("yes-p", "no-p", "snooze-p")}
+    sugg = {p: col.wait_event(f"persona/{p}/suggestion", timeout=15) for p in personas}
     # the text offers the snooze in force, byte for byte
     assert {s["text"] for s in sugg.values()} == {SUGGEST_TEXT.format("1s", "2s")}, sugg
 
@@ -163,6 +164,9 @@ def test_suggestion_answers_yes_no_snooze(stack):
     answer("yes-p", "yes")
     answer("no-p", "no")
     answer("snooze-p", "snooze")
+    # the seed's option value, the button's whole label: a snooze of the
+    # length in force, whatever duration the label names
+    answer("label-p", "Snooze 5min")
     t_answer = time.monotonic()
 
     e = col.wait_event("persona/yes-p/dormancy", timeout=10)
@@ -172,6 +176,9 @@ def test_suggestion_answers_yes_no_snooze(stack):
                            timeout=snooze / 1000 + 10, what="the snoozed suggestion asked again")
     t_again = [m.t for m in col.find("persona/snooze-p/suggestion") if m.json()["id"] == again["id"]][0]
     assert t_again - t_answer >= snooze / 1000 - 0.3, "asked again before the snooze ended"
+    col.wait_event("persona/label-p/suggestion", lambda s: s["id"] != sugg["label-p"]["id"],
+                   timeout=snooze / 1000 + 10, what="the suggestion snoozed by its label asked again")
+    assert not col.find("sys/dormancy-monitor/error"), "an answer was refused"
 
     # "no": stays active and is not asked again in this quiet period.
     time.sleep(scaled(2 * no_human / 1000))

@@ -276,6 +276,17 @@ static void command_example_reads(void **state)
     assert_int_equal(vigil_persona_command_read(o, 1000, &c, &err), 0);
     assert_int_equal(c.answer, VIGIL_ANSWER_SNOOZE);
     json_object_put(o);
+    /* the snooze button's whole label, as the seed's options name it */
+    static const char *const labels[] = {"Snooze 5min", "snooze 30s", "SNOOZE 1500ms",
+                                         "Snooze 1h"};
+    for (size_t i = 0; i < sizeof labels / sizeof labels[0]; i++) {
+        char body[80];
+        snprintf(body, sizeof body, "{\"cmd\":\"answer\",\"answer\":\"%s\"}", labels[i]);
+        o = payload(body);
+        assert_int_equal(vigil_persona_command_read(o, 1000, &c, &err), 0);
+        assert_int_equal(c.answer, VIGIL_ANSWER_SNOOZE);
+        json_object_put(o);
+    }
 
     o = payload("{\"cmd\":\"awake\"}");
     assert_int_equal(vigil_persona_command_read(o, 1000, &c, &err), 0);
@@ -298,6 +309,10 @@ static void command_counter_examples(void **state)
         {"{\"cmd\":\"awake\",\"until\":-1}", VIGIL_REJECT_BAD_VALUE, "until"},
         {"{\"cmd\":\"answer\"}", VIGIL_REJECT_MISSING_FIELD, "answer"},
         {"{\"cmd\":\"answer\",\"answer\":\"maybe\"}", VIGIL_REJECT_BAD_VALUE, "answer"},
+        {"{\"cmd\":\"answer\",\"answer\":\"Snooze 5min later\"}", VIGIL_REJECT_BAD_VALUE, "answer"},
+        {"{\"cmd\":\"answer\",\"answer\":\"Snooze\u00a05min\"}", VIGIL_REJECT_BAD_VALUE, "answer"},
+        {"{\"cmd\":\"answer\",\"answer\":\"Snooze min\"}", VIGIL_REJECT_BAD_VALUE, "answer"},
+        {"{\"cmd\":\"answer\",\"answer\":\"Yes 5min\"}", VIGIL_REJECT_BAD_VALUE, "answer"},
         {"{\"cmd\":\"status\",\"room\":\"a+b\"}", VIGIL_REJECT_BAD_ID, "room"},
         {"{\"cmd\":\"status\",\"by\":\"\"}", VIGIL_REJECT_BAD_ID, "by"},
         {"{\"cmd\":\"answer\",\"answer\":\"yes\",\"suggestion_id\":\"\"}", VIGIL_REJECT_BAD_VALUE, "suggestion_id"},

@@ -74,7 +74,8 @@ extern const char *const vigil_human_wakes_names[];
 /* Index of s in names (NULL-terminated), or -1 (also for s == NULL). */
 int vigil_name_index(const char *const *names, const char *s);
 /* A suggestion's answer (vigil_answer_names) in any case ("Yes" as its
- * button reads): the index, or -1. */
+ * button reads), or the snooze button's label ("Snooze 5min": snooze, for
+ * the persona's own snooze length): the index, or -1. */
 int vigil_answer_index(const char *s);
 
 #endif

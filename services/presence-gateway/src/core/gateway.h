@@ -340,13 +340,8 @@ gw_req_result gw_req_answer(json_object *body, const char *user, const char *fre
                             int64_t now, size_t max_text, json_object **payload,
                             const char **limit, char *err, size_t errlen);
 
-/* The answer word (VIGIL_ANSWER_*) a suggestion answer names: yes, no or
- * snooze in any case, or the snooze button's label ("Snooze 5min"); -1
- * for anything else. */
-int gw_suggestion_answer(const char *s);
-
 /* POST /api/personas/{persona}/suggestion body {room, suggestion_id?,
- * answer: yes|no|snooze (gw_suggestion_answer), id?} -> the
+ * answer: yes|no|snooze (vigil_answer_index), id?} -> the
  * persona/{persona}/command payload
  * {id, cmd: "answer", room, suggestion_id?, answer, by: user, ts}.
  * Without suggestion_id the command answers whichever suggestion is

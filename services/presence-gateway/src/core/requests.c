@@ -314,30 +314,6 @@ gw_req_result gw_req_answer(json_object *body, const char *user, const char *fre
     return GW_REQ_OK;
 }
 
-/* The answer a suggestion's button names: yes, no or snooze in any case
- * ("Yes" as the button reads), or the snooze button's whole label, the
- * word and a duration ("Snooze 5min", "snooze 30s"): the duration is the
- * persona's snooze in force, which dormancy-monitor applies whatever the
- * label said. -1 for anything else. */
-int gw_suggestion_answer(const char *s)
-{
-    int word = vigil_answer_index(s);
-    if (word >= 0)
-        return word;
-    size_t w = strlen("snooze");
-    if (strncasecmp(s, "snooze ", w + 1) != 0)
-        return -1;
-    const char *d = s + w + 1;
-    size_t digits = strspn(d, "0123456789");
-    if (digits == 0 || digits > 9)
-        return -1;
-    static const char *const units[] = {"ms", "s", "min", "h"};
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (strcasecmp(d + digits, units[i]) == 0)
-            return VIGIL_ANSWER_SNOOZE;
-    return -1;
-}
-
 gw_req_result gw_req_suggestion(json_object *body, const char *user, const char *fresh_id,
                                 int64_t now, json_object **payload, char *err, size_t errlen)
 {
@@ -350,7 +326,7 @@ gw_req_result gw_req_suggestion(json_object *body, const char *user, const char 
     int rc = str_field(body, "answer", &answer, err, errlen);
     if (rc < 0)
         return GW_REQ_BAD;
-    int which = rc == 1 ? -1 : gw_suggestion_answer(answer);
+    int which = rc == 1 ? -1 : vigil_answer_index(answer);
     if (which < 0) {
         snprintf(err, errlen, "field 'answer': one of yes, no, snooze (any case; or the "
                               "snooze button's label, e.g. \"Snooze 5min\")");
