@@ -506,9 +506,13 @@ def test_autopilot_without_llm_applies_the_guards(stack):
     validate_outputs(col, WAKE_OUTPUTS)
 
 
-def test_autopilot_with_llm_is_overruled_by_the_guards(stack, llm):
+# The specified guard drops every dormancy proposal for the only confident
+# expert on a domain being discussed: its suggest-mention-only too, which
+# dormancy-monitor would make a suggestion that defaults to yes.
+@pytest.mark.parametrize("proposal", ["auto-sleep", "suggest-mention-only"])
+def test_autopilot_with_llm_is_overruled_by_the_guards(stack, llm, proposal):
     llm.control(rules=[{"match": "You are the Dormancy Autopilot", "reply": {"actions": [
-        {"persona": "sre", "action": "auto-sleep", "reason": "quiet"},
+        {"persona": "sre", "action": proposal, "reason": "quiet"},
         {"persona": "dev", "action": "auto_sleep", "reason": "quiet too"},
         {"persona": "ghost", "action": "wake", "reason": "not in the room"},
     ]}}])

@@ -51,6 +51,16 @@ static void only_expert_on_a_discussed_domain_is_not_slept(void **state)
     assert_int_equal(action_of(l, "arch"), WAKE_AP_AUTO_SLEEP); /* architecture not discussed */
     free(l);
 
+    /* the specified guard drops every dormancy proposal for the expert: a
+     * suggestion to step back (it defaults to yes) too */
+    l = proposals(2, "ts", WAKE_AP_SUGGEST_MENTION_ONLY, "arch", WAKE_AP_SUGGEST_MENTION_ONLY);
+    wake_autopilot_guard(t->r, &t->c, t->now, l);
+    assert_int_equal(action_of(l, "ts"), WAKE_AP_KEEP);
+    assert_non_null(strstr(reason_of(l, "ts"), "only confident expert on 'typescript'"));
+    assert_non_null(strstr(reason_of(l, "ts"), "not asked to step back"));
+    assert_int_equal(action_of(l, "arch"), WAKE_AP_SUGGEST_MENTION_ONLY);
+    free(l);
+
     /* a second confident expert: not the only one */
     wk_persona(t, "ts2", "smart", -1, "typescript", 0.81);
     l = proposals(1, "ts", WAKE_AP_AUTO_SLEEP);
@@ -72,7 +82,8 @@ static void experts_in_the_humans_domain_stay_awake(void **state)
 {
     (void)state;
     wk *t = wk_new();
-    wk_persona(t, "arch", "smart", -1, "architecture", 0.75);
+    /* two experts above 0.8: guard A (the only expert) is not what keeps them */
+    wk_persona(t, "arch", "smart", -1, "architecture", 0.85);
     wk_persona(t, "arch2", "smart", -1, "architecture", 0.9);
     wk_persona(t, "edge", "smart", -1, "architecture", 0.7); /* not above 0.7 */
     wk_persona(t, "other", "smart", -1, "cooking", 0.9);

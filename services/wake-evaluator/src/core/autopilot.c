@@ -183,7 +183,11 @@ typedef struct guard_ctx {
     bool human_in_window;
 } guard_ctx;
 
-/* A: the only expert (> expert_only) on a domain being discussed. */
+/* A: the only expert (> expert_only) on a domain being discussed is not
+ * made dormant: neither put to sleep nor asked to step back to
+ * mention-only (the specified guard drops every dormancy proposal for it,
+ * and an unanswered suggestion defaults to yes). Guard C may still ask a
+ * dominating expert to let others speak, as the specified order does. */
 static void guard_only_expert(const char *domain, void *arg)
 {
     guard_ctx *g = arg;
@@ -198,12 +202,12 @@ static void guard_only_expert(const char *domain, void *arg)
     if (count != 1)
         return;
     const char *id = g->r->personas[only].id;
-    if (action_of(g->l, id) == WAKE_AP_AUTO_SLEEP) {
+    int a = action_of(g->l, id);
+    if (a == WAKE_AP_AUTO_SLEEP || a == WAKE_AP_SUGGEST_MENTION_ONLY) {
         char reason[WAKE_REASON_MAX];
         snprintf(reason, sizeof reason,
-                 "guard: the only confident expert on '%s', which is being discussed: not put "
-                 "to sleep",
-                 domain);
+                 "guard: the only confident expert on '%s', which is being discussed: %s",
+                 domain, a == WAKE_AP_AUTO_SLEEP ? "not put to sleep" : "not asked to step back");
         set_action(g->l, id, WAKE_AP_KEEP, reason);
     }
 }
