@@ -236,7 +236,8 @@ static void command(council_user *u, const council_config *c, char *cmd, int64_t
         int64_t la = f[2] ? *now - num(f[2]) : *now;
         if (la < 0)
             return; /* the shell's reader refuses a negative last_activity */
-        (void)council_on_presence(u, f[0] ? f[0] : "", (council_presence)(p & 3), *now, la);
+        (void)council_on_presence(u, f[0] ? f[0] : "", (council_presence)(p & 3), *now, la,
+                                  *now);
         rc = COUNCIL_OK;
     } else if (!strcmp(verb, "timer")) {
         int64_t due = f[1] ? *now - num(f[1]) : *now;

@@ -244,6 +244,36 @@ def test_the_users_availability_reaches_sense_and_the_act_phase(stack, llm):
     validate_outputs(col, OUTPUTS)
 
 
+def test_a_presence_report_dated_in_the_future_does_not_pin_the_users_availability(stack, llm):
+    """A presence report whose ts and last_activity are a year ahead (a
+    producer's clock ahead, a mistyped date) is taken as heard now: the
+    user's next report, `away` at the real time, still counts (a future ts
+    outranked every later report, so the user stayed `active` for a year)."""
+    llm.control(rules=rules(sol("note: fine")))
+    svc = start_service(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    year = 365 * 86400000
+
+    def presence(status, ahead=0):
+        before = svc.metric("vigil_commits_total") or 0
+        now = harness.now_ms() + ahead
+        pub.publish("room/general/presence", {"id": uid("p"), "user": "yara", "session": "tab-1",
+                                              "status": status, "last_activity": now, "ts": now})
+        harness.wait_until(lambda: (svc.metric("vigil_commits_total") or 0) > before, 10,
+                           f"the {status} report committed")
+
+    presence("active", ahead=year)
+    presence("away")
+    pub.publish(*control("yara", "start", session="s-future"))
+    sense = first(col, "s-future", "phase")
+    assert sense["phase"] == "sense"
+    assert sense["context"]["presence"] == "away", sense
+    assert sense["context"]["user_available"] is False, sense
+    assert col.find(ERROR) == []
+    validate_outputs(col, OUTPUTS)
+
+
 def loop_rules(*replies, delays=None):
     """Sol answering `replies[i]` in loop i+1 (its prompt says "loop N of"), with
     an optional delay (ms) per loop."""

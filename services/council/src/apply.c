@@ -64,7 +64,7 @@ static council_rc on_input(council_user *u, const council_sink *sink, void *arg,
         return council_on_message(u, c, pp->room, pp->text, a->in->ts);
     case COUNCIL_IN_PRESENCE:
         return council_on_presence(u, pp->room, pp->presence, pp->presence_ts,
-                                   pp->presence_activity);
+                                   pp->presence_activity, a->now);
     }
     return COUNCIL_OK;
 }

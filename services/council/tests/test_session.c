@@ -704,8 +704,8 @@ static void user_availability_reaches_sense_and_act(void **st)
     assert_non_null(strstr(x->f.jobs[0], "User available: unknown (no presence reported)"));
     assert_non_null(strstr(x->f.jobs[0], "Weigh whether the user is available"));
 
-    council_on_presence(x->u, "general", COUNCIL_PRESENCE_ACTIVE, T0 + 500, T0 + 500);
-    council_on_presence(x->u, "lab", COUNCIL_PRESENCE_AWAY, T0 + 400, T0 + 400); /* late */
+    council_on_presence(x->u, "general", COUNCIL_PRESENCE_ACTIVE, T0 + 500, T0 + 500, T0 + 500);
+    council_on_presence(x->u, "lab", COUNCIL_PRESENCE_AWAY, T0 + 400, T0 + 400, T0 + 600); /* late */
     reload(x);
     assert_true(council_user_available(x->u, &x->c, T0 + 1000));
     /* an `active` ages: not refreshed for presence_active_ms, not available */
@@ -717,7 +717,7 @@ static void user_availability_reaches_sense_and_act(void **st)
     assert_non_null(strstr(x->f.payloads[e], "\"phase\":\"act\""));
     assert_non_null(strstr(x->f.payloads[e], "\"user_available\":true"));
 
-    council_on_presence(x->u, "general", COUNCIL_PRESENCE_AWAY, T0 + 2000, T0 + 2000);
+    council_on_presence(x->u, "general", COUNCIL_PRESENCE_AWAY, T0 + 2000, T0 + 2000, T0 + 2000);
     reload(x);
     assert_false(council_user_available(x->u, &x->c, T0 + 2000));
     fake_reset(&x->f);
@@ -728,6 +728,30 @@ static void user_availability_reaches_sense_and_act(void **st)
     assert_non_null(strstr(x->f.payloads[e], "\"presence\":\"away\""));
     assert_non_null(
         strstr(x->f.jobs[0], "User available: no (away in room general, last active 29s ago)"));
+}
+
+/* A presence report dated in the future (a producer's clock ahead, a
+ * mistyped date) is taken as heard now: it neither outranks the reports
+ * that follow it nor keeps an `active` young for ever. */
+static void a_future_dated_presence_is_taken_as_now(void **st)
+{
+    fx *x = *st;
+    const int64_t year = 365 * COUNCIL_DAY_MS;
+    council_on_presence(x->u, "general", COUNCIL_PRESENCE_ACTIVE, T0 + year, T0 + year, T0);
+    reload(x);
+    assert_int_equal(x->u->presence_ts, T0);
+    assert_int_equal(x->u->presence_activity, T0);
+    assert_true(council_user_available(x->u, &x->c, T0 + 1000));
+    assert_false(council_user_available(x->u, &x->c, T0 + x->c.presence_active_ms));
+    /* the next report, a second later by the receiver's clock, counts */
+    council_on_presence(x->u, "general", COUNCIL_PRESENCE_AWAY, T0 + 1000, T0 + 1000, T0 + 1000);
+    reload(x);
+    assert_int_equal(x->u->presence, COUNCIL_PRESENCE_AWAY);
+    assert_false(council_user_available(x->u, &x->c, T0 + 1000));
+    /* an `active` whose last_activity alone is ahead ages from now */
+    council_on_presence(x->u, "lab", COUNCIL_PRESENCE_ACTIVE, T0 + 2000, T0 + year, T0 + 2000);
+    assert_int_equal(x->u->presence_activity, T0 + 2000);
+    assert_false(council_user_available(x->u, &x->c, T0 + 2000 + x->c.presence_active_ms));
 }
 
 /* Every test runs on a fresh fx (setup, teardown). */
@@ -838,6 +862,7 @@ int main(void)
         FX_TEST(a2a_reply_not_ours_or_unfinished_is_not_delegated),
         FX_TEST(disabled_mode_starts_nothing_and_ends_live_sessions),
         FX_TEST(user_availability_reaches_sense_and_act),
+        FX_TEST(a_future_dated_presence_is_taken_as_now),
         FX_TEST(an_answer_during_plan_starts_the_next_loop_when_it_commits),
         FX_TEST(a_bare_prefix_queues_nothing),
     };

@@ -365,9 +365,12 @@ council_rc council_on_message(council_user *u, const council_config *c, const ch
                               const char *text, int64_t ts);
 /* A presence report of this user (room/+/presence): the latest one, by
  * its time, says whether the user is available (an older one arriving
- * late changes nothing). */
+ * late changes nothing). A time or last_activity after `now` (the
+ * producer's clock ahead, or a mistyped date) is taken as `now`: a report
+ * dated in the future would otherwise outrank every later one and keep
+ * an `active` young for ever. */
 council_rc council_on_presence(council_user *u, const char *room, council_presence p, int64_t ts,
-                               int64_t last_activity);
+                               int64_t last_activity, int64_t now);
 /* The user is available: the latest presence report says active, and its
  * last activity is younger than c->presence_active_ms (a tab closed
  * without a word stops counting). */

@@ -273,8 +273,12 @@ const char *council_presence_name(council_presence p)
 }
 
 council_rc council_on_presence(council_user *u, const char *room, council_presence p, int64_t ts,
-                               int64_t last_activity)
+                               int64_t last_activity, int64_t now)
 {
+    if (ts > now) /* clocks differ: never a report from the future */
+        ts = now;
+    if (last_activity > now)
+        last_activity = now;
     if (u->presence != COUNCIL_PRESENCE_UNKNOWN && ts < u->presence_ts)
         return COUNCIL_OK; /* older than the report kept (redelivered late, reordered) */
     u->presence = p;
