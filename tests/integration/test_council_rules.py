@@ -274,6 +274,28 @@ def test_a_presence_report_dated_in_the_future_does_not_pin_the_users_availabili
     validate_outputs(col, OUTPUTS)
 
 
+def test_the_last_loop_ends_the_session_even_when_the_breaker_trips_on_it(stack, llm):
+    """Three identical actions on a session's last loops: the loop limit
+    wins, the session ends with "loop limit reached" (it was paused as
+    spinning, "resume to continue", and a resume only ended it)."""
+    llm.control(rules=rules(sol("note: same again")))
+    start_service(stack, llm, VIGIL_COUNCIL_LOOP_MS=100, VIGIL_COUNCIL_MAX_LOOPS=3)
+    col = stack.collector()
+    pub = stack.publisher()
+    pub.publish(*control("lena", "start", session="s-last"))
+    done = wait_events(col, "s-last", lambda evs: [e for e in evs if e["type"] in
+                                                  ("session_ended", "session_paused")], 30,
+                       "the session to end or pause")[0]
+    assert done["type"] == "session_ended", done
+    assert done["reason"] == "loop limit reached (VIGIL_COUNCIL_MAX_LOOPS)" and done["loop"] == 3
+    assert [a["action"] for a in events(col, "s-last", "action")] == ["note"] * 3
+    s = col.wait_for(lambda c: [m.json() for m in c.find("council/s-last/state")
+                                if m.json()["status"] == "completed"], 10, "the completed state")[0]
+    assert s["loop_count"] == 3 and "loop limit" in s["reason"], s
+    assert col.find(ERROR) == []
+    validate_outputs(col, OUTPUTS)
+
+
 def loop_rules(*replies, delays=None):
     """Sol answering `replies[i]` in loop i+1 (its prompt says "loop N of"), with
     an optional delay (ms) per loop."""

@@ -195,16 +195,25 @@ static void question_expires(void **st)
     assert_non_null(strstr(why, "expired"));
 }
 
+/* Session s1 runs three loops, Sol proposing sol[0], sol[1], sol[2] (30 s
+ * apart, the default interval); the sink holds only the third loop's
+ * outputs. */
+static void three_loops(fx *x, const char *const sol[3])
+{
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    outcome(x, sol[0], NULL, T0 + 1000);
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 31000, T0 + 31000, &x->sink);
+    outcome(x, sol[1], NULL, T0 + 32000);
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 62000, T0 + 62000, &x->sink);
+    fake_reset(&x->f);
+    outcome(x, sol[2], NULL, T0 + 63000);
+}
+
 static void three_reflects_pause(void **st)
 {
     fx *x = *st;
-    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
-    outcome(x, "reflect: hmm", NULL, T0 + 1000);
-    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 31000, T0 + 31000, &x->sink);
-    outcome(x, "reflect: hmm again", NULL, T0 + 32000);
-    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 62000, T0 + 62000, &x->sink);
-    fake_reset(&x->f);
-    outcome(x, "wander: somewhere", NULL, T0 + 63000); /* unknown = reflect */
+    /* an unknown prefix is a reflect */
+    three_loops(x, (const char *const[]){"reflect: hmm", "reflect: hmm again", "wander: somewhere"});
     assert_int_equal(x->u->s.status, COUNCIL_PAUSED);
     int p = fake_event(&x->f, "session_paused", 0);
     assert_true(p >= 0);
@@ -218,6 +227,20 @@ static void three_reflects_pause(void **st)
     assert_int_equal(x->u->s.status, COUNCIL_ACTIVE);
     assert_int_equal(x->u->s.breaker.n, 0);
     assert_int_equal(x->f.n_jobs, 1);
+}
+
+/* The breaker trips on a session's last loop: the loop limit wins, the
+ * session ends (a pause there could only be resumed into its end). */
+static void the_last_loop_ends_the_session_even_when_spinning(void **st)
+{
+    fx *x = *st;
+    x->c.max_loops = 3;
+    three_loops(x, (const char *const[]){"note: same", "note: same", "note: same"});
+    assert_int_equal(x->u->s.status, COUNCIL_COMPLETED);
+    assert_string_equal(x->u->s.reason, "loop limit reached (VIGIL_COUNCIL_MAX_LOOPS)");
+    assert_true(fake_event(&x->f, "session_ended", 0) >= 0);
+    assert_int_equal(fake_event(&x->f, "session_paused", 0), -1);
+    assert_int_equal(fake_timer_due(&x->f, COUNCIL_TIMER_IDLE), COUNCIL_TIMER_CANCEL);
 }
 
 static void pause_drops_the_loop_in_flight(void **st)
@@ -863,6 +886,7 @@ int main(void)
         FX_TEST(disabled_mode_starts_nothing_and_ends_live_sessions),
         FX_TEST(user_availability_reaches_sense_and_act),
         FX_TEST(a_future_dated_presence_is_taken_as_now),
+        FX_TEST(the_last_loop_ends_the_session_even_when_spinning),
         FX_TEST(an_answer_during_plan_starts_the_next_loop_when_it_commits),
         FX_TEST(a_bare_prefix_queues_nothing),
     };

@@ -309,14 +309,17 @@ council_rc council_on_outcome(council_user *u, const council_config *c, const co
     s->phase = COUNCIL_PHASE_IDLE;
     s->job[0] = '\0';
     s->last_progress = now;
-    if (council_breaker_record(&s->breaker, r.action)) {
+    /* The loop limit comes first: after the last loop nothing would spin
+     * on, and a pause saying "resume to continue" would only end it. */
+    bool spinning = council_breaker_record(&s->breaker, r.action);
+    if (s->loop >= c->max_loops) {
+        rc |= council_session_end(&e, u, "loop limit reached (VIGIL_COUNCIL_MAX_LOOPS)", now);
+    } else if (spinning) {
         char why[COUNCIL_REASON_MAX];
         snprintf(why, sizeof why,
                  "spinning: %d '%s' actions in a row (circuit breaker); resume to continue",
                  COUNCIL_BREAKER_REPEATS, council_action_prefix(r.action));
         rc |= council_session_pause(&e, u, COUNCIL_PAUSE_SPINNING, why, now);
-    } else if (s->loop >= c->max_loops) {
-        rc |= council_session_end(&e, u, "loop limit reached (VIGIL_COUNCIL_MAX_LOOPS)", now);
     } else {
         s->next_loop_at = answered ? now : now + next;
     }
