@@ -232,13 +232,25 @@ def test_the_users_availability_reaches_sense_and_the_act_phase(stack, llm):
     prompt = llm.stats()["last_request"]["body"]["messages"][-1]["content"]
     assert "User available: yes (active in room general, last active" in prompt, prompt
 
-    presence("away")
+    # a report while the council deliberates is not what Sol weighed: the
+    # act event still says this loop's SENSE (it said the report at commit)
+    llm.control(rules=rules(sol("note: fine")), delay_ms=1500)
     pub.publish(*control("wren", "pause"))
     first(col, "s-avail", "session_paused")
     pub.publish(*control("wren", "resume"))
-    sense = first(col, "s-avail", "phase", since_loop=2)
-    assert sense["context"]["user_available"] is False and sense["context"]["presence"] == "away"
+    first(col, "s-avail", "phase", since_loop=2)
+    presence("away")
     first(col, "s-avail", "action", since_loop=2)
+    act = [e for e in events(col, "s-avail", "phase", loop=2) if e["phase"] == "act"][0]
+    assert act["context"] == {"user_available": True, "presence": "active"}, act
+    llm.control(rules=rules(sol("note: fine")))
+
+    pub.publish(*control("wren", "pause"))
+    first(col, "s-avail", "session_paused", since_loop=2)
+    pub.publish(*control("wren", "resume"))
+    sense = first(col, "s-avail", "phase", since_loop=3)
+    assert sense["context"]["user_available"] is False and sense["context"]["presence"] == "away"
+    first(col, "s-avail", "action", since_loop=3)
     prompt = llm.stats()["last_request"]["body"]["messages"][-1]["content"]
     assert "User available: no (away in room general" in prompt, prompt
     validate_outputs(col, OUTPUTS)

@@ -736,9 +736,12 @@ static void user_availability_reaches_sense_and_act(void **st)
     assert_string_equal(x->u->presence_room, "general");
     fake_reset(&x->f);
     outcome(x, "ask user: Shall I draft the outline?", NULL, T0 + 1000);
+    /* act says what Sol weighed: this loop's SENSE (no report yet), not
+     * the report that came in while the council deliberated */
     e = fake_event(&x->f, "phase", 0); /* act */
     assert_non_null(strstr(x->f.payloads[e], "\"phase\":\"act\""));
-    assert_non_null(strstr(x->f.payloads[e], "\"user_available\":true"));
+    assert_non_null(strstr(x->f.payloads[e], "\"user_available\":false"));
+    assert_non_null(strstr(x->f.payloads[e], "\"presence\":\"unknown\""));
 
     council_on_presence(x->u, "general", COUNCIL_PRESENCE_AWAY, T0 + 2000, T0 + 2000, T0 + 2000);
     reload(x);

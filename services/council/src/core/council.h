@@ -241,6 +241,16 @@ typedef enum {
     COUNCIL_PAUSE_SPINNING  /* circuit breaker */
 } council_pause;
 
+/* The user's latest presence report (room/+/presence): whether the user is
+ * available, which SENSE gives the council and Sol weighs when acting. */
+typedef enum {
+    COUNCIL_PRESENCE_UNKNOWN = 0, /* never reported */
+    COUNCIL_PRESENCE_ACTIVE,
+    COUNCIL_PRESENCE_IDLE,
+    COUNCIL_PRESENCE_AWAY
+} council_presence;
+const char *council_presence_name(council_presence p);
+
 typedef struct council_session {
     char id[COUNCIL_ID_MAX + 1];
     char room[COUNCIL_ID_MAX + 1]; /* "" = every room */
@@ -253,6 +263,9 @@ typedef struct council_session {
     int64_t next_loop_at;          /* 0 = none scheduled */
     int64_t last_progress;         /* last loop start, commit of a loop, or user input */
     int64_t sensed_at;             /* the current (or last) loop's SENSE */
+    bool sensed_available;         /* the user's availability at that SENSE and the */
+    council_presence sensed_presence; /* report it came from: what Sol weighed, which the
+                                       * act phase event says */
     char reason[COUNCIL_REASON_MAX];
     bool automatic;                /* started by the interval, not by a control */
     council_breaker breaker;
@@ -262,16 +275,6 @@ typedef struct council_session {
     int actions;                   /* actions taken */
     int event_seq;                 /* events emitted over the session's life */
 } council_session;
-
-/* The user's latest presence report (room/+/presence): whether the user is
- * available, which SENSE gives the council and Sol weighs when acting. */
-typedef enum {
-    COUNCIL_PRESENCE_UNKNOWN = 0, /* never reported */
-    COUNCIL_PRESENCE_ACTIVE,
-    COUNCIL_PRESENCE_IDLE,
-    COUNCIL_PRESENCE_AWAY
-} council_presence;
-const char *council_presence_name(council_presence p);
 
 typedef struct council_user {
     char user[COUNCIL_ID_MAX + 1];

@@ -33,6 +33,8 @@ int council_loop_begin(council_emit *e, council_user *u, const council_config *c
     s->next_loop_at = 0;
     s->last_progress = now;
     s->sensed_at = now;
+    s->sensed_available = council_user_available(u, c, now);
+    s->sensed_presence = u->presence;
     snprintf(s->job, sizeof s->job, "%s.L%d", s->id, s->loop);
 
     /* SENSE */
@@ -52,10 +54,9 @@ int council_loop_begin(council_emit *e, council_user *u, const council_config *c
         json_object_array_add(answers, json_object_new_string(s->questions.v[idx[i]].answer));
     json_object_object_add(ctx, "answers", answers);
     json_object_object_add(ctx, "notes", json_object_new_int(s->n_notes));
-    json_object_object_add(ctx, "user_available",
-                           json_object_new_boolean(council_user_available(u, c, now)));
+    json_object_object_add(ctx, "user_available", json_object_new_boolean(s->sensed_available));
     json_object_object_add(ctx, "presence",
-                           json_object_new_string(council_presence_name(u->presence)));
+                           json_object_new_string(council_presence_name(s->sensed_presence)));
     int rc = council_event_phase(e, u, "sense", "👁 Sensing: the user's recent messages, "
                                  "questions and notes.", ctx, now);
 
@@ -186,12 +187,12 @@ council_rc council_on_outcome(council_user *u, const council_config *c, const co
     rc |= council_event_send(&e, u, ev);
 
     /* ACT */
-    /* the user's availability as Sol weighed it (the SENSE of this loop) */
+    /* the user's availability as Sol weighed it: this loop's SENSE, not a
+     * report that came in while the council deliberated */
     json_object *avail = json_object_new_object();
-    json_object_object_add(avail, "user_available",
-                           json_object_new_boolean(council_user_available(u, c, now)));
+    json_object_object_add(avail, "user_available", json_object_new_boolean(s->sensed_available));
     json_object_object_add(avail, "presence",
-                           json_object_new_string(council_presence_name(u->presence)));
+                           json_object_new_string(council_presence_name(s->sensed_presence)));
     rc |= council_event_phase(&e, u, "act", "⚡ Sol acts on the council's decision.", avail, now);
     char result[COUNCIL_RESULT_MAX + 200] = "";
     char warning[2 * COUNCIL_REASON_MAX] = "";

@@ -102,6 +102,8 @@ static json_object *session_json(const council_session *s)
     add_i(o, "next_loop_at", s->next_loop_at);
     add_i(o, "last_progress", s->last_progress);
     add_i(o, "sensed_at", s->sensed_at);
+    add_b(o, "sensed_available", s->sensed_available);
+    add_s(o, "sensed_presence", council_presence_name(s->sensed_presence));
     add_s(o, "reason", s->reason);
     add_b(o, "automatic", s->automatic);
     json_object *br = json_object_new_array();
@@ -184,6 +186,17 @@ static council_qstatus qstatus_parse(const char *s)
     return COUNCIL_Q_PENDING;
 }
 
+/* "active", "idle", "away"; anything else (absent, "unknown") is unknown. */
+static council_presence presence_load(json_object *o, const char *k)
+{
+    char name[16];
+    get_s(o, k, name, sizeof name - 1);
+    for (int p = COUNCIL_PRESENCE_ACTIVE; p <= COUNCIL_PRESENCE_AWAY; p++)
+        if (strcmp(name, council_presence_name((council_presence)p)) == 0)
+            return (council_presence)p;
+    return COUNCIL_PRESENCE_UNKNOWN;
+}
+
 static void session_load(json_object *o, council_session *s)
 {
     char st[32];
@@ -203,6 +216,8 @@ static void session_load(json_object *o, council_session *s)
     s->next_loop_at = get_i(o, "next_loop_at");
     s->last_progress = get_i(o, "last_progress");
     s->sensed_at = get_i(o, "sensed_at");
+    s->sensed_available = get_b(o, "sensed_available");
+    s->sensed_presence = presence_load(o, "sensed_presence");
     get_s(o, "reason", s->reason, COUNCIL_REASON_MAX - 1);
     s->automatic = get_b(o, "automatic");
     json_object *br = get(o, "breaker");
@@ -275,11 +290,7 @@ int council_user_load(const char *json, council_user *u, char *why, size_t whyle
     u->enrolled = get_b(o, "enrolled");
     get_s(o, "last_room", u->last_room, COUNCIL_ID_MAX);
     u->sessions = (int)get_i(o, "sessions");
-    char presence[16];
-    get_s(o, "presence", presence, sizeof presence - 1);
-    for (int p = COUNCIL_PRESENCE_ACTIVE; p <= COUNCIL_PRESENCE_AWAY; p++)
-        if (strcmp(presence, council_presence_name((council_presence)p)) == 0)
-            u->presence = (council_presence)p;
+    u->presence = presence_load(o, "presence");
     u->presence_ts = get_i(o, "presence_ts");
     u->presence_activity = get_i(o, "presence_activity");
     get_s(o, "presence_room", u->presence_room, COUNCIL_ID_MAX);
