@@ -90,11 +90,39 @@ static void refused_with_the_reason(void **st)
     assert_int_equal(status(big), HB_CFG_BAD_VALUE);
 }
 
+/* A NUL inside a string (\u0000) would cut the value short where it is
+ * read as a C string: refused, naming the field, as libshared refuses it in
+ * every other input. */
+static void a_nul_in_any_string_is_refused(void **st)
+{
+    (void)st;
+    static const char *const bodies[] = {
+        "{" BASE ",\"enabled\":true,\"checklist\":\"a\\u0000HEARTBEAT_OK\"}",
+        "{" BASE ",\"enabled\":true,\"identity\":\"me\\u0000x\"}",
+        "{" BASE ",\"enabled\":true,\"model\":\"m\\u0000x\"}",
+        "{" BASE ",\"enabled\":true,\"timezone\":\"Asia/Jakarta\\u0000x\"}",
+        "{" BASE ",\"enabled\":true,\"quiet_hours\":\"22:00-07:00\\u0000x\"}",
+        "{" BASE ",\"enabled\":true,\"quiet_hours\":{\"start\":\"22:00\\u0000\",\"end\":\"07:00\"}}",
+        "{" BASE ",\"enabled\":true,\"allow_proactive\":[\"reminder\\u0000x\"]}",
+    };
+    static const char *const fields[] = {"checklist", "identity", "model", "timezone",
+                                         "quiet_hours", "start", "allow_proactive[0]"};
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        hb_config c;
+        test_config(&c);
+        char err[200] = "", want[80];
+        assert_int_equal(parse_cfg_status(&c, bodies[i], err, sizeof err), HB_CFG_BAD_VALUE);
+        snprintf(want, sizeof want, "field '%s': string contains NUL", fields[i]);
+        assert_non_null(strstr(err, want));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(accepted_forms),
         cmocka_unit_test(refused_with_the_reason),
+        cmocka_unit_test(a_nul_in_any_string_is_refused),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     test_zones_free();

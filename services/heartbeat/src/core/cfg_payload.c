@@ -44,6 +44,22 @@ const char HB_DEFAULT_CHECKLIST[] =
     "- If something needs attention: compose and send the message\n"
     "- Never send more than one proactive message per heartbeat unless truly urgent\n";
 
+/* A JSON string's text, refused when it holds a NUL (from \u0000): every
+ * reader here takes it as a C string and would silently see a shorter
+ * value ("Asia/Jakarta\u0000x" as Asia/Jakarta, a checklist cut at the
+ * NUL), as libshared's vigil_json_string refuses it for every other input. */
+static hb_cfg_status str_value(json_object *v, const char *k, const char **out, char *err,
+                               size_t errlen)
+{
+    const char *s = json_object_get_string(v);
+    if (strlen(s) != (size_t)json_object_get_string_len(v)) {
+        snprintf(err, errlen, "field '%s': string contains NUL", k);
+        return HB_CFG_BAD_VALUE;
+    }
+    *out = s;
+    return HB_CFG_OK;
+}
+
 /* A string field: HB_CFG_OK with *out (or NULL when absent and optional). */
 static hb_cfg_status str_field(json_object *o, const char *k, bool required, const char **out,
                                char *err, size_t errlen)
@@ -60,8 +76,7 @@ static hb_cfg_status str_field(json_object *o, const char *k, bool required, con
         snprintf(err, errlen, "field '%s': expected string", k);
         return HB_CFG_WRONG_TYPE;
     }
-    *out = json_object_get_string(v);
-    return HB_CFG_OK;
+    return str_value(v, k, out, err, errlen);
 }
 
 static hb_cfg_status id_field(json_object *o, const char *k, char *dst, size_t n, char *err,
@@ -114,8 +129,11 @@ static hb_cfg_status quiet_hours(json_object *o, const hb_config *c, hb_persona_
         return HB_CFG_OK;
     }
     if (json_object_is_type(q, json_type_string)) {
-        const char *s = json_object_get_string(q);
+        const char *s;
         char a[8], b[8];
+        hb_cfg_status st = str_value(q, "quiet_hours", &s, err, errlen);
+        if (st != HB_CFG_OK)
+            return st;
         if (strlen(s) != 11 || s[5] != '-') {
             snprintf(err, errlen, "field 'quiet_hours': expected \"HH:MM-HH:MM\"");
             return HB_CFG_BAD_VALUE;
@@ -175,10 +193,15 @@ static hb_cfg_status allow_list(json_object *o, hb_persona_cfg *cfg, char *err, 
             snprintf(err, errlen, "field 'allow_proactive[%zu]': expected string", i);
             return HB_CFG_WRONG_TYPE;
         }
-        int cat = hb_category_parse(json_object_get_string(e));
+        char field[40];
+        const char *name;
+        snprintf(field, sizeof field, "allow_proactive[%zu]", i);
+        hb_cfg_status st = str_value(e, field, &name, err, errlen);
+        if (st != HB_CFG_OK)
+            return st;
+        int cat = hb_category_parse(name);
         if (cat < 0) {
-            snprintf(err, errlen, "field 'allow_proactive[%zu]': unknown category '%.40s'", i,
-                     json_object_get_string(e));
+            snprintf(err, errlen, "field '%s': unknown category '%.40s'", field, name);
             return HB_CFG_BAD_VALUE;
         }
         cfg->allow |= 1u << cat;
