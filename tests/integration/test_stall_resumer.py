@@ -284,6 +284,30 @@ def test_stalled_agent_gets_one_resume_with_a_claimed_task_active_gets_none(stac
     assert validate_outputs(col, OUTPUTS) > 0
 
 
+def test_texts_kept_shorter_are_cut_on_a_character_boundary(stack):
+    """A status' state, mission and tasks and a task's title are kept to
+    200 bytes; one cut there is cut between characters, so the retained
+    assessment and the resume quoting it stay valid UTF-8 (a cut inside
+    "é" published a lone 0xC3 byte)."""
+    stack.service(SERVICE, env=FAST)
+    col = stack.collector()
+    pub = stack.publisher()
+    agent = uid("long-")
+    long = lambda c: c * 199 + "é and more"  # noqa: E731 - "é" across the 200-byte limit
+    pub.publish(*task("t-long", 9, long("w")))
+    pub.publish(*status(agent, 13 * HOUR, fsm=long("z"), mission=long("m"), tasks=[long("y")]))
+    ev = col.wait_event(f"agent/{agent}/resume", timeout=15)
+    assert ev["claimed_task"]["title"] == "w" * 199, ev["claimed_task"]
+    assert ev["fsm_state"] == "z" * 199
+    assert f"Mission: {'m' * 199}." in ev["prompt"], ev["prompt"]
+    assert f"Your tasks: {'y' * 199}." in ev["prompt"], ev["prompt"]
+    assessment(col, agent, lambda a: a.get("fsm_state") == "z" * 199)
+    for m in col.snapshot():
+        if m.topic.startswith("agent/"):
+            m.payload.decode("utf-8")  # raises on a cut sequence
+    validate_outputs(col, OUTPUTS)
+
+
 def test_a_cleared_status_retires_the_agent(stack):
     """Clearing an agent's retained status (an empty retained message, how
     MQTT deletes one) retires it: its retained assessment is cleared, its

@@ -50,8 +50,9 @@ static int parse_status(json_object *b, stall_parsed *pp, int64_t ts, vigil_erro
         vigil_json_string(b, "mission", false, &mission, err) < 0 ||
         vigil_json_array(b, "tasks", false, &tasks, err) < 0)
         return -1;
-    snprintf(st->fsm_state, sizeof st->fsm_state, "%s", fsm);
-    snprintf(st->mission, sizeof st->mission, "%s", mission ? mission : "");
+    /* kept to STALL_TEXT_MAX bytes, cut on a character boundary */
+    stall_copy_text(st->fsm_state, sizeof st->fsm_state, fsm);
+    stall_copy_text(st->mission, sizeof st->mission, mission);
     size_t n = tasks ? json_object_array_length(tasks) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *t = json_object_array_get_idx(tasks, i), *v = NULL;
@@ -70,7 +71,7 @@ static int parse_status(json_object *b, stall_parsed *pp, int64_t ts, vigil_erro
             return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
                                    "field 'tasks[%zu]': string contains NUL", i);
         if (st->n_tasks < STALL_MAX_STATUS_TASKS)
-            snprintf(st->tasks[st->n_tasks++], sizeof st->tasks[0], "%s", text);
+            stall_copy_text(st->tasks[st->n_tasks++], sizeof st->tasks[0], text);
     }
     st->ts = ts;
     return 0;
@@ -93,7 +94,7 @@ static int parse_task(const vigil_input *in, stall_parsed *pp, vigil_error *err)
     if (prio < 0)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field 'priority': must be >= 0");
     snprintf(t->id, sizeof t->id, "%s", in->id);
-    snprintf(t->title, sizeof t->title, "%s", title);
+    stall_copy_text(t->title, sizeof t->title, title);
     t->priority = prio;
     snprintf(t->agent, sizeof t->agent, "%s", agent ? agent : "");
     t->ts = in->ts;

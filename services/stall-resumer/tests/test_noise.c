@@ -147,6 +147,28 @@ static void test_bounded_and_deduped(void **state)
     free(a);
 }
 
+/* Texts kept shorter than they came (details, states, missions, titles:
+ * STALL_DETAIL_MAX / STALL_TEXT_MAX bytes) are cut on a character
+ * boundary, never inside a UTF-8 sequence. */
+static void test_texts_cut_on_a_character_boundary(void **state)
+{
+    (void)state;
+    char src[STALL_TEXT_MAX + 32], dst[STALL_TEXT_MAX + 1];
+    memset(src, 'x', STALL_TEXT_MAX - 1);
+    strcpy(src + STALL_TEXT_MAX - 1, "\xc3\xa9 and more"); /* "é" across the limit */
+    stall_copy_text(dst, sizeof dst, src);
+    assert_int_equal(strlen(dst), STALL_TEXT_MAX - 1);
+    memset(src, 'x', STALL_TEXT_MAX - 2);
+    strcpy(src + STALL_TEXT_MAX - 2, "\xf0\x9f\x94\x84!"); /* a 4-byte emoji */
+    stall_copy_text(dst, sizeof dst, src);
+    assert_int_equal(strlen(dst), STALL_TEXT_MAX - 2);
+    /* whole when it fits, "" for none */
+    stall_copy_text(dst, sizeof dst, "\xc3\xa9t\xc3\xa9");
+    assert_string_equal(dst, "\xc3\xa9t\xc3\xa9");
+    stall_copy_text(dst, sizeof dst, NULL);
+    assert_string_equal(dst, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -155,6 +177,7 @@ int main(void)
         cmocka_unit_test(test_own_resume_echo),
         cmocka_unit_test(test_meaningful_progress),
         cmocka_unit_test(test_bounded_and_deduped),
+        cmocka_unit_test(test_texts_cut_on_a_character_boundary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,8 +14,7 @@ void stall_agent_init(stall_agent *a, const char *agent)
     snprintf(a->agent, sizeof a->agent, "%s", agent ? agent : "");
 }
 
-/* Copies at most STALL_DETAIL_MAX bytes without cutting a UTF-8 sequence. */
-static void copy_text(char *dst, size_t cap, const char *src)
+void stall_copy_text(char *dst, size_t cap, const char *src)
 {
     size_t n = src ? strlen(src) : 0;
     if (n >= cap) {
@@ -75,8 +74,8 @@ static stall_signal_result keep_signal(stall_agent *a, const char *id, int sourc
     s->source = source;
     s->ts = ts;
     s->in_tool = in_tool;
-    copy_text(s->id, sizeof s->id, id);
-    copy_text(s->detail, sizeof s->detail, detail);
+    stall_copy_text(s->id, sizeof s->id, id);
+    stall_copy_text(s->detail, sizeof s->detail, detail);
     if (ts > a->last_seen)
         a->last_seen = ts;
     stall_agent_expire(a, now);
@@ -97,7 +96,7 @@ stall_signal_result stall_agent_add_signal(stall_agent *a, const stall_config *c
     if (ts > now)
         ts = now;
     if (stall_is_meaningful_progress(detail) && ts >= a->progress_ts) {
-        copy_text(a->progress, sizeof a->progress, detail);
+        stall_copy_text(a->progress, sizeof a->progress, detail);
         a->progress_ts = ts;
     }
     return STALL_SIGNAL_ADDED;
@@ -288,7 +287,7 @@ bool stall_agent_resume_sent(stall_agent *a, int64_t seq, const char *event_id, 
     }
     int keep = a->n_recent < STALL_RECENT_RESUMES ? a->n_recent : STALL_RECENT_RESUMES - 1;
     memmove(&a->recent[1], &a->recent[0], (size_t)keep * sizeof a->recent[0]);
-    copy_text(a->recent[0], sizeof a->recent[0], event_id);
+    stall_copy_text(a->recent[0], sizeof a->recent[0], event_id);
     a->n_recent = keep + 1;
     return true;
 }

@@ -104,6 +104,11 @@ bool stall_is_meaningful_progress(const char *text);
  * Empty or NULL text is not one (a signal without a detail is activity). */
 bool stall_is_acknowledgement(const char *text);
 
+/* Copies src into dst[cap], cut at cap - 1 bytes at the most but never
+ * inside a UTF-8 sequence (a text kept shorter than it came stays valid
+ * UTF-8 in the record and in every payload quoting it). NULL src: "". */
+void stall_copy_text(char *dst, size_t cap, const char *src);
+
 /* ---- the agent record ----------------------------------------------------- */
 
 typedef struct stall_signal {
