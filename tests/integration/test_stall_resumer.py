@@ -308,6 +308,21 @@ def test_texts_kept_shorter_are_cut_on_a_character_boundary(stack):
     validate_outputs(col, OUTPUTS)
 
 
+def test_a_mission_ending_its_sentence_gets_no_second_full_stop(stack):
+    """The prompt closes the agent's mission and its task list with a full
+    stop unless the agent's text ends its sentence already."""
+    stack.service(SERVICE, env=FAST)
+    col = stack.collector()
+    pub = stack.publisher()
+    agent = uid("punct-")
+    pub.publish(*status(agent, 13 * HOUR, mission="Harden the uploader.",
+                        tasks=["retry on 5xx", "write the docs!"]))
+    ev = col.wait_event(f"agent/{agent}/resume", timeout=15)
+    assert " Mission: Harden the uploader. No planner task is open" in ev["prompt"], ev["prompt"]
+    assert " Your tasks: retry on 5xx; write the docs! Reply with progress" in ev["prompt"], ev["prompt"]
+    assert ".." not in ev["prompt"], ev["prompt"]
+
+
 def test_a_cleared_status_retires_the_agent(stack):
     """Clearing an agent's retained status (an empty retained message, how
     MQTT deletes one) retires it: its retained assessment is cleared, its

@@ -203,6 +203,14 @@ static void test_prompt_and_payloads(void **state)
     prompt = stall_resume_prompt(a, 13 * HOUR_MS, &task, prios, 1);
     assert_non_null(
         strstr(prompt, "Project priorities: Ship v2 (9). Your tasks: retry on 5xx; write docs."));
+    free(prompt);
+    /* a mission or a last task that ends its own sentence gets no second stop */
+    snprintf(a->status.mission, sizeof a->status.mission, "Harden the uploader.");
+    snprintf(a->status.tasks[1], sizeof a->status.tasks[1], "write docs!");
+    prompt = stall_resume_prompt(a, 13 * HOUR_MS, &task, prios, 1);
+    assert_non_null(strstr(prompt, " Mission: Harden the uploader. Claimed for you:"));
+    assert_non_null(strstr(prompt, "Your tasks: retry on 5xx; write docs! Reply with progress"));
+    assert_null(strstr(prompt, ".."));
     /* the prompt itself is noise if it comes back */
     assert_true(stall_is_resumer_prompt(&cfg, prompt));
     json_object *o = stall_resume_json("resume.ann.1:agent:ann:0", a, prompt, &task, "inactive", T0);

@@ -54,6 +54,15 @@ typedef struct sbuf {
             (b)->ok = false;                                    \
     } while (0)
 
+/* The full stop after a sentence that ends in the agent's own text: none
+ * when that text ends one already ("Mission: Harden the uploader." rather
+ * than "...uploader.."). */
+static const char *stop_after(const char *text)
+{
+    size_t n = strlen(text);
+    return n > 0 && strchr(".!?", text[n - 1]) ? "" : ".";
+}
+
 char *stall_resume_prompt(const stall_agent *a, int64_t idle_ms, const stall_claimed *task,
                           const stall_task *const *priorities, int n_priorities)
 {
@@ -71,7 +80,7 @@ char *stall_resume_prompt(const stall_agent *a, int64_t idle_ms, const stall_cla
     if (a->progress[0])
         sb_add(&b, " Your last progress: \"%s\".", a->progress);
     if (a->status.present && a->status.mission[0])
-        sb_add(&b, " Mission: %s.", a->status.mission);
+        sb_add(&b, " Mission: %s%s", a->status.mission, stop_after(a->status.mission));
     if (task)
         sb_add(&b, " Claimed for you: %s \"%s\" (priority %" PRId64 ").", task->id, task->title,
                task->priority);
@@ -90,7 +99,7 @@ char *stall_resume_prompt(const stall_agent *a, int64_t idle_ms, const stall_cla
         sb_add(&b, " Your tasks:");
         for (int i = 0; i < a->status.n_tasks; i++)
             sb_add(&b, "%s %s", i ? ";" : "", a->status.tasks[i]);
-        sb_add(&b, ".");
+        sb_add(&b, "%s", stop_after(a->status.tasks[a->status.n_tasks - 1]));
     }
     sb_add(&b, " Reply with progress, not an acknowledgement.");
     char *out = b.ok ? strdup(b.pb->buf) : NULL;
