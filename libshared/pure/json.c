@@ -67,8 +67,12 @@ int vigil_error_set(vigil_error *err, vigil_reject_reason r, const char *fmt, ..
     if (fmt) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->detail, sizeof err->detail, fmt, ap);
+        int n = vsnprintf(err->detail, sizeof err->detail, fmt, ap);
         va_end(ap);
+        /* a detail longer than the buffer is cut between characters (the
+         * error event carries it as JSON text) */
+        if (n >= (int)sizeof err->detail)
+            err->detail[vigil_utf8_cut(err->detail, strlen(err->detail))] = '\0';
     }
     return -1;
 }
@@ -122,6 +126,16 @@ static size_t utf8_first_bad(const unsigned char *s, size_t n)
         i += need + 1;
     }
     return n;
+}
+
+size_t vigil_utf8_cut(const char *s, size_t n)
+{
+    return s ? utf8_first_bad((const unsigned char *)s, n) : 0;
+}
+
+size_t vigil_utf8_cut_max(const char *s, size_t max)
+{
+    return s ? vigil_utf8_cut(s, strnlen(s, max)) : 0;
 }
 
 bool vigil_utf8_valid(const char *s, size_t n)

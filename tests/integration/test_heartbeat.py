@@ -788,6 +788,25 @@ def test_bad_input_is_rejected_with_a_reason_and_changes_nothing(stack, topic, p
     validate_outputs(col, ("sys/#",))
 
 
+def test_an_error_quoting_part_of_a_long_value_cuts_it_between_characters(stack):
+    """A detail quotes the first 64 bytes of an unknown time zone and the
+    first 40 of an unknown category: cut there, never inside a UTF-8
+    sequence, so the error event stays valid UTF-8 (it carried a lone 0xC3)."""
+    svc = start(stack, None)
+    col = stack.collector(topics=(f"sys/{SERVICE}/error",))
+    pub = stack.publisher()
+    pub.publish(*config("tzlong", "r1", timezone="x" + "é" * 40))
+    pub.publish(*config("catlong", "r1", allow_proactive=["x" + "é" * 30]))
+    for p, want in (("tzlong", "time zone 'x" + "é" * 31 + "...': longer than 64 bytes"),
+                    ("catlong", "unknown category 'x" + "é" * 19 + "'")):
+        ev = col.wait_event(f"sys/{SERVICE}/error", lambda e, p=p: e["topic"] == f"heartbeat/{p}/config")
+        assert ev["reason"] == "bad_value" and want in ev["detail"], ev
+    for m in col.snapshot():
+        m.payload.decode("utf-8")  # raises on a cut sequence
+    assert stack.store(SERVICE).states() == {}
+    assert svc.alive()
+
+
 def test_oversize_config_is_rejected(stack):
     svc = start(stack, None, VIGIL_MAX_PAYLOAD=2048)
     col = stack.collector(topics=(f"sys/{SERVICE}/error",))

@@ -65,6 +65,32 @@ static void test_error_set(void **state)
     big[sizeof big - 1] = '\0';
     vigil_error_set(&err, VIGIL_REJECT_BAD_ID, "%s", big);
     assert_int_equal(strlen(err.detail), sizeof err.detail - 1);
+    /* a detail cut by its buffer is cut between characters: "é" (2 bytes)
+     * across the last byte is left out whole */
+    memset(big, 'a', sizeof err.detail - 2);
+    strcpy(big + sizeof err.detail - 2, "\xc3\xa9 more");
+    vigil_error_set(&err, VIGIL_REJECT_BAD_ID, "%s", big);
+    assert_int_equal(strlen(err.detail), sizeof err.detail - 2);
+    assert_true(vigil_utf8_valid(err.detail, strlen(err.detail)));
+}
+
+/* Where a text is cut without splitting a character. */
+static void test_utf8_cut(void **state)
+{
+    (void)state;
+    const char *s = "ab\xc3\xa9\xf0\x9f\x92\xa4z"; /* a b é 💤 z */
+    assert_int_equal(vigil_utf8_cut(s, 0), 0);
+    assert_int_equal(vigil_utf8_cut(s, 2), 2);
+    assert_int_equal(vigil_utf8_cut(s, 3), 2);  /* inside é */
+    assert_int_equal(vigil_utf8_cut(s, 4), 4);
+    assert_int_equal(vigil_utf8_cut(s, 5), 4);  /* inside 💤 */
+    assert_int_equal(vigil_utf8_cut(s, 7), 4);
+    assert_int_equal(vigil_utf8_cut(s, 8), 8);
+    assert_int_equal(vigil_utf8_cut(s, 9), 9);
+    assert_int_equal(vigil_utf8_cut_max(s, 100), 9); /* the whole text */
+    assert_int_equal(vigil_utf8_cut_max(s, 6), 4);
+    assert_int_equal(vigil_utf8_cut_max(NULL, 6), 0);
+    assert_int_equal(vigil_utf8_cut(NULL, 6), 0);
 }
 
 static void test_utf8_valid_accepts(void **state)
@@ -715,6 +741,7 @@ int main(void)
         cmocka_unit_test(test_error_set),
         cmocka_unit_test(test_utf8_valid_accepts),
         cmocka_unit_test(test_utf8_valid_rejects),
+        cmocka_unit_test(test_utf8_cut),
         cmocka_unit_test(test_id_valid),
         cmocka_unit_test(test_parse_accepts_objects),
         cmocka_unit_test(test_parse_uses_length),

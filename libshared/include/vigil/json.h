@@ -62,6 +62,16 @@ int vigil_error_set(vigil_error *err, vigil_reject_reason r, const char *fmt, ..
  * nothing above U+10FFFF). NUL bytes are rejected too. */
 bool vigil_utf8_valid(const char *s, size_t n);
 
+/* Where to cut a text of well-formed UTF-8 at n bytes at the most without
+ * splitting a character: the length of the longest well-formed prefix of
+ * s[0..n) (n itself when s[n] starts a character or ends the text). A text
+ * quoted in part ("%.*s") or a detail cut by its buffer stays valid UTF-8
+ * in the JSON it goes into. */
+size_t vigil_utf8_cut(const char *s, size_t n);
+
+/* vigil_utf8_cut of the first max bytes of the C string s. */
+size_t vigil_utf8_cut_max(const char *s, size_t max);
+
 /* Ids: 1..64 characters of A-Z a-z 0-9 . _ -  (so never '/', '+', '#',
  * '$', or empty). */
 bool vigil_id_valid(const char *s, size_t n);

@@ -30,7 +30,7 @@ vigil_reject_reason hb_checklist_read(const hb_service *svc, const char *name, c
     snprintf(path, sizeof path, "%s/%s", svc->checklist_dir, name);
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(why, whylen, "cannot read '%.100s'", name);
+        snprintf(why, whylen, "cannot read '%.*s'", (int)vigil_utf8_cut_max(name, 100), name);
         return VIGIL_REJECT_BAD_VALUE;
     }
     char *buf = malloc(FILE_MAX + 1);
@@ -43,9 +43,11 @@ vigil_reject_reason hb_checklist_read(const hb_service *svc, const char *name, c
     if (n >= FILE_MAX || !vigil_utf8_valid(buf, n)) {
         free(buf);
         if (n >= FILE_MAX)
-            snprintf(why, whylen, "'%.100s' is larger than %d bytes", name, HB_CHECKLIST_MAX);
+            snprintf(why, whylen, "'%.*s' is larger than %d bytes", (int)vigil_utf8_cut_max(name, 100),
+                     name, HB_CHECKLIST_MAX);
         else
-            snprintf(why, whylen, "'%.100s' is not UTF-8 text", name);
+            snprintf(why, whylen, "'%.*s' is not UTF-8 text", (int)vigil_utf8_cut_max(name, 100),
+                     name);
         return VIGIL_REJECT_BAD_VALUE;
     }
     buf[n] = '\0';

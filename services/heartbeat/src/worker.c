@@ -17,6 +17,7 @@
 #include <string.h>
 #include <vigil/clock.h>
 #include <vigil/job_loop.h>
+#include <vigil/json.h>
 #include <vigil/limits.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
@@ -63,8 +64,9 @@ static void answer_in(const vigil_llm_result *res, void *user)
             snprintf(s->error, sizeof s->error, "out of memory keeping the answer");
         }
     } else {
-        snprintf(s->error, sizeof s->error, "LLM %s: %.150s", vigil_llm_status_name(res->status),
-                 res->error ? res->error : "");
+        const char *why = res->error ? res->error : "";
+        snprintf(s->error, sizeof s->error, "LLM %s: %.*s", vigil_llm_status_name(res->status),
+                 (int)vigil_utf8_cut_max(why, 150), why);
     }
 }
 

@@ -100,13 +100,13 @@ static hb_cfg_status set_tz(const hb_config *c, const char *name, hb_persona_cfg
     if (!name)
         return HB_CFG_OK;
     if (strlen(name) > HB_TZ_NAME_MAX) {
-        snprintf(err, errlen, "time zone '%.64s...': longer than %d bytes (an IANA name such as "
-                 "Asia/Jakarta)", name, HB_TZ_NAME_MAX);
+        snprintf(err, errlen, "time zone '%.*s...': longer than %d bytes (an IANA name such as "
+                 "Asia/Jakarta)", (int)vigil_utf8_cut_max(name, 64), name, HB_TZ_NAME_MAX);
         return HB_CFG_BAD_VALUE;
     }
     if (!c->tz.lookup || !c->tz.lookup(c->tz.arg, name)) {
-        snprintf(err, errlen, "unknown time zone '%.64s' (an IANA name such as Asia/Jakarta)",
-                 name);
+        snprintf(err, errlen, "unknown time zone '%.*s' (an IANA name such as Asia/Jakarta)",
+                 (int)vigil_utf8_cut_max(name, 64), name);
         return HB_CFG_BAD_VALUE;
     }
     snprintf(cfg->tz, sizeof cfg->tz, "%s", name);
@@ -201,7 +201,8 @@ static hb_cfg_status allow_list(json_object *o, hb_persona_cfg *cfg, char *err, 
             return st;
         int cat = hb_category_parse(name);
         if (cat < 0) {
-            snprintf(err, errlen, "field '%s': unknown category '%.40s'", field, name);
+            snprintf(err, errlen, "field '%s': unknown category '%.*s'", field,
+                     (int)vigil_utf8_cut_max(name, 40), name);
             return HB_CFG_BAD_VALUE;
         }
         cfg->allow |= 1u << cat;

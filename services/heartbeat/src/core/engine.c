@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
+#include <vigil/json.h>
 #include <vigil/msg_room.h>
 #include "internal.h"
 
@@ -501,8 +502,8 @@ hb_result hb_on_result(hb_state *s, const hb_config *c, const hb_run_result *r, 
     }
     if (!r->llm_ok) {
         rep.reason = "llm-error"; /* no answer: the count of oks stands */
-        snprintf(rep.text, sizeof rep.text, "%.190s",
-                 r->error ? r->error : "the model call failed");
+        const char *why = r->error ? r->error : "the model call failed";
+        snprintf(rep.text, sizeof rep.text, "%.*s", (int)vigil_utf8_cut_max(why, 190), why);
         rep.detail = rep.text;
     } else {
         hb_reply_read(r->content, r->len, &reply);

@@ -7,6 +7,7 @@
  * (an empty checklist, a checklist file that cannot be read) or no model. */
 #include <stdio.h>
 #include <string.h>
+#include <vigil/json.h>
 #include <vigil/str.h>
 #include "internal.h"
 
@@ -74,8 +75,8 @@ bool hb_skip_check(const hb_state *s, const hb_config *c, const hb_tz *tz, int64
     }
     if (s->checklist_error[0]) {
         out->reason = "checklist-unreadable";
-        snprintf(out->detail, sizeof out->detail, "checklist_file: %.150s: nothing to check",
-                 s->checklist_error);
+        snprintf(out->detail, sizeof out->detail, "checklist_file: %.*s: nothing to check",
+                 (int)vigil_utf8_cut_max(s->checklist_error, 150), s->checklist_error);
         return true;
     }
     if (blank(s->cfg.checklist)) {
