@@ -761,6 +761,13 @@ int vigil_json_object(json_object *o, const char *field, bool required, json_obj
     return 0;
 }
 
+const char *vigil_json_field_or(json_object *o, const char *name, const char *alias)
+{
+    return !json_object_object_get_ex(o, name, NULL) && json_object_object_get_ex(o, alias, NULL)
+               ? alias
+               : name;
+}
+
 /* ---- output helpers ------------------------------------------------- */
 
 /* The fields every error event starts with (sys-error): its id from the

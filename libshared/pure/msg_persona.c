@@ -173,7 +173,8 @@ static int probability(json_object *o, const char *field, double *out, vigil_err
 static int read_confidence(json_object *b, vigil_persona_meta *m, vigil_error *err)
 {
     json_object *cl = NULL;
-    if (vigil_json_object(b, "confidence_levels", false, &cl, err) < 0)
+    if (vigil_json_object(b, vigil_json_field_or(b, "confidence_levels", "confidenceLevels"), false,
+                          &cl, err) < 0)
         return -1;
     if (!cl)
         return 0;
@@ -213,6 +214,10 @@ static int rooms_unique(const vigil_persona_meta *m, vigil_error *err)
     return 0;
 }
 
+/* The specification's own PersonaMetadata names (expertiseDomains,
+ * confidenceLevels, availabilityHeuristic, currentMood) are read where the
+ * contract's are absent: a persona runner written from it is understood,
+ * not silently taken for a persona without expertise. */
 static int read_meta(json_object *b, int max_rooms, vigil_persona_meta *m, vigil_error *err)
 {
     json_object *dorm = NULL;
@@ -220,10 +225,11 @@ static int read_meta(json_object *b, int max_rooms, vigil_persona_meta *m, vigil
     if (vigil_json_string(b, "name", false, &m->name, err) < 0 ||
         vigil_json_string(b, "role", false, &m->role, err) < 0 ||
         vigil_json_string(b, "model", false, &m->model, err) < 0 ||
-        vigil_json_string(b, "mood", false, &m->mood, err) < 0 ||
+        vigil_json_string(b, vigil_json_field_or(b, "mood", "currentMood"), false, &m->mood, err) < 0 ||
         vigil_json_enum(b, "tier", false, vigil_tier_names, &tier, err) < 0 ||
         (params = vigil_json_int64(b, "parameters", false, &m->parameters, err)) < 0 ||
-        probability(b, "availability", &m->availability, err) < 0 ||
+        probability(b, vigil_json_field_or(b, "availability", "availabilityHeuristic"),
+                    &m->availability, err) < 0 ||
         vigil_json_object(b, "dormancy", false, &dorm, err) < 0 ||
         vigil_dormancy_overrides_read(dorm, &m->dormancy, err) < 0)
         return -1;
@@ -234,7 +240,8 @@ static int read_meta(json_object *b, int max_rooms, vigil_persona_meta *m, vigil
     m->tier = tier >= 0 ? (vigil_tier)tier : VIGIL_TIER_BASIC;
     if (vigil_json_string_array(b, "rooms", false, true, max_rooms, &m->rooms, &m->n_rooms, err) < 0 ||
         rooms_unique(m, err) < 0 ||
-        vigil_json_string_array(b, "expertise_domains", false, false, VIGIL_MSG_MAX_DOMAINS,
+        vigil_json_string_array(b, vigil_json_field_or(b, "expertise_domains", "expertiseDomains"),
+                                false, false, VIGIL_MSG_MAX_DOMAINS,
                                 &m->domains, &m->n_domains, err) < 0 ||
         read_confidence(b, m, err) < 0)
         return -1;

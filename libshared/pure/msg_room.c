@@ -72,24 +72,17 @@ int vigil_room_control_read(json_object *b, vigil_room_control *c, vigil_error *
     return 0;
 }
 
-/* The field's name, or its camelCase spelling when only that is present: a
- * browser's presence heartbeat is often written as {userId, sessionId,
- * status, lastActivity}. Errors still name the documented field. */
-static const char *name_or_camel(json_object *b, const char *name, const char *camel)
-{
-    return !json_object_object_get_ex(b, name, NULL) && json_object_object_get_ex(b, camel, NULL)
-               ? camel
-               : name;
-}
-
+/* A browser's presence heartbeat is often written as {userId, sessionId,
+ * status, lastActivity}: those spellings are read when the contract's are
+ * absent. */
 int vigil_room_presence_read(json_object *b, vigil_room_presence *p, vigil_error *err)
 {
     int status, rc;
     memset(p, 0, sizeof *p);
-    if (vigil_json_id(b, name_or_camel(b, "user", "userId"), true, &p->user, err) < 0 ||
-        vigil_json_id(b, name_or_camel(b, "session", "sessionId"), true, &p->session, err) < 0 ||
+    if (vigil_json_id(b, vigil_json_field_or(b, "user", "userId"), true, &p->user, err) < 0 ||
+        vigil_json_id(b, vigil_json_field_or(b, "session", "sessionId"), true, &p->session, err) < 0 ||
         vigil_json_enum(b, "status", true, vigil_presence_status_names, &status, err) < 0 ||
-        (rc = read_ts(b, name_or_camel(b, "last_activity", "lastActivity"), &p->last_activity,
+        (rc = read_ts(b, vigil_json_field_or(b, "last_activity", "lastActivity"), &p->last_activity,
                       err)) < 0)
         return -1;
     p->status = (vigil_presence_status)status;

@@ -143,6 +143,33 @@ def test_confidence_levels_name_domains_in_any_case(stack):
     validate_outputs(col, OUTPUTS)
 
 
+def test_a_meta_in_the_seeds_own_names_makes_an_expert(stack):
+    # a persona runner written from the specification's PersonaMetadata
+    # (expertiseDomains, confidenceLevels, availabilityHeuristic,
+    # currentMood) is read as the contract's snake_case meta: its expert
+    # gets the floor instead of being taken for a persona without expertise
+    stack.service(SERVICE, env={"VIGIL_FLOOR_K": "1"})
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "r-" + uid()[:8]
+    pub.publish(*meta("aaa", room), retain=True)
+    pub.publish(*meta("kube-ann", room, ["kubernetes"], {"kubernetes": 0.6}), retain=True)
+    pub.publish("persona/kube-seed/meta",
+                {"persona": "kube-seed", "rooms": [room], "role": "sre",
+                 "expertiseDomains": ["kubernetes"], "confidenceLevels": {"kubernetes": 0.9},
+                 "availabilityHeuristic": 0.8, "currentMood": "focused", "tier": "basic"},
+                retain=True)
+    wait_view(stack, room, lambda v: len(v) == 3 and v["kube-seed"]["domains"] == ["kubernetes"],
+              "3 personas, kube-seed's domains from its expertiseDomains")
+    mid = uid()
+    pub.publish(*human(room, "joel", "Why does my Kubernetes pod restart?", mid=mid))
+    fl = floor_for(col, mid)
+    assert fl["granted"] == ["kube-seed"], fl
+    assert fl["reasons"]["kube-seed"] == "expertise 'kubernetes' (confidence 0.90) in the message"
+    assert not col.find("sys/floor-control/error"), "the seed's names were refused"
+    validate_outputs(col, OUTPUTS)
+
+
 def test_levels_recency_and_membership(stack):
     stack.service(SERVICE)
     col = stack.collector()

@@ -74,6 +74,40 @@ static void meta_minimal_is_accepted(void **state)
     json_object_put(o);
 }
 
+/* The specification's PersonaMetadata names read as the contract's when
+ * those are absent; where both are given the contract's name wins. */
+static void meta_spec_names_are_read(void **state)
+{
+    (void)state;
+    json_object *o = payload("{\"rooms\":[\"general\"],\"role\":\"code-review\","
+                             "\"expertiseDomains\":[\"typescript\",\"testing\"],"
+                             "\"confidenceLevels\":{\"typescript\":0.9},"
+                             "\"availabilityHeuristic\":0.4,\"currentMood\":\"tired\"}");
+    vigil_persona_meta m;
+    vigil_error err = {0};
+    assert_int_equal(vigil_persona_meta_read(o, 64, &m, &err), 0);
+    assert_int_equal(m.n_domains, 2);
+    assert_string_equal(m.domains[1], "testing");
+    assert_int_equal(m.n_conf, 1);
+    assert_string_equal(m.conf_domains[0], "typescript");
+    assert_true(m.conf_values[0] > 0.89 && m.conf_values[0] < 0.91);
+    assert_true(m.availability > 0.39 && m.availability < 0.41);
+    assert_string_equal(m.mood, "tired");
+    vigil_persona_meta_release(&m);
+    json_object_put(o);
+
+    o = payload("{\"mood\":\"focused\",\"currentMood\":\"tired\",\"availability\":0.8,"
+                "\"availabilityHeuristic\":0.1,\"expertise_domains\":[\"go\"],"
+                "\"expertiseDomains\":[\"ts\",\"css\"]}");
+    assert_int_equal(vigil_persona_meta_read(o, 64, &m, &err), 0);
+    assert_string_equal(m.mood, "focused");
+    assert_true(m.availability > 0.79 && m.availability < 0.81);
+    assert_int_equal(m.n_domains, 1);
+    assert_string_equal(m.domains[0], "go");
+    vigil_persona_meta_release(&m);
+    json_object_put(o);
+}
+
 /* A cleared meta (vigil_persona_meta_init) is what "{}" reads as. */
 static void meta_init_is_the_empty_meta(void **state)
 {
@@ -116,6 +150,11 @@ static void meta_counter_examples(void **state)
         {"{\"parameters\":\"70b\"}", VIGIL_REJECT_WRONG_TYPE, "parameters"},
         {"{\"availability\":1.5}", VIGIL_REJECT_BAD_VALUE, "availability"},
         {"{\"expertise_domains\":[1]}", VIGIL_REJECT_WRONG_TYPE, "expertise_domains"},
+        /* the specification's names are checked as the contract's */
+        {"{\"expertiseDomains\":\"ts\"}", VIGIL_REJECT_WRONG_TYPE, "expertiseDomains"},
+        {"{\"availabilityHeuristic\":1.5}", VIGIL_REJECT_BAD_VALUE, "availabilityHeuristic"},
+        {"{\"confidenceLevels\":[]}", VIGIL_REJECT_WRONG_TYPE, "confidenceLevels"},
+        {"{\"currentMood\":3}", VIGIL_REJECT_WRONG_TYPE, "currentMood"},
         {"{\"confidence_levels\":{\"go\":2}}", VIGIL_REJECT_BAD_VALUE, "confidence_levels.go"},
         {"{\"confidence_levels\":{\"go\":\"high\"}}", VIGIL_REJECT_WRONG_TYPE, "confidence_levels.go"},
         {"{\"dormancy\":[]}", VIGIL_REJECT_WRONG_TYPE, "dormancy"},
@@ -325,6 +364,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(meta_example_reads),
         cmocka_unit_test(meta_minimal_is_accepted),
+        cmocka_unit_test(meta_spec_names_are_read),
         cmocka_unit_test(meta_init_is_the_empty_meta),
         cmocka_unit_test(meta_counter_examples),
         cmocka_unit_test(overrides_round_trip),

@@ -141,6 +141,12 @@ int vigil_json_string_array(json_object *o, const char *field, bool required, bo
 int vigil_json_object(json_object *o, const char *field, bool required,
                       json_object **out, vigil_error *err);
 
+/* The field to read: name, or alias when only the alias is present (a
+ * producer that spells the contract's snake_case field in camelCase,
+ * {userId, lastActivity}, or by the name a specification gave it,
+ * availabilityHeuristic). Read the result with the getters above. */
+const char *vigil_json_field_or(json_object *o, const char *name, const char *alias);
+
 /* Writes at most the first 200 bytes of buf as a JSON-safe escaped string
  * (no quotes; invalid UTF-8 bytes as \u00XX-style escapes "\\xNN") into out,
  * always NUL-terminated. For the `sample` field of error events. */
