@@ -742,6 +742,8 @@ BAD = [
     ("heartbeat/p1/config", {"persona": "p1", "user": "u", "room": "r1", "enabled": True,
                              "quiet_hours": {"start": "25:00", "end": "07:00"}}, "bad_value"),
     ("heartbeat/p1/config", {"persona": "p1", "user": "u", "room": "r1", "enabled": True,
+                             "quiet_hours": "22:00-22:00"}, "bad_value"),
+    ("heartbeat/p1/config", {"persona": "p1", "user": "u", "room": "r1", "enabled": True,
                              "quiet_hours": {"start": "22:00", "end": "07:00", "timezone": "Mars/Olympus"}},
      "bad_value"),
     ("heartbeat/p1/config", {"persona": "p1", "user": "u", "room": "r1", "enabled": True,

@@ -75,6 +75,12 @@ static void refused_with_the_reason(void **st)
     assert_int_equal(status("{" BASE ",\"enabled\":true,\"quiet_hours\":{\"start\":\"22:00\",\"end\":\"7\"}}"),
                      HB_CFG_BAD_VALUE);
     assert_int_equal(status("{" BASE ",\"enabled\":true,\"quiet_hours\":7}"), HB_CFG_WRONG_TYPE);
+    /* a window from a time to itself: neither none nor the whole day */
+    assert_int_equal(status("{" BASE ",\"enabled\":true,\"quiet_hours\":\"22:00-22:00\"}"),
+                     HB_CFG_BAD_VALUE);
+    assert_int_equal(status("{" BASE ",\"enabled\":true,\"quiet_hours\":{\"start\":\"07:00\","
+                            "\"end\":\"07:00\"}}"),
+                     HB_CFG_BAD_VALUE);
     assert_int_equal(status("{" BASE ",\"enabled\":true,\"timezone\":\"Mars/Olympus\"}"), HB_CFG_BAD_VALUE);
     assert_int_equal(status("{" BASE ",\"enabled\":true,\"timezone\":\"../../etc/passwd\"}"), HB_CFG_BAD_VALUE);
     assert_int_equal(status("{" BASE ",\"enabled\":true,\"allow_proactive\":\"all\"}"), HB_CFG_WRONG_TYPE);

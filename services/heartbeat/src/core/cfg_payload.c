@@ -165,6 +165,14 @@ static hb_cfg_status quiet_hours(json_object *o, const hb_config *c, hb_persona_
         snprintf(err, errlen, "field 'quiet_hours': times must be HH:MM (00:00-23:59)");
         return HB_CFG_BAD_VALUE;
     }
+    /* A window from a time to itself holds no minute, or every minute:
+     * either reading would surprise someone, so it is refused (false, or
+     * no quiet_hours, is "none"). */
+    if (start == end) {
+        snprintf(err, errlen, "field 'quiet_hours': start and end are the same time (an empty "
+                              "window; false means none)");
+        return HB_CFG_BAD_VALUE;
+    }
     cfg->quiet.set = true;
     cfg->quiet.start_min = start;
     cfg->quiet.end_min = end;
