@@ -9,7 +9,9 @@
 #include <string.h>
 #include "adapter.h"
 
-#define MAX_TEXT 1000 /* fsm_state and task titles: longer is refused (a mission of any length is kept to its first STALL_TEXT_MAX bytes) */
+/* fsm_state and task titles: longer is refused (a mission of any length is
+ * kept to its first STALL_TEXT_MAX bytes) */
+#define MAX_TEXT 1000
 
 /* detail: a string, or an object kept as its JSON text. */
 static int parse_activity(json_object *b, stall_parsed *pp, vigil_error *err)
