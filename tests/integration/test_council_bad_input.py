@@ -64,6 +64,8 @@ CASES = [
     ("answer: missing answer", A, ans(answer=None), "missing_field"),
     ("answer: answer of wrong type", A, ans(answer=["yes"]), "wrong_type"),
     ("answer: empty answer", A, ans(answer=""), "bad_value"),
+    # the session has ended, so any answer is refused: the detail says why
+    ("answer: blank answer", A, ans(answer=" \t\n "), "bad_value", "field 'answer': blank"),
     ("answer: question_id too long", A, ans(question_id="q" * 200), "bad_value"),
     ("answer: session disagrees with topic", A, ans(session="other"), "topic_mismatch"),
     ("answer: unknown session", "council/s-unknown/answer", ans(), "bad_value"),
@@ -96,8 +98,11 @@ def env(module_stack, tmp_path_factory):
         llm.stop()
 
 
-@pytest.mark.parametrize("name,topic,payload,reason", CASES, ids=[c[0] for c in CASES])
-def test_bad_input_is_rejected_with_reason_and_changes_nothing(env, name, topic, payload, reason):
+@pytest.mark.parametrize("name,topic,payload,reason,detail",
+                         [c if len(c) == 5 else c + (None,) for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_bad_input_is_rejected_with_reason_and_changes_nothing(env, name, topic, payload, reason,
+                                                               detail):
     s, svc, col, pub = env
     store = s.store(SERVICE)
     before = harness.metric_value(svc.metrics(), "vigil_rejected_total", reason=reason)
@@ -108,6 +113,7 @@ def test_bad_input_is_rejected_with_reason_and_changes_nothing(env, name, topic,
                          what=f"an error event for {name}")
     assert err["reason"] == reason, f"{name}: {err}"
     assert err["service"] == SERVICE and err["detail"]
+    assert detail is None or detail in err["detail"], f"{name}: {err}"
     harness.wait_until(lambda: svc.metric("vigil_rejected_total", reason=reason) == before + 1, 5,
                        f"vigil_rejected_total{{reason={reason}}} + 1")
     assert store.states() == states_before, "a rejected input changed a state record"

@@ -91,6 +91,9 @@ static int route_answer(vigil_runtime *rt, const vigil_input *in, council_parsed
                                   &pp->question_id, err) < 0 ||
         vigil_json_string_bounded(in->body, "answer", true, MAX_TEXT, &pp->answer, err) < 0)
         return -1;
+    /* an answer of spaces says nothing: the question stays open for one */
+    if (!pp->answer[strspn(pp->answer, " \t\r\n")])
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field 'answer': blank");
     char user[VIGIL_ID_MAX + 1];
     int rc = session_user(rt, pp->session, user, sizeof user, err);
     if (rc == VIGIL_ROUTE_RETRY)
