@@ -330,7 +330,18 @@ static void idle_timeout_and_loop_limit(void **st)
     x->c.idle_timeout_ms = 10000;
     x->c.max_loops = 2;
     control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    /* a timer that finds nothing due (the idle timer armed before the
+     * pause's progress, a loop timer of a paused session, a question
+     * expiry with none pending) changes nothing: nothing is published,
+     * no record written, the idle timer is armed at its new due */
     control(x, COUNCIL_CTL_PAUSE, NULL, NULL, "c2", T0 + 100);
+    fake_reset(&x->f);
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_IDLE, T0 + 10000, T0 + 10000, &x->sink);
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 10000, T0 + 10000, &x->sink);
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_QEXP, T0 + 10000, T0 + 10000, &x->sink);
+    assert_int_equal(x->f.n, 0);
+    assert_int_equal(x->f.records, 0);
+    assert_int_equal(x->u->s.status, COUNCIL_PAUSED);
     assert_int_equal(fake_timer_due(&x->f, COUNCIL_TIMER_IDLE), T0 + 10100);
     council_on_timer(x->u, &x->c, COUNCIL_TIMER_IDLE, T0 + 10100, T0 + 10100, &x->sink);
     assert_int_equal(x->u->s.status, COUNCIL_COMPLETED);

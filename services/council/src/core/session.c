@@ -338,15 +338,21 @@ council_rc council_on_timer(council_user *u, const council_config *c, const char
         if (s->status == COUNCIL_ACTIVE && s->phase == COUNCIL_PHASE_IDLE && s->next_loop_at &&
             s->next_loop_at <= now)
             rc = council_loop_begin(&e, u, c, now);
+        else
+            changed = false; /* paused, in a loop, or moved later meanwhile */
     } else if (strcmp(name, COUNCIL_TIMER_IDLE) == 0) {
         if (council_idle_due(u, c) <= now)
             rc = council_session_end(&e, u, idle_reason(u, reason, sizeof reason), now);
+        else
+            changed = false; /* progress since it was armed: re-armed later */
     } else if (strcmp(name, COUNCIL_TIMER_QEXP) == 0) {
-        council_questions_expire(&s->questions, now);
+        changed = council_questions_expire(&s->questions, now) > 0;
+    } else {
+        changed = false;
     }
-    /* an auto-start refused (daily limit, a live session) or a stale timer
-     * changes no session: its retained state is not sent again with a new
-     * ts every interval */
+    /* an auto-start refused (daily limit, a live session), a stale timer or
+     * one with nothing due changes no session: its retained state is not
+     * sent again with a new ts (only the timers are armed again) */
     rc |= changed ? council_sync(&e, u, c, now) : council_sync_timers(&e, u, c);
     return rc == 0 ? COUNCIL_OK : COUNCIL_FAILED;
 }
