@@ -138,6 +138,33 @@ size_t vigil_utf8_cut_max(const char *s, size_t max)
     return s ? vigil_utf8_cut(s, strnlen(s, max)) : 0;
 }
 
+size_t vigil_utf8_copy_n(char *dst, size_t cap, const char *s, size_t len)
+{
+    if (!dst || cap == 0)
+        return 0;
+    size_t n = s ? vigil_utf8_cut(s, len < cap - 1 ? len : cap - 1) : 0;
+    if (n)
+        memcpy(dst, s, n);
+    dst[n] = '\0';
+    return n;
+}
+
+size_t vigil_utf8_copy(char *dst, size_t cap, const char *s)
+{
+    return vigil_utf8_copy_n(dst, cap, s, s && cap ? strnlen(s, cap - 1) : 0);
+}
+
+int vigil_utf8_snprintf(char *dst, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(dst, cap, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && cap > 0 && (size_t)n >= cap)
+        dst[vigil_utf8_cut(dst, strlen(dst))] = '\0';
+    return n;
+}
+
 bool vigil_utf8_valid(const char *s, size_t n)
 {
     if (n == 0)

@@ -107,7 +107,8 @@ int vigil_dormancy_overrides_read(json_object *o, vigil_dormancy_overrides *ov, 
             char inner[sizeof err->detail];
             memcpy(inner, err->detail, sizeof inner);
             inner[sizeof inner - 1] = '\0';
-            return vigil_error_set(err, r, "field 'dormancy.%s': %.120s", KEYS[i].name, inner);
+            return vigil_error_set(err, r, "field 'dormancy.%s': %.*s", KEYS[i].name,
+                                   (int)vigil_utf8_cut_max(inner, 120), inner);
         }
         ov->has |= KEYS[i].bit;
     }
@@ -190,11 +191,13 @@ static int read_confidence(json_object *b, vigil_persona_meta *m, vigil_error *e
     json_object_object_foreach(cl, k, v) {
         if (!v || !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
             return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE,
-                                   "field 'confidence_levels.%.60s': expected number", k);
+                                   "field 'confidence_levels.%.*s': expected number",
+                                   (int)vigil_utf8_cut_max(k, 60), k);
         double x = json_object_get_double(v);
         if (!(x >= 0.0 && x <= 1.0))
             return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
-                                   "field 'confidence_levels.%.60s': expected 0..1", k);
+                                   "field 'confidence_levels.%.*s': expected 0..1",
+                                   (int)vigil_utf8_cut_max(k, 60), k);
         m->conf_domains[m->n_conf] = k;
         m->conf_values[m->n_conf++] = x;
     }
@@ -297,8 +300,8 @@ static int read_room_state(const char *room, json_object *e, vigil_persona_room_
 {
     int level, rc, rc_order, cause = -1;
     if (!vigil_id_valid(room, strlen(room)))
-        return vigil_error_set(err, VIGIL_REJECT_BAD_ID, "field 'rooms': key '%.64s' is not an id",
-                               room);
+        return vigil_error_set(err, VIGIL_REJECT_BAD_ID, "field 'rooms': key '%.*s' is not an id",
+                               (int)vigil_utf8_cut_max(room, 64), room);
     if (!e || !json_object_is_type(e, json_type_object))
         return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE, "field 'rooms.%s': expected object",
                                room);
@@ -328,7 +331,8 @@ inner: { /* name the room: "rooms.<room>.<detail>" */
     char d[sizeof err->detail];
     memcpy(d, err->detail, sizeof d);
     d[sizeof d - 1] = '\0';
-    return vigil_error_set(err, err->reason, "field 'rooms.%.64s': %.120s", room, d);
+    return vigil_error_set(err, err->reason, "field 'rooms.%.64s': %.*s", room,
+                           (int)vigil_utf8_cut_max(d, 120), d);
 }
 }
 

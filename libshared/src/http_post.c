@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "vigil/config.h"
+#include "vigil/json.h"
 
 typedef struct sink {
     vigil_http_reply *r;
@@ -89,8 +90,8 @@ int vigil_http_post_json(const char *url, const char *body, const char *bearer, 
     } else if (s.overflow) {
         snprintf(out->error, sizeof out->error, "answer larger than %zu bytes", s.max);
     } else {
-        snprintf(out->error, sizeof out->error, "%s%s%.120s", curl_easy_strerror(cc),
-                 cerr[0] ? ": " : "", cerr);
+        snprintf(out->error, sizeof out->error, "%s%s%.*s", curl_easy_strerror(cc),
+                 cerr[0] ? ": " : "", (int)vigil_utf8_cut_max(cerr, 120), cerr);
         out->status = 0;
     }
     curl_slist_free_all(h);

@@ -448,8 +448,12 @@ static void job_fail(llm_job *j, vigil_llm_status st, const char *fmt, ...)
     j->status = st;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(j->error, sizeof j->error, fmt, ap);
+    int n = vsnprintf(j->error, sizeof j->error, fmt, ap);
     va_end(ap);
+    /* a reason longer than the buffer is cut between characters: services
+     * publish it (run details, decisions' reasons, council warnings) */
+    if (n >= (int)sizeof j->error)
+        j->error[vigil_utf8_cut(j->error, strlen(j->error))] = '\0';
 }
 
 static void finish(vigil_llm_client *c, llm_job *j);
@@ -620,12 +624,12 @@ static void error_text(json_object *e, char *out, size_t cap)
 {
     json_object *m = NULL;
     if (json_object_is_type(e, json_type_string))
-        snprintf(out, cap, "%s", json_object_get_string(e));
+        vigil_utf8_copy(out, cap, json_object_get_string(e));
     else if (json_object_is_type(e, json_type_object) && json_object_object_get_ex(e, "message", &m) &&
              json_object_is_type(m, json_type_string))
-        snprintf(out, cap, "%s", json_object_get_string(m));
+        vigil_utf8_copy(out, cap, json_object_get_string(m));
     else
-        snprintf(out, cap, "%s", json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN));
+        vigil_utf8_copy(out, cap, json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN));
 }
 
 /* A usage count as the endpoint said it, within 0..LLM_USAGE_MAX: a
@@ -654,8 +658,8 @@ static void read_completion(llm_job *j, size_t max)
     if (!root) {
         char sample[256];
         vigil_json_sample(j->buf ? j->buf : "", j->len, sample, sizeof sample);
-        job_fail(j, VIGIL_LLM_BAD_RESPONSE, "HTTP %ld body is not a JSON object (%s): %.120s",
-                 j->http_code, jerr.detail, sample);
+        job_fail(j, VIGIL_LLM_BAD_RESPONSE, "HTTP %ld body is not a JSON object (%s): %.*s",
+                 j->http_code, jerr.detail, (int)vigil_utf8_cut_max(sample, 120), sample);
         return;
     }
     json_object *v = NULL;
@@ -762,8 +766,8 @@ static bool classify_attempt(vigil_llm_client *c, llm_job *j, CURLcode rc,
         *retry_after_ms = ra > 86400 ? 86400000 : (int64_t)ra * 1000;
     char sample[128];
     vigil_json_sample(j->buf ? j->buf : "", j->len, sample, sizeof sample);
-    job_fail(j, code == 429 ? VIGIL_LLM_RATE_LIMITED : VIGIL_LLM_HTTP_ERROR, "HTTP %ld: %.100s",
-             code, sample);
+    job_fail(j, code == 429 ? VIGIL_LLM_RATE_LIMITED : VIGIL_LLM_HTTP_ERROR, "HTTP %ld: %.*s",
+             code, (int)vigil_utf8_cut_max(sample, 100), sample);
     return code == 408 || code == 409 || code == 429 || (code >= 500 && code <= 599);
 }
 

@@ -93,6 +93,51 @@ static void test_utf8_cut(void **state)
     assert_int_equal(vigil_utf8_cut(NULL, 6), 0);
 }
 
+static void test_utf8_copy(void **state)
+{
+    (void)state;
+    const char *s = "ab\xc3\xa9\xf0\x9f\x92\xa4z"; /* a b é 💤 z */
+    char out[16];
+    memset(out, 'x', sizeof out);
+    assert_int_equal(vigil_utf8_copy(out, 4, s), 2); /* 3 bytes would end inside é */
+    assert_string_equal(out, "ab");
+    assert_int_equal(vigil_utf8_copy(out, 5, s), 4);
+    assert_string_equal(out, "ab\xc3\xa9");
+    assert_int_equal(vigil_utf8_copy(out, 8, s), 4); /* 7 bytes: inside 💤 */
+    assert_string_equal(out, "ab\xc3\xa9");
+    assert_int_equal(vigil_utf8_copy(out, 9, s), 8);
+    assert_int_equal(vigil_utf8_copy(out, sizeof out, s), 9); /* it fits whole */
+    assert_string_equal(out, s);
+    assert_int_equal(vigil_utf8_copy(out, 1, s), 0);
+    assert_string_equal(out, "");
+    assert_int_equal(vigil_utf8_copy(out, sizeof out, NULL), 0);
+    assert_string_equal(out, "");
+    assert_int_equal(vigil_utf8_copy(out, 0, s), 0); /* no room at all: untouched */
+    /* a length, no NUL needed: only len bytes are read */
+    assert_int_equal(vigil_utf8_copy_n(out, sizeof out, s, 3), 2);
+    assert_string_equal(out, "ab");
+    assert_int_equal(vigil_utf8_copy_n(out, 6, s, 9), 4);
+    assert_string_equal(out, "ab\xc3\xa9");
+    assert_int_equal(vigil_utf8_copy_n(out, sizeof out, NULL, 5), 0);
+    assert_string_equal(out, "");
+}
+
+static void test_utf8_snprintf(void **state)
+{
+    (void)state;
+    char out[8];
+    /* fits: as snprintf */
+    assert_int_equal(vigil_utf8_snprintf(out, sizeof out, "%s!", "ab\xc3\xa9"), 5);
+    assert_string_equal(out, "ab\xc3\xa9!");
+    /* cut by the buffer inside 💤: the character is dropped whole */
+    assert_int_equal(vigil_utf8_snprintf(out, sizeof out, "x: %s", "ab\xf0\x9f\x92\xa4"), 9);
+    assert_string_equal(out, "x: ab");
+    assert_true(vigil_utf8_valid(out, strlen(out)));
+    /* cut on a boundary: nothing more is dropped */
+    assert_int_equal(vigil_utf8_snprintf(out, sizeof out, "%s", "abc\xc3\xa9\xc3\xa9" "d"), 8);
+    assert_string_equal(out, "abc\xc3\xa9\xc3\xa9");
+}
+
 static void test_utf8_valid_accepts(void **state)
 {
     (void)state;
@@ -742,6 +787,8 @@ int main(void)
         cmocka_unit_test(test_utf8_valid_accepts),
         cmocka_unit_test(test_utf8_valid_rejects),
         cmocka_unit_test(test_utf8_cut),
+        cmocka_unit_test(test_utf8_copy),
+        cmocka_unit_test(test_utf8_snprintf),
         cmocka_unit_test(test_id_valid),
         cmocka_unit_test(test_parse_accepts_objects),
         cmocka_unit_test(test_parse_uses_length),

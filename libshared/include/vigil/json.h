@@ -72,6 +72,21 @@ size_t vigil_utf8_cut(const char *s, size_t n);
 /* vigil_utf8_cut of the first max bytes of the C string s. */
 size_t vigil_utf8_cut_max(const char *s, size_t max);
 
+/* Copies the len bytes at s (NULL reads as "") into dst, cap bytes (cap >
+ * 0): the longest well-formed prefix of at most cap - 1 of them
+ * (vigil_utf8_cut), NUL-terminated, so a text kept shorter in a fixed
+ * field never ends inside a character. Returns the bytes copied. */
+size_t vigil_utf8_copy_n(char *dst, size_t cap, const char *s, size_t len);
+
+/* vigil_utf8_copy_n of the C string s. */
+size_t vigil_utf8_copy(char *dst, size_t cap, const char *s);
+
+/* snprintf into dst (cap bytes), then, when the text did not fit, cut
+ * between characters as vigil_error_set cuts its detail: for a text built
+ * around user input in a fixed buffer. Returns snprintf's value. */
+int vigil_utf8_snprintf(char *dst, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Ids: 1..64 characters of A-Z a-z 0-9 . _ -  (so never '/', '+', '#',
  * '$', or empty). */
 bool vigil_id_valid(const char *s, size_t n);
