@@ -5,7 +5,7 @@
  * Input: parts separated by a line holding only "---". The first byte of
  * the first part chooses what is driven:
  *  - 'R': part 1 is a proposal: council_route, council_question_priority,
- *    council_parse_duration, council_copy_text;
+ *    council_parse_duration, vigil_utf8_copy_n;
  *  - 'A': part 1 an A2A response body, part 2 the request id (else "j");
  *    also council_a2a_request over the same text;
  *  - 'J': part 1 a loop job (council_job_parse);
@@ -104,7 +104,7 @@ static void fuzz_route(const char *t)
     if (d < -1)
         abort();
     char out[COUNCIL_TEXT_MAX + 1];
-    council_copy_text(out, COUNCIL_TEXT_MAX, t, tl);
+    vigil_utf8_copy_n(out, sizeof out, t, tl);
     if (strlen(out) > COUNCIL_TEXT_MAX)
         abort();
     (void)council_action_parse(t);

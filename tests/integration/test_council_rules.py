@@ -373,3 +373,28 @@ def test_an_answer_given_during_plan_starts_the_next_loop_when_it_commits(stack,
     first(col, "s-mid", "action", since_loop=3)
     assert col.find(ERROR) == []
     validate_outputs(col, OUTPUTS)
+
+
+def test_texts_quoted_in_part_are_cut_between_characters(stack, llm):
+    """A proposal with no known action is named by its first 24 bytes, and
+    a refused answer quotes the first 80 bytes of its question id: cut
+    there between characters, so the action event and the error event stay
+    valid UTF-8 (a cut inside "é" published a lone 0xC3 byte)."""
+    llm.control(rules=rules(sol("x" + "é" * 30)))  # byte 24 falls inside the 12th "é"
+    start_service(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    pub.publish(*control("u-utf8", "start", session="s-utf8"))
+    act = first(col, "s-utf8", "action")
+    assert act["action"] == "reflect", act
+    assert act["warning"].startswith("unknown action 'x" + "é" * 11 + "...': recorded as reflect:"), act
+    mark = col.mark()
+    qid = "q" * 79 + "é"  # byte 80 falls inside the "é"
+    pub.publish("council/s-utf8/answer", {"id": uid("a"), "question_id": qid, "answer": "Yes",
+                                          "ts": harness.now_ms()})
+    err = col.wait_event(ERROR, timeout=10, since=mark)
+    assert err["reason"] == "bad_value", err
+    assert err["detail"] == f"no question '{'q' * 79}' in session s-utf8", err
+    for m in col.snapshot():
+        m.payload.decode("utf-8")  # raises on a cut sequence
+    validate_outputs(col, OUTPUTS)

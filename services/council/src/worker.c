@@ -20,6 +20,7 @@
 #include <string.h>
 #include <vigil/clock.h>
 #include <vigil/job_loop.h>
+#include <vigil/json.h>
 #include <vigil/limits.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
@@ -77,7 +78,7 @@ static void call_done(const vigil_llm_result *res, void *user)
     c->done = true;
     c->status = (int)res->status;
     c->tokens = res->total_tokens;
-    snprintf(c->error, sizeof c->error, "%s%s%s", vigil_llm_status_name(res->status),
+    vigil_utf8_snprintf(c->error, sizeof c->error, "%s%s%s", vigil_llm_status_name(res->status),
              res->error && res->error[0] ? ": " : "", res->error ? res->error : "");
     if (res->status == VIGIL_LLM_OK && res->content) {
         c->content = malloc(res->content_len + 1);

@@ -138,18 +138,6 @@ static void durations(void **st)
     assert_int_equal(council_parse_duration(""), -1);
 }
 
-static void utf8_safe_copy(void **st)
-{
-    (void)st;
-    char out[8];
-    council_copy_text(out, 4, "ab\xc3\xa9z", 5); /* "abéz": max 4 keeps "abé" */
-    assert_string_equal(out, "ab\xc3\xa9");
-    council_copy_text(out, 3, "ab\xc3\xa9z", 5); /* would cut é: "ab" */
-    assert_string_equal(out, "ab");
-    council_copy_text(out, 5, NULL, 3);
-    assert_string_equal(out, "");
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -161,7 +149,6 @@ int main(void)
         cmocka_unit_test(names_and_prefixes),
         cmocka_unit_test(priority_marker),
         cmocka_unit_test(durations),
-        cmocka_unit_test(utf8_safe_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

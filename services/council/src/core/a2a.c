@@ -90,7 +90,7 @@ static void add_parts(json_object *parts, char *out, size_t cap)
             out[have] = '\0';
         }
         if (have < cap)
-            council_copy_text(out + have, cap - have - 1, t, strlen(t));
+            vigil_utf8_copy(out + have, cap - have, t);
     }
 }
 
@@ -107,7 +107,7 @@ static void norm_state(const char *s, char *out, size_t cap)
     size_t i = 0;
     for (; s[i] && i + 1 < cap; i++)
         out[i] = s[i] == '_' ? '-' : (char)tolower((unsigned char)s[i]);
-    out[i] = '\0';
+    out[vigil_utf8_cut(out, i)] = '\0'; /* an agent's state, published: never half a character */
 }
 
 int council_a2a_parse(const char *body, size_t len, const char *id, council_a2a_reply *out)
@@ -127,16 +127,19 @@ int council_a2a_parse(const char *body, size_t len, const char *id, council_a2a_
     if (err) {
         const char *m = str(err, "message");
         json_object *code = member(err, "code");
-        snprintf(out->error, sizeof out->error, "A2A error %d: %.180s",
-                 code ? json_object_get_int(code) : 0, m ? m : "(no message)");
+        if (!m)
+            m = "(no message)";
+        snprintf(out->error, sizeof out->error, "A2A error %d: %.*s",
+                 code ? json_object_get_int(code) : 0, (int)vigil_utf8_cut_max(m, 180), m);
         goto done;
     }
     /* the answer to another request (a confused or shared agent) is not ours */
     const char *rid = str(root, "id");
     if (!rid || !id || strcmp(rid, id) != 0) {
         snprintf(out->error, sizeof out->error,
-                 "A2A reply id '%.60s' does not match the request's id '%.60s'",
-                 rid ? rid : "(none)", id ? id : "");
+                 "A2A reply id '%.*s' does not match the request's id '%.60s'",
+                 (int)vigil_utf8_cut_max(rid ? rid : "(none)", 60), rid ? rid : "(none)",
+                 id ? id : "");
         goto done;
     }
     json_object *res = member(root, "result");
@@ -156,7 +159,7 @@ int council_a2a_parse(const char *body, size_t len, const char *id, council_a2a_
         const char *tid = str(task, "taskId");
         if (!tid)
             tid = str(task, "id");
-        council_copy_text(out->task_id, COUNCIL_EVID_MAX, tid, tid ? strlen(tid) : 0);
+        vigil_utf8_copy_n(out->task_id, COUNCIL_EVID_MAX + 1, tid, tid ? strlen(tid) : 0);
         json_object *status = member(task, "status");
         norm_state(str(status, "state"), out->state, sizeof out->state);
         json_object *arts = member(task, "artifacts");

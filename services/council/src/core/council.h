@@ -116,9 +116,6 @@ int council_question_priority(const char *text, const char **rest);
  * duration is understood. */
 int64_t council_parse_duration(const char *text);
 
-/* Copies at most max bytes of s[0..len) into out (size max+1), never
- * cutting a UTF-8 sequence, always NUL-terminated. */
-void council_copy_text(char *out, size_t max, const char *s, size_t len);
 
 /* ------------------------------------------------------------------ */
 /* Circuit breaker (breaker.c)                                        */

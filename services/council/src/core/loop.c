@@ -7,14 +7,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/json.h>
 #include "internal.h"
+
+/* The first max bytes of s for "%.*s", cut between characters: texts from
+ * the model, the A2A agent or the user go into JSON. Evaluates s twice. */
+#define CUT(s, max) (int)vigil_utf8_cut_max((s), (max)), (s)
 
 static json_object *jstr(const char *s, size_t len, size_t max)
 {
     char *b = malloc(max + 1);
     if (!b)
         return NULL;
-    council_copy_text(b, max, s, len);
+    vigil_utf8_copy_n(b, max + 1, s, len);
     json_object *o = json_object_new_string(b);
     free(b);
     return o;
@@ -112,7 +117,7 @@ static void add_note(council_session *s, const char *text, size_t len, int64_t n
         s->n_notes--;
     }
     council_note *n = &s->notes[s->n_notes++];
-    council_copy_text(n->text, COUNCIL_TEXT_MAX, text, len);
+    vigil_utf8_copy_n(n->text, COUNCIL_TEXT_MAX + 1, text, len);
     n->loop = s->loop;
     n->ts = now;
 }
@@ -157,7 +162,7 @@ council_rc council_on_outcome(council_user *u, const council_config *c, const co
     council_route(o->answers[COUNCIL_SOL], &r);
     char decision[COUNCIL_TEXT_MAX + 64];
     char content[COUNCIL_TEXT_MAX + 1];
-    council_copy_text(content, COUNCIL_TEXT_MAX, r.content, r.content_len);
+    vigil_utf8_copy_n(content, COUNCIL_TEXT_MAX + 1, r.content, r.content_len);
     snprintf(decision, sizeof decision, "%s %s", council_action_prefix(r.action), content);
 
     /* the deliberation: all four inputs and the decision */
@@ -172,8 +177,7 @@ council_rc council_on_outcome(council_user *u, const council_config *c, const co
         char failed[COUNCIL_REASON_MAX + 32];
         const char *a = o->answers[p];
         if (!a) {
-            snprintf(failed, sizeof failed, "(no answer: %.200s)",
-                     o->errors[p] ? o->errors[p] : "LLM call failed");
+            snprintf(failed, sizeof failed, "(no answer: %.*s)", CUT(o->errors[p] ? o->errors[p] : "LLM call failed", 200));
             a = failed;
         }
         json_object_object_add(ev, COUNCIL_PERSONA_DEFS[p].key,
@@ -199,8 +203,8 @@ council_rc council_on_outcome(council_user *u, const council_config *c, const co
     if (r.unknown)
         snprintf(warning, sizeof warning, "%s", r.warning);
     if (!o->answers[COUNCIL_SOL])
-        snprintf(warning, sizeof warning, "Sol did not answer (%.180s): recorded as reflect:",
-                 o->errors[COUNCIL_SOL] ? o->errors[COUNCIL_SOL] : "LLM call failed");
+        snprintf(warning, sizeof warning, "Sol did not answer (%.*s): recorded as reflect:",
+                 CUT(o->errors[COUNCIL_SOL] ? o->errors[COUNCIL_SOL] : "LLM call failed", 180));
     int64_t next = c->loop_ms;
     bool answered = answered_since_sense(s); /* the next loop starts at once */
     json_object *extra = json_object_new_object();
@@ -248,8 +252,8 @@ council_rc council_on_outcome(council_user *u, const council_config *c, const co
             add_note(s, o->a2a->text, strlen(o->a2a->text), now);
         } else {
             snprintf(result, sizeof result, "delegation failed");
-            snprintf(warning, sizeof warning, "A2A delegation failed: %.200s",
-                     o->a2a_tried && o->a2a ? o->a2a->error : "not attempted");
+            snprintf(warning, sizeof warning, "A2A delegation failed: %.*s",
+                     CUT(o->a2a_tried && o->a2a ? o->a2a->error : "not attempted", 200));
             json_object_object_add(extra, "delegated", json_object_new_boolean(0));
         }
         break;
@@ -258,7 +262,8 @@ council_rc council_on_outcome(council_user *u, const council_config *c, const co
         if (d < 0) {
             d = c->loop_ms;
             snprintf(warning, sizeof warning,
-                     "no duration understood in '%.60s': waiting the loop interval", content);
+                     "no duration understood in '%.*s': waiting the loop interval",
+                     CUT(content, 60));
         }
         if (d > c->max_sleep_ms)
             d = c->max_sleep_ms;

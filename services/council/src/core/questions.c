@@ -2,6 +2,7 @@
  * 1-10 (higher first), expiry after the configured time, answers kept for
  * the next SENSE. A bounded list per session. */
 #include <string.h>
+#include <vigil/json.h>
 #include "council.h"
 
 const char *council_qstatus_name(council_qstatus s)
@@ -35,8 +36,8 @@ council_question *council_questions_add(council_questions *q, const char *id, co
     }
     council_question *x = &q->v[q->n++];
     memset(x, 0, sizeof *x);
-    council_copy_text(x->id, COUNCIL_EVID_MAX, id, strlen(id));
-    council_copy_text(x->text, COUNCIL_TEXT_MAX, text, len);
+    vigil_utf8_copy(x->id, COUNCIL_EVID_MAX + 1, id);
+    vigil_utf8_copy_n(x->text, COUNCIL_TEXT_MAX + 1, text, len);
     x->priority = priority < 1 ? 1 : priority > 10 ? 10 : priority;
     x->status = COUNCIL_Q_PENDING;
     x->loop = loop;

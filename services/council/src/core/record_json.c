@@ -3,6 +3,7 @@
  * durable record the CLI reads and the retained state payload. */
 #include <stdio.h>
 #include <string.h>
+#include <vigil/json.h>
 #include "council.h"
 
 const char *council_status_name(council_status s)
@@ -32,7 +33,7 @@ static council_status status_parse(const char *s)
 void council_user_init(council_user *u, const char *user)
 {
     memset(u, 0, sizeof *u);
-    council_copy_text(u->user, COUNCIL_ID_MAX, user, strlen(user));
+    vigil_utf8_copy(u->user, COUNCIL_ID_MAX + 1, user);
 }
 
 static void add_s(json_object *o, const char *k, const char *v)
@@ -164,7 +165,7 @@ static void get_s(json_object *o, const char *k, char *out, size_t max)
 {
     json_object *v = get(o, k);
     const char *s = v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
-    council_copy_text(out, max, s, strlen(s));
+    vigil_utf8_copy(out, max + 1, s);
 }
 static int64_t get_i(json_object *o, const char *k)
 {

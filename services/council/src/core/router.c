@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <vigil/json.h>
 #include <vigil/names.h>
 #include "council.h"
 
@@ -96,6 +97,7 @@ void council_route(const char *text, council_routed *out)
     while (n < len && n < 24 && t[n] != ':' && t[n] != '\n')
         n++;
     bool colon = n < len && t[n] == ':';
+    n = vigil_utf8_cut(t, n); /* 24 bytes may end inside a character */
     snprintf(out->warning, sizeof out->warning, "unknown action %s'%.*s%s': recorded as reflect:",
              colon ? "prefix " : "", (int)n, t, colon ? ":" : (n < len ? "..." : ""));
 }
@@ -156,17 +158,3 @@ int64_t council_parse_duration(const char *text)
     return (int64_t)ms;
 }
 
-void council_copy_text(char *out, size_t max, const char *s, size_t len)
-{
-    if (!s)
-        len = 0;
-    if (len > max) {
-        len = max;
-        /* back off continuation bytes so a sequence is never cut */
-        while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80)
-            len--;
-    }
-    if (len > 0)
-        memcpy(out, s, len);
-    out[len] = '\0';
-}

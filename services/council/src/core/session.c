@@ -202,6 +202,10 @@ council_rc council_on_control(council_user *u, const council_config *c, const co
     return rc == 0 ? COUNCIL_OK : COUNCIL_FAILED;
 }
 
+/* A question id quoted in a refusal: its first 80 bytes, cut between
+ * characters (the refusal is an error event's detail, JSON text). */
+#define Q80(id) (int)vigil_utf8_cut_max((id), 80), (id)
+
 council_rc council_on_answer(council_user *u, const council_config *c, const char *session,
                              const char *question_id, const char *answer, const char *input_id,
                              int64_t now, const council_sink *sink, char *why, size_t whylen)
@@ -213,25 +217,25 @@ council_rc council_on_answer(council_user *u, const council_config *c, const cha
     council_session *s = &u->s;
     council_question *q = council_questions_find(&s->questions, question_id);
     if (!q) {
-        snprintf(why, whylen, "no question '%.80s' in session %s", question_id, s->id);
+        snprintf(why, whylen, "no question '%.*s' in session %s", Q80(question_id), s->id);
         return COUNCIL_REFUSED;
     }
     if (!live(u)) { /* no SENSE will ever read it */
-        snprintf(why, whylen, "question '%.80s' belongs to session %s, which has ended (%s)",
-                 question_id, s->id, council_status_name(s->status));
+        snprintf(why, whylen, "question '%.*s' belongs to session %s, which has ended (%s)",
+                 Q80(question_id), s->id, council_status_name(s->status));
         return COUNCIL_REFUSED;
     }
     if (q->status == COUNCIL_Q_PENDING && q->expires_at <= now)
         q->status = COUNCIL_Q_EXPIRED;
     if (q->status != COUNCIL_Q_PENDING) {
-        snprintf(why, whylen, "question '%.80s' is already %s", question_id,
+        snprintf(why, whylen, "question '%.*s' is already %s", Q80(question_id),
                  council_qstatus_name(q->status));
         return COUNCIL_REFUSED;
     }
     council_emit e;
     council_emit_init(&e, sink, input_id);
     q->status = COUNCIL_Q_ANSWERED;
-    council_copy_text(q->answer, COUNCIL_TEXT_MAX, answer, strlen(answer));
+    vigil_utf8_copy(q->answer, COUNCIL_TEXT_MAX + 1, answer);
     q->answered_at = now;
     s->last_progress = now;
     int rc = 0;
@@ -255,8 +259,8 @@ council_rc council_on_message(council_user *u, const council_config *c, const ch
         u->n_msgs--;
     }
     council_msg *m = &u->msgs[u->n_msgs++];
-    council_copy_text(m->room, COUNCIL_ID_MAX, room, strlen(room));
-    council_copy_text(m->text, COUNCIL_TEXT_MAX, text, strlen(text));
+    vigil_utf8_copy(m->room, COUNCIL_ID_MAX + 1, room);
+    vigil_utf8_copy(m->text, COUNCIL_TEXT_MAX + 1, text);
     m->ts = ts;
     return COUNCIL_OK;
 }
@@ -284,7 +288,7 @@ council_rc council_on_presence(council_user *u, const char *room, council_presen
     u->presence = p;
     u->presence_ts = ts;
     u->presence_activity = last_activity;
-    council_copy_text(u->presence_room, COUNCIL_ID_MAX, room, strlen(room));
+    vigil_utf8_copy(u->presence_room, COUNCIL_ID_MAX + 1, room);
     return COUNCIL_OK;
 }
 
