@@ -267,6 +267,27 @@ def test_llm_failure_falls_back_to_the_rules_and_says_so(stack, llm, name):
     validate_outputs(col, WAKE_OUTPUTS)
 
 
+def test_an_llm_error_quoted_in_the_reason_is_cut_between_characters(stack, llm):
+    """The fallback's reason quotes the first 150 bytes of the LLM client's
+    reason ("error under HTTP 200: " and the endpoint's message): cut there
+    between characters, so the decision stays valid UTF-8 (a cut inside
+    "é" published a lone 0xC3 byte)."""
+    message = "x" * 127 + "é" * 40  # byte 150 of the reason falls inside an "é"
+    llm.control(rules=[{"mode": "error200", "error_message": message}])
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("f")
+    setup_sleepers(stack, pub, room, ["sre"])
+    pub.publish(*human(room, "joel", EMERGENCY, mid="h"))
+    ev = wait_wakes(col, 1, persona="sre", timeout=30)["h:wake:sre"]
+    assert ev["via"] == "fallback" and ev["llm_status"] == "http_error", ev
+    assert "LLM http_error: error under HTTP 200: " + "x" * 127 + "; " in ev["reason"], ev
+    for m in col.snapshot():
+        m.payload.decode("utf-8")  # raises on a cut sequence
+    validate_outputs(col, WAKE_OUTPUTS)
+
+
 def test_connection_refused_falls_back(stack):
     port = harness.free_port()  # nothing listens there
     start(stack, None, VIGIL_LLM_URL=f"http://127.0.0.1:{port}/v1")

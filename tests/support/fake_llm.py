@@ -20,7 +20,8 @@ everything):
      "regex": "need\\s+help",        # a Python regex (search, IGNORECASE)
      "reply": {...} | "text",        # object/list serialized as the content
      "delay_ms": 0, "status": 200, "retry_after": 1,
-     "mode": "ok" | "close" | "garbage" | "error200" | "truncated"}
+     "mode": "ok" | "close" | "garbage" | "error200" | "truncated",
+     "error_message": "..."}         # the error200 answer's message
 
 Switches, either per request by header (X-Fake-Mode, X-Fake-Delay-Ms,
 X-Fake-Status, X-Fake-Retry-After) or globally by POST /control with a JSON
@@ -261,6 +262,7 @@ class Handler(BaseHTTPRequestHandler):
                 "delay_ms": int(rule.get("delay_ms", 0)) + st.delay_ms,
                 "status": int(rule.get("status", 200)),
                 "retry_after": rule.get("retry_after"),
+                "error_message": rule.get("error_message"),
             }
             if b["status"] != 200 and b["mode"] == "ok":
                 b["mode"] = "status"
@@ -323,7 +325,8 @@ class Handler(BaseHTTPRequestHandler):
                           "text/html")
             return
         if mode == "error200":
-            self.send_json(200, {"error": {"message": "fake_llm: model runner crashed",
+            self.send_json(200, {"error": {"message": b.get("error_message") or
+                                           "fake_llm: model runner crashed",
                                            "type": "server_error"}})
             return
         if mode == "status" or b["status"] != 200:

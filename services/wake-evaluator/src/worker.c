@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <vigil/clock.h>
+#include <vigil/json.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include <vigil/job_loop.h>
@@ -85,7 +86,7 @@ static void on_done(const vigil_llm_result *res, void *user)
     s->truncated = res->truncated;
     s->tokens = res->total_tokens;
     s->latency_ms = res->latency_ms;
-    snprintf(s->error, sizeof s->error, "%s", res->error ? res->error : "");
+    vigil_utf8_copy(s->error, sizeof s->error, res->error); /* published in the reason */
     if (res->status == VIGIL_LLM_OK && res->content) {
         s->content = malloc(res->content_len + 1);
         if (s->content) {
@@ -195,7 +196,8 @@ static void llm_note(const slot *s, char *out, size_t outlen)
     if (s->status == VIGIL_LLM_OK)
         snprintf(out, outlen, "LLM answer unusable");
     else
-        snprintf(out, outlen, "LLM %s: %.150s", status_name(s->status), s->error);
+        snprintf(out, outlen, "LLM %s: %.*s", status_name(s->status),
+                 (int)vigil_utf8_cut_max(s->error, 150), s->error);
 }
 
 /* Reports the call's outcome to the core, which chooses between the

@@ -139,11 +139,11 @@ void wake_room_record(wake_room *r, const char *id, const char *sender, wake_sen
         m = &r->texts[(r->texts_head + r->n_texts++) % WAKE_TEXTS_MAX];
     }
     memset(m, 0, sizeof *m);
-    wake_copy_utf8(m->id, id, WAKE_EVID_MAX);
-    wake_copy_utf8(m->sender, sender, WAKE_ID_MAX);
+    vigil_utf8_copy(m->id, WAKE_EVID_MAX + 1, id);
+    vigil_utf8_copy(m->sender, WAKE_ID_MAX + 1, sender);
     m->type = type;
     m->ts = now;
-    wake_copy_utf8(m->text, text, WAKE_TEXT_KEEP);
+    vigil_utf8_copy(m->text, WAKE_TEXT_KEEP + 1, text);
     wake_room_texts_text_push(r, m);
     if (vigil_tlist_count(&r->texts_text) != r->n_texts)
         wake_room_texts_text(r);
@@ -165,7 +165,7 @@ void wake_room_record(wake_room *r, const char *id, const char *sender, wake_sen
     }
     if (!same) {
         r->prev_other_ts = r->prev_ts;
-        wake_copy_utf8(r->prev_sender, sender ? sender : "", WAKE_ID_MAX);
+        vigil_utf8_copy(r->prev_sender, WAKE_ID_MAX + 1, sender ? sender : "");
     }
     r->prev_ts = now;
     r->msgs_total++;

@@ -18,11 +18,12 @@ void wake_decide_after_llm(const wake_reader *rd, const wake_job *j, const wake_
         snprintf(d->message_id, sizeof d->message_id, "%s", j->message_id);
     } else {
         if (a->ok)
-            snprintf(note, sizeof note, "LLM answer unusable%s: %.250s",
-                     a->truncated ? " (output truncated)" : "", why);
+            snprintf(note, sizeof note, "LLM answer unusable%s: %.*s",
+                     a->truncated ? " (output truncated)" : "", (int)vigil_utf8_cut_max(why, 250),
+                     why);
         else
-            snprintf(note, sizeof note, "LLM %s: %.150s", a->status ? a->status : "error",
-                     a->error ? a->error : "");
+            snprintf(note, sizeof note, "LLM %s: %.*s", a->status ? a->status : "error",
+                     (int)vigil_utf8_cut_max(a->error, 150), a->error ? a->error : "");
         wake_decide_rules(j, WAKE_VIA_FALLBACK, note, d);
     }
     d->latency_ms = j->enqueued > 0 && now > j->enqueued ? now - j->enqueued : a->latency_ms;

@@ -70,7 +70,7 @@ static int list_find(const wake_ap_list *l, const char *persona)
 
 static void clean_reason(char *out, size_t outlen, const char *s)
 {
-    wake_copy_utf8(out, s && s[0] ? s : "(no reason given)", outlen - 1);
+    vigil_utf8_copy(out, outlen, s && s[0] ? s : "(no reason given)");
     for (char *p = out; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             *p = ' ';

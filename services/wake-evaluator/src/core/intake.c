@@ -126,7 +126,8 @@ static int decide_now(wake_room *r, const wake_persona *p, const wake_message *m
     d.tier = wake_persona_tier(p);
     d.via = via;
     if (note)
-        snprintf(d.reason, sizeof d.reason, "%.200s; %.300s", note, why);
+        snprintf(d.reason, sizeof d.reason, "%.*s; %.*s", (int)vigil_utf8_cut_max(note, 200),
+                 note, (int)vigil_utf8_cut_max(why, 300), why);
     else
         vigil_concat(d.reason, sizeof d.reason, why, (const char *)NULL);
     d.latency_ms = 0;

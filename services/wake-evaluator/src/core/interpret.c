@@ -14,7 +14,7 @@
 
 static void clean_copy(char *out, size_t outlen, const char *s)
 {
-    wake_copy_utf8(out, s ? s : "", outlen - 1);
+    vigil_utf8_copy(out, outlen, s ? s : "");
     for (char *p = out; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             *p = ' ';

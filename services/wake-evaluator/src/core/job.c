@@ -89,7 +89,7 @@ char *wake_job_build(const wake_room *r, const wake_persona *p, const wake_messa
     add_str(msg, "sender", m->sender);
     add_str(msg, "sender_name", sp ? wake_display_name(sp) : m->sender);
     add_str(msg, "sender_type", wake_sender_name(m->type));
-    wake_copy_utf8(text, m->text ? m->text : "", WAKE_PROMPT_TEXT_MAX);
+    vigil_utf8_copy(text, WAKE_PROMPT_TEXT_MAX + 1, m->text ? m->text : "");
     add_str(msg, "text", text);
     json_object *ms = json_object_new_array();
     for (int i = 0; i < m->n_mentions && i < JOB_MENTIONS_MAX; i++)
@@ -109,7 +109,7 @@ char *wake_job_build(const wake_room *r, const wake_persona *p, const wake_messa
 
     json_object_object_add(o, "recent_count", json_object_new_int(ctx->recent_count));
     if (ctx->has_human) {
-        wake_copy_utf8(text, ctx->human_text ? ctx->human_text : "", WAKE_PROMPT_TEXT_MAX);
+        vigil_utf8_copy(text, WAKE_PROMPT_TEXT_MAX + 1, ctx->human_text ? ctx->human_text : "");
         add_str(o, "last_human", text);
     }
     add_str(o, "since_human", ctx->since_human);
@@ -172,7 +172,7 @@ static int copy_req(json_object *o, const char *k, char *out, size_t outlen, siz
 
 static void copy_opt(json_object *o, const char *k, char *out, size_t outlen)
 {
-    wake_copy_utf8(out, str_of(o, k), outlen - 1);
+    vigil_utf8_copy(out, outlen, str_of(o, k));
 }
 
 static int64_t i64_of(json_object *o, const char *k, int64_t def)
@@ -264,8 +264,8 @@ static int parse_wake(json_object *o, wake_job *j, char *why, size_t whylen)
         for (size_t i = 0; i < n; i++) {
             json_object *x = json_object_array_get_idx(ms, i);
             if (x && json_object_is_type(x, json_type_string))
-                wake_copy_utf8(j->mentions[j->n_mentions++], json_object_get_string(x),
-                               WAKE_ID_MAX);
+                vigil_utf8_copy(j->mentions[j->n_mentions++], WAKE_ID_MAX + 1,
+                                json_object_get_string(x));
         }
     }
     j->recent_count = (int)i64_of(o, "recent_count", 0);
@@ -304,7 +304,7 @@ static int parse_ap(json_object *o, wake_ap_job *j, char *why, size_t whylen)
         wake_ap_persona *p = &j->personas[j->n_personas];
         if (!x || !str_of(x, "id"))
             continue;
-        wake_copy_utf8(p->id, str_of(x, "id"), WAKE_ID_MAX);
+        vigil_utf8_copy(p->id, WAKE_ID_MAX + 1, str_of(x, "id"));
         copy_opt(x, "name", p->name, sizeof p->name); /* absent in older jobs */
         if (wake_level_parse(str_of(x, "level"), &p->level) != 0)
             p->level = WAKE_LEVEL_ACTIVE;

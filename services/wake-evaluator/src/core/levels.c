@@ -68,6 +68,6 @@ int wake_on_level(wake_room *r, const wake_config *c, const char *persona, bool 
         close_dormancy(r, p, since);
     p->level = level;
     p->level_ts = since;
-    wake_copy_utf8(p->trigger, trigger ? trigger : "", WAKE_SHORT_MAX);
+    vigil_utf8_copy(p->trigger, WAKE_SHORT_MAX + 1, trigger ? trigger : "");
     return 0;
 }

@@ -7,13 +7,13 @@
 
 static void copy_meta(wake_persona *p, const wake_meta *m)
 {
-    wake_copy_utf8(p->name, m->name ? m->name : "", WAKE_NAME_MAX);
-    wake_copy_utf8(p->role, m->role ? m->role : "", WAKE_NAME_MAX);
-    wake_copy_utf8(p->model, m->model ? m->model : "", WAKE_NAME_MAX);
-    wake_copy_utf8(p->mood, m->mood ? m->mood : "", WAKE_SHORT_MAX);
+    vigil_utf8_copy(p->name, WAKE_NAME_MAX + 1, m->name ? m->name : "");
+    vigil_utf8_copy(p->role, WAKE_NAME_MAX + 1, m->role ? m->role : "");
+    vigil_utf8_copy(p->model, WAKE_NAME_MAX + 1, m->model ? m->model : "");
+    vigil_utf8_copy(p->mood, WAKE_SHORT_MAX + 1, m->mood ? m->mood : "");
     wake_tier t;
     if (m->tier && wake_tier_parse(m->tier, &t) == 0)
-        wake_copy_utf8(p->tier, m->tier, sizeof p->tier - 1);
+        vigil_utf8_copy(p->tier, sizeof p->tier, m->tier);
     else
         p->tier[0] = '\0';
     p->parameters = m->parameters;
@@ -21,10 +21,10 @@ static void copy_meta(wake_persona *p, const wake_meta *m)
     p->n_domains = 0;
     for (int i = 0; i < m->n_domains && p->n_domains < WAKE_DOMAINS_MAX; i++)
         if (m->domains[i] && m->domains[i][0])
-            wake_copy_utf8(p->domains[p->n_domains++], m->domains[i], WAKE_SHORT_MAX);
+            vigil_utf8_copy(p->domains[p->n_domains++], WAKE_SHORT_MAX + 1, m->domains[i]);
     p->n_conf = 0;
     for (int i = 0; i < m->n_conf && p->n_conf < WAKE_DOMAINS_MAX; i++) {
-        wake_copy_utf8(p->conf_domain[p->n_conf], m->conf_domains[i], WAKE_SHORT_MAX);
+        vigil_utf8_copy(p->conf_domain[p->n_conf], WAKE_SHORT_MAX + 1, m->conf_domains[i]);
         p->conf[p->n_conf++] = m->conf_values[i];
     }
     p->auto_wake_ov = m->auto_wake;

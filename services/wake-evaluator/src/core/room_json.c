@@ -61,7 +61,7 @@ static void get_str(json_object *o, const char *k, char *out, size_t outlen)
     json_object *v;
     out[0] = '\0';
     if (json_object_object_get_ex(o, k, &v) && v && json_object_is_type(v, json_type_string))
-        wake_copy_utf8(out, json_object_get_string(v), outlen - 1);
+        vigil_utf8_copy(out, outlen, json_object_get_string(v));
 }
 
 /* The times under key_d (the difference list) or, in records written
@@ -109,15 +109,15 @@ static void read_persona(json_object *o, wake_persona *p)
         for (size_t i = 0; i < n && p->n_domains < WAKE_DOMAINS_MAX; i++) {
             json_object *s = json_object_array_get_idx(a, i);
             if (s && json_object_is_type(s, json_type_string))
-                wake_copy_utf8(p->domains[p->n_domains++], json_object_get_string(s),
-                               WAKE_SHORT_MAX);
+                vigil_utf8_copy(p->domains[p->n_domains++], WAKE_SHORT_MAX + 1,
+                                json_object_get_string(s));
         }
     }
     if (json_object_object_get_ex(o, "c", &a) && json_object_is_type(a, json_type_object)) {
         json_object_object_foreach(a, k, v) {
             if (p->n_conf >= WAKE_DOMAINS_MAX)
                 break;
-            wake_copy_utf8(p->conf_domain[p->n_conf], k, WAKE_SHORT_MAX);
+            vigil_utf8_copy(p->conf_domain[p->n_conf], WAKE_SHORT_MAX + 1, k);
             p->conf[p->n_conf++] = json_object_get_double(v);
         }
     }

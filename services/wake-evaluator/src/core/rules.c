@@ -67,7 +67,8 @@ void wake_decide_rules(const wake_job *j, wake_via via, const char *note, wake_d
     d->via = via;
     d->alternative[0] = '\0';
     if (note && note[0])
-        snprintf(d->reason, sizeof d->reason, "%.250s; %.250s", note, why);
+        snprintf(d->reason, sizeof d->reason, "%.*s; %.*s", (int)vigil_utf8_cut_max(note, 250),
+                 note, (int)vigil_utf8_cut_max(why, 250), why);
     else
         snprintf(d->reason, sizeof d->reason, "%s", why);
 }

@@ -29,24 +29,6 @@ const char *wake_urgent_keyword(const char *text)
     return i >= 0 ? WAKE_URGENT_KEYWORDS[i] : NULL;
 }
 
-void wake_copy_utf8(char *out, const char *s, size_t max)
-{
-    if (!s) {
-        out[0] = '\0';
-        return;
-    }
-    size_t n = strnlen(s, max + 1);
-    if (n > max) {
-        n = max;
-        /* step back over continuation bytes to the start of the character
-         * that does not fit */
-        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-            n--;
-    }
-    memcpy(out, s, n);
-    out[n] = '\0';
-}
-
 void wake_format_ago(int64_t ms, char *out, size_t outlen)
 {
     if (ms < 1000) {

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <json-c/json.h>
+#include <vigil/json.h>
 #include <vigil/names.h>
 #include <vigil/tlist.h>
 
@@ -282,9 +283,6 @@ bool wake_text_has_word(const char *text, const char *word);
 /* The first of the urgent keywords found as a whole word, or NULL. */
 const char *wake_urgent_keyword(const char *text);
 extern const char *const WAKE_URGENT_KEYWORDS[]; /* NULL-terminated */
-/* Copies at most max bytes of s into out (size >= max+1) without cutting a
- * UTF-8 sequence. */
-void wake_copy_utf8(char *out, const char *s, size_t max);
 /* "just now", "45s ago", "12 min ago", "3 h ago", "2 days ago". */
 void wake_format_ago(int64_t ms, char *out, size_t outlen);
 
