@@ -86,6 +86,29 @@ def test_the_rules_decide_when_the_llm_fails(stack, llm, misbehave):
     validate_outputs(col, OUTPUTS)
 
 
+def test_an_llm_error_quoted_in_the_fallback_is_cut_between_characters(stack, llm):
+    """The fallback quotes the first 120 bytes of the LLM client's reason
+    ("error under HTTP 200: " and the endpoint's message): cut there between
+    characters, so the floor stays valid UTF-8 (a cut inside "é" published a
+    lone 0xC3 byte)."""
+    message = "x" * 97 + "é" * 60  # byte 120 of the reason falls inside an "é"
+    llm.control(reset=True, rules=[{"match": "who answers a chat message", "mode": "error200",
+                                    "error_message": message}])
+    start(stack, llm)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "r-" + uid()[:8]
+    fifteen(stack, pub, room)
+    mid = uid()
+    pub.publish(*human(room, "joel", "Why does my Kubernetes pod restart?", mid=mid))
+    fl = floor_for(col, mid, timeout=BUDGET_MS / 1000 + 10)
+    assert fl["source"] == "rules", fl
+    assert fl["fallback"] == "LLM http_error: error under HTTP 200: " + "x" * 97, fl
+    for m in col.snapshot():
+        m.payload.decode("utf-8")  # raises on a cut sequence
+    validate_outputs(col, OUTPUTS)
+
+
 def test_few_able_personas_need_no_llm(stack, llm):
     start(stack, llm)
     col = stack.collector()

@@ -18,6 +18,7 @@
 #include <vigil/jobs.h>
 #include <vigil/limits.h>
 #include <vigil/log.h>
+#include <vigil/json.h>
 #include <vigil/metrics.h>
 #include <vigil/job_consumer.h>
 #include "adapter.h"
@@ -82,7 +83,7 @@ static void on_done(const vigil_llm_result *res, void *user)
     s->done = true;
     s->status = res->status;
     s->truncated = res->truncated;
-    snprintf(s->error, sizeof s->error, "%s", res->error ? res->error : "");
+    vigil_utf8_copy(s->error, sizeof s->error, res->error); /* quoted in the decision */
     /* the result lives only during this call; a model's text holds no NUL */
     s->content = res->status == VIGIL_LLM_OK && res->content ? strndup(res->content, res->content_len) : NULL;
     s->len = s->content ? strlen(s->content) : 0;
@@ -202,7 +203,8 @@ static int decide_llm(void *arg, const char *key, const char *state_json, int64_
         if (s->status == VIGIL_LLM_OK && s->content)
             n = read_relevant(s, &holder, &relevant, why, sizeof why);
         else
-            snprintf(why, sizeof why, "LLM %s: %.120s", vigil_llm_status_name(s->status), s->error);
+            snprintf(why, sizeof why, "LLM %s: %.*s", vigil_llm_status_name(s->status),
+                     (int)vigil_utf8_cut_max(s->error, 120), s->error);
         if (n >= 0) {
             m.ranked = true;
             m.relevant = relevant;
