@@ -368,3 +368,14 @@ def test_page_says_it_is_present_in_32_of_its_rooms(stack):
         assert col.events(f"room/{rooms[32]}/presence") == []
     finally:
         b.close()
+
+
+def test_a_refused_topic_filter_is_quoted_cut_between_characters(stack):
+    """A refused topic filter is quoted to its first 64 bytes: cut there
+    between characters, so the JSON answer stays valid UTF-8 (a cut inside
+    "é" answered a lone 0xC3 byte)."""
+    gw = start_gateway(stack)
+    # "room/" and 40 "é": byte 64 falls inside the 30th "é"
+    st, _, body = request(gw.http_port, "GET", "/api/events?topics=room/" + "%C3%A9" * 40, headers=JOEL)
+    assert st == 400, body
+    assert body["detail"].startswith("'room/" + "é" * 29 + "' is neither a topic family"), body

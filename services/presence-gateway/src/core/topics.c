@@ -3,6 +3,7 @@
  * event name of each logged message. */
 #include <stdio.h>
 #include <string.h>
+#include <vigil/json.h>
 #include "gateway.h"
 
 const char *const GATEWAY_SUBSCRIPTIONS[] = {
@@ -111,6 +112,10 @@ static bool filter_carried(const char *f)
     return false;
 }
 
+/* The first 64 bytes of the n at f for "%.*s", cut between characters:
+ * the refusal is the JSON answer's detail. */
+#define QUOTED(f, n) (int)vigil_utf8_cut((f), (n) > 64 ? 64 : (n)), (f)
+
 /* Appends one filter; a family counts as the filters it stands for. */
 static int add_filter(gw_filter_set *out, const char *f, size_t n, const char **limit, char *err,
                       size_t errlen)
@@ -130,13 +135,13 @@ static int add_filter(gw_filter_set *out, const char *f, size_t n, const char **
     out->f[out->n][n] = '\0';
     if (!filter_valid(out->f[out->n])) {
         snprintf(err, errlen, "'%.*s' is neither a topic family (rooms, personas, wake, heartbeat, "
-                 "agents, council, sys, all) nor a topic filter", (int)(n > 64 ? 64 : n), f);
+                 "agents, council, sys, all) nor a topic filter", QUOTED(f, n));
         return -1;
     }
     if (!filter_carried(out->f[out->n])) {
         snprintf(err, errlen, "topic filter '%.*s' matches no topic the gateway carries (room/+/..., "
                  "persona/+/..., heartbeat/+/run, agent/+/..., council/+/..., sys/+/+/status)",
-                 (int)(n > 64 ? 64 : n), f);
+                 QUOTED(f, n));
         return -1;
     }
     out->n++;
