@@ -17,6 +17,7 @@
 #include <json-c/json.h>
 #include <vigil/limits.h>
 #include <vigil/log.h>
+#include <vigil/json.h>
 #include <vigil/msg_persona.h>
 #include <vigil/msg_room.h>
 #include "adapter.h"
@@ -218,7 +219,8 @@ int hb_route(void *ctx, vigil_runtime *rt, const vigil_input *in, char keys[][VI
              strcmp(in->parts[2], "state") == 0)
         n = route_levels(in, keys, &p, err);
     else
-        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "not a heartbeat input: %.100s", in->topic);
+        return vigil_error_set(err, VIGIL_REJECT_BAD_TOPIC, "not a heartbeat input: %.*s",
+                               (int)vigil_utf8_cut_max(in->topic, 100), in->topic);
     *parsed = p;
     return n;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
+#include <vigil/json.h>
 #include "heartbeat.h"
 
 void hb_reply_clear(hb_reply *r)
@@ -40,17 +41,6 @@ static void unfence(const char **t, size_t *len)
     *len = n;
 }
 
-/* Cuts s (NUL-terminated) to at most max bytes on a UTF-8 boundary. */
-static void cut_utf8(char *s, size_t max)
-{
-    size_t n = strlen(s);
-    if (n <= max)
-        return;
-    while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
-        max--;
-    s[max] = '\0';
-}
-
 static bool has_message_key(const char *s, size_t n)
 {
     static const char KEY[] = "\"message\"";
@@ -73,17 +63,16 @@ static void set_message(hb_reply *out, const char *text, size_t len)
         snprintf(out->why, sizeof out->why, "JSON answer with a blank \"message\"");
         return;
     }
-    char *m = malloc(len + 1);
+    size_t keep = len > HB_MESSAGE_MAX ? HB_MESSAGE_MAX : len;
+    char *m = malloc(keep + 1);
     if (!m) {
         out->kind = HB_REPLY_UNUSABLE;
         snprintf(out->why, sizeof out->why, "out of memory");
         return;
     }
-    memcpy(m, text, len);
-    m[len] = '\0';
+    vigil_utf8_copy_n(m, keep + 1, text, len); /* cut between characters */
     if (len > HB_MESSAGE_MAX)
         out->cut_from = len; /* the run's detail says so (engine.c) */
-    cut_utf8(m, HB_MESSAGE_MAX);
     out->kind = HB_REPLY_MESSAGE;
     out->message = m;
 }
