@@ -53,8 +53,8 @@ static int parse_status(json_object *b, stall_parsed *pp, int64_t ts, vigil_erro
         vigil_json_array(b, "tasks", false, &tasks, err) < 0)
         return -1;
     /* kept to STALL_TEXT_MAX bytes, cut on a character boundary */
-    stall_copy_text(st->fsm_state, sizeof st->fsm_state, fsm);
-    stall_copy_text(st->mission, sizeof st->mission, mission);
+    vigil_utf8_copy(st->fsm_state, sizeof st->fsm_state, fsm);
+    vigil_utf8_copy(st->mission, sizeof st->mission, mission);
     size_t n = tasks ? json_object_array_length(tasks) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *t = json_object_array_get_idx(tasks, i), *v = NULL;
@@ -73,7 +73,7 @@ static int parse_status(json_object *b, stall_parsed *pp, int64_t ts, vigil_erro
             return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
                                    "field 'tasks[%zu]': string contains NUL", i);
         if (st->n_tasks < STALL_MAX_STATUS_TASKS)
-            stall_copy_text(st->tasks[st->n_tasks++], sizeof st->tasks[0], text);
+            vigil_utf8_copy(st->tasks[st->n_tasks++], sizeof st->tasks[0], text);
     }
     st->ts = ts;
     return 0;
@@ -96,7 +96,7 @@ static int parse_task(const vigil_input *in, stall_parsed *pp, vigil_error *err)
     if (prio < 0)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field 'priority': must be >= 0");
     snprintf(t->id, sizeof t->id, "%s", in->id);
-    stall_copy_text(t->title, sizeof t->title, title);
+    vigil_utf8_copy(t->title, sizeof t->title, title);
     t->priority = prio;
     snprintf(t->agent, sizeof t->agent, "%s", agent ? agent : "");
     t->ts = in->ts;

@@ -156,16 +156,16 @@ static void test_texts_cut_on_a_character_boundary(void **state)
     char src[STALL_TEXT_MAX + 32], dst[STALL_TEXT_MAX + 1];
     memset(src, 'x', STALL_TEXT_MAX - 1);
     strcpy(src + STALL_TEXT_MAX - 1, "\xc3\xa9 and more"); /* "é" across the limit */
-    stall_copy_text(dst, sizeof dst, src);
+    vigil_utf8_copy(dst, sizeof dst, src);
     assert_int_equal(strlen(dst), STALL_TEXT_MAX - 1);
     memset(src, 'x', STALL_TEXT_MAX - 2);
     strcpy(src + STALL_TEXT_MAX - 2, "\xf0\x9f\x94\x84!"); /* a 4-byte emoji */
-    stall_copy_text(dst, sizeof dst, src);
+    vigil_utf8_copy(dst, sizeof dst, src);
     assert_int_equal(strlen(dst), STALL_TEXT_MAX - 2);
     /* whole when it fits, "" for none */
-    stall_copy_text(dst, sizeof dst, "\xc3\xa9t\xc3\xa9");
+    vigil_utf8_copy(dst, sizeof dst, "\xc3\xa9t\xc3\xa9");
     assert_string_equal(dst, "\xc3\xa9t\xc3\xa9");
-    stall_copy_text(dst, sizeof dst, NULL);
+    vigil_utf8_copy(dst, sizeof dst, NULL);
     assert_string_equal(dst, "");
 }
 

@@ -14,19 +14,6 @@ void stall_agent_init(stall_agent *a, const char *agent)
     snprintf(a->agent, sizeof a->agent, "%s", agent ? agent : "");
 }
 
-void stall_copy_text(char *dst, size_t cap, const char *src)
-{
-    size_t n = src ? strlen(src) : 0;
-    if (n >= cap) {
-        n = cap - 1;
-        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
-            n--;
-    }
-    if (n)
-        memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
 /* Our own resume prompts coming back (an agent echoing what it was sent
  * into its inbox or message queue) are not activity. */
 static bool echoes_our_resume(const stall_agent *a, const char *id, const char *detail)
@@ -74,8 +61,8 @@ static stall_signal_result keep_signal(stall_agent *a, const char *id, int sourc
     s->source = source;
     s->ts = ts;
     s->in_tool = in_tool;
-    stall_copy_text(s->id, sizeof s->id, id);
-    stall_copy_text(s->detail, sizeof s->detail, detail);
+    vigil_utf8_copy(s->id, sizeof s->id, id);
+    vigil_utf8_copy(s->detail, sizeof s->detail, detail);
     if (ts > a->last_seen)
         a->last_seen = ts;
     stall_agent_expire(a, now);
@@ -96,7 +83,7 @@ stall_signal_result stall_agent_add_signal(stall_agent *a, const stall_config *c
     if (ts > now)
         ts = now;
     if (stall_is_meaningful_progress(detail) && ts >= a->progress_ts) {
-        stall_copy_text(a->progress, sizeof a->progress, detail);
+        vigil_utf8_copy(a->progress, sizeof a->progress, detail);
         a->progress_ts = ts;
     }
     return STALL_SIGNAL_ADDED;
@@ -287,7 +274,7 @@ bool stall_agent_resume_sent(stall_agent *a, int64_t seq, const char *event_id, 
     }
     int keep = a->n_recent < STALL_RECENT_RESUMES ? a->n_recent : STALL_RECENT_RESUMES - 1;
     memmove(&a->recent[1], &a->recent[0], (size_t)keep * sizeof a->recent[0]);
-    stall_copy_text(a->recent[0], sizeof a->recent[0], event_id);
+    vigil_utf8_copy(a->recent[0], sizeof a->recent[0], event_id);
     a->n_recent = keep + 1;
     return true;
 }

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <json-c/json.h>
+#include <vigil/json.h>
 
 #define STALL_MIN_MS ((int64_t)60000)
 #define STALL_HOUR_MS ((int64_t)3600000)
@@ -104,10 +105,6 @@ bool stall_is_meaningful_progress(const char *text);
  * Empty or NULL text is not one (a signal without a detail is activity). */
 bool stall_is_acknowledgement(const char *text);
 
-/* Copies src into dst[cap], cut at cap - 1 bytes at the most but never
- * inside a UTF-8 sequence (a text kept shorter than it came stays valid
- * UTF-8 in the record and in every payload quoting it). NULL src: "". */
-void stall_copy_text(char *dst, size_t cap, const char *src);
 
 /* ---- the agent record ----------------------------------------------------- */
 
