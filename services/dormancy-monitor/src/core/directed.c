@@ -74,13 +74,12 @@ void directed_on_wake(dormancy_step *s, const dormancy_event *ev)
         return;
     if (!(ev->wake.confidence > c->wake_confidence))
         return;
+    /* the model's reason, cut by the buffers between characters */
     char reason[DORMANCY_REASON_MAX], text[DORMANCY_TEXT_MAX];
-    snprintf(reason, sizeof reason, "wake decision (%s, confidence %.2f): %s",
+    vigil_utf8_snprintf(reason, sizeof reason, "wake decision (%s, confidence %.2f): %s",
              via_name(ev->wake.via), ev->wake.confidence, ev->wake.reason ? ev->wake.reason : "");
-    snprintf(text, sizeof text, "\xE2\x9C\xA8 Waking: %s",
+    vigil_utf8_snprintf(text, sizeof text, "\xE2\x9C\xA8 Waking: %s",
              ev->wake.reason && ev->wake.reason[0] ? ev->wake.reason : "a message needs me.");
-    dm_utf8_trim(reason); /* the model's reason may be cut inside a character */
-    dm_utf8_trim(text);
     step_set_level(s, p, DORMANCY_ACTIVE, DORMANCY_TRIGGER_WAKE_DECISION, DORMANCY_CAUSE_NONE,
                    reason, text, ev->wake.message_id);
 }
@@ -105,9 +104,9 @@ void directed_on_autopilot(dormancy_step *s, const dormancy_event *ev)
         if (!p)
             continue;
         char reason[DORMANCY_REASON_MAX];
-        snprintf(reason, sizeof reason, "autopilot (%s): %s",
-                 ev->autopilot.source ? ev->autopilot.source : "rules", d->reason ? d->reason : "");
-        dm_utf8_trim(reason);
+        vigil_utf8_snprintf(reason, sizeof reason, "autopilot (%s): %s",
+                            ev->autopilot.source ? ev->autopilot.source : "rules",
+                            d->reason ? d->reason : "");
         dormancy_config cb;
         const dormancy_config *c = step_cfg(s, p, &cb);
         switch (d->action) {

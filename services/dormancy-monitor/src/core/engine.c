@@ -69,7 +69,7 @@ dormancy_action *step_push(dormancy_step *s, dormancy_action_kind kind, const ch
     dormancy_action *a = &o->v[o->n++];
     action_clear(a);
     a->kind = kind;
-    dm_copy(a->persona, sizeof a->persona, persona);
+    vigil_utf8_copy(a->persona, sizeof a->persona, persona);
     return a;
 }
 
@@ -104,7 +104,7 @@ void step_reject(dormancy_step *s, const char *persona, const char *detail)
 {
     dormancy_action *a = step_push(s, DORMANCY_OUT_REJECTED, persona);
     if (a)
-        dm_copy(a->reason, sizeof a->reason, detail);
+        vigil_utf8_copy(a->reason, sizeof a->reason, detail);
     s->rejected = true;
 }
 

@@ -26,7 +26,7 @@ static bool change(dormancy_step *s, dormancy_persona *p, dormancy_level level,
     snapshot_roster_update(s->room, p->id, level, 1);
     p->since = s->now;
     p->trigger = trigger;
-    dm_copy(p->reason, sizeof p->reason, reason);
+    vigil_utf8_copy(p->reason, sizeof p->reason, reason);
     p->cause = new_cause;
     p->until = 0;
     p->snap_digest = 0; /* the persona/{p}/state entry carries the new reason */
@@ -43,9 +43,9 @@ static bool change(dormancy_step *s, dormancy_persona *p, dormancy_level level,
     a->previous = previous;
     a->trigger = trigger;
     a->since = s->now;
-    dm_copy(a->reason, sizeof a->reason, reason);
-    dm_copy(a->text, sizeof a->text, text);
-    dm_copy(a->message_id, sizeof a->message_id, message_id);
+    vigil_utf8_copy(a->reason, sizeof a->reason, reason);
+    vigil_utf8_copy(a->text, sizeof a->text, text);
+    vigil_utf8_copy(a->message_id, sizeof a->message_id, message_id);
     return true;
 }
 

@@ -21,8 +21,8 @@ static void system_message(dormancy_step *s, const dormancy_persona *p, const ch
     dormancy_action *a = step_event(s, DORMANCY_OUT_SYSTEM_MESSAGE, p ? p->id : NULL);
     if (!a)
         return;
-    dm_copy(a->text, sizeof a->text, text);
-    dm_copy(a->message_id, sizeof a->message_id, reply_to);
+    vigil_utf8_copy(a->text, sizeof a->text, text);
+    vigil_utf8_copy(a->message_id, sizeof a->message_id, reply_to);
 }
 
 static void status_message(dormancy_step *s, const dormancy_persona *p, const char *reply_to)

@@ -43,7 +43,7 @@ void membership_on_meta(dormancy_step *s, const dormancy_event *ev)
         return;
     char name[sizeof p->name] = "";
     if (ev->meta.name && strlen(ev->meta.name) <= DORMANCY_ID_MAX)
-        dm_copy(name, sizeof name, ev->meta.name);
+        vigil_utf8_copy(name, sizeof name, ev->meta.name);
     if (p->via_meta != listed || strcmp(p->name, name) != 0 ||
         !vigil_dormancy_overrides_equal(&p->ov, &ev->meta.ov)) {
         persona_touch(p);

@@ -52,8 +52,8 @@ void presence_on_event(dormancy_step *s, const dormancy_event *ev)
         }
         sess = &r->sessions[r->n_sessions++];
         memset(sess, 0, sizeof *sess);
-        dm_copy(sess->user, sizeof sess->user, ev->presence.user);
-        dm_copy(sess->session, sizeof sess->session, ev->presence.session);
+        vigil_utf8_copy(sess->user, sizeof sess->user, ev->presence.user);
+        vigil_utf8_copy(sess->session, sizeof sess->session, ev->presence.session);
     }
     int64_t la = ev->presence.last_activity ? ev->presence.last_activity : s->now;
     if (la > s->now)

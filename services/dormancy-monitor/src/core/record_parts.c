@@ -43,7 +43,7 @@ static int find_removed(const dormancy_room *r, int stored, dormancy_parts_diff 
     for (int i = 0; i < stored; i++) {
         const char *was = dormancy_texts_id(r->texts, i);
         if (was && vigil_id_index_get(&now, was) == 0)
-            dm_copy(d->removed[d->n_removed++], sizeof d->removed[0], was);
+            vigil_utf8_copy(d->removed[d->n_removed++], sizeof d->removed[0], was);
     }
     vigil_id_index_free(&now);
     return 0;

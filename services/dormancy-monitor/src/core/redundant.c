@@ -20,7 +20,7 @@ void redundant_on_human(dormancy_step *s, const dormancy_event *ev)
     }
     dormancy_human_msg *m = dormancy_room_human(r, r->n_humans++);
     memset(m, 0, sizeof *m);
-    dm_copy(m->id, sizeof m->id, ev->id);
+    vigil_utf8_copy(m->id, sizeof m->id, ev->id);
     m->ts = s->now;
 }
 
@@ -61,7 +61,7 @@ void redundant_on_ai(dormancy_step *s, const dormancy_event *ev, dormancy_person
         return; /* a late answer is not a pile-on */
     int index = m->n_responders;
     if (index < DORMANCY_MAX_RESPONDERS)
-        dm_copy(m->responders[index], sizeof m->responders[index], p->id);
+        vigil_utf8_copy(m->responders[index], sizeof m->responders[index], p->id);
     m->n_responders++;
     if (index < c->redundant_keep || !c->auto_suggest || !persona_can_answer(p) ||
         step_presence_blocks(s, p))

@@ -130,7 +130,7 @@ json_object *dormancy_system_message_json(const dormancy_action *a, const char *
                                           const char *sender, int64_t now)
 {
     char id[DORMANCY_EVID_MAX + 1];
-    dm_copy(id, sizeof id, a->id);
+    vigil_utf8_copy(id, sizeof id, a->id);
     for (char *c = id; *c; c++)
         if (*c == '/' || *c == '+' || *c == '#')
             *c = ':';

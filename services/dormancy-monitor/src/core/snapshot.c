@@ -172,11 +172,11 @@ void snapshot_sync(dormancy_step *s)
             a->order = p->ord;
             a->dormant = true;
         }
-        dm_copy(a->reason, sizeof a->reason, p->reason);
+        vigil_utf8_copy(a->reason, sizeof a->reason, p->reason);
         if (p->sugg.kind != DORMANCY_SUGGEST_NONE) {
             a->suggest = p->sugg.kind;
             a->pending_expires = p->sugg.default_at;
-            dm_copy(a->pending_reason, sizeof a->pending_reason, p->sugg.reason);
+            vigil_utf8_copy(a->pending_reason, sizeof a->pending_reason, p->sugg.reason);
             if (p->sugg.kind == DORMANCY_SUGGEST_NO_HUMAN) { /* its snooze option's length */
                 dormancy_config cb;
                 a->snooze_ms = step_cfg(s, p, &cb)->snooze_ms;

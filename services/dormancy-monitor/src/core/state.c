@@ -56,39 +56,6 @@ const char *dormancy_suggest_trigger_name(dormancy_suggest_kind k)
     }
 }
 
-void dm_copy(char *dst, size_t cap, const char *src)
-{
-    if (cap == 0)
-        return;
-    if (!src) {
-        dst[0] = '\0';
-        return;
-    }
-    size_t n = strlen(src);
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
-/* Texts that quote free text (a wake decision's or the autopilot's
- * reason, valid UTF-8 as the envelope checked) are composed with snprintf
- * into fixed buffers; cut inside a character, the event carrying one
- * would not be valid UTF-8 and strict readers (every Vigil service)
- * would refuse it. Only the last character can be incomplete. */
-void dm_utf8_trim(char *s)
-{
-    size_t n = strlen(s), i = n;
-    while (i > 0 && n - i < 3 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
-        i--; /* back over continuation bytes to the lead byte */
-    if (i == 0)
-        return;
-    unsigned char lead = (unsigned char)s[i - 1];
-    size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-    if (n - (i - 1) < want)
-        s[i - 1] = '\0';
-}
-
 dormancy_room *dormancy_room_new(const char *room_id)
 {
     dormancy_room *r = calloc(1, sizeof *r);
@@ -99,7 +66,7 @@ dormancy_room *dormancy_room_new(const char *room_id)
         free(r);
         return NULL;
     }
-    dm_copy(r->room, sizeof r->room, room_id);
+    vigil_utf8_copy(r->room, sizeof r->room, room_id);
     return r;
 }
 
@@ -206,7 +173,7 @@ dormancy_persona *room_persona_append(dormancy_room *r, const char *id, int64_t 
     }
     p = &r->personas[r->n_personas++];
     memset(p, 0, sizeof *p);
-    dm_copy(p->id, sizeof p->id, id);
+    vigil_utf8_copy(p->id, sizeof p->id, id);
     p->level = DORMANCY_ACTIVE;
     p->since = now;
     p->ord = r->next_ord++;

@@ -330,14 +330,14 @@ static uint64_t get_digest(json_object *o, const char *k)
 static void persona_from_json(dormancy_persona *p, json_object *o)
 {
     memset(p, 0, sizeof *p);
-    dm_copy(p->id, sizeof p->id, get_str(o, "id"));
-    dm_copy(p->name, sizeof p->name, get_str(o, "name"));
+    vigil_utf8_copy(p->id, sizeof p->id, get_str(o, "id"));
+    vigil_utf8_copy(p->name, sizeof p->name, get_str(o, "name"));
     if (dormancy_level_parse(get_str(o, "level"), &p->level) != 0)
         p->level = DORMANCY_ACTIVE;
     p->since = get_i64(o, "since");
     if (dormancy_trigger_parse(get_str(o, "trigger"), &p->trigger) != 0)
         p->trigger = DORMANCY_TRIGGER_NONE;
-    dm_copy(p->reason, sizeof p->reason, get_str(o, "reason"));
+    vigil_utf8_copy(p->reason, sizeof p->reason, get_str(o, "reason"));
     p->cause = (dormancy_cause)name_index(get_str(o, "cause"), CAUSE_NAMES, 3);
     p->until = get_i64_any(o, "until");
     p->via_meta = get_bool(o, "meta");
@@ -349,13 +349,13 @@ static void persona_from_json(dormancy_persona *p, json_object *o)
     json_object *s;
     if (json_object_object_get_ex(o, "sugg", &s) && s && json_object_is_type(s, json_type_object)) {
         p->sugg.kind = (dormancy_suggest_kind)name_index(get_str(s, "kind"), SUGGEST_NAMES, 4);
-        dm_copy(p->sugg.id, sizeof p->sugg.id, get_str(s, "id"));
+        vigil_utf8_copy(p->sugg.id, sizeof p->sugg.id, get_str(s, "id"));
         p->sugg.at = get_i64(s, "at");
         p->sugg.default_at = get_i64(s, "default_at");
-        dm_copy(p->sugg.message_id, sizeof p->sugg.message_id, get_str(s, "message_id"));
-        dm_copy(p->sugg.reason, sizeof p->sugg.reason, get_str(s, "reason"));
+        vigil_utf8_copy(p->sugg.message_id, sizeof p->sugg.message_id, get_str(s, "message_id"));
+        vigil_utf8_copy(p->sugg.reason, sizeof p->sugg.reason, get_str(s, "reason"));
     }
-    dm_copy(p->answer_in, sizeof p->answer_in, get_str(o, "answer_in"));
+    vigil_utf8_copy(p->answer_in, sizeof p->answer_in, get_str(o, "answer_in"));
     json_object *c;
     if (json_object_object_get_ex(o, "cfg", &c) && c) {
         vigil_error err = {0};
@@ -376,7 +376,7 @@ static int add_timer(dormancy_room *r, const char *name, int64_t due)
         r->timers = v;
         r->cap_timers = cap;
     }
-    dm_copy(r->timers[r->n_timers].name, sizeof r->timers[0].name, name);
+    vigil_utf8_copy(r->timers[r->n_timers].name, sizeof r->timers[0].name, name);
     r->timers[r->n_timers].due = due;
     r->n_timers++;
     return 0;
@@ -427,7 +427,7 @@ static void read_humans(dormancy_room *r, json_object *o)
             continue;
         dormancy_human_msg *m = dormancy_room_human(r, r->n_humans++);
         memset(m, 0, sizeof *m);
-        dm_copy(m->id, sizeof m->id, get_str(e, "id"));
+        vigil_utf8_copy(m->id, sizeof m->id, get_str(e, "id"));
         m->ts = get_i64(e, "ts");
         m->n_responders = (int)get_i64(e, "n");
         json_object *rs;
@@ -435,7 +435,7 @@ static void read_humans(dormancy_room *r, json_object *o)
             json_object_is_type(rs, json_type_array)) {
             size_t k = json_object_array_length(rs);
             for (size_t j = 0; j < k && j < DORMANCY_MAX_RESPONDERS; j++)
-                dm_copy(m->responders[j], sizeof m->responders[j],
+                vigil_utf8_copy(m->responders[j], sizeof m->responders[j],
                         json_object_get_string(json_object_array_get_idx(rs, j)));
         }
     }
@@ -454,8 +454,8 @@ static void read_sessions(dormancy_room *r, json_object *o)
             continue;
         dormancy_session *s = &r->sessions[r->n_sessions++];
         memset(s, 0, sizeof *s);
-        dm_copy(s->user, sizeof s->user, get_str(e, "user"));
-        dm_copy(s->session, sizeof s->session, get_str(e, "session"));
+        vigil_utf8_copy(s->user, sizeof s->user, get_str(e, "user"));
+        vigil_utf8_copy(s->session, sizeof s->session, get_str(e, "session"));
         s->status = (dormancy_presence_status)name_index(get_str(e, "status"), PRESENCE_NAMES, 3);
         s->last_activity = get_i64(e, "last_activity");
         s->heard = get_i64(e, "heard");

@@ -156,11 +156,6 @@ void snapshot_roster_update(dormancy_room *r, const char *id, dormancy_level lev
 /* "2025-06-01T17:00:00Z" (UTC) for texts (render.c). */
 void format_iso(int64_t ms, char *out, size_t outlen);
 
-/* snprintf into a fixed buffer, truncating silently (texts and reasons). */
-void dm_copy(char *dst, size_t cap, const char *src);
-/* Ends s before an incomplete UTF-8 character at its end: what snprintf
- * leaves when it cuts free text (a model's reason) at the buffer's end. */
-void dm_utf8_trim(char *s);
 
 /* persona_texts.c: the cached text of persona i of a record (p), written
  * again when p differs from the persona it was written for. NULL when out

@@ -42,16 +42,16 @@ bool suggestion_make(dormancy_step *s, dormancy_persona *p, dormancy_suggest_kin
     if (kind == DORMANCY_SUGGEST_NO_HUMAN) /* the only kind with a snooze option */
         a->snooze_ms = c->snooze_ms;
     with_options(a->text, sizeof a->text, text, kind, c->snooze_ms);
-    dm_copy(a->reason, sizeof a->reason, reason);
-    dm_copy(a->message_id, sizeof a->message_id, message_id);
+    vigil_utf8_copy(a->reason, sizeof a->reason, reason);
+    vigil_utf8_copy(a->message_id, sizeof a->message_id, message_id);
 
     persona_touch(p);
     p->sugg.kind = kind;
-    dm_copy(p->sugg.id, sizeof p->sugg.id, a->id);
+    vigil_utf8_copy(p->sugg.id, sizeof p->sugg.id, a->id);
     p->sugg.at = s->now;
     p->sugg.default_at = s->now + c->suggestion_timeout_ms;
-    dm_copy(p->sugg.message_id, sizeof p->sugg.message_id, message_id);
-    dm_copy(p->sugg.reason, sizeof p->sugg.reason, reason);
+    vigil_utf8_copy(p->sugg.message_id, sizeof p->sugg.message_id, message_id);
+    vigil_utf8_copy(p->sugg.reason, sizeof p->sugg.reason, reason);
     return true;
 }
 
@@ -83,15 +83,15 @@ static void accept(dormancy_step *s, dormancy_persona *p, dormancy_suggest_kind 
                  dormancy_suggest_trigger_name(kind), sugg_id);
         switch (kind) {
         case DORMANCY_SUGGEST_NO_HUMAN:
-            dm_copy(text, sizeof text,
+            vigil_utf8_copy(text, sizeof text,
                     "\xF0\x9F\x92\xA4 Switching to mention-only: no human activity.");
             break;
         case DORMANCY_SUGGEST_REDUNDANT:
-            dm_copy(text, sizeof text,
+            vigil_utf8_copy(text, sizeof text,
                     "\xF0\x9F\x92\xA4 Switching to mention-only: multiple AIs already responded.");
             break;
         default:
-            dm_copy(text, sizeof text,
+            vigil_utf8_copy(text, sizeof text,
                     "\xF0\x9F\x92\xA4 Switching to mention-only on the dormancy autopilot's suggestion.");
             break;
         }
@@ -110,7 +110,7 @@ bool suggestion_answer(dormancy_step *s, dormancy_persona *p, dormancy_answer an
     dormancy_suggestion sg = p->sugg;
     persona_touch(p);
     memset(&p->sugg, 0, sizeof p->sugg);
-    dm_copy(p->answer_in, sizeof p->answer_in, input_id);
+    vigil_utf8_copy(p->answer_in, sizeof p->answer_in, input_id);
     switch (answer) {
     case DORMANCY_ANSWER_YES:
         accept(s, p, sg.kind, sg.id, sg.message_id, false);

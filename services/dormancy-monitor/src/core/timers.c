@@ -30,7 +30,7 @@ void want_add(dormancy_want *w, const char *name, int64_t due)
         w->v = v;
         w->cap = cap;
     }
-    dm_copy(w->v[w->n].name, sizeof w->v[0].name, name);
+    vigil_utf8_copy(w->v[w->n].name, sizeof w->v[0].name, name);
     w->v[w->n].due = due;
     w->n++;
 }
@@ -99,14 +99,14 @@ void timers_sync(dormancy_step *s)
         if (c > 0) {
             dormancy_action *a = step_push(s, DORMANCY_OUT_TIMER_CANCEL, NULL);
             if (a)
-                dm_copy(a->timer, sizeof a->timer, r->timers[j].name);
+                vigil_utf8_copy(a->timer, sizeof a->timer, r->timers[j].name);
             j++;
             continue;
         }
         if (c < 0 || w.v[i].due != r->timers[j].due) {
             dormancy_action *a = step_push(s, DORMANCY_OUT_TIMER_SET, NULL);
             if (a) {
-                dm_copy(a->timer, sizeof a->timer, w.v[i].name);
+                vigil_utf8_copy(a->timer, sizeof a->timer, w.v[i].name);
                 a->due = w.v[i].due;
             }
         }
