@@ -217,3 +217,22 @@ def test_event_ids_stay_within_the_contracts_128_characters(env):
     assert ev["message_id"] == mid
     assert 1 <= len(ev["id"]) <= 128, ev["id"]
     validate_outputs(col)
+
+
+def test_a_refusal_quoting_part_of_a_meta_key_cuts_it_between_characters(env):
+    """A refused persona meta names a confidence_levels key by its first 60
+    bytes (libshared's reader): cut there between characters, so the error
+    event stays valid UTF-8 (a cut inside "é" published a lone 0xC3 byte)."""
+    s, svc, col, pub = env
+    mark = col.mark()
+    key = "x" + "é" * 40  # byte 60 falls inside the 30th "é"
+    pub.publish("persona/ada/meta", json.dumps({"persona": "ada", "rooms": [ROOM],
+                                                "confidence_levels": {key: "high"}},
+                                               ensure_ascii=False).encode("utf-8"))
+    ev = col.wait_event(ERROR_TOPIC, lambda e: e["topic"] == "persona/ada/meta", timeout=10,
+                        since=mark)
+    assert ev["reason"] == "wrong_type", ev
+    assert ev["detail"] == "field 'confidence_levels.x" + "é" * 29 + "': expected number", ev
+    for m in col.snapshot():
+        m.payload.decode("utf-8")  # raises on a cut sequence
+    assert svc.alive()
