@@ -99,6 +99,20 @@ def test_rate_limit_names_itself(stack):
 
 
 
+def test_a_rate_below_one_a_second_still_lets_one_request_through(stack):
+    """VIGIL_GATEWAY_RATE=0.5 is one request every 2 s per token: the first
+    passes, the next is 429 with Retry-After 2-3 s (the burst was the rate,
+    0.5 of a request, so every request of every token was 429 for ever)."""
+    gw = start_gateway(stack, VIGIL_GATEWAY_RATE=0.5)
+    st, _, body = request(gw.http_port, "GET", "/api/whoami", headers=JOEL)
+    assert st == 200 and body == {"user": "joel"}, (st, body)
+    answer = request(gw.http_port, "GET", "/api/whoami", headers=JOEL)
+    assert_refused(gw, answer, 429, "requests_per_second", "VIGIL_GATEWAY_RATE")
+    assert 2 <= int(answer[1]["retry-after"]) <= 3, answer[1]
+    # another token has its own bucket
+    assert request(gw.http_port, "GET", "/api/whoami", headers=auth("tok-ann-0123456789"))[0] == 200
+
+
 def test_failed_authentications_are_limited_per_address(stack):
     """Token guessing is throttled per client address: after a burst of 10
     failures a bad token gets 429 with Retry-After (counted), while a valid

@@ -91,6 +91,15 @@ static void test_rate_bucket(void **s)
     for (int k = 0; k < 20; k++)
         ok += gw_rate_take(&b, 5, now + 60000, &retry);
     assert_int_equal(ok, 5);
+    /* a rate below one a second still passes one request, then one per
+     * 1/rate seconds (the burst is at least one) */
+    gw_bucket slow = {0};
+    assert_true(gw_rate_take(&slow, 0.5, now, &retry));
+    assert_false(gw_rate_take(&slow, 0.5, now, &retry));
+    assert_int_equal(retry, 2001);
+    assert_false(gw_rate_take(&slow, 0.5, now + 1999, &retry));
+    assert_true(gw_rate_take(&slow, 0.5, now + 2000, &retry));
+    assert_false(gw_rate_take(&slow, 0.5, now + 2000, &retry));
     /* rate 0 = unlimited */
     gw_bucket u = {0};
     for (int k = 0; k < 1000; k++)

@@ -154,7 +154,8 @@ typedef struct gw_bucket {
  * when the next one will be. */
 bool gw_bucket_take(gw_bucket *b, double rate, double burst, int64_t now,
                     int64_t *retry_after_ms);
-/* The per-token limit: `rate` requests a second, bursts of `rate`. */
+/* The per-token limit: `rate` requests a second, bursts of `rate` (at
+ * least one request). */
 bool gw_rate_take(gw_bucket *b, double rate, int64_t now, int64_t *retry_after_ms);
 
 /* Failed authentications per client address (VIGIL_GATEWAY_AUTH_FAIL_RATE

@@ -35,9 +35,12 @@ bool gw_bucket_take(gw_bucket *b, double rate, double burst, int64_t now,
     return false;
 }
 
+/* The burst is the rate, but never less than one request: a bucket that
+ * holds less than one never lets a request through, so a rate below one a
+ * second (0.5: one every 2 s) refused every request of every token. */
 bool gw_rate_take(gw_bucket *b, double rate, int64_t now, int64_t *retry_after_ms)
 {
-    return gw_bucket_take(b, rate, rate, now, retry_after_ms);
+    return gw_bucket_take(b, rate, rate < 1.0 ? 1.0 : rate, now, retry_after_ms);
 }
 
 int gw_fail_table_init(gw_fail_table *t, int cap)
