@@ -57,6 +57,7 @@ typedef struct gw_hub {
     int nclients;
     gw_pos last;      /* position of the last entry handed out */
     bool have_last;   /* last is known (the stream was read once) */
+    pthread_cond_t have_last_cond; /* signalled when have_last is set, and at stop */
     atomic_int stop;
     pthread_t thread;
     bool running;
@@ -159,8 +160,10 @@ int gw_hub_start(gw_hub *h, struct gateway *g, vigil_runtime *rt, const char *ke
 void gw_hub_stop(gw_hub *h);
 /* Registers a client reading entries after since (NULL = from now) that
  * match fs; *from receives the position live delivery starts after, so
- * the caller reads the backlog (since, *from] itself. NULL when stopping
- * or not ready, or (*full set) when max_streams clients are connected. */
+ * the caller reads the backlog (since, *from] itself. Before the hub has
+ * read the log's end once (just after start) it waits up to
+ * GW_JOIN_WAIT_MS for it. NULL when stopping or still not ready, or
+ * (*full set) when max_streams clients are connected. */
 gw_client *gw_hub_join(gw_hub *h, const gw_filter_set *fs, const gw_pos *since, gw_pos *from,
                        bool *full);
 /* Hands the client its first bytes (connected frame and backlog; taken). */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <vigil/config.h>
 #include <vigil/log.h>
 #include "adapter.h"
@@ -108,5 +109,14 @@ int gateway_configure(void *ctx, const vigil_common_config *common, char *err, s
     pthread_mutex_init(&g->rate_mu, NULL);
     pthread_mutex_init(&g->pool.mu, NULL);
     pthread_mutex_init(&g->hub.mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int crc = pthread_cond_init(&g->hub.have_last_cond, &ca);
+    pthread_condattr_destroy(&ca);
+    if (crc != 0) {
+        snprintf(err, errlen, "cannot make a condition variable");
+        return -1;
+    }
     return load_tokens(g, err, errlen);
 }

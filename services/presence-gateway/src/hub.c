@@ -37,6 +37,11 @@
  * the socket; an SSE comment line (invisible to EventSource) this often
  * when idle makes the write fail and frees a vanished client's thread. */
 #define PROBE_MS 2000
+/* A stream opened just after start, before the reader has read the log's
+ * end once, waits this long for it rather than being refused: /readyz
+ * says ready as soon as the broker and Redis are connected, and a client
+ * let in by it (or by a load balancer) would otherwise get a 503. */
+#define GW_JOIN_WAIT_MS 3000
 
 /* A frame shared by the queues of every client it goes to. refs is only
  * touched under the hub lock. */
@@ -200,6 +205,7 @@ static int read_tail(gw_hub *h, vigil_redis *r)
     pthread_mutex_lock(&h->mu);
     h->last = p;
     h->have_last = true;
+    pthread_cond_broadcast(&h->have_last_cond);
     pthread_mutex_unlock(&h->mu);
     return 0;
 }
@@ -261,6 +267,7 @@ void gw_hub_stop(gw_hub *h)
 {
     atomic_store(&h->stop, 1);
     pthread_mutex_lock(&h->mu);
+    pthread_cond_broadcast(&h->have_last_cond);
     for (gw_client *c = h->head; c; c = c->next)
         pthread_cond_signal(&c->cond);
     pthread_mutex_unlock(&h->mu);
@@ -295,6 +302,12 @@ gw_client *gw_hub_join(gw_hub *h, const gw_filter_set *fs, const gw_pos *since, 
     c->next_probe = vigil_mono_ms() + PROBE_MS;
     c->progress_ms = vigil_mono_ms();
     pthread_mutex_lock(&h->mu);
+    if (!h->have_last && !atomic_load(&h->stop)) {
+        struct timespec until = vigil_mono_deadline(GW_JOIN_WAIT_MS);
+        while (!h->have_last && !atomic_load(&h->stop) &&
+               pthread_cond_timedwait(&h->have_last_cond, &h->mu, &until) == 0)
+            ;
+    }
     bool ready = !atomic_load(&h->stop) && h->have_last;
     *full = ready && h->nclients >= h->max_streams;
     if (!ready || *full) {
