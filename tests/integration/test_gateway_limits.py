@@ -88,6 +88,30 @@ def test_http_limits_answer_name_and_count(stack):
     assert st == 401 and "8-256 printable characters" in body["detail"], body
 
 
+def test_a_text_that_escapes_past_the_payload_limit_is_refused(stack):
+    """A text within VIGIL_MAX_PAYLOAD less 1024 whose JSON escaping
+    (every newline is two bytes) takes the published room/{r}/message past
+    VIGIL_MAX_PAYLOAD is a 400 naming the bound (payload_bytes): it was
+    answered 202 and published, and every consumer, the gateway's own log
+    included, refused it as oversize."""
+    gw = start_gateway(stack, VIGIL_MAX_PAYLOAD=4096)
+    col = stack.collector(["room/+/message", "sys/+/error"])
+    room = uid("r")
+    lines = "\n" * 3000  # 3000 bytes (under 3072), 6000 in JSON
+    answer = request(gw.http_port, "POST", f"/api/rooms/{room}/messages", {"text": lines, "id": "long-1"}, JOEL)
+    assert_refused(gw, answer, 400, "payload_bytes", "VIGIL_MAX_PAYLOAD")
+    answer = request(gw.http_port, "POST", "/api/council/s1/answers", {"question_id": "q1", "answer": lines}, JOEL)
+    assert_refused(gw, answer, 400, "payload_bytes", "VIGIL_MAX_PAYLOAD")
+    assert refusals(gw, "payload_bytes") == 2
+    # what fits is published and logged, as every 202
+    text = "y\n" * 1000  # 2000 bytes, 3000 in JSON
+    st, _, body = request(gw.http_port, "POST", f"/api/rooms/{room}/messages", {"text": text, "id": "fits-1"}, JOEL)
+    assert st == 202, body
+    col.wait_event(f"room/{room}/message", lambda j: j["id"] == "fits-1", timeout=10)
+    assert [e["id"] for e in col.events(f"room/{room}/message")] == ["fits-1"]
+    assert col.events("sys/+/error") == []
+
+
 def test_rate_limit_names_itself(stack):
     gw = start_gateway(stack, VIGIL_GATEWAY_RATE=5)
     answers = [request(gw.http_port, "GET", "/api/whoami", headers=JOEL) for _ in range(30)]

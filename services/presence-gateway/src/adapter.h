@@ -35,6 +35,7 @@ typedef struct gw_config {
     int64_t max_clients;
     bool cookie_secure;
     int64_t max_text;
+    int64_t max_payload; /* VIGIL_MAX_PAYLOAD: what every consumer takes */
 } gw_config;
 
 /* Redis connections for request threads, opened on demand and reused. */

@@ -106,6 +106,11 @@ static void publish_request(gateway *g, vigil_http_req *req, build_fn build, con
     const char *limit;
     gw_req_result r = build(body, arg, fresh, vigil_now_ms(), (size_t)g->cfg.max_text, &payload,
                             &limit, err, sizeof err);
+    if (r == GW_REQ_OK &&
+        gw_req_fits(payload, (size_t)g->cfg.max_payload, &limit, err, sizeof err) != GW_REQ_OK) {
+        json_object_put(payload);
+        r = GW_REQ_BAD;
+    }
     if (r != GW_REQ_OK) {
         gateway_refuse(req, r == GW_REQ_FORBIDDEN ? 403 : 400, limit, err);
         json_object_put(body);

@@ -99,6 +99,7 @@ int gateway_configure(void *ctx, const vigil_common_config *common, char *err, s
      * browser may beat only while its user is active) */
     c->presence.expire_ms = expire ? expire : c->presence.away_ms;
     c->max_text = common->max_payload > 1024 ? (int64_t)common->max_payload - 1024 : 1024;
+    c->max_payload = (int64_t)common->max_payload;
     g->api.max_body = (size_t)c->max_body;
     g->api.max_clients = (unsigned)c->max_clients;
     snprintf(g->chat_log_prefix, sizeof g->chat_log_prefix, "%s%s:", common->redis_prefix, CHAT_SERVICE);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <vigil/json.h>
 #include "gateway.h"
 
 /* A JSON array of n ids "<prefix><i>". malloc'd. */
@@ -122,6 +123,30 @@ static void test_text_bytes(void **s)
     assert_int_equal(gw_req_message(o, "g", "joel", "gw-1", 1, 9, &pl, &limit, err, sizeof err),
                      GW_REQ_BAD);
     assert_null(limit);
+    json_object_put(o);
+}
+
+/* A text within max_text whose JSON escaping takes the published payload
+ * past VIGIL_MAX_PAYLOAD is refused (every consumer would refuse it as
+ * oversize after a 202): 20 newlines are 20 bytes of text, 40 in JSON. */
+static void test_payload_bytes(void **s)
+{
+    (void)s;
+    char err[200];
+    const char *limit;
+    json_object *pl, *o = parse("{\"text\":\"", "\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n", "\"}");
+    assert_int_equal(gw_req_message(o, "g", "joel", "gw-1", 1, 20, &pl, &limit, err, sizeof err),
+                     GW_REQ_OK);
+    char *text = vigil_json_dump(pl);
+    size_t n = strlen(text);
+    free(text);
+    assert_true(n > 40);
+    assert_int_equal(gw_req_fits(pl, n, &limit, err, sizeof err), GW_REQ_OK);
+    assert_null(limit);
+    assert_int_equal(gw_req_fits(pl, n - 1, &limit, err, sizeof err), GW_REQ_BAD);
+    assert_string_equal(limit, "payload_bytes");
+    assert_non_null(strstr(err, "VIGIL_MAX_PAYLOAD"));
+    json_object_put(pl);
     json_object_put(o);
 }
 
@@ -279,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_topic_filters),
         cmocka_unit_test(test_rooms_per_session),
         cmocka_unit_test(test_text_bytes),
+        cmocka_unit_test(test_payload_bytes),
         cmocka_unit_test(test_mentions_per_message),
         cmocka_unit_test(test_stream_cap),
         cmocka_unit_test(test_log_trimmed),

@@ -340,6 +340,14 @@ gw_req_result gw_req_message(json_object *body, const char *room, const char *us
 gw_req_result gw_req_answer(json_object *body, const char *user, const char *fresh_id,
                             int64_t now, size_t max_text, json_object **payload,
                             const char **limit, char *err, size_t errlen);
+/* GW_REQ_OK when payload, as published (vigil_json_dump), is at most
+ * max_payload bytes (VIGIL_MAX_PAYLOAD, what every consumer takes; the
+ * gateway's own log too), else GW_REQ_BAD with *limit "payload_bytes":
+ * a text within max_text can still escape past it (each newline, quote,
+ * backslash or control character is longer in JSON), and a message
+ * answered 202 would then be refused as oversize by everyone. */
+gw_req_result gw_req_fits(json_object *payload, size_t max_payload, const char **limit, char *err,
+                          size_t errlen);
 
 /* POST /api/personas/{persona}/suggestion body {room, suggestion_id?,
  * answer: yes|no|snooze (vigil_answer_index), id?} -> the

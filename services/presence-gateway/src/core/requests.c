@@ -3,8 +3,10 @@
  * council question. Every field is checked; anything wrong is a 400 with
  * a detail naming the field. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <vigil/json.h>
 #include <vigil/msg_persona.h>
 #include <vigil/names.h>
 #include "gateway.h"
@@ -312,6 +314,27 @@ gw_req_result gw_req_answer(json_object *body, const char *user, const char *fre
     json_object_object_add(o, "ts", json_object_new_int64(now));
     *payload = o;
     return GW_REQ_OK;
+}
+
+gw_req_result gw_req_fits(json_object *payload, size_t max_payload, const char **limit, char *err,
+                          size_t errlen)
+{
+    *limit = NULL;
+    char *text = vigil_json_dump(payload);
+    if (!text) {
+        snprintf(err, errlen, "out of memory");
+        return GW_REQ_BAD;
+    }
+    size_t n = strlen(text);
+    free(text);
+    if (n <= max_payload)
+        return GW_REQ_OK;
+    *limit = "payload_bytes";
+    snprintf(err, errlen,
+             "the event would be %zu bytes as published, more than %zu (VIGIL_MAX_PAYLOAD): its "
+             "text escapes to more in JSON (newlines, quotes); send a shorter one",
+             n, max_payload);
+    return GW_REQ_BAD;
 }
 
 gw_req_result gw_req_suggestion(json_object *body, const char *user, const char *fresh_id,
