@@ -239,11 +239,14 @@ def test_k_zero_turns_it_off(stack):
     assert col.find("room/+/floor") == [] and col.find("persona/+/floor") == []
 
 
-def test_k_and_wake_triggers_from_the_environment(stack):
-    # the state below has no `cause` (as an older dormancy-monitor's): the
-    # fallback trigger list decides; the minimum-awake guarantee (read from
-    # dormancy-monitor's variable) is off, else it would wake ann anyway
-    svc = stack.service(SERVICE, env={"VIGIL_FLOOR_K": "1", "VIGIL_FLOOR_WAKE_TRIGGERS": "no-human",
+def floor_with_ann_asleep_since_ai_only(stack, triggers):
+    """K=1, ann asleep since ai-only and bob active, with
+    VIGIL_FLOOR_WAKE_TRIGGERS=triggers: the service and the floor of a
+    human's "hello". The state has no `cause` (as an older
+    dormancy-monitor's): the fallback trigger list decides; the
+    minimum-awake guarantee (read from dormancy-monitor's variable) is
+    off, else it would wake ann anyway."""
+    svc = stack.service(SERVICE, env={"VIGIL_FLOOR_K": "1", "VIGIL_FLOOR_WAKE_TRIGGERS": triggers,
                                       "VIGIL_DORMANCY_MIN_AWAKE": "0"})
     col = stack.collector()
     pub = stack.publisher()
@@ -254,7 +257,11 @@ def test_k_and_wake_triggers_from_the_environment(stack):
     wait_view(stack, room, lambda v: len(v) == 2 and v["ann"]["level"] == "sleep", "levels")
     mid = uid()
     pub.publish(*human(room, "joel", "hello", mid=mid))
-    fl = floor_for(col, mid)
+    return svc, floor_for(col, mid)
+
+
+def test_k_and_wake_triggers_from_the_environment(stack):
+    svc, fl = floor_with_ann_asleep_since_ai_only(stack, "no-human")
     assert fl["granted"] == ["bob"] and fl["k"] == 1  # ai-only is not a wake trigger here
     bad = svc.run_cli(["--help"], env={"VIGIL_FLOOR_WAKE_TRIGGERS": "a,,b"})
     assert bad.returncode == 0  # --help does not read the service's variables
@@ -265,6 +272,16 @@ def test_k_and_wake_triggers_from_the_environment(stack):
     svc.proc.wait(timeout=scaled(10))
     assert svc.proc.returncode == 2
     assert "VIGIL_FLOOR_WAKE_TRIGGERS" in svc.stderr_text()
+
+
+def test_wake_triggers_listed_with_spaces_after_the_commas(stack):
+    """VIGIL_FLOOR_WAKE_TRIGGERS="no-human, ai-only" (a space after the
+    comma, as lists are often written) counts ai-only as absence: the
+    entry was kept as " ai-only", matched no state's trigger, and a
+    persona asleep since ai-only stayed held."""
+    _, fl = floor_with_ann_asleep_since_ai_only(stack, "no-human, ai-only")
+    assert fl["granted"] == ["ann"], fl  # woken, and it never spoke either: first by id
+    assert fl["reasons"]["ann"].endswith("sleep since ai-only, woken by this human message"), fl
 
 
 BAD = [

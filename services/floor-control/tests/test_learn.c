@@ -329,6 +329,12 @@ static void test_wake_trigger_list(void **state)
     assert_int_equal(c.wake.min_awake, 2);
     assert_int_equal(floor_config_set_wake_triggers(&c, "no-human"), 0);
     assert_int_equal(c.n_wake_triggers, 1);
+    /* spaces around an entry are no part of it; an entry of spaces is empty */
+    assert_int_equal(floor_config_set_wake_triggers(&c, " no-human , ai-only"), 0);
+    assert_int_equal(c.n_wake_triggers, 2);
+    assert_string_equal(c.wake_triggers[0], "no-human");
+    assert_string_equal(c.wake_triggers[1], "ai-only");
+    assert_int_equal(floor_config_set_wake_triggers(&c, "a, ,b"), -1);
     assert_int_equal(floor_config_set_wake_triggers(&c, "a,,b"), -1);
     assert_int_equal(floor_config_set_wake_triggers(&c, "a,"), -1);
     assert_int_equal(floor_config_set_wake_triggers(&c, "a,b,c,d,e,f,g,h,i"), -1);

@@ -19,10 +19,18 @@ int floor_config_set_wake_triggers(floor_config *c, const char *csv)
     while (*s) {
         const char *end = strchr(s, ',');
         size_t len = end ? (size_t)(end - s) : strlen(s);
-        if (len == 0 || len >= FLOOR_TRIGGER_MAX || n == FLOOR_MAX_WAKE_TRIGGERS)
+        /* "no-human, ai-only": the spaces around an entry are no part of
+         * it (kept, " ai-only" would never match a state's trigger) */
+        const char *w = s;
+        size_t wl = len;
+        while (wl && *w == ' ')
+            w++, wl--;
+        while (wl && w[wl - 1] == ' ')
+            wl--;
+        if (wl == 0 || wl >= FLOOR_TRIGGER_MAX || n == FLOOR_MAX_WAKE_TRIGGERS)
             return -1;
-        memcpy(c->wake_triggers[n], s, len);
-        c->wake_triggers[n][len] = '\0';
+        memcpy(c->wake_triggers[n], w, wl);
+        c->wake_triggers[n][wl] = '\0';
         n++;
         s += len;
         if (*s == ',') {
