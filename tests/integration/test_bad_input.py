@@ -233,6 +233,9 @@ def test_a_refusal_quoting_part_of_a_meta_key_cuts_it_between_characters(env):
                         since=mark)
     assert ev["reason"] == "wrong_type", ev
     assert ev["detail"] == "field 'confidence_levels.x" + "é" * 29 + "': expected number", ev
-    for m in col.snapshot():
-        m.payload.decode("utf-8")  # raises on a cut sequence
+    # what the service published since (the module's other cases publish
+    # invalid UTF-8 inputs on purpose: only outputs are checked)
+    for m in col.find("#", since=mark):
+        if m.topic != "persona/ada/meta":
+            m.payload.decode("utf-8")  # raises on a cut sequence
     assert svc.alive()
