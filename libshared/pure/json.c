@@ -627,8 +627,23 @@ static void detail_value(const char *s, size_t n, char *out, size_t outlen)
     vigil_json_sample(s, n > DETAIL_VALUE_BYTES ? DETAIL_VALUE_BYTES : n, out, outlen);
 }
 
-/* Strings with an embedded NUL (from \u0000) are refused: every consumer
- * treats them as C strings and would silently see a shorter value. */
+vigil_json_str_status vigil_json_str_check(json_object *v, const char **out)
+{
+    if (!v)
+        return VIGIL_JSON_STR_ABSENT;
+    if (!json_object_is_type(v, json_type_string))
+        return VIGIL_JSON_STR_NOT_STRING;
+    const char *s = json_object_get_string(v);
+    if (strlen(s) != (size_t)json_object_get_string_len(v))
+        return VIGIL_JSON_STR_HAS_NUL;
+    if (out)
+        *out = s;
+    return VIGIL_JSON_STR_OK;
+}
+
+/* Strings with an embedded NUL (from \u0000) are refused
+ * (vigil_json_str_check): every consumer treats them as C strings and
+ * would silently see a shorter value. */
 int vigil_json_string(json_object *o, const char *field, bool required, const char **out,
                       vigil_error *err)
 {
@@ -636,16 +651,15 @@ int vigil_json_string(json_object *o, const char *field, bool required, const ch
     int r = field_get(o, field, required, &v, err);
     if (r != 0)
         return r;
-    if (!json_object_is_type(v, json_type_string))
-        return wrong_type(err, field, "string", v);
-    const char *s = json_object_get_string(v);
-    size_t n = (size_t)json_object_get_string_len(v);
-    if (strlen(s) != n)
+    switch (vigil_json_str_check(v, out)) {
+    case VIGIL_JSON_STR_OK:
+        return 0;
+    case VIGIL_JSON_STR_HAS_NUL:
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field '%s': string contains NUL",
                                field);
-    if (out)
-        *out = s;
-    return 0;
+    default:
+        return wrong_type(err, field, "string", v);
+    }
 }
 
 int vigil_json_id(json_object *o, const char *field, bool required, const char **out,

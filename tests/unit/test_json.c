@@ -396,6 +396,27 @@ static void test_get_string(void **state)
     /* an embedded NUL would silently shorten the value */
     assert_int_equal(vigil_json_string(o, "z", true, &s, &err), -1);
     assert_int_equal(err.reason, VIGIL_REJECT_BAD_VALUE);
+    assert_string_equal(err.detail, "field 'z': string contains NUL");
+    json_object_put(o);
+}
+
+/* The rule behind vigil_json_string, for callers with their own texts:
+ * absent, another type, a NUL inside, or the string. */
+static void test_str_check(void **state)
+{
+    (void)state;
+    json_object *o = sample_obj(), *v = NULL;
+    const char *s = "untouched";
+    assert_int_equal(vigil_json_str_check(NULL, &s), VIGIL_JSON_STR_ABSENT);
+    assert_true(json_object_object_get_ex(o, "n", &v));
+    assert_int_equal(vigil_json_str_check(v, &s), VIGIL_JSON_STR_NOT_STRING);
+    assert_true(json_object_object_get_ex(o, "z", &v));
+    assert_int_equal(vigil_json_str_check(v, &s), VIGIL_JSON_STR_HAS_NUL);
+    assert_string_equal(s, "untouched"); /* set only when OK */
+    assert_true(json_object_object_get_ex(o, "room", &v));
+    assert_int_equal(vigil_json_str_check(v, &s), VIGIL_JSON_STR_OK);
+    assert_string_equal(s, "general");
+    assert_int_equal(vigil_json_str_check(v, NULL), VIGIL_JSON_STR_OK);
     json_object_put(o);
 }
 
@@ -799,6 +820,7 @@ int main(void)
         cmocka_unit_test(test_parse_oversize_first),
         cmocka_unit_test(test_parse_utf8_before_syntax),
         cmocka_unit_test(test_get_string),
+        cmocka_unit_test(test_str_check),
         cmocka_unit_test(test_get_id),
         cmocka_unit_test(test_get_int64),
         cmocka_unit_test(test_get_double_bool),

@@ -117,6 +117,21 @@ json_object *vigil_json_parse_object(const char *buf, size_t len, size_t max, vi
 #define VIGIL_RECORD_INT_MAX (INT64_MAX / 4)
 int64_t vigil_record_int(json_object *v, int64_t def);
 
+/* A JSON value read as a C string, the one rule behind vigil_json_string:
+ * every reader takes a string as a C string, so one holding a NUL (from
+ * \u0000) is refused rather than silently read shorter ("a\u0000b" as
+ * "a"). For a caller that words its own errors (heartbeat's config parser
+ * maps the status to its own hb_cfg_status and texts) and for values that
+ * are not an object's field (an array element). v NULL (a field absent,
+ * or JSON null) is ABSENT; *out is set only when OK. */
+typedef enum {
+    VIGIL_JSON_STR_OK = 0,
+    VIGIL_JSON_STR_ABSENT,     /* v NULL: absent or JSON null */
+    VIGIL_JSON_STR_NOT_STRING, /* another JSON type */
+    VIGIL_JSON_STR_HAS_NUL     /* a string holding a NUL */
+} vigil_json_str_status;
+vigil_json_str_status vigil_json_str_check(json_object *v, const char **out);
+
 /* Typed getters. Each returns 0 and sets *out, or, if the field is absent
  * (or JSON null): returns 1 when !required (out untouched) and -1 with
  * MISSING_FIELD when required. Wrong JSON type: -1 with WRONG_TYPE. The

@@ -44,39 +44,42 @@ const char HB_DEFAULT_CHECKLIST[] =
     "- If something needs attention: compose and send the message\n"
     "- Never send more than one proactive message per heartbeat unless truly urgent\n";
 
-/* A JSON string's text, refused when it holds a NUL (from \u0000): every
- * reader here takes it as a C string and would silently see a shorter
- * value ("Asia/Jakarta\u0000x" as Asia/Jakarta, a checklist cut at the
- * NUL), as libshared's vigil_json_string refuses it for every other input. */
-static hb_cfg_status str_value(json_object *v, const char *k, const char **out, char *err,
-                               size_t errlen)
+/* A string value (a field's, an array element's) with heartbeat's own
+ * statuses and texts over libshared's one rule (vigil_json_str_check): a
+ * NUL inside (from \u0000) is refused, since every reader here takes it as
+ * a C string and would silently see a shorter value ("Asia/Jakarta\u0000x"
+ * as Asia/Jakarta, a checklist cut at the NUL). v NULL (absent or JSON
+ * null): HB_CFG_OK with *out NULL unless required. */
+static hb_cfg_status str_value(json_object *v, const char *k, bool required, const char **out,
+                               char *err, size_t errlen)
 {
-    const char *s = json_object_get_string(v);
-    if (strlen(s) != (size_t)json_object_get_string_len(v)) {
-        snprintf(err, errlen, "field '%s': string contains NUL", k);
-        return HB_CFG_BAD_VALUE;
+    *out = NULL;
+    switch (vigil_json_str_check(v, out)) {
+    case VIGIL_JSON_STR_OK:
+        return HB_CFG_OK;
+    case VIGIL_JSON_STR_ABSENT:
+        if (!required)
+            return HB_CFG_OK;
+        snprintf(err, errlen, "field '%s': missing", k);
+        return HB_CFG_MISSING;
+    case VIGIL_JSON_STR_NOT_STRING:
+        snprintf(err, errlen, "field '%s': expected string", k);
+        return HB_CFG_WRONG_TYPE;
+    case VIGIL_JSON_STR_HAS_NUL:
+        break;
     }
-    *out = s;
-    return HB_CFG_OK;
+    snprintf(err, errlen, "field '%s': string contains NUL", k);
+    return HB_CFG_BAD_VALUE;
 }
 
 /* A string field: HB_CFG_OK with *out (or NULL when absent and optional). */
 static hb_cfg_status str_field(json_object *o, const char *k, bool required, const char **out,
                                char *err, size_t errlen)
 {
-    json_object *v;
-    *out = NULL;
-    if (!json_object_object_get_ex(o, k, &v) || json_object_is_type(v, json_type_null)) {
-        if (!required)
-            return HB_CFG_OK;
-        snprintf(err, errlen, "field '%s': missing", k);
-        return HB_CFG_MISSING;
-    }
-    if (!json_object_is_type(v, json_type_string)) {
-        snprintf(err, errlen, "field '%s': expected string", k);
-        return HB_CFG_WRONG_TYPE;
-    }
-    return str_value(v, k, out, err, errlen);
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(o, k, &v))
+        v = NULL;
+    return str_value(v, k, required, out, err, errlen);
 }
 
 static hb_cfg_status id_field(json_object *o, const char *k, char *dst, size_t n, char *err,
@@ -131,7 +134,7 @@ static hb_cfg_status quiet_hours(json_object *o, const hb_config *c, hb_persona_
     if (json_object_is_type(q, json_type_string)) {
         const char *s;
         char a[8], b[8];
-        hb_cfg_status st = str_value(q, "quiet_hours", &s, err, errlen);
+        hb_cfg_status st = str_value(q, "quiet_hours", true, &s, err, errlen);
         if (st != HB_CFG_OK)
             return st;
         if (strlen(s) != 11 || s[5] != '-') {
@@ -204,7 +207,7 @@ static hb_cfg_status allow_list(json_object *o, hb_persona_cfg *cfg, char *err, 
         char field[40];
         const char *name;
         snprintf(field, sizeof field, "allow_proactive[%zu]", i);
-        hb_cfg_status st = str_value(e, field, &name, err, errlen);
+        hb_cfg_status st = str_value(e, field, true, &name, err, errlen);
         if (st != HB_CFG_OK)
             return st;
         int cat = hb_category_parse(name);
