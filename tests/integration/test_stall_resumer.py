@@ -323,6 +323,35 @@ def test_a_mission_ending_its_sentence_gets_no_second_full_stop(stack):
     assert ".." not in ev["prompt"], ev["prompt"]
 
 
+def test_blank_texts_leave_no_empty_item_in_the_prompt(stack):
+    """A task with a blank title is refused (error event, metric, the pool
+    unchanged); a status' blank mission and blank task entries, and a
+    signal with a blank detail (activity, not progress), leave nothing
+    empty in the resume prompt: no empty quote, no dangling separator."""
+    svc = stack.service(SERVICE, env=FAST)
+    col = stack.collector()
+    pub = stack.publisher()
+    store = stack.store(SERVICE)
+    agent = uid("blank-")
+    mark = col.mark()
+    pub.publish(*task("t-blank", 9, title="   "))
+    err = col.wait_event(f"sys/{SERVICE}/error", lambda e: e.get("topic") == "planner/task",
+                         timeout=10, since=mark)
+    assert err["reason"] == "bad_value" and "'title': blank" in err["detail"], err
+    assert svc.metric("vigil_rejected_total", reason="bad_value") == 1
+    assert not pool(store)["open"]
+    pub.publish(*status(agent, 13 * HOUR, mission="   ", tasks=["  ", "retry on 5xx", ""]))
+    pub.publish(*activity(agent, "MESSAGE_QUEUE", 13 * HOUR, detail="\u00a0 \u3000"))
+    ev = col.wait_event(f"agent/{agent}/resume", timeout=15)
+    prompt = ev["prompt"]
+    assert "claimed_task" not in ev
+    assert " No planner task is open: continue your own tasks. Your tasks: retry on 5xx. Reply" \
+        in prompt, prompt
+    for bad in ('""', "Mission:", "last progress", "; ;", ":.", "; retry"):
+        assert bad not in prompt, (bad, prompt)
+    validate_outputs(col, OUTPUTS)
+
+
 def test_a_cleared_status_retires_the_agent(stack):
     """Clearing an agent's retained status (an empty retained message, how
     MQTT deletes one) retires it: its retained assessment is cleared, its
@@ -505,6 +534,10 @@ BAD = [
     ("status invalid utf8", S, b'{"agent":"bad-agent","fsm_state":"\xc0\x80"}', "invalid_utf8"),
     ("task not json", T, b"task!", "not_json"),
     ("task title empty", T, body(id="t1", title="", priority=1), "bad_value"),
+    # a title of white space names nothing: the resume would hand over an empty task
+    ("task title blank", T, body(id="t1", title=" \t\n ", priority=1), "bad_value"),
+    ("task title unicode spaces", T, body(id="t1", title="\u00a0\u3000", priority=1), "bad_value"),
+    ("status fsm blank", S, body(agent="bad-agent", fsm_state="   "), "bad_value"),
     ("task id too long", T, body(id="x" * 200, title="t", priority=1), "bad_id"),
     ("status no fsm", S, body(agent="bad-agent"), "missing_field"),
     ("status fsm number", S, body(agent="bad-agent", fsm_state=3), "wrong_type"),

@@ -52,26 +52,35 @@ static int parse_status(json_object *b, stall_parsed *pp, int64_t ts, vigil_erro
         vigil_json_string(b, "mission", false, &mission, err) < 0 ||
         vigil_json_array(b, "tasks", false, &tasks, err) < 0)
         return -1;
+    /* refused like an empty one: the resume prompt would say "(state  )" */
+    if (stall_text_blank(fsm))
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
+                               "field 'fsm_state': blank (nothing but white space)");
     /* kept to STALL_TEXT_MAX bytes, cut on a character boundary */
     vigil_utf8_copy(st->fsm_state, sizeof st->fsm_state, fsm);
     vigil_utf8_copy(st->mission, sizeof st->mission, mission);
     size_t n = tasks ? json_object_array_length(tasks) : 0;
     for (size_t i = 0; i < n; i++) {
-        json_object *t = json_object_array_get_idx(tasks, i), *v = NULL;
+        json_object *t = json_object_array_get_idx(tasks, i), *v = t;
         const char *text = NULL;
-        if (json_object_is_type(t, json_type_string))
-            text = json_object_get_string(t);
-        else if (json_object_is_type(t, json_type_object) &&
-                 ((json_object_object_get_ex(t, "title", &v) && json_object_is_type(v, json_type_string)) ||
-                  (json_object_object_get_ex(t, "id", &v) && json_object_is_type(v, json_type_string))))
-            text = json_object_get_string(v);
-        else
-            return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE,
-                                   "field 'tasks[%zu]': expected a string or an object with a title", i);
-        if (strlen(text) != (size_t)json_object_get_string_len(
-                               json_object_is_type(t, json_type_string) ? t : v))
+        if (json_object_is_type(t, json_type_object) &&
+            !(json_object_object_get_ex(t, "title", &v) && json_object_is_type(v, json_type_string)) &&
+            !json_object_object_get_ex(t, "id", &v))
+            v = NULL;
+        switch (vigil_json_str_check(v, &text)) {
+        case VIGIL_JSON_STR_OK:
+            break;
+        case VIGIL_JSON_STR_HAS_NUL:
             return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
                                    "field 'tasks[%zu]': string contains NUL", i);
+        default:
+            return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE,
+                                   "field 'tasks[%zu]': expected a string or an object with a title", i);
+        }
+        /* a blank entry is no assignment: the prompt would list it as an
+         * empty item ("Your tasks: ; Fix CI") */
+        if (stall_text_blank(text))
+            continue;
         if (st->n_tasks < STALL_MAX_STATUS_TASKS)
             vigil_utf8_copy(st->tasks[st->n_tasks++], sizeof st->tasks[0], text);
     }
@@ -93,6 +102,11 @@ static int parse_task(const vigil_input *in, stall_parsed *pp, vigil_error *err)
         vigil_json_int64(b, "priority", true, &prio, err) < 0 ||
         vigil_json_id(b, "agent", false, &agent, err) < 0)
         return -1;
+    /* a title of spaces names nothing to do: the resume would hand the
+     * agent an empty task ("Claimed for you: t1 \"\"") */
+    if (stall_text_blank(title))
+        return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
+                               "field 'title': blank (nothing but white space)");
     if (prio < 0)
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field 'priority': must be >= 0");
     snprintf(t->id, sizeof t->id, "%s", in->id);

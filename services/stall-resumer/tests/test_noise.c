@@ -118,6 +118,36 @@ static void test_meaningful_progress(void **state)
     free(a);
 }
 
+/* Blank is white space only, the Unicode spaces a text can look empty
+ * with included. A blank detail is a signal without a detail: activity,
+ * neither an acknowledgement nor progress the prompt would quote as "". */
+static void test_blank_texts(void **state)
+{
+    (void)state;
+    const char *blank[] = {"", "   ", "\t\r\n", "\xc2\xa0", " \xe3\x80\x80 ", "\xe2\x80\x8b",
+                           "\xef\xbb\xbf\xe2\x80\xaf\xe2\x81\x9f\xe1\x9a\x80", NULL};
+    for (int i = 0; blank[i]; i++) {
+        assert_true(stall_text_blank(blank[i]));
+        assert_false(stall_is_meaningful_progress(blank[i]));
+        assert_false(stall_is_acknowledgement(blank[i]));
+    }
+    assert_true(stall_text_blank(NULL));
+    const char *not_blank[] = {"a", " x ", "\xc2\xa0x", "\xf0\x9f\x91\x8d", ".", NULL};
+    for (int i = 0; not_blank[i]; i++)
+        assert_false(stall_text_blank(not_blank[i]));
+    /* an acknowledgement padded with no-break spaces is still one */
+    assert_true(stall_is_acknowledgement("\xc2\xa0ok\xc2\xa0"));
+    stall_config c;
+    stall_config_init(&c);
+    stall_agent *a = st_agent("a");
+    st_sig(a, &c, STALL_SRC_GIT_COMMIT, 10 * MIN_MS, "merged the uploader fix", false);
+    st_sig(a, &c, STALL_SRC_INBOX_PROCESSING, 5 * MIN_MS, "\xc2\xa0\xe3\x80\x80", false);
+    assert_int_equal(a->n_sig, 2);
+    assert_int_equal(a->last_seen, T0 - 5 * MIN_MS);
+    assert_string_equal(a->progress, "merged the uploader fix");
+    free(a);
+}
+
 /* Newest 200 kept; duplicates by id ignored. */
 static void test_bounded_and_deduped(void **state)
 {
@@ -176,6 +206,7 @@ int main(void)
         cmocka_unit_test(test_configured_patterns),
         cmocka_unit_test(test_own_resume_echo),
         cmocka_unit_test(test_meaningful_progress),
+        cmocka_unit_test(test_blank_texts),
         cmocka_unit_test(test_bounded_and_deduped),
         cmocka_unit_test(test_texts_cut_on_a_character_boundary),
     };

@@ -224,7 +224,64 @@ static void test_prompt_and_payloads(void **state)
     assert_non_null(strstr(prompt, "No planner task is open"));
     assert_non_null(strstr(prompt, "no activity for 45 s"));
     free(prompt);
+    /* idle time in whole minutes (the specified inactivity_minutes), cut
+     * down, seconds under a minute */
+    static const struct {
+        int64_t ms;
+        const char *text;
+    } IDLE[] = {{59999, "no activity for 59 s"},    {60000, "no activity for 1 min"},
+                {59 * MIN_MS, "no activity for 59 min"}, {60 * MIN_MS, "no activity for 60 min"},
+                {61 * MIN_MS + 59999, "no activity for 61 min"},
+                {780 * MIN_MS, "no activity for 780 min"}};
+    for (size_t i = 0; i < sizeof IDLE / sizeof IDLE[0]; i++) {
+        prompt = stall_resume_prompt(a, IDLE[i].ms, NULL, NULL, 0);
+        assert_non_null(prompt);
+        if (!strstr(prompt, IDLE[i].text))
+            fail_msg("%s: %s", IDLE[i].text, prompt);
+        free(prompt);
+    }
     assert_string_not_equal(stall_fsm_actions("BLOCKED"), stall_fsm_actions("whatever"));
+    free(a);
+}
+
+/* Blank texts in the record (stored before intake refused or skipped
+ * them) never make an empty item, an empty quote or a dangling separator
+ * in the prompt. */
+static void test_prompt_leaves_blank_texts_out(void **state)
+{
+    (void)state;
+    stall_agent *a = stalled();
+    snprintf(a->status.fsm_state, sizeof a->status.fsm_state, " \t");
+    snprintf(a->status.mission, sizeof a->status.mission, "   ");
+    snprintf(a->progress, sizeof a->progress, "\xc2\xa0");
+    snprintf(a->status.tasks[0], sizeof a->status.tasks[0], "  ");
+    snprintf(a->status.tasks[1], sizeof a->status.tasks[1], "retry on 5xx");
+    a->status.tasks[2][0] = '\0';
+    a->status.n_tasks = 3;
+    stall_claimed task = {"task-7", "  ", 3};
+    stall_task p1 = {"task-200", "\xe3\x80\x80", 9, "", T0};
+    stall_task p2 = {"task-201", "Ship v2", 5, "", T0};
+    const stall_task *prios[] = {&p1, &p2};
+    static const char *const has[] = {"(state UNKNOWN)", " Claimed for you: task-7 (priority 3).",
+                                      " Project priorities: task-200 (9); Ship v2 (5).",
+                                      " Your tasks: retry on 5xx. Reply with progress", NULL};
+    static const char *const lacks[] = {"Mission:", "last progress", "\"\"", "; ;", ":.", NULL};
+    char *prompt = stall_resume_prompt(a, 13 * HOUR_MS, &task, prios, 2);
+    assert_non_null(prompt);
+    for (int i = 0; has[i]; i++)
+        if (!strstr(prompt, has[i]))
+            fail_msg("missing \"%s\" in: %s", has[i], prompt);
+    for (int i = 0; lacks[i]; i++)
+        if (strstr(prompt, lacks[i]))
+            fail_msg("\"%s\" in: %s", lacks[i], prompt);
+    free(prompt);
+    /* only blank tasks: no "Your tasks:" at all */
+    snprintf(a->status.tasks[1], sizeof a->status.tasks[1], "\xe2\x80\x8b");
+    prompt = stall_resume_prompt(a, 13 * HOUR_MS, NULL, NULL, 0);
+    assert_non_null(prompt);
+    assert_null(strstr(prompt, "Your tasks"));
+    assert_non_null(strstr(prompt, "continue your own tasks. Reply with progress"));
+    free(prompt);
     free(a);
 }
 
@@ -338,6 +395,7 @@ int main(void)
         cmocka_unit_test_setup(test_active_and_young_get_none, setup),
         cmocka_unit_test_setup(test_status_ordering, setup),
         cmocka_unit_test_setup(test_prompt_and_payloads, setup),
+        cmocka_unit_test_setup(test_prompt_leaves_blank_texts_out, setup),
         cmocka_unit_test_setup(test_assessment_payload, setup),
         cmocka_unit_test_setup(test_job_roundtrip, setup),
         cmocka_unit_test_setup(test_retired_agent, setup),

@@ -44,10 +44,46 @@ static const char *const ACKS[] = {
     "sounds good", "right", "alright", "all right", "cool", "great", "perfect", "👍", "✅",
     "👌", "🙏", "✔", NULL};
 
-/* Between phrases: spaces and ASCII punctuation, and the dashes. */
+/* The length of the white space character at s, 0 when there is none:
+ * ASCII white space, and the Unicode spaces a text can look empty with
+ * (no-break space U+00A0, U+1680, U+2000..U+200B, the line and paragraph
+ * separators U+2028/9, U+202F, U+205F, the ideographic space U+3000 and
+ * the byte order mark U+FEFF). */
+static size_t space_at(const char *s)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    if (u[0] && isspace(u[0]))
+        return 1;
+    if (u[0] == 0xC2 && u[1] == 0xA0)
+        return 2;
+    if (u[0] == 0xE1 && u[1] == 0x9A && u[2] == 0x80)
+        return 3;
+    if (u[0] == 0xE2 && u[1] == 0x80 &&
+        ((u[2] >= 0x80 && u[2] <= 0x8B) || u[2] == 0xA8 || u[2] == 0xA9 || u[2] == 0xAF))
+        return 3;
+    if (u[0] == 0xE2 && u[1] == 0x81 && u[2] == 0x9F)
+        return 3;
+    if ((u[0] == 0xE3 && u[1] == 0x80 && u[2] == 0x80) ||
+        (u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF))
+        return 3;
+    return 0;
+}
+
+bool stall_text_blank(const char *text)
+{
+    const char *s = text ? text : "";
+    for (size_t n; (n = space_at(s)) > 0;)
+        s += n;
+    return *s == '\0';
+}
+
+/* Between phrases: white space (space_at), ASCII punctuation, the dashes. */
 static size_t separator_at(const char *s)
 {
-    if (*s && (isspace((unsigned char)*s) || strchr(".!?,;:-()~", *s)))
+    size_t sp = space_at(s);
+    if (sp)
+        return sp;
+    if (*s && strchr(".!?,;:-()~", *s))
         return 1;
     if (strncmp(s, "\xe2\x80\x93", 3) == 0 || strncmp(s, "\xe2\x80\x94", 3) == 0) /* – — */
         return 3;
@@ -117,8 +153,11 @@ bool stall_is_acknowledgement(const char *text)
 {
     if (!text)
         return false;
-    for (const char *s = text; *s; s++)
-        if (!isspace((unsigned char)*s) && !strchr(".!,;:", *s))
+    for (const char *s = text; *s;) {
+        size_t sp = space_at(s);
+        if (!sp && !strchr(".!,;:", *s))
             return !stall_is_meaningful_progress(text);
-    return false; /* nothing in it but spaces and stops */
+        s += sp ? sp : 1;
+    }
+    return false; /* nothing in it but white space and stops: activity */
 }

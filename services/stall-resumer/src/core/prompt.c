@@ -69,7 +69,11 @@ char *stall_resume_prompt(const stall_agent *a, int64_t idle_ms, const stall_cla
     sbuf b = {printbuf_new(), true};
     if (!b.pb)
         return NULL;
-    const char *state = a->status.present && a->status.fsm_state[0] ? a->status.fsm_state : "UNKNOWN";
+    /* blank texts (a record stored before intake refused them) are left
+     * out, never written as an empty item or an empty quote */
+    const char *state = a->status.present && !stall_text_blank(a->status.fsm_state)
+                            ? a->status.fsm_state
+                            : "UNKNOWN";
     if (idle_ms >= STALL_MIN_MS)
         sb_add(&b, "🔄 " STALL_PROMPT_MARKER " %s: no activity for %" PRId64 " min (state %s).",
                a->agent, idle_ms / STALL_MIN_MS, state);
@@ -77,30 +81,38 @@ char *stall_resume_prompt(const stall_agent *a, int64_t idle_ms, const stall_cla
         sb_add(&b, "🔄 " STALL_PROMPT_MARKER " %s: no activity for %" PRId64 " s (state %s).",
                a->agent, idle_ms / 1000, state);
     sb_add(&b, " Next: %s.", stall_fsm_actions(state));
-    if (a->progress[0])
+    if (!stall_text_blank(a->progress))
         sb_add(&b, " Your last progress: \"%s\".", a->progress);
-    if (a->status.present && a->status.mission[0])
+    if (a->status.present && !stall_text_blank(a->status.mission))
         sb_add(&b, " Mission: %s%s", a->status.mission, stop_after(a->status.mission));
-    if (task)
+    if (task && !stall_text_blank(task->title))
         sb_add(&b, " Claimed for you: %s \"%s\" (priority %" PRId64 ").", task->id, task->title,
                task->priority);
+    else if (task)
+        sb_add(&b, " Claimed for you: %s (priority %" PRId64 ").", task->id, task->priority);
     else
         sb_add(&b, " No planner task is open: continue your own tasks.");
     if (n_priorities > 0) {
         sb_add(&b, " Project priorities:");
         for (int i = 0; i < n_priorities; i++)
-            sb_add(&b, "%s %s (%" PRId64 ")", i ? ";" : "", priorities[i]->title,
+            sb_add(&b, "%s %s (%" PRId64 ")", i ? ";" : "",
+                   stall_text_blank(priorities[i]->title) ? priorities[i]->id
+                                                          : priorities[i]->title,
                    priorities[i]->priority);
         sb_add(&b, ".");
     }
     /* the agent's own assignments are part of every prompt, next to the
      * project priorities rather than instead of them */
-    if (a->status.n_tasks > 0) {
-        sb_add(&b, " Your tasks:");
-        for (int i = 0; i < a->status.n_tasks; i++)
-            sb_add(&b, "%s %s", i ? ";" : "", a->status.tasks[i]);
-        sb_add(&b, "%s", stop_after(a->status.tasks[a->status.n_tasks - 1]));
+    int listed = 0;
+    const char *last = "";
+    for (int i = 0; i < a->status.n_tasks; i++) {
+        if (stall_text_blank(a->status.tasks[i]))
+            continue;
+        sb_add(&b, "%s %s", listed++ ? ";" : " Your tasks:", a->status.tasks[i]);
+        last = a->status.tasks[i];
     }
+    if (listed)
+        sb_add(&b, "%s", stop_after(last));
     sb_add(&b, " Reply with progress, not an acknowledgement.");
     char *out = b.ok ? strdup(b.pb->buf) : NULL;
     printbuf_free(b.pb);

@@ -104,6 +104,11 @@ bool stall_is_meaningful_progress(const char *text);
  * something in it but says nothing beyond one ("ok", "got it", "👍").
  * Empty or NULL text is not one (a signal without a detail is activity). */
 bool stall_is_acknowledgement(const char *text);
+/* True when text (NULL too) holds nothing but white space: ASCII, and the
+ * Unicode spaces a text can look empty with (no-break, ideographic, ...).
+ * A blank task title is refused at intake; a blank detail is a signal
+ * without a detail (activity, never quoted as progress). */
+bool stall_text_blank(const char *text);
 
 
 /* ---- the agent record ----------------------------------------------------- */
