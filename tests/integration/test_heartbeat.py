@@ -290,6 +290,58 @@ def test_a_slow_answer_after_the_user_spoke_is_not_sent(stack, llm):
     validate_outputs(col, OUTPUTS)
 
 
+@pytest.mark.parametrize("change", ["off", "off-and-on", "deleted"])
+def test_a_run_whose_heartbeat_changes_while_the_model_answers_sends_nothing(stack, llm, change):
+    """The model call of a run that would speak (CHECK-SPEAK, urgent) is in
+    flight when the user switches the heartbeat off, switches it off and on
+    again, or deletes it. When the answer comes back the run is cancelled:
+    no room message; `skipped` with reason `disabled` (off) or
+    `reconfigured` (on again: the run was asked under a config no longer in
+    force), counted as a skipped run; a deleted heartbeat's run ends
+    without a word (stale)."""
+    persona = uid("turned-")
+    svc, col, pub, room = slow_run(stack, llm, persona, 2500)
+    topic, body = config(persona, room, checklist="CHECK-SPEAK")
+    if change == "deleted":
+        pub.publish(topic, b"", retain=True)
+    else:
+        pub.publish(topic, dict(body, enabled=False, ts=harness.now_ms()), retain=True)
+    if change == "off-and-on":  # on again, its checklist reworded (still CHECK-SPEAK)
+        pub.publish(topic, dict(body, checklist="CHECK-SPEAK again", ts=harness.now_ms() + 1),
+                    retain=True)
+    store = stack.store(SERVICE)
+
+    def applied():
+        cfg = (store.state(persona)[1] or {}).get("cfg")
+        return {"deleted": cfg is None, "off": cfg and cfg.get("enabled") is False,
+                "off-and-on": cfg and cfg.get("checklist") == "CHECK-SPEAK again"}[change]
+
+    harness.wait_until(applied, 10, "the change applied")
+    assert llm.stats()["in_flight"] >= 1, "the change came after the answer: the test proves nothing"
+    if change == "deleted":
+        harness.wait_until(lambda: svc.metric("vigil_heartbeat_runs_total", outcome="stale") == 1,
+                           15, "the deleted heartbeat's run ended")
+        assert not runs(col, persona)
+    else:
+        ev = wait_run(col, persona)
+        want = "disabled" if change == "off" else "reconfigured"
+        assert ev["outcome"] == "skipped" and ev["reason"] == want, ev
+        assert "cancelled, nothing sent" in ev["detail"], ev
+        assert ev["tokens"] > 0  # the model was asked before the change
+        harness.wait_until(lambda: svc.metric("vigil_heartbeat_runs_total", outcome="skipped") == 1,
+                           10, "the cancelled run counted as skipped")
+    llm.control(delay_ms=0)
+    if change == "off-and-on":  # the next run, under the config in force, speaks
+        ev = wait_run(col, persona, lambda e: e["outcome"] != "skipped")
+        assert ev["outcome"] == "sent", ev
+        sent = [m for m in room_messages(col, room) if m.get("sender") == persona]
+        assert [m["heartbeat_run"] for m in sent] == [ev["id"]], sent
+    else:
+        time.sleep(scaled(0.5))
+        assert not [m for m in room_messages(col, room) if m.get("sender") == persona]
+    validate_outputs(col, OUTPUTS)
+
+
 def test_the_user_talking_skips_the_run_with_the_reason(stack, llm):
     start(stack, llm, VIGIL_HEARTBEAT_LIVE_MS=8000)
     col = stack.collector()

@@ -117,9 +117,9 @@ static int peek_wanted(void *arg, const char *key, const char *state_json)
     return 0;
 }
 
-/* A run queued before its heartbeat was switched off or deleted (its job
- * waited for a slot) is not worth a model call: its answer would be
- * ignored. One read of the record, as step 1 of the job loop reads Redis
+/* A run queued before its heartbeat was switched off, configured anew or
+ * deleted (its job waited for a slot) is not worth a model call: its
+ * answer would be ignored. One read of the record, as step 1 of the job loop reads Redis
  * anyway; a failed read asks the model (the commit decides as before). */
 static bool run_wanted(hb_worker *w, const run_slot *s)
 {

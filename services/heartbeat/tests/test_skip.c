@@ -284,6 +284,87 @@ static void switched_off_during_a_run(void **st)
     teardown_fx(&f);
 }
 
+/* A config (JSON) applied at t. */
+static void reconfigure(fx *f, const char *json, int64_t t)
+{
+    hb_persona_cfg cfg;
+    parse_cfg(&f->c, json, &cfg);
+    hb_out_clear(&f->out);
+    assert_int_equal(hb_on_config(&f->s, &f->c, &cfg, t, &f->out), HB_OK);
+    hb_persona_cfg_clear(&cfg);
+}
+
+#define CFG_ON "{\"persona\":\"helper\",\"user\":\"joel\",\"room\":\"general\",\"enabled\":true}"
+#define CFG_OFF "{\"persona\":\"helper\",\"user\":\"joel\",\"room\":\"general\",\"enabled\":false}"
+#define SPEAK "{\"message\":\"Stand-up\",\"priority\":\"urgent\",\"category\":\"reminder\"}"
+
+/* The user switched the heartbeat off and on again, or moved it to another
+ * room, while the model thought: the run was asked under a config that is
+ * no longer the one in force, so its answer is not sent (one proactive
+ * message per run, for the heartbeat as the user left it). The run ends
+ * `skipped`, `reconfigured`, and the next run is scheduled under the new
+ * config; the record keeps the generation through its JSON form. A config
+ * republished as it was is no change and the answer is sent. */
+static void configured_anew_during_a_run(void **st)
+{
+    (void)st;
+    fx f;
+    char run[128];
+    first_run(&f, run);
+    int64_t t = f.t0 + 2 * MIN_MS;
+    reconfigure(&f, CFG_OFF, t + 10);
+    reconfigure(&f, CFG_ON, t + 20);
+    assert_int_equal(f.out.timer, HB_TIMER_KEEP); /* the run in flight decides */
+    assert_false(hb_run_wanted(&f.s, run)); /* not worth a model call either */
+    char *json = hb_state_dump(&f.s), err[100];
+    assert_non_null(json);
+    hb_state_free(&f.s);
+    assert_int_equal(hb_state_load(&f.s, "helper", json, err, sizeof err), 0);
+    free(json);
+    assert_false(hb_run_wanted(&f.s, run));
+    json_object *ev = answer(&f.s, &f.c, SPEAK, t + MIN_MS, &f.out);
+    assert_non_null(ev);
+    assert_string_equal(jstr(ev, "outcome"), "skipped");
+    assert_string_equal(jstr(ev, "reason"), "reconfigured");
+    assert_non_null(strstr(jstr(ev, "detail"), "cancelled, nothing sent"));
+    assert_null(out_json(&f.out, "/message"));
+    assert_int_equal(f.s.last_proactive, 0);
+    assert_string_equal(f.s.running, "");
+    assert_true(f.out.timer > t + MIN_MS); /* on again: the next run comes */
+    assert_int_equal(jint(ev, "next_run_ts"), f.out.timer);
+    json_object_put(ev);
+    /* the next run, under the config in force, speaks */
+    expect_run(&f, f.out.timer);
+    snprintf(run, sizeof run, "%s", f.s.running);
+    assert_true(hb_run_wanted(&f.s, run));
+    ev = answer(&f.s, &f.c, SPEAK, f.s.run_started + 10, &f.out);
+    assert_string_equal(jstr(ev, "outcome"), "sent");
+    json_object_put(ev);
+    teardown_fx(&f);
+
+    /* moved to another room while the model thought: nothing in either */
+    first_run(&f, run);
+    reconfigure(&f, "{\"persona\":\"helper\",\"user\":\"joel\",\"room\":\"kitchen\",\"enabled\":true}",
+                t + 10);
+    ev = answer(&f.s, &f.c, SPEAK, t + MIN_MS, &f.out);
+    assert_string_equal(jstr(ev, "reason"), "reconfigured");
+    assert_null(out_json(&f.out, "/message"));
+    json_object_put(ev);
+    teardown_fx(&f);
+
+    /* the same config published again changes nothing: the answer is sent */
+    first_run(&f, run);
+    reconfigure(&f, CFG_ON, t + 10);
+    assert_true(hb_run_wanted(&f.s, run));
+    ev = answer(&f.s, &f.c, SPEAK, t + MIN_MS, &f.out);
+    assert_string_equal(jstr(ev, "outcome"), "sent");
+    json_object *msg = out_json(&f.out, "/message");
+    assert_non_null(msg);
+    json_object_put(msg);
+    json_object_put(ev);
+    teardown_fx(&f);
+}
+
 static void one_run_at_a_time_and_a_lost_run_is_given_up(void **st)
 {
     (void)st;
@@ -540,16 +621,6 @@ static void a_checklist_file_is_read_again_before_each_run(void **st)
     teardown_fx(&f);
 }
 
-/* A config (JSON) applied at t. */
-static void reconfigure(fx *f, const char *json, int64_t t)
-{
-    hb_persona_cfg cfg;
-    parse_cfg(&f->c, json, &cfg);
-    hb_out_clear(&f->out);
-    assert_int_equal(hb_on_config(&f->s, &f->c, &cfg, t, &f->out), HB_OK);
-    hb_persona_cfg_clear(&cfg);
-}
-
 static void clear_config(fx *f)
 {
     hb_out_clear(&f->out);
@@ -754,6 +825,7 @@ int main(void)
         cmocka_unit_test(the_order_of_the_rules),
         cmocka_unit_test(switched_off_no_runs),
         cmocka_unit_test(switched_off_during_a_run),
+        cmocka_unit_test(configured_anew_during_a_run),
         cmocka_unit_test(one_run_at_a_time_and_a_lost_run_is_given_up),
         cmocka_unit_test(a_repeated_answer_sends_once),
         cmocka_unit_test(errors_of_the_model_call),

@@ -186,6 +186,7 @@ hb_result hb_on_config(hb_state *s, const hb_config *c, hb_persona_cfg *cfg, int
     snprintf(out->index_add, sizeof out->index_add, "%s", cfg->room);
     hb_persona_cfg_clear(&s->cfg);
     s->cfg = *cfg;
+    s->cfg_gen++; /* a run in flight was started under the old one: cancelled (hb_on_result) */
     memset(cfg, 0, sizeof *cfg);
     s->last_activity = now; /* configuring counts as activity */
     s->consecutive_ok = 0;
@@ -208,6 +209,7 @@ static void forget_heartbeat(hb_state *s)
     char err[8];
     (void)hb_state_load(&fresh, s->persona, NULL, err, sizeof err); /* no JSON: cannot fail */
     fresh.runs = s->runs;
+    fresh.cfg_gen = s->cfg_gen + 1;
     memcpy(fresh.levels, s->levels, sizeof s->levels);
     fresh.n_levels = s->n_levels;
     hb_state_free(s);
@@ -395,6 +397,7 @@ hb_result hb_on_timer(hb_state *s, const hb_config *c, int64_t now, hb_out *out)
     out->job = job;
     snprintf(s->running, sizeof s->running, "%s", run);
     s->run_started = now;
+    s->run_gen = s->cfg_gen;
     s->next_run = 0;
     out->timer = now + c->run_guard_ms; /* gives the run up if its job is lost */
     out->changed = true;
@@ -475,9 +478,23 @@ static hb_result judge(hb_state *s, const hb_config *c, const hb_reply *reply, i
     return rc;
 }
 
+/* Why the run in flight may no longer speak, NULL when it may: its
+ * heartbeat switched off, or configured anew since the run started (off
+ * and on again, another room, another checklist): the user changed what
+ * the run was asked under, and one proactive message per run is for the
+ * heartbeat as it is when the run started. */
+static const char *run_cancelled(const hb_state *s)
+{
+    if (!s->cfg.set || !s->cfg.enabled)
+        return "disabled";
+    if (s->run_gen != s->cfg_gen)
+        return "reconfigured";
+    return NULL;
+}
+
 bool hb_run_wanted(const hb_state *s, const char *run)
 {
-    return s->running[0] && strcmp(s->running, run) == 0 && s->cfg.set && s->cfg.enabled;
+    return s->running[0] && strcmp(s->running, run) == 0 && !run_cancelled(s);
 }
 
 hb_result hb_on_result(hb_state *s, const hb_config *c, const hb_run_result *r, int64_t now,
@@ -493,11 +510,17 @@ hb_result hb_on_result(hb_state *s, const hb_config *c, const hb_run_result *r, 
     hb_reply reply;
     memset(&reply, 0, sizeof reply);
     hb_result rc = HB_OK;
-    if (!s->cfg.set || !s->cfg.enabled) {
+    const char *cancelled = run_cancelled(s);
+    if (cancelled) {
+        /* cancelled whatever the model said: nothing is sent */
+        bool off = strcmp(cancelled, "disabled") == 0;
         rep.outcome = "skipped";
-        rep.reason = "disabled";
-        rep.detail = "the heartbeat was switched off during the run";
-        schedule(s, 0, out);
+        rep.reason = cancelled;
+        rep.detail = off ? "the heartbeat was switched off during the run: cancelled, nothing sent"
+                         : "the heartbeat was configured anew during the run: cancelled, "
+                           "nothing sent";
+        rep.next = off ? 0 : next_after(s, c, now);
+        schedule(s, rep.next, out);
         return emit_run(s, now, &rep, out);
     }
     if (!r->llm_ok) {

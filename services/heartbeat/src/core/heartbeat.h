@@ -240,8 +240,10 @@ typedef struct hb_state {
     bool answered;            /* the user wrote after it */
     int consecutive_ok;       /* runs in a row that ended `ok` */
     int64_t runs;             /* run counter (run ids) */
+    int64_t cfg_gen;          /* configs applied (a change or a clear): the generation */
     char running[HB_ID_MAX + 32]; /* the run waiting for the model, "" none */
     int64_t run_started;
+    int64_t run_gen;          /* cfg_gen when the running run started */
     int64_t next_run;         /* 0 = none scheduled */
     hb_recent recent[HB_RECENT_MAX];
     int n_recent;
@@ -397,7 +399,9 @@ typedef struct hb_run_result {
     int64_t tokens;
 } hb_run_result;
 /* The model answered (or failed) for a run: ok / sent / voi-blocked /
- * permission-blocked / error, then the next run. Any answer but
+ * permission-blocked / error, then the next run. A run whose heartbeat was
+ * switched off or configured anew while the model answered is cancelled
+ * first (hb_run_wanted): `skipped`, nothing sent. Any answer but
  * HEARTBEAT_OK resets consecutive_ok before the gate (the specified order). A
  * message that passes the gate while the user wrote under live_ms ago (a
  * slow model answering after the user spoke) is not sent: `skipped`,
@@ -406,10 +410,13 @@ typedef struct hb_run_result {
 hb_result hb_on_result(hb_state *s, const hb_config *c, const hb_run_result *r, int64_t now,
                        hb_out *out);
 /* Whether the model's answer to run would be used: the run is still the
- * one in flight and the heartbeat is configured and switched on. When it
- * is not, hb_on_result ignores the answer (stale) or reports the run
- * `skipped`, `disabled`, whatever it says, so the worker need not ask the
- * model at all (no tokens spent on a deleted or switched-off heartbeat). */
+ * one in flight, the heartbeat is configured and switched on, and no
+ * config was applied since the run started (cfg_gen == run_gen). When it
+ * is not, hb_on_result ignores the answer (stale) or cancels the run,
+ * `skipped` with reason `disabled` (switched off) or `reconfigured`
+ * (configured anew: off and on again, another room...), whatever it says,
+ * so the worker need not ask the model at all (no tokens spent on a
+ * deleted, switched-off or replaced heartbeat). */
 bool hb_run_wanted(const hb_state *s, const char *run);
 
 /* The job payload's fields (engine.c writes them, the shell's worker reads

@@ -118,6 +118,8 @@ int hb_state_load(hb_state *s, const char *persona, const char *json, char *err,
     s->answered = !json_object_object_get_ex(o, "answered", &v) || json_object_get_boolean(v);
     s->consecutive_ok = (int)get_i64(o, "consecutive_ok");
     s->runs = get_i64(o, "runs");
+    s->cfg_gen = get_i64(o, "cfg_gen"); /* absent in older records: 0, as run_gen */
+    s->run_gen = get_i64(o, "run_gen");
     copy(s->running, sizeof s->running, get_str(o, "running"));
     s->run_started = get_i64(o, "run_started");
     s->next_run = get_i64(o, "next_run");
@@ -186,6 +188,8 @@ char *hb_state_dump(const hb_state *s)
     json_object_object_add(o, "runs", json_object_new_int64(s->runs));
     json_object_object_add(o, "running", json_object_new_string(s->running));
     json_object_object_add(o, "run_started", json_object_new_int64(s->run_started));
+    json_object_object_add(o, "cfg_gen", json_object_new_int64(s->cfg_gen));
+    json_object_object_add(o, "run_gen", json_object_new_int64(s->run_gen));
     json_object_object_add(o, "next_run", json_object_new_int64(s->next_run));
     json_object *rec = json_object_new_array();
     for (int i = 0; rec && i < s->n_recent; i++) {
