@@ -345,6 +345,34 @@ def test_a_prefix_with_nothing_after_it_acts_on_nothing(stack, llm):
     validate_outputs(col, OUTPUTS)
 
 
+def test_a_sleep_is_read_exactly_and_one_not_understood_is_refused(stack, llm):
+    """`sleep:` takes a duration in the README's grammar, compound ones
+    whole (1s 500ms is 1.5 s); anything else (2h30: thirty what?, nothing
+    at all) is refused as an unknown prefix is: reflect with a warning
+    quoting it, counted in vigil_council_actions_refused_total by the
+    prefix refused. Three such loops trip the breaker as reflects."""
+    llm.control(rules=loop_rules("sleep: 1s 500ms", "sleep: 2h30", "sleep:   ", "wander: off"))
+    svc = start_service(stack, llm, VIGIL_COUNCIL_LOOP_MS=100)
+    col = stack.collector()
+    stack.publisher().publish(*control("ines", "start", session="s-zz"))
+    paused = first(col, "s-zz", "session_paused")
+    assert "3 'reflect:' actions in a row" in paused["reason"], paused
+    acts = events(col, "s-zz", "action")
+    assert [a["action"] for a in acts] == ["sleep", "reflect", "reflect", "reflect"], acts
+    assert acts[0]["result"] == "sleeping 1500 ms" and acts[0]["until"] - acts[0]["ts"] == 1500
+    assert "warning" not in acts[0], acts[0]
+    assert acts[1]["warning"] == ("'sleep:' with no duration understood in '2h30' (say 10m, "
+                                  "30 seconds, 1h30m): recorded as reflect:"), acts[1]
+    assert "'sleep:' with nothing to act on" in acts[2]["warning"], acts[2]
+    assert "unknown action prefix 'wander:'" in acts[3]["warning"], acts[3]
+    sense2 = first(col, "s-zz", "phase", since_loop=2)
+    assert sense2["ts"] - acts[0]["ts"] >= 1500, (acts[0], sense2)
+    assert svc.metric("vigil_council_actions_refused_total", prefix="sleep:") == 2
+    assert svc.metric("vigil_council_actions_refused_total", prefix="none") == 1
+    assert col.find(ERROR) == []
+    validate_outputs(col, OUTPUTS)
+
+
 def test_an_answer_given_during_plan_starts_the_next_loop_when_it_commits(stack, llm):
     """An answer that comes while a loop is in PLAN was not in its SENSE: when
     that loop commits, the next one starts at once (not a loop interval or a

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <string.h>
+#include <vigil/json.h>
 #include "council.h"
 
 static void expect_route(const char *text, council_action a, const char *content, bool unknown)
@@ -40,7 +41,7 @@ static void case_and_leading_space(void **st)
     expect_route("   NOTE:   shout  ", COUNCIL_ACT_NOTE, "shout", false);
     expect_route("\n\tAsk User: hi", COUNCIL_ACT_ASK, "hi", false);
     expect_route("Research:x", COUNCIL_ACT_RESEARCH, "x", false);
-    expect_route("sleep:", COUNCIL_ACT_SLEEP, "", false);
+    expect_route("SLEEP:   10m ", COUNCIL_ACT_SLEEP, "10m", false);
 }
 
 static void keywords_inside_content_do_not_route(void **st)
@@ -81,7 +82,8 @@ static void a_prefix_with_nothing_after_it_is_reflect(void **st)
 {
     (void)st;
     const char *bare[] = {"ask user:", "ask user:   ", "ASK USER: [p3]  ", "ask user:[p10]",
-                          "search:", "search:    ", "note: \t ", "schedule:", "research:  "};
+                          "search:", "search:    ", "note: \t ", "schedule:", "research:  ",
+                          "sleep:", "sleep:   "};
     for (size_t i = 0; i < sizeof bare / sizeof bare[0]; i++) {
         council_routed r;
         council_route(bare[i], &r);
@@ -93,7 +95,6 @@ static void a_prefix_with_nothing_after_it_is_reflect(void **st)
     }
     expect_route("ask user: [p3] ok?", COUNCIL_ACT_ASK, "[p3] ok?", false);
     expect_route("ask user: [p11]", COUNCIL_ACT_ASK, "[p11]", false); /* marker kept: text */
-    expect_route("sleep:   ", COUNCIL_ACT_SLEEP, "", false);
     expect_route("reflect:", COUNCIL_ACT_REFLECT, "", false);
 }
 
@@ -127,15 +128,84 @@ static void priority_marker(void **st)
 static void durations(void **st)
 {
     (void)st;
+    /* the forms the README documents */
     assert_int_equal(council_parse_duration("10m"), 600000);
     assert_int_equal(council_parse_duration("30 seconds"), 30000);
     assert_int_equal(council_parse_duration("1.5 h"), 5400000);
     assert_int_equal(council_parse_duration("5000ms"), 5000);
     assert_int_equal(council_parse_duration("2"), 120000);
+    assert_int_equal(council_parse_duration("0.5"), 30000);
     assert_int_equal(council_parse_duration("for 2 minutes while the user rests"), 120000);
+    assert_int_equal(council_parse_duration("10 Minutes."), 600000);
+    assert_int_equal(council_parse_duration("1 hr (until the meeting ends)"), 3600000);
+    assert_int_equal(council_parse_duration("0m"), 0);
+    /* compound, largest unit first */
+    assert_int_equal(council_parse_duration("2h30m"), 9000000);
+    assert_int_equal(council_parse_duration("2h 30m"), 9000000);
+    assert_int_equal(council_parse_duration("1 hour and 30 minutes"), 5400000);
+    assert_int_equal(council_parse_duration("1 hour, 30 minutes, and 15 seconds"), 5415000);
+    assert_int_equal(council_parse_duration("1m30s500ms"), 90500);
+    assert_int_equal(council_parse_duration("for 1h 5m, then check in"), 3900000);
+    /* nothing else */
     assert_int_equal(council_parse_duration("a while"), -1);
     assert_int_equal(council_parse_duration("5 fortnights"), -1);
     assert_int_equal(council_parse_duration(""), -1);
+    assert_int_equal(council_parse_duration("for"), -1);
+    assert_int_equal(council_parse_duration("1e3"), -1);     /* strtod read 1000 minutes */
+    assert_int_equal(council_parse_duration("0x10"), -1);    /* strtod read 16 minutes */
+    assert_int_equal(council_parse_duration("2h30"), -1);    /* was 2 h: 30 what? */
+    assert_int_equal(council_parse_duration("2h 30"), -1);
+    assert_int_equal(council_parse_duration("30m 2h"), -1);  /* out of order */
+    assert_int_equal(council_parse_duration("1h 1h"), -1);   /* a unit twice */
+    assert_int_equal(council_parse_duration("10-20 minutes"), -1);
+    assert_int_equal(council_parse_duration("10m-20m"), -1);
+    assert_int_equal(council_parse_duration("5 while"), -1); /* a bare number stands alone */
+    assert_int_equal(council_parse_duration("5."), -1);
+    assert_int_equal(council_parse_duration("-5m"), -1);
+    assert_int_equal(council_parse_duration(".5h"), -1);
+    assert_int_equal(council_parse_duration("10mx"), -1);
+    assert_int_equal(council_parse_duration("10m\xc3\xa9"), -1); /* no break after the unit */
+    assert_int_equal(council_parse_duration("99999999999 hours"), -1);
+    assert_int_equal(council_parse_duration("1000000000 hours"), 3600000000000000);
+}
+
+/* A sleep: the router cannot read is refused as an unknown prefix is:
+ * reflect, `unknown`, a warning quoting what was written; one it reads
+ * carries its duration. */
+static void a_sleep_without_a_duration_is_reflect(void **st)
+{
+    (void)st;
+    council_routed r;
+    council_route("sleep: 2h30m", &r);
+    assert_int_equal(r.action, COUNCIL_ACT_SLEEP);
+    assert_false(r.unknown);
+    assert_int_equal(r.sleep_ms, 9000000);
+    const char *bad[] = {"sleep: 1e3", "sleep: 2h30", "Sleep: until tomorrow", "sleep: for"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        council_route(bad[i], &r);
+        assert_int_equal(r.action, COUNCIL_ACT_REFLECT);
+        assert_true(r.unknown);
+        assert_int_equal(r.refused, COUNCIL_ACT_SLEEP);
+        assert_int_equal(r.sleep_ms, -1);
+        assert_non_null(strstr(r.warning, "'sleep:' with no duration understood in '"));
+        assert_non_null(strstr(r.warning, bad[i] + 7));
+        assert_non_null(strstr(r.warning, "recorded as reflect:"));
+    }
+    council_route("sleep:", &r);
+    assert_int_equal(r.refused, COUNCIL_ACT_SLEEP);
+    assert_non_null(strstr(r.warning, "'sleep:' with nothing to act on"));
+    council_route("wander: off", &r);
+    assert_int_equal(r.refused, COUNCIL_ACT_NONE);
+    council_route("note: x", &r);
+    assert_false(r.unknown);
+    assert_int_equal(r.sleep_ms, -1);
+    /* a long text is quoted cut (on a character boundary), with an ellipsis */
+    council_route("sleep: whenever \xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                  "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                  "\xc3\xa9\xc3\xa9\xc3\xa9 the user is back", &r);
+    assert_true(r.unknown);
+    assert_non_null(strstr(r.warning, "...' (say 10m"));
+    assert_int_equal(vigil_utf8_valid(r.warning, strlen(r.warning)), true);
 }
 
 int main(void)
@@ -149,6 +219,7 @@ int main(void)
         cmocka_unit_test(names_and_prefixes),
         cmocka_unit_test(priority_marker),
         cmocka_unit_test(durations),
+        cmocka_unit_test(a_sleep_without_a_duration_is_reflect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -400,10 +400,33 @@ static void sleep_sets_the_next_loop(void **st)
     assert_int_equal(x->u->s.next_loop_at, T0 + 1000 + 600000);
     assert_int_equal(fake_timer_due(&x->f, COUNCIL_TIMER_LOOP), T0 + 601000);
     council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 601000, T0 + 601000, &x->sink);
+    /* a sleep: without a duration it reads is refused as an unknown prefix
+     * is: a reflect (for the breaker too) with a warning, the loop interval */
     outcome(x, "sleep: whenever", NULL, T0 + 602000);
     int a = fake_event(&x->f, "action", 1);
-    assert_non_null(strstr(x->f.payloads[a], "no duration understood"));
+    assert_non_null(strstr(x->f.payloads[a], "\"action\":\"reflect\""));
+    assert_non_null(strstr(x->f.payloads[a], "'sleep:' with no duration understood in "
+                                             "'whenever'"));
+    assert_null(strstr(x->f.payloads[a], "\"until\""));
     assert_int_equal(x->u->s.next_loop_at, T0 + 602000 + x->c.loop_ms);
+    assert_int_equal(x->u->s.breaker.last[x->u->s.breaker.n - 1], COUNCIL_ACT_REFLECT);
+
+    /* 2h30m is two and a half hours (it was read as 2 h), past the idle
+     * timeout: the wait is the idle timeout and the result says so */
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 632000, T0 + 632000, &x->sink);
+    outcome(x, "sleep: 2h30m", NULL, T0 + 633000);
+    a = fake_event(&x->f, "action", 2);
+    assert_non_null(strstr(x->f.payloads[a], "\"result\":\"sleeping 1800000 ms (9000000 ms "
+                                             "asked: at most the idle timeout)\""));
+    assert_int_equal(x->u->s.next_loop_at, T0 + 633000 + x->c.max_sleep_ms);
+
+    /* 1e3 was read as 1000 minutes */
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 633000 + x->c.max_sleep_ms,
+                     T0 + 633000 + x->c.max_sleep_ms, &x->sink);
+    outcome(x, "sleep: 1e3", NULL, T0 + 634000 + x->c.max_sleep_ms);
+    a = fake_event(&x->f, "action", 3);
+    assert_non_null(strstr(x->f.payloads[a], "\"action\":\"reflect\""));
+    assert_non_null(strstr(x->f.payloads[a], "no duration understood in '1e3'"));
 }
 
 static void research_with_and_without_a2a(void **st)

@@ -91,9 +91,13 @@ typedef struct council_routed {
     council_action action;
     const char *content;   /* points into the text: after the prefix, spaces skipped */
     size_t content_len;    /* trailing spaces dropped */
-    bool unknown;          /* recorded as reflect: no known prefix, or nothing after one
+    bool unknown;          /* recorded as reflect: no known prefix, nothing after one
                             * that takes an object (search, note, ask user, schedule,
-                            * research); warning says which */
+                            * research, sleep), or a sleep: whose duration is not
+                            * understood; warning says which */
+    council_action refused; /* when unknown: the prefix refused (COUNCIL_ACT_NONE: none
+                             * was known, or the proposal was empty) */
+    int64_t sleep_ms;      /* sleep: the duration stated (council_parse_duration); -1 else */
     char warning[COUNCIL_REASON_MAX];
 } council_routed;
 
@@ -101,8 +105,9 @@ typedef struct council_routed {
  * trimmed, case-folded text (never a keyword found inside the content).
  * Anything else is `reflect` with `unknown` set and a warning naming what
  * was found; so is a prefix that takes an object with nothing after it
- * ("ask user:" with no question, "search:" with no query). text may be
- * NULL (no proposal). */
+ * ("ask user:" with no question, "search:" with no query, "sleep:" with no
+ * duration) and a sleep: whose duration council_parse_duration does not
+ * read. text may be NULL (no proposal). */
 void council_route(const char *text, council_routed *out);
 
 /* "[p8] Should I ...": an optional leading priority marker [pN] (N 1..10,
@@ -111,9 +116,11 @@ void council_route(const char *text, council_routed *out);
  * malformed marker is left in the text and the default used. */
 int council_question_priority(const char *text, const char **rest);
 
-/* A `sleep:` duration: "10m", "30 seconds", "1.5 h", "5000ms", "2"
- * (minutes when no unit). Returns the milliseconds, or -1 when no
- * duration is understood. */
+/* A `sleep:` duration, read exactly: "10m", "30 seconds", "1.5 h",
+ * "5000ms", compound "2h30m" / "1 hour and 30 minutes" (units decreasing),
+ * a leading "for", a bare number alone (minutes), words after it ("10m
+ * while the user rests"). Returns the milliseconds, or -1 for anything
+ * else ("1e3", "2h30", "30m 2h", "5 fortnights", "soon"). */
 int64_t council_parse_duration(const char *text);
 
 
@@ -435,6 +442,10 @@ typedef struct council_outcome {
     bool a2a_tried;
     const council_a2a_reply *a2a;          /* when a2a_tried */
 } council_outcome;
+
+/* Whether o is the loop the user's session waits for (active, in PLAN,
+ * the same job): only then does council_on_outcome act on it. */
+bool council_outcome_current(const council_user *u, const council_outcome *o);
 
 /* ACT: commits a finished loop job into the user's record. A job that is
  * not the session's current one (paused, ended, superseded) changes

@@ -147,12 +147,18 @@ static int tool_request(council_emit *e, const council_user *u, const char *kind
     return rc;
 }
 
+bool council_outcome_current(const council_user *u, const council_outcome *o)
+{
+    const council_session *s = &u->s;
+    return u->has_session && strcmp(s->id, o->session) == 0 && s->status == COUNCIL_ACTIVE &&
+           s->phase == COUNCIL_PHASE_PLAN && strcmp(s->job, o->job) == 0;
+}
+
 council_rc council_on_outcome(council_user *u, const council_config *c, const council_outcome *o,
                               int64_t now, const council_sink *sink)
 {
     council_session *s = &u->s;
-    if (!u->has_session || strcmp(s->id, o->session) != 0 || s->status != COUNCIL_ACTIVE ||
-        s->phase != COUNCIL_PHASE_PLAN || strcmp(s->job, o->job) != 0)
+    if (!council_outcome_current(u, o))
         return COUNCIL_OK; /* superseded: paused, ended or another loop */
     council_emit e;
     council_emit_init(&e, sink, o->job);
@@ -258,22 +264,19 @@ council_rc council_on_outcome(council_user *u, const council_config *c, const co
         }
         break;
     case COUNCIL_ACT_SLEEP: {
-        int64_t d = council_parse_duration(content);
-        if (d < 0) {
-            d = c->loop_ms;
-            snprintf(warning, sizeof warning,
-                     "no duration understood in '%.*s': waiting the loop interval",
-                     CUT(content, 60));
-        }
-        if (d > c->max_sleep_ms)
-            d = c->max_sleep_ms;
+        /* the router read the duration (a sleep: it cannot read is a reflect) */
+        int64_t d = r.sleep_ms < c->max_sleep_ms ? r.sleep_ms : c->max_sleep_ms;
+        char capped[96] = "";
+        if (d < r.sleep_ms)
+            snprintf(capped, sizeof capped, " (%" PRId64 " ms asked: at most the idle timeout)",
+                     r.sleep_ms);
         next = answered ? 0 : d;
         json_object_object_add(extra, "until", json_object_new_int64(now + next));
         if (answered)
-            snprintf(result, sizeof result, "not sleeping %" PRId64 " ms: the user answered a "
-                     "question meanwhile, the next loop starts at once", d);
+            snprintf(result, sizeof result, "not sleeping %" PRId64 " ms%s: the user answered a "
+                     "question meanwhile, the next loop starts at once", d, capped);
         else
-            snprintf(result, sizeof result, "sleeping %" PRId64 " ms", d);
+            snprintf(result, sizeof result, "sleeping %" PRId64 " ms%s", d, capped);
         break;
     }
     case COUNCIL_ACT_REFLECT:

@@ -1,8 +1,10 @@
 /* router.c - the action router: Sol's proposal matched by prefix
  * (starts-with on the trimmed, case-folded text, as specified), plus
  * the small readers of what follows a prefix: a question's [pN] priority
- * marker and a sleep duration. */
+ * marker and a sleep duration (an exact grammar: what it does not read
+ * refuses the sleep: as an unknown prefix is refused). */
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,14 +41,14 @@ static const char *skip_space(const char *s)
     return s;
 }
 
-/* An action that has an object (a query, a note, a question, a topic) is
- * only taken with one: a bare "ask user:" would queue an empty question
- * for the user, a bare "search:" an empty request. A question's priority
- * marker alone ("ask user: [p3]") is no question either. sleep: and
- * reflect: stand on their own. */
+/* An action that has an object (a query, a note, a question, a topic, a
+ * duration) is only taken with one: a bare "ask user:" would queue an
+ * empty question for the user, a bare "search:" an empty request, a bare
+ * "sleep:" a wait of no stated length. A question's priority marker alone
+ * ("ask user: [p3]") is no question either. reflect: stands on its own. */
 static bool has_object(const council_routed *r)
 {
-    if (r->action == COUNCIL_ACT_SLEEP || r->action == COUNCIL_ACT_REFLECT)
+    if (r->action == COUNCIL_ACT_REFLECT)
         return true;
     if (r->content_len == 0)
         return false;
@@ -62,6 +64,8 @@ static bool has_object(const council_routed *r)
 void council_route(const char *text, council_routed *out)
 {
     memset(out, 0, sizeof *out);
+    out->refused = COUNCIL_ACT_NONE;
+    out->sleep_ms = -1;
     const char *t = skip_space(text ? text : "");
     size_t len = strlen(t);
     while (len > 0 && isspace((unsigned char)t[len - 1]))
@@ -75,17 +79,35 @@ void council_route(const char *text, council_routed *out)
             out->action = (council_action)i;
             out->content = c;
             out->content_len = len - (size_t)(c - t);
-            if (has_object(out))
+            if (!has_object(out)) {
+                out->refused = out->action;
+                out->action = COUNCIL_ACT_REFLECT;
+                out->unknown = true;
+                snprintf(out->warning, sizeof out->warning,
+                         "'%s' with nothing to act on: recorded as reflect:", PREFIXES[i]);
                 return;
-            out->action = COUNCIL_ACT_REFLECT;
-            out->unknown = true;
-            snprintf(out->warning, sizeof out->warning,
-                     "'%s' with nothing to act on: recorded as reflect:", PREFIXES[i]);
+            }
+            if (out->action == COUNCIL_ACT_SLEEP) {
+                /* the content ends in spaces only past content_len */
+                out->sleep_ms = council_parse_duration(out->content);
+                if (out->sleep_ms < 0) {
+                    size_t n = vigil_utf8_cut(out->content, out->content_len < 48 ?
+                                                                out->content_len : 48);
+                    out->refused = COUNCIL_ACT_SLEEP;
+                    out->action = COUNCIL_ACT_REFLECT;
+                    out->unknown = true;
+                    snprintf(out->warning, sizeof out->warning,
+                             "'sleep:' with no duration understood in '%.*s%s' (say 10m, "
+                             "30 seconds, 1h30m): recorded as reflect:",
+                             (int)n, out->content, n < out->content_len ? "..." : "");
+                }
+            }
             return;
         }
     }
     out->action = COUNCIL_ACT_REFLECT;
     out->unknown = true;
+    out->refused = COUNCIL_ACT_NONE;
     out->content = t;
     out->content_len = len;
     if (len == 0) {
@@ -127,34 +149,100 @@ static const struct {
              {"m", 60000},        {"hours", 3600000}, {"hour", 3600000}, {"hrs", 3600000},
              {"hr", 3600000},     {"h", 3600000}};
 
+/* A number as an LLM writes one in a duration: digits, optionally a point
+ * and more digits. No sign, exponent or hex (strtod's "1e3" or "0x10"
+ * would be a duration nobody stated). NULL when *p is no such number or it
+ * is above 1e9. */
+static const char *read_number(const char *p, double *v)
+{
+    if (!isdigit((unsigned char)*p))
+        return NULL;
+    double x = 0;
+    for (; isdigit((unsigned char)*p); p++) {
+        x = x * 10 + (*p - '0');
+        if (x > 1e9)
+            return NULL;
+    }
+    if (*p == '.' && isdigit((unsigned char)p[1])) {
+        double scale = 0.1;
+        for (p++; isdigit((unsigned char)*p); p++, scale /= 10)
+            x += (*p - '0') * scale;
+    }
+    *v = x;
+    return p;
+}
+
+/* The unit word at u (its letters, ul of them): its milliseconds, or 0. */
+static int64_t unit_ms(const char *u, size_t ul)
+{
+    for (size_t i = 0; i < sizeof UNITS / sizeof UNITS[0]; i++)
+        if (strlen(UNITS[i].unit) == ul && strncasecmp(u, UNITS[i].unit, ul) == 0)
+            return UNITS[i].ms;
+    return 0;
+}
+
+/* After one term: the next term's start when a separator (spaces, a comma,
+ * "and") leads to a digit, else NULL. */
+static const char *next_term(const char *p)
+{
+    const char *q = skip_space(p);
+    if (*q == ',')
+        q = skip_space(q + 1);
+    if (strncasecmp(q, "and", 3) == 0 && isspace((unsigned char)q[3]))
+        q = skip_space(q + 3);
+    return isdigit((unsigned char)*q) ? q : NULL;
+}
+
+/* The grammar (README, "Action router and handlers"):
+ *   [for] TERM {[,] [and] TERM} [TRAILER]  |  [for] NUMBER
+ *   TERM = NUMBER [spaces] UNIT, the units strictly decreasing (2h30m, 1 hour
+ *          and 30 minutes; never 30m 2h, 1h 1h)
+ *   a bare NUMBER (minutes) stands alone;
+ *   TRAILER: after spaces or punctuation, words that start with no digit
+ *            ("10m while the user is in a meeting", "10m.").
+ * Anything else is not a duration: -1. Exact rather than forgiving: "2h30"
+ * or "10-20 minutes" would otherwise be read as some part of what was
+ * written. */
 int64_t council_parse_duration(const char *text)
 {
     const char *t = skip_space(text ? text : "");
     /* "for 10 minutes": skip a leading "for" */
     if (strncasecmp(t, "for", 3) == 0 && isspace((unsigned char)t[3]))
         t = skip_space(t + 3);
-    if (!isdigit((unsigned char)*t))
+    double v, ms = 0;
+    const char *p = read_number(t, &v);
+    if (!p)
         return -1;
-    char *end = NULL;
-    double v = strtod(t, &end);
-    if (!end || end == t || !(v >= 0) || v > 1e9)
-        return -1;
-    const char *u = skip_space(end);
-    size_t ul = 0;
-    while (isalpha((unsigned char)u[ul]))
-        ul++;
-    int64_t mult = 60000; /* no unit: minutes, the council's unit of time */
-    if (ul > 0) {
-        mult = 0;
-        for (size_t i = 0; i < sizeof UNITS / sizeof UNITS[0]; i++)
-            if (strlen(UNITS[i].unit) == ul && strncasecmp(u, UNITS[i].unit, ul) == 0)
-                mult = UNITS[i].ms;
-        if (mult == 0)
+    const char *u = skip_space(p);
+    if (!isalpha((unsigned char)*u)) /* no unit: minutes, the council's unit, alone */
+        return *u == '\0' ? (int64_t)(v * 60000) : -1;
+    int64_t prev = INT64_MAX;
+    for (;;) {
+        size_t ul = 0;
+        while (isalpha((unsigned char)u[ul]))
+            ul++;
+        int64_t mult = ul > 0 ? unit_ms(u, ul) : 0;
+        if (mult == 0 || mult >= prev) /* no unit, an unknown one, or out of order */
             return -1;
+        prev = mult;
+        ms += v * (double)mult;
+        p = u + ul;
+        const char *n = next_term(p);
+        if (!n)
+            break;
+        if (!(p = read_number(n, &v)))
+            return -1;
+        u = skip_space(p);
     }
-    double ms = v * (double)mult;
+    /* what follows the duration: nothing, or words after a break; a digit
+     * there is a number this grammar did not read ("2h 30", "10m-20m") */
+    const char *r = p;
+    while (*r && !isalnum((unsigned char)*r))
+        r++;
+    if (isdigit((unsigned char)*r) ||
+        (*p && !isspace((unsigned char)*p) && !ispunct((unsigned char)*p)))
+        return -1;
     if (ms > 9e15)
         return -1;
     return (int64_t)ms;
 }
-
