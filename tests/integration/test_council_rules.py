@@ -3,8 +3,9 @@ through the broker with a real Redis and the real service: SENSE of a
 session limited to a room holds that room's last messages (and the `sense`
 event counts them), a session id is used once, a session's questions end
 with it and are not answered after it, and an A2A reply that answers
-another request or leaves its task unfinished is not a delegation; a
-prefix with nothing after it acts on nothing, and an answer given while a
+another request, leaves its task unfinished or brings no text back is not
+a delegation; a prefix with nothing after it acts on nothing, a sleep:
+whose duration is not understood is refused, and an answer given while a
 loop is in PLAN starts the next loop as soon as that loop commits."""
 
 import json
@@ -168,6 +169,37 @@ def test_an_a2a_reply_not_ours_or_not_completed_is_not_delegated(stack, llm):
     assert "A2A task state 'input-required': not completed" in acts[1]["warning"], acts[1]
     assert [q["id"] for q in agent.requests] == ["s-a2a.L1", "s-a2a.L2"]
     rec = json.loads(stack.redis.client().get(f"{stack.prefix}council:rec:s-a2a"))
+    assert rec["notes"] == []
+    assert svc.metric("vigil_council_a2a_total", outcome="error") == 2
+    assert not svc.metric("vigil_council_a2a_total", outcome="ok")
+    validate_outputs(col, OUTPUTS)
+
+
+def test_a_completed_a2a_reply_without_text_is_not_delegated(stack, llm):
+    """A reply of our id whose task completed with no text (no artifact) or
+    a message of spaces only brought nothing back: not a delegation with an
+    empty result and an empty note, but delegation failed with the reason
+    in `warning`, counted as an error."""
+    def reply(req):
+        if len(agent.requests) == 1:
+            return {"jsonrpc": "2.0", "id": req["id"],
+                    "result": {"taskId": "t7", "status": {"state": "completed"}, "artifacts": []}}
+        return {"jsonrpc": "2.0", "id": req["id"],
+                "result": {"role": "agent", "parts": [{"kind": "text", "text": "  "}]}}
+
+    llm.control(rules=rules(sol("research: vector databases")))
+    with ScriptedA2A(reply) as agent:
+        svc = start_service(stack, llm, VIGIL_COUNCIL_A2A_URL=agent.url,
+                            VIGIL_COUNCIL_LOOP_MS=200, VIGIL_COUNCIL_MAX_LOOPS=2)
+        col = stack.collector()
+        stack.publisher().publish(*control("vic", "start", session="s-a2e"))
+        first(col, "s-a2e", "session_ended")
+    acts = events(col, "s-a2e", "action")
+    assert [a["delegated"] for a in acts] == [False, False], acts
+    assert all(a["result"] == "delegation failed" for a in acts), acts
+    assert "A2A task 't7' completed with no text" in acts[0]["warning"], acts[0]
+    assert "A2A message with no text" in acts[1]["warning"], acts[1]
+    rec = json.loads(stack.redis.client().get(f"{stack.prefix}council:rec:s-a2e"))
     assert rec["notes"] == []
     assert svc.metric("vigil_council_a2a_total", outcome="error") == 2
     assert not svc.metric("vigil_council_a2a_total", outcome="ok")

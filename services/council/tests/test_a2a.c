@@ -190,6 +190,51 @@ static void response_of_another_request_or_unfinished_is_a_failure(void **st)
     /* (a completed task of our id keeps its artifacts: response_sanhedrin_format) */
 }
 
+/* A completed task (or a message) with no text brought nothing back:
+ * not a delegation with an empty result, a failure that says so. A status
+ * message's text still counts when there is no artifact. */
+static void a_completed_reply_without_text_is_a_failure(void **st)
+{
+    (void)st;
+    council_a2a_reply r;
+    const char *empty[] = {
+        /* no artifacts */
+        "{\"jsonrpc\":\"2.0\",\"id\":\"u\",\"result\":{\"taskId\":\"t5\","
+        "\"status\":{\"state\":\"completed\"}}}",
+        /* artifacts without parts, or with no text part */
+        "{\"jsonrpc\":\"2.0\",\"id\":\"u\",\"result\":{\"taskId\":\"t5\","
+        "\"status\":{\"state\":\"completed\"},\"artifacts\":[{},{\"parts\":[]},"
+        "{\"parts\":[{\"kind\":\"file\",\"file\":{\"uri\":\"x\"}}]}]}}",
+        /* text parts of spaces only (1.0 wrapped task) */
+        "{\"jsonrpc\":\"2.0\",\"id\":\"u\",\"result\":{\"task\":{\"id\":\"t5\","
+        "\"status\":{\"state\":\"TASK_STATE_COMPLETED\"},\"artifacts\":[{\"parts\":"
+        "[{\"text\":\" \\n \"},{\"text\":\"\"}]}]}}}",
+    };
+    for (size_t i = 0; i < sizeof empty / sizeof empty[0]; i++) {
+        parse(empty[i], &r, -1);
+        assert_false(r.ok);
+        assert_string_equal(r.state, "completed");
+        assert_string_equal(r.task_id, "t5");
+        assert_string_equal(r.error, "A2A task 't5' completed with no text (no text part in "
+                                     "its artifacts or status message): nothing delegated");
+    }
+    parse("{\"jsonrpc\":\"2.0\",\"id\":\"u\",\"result\":{\"status\":{\"state\":"
+          "\"completed\"}}}",
+          &r, -1);
+    assert_non_null(strstr(r.error, "A2A task '(no id)' completed with no text"));
+    parse("{\"jsonrpc\":\"2.0\",\"id\":\"u\",\"result\":{\"message\":{\"role\":"
+          "\"ROLE_AGENT\",\"parts\":[{\"data\":{}}]}}}",
+          &r, -1);
+    assert_string_equal(r.error, "A2A message with no text (no text part): nothing delegated");
+    /* the status message's text when no artifact has any */
+    parse("{\"jsonrpc\":\"2.0\",\"id\":\"u\",\"result\":{\"taskId\":\"t5\","
+          "\"status\":{\"state\":\"completed\",\"message\":{\"parts\":[{\"text\":"
+          "\"done: see notes\"}]}},\"artifacts\":[]}}",
+          &r, 0);
+    assert_true(r.ok);
+    assert_string_equal(r.text, "done: see notes");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -198,6 +243,7 @@ int main(void)
         cmocka_unit_test(response_v1_wrapped_task), cmocka_unit_test(response_message_result),
         cmocka_unit_test(response_errors),
         cmocka_unit_test(response_of_another_request_or_unfinished_is_a_failure),
+        cmocka_unit_test(a_completed_reply_without_text_is_a_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -706,6 +706,20 @@ static void a2a_reply_not_ours_or_unfinished_is_not_delegated(void **st)
     assert_non_null(strstr(x->f.payloads[a], "\"delegated\":false"));
     assert_non_null(strstr(x->f.payloads[a], "A2A task state 'input-required': not completed"));
     assert_int_equal(x->u->s.n_notes, 0);
+
+    /* our id, completed, but no text in it: not delegated with an empty
+     * result (and an empty note), a failed delegation that says why */
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, T0 + 62000, T0 + 62000, &x->sink);
+    snprintf(ours, sizeof ours, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{\"taskId\":"
+             "\"t9\",\"status\":{\"state\":\"completed\"},\"artifacts\":[]}}", x->u->s.job);
+    assert_int_equal(council_a2a_parse(ours, strlen(ours), x->u->s.job, &r), -1);
+    outcome(x, "research: vector databases", &r, T0 + 63000);
+    a = fake_event(&x->f, "action", 2);
+    assert_non_null(strstr(x->f.payloads[a], "\"delegated\":false"));
+    assert_non_null(strstr(x->f.payloads[a], "\"result\":\"delegation failed\""));
+    assert_non_null(strstr(x->f.payloads[a], "A2A delegation failed: A2A task 't9' completed "
+                                             "with no text"));
+    assert_int_equal(x->u->s.n_notes, 0);
 }
 
 /* Autonomous mode switched off (VIGIL_COUNCIL_ENABLED=0): a start by

@@ -94,6 +94,13 @@ static void add_parts(json_object *parts, char *out, size_t cap)
     }
 }
 
+static bool blank(const char *s)
+{
+    while (*s && isspace((unsigned char)*s))
+        s++;
+    return *s == '\0';
+}
+
 /* "TASK_STATE_INPUT_REQUIRED" (1.0) -> "input-required" (0.x); a task
  * without a state reads as "" (not completed). */
 static void norm_state(const char *s, char *out, size_t cap)
@@ -178,6 +185,20 @@ int council_a2a_parse(const char *body, size_t len, const char *id, council_a2a_
     if (strcmp(out->state, "completed") != 0) {
         snprintf(out->error, sizeof out->error, "A2A task state '%s': not completed",
                  out->state[0] ? out->state : "(none)");
+        goto done;
+    }
+    /* what research: brings back is the text: a finished task (or a
+     * message) without any, or with spaces only, delegated nothing, and is
+     * no empty result and no empty note */
+    if (blank(out->text)) {
+        if (task)
+            snprintf(out->error, sizeof out->error,
+                     "A2A task '%s' completed with no text (no text part in its artifacts "
+                     "or status message): nothing delegated",
+                     out->task_id[0] ? out->task_id : "(no id)");
+        else
+            snprintf(out->error, sizeof out->error,
+                     "A2A message with no text (no text part): nothing delegated");
         goto done;
     }
     out->ok = true;

@@ -208,9 +208,10 @@ typedef struct council_a2a_reply {
  * result as a Task (0.x: {taskId|id, status:{state}, artifacts:[{parts:
  * [{text}]}]}), wrapped ({task:{...}} or {message:{...}} in 1.0) or a
  * Message ({parts}). Only a completed Task (or a Message) of this request
- * is a success: an `error` object, a JSON-RPC id other than `id`, or a task
- * in any other state (failed, input-required, working, ... or none) is a
- * failure. Returns 0 (out->ok) or -1 with out->error (out->state kept). */
+ * with some text is a success: an `error` object, a JSON-RPC id other than
+ * `id`, a task in any other state (failed, input-required, working, ... or
+ * none), or a completed task or message without text (no text part, or
+ * spaces only) is a failure. Returns 0 (out->ok) or -1 with out->error (out->state kept). */
 int council_a2a_parse(const char *body, size_t len, const char *id, council_a2a_reply *out);
 
 /* ------------------------------------------------------------------ */
