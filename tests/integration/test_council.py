@@ -11,7 +11,7 @@ import pytest
 import harness
 from conftest import human, uid, validate_outputs
 from council_support import (OUTPUTS, SERVICE, FakeA2A, FakeLLM, control, events, kinds, rules,
-                             run_cli, sol, start_service, wait_events)
+                             run_cli, sol, start_service, wait_broker_saved, wait_events)
 from fake_servers import running
 
 
@@ -418,7 +418,17 @@ def test_redis_or_broker_kill9_mid_loops_repeats_and_loses_no_action(stack, llm,
     redis-server or mosquitto is killed with kill -9 twice and restarted on
     the same port and data: every session still runs its five loops, each
     action once (one payload per event id), one search request per search,
-    and ends once."""
+    and ends once.
+
+    The kills come once every start is committed (each session's first
+    event seen) and, for the broker, once mosquitto has saved a database
+    holding the collector's session: it saves every 2 s, and a kill -9
+    before that forgets the collector, whose new session after the
+    restart misses what council publishes before it subscribes again (a
+    loss of the broker's, not the service's: the outbox's replay covers a
+    broker crash, not a subscriber the broker forgot; one run in twelve on
+    a loaded machine, every run when the kills are timed to hit it). The
+    second kill waits for the collector to be back."""
     llm.control(rules=rules(sol("search: deep work", regex=r"loop [24] of"),
                             sol("note: progress noted")), delay_ms=600)
     svc = start_service(stack, llm, VIGIL_COUNCIL_LOOP_MS=400, VIGIL_COUNCIL_MAX_LOOPS=5)
@@ -427,9 +437,16 @@ def test_redis_or_broker_kill9_mid_loops_repeats_and_loses_no_action(stack, llm,
     sessions = [f"s-k{i}-{uid()[:6]}" for i in range(8)]
     for i, s in enumerate(sessions):
         pub.publish(*control(f"kim{i}", "start", session=s))
+    col.wait_for(lambda c: all(events(c, s) for s in sessions), 30, "every session's first event")
     target = stack.redis if fault == "redis" else stack.broker
-    for _ in range(2):
+    if fault == "broker":
+        wait_broker_saved(stack.broker, time.time_ns())  # 0-2 s: the loops are under way
+    else:
         time.sleep(harness.scaled(1.5))
+    for n in range(2):
+        if n:
+            harness.wait_until(col.connected.is_set, 30, "the collector back")
+            time.sleep(harness.scaled(1.5))
         target.kill9()
         time.sleep(0.5)
         target.start()
