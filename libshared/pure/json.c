@@ -1020,13 +1020,18 @@ int vigil_json_string_array(json_object *o, const char *field, bool required, bo
     if (!v)
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "field '%s': out of memory", field);
     for (size_t i = 0; i < len; i++) {
-        json_object *e = json_object_array_get_idx(arr, i);
-        if (!e || !json_object_is_type(e, json_type_string)) {
+        const char *s = NULL;
+        vigil_json_str_status st = vigil_json_str_check(json_object_array_get_idx(arr, i), &s);
+        if (st == VIGIL_JSON_STR_HAS_NUL) {
+            free(v);
+            return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE,
+                                   "field '%s[%zu]': string contains NUL", field, i);
+        }
+        if (st != VIGIL_JSON_STR_OK) {
             free(v);
             return vigil_error_set(err, VIGIL_REJECT_WRONG_TYPE, "field '%s[%zu]': expected string",
                                    field, i);
         }
-        const char *s = json_object_get_string(e);
         if (ids && !vigil_id_valid(s, strlen(s))) {
             free(v);
             return vigil_error_set(err, VIGIL_REJECT_BAD_ID,

@@ -632,7 +632,7 @@ static void test_string_bounded_and_array(void **state)
     vigil_error err;
     json_object *o = json_tokener_parse(
         "{\"a\":\"abc\",\"e\":\"\",\"ids\":[\"ann\",\"bob\"],\"bad\":[\"ok\",\"a/b\"],"
-        "\"mixed\":[\"x\",3],\"words\":[\"a b\"]}");
+        "\"mixed\":[\"x\",3],\"words\":[\"a b\"],\"nul\":[\"a\",\"b\\u0000c\"]}");
     const char *v = NULL;
     assert_int_equal(vigil_json_string_bounded(o, "a", true, 3, &v, &err), 0);
     assert_string_equal(v, "abc");
@@ -659,6 +659,11 @@ static void test_string_bounded_and_array(void **state)
     assert_int_equal(err.reason, VIGIL_REJECT_WRONG_TYPE);
     assert_int_equal(vigil_json_string_array(o, "words", true, false, 8, &arr, &n, &err), 0);
     free(arr);
+    /* an element holding a NUL would be read shorter ("b"): refused */
+    assert_int_equal(vigil_json_string_array(o, "nul", true, false, 8, &arr, &n, &err), -1);
+    assert_int_equal(err.reason, VIGIL_REJECT_BAD_VALUE);
+    assert_string_equal(err.detail, "field 'nul[1]': string contains NUL");
+    assert_null(arr);
     assert_int_equal(vigil_json_string_array(o, "none", false, true, 8, &arr, &n, &err), 1);
     assert_null(arr);
     assert_int_equal(n, 0);
