@@ -335,12 +335,19 @@ def test_cleanup_removes_expired_messages_and_empty_rooms(stack):
     vigil_ok(stack, "chat", "send", mixed, "old 2")
     wait_log(stack, old, 2)
     wait_log(stack, mixed, 2)
-    time.sleep(1.6)
+    t_old = time.time()
+    time.sleep(4)
+    t_new = time.time()
     vigil_ok(stack, "chat", "send", mixed, "new 1")
     vigil_ok(stack, "chat", "send", fresh, "new 2")
     wait_log(stack, mixed, 3)
-    # the service keeps 7 days by default; the CLI is told 1.5 s
-    out = vigil_ok(stack, "chat", "cleanup", env={"VIGIL_CHAT_LOG_MAX_AGE_MS": "1500"})
+    wait_log(stack, fresh, 2)
+    # The service keeps 7 days by default; the CLI is told an age whose
+    # cutoff falls midway between the two groups as of now, so it still
+    # separates them if the CLI starts up to 2 s late on a loaded machine
+    # (a fixed 1.5 s age did not: the new messages had expired by then).
+    max_age_ms = int((time.time() - (t_old + t_new) / 2) * 1000)
+    out = vigil_ok(stack, "chat", "cleanup", env={"VIGIL_CHAT_LOG_MAX_AGE_MS": str(max_age_ms)})
     # old: creation + "old 1"; mixed: creation + "old 2"; fresh: its creation
     assert out.strip() == f"removed 5 expired messages; deleted 1 empty room: {old}", out
     assert [m["text"] for _, m in log_entries(stack, fresh)] == ["new 2"]
