@@ -131,18 +131,3 @@ class ScriptedA2A:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
-
-
-def wait_broker_saved(broker, since_ns, timeout=15):
-    """Waits until mosquitto has written its in-memory database to disk after
-    since_ns (a time.time_ns() taken once what must survive exists).
-    mosquitto saves by snapshot, every 2 s with `autosave_interval 1` (it
-    counts whole seconds); a kill -9 before the next save forgets what came
-    since the last one, a client's new session included: a collector whose
-    session was not saved comes back to a broker that queued nothing for
-    it, and what the services publish before it subscribes again never
-    reaches it (the outbox's replay covers a broker crash, not a subscriber
-    the broker forgot)."""
-    path = os.path.join(broker.dir, "mosquitto.db")
-    harness.wait_until(lambda: os.path.exists(path) and os.stat(path).st_mtime_ns > since_ns,
-                       timeout, "mosquitto's save of its database to disk")

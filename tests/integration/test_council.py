@@ -11,7 +11,7 @@ import pytest
 import harness
 from conftest import human, uid, validate_outputs
 from council_support import (OUTPUTS, SERVICE, FakeA2A, FakeLLM, control, events, kinds, rules,
-                             run_cli, sol, start_service, wait_broker_saved, wait_events)
+                             run_cli, sol, start_service, wait_events)
 from fake_servers import running
 
 
@@ -440,7 +440,7 @@ def test_redis_or_broker_kill9_mid_loops_repeats_and_loses_no_action(stack, llm,
     col.wait_for(lambda c: all(events(c, s) for s in sessions), 30, "every session's first event")
     target = stack.redis if fault == "redis" else stack.broker
     if fault == "broker":
-        wait_broker_saved(stack.broker, time.time_ns())  # 0-2 s: the loops are under way
+        stack.broker.wait_saved()  # 0-2 s: the loops are under way
     else:
         time.sleep(harness.scaled(1.5))
     for n in range(2):

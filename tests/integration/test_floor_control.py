@@ -623,8 +623,9 @@ def test_redis_or_broker_kill9_under_load_loses_and_doubles_no_decision(stack, f
     """A steady stream of human messages while redis-server or mosquitto is
     killed with kill -9 twice and restarted on the same port and data: every
     acknowledged message is decided once, with one event id and one payload
-    per message, and the service is ready again. The stream pauses 1.5 s
-    before a broker kill (mosquitto's own save window is not the service's)."""
+    per message, and the service is ready again. The stream pauses
+    before a broker kill until mosquitto saved its database (its own save
+    window is not the service's)."""
     svc, col, pub, room = room_of_three(stack)
     mids = [uid() for _ in range(240)]
     items = [human(room, "joel", f"question {i}", mid=m) for i, m in enumerate(mids)]
@@ -634,7 +635,7 @@ def test_redis_or_broker_kill9_under_load_loses_and_doubles_no_decision(stack, f
     def progress(n_acked):
         if len(kills) < 2 and n_acked >= 80 * (len(kills) + 1):
             if fault == "broker":
-                time.sleep(scaled(1.5))
+                stack.broker.wait_saved()  # what it acknowledged so far is on disk or delivered
             target.kill9()
             kills.append(n_acked)
             time.sleep(0.5)

@@ -251,7 +251,7 @@ def test_broker_kill9_mid_stream_loses_no_acknowledged_input(stack, intake):
     stack.redis.restart()
     svc = stack.service(env={**ENV, "VIGIL_MQTT_INTAKE": intake})
     col = stack.collector()
-    time.sleep(1.5)  # the broker's autosave (1 s) has the service's session
+    stack.broker.wait_saved()  # the broker's saved database has the service's session
     items, owner = sleep_inputs(400, 8)
     rp = ReliablePublisher(stack.broker.port)
     pace = paced(100, 10)
