@@ -124,6 +124,54 @@ def test_messages_post_and_get_through_chat_router(stack):
     validate_outputs(col, ("room/+/message",))
 
 
+def test_messages_since_past_the_room_log(stack):
+    """GET /api/rooms/{r}/messages?since= past the room log's newest
+    message (the log lost its latest entries or was reset, an id typed by
+    hand): an empty page whose `next` is that newest message, not the since
+    given, so a client paging on reads what comes next instead of waiting
+    for the log to reach its position; `ahead` says so. At the newest
+    message itself nothing changes. A malformed since is a 400."""
+    gw = start_gateway(stack)
+    stack.service("chat-router")
+    col = stack.collector(["room/+/message"])
+    room = uid("r")
+    pub = stack.publisher()
+    pub.publish(*human(room, "ann", "first"))
+
+    def log():
+        s, _, b = request(gw.http_port, "GET", f"/api/rooms/{room}/messages", headers=JOEL)
+        return b["messages"] if s == 200 and b["messages"] else None
+    newest = wait_until(log, scaled(10), "the message in the room log")[-1]["log_id"]
+    future = "9999999999999-0"
+    s, _, b = request(gw.http_port, "GET", f"/api/rooms/{room}/messages?since={future}", headers=JOEL)
+    assert s == 200 and b["messages"] == [] and b["next"] == newest, b
+    assert b["ahead"]["since"] == future and b["ahead"]["newest"] == newest, b
+    assert b["ahead"]["limit"] == "log_position" and "next is the newest message" in b["ahead"]["detail"], b
+    assert gw.metric("vigil_gateway_limit_refusals_total", limit="log_position") == 1
+    # paging on from next reads the message logged after it
+    pub.publish(*human(room, "ann", "second"))
+    col.wait_event(f"room/{room}/message", lambda j: j["text"] == "second", timeout=scaled(5))
+
+    def page():
+        s, _, b2 = request(gw.http_port, "GET", f"/api/rooms/{room}/messages?since={b['next']}", headers=JOEL)
+        return b2 if s == 200 and b2["messages"] else None
+    b2 = wait_until(page, scaled(10), "the second message after next")
+    assert [m["text"] for m in b2["messages"]] == ["second"] and "ahead" not in b2, b2
+    # at the newest message: an empty page, next the since given, no notice
+    last = b2["next"]
+    s, _, b3 = request(gw.http_port, "GET", f"/api/rooms/{room}/messages?since={last}", headers=JOEL)
+    assert s == 200 and b3 == {"room": room, "messages": [], "next": last}, b3
+    # a room with no message: since past it pages on from the beginning
+    empty = uid("empty")
+    s, _, b4 = request(gw.http_port, "GET", f"/api/rooms/{empty}/messages?since={future}", headers=JOEL)
+    assert s == 200 and b4["messages"] == [] and b4["next"] == "0-0" and b4["ahead"]["newest"] == "0-0", b4
+    assert gw.metric("vigil_gateway_limit_refusals_total", limit="log_position") == 2
+    # malformed: 400 naming since
+    for bad in ("yesterday", "1-2-3", "-1", "12-", "99999999999999999999999-0", "1.5-0", "%2012-0"):
+        s, _, b5 = request(gw.http_port, "GET", f"/api/rooms/{room}/messages?since={bad}", headers=JOEL)
+        assert s == 400 and b5["error"] == "bad_request" and "since" in b5["detail"], (bad, b5)
+
+
 def test_council_answer_reaches_the_topic(stack):
     gw = start_gateway(stack)
     col = stack.collector(["council/+/answer"])

@@ -5,13 +5,15 @@ refusal by a limit answers its status with the gateway's {"error",
 answers 503 before the listener's connection limit would reset sockets;
 a client too slow for its queue gets a last `dropped` frame and catches
 up from the log; a resume from a position the log trimmed gets a
-`trimmed` frame; a 17th presence session names the one it pushed out;
+`trimmed` frame, one past the log's newest entry an `ahead` frame and the
+entries from the head on; a 17th presence session names the one it pushed out;
 the page says when it is present in only 32 of its rooms. Real
 mosquitto, Redis and gateway process."""
 
 import json
 import socket
 import time
+from urllib.parse import quote
 
 import pytest
 
@@ -325,15 +327,31 @@ def test_a_slow_reader_that_keeps_reading_is_not_dropped(stack):
     assert gw.metric("vigil_gateway_sse_dropped_total") == 0
 
 
-def test_resume_from_a_trimmed_position_is_told(stack):
-    gw = start_gateway(stack, VIGIL_GATEWAY_LOG_MAXLEN=10)
-    pub = stack.publisher()
+def assert_resumes_without_notice(gw, path, pos, limit, count):
+    """A resume from a position the log keeps, with an entry after it:
+    `connected`, then that entry, and the limit still counted `count`."""
+    k = SSE(gw.http_port, path, {**JOEL, "Last-Event-ID": pos})
+    assert k.next()["event"] == "connected"
+    assert k.next()["event"] == "room.message"
+    k.close()
+    assert refusals(gw, limit) == count
+
+
+def first_message(gw, pub):
+    """A new room's stream path, an open stream of it, the room, and the
+    log position of its first message, m0."""
     room = uid("r")
     path = f"/api/events?topics=room/{room}/message"
     s = SSE(gw.http_port, path, JOEL)
     s.next()
     pub.publish(*human(room, "joel", "m0"))
-    first = s.until(lambda f: f["data"].get("text") == "m0")[-1]["id"]
+    return path, s, room, s.until(lambda f: f["data"].get("text") == "m0")[-1]["id"]
+
+
+def test_resume_from_a_trimmed_position_is_told(stack):
+    gw = start_gateway(stack, VIGIL_GATEWAY_LOG_MAXLEN=10)
+    pub = stack.publisher()
+    path, s, room, first = first_message(gw, pub)
     # MAXLEN ~ 10 trims whole nodes (at most 100 entries): 300 more trim m0
     pub.publish_many([human(room, "joel", f"f{i}") for i in range(300)], timeout=120)
     s.until(lambda f: f["data"].get("text") == "f299", timeout=60)  # all logged
@@ -357,11 +375,7 @@ def test_resume_from_a_trimmed_position_is_told(stack):
     r.close()
     assert refusals(gw, "log_entries") == 1
     # a position still kept: no notice
-    k = SSE(gw.http_port, path, {**JOEL, "Last-Event-ID": oldest})
-    assert k.next()["event"] == "connected"
-    assert k.next()["event"] == "room.message"
-    k.close()
-    assert refusals(gw, "log_entries") == 1
+    assert_resumes_without_notice(gw, path, oldest, "log_entries", 1)
     # the deliberations stream says it too, unnamed (for onmessage), with type
     c = SSE(gw.http_port, "/api/autonomous/deliberations/live", {**JOEL, "Last-Event-ID": first})
     assert c.next()["data"]["type"] == "connected"
@@ -370,6 +384,64 @@ def test_resume_from_a_trimmed_position_is_told(stack):
     assert t["data"]["since"] == first and t["data"]["oldest"] == oldest and t["data"]["limit"] == "log_entries"
     c.close()
     assert refusals(gw, "log_entries") == 2
+
+
+FUTURE = "9999999999999-0"
+
+
+def test_resume_past_the_log_newest_entry_is_told_and_served_from_the_head(stack):
+    """A Last-Event-ID or since= past the newest entry of the log (a log
+    that lost its latest entries or was reset, an id typed by hand) is
+    not a silent stream until the log gets there: the client gets an
+    `ahead` frame naming the position and the newest entry, `connected`
+    carries that entry (what a reconnect sends back), and the next entry
+    logged reaches it. A malformed position is a 400."""
+    gw = start_gateway(stack)
+    pub = stack.publisher()
+    path, s, room, m0 = first_message(gw, pub)
+    s.close()
+    for hdrs, p in (({**JOEL, "Last-Event-ID": FUTURE}, path), (JOEL, path + "&since=" + FUTURE)):
+        r = SSE(gw.http_port, p, hdrs)
+        c = r.next()
+        assert c["event"] == "connected", c
+        a = r.next()
+        assert a["event"] == "ahead" and a["id"] is None, a
+        assert a["data"]["since"] == FUTURE and a["data"]["limit"] == "log_position", a
+        newest = a["data"]["newest"]
+        # the newest entry of the log, at or after m0 (the gateway logs its own status too)
+        key = lambda x: tuple(map(int, x.split("-")))
+        assert key(m0) <= key(newest) < key(FUTURE), (m0, newest)
+        assert c["id"] == newest, (c, newest)
+        assert "head" in a["data"]["detail"], a
+        text = uid("live")
+        pub.publish(*human(room, "joel", text))
+        got = r.until(lambda f: f["data"].get("text") == text, timeout=10)
+        assert [f["event"] for f in got] == ["room.message"], got
+        assert key(got[0]["id"]) > key(newest)
+        r.close()
+    assert refusals(gw, "log_position") == 2
+    # the deliberations stream says it too, unnamed, with type
+    c = SSE(gw.http_port, "/api/autonomous/deliberations/live", {**JOEL, "Last-Event-ID": FUTURE})
+    assert c.next()["data"]["type"] == "connected"
+    a = c.next()
+    assert a["event"] == "message" and a["raw"].startswith('data: {"type":"ahead",'), a
+    session = uid("s")
+    pub.publish(f"council/{session}/event", {"id": f"{session}:phase:1", "type": "phase", "session": session,
+                                             "ts": int(time.time() * 1000)})
+    got = c.until(lambda f: f["data"].get("session") == session, timeout=10)
+    assert [f["data"]["type"] for f in got] == ["phase"], got
+    c.close()
+    assert refusals(gw, "log_position") == 3
+    # a position within the log is served as before, without a notice
+    assert_resumes_without_notice(gw, path, m0, "log_position", 3)
+    # malformed positions: a clear 400, on both streams
+    for bad in ("nope", "1-2-3", "-1", "12-", "99999999999999999999999-0", "1.5-0"):
+        for p in (path, "/api/autonomous/deliberations/live"):
+            st, _, body = request(gw.http_port, "GET", p, headers={**JOEL, "Last-Event-ID": bad})
+            assert st == 400 and body["error"] == "bad_request" and "Last-Event-ID" in body["detail"], (bad, body)
+            st, _, body = request(gw.http_port, "GET", p + ("&" if "?" in p else "?") + "since=" + quote(bad),
+                                  headers=JOEL)
+            assert st == 400 and "since" in body["detail"], (bad, body)
 
 
 def test_a_17th_presence_session_names_the_one_it_pushed_out(stack):

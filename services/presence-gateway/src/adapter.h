@@ -148,6 +148,9 @@ vigil_runtime_conn *gw_pool_take(gateway *g);
 void gw_pool_put(gateway *g, vigil_runtime_conn *c);
 void gw_pool_close(gw_pool *p);
 
+/* stream.c: the newest entry of the Redis stream key (0-0 when it is
+ * empty or missing). 0, or -1 (Redis unreachable). */
+int gw_log_newest(vigil_redis *r, const char *key, gw_pos *out);
 /* stream.c: appends to b the frames of the log entries in (since, upto]
  * that match fs, reading at most max_entries entries (after a `trimmed`
  * frame when some are no longer kept); *reached = the last position read

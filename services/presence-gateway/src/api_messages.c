@@ -1,5 +1,6 @@
 /* api_messages.c - GET /api/rooms/{room}/messages?since=&limit=: the
- * room's log as chat-router keeps it. The log's name comes from
+ * room's log as chat-router keeps it; a since past its newest message
+ * pages on from that message, said in `ahead`. The log's name comes from
  * chat-router's core library (chat_log_name, shared with the vigil CLI),
  * never spelled here; entries are read-only for the gateway. */
 #include <errno.h>
@@ -62,8 +63,21 @@ void gateway_api_messages_get(gateway *g, vigil_http_req *req, const char *room)
         conn ? vigil_stream_range(vigil_runtime_conn_redis(conn), key, forward ? from : "+",
                                   forward ? "+" : "-", limit, !forward, &ents, &n)
              : VIGIL_READ_UNREACHABLE;
+    /* an empty page after since: is since past the room log's newest
+     * message (the log was reset, or lost its latest entries)? Then next
+     * is that message, else a client would page on from since and never
+     * see what the log holds before it */
+    gw_pos newest = {0, 0};
+    bool ahead = false;
+    if (rc == VIGIL_READ_OK && forward && n == 0) {
+        if (gw_log_newest(vigil_runtime_conn_redis(conn), key, &newest) != 0)
+            rc = VIGIL_READ_UNREACHABLE;
+        else
+            ahead = gw_log_ahead(since, newest);
+    }
     if (rc != VIGIL_READ_OK) {
         vigil_runtime_conn_close(conn);
+        vigil_stream_entries_free(ents, n);
         return gateway_error(req, 503, "cannot read the room log (Redis unreachable)");
     }
     gw_pool_put(g, conn);
@@ -87,6 +101,14 @@ void gateway_api_messages_get(gateway *g, vigil_http_req *req, const char *room)
     if (len) {
         json_object *last = json_object_array_get_idx(msgs, len - 1);
         json_object_object_add(o, "next", json_object_get(json_object_object_get(last, "log_id")));
+    } else if (ahead) {
+        /* since is past the newest message: page on from the log's head,
+         * and say so (as the streams' `ahead` frame does) */
+        char nx[48];
+        gw_pos_format(newest, nx, sizeof nx);
+        json_object_object_add(o, "next", json_object_new_string(nx));
+        json_object_object_add(o, "ahead", gw_ahead_notice(since, newest, false));
+        gateway_limit_count("log_position");
     } else {
         /* nothing (more) to read: page on from where this page started, or
          * from the log's beginning ("0-0": every message yet to come) */

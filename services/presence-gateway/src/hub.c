@@ -196,12 +196,9 @@ static void dispatch(gw_hub *h, const char *id, const char *entry)
 /* Reads the log's last id (where live delivery starts). 0 ok, -1 retry. */
 static int read_tail(gw_hub *h, vigil_redis *r)
 {
-    char id[VIGIL_STREAM_ID_MAX];
-    if (vigil_stream_last_id(r, h->key, id, sizeof id) != VIGIL_READ_OK)
+    gw_pos p;
+    if (gw_log_newest(r, h->key, &p) != 0)
         return -1;
-    gw_pos p = {0, 0};
-    if (id[0])
-        gw_pos_parse(id, &p);
     pthread_mutex_lock(&h->mu);
     h->last = p;
     h->have_last = true;

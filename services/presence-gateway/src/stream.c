@@ -9,7 +9,10 @@
  * starts after; with ?snapshot=1 the kept
  * latest state of every matching state topic follows (frames without id),
  * before the backlog and the live entries. A resume from a position the
- * log no longer keeps is told in a `trimmed` frame before the backlog.
+ * log no longer keeps is told in a `trimmed` frame before the backlog;
+ * one from past the log's newest entry (the log lost its latest entries or
+ * was reset) starts from the log's head instead of waiting for the log to
+ * get there, told in an `ahead` frame, and `connected` carries the head.
  * /api/events names every frame (event: line); the deliberations stream
  * names none, so an onmessage-only client gets them all, each
  * JSON with its name as `type` (gw_sse_style). */
@@ -53,6 +56,54 @@ static int note_trimmed(gateway *g, vigil_redis *r, gw_pos since, gw_sse_style s
     vigil_jtext_put(b, frame, fl);
     free(frame);
     gateway_limit_count("log_entries");
+    return 0;
+}
+
+/* Appends the `ahead` frame (a resume past the log's newest entry,
+ * served from the head) and counts it. 0, or -1 out of memory. */
+static int note_ahead(gw_sse_style st, gw_pos asked, gw_pos newest, vigil_jtext *b)
+{
+    size_t fl;
+    char *frame = gw_sse_ahead_frame(st, asked, newest, &fl);
+    if (!frame)
+        return -1;
+    vigil_jtext_put(b, frame, fl);
+    free(frame);
+    gateway_limit_count("log_position");
+    return 0;
+}
+
+int gw_log_newest(vigil_redis *r, const char *key, gw_pos *out)
+{
+    char id[VIGIL_STREAM_ID_MAX];
+    if (vigil_stream_last_id(r, key, id, sizeof id) != VIGIL_READ_OK)
+        return -1;
+    gw_pos p = {0, 0};
+    if (id[0] && gw_pos_parse(id, &p) != 0)
+        return -1; /* never a Redis stream id: not read as an empty log */
+    *out = p;
+    return 0;
+}
+
+/* Where a client resuming after *since starts: unchanged while since is
+ * within the log; past the log's newest entry (gw_log_ahead) it becomes
+ * that entry (0-0 for an empty log), *ahead is set and *newest says where.
+ * Read here, not from the hub's last position, which may lag the log by
+ * a read: a position another replica just sent is never taken as ahead.
+ * 0, or -1 (Redis unreachable). */
+static int resume_position(gateway *g, gw_pos *since, bool *ahead, gw_pos *newest)
+{
+    vigil_runtime_conn *conn = gw_pool_take(g);
+    if (!conn)
+        return -1;
+    if (gw_log_newest(vigil_runtime_conn_redis(conn), g->hub.key, newest) != 0) {
+        vigil_runtime_conn_close(conn);
+        return -1;
+    }
+    gw_pool_put(g, conn);
+    *ahead = gw_log_ahead(*since, *newest);
+    if (*ahead)
+        *since = *newest;
     return 0;
 }
 
@@ -191,6 +242,12 @@ void gateway_api_stream(gateway *g, vigil_http_req *req, bool council_live)
         gateway_error(req, 400, "Last-Event-ID / since must be a log position (as sent in id:)");
         return;
     }
+    gw_pos asked = since, newest = {0, 0};
+    bool ahead = false;
+    if (have_since && resume_position(g, &since, &ahead, &newest) != 0) {
+        gateway_error(req, 503, "cannot read the log (Redis unreachable)");
+        return;
+    }
     gw_pos from, reached;
     bool full;
     gw_client *c = gw_hub_join(&g->hub, &fs, have_since ? &since : NULL, &from, &full);
@@ -231,7 +288,8 @@ void gateway_api_stream(gateway *g, vigil_http_req *req, bool council_live)
     free(hf);
     const char *snap = vigil_http_req_query(req, "snapshot");
     bool want_snap = snap && strcmp(snap, "1") == 0;
-    if (!hf || (want_snap && read_snapshot(g, &fs, &b) != 0) ||
+    bool told = !ahead || note_ahead(gw_filters_style(&fs), asked, newest, &b) == 0;
+    if (!hf || (want_snap && read_snapshot(g, &fs, &b) != 0) || !told ||
         (have_since && gw_pos_cmp(since, from) < 0 &&
          gw_log_catch_up(g, since, from, SIZE_MAX, &fs, &b, &reached) != 0)) {
         free(b.s);

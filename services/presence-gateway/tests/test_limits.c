@@ -1,7 +1,8 @@
 /* test_limits.c - the gateway's limits that live in the core (README,
  * "Limits"): each refuses with a detail and names itself (the label it is
  * counted under), exactly past its bound and not at it; the stream cap;
- * the `trimmed` and `dropped` frames a stream gets when a limit cuts it. */
+ * the `trimmed`, `ahead` and `dropped` frames a stream gets when a limit
+ * cuts it or its position is past the log. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -204,6 +205,22 @@ static void test_log_trimmed(void **s)
     assert_false(gw_log_trimmed((gw_pos){0, 0}, oldest)); /* since=0: whatever is kept */
 }
 
+/* A resume past the log's newest entry is ahead (served from the head);
+ * at the newest entry or before it is not; an empty log (0-0) makes every
+ * position but 0 ahead. */
+static void test_log_ahead(void **s)
+{
+    (void)s;
+    gw_pos newest = {1000, 5};
+    assert_true(gw_log_ahead((gw_pos){1000, 6}, newest));
+    assert_true(gw_log_ahead((gw_pos){9999999999999ULL, 0}, newest));
+    assert_false(gw_log_ahead((gw_pos){1000, 5}, newest)); /* the newest itself */
+    assert_false(gw_log_ahead((gw_pos){999, 9}, newest));
+    assert_false(gw_log_ahead((gw_pos){0, 0}, newest));
+    assert_true(gw_log_ahead((gw_pos){1, 0}, (gw_pos){0, 0}));
+    assert_false(gw_log_ahead((gw_pos){0, 0}, (gw_pos){0, 0}));
+}
+
 /* Splits a frame without id into its event name and parsed data. */
 static json_object *frame_data(const char *f, size_t len, const char *event)
 {
@@ -223,6 +240,16 @@ static const char *str(json_object *o, const char *k)
     return json_object_get_string(json_object_object_get(o, k));
 }
 
+/* A notice about a log position names it, the log's end it was measured
+ * against (`what`: oldest, newest) and the limit. */
+static void assert_position_notice(json_object *d, const char *since, const char *what,
+                                   const char *at, const char *limit)
+{
+    assert_string_equal(str(d, "since"), since);
+    assert_string_equal(str(d, what), at);
+    assert_string_equal(str(d, "limit"), limit);
+}
+
 static void test_notice_frames(void **s)
 {
     (void)s;
@@ -230,9 +257,7 @@ static void test_notice_frames(void **s)
     char *f = gw_sse_trimmed_frame(GW_SSE_NAMED, (gw_pos){5, 0}, (gw_pos){1000, 2}, 10000, &len);
     assert_non_null(f);
     json_object *d = frame_data(f, len, "trimmed");
-    assert_string_equal(str(d, "since"), "5-0");
-    assert_string_equal(str(d, "oldest"), "1000-2");
-    assert_string_equal(str(d, "limit"), "log_entries");
+    assert_position_notice(d, "5-0", "oldest", "1000-2", "log_entries");
     assert_non_null(strstr(str(d, "detail"), "about 10000 entries (VIGIL_GATEWAY_LOG_MAXLEN)"));
     json_object_put(d);
     free(f);
@@ -245,6 +270,33 @@ static void test_notice_frames(void **s)
     assert_non_null(strstr(str(d, "detail"), "read nothing for 30000 ms"));
     json_object_put(d);
     free(f);
+}
+
+/* The `ahead` frame names the position asked for, the log's newest
+ * entry and the limit, and says what the stream does; the room log's
+ * notice says what `next` is. Unnamed on the deliberations stream. */
+static void test_ahead_notices(void **s)
+{
+    (void)s;
+    size_t len;
+    char *f = gw_sse_ahead_frame(GW_SSE_NAMED, (gw_pos){9999999999999ULL, 0}, (gw_pos){1000, 2},
+                                 &len);
+    assert_non_null(f);
+    json_object *d = frame_data(f, len, "ahead");
+    assert_position_notice(d, "9999999999999-0", "newest", "1000-2", "log_position");
+    assert_non_null(strstr(str(d, "detail"), "goes on from the log's head"));
+    assert_non_null(strstr(str(d, "detail"), "?snapshot=1"));
+    json_object_put(d);
+    free(f);
+    f = gw_sse_ahead_frame(GW_SSE_UNNAMED, (gw_pos){7, 1}, (gw_pos){0, 0}, &len);
+    assert_non_null(f);
+    static const char unnamed[] = "data: {\"type\":\"ahead\",";
+    assert_int_equal(strncmp(f, unnamed, sizeof unnamed - 1), 0);
+    free(f);
+    d = gw_ahead_notice((gw_pos){7, 1}, (gw_pos){5, 0}, false);
+    assert_position_notice(d, "7-1", "newest", "5-0", "log_position");
+    assert_non_null(strstr(str(d, "detail"), "next is the newest message"));
+    json_object_put(d);
 }
 
 /* On the deliberations stream (unnamed frames, for onmessage) the same
@@ -268,9 +320,7 @@ static void test_notice_frames_unnamed(void **s)
     assert_non_null(f);
     json_object *d = unnamed_data(f, len);
     assert_string_equal(str(d, "type"), "trimmed");
-    assert_string_equal(str(d, "since"), "5-0");
-    assert_string_equal(str(d, "oldest"), "1000-2");
-    assert_string_equal(str(d, "limit"), "log_entries");
+    assert_position_notice(d, "5-0", "oldest", "1000-2", "log_entries");
     json_object_put(d);
     free(f);
     f = gw_sse_dropped_frame(GW_SSE_UNNAMED, 1024, 30000, &len);
@@ -308,6 +358,8 @@ int main(void)
         cmocka_unit_test(test_mentions_per_message),
         cmocka_unit_test(test_stream_cap),
         cmocka_unit_test(test_log_trimmed),
+        cmocka_unit_test(test_log_ahead),
+        cmocka_unit_test(test_ahead_notices),
         cmocka_unit_test(test_notice_frames),
         cmocka_unit_test(test_notice_frames_unnamed),
     };

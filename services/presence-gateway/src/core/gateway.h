@@ -380,6 +380,27 @@ bool gw_log_trimmed(gw_pos since, gw_pos oldest);
 char *gw_sse_trimmed_frame(gw_sse_style st, gw_pos since, gw_pos oldest, int64_t log_maxlen,
                            size_t *len);
 
+/* True when a client resuming after `since` names a position past the
+ * newest entry of the log (`newest`; 0-0 for an empty log): no entry it
+ * could have been sent is there. The log lost its latest entries or was
+ * replaced (Redis restarted without them, flushed, restored from an older
+ * copy, a failover to a replica behind), or the id was never this log's
+ * (typed by hand, another deployment's). Waiting for the log to reach
+ * since would starve the client (after a reset on a host whose clock went
+ * back, for as long as the clock takes to get there): it is served from
+ * the log's head instead, and told (gw_ahead_notice). */
+bool gw_log_ahead(gw_pos since, gw_pos newest);
+
+/* What a client resuming past the log's newest entry is told:
+ * {since, newest, limit: "log_position", detail}. stream: the detail of
+ * an SSE stream (it goes on after newest), else of a page of the room log
+ * (`next` is newest). New object, NULL when out of memory. */
+json_object *gw_ahead_notice(gw_pos since, gw_pos newest, bool stream);
+
+/* The `ahead` frame sent before the backlog when gw_log_ahead, in the
+ * stream's style st (gw_sse_notice_frame). malloc'd, *len. */
+char *gw_sse_ahead_frame(gw_sse_style st, gw_pos since, gw_pos newest, size_t *len);
+
 /* The `dropped` frame, the last a client gets when `queue` frames waited
  * for it (VIGIL_GATEWAY_CLIENT_QUEUE) and it took nothing for stall_ms
  * (VIGIL_GATEWAY_CLIENT_STALL_MS), in the stream's style st.

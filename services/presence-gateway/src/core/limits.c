@@ -1,7 +1,8 @@
 /* limits.c - the rules of the limits that cut a live stream, and what the
  * stream says when one does: how many streams the gateway serves, when a
  * resuming client asks for entries the log no longer keeps (the `trimmed`
- * frame), and the last frame of a client too slow to keep up (`dropped`).
+ * frame) or for a position past its newest entry (the `ahead` frame), and
+ * the last frame of a client too slow to keep up (`dropped`).
  * Every limit of the gateway is listed in README.md ("Limits"). */
 #include <stdio.h>
 #include "gateway.h"
@@ -22,6 +23,22 @@ int gw_stream_cap(int64_t max_clients)
     return cap < 1 ? 1 : (int)cap;
 }
 
+/* The data of a notice about a log position: {since, <what>: at, limit,
+ * detail}, where `what` names the log's end the position was measured
+ * against (oldest, newest). NULL when out of memory. */
+static json_object *position_notice(const char *since, const char *what, const char *at,
+                                    const char *limit, const char *detail)
+{
+    json_object *d = json_object_new_object();
+    if (d) {
+        json_object_object_add(d, "since", json_object_new_string(since));
+        json_object_object_add(d, what, json_object_new_string(at));
+        json_object_object_add(d, "limit", json_object_new_string(limit));
+        json_object_object_add(d, "detail", json_object_new_string(detail));
+    }
+    return d;
+}
+
 bool gw_log_trimmed(gw_pos since, gw_pos oldest)
 {
     gw_pos zero = {0, 0};
@@ -39,14 +56,37 @@ char *gw_sse_trimmed_frame(gw_sse_style st, gw_pos since, gw_pos oldest, int64_t
              "after %s and before %s is no longer kept; ?snapshot=1 gives the current states, "
              "GET /api/rooms/{r}/messages each room's messages",
              (long long)log_maxlen, s, o);
-    json_object *d = json_object_new_object();
-    if (d) {
-        json_object_object_add(d, "since", json_object_new_string(s));
-        json_object_object_add(d, "oldest", json_object_new_string(o));
-        json_object_object_add(d, "limit", json_object_new_string("log_entries"));
-        json_object_object_add(d, "detail", json_object_new_string(detail));
-    }
-    return gw_sse_notice_frame(st, "trimmed", d, len);
+    return gw_sse_notice_frame(st, "trimmed", position_notice(s, "oldest", o, "log_entries", detail),
+                               len);
+}
+
+bool gw_log_ahead(gw_pos since, gw_pos newest)
+{
+    return gw_pos_cmp(since, newest) > 0;
+}
+
+json_object *gw_ahead_notice(gw_pos since, gw_pos newest, bool stream)
+{
+    char s[48], n[48], detail[600];
+    gw_pos_format(since, s, sizeof s);
+    gw_pos_format(newest, n, sizeof n);
+    snprintf(detail, sizeof detail,
+             "%s %s is past the newest %s (%s): that log lost its latest entries or was reset "
+             "(Redis restarted without them, flushed or restored from an older copy), or the id "
+             "is not one it gave; %s",
+             stream ? "the position" : "since", s, stream ? "entry of the log" : "message of the room log", n,
+             stream ? "the stream goes on from the log's head (after the newest entry) instead of "
+                      "waiting for the log to reach it; whatever a reset lost is gone, and what was "
+                      "logged after a reset before now is not replayed: ?snapshot=1 gives the "
+                      "current states, GET /api/rooms/{r}/messages each room's messages"
+                    : "next is the newest message, so paging on reads what is logged from now on; "
+                      "without since= the page holds the latest messages");
+    return position_notice(s, "newest", n, "log_position", detail);
+}
+
+char *gw_sse_ahead_frame(gw_sse_style st, gw_pos since, gw_pos newest, size_t *len)
+{
+    return gw_sse_notice_frame(st, "ahead", gw_ahead_notice(since, newest, true), len);
 }
 
 char *gw_sse_dropped_frame(gw_sse_style st, int64_t queue, int64_t stall_ms, size_t *len)
