@@ -116,6 +116,17 @@ void vigil_hex64(char out[17], uint64_t v)
     out[16] = '\0';
 }
 
+int vigil_hex_digit(int ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
 void vigil_span_text(int64_t ms, char *out, size_t outlen)
 {
     if (ms < 0)

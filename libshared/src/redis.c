@@ -2,6 +2,7 @@
  * pipelining. See redis.h for the contract. */
 #include "vigil/redis.h"
 #include "vigil/redis_raw.h"
+#include "vigil/str.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -42,17 +43,6 @@ struct vigil_redis {
 
 /* ---- URL parsing ------------------------------------------------------- */
 
-static int hexval(int ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 /* Copies src[0..n) into out, decoding %XX escapes: a password containing
  * '@', ':' or '/' can only be written percent-encoded in a URL. */
 static int pct_decode(const char *src, size_t n, char *out, size_t outlen)
@@ -63,8 +53,8 @@ static int pct_decode(const char *src, size_t n, char *out, size_t outlen)
         if (ch == '%') {
             if (i + 2 >= n)
                 return -1;
-            int hi = hexval((unsigned char)src[i + 1]);
-            int lo = hexval((unsigned char)src[i + 2]);
+            int hi = vigil_hex_digit((unsigned char)src[i + 1]);
+            int lo = vigil_hex_digit((unsigned char)src[i + 2]);
             if (hi < 0 || lo < 0)
                 return -1;
             ch = hi * 16 + lo;

@@ -1,6 +1,6 @@
 /* Unit tests of str.h: vigil_vformat (stack buffer or exact-size heap
- * string), vigil_asprintf on top of it, vigil_concat, vigil_hex64 and
- * vigil_hash_mem. */
+ * string), vigil_asprintf on top of it, vigil_concat, vigil_hex64,
+ * vigil_hex_digit and vigil_hash_mem. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -99,6 +99,24 @@ static void hex64_is_printf_016_x(void **state)
     }
 }
 
+/* A hex digit in either case is its value; every other byte, the ones
+ * just outside each range included, is -1. */
+static void hex_digit_reads_both_cases_and_nothing_else(void **state)
+{
+    (void)state;
+    for (int ch = -1; ch < 256; ch++) {
+        int want = ch >= '0' && ch <= '9' ? ch - '0'
+                   : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                   : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                            : -1;
+        assert_int_equal(vigil_hex_digit(ch), want);
+    }
+    assert_int_equal(vigil_hex_digit('F'), 15);
+    assert_int_equal(vigil_hex_digit('g'), -1);
+    assert_int_equal(vigil_hex_digit('/'), -1);
+    assert_int_equal(vigil_hex_digit(':'), -1);
+}
+
 /* Every byte counts, at every length across the word and half-word
  * reads, and nothing outside the n bytes is read (each string has its own
  * allocation of exactly n bytes, which ASan guards). */
@@ -175,6 +193,7 @@ int main(void)
         cmocka_unit_test(concat_is_snprintf_of_strings),
         cmocka_unit_test(hex64_is_printf_016_x),
         cmocka_unit_test(span_text_reads_in_minutes_or_seconds),
+        cmocka_unit_test(hex_digit_reads_both_cases_and_nothing_else),
         cmocka_unit_test(hash_mem_reads_every_byte_and_no_other),
         cmocka_unit_test(hash_mem_spreads_similar_keys),
     };

@@ -43,4 +43,9 @@ void vigil_span_text(int64_t ms, char *out, size_t outlen);
 /* v as 16 lowercase hex digits and a NUL (what "%016" PRIx64 writes). */
 void vigil_hex64(char out[17], uint64_t v);
 
+/* The value of one hex digit (0-9, a-f, A-F), -1 for any other ch: the
+ * step of every %XX decoder (a Redis URL's password, the gateway's
+ * session cookie). */
+int vigil_hex_digit(int ch);
+
 #endif

@@ -39,9 +39,13 @@ void gateway_login(gateway *g, vigil_http_req *req)
         return gateway_error(req, 400, "token= is required");
     if (gw_tokens_find(&g->tokens, token) < 0)
         return gateway_auth_failed(g, req, "unknown token");
-    char cookie[512];
+    /* a token may hold characters a cookie value cannot (; , " \):
+     * the cookie carries it encoded, and gw_auth_decide decodes it */
+    char value[GW_COOKIE_VALUE_MAX], cookie[GW_COOKIE_VALUE_MAX + 128];
+    if (gw_cookie_encode(token, value, sizeof value) != 0)
+        return gateway_error(req, 500, "the token does not fit in the session cookie");
     snprintf(cookie, sizeof cookie, "vigil_session=%s; Path=/; HttpOnly; SameSite=Lax; Max-Age=2592000%s",
-             token, g->cfg.cookie_secure ? "; Secure" : "");
+             value, g->cfg.cookie_secure ? "; Secure" : "");
     vigil_http_req_add_header(req, "Set-Cookie", cookie);
     vigil_http_req_add_header(req, "Location", "/");
     static const char body[] = "{\"ok\":true,\"location\":\"/\"}";

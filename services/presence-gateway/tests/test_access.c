@@ -74,6 +74,60 @@ static void test_auth_decide(void **s)
     gw_tokens_free(&t);
 }
 
+/* A token typed by hand may hold characters a cookie value cannot
+ * (; , " backslash) and '%': the file takes them, the cookie carries them
+ * %-encoded and reads back as the token; other tokens are their own
+ * cookie. Control and non-ASCII bytes stay refused in the file. */
+static void test_cookie_of_any_token(void **s)
+{
+    (void)s;
+    static const char file[] = "tok;a,b\"c\\d%e=f joel\n\"quoted-token\" ann\n"
+                               "plain-0123456789 bob\n";
+    gw_tokens t;
+    char err[200], v[GW_COOKIE_VALUE_MAX];
+    assert_int_equal(gw_tokens_parse(file, &t, err, sizeof err), 0);
+    assert_int_equal(t.n, 3);
+    assert_int_equal(gw_cookie_encode("tok;a,b\"c\\d%e=f", v, sizeof v), 0);
+    assert_string_equal(v, "tok%3Ba%2Cb%22c%5Cd%25e=f");
+    int i;
+    assert_int_equal(gw_auth_decide(&t, NULL, v, &i), GW_AUTH_OK);
+    assert_int_equal(i, 0);
+    assert_int_equal(gw_cookie_encode("\"quoted-token\"", v, sizeof v), 0);
+    assert_string_equal(v, "%22quoted-token%22");
+    assert_int_equal(gw_auth_decide(&t, NULL, v, &i), GW_AUTH_OK);
+    assert_int_equal(i, 1);
+    /* a token a cookie can hold is its own cookie, as before */
+    assert_int_equal(gw_cookie_encode("plain-0123456789", v, sizeof v), 0);
+    assert_string_equal(v, "plain-0123456789");
+    assert_int_equal(gw_auth_decide(&t, NULL, v, &i), GW_AUTH_OK);
+    assert_int_equal(i, 2);
+    /* the bearer header takes such a token as it is */
+    assert_int_equal(gw_auth_decide(&t, "Bearer tok;a,b\"c\\d%e=f", NULL, &i), GW_AUTH_OK);
+    assert_int_equal(i, 0);
+    /* decoded, a cookie must still be a token: no NUL or control byte */
+    assert_int_equal(gw_auth_decide(&t, NULL, "plain-0123456789%00x", &i), GW_AUTH_UNKNOWN);
+    assert_int_equal(gw_auth_decide(&t, NULL, "plain-0123456789%0A", &i), GW_AUTH_UNKNOWN);
+    /* '%' without two hex digits stands for itself (a cookie set before
+     * the encoding); the escape's hex digits in either case */
+    assert_int_equal(gw_auth_decide(&t, NULL, "tok%3ba%2cb%22c%5cd%e=f", &i), GW_AUTH_OK);
+    assert_int_equal(i, 0);
+    /* the longest token, every byte escaped, fits; a smaller buffer is -1 */
+    char longest[GW_TOKEN_MAX + 1];
+    memset(longest, ';', GW_TOKEN_MAX);
+    longest[GW_TOKEN_MAX] = '\0';
+    assert_int_equal(gw_cookie_encode(longest, v, sizeof v), 0);
+    assert_int_equal(strlen(v), 3 * GW_TOKEN_MAX);
+    assert_int_equal(gw_cookie_encode(longest, v, sizeof v - 1), -1);
+    gw_tokens_free(&t);
+    /* still refused in the file: control and non-ASCII bytes */
+    const char *bad[] = {"tok\x01-0123456789 joel\n", "tok\xc3\xa9-0123456789 joel\n",
+                         "tok\x7f-0123456789 joel\n"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        assert_int_equal(gw_tokens_parse(bad[k], &t, err, sizeof err), -1);
+        assert_non_null(strstr(err, "line 1: a token is 8-256 printable ASCII characters"));
+    }
+}
+
 static void test_rate_bucket(void **s)
 {
     (void)s;
@@ -195,6 +249,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tokens_parse),
+        cmocka_unit_test(test_cookie_of_any_token),
         cmocka_unit_test(test_auth_decide),
         cmocka_unit_test(test_rate_bucket),
         cmocka_unit_test(test_auth_fail_bucket),

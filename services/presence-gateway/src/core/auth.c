@@ -1,14 +1,16 @@
 /* auth.c - who is calling: a bearer token or the vigil_session cookie,
- * looked up in the token table read from VIGIL_GATEWAY_TOKENS_FILE. */
+ * looked up in the token table read from VIGIL_GATEWAY_TOKENS_FILE; the
+ * cookie's encoding of a token. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <vigil/json.h>
+#include <vigil/str.h>
 #include "gateway.h"
 
 #define TOKEN_MIN 8
-#define TOKEN_MAX 256
+#define TOKEN_MAX GW_TOKEN_MAX
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -18,14 +20,71 @@ bool gw_id_valid(const char *s)
     return s && vigil_id_valid(s, strlen(s));
 }
 
+/* Printable ASCII without space (a space or tab ends the token in the
+ * file, and a header value cannot carry control characters or, portably,
+ * anything past ASCII). Characters a cookie value cannot hold (; , " \)
+ * are allowed: the cookie carries them encoded (gw_cookie_encode). */
 static bool token_valid(const char *s, size_t n)
 {
     if (n < TOKEN_MIN || n > TOKEN_MAX)
         return false;
     for (size_t i = 0; i < n; i++)
-        if (s[i] <= ' ' || s[i] > '~' || s[i] == ';' || s[i] == ',')
+        if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] > '~')
             return false;
     return true;
+}
+
+/* RFC 6265's cookie-octet: printable ASCII but space, DQUOTE, comma,
+ * semicolon and backslash. '%' is one too, but it is the escape. */
+static bool cookie_octet_plain(unsigned char c)
+{
+    return c > ' ' && c <= '~' && c != '"' && c != ',' && c != ';' && c != '\\' && c != '%';
+}
+
+int gw_cookie_encode(const char *token, char *out, size_t outlen)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)token; *p; p++) {
+        size_t need = cookie_octet_plain(*p) ? 1 : 3;
+        if (o + need >= outlen)
+            return -1;
+        if (need == 1) {
+            out[o++] = (char)*p;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 15];
+        }
+    }
+    if (outlen == 0)
+        return -1;
+    out[o] = '\0';
+    return 0;
+}
+
+/* The token a cookie value carries: "%XX" (two hex digits) is the byte
+ * XX, anything else stands for itself, so a cookie set before tokens were
+ * encoded (a token with a backslash, or with '%' not followed by two hex
+ * digits) still reads as its token. The result must be a valid token
+ * (no NUL or control byte smuggled in as %00). 0, or -1. */
+static int cookie_decode(const char *v, char *out, size_t outlen)
+{
+    size_t o = 0;
+    for (const char *p = v; *p; p++) {
+        if (o + 1 >= outlen)
+            return -1;
+        int hi = p[0] == '%' ? vigil_hex_digit((unsigned char)p[1]) : -1;
+        int lo = hi >= 0 ? vigil_hex_digit((unsigned char)p[2]) : -1;
+        if (lo >= 0) {
+            out[o++] = (char)(hi * 16 + lo);
+            p += 2;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o] = '\0';
+    return token_valid(out, o) ? 0 : -1;
 }
 
 void gw_tokens_free(gw_tokens *t)
@@ -105,8 +164,8 @@ int gw_tokens_parse(const char *text, gw_tokens *out, char *err, size_t errlen)
             goto fail;
         }
         if (!token_valid(tok, strlen(tok))) {
-            snprintf(err, errlen, "line %d: a token is %d-%d printable characters", lineno,
-                     TOKEN_MIN, TOKEN_MAX);
+            snprintf(err, errlen, "line %d: a token is %d-%d printable ASCII characters without "
+                     "spaces", lineno, TOKEN_MIN, TOKEN_MAX);
             goto fail;
         }
         if (!gw_id_valid(user)) {
@@ -167,6 +226,7 @@ gw_auth_result gw_auth_decide(const gw_tokens *t, const char *authorization, con
 {
     *index = -1;
     const char *tok = NULL;
+    char cookie_token[TOKEN_MAX + 1];
     if (authorization && *authorization) {
         if (strncasecmp(authorization, "Bearer ", 7) != 0)
             return GW_AUTH_MALFORMED;
@@ -176,7 +236,9 @@ gw_auth_result gw_auth_decide(const gw_tokens *t, const char *authorization, con
         if (!token_valid(tok, strlen(tok)))
             return GW_AUTH_MALFORMED;
     } else if (cookie && *cookie) {
-        tok = cookie;
+        if (cookie_decode(cookie, cookie_token, sizeof cookie_token) != 0)
+            return GW_AUTH_UNKNOWN;
+        tok = cookie_token;
     } else {
         return GW_AUTH_MISSING;
     }

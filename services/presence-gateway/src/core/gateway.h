@@ -118,9 +118,16 @@ typedef struct gw_tokens {
     int n;
 } gw_tokens;
 
+/* Longest token (bearer, token file, cookie once decoded). */
+#define GW_TOKEN_MAX 256
+/* Room for the vigil_session cookie's value: every byte of a token
+ * escaped, and the NUL. */
+#define GW_COOKIE_VALUE_MAX (3 * GW_TOKEN_MAX + 1)
+
 /* Parses a token file: one "token user" pair a line; blank lines and
  * lines starting with '#' are skipped. Tokens are 8..256 printable ASCII
- * characters without spaces, each token on one line only; users are ids.
+ * characters without spaces (; , " \ % included), each token on one
+ * line only; users are ids.
  * Returns 0, or -1 with err naming the line (or, for a token given twice,
  * its two users). */
 int gw_tokens_parse(const char *text, gw_tokens *out, char *err, size_t errlen);
@@ -133,11 +140,22 @@ typedef enum {
     GW_AUTH_UNKNOWN    /* the token is not in the table */
 } gw_auth_result;
 
+/* The vigil_session cookie's value for token: the token itself, but
+ * each character a cookie value cannot hold (RFC 6265's cookie-octet:
+ * '"' ',' ';' backslash, space, control and non-ASCII bytes) and '%' written
+ * as %XX, so a token typed by hand with any of them still logs in (a
+ * browser would cut the value at ';' or ',', and the quotes of a value
+ * in '"' are no part of it). Tokens without them are their own cookie, as
+ * before. gw_auth_decide reads it back. 0, or -1 when out is too small
+ * (GW_COOKIE_VALUE_MAX always suffices). */
+int gw_cookie_encode(const char *token, char *out, size_t outlen);
+
 /* Index of token in t, or -1 (compares every entry in constant time). */
 int gw_tokens_find(const gw_tokens *t, const char *token);
 
 /* Decides a request's identity from its Authorization header and its
- * vigil_session cookie (either may be NULL; the header wins). *index is
+ * vigil_session cookie (either may be NULL; the header wins; the cookie
+ * as gw_cookie_encode wrote it). *index is
  * the token's entry in t (its user: t->v[*index].user). */
 gw_auth_result gw_auth_decide(const gw_tokens *t, const char *authorization, const char *cookie,
                               int *index);
