@@ -2,7 +2,8 @@
 `connected` and `ping` frames, unnamed frames (JSON with `type`) on
 /api/autonomous/deliberations/live for an onmessage-only client and
 named ones on /api/events, topic filters, Last-Event-ID reconnects
-that miss nothing, 200 concurrent clients with a stalled one, a kill -9
+that miss nothing, floor-control's decisions in the `floor` family,
+200 concurrent clients with a stalled one, a kill -9
 that loses nothing and doubles nothing, a stream opened as soon as
 /readyz says ready, bad input on the logged topics."""
 
@@ -15,7 +16,7 @@ import time
 
 from conftest import human, uid
 from gateway_client import SSE, auth, frame_name, request, start_gateway
-from harness import scaled, wait_until
+from harness import HarnessError, scaled, wait_until
 
 JOEL = auth()
 
@@ -122,6 +123,60 @@ def test_events_topic_families_and_filters(stack):
     assert not any(x["data"].get("persona") == "bob" for x in h)
     rooms.close()
     one.close()
+
+
+def test_floor_decisions_reach_the_floor_family(stack):
+    """floor-control's decision for a human message (room/{r}/floor) is
+    logged: /api/events?topics=floor carries it as `room.floor` (and
+    nothing else), `rooms` (room/#) too; its per-persona copies
+    (persona/{p}/floor) are not logged, so `all` never shows them."""
+    gw = start_gateway(stack)
+    stack.service("floor-control")
+    col = stack.collector(["persona/+/floor"])
+    pub = stack.publisher()
+    room = uid("r")
+    ann, bob, cid = uid("ann"), uid("bob"), uid("cid")
+    fam = SSE(gw.http_port, "/api/events?topics=floor", JOEL)
+    every = SSE(gw.http_port, "/api/events?topics=all", JOEL)
+    start = fam.next()
+    assert start["event"] == "connected" and every.next()["event"] == "connected"
+    for p, dom in ((ann, "kubernetes"), (bob, "kubernetes"), (cid, "cooking")):
+        pub.publish(f"persona/{p}/meta", {"persona": p, "name": p, "rooms": [room], "role": "helper",
+                                          "expertise_domains": [dom], "confidence_levels": {dom: 0.9}},
+                    retain=True)
+    seen = []
+
+    def decided():
+        # floor-control learns the metas asynchronously: ask until it knows all three
+        mid = uid("m")
+        pub.publish(*human(room, "joel", "Why does my Kubernetes pod restart?", mid=mid))
+        try:
+            got = fam.until(lambda f: f["data"].get("message_id") == mid, timeout=5)
+        except HarnessError:
+            return None  # no decision (no persona known yet): ask again
+        seen.extend(got)
+        d = got[-1]["data"]
+        return got[-1] if sorted(d["granted"]) == sorted([ann, bob]) and d["held"] == [cid] else None
+    f = wait_until(decided, scaled(20), "a floor decision granting the two experts")
+    assert f["event"] == "room.floor" and f["id"], f
+    assert f["data"]["topic"] == f"room/{room}/floor" and f["data"]["room"] == room
+    assert "kubernetes" in f["data"]["reasons"][ann] and f["data"]["source"] == "rules"
+    assert all(x["event"] == "room.floor" for x in seen), [x["event"] for x in seen]
+    mid = f["data"]["message_id"]
+    # floor-control did publish the per-persona copies; the gateway logged none
+    col.wait_count("persona/+/floor", 3, timeout=scaled(10), pred=lambda e: e.get("message_id") == mid)
+    sentinel = uid("sentinel")
+    pub.publish(*human(uid("r"), "joel", sentinel))
+    got = every.until(lambda x: x["data"].get("text") == sentinel, timeout=10)
+    events = [x["event"] for x in got]
+    assert "room.floor" in events and "persona.floor" not in events, events
+    # the family is also in what rooms (room/#) carries, resumable by id
+    r = SSE(gw.http_port, "/api/events?topics=rooms", {**JOEL, "Last-Event-ID": start["id"]})
+    assert r.next()["event"] == "connected"
+    assert any(x["data"].get("message_id") == mid
+               for x in r.until(lambda x: x["data"].get("message_id") == mid and x["event"] == "room.floor"))
+    for c in (fam, every, r):
+        c.close()
 
 
 def test_reconnect_with_last_event_id_misses_nothing(stack):

@@ -54,6 +54,16 @@ static void test_filters(void **s)
     assert_int_equal(gw_filters_parse("persona/ann/+,sys", &fs, &limit, err, sizeof err), 0);
     assert_true(gw_filters_match(&fs, "persona/ann/state", "persona.state"));
     assert_true(gw_filters_match(&fs, "sys/x/i/status", "sys.status"));
+    /* floor: floor-control's room decisions (room/{r}/floor), also in
+     * rooms (room/#); the per-persona copies are not carried */
+    assert_int_equal(gw_filters_parse("floor", &fs, &limit, err, sizeof err), 0);
+    assert_int_equal(fs.n, 1);
+    assert_true(gw_filters_match(&fs, "room/g/floor", "room.floor"));
+    assert_false(gw_filters_match(&fs, "room/g/message", "room.message"));
+    assert_false(gw_filters_match(&fs, "persona/a/floor", "persona.floor"));
+    assert_int_equal(gw_filters_parse("room/+/floor", &fs, &limit, err, sizeof err), 0);
+    assert_int_equal(gw_filters_parse("persona/+/floor", &fs, &limit, err, sizeof err), -1);
+    assert_non_null(strstr(err, "matches no topic the gateway carries"));
     /* filters overlapping what the gateway carries, kept entries' topics too */
     const char *good[] = {"#", "+/+/+", "room/#", "room/+/#", "+/+/+/status", "+/x/humans",
                           "council/s/questions", "sys/#", "heartbeat/+/run/#"};

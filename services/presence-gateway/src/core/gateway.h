@@ -218,7 +218,7 @@ typedef struct gw_filter_set {
 } gw_filter_set;
 
 /* Parses ?topics=: comma-separated family names (rooms, personas, wake,
- * heartbeat, agents, council, sys, all) or MQTT topic filters. Returns 0,
+ * floor, heartbeat, agents, council, sys, all) or MQTT topic filters. Returns 0,
  * or -1 with err; *limit names the limit that refused it ("topic_filters",
  * "topic_filter_bytes"), NULL for a malformed spec. */
 int gw_filters_parse(const char *spec, gw_filter_set *out, const char **limit, char *err,

@@ -11,7 +11,8 @@ const char *const GATEWAY_SUBSCRIPTIONS[] = {
     "room/+/autopilot",     "room/+/economics",   "persona/+/dormancy", "persona/+/state",
     "persona/+/suggestion", "persona/+/wake",     "persona/+/meta",     "heartbeat/+/run",
     "agent/+/assessment",   "agent/+/resume",     "agent/+/status",     "council/+/event",
-    "council/+/state",      "council/+/answer",   "sys/+/+/status",     NULL};
+    "council/+/state",      "council/+/answer",   "sys/+/+/status",     "room/+/floor",
+    NULL};
 
 typedef struct family {
     const char *name;
@@ -22,6 +23,11 @@ static const family FAMILIES[] = {
     {"rooms", {"room/#", NULL}},
     {"personas", {"persona/+/dormancy", "persona/+/state", "persona/+/suggestion", "persona/+/meta", NULL}},
     {"wake", {"persona/+/wake", NULL}},
+    /* floor-control's decisions: room/{r}/floor holds the whole decision
+     * (granted, held, a reason for each persona); its copies per persona,
+     * persona/{p}/floor, are not logged (one per persona of the room for
+     * every human message would crowd the log for nothing new) */
+    {"floor", {"room/+/floor", NULL}},
     {"heartbeat", {"heartbeat/#", NULL}},
     {"agents", {"agent/#", NULL}},
     {"council", {"council/#", NULL}},
@@ -134,8 +140,8 @@ static int add_filter(gw_filter_set *out, const char *f, size_t n, const char **
     memcpy(out->f[out->n], f, n);
     out->f[out->n][n] = '\0';
     if (!filter_valid(out->f[out->n])) {
-        snprintf(err, errlen, "'%.*s' is neither a topic family (rooms, personas, wake, heartbeat, "
-                 "agents, council, sys, all) nor a topic filter", QUOTED(f, n));
+        snprintf(err, errlen, "'%.*s' is neither a topic family (rooms, personas, wake, floor, "
+                 "heartbeat, agents, council, sys, all) nor a topic filter", QUOTED(f, n));
         return -1;
     }
     if (!filter_carried(out->f[out->n])) {
