@@ -72,12 +72,17 @@ static int read_id(const char *topic, const void *payload, size_t len, vigil_inp
         in->id_derived = true;
         return 0;
     }
-    if (!json_object_is_type(v, json_type_string))
+    const char *s = NULL;
+    vigil_json_str_status st = vigil_json_str_check(v, &s);
+    if (st == VIGIL_JSON_STR_NOT_STRING)
         return vigil_error_set(err, VIGIL_REJECT_BAD_ID, "field 'id': expected string, got %s",
                                json_type_to_name(json_object_get_type(v)));
-    const char *s = json_object_get_string(v);
+    /* A NUL (vigil_json_str_check's rule) is refused as any other
+     * character an id may not hold, its sample showing it as \x00. */
+    if (st == VIGIL_JSON_STR_HAS_NUL)
+        s = json_object_get_string(v);
     size_t n = (size_t)json_object_get_string_len(v);
-    if (!vigil_event_id_valid(s, n) || strlen(s) != n) {
+    if (st != VIGIL_JSON_STR_OK || !vigil_event_id_valid(s, n)) {
         char q[48 * 4 + 1];
         vigil_json_sample(s, n > 48 ? 48 : n, q, sizeof q);
         return vigil_error_set(err, VIGIL_REJECT_BAD_ID,

@@ -26,31 +26,26 @@ static bool utf8_ok(const char *s)
     return true;
 }
 
-/* True when the JSON string v holds a NUL ("\u0000"): every field is
- * used as a C string afterwards, which would silently cut it there. */
-static bool has_nul(json_object *v)
-{
-    const char *s = json_object_get_string(v);
-    return (size_t)json_object_get_string_len(v) != strlen(s);
-}
-
 /* A string field: 0 ok, 1 absent, -1 wrong (not a string, or holding a
- * NUL, refused rather than cut). */
+ * NUL, refused rather than cut: vigil_json_str_check's rule, every field
+ * being used as a C string afterwards). */
 static int str_field(json_object *b, const char *k, const char **out, char *err, size_t errlen)
 {
-    json_object *v;
-    if (!json_object_object_get_ex(b, k, &v) || json_object_is_type(v, json_type_null))
+    json_object *v = NULL;
+    json_object_object_get_ex(b, k, &v);
+    switch (vigil_json_str_check(v, out)) {
+    case VIGIL_JSON_STR_OK:
+        return 0;
+    case VIGIL_JSON_STR_ABSENT:
         return 1;
-    if (!json_object_is_type(v, json_type_string)) {
+    case VIGIL_JSON_STR_HAS_NUL:
+        snprintf(err, errlen, "field '%s': contains a NUL character (\\u0000)", k);
+        return -1;
+    case VIGIL_JSON_STR_NOT_STRING:
+    default:
         snprintf(err, errlen, "field '%s': expected a string", k);
         return -1;
     }
-    if (has_nul(v)) {
-        snprintf(err, errlen, "field '%s': contains a NUL character (\\u0000)", k);
-        return -1;
-    }
-    *out = json_object_get_string(v);
-    return 0;
 }
 
 static int id_field(json_object *b, const char *k, bool required, const char **out, char *err,
@@ -180,13 +175,12 @@ gw_req_result gw_req_presence(json_object *body, const char *user, const gw_pres
         return GW_REQ_BAD;
     }
     for (int i = 0; i < n; i++) {
-        json_object *r = json_object_array_get_idx(arr, (size_t)i);
-        if (!json_object_is_type(r, json_type_string) || has_nul(r) ||
-            !gw_id_valid(json_object_get_string(r))) {
+        if (vigil_json_str_check(json_object_array_get_idx(arr, (size_t)i), &rooms[i]) !=
+                VIGIL_JSON_STR_OK ||
+            !gw_id_valid(rooms[i])) {
             snprintf(err, errlen, "field 'rooms[%d]': a room id (1-64 of A-Z a-z 0-9 . _ -)", i);
             return GW_REQ_BAD;
         }
-        rooms[i] = json_object_get_string(r);
     }
     b->claimed = GW_ACTIVE;
     rc = str_field(body, "status", &status, err, errlen);
@@ -221,9 +215,9 @@ static int mentions_field(json_object *body, json_object **out, const char **lim
         return 0;
     bool ok = json_object_is_type(m, json_type_array);
     for (size_t i = 0; ok && i < json_object_array_length(m); i++) {
-        json_object *p = json_object_array_get_idx(m, i);
-        ok = json_object_is_type(p, json_type_string) && !has_nul(p) &&
-             gw_id_valid(json_object_get_string(p));
+        const char *p = NULL;
+        ok = vigil_json_str_check(json_object_array_get_idx(m, i), &p) == VIGIL_JSON_STR_OK &&
+             gw_id_valid(p);
     }
     if (!ok) {
         snprintf(err, errlen, "field 'mentions': an array of persona ids");
