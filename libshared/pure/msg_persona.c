@@ -383,12 +383,17 @@ const vigil_persona_room_state *vigil_persona_state_room(const vigil_persona_sta
 /* ---- command ---------------------------------------------------------- */
 
 /* An answer as the suggestion's buttons name it ("Yes", "NO") is the
- * answer its lowercase name is: only the word matters, not its case. */
+ * answer its lowercase name is: only the word matters, not its case. One
+ * holding a NUL ("yes\u0000no") is no answer (vigil_json_str_check): it
+ * goes on to vigil_json_enum, which refuses it, rather than being read
+ * as the word before the NUL. */
 static int read_answer(json_object *b, bool required, int *answer, vigil_error *err)
 {
     json_object *v = NULL;
-    if (json_object_object_get_ex(b, "answer", &v) && json_object_is_type(v, json_type_string)) {
-        int i = vigil_answer_index(json_object_get_string(v));
+    const char *s = NULL;
+    json_object_object_get_ex(b, "answer", &v);
+    if (vigil_json_str_check(v, &s) == VIGIL_JSON_STR_OK) {
+        int i = vigil_answer_index(s);
         if (i >= 0) {
             *answer = i;
             return 0;

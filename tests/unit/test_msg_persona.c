@@ -352,6 +352,9 @@ static void command_counter_examples(void **state)
         {"{\"cmd\":\"answer\",\"answer\":\"Snooze\u00a05min\"}", VIGIL_REJECT_BAD_VALUE, "answer"},
         {"{\"cmd\":\"answer\",\"answer\":\"Snooze min\"}", VIGIL_REJECT_BAD_VALUE, "answer"},
         {"{\"cmd\":\"answer\",\"answer\":\"Yes 5min\"}", VIGIL_REJECT_BAD_VALUE, "answer"},
+        /* a NUL is no answer: never the word before it */
+        {"{\"cmd\":\"answer\",\"answer\":\"Yes\\u0000no\"}", VIGIL_REJECT_BAD_VALUE, "answer"},
+        {"{\"cmd\":\"answer\",\"answer\":\"snooze 5min\\u0000x\"}", VIGIL_REJECT_BAD_VALUE, "answer"},
         {"{\"cmd\":\"status\",\"room\":\"a+b\"}", VIGIL_REJECT_BAD_ID, "room"},
         {"{\"cmd\":\"status\",\"by\":\"\"}", VIGIL_REJECT_BAD_ID, "by"},
         {"{\"cmd\":\"answer\",\"answer\":\"yes\",\"suggestion_id\":\"\"}", VIGIL_REJECT_BAD_VALUE, "suggestion_id"},
