@@ -113,6 +113,34 @@ static void response_message_result(void **st)
     assert_string_equal(r.text, "0.x message");
 }
 
+/* A string holding a NUL (\u0000) in what the reply is read for (its id,
+ * task id, state, a text part) fails the reply: read as a C string the
+ * research text would be stored cut at the NUL ("first\u0000second" as
+ * "first"), and an id "u\u0000x" would pass for "u". */
+static void a_reply_holding_a_nul_is_a_failure(void **st)
+{
+    (void)st;
+    council_a2a_reply r;
+    static const char *const BAD[] = {
+        "{\"id\":\"u\",\"result\":{\"message\":{\"parts\":[{\"text\":\"first\\u0000second\"}]}}}",
+        "{\"id\":\"u\",\"result\":{\"taskId\":\"t\",\"status\":{\"state\":\"completed\"},"
+        "\"artifacts\":[{\"parts\":[{\"text\":\"ok\"},{\"text\":\"a\\u0000b\"}]}]}}",
+        "{\"id\":\"u\",\"result\":{\"taskId\":\"t\\u0000x\",\"status\":{\"state\":\"completed\"},"
+        "\"artifacts\":[{\"parts\":[{\"text\":\"ok\"}]}]}}",
+        "{\"id\":\"u\",\"result\":{\"taskId\":\"t\",\"status\":{\"state\":\"completed\\u0000\"},"
+        "\"artifacts\":[{\"parts\":[{\"text\":\"ok\"}]}]}}",
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        parse(BAD[i], &r, -1);
+        assert_false(r.ok);
+        if (!strstr(r.error, "NUL"))
+            fail_msg("%zu: %s", i, r.error);
+    }
+    parse("{\"id\":\"u\\u0000x\",\"result\":{\"message\":{\"parts\":[{\"text\":\"ok\"}]}}}", &r,
+          -1);
+    assert_non_null(strstr(r.error, "A2A reply id holds a NUL"));
+}
+
 static void response_errors(void **st)
 {
     (void)st;
@@ -242,6 +270,7 @@ int main(void)
         cmocka_unit_test(method_names),         cmocka_unit_test(response_sanhedrin_format),
         cmocka_unit_test(response_v1_wrapped_task), cmocka_unit_test(response_message_result),
         cmocka_unit_test(response_errors),
+        cmocka_unit_test(a_reply_holding_a_nul_is_a_failure),
         cmocka_unit_test(response_of_another_request_or_unfinished_is_a_failure),
         cmocka_unit_test(a_completed_reply_without_text_is_a_failure),
     };

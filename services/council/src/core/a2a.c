@@ -68,20 +68,26 @@ static json_object *member(json_object *o, const char *k)
     return v;
 }
 
-static const char *str(json_object *o, const char *k)
+/* The string o[k], NULL when absent or another type. One holding a NUL
+ * (\u0000, vigil_json_str_check) is NULL too and sets *nul: read as a C
+ * string it would be silently shorter (a research text cut at the NUL,
+ * stored and published so), so the parse refuses the reply instead. */
+static const char *str(json_object *o, const char *k, bool *nul)
 {
-    json_object *v = member(o, k);
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+    const char *s = NULL;
+    if (vigil_json_str_check(member(o, k), &s) == VIGIL_JSON_STR_HAS_NUL)
+        *nul = true;
+    return s;
 }
 
 /* Appends the text parts of parts[] to out (newline between pieces). */
-static void add_parts(json_object *parts, char *out, size_t cap)
+static void add_parts(json_object *parts, char *out, size_t cap, bool *nul)
 {
     if (!parts || !json_object_is_type(parts, json_type_array))
         return;
     for (size_t i = 0; i < json_object_array_length(parts); i++) {
         json_object *p = json_object_array_get_idx(parts, i);
-        const char *t = str(p, "text");
+        const char *t = str(p, "text", nul);
         if (!t) /* 0.2 shape: {type:"text", text}; 1.0 may nest {text:{...}} never: skip */
             continue;
         size_t have = strlen(out);
@@ -130,9 +136,10 @@ int council_a2a_parse(const char *body, size_t len, const char *id, council_a2a_
                  perr.detail);
         goto done;
     }
+    bool nul = false; /* a string read held a NUL: a broken reply */
     json_object *err = member(root, "error");
     if (err) {
-        const char *m = str(err, "message");
+        const char *m = str(err, "message", &nul);
         json_object *code = member(err, "code");
         if (!m)
             m = "(no message)";
@@ -141,7 +148,11 @@ int council_a2a_parse(const char *body, size_t len, const char *id, council_a2a_
         goto done;
     }
     /* the answer to another request (a confused or shared agent) is not ours */
-    const char *rid = str(root, "id");
+    const char *rid = str(root, "id", &nul);
+    if (nul) {
+        snprintf(out->error, sizeof out->error, "A2A reply id holds a NUL (\\u0000)");
+        goto done;
+    }
     if (!rid || !id || strcmp(rid, id) != 0) {
         snprintf(out->error, sizeof out->error,
                  "A2A reply id '%.*s' does not match the request's id '%.60s'",
@@ -163,22 +174,29 @@ int council_a2a_parse(const char *body, size_t len, const char *id, council_a2a_
             task = res;
     }
     if (task) {
-        const char *tid = str(task, "taskId");
+        const char *tid = str(task, "taskId", &nul);
         if (!tid)
-            tid = str(task, "id");
+            tid = str(task, "id", &nul);
         vigil_utf8_copy_n(out->task_id, COUNCIL_EVID_MAX + 1, tid, tid ? strlen(tid) : 0);
         json_object *status = member(task, "status");
-        norm_state(str(status, "state"), out->state, sizeof out->state);
+        norm_state(str(status, "state", &nul), out->state, sizeof out->state);
         json_object *arts = member(task, "artifacts");
         if (arts && json_object_is_type(arts, json_type_array))
             for (size_t i = 0; i < json_object_array_length(arts); i++)
                 add_parts(member(json_object_array_get_idx(arts, i), "parts"), out->text,
-                          sizeof out->text);
+                          sizeof out->text, &nul);
         if (!out->text[0]) /* no artifact: the agent's status message, if any */
-            add_parts(member(member(status, "message"), "parts"), out->text, sizeof out->text);
+            add_parts(member(member(status, "message"), "parts"), out->text, sizeof out->text,
+                      &nul);
     } else {
         snprintf(out->state, sizeof out->state, "completed");
-        add_parts(member(msg, "parts"), out->text, sizeof out->text);
+        add_parts(member(msg, "parts"), out->text, sizeof out->text, &nul);
+    }
+    if (nul) {
+        snprintf(out->error, sizeof out->error,
+                 "A2A reply holds a NUL (\\u0000) in its task id, state or a text part: "
+                 "a broken agent");
+        goto done;
     }
     /* only a finished task carries the research: input-required, auth-
      * required, working, submitted, failed, ... are all not delegated */
