@@ -244,6 +244,18 @@ static void test_prompt_and_payloads(void **state)
     free(a);
 }
 
+/* The texts the resume prompt prints: state, mission, last progress and
+ * the first two of the agent's own tasks. */
+static void set_texts(stall_agent *a, const char *fsm, const char *mission, const char *progress,
+                      const char *task0, const char *task1)
+{
+    snprintf(a->status.fsm_state, sizeof a->status.fsm_state, "%s", fsm);
+    snprintf(a->status.mission, sizeof a->status.mission, "%s", mission);
+    snprintf(a->progress, sizeof a->progress, "%s", progress);
+    snprintf(a->status.tasks[0], sizeof a->status.tasks[0], "%s", task0);
+    snprintf(a->status.tasks[1], sizeof a->status.tasks[1], "%s", task1);
+}
+
 /* Blank texts in the record (stored before intake refused or skipped
  * them) never make an empty item, an empty quote or a dangling separator
  * in the prompt. */
@@ -251,11 +263,7 @@ static void test_prompt_leaves_blank_texts_out(void **state)
 {
     (void)state;
     stall_agent *a = stalled();
-    snprintf(a->status.fsm_state, sizeof a->status.fsm_state, " \t");
-    snprintf(a->status.mission, sizeof a->status.mission, "   ");
-    snprintf(a->progress, sizeof a->progress, "\xc2\xa0");
-    snprintf(a->status.tasks[0], sizeof a->status.tasks[0], "  ");
-    snprintf(a->status.tasks[1], sizeof a->status.tasks[1], "retry on 5xx");
+    set_texts(a, " \t", "   ", "\xc2\xa0", "  ", "retry on 5xx");
     a->status.tasks[2][0] = '\0';
     a->status.n_tasks = 3;
     stall_claimed task = {"task-7", "  ", 3};
@@ -282,6 +290,38 @@ static void test_prompt_leaves_blank_texts_out(void **state)
     assert_null(strstr(prompt, "Your tasks"));
     assert_non_null(strstr(prompt, "continue your own tasks. Reply with progress"));
     free(prompt);
+    free(a);
+}
+
+/* Texts print without their leading and trailing white space (ASCII and
+ * the Unicode spaces): a mission stored as "x  " reads "Mission: x." and
+ * never "Mission: x  .", a padded state still finds its advice. */
+static void test_prompt_trims_texts(void **state)
+{
+    (void)state;
+    stall_agent *a = stalled();
+    set_texts(a, " executing\t", "  Harden the uploader  ", "\xc2\xa0wired the retry loop ",
+              " retry on 5xx ", "write docs!\xe3\x80\x80");
+    a->status.n_tasks = 2;
+    stall_claimed task = {"task-7", "\tAdd tests \n", 3};
+    stall_task p1 = {"task-200", " Ship v2  ", 9, "", T0};
+    const stall_task *prios[] = {&p1};
+    char *prompt = stall_resume_prompt(a, 13 * HOUR_MS, &task, prios, 1);
+    assert_non_null(prompt);
+    char want[512];
+    snprintf(want, sizeof want,
+             "(state executing). Next: %s. Your last progress: \"wired the retry loop\". "
+             "Mission: Harden the uploader. Claimed for you: task-7 \"Add tests\" (priority 3). "
+             "Project priorities: Ship v2 (9). Your tasks: retry on 5xx; write docs! Reply with",
+             stall_fsm_actions("executing"));
+    if (!strstr(prompt, want))
+        fail_msg("missing \"%s\" in: %s", want, prompt);
+    free(prompt);
+    const char *s = NULL;
+    assert_int_equal(stall_text_trim(" \xe2\x80\x8b a b\xc2\xa0 ", &s), 3);
+    assert_memory_equal(s, "a b", 3);
+    assert_int_equal(stall_text_trim("\xe3\x80\x80", &s), 0);
+    assert_int_equal(stall_text_trim(NULL, &s), 0);
     free(a);
 }
 
@@ -396,6 +436,7 @@ int main(void)
         cmocka_unit_test_setup(test_status_ordering, setup),
         cmocka_unit_test_setup(test_prompt_and_payloads, setup),
         cmocka_unit_test_setup(test_prompt_leaves_blank_texts_out, setup),
+        cmocka_unit_test_setup(test_prompt_trims_texts, setup),
         cmocka_unit_test_setup(test_assessment_payload, setup),
         cmocka_unit_test_setup(test_job_roundtrip, setup),
         cmocka_unit_test_setup(test_retired_agent, setup),

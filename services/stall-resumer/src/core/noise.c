@@ -77,6 +77,28 @@ bool stall_text_blank(const char *text)
     return *s == '\0';
 }
 
+/* Steps over a character that is no white space one byte at a time: a
+ * lead byte space_at knows (C2, E1, E2, E3, EF) is never a continuation
+ * byte, so no space is ever found inside another character. */
+size_t stall_text_trim(const char *text, const char **start)
+{
+    const char *s = text ? text : "";
+    for (size_t n; (n = space_at(s)) > 0;)
+        s += n;
+    const char *end = s;
+    for (const char *p = s; *p;) {
+        size_t n = space_at(p);
+        if (n) {
+            p += n;
+        } else {
+            p++;
+            end = p;
+        }
+    }
+    *start = s;
+    return (size_t)(end - s);
+}
+
 /* Between phrases: white space (space_at), ASCII punctuation, the dashes. */
 static size_t separator_at(const char *s)
 {

@@ -33,12 +33,19 @@ static const fsm_advice ADVICE[] = {
     {"error", "read the last error, fix or work around it, re-run, and report what happened"},
     {NULL, NULL}};
 
-const char *stall_fsm_actions(const char *fsm_state)
+/* The advice for the state's n bytes at s (a state as the prompt prints
+ * it, trimmed, need not end there), matched without regard to case. */
+static const char *fsm_actions_n(const char *s, size_t n)
 {
-    for (int i = 0; fsm_state && ADVICE[i].state; i++)
-        if (strcasecmp(fsm_state, ADVICE[i].state) == 0)
+    for (int i = 0; s && ADVICE[i].state; i++)
+        if (strlen(ADVICE[i].state) == n && strncasecmp(s, ADVICE[i].state, n) == 0)
             return ADVICE[i].actions;
     return "post a status update, then continue with your current task or the claimed one";
+}
+
+const char *stall_fsm_actions(const char *fsm_state)
+{
+    return fsm_actions_n(fsm_state, fsm_state ? strlen(fsm_state) : 0);
 }
 
 /* json-c's printbuf grows the prompt; a failed append (out of memory)
@@ -54,13 +61,28 @@ typedef struct sbuf {
             (b)->ok = false;                                    \
     } while (0)
 
+/* A text as the prompt prints it ("%.*s", t.n, t.s): without its leading
+ * and trailing white space (stall_text_trim), so a mission stored as
+ * "x  " reads "Mission: x." and never "Mission: x  .", and a blank text
+ * has n 0. Texts are at most STALL_DETAIL_MAX bytes, so n fits an int. */
+typedef struct span {
+    const char *s;
+    int n;
+} span;
+
+static span trimmed(const char *text)
+{
+    span t;
+    t.n = (int)stall_text_trim(text, &t.s);
+    return t;
+}
+
 /* The full stop after a sentence that ends in the agent's own text: none
  * when that text ends one already ("Mission: Harden the uploader." rather
  * than "...uploader.."). */
-static const char *stop_after(const char *text)
+static const char *stop_after(span t)
 {
-    size_t n = strlen(text);
-    return n > 0 && strchr(".!?", text[n - 1]) ? "" : ".";
+    return t.n > 0 && strchr(".!?", t.s[t.n - 1]) ? "" : ".";
 }
 
 char *stall_resume_prompt(const stall_agent *a, int64_t idle_ms, const stall_claimed *task,
@@ -71,22 +93,25 @@ char *stall_resume_prompt(const stall_agent *a, int64_t idle_ms, const stall_cla
         return NULL;
     /* blank texts (a record stored before intake refused them) are left
      * out, never written as an empty item or an empty quote */
-    const char *state = a->status.present && !stall_text_blank(a->status.fsm_state)
-                            ? a->status.fsm_state
-                            : "UNKNOWN";
+    span state = trimmed(a->status.present ? a->status.fsm_state : NULL);
+    if (state.n == 0)
+        state = (span){"UNKNOWN", 7};
     if (idle_ms >= STALL_MIN_MS)
-        sb_add(&b, "🔄 " STALL_PROMPT_MARKER " %s: no activity for %" PRId64 " min (state %s).",
-               a->agent, idle_ms / STALL_MIN_MS, state);
+        sb_add(&b, "🔄 " STALL_PROMPT_MARKER " %s: no activity for %" PRId64 " min (state %.*s).",
+               a->agent, idle_ms / STALL_MIN_MS, state.n, state.s);
     else
-        sb_add(&b, "🔄 " STALL_PROMPT_MARKER " %s: no activity for %" PRId64 " s (state %s).",
-               a->agent, idle_ms / 1000, state);
-    sb_add(&b, " Next: %s.", stall_fsm_actions(state));
-    if (!stall_text_blank(a->progress))
-        sb_add(&b, " Your last progress: \"%s\".", a->progress);
-    if (a->status.present && !stall_text_blank(a->status.mission))
-        sb_add(&b, " Mission: %s%s", a->status.mission, stop_after(a->status.mission));
-    if (task && !stall_text_blank(task->title))
-        sb_add(&b, " Claimed for you: %s \"%s\" (priority %" PRId64 ").", task->id, task->title,
+        sb_add(&b, "🔄 " STALL_PROMPT_MARKER " %s: no activity for %" PRId64 " s (state %.*s).",
+               a->agent, idle_ms / 1000, state.n, state.s);
+    sb_add(&b, " Next: %s.", fsm_actions_n(state.s, (size_t)state.n));
+    span t = trimmed(a->progress);
+    if (t.n > 0)
+        sb_add(&b, " Your last progress: \"%.*s\".", t.n, t.s);
+    t = trimmed(a->status.present ? a->status.mission : NULL);
+    if (t.n > 0)
+        sb_add(&b, " Mission: %.*s%s", t.n, t.s, stop_after(t));
+    t = trimmed(task ? task->title : NULL);
+    if (task && t.n > 0)
+        sb_add(&b, " Claimed for you: %s \"%.*s\" (priority %" PRId64 ").", task->id, t.n, t.s,
                task->priority);
     else if (task)
         sb_add(&b, " Claimed for you: %s (priority %" PRId64 ").", task->id, task->priority);
@@ -94,22 +119,24 @@ char *stall_resume_prompt(const stall_agent *a, int64_t idle_ms, const stall_cla
         sb_add(&b, " No planner task is open: continue your own tasks.");
     if (n_priorities > 0) {
         sb_add(&b, " Project priorities:");
-        for (int i = 0; i < n_priorities; i++)
-            sb_add(&b, "%s %s (%" PRId64 ")", i ? ";" : "",
-                   stall_text_blank(priorities[i]->title) ? priorities[i]->id
-                                                          : priorities[i]->title,
-                   priorities[i]->priority);
+        for (int i = 0; i < n_priorities; i++) {
+            t = trimmed(priorities[i]->title);
+            if (t.n == 0)
+                t = (span){priorities[i]->id, (int)strlen(priorities[i]->id)};
+            sb_add(&b, "%s %.*s (%" PRId64 ")", i ? ";" : "", t.n, t.s, priorities[i]->priority);
+        }
         sb_add(&b, ".");
     }
     /* the agent's own assignments are part of every prompt, next to the
      * project priorities rather than instead of them */
     int listed = 0;
-    const char *last = "";
+    span last = {"", 0};
     for (int i = 0; i < a->status.n_tasks; i++) {
-        if (stall_text_blank(a->status.tasks[i]))
+        t = trimmed(a->status.tasks[i]);
+        if (t.n == 0)
             continue;
-        sb_add(&b, "%s %s", listed++ ? ";" : " Your tasks:", a->status.tasks[i]);
-        last = a->status.tasks[i];
+        sb_add(&b, "%s %.*s", listed++ ? ";" : " Your tasks:", t.n, t.s);
+        last = t;
     }
     if (listed)
         sb_add(&b, "%s", stop_after(last));

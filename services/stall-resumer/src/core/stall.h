@@ -109,6 +109,11 @@ bool stall_is_acknowledgement(const char *text);
  * A blank task title is refused at intake; a blank detail is a signal
  * without a detail (activity, never quoted as progress). */
 bool stall_text_blank(const char *text);
+/* text (NULL reads as "") without its leading and trailing white space
+ * (the spaces stall_text_blank knows): *start is set to its first
+ * character and the length is returned, 0 for a blank text. The resume
+ * prompt prints texts so ("Mission: x." rather than "Mission: x  ."). */
+size_t stall_text_trim(const char *text, const char **start);
 
 
 /* ---- the agent record ----------------------------------------------------- */
