@@ -392,6 +392,50 @@ static void a_loop_that_never_comes_back_ends_at_the_idle_timeout(void **st)
     assert_int_equal(x->u->s.actions, 0);
 }
 
+/* A sleep: shorter than the loop interval (0, 0s, 10ms) waits the loop
+ * interval, as any other action does, and its result says so: it never
+ * starts the next loop at once. Exactly the interval needs no note. A
+ * note: between the sleeps keeps the breaker out of it. */
+static void a_short_sleep_waits_the_loop_interval(void **st)
+{
+    fx *x = *st;
+    static const struct {
+        const char *sleep;
+        int64_t asked;
+    } SHORT[] = {{"sleep: 0", 0}, {"sleep: 0s", 0}, {"sleep: 10ms", 10}, {"sleep: 29999ms", 29999}};
+    assert_int_equal(x->c.loop_ms, 30000);
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    int64_t t = T0;
+    int a = 0;
+    for (size_t i = 0; i < sizeof SHORT / sizeof SHORT[0] + 1; i++) {
+        bool exact = i == sizeof SHORT / sizeof SHORT[0];
+        outcome(x, exact ? "sleep: 30s" : SHORT[i].sleep, NULL, t + 1000);
+        int k = fake_event(&x->f, "action", a++);
+        assert_true(k >= 0);
+        char want[128];
+        if (exact)
+            snprintf(want, sizeof want, "\"result\":\"sleeping 30000 ms\"");
+        else
+            snprintf(want, sizeof want,
+                     "\"result\":\"sleeping 30000 ms (%lld ms asked: at least the loop "
+                     "interval)\"",
+                     (long long)SHORT[i].asked);
+        if (!strstr(x->f.payloads[k], want))
+            fail_msg("%zu: missing %s in %s", i, want, x->f.payloads[k]);
+        assert_non_null(strstr(x->f.payloads[k], "\"until\":"));
+        assert_int_equal(x->u->s.next_loop_at, t + 1000 + x->c.loop_ms);
+        t += 1000 + x->c.loop_ms;
+        council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, t, t, &x->sink);
+        reload(x);
+        outcome(x, "note: between sleeps", NULL, t + 1000);
+        a++;
+        t += 1000 + x->c.loop_ms;
+        council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, t, t, &x->sink);
+        reload(x);
+    }
+    assert_int_equal(x->u->s.status, COUNCIL_ACTIVE);
+}
+
 static void sleep_sets_the_next_loop(void **st)
 {
     fx *x = *st;
@@ -925,6 +969,7 @@ int main(void)
         FX_TEST(idle_timeout_and_loop_limit),
         FX_TEST(a_loop_that_never_comes_back_ends_at_the_idle_timeout),
         FX_TEST(sleep_sets_the_next_loop),
+        FX_TEST(a_short_sleep_waits_the_loop_interval),
         FX_TEST(research_with_and_without_a2a),
         FX_TEST(sol_failing_is_reflect_with_warning),
         FX_TEST(redelivered_start_is_the_same_session),

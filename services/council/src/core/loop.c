@@ -264,12 +264,22 @@ council_rc council_on_outcome(council_user *u, const council_config *c, const co
         }
         break;
     case COUNCIL_ACT_SLEEP: {
-        /* the router read the duration (a sleep: it cannot read is a reflect) */
+        /* the router read the duration (a sleep: it cannot read is a reflect).
+         * At most the idle timeout; at least the loop interval, the wait
+         * after any other action: a sleep: 0 (or 10ms) would otherwise
+         * start the next loop at once, a faster pace than not sleeping,
+         * held back only by the circuit breaker. The result says which
+         * bound applied. */
         int64_t d = r.sleep_ms < c->max_sleep_ms ? r.sleep_ms : c->max_sleep_ms;
+        if (d < c->loop_ms)
+            d = c->loop_ms;
         char capped[96] = "";
         if (d < r.sleep_ms)
             snprintf(capped, sizeof capped, " (%" PRId64 " ms asked: at most the idle timeout)",
                      r.sleep_ms);
+        else if (d > r.sleep_ms)
+            snprintf(capped, sizeof capped,
+                     " (%" PRId64 " ms asked: at least the loop interval)", r.sleep_ms);
         next = answered ? 0 : d;
         json_object_object_add(extra, "until", json_object_new_int64(now + next));
         if (answered)
