@@ -6,7 +6,8 @@ badges and messages (kept states + the room log), the viewer's presence
 heartbeats reach room/{r}/presence (a hidden tab goes idle, then away, by
 the times since its last activity), answering a question reaches
 council/{session}/answer, a dormancy suggestion's card answered with its
-buttons reaches persona/{p}/command, and a screenshot of a busy room is saved as a
+buttons reaches persona/{p}/command, floor-control's decision for a room
+(room/{r}/floor) shows who has the floor and who is held, and a screenshot of a busy room is saved as a
 test artifact (VIGIL_TEST_ARTIFACTS, default build/test-artifacts)."""
 
 import json
@@ -109,6 +110,17 @@ def test_theater_page_in_chromium(stack):
                                                      "text": "@self dormant mention-only", "ts": now()})
         wait_until(lambda: d.find_elements(By.CSS_SELECTOR, f'#room-{room} .badge[data-persona="{bo}"][data-level="mention-only"]'),
                    scaled(15), "bo's badge says mention-only")
+        # floor-control's decision for the last human message: who has the floor, who is held, and why
+        mosquitto_pub(port, f"room/{room}/floor", {
+            "id": f"m-floor-{room}:{room}:0", "room": room, "message_id": f"m-floor-{room}", "k": 1,
+            "granted": [ada], "held": [bo], "source": "rules", "ts": now(),
+            "reasons": {ada: "expertise 'deploy' (confidence 0.90) in the message", bo: "floor full (K=1)"}})
+        fl = f"#room-{room} .floor"
+        wait_until(lambda: d.find_elements(By.CSS_SELECTOR, f'{fl} .granted[data-persona="{ada}"]'), scaled(15),
+                   "the floor decision on the page")
+        held = d.find_element(By.CSS_SELECTOR, f'{fl} .held[data-persona="{bo}"]')
+        assert held.get_attribute("title") == "floor full (K=1)"
+        assert d.find_element(By.CSS_SELECTOR, fl).get_attribute("data-message") == f"m-floor-{room}"
         wait_until(lambda: d.find_elements(By.CSS_SELECTOR, f'#health td.state[data-state="ready"]'), scaled(10),
                    "service health shown")
         os.makedirs(ARTIFACTS, exist_ok=True)

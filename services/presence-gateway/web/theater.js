@@ -67,6 +67,7 @@ function room(name) {
   const badges = el("div", { class: "badges" });
   const suggestions = el("div", { class: "suggestions" });
   const humans = el("div", { class: "humans" });
+  const floor = el("div", { class: "floor" });
   const input = el("input", { name: "text", placeholder: "Say something in " + name, autocomplete: "off" });
   const form = el("form", {
     onsubmit: async (ev) => {
@@ -86,9 +87,9 @@ function room(name) {
     },
   }, input, el("button", { type: "submit" }, "Send"));
   const card = el("article", { class: "room", id: "room-" + name, dataset: { room: name } },
-    el("h3", {}, "#" + name), badges, suggestions, humans, messages, form);
+    el("h3", {}, "#" + name), badges, floor, suggestions, humans, messages, form);
   document.getElementById("rooms").append(card);
-  r = { name, card, messages, badges, humans, suggestions, personas: new Map(), people: new Map(), asked: new Map() };
+  r = { name, card, messages, badges, humans, suggestions, floor, personas: new Map(), people: new Map(), asked: new Map() };
   state.rooms.set(name, r);
   soonBeat(); // a new room the viewer now sees
   loadHistory(r);
@@ -139,6 +140,24 @@ function setBadge(roomName, persona, level, reason) {
   b.dataset.level = level;
   b.textContent = `${persona} · ${level}`;
   b.title = b.dataset.reason ? `${level}: ${b.dataset.reason}` : level;
+}
+
+// floor-control's latest decision for the room (room/{r}/floor): who was
+// given the floor for the last human message and who was held back, each
+// persona's reason in its tooltip. Only the latest is kept: it is a
+// decision per message, not a state.
+function setFloor(d) {
+  const name = topicId(d, d.room);
+  if (!name) return;
+  const r = room(name);
+  const reasons = d.reasons || {};
+  const who = (list, cls) => (list || []).map((p) =>
+    el("span", { class: cls, dataset: { persona: p }, title: reasons[p] || "" }, p));
+  const granted = who(d.granted, "granted"), held = who(d.held, "held");
+  r.floor.replaceChildren(el("span", { class: "label" }, "floor"),
+    ...(granted.length ? granted : [el("span", { class: "none" }, "nobody")]),
+    ...(held.length ? [el("span", { class: "label" }, "held"), ...held] : []));
+  r.floor.dataset.message = d.message_id || "";
 }
 
 // A user's status in a room; one who went away leaves the list after
@@ -313,6 +332,7 @@ const HANDLERS = {
   "room.message": addMessage,
   "room.presence": (d) => setPresence({ ...d, room: topicId(d, d.room) }),
   // ?snapshot=1: each user's latest presence in a room (active or idle)
+  "room.floor": setFloor,
   "room.humans": (d) => {
     for (const h of d.humans || []) setPresence({ ...h, room: topicId(d, d.room) });
   },
