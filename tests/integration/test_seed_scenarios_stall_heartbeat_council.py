@@ -169,6 +169,34 @@ def test_signals_outside_24h_or_the_lookback_are_not_activity(stack):
     validate_outputs(col, STALL_OUT)
 
 
+@pytest.mark.parametrize("fsm", ["IDLE", "blocked", "Waiting", "REVIEW", "done", "SOMETHING-ELSE"])
+def test_the_state_actions_point_at_a_claimed_task_only_when_one_was_claimed(stack, fsm):
+    """Seed: the resume prompt gives FSM state-specific recovery actions and
+    the next task from the cycle planner, auto-claimed. With the pool empty
+    there is no claimed task: the state's actions must not send the agent
+    to one ("pick up the claimed task below", "take the claimed task")
+    next to "No planner task is open"; with a task claimed they do."""
+    stack.service(STALL, env={"VIGIL_STALL_SCAN_MS": "250"})
+    col = stack.collector()
+    pub = stack.publisher()
+    alone, served = uid("alone-"), uid("served-")
+    pub.publish(*stall_status(alone, harness.now_ms() - 13 * HOUR, fsm=fsm), retain=True)
+    r = col.wait_event(f"agent/{alone}/resume", timeout=15)
+    assert "claimed_task" not in r, r
+    assert "No planner task is open: continue your own tasks." in r["prompt"], r["prompt"]
+    assert "claimed" not in r["prompt"].split("No planner task is open")[0], r["prompt"]
+    assert f"(state {fsm}). Next: " in r["prompt"], r["prompt"]
+    # the same state with a task in the pool: the actions name it
+    pub.publish(*stall_task("t-only", 4, "Triage the flaky test"))
+    pub.publish(*stall_status(served, harness.now_ms() - 13 * HOUR, fsm=fsm), retain=True)
+    r = col.wait_event(f"agent/{served}/resume", timeout=15)
+    assert r["claimed_task"]["id"] == "t-only", r
+    if fsm != "SOMETHING-ELSE":
+        assert "claimed task" in r["prompt"].split("Claimed for you:")[0], r["prompt"]
+    assert 'Claimed for you: t-only "Triage the flaky test" (priority 4).' in r["prompt"], r["prompt"]
+    validate_outputs(col, STALL_OUT)
+
+
 # ==================================================================== heartbeat
 
 HEARTBEAT = "heartbeat"

@@ -190,7 +190,7 @@ static void test_prompt_and_payloads(void **state)
     assert_non_null(strstr(prompt, STALL_PROMPT_MARKER));
     assert_non_null(strstr(prompt, "no activity for 780 min"));
     assert_non_null(strstr(prompt, "state EXECUTING"));
-    assert_non_null(strstr(prompt, stall_fsm_actions("executing")));
+    assert_non_null(strstr(prompt, stall_fsm_actions("executing", true)));
     assert_non_null(strstr(prompt, "\"wired the retry loop\""));
     assert_non_null(strstr(prompt, "task-118"));
     assert_non_null(strstr(prompt, "Ship v2 (9)"));
@@ -224,6 +224,28 @@ static void test_prompt_and_payloads(void **state)
     assert_non_null(strstr(prompt, "No planner task is open"));
     assert_non_null(strstr(prompt, "no activity for 45 s"));
     free(prompt);
+    /* the state's actions send the agent to a claimed task only when one
+     * was claimed: without one, no "claimed" anywhere in the prompt, for
+     * every state and the general fallback */
+    static const char *const states[] = {"IDLE", "start", "Planning", "EXECUTING", "active",
+                                         "BLOCKED", "waiting", "Review", "validating", "TESTING",
+                                         "complete", "DONE", "error", "something-else"};
+    for (size_t i = 0; i < sizeof states / sizeof *states; i++) {
+        snprintf(a->status.fsm_state, sizeof a->status.fsm_state, "%s", states[i]);
+        prompt = stall_resume_prompt(a, 13 * HOUR_MS, NULL, prios, 1);
+        assert_non_null(prompt);
+        assert_non_null(strstr(prompt, stall_fsm_actions(states[i], false)));
+        assert_null(strstr(prompt, "claimed"));
+        free(prompt);
+        prompt = stall_resume_prompt(a, 13 * HOUR_MS, &task, prios, 1);
+        assert_non_null(strstr(prompt, stall_fsm_actions(states[i], true)));
+        free(prompt);
+    }
+    assert_string_equal(stall_fsm_actions("idle", true),
+                        "pick up the claimed task below, post a status update, then start work");
+    assert_string_equal(stall_fsm_actions("idle", false),
+                        "pick up your next task, post a status update, then start work");
+    snprintf(a->status.fsm_state, sizeof a->status.fsm_state, "EXECUTING");
     /* idle time in whole minutes (the specified inactivity_minutes), cut
      * down, seconds under a minute */
     static const struct {
@@ -240,7 +262,7 @@ static void test_prompt_and_payloads(void **state)
             fail_msg("%s: %s", IDLE[i].text, prompt);
         free(prompt);
     }
-    assert_string_not_equal(stall_fsm_actions("BLOCKED"), stall_fsm_actions("whatever"));
+    assert_string_not_equal(stall_fsm_actions("BLOCKED", true), stall_fsm_actions("whatever", true));
     free(a);
 }
 
@@ -313,7 +335,7 @@ static void test_prompt_trims_texts(void **state)
              "(state executing). Next: %s. Your last progress: \"wired the retry loop\". "
              "Mission: Harden the uploader. Claimed for you: task-7 \"Add tests\" (priority 3). "
              "Project priorities: Ship v2 (9). Your tasks: retry on 5xx; write docs! Reply with",
-             stall_fsm_actions("executing"));
+             stall_fsm_actions("executing", true));
     if (!strstr(prompt, want))
         fail_msg("missing \"%s\" in: %s", want, prompt);
     free(prompt);

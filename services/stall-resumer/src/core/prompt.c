@@ -12,40 +12,59 @@
 #include <json-c/printbuf.h>
 #include "stall.h"
 
+/* Each state's actions come in two wordings: one that hands the agent the
+ * task claimed for it, and one for a resume without a task (the pool had
+ * none for it), which must not send the agent to a "claimed task" that the
+ * same prompt then says does not exist ("No planner task is open"). */
 typedef struct fsm_advice {
     const char *state;
-    const char *actions;
+    const char *with_task;
+    const char *without_task;
 } fsm_advice;
 
 static const fsm_advice ADVICE[] = {
-    {"idle", "pick up the claimed task below, post a status update, then start work"},
-    {"start", "pick up the claimed task below, post a status update, then start work"},
-    {"planning", "finish the plan in one pass, write down the next concrete step, then execute it"},
-    {"executing", "check where you stopped, run the tests, commit what works, then continue"},
-    {"active", "check where you stopped, run the tests, commit what works, then continue"},
-    {"blocked", "state the blocker in one line, try the simplest workaround, or move to the claimed task"},
-    {"waiting", "stop waiting: re-send the request once, then work on the claimed task meanwhile"},
-    {"review", "finish the review you started, post its verdict, then take the claimed task"},
-    {"validating", "re-run the validation, fix what fails, push the result"},
-    {"testing", "re-run the failing tests, fix them, commit"},
-    {"complete", "report completion with evidence (commit, test run), then take the claimed task"},
-    {"done", "report completion with evidence (commit, test run), then take the claimed task"},
-    {"error", "read the last error, fix or work around it, re-run, and report what happened"},
-    {NULL, NULL}};
+    {"idle", "pick up the claimed task below, post a status update, then start work",
+     "pick up your next task, post a status update, then start work"},
+    {"start", "pick up the claimed task below, post a status update, then start work",
+     "pick up your next task, post a status update, then start work"},
+    {"planning", "finish the plan in one pass, write down the next concrete step, then execute it",
+     "finish the plan in one pass, write down the next concrete step, then execute it"},
+    {"executing", "check where you stopped, run the tests, commit what works, then continue",
+     "check where you stopped, run the tests, commit what works, then continue"},
+    {"active", "check where you stopped, run the tests, commit what works, then continue",
+     "check where you stopped, run the tests, commit what works, then continue"},
+    {"blocked", "state the blocker in one line, try the simplest workaround, or move to the claimed task",
+     "state the blocker in one line, try the simplest workaround, or move to your next task"},
+    {"waiting", "stop waiting: re-send the request once, then work on the claimed task meanwhile",
+     "stop waiting: re-send the request once, then work on your next task meanwhile"},
+    {"review", "finish the review you started, post its verdict, then take the claimed task",
+     "finish the review you started, post its verdict, then take your next task"},
+    {"validating", "re-run the validation, fix what fails, push the result",
+     "re-run the validation, fix what fails, push the result"},
+    {"testing", "re-run the failing tests, fix them, commit", "re-run the failing tests, fix them, commit"},
+    {"complete", "report completion with evidence (commit, test run), then take the claimed task",
+     "report completion with evidence (commit, test run), then take your next task"},
+    {"done", "report completion with evidence (commit, test run), then take the claimed task",
+     "report completion with evidence (commit, test run), then take your next task"},
+    {"error", "read the last error, fix or work around it, re-run, and report what happened",
+     "read the last error, fix or work around it, re-run, and report what happened"},
+    {NULL, NULL, NULL}};
 
 /* The advice for the state's n bytes at s (a state as the prompt prints
- * it, trimmed, need not end there), matched without regard to case. */
-static const char *fsm_actions_n(const char *s, size_t n)
+ * it, trimmed, need not end there), matched without regard to case; the
+ * wording that points at the claimed task only when one was claimed. */
+static const char *fsm_actions_n(const char *s, size_t n, bool claimed)
 {
     for (int i = 0; s && ADVICE[i].state; i++)
         if (strlen(ADVICE[i].state) == n && strncasecmp(s, ADVICE[i].state, n) == 0)
-            return ADVICE[i].actions;
-    return "post a status update, then continue with your current task or the claimed one";
+            return claimed ? ADVICE[i].with_task : ADVICE[i].without_task;
+    return claimed ? "post a status update, then continue with your current task or the claimed one"
+                   : "post a status update, then continue with your current task";
 }
 
-const char *stall_fsm_actions(const char *fsm_state)
+const char *stall_fsm_actions(const char *fsm_state, bool claimed)
 {
-    return fsm_actions_n(fsm_state, fsm_state ? strlen(fsm_state) : 0);
+    return fsm_actions_n(fsm_state, fsm_state ? strlen(fsm_state) : 0, claimed);
 }
 
 /* json-c's printbuf grows the prompt; a failed append (out of memory)
@@ -102,7 +121,7 @@ char *stall_resume_prompt(const stall_agent *a, int64_t idle_ms, const stall_cla
     else
         sb_add(&b, "🔄 " STALL_PROMPT_MARKER " %s: no activity for %" PRId64 " s (state %.*s).",
                a->agent, idle_ms / 1000, state.n, state.s);
-    sb_add(&b, " Next: %s.", fsm_actions_n(state.s, (size_t)state.n));
+    sb_add(&b, " Next: %s.", fsm_actions_n(state.s, (size_t)state.n, task != NULL));
     span t = trimmed(a->progress);
     if (t.n > 0)
         sb_add(&b, " Your last progress: \"%.*s\".", t.n, t.s);

@@ -396,8 +396,9 @@ stall_tasks *stall_tasks_from_json(const char *json, char *err, size_t errlen);
 /* ---- prompt (prompt.c) ------------------------------------------------------- */
 
 /* The actions advised for an FSM state (known states case-insensitively,
- * a general fallback otherwise). */
-const char *stall_fsm_actions(const char *fsm_state);
+ * a general fallback otherwise), worded for a resume that claimed a task
+ * for the agent (claimed) or one that has none to give it. */
+const char *stall_fsm_actions(const char *fsm_state, bool claimed);
 /* The resume prompt (malloc'd): marker, idle time, state and its actions,
  * last progress, the claimed task (or none), the priorities, the agent's
  * own tasks. */
