@@ -263,7 +263,9 @@ def test_a_heartbeat_without_a_checklist_reasons_with_heartbeat_md_on_the_fast_m
     pub = stack.publisher()
     room = uid("r")
     long_text = "x" * 100 + "TAIL-NOT-SHOWN"
-    # the context is what the room says once the heartbeat serves it
+    # the context is what the room says once the heartbeat serves it: a
+    # message from before the config is not read back (the README says so)
+    pub.publish(*human(room, "joel", "BEFORE-THE-CONFIG"))
     pub.publish(*hb_config("helper", room), retain=True)
     pub.publish(*human(room, "joel", long_text))
     pub.publish(*human(room, "ann", "lunch at noon?"))
@@ -278,7 +280,7 @@ def test_a_heartbeat_without_a_checklist_reasons_with_heartbeat_md_on_the_fast_m
     assert re.search(r"^Time since last user interaction: \d+ minutes$", prompt, re.M), prompt
     summary = prompt.split("Recent conversation summary:\n", 1)[1]
     assert summary.startswith(f"joel: {'x' * 100}\nann: lunch at noon?\n"), summary
-    assert "TAIL-NOT-SHOWN" not in prompt
+    assert "TAIL-NOT-SHOWN" not in prompt and "BEFORE-THE-CONFIG" not in prompt
     assert "If nothing needs attention, reply only with: HEARTBEAT_OK" in prompt
     # HEARTBEAT_OK is stripped: nothing from helper in the room
     time.sleep(0.3)
