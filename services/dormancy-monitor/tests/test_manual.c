@@ -94,7 +94,7 @@ static void self_awake_and_status(void **state)
     dm_ai(f, "ann", "@self status");
     const dormancy_action *m = dm_last(f, DORMANCY_OUT_SYSTEM_MESSAGE, NULL);
     assert_non_null(m);
-    assert_non_null(strstr(m->text, "ann is sleep in general since"));
+    assert_non_null(strstr(m->text, "ann is at level sleep in general since"));
     assert_non_null(strstr(m->text, "trigger: manual"));
     assert_string_equal(m->message_id, "in2");
     json_object *o = dormancy_system_message_json(m, "general", "dormancy-monitor", f->now);
@@ -144,7 +144,7 @@ static void command_status_answers_in_room(void **state)
     dm_command(f, "ann", DORMANCY_CMD_STATUS, DORMANCY_ACTIVE, 0, NULL);
     const dormancy_action *m = dm_last(f, DORMANCY_OUT_SYSTEM_MESSAGE, NULL);
     assert_non_null(m);
-    assert_non_null(strstr(m->text, "ann is active in general"));
+    assert_non_null(strstr(m->text, "ann is at level active in general"));
     dm_free(f);
 }
 

@@ -39,7 +39,7 @@ static void status_message(dormancy_step *s, const dormancy_persona *p, const ch
         format_iso(p->snoozed_until, u, sizeof u);
         snprintf(extra, sizeof extra, ", suggestions snoozed until %s", u);
     }
-    snprintf(text, sizeof text, "%s is %s in %s since %s (%s%s)%s.", p->id,
+    snprintf(text, sizeof text, "%s is at level %s in %s since %s (%s%s)%s.", p->id,
              dormancy_level_name(p->level), s->room->room, since, trig ? "trigger: " : "joined",
              trig ? trig : "", extra);
     system_message(s, p, text, reply_to);
