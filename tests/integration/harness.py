@@ -1072,6 +1072,19 @@ class Service:
                 pass
         return "\n".join(parts)
 
+    def log_lines(self, msg=None):
+        """The service's JSON log lines (libshared's vigil_log_kv, on stderr)
+        over every run, as dicts; with msg, only those whose msg is msg."""
+        out = []
+        for line in self.stderr_text().splitlines():
+            try:
+                d = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(d, dict) and (msg is None or d.get("msg") == msg):
+                out.append(d)
+        return out
+
     def check(self):
         """Problems seen over every run: unexpected exits and sanitizer
         reports. Returns a list of strings (empty when clean)."""

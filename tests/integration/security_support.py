@@ -3,7 +3,6 @@ test_tls.py, test_prefix.py, test_secrets.py): a fixture that stops what a
 test started, and the check that a service refused its configuration at
 startup with exit status 78 and exactly one error line."""
 
-import json
 import os
 import sys
 
@@ -35,19 +34,8 @@ def procs():
     assert not problems, "\n".join(problems)
 
 
-def log_lines(svc):
-    """The service's JSON log lines, every run."""
-    out = []
-    for line in svc.stderr_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            pass
-    return out
-
-
 def error_lines(svc):
-    return [l["msg"] for l in log_lines(svc) if l.get("level") == "error"]
+    return [l["msg"] for l in svc.log_lines() if l.get("level") == "error"]
 
 
 def expect_config_exit(svc, procs, timeout=40):

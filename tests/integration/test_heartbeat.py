@@ -99,27 +99,13 @@ def slow_run(stack, llm, persona, delay_ms, **env):
     return svc, col, pub, room
 
 
-def log_lines(svc, msg):
-    """The service's JSON log lines (libshared's vigil_log_kv, on stderr,
-    kept by the harness) whose msg is msg."""
-    out = []
-    for line in svc.stderr_text().splitlines():
-        try:
-            d = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(d, dict) and d.get("msg") == msg:
-            out.append(d)
-    return out
-
-
 def wait_log(svc, msg, pred=lambda d: True, timeout=10):
     """The info log line msg satisfying pred (logged just
     after the run's commit, so it may trail the run event a little)."""
     found = []
 
     def seen():
-        found[:] = [d for d in log_lines(svc, msg) if d["level"] == "info" and pred(d)]
+        found[:] = [d for d in svc.log_lines(msg) if d["level"] == "info" and pred(d)]
         return found
 
     harness.wait_until(seen, timeout, f"log line {msg!r}")
@@ -1038,7 +1024,7 @@ def test_a_failed_model_call_or_an_unusable_answer_logs_heartbeat_run_failed(sta
         found = []
 
         def seen():
-            found[:] = [d for d in log_lines(svc, "heartbeat run failed") if d.get("run") == run]
+            found[:] = [d for d in svc.log_lines("heartbeat run failed") if d.get("run") == run]
             return found
 
         harness.wait_until(seen, 10, f"'heartbeat run failed' of {run}")

@@ -27,18 +27,6 @@ def llm(tmp_path):
         yield f
 
 
-def json_log(svc, msg):
-    """The service's JSON log lines (stderr) whose msg is msg."""
-    out = []
-    for line in svc.stderr_text().splitlines():
-        try:
-            d = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(d, dict) and d.get("msg") == msg:
-            out.append(d)
-    return out
-
 
 # ================================================================ stall-resumer
 
@@ -103,9 +91,9 @@ def test_status_age_walks_the_four_categories_then_one_resume_per_interval(stack
     assert re.search(r"no activity for \d+ s \(state EXECUTING\)", first["prompt"]), first
     assert 'Claimed for you: t-first "Fix the uploader" (priority 9).' in first["prompt"], first
     # allowed although validation failed: a warning, as specified
-    harness.wait_until(lambda: [d for d in json_log(svc, "resume due: validation failed")
+    harness.wait_until(lambda: [d for d in svc.log_lines("resume due: validation failed")
                                 if d.get("agent") == agent], 10, "the warning line")
-    line = [d for d in json_log(svc, "resume due: validation failed") if d.get("agent") == agent][0]
+    line = [d for d in svc.log_lines("resume due: validation failed") if d.get("agent") == agent][0]
     assert line["level"] == "warn", line  # libshared names the WARNING level "warn"
 
     # still stalled: the next resume comes one interval later, with the next task
