@@ -173,6 +173,35 @@ def test_messages_since_past_the_room_log(stack):
         assert s == 400 and b5["error"] == "bad_request" and "since" in b5["detail"], (bad, b5)
 
 
+def test_overlong_and_surrogate_utf8_is_400_and_never_published(stack):
+    """Text chat-router and dormancy-monitor would refuse (an overlong
+    encoding, an encoded UTF-16 surrogate) is a 400 at the gateway, never a
+    2xx for an event nobody takes: the gateway checks UTF-8 by libshared's
+    one strict rule, the rule of every service's intake."""
+    gw = start_gateway(stack)
+    col = stack.collector(["room/+/message", "room/+/presence", "council/+/answer"])
+    room = uid("r")
+    bad = {"overlong": b"\xc0\xaf", "surrogate": b"\xed\xa0\x80"}
+    for name, raw in bad.items():
+        posts = [
+            (f"/api/rooms/{room}/messages", b'{"text": "a' + raw + b'b"}'),
+            (f"/api/rooms/{room}/messages", b'{"text": "ok", "id": "m-' + raw + b'"}'),
+            ("/api/presence", b'{"session": "s' + raw + b'", "rooms": ["' + room.encode() + b'"]}'),
+            ("/api/council/s-1/answers", b'{"question_id": "q1", "answer": "' + raw + b'"}'),
+        ]
+        for path, body in posts:
+            st, _, b = request(gw.http_port, "POST", path, None,
+                               {**JOEL, "Content-Type": "application/json"}, raw=body)
+            assert st == 400 and b["error"] == "bad_request", (name, path, st, b)
+            assert "UTF-8" in b["detail"], (name, path, b)
+    # a good message after them is the only one published
+    st, _, b = request(gw.http_port, "POST", f"/api/rooms/{room}/messages", {"text": "fine"}, JOEL)
+    assert st == 202, b
+    col.wait_event(f"room/{room}/message", lambda j: j["text"] == "fine", timeout=scaled(5))
+    assert [e["text"] for e in col.events(f"room/{room}/message")] == ["fine"]
+    assert col.events(f"room/{room}/presence") == [] and col.events("council/s-1/answer") == []
+
+
 def test_council_answer_reaches_the_topic(stack):
     gw = start_gateway(stack)
     col = stack.collector(["council/+/answer"])

@@ -76,6 +76,60 @@ static void test_nul_refused_in_every_string_field(void **s)
     json_object_put(o);
 }
 
+/* The gateway's texts (a message's text, a council answer) pass libshared's
+ * one UTF-8 rule (vigil_utf8_valid), the rule of chat-router's and
+ * dormancy-monitor's intake: an overlong form or an encoded UTF-16
+ * surrogate is a 400 naming the field and the byte, never a 2xx for an
+ * event every consumer refuses. The texts are put in the body as json-c
+ * holds them, past the HTTP layer's own check of the raw body. */
+static void test_texts_utf8_by_libshareds_rule(void **s)
+{
+    (void)s;
+    char err[200];
+    const char *limit;
+    json_object *pl;
+    static const char *const bad[][2] = {
+        {"a\xC0\xAF", "at byte 1"},      /* overlong '/' */
+        {"ab\xE0\x80\xAF", "at byte 2"}, /* overlong '/', three bytes */
+        {"\xED\xA0\x80", "at byte 0"},   /* U+D800, a high surrogate */
+        {"x\xED\xBF\xBF", "at byte 1"},  /* U+DFFF, a low surrogate */
+        {"\xF4\x90\x80\x80", "at byte 0"}, /* past U+10FFFF */
+        {"ok\xE2\x9C", "at byte 2"},     /* cut short */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "text", json_object_new_string(bad[i][0]));
+        assert_int_equal(gw_req_message(o, "general", "joel", "gw-1", 7, 100, &pl, &limit, err,
+                                         sizeof err),
+                         GW_REQ_BAD);
+        assert_null(pl);
+        assert_non_null(strstr(err, "field 'text': invalid UTF-8"));
+        assert_non_null(strstr(err, bad[i][1]));
+        json_object_put(o);
+        o = json_object_new_object();
+        json_object_object_add(o, "question_id", json_object_new_string("q"));
+        json_object_object_add(o, "answer", json_object_new_string(bad[i][0]));
+        assert_int_equal(gw_req_answer(o, "joel", "gw-2", 9, 100, &pl, &limit, err, sizeof err),
+                         GW_REQ_BAD);
+        assert_null(pl);
+        assert_non_null(strstr(err, "field 'answer': invalid UTF-8"));
+        json_object_put(o);
+    }
+    /* Well-formed texts at the edges of the ranges still pass. */
+    static const char *const good[] = {"\xF0\x9F\x92\xA4 zzz", "\xED\x9F\xBF", "\xEE\x80\x80",
+                                       "\xF4\x8F\xBF\xBF", "\xC2\x80"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "text", json_object_new_string(good[i]));
+        assert_int_equal(gw_req_message(o, "general", "joel", "gw-1", 7, 100, &pl, &limit, err,
+                                         sizeof err),
+                         GW_REQ_OK);
+        assert_string_equal(json_object_get_string(json_object_object_get(pl, "text")), good[i]);
+        json_object_put(pl);
+        json_object_put(o);
+    }
+}
+
 /* idle_ms is how long ago by the client's clock: the gateway dates the
  * activity by its own (a browser minutes slow is active all the same);
  * last_activity stays absolute; both at once, or a bad idle_ms, is a 400. */
@@ -414,6 +468,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nul_refused_in_every_string_field),
+        cmocka_unit_test(test_texts_utf8_by_libshareds_rule),
         cmocka_unit_test(test_idle_ms_dated_by_the_gateway),
         cmocka_unit_test(test_topic_param_fields),
         cmocka_unit_test(test_kept_keys),

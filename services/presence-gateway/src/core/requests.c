@@ -11,21 +11,6 @@
 #include <vigil/names.h>
 #include "gateway.h"
 
-static bool utf8_ok(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        int n = *p < 0x80 ? 0 : (*p >> 5) == 6 ? 1 : (*p >> 4) == 14 ? 2 : (*p >> 3) == 30 ? 3 : -1;
-        if (n < 0)
-            return false;
-        p++;
-        for (int i = 0; i < n; i++, p++)
-            if ((*p & 0xC0) != 0x80)
-                return false;
-    }
-    return true;
-}
-
 /* A string field: 0 ok, 1 absent, -1 wrong (not a string, or holding a
  * NUL, refused rather than cut: vigil_json_str_check's rule, every field
  * being used as a C string afterwards). */
@@ -103,8 +88,15 @@ static int text_field(json_object *b, const char *k, size_t max, const char **ou
         snprintf(err, errlen, "field '%s': longer than %zu bytes", k, max);
         return -1;
     }
-    if (!utf8_ok(*out)) {
-        snprintf(err, errlen, "field '%s': invalid UTF-8", k);
+    /* libshared's one UTF-8 rule, the one every service's intake applies:
+     * a text the gateway took must not be refused by chat-router or
+     * dormancy-monitor after the client got its 2xx. */
+    size_t n = strlen(*out), good = vigil_utf8_cut(*out, n);
+    if (good != n) {
+        snprintf(err, errlen,
+                 "field '%s': invalid UTF-8 at byte %zu (a broken sequence, an overlong form, a "
+                 "UTF-16 surrogate or past U+10FFFF)",
+                 k, good);
         return -1;
     }
     return 0;
