@@ -142,15 +142,14 @@ static void start_job(floor_worker *w, const vigil_job_entry *e)
     json_object_put(o);
 }
 
-/* The model's {"relevant": [...]}: its ids, all of them, into *out
- * (malloc'd, pointing into *holder). Returns the count, or -1 with why when
+/* The model's {"relevant": [...]}: its ids (floor_llm_relevant's rule)
+ * into *out (malloc'd, pointing into *holder). Returns the count, or -1 with why when
  * the answer is unusable (cut at ANSWER_MAX_TOKENS: why says so) or
  * memory runs out. */
 static int read_relevant(const slot *s, json_object **holder, const char ***out, char *why,
                          size_t whylen)
 {
     vigil_llm_parse_error perr;
-    json_object *arr;
     char head[64] = "LLM answer unusable";
     if (s->truncated)
         snprintf(head, sizeof head, "LLM answer cut at %d tokens", ANSWER_MAX_TOKENS);
@@ -159,24 +158,12 @@ static int read_relevant(const slot *s, json_object **holder, const char ***out,
         snprintf(why, whylen, "%s: %s", head, perr.detail);
         return -1;
     }
-    if (!json_object_object_get_ex(*holder, "relevant", &arr) || !json_object_is_type(arr, json_type_array)) {
+    int n = floor_llm_relevant(*holder, out);
+    if (n == FLOOR_RELEVANT_NONE)
         snprintf(why, whylen, "%s: no \"relevant\" list", head);
-        return -1;
-    }
-    size_t len = json_object_array_length(arr);
-    *out = calloc(len + 1, sizeof **out);
-    if (!*out) {
+    else if (n == FLOOR_RELEVANT_NO_MEMORY)
         snprintf(why, whylen, "out of memory reading the LLM answer");
-        return -1;
-    }
-    int n = 0;
-    for (size_t i = 0; i < len; i++) {
-        json_object *v = json_object_array_get_idx(arr, i);
-        const char *id = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-        if (id && vigil_id_valid(id, strlen(id)))
-            (*out)[n++] = id;
-    }
-    return n;
+    return n < 0 ? -1 : n;
 }
 
 /* Runs inside vigil_runtime_decide on the room's current record: decides

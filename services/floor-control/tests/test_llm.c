@@ -79,6 +79,31 @@ static void test_ranking_keeps_mentions_dormancy_and_recency(void **state)
     fl_free(f);
 }
 
+/* The model's answer read in the core: its ids in its order; what is not
+ * an id skipped as an unknown name is; no "relevant" list is no ranking. */
+static void test_relevant_ids_read_from_the_answer(void **state)
+{
+    const char **ids = NULL;
+    json_object *a = json_tokener_parse("{\"relevant\": [\"cid\", 7, \"bad/id\", null, \"\", \"ann\"]}");
+    assert_int_equal(floor_llm_relevant(a, &ids), 2);
+    assert_string_equal(ids[0], "cid");
+    assert_string_equal(ids[1], "ann");
+    assert_null(ids[2]);
+    free(ids);
+    json_object_put(a);
+    a = json_tokener_parse("{\"relevant\": []}");
+    assert_int_equal(floor_llm_relevant(a, &ids), 0);
+    free(ids);
+    json_object_put(a);
+    a = json_tokener_parse("{\"relevant\": \"ann\"}");
+    assert_int_equal(floor_llm_relevant(a, &ids), FLOOR_RELEVANT_NONE);
+    assert_null(ids);
+    json_object_put(a);
+    a = json_tokener_parse("{\"ranking\": [\"ann\"]}");
+    assert_int_equal(floor_llm_relevant(a, &ids), FLOOR_RELEVANT_NONE);
+    json_object_put(a);
+}
+
 static void test_pending_roundtrip_and_timer(void **state)
 {
     fl_fx *f = fl_new();
@@ -118,6 +143,7 @@ int main(void)
         cmocka_unit_test(test_ranking_replaces_the_match),
         cmocka_unit_test(test_ranking_keeps_mentions_dormancy_and_recency),
         cmocka_unit_test(test_pending_roundtrip_and_timer),
+        cmocka_unit_test(test_relevant_ids_read_from_the_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

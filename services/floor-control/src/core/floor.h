@@ -326,6 +326,15 @@ int floor_rankable(const floor_room *r, const floor_config *cfg, const floor_mes
  * FLOOR_TEXT_MAX). malloc'd; NULL on allocation failure. */
 char *floor_llm_prompt(const floor_room *r, const floor_config *cfg, const floor_message *m);
 
+/* The persona ids of the model's answer {"relevant": [id, ...]}, in its
+ * order, into *out (malloc'd, NULL-terminated, pointing into answer; the
+ * caller frees the array only). An element that is not an id is skipped,
+ * as an unknown name is: another JSON type, "bad/id". Returns the count, FLOOR_RELEVANT_NONE when answer has no
+ * "relevant" array, FLOOR_RELEVANT_NO_MEMORY when memory runs out. */
+#define FLOOR_RELEVANT_NONE (-1)
+#define FLOOR_RELEVANT_NO_MEMORY (-2)
+int floor_llm_relevant(json_object *answer, const char ***out);
+
 /* Keeps message m, whole, waiting for the LLM until due. Returns 0 (also
  * when it waits already); 1 when a bound refuses it (FLOOR_MAX_PENDING
  * messages wait already, its text is longer than FLOOR_TEXT_MAX, or it has

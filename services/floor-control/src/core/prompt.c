@@ -2,10 +2,11 @@
  * answer fit this message best. Only the personas the rules would consider
  * (able, not mentioned, not the sender) are listed, with their role,
  * expertise and confidence, so the model ranks exactly the ones the choice
- * can grant. */
+ * can grant. And the reading of its answer: which of the named ids count. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/json.h>
 #include "floor.h"
 
 static void persona_line(FILE *b, const floor_persona *p)
@@ -62,4 +63,25 @@ char *floor_llm_prompt(const floor_room *r, const floor_config *cfg, const floor
         return NULL;
     }
     return text;
+}
+
+int floor_llm_relevant(json_object *answer, const char ***out)
+{
+    json_object *arr;
+    *out = NULL;
+    if (!answer || !json_object_object_get_ex(answer, "relevant", &arr) ||
+        !json_object_is_type(arr, json_type_array))
+        return FLOOR_RELEVANT_NONE;
+    size_t len = json_object_array_length(arr);
+    *out = calloc(len + 1, sizeof **out);
+    if (!*out)
+        return FLOOR_RELEVANT_NO_MEMORY;
+    int n = 0;
+    for (size_t i = 0; i < len; i++) {
+        json_object *v = json_object_array_get_idx(arr, i);
+        const char *id = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+        if (id && vigil_id_valid(id, strlen(id)))
+            (*out)[n++] = id;
+    }
+    return n;
 }
