@@ -104,6 +104,25 @@ static void test_relevant_ids_read_from_the_answer(void **state)
     json_object_put(a);
 }
 
+/* A string from the model holding a NUL is not an id: "ann\u0000x" is not
+ * ann (read as a C string it would be), so it is skipped like any name
+ * that is not an id, and ann does not get the model's rank from it. */
+static void test_relevant_id_with_a_nul_is_not_an_id(void **state)
+{
+    const char **ids = NULL;
+    json_object *a = json_tokener_parse("{\"relevant\": [\"ann\\u0000x\", \"cid\", \"\\u0000\"]}");
+    assert_non_null(a);
+    assert_int_equal(floor_llm_relevant(a, &ids), 1);
+    assert_string_equal(ids[0], "cid");
+    assert_null(ids[1]);
+    free(ids);
+    json_object_put(a);
+    a = json_tokener_parse("{\"relevant\": [\"ann\\u0000\"]}");
+    assert_int_equal(floor_llm_relevant(a, &ids), 0);
+    free(ids);
+    json_object_put(a);
+}
+
 static void test_pending_roundtrip_and_timer(void **state)
 {
     fl_fx *f = fl_new();
@@ -144,6 +163,7 @@ int main(void)
         cmocka_unit_test(test_ranking_keeps_mentions_dormancy_and_recency),
         cmocka_unit_test(test_pending_roundtrip_and_timer),
         cmocka_unit_test(test_relevant_ids_read_from_the_answer),
+        cmocka_unit_test(test_relevant_id_with_a_nul_is_not_an_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

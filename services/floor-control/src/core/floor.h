@@ -329,7 +329,9 @@ char *floor_llm_prompt(const floor_room *r, const floor_config *cfg, const floor
 /* The persona ids of the model's answer {"relevant": [id, ...]}, in its
  * order, into *out (malloc'd, NULL-terminated, pointing into answer; the
  * caller frees the array only). An element that is not an id is skipped,
- * as an unknown name is: another JSON type, "bad/id". Returns the count, FLOOR_RELEVANT_NONE when answer has no
+ * as an unknown name is: another JSON type, "bad/id", and a string holding
+ * a NUL ("ann\u0000x" is not ann: vigil_json_str_check's rule, never cut
+ * there). Returns the count, FLOOR_RELEVANT_NONE when answer has no
  * "relevant" array, FLOOR_RELEVANT_NO_MEMORY when memory runs out. */
 #define FLOOR_RELEVANT_NONE (-1)
 #define FLOOR_RELEVANT_NO_MEMORY (-2)

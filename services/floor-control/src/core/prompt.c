@@ -78,9 +78,9 @@ int floor_llm_relevant(json_object *answer, const char ***out)
         return FLOOR_RELEVANT_NO_MEMORY;
     int n = 0;
     for (size_t i = 0; i < len; i++) {
-        json_object *v = json_object_array_get_idx(arr, i);
-        const char *id = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-        if (id && vigil_id_valid(id, strlen(id)))
+        const char *id = NULL;
+        if (vigil_json_str_check(json_object_array_get_idx(arr, i), &id) == VIGIL_JSON_STR_OK &&
+            vigil_id_valid(id, strlen(id)))
             (*out)[n++] = id;
     }
     return n;
