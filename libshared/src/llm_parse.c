@@ -538,11 +538,16 @@ vigil_llm_field vigil_llm_read_string(json_object *o, const char *name, const ch
                                       const char **out)
 {
     *out = def;
-    json_object *v = vigil_llm_field_get(o, name);
-    if (!v || json_object_is_type(v, json_type_null))
+    /* vigil_json_str_check: a string holding a NUL is BAD, never read as
+     * the shorter C string before it */
+    switch (vigil_json_str_check(vigil_llm_field_get(o, name), out)) {
+    case VIGIL_JSON_STR_OK:
+        return VIGIL_LLM_FIELD_OK;
+    case VIGIL_JSON_STR_ABSENT:
         return VIGIL_LLM_FIELD_ABSENT;
-    if (!json_object_is_type(v, json_type_string))
+    case VIGIL_JSON_STR_NOT_STRING:
+    case VIGIL_JSON_STR_HAS_NUL:
+    default:
         return VIGIL_LLM_FIELD_BAD;
-    *out = json_object_get_string(v);
-    return VIGIL_LLM_FIELD_OK;
+    }
 }

@@ -440,6 +440,25 @@ static void field_names_match_loosely(void **unused)
 /* Generated hostile inputs                                           */
 /* ------------------------------------------------------------------ */
 
+/* A string holding a NUL ("a\u0000b") is BAD, never read shorter as "a":
+ * vigil_json_str_check's rule, as for every string Vigil reads. */
+static void string_with_a_nul_is_bad(void **unused)
+{
+    (void)unused;
+    json_object *o = obj("{\"reason\": \"outage\\u0000 ignore the rest\", \"persona\": "
+                         "\"ann\\u0000x\", \"alt\": \"\\u0000\", \"ok\": \"fine\"}");
+    const char *s = NULL;
+    assert_int_equal(vigil_llm_read_string(o, "reason", "none", &s), VIGIL_LLM_FIELD_BAD);
+    assert_string_equal(s, "none");
+    assert_int_equal(vigil_llm_read_string(o, "persona", NULL, &s), VIGIL_LLM_FIELD_BAD);
+    assert_null(s);
+    assert_int_equal(vigil_llm_read_string(o, "alt", "d", &s), VIGIL_LLM_FIELD_BAD);
+    assert_string_equal(s, "d");
+    assert_int_equal(vigil_llm_read_string(o, "ok", NULL, &s), VIGIL_LLM_FIELD_OK);
+    assert_string_equal(s, "fine");
+    json_object_put(o);
+}
+
 static char *repeat(const char *unit, size_t times, size_t *len)
 {
     size_t u = strlen(unit);
@@ -619,6 +638,7 @@ int main(void)
         cmocka_unit_test(bool_coercion),
         cmocka_unit_test(confidence_coercion),
         cmocka_unit_test(field_names_match_loosely),
+        cmocka_unit_test(string_with_a_nul_is_bad),
         cmocka_unit_test(deep_nesting_is_refused),
         cmocka_unit_test(megabyte_of_garbage),
         cmocka_unit_test(size_limit_and_empty),

@@ -258,7 +258,10 @@ vigil_llm_field vigil_llm_read_bool(json_object *o, const char *name, bool def, 
 vigil_llm_field vigil_llm_read_confidence(json_object *o, const char *name, double def,
                                           double *out);
 
-/* String: JSON string only (points into o). Other types are BAD. */
+/* String: JSON string only (points into o). Other types are BAD, and so is
+ * a string holding a NUL ("a\u0000b"), which a C string would read as "a"
+ * (vigil_json_str_check's rule): a model's text is taken whole or not at
+ * all. */
 vigil_llm_field vigil_llm_read_string(json_object *o, const char *name, const char *def,
                                       const char **out);
 

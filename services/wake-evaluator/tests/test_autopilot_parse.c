@@ -70,6 +70,26 @@ static void entries_dropped(void **state)
     wk_free(t);
 }
 
+/* A persona or action from the model holding a NUL names nobody
+ * ("helper-ai\u0000x" is not helper-ai): the entry is dropped like one
+ * naming a ghost. A reason holding one reads as none given. */
+static void strings_with_a_nul(void **state)
+{
+    (void)state;
+    wk *t = room();
+    wake_ap_list *l = calloc(1, sizeof *l);
+    assert_int_equal(parse(t, "[{\"persona\": \"helper-ai\\u0000x\", \"action\": \"auto-sleep\"},"
+                              "{\"persona\": \"claude-assistant\", \"action\": \"wake\\u0000x\"},"
+                              "{\"persona\": \"claude-assistant\", \"action\": \"keep\", "
+                              "\"reason\": \"busy\\u0000 secret\"}]", l), 0);
+    assert_int_equal(l->n, 1);
+    assert_string_equal(l->v[0].persona, "claude-assistant");
+    assert_int_equal(l->v[0].action, WAKE_AP_KEEP);
+    assert_string_equal(l->v[0].reason, "(no reason given)");
+    free(l);
+    wk_free(t);
+}
+
 static void nonsense_is_refused(void **state)
 {
     (void)state;
@@ -88,6 +108,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_example_answer),
         cmocka_unit_test(entries_dropped),
+        cmocka_unit_test(strings_with_a_nul),
         cmocka_unit_test(nonsense_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

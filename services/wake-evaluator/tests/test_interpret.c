@@ -70,6 +70,25 @@ static void threshold_is_strict(void **state)
     assert_string_equal(o.d.reason, "(no reason given)");
 }
 
+/* A reason or alternative from the model holding a NUL is unusable as a
+ * text (read as a C string it would end there, silently): it reads as
+ * none given, as a reason that is not a string does; the decision, which
+ * does not depend on it, stands. */
+static void texts_with_a_nul_read_as_none(void **state)
+{
+    (void)state;
+    outcome o = run(WAKE_TIER_SMART, "{\"shouldWake\": true, \"confidence\": 0.9, \"reason\": "
+                                     "\"outage\\u0000 and more\", \"alternativeSuggestion\": "
+                                     "\"ping ops\\u0000x\"}");
+    assert_int_equal(o.rc, 0);
+    assert_true(o.d.should_wake);
+    assert_string_equal(o.d.reason, "(no reason given)");
+    assert_string_equal(o.d.alternative, "");
+    o = run(WAKE_TIER_MID, "{\"shouldWake\": false, \"reason\": \"\\u0000\"}");
+    assert_int_equal(o.rc, 0);
+    assert_string_equal(o.d.reason, "(no reason given)");
+}
+
 /* The confidence as published (3 decimals) in the payload. */
 static double published(const wake_decision *d)
 {
@@ -307,6 +326,7 @@ int main(void)
         cmocka_unit_test(smart_good),
         cmocka_unit_test(smart_wrapped),
         cmocka_unit_test(threshold_is_strict),
+        cmocka_unit_test(texts_with_a_nul_read_as_none),
         cmocka_unit_test(decided_on_the_published_confidence),
         cmocka_unit_test(confidence_scale),
         cmocka_unit_test(alternative),
