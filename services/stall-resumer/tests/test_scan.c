@@ -347,6 +347,45 @@ static void test_prompt_trims_texts(void **state)
     free(a);
 }
 
+/* The resume event's fsm_state is the state the prompt names: trimmed as
+ * the prompt prints it, UNKNOWN when blank or without a status, so a
+ * consumer reading the field and an agent reading the prompt agree. */
+static void test_resume_state_as_the_prompt_says(void **state)
+{
+    (void)state;
+    stall_agent *a = stalled();
+    static const struct {
+        const char *stored;
+        bool present;
+        const char *state;
+    } CASES[] = {{" executing\t", true, "executing"},
+                 {"\xc2\xa0REVIEW\xe3\x80\x80", true, "REVIEW"},
+                 {"BLOCKED", true, "BLOCKED"},
+                 {" \t", true, "UNKNOWN"},
+                 {"\xc2\xa0", true, "UNKNOWN"},
+                 {"EXECUTING", false, "UNKNOWN"}};
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        snprintf(a->status.fsm_state, sizeof a->status.fsm_state, "%s", CASES[i].stored);
+        a->status.present = CASES[i].present;
+        char *prompt = stall_resume_prompt(a, 13 * HOUR_MS, NULL, NULL, 0);
+        assert_non_null(prompt);
+        char want[64];
+        snprintf(want, sizeof want, "(state %s).", CASES[i].state);
+        if (!strstr(prompt, want))
+            fail_msg("case %zu: missing \"%s\" in: %s", i, want, prompt);
+        json_object *o = stall_resume_json("resume.ann.1:agent:ann:0", a, prompt, NULL,
+                                           "inactive", T0);
+        json_object *v;
+        assert_true(json_object_object_get_ex(o, "fsm_state", &v));
+        if (strcmp(json_object_get_string(v), CASES[i].state) != 0)
+            fail_msg("case %zu: fsm_state \"%s\", the prompt says \"%s\"", i,
+                     json_object_get_string(v), CASES[i].state);
+        json_object_put(o);
+        free(prompt);
+    }
+    free(a);
+}
+
 static void test_assessment_payload(void **state)
 {
     (void)state;
@@ -459,6 +498,7 @@ int main(void)
         cmocka_unit_test_setup(test_prompt_and_payloads, setup),
         cmocka_unit_test_setup(test_prompt_leaves_blank_texts_out, setup),
         cmocka_unit_test_setup(test_prompt_trims_texts, setup),
+        cmocka_unit_test_setup(test_resume_state_as_the_prompt_says, setup),
         cmocka_unit_test_setup(test_assessment_payload, setup),
         cmocka_unit_test_setup(test_job_roundtrip, setup),
         cmocka_unit_test_setup(test_retired_agent, setup),

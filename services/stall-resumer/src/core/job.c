@@ -79,8 +79,10 @@ json_object *stall_resume_json(const char *event_id, const stall_agent *a, const
     json_object_object_add(o, "id", json_object_new_string(event_id));
     json_object_object_add(o, "agent", json_object_new_string(a->agent));
     json_object_object_add(o, "prompt", json_object_new_string(prompt));
-    json_object_object_add(o, "fsm_state", json_object_new_string(
-        a->status.present && a->status.fsm_state[0] ? a->status.fsm_state : "UNKNOWN"));
+    /* the state the prompt names, trimmed as it prints it */
+    const char *state;
+    size_t n = stall_resume_state(a, &state);
+    json_object_object_add(o, "fsm_state", json_object_new_string_len(state, (int)n));
     if (task) {
         json_object *t = json_object_new_object();
         json_object_object_add(t, "id", json_object_new_string(task->id));

@@ -96,6 +96,15 @@ static span trimmed(const char *text)
     return t;
 }
 
+size_t stall_resume_state(const stall_agent *a, const char **start)
+{
+    size_t n = stall_text_trim(a->status.present ? a->status.fsm_state : NULL, start);
+    if (n > 0)
+        return n;
+    *start = "UNKNOWN";
+    return 7;
+}
+
 /* The full stop after a sentence that ends in the agent's own text: none
  * when that text ends one already ("Mission: Harden the uploader." rather
  * than "...uploader.."). */
@@ -112,9 +121,8 @@ char *stall_resume_prompt(const stall_agent *a, int64_t idle_ms, const stall_cla
         return NULL;
     /* blank texts (a record stored before intake refused them) are left
      * out, never written as an empty item or an empty quote */
-    span state = trimmed(a->status.present ? a->status.fsm_state : NULL);
-    if (state.n == 0)
-        state = (span){"UNKNOWN", 7};
+    span state;
+    state.n = (int)stall_resume_state(a, &state.s);
     if (idle_ms >= STALL_MIN_MS)
         sb_add(&b, "🔄 " STALL_PROMPT_MARKER " %s: no activity for %" PRId64 " min (state %.*s).",
                a->agent, idle_ms / STALL_MIN_MS, state.n, state.s);

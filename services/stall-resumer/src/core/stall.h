@@ -399,6 +399,11 @@ stall_tasks *stall_tasks_from_json(const char *json, char *err, size_t errlen);
  * a general fallback otherwise), worded for a resume that claimed a task
  * for the agent (claimed) or one that has none to give it. */
 const char *stall_fsm_actions(const char *fsm_state, bool claimed);
+/* The agent's FSM state as a resume names it, in the prompt and in the
+ * event's fsm_state alike: its status' fsm_state trimmed (stall_text_trim),
+ * or "UNKNOWN" without a status or when blank. *start is set, the length
+ * returned (never 0; not NUL-terminated when trimmed). */
+size_t stall_resume_state(const stall_agent *a, const char **start);
 /* The resume prompt (malloc'd): marker, idle time, state and its actions,
  * last progress, the claimed task (or none), the priorities, the agent's
  * own tasks. */
