@@ -695,6 +695,13 @@ static void read_completion(llm_job *j, size_t max)
         job_fail(j, VIGIL_LLM_BAD_RESPONSE, "choices[0].message.content missing or not a string");
         goto cleanup;
     }
+    /* Every consumer reads the answer as a C string: one holding a NUL
+     * (\u0000) would be read cut short at it (a council note, a heartbeat
+     * message), so it is no usable answer (vigil_json_str_check's rule). */
+    if (vigil_json_str_check(content, NULL) == VIGIL_JSON_STR_HAS_NUL) {
+        job_fail(j, VIGIL_LLM_BAD_RESPONSE, "choices[0].message.content holds a NUL (\\u0000)");
+        goto cleanup;
+    }
     size_t n = (size_t)json_object_get_string_len(content);
     free(j->content);
     j->content = malloc(n + 1);

@@ -188,11 +188,12 @@ static int64_t stat_int(json_object *stats, const char *key)
     return json_object_get_int64(v);
 }
 
-/* Every test starts from a well-behaved server with zeroed statistics. */
+/* Every test starts from a well-behaved server with zeroed statistics and
+ * its built-in answers (a test may replace them with its own rules). */
 static int reset_server(void **state)
 {
     (void)state;
-    control("{\"reset\": true}");
+    control("{\"reset\": true, \"rules\": null}");
     return 0;
 }
 
@@ -498,6 +499,21 @@ static void garbage_is_bad_response(void **unused)
     assert_int_equal(out.attempts, 1);
     assert_false(out.has_content);
     assert_non_null(strstr(out.error, "not a JSON object"));
+}
+
+/* An answer holding a NUL would be read cut short by every consumer (they
+ * take it as a C string): it is no usable answer. */
+static void content_holding_a_nul_is_bad_response(void **unused)
+{
+    (void)unused;
+    control("{\"rules\": [{\"reply\": \"note: keep\\u0000 the rest\"}]}");
+    vigil_llm_config cfg = test_config();
+    outcome out;
+    one_request(&cfg, "anything", &out);
+    assert_int_equal(out.status, VIGIL_LLM_BAD_RESPONSE);
+    assert_int_equal(out.http_code, 200);
+    assert_false(out.has_content);
+    assert_non_null(strstr(out.error, "holds a NUL"));
 }
 
 static void error_under_200_is_an_error(void **unused)
@@ -937,6 +953,7 @@ int main(void)
         cmocka_unit_test_setup(closed_connection_is_retried_then_fails, reset_server),
         cmocka_unit_test_setup(closed_once_then_ok, reset_server),
         cmocka_unit_test_setup(garbage_is_bad_response, reset_server),
+        cmocka_unit_test_setup(content_holding_a_nul_is_bad_response, reset_server),
         cmocka_unit_test_setup(error_under_200_is_an_error, reset_server),
         cmocka_unit_test_setup(truncated_output_is_reported, reset_server),
         cmocka_unit_test_setup(response_above_limit_is_bad_response, reset_server),
