@@ -244,16 +244,40 @@ def validate_message(topic: str, payload: Union[bytes, bytearray, str, Dict[str,
     return schema
 
 
+def _stream_line(line: str) -> Tuple[str, Union[str, Dict[str, Any]]]:
+    """One line of --stream -> (topic, payload). A line that is a JSON
+    object with "topic" is mosquitto_sub's `-F '%j'` form, which keeps a
+    payload spanning lines (a pretty-printed example published with -f) on
+    one line: its "payload" is the payload as a string, or as JSON
+    (`%J`), null when empty. Any other line is `-v`'s 'topic payload'."""
+    line = line.rstrip("\n")
+    if line.startswith("{"):
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict) and isinstance(obj.get("topic"), str):
+            p = obj.get("payload")
+            if p is None:
+                return obj["topic"], ""
+            return obj["topic"], p if isinstance(p, str) else json.dumps(p)
+    topic, _, body = line.partition(" ")
+    return topic, body
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """CLI: schema_check.py TOPIC [PAYLOAD|-]  (validate one message), or
-    `mosquitto_sub -v -t '#' | schema_check.py --stream` (one 'topic payload'
-    per line)."""
+    `mosquitto_sub -F '%j' -t '#' | schema_check.py --stream` (one message a
+    line; `mosquitto_sub -v` lines, 'topic payload', are read too, but -v
+    splits a payload that spans lines)."""
     import sys
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] == "--stream":
         bad = 0
         for line in sys.stdin:
-            topic, _, body = line.rstrip("\n").partition(" ")
+            if not line.strip():
+                continue
+            topic, body = _stream_line(line)
             try:
                 print(f"ok   {topic} ({validate_message(topic, body)})")
             except (UnknownTopic, PayloadInvalid) as e:

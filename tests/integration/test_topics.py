@@ -504,6 +504,37 @@ def test_empty_payload_clears_only_retained_snapshots():
         sc.validate_message("persona/ann/dormancy", b"")
 
 
+def test_stream_reads_json_lines_with_multiline_payloads(monkeypatch, capsys):
+    """`mosquitto_sub -F '%j' -t '#' | schema_check.py --stream`, as
+    topics/README.md says: each message is one JSON line even when its
+    payload spans lines (an example file published with -f, pretty
+    printed), which `mosquitto_sub -v` would split into lines that are no
+    messages. `-v` lines still work."""
+    import io
+    pretty = (TOPICS / "examples" / "persona-meta.json").read_text(encoding="utf-8")
+    assert "\n" in pretty
+    lines = [
+        # what mosquitto_sub 2.0 prints with -F '%j' (payload as a string)
+        json.dumps({"tst": "2026-12-02T04:11:33.029964Z+0000", "topic": "persona/helper/meta",
+                    "qos": 1, "retain": 1, "payloadlen": len(pretty), "mid": 1,
+                    "payload": pretty}),
+        # newer mosquitto_sub may give a JSON payload as JSON
+        json.dumps({"topic": "persona/helper/meta", "retain": 0,
+                    "payload": json.loads(pretty)}),
+        # a cleared retained snapshot: no payload
+        json.dumps({"topic": "room/general/state", "retain": 1, "payloadlen": 0, "payload": None}),
+        json.dumps({"topic": "persona/helper/meta", "payload": "{\"persona\": 5}"}),
+        "room/general/message not json",
+        "persona/helper/meta " + json.dumps(json.loads(pretty)),
+    ]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(lines) + "\n"))
+    assert sc.main(["--stream"]) == 1
+    out = [o for o in capsys.readouterr().out.splitlines() if o.startswith(("ok ", "FAIL "))]
+    assert [o.split()[0] for o in out] == ["ok", "ok", "ok", "FAIL", "FAIL", "ok"], out
+    assert out[0].startswith("ok   persona/helper/meta (persona-meta)")
+    assert out[3].startswith("FAIL persona/helper/meta")
+
+
 def test_readme_lists_every_topic():
     readme = (TOPICS / "README.md").read_text(encoding="utf-8")
     for ch in CHANNELS.values():
