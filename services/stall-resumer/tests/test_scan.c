@@ -213,9 +213,14 @@ static void test_prompt_and_payloads(void **state)
     assert_null(strstr(prompt, ".."));
     /* the prompt itself is noise if it comes back */
     assert_true(stall_is_resumer_prompt(&cfg, prompt));
-    json_object *o = stall_resume_json("resume.ann.1:agent:ann:0", a, prompt, &task, "inactive", T0);
-    json_object *v;
+    /* the published title is the one the prompt quotes, trimmed */
+    stall_claimed padded = task;
+    snprintf(padded.title, sizeof padded.title, "  Add integration tests \n");
+    json_object *o = stall_resume_json("resume.ann.1:agent:ann:0", a, prompt, &padded, "inactive", T0);
+    json_object *v, *title;
     assert_true(json_object_object_get_ex(o, "claimed_task", &v));
+    assert_true(json_object_object_get_ex(v, "title", &title));
+    assert_string_equal(json_object_get_string(title), task.title);
     assert_true(json_object_object_get_ex(o, "fsm_state", &v));
     assert_string_equal(json_object_get_string(v), "EXECUTING");
     json_object_put(o);

@@ -86,7 +86,10 @@ json_object *stall_resume_json(const char *event_id, const stall_agent *a, const
     if (task) {
         json_object *t = json_object_new_object();
         json_object_object_add(t, "id", json_object_new_string(task->id));
-        json_object_object_add(t, "title", json_object_new_string(task->title));
+        /* the title as the prompt quotes it: the planner's text trimmed */
+        const char *title;
+        size_t tn = stall_text_trim(task->title, &title);
+        json_object_object_add(t, "title", json_object_new_string_len(title, (int)tn));
         json_object_object_add(t, "priority", json_object_new_int64(task->priority));
         json_object_object_add(o, "claimed_task", t);
     }
