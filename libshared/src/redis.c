@@ -184,6 +184,7 @@ static const char *const DATA_ERRORS[] = {
     "NOSCRIPT",                   /* handled by vigil_redis_eval (loads the script) */
     "ERR value is not",           /* INCR/ZADD on a string that is no number */
     "ERR hash value is not",      /* HINCRBY on a field that is no number */
+    "ERR no such key",            /* XINFO STREAM of a missing stream (read as none) */
     "VIGIL_BAD_DATA",             /* our scripts' own refusal before any write */
     NULL,
 };

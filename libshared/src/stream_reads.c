@@ -115,6 +115,58 @@ vigil_read_result vigil_stream_last_id(vigil_redis *r, const char *key, char *id
     return rc;
 }
 
+/* Copies a bulk-string stream id into out (VIGIL_STREAM_ID_MAX); a reply
+ * of another shape leaves out "". */
+static void copy_id(const redisReply *x, char *out)
+{
+    out[0] = '\0';
+    if (x && x->type == REDIS_REPLY_STRING && x->len < VIGIL_STREAM_ID_MAX) {
+        memcpy(out, x->str, x->len);
+        out[x->len] = '\0';
+    }
+}
+
+/* XINFO STREAM answers (RESP2) a flat array of field names and values;
+ * fields it does not know of are skipped, so a newer server's additions
+ * change nothing, and an older one's missing entries-added reads as -1. */
+vigil_read_result vigil_stream_read_info(vigil_redis *r, const char *key, vigil_stream_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->entries_added = -1;
+    const char *argv[] = {"XINFO", "STREAM", key};
+    redisReply *rep = r ? vigil_redis_commandv(r, 3, argv, NULL) : NULL;
+    if (!rep)
+        return VIGIL_READ_UNREACHABLE;
+    vigil_read_result rc = VIGIL_READ_OK;
+    if (rep->type == REDIS_REPLY_ERROR) {
+        /* "ERR no such key" (a data error, not retried: redis.c): a stream
+         * not (or no longer) there */
+        if (!rep->str || strncmp(rep->str, "ERR no such key", 15) != 0)
+            rc = VIGIL_READ_WRONG_TYPE;
+        out->entries_added = 0;
+    } else if (rep->type != REDIS_REPLY_ARRAY) {
+        rc = VIGIL_READ_WRONG_TYPE;
+    } else {
+        out->exists = true;
+        for (size_t i = 0; i + 1 < rep->elements; i += 2) {
+            const redisReply *f = rep->element[i], *v = rep->element[i + 1];
+            if (f->type != REDIS_REPLY_STRING)
+                continue;
+            if (strcmp(f->str, "length") == 0 && v->type == REDIS_REPLY_INTEGER)
+                out->length = v->integer < 0 ? 0 : (unsigned long long)v->integer;
+            else if (strcmp(f->str, "entries-added") == 0 && v->type == REDIS_REPLY_INTEGER)
+                out->entries_added = v->integer;
+            else if (strcmp(f->str, "last-generated-id") == 0)
+                copy_id(v, out->top_id);
+            else if (strcmp(f->str, "first-entry") == 0 && v->type == REDIS_REPLY_ARRAY &&
+                     v->elements == 2)
+                copy_id(v->element[0], out->first_id);
+        }
+    }
+    vigil_redis_reply_free(rep);
+    return rc;
+}
+
 vigil_read_result vigil_stream_read_after(vigil_redis *r, const char *key, const char *after,
                                           int count, int block_ms, vigil_stream_entry **out,
                                           size_t *n)

@@ -145,6 +145,7 @@ static void test_data_codes(void **state)
         "ERR value is not an integer or out of range",
         "ERR value is not a valid float",
         "ERR hash value is not an integer",
+        "ERR no such key",
         "NOGROUP No such key 'x' or consumer group 'g'",
         "BUSYGROUP Consumer Group name already exists",
         "NOSCRIPT No matching script. Please use EVAL.",

@@ -2,9 +2,9 @@
  * (vigil/stream_reads.h) against a real redis-server: ranges with
  * exclusive bounds and COUNT in both orders, the last id of a stream,
  * XREAD after an id (with and without new entries, and with a wait that
- * ends empty), SMEMBERS and GET; a missing key reads as empty, a key of
- * another type as VIGIL_READ_WRONG_TYPE, and a stopped server as
- * VIGIL_READ_UNREACHABLE. */
+ * ends empty), XINFO STREAM's history, SMEMBERS and GET; a missing key
+ * reads as empty, a key of another type as VIGIL_READ_WRONG_TYPE, and a
+ * stopped server as VIGIL_READ_UNREACHABLE. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -134,6 +134,45 @@ static void read_after(void **state)
     vigil_redis_free(r);
 }
 
+/* Reads key's XINFO STREAM and checks every field of it. */
+static void assert_info(vigil_redis *r, const char *key, bool exists, unsigned long long length,
+                        long long added, const char *first, const char *top)
+{
+    vigil_stream_info in;
+    assert_int_equal(vigil_stream_read_info(r, key, &in), VIGIL_READ_OK);
+    assert_int_equal(in.exists, exists);
+    assert_int_equal(in.length, length);
+    assert_int_equal(in.entries_added, added);
+    assert_string_equal(in.first_id, first);
+    assert_string_equal(in.top_id, top);
+}
+
+/* XINFO STREAM: a stream's history (entries ever added, the top id)
+ * beside what it holds; trimming leaves entries_added above length, a
+ * missing key reads as not existing, a key of another type is the wrong
+ * type. */
+static void stream_info(void **state)
+{
+    (void)state;
+    assert_true(vt_redis_exec(vt_srv, "FLUSHALL"));
+    vigil_redis *r = vt_redis_connect();
+    assert_info(r, "s", false, 0, 0, "", "");
+    assert_true(vt_redis_exec(vt_srv, "XADD s 5-0 m a"));
+    assert_true(vt_redis_exec(vt_srv, "XADD s 6-1 m b"));
+    assert_info(r, "s", true, 2, 2, "5-0", "6-1");
+    /* Trimmed: fewer held than added, the first entry moves on. */
+    assert_true(vt_redis_exec(vt_srv, "XADD s MAXLEN = 1 7-0 m c"));
+    assert_info(r, "s", true, 1, 3, "7-0", "7-0");
+    /* Emptied by XDEL: the top id stays, there is no first entry. */
+    assert_true(vt_redis_exec(vt_srv, "XDEL s 7-0"));
+    assert_info(r, "s", true, 0, 3, "", "7-0");
+    vigil_stream_info in;
+    assert_true(vt_redis_exec(vt_srv, "SET str x"));
+    assert_int_equal(vigil_stream_read_info(r, "str", &in), VIGIL_READ_WRONG_TYPE);
+    assert_false(in.exists);
+    vigil_redis_free(r);
+}
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -192,6 +231,8 @@ static void unreachable_is_not_empty(void **state)
     assert_int_equal(vigil_stream_last_id(r, "s", id, sizeof id), VIGIL_READ_UNREACHABLE);
     assert_int_equal(vigil_stream_read_after(r, "s", "0-0", 10, 50, &e, &n),
                      VIGIL_READ_UNREACHABLE);
+    vigil_stream_info in;
+    assert_int_equal(vigil_stream_read_info(r, "s", &in), VIGIL_READ_UNREACHABLE);
     char **m;
     assert_int_equal(vigil_read_members(r, "set", &m, &n), VIGIL_READ_UNREACHABLE);
     char *v;
@@ -209,6 +250,7 @@ int main(void)
         cmocka_unit_test(binary_values_are_copied_whole),
         cmocka_unit_test(last_id),
         cmocka_unit_test(read_after),
+        cmocka_unit_test(stream_info),
         cmocka_unit_test(members_and_strings),
         cmocka_unit_test(unreachable_is_not_empty),
     };

@@ -42,6 +42,24 @@ vigil_read_result vigil_stream_range(vigil_redis *r, const char *key, const char
  * holds any); "" when the stream is empty or missing. */
 vigil_read_result vigil_stream_last_id(vigil_redis *r, const char *key, char *id, size_t idlen);
 
+/* What XINFO STREAM says of a stream's history, which its entries alone
+ * do not: how many entries were ever added (Redis 7.0 on), so a reader can
+ * tell a stream that dropped entries (trimmed by MAXLEN, deleted) from one
+ * that never did, and the top id it ever gave, which never goes down while
+ * the key lives, so a reader can tell the stream was replaced (flushed,
+ * deleted, Redis restarted without it) when it falls below what it read. */
+typedef struct vigil_stream_info {
+    bool exists;               /* false: no such key, every field below 0 or "" */
+    unsigned long long length; /* entries held */
+    long long entries_added;   /* entries ever added; -1 when the server does not say (< 7.0) */
+    char first_id[VIGIL_STREAM_ID_MAX]; /* the oldest entry held; "" when empty */
+    char top_id[VIGIL_STREAM_ID_MAX];   /* last-generated-id: the greatest id it ever gave */
+} vigil_stream_info;
+
+/* XINFO STREAM key into *out. A missing key is VIGIL_READ_OK with
+ * exists false; a key of another type VIGIL_READ_WRONG_TYPE. */
+vigil_read_result vigil_stream_read_info(vigil_redis *r, const char *key, vigil_stream_info *out);
+
 /* XREAD COUNT count BLOCK block_ms STREAMS key after: the entries after id
  * `after`, waiting up to block_ms for one (block_ms < 0: no BLOCK). A wait
  * that ends with nothing new reads as none. The connection's command
