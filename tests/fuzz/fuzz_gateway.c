@@ -264,9 +264,19 @@ static void fuzz_topics(const fuzz_strs *ps)
         if (gw_pos_parse(out, &q) != 0 || gw_pos_cmp(p, q) != 0)
             abort();
         gw_pos oldest = { p.ms + (p.seq & 1), p.seq + 1 };
+        gw_log_state log = {.first = oldest, .top = oldest, .length = 1 + (p.ms & 3),
+                            .added = (int64_t)(p.seq & 7) - 1};
         size_t len;
-        if (gw_log_trimmed(p, oldest)) {
+        if (gw_log_trimmed(p, &log)) {
             char *f = gw_sse_trimmed_frame(gw_filters_style(&fs), p, oldest, 1000, &len);
+            free(f);
+        }
+        gw_log_state seen = log;
+        seen.added = (int64_t)(p.ms & 7);
+        if (gw_log_went_back(p, (p.seq & 2) ? &seen : NULL, &log)) {
+            char *f = gw_sse_ahead_frame(gw_filters_style(&fs), p, log.top, GW_AHEAD_LIVE, &len);
+            if (!f || strlen(f) != len)
+                abort();
             free(f);
         }
     }

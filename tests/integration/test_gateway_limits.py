@@ -5,8 +5,10 @@ refusal by a limit answers its status with the gateway's {"error",
 answers 503 before the listener's connection limit would reset sockets;
 a client too slow for its queue gets a last `dropped` frame and catches
 up from the log; a resume from a position the log trimmed gets a
-`trimmed` frame, one past the log's newest entry an `ahead` frame and the
-entries from the head on; a 17th presence session names the one it pushed out;
+`trimmed` frame (none from before a log that never trimmed an entry), one
+past the log's newest entry an `ahead` frame and the entries from the head
+on; open streams of a log reset under them with lower ids get `ahead` and
+the new log's entries; a 17th presence session names the one it pushed out;
 the page says when it is present in only 32 of its rooms. Real
 mosquitto, Redis and gateway process."""
 
@@ -337,6 +339,16 @@ def assert_resumes_without_notice(gw, path, pos, limit, count):
     assert refusals(gw, limit) == count
 
 
+def assert_a_phase_comes_next(pub, stream):
+    """A council phase published now is the next frame of a deliberations
+    stream (nothing before it but pings)."""
+    session = uid("s")
+    pub.publish(f"council/{session}/event", {"id": f"{session}:phase:1", "type": "phase", "session": session,
+                                             "ts": int(time.time() * 1000)})
+    got = stream.until(lambda f: f["data"].get("session") == session, timeout=10)
+    assert [f["data"]["type"] for f in got] == ["phase"], got
+
+
 def first_message(gw, pub):
     """A new room's stream path, an open stream of it, the room, and the
     log position of its first message, m0."""
@@ -384,6 +396,43 @@ def test_resume_from_a_trimmed_position_is_told(stack):
     assert t["data"]["since"] == first and t["data"]["oldest"] == oldest and t["data"]["limit"] == "log_entries"
     c.close()
     assert refusals(gw, "log_entries") == 2
+    # a position from before the log's first entry ever: the entries the log
+    # trimmed are still ones this client never saw, so it is told
+    r = SSE(gw.http_port, path, {**JOEL, "Last-Event-ID": "1-0"})
+    assert r.next()["event"] == "connected"
+    t = r.next()
+    assert t["event"] == "trimmed" and t["data"]["since"] == "1-0" and t["data"]["oldest"] == oldest, t
+    r.close()
+    assert refusals(gw, "log_entries") == 3
+
+
+def test_resume_from_before_a_log_that_never_trimmed_replays_it_without_notice(stack):
+    """`trimmed` means entries the client had not seen were dropped. A log
+    that never lost an entry (a fresh one, or one recreated after a
+    reset) has dropped nothing: a resume from before its first entry (an
+    id from before the log existed, `0-1`) replays it from the start,
+    without a `trimmed` frame, on both streams."""
+    gw = start_gateway(stack)
+    pub = stack.publisher()
+    path, s, room, m0 = first_message(gw, pub)
+    pub.publish(*human(room, "joel", "m1"))
+    s.until(lambda f: f["data"].get("text") == "m1")
+    s.close()
+    for since in ("0-1", "1-0", "1000-0"):
+        for hdrs, p in (({**JOEL, "Last-Event-ID": since}, path), (JOEL, path + "&since=" + since)):
+            r = SSE(gw.http_port, p, hdrs)
+            c = r.next()
+            assert c["event"] == "connected" and c["id"] == since, c
+            got = r.until(lambda f: f["data"].get("text") == "m1")
+            assert [(f["event"], f["data"].get("text")) for f in got] == [
+                ("room.message", "m0"), ("room.message", "m1")], (since, got)
+            assert got[0]["id"] == m0
+            r.close()
+    d = SSE(gw.http_port, "/api/autonomous/deliberations/live", {**JOEL, "Last-Event-ID": "0-1"})
+    assert d.next()["data"]["type"] == "connected"
+    assert_a_phase_comes_next(pub, d)
+    d.close()
+    assert refusals(gw, "log_entries") == 0
 
 
 FUTURE = "9999999999999-0"
@@ -425,11 +474,7 @@ def test_resume_past_the_log_newest_entry_is_told_and_served_from_the_head(stack
     assert c.next()["data"]["type"] == "connected"
     a = c.next()
     assert a["event"] == "message" and a["raw"].startswith('data: {"type":"ahead",'), a
-    session = uid("s")
-    pub.publish(f"council/{session}/event", {"id": f"{session}:phase:1", "type": "phase", "session": session,
-                                             "ts": int(time.time() * 1000)})
-    got = c.until(lambda f: f["data"].get("session") == session, timeout=10)
-    assert [f["data"]["type"] for f in got] == ["phase"], got
+    assert_a_phase_comes_next(pub, c)
     c.close()
     assert refusals(gw, "log_position") == 3
     # a position within the log is served as before, without a notice
@@ -442,6 +487,54 @@ def test_resume_past_the_log_newest_entry_is_told_and_served_from_the_head(stack
             st, _, body = request(gw.http_port, "GET", p + ("&" if "?" in p else "?") + "since=" + quote(bad),
                                   headers=JOEL)
             assert st == 400 and "since" in body["detail"], (bad, body)
+
+
+def test_a_log_reset_under_open_streams_is_told_and_its_new_entries_delivered(stack):
+    """A running gateway whose log is reset (Redis flushed, or restarted
+    without its data) while the new log's ids are lower than the last one
+    the fan-out read (a clock that went back): the open streams are not
+    left silent until the log gets back there. Each gets an `ahead` frame
+    naming the position it had reached and the new log's newest entry,
+    then the new log's entries from its start; new streams too."""
+    gw = start_gateway(stack)
+    pub = stack.publisher()
+    path, s, room, m0 = first_message(gw, pub)
+    d = SSE(gw.http_port, "/api/autonomous/deliberations/live", JOEL)
+    assert d.next()["data"]["type"] == "connected"
+    log = stack.redis.client()
+    key = stack.prefix + "presence-gateway:log"
+    # an entry a day ahead: what the fan-out read before the clock went back
+    future = f"{int(time.time() * 1000) + 86_400_000}-0"
+    body = {"id": uid("fut"), "room": room, "sender": "joel", "sender_type": "human", "text": "future",
+            "ts": int(time.time() * 1000)}
+    log.xadd(key, {"m": f"room/{room}/message\nroom.message\n{json.dumps(body)}"}, id=future)
+    assert s.until(lambda f: f["data"].get("text") == "future")[-1]["id"] == future
+    log.delete(key)  # the log is gone; what is logged next has smaller ids
+    pub.publish(*human(room, "joel", "after"))
+    got = s.until(lambda f: f["data"].get("text") == "after", timeout=15)
+    assert [f["event"] for f in got] == ["ahead", "room.message"], got
+    a = got[0]
+    key_of = lambda x: tuple(map(int, x.split("-")))
+    # since: the position the fan-out had read (future, or an entry the
+    # gateway logged after it, which Redis numbered future-1, -2, ...)
+    assert a["id"] is None and key_of(a["data"]["since"]) >= key_of(future), a
+    assert a["data"]["limit"] == "log_position" and "reset" in a["data"]["detail"], a
+    assert key_of(got[1]["id"]) < key_of(future), got[1]
+    # the deliberations stream is told too, unnamed, and gets what follows
+    a = d.until(lambda f: f["data"].get("type") == "ahead", timeout=15)[-1]
+    assert a["raw"].startswith('data: {"type":"ahead",') and key_of(a["data"]["since"]) >= key_of(future), a
+    assert_a_phase_comes_next(pub, d)
+    d.close()
+    # the open stream goes on with the new log, and a new one starts with it
+    pub.publish(*human(room, "joel", "later"))
+    assert [f["data"].get("text") for f in s.until(lambda f: f["data"].get("text") == "later")] == ["later"]
+    n = SSE(gw.http_port, path, JOEL)
+    assert n.next()["event"] == "connected"
+    pub.publish(*human(room, "joel", "newest"))
+    assert [f["data"].get("text") for f in n.until(lambda f: f["data"].get("text") == "newest")] == ["newest"]
+    n.close()
+    s.close()
+    assert refusals(gw, "log_position") >= 2
 
 
 def test_a_17th_presence_session_names_the_one_it_pushed_out(stack):

@@ -68,6 +68,9 @@ typedef struct gw_hub {
     int64_t ping_ms;
     int64_t stall_ms; /* VIGIL_GATEWAY_CLIENT_STALL_MS */
     int nbehind;      /* clients catching up from the log */
+    gw_log_state seen; /* the log at the reader's last look (gw_log_went_back) */
+    bool have_seen;
+    unsigned epoch;    /* counts the times the log went back under the reader */
     struct gateway *g; /* for gw_log_catch_up */
     vigil_runtime *rt;
 } gw_hub;
@@ -151,6 +154,10 @@ void gw_pool_close(gw_pool *p);
 /* stream.c: the newest entry of the Redis stream key (0-0 when it is
  * empty or missing). 0, or -1 (Redis unreachable). */
 int gw_log_newest(vigil_redis *r, const char *key, gw_pos *out);
+/* stream.c: what the log stream key is beyond its entries (XINFO
+ * STREAM; a missing key is no log: all 0). 0, or -1 (Redis unreachable,
+ * a key of another type). */
+int gw_log_state_read(vigil_redis *r, const char *key, gw_log_state *out);
 /* stream.c: appends to b the frames of the log entries in (since, upto]
  * that match fs, reading at most max_entries entries (after a `trimmed`
  * frame when some are no longer kept); *reached = the last position read

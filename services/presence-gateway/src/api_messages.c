@@ -107,7 +107,7 @@ void gateway_api_messages_get(gateway *g, vigil_http_req *req, const char *room)
         char nx[48];
         gw_pos_format(newest, nx, sizeof nx);
         json_object_object_add(o, "next", json_object_new_string(nx));
-        json_object_object_add(o, "ahead", gw_ahead_notice(since, newest, false));
+        json_object_object_add(o, "ahead", gw_ahead_notice(since, newest, GW_AHEAD_PAGE));
         gateway_limit_count("log_position");
     } else {
         /* nothing (more) to read: page on from where this page started, or

@@ -13,7 +13,10 @@
  * behind and takes nothing for VIGIL_GATEWAY_CLIENT_STALL_MS (a stalled
  * reader) is dropped: its stream ends with a `dropped` frame (after the
  * frame it was being sent), and it reconnects with Last-Event-ID. So the
- * reader never waits for a client and no client waits for another. Each client's reader
+ * reader never waits for a client and no client waits for another. When
+ * the log goes back under the reader (reset, its new ids below the
+ * position read), the reader starts again from the new log's start and
+ * every client gets an `ahead` frame first (start_over). Each client's reader
  * runs on its own connection thread (http_api.h) and sleeps on its own
  * condition variable until a frame or its next ping is due. */
 #include <stdio.h>
@@ -37,6 +40,12 @@
  * the socket; an SSE comment line (invisible to EventSource) this often
  * when idle makes the write fail and frees a vanished client's thread. */
 #define PROBE_MS 2000
+/* How often, at most, the reader looks whether the log went back under
+ * it (one XINFO STREAM): after every read that found nothing (so at
+ * least every READ_BLOCK_MS when idle, which is when a log that went
+ * back shows: nothing after the position read), and this often when
+ * busy. */
+#define LOOK_MS 500
 /* A stream opened just after start, before the reader has read the log's
  * end once, waits this long for it rather than being refused: /readyz
  * says ready as soon as the broker and Redis are connected, and a client
@@ -193,14 +202,91 @@ static void dispatch(gw_hub *h, const char *id, const char *entry)
     frame_release(frames[GW_SSE_UNNAMED]);
 }
 
-/* Reads the log's last id (where live delivery starts). 0 ok, -1 retry. */
+/* Called with the hub lock held when the log went back under the reader
+ * (gw_log_went_back: flushed, or Redis restarted without it, and its new
+ * ids start below the position read): reading on after that position
+ * would keep every open stream silent until the log got back there, for
+ * as long as the clock that went back takes. The reader starts again
+ * from the new log's start, and every client is told first, in an
+ * `ahead` frame (GW_AHEAD_LIVE) naming the position read and the new
+ * log's newest id, then gets the new log's entries. What was queued for
+ * it from the old log still goes out before the notice, unless its queue
+ * is full (those frames go: the notice says the old log is gone). A
+ * client catching up from the old log stops (catch_up sees the epoch). */
+static void start_over(gw_hub *h, const gw_log_state *now)
+{
+    char was[48], top[48];
+    gw_pos_format(h->last, was, sizeof was);
+    gw_pos_format(now->top, top, sizeof top);
+    vigil_log(VIGIL_LOG_WARN,
+              "sse: the log went back under the fan-out (its newest id %s, read up to %s: "
+              "reset or replaced); reading it from its start and telling every stream",
+              top, was);
+    gw_frame *frames[2] = {NULL, NULL};
+    for (gw_client *c = h->head; c; c = c->next) {
+        if (c->dropped)
+            continue;
+        if (c->behind) {
+            c->behind = false;
+            h->nbehind--;
+        }
+        gw_frame **frame = &frames[c->style];
+        if (!*frame) {
+            size_t flen = 0;
+            char *text = gw_sse_ahead_frame(c->style, h->last, now->top, GW_AHEAD_LIVE, &flen);
+            if (!(*frame = frame_wrap(text, flen))) {
+                drop_client(c, "out of memory", NULL);
+                continue;
+            }
+        }
+        if (c->qn == c->qcap)
+            queue_clear(c);
+        (*frame)->refs++;
+        c->q[(c->qhead + c->qn) % c->qcap] = *frame;
+        c->qn++;
+        c->min_pos = (gw_pos){0, 0};
+        c->queued_pos = c->min_pos;
+        gateway_limit_count("log_position");
+        pthread_cond_signal(&c->cond);
+    }
+    frame_release(frames[GW_SSE_NAMED]);
+    frame_release(frames[GW_SSE_UNNAMED]);
+    h->last = (gw_pos){0, 0};
+    h->epoch++;
+}
+
+/* Looks at the log (XINFO STREAM) and starts over when it went back under
+ * the reader (start_over); *went_back says so (what was just read then
+ * came after the old position and is read again from the start). 0, or
+ * -1 (Redis unreachable: the next read looks again). */
+static int look_back(gw_hub *h, vigil_redis *r, bool *went_back)
+{
+    gw_log_state now;
+    *went_back = false;
+    if (gw_log_state_read(r, h->key, &now) != 0)
+        return -1;
+    pthread_mutex_lock(&h->mu);
+    *went_back = gw_log_went_back(h->last, h->have_seen ? &h->seen : NULL, &now);
+    if (*went_back)
+        start_over(h, &now);
+    h->seen = now;
+    h->have_seen = true;
+    pthread_mutex_unlock(&h->mu);
+    return 0;
+}
+
+/* Reads the log's last id (where live delivery starts) and what the log
+ * is (the first look of gw_log_went_back). 0 ok, -1 retry. */
 static int read_tail(gw_hub *h, vigil_redis *r)
 {
     gw_pos p;
-    if (gw_log_newest(r, h->key, &p) != 0)
+    gw_log_state seen;
+    if (gw_log_newest(r, h->key, &p) != 0 || gw_log_state_read(r, h->key, &seen) != 0)
         return -1;
     pthread_mutex_lock(&h->mu);
     h->last = p;
+    h->seen = seen;
+    h->have_seen = true;
     h->have_last = true;
     pthread_cond_broadcast(&h->have_last_cond);
     pthread_mutex_unlock(&h->mu);
@@ -216,6 +302,7 @@ static void *hub_main(void *arg)
     while (r && !atomic_load(&h->stop) && read_tail(h, r) != 0)
         vigil_sleep_ms(vigil_backoff_ms(attempt++, 100, 2000), NULL);
     attempt = 0;
+    int64_t next_look = vigil_mono_ms() + LOOK_MS;
     while (r && !atomic_load(&h->stop)) {
         char last[48];
         pthread_mutex_lock(&h->mu);
@@ -231,11 +318,16 @@ static void *hub_main(void *arg)
             continue;
         }
         attempt = 0;
-        pthread_mutex_lock(&h->mu);
-        for (size_t i = 0; i < n; i++)
-            dispatch(h, ents[i].id, ents[i].value);
-        sweep_stalled(h);
-        pthread_mutex_unlock(&h->mu);
+        bool went_back = false;
+        if ((n == 0 || vigil_mono_ms() >= next_look) && look_back(h, r, &went_back) == 0)
+            next_look = vigil_mono_ms() + LOOK_MS;
+        if (!went_back) {
+            pthread_mutex_lock(&h->mu);
+            for (size_t i = 0; i < n; i++)
+                dispatch(h, ents[i].id, ents[i].value);
+            sweep_stalled(h);
+            pthread_mutex_unlock(&h->mu);
+        }
         vigil_stream_entries_free(ents, n);
     }
     vigil_runtime_conn_close(conn);
@@ -357,13 +449,17 @@ static int catch_up(gw_client *c)
 {
     gw_hub *h = c->hub;
     gw_pos since = c->queued_pos, upto = h->last, reached;
+    unsigned epoch = h->epoch;
     vigil_jtext b = {0};
     pthread_mutex_unlock(&h->mu);
     int rc = gw_log_catch_up(h->g, since, upto, (size_t)c->qcap, &c->filters, &b, &reached);
     pthread_mutex_lock(&h->mu);
-    if (rc != 0 || c->dropped) {
+    /* the log went back meanwhile: what was read is moot, start_over told
+     * the client and set where it reads from */
+    bool moot = c->dropped || h->epoch != epoch;
+    if (rc != 0 || moot) {
         free(b.s);
-        return c->dropped ? 0 : rc;
+        return moot ? 0 : rc;
     }
     free(c->backlog);
     c->backlog = b.s;

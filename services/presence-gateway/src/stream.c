@@ -9,7 +9,8 @@
  * starts after; with ?snapshot=1 the kept
  * latest state of every matching state topic follows (frames without id),
  * before the backlog and the live entries. A resume from a position the
- * log no longer keeps is told in a `trimmed` frame before the backlog;
+ * log no longer keeps (it trimmed entries after it) is told in a
+ * `trimmed` frame before the backlog;
  * one from past the log's newest entry (the log lost its latest entries or
  * was reset) starts from the log's head instead of waiting for the log to
  * get there, told in an `ahead` frame, and `connected` carries the head.
@@ -32,25 +33,22 @@
  * client leaves, which no one can predict; a few seconds spreads retries. */
 #define STREAMS_RETRY_S "5"
 
-/* When since is older than the oldest entry the log keeps
- * (VIGIL_GATEWAY_LOG_MAXLEN trimmed what came after it), appends the
- * `trimmed` frame and counts it. 0, or -1 (Redis unreachable, out of
- * memory). */
+/* When the log trimmed entries after since (gw_log_trimmed: since is
+ * older than the oldest entry the log keeps, and the log dropped entries;
+ * VIGIL_GATEWAY_LOG_MAXLEN trims them), appends the `trimmed` frame and
+ * counts it. A log that never dropped one (fresh, or recreated after a
+ * reset) gets none: everything after since is still there. 0, or -1
+ * (Redis unreachable, out of memory). */
 static int note_trimmed(gateway *g, vigil_redis *r, gw_pos since, gw_sse_style st,
                         vigil_jtext *b)
 {
-    vigil_stream_entry *first;
-    size_t n;
-    if (vigil_stream_range(r, g->hub.key, "-", "+", 1, false, &first, &n) != VIGIL_READ_OK)
+    gw_log_state log;
+    if (gw_log_state_read(r, g->hub.key, &log) != 0)
         return -1;
-    gw_pos oldest;
-    bool trimmed =
-        n == 1 && gw_pos_parse(first[0].id, &oldest) == 0 && gw_log_trimmed(since, oldest);
-    vigil_stream_entries_free(first, n);
-    if (!trimmed)
+    if (!gw_log_trimmed(since, &log))
         return 0;
     size_t fl;
-    char *frame = gw_sse_trimmed_frame(st, since, oldest, g->cfg.log_maxlen, &fl);
+    char *frame = gw_sse_trimmed_frame(st, since, log.first, g->cfg.log_maxlen, &fl);
     if (!frame)
         return -1; /* out of memory: a 503 rather than a silent gap */
     vigil_jtext_put(b, frame, fl);
@@ -64,7 +62,7 @@ static int note_trimmed(gateway *g, vigil_redis *r, gw_pos since, gw_sse_style s
 static int note_ahead(gw_sse_style st, gw_pos asked, gw_pos newest, vigil_jtext *b)
 {
     size_t fl;
-    char *frame = gw_sse_ahead_frame(st, asked, newest, &fl);
+    char *frame = gw_sse_ahead_frame(st, asked, newest, GW_AHEAD_RESUME, &fl);
     if (!frame)
         return -1;
     vigil_jtext_put(b, frame, fl);
@@ -82,6 +80,28 @@ int gw_log_newest(vigil_redis *r, const char *key, gw_pos *out)
     if (id[0] && gw_pos_parse(id, &p) != 0)
         return -1; /* never a Redis stream id: not read as an empty log */
     *out = p;
+    return 0;
+}
+
+/* A missing or unparsable id reads as 0-0; the log's ids are Redis'
+ * own, so only a key that is no log has other ones. */
+static gw_pos pos_or_zero(const char *id)
+{
+    gw_pos p = {0, 0};
+    if (!id[0] || gw_pos_parse(id, &p) != 0)
+        p = (gw_pos){0, 0};
+    return p;
+}
+
+int gw_log_state_read(vigil_redis *r, const char *key, gw_log_state *out)
+{
+    vigil_stream_info in;
+    if (vigil_stream_read_info(r, key, &in) != VIGIL_READ_OK)
+        return -1;
+    out->first = pos_or_zero(in.first_id);
+    out->top = pos_or_zero(in.top_id);
+    out->length = in.length;
+    out->added = in.entries_added;
     return 0;
 }
 

@@ -194,15 +194,74 @@ static void test_stream_cap(void **s)
     assert_int_equal(gw_stream_cap(4), 1);        /* the smallest setting: still one stream */
 }
 
+/* A log that dropped entries (given more than it holds, or a server that
+ * does not say) has trimmed a position older than its oldest entry; one
+ * that never dropped any (a fresh log, one recreated after a reset) has
+ * trimmed nothing, however old the position (from before the log
+ * existed, 0-1). */
 static void test_log_trimmed(void **s)
 {
     (void)s;
-    gw_pos oldest = {1000, 5};
-    assert_true(gw_log_trimmed((gw_pos){999, 9}, oldest));
-    assert_true(gw_log_trimmed((gw_pos){1000, 4}, oldest));
-    assert_false(gw_log_trimmed((gw_pos){1000, 5}, oldest)); /* still kept */
-    assert_false(gw_log_trimmed((gw_pos){2000, 0}, oldest));
-    assert_false(gw_log_trimmed((gw_pos){0, 0}, oldest)); /* since=0: whatever is kept */
+    gw_log_state trimmed = {.first = {1000, 5}, .top = {3000, 0}, .length = 100, .added = 400};
+    assert_true(gw_log_trimmed((gw_pos){999, 9}, &trimmed));
+    assert_true(gw_log_trimmed((gw_pos){1000, 4}, &trimmed));
+    assert_true(gw_log_trimmed((gw_pos){0, 1}, &trimmed)); /* before it existed: still lost some */
+    assert_false(gw_log_trimmed((gw_pos){1000, 5}, &trimmed)); /* still kept */
+    assert_false(gw_log_trimmed((gw_pos){2000, 0}, &trimmed));
+    assert_false(gw_log_trimmed((gw_pos){0, 0}, &trimmed)); /* since=0: whatever is kept */
+    gw_log_state fresh = {.first = {1000, 5}, .top = {3000, 0}, .length = 100, .added = 100};
+    assert_false(gw_log_trimmed((gw_pos){999, 9}, &fresh));
+    assert_false(gw_log_trimmed((gw_pos){0, 1}, &fresh));
+    assert_false(gw_log_trimmed((gw_pos){1, 0}, &fresh));
+    assert_false(gw_log_trimmed((gw_pos){1000, 5}, &fresh));
+    gw_log_state unknown = fresh; /* Redis before 7.0: taken as trimmed, as before */
+    unknown.added = -1;
+    assert_true(gw_log_trimmed((gw_pos){999, 9}, &unknown));
+    assert_false(gw_log_trimmed((gw_pos){1000, 5}, &unknown));
+    gw_log_state empty = {.top = {3000, 0}, .length = 0, .added = 400};
+    assert_false(gw_log_trimmed((gw_pos){1, 0}, &empty)); /* nothing held: nothing to resume */
+}
+
+/* The fan-out's log went back when its top id is below the position read
+ * (flushed or replaced, ids lower), or when it was replaced (fewer ever
+ * added than at the last look) with entries at or before that position;
+ * never while it only grows or trims, and not for a replaced log whose
+ * entries all come after the position (reading on gets them all). */
+static void test_log_went_back(void **s)
+{
+    (void)s;
+    gw_pos read = {5000, 2};
+    gw_log_state seen = {.first = {1000, 0}, .top = {5000, 2}, .length = 100, .added = 400};
+    gw_log_state now = seen;
+    assert_false(gw_log_went_back(read, &seen, &now));
+    assert_false(gw_log_went_back(read, NULL, &now));
+    now.top = (gw_pos){6000, 0}; /* grew and trimmed */
+    now.first = (gw_pos){2000, 0};
+    now.added = 500;
+    assert_false(gw_log_went_back(read, &seen, &now));
+    /* flushed: no log at all */
+    gw_log_state gone = {.added = 0};
+    assert_true(gw_log_went_back(read, &seen, &gone));
+    assert_true(gw_log_went_back(read, NULL, &gone));
+    assert_false(gw_log_went_back((gw_pos){0, 0}, &seen, &gone)); /* read nothing yet */
+    /* recreated with lower ids (the clock went back) */
+    gw_log_state lower = {.first = {3000, 0}, .top = {4000, 0}, .length = 3, .added = 3};
+    assert_true(gw_log_went_back(read, &seen, &lower));
+    assert_true(gw_log_went_back(read, NULL, &lower));
+    /* recreated, already past read but with entries before it: those were skipped */
+    gw_log_state across = {.first = {4999, 0}, .top = {5001, 0}, .length = 3, .added = 3};
+    assert_true(gw_log_went_back(read, &seen, &across));
+    assert_false(gw_log_went_back(read, NULL, &across)); /* no earlier look: cannot tell */
+    /* recreated with every entry after read: reading on gets them all */
+    gw_log_state later = {.first = {5001, 0}, .top = {5002, 0}, .length = 2, .added = 2};
+    assert_false(gw_log_went_back(read, &seen, &later));
+    /* a server that does not count what was added: only the top id tells */
+    gw_log_state old_seen = seen, old_across = across;
+    old_seen.added = -1;
+    old_across.added = -1;
+    assert_false(gw_log_went_back(read, &old_seen, &old_across));
+    old_across.top = (gw_pos){4000, 0};
+    assert_true(gw_log_went_back(read, &old_seen, &old_across));
 }
 
 /* A resume past the log's newest entry is ahead (served from the head);
@@ -280,7 +339,7 @@ static void test_ahead_notices(void **s)
     (void)s;
     size_t len;
     char *f = gw_sse_ahead_frame(GW_SSE_NAMED, (gw_pos){9999999999999ULL, 0}, (gw_pos){1000, 2},
-                                 &len);
+                                 GW_AHEAD_RESUME, &len);
     assert_non_null(f);
     json_object *d = frame_data(f, len, "ahead");
     assert_position_notice(d, "9999999999999-0", "newest", "1000-2", "log_position");
@@ -288,12 +347,21 @@ static void test_ahead_notices(void **s)
     assert_non_null(strstr(str(d, "detail"), "?snapshot=1"));
     json_object_put(d);
     free(f);
-    f = gw_sse_ahead_frame(GW_SSE_UNNAMED, (gw_pos){7, 1}, (gw_pos){0, 0}, &len);
+    f = gw_sse_ahead_frame(GW_SSE_UNNAMED, (gw_pos){7, 1}, (gw_pos){0, 0}, GW_AHEAD_RESUME, &len);
     assert_non_null(f);
     static const char unnamed[] = "data: {\"type\":\"ahead\",";
     assert_int_equal(strncmp(f, unnamed, sizeof unnamed - 1), 0);
     free(f);
-    d = gw_ahead_notice((gw_pos){7, 1}, (gw_pos){5, 0}, false);
+    /* an open stream whose log went back under it: reset, from the new start */
+    f = gw_sse_ahead_frame(GW_SSE_NAMED, (gw_pos){9000, 3}, (gw_pos){4000, 0}, GW_AHEAD_LIVE, &len);
+    assert_non_null(f);
+    d = frame_data(f, len, "ahead");
+    assert_position_notice(d, "9000-3", "newest", "4000-0", "log_position");
+    assert_non_null(strstr(str(d, "detail"), "reset under this stream"));
+    assert_non_null(strstr(str(d, "detail"), "from the new log's start"));
+    json_object_put(d);
+    free(f);
+    d = gw_ahead_notice((gw_pos){7, 1}, (gw_pos){5, 0}, GW_AHEAD_PAGE);
     assert_position_notice(d, "7-1", "newest", "5-0", "log_position");
     assert_non_null(strstr(str(d, "detail"), "next is the newest message"));
     json_object_put(d);
@@ -358,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_mentions_per_message),
         cmocka_unit_test(test_stream_cap),
         cmocka_unit_test(test_log_trimmed),
+        cmocka_unit_test(test_log_went_back),
         cmocka_unit_test(test_log_ahead),
         cmocka_unit_test(test_ahead_notices),
         cmocka_unit_test(test_notice_frames),

@@ -380,7 +380,7 @@ function connect() {
   // the gateway's limits, told in the stream (README, Limits)
   es.addEventListener("dropped", () => setNotice("stream", "the stream fell behind and starts again from where it was"));
   es.addEventListener("trimmed", () => setNotice("trimmed", "events logged while this page was away are no longer kept: reload the page to be complete"));
-  es.addEventListener("ahead", () => setNotice("trimmed", "the gateway's log was reset or lost its latest events while this page was away: reload the page to be complete"));
+  es.addEventListener("ahead", () => setNotice("trimmed", "the gateway's log was reset or lost its latest events (while this page was away, or under it): reload the page to be complete"));
   es.onerror = () => {
     conn.className = "conn off";
     conn.textContent = "reconnecting";

@@ -293,6 +293,19 @@ int gw_pos_parse(const char *s, gw_pos *out);
 int gw_pos_cmp(gw_pos a, gw_pos b);
 void gw_pos_format(gw_pos p, char *out, size_t outlen);
 
+/* What the gateway knows of its log beyond its entries (XINFO STREAM,
+ * read by the shell): a log that never dropped an entry holds all it was
+ * ever given (added == length), and the greatest id it ever gave never
+ * goes down while the log lives, so a log whose top is below a position
+ * read from it is another log (flushed, deleted, Redis restarted without
+ * it). */
+typedef struct gw_log_state {
+    gw_pos first;    /* the oldest entry held; 0-0 when empty */
+    gw_pos top;      /* the greatest id the log ever gave; 0-0 when there is no log */
+    uint64_t length; /* entries held */
+    int64_t added;   /* entries ever added; -1 unknown (Redis before 7.0) */
+} gw_log_state;
+
 /* A log entry as stored: "topic\nevent\ndata" (data: the payload with
  * `topic` set, compact JSON). Returns malloc'd text or NULL. */
 char *gw_log_entry(const char *topic, json_object *payload);
@@ -388,9 +401,28 @@ bool gw_id_valid(const char *s);
 int gw_stream_cap(int64_t max_clients);
 
 /* True when a client resuming after `since` asks for entries the log no
- * longer keeps: since is older than the oldest kept entry. since 0 (the
- * whole log, whatever is kept) never is. */
-bool gw_log_trimmed(gw_pos since, gw_pos oldest);
+ * longer keeps: since is older than the oldest kept entry and the log
+ * dropped entries (it was given more than it holds; when the server does
+ * not say, taken as dropped). A log that never dropped one (a fresh log,
+ * one recreated after a reset) holds everything after any since, however
+ * old (an id from before the log existed, 0-1): nothing is missing, and
+ * the whole log is the backlog. since 0 (the whole log, whatever is kept)
+ * never is. Not told apart: a since at or after the last entry trimmed
+ * (Redis records no trimmed id), which is still told. */
+bool gw_log_trimmed(gw_pos since, const gw_log_state *log);
+
+/* True when the log the fan-out reads went back under it: `read` is the
+ * position it had read up to, `seen` what the log was at the previous
+ * look (NULL: none), `now` what it is. Either the greatest id the log
+ * ever gave is now below read (the log was replaced and, the clock of the
+ * Redis host having gone back or its ids restarting lower, its entries
+ * are all before read: reading after read would wait, silent, until the
+ * log got back there), or the log was replaced (fewer entries ever added
+ * than at the previous look) and its oldest entry is at or before read,
+ * so the entries of the new log up to read were never read. A log
+ * replaced whose entries all come after read needs nothing: reading
+ * after read gets them all. */
+bool gw_log_went_back(gw_pos read, const gw_log_state *seen, const gw_log_state *now);
 
 /* The `trimmed` frame sent before the backlog when gw_log_trimmed: the
  * position asked for, the oldest kept, the setting; written in the
@@ -409,15 +441,25 @@ char *gw_sse_trimmed_frame(gw_sse_style st, gw_pos since, gw_pos oldest, int64_t
  * the log's head instead, and told (gw_ahead_notice). */
 bool gw_log_ahead(gw_pos since, gw_pos newest);
 
-/* What a client resuming past the log's newest entry is told:
- * {since, newest, limit: "log_position", detail}. stream: the detail of
- * an SSE stream (it goes on after newest), else of a page of the room log
- * (`next` is newest). New object, NULL when out of memory. */
-json_object *gw_ahead_notice(gw_pos since, gw_pos newest, bool stream);
+/* Where a position past the log's newest entry was found, which the
+ * `ahead` notice's detail says:
+ *  - GW_AHEAD_RESUME: a stream resuming from it (it goes on after newest);
+ *  - GW_AHEAD_PAGE: a page of the room log (`next` is newest);
+ *  - GW_AHEAD_LIVE: an open stream that had reached it when the log went
+ *    back under it (gw_log_went_back; it goes on from the new log's
+ *    start). */
+typedef enum { GW_AHEAD_RESUME, GW_AHEAD_PAGE, GW_AHEAD_LIVE } gw_ahead_kind;
 
-/* The `ahead` frame sent before the backlog when gw_log_ahead, in the
+/* What a client past the log's newest entry is told:
+ * {since, newest, limit: "log_position", detail}. New object, NULL when
+ * out of memory. */
+json_object *gw_ahead_notice(gw_pos since, gw_pos newest, gw_ahead_kind kind);
+
+/* The `ahead` frame of a stream (kind GW_AHEAD_RESUME before the backlog
+ * when gw_log_ahead, GW_AHEAD_LIVE before the new log's entries), in the
  * stream's style st (gw_sse_notice_frame). malloc'd, *len. */
-char *gw_sse_ahead_frame(gw_sse_style st, gw_pos since, gw_pos newest, size_t *len);
+char *gw_sse_ahead_frame(gw_sse_style st, gw_pos since, gw_pos newest, gw_ahead_kind kind,
+                         size_t *len);
 
 /* The `dropped` frame, the last a client gets when `queue` frames waited
  * for it (VIGIL_GATEWAY_CLIENT_QUEUE) and it took nothing for stall_ms
