@@ -238,58 +238,6 @@ int vigil_fx_snapshot(vigil_effects *fx, const char *hash, const char *field,
     return 0;
 }
 
-/* Ids must be deterministic (a redelivered input yields the same ids) and
- * fit the caller's buffer. When the plain form is too long, a prefix is
- * kept for readability and "~" + the FNV-1a hash of the full id keeps two
- * long ids with the same prefix apart. */
-void vigil_event_id(char *out, size_t outlen, const char *input_id, const char *key, int n)
-{
-    if (!out || outlen == 0)
-        return;
-    if (!input_id)
-        input_id = "";
-    if (!key)
-        key = "";
-    char num[VIGIL_I64_TEXT_MAX + 1];
-    vigil_i64_text(num, n);
-    /* "<input_id>:<key>:<n>", two or three per input: built without
-     * snprintf, which cost more than the rest of the id's work */
-    size_t need = vigil_concat(out, outlen, input_id, ":", key, ":", num, (const char *)NULL);
-    if (need < outlen)
-        return;
-    /* Input and event ids are at most 128 bytes and keys as long, so the
-     * stack buffer is the normal case. */
-    char stackbuf[512];
-    char *full = need < sizeof stackbuf ? stackbuf : malloc(need + 1);
-    uint64_t h;
-    if (full) {
-        vigil_concat(full, need + 1, input_id, ":", key, ":", num, (const char *)NULL);
-        h = vigil_hash64(full, need);
-    } else {
-        /* Out of memory with a huge id: hash the parts instead (still
-         * deterministic for this input, though not equal to the above). */
-        char tail[16];
-        snprintf(tail, sizeof tail, "/%d", n);
-        h = vigil_hash64(input_id, strlen(input_id)) ^
-            (vigil_hash64(key, strlen(key)) * 31u) ^ vigil_hash64(tail, strlen(tail));
-    }
-    char suffix[18];
-    snprintf(suffix, sizeof suffix, "~%016" PRIx64, h);
-    size_t room = outlen - 1;
-    if (room < 17) { /* tiny buffer: as much of the hash as fits */
-        memcpy(out, suffix + 1, room);
-        out[room] = '\0';
-    } else {
-        /* need > room, so this writes exactly the first `keep` chars. */
-        size_t keep = room - 17;
-        snprintf(out, keep + 1, "%s:%s:%d", input_id, key, n);
-        memcpy(out + keep, suffix, 17);
-        out[room] = '\0';
-    }
-    if (full != stackbuf)
-        free(full);
-}
-
 /* Outbox entry text: "<0|1><topic>\n<payload>" (the format store.h gives),
  * in the effects' blocks. */
 static char *outbox_entry(vigil_effects *fx, const char *topic, const char *payload, bool retain)

@@ -1,4 +1,4 @@
-/* test_effects.c - the effect list builders and deterministic event ids. */
+/* test_effects.c - the effect list builders. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -227,79 +227,6 @@ static void test_reset_allows_reuse(void **state)
     vigil_effects_free(&fx);
 }
 
-static void test_event_id_short(void **state)
-{
-    char id[128];
-    vigil_event_id(id, sizeof id, "msg-1", "ann", 0);
-    assert_string_equal(id, "msg-1:ann:0");
-    vigil_event_id(id, sizeof id, "msg-1", "ann", 12);
-    assert_string_equal(id, "msg-1:ann:12");
-}
-
-static void test_event_id_exact_fit(void **state)
-{
-    char id[12]; /* "abcde:fg:10" is 11 chars: fits exactly */
-    vigil_event_id(id, sizeof id, "abcde", "fg", 10);
-    assert_string_equal(id, "abcde:fg:10");
-}
-
-static void test_event_id_long_is_truncated_unique_deterministic(void **state)
-{
-    char in1[200], in2[200];
-    memset(in1, 'x', sizeof in1 - 1);
-    in1[sizeof in1 - 1] = '\0';
-    memcpy(in2, in1, sizeof in2);
-    in2[150] = 'y'; /* differs only beyond what fits */
-    char a[64], b[64], c[64], d[64];
-    vigil_event_id(a, sizeof a, in1, "room1", 0);
-    vigil_event_id(b, sizeof b, in1, "room1", 0);
-    vigil_event_id(c, sizeof c, in2, "room1", 0);
-    vigil_event_id(d, sizeof d, in1, "room1", 1);
-    assert_int_equal(strlen(a), sizeof a - 1);
-    assert_string_equal(a, b);       /* deterministic */
-    assert_string_not_equal(a, c);   /* the excess still counts */
-    assert_string_not_equal(a, d);   /* n still counts */
-    assert_memory_equal(a, in1, 46); /* readable prefix */
-    assert_int_equal(a[46], '~');
-    for (int i = 47; i < 63; i++)
-        assert_non_null(strchr("0123456789abcdef", a[i]));
-}
-
-static void test_event_id_huge_input(void **state)
-{
-    /* beyond the internal stack buffer: same rules */
-    char *in1 = malloc(3000), *in2 = malloc(3000);
-    memset(in1, 'h', 2999);
-    in1[2999] = '\0';
-    memcpy(in2, in1, 3000);
-    in2[2500] = 'i';
-    char a[128], b[128], c[128];
-    vigil_event_id(a, sizeof a, in1, "k", 0);
-    vigil_event_id(b, sizeof b, in1, "k", 0);
-    vigil_event_id(c, sizeof c, in2, "k", 0);
-    assert_int_equal(strlen(a), 127);
-    assert_string_equal(a, b);
-    assert_string_not_equal(a, c);
-    free(in1);
-    free(in2);
-}
-
-static void test_event_id_tiny_buffers(void **state)
-{
-    char tiny[8];
-    vigil_event_id(tiny, sizeof tiny, "a-long-input-id", "key", 3);
-    assert_int_equal(strlen(tiny), 7);
-    char again[8];
-    vigil_event_id(again, sizeof again, "a-long-input-id", "key", 3);
-    assert_string_equal(tiny, again);
-    char one[1] = { 'z' };
-    vigil_event_id(one, 1, "a", "b", 1);
-    assert_int_equal(one[0], '\0');
-    char untouched = 'q';
-    vigil_event_id(&untouched, 0, "a", "b", 1);
-    assert_int_equal(untouched, 'q');
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -314,11 +241,6 @@ int main(void)
         cmocka_unit_test(test_snapshot_ops),
         cmocka_unit_test(test_snapshot_rejects_bad_json),
         cmocka_unit_test(test_reset_allows_reuse),
-        cmocka_unit_test(test_event_id_short),
-        cmocka_unit_test(test_event_id_exact_fit),
-        cmocka_unit_test(test_event_id_long_is_truncated_unique_deterministic),
-        cmocka_unit_test(test_event_id_huge_input),
-        cmocka_unit_test(test_event_id_tiny_buffers),
     };
     return cmocka_run_group_tests_name("effects", tests, NULL, NULL);
 }

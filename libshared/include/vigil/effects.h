@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <json-c/json.h>
+#include "event_id.h" /* vigil_event_id: the ids of the events pushed here */
 
 typedef struct vigil_outmsg {
     char *topic;
@@ -154,11 +155,5 @@ int vigil_fx_key_set(vigil_effects *fx, const char *name, const char *value);
 int vigil_fx_key_delete(vigil_effects *fx, const char *name);
 int vigil_fx_set_add(vigil_effects *fx, const char *name, const char *member);
 int vigil_fx_set_remove(vigil_effects *fx, const char *name, const char *member);
-
-/* Deterministic output event id: "<input_id>:<key>:<n>", truncated to fit
- * (hashing the excess), so a redelivered input yields the same ids. The
- * separator is ":" because an event id may come back as another service's
- * input id, where "/", "+" and "#" are refused. */
-void vigil_event_id(char *out, size_t outlen, const char *input_id, const char *key, int n);
 
 #endif

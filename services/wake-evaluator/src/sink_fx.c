@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/event_id.h>
 #include <vigil/limits.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
@@ -60,9 +61,10 @@ static void fx_limit(void *ctx, const char *limit, const char *detail)
         vigil_limit_note(limit, detail);
         return;
     }
-    char key[WAKE_ID_MAX + 32], id[WAKE_EVID_MAX + 1];
-    snprintf(key, sizeof key, "limit:%s:%d", c->room, c->n_limits++);
-    wake_event_id(id, sizeof id, c->in->id, key);
+    /* "<input id>:limit:<room>:<n>": the room is the input's scope */
+    char key[WAKE_ID_MAX + 8], id[WAKE_EVID_MAX + 1];
+    vigil_concat(key, sizeof key, "limit:", c->room, (const char *)NULL);
+    vigil_event_id(id, sizeof id, c->in->id, key, c->n_limits++);
     if (vigil_fx_limit_refusal(c->fx, WAKE_SERVICE, id, c->in, limit, detail, c->now) != 0)
         vigil_limit_note(limit, detail); /* out of memory: at least the log */
 }

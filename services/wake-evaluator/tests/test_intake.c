@@ -4,9 +4,13 @@
  * those a rule of dormancy-monitor already wakes. */
 #include "wk_test.h"
 
-static wk *room(void)
+/* The test room of sleepers and wakers, in room `id`. */
+static wk *room_in(const char *id)
 {
     wk *t = wk_new();
+    wake_room_free(t->r);
+    t->r = wake_room_new(id);
+    assert_non_null(t->r);
     wk_persona(t, "smart", "smart", -1, NULL, 0);
     wk_persona(t, "mid", NULL, 8000000000LL, NULL, 0);
     wk_persona(t, "basic", NULL, 3000000000LL, NULL, 0);
@@ -20,6 +24,8 @@ static wk *room(void)
     wk_clear(t);
     return t;
 }
+
+static wk *room(void) { return room_in("general"); }
 
 static bool job_for(const wk *t, const char *persona)
 {
@@ -68,7 +74,7 @@ static void only_sleepers_are_evaluated(void **state)
     assert_non_null(w);
     assert_string_equal(wk_str(w, "via"), "rules");
     assert_string_equal(wk_str(w, "tier"), "basic");
-    assert_string_equal(wk_str(w, "id"), "m1:wake:basic");
+    assert_string_equal(wk_str(w, "id"), "m1:general:wake:basic");
     json_object *v;
     json_object_object_get_ex(w, "should_wake", &v);
     assert_false(json_object_get_boolean(v));
@@ -201,7 +207,7 @@ static void the_job_carries_its_context(void **state)
     assert_int_equal(wake_on_message(t->r, &t->c, &m, t->now, &t->sink), 0);
     wake_job j;
     first_job(t, &j);
-    assert_string_equal(j.job, "m9:wake:smart");
+    assert_string_equal(j.job, "m9:general:wake:smart");
     assert_string_equal(j.room, "general");
     assert_string_equal(j.persona, "smart");
     assert_string_equal(j.role, "operations");
@@ -451,31 +457,66 @@ static void decision_and_economics_texts_are_exact(void **state)
     wk_free(t);
 }
 
-static void event_ids(void **state)
+/* The wake event's id (also its job's) is "<message id>:<room>:wake:
+ * <persona>": a message id is unique only within its room, so the same id
+ * in two rooms makes two decisions with two ids, while the same message
+ * decided again makes the same one (consumers dedupe on it). */
+static void wake_ids_name_the_room(void **state)
 {
     (void)state;
-    char id[WAKE_EVID_MAX + 1];
-    wake_event_id(id, sizeof id, "m-7f3a", "wake:sre");
-    assert_string_equal(id, "m-7f3a:wake:sre");
-    /* never '/', '+' or '#' added: these events are other services' inputs */
-    char input[129], persona[65];
-    memset(input, 'a', 128);
-    input[128] = '\0';
-    memset(persona, 'p', 64);
-    persona[64] = '\0';
-    char key[80];
-    snprintf(key, sizeof key, "wake:%s", persona);
-    wake_event_id(id, sizeof id, input, key);
-    assert_int_equal(strlen(id), WAKE_EVID_MAX);
-    assert_non_null(strstr(id, key));
-    assert_null(strchr(id, '/'));
-    char other[WAKE_EVID_MAX + 1];
-    input[127] = 'b'; /* another input, same prefix: another id */
-    wake_event_id(other, sizeof other, input, key);
-    assert_string_not_equal(id, other);
-    wake_event_id(other, sizeof other, input, key);
-    wake_event_id(id, sizeof id, input, key);
-    assert_string_equal(id, other); /* deterministic */
+    wk *a = room_in("general"), *b = room_in("ops");
+    assert_int_equal(wk_msg(a, "awake", WAKE_SENDER_AI, "what do you all think?"), 0);
+    assert_int_equal(wk_msg(b, "awake", WAKE_SENDER_AI, "what do you all think?"), 0);
+    json_object *wa = wake_of(a, "basic"), *wb = wake_of(b, "basic");
+    assert_non_null(wa);
+    assert_non_null(wb);
+    assert_string_equal(wk_str(wa, "message_id"), "m1");
+    assert_string_equal(wk_str(wb, "message_id"), "m1");
+    assert_string_equal(wk_str(wa, "id"), "m1:general:wake:basic");
+    assert_string_equal(wk_str(wb, "id"), "m1:ops:wake:basic");
+    json_object_put(wa);
+    json_object_put(wb);
+    wake_job ja, jb;
+    first_job(a, &ja);
+    first_job(b, &jb);
+    assert_string_not_equal(ja.job, jb.job);
+    assert_string_equal(ja.job + strlen(ja.job) - strlen(":general:wake:smart"),
+                        ":general:wake:smart");
+    wake_job_clear(&ja);
+    wake_job_clear(&jb);
+    /* the same message again (a redelivery): the same id */
+    wk_free(b);
+    b = room_in("ops");
+    assert_int_equal(wk_msg(b, "awake", WAKE_SENDER_AI, "what do you all think?"), 0);
+    wb = wake_of(b, "basic");
+    assert_string_equal(wk_str(wb, "id"), "m1:ops:wake:basic");
+    json_object_put(wb);
+    wk_free(a);
+    wk_free(b);
+}
+
+/* A message id of the longest kind still gives a contract-sized id (cut
+ * and hashed) that differs from another room's. */
+static void long_wake_ids_stay_apart(void **state)
+{
+    (void)state;
+    char input[WAKE_EVID_MAX + 1], ids[2][WAKE_EVID_MAX + 1];
+    memset(input, 'a', WAKE_EVID_MAX);
+    input[WAKE_EVID_MAX] = '\0';
+    const char *rooms[] = {"general", "ops"};
+    for (int i = 0; i < 2; i++) {
+        wk *t = room_in(rooms[i]);
+        wake_message m = {input, "awake", WAKE_SENDER_AI, "hi", NULL, 0};
+        assert_int_equal(wake_on_message(t->r, &t->c, &m, t->now, &t->sink), 0);
+        json_object *w = wake_of(t, "basic");
+        assert_non_null(w);
+        snprintf(ids[i], sizeof ids[i], "%s", wk_str(w, "id"));
+        json_object_put(w);
+        wk_free(t);
+        assert_int_equal(strlen(ids[i]), WAKE_EVID_MAX);
+        assert_null(strpbrk(ids[i], "/+#"));
+    }
+    assert_string_not_equal(ids[0], ids[1]);
 }
 
 /* Past VIGIL_WAKE_MAX_PERSONAS a persona is not tracked, and the sink is
@@ -519,7 +560,8 @@ int main(void)
         cmocka_unit_test(bad_jobs_are_refused),
         cmocka_unit_test(a_decision_commit_counts_tokens),
         cmocka_unit_test(decision_and_economics_texts_are_exact),
-        cmocka_unit_test(event_ids),
+        cmocka_unit_test(wake_ids_name_the_room),
+        cmocka_unit_test(long_wake_ids_stay_apart),
         cmocka_unit_test(a_job_is_wanted_while_its_persona_sleeps),
         cmocka_unit_test(personas_past_the_limit_are_told),
     };

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include <vigil/event_id.h>
 #include <vigil/str.h>
 
 const char *wake_display_name(const wake_persona *p)
@@ -150,9 +151,12 @@ static int evaluate(wake_room *r, const wake_config *c, const wake_persona *p,
                     const wake_message *m, wake_context *ctx, bool *have_ctx, int64_t now,
                     const wake_sink *sink, bool *decided)
 {
+    /* "<message id>:<room>:wake:<persona>": a message id is unique only
+     * within its room, and consumers dedupe wake events (and the worker
+     * its jobs) by this id across rooms */
     char id[WAKE_EVID_MAX + 1], key[WAKE_ID_MAX + 8];
     vigil_concat(key, sizeof key, "wake:", p->id, (const char *)NULL);
-    wake_event_id(id, sizeof id, m->id, key);
+    vigil_event_id_in(id, sizeof id, m->id, r->id, key);
     wake_tier tier = wake_persona_tier(p);
     if (tier == WAKE_TIER_BASIC) {
         *decided = true;

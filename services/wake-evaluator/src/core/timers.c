@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include <vigil/event_id.h>
 
 int wake_on_timer(wake_room *r, const wake_config *c, const char *name, int64_t due, int64_t now,
                   const wake_sink *sink)
@@ -28,9 +29,10 @@ int wake_on_timer(wake_room *r, const wake_config *c, const char *name, int64_t 
     r->ap_due = now + c->autopilot_interval_ms;
     if (sink->timer(sink->ctx, WAKE_TIMER_AUTOPILOT, r->ap_due) != 0)
         return -1;
-    char id[WAKE_EVID_MAX + 1], key[40];
-    snprintf(key, sizeof key, "autopilot:%" PRId64, due);
-    wake_event_id(id, sizeof id, r->id, key);
+    /* one run per room and deadline: "<room>:autopilot:<due>" */
+    char id[WAKE_EVID_MAX + 1], when[24];
+    snprintf(when, sizeof when, "%" PRId64, due);
+    vigil_event_id_in(id, sizeof id, r->id, "autopilot", when);
     if (c->llm_enabled) {
         char *job = wake_ap_job_build(r, id, now);
         int rc = job ? sink->enqueue(sink->ctx, job) : -1;

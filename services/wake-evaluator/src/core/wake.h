@@ -271,9 +271,6 @@ typedef struct wake_reader {
 /* Text: mentions, words, keywords, domains                           */
 /* ------------------------------------------------------------------ */
 
-/* Deterministic id of an output event: "<input id>:<key>" (see ids.c). */
-void wake_event_id(char *out, size_t outlen, const char *input, const char *key);
-
 /* "@name" in text, case-insensitive, by libshared's vigil_text rules; a
  * display name that is no id ("Helper AI") matches "@Helper AI" as a whole
  * word. */
