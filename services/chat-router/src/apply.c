@@ -134,8 +134,10 @@ static int refuse_deleted(const vigil_input *in, const chat_message *m, const ch
                                            in_topic, CHAT_REASON_ROOM_DELETED, detail, sample);
     if (!o)
         return -1;
-    vigil_event_id(id, sizeof id, in->id, CHAT_REASON_ROOM_DELETED, 0);
-    json_object_object_add(o, "id", json_object_new_string(id)); /* deterministic per input */
+    /* "<message id>:<room>:room_deleted": deterministic per input, and a
+     * message id is unique only within its room */
+    vigil_event_id_in(id, sizeof id, in->id, room, CHAT_REASON_ROOM_DELETED);
+    json_object_object_add(o, "id", json_object_new_string(id));
     json_object_object_add(o, "room", json_object_new_string(room));
     json_object_object_add(o, "ts", json_object_new_int64(now));
     int rc = vigil_fx_publish_json(fx, topic, o, false);
@@ -176,7 +178,7 @@ int chat_apply_fx(void *ctx, const char *key, const char *state_json, const vigi
                      "message_id", pp->in.msg.id, NULL);
     if (bad == 0 && r.mentions_capped) {
         char id[VIGIL_EVENT_ID_MAX + 1], detail[300];
-        vigil_event_id(id, sizeof id, in->id, "limit", 0);
+        vigil_event_id_in(id, sizeof id, in->id, key, "limit"); /* key: the room */
         /* past the depth limit nobody is notified at all: say so, rather
          * than that the first max_mentions were */
         snprintf(detail, sizeof detail,

@@ -10,7 +10,6 @@ int main(int argc, char **argv)
 {
     static chat_service svc;
     chat_config_init(&svc.cfg);
-    svc.cfg.make_id = vigil_event_id;
     svc.flag_refresh_ms = CHAT_DEFAULT_FLAG_REFRESH_MS;
     vigil_service_def def = {
         .name = CHAT_SERVICE,

@@ -333,9 +333,17 @@ static void test_ids(void **st)
     sim_send(&s, sim_msg_in("m1", "joel", CHAT_SENDER_HUMAN, "@arya @gendry"), 1);
     json_s(s.outbox[0].payload, "id", a, sizeof a);
     json_s(s.outbox[1].payload, "id", b, sizeof b);
-    assert_string_equal(a, "m1/general/0");
-    assert_string_equal(b, "m1/general/1");
+    assert_string_equal(a, "m1:general:0");
+    assert_string_equal(b, "m1:general:1");
     sim_free(&s);
+    /* the same message id in another room: other ids (a message id is
+     * unique only within its room) */
+    static sim o;
+    sim_init(&o, "ops");
+    sim_send(&o, sim_msg_in("m1", "joel", CHAT_SENDER_HUMAN, "@arya @gendry"), 1);
+    json_s(o.outbox[0].payload, "id", a, sizeof a);
+    assert_string_equal(a, "m1:ops:0");
+    sim_free(&o);
 }
 
 int main(void)

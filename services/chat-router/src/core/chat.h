@@ -55,19 +55,12 @@ void chat_queue_name(const char *room, char *out, size_t outlen);
 
 /* ---- configuration ------------------------------------------------------ */
 
-/* Makes a deterministic output event id from the input id, the key and a
- * rank (libshared's vigil_event_id in the service; a local fallback when
- * NULL). */
-typedef void (*chat_id_fn)(char *out, size_t outlen, const char *input_id, const char *key,
-                           int n);
-
 typedef struct chat_config {
     int64_t max_depth;      /* VIGIL_CHAT_MAX_DEPTH (100) */
     int depth_memory;       /* VIGIL_CHAT_DEPTH_MEMORY (256): ids remembered per room */
     int max_mentions;       /* VIGIL_CHAT_MAX_MENTIONS (32): notifications per message */
     int64_t log_maxlen;     /* VIGIL_CHAT_LOG_MAXLEN (10000) */
     int64_t log_max_age_ms; /* VIGIL_CHAT_LOG_MAX_AGE_MS (7 days) */
-    chat_id_fn make_id;
 } chat_config;
 
 #define CHAT_DEFAULT_MAX_DEPTH 100

@@ -13,7 +13,6 @@ void chat_config_init(chat_config *c)
     c->max_mentions = CHAT_DEFAULT_MAX_MENTIONS;
     c->log_maxlen = CHAT_DEFAULT_LOG_MAXLEN;
     c->log_max_age_ms = CHAT_DEFAULT_LOG_MAX_AGE_MS;
-    c->make_id = NULL;
 }
 
 void chat_log_name(const char *room, char *out, size_t outlen)

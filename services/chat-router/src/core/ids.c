@@ -1,6 +1,7 @@
 /* ids.c - deterministic ids. Every id the core makes is a function of the
  * input id, so a redelivered input (decided again after a crash) yields
- * the same ids and consumers dedupe on them. */
+ * the same ids and consumers dedupe on them. Notification ids are
+ * libshared's vigil_event_id ("<message id>:<room>:<n>", message.c). */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -18,23 +19,6 @@ void chat_derived_id(char *out, size_t outlen, const char *tag, const char *a, c
     int n = snprintf(buf, sizeof buf, "%s\n%s", a ? a : "", b ? b : "");
     size_t len = n < 0 ? 0 : ((size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
     snprintf(out, outlen, "%s-%016" PRIx64, tag, vigil_hash64(buf, len));
-}
-
-void chat_event_id(const chat_config *cfg, char *out, size_t outlen, const char *input_id,
-                   const char *key, int n)
-{
-    if (cfg->make_id) {
-        cfg->make_id(out, outlen, input_id, key, n);
-        return;
-    }
-    int need = snprintf(out, outlen, "%s/%s/%d", input_id, key, n);
-    if (need < 0 || (size_t)need >= outlen) {
-        char num[16];
-        snprintf(num, sizeof num, "%d", n);
-        chat_derived_id(out, outlen, "ev", input_id, key);
-        size_t l = strlen(out);
-        snprintf(out + l, outlen - l, "-%s", num);
-    }
 }
 
 /* One decimal part of a stream id, at *p: 1-20 digits (UINT64_MAX has 20)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "step.h"
+#include <vigil/event_id.h>
 #include <vigil/str.h>
 
 int chat_flush_queue(chat_room *r, chat_result *out)
@@ -70,7 +71,7 @@ static int notify_all(const chat_config *cfg, chat_room *r, const chat_input *in
         return -1;
     for (int i = 0; i < n_who; i++) {
         char id[CHAT_EVID_MAX + 1], topic[CHAT_ID_MAX + 32];
-        chat_event_id(cfg, id, sizeof id, m->id, r->room, i);
+        vigil_event_id(id, sizeof id, m->id, r->room, i);
         vigil_concat(topic, sizeof topic, "persona/", who[i], "/notify", (const char *)NULL);
         char *payload = chat_notify_json(id, who[i], r->room, m, depth, now);
         if (!payload)

@@ -4,10 +4,6 @@
 #define CHAT_STEP_H
 #include "chat.h"
 
-/* The output event id of rank n for this input (cfg->make_id or the local
- * fallback "<input>/<key>/<n>"). */
-void chat_event_id(const chat_config *cfg, char *out, size_t outlen, const char *input_id,
-                   const char *key, int n);
 
 /* Moves the room's queue to the outbox (queued notifications go out before
  * anything this input publishes, see effects.h) and forgets the count. */
