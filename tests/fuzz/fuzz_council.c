@@ -217,7 +217,7 @@ static void command(council_user *u, const council_config *c, char *cmd, int64_t
                     : verb[0] == 'p' ? COUNCIL_CTL_PAUSE
                     : verb[0] == 'r' ? COUNCIL_CTL_RESUME : COUNCIL_CTL_END;
         char sid[COUNCIL_ID_MAX + 1];
-        council_start_session_id(&in, id, sid, sizeof sid);
+        council_start_session_id(&in, u->user, id, sid, sizeof sid);
         rc = council_on_control(u, c, &in, id, *now, &SINK, why, sizeof why);
     } else if (!strcmp(verb, "answer")) {
         const char *sess = f[0] && f[0][0] == '@' ? u->s.id : f[0] ? f[0] : "";

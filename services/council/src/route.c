@@ -66,7 +66,7 @@ static int route_control(vigil_runtime *rt, const vigil_input *in, council_parse
          * had it. The core refuses a used id; another user's is refused
          * here, before the decision, as it names someone else's session. */
         char sid[COUNCIL_ID_MAX + 1], owner[VIGIL_ID_MAX + 1];
-        council_start_session_id(&pp->ctl, in->id, sid, sizeof sid);
+        council_start_session_id(&pp->ctl, user, in->id, sid, sizeof sid);
         int rc = session_user(rt, sid, owner, sizeof owner, err);
         if (rc == VIGIL_ROUTE_RETRY)
             return rc;

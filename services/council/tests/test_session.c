@@ -535,6 +535,35 @@ static void redelivered_start_is_the_same_session(void **st)
     free(copy);
 }
 
+/* A control id is unique only within its user's topic: another user's
+ * start of the same id is another session, with other event ids. */
+static void two_users_one_start_id_are_two_sessions(void **st)
+{
+    fx *x = *st;
+    control(x, COUNCIL_CTL_START, NULL, NULL, "c1", T0);
+    council_user *other = calloc(1, sizeof *other);
+    council_user_init(other, "arya");
+    council_control in = {COUNCIL_CTL_START, NULL, NULL, false};
+    char why[64], sid[COUNCIL_ID_MAX + 1];
+    fake_sink f2 = {0};
+    council_sink s2 = fake_sink_of(&f2);
+    council_on_control(other, &x->c, &in, "c1", T0, &s2, why, sizeof why);
+    assert_int_equal(strncmp(other->s.id, "s-", 2), 0);
+    assert_string_not_equal(other->s.id, x->u->s.id);
+    council_start_session_id(&in, "arya", "c1", sid, sizeof sid);
+    assert_string_equal(sid, other->s.id); /* what the shell looks up */
+    json_object *a = json_tokener_parse(x->f.payloads[0]), *b = json_tokener_parse(f2.payloads[0]);
+    json_object *ia, *ib;
+    assert_true(json_object_object_get_ex(a, "id", &ia));
+    assert_true(json_object_object_get_ex(b, "id", &ib));
+    assert_string_equal(json_object_get_string(ia), "c1:joel:0");
+    assert_string_equal(json_object_get_string(ib), "c1:arya:0");
+    json_object_put(a);
+    json_object_put(b);
+    fake_reset(&f2);
+    free(other);
+}
+
 static void messages_are_bounded(void **st)
 {
     fx *x = *st;
@@ -973,6 +1002,7 @@ int main(void)
         FX_TEST(research_with_and_without_a2a),
         FX_TEST(sol_failing_is_reflect_with_warning),
         FX_TEST(redelivered_start_is_the_same_session),
+        FX_TEST(two_users_one_start_id_are_two_sessions),
         FX_TEST(messages_are_bounded),
         FX_TEST(sense_shows_the_last_messages_of_the_sessions_room),
         FX_TEST(a_used_session_id_is_refused),

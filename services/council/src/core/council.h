@@ -353,10 +353,12 @@ typedef struct council_control {
 } council_control;
 
 /* The session id a start names: its `session`, else one derived from the
- * input id (so a redelivered start names the same session). The shell
- * uses it too, to look the id's record up before deciding. */
-void council_start_session_id(const council_control *in, const char *input_id, char *out,
-                              size_t cap);
+ * user and the input id ("s-<hash>": a redelivered start names the same
+ * session, and two users' starts of one id, which is unique only within
+ * its user's control topic, name two). The shell uses it too, to look the
+ * id's record up before deciding. */
+void council_start_session_id(const council_control *in, const char *user, const char *input_id,
+                              char *out, size_t cap);
 
 /* Results of an input: applied, or refused with a reason (the input is
  * rejected: nothing is committed, the shell reports it). */

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <vigil/event_id.h>
 #include <vigil/json.h>
 #include "internal.h"
 
@@ -17,10 +18,15 @@ void council_emit_init(council_emit *e, const council_sink *sink, const char *in
         snprintf(e->input, sizeof e->input, "h-%016" PRIx64, vigil_hash64(input, strlen(input)));
 }
 
+void council_emit_id(council_emit *e, const council_user *u, char *out, size_t cap)
+{
+    vigil_event_id(out, cap, e->input, u->user, e->n++);
+}
+
 json_object *council_event(council_emit *e, const council_user *u, const char *type, int64_t now)
 {
     char id[COUNCIL_EVID_MAX + 1];
-    snprintf(id, sizeof id, "%s:%d", e->input, e->n++);
+    council_emit_id(e, u, id, sizeof id);
     json_object *o = json_object_new_object();
     if (!o)
         return NULL;

@@ -10,9 +10,15 @@
 #define COUNCIL_DISABLED_REASON                                                                    \
     "autonomous mode is disabled (VIGIL_COUNCIL_ENABLED=0): sessions do not start or run"
 
-/* Starts an emitter for one decision on input `input` (ids "<input>:<n>",
- * hashed when long). */
+/* Starts an emitter for one decision on input `input` (ids
+ * "<input>:<user>:<n>", council_emit_id). */
 void council_emit_init(council_emit *e, const council_sink *sink, const char *input);
+/* The next event id of this decision: "<input>:<user>:<n>". An input id is
+ * unique only within its topic (a control id within its user, an answer id
+ * within its session), so the user names the scope: two users' inputs of
+ * one id make events of two ids. Deterministic: a redelivered input makes
+ * the same ids. */
+void council_emit_id(council_emit *e, const council_user *u, char *out, size_t cap);
 
 /* A new event of the current session: id, session, user, type, loop, ts. */
 json_object *council_event(council_emit *e, const council_user *u, const char *type,

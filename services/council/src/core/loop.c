@@ -128,7 +128,7 @@ static int tool_request(council_emit *e, const council_user *u, const char *kind
 {
     char topic[160], id[COUNCIL_EVID_MAX + 1];
     snprintf(topic, sizeof topic, "council/%s/request", u->s.id);
-    snprintf(id, sizeof id, "%s:%d", e->input, e->n++);
+    council_emit_id(e, u, id, sizeof id);
     json_object *r = json_object_new_object();
     if (!r)
         return -1;

@@ -125,13 +125,19 @@ static int resume(council_emit *e, council_user *u, const council_config *c, int
     return council_loop_begin(e, u, c, now);
 }
 
-void council_start_session_id(const council_control *in, const char *input_id, char *out,
-                              size_t cap)
+void council_start_session_id(const council_control *in, const char *user, const char *input_id,
+                              char *out, size_t cap)
 {
-    if (in->session)
+    if (in->session) {
         snprintf(out, cap, "%s", in->session);
-    else /* derived from the input id: a redelivered start names the same session */
-        snprintf(out, cap, "s-%016" PRIx64, vigil_hash64(input_id, strlen(input_id)));
+        return;
+    }
+    /* "<user>\n<input id>": a user id holds no newline, so no two pairs
+     * hash the same text */
+    uint64_t h = vigil_hash64_more(VIGIL_HASH64_INIT, user, strlen(user));
+    h = vigil_hash64_more(h, "\n", 1);
+    h = vigil_hash64_more(h, input_id, strlen(input_id));
+    snprintf(out, cap, "s-%016" PRIx64, h);
 }
 
 council_rc council_on_control(council_user *u, const council_config *c, const council_control *in,
@@ -142,7 +148,7 @@ council_rc council_on_control(council_user *u, const council_config *c, const co
     council_emit_init(&e, sink, input_id);
     if (in->action == COUNCIL_CTL_START) {
         char sid[COUNCIL_ID_MAX + 1];
-        council_start_session_id(in, input_id, sid, sizeof sid);
+        council_start_session_id(in, u->user, input_id, sid, sizeof sid);
         bool current = u->has_session && strcmp(u->s.id, sid) == 0;
         /* A session id is used once: never a second session (record, index
          * entry) under it, nor a session_ended event on an older session's
