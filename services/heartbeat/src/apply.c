@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/event_id.h>
 #include <vigil/limits.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
+#include <vigil/str.h>
 #include "adapter.h"
 
 int hb_out_to_fx(const hb_service *svc, const char *persona, const hb_state *s, hb_out *out,
@@ -67,12 +69,18 @@ void hb_record_close(hb_state *s, hb_out *out)
 /* A bound the core reached on this input says so: an error event on
  * sys/heartbeat/error (reason limit), committed with the decision's other
  * effects, and vigil_limit_refusals_total{limit}. */
-static int limit_fx(const vigil_input *in, const hb_out *out, int64_t now, vigil_effects *fx)
+static int limit_fx(const char *key, const vigil_input *in, const hb_out *out, int64_t now,
+                    vigil_effects *fx)
 {
     if (!out->limit)
         return 0;
-    char id[VIGIL_EVENT_ID_MAX + 1];
-    vigil_event_id(id, sizeof id, in->id, "limit", 0);
+    /* "<input id>:<topic's room or persona>:limit:<persona>": an input id
+     * is unique only within its topic (a message id within its room), and
+     * one room message reaches every persona with a heartbeat there (one
+     * record each) */
+    char id[VIGIL_EVENT_ID_MAX + 1], what[VIGIL_KEY_MAX + 8];
+    vigil_concat(what, sizeof what, "limit:", key, (const char *)NULL);
+    vigil_event_id_in(id, sizeof id, in->id, in->nparts > 1 ? in->parts[1] : "", what);
     return vigil_fx_limit_refusal(fx, HB_SERVICE, id, in, out->limit, out->limit_detail, now);
 }
 
@@ -119,7 +127,7 @@ int hb_apply(void *ctx, const char *key, const char *state_json, const vigil_inp
     }
     int rc = 0;
     if (r != HB_OK || hb_out_to_fx(svc, key, &s, &out, fx) != 0 ||
-        limit_fx(in, &out, now_ms, fx) != 0)
+        limit_fx(key, in, &out, now_ms, fx) != 0)
         rc = vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory deciding %s",
                              in->id[0] ? in->id : in->topic); /* a clear has no id */
     hb_record_close(&s, &out);
