@@ -175,12 +175,39 @@ def test_basic_tier_decides_at_once_by_the_rules_without_the_llm(stack, llm):
     pub.publish(*ai(room, "bot", "the build is BROKEN again", mid="m1"))
     pub.publish(*ai(room, "bot", "that was helpful, thanks", mid="m2"))
     got = wait_wakes(col, 2, persona="tiny")
-    assert got["m1:wake:tiny"]["should_wake"] is True
-    assert got["m1:wake:tiny"]["via"] == "rules"
-    assert "broken" in got["m1:wake:tiny"]["reason"]
-    assert got["m2:wake:tiny"]["should_wake"] is False
+    assert got[f"m1:{room}:wake:tiny"]["should_wake"] is True
+    assert got[f"m1:{room}:wake:tiny"]["via"] == "rules"
+    assert "broken" in got[f"m1:{room}:wake:tiny"]["reason"]
+    assert got[f"m2:{room}:wake:tiny"]["should_wake"] is False
     assert all(e["tier"] == "basic" and e["latency_ms"] == 0 for e in got.values())
     assert llm.stats()["requests"] == before
+
+
+def test_one_message_id_in_two_rooms_makes_two_wake_events(stack):
+    """A message id is unique only within its room: a client may send "m1"
+    in two rooms. The persona asleep in both gets two decisions, and their
+    event ids differ (they name the room), so a consumer deduping by event
+    id keeps both; a redelivery of either still has the same id."""
+    start(stack, None)
+    col = stack.collector()
+    pub = stack.publisher()
+    rooms = [uid("east"), uid("west")]
+    now = harness.now_ms()
+    topic, body = meta("tiny", rooms[0], parameters=3_000_000_000)
+    body["rooms"] = rooms
+    pub.c.publish(topic, json.dumps(body).encode(), qos=1, retain=True)
+    state = {"persona": "tiny", "ts": now,
+             "rooms": {r: {"level": "sleep", "since": now, "trigger": "manual"} for r in rooms}}
+    pub.c.publish("persona/tiny/state", json.dumps(state).encode(), qos=1, retain=True)
+    for r in rooms:
+        harness.wait_until(lambda r=r: _level(stack, r, "tiny") == "sleep", 30, f"tiny asleep in {r}")
+    for r in rooms:
+        pub.publish(*ai(r, "bot", "the build is BROKEN again", mid="m1"))
+    got = wait_wakes(col, 2, persona="tiny", timeout=15)
+    assert set(got) == {f"m1:{r}:wake:tiny" for r in rooms}
+    assert {ev["room"] for ev in got.values()} == set(rooms)
+    assert all(ev["message_id"] == "m1" and ev["should_wake"] is True for ev in got.values())
+    validate_outputs(col, WAKE_OUTPUTS)
 
 
 def test_rule_wakes_are_not_evaluated(stack, llm):
@@ -255,7 +282,7 @@ def test_llm_failure_falls_back_to_the_rules_and_says_so(stack, llm, name):
     pub.publish(*human(room, "joel", EMERGENCY, mid="h"))
     pub.publish(*ai(room, "bot", "lunch anyone?", mid="a"))
     got = wait_wakes(col, 2, persona="sre", timeout=30)
-    h, a = got["h:wake:sre"], got["a:wake:sre"]
+    h, a = got[f"h:{room}:wake:sre"], got[f"a:{room}:wake:sre"]
     for ev in (h, a):
         assert ev["via"] == "fallback", ev
         assert ev["llm_status"] == status, ev
@@ -280,7 +307,7 @@ def test_an_llm_error_quoted_in_the_reason_is_cut_between_characters(stack, llm)
     room = uid("f")
     setup_sleepers(stack, pub, room, ["sre"])
     pub.publish(*human(room, "joel", EMERGENCY, mid="h"))
-    ev = wait_wakes(col, 1, persona="sre", timeout=30)["h:wake:sre"]
+    ev = wait_wakes(col, 1, persona="sre", timeout=30)[f"h:{room}:wake:sre"]
     assert ev["via"] == "fallback" and ev["llm_status"] == "http_error", ev
     assert "LLM http_error: error under HTTP 200: " + "x" * 127 + "; " in ev["reason"], ev
     for m in col.snapshot():
@@ -335,13 +362,13 @@ def test_the_published_confidence_is_the_one_decided_on(stack, llm):
     for ev in got.values():
         if ev["via"] == "llm":
             assert ev["should_wake"] == (ev["confidence"] > 0.7), ev
-    low, high = got["c07004:wake:sre"], got["c07006:wake:sre"]
+    low, high = got[f"c07004:{room}:wake:sre"], got[f"c07006:{room}:wake:sre"]
     assert low["via"] == "llm" and low["confidence"] == 0.7 and low["should_wake"] is False
     assert "confidence 0.7 is not above 0.7" in low["reason"]
     assert high["via"] == "llm" and high["confidence"] == 0.701 and high["should_wake"] is True
-    pct = got["c85:wake:sre"]
+    pct = got[f"c85:{room}:wake:sre"]
     assert pct["via"] == "llm" and pct["confidence"] == 0.85 and pct["should_wake"] is True
-    bad = got["c15:wake:sre"]
+    bad = got[f"c15:{room}:wake:sre"]
     assert bad["via"] == "fallback" and bad["llm_status"] == "ok", bad
     assert "confidence out of range" in bad["reason"] and bad["should_wake"] is False
     validate_outputs(col, WAKE_OUTPUTS)
@@ -362,7 +389,7 @@ def test_the_fallback_rules_read_the_whole_message(stack, llm):
     assert 4200 <= len(text.encode()) < 4400
     pub.publish(*ai(room, "bot", text, mid="long"))
     got = wait_wakes(col, 2, timeout=20)
-    basic, smart = got["long:wake:tiny"], got["long:wake:sre"]
+    basic, smart = got[f"long:{room}:wake:tiny"], got[f"long:{room}:wake:sre"]
     assert basic["via"] == "rules" and basic["should_wake"] is True
     assert basic["reason"] == "rules: urgent keyword 'down'"
     assert smart["via"] == "fallback" and smart["llm_status"] == "http_error", smart
