@@ -188,6 +188,15 @@ def dormancy_events(col, persona="+", pred=None, since=0):
     return col.events(f"persona/{persona}/dormancy", pred, since)
 
 
+def wake_levels(stack, room):
+    """{persona: level} as wake-evaluator holds them in room's record (its
+    Redis state, learnt from the retained persona/{p}/state): the levels its
+    next decision in the room reads. Tests wait on it instead of guessing
+    how long the service takes to read the states."""
+    _, st = stack.store("wake-evaluator").state(room)
+    return {p["id"]: p.get("l") for p in (st or {}).get("p", [])}
+
+
 # --------------------------------------------------------------------------
 # Schema validation of what the services publish
 

@@ -25,9 +25,9 @@ test_chat_router.py and test_cli.py already."""
 import json
 import time
 
-from conftest import ai, command, human, uid, validate_outputs
+from conftest import ai, command, human, uid, validate_outputs, wake_levels
 from fake_servers import FakeLLM, running
-from harness import now_ms, scaled
+from harness import now_ms, scaled, wait_until
 
 SUGGEST_TEXT = "\U0001F4A4 No human activity for {}. Switch to mention-only? [Yes] [No] [Snooze {}]"
 SLEEP_TEXT = ("\U0001F4A4 Auto-sleeping due to extended AI-only discussion. "
@@ -349,8 +349,10 @@ def test_emergency_from_a_human_makes_the_sleepers_evaluate_and_wake(stack, tmp_
             pub.publish(*ai(room, p, "@self dormant sleep"))
         col.wait_event(f"room/{room}/state", lambda s: all(s["personas"].get(p) == "sleep" for p in metas),
                        timeout=10, what="everyone asleep by choice")
-        # wake-evaluator learns the levels from the retained persona/{p}/state
-        time.sleep(scaled(0.5))
+        # wake-evaluator learns the levels from the retained persona/{p}/state:
+        # the message must find them in its room record, or it evaluates nobody
+        wait_until(lambda: all(wake_levels(stack, room).get(p) == "sleep" for p in metas),
+                   10, "wake-evaluator holds everyone asleep", interval=0.05)
 
         mark = col.mark()
         pub.publish(*human(room, "joel", EMERGENCY, mid="emerg-1"))

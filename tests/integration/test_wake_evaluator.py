@@ -14,7 +14,7 @@ import time
 import pytest
 
 import harness
-from conftest import ai, human, uid, validate_outputs
+from conftest import ai, human, uid, validate_outputs, wake_levels
 from fake_servers import FakeLLM, running
 from harness import scaled
 
@@ -85,13 +85,8 @@ def setup_sleepers(stack, pub, room, personas, tier="smart", level="sleep", **me
         items.append(asleep(p, room, level=level))
     for topic, body in items:
         pub.c.publish(topic, json.dumps(body).encode(), qos=1, retain=True)
-    view = stack.store(SERVICE)
-
     def ready():
-        _, st = view.state(room)
-        if not st:
-            return False
-        levels = {p["id"]: p.get("l") for p in st.get("p", [])}
+        levels = wake_levels(stack, room)
         return all(levels.get(p) == level for p in personas)
 
     harness.wait_until(ready, 30, f"{len(personas)} sleepers known in {room}", interval=0.05)
@@ -237,11 +232,7 @@ def _retained(item):
 
 
 def _level(stack, room, persona):
-    _, st = stack.store(SERVICE).state(room)
-    for p in (st or {}).get("p", []):
-        if p["id"] == persona:
-            return p.get("l")
-    return None
+    return wake_levels(stack, room).get(persona)
 
 
 def _level_trigger(stack, room, persona):
