@@ -46,3 +46,17 @@ void vigil_event_id(char *out, size_t outlen, const char *input_id, const char *
     vigil_i64_text(num, n);
     vigil_event_id_in(out, outlen, input_id, key, num);
 }
+
+void vigil_error_event_id(char *out, size_t outlen, const char *service, const char *topic,
+                          const void *payload, size_t len)
+{
+    /* pieces separated by a NUL, which neither a service name nor a topic
+     * holds: no two (service, topic) pairs hash the same bytes */
+    service = service ? service : "";
+    topic = topic ? topic : "";
+    uint64_t h = vigil_hash64_more(VIGIL_HASH64_INIT, service, strlen(service) + 1);
+    h = vigil_hash64_more(h, topic, strlen(topic) + 1);
+    h = vigil_hash64_more(h, payload ? payload : "", payload ? len : 0);
+    if (out && outlen > 0)
+        snprintf(out, outlen, "err-%016" PRIx64, h);
+}

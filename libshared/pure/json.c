@@ -811,17 +811,14 @@ const char *vigil_json_field_or(json_object *o, const char *name, const char *al
 
 /* ---- output helpers ------------------------------------------------- */
 
-/* The fields every error event starts with (sys-error): its id from the
- * input's hash and the time, the service, topic, reason, detail, sample. */
-json_object *vigil_error_event_new(uint64_t hash, int64_t now, const char *service,
-                                   const char *topic, const char *reason, const char *detail,
-                                   const char *sample)
+/* The fields every error event starts with (sys-error): the caller's id,
+ * the service, topic, reason, detail, sample. */
+json_object *vigil_error_event_new(const char *id, const char *service, const char *topic,
+                                   const char *reason, const char *detail, const char *sample)
 {
     json_object *o = json_object_new_object();
     if (!o)
         return NULL;
-    char id[64];
-    snprintf(id, sizeof id, "err-%016llx-%lld", (unsigned long long)hash, (long long)now);
     json_object_object_add(o, "id", json_object_new_string(id));
     json_object_object_add(o, "service", json_object_new_string(service));
     json_object_object_add(o, "topic", json_object_new_string(topic));

@@ -43,15 +43,10 @@ int vigil_fx_limit_refusal(vigil_effects *fx, const char *service, const char *e
         vigil_json_sample(in->raw, in->raw_len, sample, sizeof sample);
     else
         sample[0] = '\0';
-    json_object *o = json_object_new_object();
+    json_object *o = vigil_error_event_new(event_id, service, in_topic,
+                                           vigil_reject_name(VIGIL_REJECT_LIMIT), detail, sample);
     if (!o)
         return -1;
-    json_object_object_add(o, "id", json_object_new_string(event_id));
-    json_object_object_add(o, "service", json_object_new_string(service));
-    json_object_object_add(o, "topic", json_object_new_string(in_topic));
-    json_object_object_add(o, "reason", json_object_new_string(vigil_reject_name(VIGIL_REJECT_LIMIT)));
-    json_object_object_add(o, "detail", json_object_new_string(detail));
-    json_object_object_add(o, "sample", json_object_new_string(sample));
     json_object_object_add(o, "ts", json_object_new_int64(now));
     int rc = vigil_fx_publish_json(fx, topic, o, false);
     json_object_put(o);

@@ -33,6 +33,8 @@
 #include "vigil/outbox.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -475,8 +477,15 @@ static void report_dead_letter(vigil_outbox *o, const ob_slot *sl, const char *d
     else
         topic_safe[0] = '\0';
     int64_t now = vigil_now_ms();
-    json_object *j = vigil_error_event_new(vigil_hash64(sl->raw.buf, sl->raw.len), now,
-                                           o->service, topic_safe, "dead_letter", detail, sample);
+    /* "err-<hash of the entry>-<now>": a dead letter is an occurrence, not
+     * an input. It is reported once, after the move that cannot be undone
+     * (nothing redelivers it), and an entry replayed and refused again is
+     * a new occurrence that must not be deduped against the first. */
+    char id[64];
+    snprintf(id, sizeof id, "err-%016" PRIx64 "-%lld", vigil_hash64(sl->raw.buf, sl->raw.len),
+             (long long)now);
+    json_object *j = vigil_error_event_new(id, o->service, topic_safe, "dead_letter", detail,
+                                           sample);
     json_object_object_add(j, "dead_letter_key", json_object_new_string(o->dl_key));
     json_object_object_add(j, "dead_letters", json_object_new_int64(dl_len));
     json_object_object_add(j, "ts", json_object_new_int64(now));

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "vigil/clock.h"
+#include "vigil/event_id.h"
 #include "vigil/handover.h"
 #include "vigil/http.h"
 #include "vigil/log.h"
@@ -269,10 +270,12 @@ static void reject(vigil_runtime *rt, const char *topic, const void *payload, si
     vigil_json_sample(topic, strlen(topic), topic_safe, sizeof topic_safe);
 
     int64_t now = vigil_now_ms();
-    /* the topic too: the same bad payload on two topics is two errors */
-    uint64_t h = vigil_hash64_more(vigil_hash64(topic, strlen(topic)), payload, len);
-    json_object *o = vigil_error_event_new(h, now, rt->def->name, topic_safe, reason,
-                                           err->detail, sample);
+    /* from the service, topic and bytes, not the clock: the same bad
+     * payload on two topics is two errors, redelivered it is one */
+    char id[32];
+    vigil_error_event_id(id, sizeof id, rt->def->name, topic, payload, len);
+    json_object *o = vigil_error_event_new(id, rt->def->name, topic_safe, reason, err->detail,
+                                           sample);
     json_object_object_add(o, "ts", json_object_new_int64(now));
     char *s = vigil_json_dump(o);
     json_object_put(o);

@@ -137,6 +137,28 @@ static void test_event_id_in_long_scopes_apart(void **state)
     assert_null(strpbrk(a, "/+#"));
 }
 
+/* A rejection's id: from service, topic and bytes, never the clock (a
+ * redelivered bad input is one error); two services rejecting one input
+ * at the same instant make two ids. */
+static void test_error_event_id(void **state)
+{
+    (void)state;
+    char a[32], b[32], c[32], d[32];
+    vigil_error_event_id(a, sizeof a, "wake-evaluator", "room/r/message", "{x", 2);
+    vigil_error_event_id(b, sizeof b, "wake-evaluator", "room/r/message", "{x", 2);
+    vigil_error_event_id(c, sizeof c, "chat-router", "room/r/message", "{x", 2);
+    vigil_error_event_id(d, sizeof d, "wake-evaluator", "room/s/message", "{x", 2);
+    assert_string_equal(a, b);
+    assert_string_not_equal(a, c);
+    assert_string_not_equal(a, d);
+    assert_int_equal(strlen(a), 4 + 16);
+    assert_int_equal(strncmp(a, "err-", 4), 0);
+    /* the separator keeps ("ab", "c") and ("a", "bc") apart */
+    vigil_error_event_id(c, sizeof c, "ab", "c", "", 0);
+    vigil_error_event_id(d, sizeof d, "a", "bc", "", 0);
+    assert_string_not_equal(c, d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -148,6 +170,7 @@ int main(void)
         cmocka_unit_test(test_event_id_in_scoped),
         cmocka_unit_test(test_event_id_is_scoped_with_rank),
         cmocka_unit_test(test_event_id_in_long_scopes_apart),
+        cmocka_unit_test(test_error_event_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,4 +35,15 @@ void vigil_event_id_in(char *out, size_t outlen, const char *input_id, const cha
  * Same cut as vigil_event_id_in. */
 void vigil_event_id(char *out, size_t outlen, const char *input_id, const char *key, int n);
 
+/* The id of the error event for an input the runtime rejected:
+ * "err-<16 hex>", a hash of the service, the topic and the payload's bytes
+ * (how an input without a usable id is known, envelope.h). Never the
+ * clock: a rejected input redelivered (a crash before its acknowledgement)
+ * is the same error and a consumer dedupes it. The service is part of it
+ * because every service subscribed to a topic rejects a bad input there at
+ * the same instant, each on its own sys/{service}/error, and a consumer of
+ * sys/+/error must keep them apart. out: at least 21 bytes. */
+void vigil_error_event_id(char *out, size_t outlen, const char *service, const char *topic,
+                          const void *payload, size_t len);
+
 #endif

@@ -183,13 +183,13 @@ const char *vigil_json_field_or(json_object *o, const char *name, const char *al
 void vigil_json_sample(const char *buf, size_t len, char *out, size_t outlen);
 
 /* The fields every error event on sys/{service}/error starts with, in
- * this order: id "err-<hash, 16 hex digits>-<now>", service, topic, reason,
- * detail, sample. The caller adds its own fields, then "ts". NULL when out
- * of memory. One function so that the runtime's rejections and the
- * outbox's dead letters keep one shape. */
-json_object *vigil_error_event_new(uint64_t hash, int64_t now, const char *service,
-                                   const char *topic, const char *reason, const char *detail,
-                                   const char *sample);
+ * this order: id (the caller's: vigil_error_event_id for a rejected input),
+ * service, topic, reason, detail, sample. The caller adds its own fields,
+ * then "ts". NULL when out of memory. One function so that the runtime's
+ * rejections, the outbox's dead letters and a service's own refusals keep
+ * one shape. */
+json_object *vigil_error_event_new(const char *id, const char *service, const char *topic,
+                                   const char *reason, const char *detail, const char *sample);
 
 /* Serializes o compactly (JSON_C_TO_STRING_PLAIN | NOSLASHESCAPE) into a
  * malloc'd string the caller frees: json-c's exact text, written directly

@@ -130,14 +130,13 @@ static int refuse_deleted(const vigil_input *in, const chat_message *m, const ch
              "forwarded and does not create the room again (a human message does)",
              room, m->sender_type == CHAT_SENDER_AI ? "AI" : "system", m->id,
              m->sender ? m->sender : "");
-    json_object *o = vigil_error_event_new(vigil_hash64(in->id, strlen(in->id)), now, CHAT_SERVICE,
-                                           in_topic, CHAT_REASON_ROOM_DELETED, detail, sample);
-    if (!o)
-        return -1;
     /* "<message id>:<room>:room_deleted": deterministic per input, and a
      * message id is unique only within its room */
     vigil_event_id_in(id, sizeof id, in->id, room, CHAT_REASON_ROOM_DELETED);
-    json_object_object_add(o, "id", json_object_new_string(id));
+    json_object *o = vigil_error_event_new(id, CHAT_SERVICE, in_topic, CHAT_REASON_ROOM_DELETED,
+                                           detail, sample);
+    if (!o)
+        return -1;
     json_object_object_add(o, "room", json_object_new_string(room));
     json_object_object_add(o, "ts", json_object_new_int64(now));
     int rc = vigil_fx_publish_json(fx, topic, o, false);
