@@ -660,3 +660,96 @@ def test_redis_or_broker_kill9_under_load_loses_and_doubles_no_decision(stack, f
     assert len(col.wait_count("persona/+/floor", 3 * len(mids), timeout=30)) == 3 * len(mids)
     svc.wait_ready(timeout=30)
     validate_outputs(col, OUTPUTS)
+
+
+def test_two_replicas_under_replica_redis_and_broker_kills_decide_every_message_once(stack):
+    """Two replicas (VIGIL_SHARD 0/2 and 1/2) under a steady stream over
+    eight rooms, each human question followed by an AI answer from one
+    persona in turn, while kill -9 hits replica 0, Redis, replica 1,
+    mosquitto and then both replicas at once (each restarted on the same
+    data). Every acknowledged message is decided once (one event id, one
+    payload per id), by the room view the messages before it built: with
+    K=2 and three personas, question i goes to the two that spoke least
+    recently, which the rotation fixes as persona i%3 then (i+1)%3. A view
+    that lost or doubled an AI message, or a decision taken twice on
+    different views, breaks that. Both replicas end ready."""
+    replicas = [stack.service(SERVICE, instance=f"floor-{i}", env={"VIGIL_SHARD": f"{i}/2"})
+                for i in range(2)]
+    col = stack.collector()
+    pub = stack.publisher()
+    tag = uid()[:6]
+    rooms, n = [], 0
+    while len(rooms) < 8:  # four rooms in each shard
+        r = f"r-{tag}-{n}"
+        n += 1
+        if sum(1 for x in rooms if harness.shard_of(x, 2) == harness.shard_of(r, 2)) < 4:
+            rooms.append(r)
+    personas = ("ann", "bob", "cid")
+    for room in rooms:
+        for p in personas:
+            pub.publish(*meta(f"{p}-{room}", room), retain=True)
+    for room in rooms:
+        wait_view(stack, room, lambda v: len(v) == 3, f"3 personas in {room}")
+    questions = 40  # per room
+    base = harness.now_ms() - 60_000
+    items, expect = [], {}
+    for i in range(questions):
+        for j, room in enumerate(rooms):
+            ts = base + (i * len(rooms) + j) * 2
+            mid = f"q-{tag}-{j}-{i}"
+            items.append(human(room, "joel", f"question {i}", mid=mid, ts=ts))
+            expect[mid] = [f"{personas[i % 3]}-{room}", f"{personas[(i + 1) % 3]}-{room}"]
+            items.append(ai(room, f"{personas[i % 3]}-{room}", f"answer {i}", mid=f"a-{tag}-{j}-{i}",
+                            ts=ts + 1))
+    plan = [("replica", 0), ("redis", None), ("replica", 1), ("broker", None), ("both", None)]
+    kills = []
+
+    def progress(n_acked):
+        if len(kills) < len(plan) and n_acked >= len(items) * (len(kills) + 1) // (len(plan) + 1):
+            what, which = plan[len(kills)]
+            if what == "replica":
+                replicas[which].kill9()
+                replicas[which].start(wait=False)
+            elif what == "both":
+                for r in replicas:
+                    r.kill9()
+                for r in replicas:
+                    r.start(wait=False)
+            else:
+                target = stack.redis if what == "redis" else stack.broker
+                if what == "broker":
+                    stack.broker.wait_saved()  # its own save window is not the service's
+                target.kill9()
+                time.sleep(0.3)
+                target.start()
+            kills.append((what, which, n_acked))
+
+    rp = harness.ReliablePublisher(stack.broker.port)
+    try:
+        rp.run(items, timeout=180, window=10, on_progress=progress)
+    finally:
+        rp.stop()
+    assert len(kills) == len(plan), kills
+    got = col.wait_count("room/+/floor", len(expect), timeout=90, key="message_id")
+    assert set(got) == set(expect)
+    wrong = {m: (e["granted"], expect[m]) for m, e in got.items() if e["granted"] != expect[m]}
+    assert not wrong, f"{len(wrong)} decisions on a wrong room view: {dict(list(wrong.items())[:5])}"
+    payloads = {}
+    for m in col.find("room/+/floor") + col.find("persona/+/floor"):
+        payloads.setdefault(m.json()["id"], set()).add(m.payload)
+    assert all(len(p) == 1 for p in payloads.values())  # a copy is the same event
+    by_msg = {}
+    for e in col.events("room/+/floor"):
+        by_msg.setdefault(e["message_id"], set()).add(e["id"])
+    assert all(len(ids) == 1 for ids in by_msg.values()), by_msg
+    # one persona/{p}/floor per persona and message, never two ids for one
+    per = col.wait_count("persona/+/floor", 3 * len(expect), timeout=30)
+    seen = {}
+    for e in per.values():
+        seen.setdefault((e["message_id"], e["persona"]), set()).add(e["id"])
+    assert len(seen) == 3 * len(expect) and all(len(v) == 1 for v in seen.values())
+    for r in replicas:
+        r.wait_ready(timeout=30)
+    print(f"\n{len(items)} inputs over {len(rooms)} rooms, kills {kills}, "
+          f"{rp.attempts} publishes, {len(got)} decisions")
+    validate_outputs(col, OUTPUTS)

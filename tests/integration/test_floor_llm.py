@@ -153,3 +153,112 @@ def test_kill9_while_messages_wait_loses_none(stack, llm):
     time.sleep(0.5)
     assert len(col.events("room/+/floor")) == len(mids)
     validate_outputs(col, OUTPUTS)
+
+
+def test_two_replicas_decide_waiting_messages_once_and_on_time_across_kills(stack, llm):
+    """Two replicas (VIGIL_SHARD 0/2, 1/2), four rooms of four personas, the
+    model answering in 400 ms (within the 1500 ms budget). Three bursts of
+    human messages, each hit by a kill -9 while model calls are in flight:
+    both replicas (down 2 s, past the budget), Redis (down 2 s), one replica
+    (restarted at once). Every message is decided once (one event id, one
+    payload per id): by the model ([d, c], its order) or by the rules at
+    its deadline ([a, b]: never spoken, ties by id, with the fallback
+    saying the LLM did not answer in time), never before its deadline
+    when the rules decided, and on time: by its deadline, or when that fell
+    in an outage, just after the service was back."""
+    e = {"VIGIL_LLM_URL": llm.url, "VIGIL_FLOOR_LLM_BUDGET_MS": BUDGET_MS, "VIGIL_LLM_RETRIES": 0}
+    replicas = [stack.service(SERVICE, instance=f"floor-llm-{i}", env=dict(e, VIGIL_SHARD=f"{i}/2"))
+                for i in range(2)]
+    col = stack.collector()
+    pub = stack.publisher()
+    tag = uid()[:6]
+    rooms, n = [], 0
+    while len(rooms) < 4:  # two rooms in each shard
+        r = f"r-{tag}-{n}"
+        n += 1
+        if sum(1 for x in rooms if harness.shard_of(x, 2) == harness.shard_of(r, 2)) < 2:
+            rooms.append(r)
+    for room in rooms:
+        for p in "abcd":
+            pub.publish(f"persona/{p}-{room}/meta", {"persona": f"{p}-{room}", "rooms": [room]}, retain=True)
+    for room in rooms:
+        harness.wait_until(lambda room=room: len((stack.store(SERVICE).state(room)[1] or {})
+                                                 .get("personas", [])) == 4, 10, f"four personas in {room}")
+    ranking = [f"d-{r}" for r in rooms] + [f"c-{r}" for r in rooms]
+    llm.control(reset=True, rules=[{"match": "who answers a chat message", "delay_ms": 400,
+                                    "reply": {"relevant": ranking}}])
+    sent, outages = {}, []
+
+    def burst(i):
+        items = []
+        for j, room in enumerate(rooms):
+            for k in range(8):
+                items.append(human(room, "joel", f"question {i}.{k}", mid=f"w-{tag}-{i}-{j}-{k}"))
+        pub.publish_many(items)
+        ids = {body["id"]: body["room"] for _, body in items}
+
+        def all_in():  # each waiting in its room record (its deadline known) or decided
+            for room in rooms:
+                for w in (stack.store(SERVICE).state(room)[1] or {}).get("pending", []):
+                    if w["id"] in ids:
+                        sent[w["id"]] = (room, w["due"])
+            decided = {e["message_id"] for e in col.events("room/+/floor")}
+            return all(m in sent or m in decided for m in ids)
+
+        harness.wait_until(all_in, 10, "the burst committed")
+        harness.wait_until(lambda: llm.stats()["in_flight"] >= 1, 10, "a model call in flight")
+        for m, room in ids.items():
+            sent.setdefault(m, (room, None))  # decided by the model before its deadline was read
+
+    burst(0)
+    down = harness.now_ms()
+    for r in replicas:
+        r.kill9()
+    time.sleep(2.0)
+    for r in replicas:
+        r.start()
+    outages.append((down, harness.now_ms()))
+    burst(1)
+    down = harness.now_ms()
+    stack.redis.kill9()
+    time.sleep(2.0)
+    stack.redis.start()
+    outages.append((down, harness.now_ms()))
+    burst(2)
+    down = harness.now_ms()
+    replicas[1].kill9()
+    replicas[1].start()
+    outages.append((down, harness.now_ms()))
+    got = col.wait_count("room/+/floor", len(sent), timeout=60, key="message_id")
+    assert set(got) == set(sent)
+    time.sleep(scaled(0.5))
+    by_msg, payloads = {}, {}
+    for m in col.find("room/+/floor"):
+        by_msg.setdefault(m.json()["message_id"], set()).add(m.json()["id"])
+        payloads.setdefault(m.json()["id"], set()).add(m.payload)
+    assert all(len(ids) == 1 for ids in by_msg.values()), by_msg
+    assert all(len(p) == 1 for p in payloads.values())
+    slack = 1000 * scaled(1.5)
+    late, sources = [], {"llm": 0, "rules": 0}
+    for mid, fl in got.items():
+        room, due = sent[mid]
+        sources[fl["source"]] += 1
+        if fl["source"] == "llm":
+            assert fl["granted"] == [f"d-{room}", f"c-{room}"] and "fallback" not in fl, fl
+        else:
+            assert fl["granted"] == [f"a-{room}", f"b-{room}"], fl
+            assert "did not answer within 1500 ms" in fl["fallback"], fl
+            assert due is not None and fl["ts"] >= due - 150, (fl, due)  # waited for the model
+        if due is None:
+            continue
+        for down, up in outages:
+            if down <= due <= up:
+                due = up
+        if fl["ts"] > due + slack:
+            late.append((mid, fl["ts"] - due, fl.get("fallback")))
+    assert not late, f"decided late (ms past the deadline or the restart): {late[:5]}"
+    assert sources["llm"] > 0 and sources["rules"] > 0, sources
+    for r in replicas:
+        r.wait_ready(timeout=30)
+    print(f"\n{len(sent)} waiting messages, 3 kills: {sources}")
+    validate_outputs(col, OUTPUTS)

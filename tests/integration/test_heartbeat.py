@@ -1080,3 +1080,71 @@ def test_checklist_from_a_file_below_the_checklist_dir(stack, llm, tmp_path):
     pub.publish(topic, body)
     ev = errs.wait_event(f"sys/{SERVICE}/error", timeout=10)
     assert ev["reason"] == "bad_value" and "missing.md" in ev["detail"]
+
+
+def test_two_replicas_under_redis_and_broker_kills_lose_no_run_and_run_none_twice(stack, llm):
+    """Two replicas (VIGIL_SHARD 0/2 and 1/2), eight personas each sending a
+    proactive message every run, while kill -9 hits Redis twice and
+    mosquitto twice, each with model calls in flight (each restarted on the
+    same data). Per persona: the runs are numbered without a gap and every
+    one sent (none lost, none given up as run-lost), one payload per run id
+    and one room message per sent run (none twice), no two model calls of
+    one persona overlap, no two runs closer than the interval allows, and
+    both replicas are ready again."""
+    interval = 700
+    env = {"VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS": interval, "VIGIL_HEARTBEAT_NORMAL_INTERVAL_MS": interval,
+           "VIGIL_HEARTBEAT_INACTIVE_INTERVAL_MS": interval, "VIGIL_HEARTBEAT_UNANSWERED_MS": 0,
+           "VIGIL_LLM_TIMEOUT_MS": 3000, "VIGIL_HEARTBEAT_JOB_LEASE_MS": 4000}
+    replicas = [start(stack, llm, instance=f"hb-k{i}", VIGIL_SHARD=f"{i}/2", **env) for i in range(2)]
+    col = stack.collector(topics=("heartbeat/+/run", "room/+/message"))
+    pub = stack.publisher()
+    room = uid("r")
+    llm.control(delay_ms=300)
+    personas = [f"{uid('kb')}-{i}" for i in range(8)]
+    assert {harness.shard_of(p, 2) for p in personas} == {0, 1}
+    for p in personas:
+        pub.publish(*config(p, room, checklist="CHECK-SPEAK"), retain=True)
+
+    def each_has(n):
+        col.wait_for(lambda c: all(len({e["run"] for e in runs(col, p)}) >= n for p in personas),
+                     60, f"{n} runs of every persona")
+
+    kills, target = [], 2
+    for what in ("redis", "broker", "redis", "broker"):
+        each_has(target)
+        harness.wait_until(lambda: llm.stats()["in_flight"] >= 1, 15, "a model call in flight")
+        if what == "broker":
+            stack.broker.wait_saved()
+        (stack.redis if what == "redis" else stack.broker).restart()
+        kills.append(what)
+        target += 2
+    each_has(target)
+    for r in replicas:
+        r.wait_ready(timeout=30)
+    time.sleep(scaled(1.0))  # the last outputs of runs in flight
+    history = llm.stats()["history"]
+    payloads = {}
+    for m in col.find("heartbeat/+/run"):
+        payloads.setdefault(m.json()["id"], set()).add(m.payload)
+    assert all(len(v) == 1 for v in payloads.values()), {k: v for k, v in payloads.items() if len(v) > 1}
+    messages = {}
+    for m in room_messages(col, room):
+        messages.setdefault(m["heartbeat_run"], set()).add(m["id"])
+    total = 0
+    for p in personas:
+        evs = {e["run"]: e for e in runs(col, p)}
+        numbers = sorted(evs)
+        assert numbers == list(range(1, numbers[-1] + 1)), f"{p}: runs {numbers}"
+        assert all(e["outcome"] == "sent" for e in evs.values()), \
+            [(e["run"], e["outcome"], e.get("reason")) for e in evs.values() if e["outcome"] != "sent"]
+        for n, e in evs.items():
+            assert messages.get(e["id"]) == {f"{e['id']}:msg"}, (p, n, messages.get(e["id"]))
+        for a, b in zip(numbers, numbers[1:]):
+            assert evs[b]["ts"] - evs[a]["ts"] >= interval - 50, (p, evs[a], evs[b])
+        spans = sorted((h["start"], h["end"]) for h in history if h["prompt"].startswith(f"You are {p},"))
+        for (s0, e0), (s1, _) in zip(spans, spans[1:]):
+            assert s1 >= e0, f"{p}: two model calls overlapped"
+        total += len(numbers)
+    print(f"\n8 personas on 2 replicas, kills {kills}: {total} runs, each sent once, "
+          f"{len(history)} model calls")
+    validate_outputs(col, OUTPUTS)

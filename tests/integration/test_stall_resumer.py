@@ -731,3 +731,59 @@ def test_broker_and_redis_restarts_lose_no_resume_and_double_none(stack):
     tasks = [next(iter(v.values()))["claimed_task"]["id"] for v in got.values()]
     assert len(set(tasks)) == 20
     harness.wait_until(svc.is_ready, 30, "ready again")
+
+
+def test_two_replicas_under_replica_and_redis_kills_resume_each_stall_once(stack):
+    """Two replicas (VIGIL_SHARD 0/2 and 1/2) scanning a stalled fleet
+    while kill -9 hits replica 0, replica 1, Redis and both replicas at once,
+    each during the scans (resumes still coming): every stalled agent is
+    resumed, once (one resume id), every task claimed once and handed to one
+    agent, no resume job left pending, both replicas ready again."""
+    env = dict(FAST, VIGIL_STALL_SCAN_MS="100")
+    replicas = [stack.service(SERVICE, instance=f"stall-{i}", env=dict(env, VIGIL_SHARD=f"{i}/2"))
+                for i in range(2)]
+    col = stack.collector()
+    pub = stack.publisher()
+    store = stack.store(SERVICE)
+    for i in range(30):
+        pub.publish(*task(f"t2-{i:02d}", i % 7))
+    harness.wait_until(lambda: len(pool(store)["open"]) == 30, 15, "30 open tasks")
+    agents = stalled_fleet(pub, 40, uid("k2") + "-")
+    assert {harness.shard_of(f"agent:{a}", 2) for a in agents} == {0, 1}
+    kills = []
+    for target, what in ((1, "replica-0"), (8, "replica-1"), (16, "redis"), (24, "both")):
+        col.wait_count("agent/+/resume", target, timeout=60)
+        if what == "redis":
+            stack.redis.restart()
+        else:
+            hit = replicas if what == "both" else [replicas[int(what[-1])]]
+            for r in hit:
+                r.kill9()
+            for r in hit:
+                r.start(wait=False)
+        kills.append((what, len(resumes(col))))
+    col.wait_count("agent/+/resume", 40, timeout=90)
+    for r in replicas:
+        r.wait_ready(timeout=30)
+    # more scans of both replicas after the last resume: nothing more may come
+    scans = [r.metric("vigil_stall_scans_total") or 0 for r in replicas]
+    harness.wait_until(lambda: all((r.metric("vigil_stall_scans_total") or 0) >= s + 5
+                                   for r, s in zip(replicas, scans)), 20, "five more scans each")
+    got = resumes(col)
+    assert sorted(got) == agents, f"missing: {sorted(set(agents) - set(got))}"
+    doubled = {a: list(v) for a, v in got.items() if len(v) > 1}
+    assert not doubled, f"agents resumed twice after kills {kills}: {doubled}"
+    tasks = [next(iter(v.values())).get("claimed_task", {}).get("id") for v in got.values()]
+    with_task = [t for t in tasks if t]
+    assert len(with_task) == 30 and len(set(with_task)) == 30, tasks
+    p = pool(store)
+    assert p["open"] == [] and len({c[0] for c in p["claimed"]}) == 30
+    c = stack.redis.client()
+    try:
+        stream = f"{stack.prefix}{SERVICE}:resumes"
+        harness.wait_until(lambda: c.xpending(stream, "resumers")["pending"] == 0, 10,
+                           "every resume job acknowledged")
+    finally:
+        c.close()
+    print(f"\n40 stalled agents, 30 tasks, kills {kills}: {len(got)} resumed once")
+    assert validate_outputs(col, OUTPUTS) > 0
