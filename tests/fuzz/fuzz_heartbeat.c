@@ -246,7 +246,7 @@ static void event(hb_state *s, const hb_config *c, char *cmd, int64_t *now)
         }
         r = hb_on_levels(s, lv, n, *now, &out);
     } else if (!strcmp(verb, "timer")) {
-        r = hb_on_timer(s, c, *now, &out);
+        r = hb_on_timer(s, c, *now, *now, &out);
     } else if (!strcmp(verb, "clear")) {
         r = clear_config(s, &out);
     } else if (!strcmp(verb, "result")) {

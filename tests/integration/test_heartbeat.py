@@ -99,6 +99,18 @@ def slow_run(stack, llm, persona, delay_ms, **env):
     return svc, col, pub, room
 
 
+def configured(stack, llm, personas, checklist, delay_ms, topics=("heartbeat/+/run",)):
+    """personas configured in one new room, the model answering after
+    delay_ms: (collector on topics, publisher, room)."""
+    col = stack.collector(topics=topics)
+    pub = stack.publisher()
+    room = uid("r")
+    llm.control(delay_ms=delay_ms)
+    for p in personas:
+        pub.publish(*config(p, room, checklist=checklist), retain=True)
+    return col, pub, room
+
+
 def wait_log(svc, msg, pred=lambda d: True, timeout=10):
     """The info log line msg satisfying pred (logged just
     after the run's commit, so it may trail the run event a little)."""
@@ -702,13 +714,8 @@ def test_two_replicas_never_run_the_same_persona_at_once(stack, llm):
     env = {"VIGIL_HEARTBEAT_ACTIVE_INTERVAL_MS": 200, "VIGIL_LLM_TIMEOUT_MS": 5000}
     start(stack, llm, instance="hb-a", VIGIL_SHARD="0/2", **env)
     start(stack, llm, instance="hb-b", VIGIL_SHARD="1/2", **env)
-    col = stack.collector(topics=("heartbeat/+/run",))
-    pub = stack.publisher()
-    room = uid("r")
-    llm.control(delay_ms=400)
     personas = [f"twin{i}" for i in range(6)]
-    for p in personas:
-        pub.publish(*config(p, room, checklist="CHECK-OK"), retain=True)
+    col, _, _ = configured(stack, llm, personas, "CHECK-OK", 400)
     for p in personas:
         col.wait_for(lambda c, p=p: len(runs(col, p, lambda e: e["outcome"] == "ok")) >= 3, 40,
                      f"3 runs of {p}")
@@ -1096,14 +1103,13 @@ def test_two_replicas_under_redis_and_broker_kills_lose_no_run_and_run_none_twic
            "VIGIL_HEARTBEAT_INACTIVE_INTERVAL_MS": interval, "VIGIL_HEARTBEAT_UNANSWERED_MS": 0,
            "VIGIL_LLM_TIMEOUT_MS": 3000, "VIGIL_HEARTBEAT_JOB_LEASE_MS": 4000}
     replicas = [start(stack, llm, instance=f"hb-k{i}", VIGIL_SHARD=f"{i}/2", **env) for i in range(2)]
-    col = stack.collector(topics=("heartbeat/+/run", "room/+/message"))
-    pub = stack.publisher()
-    room = uid("r")
-    llm.control(delay_ms=300)
-    personas = [f"{uid('kb')}-{i}" for i in range(8)]
-    assert {harness.shard_of(p, 2) for p in personas} == {0, 1}
-    for p in personas:
-        pub.publish(*config(p, room, checklist="CHECK-SPEAK"), retain=True)
+    personas, tag = [], uid("kb")
+    while len(personas) < 8:  # four in each shard
+        p = f"{tag}-{len(personas)}-{uid('')[:4]}"
+        if sum(1 for x in personas if harness.shard_of(x, 2) == harness.shard_of(p, 2)) < 4:
+            personas.append(p)
+    col, _, room = configured(stack, llm, personas, "CHECK-SPEAK", 300,
+                              topics=("heartbeat/+/run", "room/+/message"))
 
     def each_has(n):
         col.wait_for(lambda c: all(len({e["run"] for e in runs(col, p)}) >= n for p in personas),
@@ -1138,7 +1144,11 @@ def test_two_replicas_under_redis_and_broker_kills_lose_no_run_and_run_none_twic
         assert all(e["outcome"] == "sent" for e in evs.values()), \
             [(e["run"], e["outcome"], e.get("reason")) for e in evs.values() if e["outcome"] != "sent"]
         for n, e in evs.items():
-            assert messages.get(e["id"]) == {f"{e['id']}:msg"}, (p, n, messages.get(e["id"]))
+            # (seen missing once in about a dozen runs, not reproduced since:
+            # the replicas' outbox replays, for whoever looks into it)
+            assert messages.get(e["id"]) == {f"{e['id']}:msg"}, \
+                (p, n, messages.get(e["id"]), kills,
+                 [d for r in replicas for d in r.log_lines() if "again" in d.get("msg", "")])
         for a, b in zip(numbers, numbers[1:]):
             assert evs[b]["ts"] - evs[a]["ts"] >= interval - 50, (p, evs[a], evs[b])
         spans = sorted((h["start"], h["end"]) for h in history if h["prompt"].startswith(f"You are {p},"))
@@ -1147,4 +1157,31 @@ def test_two_replicas_under_redis_and_broker_kills_lose_no_run_and_run_none_twic
         total += len(numbers)
     print(f"\n8 personas on 2 replicas, kills {kills}: {total} runs, each sent once, "
           f"{len(history)} model calls")
+    validate_outputs(col, OUTPUTS)
+
+
+def test_a_redis_outage_longer_than_the_run_guard_loses_no_answered_run(stack, llm):
+    """Redis goes away (kill -9) while the model calls of six personas' runs
+    are in flight and stays away well past the run guard (2 x lease +
+    budget = 5 s here): the answers came meanwhile and wait for Redis, and
+    so do the guard timers, which come due in the outage. Once Redis is back
+    every one of those runs is sent, once: a guard that fired late (the
+    worker's commit retry may come seconds after the timers' poll) does not
+    give its run up as run-lost."""
+    env = {"VIGIL_LLM_TIMEOUT_MS": 1000, "VIGIL_HEARTBEAT_JOB_LEASE_MS": 2000}
+    svc = start(stack, llm, **env)
+    personas = [f"{uid('pt')}-{i}" for i in range(6)]
+    col, _, room = configured(stack, llm, personas, "CHECK-SPEAK", 300,
+                              topics=("heartbeat/+/run", "room/+/message"))
+    harness.wait_until(lambda: llm.stats()["in_flight"] >= 6, 15, "six runs in the model")
+    stack.redis.kill9()
+    time.sleep(14.0)  # nearly three guards: an outage, not a lost job
+    stack.redis.start()
+    for p in personas:
+        first = wait_run(col, p, timeout=30)
+        assert first["outcome"] == "sent", first
+        wait_run(col, p, lambda e, n=first["run"]: e["run"] == n + 1, timeout=30)
+        assert [e["outcome"] for e in runs(col, p) if e["run"] == first["run"]] == ["sent"]
+        assert {m["id"] for m in room_messages(col, room) if m.get("sender") == p} == {f"{first['id']}:msg"}
+    svc.wait_ready(timeout=30)
     validate_outputs(col, OUTPUTS)

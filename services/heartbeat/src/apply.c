@@ -168,7 +168,6 @@ int hb_on_timer_fx(void *ctx, const char *key, const char *state_json, const cha
                    int64_t due_ms, int64_t now_ms, vigil_effects *fx)
 {
     hb_service *svc = ctx;
-    (void)due_ms;
     if (strcmp(timer_name, HB_TIMER) != 0)
         return 0;
     hb_state s;
@@ -181,7 +180,7 @@ int hb_on_timer_fx(void *ctx, const char *key, const char *state_json, const cha
     }
     int rc = 0;
     if (reread_checklist(svc, &s, &out) != HB_OK ||
-        hb_on_timer(&s, &svc->core, now_ms, &out) != HB_OK ||
+        hb_on_timer(&s, &svc->core, due_ms, now_ms, &out) != HB_OK ||
         hb_out_to_fx(svc, key, &s, &out, fx) != 0)
         rc = -1;
     else

@@ -89,6 +89,9 @@ int hb_configure(void *ctx, const vigil_common_config *common, char *err, size_t
     /* A run is given up (outcome error, run-lost) only when no replica can
      * still be working on it: a claim, its takeover, and one more budget. */
     c->run_guard_ms = 2 * svc->lease_ms + budget;
+    /* A guard late by more than a lease fired after an outage (Redis, the
+     * replica) that held the run's commit back as well: it waits again. */
+    c->guard_late_ms = svc->lease_ms;
     snprintf(svc->instance, sizeof svc->instance, "%s", common->instance);
     /* one job stream per shard: a run is committed by a replica of the
      * persona's shard, so its timer stays in that shard's timer set */

@@ -152,11 +152,11 @@ static inline int64_t jint(json_object *o, const char *k)
     return json_object_object_get_ex(o, k, &v) ? json_object_get_int64(v) : -1;
 }
 
-/* Fires the timer at now; returns the run event (or NULL) and leaves out. */
+/* Fires the timer at now, on time; returns the run event (or NULL) and leaves out. */
 static inline json_object *fire(hb_state *s, const hb_config *c, int64_t now, hb_out *out)
 {
     hb_out_clear(out);
-    assert_int_equal(hb_on_timer(s, c, now, out), HB_OK);
+    assert_int_equal(hb_on_timer(s, c, now, now, out), HB_OK);
     return out_json(out, "/run");
 }
 

@@ -397,6 +397,60 @@ static void one_run_at_a_time_and_a_lost_run_is_given_up(void **st)
     teardown_fx(&f);
 }
 
+/* A first run whose guard, due at the end of the run guard, fires
+ * times x guard_late_ms + extra ms late; returns when it fired (f->out
+ * holds what it did). */
+static int64_t guard_fires_late(fx *f, int64_t times, int64_t extra)
+{
+    char first[128];
+    first_run(f, first);
+    int64_t due = f->t0 + 2 * MIN_MS + f->c.run_guard_ms;
+    int64_t late_by = times * f->c.guard_late_ms + extra;
+    hb_out_clear(&f->out);
+    assert_int_equal(hb_on_timer(&f->s, &f->c, due, due + late_by, &f->out), HB_OK);
+    return due + late_by;
+}
+
+/* A guard that fires late by more than guard_late_ms (Redis away: the
+ * timer and the run's commit both waited) does not give the run up: it
+ * waits one more guard from when it could act, and the answer that
+ * arrives meanwhile is sent. Late by guard_late_ms or less, and once more
+ * on time past the new guard, the run is given up as before. */
+static void a_late_guard_waits_once_more_for_the_answer(void **st)
+{
+    (void)st;
+    fx f;
+    int64_t back = guard_fires_late(&f, 1, 1);
+    assert_int_equal(f.out.n_msg, 0);
+    assert_int_equal(f.out.timer, back + f.c.run_guard_ms);
+    assert_true(f.s.running[0] != '\0');
+    json_object *ev = answer(&f.s, &f.c, "{\"message\":\"still here\",\"priority\":\"urgent\","
+                                         "\"category\":\"alert\"}", back + 10, &f.out);
+    assert_non_null(ev);
+    assert_string_equal(jstr(ev, "outcome"), "sent");
+    json_object_put(ev);
+    teardown_fx(&f);
+
+    /* late by exactly guard_late_ms: on time enough, given up */
+    guard_fires_late(&f, 1, 0);
+    ev = out_json(&f.out, "/run");
+    assert_non_null(ev);
+    assert_string_equal(jstr(ev, "reason"), "run-lost");
+    json_object_put(ev);
+    teardown_fx(&f);
+
+    /* the re-armed guard, on time, gives the run up */
+    back = guard_fires_late(&f, 10, 0);
+    assert_int_equal(f.out.n_msg, 0);
+    ev = fire(&f.s, &f.c, back + f.c.run_guard_ms, &f.out);
+    assert_non_null(ev);
+    assert_string_equal(jstr(ev, "outcome"), "error");
+    assert_string_equal(jstr(ev, "reason"), "run-lost");
+    json_object_put(ev);
+    assert_string_equal(f.s.running, "");
+    teardown_fx(&f);
+}
+
 /* The run in flight is wanted while its heartbeat is on; switched off,
  * deleted, or another run: not (the worker then spares the model call). */
 static void a_run_is_wanted_only_while_its_heartbeat_is_on(void **st)
@@ -827,6 +881,7 @@ int main(void)
         cmocka_unit_test(switched_off_during_a_run),
         cmocka_unit_test(configured_anew_during_a_run),
         cmocka_unit_test(one_run_at_a_time_and_a_lost_run_is_given_up),
+        cmocka_unit_test(a_late_guard_waits_once_more_for_the_answer),
         cmocka_unit_test(a_repeated_answer_sends_once),
         cmocka_unit_test(errors_of_the_model_call),
         cmocka_unit_test(config_again_changes_nothing_and_a_new_room_moves_the_index),

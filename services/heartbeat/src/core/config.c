@@ -16,6 +16,7 @@ void hb_config_init(hb_config *c)
     c->idle_cap_ms = 0;
     c->skip_stretch = 1.5;
     c->run_guard_ms = 5 * 60 * 1000;
+    c->guard_late_ms = 60 * 1000;
     c->max_tokens = 300;
     c->llm_enabled = false;
     c->tz.lookup = NULL;

@@ -360,15 +360,22 @@ static hb_result give_up(hb_state *s, const hb_config *c, int64_t now, hb_out *o
     return emit_run(s, now, &r, out);
 }
 
-hb_result hb_on_timer(hb_state *s, const hb_config *c, int64_t now, hb_out *out)
+hb_result hb_on_timer(hb_state *s, const hb_config *c, int64_t due, int64_t now, hb_out *out)
 {
     if (!s->cfg.set) {
         out->timer = HB_TIMER_CANCEL;
         return HB_OK;
     }
     if (s->running[0]) {
-        if (now - s->run_started >= c->run_guard_ms)
+        if (now - s->run_started >= c->run_guard_ms) {
+            /* a guard that could not fire on time proves no loss: the
+             * run's answer may be waiting for Redis to commit (hb_on_timer) */
+            if (now - due > c->guard_late_ms) {
+                out->timer = now + c->run_guard_ms;
+                return HB_OK;
+            }
             return give_up(s, c, now, out);
+        }
         out->timer = s->run_started + c->run_guard_ms;
         return HB_OK;
     }

@@ -99,6 +99,8 @@ typedef struct hb_config {
     int64_t idle_cap_ms;          /* VIGIL_HEARTBEAT_IDLE_CAP_MS 0 (no cap) */
     double skip_stretch;          /* VIGIL_HEARTBEAT_SKIP_STRETCH 1.5 */
     int64_t run_guard_ms;         /* a run not finished after this is given up (shell sets) */
+    int64_t guard_late_ms;        /* a guard firing later than this after its due waits once more
+                                   * (shell sets: the job lease) */
     int max_tokens;               /* VIGIL_HEARTBEAT_MAX_TOKENS 300 */
     bool llm_enabled;             /* VIGIL_LLM_URL set */
     hb_tz_resolver tz;            /* zones by name */
@@ -377,10 +379,14 @@ hb_result hb_on_levels(hb_state *s, const hb_room_level *levels, int n, int64_t 
  * serving the room (a config republished, switched off) always passes. */
 bool hb_config_joins_full_room(const hb_state *s, const hb_persona_cfg *cfg, int members, int max);
 
-/* The run timer came due: a skip (with its reason), or a run started
- * (state.running set, a job for the LLM). Also gives up a run that did not
- * finish within run_guard_ms. */
-hb_result hb_on_timer(hb_state *s, const hb_config *c, int64_t now, hb_out *out);
+/* The run timer, due at due, handled at now: a skip (with its reason), or
+ * a run started (state.running set, a job for the LLM). Also gives up a
+ * run that did not finish within run_guard_ms, unless the guard fires
+ * more than guard_late_ms after its due: then nothing could act for that
+ * long (Redis away, the shard's replica down), the run's worker included,
+ * which may hold the answer and wait for Redis as the timer did, so the
+ * guard waits run_guard_ms more from now. */
+hb_result hb_on_timer(hb_state *s, const hb_config *c, int64_t due, int64_t now, hb_out *out);
 
 /* checklist.c: a config's checklist file, read again by the shell just
  * before the timer decision, so that an edit takes effect at the next run
