@@ -506,6 +506,19 @@ def shard_of(key, count):
     return h % count if count > 1 else 0
 
 
+def balanced_ids(make, per_shard, count=2):
+    """Ids make(n) for n = 0, 1, ... keeping per_shard of them in each of
+    count shards (shard_of), in the order made: a test of replicas gives
+    each the same share of the work."""
+    ids, n = [], 0
+    while len(ids) < per_shard * count:
+        key = make(n)
+        n += 1
+        if sum(1 for x in ids if shard_of(x, count) == shard_of(key, count)) < per_shard:
+            ids.append(key)
+    return ids
+
+
 def new_client(client_id, v5=True, clean=True):
     kw = {"client_id": client_id, "protocol": mqtt.MQTTv5 if v5 else mqtt.MQTTv311}
     if not v5:

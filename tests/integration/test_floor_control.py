@@ -618,6 +618,19 @@ def test_the_floor_follows_dormancy_monitor_auto_wake_off(stack):
     assert fl["reasons"][oak] == "asleep (ai-only)", fl
 
 
+def assert_each_decided_once(col):
+    """Every floor event seen has one payload per id (a copy redelivered is
+    the same event) and every message one room decision id."""
+    payloads = {}
+    for m in col.find("room/+/floor") + col.find("persona/+/floor"):
+        payloads.setdefault(m.json()["id"], set()).add(m.payload)
+    assert all(len(p) == 1 for p in payloads.values())
+    by_msg = {}
+    for e in col.events("room/+/floor"):
+        by_msg.setdefault(e["message_id"], set()).add(e["id"])
+    assert all(len(ids) == 1 for ids in by_msg.values()), by_msg
+
+
 @pytest.mark.parametrize("fault", ["redis", "broker"])
 def test_redis_or_broker_kill9_under_load_loses_and_doubles_no_decision(stack, fault):
     """A steady stream of human messages while redis-server or mosquitto is
@@ -649,14 +662,7 @@ def test_redis_or_broker_kill9_under_load_loses_and_doubles_no_decision(stack, f
     assert len(kills) == 2
     got = col.wait_count("room/+/floor", len(mids), timeout=60, key="message_id")
     assert set(got) == set(mids)
-    payloads = {}
-    for m in col.find("room/+/floor") + col.find("persona/+/floor"):
-        payloads.setdefault(m.json()["id"], set()).add(m.payload)
-    assert all(len(p) == 1 for p in payloads.values())  # a copy is the same event
-    by_msg = {}
-    for e in col.events("room/+/floor"):
-        by_msg.setdefault(e["message_id"], set()).add(e["id"])
-    assert all(len(ids) == 1 for ids in by_msg.values()), by_msg
+    assert_each_decided_once(col)
     assert len(col.wait_count("persona/+/floor", 3 * len(mids), timeout=30)) == 3 * len(mids)
     svc.wait_ready(timeout=30)
     validate_outputs(col, OUTPUTS)
@@ -678,12 +684,7 @@ def test_two_replicas_under_replica_redis_and_broker_kills_decide_every_message_
     col = stack.collector()
     pub = stack.publisher()
     tag = uid()[:6]
-    rooms, n = [], 0
-    while len(rooms) < 8:  # four rooms in each shard
-        r = f"r-{tag}-{n}"
-        n += 1
-        if sum(1 for x in rooms if harness.shard_of(x, 2) == harness.shard_of(r, 2)) < 4:
-            rooms.append(r)
+    rooms = harness.balanced_ids(lambda n: f"r-{tag}-{n}", 4)  # four rooms in each shard
     personas = ("ann", "bob", "cid")
     for room in rooms:
         for p in personas:
@@ -734,14 +735,7 @@ def test_two_replicas_under_replica_redis_and_broker_kills_decide_every_message_
     assert set(got) == set(expect)
     wrong = {m: (e["granted"], expect[m]) for m, e in got.items() if e["granted"] != expect[m]}
     assert not wrong, f"{len(wrong)} decisions on a wrong room view: {dict(list(wrong.items())[:5])}"
-    payloads = {}
-    for m in col.find("room/+/floor") + col.find("persona/+/floor"):
-        payloads.setdefault(m.json()["id"], set()).add(m.payload)
-    assert all(len(p) == 1 for p in payloads.values())  # a copy is the same event
-    by_msg = {}
-    for e in col.events("room/+/floor"):
-        by_msg.setdefault(e["message_id"], set()).add(e["id"])
-    assert all(len(ids) == 1 for ids in by_msg.values()), by_msg
+    assert_each_decided_once(col)
     # one persona/{p}/floor per persona and message, never two ids for one
     per = col.wait_count("persona/+/floor", 3 * len(expect), timeout=30)
     seen = {}

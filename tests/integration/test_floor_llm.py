@@ -172,12 +172,7 @@ def test_two_replicas_decide_waiting_messages_once_and_on_time_across_kills(stac
     col = stack.collector()
     pub = stack.publisher()
     tag = uid()[:6]
-    rooms, n = [], 0
-    while len(rooms) < 4:  # two rooms in each shard
-        r = f"r-{tag}-{n}"
-        n += 1
-        if sum(1 for x in rooms if harness.shard_of(x, 2) == harness.shard_of(r, 2)) < 2:
-            rooms.append(r)
+    rooms = harness.balanced_ids(lambda n: f"r-{tag}-{n}", 2)  # two rooms in each shard
     for room in rooms:
         for p in "abcd":
             pub.publish(f"persona/{p}-{room}/meta", {"persona": f"{p}-{room}", "rooms": [room]}, retain=True)

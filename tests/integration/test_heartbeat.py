@@ -1059,7 +1059,7 @@ def test_redis_kill9_loses_neither_the_schedule_nor_a_run(stack, llm):
     first = wait_run(col, "durable", lambda e: e["outcome"] == "ok")
     stack.redis.restart()  # kill -9, then the same AOF (appendfsync always)
     # the schedule lives on: later runs come, numbered on from the first
-    later = wait_run(col, "durable", lambda e: e["run"] >= first["run"] + 2, timeout=30)
+    wait_run(col, "durable", lambda e: e["run"] >= first["run"] + 2, timeout=30)
     # every run once (an outbox entry may be delivered twice: same id), none missing
     numbers = sorted({e["run"] for e in runs(col, "durable")})
     assert numbers == list(range(numbers[0], numbers[-1] + 1))
@@ -1103,11 +1103,8 @@ def test_two_replicas_under_redis_and_broker_kills_lose_no_run_and_run_none_twic
            "VIGIL_HEARTBEAT_INACTIVE_INTERVAL_MS": interval, "VIGIL_HEARTBEAT_UNANSWERED_MS": 0,
            "VIGIL_LLM_TIMEOUT_MS": 10000, "VIGIL_HEARTBEAT_JOB_LEASE_MS": 4000}
     replicas = [start(stack, llm, instance=f"hb-k{i}", VIGIL_SHARD=f"{i}/2", **env) for i in range(2)]
-    personas, tag = [], uid("kb")
-    while len(personas) < 8:  # four in each shard
-        p = f"{tag}-{len(personas)}-{uid('')[:4]}"
-        if sum(1 for x in personas if harness.shard_of(x, 2) == harness.shard_of(p, 2)) < 4:
-            personas.append(p)
+    tag = uid("kb")
+    personas = harness.balanced_ids(lambda n: f"{tag}-{n}", 4)  # four in each shard
     col, _, room = configured(stack, llm, personas, "CHECK-SPEAK", 300,
                               topics=("heartbeat/+/run", "room/+/message"))
 

@@ -423,6 +423,17 @@ def test_a_cleared_status_retires_the_agent(stack):
     assert validate_outputs(col, OUTPUTS) > 0
 
 
+def wait_no_resume_job_pending(stack):
+    """Every resume job acknowledged: nothing left pending in the stream."""
+    c = stack.redis.client()
+    try:
+        stream = f"{stack.prefix}{SERVICE}:resumes"
+        harness.wait_until(lambda: c.xpending(stream, "resumers")["pending"] == 0, 10,
+                           "every resume job acknowledged")
+    finally:
+        c.close()
+
+
 def stalled_fleet(pub, n, prefix):
     agents = [f"{prefix}{i:03d}" for i in range(n)]
     for a in agents:
@@ -430,27 +441,41 @@ def stalled_fleet(pub, n, prefix):
     return agents
 
 
-def test_two_replicas_never_claim_the_same_task(stack):
+def two_replicas_and_a_stalled_fleet(stack, tag, instance=None):
+    """Two replicas (VIGIL_SHARD 0/2 and 1/2) scanning every 100 ms, 30
+    open tasks and 40 stalled agents: (replicas, collector, store, agents)."""
     env = dict(FAST, VIGIL_STALL_SCAN_MS="100")
-    r0 = stack.service(SERVICE, env=dict(env, VIGIL_SHARD="0/2"))
-    r1 = stack.service(SERVICE, env=dict(env, VIGIL_SHARD="1/2"))
+    replicas = [stack.service(SERVICE, instance=instance and f"{instance}-{i}",
+                              env=dict(env, VIGIL_SHARD=f"{i}/2")) for i in range(2)]
     col = stack.collector()
     pub = stack.publisher()
     store = stack.store(SERVICE)
     for i in range(30):
-        pub.publish(*task(f"task-{i:02d}", i % 5))
+        pub.publish(*task(f"{tag}-t{i:02d}", i % 7))
     harness.wait_until(lambda: len(pool(store)["open"]) == 30, 15, "30 open tasks")
-    agents = stalled_fleet(pub, 40, uid("rep") + "-")
-    col.wait_count("agent/+/resume", 40, timeout=60)
-    time.sleep(1.0)  # a few more scans: nothing more may come
+    return replicas, col, store, stalled_fleet(pub, 40, uid(tag) + "-")
+
+
+def assert_each_resumed_once_with_each_task_once(col, store, agents, detail=""):
+    """Every agent resumed, once; every task claimed once and handed to one
+    agent; none left open."""
     got = resumes(col)
-    assert sorted(got) == agents
-    assert all(len(v) == 1 for v in got.values()), {a: list(v) for a, v in got.items() if len(v) > 1}
+    assert sorted(got) == agents, f"missing: {sorted(set(agents) - set(got))}"
+    doubled = {a: list(v) for a, v in got.items() if len(v) > 1}
+    assert not doubled, f"agents resumed twice{detail}: {doubled}"
     claimed = [next(iter(v.values())).get("claimed_task", {}).get("id") for v in got.values()]
     with_task = [c for c in claimed if c]
     assert len(with_task) == 30 and len(set(with_task)) == 30, claimed
     p = pool(store)
     assert p["open"] == [] and len({c[0] for c in p["claimed"]}) == 30
+    return got
+
+
+def test_two_replicas_never_claim_the_same_task(stack):
+    (r0, r1), col, store, agents = two_replicas_and_a_stalled_fleet(stack, "rep")
+    col.wait_count("agent/+/resume", 40, timeout=60)
+    time.sleep(1.0)  # a few more scans: nothing more may come
+    assert_each_resumed_once_with_each_task_once(col, store, agents)
     # both replicas did part of the work
     for r in (r0, r1):
         assert (r.metric("vigil_stall_scans_total") or 0) > 0
@@ -484,13 +509,7 @@ def test_kill9_mid_scan_loses_no_resume_and_doubles_none(stack):
     assert len(with_task) == 25 and len(set(with_task)) == 25, tasks
     assert len(pool(store)["claimed"]) == 25
     # every resume job was acknowledged: nothing left pending in the stream
-    c = stack.redis.client()
-    try:
-        stream = f"{stack.prefix}{SERVICE}:resumes"
-        harness.wait_until(lambda: c.xpending(stream, "resumers")["pending"] == 0, 10,
-                           "every resume job acknowledged")
-    finally:
-        c.close()
+    wait_no_resume_job_pending(stack)
     assert validate_outputs(col, OUTPUTS) > 0
 
 
@@ -739,16 +758,7 @@ def test_two_replicas_under_replica_and_redis_kills_resume_each_stall_once(stack
     each during the scans (resumes still coming): every stalled agent is
     resumed, once (one resume id), every task claimed once and handed to one
     agent, no resume job left pending, both replicas ready again."""
-    env = dict(FAST, VIGIL_STALL_SCAN_MS="100")
-    replicas = [stack.service(SERVICE, instance=f"stall-{i}", env=dict(env, VIGIL_SHARD=f"{i}/2"))
-                for i in range(2)]
-    col = stack.collector()
-    pub = stack.publisher()
-    store = stack.store(SERVICE)
-    for i in range(30):
-        pub.publish(*task(f"t2-{i:02d}", i % 7))
-    harness.wait_until(lambda: len(pool(store)["open"]) == 30, 15, "30 open tasks")
-    agents = stalled_fleet(pub, 40, uid("k2") + "-")
+    replicas, col, store, agents = two_replicas_and_a_stalled_fleet(stack, "k2", instance="stall")
     assert {harness.shard_of(f"agent:{a}", 2) for a in agents} == {0, 1}
     kills = []
     for target, what in ((1, "replica-0"), (8, "replica-1"), (16, "redis"), (24, "both")):
@@ -769,21 +779,7 @@ def test_two_replicas_under_replica_and_redis_kills_resume_each_stall_once(stack
     scans = [r.metric("vigil_stall_scans_total") or 0 for r in replicas]
     harness.wait_until(lambda: all((r.metric("vigil_stall_scans_total") or 0) >= s + 5
                                    for r, s in zip(replicas, scans)), 20, "five more scans each")
-    got = resumes(col)
-    assert sorted(got) == agents, f"missing: {sorted(set(agents) - set(got))}"
-    doubled = {a: list(v) for a, v in got.items() if len(v) > 1}
-    assert not doubled, f"agents resumed twice after kills {kills}: {doubled}"
-    tasks = [next(iter(v.values())).get("claimed_task", {}).get("id") for v in got.values()]
-    with_task = [t for t in tasks if t]
-    assert len(with_task) == 30 and len(set(with_task)) == 30, tasks
-    p = pool(store)
-    assert p["open"] == [] and len({c[0] for c in p["claimed"]}) == 30
-    c = stack.redis.client()
-    try:
-        stream = f"{stack.prefix}{SERVICE}:resumes"
-        harness.wait_until(lambda: c.xpending(stream, "resumers")["pending"] == 0, 10,
-                           "every resume job acknowledged")
-    finally:
-        c.close()
+    got = assert_each_resumed_once_with_each_task_once(col, store, agents, f" after kills {kills}")
+    wait_no_resume_job_pending(stack)
     print(f"\n40 stalled agents, 30 tasks, kills {kills}: {len(got)} resumed once")
     assert validate_outputs(col, OUTPUTS) > 0
