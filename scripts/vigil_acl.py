@@ -70,6 +70,7 @@ lindex llen lrange ltrim lpop rpush
 sadd srem smembers
 zadd zrem zcard zrange zrangebyscore zremrangebyrank zremrangebyscore zscan zscore
 xadd xtrim xack xautoclaim xdel xgroup|create xlen xrange xrevrange xread xreadgroup
+xinfo|stream
 """.split())
 # Commands one service's own code adds (grep its src/ for Redis calls).
 REDIS_EXTRA = {}
