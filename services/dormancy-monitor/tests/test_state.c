@@ -212,6 +212,50 @@ static void reused_persona_texts_match_a_fresh_write(void **state)
     dm_free(f);
 }
 
+/* The record's human-message entries are written from the text each kept
+ * at its last write (state_json.c): an answer, which changes the entry it
+ * answers, shows in the next record, an entry left alone is copied, and
+ * every record equals the one a room read back from it writes (its
+ * entries written anew). */
+static void kept_human_entries_follow_answers(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    dm_personas(f, 3, "ann", "bob", "cara");
+    dm_human(f, "first");
+    dm_advance(f, 1000);
+    dm_human(f, "hello");
+    const char *order[] = {"ann", "bob", "cara"};
+    const char *want[] = {"\"n\":1,\"responders\":[\"ann\"]}",
+                          "\"n\":2,\"responders\":[\"ann\",\"bob\"]}",
+                          "\"n\":3,\"responders\":[\"ann\",\"bob\",\"cara\"]}"};
+    for (int i = 0; i <= 3; i++) {
+        if (i > 0) {
+            dm_advance(f, 1000);
+            dm_ai(f, order[i - 1], "an answer");
+        }
+        char *t = dormancy_room_to_json(f->room);
+        char *again = dormancy_room_to_json(f->room); /* every entry kept */
+        assert_string_equal(t, again);
+        assert_true(dormancy_room_human(f->room, 0)->text_len > 0);
+        if (i > 0)
+            assert_non_null(strstr(t, want[i - 1]));
+        else
+            assert_null(strstr(t, "responders"));
+        char err[200];
+        dormancy_room *back = dormancy_room_from_json(t, f->room->room, err, sizeof err);
+        assert_non_null(back);
+        assert_int_equal(dormancy_room_human(back, 0)->text_len, 0);
+        char *fresh = dormancy_room_to_json(back);
+        assert_string_equal(t, fresh);
+        free(t);
+        free(again);
+        free(fresh);
+        dormancy_room_free(back);
+    }
+    dm_free(f);
+}
+
 static void unreadable_records_are_refused(void **state)
 {
     (void)state;
@@ -735,6 +779,7 @@ int main(void)
         cmocka_unit_test(quiet_room_record_is_small),
         cmocka_unit_test(recent_times_round_trip_compactly),
         cmocka_unit_test(reused_persona_texts_match_a_fresh_write),
+        cmocka_unit_test(kept_human_entries_follow_answers),
         cmocka_unit_test(unreadable_records_are_refused),
         cmocka_unit_test(out_of_range_record_times_read_as_absent),
         cmocka_unit_test(persona_snapshot_on_join_and_change_only),

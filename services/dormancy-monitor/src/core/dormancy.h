@@ -189,11 +189,21 @@ static inline void persona_touch(dormancy_persona *p)
     p->gen++;
 }
 
+/* Bytes of a human message's entry in the record ({"id":...}) kept with
+ * it (state_json.c): most entries, an id, a time and a few responders. */
+#define DORMANCY_HUMAN_TEXT_MAX 120
+_Static_assert(DORMANCY_HUMAN_TEXT_MAX <= 255, "text_len is a byte");
+
 typedef struct dormancy_human_msg {
     char id[DORMANCY_MSGID_MAX + 1];
     int64_t ts;
     int n_responders; /* counted responders (may exceed the names kept) */
     char responders[DORMANCY_MAX_RESPONDERS][DORMANCY_ID_MAX + 1];
+    /* The entry as the record last wrote it, text_len bytes (0: not kept;
+     * an entry that did not fit is written anew each time). Whoever
+     * changes the fields above sets text_len to 0 (a new entry is zeroed). */
+    uint8_t text_len;
+    char text[DORMANCY_HUMAN_TEXT_MAX];
 } dormancy_human_msg;
 
 typedef struct dormancy_session {

@@ -63,6 +63,7 @@ void redundant_on_ai(dormancy_step *s, const dormancy_event *ev, dormancy_person
     if (index < DORMANCY_MAX_RESPONDERS)
         vigil_utf8_copy(m->responders[index], sizeof m->responders[index], p->id);
     m->n_responders++;
+    m->text_len = 0; /* its record entry changed */
     if (index < c->redundant_keep || !c->auto_suggest || !persona_can_answer(p) ||
         step_presence_blocks(s, p))
         return;
