@@ -197,7 +197,12 @@ static int emit(vigil_effects *fx, const dormancy_room *r, const dormancy_config
             break;
         case DORMANCY_OUT_ROOM_STATE:
             vigil_concat(topic, sizeof topic, "room/", r->room, "/state", (const char *)NULL);
-            rc = publish_text(fx, topic, dormancy_room_state_text(r, cfg, now), true);
+            rc = publish_text(fx, topic,
+                              dormancy_room_state_text_m(r, cfg, now,
+                                                         a->has_metrics && a->metrics_at == now
+                                                             ? &a->metrics
+                                                             : NULL),
+                              true);
             break;
         case DORMANCY_OUT_ROOM_CLEARED:
             vigil_concat(topic, sizeof topic, "room/", r->room, "/state", (const char *)NULL);

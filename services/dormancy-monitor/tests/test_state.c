@@ -564,6 +564,18 @@ static void room_state_text_is_what_json_c_writes(void **state)
     ev.presence.session = "tab";
     ev.presence.status = DORMANCY_PRESENCE_ACTIVE;
     dm_send(f, &ev);
+    /* the step's own count of the window, carried with its room state,
+     * renders the same bytes as a count made for the rendering */
+    const dormancy_action *rs = dm_last(f, DORMANCY_OUT_ROOM_STATE, NULL);
+    assert_non_null(rs);
+    assert_true(rs->has_metrics);
+    assert_int_equal(rs->metrics_at, f->now);
+    assert_int_equal(rs->metrics.humans, 1);
+    char *carried = dormancy_room_state_text_m(f->room, &f->cfg, f->now, &rs->metrics);
+    char *counted = dormancy_room_state_text(f->room, &f->cfg, f->now);
+    assert_string_equal(carried, counted);
+    free(carried);
+    free(counted);
     for (int round = 0; round < 2; round++) {
         char *t = dormancy_room_state_text(f->room, &f->cfg, f->now);
         json_object *o = json_tokener_parse(t);

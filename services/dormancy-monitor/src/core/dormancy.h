@@ -447,6 +447,13 @@ typedef enum {
                                   * action, nothing changed (an error event, bad_value) */
 } dormancy_action_kind;
 
+/* Activity over the velocity window ending at now. */
+typedef struct dormancy_metrics {
+    int humans, ais;          /* messages in the window */
+    double velocity_per_min;
+    double ai_to_human_ratio; /* meaningful only when humans > 0 */
+} dormancy_metrics;
+
 typedef struct dormancy_action {
     dormancy_action_kind kind;
     char id[DORMANCY_EVID_MAX + 1]; /* events only */
@@ -474,6 +481,12 @@ typedef struct dormancy_action {
     /* timers */
     char timer[DORMANCY_TIMER_NAME_MAX + 1];
     int64_t due;
+    /* room state: the room's activity at metrics_at, as the step measured
+     * it for the state's digest (has_metrics), so that rendering the state
+     * at that time need not count the window again */
+    bool has_metrics;
+    int64_t metrics_at;
+    dormancy_metrics metrics;
 } dormancy_action;
 
 typedef struct dormancy_actions {
@@ -534,6 +547,10 @@ char *dormancy_persona_entry_text(const dormancy_action *a);
 /* room/{r}/state's payload as text (malloc'd; NULL when out of memory);
  * dormancy_room_state_json is the same, parsed. */
 char *dormancy_room_state_text(const dormancy_room *r, const dormancy_config *cfg, int64_t now);
+/* The same, with the room's activity at now already measured (m: what
+ * dormancy_room_metrics(r, cfg, now) returns; NULL measures it). */
+char *dormancy_room_state_text_m(const dormancy_room *r, const dormancy_config *cfg, int64_t now,
+                                 const dormancy_metrics *m);
 json_object *dormancy_room_state_json(const dormancy_room *r, const dormancy_config *cfg,
                                       int64_t now);
 
@@ -564,12 +581,6 @@ dormancy_self_cmd dormancy_self_parse(const char *text, int64_t now, int tz_offs
 /* "5min", "90s", "250ms": how a threshold is written in texts. */
 void dormancy_format_duration(int64_t ms, char *out, size_t outlen);
 
-/* Activity over the velocity window ending at now. */
-typedef struct dormancy_metrics {
-    int humans, ais;          /* messages in the window */
-    double velocity_per_min;
-    double ai_to_human_ratio; /* meaningful only when humans > 0 */
-} dormancy_metrics;
 dormancy_metrics dormancy_room_metrics(const dormancy_room *r, const dormancy_config *cfg,
                                        int64_t now);
 /* The no-human threshold in force for a persona config (adaptive bands). */

@@ -43,11 +43,14 @@ static void action_clear(dormancy_action *a)
     a->answered_human = a->order = 0;
     a->id[0] = a->persona[0] = a->reason[0] = a->text[0] = '\0';
     a->message_id[0] = a->pending_reason[0] = a->timer[0] = '\0';
+    a->has_metrics = false;
+    a->metrics_at = 0;
+    a->metrics = (dormancy_metrics){0};
 }
 /* Every member of dormancy_action is cleared above: a member added to it
  * must be added there too (this sum fails to compile otherwise). */
 _Static_assert(sizeof(dormancy_action) ==
-                   offsetof(dormancy_action, due) + sizeof(int64_t),
+                   offsetof(dormancy_action, metrics) + sizeof(dormancy_metrics),
                "dormancy_action changed: update action_clear");
 
 dormancy_action *step_push(dormancy_step *s, dormancy_action_kind kind, const char *persona)

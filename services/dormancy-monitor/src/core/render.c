@@ -243,6 +243,12 @@ void room_rounded(double v, char *out, size_t outlen)
  * 1,000 members cost more than the rest of the input. */
 char *dormancy_room_state_text(const dormancy_room *r, const dormancy_config *cfg, int64_t now)
 {
+    return dormancy_room_state_text_m(r, cfg, now, NULL);
+}
+
+char *dormancy_room_state_text_m(const dormancy_room *r, const dormancy_config *cfg, int64_t now,
+                                 const dormancy_metrics *known)
+{
     vigil_jtext b = {0};
     char num[32];
     vigil_jtext_lit(&b, "{\"room\":");
@@ -267,7 +273,7 @@ char *dormancy_room_state_text(const dormancy_room *r, const dormancy_config *cf
         first = false;
         vigil_jtext_str(&b, r->sessions[i].user);
     }
-    dormancy_metrics m = dormancy_room_metrics(r, cfg, now);
+    dormancy_metrics m = known ? *known : dormancy_room_metrics(r, cfg, now);
     vigil_jtext_lit(&b, "],\"velocity_per_min\":");
     room_rounded(m.velocity_per_min, num, sizeof num);
     vigil_jtext_lit(&b, num);

@@ -110,12 +110,13 @@ static uint64_t roster_digest(dormancy_room *r)
  * it changes exactly when the payload does. Hashed from the record
  * directly: building and printing the payload on every input to compare
  * it cost as much as the rest of the input at 1,000 personas. */
-static uint64_t room_digest(const dormancy_step *s)
+static uint64_t room_digest(dormancy_step *s)
 {
     const dormancy_room *r = s->room;
     char buf[96];
     uint64_t h = hash_str(VIGIL_HASH64_INIT, r->room);
     dormancy_metrics m = dormancy_room_metrics(r, s->cfg, s->now);
+    s->room_metrics = m;
     char vel[32], ratio[32] = "null";
     room_rounded(m.velocity_per_min, vel, sizeof vel);
     if (m.humans > 0)
@@ -185,8 +186,17 @@ void snapshot_sync(dormancy_step *s)
         persona_touch(p);
         p->snap_digest = d;
     }
-    if (s->room_state_now)
-        step_push(s, DORMANCY_OUT_ROOM_STATE, NULL);
+    if (s->room_state_now) {
+        /* counting the window is the costliest part of rendering the
+         * state (up to DORMANCY_MAX_RECENT times per input): the digest's
+         * count, made on the same room at the same time, goes with it */
+        dormancy_action *a = step_push(s, DORMANCY_OUT_ROOM_STATE, NULL);
+        if (a) {
+            a->has_metrics = true;
+            a->metrics_at = s->now;
+            a->metrics = s->room_metrics;
+        }
+    }
     if (s->room_state_now || s->room_cleared)
         r->room_digest = s->room_digest;
 }

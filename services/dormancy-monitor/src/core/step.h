@@ -20,6 +20,7 @@ typedef struct dormancy_step {
     bool failed;  /* allocation failure somewhere */
     bool room_cleared; /* room deleted in this step: no room/{r}/state republish */
     uint64_t room_digest; /* of room/{r}/state as the step leaves it */
+    dormancy_metrics room_metrics; /* the room's activity at now, for room_digest */
     bool room_state_now;  /* room/{r}/state is published by this step */
     bool rejected;        /* the input is refused (step_reject) */
 } dormancy_step;
