@@ -380,13 +380,9 @@ def test_delete_stops_a_running_chain_and_a_late_ai_message_is_refused(stack):
     assert notify_events(col, since=mark) == []
 
 
-def test_an_ai_message_without_depth_continues_its_chain(stack):
-    """An AI message with neither depth nor reply_to is one deeper than the
-    notification its sender last got in the room: after the chain stopped,
-    it does not start a new one at depth 1; a human message ends that."""
-    stack.service(CHAT)
-    col = stack.collector()
-    pub = stack.publisher()
+def stopped_chain(stack, col, pub):
+    """Two personas chained from "@arya go" to the depth limit, then
+    stopped: (room, the persona notified at 99, the other one)."""
     arya, gendry = pair(stack.broker.port)
     room = uid("room")
     try:
@@ -395,11 +391,20 @@ def test_an_ai_message_without_depth_continues_its_chain(stack):
     finally:
         arya.stop()
         gendry.stop()
-    notes = notify_events(col)
-    last = max(notes, key=lambda n: n["depth"])
+    last = max(notify_events(col), key=lambda n: n["depth"])
     assert last["depth"] == MAX_DEPTH - 1
     at99 = last["persona"]
-    other = "gendry" if at99 == "arya" else "arya"
+    return room, at99, "gendry" if at99 == "arya" else "arya"
+
+
+def test_an_ai_message_without_depth_continues_its_chain(stack):
+    """An AI message with neither depth nor reply_to is one deeper than the
+    notification its sender last got in the room: after the chain stopped,
+    it does not start a new one at depth 1; a human message ends that."""
+    stack.service(CHAT)
+    col = stack.collector()
+    pub = stack.publisher()
+    room, at99, other = stopped_chain(stack, col, pub)
     # the persona notified at 99 speaks without depth: 100, stopped
     mark = col.mark()
     topic, m = ai(room, at99, f"@{other} one more thing")
@@ -422,6 +427,32 @@ def test_an_ai_message_without_depth_continues_its_chain(stack):
                        since=mark)
     assert n["depth"] == 1
     assert room_state(stack, room)["stopped"] == 2
+
+
+def test_a_low_depth_field_without_reply_to_does_not_restart_a_stopped_chain(stack):
+    """Seed: the depth limit (100 per chain) is the safety cap against
+    infinite chains. A persona that states a depth lower than the
+    notification it got (here a naive one that always says depth 1) and
+    names no message it answers is still one deeper than that
+    notification: after the chain stopped it stays stopped, instead of
+    starting a fresh chain at depth 1 that could run forever."""
+    stack.service(CHAT)
+    col = stack.collector()
+    pub = stack.publisher()
+    room, at99, other = stopped_chain(stack, col, pub)
+    mark = col.mark()
+    topic, m = ai(room, at99, f"@{other} let us start over", depth=1)
+    pub.publish(topic, m)
+    stop = col.wait_event(f"room/{room}/message", lambda e: is_stop(e) and e["reply_to"] == m["id"],
+                          timeout=10, what="the stop message for the low-depth answer", since=mark)
+    assert stop["depth"] == MAX_DEPTH
+    # the other one (notified at 98), also claiming depth 1: one hop short
+    topic, m2 = ai(room, other, f"@{at99} me too", depth=1, reply_to="forgotten-or-unknown")
+    pub.publish(topic, m2)
+    n = col.wait_event(f"persona/{at99}/notify", lambda e: e["message_id"] == m2["id"], timeout=10,
+                       since=mark)
+    assert n["depth"] == MAX_DEPTH - 1
+    assert [e for e in notify_events(col, since=mark) if e["message_id"] == m["id"]] == []
 
 
 def test_a_human_named_like_a_persona_can_mention_it(stack):

@@ -40,6 +40,18 @@ static void test_rules(void **st)
     assert_int_equal(chat_depth_of(r, &m), 100);
     m = msg(CHAT_SENDER_SYSTEM, NULL, false, 0);
     assert_int_equal(chat_depth_of(r, &m), 0);
+
+    /* sender "s" was notified at 40: without a remembered reply_to its
+     * message is at least 41, whatever depth it states */
+    chat_room_note_notified(r, "s", 40);
+    m = msg(CHAT_SENDER_AI, NULL, true, 1);
+    assert_int_equal(chat_depth_of(r, &m), 41);
+    m = msg(CHAT_SENDER_AI, "unknown", true, 0);
+    assert_int_equal(chat_depth_of(r, &m), 41);
+    m = msg(CHAT_SENDER_AI, NULL, true, 60); /* a deeper claim is taken */
+    assert_int_equal(chat_depth_of(r, &m), 60);
+    m = msg(CHAT_SENDER_AI, "a7", true, 3); /* a remembered reply_to decides: 8 */
+    assert_int_equal(chat_depth_of(r, &m), 8);
     chat_room_free(r);
 }
 

@@ -10,10 +10,11 @@
  *  - `@name` mentions in the text plus the `mentions` field, never an AI
  *    sender itself, never `@self`, are notified on persona/{p}/notify with the
  *    message's chain depth;
- *  - depth: human 0; AI = max(its `depth` field, depth of `reply_to` + 1),
- *    else the depth its sender was last notified at in the room + 1 (until
- *    a human message in the room), else 1; system messages are logged,
- *    never forwarded;
+ *  - depth: human 0; AI = max(its `depth` field, depth of `reply_to` + 1);
+ *    when the reply_to is not remembered, at least the depth its sender was
+ *    last notified at in the room + 1 (until a human message in the room),
+ *    else its `depth` field, else 1; system messages are logged, never
+ *    forwarded;
  *  - a message at depth >= max_depth is not forwarded: a system message in
  *    the room says why;
  *  - while the room (or every room) is paused notifications go to the

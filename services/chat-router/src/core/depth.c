@@ -5,13 +5,15 @@
  * field (personas set notify.depth + 1), or the remembered depth of its
  * `reply_to` plus one. When both are known the larger wins, so a persona
  * can never make a chain shallower than the router knows it is (and so
- * escape the limit). An AI message with neither (no depth, no remembered
- * reply_to: a reply to a message forgotten long ago, or a persona leaving
- * its depth out) continues from the last notification the room sent its
- * sender: that depth + 1, so leaving the depth out never restarts a chain
- * (a persona notified at 99 is at 100 and stopped). Only a sender the room
- * has not notified since the last human message (a proactive message)
- * counts as one hop from a human: depth 1. A system
+ * escape the limit). When the reply_to is not remembered (absent, or a
+ * message forgotten long ago) the router still knows the last
+ * notification the room sent the sender: the message is at least that
+ * depth + 1, whatever its `depth` field says, so neither leaving the depth
+ * out nor stating a low one restarts a chain (a persona notified at 99 is
+ * at 100 and stopped; one that always says depth 1 cannot chain forever).
+ * Only a sender the room has not notified since the last human message (a
+ * proactive message) and that states no depth counts as one hop from a
+ * human: depth 1. A system
  * message keeps its own `depth` (the stop message carries the depth it
  * stopped at, so an answer to it is still past the limit), else 0. */
 #include "chat.h"
@@ -40,8 +42,11 @@ int64_t chat_depth_of(const chat_room *r, const chat_message *m)
     int64_t from_reply = known >= 0 ? deeper(known) : -1;
     int64_t own = m->has_depth && m->depth >= 0 ? m->depth : -1;
     int64_t d = own > from_reply ? own : from_reply;
-    if (d >= 0)
+    if (known >= 0)
         return d;
     int64_t notified = chat_room_notified_depth(r, m->sender);
-    return notified >= 0 ? deeper(notified) : 1;
+    int64_t floor = notified >= 0 ? deeper(notified) : -1;
+    if (floor > d)
+        d = floor;
+    return d >= 0 ? d : 1;
 }
