@@ -162,8 +162,10 @@ static const cli_help_entry HELP[] = {
     { "delete",
       "usage: vigil chat delete ROOM\n"
       "\n"
-      "Deletes the room's log, notification queue and state. A later message in the\n"
-      "room starts it afresh.\n", NULL, NULL },
+      "Deletes the room's log, notification queue and state, and ends its conversation:\n"
+      "a persona's late answer to the room is refused (sys/chat-router/error, reason\n"
+      "room_deleted), not logged. Only a person starts it afresh: vigil chat new ROOM\n"
+      "(or a human message posted to the room).\n", NULL, NULL },
     { "agents",
       "usage: vigil agents status [--no-activity-check] [--json]\n"
       "\n"

@@ -66,6 +66,9 @@ def test_help_version_and_usage_errors(tmp_path):
     assert "does not pause" in run("chat", "join", "--help").stdout
     assert "--json" in run("chat", "view", "--help").stdout
     assert "--all" in run("chat", "pause", "--help").stdout
+    # delete ends the conversation: a persona's late answer does not bring the room back
+    delete_help = " ".join(run("chat", "delete", "--help").stdout.split())
+    assert "late answer to the room is refused" in delete_help and "vigil chat new ROOM" in delete_help
 
     for args, why in [((), "missing command"), (("frob",), "unknown command"), (("chat", "frob"), "unknown chat"),
                       (("chat", "view"), "missing ROOM"), (("chat", "view", "a", "b"), "too many"),
