@@ -14,7 +14,8 @@ DormancyConfig switches and thresholds read from a meta's `dormancy`, the
 pile-on window (a responder after the window is not counted), the
 specified "Emergency: production is down!" integration scenario with both
 services (each tier, and the per-persona LLM wake settings), presence
-(idle and away readers do not block, an active one does until away), and
+(idle and away readers do not block, an active one does until away), the
+15-minute hard stop holding while wake-evaluator's autopilot runs, and
 the specified unit scenario "auto-wakes on human message" taken literally
 (setDormancy('sleep') as a `dormant` command).
 
@@ -54,6 +55,25 @@ def publish_meta(pub, persona, room, **extra):
 def wait_members(col, room, personas, timeout=10):
     return col.wait_event(f"room/{room}/state", lambda s: all(p in s["personas"] for p in personas),
                           timeout=timeout, what=f"{personas} members of {room}")
+
+
+def with_rules_autopilot(stack, room_prefix, personas, dormancy_env, interval_ms):
+    """dormancy-monitor with dormancy_env, and wake-evaluator without an LLM
+    running the autopilot (rules and guards only) every interval_ms, never
+    early; basic-tier personas, members of a new room by their metas.
+    Returns (collector, publisher, room)."""
+    stack.service("dormancy-monitor", env=dormancy_env)
+    stack.service("wake-evaluator", env={"VIGIL_LLM_URL": "", "VIGIL_AUTOPILOT": 1,
+                                         "VIGIL_AUTOPILOT_INTERVAL_MS": interval_ms,
+                                         "VIGIL_AUTOPILOT_JUMP_RATIO": 1e6,
+                                         "VIGIL_AUTOPILOT_JUMP_VELOCITY": 1e6})
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid(room_prefix)
+    for p in personas:
+        publish_meta(pub, p, room, tier="basic")
+    wait_members(col, room, personas)
+    return col, pub, room
 
 
 # --------------------------------------------------------------------------
@@ -129,19 +149,9 @@ def test_dominating_persona_is_suggested_mention_only_through_both_services(stac
     in the last hour and decides suggest-mention-only with the specified
     reason; dormancy-monitor turns it into a yes/no suggestion to that
     persona alone."""
-    stack.service("dormancy-monitor", env={"VIGIL_DORMANCY_SUGGESTION_TIMEOUT_MS": 60000,
-                                           "VIGIL_DORMANCY_REDUNDANT_KEEP": 100})
-    stack.service("wake-evaluator", env={"VIGIL_LLM_URL": "", "VIGIL_AUTOPILOT": 1,
-                                         "VIGIL_AUTOPILOT_INTERVAL_MS": 1000,
-                                         "VIGIL_AUTOPILOT_JUMP_RATIO": 1e6,
-                                         "VIGIL_AUTOPILOT_JUMP_VELOCITY": 1e6})
-    col = stack.collector()
-    pub = stack.publisher()
-    room = uid("dom")
-    personas = ["chatty", "quiet"]
-    for p in personas:
-        publish_meta(pub, p, room, tier="basic")
-    wait_members(col, room, personas)
+    col, pub, room = with_rules_autopilot(stack, "dom", ["chatty", "quiet"],
+                                          {"VIGIL_DORMANCY_SUGGESTION_TIMEOUT_MS": 60000,
+                                           "VIGIL_DORMANCY_REDUNDANT_KEEP": 100}, 1000)
     pub.publish(*human(room, "joel", "what do you two think about the plan?"))
     pub.publish(*ai(room, "quiet", "one thought"))
     for i in range(12):
@@ -454,4 +464,64 @@ def test_set_dormancy_sleep_then_a_human_message_wakes_it(stack):
     st = col.wait_event("persona/ada/state", lambda s: s["rooms"][room]["level"] == "active", timeout=10,
                         since=mark)
     assert st["rooms"][room]["trigger"] == "human-reentry", st
+    validate_outputs(col)
+
+
+# --------------------------------------------------------------------------
+# The 15-minute hard stop with the autopilot running
+
+
+def test_the_autopilot_does_not_undo_the_ai_only_hard_stop(stack):
+    """Rule 2 is forced ("hard stop for perpetual motion loops"), and the
+    human's next message ends it. With wake-evaluator's autopilot running,
+    its guard "a present human never meets an all-asleep room" must not
+    wake a persona the hard stop just put to sleep: the human who started
+    the discussion wrote within VIGIL_AUTOPILOT_HUMAN_PRESENT_MS (5 min,
+    left at its default as an outside tester shrinking only the documented
+    VIGIL_DORMANCY_* thresholds would), yet the AIs have talked alone for
+    the AI-only threshold. "I'm back" then wakes them all."""
+    ai_only = 3000
+    personas = ["ann", "bob"]
+    col, pub, room = with_rules_autopilot(stack, "stop", personas,
+                                          {"VIGIL_DORMANCY_AI_ONLY_MS": ai_only,
+                                           "VIGIL_DORMANCY_NO_HUMAN_MS": 600000,
+                                           "VIGIL_DORMANCY_REDUNDANT_KEEP": 100}, 500)
+    pub.publish(*human(room, "joel", "Starting AI discussion"))
+    i = 0
+    deadline = time.monotonic() + ai_only / 1000 + scaled(10)
+    while not all(col.find(f"persona/{p}/dormancy") for p in personas):
+        assert time.monotonic() < deadline, "the AI-only sleep did not come"
+        pub.publish(*ai(room, personas[i % 2], f"point {i} about the design"))
+        i += 1
+        time.sleep(0.3)
+    for p in personas:
+        e = col.wait_event(f"persona/{p}/dormancy", timeout=1)
+        assert (e["level"], e["trigger"], e["text"]) == ("sleep", "ai-only", SLEEP_TEXT), e
+    # The AIs keep talking (their runners do not know they sleep), so the
+    # autopilot runs on, with both asleep and the human "present": three
+    # runs after wake-evaluator holds both asleep (it learns the levels
+    # from the retained persona/{p}/state), and none may wake anyone
+    # (nor any run before: nothing woke anyone since the test began).
+    slept = 0
+    woken = lambda: ([e for e in col.events("persona/+/dormancy", since=slept) if e["level"] == "active"] +  # noqa: E731
+                     [d for e in col.events(f"room/{room}/autopilot", since=slept)
+                      for d in e["decisions"] if d["action"] == "wake"])
+    seen = None
+    deadline = time.monotonic() + scaled(15)
+    while not woken() and (seen is None or len(col.find(f"room/{room}/autopilot", since=seen)) < 3):
+        assert time.monotonic() < deadline, f"the autopilot did not run with both asleep: {wake_levels(stack, room)}"
+        if seen is None and all(wake_levels(stack, room).get(p) == "sleep" for p in personas):
+            seen = col.mark()
+        pub.publish(*ai(room, personas[i % 2], f"point {i} about the design"))
+        i += 1
+        time.sleep(0.3)
+    time.sleep(scaled(0.3))
+    assert not woken(), f"woken during the AI-only hard stop: {woken()}"
+
+    mark = col.mark()
+    pub.publish(*human(room, "joel", "I'm back", mid="back-stop"))
+    for p in personas:
+        e = col.wait_event(f"persona/{p}/dormancy", timeout=10, since=mark)
+        assert (e["level"], e["previous"], e["trigger"]) == ("active", "sleep", "human-reentry"), e
+        assert e["text"] == WAKE_TEXT and e["message_id"] == "back-stop", e
     validate_outputs(col)

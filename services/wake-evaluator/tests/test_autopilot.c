@@ -194,6 +194,56 @@ static void a_present_human_never_meets_an_all_asleep_room(void **state)
     wk_free(t);
 }
 
+/* Guard 4 is about a human who would meet nobody; personas the AI-only
+ * hard stop (or an accepted no-human suggestion) put to sleep wake at the
+ * human's next message by rule, so they are not a dead room: the guard
+ * leaves the forced sleep alone (with shrunk thresholds, or a persona's own
+ * shorter aiOnlyDiscussionThreshold, the human who wrote before the
+ * AI-only stretch is still "present" when it ends). */
+static void guard_4_leaves_the_ai_only_hard_stop_alone(void **state)
+{
+    (void)state;
+    wk *t = wk_new();
+    wk_persona(t, "a", "smart", -1, NULL, 0);
+    wk_persona(t, "b", "smart", -1, NULL, 0);
+    wk_msg(t, "joel", WAKE_SENDER_HUMAN, "go ahead without me");
+    wk_level(t, "a", WAKE_LEVEL_SLEEP, "ai-only");
+    wk_level(t, "b", WAKE_LEVEL_SLEEP, "ai-only");
+    wake_ap_list *l = proposals(0);
+    wake_autopilot_guard(t->r, &t->c, t->now, l);
+    assert_int_equal(l->n, 0);
+    free(l);
+
+    /* one of them would not wake for a human (auto-wake off): the other
+     * still does, so the room is not dead either */
+    wake_room_find(t->r, "a")->auto_wake_ov = 0;
+    l = proposals(0);
+    wake_autopilot_guard(t->r, &t->c, t->now, l);
+    assert_int_equal(l->n, 0);
+    free(l);
+
+    /* neither wakes for a human: the guard wakes one as before */
+    wake_room_find(t->r, "b")->auto_wake_ov = 0;
+    l = proposals(0);
+    wake_autopilot_guard(t->r, &t->c, t->now, l);
+    assert_int_equal(l->n, 1);
+    assert_int_equal(l->v[0].action, WAKE_AP_WAKE);
+    free(l);
+
+    /* the model puts the only awake persona to sleep (a chosen sleep): b,
+     * asleep for lack of humans, still answers the human's next message,
+     * so nobody is woken against the model (dormancy-monitor leaves an
+     * autopilot auto-sleep of a persona already asleep as it is) */
+    wake_room_find(t->r, "b")->auto_wake_ov = -1;
+    wk_level(t, "a", WAKE_LEVEL_ACTIVE, "human-reentry");
+    l = proposals(2, "a", WAKE_AP_AUTO_SLEEP, "b", WAKE_AP_AUTO_SLEEP);
+    wake_autopilot_guard(t->r, &t->c, t->now, l);
+    assert_int_equal(action_of(l, "a"), WAKE_AP_AUTO_SLEEP);
+    assert_int_equal(action_of(l, "b"), WAKE_AP_AUTO_SLEEP);
+    free(l);
+    wk_free(t);
+}
+
 static void a_run_is_published_with_source_and_economics(void **state)
 {
     (void)state;
@@ -352,6 +402,7 @@ int main(void)
         cmocka_unit_test(experts_in_the_humans_domain_stay_awake),
         cmocka_unit_test(dominating_persona_gets_mention_only),
         cmocka_unit_test(a_present_human_never_meets_an_all_asleep_room),
+        cmocka_unit_test(guard_4_leaves_the_ai_only_hard_stop_alone),
         cmocka_unit_test(a_run_is_published_with_source_and_economics),
         cmocka_unit_test(timer_interval_idle_and_no_llm),
         cmocka_unit_test(velocity_or_ratio_jump_runs_early),

@@ -244,8 +244,15 @@ static void guard_human_domain(const char *domain, void *arg)
     }
 }
 
-static bool asleep_after(const wake_persona *p, int action)
+/* Unable to answer the present human after this run. A persona asleep
+ * for lack of humans is not: the human's next message wakes it by rule 3
+ * (and an autopilot auto-sleep leaves a sleeper's cause as it is), so
+ * guard D never undoes the AI-only hard stop, which a human who wrote just
+ * before the AI-only stretch would otherwise do while still "present". */
+static bool asleep_after(const wake_persona *p, const wake_config *c, int action)
 {
+    if (p->level == WAKE_LEVEL_SLEEP && wake_persona_human_wakes(p, c))
+        return false;
     if (action == WAKE_AP_AUTO_SLEEP)
         return true;
     return p->level == WAKE_LEVEL_SLEEP && action != WAKE_AP_WAKE;
@@ -323,7 +330,7 @@ void wake_autopilot_guard(const wake_room *r, const wake_config *c, int64_t now,
     if (g.human_in_window) {
         bool all = true;
         for (int i = 0; i < n && all; i++)
-            all = asleep_after(&r->personas[i], action_of(l, r->personas[i].id));
+            all = asleep_after(&r->personas[i], c, action_of(l, r->personas[i].id));
         int b = all ? best_candidate(&g) : -1;
         if (b >= 0) {
             const wake_persona *p = &r->personas[b];

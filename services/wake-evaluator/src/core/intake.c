@@ -99,14 +99,18 @@ wake_rules_in wake_rules_input(const wake_persona *p, const wake_message *m)
     return in;
 }
 
+bool wake_persona_human_wakes(const wake_persona *p, const wake_config *c)
+{
+    return wake_persona_auto_wake(p, c) && (c->human_wakes_all || absence_trigger(p->trigger));
+}
+
 /* True when a rule of dormancy-monitor already wakes p for m. */
 static bool woken_by_rule(const wake_persona *p, const wake_config *c, const wake_message *m)
 {
     wake_rules_in in = wake_rules_input(p, m);
     if (wake_rules_mentioned(&in))
         return true;
-    return m->type == WAKE_SENDER_HUMAN && wake_persona_auto_wake(p, c) &&
-           (c->human_wakes_all || absence_trigger(p->trigger));
+    return m->type == WAKE_SENDER_HUMAN && wake_persona_human_wakes(p, c);
 }
 
 static int decide_now(wake_room *r, const wake_persona *p, const wake_message *m,

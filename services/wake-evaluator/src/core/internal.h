@@ -26,6 +26,9 @@ const char *wake_display_name(const wake_persona *p);
 bool wake_persona_auto_wake(const wake_persona *p, const wake_config *c);
 bool wake_persona_llm_wake(const wake_persona *p, const wake_config *c);
 double wake_persona_threshold(const wake_persona *p, const wake_config *c);
+/* A human message wakes p by dormancy-monitor's rule 3 (its sleep came from
+ * human absence, or VIGIL_DORMANCY_HUMAN_WAKES=all, and auto-wake is on). */
+bool wake_persona_human_wakes(const wake_persona *p, const wake_config *c);
 
 /* What the rules look at for persona p and message m: the whole text. */
 wake_rules_in wake_rules_input(const wake_persona *p, const wake_message *m);
