@@ -168,7 +168,7 @@ def test_basic_tier_decides_at_once_by_the_rules_without_the_llm(stack, llm):
     setup_sleepers(stack, pub, room, ["tiny"], tier=None, parameters=3_000_000_000)
     before = llm.stats()["requests"]
     pub.publish(*ai(room, "bot", "the build is BROKEN again", mid="m1"))
-    pub.publish(*ai(room, "bot", "that was helpful, thanks", mid="m2"))
+    pub.publish(*ai(room, "bot", "nice weather today, thanks", mid="m2"))
     got = wait_wakes(col, 2, persona="tiny")
     assert got[f"m1:{room}:wake:tiny"]["should_wake"] is True
     assert got[f"m1:{room}:wake:tiny"]["via"] == "rules"
@@ -176,6 +176,31 @@ def test_basic_tier_decides_at_once_by_the_rules_without_the_llm(stack, llm):
     assert got[f"m2:{room}:wake:tiny"]["should_wake"] is False
     assert all(e["tier"] == "basic" and e["latency_ms"] == 0 for e in got.values())
     assert llm.stats()["requests"] == before
+
+
+def test_basic_tier_finds_urgent_keywords_as_the_specification_does(stack):
+    """The specified basic rule is `text.toLowerCase().includes(kw)`: a
+    keyword inside a longer word counts ("errors", "urgently", "downtime",
+    "helpful"), in any case; text without one does not wake."""
+    start(stack)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("kw")
+    setup_sleepers(stack, pub, room, ["tiny"], tier="basic")
+    texts = {"k1": ("Seeing errors in the logs", "error"), "k2": ("need a reply URGENTLY", "urgent"),
+             "k3": ("planned downtime tonight", "down"), "k4": ("that was helpful", "help"),
+             "k5": ("How was your weekend?", None)}
+    for mid, (text, _) in texts.items():
+        pub.publish(*ai(room, "bot", text, mid=mid))
+    got = wait_wakes(col, len(texts), persona="tiny")
+    for mid, (text, kw) in texts.items():
+        w = got[f"{mid}:{room}:wake:tiny"]
+        assert w["via"] == "rules" and w["tier"] == "basic", w
+        if kw:
+            assert w["should_wake"] is True and w["reason"] == f"rules: urgent keyword '{kw}'", (text, w)
+        else:
+            assert w["should_wake"] is False, (text, w)
+    validate_outputs(col, WAKE_OUTPUTS)
 
 
 def test_one_message_id_in_two_rooms_makes_two_wake_events(stack):

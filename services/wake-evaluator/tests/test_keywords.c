@@ -1,28 +1,37 @@
-/* test_keywords.c - the rules tier's reading of text: urgent keywords as
- * whole words (case-insensitive), @mentions with word boundaries, domain
- * words, and the rules' order (mention, human, keyword). */
+/* test_keywords.c - the rules tier's reading of text: urgent keywords
+ * anywhere in the text (case-insensitive, as specified), @mentions with
+ * word boundaries, domain words as whole words, and the rules' order
+ * (mention, human, keyword). */
 #include "wk_test.h"
 
 static void keyword_edges(void **state)
 {
     (void)state;
-    assert_null(wake_urgent_keyword("that was helpful"));
+    /* as specified: text.toLowerCase().includes(kw), inside words too */
+    assert_string_equal(wake_urgent_keyword("that was helpful"), "help");
     assert_string_equal(wake_urgent_keyword("the build is BROKEN"), "broken");
     assert_string_equal(wake_urgent_keyword("help!"), "help");
     assert_string_equal(wake_urgent_keyword("Help me"), "help");
     assert_string_equal(wake_urgent_keyword("self-help book"), "help");
     assert_string_equal(wake_urgent_keyword("(down)"), "down");
     assert_string_equal(wake_urgent_keyword("prod is down."), "down");
-    assert_null(wake_urgent_keyword("shutdown complete"));
-    assert_null(wake_urgent_keyword("a breakdown of costs"));
-    assert_null(wake_urgent_keyword("two errors"));       /* not the word "error" */
-    assert_null(wake_urgent_keyword("unhelpful"));
-    assert_null(wake_urgent_keyword("help_desk"));        /* '_' continues a word */
-    assert_null(wake_urgent_keyword("help\xc3\xa9"));     /* a UTF-8 letter continues it */
+    assert_string_equal(wake_urgent_keyword("shutdown complete"), "down");
+    assert_string_equal(wake_urgent_keyword("planned Downtime"), "down");
+    assert_string_equal(wake_urgent_keyword("two errors"), "error");
+    assert_string_equal(wake_urgent_keyword("need it URGENTLY"), "urgent");
+    assert_string_equal(wake_urgent_keyword("help_desk"), "help");
+    assert_string_equal(wake_urgent_keyword("help\xc3\xa9"), "help");
     assert_string_equal(wake_urgent_keyword("Tests FAILED"), "failed");
     assert_string_equal(wake_urgent_keyword("EMERGENCY: prod"), "emergency");
     assert_string_equal(wake_urgent_keyword("urgent"), "urgent");
     assert_string_equal(wake_urgent_keyword("error 500"), "error");
+    /* several: the first of the list, wherever it is in the text */
+    assert_string_equal(wake_urgent_keyword("down, help, emergency"), "emergency");
+    assert_string_equal(wake_urgent_keyword("broken and failed"), "failed");
+    /* a keyword cut by the end of the text is not there */
+    assert_null(wake_urgent_keyword("emergenc"));
+    assert_null(wake_urgent_keyword("How was your weekend?"));
+    assert_null(wake_urgent_keyword("dow n, hel p"));
     assert_null(wake_urgent_keyword(""));
     assert_null(wake_urgent_keyword(NULL));
     /* the specified list, in order */
@@ -93,7 +102,9 @@ static void rules_tier(void **state)
     assert_string_equal(why, "rules: message from a human");
     assert_true(rules("ann", "deploy FAILED", WAKE_SENDER_AI, NULL, why));
     assert_string_equal(why, "rules: urgent keyword 'failed'");
-    assert_false(rules("ann", "that was helpful", WAKE_SENDER_AI, NULL, why));
+    assert_true(rules("ann", "that was helpful", WAKE_SENDER_AI, NULL, why));
+    assert_string_equal(why, "rules: urgent keyword 'help'");
+    assert_false(rules("ann", "nice weather today", WAKE_SENDER_AI, NULL, why));
     assert_false(rules("ann", "system notice", WAKE_SENDER_SYSTEM, NULL, why));
 }
 

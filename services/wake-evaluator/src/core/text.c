@@ -1,5 +1,5 @@
-/* text.c - reading message text: @mentions, whole words (the urgent
- * keywords, expertise domains), UTF-8-safe truncation, "12 min ago". */
+/* text.c - reading message text: @mentions, whole words (expertise
+ * domains), the urgent keywords, UTF-8-safe truncation, "12 min ago". */
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -23,10 +23,30 @@ bool wake_text_has_word(const char *text, const char *word)
     return vigil_text_has_word(text, word);
 }
 
+/* The specified basic rule is `text.toLowerCase().includes(kw)`: a
+ * keyword anywhere, inside a longer word too ("errors", "urgently",
+ * "downtime"), in any case. One pass over the text: at each byte only the
+ * keywords starting with that letter are compared; the one reported is the
+ * first of the list the text holds. */
 const char *wake_urgent_keyword(const char *text)
 {
-    int i = vigil_text_first_word(text, WAKE_URGENT_KEYWORDS);
-    return i >= 0 ? WAKE_URGENT_KEYWORDS[i] : NULL;
+    if (!text)
+        return NULL;
+    const char *const *kw = WAKE_URGENT_KEYWORDS;
+    unsigned found = 0;
+    for (const char *p = text; *p; p++) {
+        int c = tolower((unsigned char)*p);
+        for (int i = 0; kw[i]; i++)
+            if (kw[i][0] == c && !(found & (1u << i)) &&
+                strncasecmp(p, kw[i], strlen(kw[i])) == 0)
+                found |= 1u << i;
+        if (found & 1u)
+            break; /* the list's first: nothing can come before it */
+    }
+    for (int i = 0; kw[i]; i++)
+        if (found & (1u << i))
+            return kw[i];
+    return NULL;
 }
 
 void wake_format_ago(int64_t ms, char *out, size_t outlen)

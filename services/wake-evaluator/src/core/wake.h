@@ -277,7 +277,8 @@ typedef struct wake_reader {
 bool wake_text_mentions(const char *text, const char *name);
 /* word occurs in text as a whole word, case-insensitive (vigil_text). */
 bool wake_text_has_word(const char *text, const char *word);
-/* The first of the urgent keywords found as a whole word, or NULL. */
+/* The first of the urgent keywords (list order) the text holds anywhere,
+ * case-insensitively, as the specified `includes(kw)`; or NULL. */
 const char *wake_urgent_keyword(const char *text);
 extern const char *const WAKE_URGENT_KEYWORDS[]; /* NULL-terminated */
 /* "just now", "45s ago", "12 min ago", "3 h ago", "2 days ago". */
