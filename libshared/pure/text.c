@@ -229,49 +229,6 @@ const char *vigil_text_find_word(const char *text, const char *word)
     return NULL;
 }
 
-/* One pass over the text instead of one per word (wake-evaluator's seven
- * urgent keywords on every message were 7 % of its instructions): at each
- * place that starts a word, only the words beginning with that letter are
- * compared, and each word found is marked. Past 64 words, or with an empty
- * one, word by word as before. */
-static int first_word_one_by_one(const char *text, const char *const *words)
-{
-    for (int i = 0; words[i]; i++)
-        if (vigil_text_has_word(text, words[i]))
-            return i;
-    return -1;
-}
-
-int vigil_text_first_word(const char *text, const char *const *words)
-{
-    uint64_t firsts[4] = { 0 };
-    int n = 0;
-    for (; words[n]; n++) {
-        if (n == 64 || !words[n][0])
-            return first_word_one_by_one(text, words);
-        int c = tolower((unsigned char)words[n][0]);
-        firsts[c >> 6] |= UINT64_C(1) << (c & 63);
-    }
-    if (!text)
-        return -1;
-    const unsigned char *start = (const unsigned char *)text;
-    uint64_t found = 0;
-    for (const unsigned char *p = start; *p; p++) {
-        int c = tolower(*p);
-        if (!((firsts[c >> 6] >> (c & 63)) & 1) || word_before(start, p))
-            continue;
-        for (int i = 0; i < n; i++) {
-            size_t wl = strlen(words[i]);
-            if (tolower((unsigned char)words[i][0]) == c && !(found >> i & 1) &&
-                strncasecmp((const char *)p, words[i], wl) == 0 && !word_at(p + wl))
-                found |= UINT64_C(1) << i;
-        }
-        if (found & 1)
-            break; /* the first word of the list: nothing comes before it */
-    }
-    return found ? __builtin_ctzll(found) : -1;
-}
-
 bool vigil_text_has_word(const char *text, const char *word)
 {
     return vigil_text_find_word(text, word) != NULL;

@@ -163,54 +163,6 @@ static void mention_starts_never_rule_out_a_mention(void **u)
     assert_false(vigil_mention_may(&m, "ann"));
 }
 
-/* The first listed word a text holds, word by word (the reference). */
-static int first_by_has_word(const char *text, const char *const *words)
-{
-    for (int i = 0; words[i]; i++)
-        if (vigil_text_has_word(text, words[i]))
-            return i;
-    return -1;
-}
-
-/* vigil_text_first_word answers as asking vigil_text_has_word for each word
- * in turn: the list's order decides, not the text's; words that share a
- * first letter, found inside longer words, next to letters of other
- * scripts, in any case; and the fallbacks (an empty word, over 64). */
-static void first_word_is_the_first_listed_word_held(void **u)
-{
-    (void)u;
-    static const char *const urgent[] = {"emergency", "urgent", "help", "error",
-                                         "failed", "down", "broken", NULL};
-    const char *texts[] = {"", "all fine", "the server is down, urgent!", "DOWN and Broken",
-                           "errors everywhere, an error", "erro error", "helpful downtime",
-                           "emergency", "x emergencyy y EMERGENCY", "errorés error\xc3\xa9",
-                           "\xc3\xa9help help_ (help)", "failed-down", "e", "help",
-                           "urgen urgent", "broken\xc3\xa9 brokenly broken."};
-    int found = 0;
-    for (size_t t = 0; t < sizeof texts / sizeof *texts; t++) {
-        int want = first_by_has_word(texts[t], urgent);
-        assert_int_equal(vigil_text_first_word(texts[t], urgent), want);
-        found += want >= 0;
-    }
-    assert_true(found >= 10); /* the table holds real matches */
-    assert_int_equal(vigil_text_first_word("the server is down, urgent!", urgent), 1);
-    assert_int_equal(vigil_text_first_word("errorés error\xc3\xa9", urgent), -1);
-    assert_int_equal(vigil_text_first_word(NULL, urgent), -1);
-    static const char *const none[] = {NULL};
-    assert_int_equal(vigil_text_first_word("help", none), -1);
-    static const char *const empty[] = {"", "help", NULL};
-    assert_int_equal(vigil_text_first_word("help", empty), 1);
-    static char many[70][8];
-    const char *list[71];
-    for (int i = 0; i < 70; i++) {
-        snprintf(many[i], sizeof many[i], "w%d", i);
-        list[i] = many[i];
-    }
-    list[70] = NULL;
-    assert_int_equal(vigil_text_first_word("a w69 b w3", list), 3);
-    assert_int_equal(vigil_text_first_word("w690", list), -1);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -226,7 +178,6 @@ int main(void)
         cmocka_unit_test(whole_words),
         cmocka_unit_test(ids),
         cmocka_unit_test(mention_starts_never_rule_out_a_mention),
-        cmocka_unit_test(first_word_is_the_first_listed_word_held),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -66,10 +66,6 @@ bool vigil_mention_may(const vigil_mention_starts *m, const char *name);
 bool vigil_text_has_word(const char *text, const char *word);
 /* Where that whole word starts, or NULL. */
 const char *vigil_text_find_word(const char *text, const char *word);
-/* The index of the first of words (a NULL-terminated list) that text holds
- * as a whole word (vigil_text_has_word), by its place in the list, not in
- * the text; -1 for none. */
-int vigil_text_first_word(const char *text, const char *const *words);
 
 /* True when s is 1..64 characters of A-Z a-z 0-9 . _ - (an id). */
 bool vigil_text_is_id(const char *s);
