@@ -630,25 +630,11 @@ def test_a_job_handled_again_claims_nothing_new_and_sends_nothing(stack):
     """The crash window between committing a resume and acknowledging its
     job: the job comes back (here: appended again, as XAUTOCLAIM would hand
     it over) and must neither claim a second task nor send a second resume."""
-    svc = stack.service(SERVICE, env=FAST)
-    col = stack.collector()
-    pub = stack.publisher()
-    store = stack.store(SERVICE)
-    pub.publish(*task("w-1", 5))
-    pub.publish(*task("w-2", 4))
-    harness.wait_until(lambda: len(pool(store)["open"]) == 2, 10, "two open tasks")
-    agent = uid("again-")
-    pub.publish(*status(agent, 13 * HOUR))
-    ev = col.wait_event(f"agent/{agent}/resume", timeout=15)
+    svc, col, pub, store, agent, ev = resumed_once(stack, "again-", (("w-1", 5), ("w-2", 4)))
     assert ev["claimed_task"]["id"] == "w-1"
     before = svc.metric("vigil_stall_jobs_total", outcome="duplicate") or 0
-    job = {"id": f"resume.{agent}.1", "agent": agent, "seq": 1, "decided": harness.now_ms(),
-           "reason": "replayed"}
-    c = stack.redis.client()
-    try:
-        c.xadd(f"{stack.prefix}{SERVICE}:resumes", {"m": json.dumps(job)})
-    finally:
-        c.close()
+    add_job(stack, {"id": f"resume.{agent}.1", "agent": agent, "seq": 1,
+                    "decided": harness.now_ms(), "reason": "replayed"})
     harness.wait_until(lambda: svc.metric("vigil_stall_jobs_total", outcome="duplicate") == before + 1, 10,
                        "the replayed job found already done")
     time.sleep(0.5)
@@ -713,12 +699,7 @@ def test_guard_fails_open_on_an_unreadable_record(stack):
     pub.publish(*status(agent, 10 * MIN))
     pub.publish(*activity(agent, "GIT_COMMIT", 0))
     assessment(col, agent, lambda a: a["is_active"])
-    c = stack.redis.client()
-    try:
-        key = f"{stack.prefix}{SERVICE}:state:agent:{agent}"
-        c.hset(key, mapping={"s": "{not a record", "v": int(c.hget(key, "v")) + 100})
-    finally:
-        c.close()
+    corrupt_record(stack, agent)
     ev = col.wait_event(f"agent/{agent}/resume", timeout=15)
     assert "failing open" in ev["reason"], ev
     a = assessment(col, agent, lambda a: any("failing open" in r for r in a["reasons"]))
@@ -726,6 +707,90 @@ def test_guard_fails_open_on_an_unreadable_record(stack):
     assert "unreadable agent record replaced" in svc.stderr_text()
     assert svc.alive()
     validate_outputs(col, OUTPUTS)
+
+
+def add_job(stack, job):
+    """A resume job appended to the stream, as a scan (or XAUTOCLAIM handing
+    one over) would."""
+    c = stack.redis.client()
+    try:
+        c.xadd(f"{stack.prefix}{SERVICE}:resumes", {"m": json.dumps(job)})
+    finally:
+        c.close()
+
+
+def resumed_once(stack, prefix, tasks=()):
+    """The service, an agent whose 13 h old status got it a resume, and
+    that resume: (svc, col, pub, store, agent, first)."""
+    svc = stack.service(SERVICE, env=FAST)
+    col = stack.collector()
+    pub = stack.publisher()
+    store = stack.store(SERVICE)
+    for tid, prio in tasks:
+        pub.publish(*task(tid, prio))
+    harness.wait_until(lambda: len(pool(store)["open"]) == len(tasks), 10, "the tasks open")
+    agent = uid(prefix)
+    pub.publish(*status(agent, 13 * HOUR), retain=True)
+    first = col.wait_event(f"agent/{agent}/resume", timeout=15)
+    return svc, col, pub, store, agent, first
+
+
+def corrupt_record(stack, agent):
+    """The agent's stored record made unreadable behind the service's back
+    (its processed input ids stay, as they are kept beside it)."""
+    c = stack.redis.client()
+    try:
+        key = f"{stack.prefix}{SERVICE}:state:agent:{agent}"
+        c.hset(key, mapping={"s": "{not a record", "v": int(c.hget(key, "v")) + 100})
+    finally:
+        c.close()
+
+
+def test_guard_fails_open_on_an_unreadable_record_of_an_agent_resumed_before(stack):
+    """The record of an agent resumed once already becomes unreadable: the
+    fresh record standing in for it must not number its resume 1 again. The
+    job id resume.<a>.1 is also the claim id in the task pool and the dedupe
+    id of the agent's commit, so a reused number found the first resume's
+    commit "already done" (no resume, ever: the same job came back every
+    interval) and gave the task already handed out back to the pool."""
+    svc, col, pub, store, agent, first = resumed_once(stack, "refail-", (("f-1", 5), ("f-2", 4)))
+    assert first["claimed_task"]["id"] == "f-1"
+    corrupt_record(stack, agent)
+    again = col.wait_event(f"agent/{agent}/resume", lambda r: r["id"] != first["id"], timeout=15,
+                           what="a resume failing open")
+    assert "failing open" in again["reason"], again
+    assert again["claimed_task"]["id"] == "f-2", again
+    p = pool(store)
+    assert sorted(t[0] for t in p["claimed"]) == ["f-1", "f-2"] and p["open"] == [], p
+    assert (svc.metric("vigil_stall_tasks_released_total") or 0) == 0
+    validate_outputs(col, OUTPUTS)
+
+
+def test_a_job_queued_before_a_retirement_is_skipped_after_the_return(stack):
+    """A resume job queued for an agent that then retires and comes back
+    before a worker takes it (a kill -9 can hold a job that long) is not
+    the agent's pending resume any more: its scans decide afresh, under new
+    numbers. Carried out, it sent a second resume within the resume
+    interval; it is skipped."""
+    svc, col, pub, _, agent, first = resumed_once(stack, "stray-")
+    pub.publish(f"agent/{agent}/status", b"", retain=True)
+    harness.wait_until(lambda: svc.metric("vigil_stall_agents_retired_total") == 1, 10,
+                       "the agent retired")
+    back = col.mark()
+    pub.publish(*status(agent, 13 * HOUR), retain=True)
+    harness.wait_until(lambda: len(col.find(f"agent/{agent}/assessment", since=back)) >= 3, 10,
+                       "its assessment and scans again")
+    def handled():
+        return sum(svc.metric("vigil_stall_jobs_total", outcome=o) or 0
+                   for o in ("done", "skipped", "duplicate"))
+    skipped, before = svc.metric("vigil_stall_jobs_total", outcome="skipped") or 0, handled()
+    job = {"id": f"resume.{agent}.2", "agent": agent, "seq": 2,
+           "decided": harness.now_ms() - 5_000, "reason": "inactive: confidence 0.000 < 0.5"}
+    add_job(stack, job)
+    harness.wait_until(lambda: handled() == before + 1, 10, "the stray job handled")
+    time.sleep(0.5)
+    assert list(resumes(col)[agent]) == [first["id"]]
+    assert svc.metric("vigil_stall_jobs_total", outcome="skipped") == skipped + 1
 
 
 def test_broker_and_redis_restarts_lose_no_resume_and_double_none(stack):

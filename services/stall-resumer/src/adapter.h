@@ -65,10 +65,12 @@ int stall_on_timer(void *ctx, const char *key, const char *state_json, const cha
                    int64_t due_ms, int64_t now_ms, vigil_effects *fx);
 void stall_free_parsed(void *ctx, void *parsed);
 
-/* Loads an agent record (a fresh one when state_json is NULL or
- * unreadable, logged and reported in *unreadable, which may be NULL).
- * NULL only when out of memory. */
-stall_agent *stall_load_agent(const char *key, const char *state_json, bool *unreadable);
+/* Loads an agent record (a fresh one when state_json is NULL; when it is
+ * unreadable, logged and reported in *unreadable, which may be NULL, a
+ * stand-in numbering its resumes from now: stall_agent_replace). NULL
+ * only when out of memory. */
+stall_agent *stall_load_agent(const char *key, const char *state_json, int64_t now,
+                              bool *unreadable);
 /* Publishes o (released) on topic; -1 when o is NULL or on failure. */
 int stall_publish_obj(vigil_effects *fx, const char *topic, json_object *o, bool retain);
 

@@ -21,9 +21,11 @@ static const char *agent_of(const char *key)
 }
 
 /* A record that cannot be read is replaced by a fresh one (and logged):
- * refusing every later input of the agent forever would be worse.
+ * refusing every later input of the agent forever would be worse. Its
+ * resumes are numbered from now, never reusing a lost one's job id.
  * *unreadable (may be NULL) says it happened. */
-stall_agent *stall_load_agent(const char *key, const char *state_json, bool *unreadable)
+stall_agent *stall_load_agent(const char *key, const char *state_json, int64_t now,
+                              bool *unreadable)
 {
     if (unreadable)
         *unreadable = false;
@@ -43,7 +45,7 @@ stall_agent *stall_load_agent(const char *key, const char *state_json, bool *unr
             *unreadable = true;
         a = calloc(1, sizeof *a);
         if (a)
-            stall_agent_init(a, agent ? agent : key);
+            stall_agent_replace(a, agent ? agent : key, now);
     }
     return a;
 }
@@ -120,7 +122,7 @@ static int retire_agent(stall_agent *a, const char *state_json, vigil_effects *f
 static int apply_agent(const stall_service *svc, const char *key, const char *state_json,
                        const stall_parsed *pp, const vigil_input *in, int64_t now, vigil_effects *fx)
 {
-    stall_agent *a = stall_load_agent(key, state_json, NULL);
+    stall_agent *a = stall_load_agent(key, state_json, now, NULL);
     if (!a)
         return -1;
     if (pp->kind == STALL_IN_RETIRE) {
@@ -210,7 +212,7 @@ int stall_on_timer(void *ctx, const char *key, const char *state_json, const cha
     if (!state_json || strcmp(timer_name, STALL_SCAN_TIMER) != 0 || !agent_of(key))
         return 0;
     bool unreadable;
-    stall_agent *a = stall_load_agent(key, state_json, &unreadable);
+    stall_agent *a = stall_load_agent(key, state_json, now_ms, &unreadable);
     if (!a)
         return -1;
     if (a->retired) { /* a scan its retirement's commit did not cancel in time: it ends here */

@@ -83,9 +83,17 @@ static int decide_recheck(void *arg, const char *key, const char *state_json, in
     snprintf(r->why, sizeof r->why, "no record");
     if (!state_json)
         return 0; /* the record is gone: the send step sends nothing */
-    stall_agent *a = stall_load_agent(key, state_json, NULL);
+    bool unreadable;
+    stall_agent *a = stall_load_agent(key, state_json, now_ms, &unreadable);
     if (!a)
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
+    if (unreadable) { /* the check itself failed: fail open, as the guard does */
+        snprintf(r->why, sizeof r->why, "activity check failed (agent record unreadable): "
+                                        "failing open, resume allowed");
+        r->unsent = true;
+        free(a);
+        return 0;
+    }
     r->due = stall_resume_still_due(a, &r->svc->cfg, r->job->seq, now_ms, r->why, sizeof r->why);
     r->unsent = a->sent_seq < r->job->seq;
     int rc = 0;
@@ -112,7 +120,7 @@ static int decide_resume(void *arg, const char *key, const char *state_json, int
     r->sent = false;
     if (!state_json)
         return 0; /* the agent's record is gone */
-    stall_agent *a = stall_load_agent(key, state_json, NULL);
+    stall_agent *a = stall_load_agent(key, state_json, now_ms, NULL);
     if (!a)
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     char event_id[VIGIL_EVENT_ID_MAX + 1], topic[VIGIL_TOPIC_MAX];
@@ -164,7 +172,7 @@ static int decide_unsent(void *arg, const char *key, const char *state_json, int
     u->unsent = false;
     if (!state_json)
         return 0;
-    stall_agent *a = stall_load_agent(key, state_json, NULL);
+    stall_agent *a = stall_load_agent(key, state_json, now_ms, NULL);
     if (!a)
         return vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
     u->unsent = a->sent_seq < u->job->seq;

@@ -492,6 +492,60 @@ static void test_retired_agent(void **state)
     free(a);
 }
 
+/* Only the agent's pending resume is still due: a job queued for resume 2
+ * before the agent retired and came back is not, once its scans decided
+ * resume 3 (carried out, it was a second resume within the interval); the
+ * pending mark of 3 stays. */
+static void test_a_job_not_pending_is_not_due(void **state)
+{
+    (void)state;
+    char why[STALL_REASON_LEN];
+    stall_scan_result r;
+    stall_agent *a = first_resume_due(&r);
+    assert_true(stall_agent_resume_sent(a, 1, "resume.ann.1:agent:ann:0", T0 + MIN_MS));
+    stall_agent_scan(a, &cfg, T0 + 2 * HOUR_MS, NULL, &r);
+    assert_int_equal(r.seq, 2); /* job 2 queued */
+    assert_true(stall_agent_retire(a));
+    stall_agent_return(a);
+    st_status(a, "EXECUTING", 13 * HOUR_MS);
+    /* no scan yet: nothing is pending, job 2 is not due */
+    assert_false(stall_resume_still_due(a, &cfg, 2, T0 + 2 * HOUR_MS + MIN_MS, why, sizeof why));
+    assert_non_null(strstr(why, "no longer pending"));
+    stall_agent_scan(a, &cfg, T0 + 2 * HOUR_MS + MIN_MS, NULL, &r);
+    assert_true(r.resume);
+    assert_int_equal(r.seq, 3);
+    assert_false(stall_resume_still_due(a, &cfg, 2, T0 + 2 * HOUR_MS + MIN_MS, why, sizeof why));
+    assert_int_equal(a->pending_seq, 3);
+    assert_true(stall_resume_still_due(a, &cfg, 3, T0 + 2 * HOUR_MS + MIN_MS, why, sizeof why));
+    free(a);
+}
+
+/* The stand-in for an unreadable record numbers its resumes from now: the
+ * lost record's resume 1 had job id resume.ann.1 (its claim and dedupe
+ * id), and a stand-in deciding "1" again found that resume done. */
+static void test_a_replaced_record_numbers_resumes_past_the_lost_ones(void **state)
+{
+    (void)state;
+    stall_agent *a = calloc(1, sizeof *a);
+    assert_non_null(a);
+    stall_agent_replace(a, "ann", T0);
+    assert_string_equal(a->agent, "ann");
+    assert_int_equal(a->n_sig, 0);
+    assert_false(a->status.present);
+    a = st_roundtrip(a);
+    stall_scan_result r;
+    stall_agent_scan(a, &cfg, T0 + MIN_MS, "agent record unreadable", &r);
+    assert_true(r.guard.failed_open);
+    assert_true(r.resume);
+    assert_int_equal(r.seq, T0 + 1);
+    stall_job j;
+    stall_job_make(&j, a->agent, r.seq, T0 + MIN_MS, r.guard.reason);
+    assert_string_equal(j.id, "resume.ann.1700000000001");
+    char why[STALL_REASON_LEN];
+    assert_true(stall_resume_still_due(a, &cfg, r.seq, T0 + MIN_MS, why, sizeof why));
+    free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -507,6 +561,8 @@ int main(void)
         cmocka_unit_test_setup(test_assessment_payload, setup),
         cmocka_unit_test_setup(test_job_roundtrip, setup),
         cmocka_unit_test_setup(test_retired_agent, setup),
+        cmocka_unit_test_setup(test_a_job_not_pending_is_not_due, setup),
+        cmocka_unit_test_setup(test_a_replaced_record_numbers_resumes_past_the_lost_ones, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

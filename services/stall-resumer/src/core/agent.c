@@ -14,6 +14,12 @@ void stall_agent_init(stall_agent *a, const char *agent)
     snprintf(a->agent, sizeof a->agent, "%s", agent ? agent : "");
 }
 
+void stall_agent_replace(stall_agent *a, const char *agent, int64_t now)
+{
+    stall_agent_init(a, agent);
+    a->resume_seq = now > 0 ? now : 0;
+}
+
 /* Our own resume prompts coming back (an agent echoing what it was sent
  * into its inbox or message queue) are not activity. */
 static bool echoes_our_resume(const stall_agent *a, const char *id, const char *detail)
@@ -251,6 +257,13 @@ bool stall_resume_still_due(stall_agent *a, const stall_config *c, int64_t seq, 
                  stall_category_name(as.category));
     else
         snprintf(why, whylen, "%s", g.reason);
+    /* only the pending resume: the scans decided afresh since another was
+     * queued (the agent retired and came back, its record was replaced) */
+    if (due && a->pending_seq != seq) {
+        due = false;
+        snprintf(why, whylen, "resume %" PRId64 " no longer pending: the agent's scans decided afresh",
+                 seq);
+    }
     if (!due && a->pending_seq == seq) {
         a->pending_seq = 0;
         a->pending_since = 0;

@@ -167,6 +167,13 @@ typedef struct stall_agent {
 } stall_agent;
 
 void stall_agent_init(stall_agent *a, const char *agent);
+/* A fresh record standing in for one that could not be read. The lost
+ * record's resume numbers are unknown, and a number is the resume's job
+ * id (resume.<a>.<seq>), which is also its claim id in the task pool and
+ * the dedupe id of its commit: reusing one would find an earlier resume
+ * "already done" and send nothing. So the stand-in numbers its resumes
+ * from now (ms), past every number a record counting from 1 has used. */
+void stall_agent_replace(stall_agent *a, const char *agent, int64_t now);
 
 /* ---- assessment (assess.c, category.c) ---------------------------------- */
 
@@ -293,10 +300,13 @@ bool stall_resume_due(const stall_agent *a, const stall_config *c, const stall_g
 /* Activity is validated again right before a resume prompt is
  * written. A resume job may wait (a restart, a job lease, a retry) between
  * the scan that queued it and the worker: is resume seq still due at now?
- * Assesses a again (failing open as the scan does) and checks the category.
- * When not, says why and clears seq's pending mark on a (the caller saves
- * a), so that a later scan decides afresh. A seq already sent is "due": the
- * send step sends it only once. */
+ * Only the agent's pending resume can be: a job for another seq was
+ * queued before the agent retired and came back, or before its record was
+ * replaced, and its scans have decided afresh since. Assesses a again
+ * (failing open as the scan does) and checks the category. When not, says
+ * why and clears seq's pending mark on a (the caller saves a), so that a
+ * later scan decides afresh. A seq already sent is "due": the send step
+ * sends it only once. */
 bool stall_resume_still_due(stall_agent *a, const stall_config *c, int64_t seq, int64_t now,
                             char *why, size_t whylen);
 
