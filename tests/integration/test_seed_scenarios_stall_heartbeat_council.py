@@ -157,6 +157,89 @@ def test_signals_outside_24h_or_the_lookback_are_not_activity(stack):
     validate_outputs(col, STALL_OUT)
 
 
+def test_shrunk_tier_windows_move_counting_and_the_recency_penalty(stack):
+    """Seed: tier windows 1 h / 30 min / 15 min (tier1/2/3_window_seconds),
+    the confidence table (one tier 1 -> 0.7, two -> 0.9, one tier 2 -> 0.5,
+    tier 3 only -> 0.3) and the recency penalty (> 30 min x 0.85), whose
+    hour and half hour the README ties to the tier-1 and tier-2 windows.
+    With the windows shrunk to 8 s / 4 s / 2 s (VIGIL_STALL_TIER{1,2,3}_MS),
+    a commit 6 s old is counted at 0.7 x 0.85, and as its signals age at
+    the scans each agent's confidence falls through the table to 0."""
+    stack.service(STALL, env={"VIGIL_STALL_SCAN_MS": "250", "VIGIL_STALL_TIER1_MS": "8000",
+                              "VIGIL_STALL_TIER2_MS": "4000", "VIGIL_STALL_TIER3_MS": "2000"})
+    col = stack.collector()
+    pub = stack.publisher()
+    one, two, file, queue = uid("one-"), uid("two-"), uid("file-"), uid("queue-")
+    now = harness.now_ms()
+    pub.publish(*stall_activity(one, "GIT_COMMIT", now - 6000, "commit"))
+    pub.publish(*stall_activity(two, "GIT_COMMIT", now - 6000, "commit"))
+    pub.publish(*stall_activity(two, "TEST_EXECUTION", now - 6000, "tests"))
+    pub.publish(*stall_activity(file, "FILE_MODIFICATION", now, "edited uploader.c"))
+    pub.publish(*stall_activity(queue, "MESSAGE_QUEUE", now, "queue poll"))
+
+    def first(agent):
+        return col.wait_event(f"agent/{agent}/assessment", timeout=10)
+
+    a = first(one)
+    assert (a["confidence"], a["is_active"]) == (0.595, True), a
+    assert any("recency penalty applied" in r for r in a["reasons"]), a["reasons"]
+    b = col.wait_event(f"agent/{two}/assessment", lambda x: len(x["signals"]) == 2, timeout=10)
+    assert (b["confidence"], b["is_active"]) == (0.765, True), b
+    c = first(file)
+    assert (c["confidence"], c["is_active"], c["validation_passed"]) == (0.5, True, True), c
+    d = first(queue)
+    assert (d["confidence"], d["is_active"], d["validation_passed"]) == (0.3, False, False), d
+    # the scans, as the signals leave their windows
+    d = col.wait_event(f"agent/{queue}/assessment", lambda x: x["signals"] == [], timeout=10)
+    assert d["confidence"] == 0 and d["ts"] - now > 2000, d
+    c = col.wait_event(f"agent/{file}/assessment", lambda x: x["signals"] == [], timeout=10)
+    assert c["confidence"] == 0 and c["is_active"] is False and c["ts"] - now > 4000, c
+    assert "no tier-1 or tier-2 signal inside its window" in c["reasons"], c["reasons"]
+    a = col.wait_event(f"agent/{one}/assessment", lambda x: x["signals"] == [], timeout=10)
+    assert a["confidence"] == 0 and a["is_active"] is False and a["ts"] - (now - 6000) > 8000, a
+    # never a confidence the table and the penalty do not give
+    seen = {x["confidence"] for ag in (one, two, file, queue)
+            for x in col.events(f"agent/{ag}/assessment")}
+    assert seen <= {0.9, 0.765, 0.7, 0.595, 0.5, 0.3, 0}, seen
+    validate_outputs(col, STALL_OUT)
+
+
+@pytest.mark.parametrize("noise", ["heartbeat, PING", ","])
+def test_configured_noise_patterns_replace_the_specified_ones(stack, noise):
+    """Seed: noise patterns filter signals (resume prompts, acknowledgements)
+    out of activity. VIGIL_STALL_NOISE replaces the seven specified patterns
+    (ASCII case-insensitive; "," alone: none); our own prompts (the
+    [stall-recovery] marker) and bare acknowledgements stay out whatever
+    it says."""
+    svc = stack.service(STALL, env={"VIGIL_STALL_SCAN_MS": "250", "VIGIL_STALL_NOISE": noise})
+    col = stack.collector()
+    pub = stack.publisher()
+    now = harness.now_ms()
+    agents = {}
+    for text in ("Heartbeat sent", "ping #no-reply", "inactivity detected, pushing a fix",
+                 "🔄 [stall-recovery] you there?", "ok"):
+        agents[text] = uid("noise-")
+        pub.publish(*stall_activity(agents[text], "GIT_COMMIT", now, text))
+    custom = noise != ","
+    counted = {"Heartbeat sent": not custom, "ping #no-reply": not custom,
+               "inactivity detected, pushing a fix": True,
+               "🔄 [stall-recovery] you there?": False, "ok": False}
+    want_noise = sum(1 for t, c in counted.items() if not c and t != "ok")
+    harness.wait_until(
+        lambda: (svc.metric("vigil_stall_signals_total", result="added") or 0)
+        == sum(counted.values())
+        and (svc.metric("vigil_stall_signals_total", result="noise") or 0) == want_noise
+        and (svc.metric("vigil_stall_signals_total", result="acknowledgement") or 0) == 1,
+        10, f"{sum(counted.values())} added, {want_noise} noise, 1 acknowledgement")
+    for text, c in counted.items():
+        if c:
+            a = col.wait_event(f"agent/{agents[text]}/assessment", timeout=10)
+            assert a["confidence"] == 0.7 and a["is_active"], (text, a)
+        else:
+            assert stack.store(STALL).state(f"agent:{agents[text]}") == (0, None), text
+    validate_outputs(col, STALL_OUT)
+
+
 @pytest.mark.parametrize("fsm", ["IDLE", "blocked", "Waiting", "REVIEW", "done", "SOMETHING-ELSE"])
 def test_the_state_actions_point_at_a_claimed_task_only_when_one_was_claimed(stack, fsm):
     """Seed: the resume prompt gives FSM state-specific recovery actions and
