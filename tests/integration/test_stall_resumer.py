@@ -570,6 +570,13 @@ BAD = [
     ("task priority negative", T, body(id="t1", title="t", priority=-1), "bad_value"),
     ("task priority string", T, body(id="t1", title="t", priority="high"), "wrong_type"),
     ("task bad agent", T, body(id="t1", title="t", priority=1, agent="a/b"), "bad_id"),
+    # fsm_state and a task's title past 1000 bytes are refused (the topics' schemas say so)
+    ("status fsm too long", S, body(agent="bad-agent", fsm_state="x" * 1001), "bad_value"),
+    ("task title too long", T, body(id="t1", title="x" * 1001, priority=1), "bad_value"),
+    ("status task object without title", S, body(agent="bad-agent", fsm_state="IDLE", tasks=[{}]),
+     "wrong_type"),
+    ("status cleared bad topic id", "agent/bad agent/status", b"", "bad_topic"),
+    ("task cleared", T, b"", "not_json"),
     ("unknown topic", "agent/bad-agent/whatever", body(agent="bad-agent"), None),
 ]
 
