@@ -244,3 +244,8 @@ bool vigil_text_is_id(const char *s)
             return false;
     return true;
 }
+
+bool vigil_text_blank(const char *s)
+{
+    return !s || !s[strspn(s, " \t\r\n")];
+}

@@ -163,6 +163,17 @@ static void mention_starts_never_rule_out_a_mention(void **u)
     assert_false(vigil_mention_may(&m, "ann"));
 }
 
+static void blank_is_nothing_but_spaces_tabs_and_line_ends(void **state)
+{
+    (void)state;
+    assert_true(vigil_text_blank(NULL));
+    assert_true(vigil_text_blank(""));
+    assert_true(vigil_text_blank(" \t\r\n "));
+    assert_false(vigil_text_blank(" a "));
+    assert_false(vigil_text_blank("\t.\n"));
+    assert_false(vigil_text_blank("\xc2\xa0")); /* a no-break space is a character */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -178,6 +189,7 @@ int main(void)
         cmocka_unit_test(whole_words),
         cmocka_unit_test(ids),
         cmocka_unit_test(mention_starts_never_rule_out_a_mention),
+        cmocka_unit_test(blank_is_nothing_but_spaces_tabs_and_line_ends),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

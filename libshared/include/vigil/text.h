@@ -70,4 +70,9 @@ const char *vigil_text_find_word(const char *text, const char *word);
 /* True when s is 1..64 characters of A-Z a-z 0-9 . _ - (an id). */
 bool vigil_text_is_id(const char *s);
 
+/* True when s says nothing: NULL, empty, or only spaces, tabs, CRs and
+ * LFs. One rule for a text that must say something (an answer to a
+ * council question), so the gateway refuses what council would. */
+bool vigil_text_blank(const char *s);
+
 #endif

@@ -15,9 +15,8 @@
 #include <vigil/reads.h>
 #include <vigil/log.h>
 #include <vigil/msg_room.h>
+#include <vigil/text.h>
 #include "adapter.h"
-
-#define MAX_TEXT 60000
 
 static const char *const ACTIONS[] = {"start", "pause", "resume", "end", NULL};
 
@@ -89,10 +88,15 @@ static int route_answer(vigil_runtime *rt, const vigil_input *in, council_parsed
         vigil_input_topic_id(in, 1, "session", &pp->session, err) < 0 ||
         vigil_json_string_bounded(in->body, "question_id", true, COUNCIL_EVID_MAX,
                                   &pp->question_id, err) < 0 ||
-        vigil_json_string_bounded(in->body, "answer", true, MAX_TEXT, &pp->answer, err) < 0)
+        vigil_json_string_bounded(in->body, "answer", true, SIZE_MAX, &pp->answer, err) < 0)
         return -1;
-    /* an answer of spaces says nothing: the question stays open for one */
-    if (!pp->answer[strspn(pp->answer, " \t\r\n")])
+    /* Any length the payload limit lets through is an answer (its first
+     * COUNCIL_TEXT_MAX bytes are kept): presence-gateway takes answers up
+     * to that limit and answers 202, so a bound of council's own would
+     * refuse answers the user was told were taken. An answer of spaces
+     * says nothing: the question stays open for one (the gateway refuses
+     * it by the same rule). */
+    if (vigil_text_blank(pp->answer))
         return vigil_error_set(err, VIGIL_REJECT_BAD_VALUE, "field 'answer': blank");
     char user[VIGIL_ID_MAX + 1];
     int rc = session_user(rt, pp->session, user, sizeof user, err);

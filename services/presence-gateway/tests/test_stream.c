@@ -272,6 +272,13 @@ static void test_request_bodies(void **s)
     o = json_tokener_parse("{\"question_id\":\"q\"}");
     assert_int_equal(gw_req_answer(o, "joel", "gw-2", 9, 100, &pl, &limit, err, sizeof err), GW_REQ_BAD);
     json_object_put(o);
+    /* an answer of spaces: council would refuse it, so no 202 for it */
+    o = json_tokener_parse("{\"question_id\":\"q\",\"answer\":\" \\t\\n \"}");
+    pl = NULL;
+    assert_int_equal(gw_req_answer(o, "joel", "gw-2", 9, 100, &pl, &limit, err, sizeof err), GW_REQ_BAD);
+    assert_null(pl);
+    assert_non_null(strstr(err, "field 'answer': blank"));
+    json_object_put(o);
 }
 
 /* The answer to a dormancy suggestion: the command built is one

@@ -9,6 +9,7 @@
 #include <vigil/json.h>
 #include <vigil/msg_persona.h>
 #include <vigil/names.h>
+#include <vigil/text.h>
 #include "gateway.h"
 
 /* A string field: 0 ok, 1 absent, -1 wrong (not a string, or holding a
@@ -291,6 +292,13 @@ gw_req_result gw_req_answer(json_object *body, const char *user, const char *fre
     if (text_field(body, "answer", max_text, &answer, limit, err, errlen) < 0 ||
         event_id_field(body, "id", &id, err, errlen) < 0)
         return GW_REQ_BAD;
+    /* council refuses an answer of spaces (the question stays open for a
+     * real one): no 202 for what it would refuse */
+    if (vigil_text_blank(answer)) {
+        snprintf(err, errlen, "field 'answer': blank (spaces only): the question waits for an "
+                              "answer that says something");
+        return GW_REQ_BAD;
+    }
     json_object *o = new_payload(id, fresh_id, err, errlen);
     if (!o)
         return GW_REQ_BAD;
