@@ -169,3 +169,20 @@ class SSE:
             self.sock.close()
         except OSError:
             pass
+
+
+def snapshot(port, topics, headers):
+    """The frames /api/events?topics=<topics>&snapshot=1 sends before any
+    live entry (until 1 s of silence), pings left out."""
+    s = SSE(port, f"/api/events?topics={topics}&snapshot=1", headers)
+    assert s.next()["event"] == "connected"
+    got = []
+    try:
+        while True:
+            f = s.next(timeout=1)
+            if f["event"] != "ping":
+                got.append(f)
+    except HarnessError:
+        pass
+    s.close()
+    return got

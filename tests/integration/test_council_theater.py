@@ -13,6 +13,7 @@ from conftest import validate_outputs
 from council_support import OUTPUTS, FakeLLM, control, events, rules, sol, start_service
 from fake_servers import running
 from gateway_client import SSE, TOKENS, auth, request, start_gateway
+from gateway_client import snapshot as gateway_snapshot
 
 TOKEN = next(t for t, u in TOKENS.items() if u == "joel")
 
@@ -21,6 +22,10 @@ TOKEN = next(t for t, u in TOKENS.items() if u == "joel")
 def llm(tmp_path):
     with running(FakeLLM, tmp_path) as f:
         yield f
+
+
+def snapshot(gw):
+    return gateway_snapshot(gw.http_port, "council", auth(TOKEN))
 
 
 def login_cookie(gw):
@@ -100,6 +105,17 @@ def test_an_answer_the_gateway_takes_is_one_council_takes(stack, llm, answer, wh
         time.sleep(harness.scaled(1.0))
         assert not col.events(f"council/{session}/answer")
         assert not col.events("sys/council/error")
+        # the same blank answer published on the broker by another client:
+        # council refuses it, and the gateway still keeps the question as
+        # pending for ?snapshot=1 (it is pending in council)
+        pub.publish(f"council/{session}/answer", {"id": "blank-1", "question_id": q["question_id"],
+                                                  "answer": answer})
+        err = col.wait_event("sys/council/error", timeout=10)
+        assert err["reason"] == "bad_value" and "blank" in err["detail"]
+        time.sleep(harness.scaled(0.5))
+        kept = [f["data"] for f in snapshot(gw) if f["event"] == "council.questions"
+                and f["data"]["session"] == session]
+        assert [x["question_id"] for x in kept[0]["questions"]] == [q["question_id"]], kept
         return
     assert st == 202, body
     a = col.wait_for(lambda c: [e for e in events(c, session, "action", loop=2)], 20,

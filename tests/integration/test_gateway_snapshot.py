@@ -11,8 +11,9 @@ and the same snapshot delivered again is not logged twice."""
 import time
 
 from conftest import human, uid
+import gateway_client
 from gateway_client import SSE, auth, request, start_gateway
-from harness import HarnessError, scaled, wait_until
+from harness import scaled, wait_until
 
 JOEL = auth()
 
@@ -24,18 +25,7 @@ def now():
 def snapshot(gw, topics):
     """The frames ?snapshot=1 sends before any live entry (until 1 s of
     silence), by event name."""
-    s = SSE(gw.http_port, f"/api/events?topics={topics}&snapshot=1", JOEL)
-    assert s.next()["event"] == "connected"
-    got = []
-    try:
-        while True:
-            f = s.next(timeout=1)
-            if f["event"] != "ping":
-                got.append(f)
-    except HarnessError:
-        pass
-    s.close()
-    return got
+    return gateway_client.snapshot(gw.http_port, topics, JOEL)
 
 
 def kept(gw, topics, event, topic):

@@ -282,6 +282,12 @@ static void test_kept_questions(void **s)
           &o);
     assert_false(o.changed);
     gw_kept_out_free(&o);
+    /* a blank answer (published on the broker by another client) is one
+     * council refuses: q1 stays pending there, so it stays kept here */
+    apply(&c, "questions:s1", &st, "council/s1/answer",
+          "{\"question_id\":\"q1\",\"answer\":\" \\t \"}", 250, &o);
+    assert_false(o.changed);
+    gw_kept_out_free(&o);
     /* answered elsewhere: q1 goes */
     apply(&c, "questions:s1", &st, "council/s1/answer", "{\"question_id\":\"q1\",\"answer\":\"y\"}",
           300, &o);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/text.h>
 #include "gateway.h"
 
 typedef enum { KEPT_QUESTIONS, KEPT_HUMANS } kept_kind;
@@ -190,13 +191,16 @@ static bool clear(json_object *items)
 
 /* A council input on the session's pending questions: a question is kept
  * until its expires_at, an answer to it, or the end of its session (a
- * session_ended event, or the state `completed`). */
+ * session_ended event, or the state `completed`). A blank answer (one some
+ * other client published: the gateway's own API refuses it) is no answer:
+ * council refuses it and the question stays pending there. */
 static int questions_input(json_object *items, const char *topic, json_object *p, int64_t now,
                            bool *changed)
 {
     if (topic_last_is(topic, "answer")) {
         const char *qid = str_of(p, "question_id");
-        if (qid && json_object_object_get_ex(items, qid, NULL)) {
+        if (qid && !vigil_text_blank(str_of(p, "answer")) &&
+            json_object_object_get_ex(items, qid, NULL)) {
             json_object_object_del(items, qid);
             *changed = true;
         }
