@@ -1,7 +1,9 @@
 /* test_depth.c - chain depth: humans start at 0, AI messages are one
  * deeper than what they answer (their depth field or the remembered
- * reply_to), the larger wins, 1 when nothing is known; the bounded memory
- * of message ids. */
+ * reply_to), the larger wins, 1 when nothing is known; at least one
+ * deeper than the sender's last notification when the reply_to is
+ * forgotten or older than the message behind it; the bounded memory of
+ * message ids. */
 #include "sim.h"
 
 static chat_message msg(chat_sender_type t, const char *reply_to, bool has_depth, int64_t depth)
@@ -43,7 +45,7 @@ static void test_rules(void **st)
 
     /* sender "s" was notified at 40: without a remembered reply_to its
      * message is at least 41, whatever depth it states */
-    chat_room_note_notified(r, "s", 40);
+    chat_room_note_notified(r, "s", 40, -1);
     m = msg(CHAT_SENDER_AI, NULL, true, 1);
     assert_int_equal(chat_depth_of(r, &m), 41);
     m = msg(CHAT_SENDER_AI, "unknown", true, 0);
@@ -65,7 +67,7 @@ static void test_deepest_chain_saturates(void **st)
     (void)st;
     chat_room *r = chat_room_new("general");
     assert_int_equal(chat_room_remember(r, "deep", INT64_MAX, 16), 0);
-    chat_room_note_notified(r, "s", INT64_MAX);
+    chat_room_note_notified(r, "s", INT64_MAX, -1);
     chat_message m = msg(CHAT_SENDER_AI, "deep", false, 0);
     assert_int_equal(chat_depth_of(r, &m), INT64_MAX);
     m = msg(CHAT_SENDER_AI, NULL, false, 0); /* from its last notification */
@@ -301,9 +303,9 @@ static void test_notified_depths_in_the_record(void **st)
     char name[16];
     for (int i = 0; i < CHAT_NOTIFIED_MAX + 6; i++) {
         snprintf(name, sizeof name, "p%d", i);
-        chat_room_note_notified(r, name, i);
+        chat_room_note_notified(r, name, i, -1);
     }
-    chat_room_note_notified(r, "p6", 70); /* noted again: now the newest */
+    chat_room_note_notified(r, "p6", 70, -1); /* noted again: now the newest */
     assert_int_equal(r->n_notified, CHAT_NOTIFIED_MAX);
     assert_int_equal(chat_room_notified_depth(r, "arya"), -1);
     assert_int_equal(chat_room_notified_depth(r, "p5"), -1);
@@ -348,6 +350,162 @@ static void test_depth_in_notifications(void **st)
     sim_free(&s);
 }
 
+/* Seed: the depth limit (100 per chain) stops infinite AI-to-AI chains.
+ * Two personas that always answer the human's message (remembered, depth
+ * 0) with `depth: 1` while mentioning each other were each at depth 1
+ * forever. Each is notified by the other's message, newer than the one it
+ * names, so each answer is one deeper than that notification: the chain
+ * reaches 100 and stops there, with one stop message. */
+static void test_answering_an_older_message_does_not_climb_back_up(void **st)
+{
+    (void)st;
+    static sim s;
+    sim_init(&s, "general");
+    sim_send(&s, sim_msg_in("h", "joel", CHAT_SENDER_HUMAN, "@arya go"), 1);
+    char id[16];
+    int notified = 0;
+    for (int d = 1; d <= 100; d++) {
+        snprintf(id, sizeof id, "m%d", d);
+        bool arya = d % 2 == 1;
+        assert_int_equal(ai_say(&s, id, arya ? "arya" : "gendry", arya ? "@gendry on" : "@arya on",
+                                "h", 1, 1 + d, &notified),
+                         d);
+        assert_int_equal(notified, d < 100 ? 1 : 0);
+    }
+    assert_int_equal(json_i64(s.state, "stopped"), 1);
+    /* stopped it stays: gendry (notified at 99 by m99) answers h again */
+    assert_int_equal(ai_say(&s, "m101", "gendry", "@arya on", "h", 1, 200, &notified), 100);
+    assert_int_equal(notified, 0);
+    assert_int_equal(json_i64(s.state, "stopped"), 2);
+    sim_free(&s);
+}
+
+/* What is not floored: a reply to the very message that notified the
+ * persona, or to a newer one, takes today's rule; only a reply to an
+ * older one continues from the notification. */
+static void test_only_a_reply_older_than_the_notification_is_floored(void **st)
+{
+    (void)st;
+    static sim s;
+    sim_init(&s, "general");
+    int notified = 0;
+    sim_send(&s, sim_msg_in("h", "joel", CHAT_SENDER_HUMAN, "@arya go"), 1);
+    assert_int_equal(ai_say(&s, "a1", "arya", "@gendry yours", "h", -1, 2, &notified), 1);
+    assert_int_equal(ai_say(&s, "a2", "arya", "@gendry and", "a1", 2, 3, &notified), 2);
+    /* gendry was notified at 2 by a2; bran (never notified) posts a
+     * shallow message after it */
+    assert_int_equal(ai_say(&s, "b1", "bran", "hello all", NULL, 0, 4, &notified), 0);
+    /* the very message that notified it: today's rule */
+    assert_int_equal(ai_say(&s, "g1", "gendry", "ok", "a2", -1, 5, &notified), 3);
+    /* a newer message than its notification: today's rule, from b1 */
+    assert_int_equal(ai_say(&s, "g2", "gendry", "hi bran", "b1", -1, 6, &notified), 1);
+    /* older ones (a1, h): at least its notification + 1 */
+    assert_int_equal(ai_say(&s, "g3", "gendry", "back to a1", "a1", -1, 7, &notified), 3);
+    assert_int_equal(ai_say(&s, "g4", "gendry", "back to h", "h", 1, 8, &notified), 3);
+    /* a deeper claim is still taken */
+    assert_int_equal(ai_say(&s, "g5", "gendry", "deep", "h", 40, 9, &notified), 40);
+    sim_free(&s);
+}
+
+/* One human message mentioning two personas: the one that answers the
+ * human after the other pulled it further comes out one deeper (accepted:
+ * it has been notified at 1 since), the other one's chain is untouched;
+ * neither is cut far below the limit. */
+static void test_one_human_message_to_two_personas(void **st)
+{
+    (void)st;
+    static sim s;
+    sim_init(&s, "general");
+    int notified = 0;
+    sim_send(&s, sim_msg_in("h", "joel", CHAT_SENDER_HUMAN, "@arya @gendry solve X"), 1);
+    assert_int_equal(ai_say(&s, "a1", "arya", "@gendry idea", "h", 1, 2, &notified), 1);
+    assert_int_equal(ai_say(&s, "g1", "gendry", "@arya mine", "h", 1, 3, &notified), 2);
+    assert_int_equal(ai_say(&s, "g2", "gendry", "@arya on idea", "a1", 2, 4, &notified), 2);
+    assert_int_equal(ai_say(&s, "a2", "arya", "@gendry on mine", "g1", 3, 5, &notified), 3);
+    sim_free(&s);
+}
+
+/* The message behind a notification may have an id the memory cannot keep
+ * (a space: the envelope allows it): it still has a position, after every
+ * message remembered before it, so answering an older message is floored
+ * and answering a later one is not. */
+static void test_a_notification_from_an_unremembered_id(void **st)
+{
+    (void)st;
+    static sim s;
+    sim_init(&s, "general");
+    int notified = 0;
+    sim_send(&s, sim_msg_in("h", "joel", CHAT_SENDER_HUMAN, "@arya go"), 1);
+    assert_int_equal(ai_say(&s, "a 1", "arya", "@gendry yours", "h", 1, 2, &notified), 1);
+    assert_int_equal(ai_say(&s, "g1", "gendry", "@arya back", "h", 1, 3, &notified), 2);
+    assert_int_equal(ai_say(&s, "b1", "bran", "hello", NULL, 0, 4, &notified), 0);
+    sim_send(&s, sim_msg_in("h2", "joel", CHAT_SENDER_HUMAN, "@arya again"), 5);
+    assert_int_equal(ai_say(&s, "a 2", "arya", "@gendry yours", "h2", 1, 6, &notified), 1);
+    assert_int_equal(ai_say(&s, "b2", "bran", "hello", NULL, 0, 7, &notified), 0);
+    assert_int_equal(ai_say(&s, "g2", "gendry", "hi bran", "b2", -1, 8, &notified), 1);
+    sim_free(&s);
+}
+
+/* The record keeps, beside each notified depth, the position of the
+ * message behind it (`notified_at`) and how many ids the memory has taken
+ * (`remembered`). A record without them (an earlier version's) keeps
+ * today's rule for a remembered reply_to; odd positions are unknown. */
+static void test_notification_positions_in_the_record(void **st)
+{
+    (void)st;
+    static sim s;
+    sim_init(&s, "general");
+    int notified = 0;
+    sim_send(&s, sim_msg_in("h", "joel", CHAT_SENDER_HUMAN, "@arya go"), 1);
+    assert_int_equal(ai_say(&s, "a1", "arya", "@gendry yours", "h", 1, 2, &notified), 1);
+    assert_non_null(strstr(s.state, "\"remembered\":2"));
+    assert_non_null(strstr(s.state, "\"notified_at\":{\"arya\":0,\"gendry\":1}"));
+    /* parsed again (not the kept room): gendry answering h is floored */
+    sim_forget(&s);
+    assert_int_equal(ai_say(&s, "g1", "gendry", "@arya back", "h", 1, 3, &notified), 2);
+    sim_free(&s);
+
+    const char *old = "{\"room\":\"general\",\"created\":1,\"count\":2,\"paused\":false,"
+                      "\"queued\":0,\"stopped\":0,\"recent\":\"h 0 a1 1\","
+                      "\"notified\":{\"arya\":0,\"gendry\":1}}";
+    sim_init(&s, "general");
+    s.state = strdup(old);
+    assert_int_equal(ai_say(&s, "g1", "gendry", "@arya back", "h", 1, 3, &notified), 1);
+    /* its own notification gets a position: the next answer of h is floored */
+    assert_non_null(strstr(s.state, "\"remembered\":3"));
+    assert_int_equal(ai_say(&s, "a2", "arya", "@gendry back", "h", 1, 4, &notified), 2);
+    sim_free(&s);
+
+    char err[100];
+    chat_room *r = chat_room_from_json(
+        "general", "{\"recent\":\"h 0 a1 1\",\"remembered\":2,"
+                   "\"notified\":{\"p1\":1,\"p2\":1,\"p3\":1,\"p4\":1,\"p5\":1},"
+                   "\"notified_at\":{\"p1\":\"1\",\"p2\":-4,\"p3\":3,\"p4\":1.5,\"p5\":1}}",
+        err, sizeof err);
+    assert_non_null(r);
+    assert_int_equal(r->remembered, 2);
+    const char *who[] = { "p1", "p2", "p3", "p4", "p5" };
+    for (int i = 0; i < 5; i++) {
+        chat_message m = { .id = "x", .sender = who[i], .sender_type = CHAT_SENDER_AI, .text = "",
+                           .reply_to = "h" };
+        assert_int_equal(chat_depth_of(r, &m), i == 4 ? 2 : 1);
+        assert_int_equal(chat_room_notified(r, who[i])->at, i == 4 ? 1 : -1);
+    }
+    char *json = chat_room_to_json(r);
+    assert_non_null(strstr(json, "\"notified_at\":{\"p5\":1}"));
+    free(json);
+    chat_room_free(r);
+    /* remembered below the ids held (damage) counts from them */
+    r = chat_room_from_json("general", "{\"recent\":\"h 0 a1 1\",\"remembered\":1}", err,
+                            sizeof err);
+    assert_non_null(r);
+    assert_int_equal(r->remembered, 2);
+    int64_t at = -1;
+    assert_int_equal(chat_room_recall_at(r, "a1", &at), 1);
+    assert_int_equal(at, 1);
+    chat_room_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -359,6 +517,11 @@ int main(void)
         cmocka_unit_test(test_depth_in_notifications),
         cmocka_unit_test(test_depthless_ai_continues_from_its_notification),
         cmocka_unit_test(test_notified_depths_in_the_record),
+        cmocka_unit_test(test_answering_an_older_message_does_not_climb_back_up),
+        cmocka_unit_test(test_only_a_reply_older_than_the_notification_is_floored),
+        cmocka_unit_test(test_one_human_message_to_two_personas),
+        cmocka_unit_test(test_a_notification_from_an_unremembered_id),
+        cmocka_unit_test(test_notification_positions_in_the_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

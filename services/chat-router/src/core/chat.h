@@ -11,10 +11,10 @@
  *    sender itself, never `@self`, are notified on persona/{p}/notify with the
  *    message's chain depth;
  *  - depth: human 0; AI = max(its `depth` field, depth of `reply_to` + 1);
- *    when the reply_to is not remembered, at least the depth its sender was
- *    last notified at in the room + 1 (until a human message in the room),
- *    else its `depth` field, else 1; system messages are logged, never
- *    forwarded;
+ *    when the reply_to is not remembered, or its sender was notified since
+ *    by a newer message, at least the depth its sender was last notified at
+ *    in the room + 1 (until a human message in the room), else its `depth`
+ *    field, else 1; system messages are logged, never forwarded;
  *  - a message at depth >= max_depth is not forwarded: a system message in
  *    the room says why;
  *  - while the room (or every room) is paused notifications go to the
@@ -195,14 +195,20 @@ typedef struct chat_recent {
     int64_t depth;
 } chat_recent;
 
-/* Per persona, the depth of the last notification the room sent it: an AI
- * message with no depth and no remembered reply_to continues from there.
+/* Per persona, the depth of the last notification the room sent it and
+ * where the message that caused it stands in the id memory (`at`, a
+ * position as chat_room_recall_at gives, or -1: unknown, from a record
+ * written before positions were kept). An AI message with no remembered
+ * reply_to, or whose reply_to is older than that message, continues from
+ * there: answering an old message (say the human's that started it all)
+ * does not take a persona back up a chain it was pulled further down.
  * At most CHAT_NOTIFIED_MAX personas, the one notified longest ago
  * forgotten first; a human message in the room forgets them all. */
 #define CHAT_NOTIFIED_MAX 64
 typedef struct chat_notified {
     char persona[CHAT_ID_MAX + 1];
     int64_t depth;
+    int64_t at;
 } chat_notified;
 
 typedef struct chat_room {
@@ -225,6 +231,11 @@ typedef struct chat_room {
     /* recent as the record writes it, kept in step by chat_room_remember:
      * the record is written on every message and this list is most of it */
     vigil_tlist recent_text;
+    /* ids the memory has taken since the room was created: the position
+     * the next one takes. Entry i (0 the oldest) is at remembered -
+     * n_recent + i, so positions order messages even after the ring drops
+     * some. A record without it counts from n_recent. */
+    int64_t remembered;
     chat_notified notified[CHAT_NOTIFIED_MAX]; /* oldest notification first */
     int n_notified;
 } chat_room;
@@ -254,8 +265,15 @@ int64_t chat_depth_of(const chat_room *r, const chat_message *m);
 int chat_room_remember(chat_room *r, const char *id, int64_t depth, int memory);
 /* Depth remembered for id, or -1. */
 int64_t chat_room_recall(const chat_room *r, const char *id);
-/* Remembers that persona was notified at depth (it becomes the newest). */
-void chat_room_note_notified(chat_room *r, const char *persona, int64_t depth);
+/* The same, and *at = id's position in the memory (later messages have
+ * larger ones; untouched when id is not remembered). */
+int64_t chat_room_recall_at(const chat_room *r, const char *id, int64_t *at);
+/* Remembers that persona was notified at depth by the message at position
+ * at (r->remembered before that message was remembered, whether or not
+ * it could be; -1 unknown). It becomes the newest. */
+void chat_room_note_notified(chat_room *r, const char *persona, int64_t depth, int64_t at);
+/* Persona's last notification (case-insensitive), or NULL. */
+const chat_notified *chat_room_notified(const chat_room *r, const char *persona);
 /* The depth persona was last notified at (case-insensitive), or -1. */
 int64_t chat_room_notified_depth(const chat_room *r, const char *persona);
 

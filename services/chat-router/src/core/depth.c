@@ -11,6 +11,13 @@
  * depth + 1, whatever its `depth` field says, so neither leaving the depth
  * out nor stating a low one restarts a chain (a persona notified at 99 is
  * at 100 and stopped; one that always says depth 1 cannot chain forever).
+ * The same floor holds when the reply_to is remembered but older than the
+ * message behind the sender's last notification: two personas that keep
+ * answering the human's first message (depth 0) with `depth: 1` while
+ * mentioning each other are each notified by the other's newer message,
+ * so each answer is one deeper and the chain reaches the limit. A reply
+ * to that very message, or to a newer one, is not floored; nor is one
+ * whose notification's position is unknown (an earlier record).
  * Only a sender the room has not notified since the last human message (a
  * proactive message) and that states no depth counts as one hop from a
  * human: depth 1. A system
@@ -38,15 +45,14 @@ int64_t chat_depth_of(const chat_room *r, const chat_message *m)
     default:
         break;
     }
-    int64_t known = chat_room_recall(r, m->reply_to);
+    int64_t reply_at = -1;
+    int64_t known = chat_room_recall_at(r, m->reply_to, &reply_at);
     int64_t from_reply = known >= 0 ? deeper(known) : -1;
     int64_t own = m->has_depth && m->depth >= 0 ? m->depth : -1;
     int64_t d = own > from_reply ? own : from_reply;
-    if (known >= 0)
-        return d;
-    int64_t notified = chat_room_notified_depth(r, m->sender);
-    int64_t floor = notified >= 0 ? deeper(notified) : -1;
-    if (floor > d)
-        d = floor;
+    const chat_notified *n = chat_room_notified(r, m->sender);
+    /* an unknown position (-1) is never after a remembered reply_to */
+    if (n && (known < 0 || n->at > reply_at) && deeper(n->depth) > d)
+        d = deeper(n->depth);
     return d >= 0 ? d : 1;
 }

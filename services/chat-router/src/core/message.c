@@ -59,8 +59,12 @@ static int stop_chain(const chat_config *cfg, chat_room *r, const chat_message *
     return rc;
 }
 
+/* at: the message's position in the room's id memory (chat_room_note_
+ * notified), so a later answer can tell whether it replies to something
+ * older than this notification. */
 static int notify_all(const chat_config *cfg, chat_room *r, const chat_input *in, int64_t depth,
-                      char (*who)[CHAT_ID_MAX + 1], int n_who, int64_t now, chat_result *out)
+                      int64_t at, char (*who)[CHAT_ID_MAX + 1], int n_who, int64_t now,
+                      chat_result *out)
 {
     const chat_message *m = &in->msg;
     bool paused = r->paused || in->paused_all;
@@ -81,7 +85,7 @@ static int notify_all(const chat_config *cfg, chat_room *r, const chat_input *in
         free(payload);
         if (rc != 0)
             return -1;
-        chat_room_note_notified(r, who[i], depth);
+        chat_room_note_notified(r, who[i], depth, at);
         if (paused) {
             r->queued++;
             out->queued++;
@@ -118,6 +122,7 @@ int chat_on_message(const chat_config *cfg, chat_room *r, const chat_input *in, 
     r->last_activity = now;
     vigil_concat(r->last_sender, sizeof r->last_sender, m->sender ? m->sender : "",
                  (const char *)NULL);
+    int64_t at = r->remembered; /* its position, whether or not it is kept */
     if (chat_room_remember(r, m->id, depth, cfg->depth_memory) != 0)
         return -1;
 
@@ -143,7 +148,7 @@ int chat_on_message(const chat_config *cfg, chat_room *r, const chat_input *in, 
     int rc = 0;
     if (n > 0)
         rc = depth >= cfg->max_depth ? stop_chain(cfg, r, m, depth, who, n, now, out)
-                                     : notify_all(cfg, r, in, depth, who, n, now, out);
+                                     : notify_all(cfg, r, in, depth, at, who, n, now, out);
     free(who);
     return rc;
 }

@@ -4,13 +4,20 @@
  *   {"room", "created", "count", "last_activity", "last_sender",
  *    "paused", "paused_by", "paused_at", "queued", "stopped",
  *    "recent": "<message id> <depth> <message id> <depth> ...",
- *    "notified": {"<persona>": <depth>, ...}}
+ *    "remembered": <ids the memory has taken>,
+ *    "notified": {"<persona>": <depth>, ...},
+ *    "notified_at": {"<persona>": <position>, ...}}
  *
  * `recent` is one string, oldest first, rather than a JSON object: parsing
  * and writing hundreds of small JSON members on every message was most of
  * the router's CPU time; message ids never contain a space. `notified`
  * (at most CHAT_NOTIFIED_MAX members, oldest notification first) is left
  * out while empty; a record without it (an earlier version's) has none.
+ * `notified_at` holds the memory position of the message behind each
+ * notification (chat.h) apart from `notified`, so a reader that predates
+ * it still reads the depths; a persona missing from it (or a record
+ * without `remembered`, whose positions count from the ids it holds) has
+ * an unknown position.
  *
  * A deleted room leaves a tombstone {"deleted": ts, "by": user}: the state
  * record itself stays (with the room's processed input ids beside it) so
@@ -172,6 +179,33 @@ static int parse_recent(chat_room *r, const char *s)
     return 0;
 }
 
+/* `notified` and its positions in `notified_at`: a member that is not a
+ * persona id with a depth is skipped; a position that is not one a
+ * message of this record can have is unknown. */
+static void parse_notified(chat_room *r, json_object *o)
+{
+    json_object *notified, *ats, *at;
+    if (!json_object_object_get_ex(o, "notified", &notified) ||
+        !json_object_is_type(notified, json_type_object))
+        return;
+    if (!json_object_object_get_ex(o, "notified_at", &ats) ||
+        !json_object_is_type(ats, json_type_object))
+        ats = NULL;
+    json_object_object_foreach(notified, persona, depth)
+    {
+        if (!vigil_text_is_id(persona) || !json_object_is_type(depth, json_type_int) ||
+            json_object_get_int64(depth) < 0)
+            continue;
+        int64_t pos = -1;
+        if (ats && json_object_object_get_ex(ats, persona, &at) &&
+            json_object_is_type(at, json_type_int))
+            pos = vigil_record_int(at, -1);
+        if (pos > r->remembered)
+            pos = -1; /* at most the position the next message takes */
+        chat_room_note_notified(r, persona, json_object_get_int64(depth), pos < 0 ? -1 : pos);
+    }
+}
+
 chat_room *chat_room_from_json(const char *room, const char *json, char *err, size_t errlen)
 {
     chat_room *r = chat_room_new(room);
@@ -204,17 +238,6 @@ chat_room *chat_room_from_json(const char *room, const char *json, char *err, si
     r->paused_at = get_i64(o, "paused_at");
     r->queued = get_i64(o, "queued");
     r->stopped = get_i64(o, "stopped");
-    json_object *notified;
-    if (json_object_object_get_ex(o, "notified", &notified) &&
-        json_object_is_type(notified, json_type_object)) {
-        json_object_object_foreach(notified, persona, depth)
-        {
-            /* a member that is not a persona id with a depth is skipped */
-            if (vigil_text_is_id(persona) && json_object_is_type(depth, json_type_int) &&
-                json_object_get_int64(depth) >= 0)
-                chat_room_note_notified(r, persona, json_object_get_int64(depth));
-        }
-    }
     json_object *recent;
     if (json_object_object_get_ex(o, "recent", &recent) &&
         json_object_is_type(recent, json_type_string) &&
@@ -224,6 +247,10 @@ chat_room *chat_room_from_json(const char *room, const char *json, char *err, si
         chat_room_free(r);
         return NULL;
     }
+    r->remembered = get_i64(o, "remembered");
+    if (r->remembered < r->n_recent)
+        r->remembered = r->n_recent; /* an earlier version's record (or damage) */
+    parse_notified(r, o);
     json_object_put(o);
     recent_text_rebuild(r); /* stale when short of memory: written whole then */
     return r;
@@ -305,6 +332,7 @@ char *chat_room_to_json(const chat_room *r)
     put_i64(&b, "stopped", r->stopped);
     put_key(&b, "recent");
     put_recent(&b, r);
+    put_i64(&b, "remembered", r->remembered);
     if (r->n_notified > 0) {
         put_key(&b, "notified");
         for (int i = 0; i < r->n_notified; i++) {
@@ -314,6 +342,19 @@ char *chat_room_to_json(const chat_room *r)
             vigil_jtext_i64(&b, r->notified[i].depth);
         }
         vigil_jtext_ch(&b, '}');
+        int known = 0;
+        for (int i = 0; i < r->n_notified; i++) {
+            if (r->notified[i].at < 0)
+                continue;
+            if (known++ == 0)
+                put_key(&b, "notified_at");
+            vigil_jtext_ch(&b, known > 1 ? ',' : '{');
+            vigil_jtext_str(&b, r->notified[i].persona);
+            vigil_jtext_ch(&b, ':');
+            vigil_jtext_i64(&b, r->notified[i].at);
+        }
+        if (known > 0)
+            vigil_jtext_ch(&b, '}');
     }
     vigil_jtext_ch(&b, '}');
     return vigil_jtext_take(&b);
@@ -332,17 +373,25 @@ char *chat_tombstone_json(int64_t now, const char *by)
     return s;
 }
 
-int64_t chat_room_recall(const chat_room *r, const char *id)
+int64_t chat_room_recall_at(const chat_room *r, const char *id, int64_t *at)
 {
     if (!id)
         return -1;
     /* newest first: a reply usually answers one of the last messages */
     for (int i = r->n_recent - 1; i >= 0; i--) {
         const chat_recent *e = recent_at(r, i);
-        if (strcmp(e->id, id) == 0)
+        if (strcmp(e->id, id) == 0) {
+            if (at)
+                *at = r->remembered - r->n_recent + i;
             return e->depth;
+        }
     }
     return -1;
+}
+
+int64_t chat_room_recall(const chat_room *r, const char *id)
+{
+    return chat_room_recall_at(r, id, NULL);
 }
 
 static int notified_index(const chat_room *r, const char *persona)
@@ -353,16 +402,22 @@ static int notified_index(const chat_room *r, const char *persona)
     return -1;
 }
 
-int64_t chat_room_notified_depth(const chat_room *r, const char *persona)
+const chat_notified *chat_room_notified(const chat_room *r, const char *persona)
 {
     int i = persona ? notified_index(r, persona) : -1;
-    return i >= 0 ? r->notified[i].depth : -1;
+    return i >= 0 ? &r->notified[i] : NULL;
+}
+
+int64_t chat_room_notified_depth(const chat_room *r, const char *persona)
+{
+    const chat_notified *n = chat_room_notified(r, persona);
+    return n ? n->depth : -1;
 }
 
 /* The list stays ordered by notification, oldest first: the entry noted
  * moves to the end, and a full list forgets its first (the persona
  * notified longest ago). */
-void chat_room_note_notified(chat_room *r, const char *persona, int64_t depth)
+void chat_room_note_notified(chat_room *r, const char *persona, int64_t depth, int64_t at)
 {
     if (!persona || strlen(persona) > CHAT_ID_MAX)
         return;
@@ -377,6 +432,7 @@ void chat_room_note_notified(chat_room *r, const char *persona, int64_t depth)
     chat_notified *e = &r->notified[r->n_notified++];
     vigil_concat(e->persona, sizeof e->persona, persona, (const char *)NULL);
     e->depth = depth;
+    e->at = at;
 }
 
 int chat_room_remember(chat_room *r, const char *id, int64_t depth, int memory)
@@ -409,6 +465,7 @@ int chat_room_remember(chat_room *r, const char *id, int64_t depth, int memory)
         r->recent_head = 0;
     }
     chat_recent *e = recent_at(r, r->n_recent++);
+    r->remembered++;
     vigil_concat(e->id, sizeof e->id, id, (const char *)NULL);
     e->depth = depth;
     /* the text follows: the same drop, the same entry at the end */
