@@ -455,6 +455,61 @@ def test_a_low_depth_field_without_reply_to_does_not_restart_a_stopped_chain(sta
     assert [e for e in notify_events(col, since=mark) if e["message_id"] == m["id"]] == []
 
 
+class AnswersTheHuman(Persona):
+    """A persona that answers every notification by naming the human's
+    first message as reply_to (remembered, depth 0) and stating depth 1,
+    mentioning the other persona."""
+
+    def __init__(self, port, name, other, first):
+        super().__init__(port, name, other)
+        self.first = first
+
+    def answer(self, n):
+        topic, m = ai(n["room"], self.name, f"@{self.other} back to the question",
+                      reply_to=self.first, depth=1)
+        self.c.publish(topic, json.dumps(m), qos=1)
+        with self._lock:
+            self.answered.append(m["id"])
+
+
+def test_answering_the_human_message_with_depth_1_does_not_escape_the_limit(stack):
+    """Seed: the depth limit (100 per chain) stops infinite AI-to-AI
+    chains. Two personas that always reply to the human's message (depth 0)
+    with depth 1 while mentioning each other are each notified by the
+    other's newer message, so each answer is one deeper than that
+    notification: stopped at depth 100 with exactly one stop message
+    (instead of running at depth 1 forever)."""
+    stack.service(CHAT)
+    col = stack.collector()
+    pub = stack.publisher()
+    room = uid("room")
+    topic, h = human(room, "joel", "@arya solve X with gendry")
+    arya = AnswersTheHuman(stack.broker.port, "arya", "gendry", h["id"]).start()
+    gendry = AnswersTheHuman(stack.broker.port, "gendry", "arya", h["id"]).start()
+    try:
+        pub.publish(topic, h)
+        answers = lambda: [e for e in col.events(f"room/{room}/message") if e.get("sender_type") == "ai"]
+        # a chain that escapes the limit runs on: give up well past 100 hops
+        harness.wait_until(lambda: [e for e in col.events(f"room/{room}/message") if is_stop(e)]
+                           or len(answers()) > MAX_DEPTH + 50, 60, "the stop message or runaway hops")
+        time.sleep(scaled(0.5))  # nothing may follow the stop
+    finally:
+        arya.stop()
+        gendry.stop()
+    assert len({e["id"] for e in answers()}) == MAX_DEPTH, \
+        f"{len(answers())} AI messages: the chain did not stop at depth {MAX_DEPTH}"
+    stops = [e for e in col.events(f"room/{room}/message") if is_stop(e)]
+    assert len(stops) == 1 and stops[0]["depth"] == MAX_DEPTH
+    notes = notify_events(col)
+    assert sorted(n["depth"] for n in notes) == list(range(0, MAX_DEPTH)), \
+        "one notification per depth 0..99, none at or past the limit"
+    wait_logged(stack, room, is_stop, 10, "the stop message in the log")
+    entries = log_entries(stack, room)
+    assert len(entries) == 1 + MAX_DEPTH + 1
+    assert all(m["reply_to"] == h["id"] for _, m in entries if m["sender_type"] == "ai")
+    assert room_state(stack, room)["stopped"] == 1
+
+
 def test_a_human_named_like_a_persona_can_mention_it(stack):
     stack.service(CHAT)
     col = stack.collector()
