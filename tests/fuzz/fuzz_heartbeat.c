@@ -19,8 +19,8 @@
  * most HB_MESSAGE_MAX bytes, or unusable with a reason; local times are
  * in range; a refusal says why; every payload published is JSON, a job
  * reads back; the record dumps to JSON that loads into the same dump; a
- * cleared config leaves no heartbeat, publishes and starts nothing, and
- * cleared again changes nothing. */
+ * cleared config leaves no heartbeat (a run in flight only until it ends),
+ * publishes and starts nothing, and cleared again changes nothing. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,14 +168,17 @@ static void check_out(const hb_out *o)
     }
 }
 
-/* The config cleared: no heartbeat left (nor its run or schedule, when
- * there was one), nothing published or started, and the same clear again
- * changes nothing (a redelivery). */
+/* The config cleared: no heartbeat left (nor its schedule, when there was
+ * one; a run in flight stays marked, its guard timer kept, until it ends:
+ * no run may start beside it), nothing published or started, and the same
+ * clear again changes nothing (a redelivery). */
 static hb_result clear_config(hb_state *s, hb_out *out)
 {
+    bool was_running = s->running[0] != '\0';
     hb_result r = hb_on_config_cleared(s, out);
     if (s->cfg.set || out->n_msg || out->job || out->index_add[0] ||
-        (out->changed && (s->running[0] || s->next_run || out->timer != HB_TIMER_CANCEL)))
+        (out->changed && (s->next_run || (s->running[0] != '\0') != was_running ||
+                          out->timer != (was_running ? HB_TIMER_KEEP : HB_TIMER_CANCEL))))
         abort();
     char *before = hb_state_dump(s);
     hb_out again;

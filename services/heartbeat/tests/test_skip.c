@@ -823,16 +823,19 @@ static void a_clear_during_a_run_and_a_later_config(void **st)
     char run[sizeof f->s.running];
     snprintf(run, sizeof run, "%s", f->s.running);
     clear_config(f);
-    assert_int_equal(f->out.timer, HB_TIMER_CANCEL);
-    assert_string_equal(f->s.running, "");
+    /* the run stays marked, its guard armed, until its answer */
+    assert_int_equal(f->out.timer, HB_TIMER_KEEP);
+    assert_string_equal(f->s.running, run);
+    assert_false(hb_run_wanted(&f->s, run));
     const char *text = "{\"message\":\"Stand-up in 5\",\"priority\":\"urgent\","
                        "\"category\":\"reminder\"}";
     hb_run_result r = {run, true, text, strlen(text), NULL, 80};
     hb_out_clear(&f->out);
     assert_int_equal(hb_on_result(&f->s, &f->c, &r, f->t0 + 14 * MIN_MS, &f->out), HB_OK);
-    assert_false(f->out.changed);
+    assert_true(f->out.changed); /* the mark goes, nothing is sent or reported */
     assert_int_equal(f->out.n_msg, 0);
-    assert_int_equal(f->out.timer, HB_TIMER_KEEP);
+    assert_int_equal(f->out.timer, HB_TIMER_CANCEL);
+    assert_string_equal(f->s.running, "");
 
     int64_t t = f->t0 + 60 * MIN_MS;
     reconfigure(f, "{\"persona\":\"helper\",\"user\":\"joel\",\"room\":\"general\","
@@ -846,6 +849,48 @@ static void a_clear_during_a_run_and_a_later_config(void **st)
     hb_out_clear(&f->out);
     assert_int_equal(hb_on_result(&f->s, &f->c, &r, t + 3 * MIN_MS, &f->out), HB_OK);
     assert_false(f->out.changed);
+}
+
+/* Cleared and configured again while the model still thinks: no second
+ * run beside the one in flight (runs never overlap). Its answer ends it as
+ * `reconfigured`, sending nothing, and schedules the next run; an answer
+ * that never comes is given up by the guard, unreported when the config is
+ * still cleared. */
+static void a_config_after_a_clear_waits_for_the_run_in_flight(void **st)
+{
+    fx *f = *st;
+    lived_in(f);
+    user_says(f, "thanks, blocked", f->t0 + 10 * MIN_MS);
+    expect_run(f, f->t0 + 13 * MIN_MS);
+    char run[sizeof f->s.running];
+    snprintf(run, sizeof run, "%s", f->s.running);
+    int64_t started = f->s.run_started;
+    clear_config(f);
+    int64_t t = f->t0 + 13 * MIN_MS + 1000;
+    reconfigure(f, CFG_ON, t);
+    assert_int_equal(f->out.timer, HB_TIMER_KEEP); /* no run scheduled beside it */
+    assert_null(f->out.job);
+    /* the guard's timer before its time starts nothing either */
+    assert_null(fire(&f->s, &f->c, t + 1000, &f->out));
+    assert_null(f->out.job);
+    assert_int_equal(f->out.timer, started + f->c.run_guard_ms);
+    json_object *ev = answer(&f->s, &f->c, SPEAK, t + 2000, &f->out);
+    assert_non_null(ev);
+    assert_string_equal(jstr(ev, "outcome"), "skipped");
+    assert_string_equal(jstr(ev, "reason"), "reconfigured");
+    json_object_put(ev);
+    assert_int_equal(f->out.n_msg, 1); /* the run event only: nothing sent */
+    assert_true(f->out.timer > t + 2000 && f->out.timer != HB_TIMER_KEEP);
+    assert_string_equal(f->s.running, "");
+
+    /* cleared during another run whose answer never comes: the guard ends
+     * it without a report, and nothing runs until a config comes */
+    expect_run(f, f->out.timer);
+    clear_config(f);
+    assert_null(fire(&f->s, &f->c, f->s.run_started + f->c.run_guard_ms, &f->out));
+    assert_int_equal(f->out.n_msg, 0);
+    assert_int_equal(f->out.timer, HB_TIMER_CANCEL);
+    assert_string_equal(f->s.running, "");
 }
 
 /* persona/{p}/state cleared is {"rooms":{}}: no level, as if no state had
@@ -892,6 +937,7 @@ int main(void)
         CLEAR_TEST(a_cleared_config_deletes_the_heartbeat),
         CLEAR_TEST(switched_off_keeps_the_room_a_clear_frees_it),
         CLEAR_TEST(a_clear_during_a_run_and_a_later_config),
+        CLEAR_TEST(a_config_after_a_clear_waits_for_the_run_in_flight),
         CLEAR_TEST(a_cleared_persona_state_forgets_the_levels),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

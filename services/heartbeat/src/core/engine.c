@@ -210,6 +210,11 @@ static void forget_heartbeat(hb_state *s)
     (void)hb_state_load(&fresh, s->persona, NULL, err, sizeof err); /* no JSON: cannot fail */
     fresh.runs = s->runs;
     fresh.cfg_gen = s->cfg_gen + 1;
+    /* a run in flight stays marked until its answer or its guard: a config
+     * published again meanwhile must wait for it (runs never overlap) */
+    memcpy(fresh.running, s->running, sizeof fresh.running);
+    fresh.run_started = s->run_started;
+    fresh.run_gen = s->run_gen;
     memcpy(fresh.levels, s->levels, sizeof s->levels);
     fresh.n_levels = s->n_levels;
     hb_state_free(s);
@@ -222,7 +227,9 @@ hb_result hb_on_config_cleared(hb_state *s, hb_out *out)
         return HB_OK; /* never configured, or cleared already */
     snprintf(out->index_remove, sizeof out->index_remove, "%s", s->cfg.room);
     forget_heartbeat(s);
-    out->timer = HB_TIMER_CANCEL;
+    /* a run in flight keeps its guard: it ends the run if the answer never
+     * comes (hb_on_timer), so a later config is not held forever */
+    out->timer = s->running[0] ? HB_TIMER_KEEP : HB_TIMER_CANCEL;
     out->changed = true;
     return HB_OK;
 }
@@ -351,6 +358,10 @@ static hb_result give_up(hb_state *s, const hb_config *c, int64_t now, hb_out *o
     char run[sizeof s->running];
     snprintf(run, sizeof run, "%s", s->running);
     s->running[0] = '\0';
+    if (!s->cfg.set) { /* a run of a heartbeat deleted since: nothing to report */
+        schedule(s, 0, out);
+        return HB_OK;
+    }
     int64_t next = s->cfg.enabled ? next_after(s, c, now) : 0;
     schedule(s, next, out);
     run_report r = {.run = run, .outcome = "error", .reason = "run-lost",
@@ -362,7 +373,7 @@ static hb_result give_up(hb_state *s, const hb_config *c, int64_t now, hb_out *o
 
 hb_result hb_on_timer(hb_state *s, const hb_config *c, int64_t due, int64_t now, hb_out *out)
 {
-    if (!s->cfg.set) {
+    if (!s->cfg.set && !s->running[0]) {
         out->timer = HB_TIMER_CANCEL;
         return HB_OK;
     }
@@ -517,6 +528,10 @@ hb_result hb_on_result(hb_state *s, const hb_config *c, const hb_run_result *r, 
     hb_reply reply;
     memset(&reply, 0, sizeof reply);
     hb_result rc = HB_OK;
+    if (!s->cfg.set) { /* deleted during the run: its answer is dropped unreported */
+        schedule(s, 0, out);
+        return HB_OK;
+    }
     const char *cancelled = run_cancelled(s);
     if (cancelled) {
         /* cancelled whatever the model said: nothing is sent */

@@ -341,13 +341,15 @@ hb_result hb_on_config(hb_state *s, const hb_config *c, hb_persona_cfg *cfg, int
 
 /* The persona's retained config cleared (an empty heartbeat/{p}/config):
  * its heartbeat is deleted. The record becomes what a persona never
- * configured has (no config, schedule, context or user activity; the run
- * in flight forgotten, so its answer changes nothing), the run timer is
- * cancelled and the persona leaves its room's index (a place under the
+ * configured has (no config, schedule, context or user activity), the run
+ * timer is cancelled and the persona leaves its room's index (a place under the
  * room's limit freed). Kept: the levels (persona/{p}/state's, not the
  * config's) and the run counter, so a later config, a new heartbeat,
  * numbers its runs and messages after the old ones and never repeats an
- * id. A persona without a config changes nothing (a clear applied twice). */
+ * id. A run in flight stays marked, with its guard timer, until its answer
+ * (dropped, unreported) or its guard (given up, unreported): a config
+ * published again meanwhile starts no run beside it, runs never overlap.
+ * A persona without a config changes nothing (a clear applied twice). */
 hb_result hb_on_config_cleared(hb_state *s, hb_out *out);
 
 typedef struct hb_message {
