@@ -256,7 +256,7 @@ void gateway_api_stream(gateway *g, vigil_http_req *req, bool council_live)
     const char *since_s = vigil_http_req_header(req, "Last-Event-ID");
     if (!since_s || !*since_s)
         since_s = vigil_http_req_query(req, "since");
-    gw_pos since;
+    gw_pos since = {0, 0};
     bool have_since = since_s && *since_s;
     if (have_since && gw_pos_parse(since_s, &since) != 0) {
         gateway_error(req, 400, "Last-Event-ID / since must be a log position (as sent in id:)");
