@@ -716,6 +716,31 @@ def test_guard_fails_open_on_an_unreadable_record(stack):
     validate_outputs(col, OUTPUTS)
 
 
+def test_an_agent_known_nothing_about_has_no_status_age(stack):
+    """The stand-in for an unreadable record knows no status and no
+    activity. Its assessments give no age (status_age_hours and aged_from
+    null), not the hours since 1970, and say why it is auto-resume all the
+    same: detection failed, and the guard fails open."""
+    svc = stack.service(SERVICE, env=FAST)
+    col = stack.collector()
+    pub = stack.publisher()
+    agent = uid("blank-")
+    pub.publish(*status(agent, 10 * MIN))
+    first = assessment(col, agent)
+    assert first["aged_from"] == "status" and 0.15 <= first["status_age_hours"] <= 0.2, first
+    mark = col.mark()
+    corrupt_record(stack, agent)
+    later = col.wait_event(f"agent/{agent}/assessment",
+                           lambda a: any("no status and no activity known" in r for r in a["reasons"]),
+                           since=mark, timeout=15, what="an assessment of the stand-in record")
+    assert later["category"] == "auto-resume" and later["status_ts"] is None, later
+    for a in col.events(f"agent/{agent}/assessment", since=mark):
+        assert a["status_age_hours"] is None and a["aged_from"] is None, a
+        assert a["last_activity"] is None and a["inactivity_minutes"] is None, a
+    assert svc.alive()
+    validate_outputs(col, OUTPUTS)
+
+
 def add_job(stack, job):
     """A resume job appended to the stream, as a scan (or XAUTOCLAIM handing
     one over) would."""

@@ -229,7 +229,7 @@ int stall_on_timer(void *ctx, const char *key, const char *state_json, const cha
     int rc = publish_assessment(fx, a, &r, now_ms);
     if (rc == 0 && r.resume) {
         stall_job job;
-        stall_job_make(&job, a->agent, r.seq, now_ms, r.guard.reason);
+        stall_job_make(&job, a->agent, r.seq, now_ms, a->pending_reason);
         char *json = stall_job_to_json(&job);
         rc = json ? vigil_fx_job_add(fx, STALL_STREAM, STALL_STREAM, json, svc->jobs_maxlen) : -1;
         free(json);
@@ -239,7 +239,7 @@ int stall_on_timer(void *ctx, const char *key, const char *state_json, const cha
         if (rc == 0)
             vigil_log_kv(unvalidated ? VIGIL_LOG_WARN : VIGIL_LOG_INFO,
                          unvalidated ? "resume due: validation failed" : "resume due", "agent",
-                         a->agent, "job", job.id, "why", r.guard.reason, NULL);
+                         a->agent, "job", job.id, "why", a->pending_reason, NULL);
     }
     if (rc == 0)
         rc = arm_scan(fx, a, &svc->cfg, now_ms);

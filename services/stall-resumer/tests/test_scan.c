@@ -391,27 +391,34 @@ static void test_resume_state_as_the_prompt_says(void **state)
     free(a);
 }
 
+/* The assessment payload of a scan of a at now, as text (malloc'd). */
+static char *scanned_json(stall_agent *a, int64_t now, stall_scan_result *r)
+{
+    stall_agent_scan(a, &cfg, now, NULL, r);
+    json_object *o = stall_assessment_json(a, r, now);
+    char *txt = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    json_object_put(o);
+    assert_non_null(txt);
+    return txt;
+}
+
 static void test_assessment_payload(void **state)
 {
     (void)state;
     stall_agent *a = st_agent("ann");
     st_sig(a, &cfg, STALL_SRC_GIT_COMMIT, 45 * MIN_MS, "c", false);
     stall_scan_result r;
-    stall_agent_scan(a, &cfg, T0, NULL, &r);
-    json_object *o = stall_assessment_json(a, &r, T0);
-    const char *txt = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+    char *txt = scanned_json(a, T0, &r);
     assert_non_null(strstr(txt, "\"confidence\":0.595"));
     assert_non_null(strstr(txt, "\"inactivity_minutes\":45"));
     assert_non_null(strstr(txt, "\"category\":\"fresh\""));
     assert_non_null(strstr(txt, "\"is_active\":true"));
-    json_object_put(o);
+    free(txt);
     free(a);
     a = st_agent("nobody");
-    stall_agent_scan(a, &cfg, T0, NULL, &r);
-    o = stall_assessment_json(a, &r, T0);
-    txt = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+    txt = scanned_json(a, T0, &r);
     assert_non_null(strstr(txt, "\"last_activity\":null"));
-    json_object_put(o);
+    free(txt);
     free(a);
     /* a change key moves with what readers act on */
     stall_assessment x, y;
@@ -546,6 +553,40 @@ static void test_a_replaced_record_numbers_resumes_past_the_lost_ones(void **sta
     free(a);
 }
 
+/* An agent the service knows nothing about (no status, no activity: the
+ * stand-in for an unreadable record) has no age: the assessment says so
+ * (status_age_hours and aged_from null) rather than the hours since 1970.
+ * Its category is auto-resume because detection failed and the guard
+ * fails open, and the reasons say that instead of an age. */
+static void test_an_agent_known_nothing_about_has_no_age(void **state)
+{
+    (void)state;
+    stall_agent *a = st_agent("nobody");
+    stall_scan_result r;
+    char *txt = scanned_json(a, T0, &r);
+    assert_int_equal(r.as.category, STALL_CAT_AUTO_RESUME);
+    assert_true(r.resume);
+    assert_non_null(strstr(txt, "\"status_age_hours\":null"));
+    assert_non_null(strstr(txt, "\"aged_from\":null"));
+    assert_non_null(strstr(txt, "\"category\":\"auto-resume\""));
+    assert_non_null(strstr(txt, "no status and no activity known: age unknown, failing open"));
+    free(txt);
+    /* the scan's resume reason says why it goes out although nothing is aged */
+    assert_non_null(strstr(a->pending_reason, "validation failed (confidence 0.000): resume allowed"));
+    assert_non_null(strstr(a->pending_reason, "failing open"));
+    char why[STALL_REASON_LEN];
+    assert_true(stall_resume_still_due(a, &cfg, r.seq, T0 + MIN_MS, why, sizeof why));
+    assert_string_equal(why, a->pending_reason);
+    /* a signal gives it an age again (aged from activity) */
+    st_sig(a, &cfg, STALL_SRC_MESSAGE_QUEUE, 7 * HOUR_MS, "m", false);
+    txt = scanned_json(a, T0, &r);
+    assert_non_null(strstr(txt, "\"status_age_hours\":7"));
+    assert_non_null(strstr(txt, "\"aged_from\":\"activity\""));
+    assert_null(strstr(txt, "age unknown"));
+    free(txt);
+    free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -563,6 +604,7 @@ int main(void)
         cmocka_unit_test_setup(test_retired_agent, setup),
         cmocka_unit_test_setup(test_a_job_not_pending_is_not_due, setup),
         cmocka_unit_test_setup(test_a_replaced_record_numbers_resumes_past_the_lost_ones, setup),
+        cmocka_unit_test_setup(test_an_agent_known_nothing_about_has_no_age, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

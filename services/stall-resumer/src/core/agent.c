@@ -196,8 +196,7 @@ void stall_agent_scan(stall_agent *a, const stall_config *c, int64_t now,
         /* fail open: categorise as if inactive */
         memset(&r->as, 0, sizeof r->as);
         r->as.last_activity = a->last_seen;
-        r->as.category = stall_category_for(a, c, false, now, &r->as.category_age_ms,
-                                            &r->as.category_from_status);
+        stall_categorize(a, c, false, now, &r->as);
     }
     r->guard = stall_should_send_resume(r->assess_rc, r->assess_err, &r->as);
     r->resume = stall_resume_due(a, c, &r->guard, r->as.category, now, r->why_not, sizeof r->why_not);
@@ -206,7 +205,7 @@ void stall_agent_scan(stall_agent *a, const stall_config *c, int64_t now,
     if (!a->pending_seq)
         a->pending_seq = ++a->resume_seq;
     a->pending_since = now;
-    snprintf(a->pending_reason, sizeof a->pending_reason, "%s", r->guard.reason);
+    stall_resume_reason(&r->guard, &r->as, a->pending_reason, sizeof a->pending_reason);
     r->seq = a->pending_seq;
 }
 
@@ -256,7 +255,7 @@ bool stall_resume_still_due(stall_agent *a, const stall_config *c, int64_t seq, 
         snprintf(why, whylen, "category %s: a resume comes at auto-resume",
                  stall_category_name(as.category));
     else
-        snprintf(why, whylen, "%s", g.reason);
+        stall_resume_reason(&g, &as, why, whylen);
     /* only the pending resume: the scans decided afresh since another was
      * queued (the agent retired and came back, its record was replaced) */
     if (due && a->pending_seq != seq) {

@@ -258,9 +258,15 @@ json_object *stall_assessment_json(const stall_agent *a, const stall_scan_result
         json_object_array_add(reasons, json_object_new_string(as->reasons[i]));
     json_object_object_add(o, "reasons", reasons);
     add_str(o, "category", stall_category_name(as->category));
-    double cat_h = (double)as->category_age_ms / STALL_HOUR_MS;
-    json_object_object_add(o, "status_age_hours", fixed(cat_h, 2));
-    json_object_object_add(o, "aged_from", json_object_new_string(as->category_from_status ? "status" : "activity"));
+    if (as->category_age_known) {
+        double cat_h = (double)as->category_age_ms / STALL_HOUR_MS;
+        json_object_object_add(o, "status_age_hours", fixed(cat_h, 2));
+        json_object_object_add(o, "aged_from",
+                               json_object_new_string(as->category_from_status ? "status" : "activity"));
+    } else { /* no status and no activity ever: no age to give */
+        json_object_object_add(o, "status_age_hours", NULL);
+        json_object_object_add(o, "aged_from", NULL);
+    }
     json_object_object_add(o, "in_tool", json_object_new_boolean(as->in_tool));
     if (a->status.present) {
         add_str(o, "fsm_state", a->status.fsm_state);

@@ -129,7 +129,9 @@ int stall_assess(const stall_agent *a, const stall_config *c, int64_t now, stall
            as->confidence_milli / 1000.0, as->confidence_milli >= c->min_confidence_milli ? ">=" : "<",
            c->min_confidence_milli / 1000.0, as->validation_passed ? "" : ", validation failed");
 
-    as->category = stall_category_for(a, c, as->is_active, now, &as->category_age_ms,
-                                      &as->category_from_status);
+    stall_categorize(a, c, as->is_active, now, as);
+    if (!as->category_age_known && !as->is_active)
+        reason(as, "no status and no activity known: age unknown, failing open (category %s)",
+               stall_category_name(as->category));
     return 0;
 }

@@ -31,3 +31,12 @@ stall_guard stall_should_send_resume(int assess_rc, const char *assess_err,
                  as->confidence_milli / 1000.0);
     return g;
 }
+
+void stall_resume_reason(const stall_guard *g, const stall_assessment *as, char *out,
+                         size_t outlen)
+{
+    if (g->failed_open || !as || as->category_age_known)
+        snprintf(out, outlen, "%s", g->reason);
+    else
+        snprintf(out, outlen, "%s; no status and no activity known: failing open", g->reason);
+}

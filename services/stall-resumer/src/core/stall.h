@@ -204,6 +204,7 @@ typedef struct stall_assessment {
     stall_category category;
     int64_t category_age_ms;  /* age the category came from (status or signal) */
     bool category_from_status;
+    bool category_age_known;  /* false: no status and no activity ever seen, no age */
     char reasons[STALL_MAX_REASONS][STALL_REASON_LEN];
     int n_reasons;
 } stall_assessment;
@@ -223,10 +224,13 @@ int stall_recency_penalty(const stall_config *c, int base_milli, int64_t age_ms)
  * down, never rounded up, so an age just under a category limit never
  * reads as the limit itself (durations.c). */
 void stall_age_text(int64_t age_ms, char *out, size_t outlen);
-/* Category of an agent: active -> fresh; else by status age, or by the age
- * of its newest signal without a status. */
-stall_category stall_category_for(const stall_agent *a, const stall_config *c, bool active,
-                                   int64_t now, int64_t *age_ms, bool *from_status);
+/* Sets as->category and the age it came from: active -> fresh; else by
+ * status age, or by the age of its newest signal without a status. An
+ * agent with neither (the stand-in for an unreadable record) has no age
+ * (category_age_known false): it is auto-resume because detection failed
+ * and the guard fails open, never because of an age counted from 1970. */
+void stall_categorize(const stall_agent *a, const stall_config *c, bool active, int64_t now,
+                      stall_assessment *as);
 
 /* ---- guard (guard.c) ------------------------------------------------------- */
 
@@ -241,6 +245,12 @@ typedef struct stall_guard {
  * when the assessment itself failed (assess_rc != 0, fail open). */
 stall_guard stall_should_send_resume(int assess_rc, const char *assess_err,
                                      const stall_assessment *as);
+
+/* The reason a resume goes out with, at the scan and at the re-check
+ * before it is sent: the guard's, and for an agent with no age (nothing
+ * known of it) that the category failed open too. */
+void stall_resume_reason(const stall_guard *g, const stall_assessment *as, char *out,
+                         size_t outlen);
 
 /* ---- intake and scan (agent.c) -------------------------------------------- */
 
