@@ -798,6 +798,43 @@ def test_guard_fails_open_on_an_unreadable_record_of_an_agent_resumed_before(sta
     validate_outputs(col, OUTPUTS)
 
 
+def mark_pending(stack, agent, seq):
+    """The agent's record marked as a scan queuing resume `seq` marks it
+    (written behind the service's back, as corrupt_record does)."""
+    c = stack.redis.client()
+    try:
+        key = f"{stack.prefix}{SERVICE}:state:agent:{agent}"
+        rec = json.loads(c.hget(key, "s"))
+        rec.update(pending_seq=seq, pending_since=harness.now_ms(), resume_seq=seq)
+        c.hset(key, mapping={"s": json.dumps(rec), "v": int(c.hget(key, "v")) + 1})
+    finally:
+        c.close()
+
+
+def test_a_resume_gives_the_reason_of_the_check_made_before_it_is_sent(stack):
+    """A job waits between the scan that queued it and its worker; activity
+    is checked again right before the prompt is written, and the resume's
+    `reason` is that check's, so it matches the activity at send time. Here
+    the scan saw nothing (confidence 0.000); a tier-3 signal came since
+    (0.300, still not active): the resume says 0.300."""
+    svc = stack.service(SERVICE, env={"VIGIL_STALL_SCAN_MS": "600000"})  # no scan of its own
+    col = stack.collector()
+    pub = stack.publisher()
+    agent = uid("waited-")
+    pub.publish(*status(agent, 13 * HOUR))
+    assessment(col, agent, lambda a: a["category"] == "auto-resume")
+    pub.publish(*activity(agent, "MESSAGE_QUEUE", 0, detail="queue polled"))
+    assessment(col, agent, lambda a: a["confidence"] == 0.3 and not a["is_active"])
+    mark_pending(stack, agent, 1)
+    add_job(stack, {"id": f"resume.{agent}.1", "agent": agent, "seq": 1,
+                    "decided": harness.now_ms() - 10 * MIN,
+                    "reason": "validation failed (confidence 0.000): resume allowed"})
+    ev = col.wait_event(f"agent/{agent}/resume", timeout=15)
+    assert ev["reason"] == "validation failed (confidence 0.300): resume allowed", ev
+    assert svc.metric("vigil_stall_resumes_total", task="none") == 1
+    validate_outputs(col, OUTPUTS)
+
+
 def test_a_job_queued_before_a_retirement_is_skipped_after_the_return(stack):
     """A resume job queued for an agent that then retires and comes back
     before a worker takes it (a kill -9 can hold a job that long) is not

@@ -7,7 +7,8 @@
  *      (compare-and-set on the pool record, so two replicas never claim
  *      one task; the same job claiming again gets the same task back);
  *   2. the agent: publish agent/{a}/resume with that task and mark it sent,
- *      deduplicated by the job id (a job handled twice sends one resume).
+ *      deduplicated by the job id (a job handled twice sends one resume);
+ *      its reason is step 0's (the activity at send time).
  * A crash between the steps leaves the job pending; handled again, step 1
  * returns the task already claimed and step 2 sends it.
  *   3. when the job ends without its resume ever sent (step 0 found it no
@@ -109,6 +110,7 @@ static int decide_recheck(void *arg, const char *key, const char *state_json, in
 typedef struct resume_arg {
     const stall_service *svc;
     const claim_arg *claim;
+    const char *reason; /* the re-check's (step 0), else the scan's */
     bool sent;
 } resume_arg;
 
@@ -141,7 +143,7 @@ static int decide_resume(void *arg, const char *key, const char *state_json, int
     int rc = -1;
     if (prompt) {
         snprintf(topic, sizeof topic, "agent/%s/resume", a->agent);
-        rc = stall_publish_obj(fx, topic, stall_resume_json(event_id, a, prompt, task, job->reason, now_ms),
+        rc = stall_publish_obj(fx, topic, stall_resume_json(event_id, a, prompt, task, r->reason, now_ms),
                                false);
         free(prompt);
     }
@@ -258,6 +260,7 @@ vigil_decide_result stall_commit_resume(stall_service *svc, vigil_runtime_conn *
         vigil_runtime_decide(svc->rt, conn, key, NULL, now, decide_recheck, &ra0, &err);
     if (r == VIGIL_DECIDE_GAVE_UP)
         return r;
+    bool ra0_ok = r == VIGIL_DECIDE_DONE;
     if (r == VIGIL_DECIDE_REJECTED) /* the check broke: fail open, as the guard does */
         vigil_log_kv(VIGIL_LOG_ERROR, "activity re-check failed: resume allowed", "job", job->id,
                      "detail", err.detail, NULL);
@@ -280,7 +283,10 @@ vigil_decide_result stall_commit_resume(stall_service *svc, vigil_runtime_conn *
     } else if (r == VIGIL_DECIDE_GAVE_UP) {
         return r;
     }
-    resume_arg ra = {svc, &c, false};
+    /* the resume says why it was allowed at send time (step 0's check),
+     * not at the scan that queued it: the agent may have done something
+     * since. Only a check that broke leaves the scan's reason. */
+    resume_arg ra = {svc, &c, ra0_ok ? ra0.why : job->reason, false};
     r = vigil_runtime_decide(svc->rt, conn, key, job->id, now, decide_resume, &ra, &err);
     if (r == VIGIL_DECIDE_REJECTED)
         vigil_log_kv(VIGIL_LOG_ERROR, "resume not committed", "job", job->id, "detail", err.detail,

@@ -587,6 +587,26 @@ static void test_an_agent_known_nothing_about_has_no_age(void **state)
     free(a);
 }
 
+/* The re-check before a resume is sent says why it is allowed *then*:
+ * the reason the resume is published with (the scan's may be stale). */
+static void test_the_recheck_gives_the_reason_at_send_time(void **state)
+{
+    (void)state;
+    char why[STALL_REASON_LEN];
+    stall_agent *a = st_agent("ann");
+    st_status(a, "EXECUTING", 13 * HOUR_MS);
+    stall_scan_result r;
+    stall_agent_scan(a, &cfg, T0, NULL, &r);
+    assert_true(r.resume);
+    assert_string_equal(a->pending_reason, "validation failed (confidence 0.000): resume allowed");
+    /* a tier-3 signal since: still not active, but the confidence moved */
+    stall_agent_add_signal(a, &cfg, "q1", STALL_SRC_MESSAGE_QUEUE, "queue polled", false,
+                           T0 + 9 * MIN_MS, T0 + 10 * MIN_MS);
+    assert_true(stall_resume_still_due(a, &cfg, r.seq, T0 + 10 * MIN_MS, why, sizeof why));
+    assert_string_equal(why, "validation failed (confidence 0.300): resume allowed");
+    free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -605,6 +625,7 @@ int main(void)
         cmocka_unit_test_setup(test_a_job_not_pending_is_not_due, setup),
         cmocka_unit_test_setup(test_a_replaced_record_numbers_resumes_past_the_lost_ones, setup),
         cmocka_unit_test_setup(test_an_agent_known_nothing_about_has_no_age, setup),
+        cmocka_unit_test_setup(test_the_recheck_gives_the_reason_at_send_time, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
