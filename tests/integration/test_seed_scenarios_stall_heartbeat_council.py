@@ -84,11 +84,11 @@ def test_status_age_walks_the_four_categories_then_one_resume_per_interval(stack
         assert a["category"] == expect, (age, a)
         assert a["is_active"] is False and a["validation_passed"] is False, a
     # the first resume: the top task claimed for it, the guard's reason,
-    # idle time in seconds (under a minute)
+    # and no idle time: a bare state is no sign of life (inactivity_minutes
+    # is null), for the prompt as for the assessment
     assert first["claimed_task"] == {"id": "t-first", "title": "Fix the uploader", "priority": 9}
     assert first["reason"] == "validation failed (confidence 0.000): resume allowed", first
-    assert first["prompt"].startswith(f"🔄 [stall-recovery] {agent}: no activity for "), first
-    assert re.search(r"no activity for \d+ s \(state EXECUTING\)", first["prompt"]), first
+    assert first["prompt"].startswith(f"🔄 [stall-recovery] {agent}: no activity seen (state EXECUTING)."), first
     assert 'Claimed for you: t-first "Fix the uploader" (priority 9).' in first["prompt"], first
     # allowed although validation failed: a warning, as specified
     harness.wait_until(lambda: [d for d in svc.log_lines("resume due: validation failed")

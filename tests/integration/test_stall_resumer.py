@@ -8,6 +8,7 @@ publishing old timestamps against the default tier windows; only the scan
 period is shrunk (VIGIL_STALL_SCAN_MS)."""
 
 import json
+import re
 import time
 
 import pytest
@@ -832,6 +833,33 @@ def test_a_resume_gives_the_reason_of_the_check_made_before_it_is_sent(stack):
     ev = col.wait_event(f"agent/{agent}/resume", timeout=15)
     assert ev["reason"] == "validation failed (confidence 0.300): resume allowed", ev
     assert svc.metric("vigil_stall_resumes_total", task="none") == 1
+    validate_outputs(col, OUTPUTS)
+
+
+def test_the_prompt_idle_time_is_the_assessments_inactivity(stack):
+    """One notion of inactivity: the prompt's "no activity for N min" is
+    the assessment's inactivity_minutes (since the newest sign of life), and
+    a status with nothing but a state is no sign of life for either. Here
+    the last commit is 20 h old and a bare status 13 h old: 1200 min, not
+    780."""
+    stack.service(SERVICE, env=FAST)
+    col = stack.collector()
+    pub = stack.publisher()
+    agent = uid("idle-")
+    pub.publish(*activity(agent, "GIT_COMMIT", 20 * HOUR, detail="last commit"))
+    pub.publish(*status(agent, 13 * HOUR))
+    ev = col.wait_event(f"agent/{agent}/resume", timeout=15)
+    a = col.events(f"agent/{agent}/assessment")[-1]
+    assert 1200 <= a["inactivity_minutes"] < 1201, a
+    assert re.search(r": no activity for 120[01] min \(state EXECUTING\)", ev["prompt"]), ev["prompt"]
+
+    # never seen active (a bare status only): no idle time to give
+    other = uid("idle-")
+    pub.publish(*status(other, 13 * HOUR))
+    ev = col.wait_event(f"agent/{other}/resume", timeout=15)
+    a = col.events(f"agent/{other}/assessment")[-1]
+    assert a["inactivity_minutes"] is None, a
+    assert f"{other}: no activity seen (state EXECUTING)." in ev["prompt"], ev["prompt"]
     validate_outputs(col, OUTPUTS)
 
 

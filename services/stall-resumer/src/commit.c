@@ -134,10 +134,8 @@ static int decide_resume(void *arg, const char *key, const char *state_json, int
     const stall_task *prio[STALL_PRIORITIES];
     for (int i = 0; i < r->claim->n_prio; i++)
         prio[i] = &r->claim->prio[i];
-    int64_t since = a->last_seen;
-    if (a->status.present && a->status.ts > since)
-        since = a->status.ts;
-    int64_t idle = since > 0 && now_ms > since ? now_ms - since : 0;
+    /* idle as the assessment's inactivity_minutes counts it */
+    int64_t idle = stall_idle_ms(a, &r->svc->cfg, now_ms);
     const stall_claimed *task = r->claim->found ? &r->claim->task : NULL;
     char *prompt = stall_resume_prompt(a, idle, task, prio, r->claim->n_prio);
     int rc = -1;

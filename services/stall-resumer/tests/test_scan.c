@@ -607,6 +607,41 @@ static void test_the_recheck_gives_the_reason_at_send_time(void **state)
     free(a);
 }
 
+/* One notion of inactivity: the prompt's idle time is the assessment's
+ * (since its last_activity). A status with nothing but a state is no sign
+ * of life for either; an agent never seen active has no idle time. */
+static void test_the_prompt_idle_time_is_the_assessments(void **state)
+{
+    (void)state;
+    stall_agent *a = st_agent("ann");
+    st_sig(a, &cfg, STALL_SRC_GIT_COMMIT, 20 * HOUR_MS, "last commit", false);
+    st_status(a, "EXECUTING", 13 * HOUR_MS);
+    stall_assessment as = st_assess(a, &cfg, T0);
+    assert_int_equal(as.last_activity, T0 - 20 * HOUR_MS);
+    assert_int_equal(stall_idle_ms(a, &cfg, T0), 20 * HOUR_MS);
+    char *prompt = stall_resume_prompt(a, stall_idle_ms(a, &cfg, T0), NULL, NULL, 0);
+    assert_non_null(strstr(prompt, "ann: no activity for 1200 min (state EXECUTING)."));
+    free(prompt);
+    /* a status with a mission is a sign of life: for both again */
+    stall_status st;
+    memset(&st, 0, sizeof st);
+    snprintf(st.fsm_state, sizeof st.fsm_state, "EXECUTING");
+    snprintf(st.mission, sizeof st.mission, "Harden the uploader");
+    st.ts = T0 - 13 * HOUR_MS + 1;
+    assert_true(stall_agent_set_status(a, &cfg, &st, T0));
+    assert_int_equal(stall_idle_ms(a, &cfg, T0), 13 * HOUR_MS - 1);
+    free(a);
+
+    a = st_agent("bea"); /* a bare status only: never active */
+    st_status(a, "EXECUTING", 13 * HOUR_MS);
+    assert_int_equal(st_assess(a, &cfg, T0).last_activity, 0);
+    assert_int_equal(stall_idle_ms(a, &cfg, T0), -1);
+    prompt = stall_resume_prompt(a, stall_idle_ms(a, &cfg, T0), NULL, NULL, 0);
+    assert_non_null(strstr(prompt, "bea: no activity seen (state EXECUTING). Next: "));
+    free(prompt);
+    free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -626,6 +661,7 @@ int main(void)
         cmocka_unit_test_setup(test_a_replaced_record_numbers_resumes_past_the_lost_ones, setup),
         cmocka_unit_test_setup(test_an_agent_known_nothing_about_has_no_age, setup),
         cmocka_unit_test_setup(test_the_recheck_gives_the_reason_at_send_time, setup),
+        cmocka_unit_test_setup(test_the_prompt_idle_time_is_the_assessments, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

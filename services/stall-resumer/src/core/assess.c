@@ -135,3 +135,12 @@ int stall_assess(const stall_agent *a, const stall_config *c, int64_t now, stall
                stall_category_name(as->category));
     return 0;
 }
+
+int64_t stall_idle_ms(const stall_agent *a, const stall_config *c, int64_t now)
+{
+    stall_assessment as;
+    char err[160];
+    /* a record the core finds inconsistent still has its newest signal time */
+    int64_t last = stall_assess(a, c, now, &as, err, sizeof err) == 0 ? as.last_activity : a->last_seen;
+    return last > 0 ? age_of(last, now) : -1;
+}

@@ -123,7 +123,10 @@ char *stall_resume_prompt(const stall_agent *a, int64_t idle_ms, const stall_cla
      * out, never written as an empty item or an empty quote */
     span state;
     state.n = (int)stall_resume_state(a, &state.s);
-    if (idle_ms >= STALL_MIN_MS)
+    if (idle_ms < 0) /* never seen active: no idle time to give */
+        sb_add(&b, "🔄 " STALL_PROMPT_MARKER " %s: no activity seen (state %.*s).", a->agent,
+               state.n, state.s);
+    else if (idle_ms >= STALL_MIN_MS)
         sb_add(&b, "🔄 " STALL_PROMPT_MARKER " %s: no activity for %" PRId64 " min (state %.*s).",
                a->agent, idle_ms / STALL_MIN_MS, state.n, state.s);
     else

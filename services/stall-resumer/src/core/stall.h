@@ -214,6 +214,11 @@ typedef struct stall_assessment {
  * an invalid source): the guard then fails open. */
 int stall_assess(const stall_agent *a, const stall_config *c, int64_t now, stall_assessment *out,
                  char *err, size_t errlen);
+/* How long the agent has been inactive, for the resume prompt: since the
+ * assessment's last_activity (what its inactivity_minutes counts), so a
+ * status with nothing but a state is no sign of life here either. -1 for
+ * an agent never seen active. */
+int64_t stall_idle_ms(const stall_agent *a, const stall_config *c, int64_t now);
 /* Base confidence (x1000) from counted signals per tier: the specified table. */
 int stall_base_confidence(int n1, int n2, int n3);
 /* The recency penalty applied to base for the newest counted signal's age:
@@ -424,7 +429,8 @@ const char *stall_fsm_actions(const char *fsm_state, bool claimed);
  * or "UNKNOWN" without a status or when blank. *start is set, the length
  * returned (never 0; not NUL-terminated when trimmed). */
 size_t stall_resume_state(const stall_agent *a, const char **start);
-/* The resume prompt (malloc'd): marker, idle time, state and its actions,
+/* The resume prompt (malloc'd): marker, idle time (stall_idle_ms; < 0:
+ * "no activity seen"), state and its actions,
  * last progress, the claimed task (or none), the priorities, the agent's
  * own tasks. */
 char *stall_resume_prompt(const stall_agent *a, int64_t idle_ms, const stall_claimed *task,
