@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+import harness
 from conftest import ai, command, human, uid, validate_outputs
 from harness import scaled
 
@@ -140,16 +141,21 @@ def test_unanswered_suggestion_defaults_to_mention_only(stack):
     validate_outputs(col)
 
 
-def test_suggestion_answers_yes_no_snooze(stack):
-    no_human, snooze = 1000, 2000
+def suggesting_stack(stack, no_human, snooze, timeout):
+    """dormancy-monitor with the no-human rule shrunk (rule 2 out of the
+    way), a collector of everything and a publisher."""
     stack.service(env={
         "VIGIL_DORMANCY_NO_HUMAN_MS": no_human,
-        "VIGIL_DORMANCY_SUGGESTION_TIMEOUT_MS": 60000,
+        "VIGIL_DORMANCY_SUGGESTION_TIMEOUT_MS": timeout,
         "VIGIL_DORMANCY_SNOOZE_MS": snooze,
         "VIGIL_DORMANCY_AI_ONLY_MS": 600000,
     })
-    col = stack.collector()
-    pub = stack.publisher()
+    return stack.collector(), stack.publisher()
+
+
+def test_suggestion_answers_yes_no_snooze(stack):
+    no_human, snooze = 1000, 2000
+    col, pub = suggesting_stack(stack, no_human, snooze, 60000)
     room = uid("answers")
     personas = ("yes-p", "no-p", "snooze-p", "label-p")
     for p in personas:
@@ -184,6 +190,26 @@ def test_suggestion_answers_yes_no_snooze(stack):
     time.sleep(scaled(2 * no_human / 1000))
     assert not col.find("persona/no-p/dormancy"), "answering no changed the level"
     assert len(col.find("persona/no-p/suggestion")) == 1, "asked again after answering no"
+    validate_outputs(col)
+
+
+def test_retained_state_carries_the_suggestion_text(stack):
+    """A client that subscribes after a no-human suggestion was made finds
+    it in the retained persona/{p}/state as `pending`, with the text the
+    persona was shown word for word (the seed's wording, real emoji, the
+    threshold and snooze in force), not something made up from the reason."""
+    snooze = 2000
+    col, pub = suggesting_stack(stack, 1500, snooze, 600000)
+    room, p = uid("late"), uid("p")
+    pub.publish(*ai(room, p, "anyone here?"))
+    sugg = col.wait_event(f"persona/{p}/suggestion", timeout=15)
+    assert sugg["text"] == SUGGEST_TEXT.format("1500ms", "2s"), sugg
+    col.wait_event(f"persona/{p}/state", lambda m: "pending" in m["rooms"].get(room, {}), timeout=10)
+    state = harness.retained(stack.broker.port, f"persona/{p}/state")[f"persona/{p}/state"]
+    pending = state["rooms"][room]["pending"]
+    assert pending["text"] == sugg["text"], pending
+    assert pending["reason"] == sugg["reason"] and pending["trigger"] == "no-human"
+    assert pending["snooze_ms"] == snooze
     validate_outputs(col)
 
 

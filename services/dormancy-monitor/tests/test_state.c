@@ -393,6 +393,12 @@ static void persona_snapshot_carries_reason_and_pending_suggestion(void **state)
     assert_string_equal(entry_str(pd, "trigger"), "no-human");
     assert_string_equal(entry_str(pd, "reason"), sg->reason);
     assert_true(strlen(sg->reason) > 0);
+    /* the text the persona was shown, word for word (a page opened after
+     * the suggestion shows it, not one made up from the reason) */
+    assert_string_equal(entry_str(pd, "text"),
+                        "\xF0\x9F\x92\xA4 No human activity for 5min. Switch to mention-only? "
+                        "[Yes] [No] [Snooze 5min]");
+    assert_string_equal(entry_str(pd, "text"), sg->text);
     assert_int_equal(json_object_get_int64(json_object_object_get(pd, "expires")),
                      f->now + f->cfg.suggestion_timeout_ms);
     /* the snooze option's length, as on the suggestion, for a page that
@@ -401,8 +407,13 @@ static void persona_snapshot_carries_reason_and_pending_suggestion(void **state)
                      f->cfg.snooze_ms);
     assert_int_equal(sg->snooze_ms, f->cfg.snooze_ms);
     json_object_put(o);
-    /* the record kept both through its JSON round trip */
+    /* the record kept both through its JSON round trip, and the text */
     assert_string_equal(dm_p(f, "ann")->sugg.reason, sg->reason);
+    char *rec = dormancy_persona_record_text(dm_p(f, "ann"));
+    json_object *ro = json_tokener_parse(rec);
+    assert_string_equal(entry_str(json_object_object_get(ro, "sugg"), "text"), sg->text);
+    json_object_put(ro);
+    free(rec);
     assert_string_equal(dm_p(f, "ann")->reason, "awake requested by joel");
 
     /* no answer: the default applies; the entry has the new reason and
@@ -693,6 +704,76 @@ static void rounded_figures_match_printf(void **state)
     }
 }
 
+/* Each kind of suggestion (pile-on, autopilot) keeps its own text in the
+ * persona state's pending entry, through the record's round trip. */
+static void pending_entry_carries_each_kinds_text(void **state)
+{
+    (void)state;
+    dm_fx *f = dm_new();
+    f->cfg.ai_only_ms = 60 * MIN_MS;
+    dm_personas(f, 2, "ann", "bob");
+    dm_clear(f);
+    dormancy_ap_decision d = {"ann", DORMANCY_AP_SUGGEST_MENTION_ONLY, "dominating the room"};
+    dormancy_event ev = {0};
+    ev.kind = DORMANCY_EV_AUTOPILOT;
+    ev.autopilot.decisions = &d;
+    ev.autopilot.n = 1;
+    dm_send(f, &ev);
+    const dormancy_action *sg = dm_last(f, DORMANCY_OUT_SUGGESTION, "ann");
+    const dormancy_action *st = dm_last(f, DORMANCY_OUT_PERSONA_STATE, "ann");
+    assert_non_null(sg);
+    assert_non_null(st);
+    assert_string_equal(sg->text, DORMANCY_TEXT_AUTOPILOT " [Yes] [No]");
+    json_object *o = dormancy_persona_entry_json(st);
+    json_object *pd = json_object_object_get(o, "pending");
+    assert_string_equal(entry_str(pd, "trigger"), "autopilot");
+    assert_string_equal(entry_str(pd, "text"), sg->text);
+    assert_false(json_object_object_get_ex(pd, "snooze_ms", NULL));
+    json_object_put(o);
+    char *rec = dormancy_persona_record_text(dm_p(f, "ann"));
+    json_object *ro = json_tokener_parse(rec);
+    assert_string_equal(entry_str(json_object_object_get(ro, "sugg"), "text"), sg->text);
+    json_object_put(ro);
+    free(rec);
+    dm_free(f);
+}
+
+/* A record written before suggestions kept their text still loads, with
+ * the suggestion pending; its entry then has no text (a reader falls back)
+ * and is still what json-c writes. */
+static void record_without_suggestion_text_still_loads(void **state)
+{
+    (void)state;
+    char err[200];
+    dormancy_room *r = dormancy_room_from_json(
+        "{\"room\":\"general\",\"first_seen\":1700000000000,\"personas\":[{\"id\":\"ann\","
+        "\"level\":\"active\",\"joined\":true,\"sugg\":{\"kind\":\"no-human\",\"id\":\"s1\","
+        "\"at\":1700000300000,\"default_at\":1700000330000,"
+        "\"reason\":\"no human message for 300000 ms (threshold 300000 ms)\"}}]}",
+        "general", err, sizeof err);
+    assert_non_null(r);
+    assert_int_equal(r->personas[0].sugg.kind, DORMANCY_SUGGEST_NO_HUMAN);
+    assert_string_equal(r->personas[0].sugg.id, "s1");
+    assert_int_equal(r->personas[0].sugg.default_at, 1700000330000);
+    assert_string_equal(r->personas[0].sugg.text, "");
+    char *rec = dormancy_persona_record_text(&r->personas[0]);
+    assert_null(strstr(rec, "\"text\""));
+    free(rec);
+    dormancy_room_free(r);
+    dormancy_action a;
+    memset(&a, 0, sizeof a);
+    a.level = DORMANCY_ACTIVE;
+    a.since = 1700000000000;
+    a.suggest = DORMANCY_SUGGEST_NO_HUMAN;
+    snprintf(a.pending_reason, sizeof a.pending_reason, "no human for 5min");
+    a.pending_expires = 1700000330000;
+    json_object *o = dormancy_persona_entry_json(&a);
+    json_object *pd = NULL;
+    assert_true(json_object_object_get_ex(o, "pending", &pd));
+    assert_false(json_object_object_get_ex(pd, "text", NULL));
+    json_object_put(o);
+}
+
 /* The change event and the persona entry are written as text: each is
  * json-c's own print of itself (so exactly the payload the json-c objects
  * gave), with escapes, a null trigger and every optional member. */
@@ -707,7 +788,8 @@ static void change_and_entry_texts_are_what_json_c_writes(void **state)
     a.previous = DORMANCY_ACTIVE;
     a.trigger = DORMANCY_TRIGGER_MANUAL;
     snprintf(a.reason, sizeof a.reason, "said \"sleep\" \\ at 5/7 \xc3\xa9\t");
-    snprintf(a.text, sizeof a.text, "\xf0\x9f\x92\xa4 Switching to sleep");
+    /* also the pending suggestion's text in the entry: with escapes too */
+    snprintf(a.text, sizeof a.text, "\xf0\x9f\x92\xa4 Switching to \"sleep\" / now? [Yes]");
     snprintf(a.message_id, sizeof a.message_id, "m1");
     a.since = 1700000000000;
     a.until = 1700000060000;
@@ -806,6 +888,8 @@ int main(void)
         cmocka_unit_test(rounded_figures_match_printf),
         cmocka_unit_test(recent_texts_follow_the_list),
         cmocka_unit_test(change_and_entry_texts_are_what_json_c_writes),
+        cmocka_unit_test(pending_entry_carries_each_kinds_text),
+        cmocka_unit_test(record_without_suggestion_text_still_loads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -90,10 +90,7 @@ static void ap_suggest(dormancy_step *s, dormancy_persona *p, const char *reason
     const dormancy_config *c = step_cfg(s, p, &cb);
     if (!c->auto_suggest || !persona_can_answer(p) || step_presence_blocks(s, p))
         return;
-    suggestion_make(s, p, DORMANCY_SUGGEST_AUTOPILOT,
-                    "\xF0\x9F\x92\xA4 The dormancy autopilot suggests stepping back. "
-                    "Switch to mention-only?",
-                    reason, NULL);
+    suggestion_make(s, p, DORMANCY_SUGGEST_AUTOPILOT, DORMANCY_TEXT_AUTOPILOT, reason, NULL);
 }
 
 void directed_on_autopilot(dormancy_step *s, const dormancy_event *ev)

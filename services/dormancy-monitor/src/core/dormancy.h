@@ -51,12 +51,19 @@
  * DORMANCY_TEXT_SNOOZE_FMT), e.g. "... Switch to mention-only? [Yes] [No]". */
 #define DORMANCY_TEXT_REDUNDANT \
     "\xF0\x9F\x92\xA4 Multiple AIs already responded. Switch to mention-only?"
+#define DORMANCY_TEXT_AUTOPILOT \
+    "\xF0\x9F\x92\xA4 The dormancy autopilot suggests stepping back. Switch to mention-only?"
 /* printf format; %s is the threshold in force, e.g. "5min" */
 #define DORMANCY_TEXT_NO_HUMAN_FMT \
     "\xF0\x9F\x92\xA4 No human activity for %s. Switch to mention-only?"
 #define DORMANCY_TEXT_OPTIONS " [Yes] [No]"
 /* printf format; %s is the snooze length in force, e.g. "5min" */
 #define DORMANCY_TEXT_SNOOZE_FMT " [Snooze %s]"
+/* Room for a suggestion's whole text in the record (suggestions.c checks
+ * that the longest one fits: the no-human question and its snooze option,
+ * each with the longest duration): 512 bytes per persona would have grown
+ * a room of 1,000 personas by half a megabyte for ~90-byte texts. */
+#define DORMANCY_SUGG_TEXT_MAX 160
 
 typedef enum {
     DORMANCY_ACTIVE = 0,
@@ -153,6 +160,9 @@ typedef struct dormancy_suggestion {
     int64_t default_at; /* when "yes" is applied without an answer */
     char message_id[DORMANCY_MSGID_MAX + 1]; /* human message (redundant) */
     char reason[DORMANCY_REASON_MAX]; /* as in persona/{p}/suggestion */
+    /* its text as persona/{p}/suggestion showed it, options included, for
+     * persona/{p}/state's pending entry ("" in records written before) */
+    char text[DORMANCY_SUGG_TEXT_MAX];
 } dormancy_suggestion;
 
 typedef struct dormancy_persona {
@@ -462,7 +472,9 @@ typedef struct dormancy_action {
     dormancy_level level, previous;
     dormancy_trigger trigger;
     char reason[DORMANCY_REASON_MAX];
-    char text[DORMANCY_TEXT_MAX]; /* change, suggestion, system message */
+    /* change, suggestion, system message; persona state: the pending
+     * suggestion's text ("" = not known: a record written before) */
+    char text[DORMANCY_TEXT_MAX];
     char message_id[DORMANCY_MSGID_MAX + 1]; /* change: the cause; system: reply_to */
     int64_t since, snoozed_until;
     int64_t until; /* persona state: timed dormancy end, 0 = none */
@@ -540,7 +552,8 @@ json_object *dormancy_suggestion_json(const dormancy_action *a, const char *room
 json_object *dormancy_system_message_json(const dormancy_action *a, const char *room,
                                           const char *sender, int64_t now);
 /* {"level","since","trigger","reason"?,"snoozed_until"?,"until"?,
- *  "pending"?: {"level","trigger","reason","expires"}} for persona/{p}/state. */
+ *  "pending"?: {"level","trigger","reason","text"?,"expires","snooze_ms"?}}
+ * for persona/{p}/state. */
 json_object *dormancy_persona_entry_json(const dormancy_action *a);
 /* The same as text (malloc'd; NULL when out of memory). */
 char *dormancy_persona_entry_text(const dormancy_action *a);

@@ -145,7 +145,8 @@ json_object *dormancy_system_message_json(const dormancy_action *a, const char *
 char *dormancy_persona_entry_text(const dormancy_action *a)
 {
     vigil_jtext b = {0};
-    vigil_jtext_reserve(&b, 512 + strlen(a->reason) + strlen(a->pending_reason));
+    vigil_jtext_reserve(&b, 512 + strlen(a->reason) + strlen(a->pending_reason) +
+                                strlen(a->text));
     text_member(&b, "{\"level\":", dormancy_level_name(a->level));
     vigil_jtext_lit(&b, ",\"since\":");
     vigil_jtext_i64(&b, a->since);
@@ -178,6 +179,8 @@ char *dormancy_persona_entry_text(const dormancy_action *a)
         text_member(&b, ",\"pending\":{\"level\":", dormancy_level_name(DORMANCY_MENTION_ONLY));
         text_member(&b, ",\"trigger\":", dormancy_suggest_trigger_name(a->suggest));
         text_member(&b, ",\"reason\":", a->pending_reason);
+        if (a->text[0]) /* not known for a suggestion a record written before holds */
+            text_member(&b, ",\"text\":", a->text);
         vigil_jtext_lit(&b, ",\"expires\":");
         vigil_jtext_i64(&b, a->pending_expires);
         if (a->snooze_ms > 0) {

@@ -178,6 +178,7 @@ void snapshot_sync(dormancy_step *s)
             a->suggest = p->sugg.kind;
             a->pending_expires = p->sugg.default_at;
             vigil_utf8_copy(a->pending_reason, sizeof a->pending_reason, p->sugg.reason);
+            vigil_utf8_copy(a->text, sizeof a->text, p->sugg.text);
             if (p->sugg.kind == DORMANCY_SUGGEST_NO_HUMAN) { /* its snooze option's length */
                 dormancy_config cb;
                 a->snooze_ms = step_cfg(s, p, &cb)->snooze_ms;

@@ -99,6 +99,7 @@ char *dormancy_persona_record_text(const dormancy_persona *p)
         text_i64(&b, ",\"default_at\":", p->sugg.default_at);
         text_str(&b, ",\"message_id\":", p->sugg.message_id);
         text_str(&b, ",\"reason\":", p->sugg.reason);
+        text_str(&b, ",\"text\":", p->sugg.text);
         drop_comma(&b, s_at);
         vigil_jtext_put(&b, "}", 1);
     }
@@ -383,6 +384,8 @@ static void persona_from_json(dormancy_persona *p, json_object *o)
         p->sugg.default_at = get_i64(s, "default_at");
         vigil_utf8_copy(p->sugg.message_id, sizeof p->sugg.message_id, get_str(s, "message_id"));
         vigil_utf8_copy(p->sugg.reason, sizeof p->sugg.reason, get_str(s, "reason"));
+        /* absent in records written before suggestions kept it: "" */
+        vigil_utf8_copy(p->sugg.text, sizeof p->sugg.text, get_str(s, "text"));
     }
     vigil_utf8_copy(p->answer_in, sizeof p->answer_in, get_str(o, "answer_in"));
     json_object *c;

@@ -10,6 +10,20 @@
 #include <string.h>
 #include "step.h"
 
+/* The longest text a duration is written as ("-9223372036854775808ms"). */
+#define DURATION_TEXT_MAX 22
+/* Every suggestion's text fits the record whole (dormancy_suggestion.text):
+ * the longest question with its options and snooze, each duration the
+ * longest (the "%s" of each format is replaced). */
+_Static_assert(sizeof DORMANCY_TEXT_NO_HUMAN_FMT - 2 + DURATION_TEXT_MAX +
+                       sizeof DORMANCY_TEXT_OPTIONS - 1 + sizeof DORMANCY_TEXT_SNOOZE_FMT - 2 +
+                       DURATION_TEXT_MAX <= DORMANCY_SUGG_TEXT_MAX &&
+                   sizeof DORMANCY_TEXT_REDUNDANT + sizeof DORMANCY_TEXT_OPTIONS - 1 <=
+                       DORMANCY_SUGG_TEXT_MAX &&
+                   sizeof DORMANCY_TEXT_AUTOPILOT + sizeof DORMANCY_TEXT_OPTIONS - 1 <=
+                       DORMANCY_SUGG_TEXT_MAX,
+               "a suggestion's text fits its place in the record");
+
 /* The notification a persona is shown ends with its choices, as the
  * specified one does ("... Switch to mention-only? [Yes] [No] [Snooze 5min]"):
  * a reader of the text alone sees what it may answer and how long a snooze
@@ -52,6 +66,7 @@ bool suggestion_make(dormancy_step *s, dormancy_persona *p, dormancy_suggest_kin
     p->sugg.default_at = s->now + c->suggestion_timeout_ms;
     vigil_utf8_copy(p->sugg.message_id, sizeof p->sugg.message_id, message_id);
     vigil_utf8_copy(p->sugg.reason, sizeof p->sugg.reason, reason);
+    vigil_utf8_copy(p->sugg.text, sizeof p->sugg.text, a->text);
     return true;
 }
 
