@@ -300,6 +300,44 @@ def test_suggestion_card_yes_applied_by_dormancy_monitor(stack):
         b.close()
 
 
+def test_page_opened_after_the_suggestion_shows_its_text(stack):
+    """A page opened after dormancy-monitor's no-human suggestion (seen then
+    only as `pending` in the retained persona/{p}/state) shows the
+    suggestion's own text, word for word without its [..] options, and a
+    snooze button of the length in force; not a text made up from the
+    reason ("no human message for 1503 ms ...")."""
+    from selenium.webdriver.common.by import By
+    gw = start_gateway(stack)
+    stack.service("dormancy-monitor", env={"VIGIL_DORMANCY_NO_HUMAN_MS": "1500",
+                                           "VIGIL_DORMANCY_SNOOZE_MS": "2000",
+                                           "VIGIL_DORMANCY_SUGGESTION_TIMEOUT_MS": "120000",
+                                           "VIGIL_DORMANCY_AI_ONLY_MS": "600000"})
+    col = stack.collector(["persona/+/suggestion", "persona/+/state"])
+    room = uid("late")
+    ada = f"ada-{room[-6:]}"
+    mosquitto_pub(stack.broker.port, f"room/{room}/message", {"id": uid(), "room": room, "sender": ada,
+                                                              "sender_type": "ai", "text": "anyone?", "ts": now()})
+    sug = col.wait_event(f"persona/{ada}/suggestion", timeout=scaled(15))
+    assert sug["text"] == "💤 No human activity for 1500ms. Switch to mention-only? [Yes] [No] [Snooze 2s]", sug
+    col.wait_event(f"persona/{ada}/state", lambda m: "pending" in m["rooms"].get(room, {}), timeout=scaled(10))
+    b = theater_browser.Browser()
+    d = b.driver
+    try:
+        d.get(f"http://127.0.0.1:{gw.http_port}/login?token=tok-joel-0123456789")
+        wait_until(lambda: suggestion_cards(d, room, ada), scaled(15), "the pending suggestion's card")
+        card = suggestion_cards(d, room, ada)[0]
+        # the card's question: the text after the persona's name
+        question = d.execute_script("return arguments[0].lastChild.textContent",
+                                    card.find_element(By.TAG_NAME, "p"))
+        assert question == "💤 No human activity for 1500ms. Switch to mention-only?", question
+        assert "no human message for" not in card.text, card.text
+        assert suggestion_labels(d, room, ada) == ["Yes", "No", "Snooze 2s"]
+        logs = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
+        assert not logs, logs
+    finally:
+        b.close()
+
+
 def test_suggestion_card_follows_state_and_dormancy(stack):
     """Made-up suggestions (no dormancy-monitor): `snooze_ms` names the
     snooze button and the [..] options leave the text; the persona's state
@@ -338,6 +376,11 @@ def test_suggestion_card_follows_state_and_dormancy(stack):
         mosquitto_pub(port, f"persona/{cy}/state", pending())
         wait_until(lambda: suggestion_labels(d, room, cy) == ["Yes", "No"], scaled(15),
                    "a card from the pending suggestion")
+        # a state without the suggestion's text (written before it was kept):
+        # the rule's question, the reason as the card's tooltip
+        card = suggestion_cards(d, room, cy)[0]
+        assert "💤 Multiple AIs already responded. Switch to mention-only?" in card.text, card.text
+        assert card.get_attribute("title") == "3 AIs answered"
         suggestion_click(d, room, cy, "no")
         cmd = col.wait_event(f"persona/{cy}/command", timeout=scaled(15))
         assert cmd["answer"] == "no" and cmd["room"] == room and "suggestion_id" not in cmd, cmd

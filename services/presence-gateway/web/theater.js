@@ -220,7 +220,7 @@ function showSuggestion(roomName, persona, s) {
     }
   }
   const text = (s.text || "").replace(/(\s*\[[^\]]*\])+\s*$/, "");
-  const card = el("div", { class: "suggestion", dataset: { persona, id: s.id || "" } },
+  const card = el("div", { class: "suggestion", dataset: { persona, id: s.id || "" }, title: s.title || s.reason || "" },
     el("p", {}, el("span", { class: "sender" }, persona), text), el("div", { class: "choices" }, ...buttons, status));
   r.suggestions.append(card);
   r.asked.set(persona, card);
@@ -235,7 +235,21 @@ function dropSuggestion(roomName, persona) {
 }
 
 // The persona's state says what is still pending: a card for a pending
-// suggestion the page has none for, none where nothing is pending.
+// suggestion the page has none for, none where nothing is pending. The card
+// shows the suggestion's own text (`pending.text`); a state written before
+// dormancy-monitor kept it has none, and then the card asks the rule's
+// question without the figures it cannot know (the reason as its tooltip).
+const PENDING_QUESTION = {
+  "no-human": "No human activity",
+  redundant: "Multiple AIs already responded",
+  autopilot: "The dormancy autopilot suggests stepping back",
+};
+function pendingText(p) {
+  if (p.text) return p.text;
+  const why = PENDING_QUESTION[p.trigger];
+  return `💤 ${why ? why + ". " : ""}Switch to ${p.level || "mention-only"}?`;
+}
+
 function followPending(d) {
   const rooms = d.rooms || {};
   for (const [name, r] of state.rooms) {
@@ -245,9 +259,10 @@ function followPending(d) {
     const p = v.pending;
     if (!p || (state.rooms.get(name) && state.rooms.get(name).asked.has(d.persona))) continue;
     showSuggestion(name, d.persona, {
-      text: `💤 ${p.reason || "suggested"}. Switch to ${p.level}?`,
+      text: pendingText(p),
       options: p.trigger === "no-human" ? ["yes", "no", "snooze"] : ["yes", "no"],
       snooze_ms: p.snooze_ms,
+      title: p.reason,
     });
   }
 }
