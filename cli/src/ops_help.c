@@ -35,7 +35,7 @@ static const cli_help_entry OPS_HELP[] = {
       "PERSONA limits the output to that room or persona (a name that is both shows both).\n"
       "  --json   one JSON object: {\"personas\": [{persona, room, level, since, trigger,\n"
       "           reason?, until?, snoozed_until?, pending?: {level, trigger, reason,\n"
-      "           expires}}], \"rooms\": [room/{r}/state payloads]}\n",
+      "           text?, expires, snooze_ms?}}], \"rooms\": [room/{r}/state payloads]}\n",
       "Exit status: 0 ok, 1 runtime error (broker unreachable), 2 usage error, 3 the ROOM or\n"
       "PERSONA given has no retained state.\n", NULL },
     { "persona sleep",

@@ -220,7 +220,7 @@ def test_persona_status_shows_reason_and_pending_suggestion(stack):
     by = {e["persona"]: e for e in doc["personas"]}
     pending = by[p]["pending"]
     assert pending["level"] == "mention-only" and pending["trigger"] == "no-human"
-    assert pending["reason"] == sugg["reason"]
+    assert pending["reason"] == sugg["reason"] and pending["text"] == sugg["text"]
     assert pending["expires"] == sugg["ts"] + sugg["default_after_ms"]
     assert by[p]["level"] == "active" and "reason" not in by[p]  # joined, never changed
     assert by[q]["reason"] == woke["reason"] and by[q]["trigger"] == "manual"
