@@ -187,7 +187,10 @@ static void judge(const agent_row *r, const stall_config *cfg, bool activity_che
         ref = get_i64(r->assessment, "last_activity", 0);
     v->known = ref > 0 || v->active;
     v->age_ms = ref > 0 && now > ref ? now - ref : 0;
-    v->cat = v->active ? STALL_CAT_FRESH : stall_category_of_age(cfg, v->age_ms);
+    /* nothing known to age it by: stall-resumer fails open (auto-resume) */
+    v->cat = v->active  ? STALL_CAT_FRESH
+             : v->known ? stall_category_of_age(cfg, v->age_ms)
+                        : STALL_CAT_AUTO_RESUME;
     json_object *sigs;
     size_t len = 0;
     if (r->assessment && json_object_object_get_ex(r->assessment, "signals", &sigs) &&
@@ -236,7 +239,7 @@ static void print_line(const sorted *s, bool activity_check)
     if (v->known)
         printf("  %s %s", v->aged_from_status ? "status" : "activity", age);
     else
-        printf("  no status");
+        printf("  no status, no activity known");
     const char *fsm = get_str(s->r->status, "fsm_state", get_str(s->r->assessment, "fsm_state", NULL));
     if (fsm) {
         fputs("  ", stdout);

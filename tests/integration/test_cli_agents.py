@@ -225,6 +225,27 @@ def test_ages_just_under_a_limit_never_read_as_the_limit(stack):
     assert got["auto"].startswith("🔴 AUTO-RESUME") and "status 13h01m" in got["auto"], got["auto"]
 
 
+def test_an_agent_known_nothing_about_is_auto_resume_as_stall_resumer_says(stack):
+    """An assessment with no status and no activity (stall-resumer's
+    stand-in for a record it could not read: status_age_hours null, category
+    auto-resume, failing open) is listed 🔴 AUTO-RESUME, as the service
+    treats it, not 🟢 FRESH at age 0."""
+    pub = stack.publisher()
+    agent = uid("blank-")
+    pub.publish(f"agent/{agent}/assessment",
+                {"id": uid("as"), "agent": agent, "is_active": False, "confidence": 0,
+                 "signals": [], "reasons": [], "category": "auto-resume",
+                 "status_age_hours": None, "aged_from": None, "last_activity": None,
+                 "ts": harness.now_ms()}, retain=True)
+    r = run_vigil(stack, "agents", "status", env=NO_REDIS)
+    assert r.returncode == 0, r.stderr
+    line = lines_by_agent(r.stdout, {"a": agent})["a"]
+    assert line.startswith("🔴 AUTO-RESUME") and "no status, no activity known" in line, line
+    r = run_vigil(stack, "agents", "status", "--json", env=NO_REDIS)
+    rows = {o["agent"]: o for o in map(json.loads, r.stdout.splitlines())}
+    assert rows[agent]["category"] == "auto-resume" and "age_ms" not in rows[agent], rows[agent]
+
+
 def test_a_retired_agent_is_no_longer_listed(stack):
     """Clearing an agent's retained status retires it, and stall-resumer
     clears its retained assessment in the same commit: the checker, which
