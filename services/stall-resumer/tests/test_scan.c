@@ -527,6 +527,29 @@ static void test_a_job_not_pending_is_not_due(void **state)
     free(a);
 }
 
+/* A re-check whose assessment fails (here a signal the core cannot
+ * read) fails open as the scan does: as if inactive, so the status age
+ * still decides. A fresh status holds the resume back; an old one lets
+ * it through. */
+static void test_a_failed_recheck_still_asks_the_category(void **state)
+{
+    (void)state;
+    char why[STALL_REASON_LEN];
+    stall_scan_result r;
+    stall_agent *a = first_resume_due(&r);
+    a->sig[0].source = 999;
+    st_status(a, "EXECUTING", MIN_MS);
+    assert_false(stall_resume_still_due(a, &cfg, 1, T0, why, sizeof why));
+    assert_non_null(strstr(why, "category fresh"));
+    assert_int_equal(a->pending_seq, 0);
+    free(a);
+
+    a = first_resume_due(&r);
+    a->sig[0].source = 999;
+    assert_true(stall_resume_still_due(a, &cfg, 1, T0, why, sizeof why));
+    free(a);
+}
+
 /* The stand-in for an unreadable record numbers its resumes from now: the
  * lost record's resume 1 had job id resume.ann.1 (its claim and dedupe
  * id), and a stand-in deciding "1" again found that resume done. */
@@ -658,6 +681,7 @@ int main(void)
         cmocka_unit_test_setup(test_job_roundtrip, setup),
         cmocka_unit_test_setup(test_retired_agent, setup),
         cmocka_unit_test_setup(test_a_job_not_pending_is_not_due, setup),
+        cmocka_unit_test_setup(test_a_failed_recheck_still_asks_the_category, setup),
         cmocka_unit_test_setup(test_a_replaced_record_numbers_resumes_past_the_lost_ones, setup),
         cmocka_unit_test_setup(test_an_agent_known_nothing_about_has_no_age, setup),
         cmocka_unit_test_setup(test_the_recheck_gives_the_reason_at_send_time, setup),

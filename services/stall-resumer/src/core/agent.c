@@ -181,6 +181,18 @@ bool stall_resume_due(const stall_agent *a, const stall_config *c, const stall_g
     return true;
 }
 
+/* A failed assessment fails open: the agent is categorised as if
+ * inactive, so its status age still decides (a recent status holds a
+ * resume back, an old one lets it through). The scan and the re-check
+ * before a resume both decide this way. */
+static void categorize_failed(const stall_agent *a, const stall_config *c, int64_t now,
+                              stall_assessment *as)
+{
+    memset(as, 0, sizeof *as);
+    as->last_activity = a->last_seen;
+    stall_categorize(a, c, false, now, as);
+}
+
 void stall_agent_scan(stall_agent *a, const stall_config *c, int64_t now,
                       const char *internal_error, stall_scan_result *r)
 {
@@ -192,12 +204,8 @@ void stall_agent_scan(stall_agent *a, const stall_config *c, int64_t now,
     } else {
         r->assess_rc = stall_assess(a, c, now, &r->as, r->assess_err, sizeof r->assess_err);
     }
-    if (r->assess_rc != 0) {
-        /* fail open: categorise as if inactive */
-        memset(&r->as, 0, sizeof r->as);
-        r->as.last_activity = a->last_seen;
-        stall_categorize(a, c, false, now, &r->as);
-    }
+    if (r->assess_rc != 0)
+        categorize_failed(a, c, now, &r->as);
     r->guard = stall_should_send_resume(r->assess_rc, r->assess_err, &r->as);
     r->resume = stall_resume_due(a, c, &r->guard, r->as.category, now, r->why_not, sizeof r->why_not);
     if (!r->resume)
@@ -247,10 +255,10 @@ bool stall_resume_still_due(stall_agent *a, const stall_config *c, int64_t seq, 
     stall_assessment as;
     char err[160] = "";
     int rc = stall_assess(a, c, now, &as, err, sizeof err);
+    if (rc != 0)
+        categorize_failed(a, c, now, &as);
     stall_guard g = stall_should_send_resume(rc, err, &as);
-    /* a failed assessment fails open, as at the scan: the category is not
-     * asked then */
-    bool due = g.send && (rc != 0 || as.category == STALL_CAT_AUTO_RESUME);
+    bool due = g.send && as.category == STALL_CAT_AUTO_RESUME;
     if (g.send && !due)
         snprintf(why, whylen, "category %s: a resume comes at auto-resume",
                  stall_category_name(as.category));
