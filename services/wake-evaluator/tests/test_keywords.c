@@ -2,6 +2,7 @@
  * anywhere in the text (case-insensitive, as specified), @mentions with
  * word boundaries, domain words as whole words, and the rules' order
  * (mention, human, keyword). */
+#include <ctype.h>
 #include "wk_test.h"
 
 static void keyword_edges(void **state)
@@ -39,6 +40,45 @@ static void keyword_edges(void **state)
     for (int i = 0; i < 7; i++)
         assert_string_equal(WAKE_URGENT_KEYWORDS[i], want[i]);
     assert_null(WAKE_URGENT_KEYWORDS[7]);
+}
+
+/* The reference: the text lowercased (ASCII), then each keyword of the
+ * list in turn looked for anywhere in it, as the specified includes(kw). */
+static const char *keyword_by_reference(const char *text)
+{
+    char low[256];
+    size_t n = strlen(text);
+    assert_true(n < sizeof low);
+    for (size_t i = 0; i <= n; i++)
+        low[i] = (char)tolower((unsigned char)text[i]);
+    for (int i = 0; WAKE_URGENT_KEYWORDS[i]; i++)
+        if (strstr(low, WAKE_URGENT_KEYWORDS[i]))
+            return WAKE_URGENT_KEYWORDS[i];
+    return NULL;
+}
+
+/* The one-pass search answers as the reference on texts with the
+ * keywords' letters next to the bytes a case fold by OR 0x20 could
+ * confuse with them ('@' '[' '`' '{', digits, UTF-8 bytes). */
+static void keywords_as_the_reference(void **state)
+{
+    (void)state;
+    const char *texts[] = {"", "@help", "[down]", "`error`", "{broken}", "DoWn", "hElP",
+                           "\xc3\xa9mergency \xc4\x85rgent", "h\xc5\x82lp help", "e@rror",
+                           "urgen", "xurgenty", "F@ILED failed", "bROKEn12", "d0wn down",
+                           "ER\x52OR", "emergencyurgent", "\xe5\xa4\x9a help\xe5",
+                           "nothing here", "EMERGENC", "eerror", "hhelp", "ddown"};
+    int found = 0;
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        const char *want = keyword_by_reference(texts[i]);
+        const char *got = wake_urgent_keyword(texts[i]);
+        if (want)
+            assert_string_equal(got, want);
+        else
+            assert_null(got);
+        found += want != NULL;
+    }
+    assert_true(found >= 15); /* the table holds real matches */
 }
 
 static void mentions(void **state)
@@ -112,6 +152,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(keyword_edges),
+        cmocka_unit_test(keywords_as_the_reference),
         cmocka_unit_test(mentions),
         cmocka_unit_test(domain_words),
         cmocka_unit_test(format_ago),

@@ -2,6 +2,7 @@
  * domains), the urgent keywords, UTF-8-safe truncation, "12 min ago". */
 #include <ctype.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -25,25 +26,37 @@ bool wake_text_has_word(const char *text, const char *word)
 
 /* The specified basic rule is `text.toLowerCase().includes(kw)`: a
  * keyword anywhere, inside a longer word too ("errors", "urgently",
- * "downtime"), in any case. One pass over the text: at each byte only the
- * keywords starting with that letter are compared; the one reported is the
- * first of the list the text holds. */
+ * "downtime"), in any case. One pass over the text, which runs on every
+ * message a sleeper might be woken by: a byte that begins no keyword (a
+ * bit set of the keywords' first letters, ASCII case folded by one OR) is
+ * passed over at once, and at the others only the keywords starting with
+ * that letter are compared. The one reported is the first of the list the
+ * text holds. Keywords are lowercase ASCII letters, at most 32 of them. */
 const char *wake_urgent_keyword(const char *text)
 {
     if (!text)
         return NULL;
     const char *const *kw = WAKE_URGENT_KEYWORDS;
+    uint32_t firsts = 0;
+    size_t len[32];
+    int n = 0;
+    for (; kw[n] && n < 32; n++) {
+        firsts |= UINT32_C(1) << ((kw[n][0] - 'a') & 31);
+        len[n] = strlen(kw[n]);
+    }
     unsigned found = 0;
-    for (const char *p = text; *p; p++) {
-        int c = tolower((unsigned char)*p);
-        for (int i = 0; kw[i]; i++)
-            if (kw[i][0] == c && !(found & (1u << i)) &&
-                strncasecmp(p, kw[i], strlen(kw[i])) == 0)
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        unsigned c = (unsigned)(*p | 0x20) - 'a'; /* 'A'-'Z' and 'a'-'z' to 0..25 */
+        if (c >= 26 || !(firsts >> c & 1))
+            continue;
+        for (int i = 0; i < n; i++)
+            if ((unsigned)(kw[i][0] - 'a') == c && !(found & (1u << i)) &&
+                strncasecmp((const char *)p, kw[i], len[i]) == 0)
                 found |= 1u << i;
         if (found & 1u)
             break; /* the list's first: nothing can come before it */
     }
-    for (int i = 0; kw[i]; i++)
+    for (int i = 0; i < n; i++)
         if (found & (1u << i))
             return kw[i];
     return NULL;
