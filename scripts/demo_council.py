@@ -179,7 +179,7 @@ class Demo:
                                                      "text": text, "ts": harness.now_ms()})
             print(f"{Style.c('2', self.stamp())}  {Style.c('32', 'sent room/general/message'):<28}  joel: {text}")
         time.sleep(0.3)
-        self.say("joel starts a session: SENSE → PLAN (Polaris, Aurora, Vega and Sol asked at once) → ACT")
+        self.say("joel starts a session: SENSE → PLAN (Polaris, Aurora and Vega asked at once) → ACT (Sol asked with their answers)")
         self.pub.publish(f"council/{USER}/control", {"action": "start", "session": SESSION, "room": ROOM})
         self.pump(until=lambda: self.events("question"), timeout=25)
         q = self.events("question")[0]

@@ -144,6 +144,14 @@ def stack(tmp_path, request):
         s.close()
 
 
+@pytest.fixture
+def fake_llm(tmp_path):
+    """tests/support/fake_llm.py (fake_servers.FakeLLM) on a free port for one test."""
+    from fake_servers import FakeLLM, running
+    with running(FakeLLM, tmp_path) as f:
+        yield f
+
+
 @pytest.fixture(scope="module")
 def module_stack(tmp_path_factory, request):
     """One broker and Redis shared by the tests of a module (for many small

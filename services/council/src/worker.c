@@ -1,8 +1,17 @@
 /* worker.c - the job workers: threads beside intake that take loop jobs
- * from the durable stream, ask Polaris, Aurora, Vega and Sol at once (four
- * requests on one curl multi handle per worker), delegate a `research:`
+ * from the durable stream and run a loop's two stages: PLAN asks the three
+ * advisors (Polaris, Aurora, Vega) at once (three requests on one curl
+ * multi handle per worker), then ACT asks Sol with the SENSE context plus
+ * their answers and the user's availability; then delegate a `research:`
  * proposal over A2A when configured, and commit the loop through
  * vigil_runtime_decide before acknowledging the job.
+ *
+ * Both stages run inside the one job attempt and nothing of the first is
+ * committed on its own: a kill -9 anywhere before the commit leaves the
+ * job pending, so the next attempt asks the advisors and Sol again and the
+ * commit (deduplicated by the job id) acts once; a kill after the commit
+ * finds the job decided and only acknowledges it. The lease must
+ * therefore cover two model round trips (and a delegation).
  *
  * The loop is libshared's (vigil/job_loop.h): jobs taken in
  * vigil/job_consumer.h's order -- after a start this consumer's own pending
@@ -42,6 +51,8 @@ typedef enum { A2A_UNDECIDED = 0, A2A_NONE, A2A_PENDING, A2A_DONE } a2a_step;
 typedef struct slot {
     council_job job;
     call calls[COUNCIL_PERSONAS];
+    bool sol_asked;           /* ACT: Sol's call submitted (after the advisors') */
+    char *sol_prompt;         /* Sol's whole prompt (council_sol_prompt) */
     a2a_step a2a;
     council_a2a_reply *reply; /* research: delegated (A2A_PENDING, A2A_DONE) */
     atomic_int a2a_done;      /* set by the delegation thread */
@@ -67,6 +78,7 @@ static void loop_clear(void *arg)
 {
     slot *s = arg;
     council_job_clear(&s->job);
+    free(s->sol_prompt);
     free(s->reply);
     for (int p = 0; p < COUNCIL_PERSONAS; p++)
         free(s->calls[p].content);
@@ -89,24 +101,47 @@ static void call_done(const vigil_llm_result *res, void *user)
     }
 }
 
-static void ask_personas(void *arg, void *sarg)
+static void ask(council_worker *w, slot *s, council_persona p, const char *prompt)
+{
+    call *c = &s->calls[p];
+    c->slot = s;
+    vigil_llm_request req = VIGIL_LLM_REQUEST_INIT;
+    req.tier = VIGIL_LLM_TIER_SMART;
+    req.user = prompt;
+    req.max_tokens = w->svc->max_tokens;
+    req.temperature = 0.7;
+    if (!prompt || vigil_llm_submit(vigil_job_loop_llm(w->jw.loop), &req, c) != 0) {
+        c->done = true;
+        c->status = VIGIL_LLM_STATUS__COUNT;
+        snprintf(c->error, sizeof c->error,
+                 prompt ? "the LLM client refused the request" : "out of memory building the prompt");
+    }
+}
+
+/* PLAN: the three advisors at once; Sol waits for their answers. */
+static void ask_advisors(void *arg, void *sarg)
 {
     council_worker *w = arg;
     slot *s = sarg;
-    for (int p = 0; p < COUNCIL_PERSONAS; p++) {
-        call *c = &s->calls[p];
-        c->slot = s;
-        vigil_llm_request req = VIGIL_LLM_REQUEST_INIT;
-        req.tier = VIGIL_LLM_TIER_SMART;
-        req.user = s->job.prompts[p];
-        req.max_tokens = w->svc->max_tokens;
-        req.temperature = 0.7;
-        if (vigil_llm_submit(vigil_job_loop_llm(w->jw.loop), &req, c) != 0) {
-            c->done = true;
-            c->status = VIGIL_LLM_STATUS__COUNT;
-            snprintf(c->error, sizeof c->error, "the LLM client refused the request");
-        }
+    for (int p = 0; p < COUNCIL_SOL; p++)
+        ask(w, s, (council_persona)p, s->job.prompts[p]);
+}
+
+/* ACT: Sol asked with the job's context plus what the advisors answered
+ * (a failed one as its "(no answer: ...)" text) and the user's
+ * availability. Called from loop_ready once the three are in: the job
+ * loop drives Sol's transfer on its next turns. */
+static void ask_sol(council_worker *w, slot *s)
+{
+    const char *answers[COUNCIL_PERSONAS] = {0}, *errors[COUNCIL_PERSONAS] = {0};
+    for (int p = 0; p < COUNCIL_SOL; p++) {
+        answers[p] = s->calls[p].status == VIGIL_LLM_OK ? s->calls[p].content : NULL;
+        errors[p] = s->calls[p].error;
     }
+    s->sol_prompt = council_sol_prompt(s->job.prompts[COUNCIL_SOL], answers, errors,
+                                       s->job.available, s->job.presence);
+    s->sol_asked = true;
+    ask(w, s, COUNCIL_SOL, s->sol_prompt);
 }
 
 static int read_loop_job(void *arg, void *sarg, const char *payload, size_t len, char *why,
@@ -124,9 +159,10 @@ static void loop_ids(const void *sarg, const char **key, const char **job)
     *job = s->job.job;
 }
 
-static bool calls_done(const slot *s)
+/* Are calls [from, to) all in? */
+static bool calls_done(const slot *s, int from, int to)
 {
-    for (int p = 0; p < COUNCIL_PERSONAS; p++)
+    for (int p = from; p < to; p++)
         if (!s->calls[p].done)
             return false;
     return true;
@@ -166,13 +202,18 @@ static void delegation_start(council_worker *w, slot *s)
     w->a2a_pending++;
 }
 
-/* A loop is ready once its four calls are in and its delegation (if any)
- * is over. */
+/* A loop is ready once its advisors have answered, then Sol, and its
+ * delegation (if any) is over: each step starts when the one before is
+ * in. */
 static bool loop_ready(void *arg, void *sarg)
 {
     council_worker *w = arg;
     slot *s = sarg;
-    if (!calls_done(s))
+    if (!calls_done(s, 0, COUNCIL_SOL))
+        return false;
+    if (!s->sol_asked)
+        ask_sol(w, s);
+    if (!calls_done(s, COUNCIL_SOL, COUNCIL_PERSONAS))
         return false;
     if (s->a2a == A2A_UNDECIDED)
         delegation_start(w, s);
@@ -222,7 +263,7 @@ static const vigil_job_loop_ops LOOP_OPS = {
     .slot_size = sizeof(slot),
     .parse = read_loop_job,
     .ids = loop_ids,
-    .submit = ask_personas,
+    .submit = ask_advisors,
     .ready = loop_ready,
     .commit = commit_loop,
     .clear = loop_clear,
@@ -253,7 +294,8 @@ static void *worker_new(void *ctx, vigil_runtime *rt, int index)
         return NULL;
     w->svc = svc;
     w->index = index;
-    /* four calls per loop: hold as many loops as the client runs calls */
+    /* up to three calls at once per loop (the advisors, then Sol alone);
+     * a quarter of the client's calls per loop leaves room to spare */
     int cap = svc->llm.concurrency / COUNCIL_PERSONAS;
     if (cap < 1)
         cap = 1;

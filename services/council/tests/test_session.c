@@ -846,7 +846,8 @@ static void user_availability_reaches_sense_and_act(void **st)
     assert_non_null(strstr(x->f.payloads[e], "\"user_available\":false"));
     assert_non_null(strstr(x->f.payloads[e], "\"presence\":\"unknown\""));
     assert_non_null(strstr(x->f.jobs[0], "User available: unknown (no presence reported)"));
-    assert_non_null(strstr(x->f.jobs[0], "Weigh whether the user is available"));
+    /* the job carries it for Sol's ACT prompt (test_prompt.c) */
+    assert_non_null(strstr(x->f.jobs[0], "\"user_available\":false"));
 
     council_on_presence(x->u, "general", COUNCIL_PRESENCE_ACTIVE, T0 + 500, T0 + 500, T0 + 500);
     council_on_presence(x->u, "lab", COUNCIL_PRESENCE_AWAY, T0 + 400, T0 + 400, T0 + 600); /* late */

@@ -10,10 +10,10 @@
  * auto-start schedule, and the current session with its loop phase,
  * questions, notes and the circuit breaker's action history.
  *
- * One loop: SENSE (context gathered from the record), PLAN (four persona
- * prompts, sent as one durable job whose four LLM calls run at once), ACT
- * (Sol's answer routed by prefix to a handler, committed with the
- * deliberation). */
+ * One loop: SENSE (context gathered from the record), PLAN (the prompts
+ * sent as one durable job: the three advisors' LLM calls run at once, then
+ * Sol is asked with their answers), ACT (Sol's answer routed by prefix to
+ * a handler, committed with the deliberation). */
 #ifndef COUNCIL_H
 #define COUNCIL_H
 #include <stdbool.h>
@@ -421,15 +421,31 @@ int council_sense_messages(const council_user *u, const council_config *c, int *
  * questions with their answers quoted, notes. malloc'd. */
 char *council_sense_context(const council_user *u, const council_config *c, int64_t now);
 /* One persona's prompt: names it, gives its role and its question,
- * carries the context. malloc'd. */
+ * carries the context. malloc'd. An advisor's (Polaris, Aurora, Vega) is
+ * whole; Sol's is only its first part (the job's): council_sol_prompt
+ * completes it once the advisors answered. */
 char *council_prompt(council_persona p, const char *context);
+/* A persona's answer as the council shows it: the answer, or for a failed
+ * call "(no answer: <why>)" written into buf. */
+const char *council_answer_text(const char *answer, const char *error, char *buf, size_t cap);
+/* ACT: Sol's whole prompt (malloc'd): `base` (the job's Sol prompt: its
+ * persona and the SENSE context), then the three advisors' answers
+ * (answers[p] NULL: a failed call, shown with errors[p]), whether the user
+ * is available (available 1 / 0 with the presence name; -1: not known,
+ * no line) and the seven prefixes to answer with. */
+char *council_sol_prompt(const char *base, const char *const answers[COUNCIL_PERSONAS],
+                         const char *const errors[COUNCIL_PERSONAS], int available,
+                         const char *presence);
 
 typedef struct council_job {
     char job[COUNCIL_JOB_MAX + 1];
     char user[COUNCIL_ID_MAX + 1];
     char session[COUNCIL_ID_MAX + 1];
     int loop;
-    char *prompts[COUNCIL_PERSONAS]; /* owned */
+    char *prompts[COUNCIL_PERSONAS]; /* owned; Sol's is completed by council_sol_prompt */
+    int available;                   /* the user's availability at SENSE: 1, 0, or -1 (a job
+                                      * written before the job said it) */
+    char presence[16];               /* the presence it came from ("" when not said) */
 } council_job;
 
 int council_job_parse(const char *json, size_t len, council_job *out, char *why, size_t whylen);

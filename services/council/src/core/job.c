@@ -64,6 +64,14 @@ int council_job_parse(const char *json, size_t len, council_job *out, char *why,
             goto done;
         }
     }
+    /* the user's availability Sol weighs (a job of an older version has
+     * none: its Sol prompt carries the SENSE line only) */
+    out->available = -1;
+    if (json_object_object_get_ex(o, "user_available", &v) &&
+        json_object_is_type(v, json_type_boolean))
+        out->available = json_object_get_boolean(v) ? 1 : 0;
+    if (json_object_object_get_ex(o, "presence", &v) && json_object_is_type(v, json_type_string))
+        snprintf(out->presence, sizeof out->presence, "%s", json_object_get_string(v));
     rc = 0;
 done:
     if (rc != 0)

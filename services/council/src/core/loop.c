@@ -1,6 +1,7 @@
 /* loop.c - one SENSE -> PLAN -> ACT loop as a state machine on the
  * session: phase idle --(loop timer, start, resume, answer)--> SENSE and
- * PLAN (the four persona prompts go out as one durable job; phase plan)
+ * PLAN (the persona prompts go out as one durable job; phase plan: the
+ * worker asks the three advisors, then Sol with their answers)
  * --(the job's outcome)--> ACT (Sol's proposal routed and handled, the
  * circuit breaker consulted; phase idle, next loop scheduled). */
 #include <inttypes.h>
@@ -65,7 +66,8 @@ int council_loop_begin(council_emit *e, council_user *u, const council_config *c
     int rc = council_event_phase(e, u, "sense", "👁 Sensing: the user's recent messages, "
                                  "questions and notes.", ctx, now);
 
-    /* PLAN: the four prompts, one job */
+    /* PLAN: the prompts, one job (Sol's completed by the worker with the
+     * advisors' answers: council_sol_prompt) */
     char *context = council_sense_context(u, c, now);
     json_object *job = json_object_new_object(), *prompts = json_object_new_object();
     bool ok = context && job && prompts;
@@ -87,9 +89,12 @@ int council_loop_begin(council_emit *e, council_user *u, const council_config *c
     json_object_object_add(job, "session", json_object_new_string(s->id));
     json_object_object_add(job, "loop", json_object_new_int(s->loop));
     json_object_object_add(job, "enqueued", json_object_new_int64(now));
+    json_object_object_add(job, "user_available", json_object_new_boolean(s->sensed_available));
+    json_object_object_add(job, "presence",
+                           json_object_new_string(council_presence_name(s->sensed_presence)));
     json_object_object_add(job, "prompts", prompts);
-    rc |= council_event_phase(e, u, "plan", "🧭 The council deliberates: Polaris, Aurora, Vega "
-                              "and Sol are asked.", NULL, now);
+    rc |= council_event_phase(e, u, "plan", "🧭 The council deliberates: Polaris, Aurora and "
+                              "Vega are asked, then Sol with their answers.", NULL, now);
     rc |= e->sink->job(e->sink->ctx, job);
     json_object_put(job);
     return rc;
@@ -181,11 +186,7 @@ council_rc council_on_outcome(council_user *u, const council_config *c, const co
     }
     for (int p = 0; p < COUNCIL_PERSONAS; p++) {
         char failed[COUNCIL_REASON_MAX + 32];
-        const char *a = o->answers[p];
-        if (!a) {
-            snprintf(failed, sizeof failed, "(no answer: %.*s)", CUT(o->errors[p] ? o->errors[p] : "LLM call failed", 200));
-            a = failed;
-        }
+        const char *a = council_answer_text(o->answers[p], o->errors[p], failed, sizeof failed);
         json_object_object_add(ev, COUNCIL_PERSONA_DEFS[p].key,
                                jstr(a, strlen(a), COUNCIL_ANSWER_MAX));
         json_object_object_add(rec, COUNCIL_PERSONA_DEFS[p].key,

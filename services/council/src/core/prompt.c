@@ -1,11 +1,15 @@
 /* prompt.c - the four personas (their roles, focus and questions)
  * and their prompts, each naming its persona and carrying the SENSE
  * context: the user's recent messages, open questions by priority,
- * answered questions with the answers quoted, and the session's notes. */
+ * answered questions with the answers quoted, and the session's notes.
+ * The loop is two stages: PLAN asks the three advisors (Polaris, Aurora,
+ * Vega), then ACT asks Sol with that context plus what the advisors
+ * answered and whether the user is available (council_sol_prompt). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <vigil/jtext.h>
+#include <vigil/json.h>
 #include "council.h"
 
 const council_persona_def COUNCIL_PERSONA_DEFS[COUNCIL_PERSONAS] = {
@@ -103,17 +107,50 @@ char *council_prompt(council_persona p, const char *context)
         "Vega, Sol) deliberating on behalf of a user.\nRole: %s.\nFocus: %s.\n"
         "Your question: \"%s\"\n\nCurrent context (SENSE):\n%s\n",
         d->name, d->title, d->role, d->focus, d->question, context ? context : "");
-    if (p == COUNCIL_SOL)
-        vigil_jtext_printf(&b,
-            "Propose exactly one action for now. Answer with one line that starts with one of "
-            "these prefixes and nothing before it:\n"
-            "search: <query>\nnote: <observation to record>\n"
-            "ask user: [p1-p10 optional priority] <question>\n"
-            "schedule: <calendar request>\nresearch: <topic for a deep dive>\n"
-            "sleep: <duration, e.g. 10m>\nreflect: <internal thought>\n"
-            "Weigh whether the user is available (above): when not, a question waits until "
-            "they come back, so prefer an action that needs no answer now.\n");
-    else
-        vigil_jtext_printf(&b, "Answer your question in two or three sentences.\n");
+    if (p != COUNCIL_SOL)
+        vigil_jtext_printf(&b, "Answer your question in two or three sentences. Sol, the "
+                               "Executor, reads your answer before proposing the action.\n");
+    return vigil_jtext_take(&b);
+}
+
+const char *council_answer_text(const char *answer, const char *error, char *buf, size_t cap)
+{
+    if (answer)
+        return answer;
+    const char *why = error && error[0] ? error : "LLM call failed";
+    snprintf(buf, cap, "(no answer: %.*s)", (int)vigil_utf8_cut_max(why, 200), why);
+    return buf;
+}
+
+/* Sol's question comes after the council's: the advisors' answers (each
+ * cut as the deliberation event cuts it; a failed one as its "(no answer:
+ * ...)" text) and the user's availability as SENSE found it are what the
+ * action is to weigh, so they stand right before the instructions. */
+char *council_sol_prompt(const char *base, const char *const answers[COUNCIL_PERSONAS],
+                         const char *const errors[COUNCIL_PERSONAS], int available,
+                         const char *presence)
+{
+    vigil_jtext b = {0};
+    vigil_jtext_printf(&b, "%s\nThe council's deliberation (PLAN): what the advisors answered\n",
+                       base ? base : "");
+    for (int p = 0; p < COUNCIL_SOL; p++) {
+        char failed[COUNCIL_REASON_MAX + 32];
+        const char *a = council_answer_text(answers[p], errors[p], failed, sizeof failed);
+        vigil_jtext_printf(&b, "- %s, %s: %.*s\n", COUNCIL_PERSONA_DEFS[p].name,
+                           COUNCIL_PERSONA_DEFS[p].title,
+                           (int)vigil_utf8_cut_max(a, COUNCIL_ANSWER_MAX), a);
+    }
+    if (available >= 0)
+        vigil_jtext_printf(&b, "\nUser available now: %s (presence %s, as SENSE found it)\n",
+                           available ? "yes" : "no", presence && presence[0] ? presence : "unknown");
+    vigil_jtext_printf(&b,
+        "\nPropose exactly one action for now, weighing what the council said. Answer with one "
+        "line that starts with one of these prefixes and nothing before it:\n"
+        "search: <query>\nnote: <observation to record>\n"
+        "ask user: [p1-p10 optional priority] <question>\n"
+        "schedule: <calendar request>\nresearch: <topic for a deep dive>\n"
+        "sleep: <duration, e.g. 10m>\nreflect: <internal thought>\n"
+        "Weigh whether the user is available (above): when not, a question waits until "
+        "they come back, so prefer an action that needs no answer now.\n");
     return vigil_jtext_take(&b);
 }
