@@ -1,7 +1,8 @@
 """The Theater page in headless Chromium, opened after things happened:
 it shows the council questions still pending (not those answered
 elsewhere, expired or of an ended session; an expiring one leaves on
-time), answers one whose payload has no `session` to its topic's session,
+time, one council ends early with a question event of status expired at
+once), answers one whose payload has no `session` to its topic's session,
 shows each badge's reason (not its trigger code), lists the humans idle or
 active in a room (an away one leaves the list), and files a message by its
 topic's room."""
@@ -41,6 +42,7 @@ def test_page_opened_late_starts_from_what_is_pending(stack):
     q2 = q(s, 2, now() + 15000)  # expires while the page is open
     q3 = q(s, 3, now() + 600000)  # answered elsewhere once the page is open
     q4 = q(s2, 1, now() + 600000, with_session=False)  # answered on the page
+    q5 = q(s, 5, now() + 600000)  # ended by council while the page is open
     mosquitto_pub(port, f"persona/{cy}/state", {"persona": cy, "rooms": {room: {
         "level": "sleep", "since": now(), "trigger": "manual", "reason": "asked to sleep by joel"}}, "ts": now()})
     mosquitto_pub(port, f"room/{room}/presence", {"user": ann, "session": "a", "status": "idle",
@@ -58,7 +60,7 @@ def test_page_opened_late_starts_from_what_is_pending(stack):
 
         def shown():
             return {e.get_attribute("data-question") for e in d.find_elements(By.CSS_SELECTOR, "#questions li")}
-        wait_until(lambda: {q1, q2, q3, q4} <= shown(), scaled(15), "the questions asked before the page opened")
+        wait_until(lambda: {q1, q2, q3, q4, q5} <= shown(), scaled(15), "the questions asked before the page opened")
         # the badge's reason is the reason, not the trigger code
         badge = f'#room-{room} .badge[data-persona="{cy}"]'
         wait_until(lambda: d.find_elements(By.CSS_SELECTOR, badge + '[data-level="sleep"]'), scaled(15), "cy's badge")
@@ -84,6 +86,13 @@ def test_page_opened_late_starts_from_what_is_pending(stack):
         mosquitto_pub(port, f"council/{s}/answer", {"id": uid(), "question_id": q3, "answer": "done", "ts": now()})
         wait_until(lambda: q3 not in shown(), scaled(15), "q3 answered elsewhere")
         wait_until(lambda: q2 not in shown(), scaled(25), "q2 expired")
+        # ended early by council (a 17th pending question took its place):
+        # its question event says expired, expires_at now: gone at once
+        mosquitto_pub(port, f"council/{s}/event", {
+            "id": f"{q5}:ended", "type": "question", "session": s, "question_id": q5,
+            "question": "late question 5?", "priority": 5, "expires_at": now(), "status": "expired",
+            "reason": "dropped: more than 16 questions pending", "ts": now()})
+        wait_until(lambda: q5 not in shown(), scaled(10), "q5 ended by council")
         assert q1 in shown()
         # a question without `session` in its payload is answered to its topic's session
         li = f'#questions li[data-question="{q4}"]'
@@ -100,7 +109,7 @@ def test_page_opened_late_starts_from_what_is_pending(stack):
         d.refresh()
         wait_until(lambda: d.find_element(By.ID, "conn").text == "live", scaled(15), "the stream connected")
         time.sleep(scaled(1.5))
-        assert not ({q1, q2, q3, q4} & shown())
+        assert not ({q1, q2, q3, q4, q5} & shown())
         logs = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
         assert not logs, logs
     finally:

@@ -115,10 +115,13 @@ static void full_list_drops_settled_first(void **st)
     memset(&q, 0, sizeof q);
     char id[8];
     for (int i = 0; i < COUNCIL_QUESTIONS_MAX; i++) {
+        assert_int_equal(council_questions_victim(&q), -1); /* room left */
         snprintf(id, sizeof id, "q%d", i);
         council_questions_add(&q, id, "x", 1, 5, 1, i, 100000);
     }
+    assert_int_equal(council_questions_victim(&q), 0); /* all pending: the oldest */
     q.v[3].status = COUNCIL_Q_ANSWERED;
+    assert_int_equal(council_questions_victim(&q), 3);
     council_questions_add(&q, "new", "y", 1, 5, 1, 100, 100000);
     assert_int_equal(q.n, COUNCIL_QUESTIONS_MAX);
     assert_null(council_questions_find(&q, "q3"));

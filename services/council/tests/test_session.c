@@ -973,6 +973,49 @@ static void a_bare_prefix_queues_nothing(void **st)
 /* A stored record that names no user (not one council wrote) is refused,
  * so the shell starts the user over: loaded, its loop job would name no
  * user and the worker could never read it (found by fuzzing). */
+/* Sixteen questions are kept per session: a 17th while all sixteen are
+ * pending ends the oldest unanswered, and says so (a `question` event for
+ * it with status expired, expires_at now and the reason), so Theater Mode
+ * and the gateway's snapshot stop showing a question council forgot. Asks
+ * alternate with notes (three asks in a row would trip the breaker). */
+static void a_seventeenth_pending_question_ends_the_oldest_visibly(void **st)
+{
+    fx *x = *st;
+    x->c.max_loops = 100;
+    int64_t now = T0;
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", now);
+    const int last = 2 * COUNCIL_QUESTIONS_MAX + 1; /* the 17th ask */
+    for (int i = 1; i <= last; i++) {
+        if (i > 1) {
+            now = x->u->s.next_loop_at;
+            council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, now, now, &x->sink);
+            reload(x);
+            assert_int_equal(x->u->s.loop, i);
+        }
+        fake_reset(&x->f);
+        char sol[64];
+        snprintf(sol, sizeof sol, i % 2 ? "ask user: question %d?" : "note: n%d", i);
+        now += 1000;
+        assert_int_equal(outcome(x, sol, NULL, now), COUNCIL_OK);
+        if (i < last) /* room left, or nothing pending to end */
+            assert_int_equal(fake_event(&x->f, "question", 1), -1);
+    }
+    int gone = fake_event(&x->f, "question", 0), added = fake_event(&x->f, "question", 1);
+    assert_true(gone >= 0 && added > gone);
+    const char *g = x->f.payloads[gone];
+    assert_non_null(strstr(g, "\"question_id\":\"s1.L1.q\""));
+    assert_non_null(strstr(g, "\"question\":\"question 1?\""));
+    assert_non_null(strstr(g, "\"status\":\"expired\""));
+    assert_non_null(strstr(g, "\"reason\":\"dropped: more than 16 questions pending\""));
+    char exp[64];
+    snprintf(exp, sizeof exp, "\"expires_at\":%lld", (long long)now);
+    assert_non_null(strstr(g, exp));
+    assert_non_null(strstr(x->f.payloads[added], "\"question_id\":\"s1.L33.q\""));
+    assert_non_null(strstr(x->f.payloads[added], "\"status\":\"pending\""));
+    assert_null(council_questions_find(&x->u->s.questions, "s1.L1.q"));
+    assert_int_equal(x->u->s.questions.n, COUNCIL_QUESTIONS_MAX);
+}
+
 static void a_record_without_a_user_is_refused(void **st)
 {
     fx *x = *st;
@@ -1016,6 +1059,7 @@ int main(void)
         FX_TEST(the_last_loop_ends_the_session_even_when_spinning),
         FX_TEST(an_answer_during_plan_starts_the_next_loop_when_it_commits),
         FX_TEST(a_bare_prefix_queues_nothing),
+        FX_TEST(a_seventeenth_pending_question_ends_the_oldest_visibly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -270,7 +270,9 @@ function followPending(d) {
 // ---- council ------------------------------------------------------------
 
 function councilEvent(type, d) {
-  const text = d.text || d.question || d.decision || d.content || d.result || d.reason || d.action || d.phase || "";
+  // a question that ended unanswered says why beside its text
+  const ended = type === "question" && d.status === "expired" && d.reason ? `${d.question || ""} (${d.reason})` : "";
+  const text = ended || d.text || d.question || d.decision || d.content || d.result || d.reason || d.action || d.phase || "";
   const list = document.getElementById("council");
   list.append(el("li", { dataset: { type } }, el("span", { class: "type" }, type), `[${d.session || "?"}] ${text}`));
   while (list.children.length > 100) list.firstChild.remove();
@@ -285,12 +287,18 @@ function endSession(session) {
 
 // A pending question with its answer box, until it is answered (here or
 // elsewhere: council.answer), its session ends, or its expires_at passes.
+// A question event for one already ended (status expired, or an expires_at
+// already past: council dropped it for a newer one) takes it away.
 function addQuestion(d) {
   const qid = d.question_id || d.id;
   const session = topicId(d, d.session); // the answer goes to council/{this}/answer
-  if (!qid || !session || state.questions.has(qid)) return;
+  if (!qid || !session) return;
   const left = typeof d.expires_at === "number" ? d.expires_at - serverNow() : Infinity;
-  if (left <= 0) return;
+  if (d.status === "expired" || left <= 0) {
+    removeQuestion(qid);
+    return;
+  }
+  if (state.questions.has(qid)) return;
   const input = el("input", { name: "answer", placeholder: "Your answer", autocomplete: "off" });
   const status = el("span", { class: "status" });
   const li = el("li", { dataset: { question: qid, session } },

@@ -31,6 +31,8 @@
 #define COUNCIL_MSGS_MAX 20       /* user messages kept (VIGIL_COUNCIL_CONTEXT_MESSAGES caps at this) */
 #define COUNCIL_QUESTIONS_MAX 16
 #define COUNCIL_NOTES_MAX 16
+/* why a pending question ended when a newer one needed its place */
+#define COUNCIL_QUESTION_DROPPED_REASON "dropped: more than 16 questions pending"
 #define COUNCIL_BREAKER_REPEATS 3 /* MAX_REPEATED_ACTIONS */
 #define COUNCIL_PRIORITY_DEFAULT 5
 #define COUNCIL_DAY_MS 86400000LL
@@ -160,8 +162,12 @@ typedef struct council_questions {
     int n;
 } council_questions;
 
-/* Adds a pending question; when full, the oldest question that is not
- * pending is dropped first, else the oldest one. Returns the slot. */
+/* The question the next add drops: -1 while there is room; when full, the
+ * oldest question that is not pending, else the oldest one (a pending
+ * question the caller announces as ended: loop.c). */
+int council_questions_victim(const council_questions *q);
+/* Adds a pending question; when full, drops council_questions_victim's
+ * first. Returns the slot. */
 council_question *council_questions_add(council_questions *q, const char *id, const char *text,
                                         size_t len, int priority, int loop, int64_t now,
                                         int64_t ttl_ms);

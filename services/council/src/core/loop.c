@@ -152,6 +152,26 @@ static int tool_request(council_emit *e, const council_user *u, const char *kind
     return rc;
 }
 
+/* A `question` event: a question queued (status pending), or one that
+ * ended without an answer before its time (status expired, expires_at the
+ * time it ended, with the reason), which Theater Mode and presence-gateway's
+ * snapshot then stop showing. */
+static int question_event(council_emit *e, const council_user *u, const council_question *q,
+                          const char *reason, int64_t now)
+{
+    json_object *qe = council_event(e, u, "question", now);
+    if (!qe)
+        return -1;
+    json_object_object_add(qe, "question_id", json_object_new_string(q->id));
+    json_object_object_add(qe, "question", json_object_new_string(q->text));
+    json_object_object_add(qe, "priority", json_object_new_int(q->priority));
+    json_object_object_add(qe, "expires_at", json_object_new_int64(q->expires_at));
+    json_object_object_add(qe, "status", json_object_new_string(council_qstatus_name(q->status)));
+    if (reason)
+        json_object_object_add(qe, "reason", json_object_new_string(reason));
+    return council_event_send(e, u, qe);
+}
+
 bool council_outcome_current(const council_user *u, const council_outcome *o)
 {
     const council_session *s = &u->s;
@@ -225,18 +245,18 @@ council_rc council_on_outcome(council_user *u, const council_config *c, const co
         int prio = council_question_priority(content, &rest);
         char qid[COUNCIL_EVID_MAX + 1];
         snprintf(qid, sizeof qid, "%s.q", s->job);
+        /* the list is full of pending questions: the oldest ends unanswered,
+         * said as its question event with status expired */
+        int victim = council_questions_victim(&s->questions);
+        if (victim >= 0 && s->questions.v[victim].status == COUNCIL_Q_PENDING) {
+            council_question gone = s->questions.v[victim];
+            gone.status = COUNCIL_Q_EXPIRED;
+            gone.expires_at = now;
+            rc |= question_event(&e, u, &gone, COUNCIL_QUESTION_DROPPED_REASON, now);
+        }
         council_question *q = council_questions_add(&s->questions, qid, rest, strlen(rest), prio,
                                                     s->loop, now, c->question_ttl_ms);
-        json_object *qe = council_event(&e, u, "question", now);
-        if (!qe) {
-            rc = -1;
-            break;
-        }
-        json_object_object_add(qe, "question_id", json_object_new_string(q->id));
-        json_object_object_add(qe, "question", json_object_new_string(q->text));
-        json_object_object_add(qe, "priority", json_object_new_int(q->priority));
-        json_object_object_add(qe, "expires_at", json_object_new_int64(q->expires_at));
-        rc |= council_event_send(&e, u, qe);
+        rc |= question_event(&e, u, q, NULL, now);
         json_object_object_add(extra, "question_id", json_object_new_string(q->id));
         snprintf(result, sizeof result, "question %s queued (priority %d)", q->id, q->priority);
         break;

@@ -21,19 +21,23 @@ static void drop(council_questions *q, int i)
     q->n--;
 }
 
+int council_questions_victim(const council_questions *q)
+{
+    if (q->n < COUNCIL_QUESTIONS_MAX)
+        return -1;
+    for (int i = 0; i < q->n; i++)
+        if (q->v[i].status != COUNCIL_Q_PENDING)
+            return i;
+    return 0;
+}
+
 council_question *council_questions_add(council_questions *q, const char *id, const char *text,
                                         size_t len, int priority, int loop, int64_t now,
                                         int64_t ttl_ms)
 {
-    if (q->n == COUNCIL_QUESTIONS_MAX) {
-        int victim = 0;
-        for (int i = 0; i < q->n; i++)
-            if (q->v[i].status != COUNCIL_Q_PENDING) {
-                victim = i;
-                break;
-            }
+    int victim = council_questions_victim(q);
+    if (victim >= 0)
         drop(q, victim);
-    }
     council_question *x = &q->v[q->n++];
     memset(x, 0, sizeof *x);
     vigil_utf8_copy(x->id, COUNCIL_EVID_MAX + 1, id);
