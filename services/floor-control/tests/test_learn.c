@@ -356,6 +356,19 @@ static void test_match_whole_words(void **state)
     assert_string_equal(d, "machine learning");
     assert_true(s > 0.89);
     assert_int_equal(floor_match(p, NULL, &d, &s), -1);
+    /* a domain written with '-' or '_' also matches with spaces, as a role
+     * does ("machine learning" for "machine-learning"); its own spelling
+     * still matches, a lone part of it does not */
+    fl_meta(f, "bob", "machine-learning,ci_cd", "0.8,0.6");
+    p = floor_room_find(f->room, "bob");
+    assert_int_equal(floor_match(p, "a Machine Learning question", &d, &s), FLOOR_WHY_DOMAIN);
+    assert_string_equal(d, "machine-learning");
+    assert_true(s > 0.79);
+    assert_int_equal(floor_match(p, "our machine-learning model", &d, &s), FLOOR_WHY_DOMAIN);
+    assert_int_equal(floor_match(p, "the ci cd pipeline", &d, &s), FLOOR_WHY_DOMAIN);
+    assert_string_equal(d, "ci_cd");
+    assert_int_equal(floor_match(p, "learning to cook", &d, &s), -1);
+    assert_int_equal(floor_match(p, "machine learningx", &d, &s), -1);
     fl_free(f);
 }
 
