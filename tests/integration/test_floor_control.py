@@ -6,7 +6,11 @@ The room is built the way personas and dormancy-monitor would build it:
 retained persona/{p}/meta (rooms, role, expertise_domains,
 confidence_levels) and retained persona/{p}/state (levels)."""
 
+import json
+import os
+import signal
 import time
+from collections import Counter
 
 import pytest
 
@@ -19,6 +23,7 @@ OUTPUTS = ("room/+/floor", "persona/+/floor", "sys/#")
 # The issue's goal is "within 50 ms" on an idle machine; the assertion is
 # generous because the test machine is shared (the figure is printed).
 LATENCY_BOUND_S = 2.0
+ISSUE_LATENCY_MS = 50  # "the floor goes to those two within 50 ms"
 
 
 def meta(persona, room, domains=(), confidence=None, role="general-help", name=None):
@@ -103,6 +108,9 @@ def test_the_floor_goes_to_the_two_experts_and_a_mention_adds_a_third(stack):
     print(f"\nfloor latency (publish -> room/{room}/floor received), ms: "
           + ", ".join(f"{x:.1f}" for x in latencies))
     assert latencies[0] < LATENCY_BOUND_S * 1000 * harness.scaled(1)
+    # the issue's figure, on the best of the three (one sample may meet a
+    # busy machine; all three past it is the service)
+    assert min(latencies) < ISSUE_LATENCY_MS * harness.scaled(1), latencies
 
     # a mention of a third adds it (mentions come on top of K)
     mid = uid()
@@ -114,15 +122,30 @@ def test_the_floor_goes_to_the_two_experts_and_a_mention_adds_a_third(stack):
     validate_outputs(col, OUTPUTS)
 
 
-def test_confidence_levels_name_domains_in_any_case(stack):
-    # the autopilot finds a domain's experts by their confidence in it: a
-    # persona whose meta gives confidence_levels alone is an expert of each
-    # key, and a key is found whatever the case of the domain it scores
+def room_with_k1(stack):
+    """floor-control with K=1 and a new room holding "aaa", a persona with
+    no expertise (the recency pick when nothing matches): (collector,
+    publisher, room)."""
     stack.service(SERVICE, env={"VIGIL_FLOOR_K": "1"})
     col = stack.collector()
     pub = stack.publisher()
     room = "r-" + uid()[:8]
     pub.publish(*meta("aaa", room), retain=True)
+    return col, pub, room
+
+
+def ask(col, pub, room, text):
+    """A human's question in room: its room/{r}/floor decision."""
+    mid = uid()
+    pub.publish(*human(room, "joel", text, mid=mid))
+    return floor_for(col, mid)
+
+
+def test_confidence_levels_name_domains_in_any_case(stack):
+    # the autopilot finds a domain's experts by their confidence in it: a
+    # persona whose meta gives confidence_levels alone is an expert of each
+    # key, and a key is found whatever the case of the domain it scores
+    col, pub, room = room_with_k1(stack)
     pub.publish(*meta("zed", room, [], {"architecture": 0.85, "typescript": 0.9},
                       role="code-review"), retain=True)
     pub.publish(*meta("kube-ann", room, ["kubernetes"], {"kubernetes": 0.6}), retain=True)
@@ -130,14 +153,10 @@ def test_confidence_levels_name_domains_in_any_case(stack):
     wait_view(stack, room, lambda v: len(v) == 4 and v["zed"]["domains"] == ["architecture",
                                                                              "typescript"],
               "4 personas, zed's domains from its confidence levels")
-    mid = uid()
-    pub.publish(*human(room, "joel", "An architecture question", mid=mid))
-    fl = floor_for(col, mid)
+    fl = ask(col, pub, room, "An architecture question")
     assert fl["granted"] == ["zed"], fl
     assert fl["reasons"]["zed"] == "expertise 'architecture' (confidence 0.85) in the message"
-    mid = uid()
-    pub.publish(*human(room, "joel", "Why does my KUBERNETES pod restart?", mid=mid))
-    fl = floor_for(col, mid)
+    fl = ask(col, pub, room, "Why does my KUBERNETES pod restart?")
     assert fl["granted"] == ["kube-bob"], fl
     assert fl["reasons"]["kube-bob"] == "expertise 'Kubernetes' (confidence 0.90) in the message"
     validate_outputs(col, OUTPUTS)
@@ -148,11 +167,7 @@ def test_a_meta_in_the_seeds_own_names_makes_an_expert(stack):
     # (expertiseDomains, confidenceLevels, availabilityHeuristic,
     # currentMood) is read as the contract's snake_case meta: its expert
     # gets the floor instead of being taken for a persona without expertise
-    stack.service(SERVICE, env={"VIGIL_FLOOR_K": "1"})
-    col = stack.collector()
-    pub = stack.publisher()
-    room = "r-" + uid()[:8]
-    pub.publish(*meta("aaa", room), retain=True)
+    col, pub, room = room_with_k1(stack)
     pub.publish(*meta("kube-ann", room, ["kubernetes"], {"kubernetes": 0.6}), retain=True)
     pub.publish("persona/kube-seed/meta",
                 {"persona": "kube-seed", "rooms": [room], "role": "sre",
@@ -161,12 +176,25 @@ def test_a_meta_in_the_seeds_own_names_makes_an_expert(stack):
                 retain=True)
     wait_view(stack, room, lambda v: len(v) == 3 and v["kube-seed"]["domains"] == ["kubernetes"],
               "3 personas, kube-seed's domains from its expertiseDomains")
-    mid = uid()
-    pub.publish(*human(room, "joel", "Why does my Kubernetes pod restart?", mid=mid))
-    fl = floor_for(col, mid)
+    fl = ask(col, pub, room, "Why does my Kubernetes pod restart?")
     assert fl["granted"] == ["kube-seed"], fl
     assert fl["reasons"]["kube-seed"] == "expertise 'kubernetes' (confidence 0.90) in the message"
     assert not col.find("sys/floor-control/error"), "the seed's names were refused"
+    validate_outputs(col, OUTPUTS)
+
+
+def test_a_hyphenated_domain_matches_the_words_people_write(stack):
+    # "machine-learning" in a meta is asked about as "machine learning"; a
+    # role already matched that way ("code-review" / "code review"), a
+    # domain did not, and the floor went to whoever spoke least recently
+    col, pub, room = room_with_k1(stack)
+    pub.publish(*meta("ml-zed", room, ["machine-learning"], {"machine-learning": 0.8}), retain=True)
+    wait_view(stack, room, lambda v: len(v) == 2 and v["ml-zed"]["domains"] == ["machine-learning"],
+              "2 personas, ml-zed's domain")
+    fl = ask(col, pub, room, "A Machine Learning question: why does my loss diverge?")
+    assert fl["granted"] == ["ml-zed"], fl
+    assert fl["reasons"]["ml-zed"] == \
+        "expertise 'machine-learning' (confidence 0.80) in the message", fl
     validate_outputs(col, OUTPUTS)
 
 
@@ -284,6 +312,60 @@ def test_wake_triggers_listed_with_spaces_after_the_commas(stack):
     assert fl["reasons"]["ann"].endswith("sleep since ai-only, woken by this human message"), fl
 
 
+def test_with_floor_on_ai_an_ai_message_holds_human_only_personas(stack):
+    """VIGIL_FLOOR_ON_AI=1 decides AI messages too: "never ... human-only
+    with an AI message". The sender never gets the floor; a persona
+    asleep since an AI-only stretch stays held (only a human message
+    wakes it); a mention grants whatever the level; the same human-only
+    persona may answer a human."""
+    stack.service(SERVICE, env={"VIGIL_FLOOR_ON_AI": "1"})
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "r-" + uid()[:8]
+    for p in ("ann", "bob", "cid", "dan", "eve"):
+        pub.publish(*meta(p, room), retain=True)
+    pub.publish(*state("bob", room, "human-only"), retain=True)
+    pub.publish(*state("cid", room, "mention-only", "redundant"), retain=True)
+    pub.publish(*state("eve", room, "sleep", "ai-only"), retain=True)
+    wait_view(stack, room, lambda v: len(v) == 5 and v["bob"]["level"] == "human-only" and
+              v["cid"]["level"] == "mention-only" and v["eve"]["level"] == "sleep", "levels")
+    mid = uid()
+    pub.publish(*ai(room, "ann", "what do you all think?", mid=mid))
+    fl = floor_for(col, mid)
+    assert fl["granted"] == ["dan"] and sorted(fl["held"]) == ["bob", "cid", "eve"], fl
+    assert fl["reasons"]["bob"] == "human-only and the message is an AI's", fl
+    assert fl["reasons"]["eve"] == "asleep (ai-only)", fl
+    assert "ann" not in fl["reasons"], fl  # the sender
+    per = col.wait_count("persona/+/floor", 4, timeout=10, pred=lambda e: e.get("message_id") == mid)
+    assert {e["persona"]: e["has_floor"] for e in per.values()} == \
+        {"bob": False, "cid": False, "dan": True, "eve": False}
+    mid = uid()
+    pub.publish(*ai(room, "ann", "@bob, @eve: yours?", mid=mid))
+    fl = floor_for(col, mid)
+    assert fl["granted"] == ["bob", "eve", "dan"] and fl["held"] == ["cid"], fl
+    mid = uid()
+    pub.publish(*human(room, "joel", "hi all", mid=mid))
+    fl = floor_for(col, mid)
+    assert "bob" in fl["granted"], fl
+    validate_outputs(col, OUTPUTS)
+
+
+def said(**fields):
+    """A human's room message with fields replaced or added, as bytes."""
+    return json.dumps({"sender": "joel", "sender_type": "human", "text": "x", **fields}).encode()
+
+
+def asleep(**fields):
+    """ann's persona state, asleep in the test's room, with fields of the
+    room's entry replaced or added."""
+    return json.dumps({"rooms": {"{r}": {"level": "sleep", **fields}}}).encode()
+
+
+def listed(**fields):
+    """ann's meta listing the test's room, with fields added."""
+    return json.dumps({"rooms": ["{r}"], **fields}).encode()
+
+
 BAD = [
     # (topic, payload bytes, reason)
     ("room/{r}/message", b"not json", "not_json"),
@@ -319,6 +401,35 @@ BAD = [
     ("room/{r}/control", b'{"action":"delete","if_inactive_since":-5}', "bad_value"),
     ("room/{r}/control", b'{"action":"delete","if_inactive_since":"yesterday"}', "wrong_type"),
     ("room/{r}/control", b'{"by":"joel"}', "missing_field"),
+    # every other field of each topic, and a bad room in the topic
+    ("room/a b/message", said(), "bad_topic"),
+    ("room/{r}/message", b'null', "not_object"),
+    ("room/{r}/message", b'{"sender":"joel","text":"x"}', "missing_field"),
+    ("room/{r}/message", said(ts="now"), "wrong_type"),
+    ("room/{r}/message", said(ts=-4), "bad_value"),
+    ("room/{r}/message", said(mentions="ann"), "wrong_type"),
+    ("room/{r}/message", said(depth="deep"), "wrong_type"),
+    ("room/{r}/message", said(reply_to=5), "wrong_type"),
+    ("room/{r}/message", said(sender="ann", sender_type="ai", proactive="yes"), "wrong_type"),
+    ("persona/ann/state", b'{"persona":"bob","rooms":{}}', "topic_mismatch"),
+    ("persona/ann/state", b'{"rooms":[]}', "wrong_type"),
+    ("persona/ann/state", asleep(level=5), "wrong_type"),
+    ("persona/ann/state", asleep(trigger=5), "wrong_type"),
+    ("persona/ann/state", asleep(cause="whim", order=1), "bad_value"),
+    ("persona/ann/state", asleep(order="x"), "wrong_type"),
+    ("persona/ann/state", asleep(answered_human="x"), "wrong_type"),
+    ("persona/ann/meta", listed(name=5), "wrong_type"),
+    ("persona/ann/meta", listed(name="a\u0000b"), "bad_value"),
+    ("persona/ann/meta", listed(role=[]), "wrong_type"),
+    ("persona/ann/meta", listed(expertise_domains="go"), "wrong_type"),
+    ("persona/ann/meta", listed(confidence_levels=[0.5]), "wrong_type"),
+    ("persona/ann/meta", listed(confidence_levels={"go": None}), "wrong_type"),
+    ("persona/ann/meta", listed(expertiseDomains=[3]), "wrong_type"),
+    ("persona/ann/meta", listed(confidenceLevels={"go": 2}), "bad_value"),
+    ("persona/ann/meta", listed(dormancy={"enableAutoWake": "yes"}), "wrong_type"),
+    ("room/{r}/control", b'{"action":5}', "wrong_type"),
+    ("room/{r}/control", b'{"action":"delete","all":"x"}', "wrong_type"),
+    ("room/{r}/control", b'{"action":"delete","room":"other"}', "topic_mismatch"),
 ]
 
 
@@ -340,9 +451,11 @@ def test_bad_input_on_each_topic(stack):
         assert err["service"] == SERVICE and err["detail"]
     assert stack.store(SERVICE).state(room) == before  # no state change
     assert col.find("room/+/floor") == []
-    # one rejection counted per case
-    assert harness.metric_value(svc.metrics(), "vigil_rejected_total") >= len(BAD)
-    assert harness.metric_value(svc.metrics(), "vigil_rejected_total", reason="topic_mismatch") >= 2
+    # one rejection counted per case, under its reason
+    samples = svc.metrics()
+    for reason, n in Counter(reason for _, _, reason in BAD).items():
+        assert harness.metric_value(samples, "vigil_rejected_total", reason=reason) == n, reason
+    assert harness.metric_value(samples, "vigil_rejected_total") == len(BAD)
     # still working
     mid = uid()
     pub.publish(*human(room, "joel", "a go question", mid=mid))
@@ -451,6 +564,34 @@ def test_kill9_loses_and_doubles_nothing(stack):
     validate_outputs(col, OUTPUTS)
 
 
+def test_kill9_between_a_human_message_and_its_decision(stack):
+    """The service is stopped (SIGSTOP) with a human message delivered to
+    it and not decided, while what follows the message arrives: a pile-on
+    state for ann and bob's answer. Then kill -9 and a start: the message
+    is decided once, on the view the inputs before it built (ann and bob,
+    who never spoke), and what followed it counts for the next message."""
+    svc, col, pub, room = room_of_three(stack)
+    os.kill(svc.proc.pid, signal.SIGSTOP)
+    try:
+        mid = uid()
+        pub.publish(*human(room, "joel", "hello?", mid=mid))
+        pub.publish(*state("ann", room, "mention-only", "redundant"), retain=True)
+        pub.publish(*ai(room, "bob", "an answer", reply_to=mid))
+        time.sleep(scaled(0.3))
+    finally:
+        svc.kill9()  # a stopped process dies too
+    svc.start()
+    fl = floor_for(col, mid)
+    assert fl["granted"] == ["ann", "bob"] and fl["held"] == ["cid"], fl
+    m2 = uid()
+    pub.publish(*human(room, "joel", "again", mid=m2))
+    fl2 = floor_for(col, m2)
+    assert fl2["granted"] == ["cid", "bob"] and fl2["held"] == ["ann"], fl2
+    assert [e["message_id"] for e in col.events("room/+/floor")] == [mid, m2]
+    assert len(col.wait_count("persona/+/floor", 6, timeout=10)) == 6
+    validate_outputs(col, OUTPUTS)
+
+
 def test_room_delete_forgets_unless_active_since(stack):
     stack.service(SERVICE)
     col = stack.collector()
@@ -532,6 +673,9 @@ def test_the_floor_follows_dormancy_monitor_cause_and_minimum_awake(stack):
     wait_view(stack, room, lambda v: len(v) == 5, "5 personas")
     h1 = uid()
     pub.publish(*human(room, "joel", "what should we cook?", mid=h1))
+    # the floor is advice: the three held personas answer anyway, and they
+    # count as responders for dormancy-monitor's pile-on rule as before
+    assert floor_for(col, h1)["granted"] == names[:2]
     for n in names:
         pub.publish(*ai(room, n, "an answer", reply_to=h1))
     wait_view(stack, room, lambda v: all(v[n]["level"] == "mention-only" and
