@@ -33,7 +33,9 @@ const vigil_config_var COUNCIL_CONFIG_VARS[] = {
     {"VIGIL_COUNCIL_A2A_TIMEOUT_MS", "60000", "one A2A request (on the worker's delegation thread)"},
     {"VIGIL_COUNCIL_MAX_TOKENS", "300", "max_tokens of each persona's answer"},
     {"VIGIL_COUNCIL_WORKERS", "1", "job worker threads (each runs many LLM calls at once)"},
-    {"VIGIL_COUNCIL_JOB_LEASE_MS", "120000", "a loop job unacknowledged this long is taken over"},
+    {"VIGIL_COUNCIL_JOB_LEASE_MS", "0",
+     "a loop job unacknowledged this long is taken over; 0 = a loop's worst case (two LLM "
+     "requests' budgets and, with VIGIL_COUNCIL_A2A_URL, one A2A timeout) + 5 s, at least 120 s"},
     {"VIGIL_COUNCIL_JOBS_MAXLEN", "100000",
      "cap of the loop job stream (past it the oldest unfinished jobs are dropped, counted in "
      "vigil_stream_trimmed_total; their sessions end at the idle timeout)"},
@@ -47,11 +49,35 @@ void council_service_init(council_service *svc)
     svc->a2a_method = COUNCIL_A2A_MESSAGE_SEND;
     svc->a2a_timeout_ms = 60000;
     svc->workers = 1;
-    svc->lease_ms = 120000;
+    svc->lease_ms = 0; /* derived in council_configure */
     svc->jobs_maxlen = COUNCIL_JOBS_MAXLEN;
     svc->max_tokens = 300;
     svc->block_ms = 200;
     atomic_store(&svc->stop, 0);
+}
+
+/* A loop job holds two model stages (the advisors at once, then Sol) and,
+ * for a research: action, one A2A call, all before its commit: a lease
+ * shorter than that lets another replica take over a job still being
+ * worked on, whose delegation may then be sent twice (the commit itself
+ * stays single). Unset, the lease is that worst case plus 5 s (at least
+ * the 120 s of before); set below it, it is kept (tests shrink it on
+ * purpose) with a warning that says what it risks. */
+static void council_derive_lease(council_service *svc)
+{
+    int64_t need = 2 * vigil_llm_config_budget_ms(&svc->llm) +
+                   (svc->a2a_url[0] ? svc->a2a_timeout_ms : 0);
+    if (svc->lease_ms == 0) {
+        svc->lease_ms = need + 5000 > 120000 ? need + 5000 : 120000;
+        return;
+    }
+    if (svc->lease_ms <= need)
+        vigil_log(VIGIL_LOG_WARN,
+                  "VIGIL_COUNCIL_JOB_LEASE_MS (%lld) is not above a loop's worst case (%lld ms: "
+                  "two LLM requests' budgets%s): a job still being worked on may be taken over "
+                  "and its research: delegation sent twice",
+                  (long long)svc->lease_ms, (long long)need,
+                  svc->a2a_url[0] ? " and the A2A timeout" : "");
 }
 
 static int minutes(const char *name, int64_t def_ms, double min, int64_t *out, char *err,
@@ -99,8 +125,7 @@ int council_configure(void *ctx, const vigil_common_config *common, char *err, s
                       err, errlen) ||
         vigil_env_int("VIGIL_COUNCIL_WORKERS", 1, 1, COUNCIL_MAX_WORKERS, &svc->workers, err,
                       errlen) ||
-        vigil_env_ms("VIGIL_COUNCIL_JOB_LEASE_MS", svc->lease_ms, 1000, &svc->lease_ms, err,
-                     errlen) ||
+        vigil_env_ms("VIGIL_COUNCIL_JOB_LEASE_MS", 0, 0, &svc->lease_ms, err, errlen) ||
         vigil_env_int64("VIGIL_COUNCIL_JOBS_MAXLEN", svc->jobs_maxlen, 100, 100000000,
                         &svc->jobs_maxlen, err, errlen))
         return -1;
@@ -112,6 +137,7 @@ int council_configure(void *ctx, const vigil_common_config *common, char *err, s
     c->llm_enabled = svc->llm.url[0] != '\0';
     c->a2a_enabled = svc->a2a_url[0] != '\0';
     c->max_sleep_ms = c->idle_timeout_ms;
+    council_derive_lease(svc);
     snprintf(svc->instance, sizeof svc->instance, "%s", common->instance);
     if (!c->llm_enabled)
         vigil_log(VIGIL_LOG_WARN, "VIGIL_LLM_URL is empty: council sessions will not start "
