@@ -1,6 +1,7 @@
 /* config_env.c - the VIGIL_FLOOR_* variables into the core's floor_config. */
 #include <stdio.h>
 #include <vigil/config.h>
+#include <vigil/log.h>
 #include "adapter.h"
 
 const vigil_config_var FLOOR_CONFIG_VARS[] = {
@@ -38,6 +39,10 @@ int floor_configure(void *ctx, const vigil_common_config *common, char *err, siz
         return -1;
     c->llm_budget_ms = budget;
     svc->llm_on = budget > 0 && svc->llm.url[0];
+    if (budget > 0 && !svc->llm_on)
+        vigil_log(VIGIL_LOG_WARN, "VIGIL_FLOOR_LLM_BUDGET_MS is %lld but VIGIL_LLM_URL is empty: "
+                                  "the floor is chosen by the rules alone",
+                  (long long)budget);
     if (svc->llm_on) {
         /* the budget is strict: no attempt, retry or backoff goes past it */
         svc->llm.total_budget_ms = budget;
