@@ -234,6 +234,21 @@ bool vigil_text_has_word(const char *text, const char *word)
     return vigil_text_find_word(text, word) != NULL;
 }
 
+bool vigil_text_has_phrase(const char *text, const char *phrase)
+{
+    if (!phrase || !phrase[0])
+        return false;
+    if (vigil_text_has_word(text, phrase))
+        return true;
+    char spaced[256];
+    size_t n = strlen(phrase);
+    if (n >= sizeof spaced || !strpbrk(phrase, "-_"))
+        return false; /* a longer one is looked for as written only */
+    for (size_t i = 0; i <= n; i++)
+        spaced[i] = phrase[i] == '-' || phrase[i] == '_' ? ' ' : phrase[i];
+    return vigil_text_has_word(text, spaced);
+}
+
 bool vigil_text_is_id(const char *s)
 {
     size_t n = s ? strlen(s) : 0;

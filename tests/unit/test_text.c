@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
@@ -163,6 +164,26 @@ static void mention_starts_never_rule_out_a_mention(void **u)
     assert_false(vigil_mention_may(&m, "ann"));
 }
 
+/* A phrase is named as written or with its '-' and '_' read as spaces,
+ * always as whole words; an empty one never. */
+static void phrases_with_dashes_match_the_words_people_write(void **state)
+{
+    (void)state;
+    assert_true(vigil_text_has_phrase("a Machine Learning question", "machine-learning"));
+    assert_true(vigil_text_has_phrase("about machine-learning?", "machine-learning"));
+    assert_true(vigil_text_has_phrase("code review, please", "code_review"));
+    assert_true(vigil_text_has_phrase("typescript", "typescript"));
+    assert_false(vigil_text_has_phrase("machinelearning", "machine-learning"));
+    assert_false(vigil_text_has_phrase("machine learnings", "machine-learning"));
+    assert_false(vigil_text_has_phrase("anything", ""));
+    assert_false(vigil_text_has_phrase("anything", NULL));
+    char longp[300];
+    memset(longp, 'a', sizeof longp - 1);
+    longp[sizeof longp - 1] = '\0';
+    longp[5] = '-';
+    assert_false(vigil_text_has_phrase("aaaaa aaaa", longp)); /* too long to respell */
+}
+
 static void blank_is_nothing_but_spaces_tabs_and_line_ends(void **state)
 {
     (void)state;
@@ -189,6 +210,7 @@ int main(void)
         cmocka_unit_test(whole_words),
         cmocka_unit_test(ids),
         cmocka_unit_test(mention_starts_never_rule_out_a_mention),
+        cmocka_unit_test(phrases_with_dashes_match_the_words_people_write),
         cmocka_unit_test(blank_is_nothing_but_spaces_tabs_and_line_ends),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

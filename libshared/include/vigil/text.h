@@ -66,6 +66,12 @@ bool vigil_mention_may(const vigil_mention_starts *m, const char *name);
 bool vigil_text_has_word(const char *text, const char *word);
 /* Where that whole word starts, or NULL. */
 const char *vigil_text_find_word(const char *text, const char *word);
+/* A domain or role named in text: phrase as a whole word or phrase
+ * (vigil_text_has_word), as written or with its '-' and '_' read as
+ * spaces, since people write "machine learning" for the domain
+ * "machine-learning" and "code review" for the role "code-review". An
+ * empty phrase is never named. */
+bool vigil_text_has_phrase(const char *text, const char *phrase);
 
 /* True when s is 1..64 characters of A-Z a-z 0-9 . _ - (an id). */
 bool vigil_text_is_id(const char *s);

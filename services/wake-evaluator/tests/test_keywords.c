@@ -97,11 +97,16 @@ static void mentions(void **state)
 static void domain_words(void **state)
 {
     (void)state;
-    assert_true(wake_text_has_word("TypeScript generics", "typescript"));
-    assert_false(wake_text_has_word("typescripts", "typescript"));
-    assert_true(wake_text_has_word("I love c++ a lot", "c++"));
-    assert_true(wake_text_has_word("machine learning rocks", "machine learning"));
-    assert_false(wake_text_has_word("no", ""));
+    assert_true(wake_text_has_domain("TypeScript generics", "typescript"));
+    assert_false(wake_text_has_domain("typescripts", "typescript"));
+    assert_true(wake_text_has_domain("I love c++ a lot", "c++"));
+    assert_true(wake_text_has_domain("machine learning rocks", "machine learning"));
+    assert_false(wake_text_has_domain("no", ""));
+    /* a domain's '-' and '_' are read as spaces too, as floor-control does */
+    assert_true(wake_text_has_domain("a Machine Learning question", "machine-learning"));
+    assert_true(wake_text_has_domain("code review please", "code_review"));
+    assert_true(wake_text_has_domain("machine-learning", "machine-learning"));
+    assert_false(wake_text_has_domain("machinelearning", "machine-learning"));
 }
 
 static void format_ago(void **state)

@@ -2,7 +2,8 @@
  * else its role, as whole words of the text (vigil_text's word rule, so
  * "testing" is not found in "attesting"). A domain or role written with
  * '-' or '_' ("machine-learning", "code-review") also matches with spaces
- * ("machine learning", "code review"). */
+ * ("machine learning", "code review"): libshared's vigil_text_has_phrase,
+ * which wake-evaluator's autopilot reads domains with too. */
 #include <stdio.h>
 #include <string.h>
 #include <vigil/text.h>
@@ -13,26 +14,6 @@ static double conf_or_default(double c)
     return c == FLOOR_CONFIDENCE_UNSET ? FLOOR_CONFIDENCE_DEFAULT : c;
 }
 
-/* A domain or role as a whole word or phrase of text: as written, or with
- * its '-' and '_' read as spaces (people write "machine learning" for the
- * domain "machine-learning", "code review" for the role "code-review"). */
-static bool phrase_in(const char *phrase, const char *text)
-{
-    if (!phrase[0])
-        return false;
-    if (vigil_text_has_word(text, phrase))
-        return true;
-    char spaced[FLOOR_WORD_MAX + 1];
-    snprintf(spaced, sizeof spaced, "%s", phrase);
-    bool changed = false;
-    for (char *s = spaced; *s; s++)
-        if (*s == '-' || *s == '_') {
-            *s = ' ';
-            changed = true;
-        }
-    return changed && vigil_text_has_word(text, spaced);
-}
-
 int floor_match(const floor_persona *p, const char *text, const char **domain, double *score)
 {
     int best = -1;
@@ -40,7 +21,7 @@ int floor_match(const floor_persona *p, const char *text, const char **domain, d
     if (!text)
         return -1;
     for (int i = 0; i < p->n_domains; i++) {
-        if (!phrase_in(p->domains[i], text))
+        if (!vigil_text_has_phrase(text, p->domains[i]))
             continue;
         double s = conf_or_default(p->confidence[i]);
         if (s > best_score) {
@@ -55,7 +36,7 @@ int floor_match(const floor_persona *p, const char *text, const char **domain, d
             *score = best_score;
         return FLOOR_WHY_DOMAIN;
     }
-    if (phrase_in(p->role, text)) {
+    if (vigil_text_has_phrase(text, p->role)) {
         /* a role match weighs as the persona's best confidence */
         double s = -1.0;
         for (int i = 0; i < p->n_domains; i++)

@@ -123,7 +123,7 @@ static bool domain_discussed(const wake_room *r, const char *domain, int64_t now
 {
     for (int i = 0; i < r->n_texts; i++) {
         const wake_msg *m = wake_room_text(r, i);
-        if (m->ts > now - WAKE_RECENT_MS && wake_text_has_word(m->text, domain))
+        if (m->ts > now - WAKE_RECENT_MS && wake_text_has_domain(m->text, domain))
             return true;
     }
     return false;
@@ -216,7 +216,7 @@ static void guard_only_expert(const char *domain, void *arg)
 static void guard_human_domain(const char *domain, void *arg)
 {
     guard_ctx *g = arg;
-    if (!g->human_in_window || !wake_text_has_word(g->r->last_human.text, domain))
+    if (!g->human_in_window || !wake_text_has_domain(g->r->last_human.text, domain))
         return;
     for (int i = 0; i < g->r->n_personas; i++) {
         const wake_persona *p = &g->r->personas[i];

@@ -19,9 +19,9 @@ bool wake_text_mentions(const char *text, const char *name)
     return vigil_text_mentions(text, name);
 }
 
-bool wake_text_has_word(const char *text, const char *word)
+bool wake_text_has_domain(const char *text, const char *domain)
 {
-    return vigil_text_has_word(text, word);
+    return vigil_text_has_phrase(text, domain);
 }
 
 /* The specified basic rule is `text.toLowerCase().includes(kw)`: a

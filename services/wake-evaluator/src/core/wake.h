@@ -275,8 +275,11 @@ typedef struct wake_reader {
  * display name that is no id ("Helper AI") matches "@Helper AI" as a whole
  * word. */
 bool wake_text_mentions(const char *text, const char *name);
-/* word occurs in text as a whole word, case-insensitive (vigil_text). */
-bool wake_text_has_word(const char *text, const char *word);
+/* An expertise domain named in text: a whole word or phrase,
+ * case-insensitive, '-' and '_' also read as spaces ("machine-learning"
+ * named by "machine learning"), as floor-control reads it (libshared's
+ * vigil_text_has_phrase). */
+bool wake_text_has_domain(const char *text, const char *domain);
 /* The first of the urgent keywords (list order) the text holds anywhere,
  * case-insensitively, as the specified `includes(kw)`; or NULL. */
 const char *wake_urgent_keyword(const char *text);
