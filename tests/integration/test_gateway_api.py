@@ -3,6 +3,7 @@ messages in and out, council answers, auth, CORS, size and rate limits,
 every error code. Real mosquitto, Redis and gateway process."""
 
 import json
+import threading
 import time
 from urllib.parse import quote
 
@@ -530,3 +531,128 @@ def test_redis_outage_is_503_then_recovers(stack, warm):
                scaled(20), "the gateway takes messages again")
     col.wait_event(f"room/{room}/message", lambda j: j["text"] == "after the outage", timeout=scaled(10))
     assert not [e for e in col.events(f"room/{room}/message") if e["text"] == "during the outage"]
+
+
+def _store(stack):
+    """Every key of the test's prefix with its type and value (streams by
+    length and last id): what a refused request must leave as it was."""
+    r = stack.redis.client()
+    out = {}
+    for k in r.scan_iter(match=stack.prefix + "*", count=1000):
+        t = r.type(k).decode()
+        if t == "string":
+            v = r.get(k)
+        elif t == "hash":
+            v = sorted(r.hgetall(k).items())
+        elif t == "zset":
+            v = r.zrange(k, 0, -1, withscores=True)
+        elif t == "set":
+            v = sorted(r.smembers(k))
+        elif t == "list":
+            v = r.lrange(k, 0, -1)
+        elif t == "stream":
+            v = (r.xlen(k), r.xrevrange(k, count=1))
+        else:
+            v = None
+        out[k.decode()] = (t, v)
+    return out
+
+
+def test_refused_requests_change_nothing(stack):
+    """Every kind of refused POST (400 bad input, 403 another user's name,
+    413 too big) on each POST endpoint answers its JSON error with a
+    detail naming what was wrong, publishes nothing and changes no key in
+    Redis; the same user's valid requests afterwards go through."""
+    gw = start_gateway(stack, VIGIL_GATEWAY_MAX_BODY=4096)
+    col = stack.collector(["room/+/message", "room/+/presence", "council/+/answer", "persona/+/command"])
+    room = uid("r")
+    p = gw.http_port
+    # the user exists already (a session, its timer), so a refused beat
+    # could change a live record, not only create one
+    assert request(p, "POST", "/api/presence", {"session": "tab1", "rooms": [room]}, JOEL)[0] == 200
+    col.wait_event(f"room/{room}/presence", lambda j: j["status"] == "active", timeout=scaled(5))
+    time.sleep(0.5)
+    # keys that change on their own (the runtime's shard heartbeat) are not the requests'
+    a = _store(stack)
+    time.sleep(2.5)
+    b = _store(stack)
+    volatile = {k for k in set(a) | set(b) if a.get(k) != b.get(k)}
+    before = {k: v for k, v in b.items() if k not in volatile}
+    mark = col.mark()
+    cases = [
+        # (path, raw body, status, a word the detail must hold)
+        ("/api/presence", b'{"session": "tab1", "rooms": [], "user": "ann"}', 403, "ann"),
+        ("/api/presence", b'{"session": "tab1", "rooms": [%s]}' % b",".join(b'"r%d"' % i for i in range(33)), 400, "32"),
+        ("/api/presence", b'{"session": "tab1", "rooms": ["%s", "bad room"]}' % room.encode(), 400, "rooms[1]"),
+        ("/api/presence", b'{"session": "tab1", "rooms": ["%s"], "status": "asleep"}' % room.encode(), 400, "status"),
+        ("/api/presence", b'{"session": "tab1", "rooms": ["%s"], "idle_ms": 5, "last_activity": 5}' % room.encode(), 400, "idle_ms"),
+        ("/api/presence", b'{"session": "tab1", "rooms": ["%s"], "idle_ms": -1}' % room.encode(), 400, "idle_ms"),
+        ("/api/presence", b'{"session": "tab\\u00001", "rooms": []}', 400, "session"),
+        ("/api/presence", b'{"rooms": []}', 400, "session"),
+        ("/api/presence", b'{"session": "tab1", "rooms": "general"}', 400, "rooms"),
+        ("/api/presence", b'{"session": "tab1"', 400, "body"),
+        (f"/api/rooms/{room}/messages", b'{"text": "hi", "sender": "ann"}', 403, "ann"),
+        (f"/api/rooms/{room}/messages", b'{"text": "   "}'.replace(b"   ", b""), 400, "text"),
+        (f"/api/rooms/{room}/messages", b'{"text": "hi", "mentions": ["a b"]}', 400, "mentions"),
+        (f"/api/rooms/{room}/messages", b'{"text": "hi", "reply_to": "a#b"}', 400, "reply_to"),
+        (f"/api/rooms/{room}/messages", b'{"text": "\xc0\xaf"}', 400, "UTF-8"),
+        (f"/api/rooms/{room}/messages", b'{"text": "%s"}' % (b"x" * 5000), 413, "VIGIL_GATEWAY_MAX_BODY"),
+        ("/api/council/s-1/answers", b'{"question_id": "q1", "answer": " \\t\\n "}', 400, "answer"),
+        ("/api/council/s-1/answers", b'{"answer": "yes"}', 400, "question_id"),
+        ("/api/council/s%201/answers", b'{"question_id": "q1", "answer": "yes"}', 400, "session"),
+        ("/api/personas/ada/suggestion", b'{"room": "general", "answer": "maybe"}', 400, "answer"),
+        ("/api/personas/ada/suggestion", b'{"answer": "yes"}', 400, "room"),
+    ]
+    for path, raw, status, word in cases:
+        st, _, body = request(p, "POST", path, None, {**JOEL, "Content-Type": "application/json"}, raw=raw)
+        assert st == status, (path, raw[:80], st, body)
+        assert set(body) == {"error", "detail"} and word in body["detail"], (path, raw[:80], body)
+    time.sleep(1.0)  # what a wrongly accepted request would publish has gone out
+    assert col.find("#", since=mark) == [], [(m.topic, m.payload[:80]) for m in col.find("#", since=mark)]
+    after = _store(stack)
+    changed = sorted(k for k in set(before) | set(after)
+                     if k not in volatile and before.get(k) != after.get(k))
+    assert changed == [], changed
+    # the same calls made right still go through
+    assert request(p, "POST", "/api/presence", {"session": "tab1", "rooms": []}, JOEL)[0] == 200
+    col.wait_event(f"room/{room}/presence", lambda j: j["status"] == "away", timeout=scaled(5), since=mark)
+    assert request(p, "POST", f"/api/rooms/{room}/messages", {"text": "hi"}, JOEL)[0] == 202
+    col.wait_event(f"room/{room}/message", lambda j: j["text"] == "hi", timeout=scaled(5), since=mark)
+
+
+def test_stopped_heartbeats_expire_a_session_before_its_away_time(stack):
+    """VIGIL_GATEWAY_PRESENCE_EXPIRE_MS shorter than the away time: a tab
+    whose beats stop (closed, crashed) is away at the expiry, long before
+    its activity would make it away, with no beat after its last; a room
+    another of the user's tabs keeps beating in stays active meanwhile
+    (only refreshes of its activity, README: Presence), and goes the same
+    way once that tab stops."""
+    gw = start_gateway(stack, VIGIL_GATEWAY_PRESENCE_IDLE_MS=1000, VIGIL_GATEWAY_PRESENCE_AWAY_MS=60000,
+                       VIGIL_GATEWAY_PRESENCE_EXPIRE_MS=2500)
+    col = stack.collector(["room/+/presence"])
+    r1, r2 = uid("r"), uid("r")
+    p = gw.http_port
+    t0 = time.monotonic()
+    assert request(p, "POST", "/api/presence", {"session": "closing", "rooms": [r1, r2]}, JOEL)[0] == 200
+    col.wait_count("room/+/presence", 2, timeout=scaled(5), key="room")
+    stop = threading.Event()
+
+    def keep_beating():  # the other tab: r2 only, active, every 300 ms
+        while not stop.is_set():
+            request(p, "POST", "/api/presence", {"session": "open", "rooms": [r2], "idle_ms": 0}, JOEL)
+            stop.wait(0.3)
+    t = threading.Thread(target=keep_beating, daemon=True)
+    t.start()
+    try:
+        col.wait_event(f"room/{r1}/presence", lambda j: j["status"] == "away", timeout=scaled(8))
+        took = time.monotonic() - t0
+        assert 2.3 <= took <= scaled(8), took  # the expiry, not the 60 s away time
+        assert [e["status"] for e in presence_events(col, r1)] == ["active", "idle", "away"]
+        time.sleep(1.0)
+        assert {e["status"] for e in presence_events(col, r2)} == {"active"}
+    finally:
+        stop.set()
+        t.join(timeout=5)
+    mark = col.mark()
+    col.wait_event(f"room/{r2}/presence", lambda j: j["status"] == "away", timeout=scaled(8), since=mark)
+    assert [e["status"] for e in presence_events(col, r2, since=mark)] == ["idle", "away"]
