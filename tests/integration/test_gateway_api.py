@@ -38,6 +38,7 @@ def test_presence_beats_status_changes_and_expiry(stack):
     col.wait_event(f"room/{room}/presence", lambda j: j["status"] == "idle", timeout=scaled(6))
     col.wait_event(f"room/{room}/presence", lambda j: j["status"] == "away", timeout=scaled(6))
     ev = presence_events(col, room)
+    print("\nEV", [(e["id"], e["status"], e["last_activity"], e["ts"]) for e in ev])
     assert [e["status"] for e in ev] == ["active", "idle", "away"], ev
     for e in ev:
         assert e["user"] == "joel" and e["session"] == "tab1" and e["last_activity"] == now
@@ -656,3 +657,27 @@ def test_stopped_heartbeats_expire_a_session_before_its_away_time(stack):
     mark = col.mark()
     col.wait_event(f"room/{r2}/presence", lambda j: j["status"] == "away", timeout=scaled(8), since=mark)
     assert [e["status"] for e in presence_events(col, r2, since=mark)] == ["idle", "away"]
+
+
+@pytest.mark.parametrize("victim", ["gateway", "redis"])
+def test_presence_timers_survive_a_kill9(stack, victim):
+    """A beat's idle and away are timers kept in Redis with the record: a
+    kill -9 of the gateway (or of Redis) right after the beat, lasting past
+    the idle time, still ends with idle and then away, each published once,
+    for the last activity the beat gave. (An event the outbox had sent
+    before the kill may come again after it, with the same id: consumers
+    drop such a redelivery by its id; no second event is made.)"""
+    gw = start_gateway(stack, VIGIL_GATEWAY_PRESENCE_IDLE_MS=1500, VIGIL_GATEWAY_PRESENCE_AWAY_MS=8000)
+    col = stack.collector(["room/+/presence"])
+    room = uid("r")
+    st, _, body = request(gw.http_port, "POST", "/api/presence", {"session": "tab1", "rooms": [room]}, JOEL)
+    assert st == 200, body
+    first = col.wait_event(f"room/{room}/presence", lambda j: j["status"] == "active", timeout=scaled(5))
+    (gw if victim == "gateway" else stack.redis).kill9()
+    time.sleep(2.0)  # past the idle time: its timer is due while nothing runs it
+    gw.start() if victim == "gateway" else stack.redis.restart()
+    col.wait_event(f"room/{room}/presence", lambda j: j["status"] == "away", timeout=scaled(15))
+    time.sleep(1.0)
+    ev = list({e["id"]: e for e in presence_events(col, room)}.values())
+    assert [e["status"] for e in ev] == ["active", "idle", "away"], ev
+    assert all(e["last_activity"] == first["last_activity"] for e in ev), ev
