@@ -38,7 +38,10 @@ typedef struct vigil_job_loop_ops {
      * counted "invalid" and acknowledged). */
     int (*parse)(void *owner, void *slot, const char *payload, size_t len, char *why,
                  size_t whylen);
-    /* The record key and input id the commit dedupes the job by. */
+    /* The record key and input id the commit dedupes the job by. NULL:
+     * none, the commit itself finds out whether the job's work is still
+     * wanted (floor-control's: its message still waits), so a job taken
+     * again is always worked again. */
     void (*ids)(const void *slot, const char **key, const char **job);
     /* Starts the slot's work (submits its LLM calls); never waits for the
      * LLM (it may read Redis, as the rest of step 1 does). */

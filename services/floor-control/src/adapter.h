@@ -35,7 +35,7 @@ typedef struct floor_service {
     int64_t jobs_maxlen; /* VIGIL_FLOOR_JOBS_MAXLEN: cap of the LLM job stream */
     vigil_runtime *rt;
     vigil_workers pool; /* the LLM worker thread (none when the LLM is off) */
-    atomic_bool stop;
+    atomic_int stop; /* the job loop's stop flag */
 } floor_service;
 
 typedef enum { FLOOR_IN_MESSAGE, FLOOR_IN_META, FLOOR_IN_STATE, FLOOR_IN_DELETE } floor_input_kind;

@@ -236,8 +236,10 @@ int floor_apply(void *ctx, const char *key, const char *state_json, const vigil_
     return 0;
 }
 
-/* A waiting message's deadline: the LLM did not answer in time (or its
- * job was lost), the rules decide. */
+/* A waiting message's deadline: no LLM answer was committed by then (the
+ * model slow or failing, Redis away, the job trimmed or its worker
+ * stopped), the rules decide. The fallback says only that, which is true
+ * whichever it was: the model may never have been asked. */
 int floor_on_timer(void *ctx, const char *key, const char *state_json, const char *timer_name,
                    int64_t due_ms, int64_t now_ms, vigil_effects *fx)
 {
@@ -252,7 +254,8 @@ int floor_on_timer(void *ctx, const char *key, const char *state_json, const cha
         floor_message m;
         char note[120], id[FLOOR_MSG_ID_MAX + 1];
         floor_pending_message(p, ptrs, &m);
-        snprintf(note, sizeof note, "the LLM did not answer within %" PRId64 " ms",
+        snprintf(note, sizeof note,
+                 "the decision deadline (%" PRId64 " ms) passed before an LLM answer was committed",
                  svc->cfg.llm_budget_ms);
         rc = floor_publish_decision(svc, r, &m, "rules", note, now_ms, fx);
         snprintf(id, sizeof id, "%s", p->id);

@@ -1,80 +1,70 @@
 /* llm_worker.c - the thread that asks the LLM which personas fit a waiting
- * message: it takes jobs from the durable stream, runs their requests on
- * one curl multi handle (never on the MQTT callback), and commits each
- * answer into its room through vigil_runtime_decide. The commit decides
- * only if the message is still waiting: the deadline timer may have
- * decided it by the rules already, and then the answer is dropped.
+ * message: libshared's job loop (vigil/job_loop.h) takes jobs from the
+ * durable stream, runs their requests on one curl multi handle (never on
+ * the MQTT callback), and this file's hooks commit each answer into its
+ * room through vigil_runtime_decide. The commit decides only if the
+ * message is still waiting: the deadline timer may have decided it by the
+ * rules already, and then the answer is dropped.
  *
- * The deadline timer is what makes this safe: a job that is lost, stuck or
- * late never leaves a message undecided. So jobs are acknowledged freely:
- * after their commit, when their deadline has passed, and (this consumer's
- * own after a restart, or another consumer's idle past twice the budget)
- * without asking the model at all. */
-#include <pthread.h>
+ * A job taken and not finished (the replica killed while the model
+ * thought) is taken again like every job service's: by the same replica
+ * at once after its restart, by any replica once idle past the lease
+ * (half the budget), and the model is asked again while its deadline is
+ * ahead. The deadline timer is what makes this safe: a job that is lost,
+ * stuck or late never leaves a message undecided. So a job read after its
+ * deadline is acknowledged without asking the model. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <vigil/clock.h>
-#include <vigil/jobs.h>
+#include <vigil/job_loop.h>
 #include <vigil/limits.h>
 #include <vigil/log.h>
 #include <vigil/json.h>
 #include <vigil/metrics.h>
-#include <vigil/job_consumer.h>
 #include "adapter.h"
 
 #define MAX_SLOTS 64
-#define CLAIM_EVERY_MS 5000
+#define BLOCK_MS 100
 #define ANSWER_MAX_TOKENS 100 /* the answer is a short list of ids */
 
 /* What a job's commit did with its message. */
 typedef enum { JOB_NOT_WAITING = 0, JOB_BY_LLM, JOB_BY_RULES } job_outcome;
 
 typedef struct slot {
-    bool used, done;
-    char entry[48];
+    bool done;
+    bool late; /* read after its deadline: not asked */
     char room[FLOOR_ID_MAX + 1];
     char message_id[FLOOR_MSG_ID_MAX + 1];
+    char *prompt;
     int64_t due;
     vigil_llm_status status;
     bool truncated; /* the answer reached ANSWER_MAX_TOKENS and was cut */
     char *content;
     size_t len;
     char error[160];
+    const char *outcome; /* vigil_floor_llm_jobs_total's, once committed */
 } slot;
 
-struct floor_worker {
+/* vigil_job_worker first: the loop's run and wake serve as the worker's. */
+typedef struct floor_worker {
+    vigil_job_worker jw;
     floor_service *svc;
-    vigil_runtime_conn *conn;
-    vigil_llm_client *llm;
-    char stream[256];
-    char consumer[200];
-    slot slots[MAX_SLOTS];
-    int used;
-    bool group_ok, pel_done;
-    int64_t next_claim, next_try;
-    int errors;
-};
+} floor_worker;
 
-static bool stopping(const floor_worker *w)
+/* The job loop's outcomes in vigil_floor_llm_jobs_total's words: a commit
+ * by what it did with the message, a commit Redis refused "not_committed". */
+static void count_job(const void *sarg, const char *outcome)
 {
-    return atomic_load(&w->svc->stop) || vigil_runtime_stopping(w->svc->rt);
-}
-
-static void count(const char *outcome)
-{
+    const slot *s = sarg;
+    if (strcmp(outcome, "committed") == 0 && s && s->outcome)
+        outcome = s->outcome;
+    else if (strcmp(outcome, "rejected") == 0)
+        outcome = "not_committed";
     char labels[64];
     snprintf(labels, sizeof labels, "outcome=\"%s\"", outcome);
     vigil_counter_add("vigil_floor_llm_jobs_total", "LLM jobs finished by the worker, by outcome",
                       labels, 1);
-}
-
-static void ack(floor_worker *w, const char *entry)
-{
-    const char *ids[1] = {entry};
-    if (vigil_jobs_finish(vigil_runtime_conn_redis(w->conn), w->stream, FLOOR_JOBS_GROUP, ids, 1) != 0)
-        vigil_log_kv(VIGIL_LOG_WARN, "LLM job not acknowledged (its deadline decides anyway)",
-                     "entry", entry, NULL);
 }
 
 static void on_done(const vigil_llm_result *res, void *user)
@@ -91,55 +81,65 @@ static void on_done(const vigil_llm_result *res, void *user)
                             (double)res->latency_ms / 1000.0);
 }
 
-/* A commit waiting out a Redis outage keeps the other answers coming in
- * (vigil_runtime_conn_set_wait). */
-static bool drive_while_waiting(void *arg, int attempt, int64_t ms)
+static int parse_job(void *owner, void *sarg, const char *payload, size_t len, char *why,
+                     size_t whylen)
 {
-    (void)attempt;
-    floor_worker *w = arg;
-    vigil_llm_drive_for(w->llm, ms, on_done);
-    return true;
-}
-
-/* Reads a job and asks the model; a job past its deadline, unreadable, or
- * without a free slot is acknowledged at once (the timer decides). */
-static void start_job(floor_worker *w, const vigil_job_entry *e)
-{
-    slot *s = NULL;
-    for (int i = 0; i < MAX_SLOTS && !s; i++)
-        if (!w->slots[i].used)
-            s = &w->slots[i];
-    json_object *o = e->payload ? json_tokener_parse(e->payload) : NULL;
+    (void)owner;
+    (void)len;
+    slot *s = sarg;
+    json_object *o = json_tokener_parse(payload);
     json_object *room, *mid, *prompt, *due;
     bool ok = o && json_object_object_get_ex(o, "room", &room) &&
               json_object_object_get_ex(o, "message_id", &mid) &&
               json_object_object_get_ex(o, "prompt", &prompt) &&
               json_object_object_get_ex(o, "due", &due) && json_object_is_type(prompt, json_type_string);
-    if (!ok || !s || json_object_get_int64(due) <= vigil_now_ms()) {
-        count(!ok ? "invalid" : !s ? "busy" : "late");
-        ack(w, e->id);
-        json_object_put(o);
+    if (ok) {
+        snprintf(s->room, sizeof s->room, "%s", json_object_get_string(room));
+        snprintf(s->message_id, sizeof s->message_id, "%s", json_object_get_string(mid));
+        s->due = json_object_get_int64(due);
+        s->prompt = strdup(json_object_get_string(prompt));
+        ok = s->prompt != NULL;
+    }
+    json_object_put(o);
+    if (!ok)
+        snprintf(why, whylen, "not a floor-control LLM job (room, message_id, prompt, due)");
+    return ok ? 0 : -1;
+}
+
+/* Asks the model, unless the job's deadline has passed (the timer has
+ * decided its message, or is about to). */
+static void submit_job(void *owner, void *sarg)
+{
+    floor_worker *w = owner;
+    slot *s = sarg;
+    if (s->due <= vigil_now_ms()) {
+        s->late = s->done = true;
         return;
     }
-    memset(s, 0, sizeof *s);
-    s->used = true;
-    w->used++;
-    snprintf(s->entry, sizeof s->entry, "%s", e->id);
-    snprintf(s->room, sizeof s->room, "%s", json_object_get_string(room));
-    snprintf(s->message_id, sizeof s->message_id, "%s", json_object_get_string(mid));
-    s->due = json_object_get_int64(due);
     vigil_llm_request req = VIGIL_LLM_REQUEST_INIT;
     req.tier = VIGIL_LLM_TIER_FAST; /* a ranking, not a deliberation */
-    req.user = json_object_get_string(prompt);
+    req.user = s->prompt;
     req.max_tokens = ANSWER_MAX_TOKENS;
     req.temperature = 0.0;
     req.want_json = true;
-    if (vigil_llm_submit(w->llm, &req, s) != 0) {
+    if (vigil_llm_submit(vigil_job_loop_llm(w->jw.loop), &req, s) != 0) {
         s->done = true;
         s->status = VIGIL_LLM_BAD_RESPONSE;
         snprintf(s->error, sizeof s->error, "the LLM client refused the request");
     }
-    json_object_put(o);
+}
+
+static bool job_ready(void *owner, void *sarg)
+{
+    (void)owner;
+    return ((const slot *)sarg)->done;
+}
+
+static void slot_clear(void *sarg)
+{
+    slot *s = sarg;
+    free(s->prompt);
+    free(s->content);
 }
 
 /* The model's {"relevant": [...]}: its ids (floor_llm_relevant's rule)
@@ -230,13 +230,21 @@ static void note_cut(const slot *s, bool by_llm)
     vigil_limit_note("llm_answer_tokens", detail);
 }
 
-static void finish_slot(floor_worker *w, slot *s)
+/* Commits the answer if its message still waits; a late job commits
+ * nothing. */
+static vigil_decide_result commit_job(void *owner, void *sarg)
 {
+    floor_worker *w = owner;
+    slot *s = sarg;
+    if (s->late) {
+        s->outcome = "late";
+        return VIGIL_DECIDE_DONE;
+    }
     job_outcome outcome = JOB_NOT_WAITING;
     void *arg[3] = {s, w->svc, &outcome};
     vigil_error err = {0};
-    vigil_decide_result r = vigil_runtime_decide(w->svc->rt, w->conn, s->room, NULL, vigil_now_ms(),
-                                                 decide_llm, arg, &err);
+    vigil_decide_result r = vigil_runtime_decide(w->svc->rt, w->jw.conn, s->room, NULL,
+                                                 vigil_now_ms(), decide_llm, arg, &err);
     if (r == VIGIL_DECIDE_REJECTED)
         vigil_log_kv(VIGIL_LOG_ERROR, "LLM answer not committed", "message_id", s->message_id,
                      "detail", err.detail, NULL);
@@ -244,93 +252,37 @@ static void finish_slot(floor_worker *w, slot *s)
         note_cut(s, outcome == JOB_BY_LLM);
     /* an answer in after its deadline decided the message (the budget
      * spent, e.g. waiting out a Redis outage) is late, as a job read late */
-    count(r != VIGIL_DECIDE_DONE          ? "not_committed"
-          : outcome == JOB_NOT_WAITING    ? "late"
-          : s->status == VIGIL_LLM_OK     ? "answered"
-                                          : "failed");
-    ack(w, s->entry);
-    free(s->content);
-    memset(s, 0, sizeof *s);
-    w->used--;
+    s->outcome = outcome == JOB_NOT_WAITING ? "late"
+                 : s->status == VIGIL_LLM_OK ? "answered"
+                                             : "failed";
+    return r;
 }
 
-/* Jobs nobody will finish: this consumer's own from before a restart, and
- * other consumers' idle past twice the budget. Their deadlines decide. */
-static void sweep(floor_worker *w)
-{
-    vigil_redis *r = vigil_runtime_conn_redis(w->conn);
-    vigil_job_entries es = {0};
-    if (!w->pel_done) {
-        if (vigil_jobs_read(r, w->stream, FLOOR_JOBS_GROUP, w->consumer, "0", MAX_SLOTS, 0, &es) == 0) {
-            for (int i = 0; i < es.n; i++) {
-                count("abandoned");
-                ack(w, es.v[i].id);
-            }
-            w->pel_done = es.n == 0;
-        }
-        vigil_job_entries_free(&es);
-        return;
-    }
-    int64_t now = vigil_mono_ms();
-    if (now < w->next_claim)
-        return;
-    w->next_claim = now + CLAIM_EVERY_MS;
-    char cursor[48] = "0-0";
-    if (vigil_jobs_autoclaim(r, w->stream, FLOOR_JOBS_GROUP, w->consumer, 2 * w->svc->cfg.llm_budget_ms,
-                             MAX_SLOTS, cursor, sizeof cursor, &es) == 0)
-        for (int i = 0; i < es.n; i++) {
-            count("abandoned");
-            ack(w, es.v[i].id);
-        }
-    vigil_job_entries_free(&es);
-}
+/* No ids hook: the commit itself knows whether the job is still wanted
+ * (its message still waits), so a job taken again is always worked. */
+static const vigil_job_loop_ops LOOP_OPS = {
+    .slot_size = sizeof(slot),
+    .parse = parse_job,
+    .submit = submit_job,
+    .ready = job_ready,
+    .commit = commit_job,
+    .clear = slot_clear,
+    .count = count_job,
+    .on_done = on_done,
+    .done_outcome = "committed",
+    .resumed_metric = "vigil_floor_llm_jobs_resumed_total",
+    .resumed_help = "Own LLM jobs taken again after a restart",
+    .reclaimed_metric = "vigil_floor_llm_jobs_reclaimed_total",
+    .reclaimed_help = "LLM jobs taken over from a consumer idle past the lease",
+};
 
-/* Takes new jobs from the stream (and those nobody will finish). */
-static void take_jobs(floor_worker *w)
+/* The lease: half the budget, so that a job whose replica died is taken
+ * over while its deadline is still ahead (a live replica's call slower
+ * than that may be made twice; the first answer in decides). */
+static int64_t lease_ms(const floor_service *svc)
 {
-    vigil_redis *r = vigil_runtime_conn_redis(w->conn);
-    if (!w->group_ok) {
-        w->group_ok = vigil_jobs_group_create(r, w->stream, FLOOR_JOBS_GROUP) == 0;
-        if (!w->group_ok) {
-            w->next_try = vigil_mono_ms() + vigil_job_backoff(&w->errors, r, "XGROUP CREATE");
-            return;
-        }
-    }
-    sweep(w);
-    if (w->used >= MAX_SLOTS)
-        return;
-    vigil_job_entries es = {0};
-    int rc = vigil_jobs_read(r, w->stream, FLOOR_JOBS_GROUP, w->consumer, ">",
-                             MAX_SLOTS - w->used, w->used ? 0 : 100, &es);
-    if (rc == VIGIL_JOBS_NOGROUP)
-        w->group_ok = false;
-    else if (rc != 0)
-        w->next_try = vigil_mono_ms() + vigil_job_backoff(&w->errors, r, "XREADGROUP");
-    else
-        w->errors = 0;
-    for (int i = 0; i < es.n; i++)
-        start_job(w, &es.v[i]);
-    vigil_job_entries_free(&es);
-}
-
-/* While Redis backs off, the transfers in flight are still driven: an
- * answer already on its way is taken in, not timed out by the clock. */
-static void *worker_main(void *arg)
-{
-    floor_worker *w = arg;
-    while (!stopping(w)) {
-        bool backoff = vigil_mono_ms() < w->next_try;
-        if (!backoff)
-            take_jobs(w);
-        if (w->used)
-            vigil_llm_run(w->llm, 20, on_done);
-        else if (backoff)
-            vigil_sleep_ms(20, NULL);
-        for (int i = 0; i < MAX_SLOTS; i++)
-            if (w->slots[i].used && w->slots[i].done)
-                finish_slot(w, &w->slots[i]);
-    }
-    return NULL;
+    int64_t lease = svc->cfg.llm_budget_ms / 2;
+    return lease < 1 ? 1 : lease;
 }
 
 static void *worker_new(void *ctx, vigil_runtime *rt, int index)
@@ -342,40 +294,21 @@ static void *worker_new(void *ctx, vigil_runtime *rt, int index)
         return NULL;
     w->svc = svc;
     const vigil_common_config *c = vigil_runtime_config(rt);
-    vigil_runtime_key(rt, FLOOR_JOBS, w->stream, sizeof w->stream);
-    snprintf(w->consumer, sizeof w->consumer, "%s-%d", c->instance, c->shard_index);
-    w->conn = vigil_runtime_conn_open(rt);
-    w->llm = vigil_llm_client_new(&svc->llm);
-    if (!w->conn || !w->llm) {
-        vigil_llm_client_free(w->llm);
-        vigil_runtime_conn_close(w->conn);
-        free(w);
+    char consumer[200];
+    snprintf(consumer, sizeof consumer, "%s-%d", c->instance, c->shard_index);
+    vigil_job_loop_config lc = {.stop = &svc->stop, .llm = &svc->llm, .group = FLOOR_JOBS_GROUP,
+                                .consumer = consumer, .lease_ms = lease_ms(svc), .cap = MAX_SLOTS,
+                                .block_ms = BLOCK_MS, .index = 0};
+    if (vigil_job_worker_open(&w->jw, rt, &LOOP_OPS, w, FLOOR_JOBS, &lc) != 0) {
+        vigil_job_worker_drop(w);
         return NULL;
     }
-    vigil_runtime_conn_set_wait(w->conn, drive_while_waiting, w);
     return w;
 }
 
-static void worker_wake(void *arg)
-{
-    floor_worker *w = arg;
-    vigil_llm_wakeup(w->llm);
-}
-
-static void worker_free(void *arg)
-{
-    floor_worker *w = arg;
-    if (!w)
-        return;
-    for (int i = 0; i < MAX_SLOTS; i++)
-        free(w->slots[i].content);
-    vigil_llm_client_free(w->llm);
-    vigil_runtime_conn_close(w->conn);
-    free(w);
-}
-
 static const vigil_worker_ops WORKER_OPS = {
-    .make = worker_new, .run = worker_main, .wake = worker_wake, .drop = worker_free};
+    .make = worker_new, .run = vigil_job_worker_run, .wake = vigil_job_worker_wake,
+    .drop = vigil_job_worker_drop};
 
 int floor_worker_start(void *ctx, vigil_runtime *rt)
 {
@@ -390,6 +323,6 @@ int floor_worker_start(void *ctx, vigil_runtime *rt)
 void floor_worker_stop(void *ctx)
 {
     floor_service *svc = ctx;
-    atomic_store(&svc->stop, true);
+    atomic_store(&svc->stop, 1);
     vigil_workers_stop(&svc->pool);
 }
