@@ -130,17 +130,19 @@ def test_an_answer_the_gateway_takes_is_one_council_takes(stack, llm, answer, wh
 def test_a_question_dropped_for_a_17th_ends_on_the_stream_and_in_the_snapshot(stack, llm):
     """Sixteen questions are kept per session: the 17th pending one ends the
     oldest, and council says so with a `question` event for it (status
-    expired, expires_at the time it ended, the reason), which the Theater
+    expired, expires_at the time it ended, the reason; counted in
+    vigil_council_questions_dropped_total), which the Theater
     stream carries and after which the gateway's ?snapshot=1 no longer
     lists it. (Asks alternate with notes: three asks in a row would trip
     the circuit breaker.)"""
     llm.control(rules=rules(sol("ask user: Shall I go on?", regex=r"loop \d*[13579] of"),
                             sol("note: waiting for answers")))
-    start_service(stack, llm, VIGIL_COUNCIL_LOOP_MS=100, VIGIL_COUNCIL_MAX_LOOPS=40)
+    svc = start_service(stack, llm, VIGIL_COUNCIL_LOOP_MS=100, VIGIL_COUNCIL_MAX_LOOPS=40)
     gw = start_gateway(stack)
     col = stack.collector()
     s = SSE(gw.http_port, "/api/autonomous/deliberations/live", {"Cookie": login_cookie(gw)})
     assert s.next()["data"]["type"] == "connected"
+    assert not svc.metric("vigil_council_questions_dropped_total")
     session = "s-seventeen"
     stack.publisher().publish(*control("joel", "start", session=session))
     last = 33  # the loop of the 17th question
@@ -153,10 +155,13 @@ def test_a_question_dropped_for_a_17th_ends_on_the_stream_and_in_the_snapshot(st
     assert gone["loop"] == last and gone["expires_at"] <= gone["ts"], gone
     asked = [q for q in qs if q.get("status") == "pending"]
     assert len(asked) == 17 and qs.index(gone) == len(qs) - 2  # just before the 17th
+    assert svc.metric("vigil_council_questions_dropped_total") == 1  # counted, once
     # the Theater stream carries it, and the snapshot keeps the 16 still pending
     frames = s.until(lambda f: f["data"].get("question_id") == gone["question_id"]
                      and f["data"].get("status") == "expired", timeout=20)
     assert frames[-1]["data"]["reason"] == gone["reason"]
+    # the 17th comes after it: the snapshot is read once the gateway has it too
+    s.until(lambda f: f["data"].get("question_id") == f"{session}.L{last}.q", timeout=20)
     s.close()
     kept = [f["data"] for f in snapshot(gw) if f["event"] == "council.questions"
             and f["data"]["session"] == session]

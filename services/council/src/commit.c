@@ -14,6 +14,7 @@ typedef struct outcome_arg {
     int64_t now;
     bool refused;              /* Sol's proposal refused by the router (recorded as reflect) */
     council_action refused_as; /* the prefix refused, COUNCIL_ACT_NONE for none known */
+    int dropped;               /* pending questions dropped for a newer one */
 } outcome_arg;
 
 static council_rc on_outcome(council_user *u, const council_sink *sink, void *arg, char *why,
@@ -31,7 +32,9 @@ static council_rc on_outcome(council_user *u, const council_sink *sink, void *ar
         a->refused = r.unknown;
         a->refused_as = r.refused;
     }
-    return council_on_outcome(u, &a->svc->core, a->o, a->now, sink);
+    council_rc rc = council_on_outcome(u, &a->svc->core, a->o, a->now, sink);
+    a->dropped = u->questions_dropped;
+    return rc;
 }
 
 static void count_refused(council_action as)
@@ -57,12 +60,17 @@ vigil_decide_result council_commit_outcome(council_service *svc, vigil_runtime_c
                                            const char *user, const council_outcome *o,
                                            int64_t now)
 {
-    outcome_arg a = {svc, o, now, false, COUNCIL_ACT_NONE};
+    outcome_arg a = {svc, o, now, false, COUNCIL_ACT_NONE, 0};
     vigil_error err = {0};
     vigil_decide_result r =
         vigil_runtime_decide(svc->rt, conn, user, o->job, now, decide_outcome, &a, &err);
     if (r == VIGIL_DECIDE_DONE && a.refused)
         count_refused(a.refused_as);
+    if (r == VIGIL_DECIDE_DONE && a.dropped > 0)
+        vigil_counter_add("vigil_council_questions_dropped_total",
+                          "Pending questions ended unanswered because more than 16 were pending "
+                          "(said by a question event, status expired)",
+                          NULL, a.dropped);
     if (r == VIGIL_DECIDE_REJECTED)
         vigil_log_kv(VIGIL_LOG_ERROR, "loop not committed", "job", o->job, "detail", err.detail,
                      NULL);

@@ -22,6 +22,7 @@ typedef struct fx {
     council_user *u;
     fake_sink f;
     council_sink sink;
+    int dropped; /* the last outcome's questions_dropped, before the reload */
 } fx;
 
 static int setup(void **st)
@@ -82,6 +83,7 @@ static council_rc outcome(fx *x, const char *sol, const council_a2a_reply *a2a, 
     o.a2a_tried = a2a != NULL;
     o.a2a = a2a;
     council_rc rc = council_on_outcome(x->u, &x->c, &o, now, &x->sink);
+    x->dropped = x->u->questions_dropped;
     reload(x);
     return rc;
 }
@@ -997,9 +999,12 @@ static void a_seventeenth_pending_question_ends_the_oldest_visibly(void **st)
         snprintf(sol, sizeof sol, i % 2 ? "ask user: question %d?" : "note: n%d", i);
         now += 1000;
         assert_int_equal(outcome(x, sol, NULL, now), COUNCIL_OK);
-        if (i < last) /* room left, or nothing pending to end */
+        if (i < last) { /* room left, or nothing pending to end */
             assert_int_equal(fake_event(&x->f, "question", 1), -1);
+            assert_int_equal(x->dropped, 0);
+        }
     }
+    assert_int_equal(x->dropped, 1); /* counted by the shell once committed */
     int gone = fake_event(&x->f, "question", 0), added = fake_event(&x->f, "question", 1);
     assert_true(gone >= 0 && added > gone);
     const char *g = x->f.payloads[gone];

@@ -303,6 +303,10 @@ typedef struct council_user {
     char presence_room[COUNCIL_ID_MAX + 1];
     bool has_session;              /* s holds the current (or last) session */
     council_session s;
+    /* Not in the record: pending questions the decision at hand dropped
+     * for a newer one (COUNCIL_QUESTION_DROPPED_REASON), for the shell to
+     * count once the decision is committed. */
+    int questions_dropped;
 } council_user;
 
 void council_user_init(council_user *u, const char *user);

@@ -253,6 +253,7 @@ council_rc council_on_outcome(council_user *u, const council_config *c, const co
             gone.status = COUNCIL_Q_EXPIRED;
             gone.expires_at = now;
             rc |= question_event(&e, u, &gone, COUNCIL_QUESTION_DROPPED_REASON, now);
+            u->questions_dropped++;
         }
         council_question *q = council_questions_add(&s->questions, qid, rest, strlen(rest), prio,
                                                     s->loop, now, c->question_ttl_ms);
