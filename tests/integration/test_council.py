@@ -374,10 +374,30 @@ def test_a_slow_a2a_agent_does_not_hold_up_other_sessions(stack, llm, a2a):
     assert slow["delegated"] is True and slow["result"].startswith("Findings on slow topic")
 
 
+def test_a_worker_runs_as_many_loops_as_the_client_has_calls_for(stack, llm):
+    """A loop has at most three calls in flight (its advisors; Sol is asked
+    alone after them), so a worker holds VIGIL_LLM_CONCURRENCY/3 loops: with
+    6, two loops' advisors run at once (six calls), never more than the
+    client's six, and four users' first loops all end."""
+    llm.control(rules=rules(sol("note: fine")), delay_ms=1500)
+    start_service(stack, llm, VIGIL_LLM_CONCURRENCY=6, VIGIL_COUNCIL_AUTO_START=0)
+    col = stack.collector()
+    pub = stack.publisher()
+    tag = uid("cc")
+    users = [f"{tag}-u{i}" for i in range(4)]
+    for u in users:
+        pub.publish(*control(u, "start", session=f"s-{u}"))
+    for u in users:
+        wait_events(col, f"s-{u}", lambda evs: any(e["type"] == "action" for e in evs), 60,
+                    f"{u}'s first loop")
+    st = llm.stats()
+    assert st["requests"] == 16 and st["max_concurrent"] == 6, st
+
+
 def test_loop_jobs_past_the_stream_cap_are_counted_said_and_their_sessions_end(stack, llm):
     """Limits that speak: the loop job stream keeps about
     VIGIL_COUNCIL_JOBS_MAXLEN unfinished jobs. With the model slow and one
-    loop held at a time (VIGIL_LLM_CONCURRENCY=4: a quarter of it per loop), 240 users'
+    loop held at a time (VIGIL_LLM_CONCURRENCY=4: a third of it, rounded down), 240 users'
     first loops queue 240 jobs against a cap of 100: every job is either
     still in the stream or was trimmed unrun, vigil_stream_trimmed_total
     {stream="jobs"} (at zero from the start) counts exactly the trimmed

@@ -294,11 +294,7 @@ static void *worker_new(void *ctx, vigil_runtime *rt, int index)
         return NULL;
     w->svc = svc;
     w->index = index;
-    /* up to three calls at once per loop (the advisors, then Sol alone);
-     * a quarter of the client's calls per loop leaves room to spare */
-    int cap = svc->llm.concurrency / COUNCIL_PERSONAS;
-    if (cap < 1)
-        cap = 1;
+    int cap = council_loops_per_worker(svc->llm.concurrency);
     char consumer[200];
     snprintf(consumer, sizeof consumer, "%s-w%d", svc->instance, index);
     vigil_job_loop_config lc = {.stop = &svc->stop, .llm = &svc->llm, .group = COUNCIL_GROUP,

@@ -1033,9 +1033,24 @@ static void a_record_without_a_user_is_refused(void **st)
     assert_true(why[0] != '\0');
 }
 
+/* A worker holds as many loops as can have all their calls in flight at
+ * once (three advisors each), never fewer than one: VIGIL_LLM_CONCURRENCY
+ * 32 runs 10 loops (30 calls), not a quarter of 32 (8 loops, 24 calls). */
+static void loops_per_worker_fill_the_client(void **st)
+{
+    (void)st;
+    assert_int_equal(council_loops_per_worker(32), 10);
+    assert_int_equal(council_loops_per_worker(6), 2);
+    assert_int_equal(council_loops_per_worker(4), 1);
+    assert_int_equal(council_loops_per_worker(1), 1);
+    for (int c = 3; c <= 64; c++)
+        assert_true(council_loops_per_worker(c) * COUNCIL_SOL <= c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(loops_per_worker_fill_the_client),
         FX_TEST(full_loop_in_order),
         FX_TEST(a_record_without_a_user_is_refused),
         FX_TEST(ask_then_answer_reaches_next_sense),

@@ -17,3 +17,14 @@ void council_config_init(council_config *c)
     c->max_sleep_ms = c->idle_timeout_ms;
     c->presence_active_ms = 120000;
 }
+
+/* A loop holds at most COUNCIL_SOL calls (the advisors at once, Sol after
+ * them): with llm_concurrency / COUNCIL_SOL loops every call starts as soon
+ * as it is made, so no loop's Sol waits behind other loops' advisors in
+ * the client's queue; more loops would queue calls, fewer leave transfers
+ * unused. */
+int council_loops_per_worker(int llm_concurrency)
+{
+    int cap = llm_concurrency / COUNCIL_SOL;
+    return cap < 1 ? 1 : cap;
+}

@@ -66,6 +66,10 @@ typedef struct council_config {
 } council_config;
 
 void council_config_init(council_config *c);
+/* Loops one worker holds at once with an LLM client of llm_concurrency
+ * transfers (config.c): as many as have all their calls in flight at once
+ * (a loop's most is its three advisors; Sol is asked alone), at least 1. */
+int council_loops_per_worker(int llm_concurrency);
 
 /* ------------------------------------------------------------------ */
 /* Actions (router.c)                                                 */
