@@ -475,6 +475,29 @@ static void sleep_sets_the_next_loop(void **st)
     assert_non_null(strstr(x->f.payloads[a], "no duration understood in '1e3'"));
 }
 
+/* A loop interval longer than the idle timeout (VIGIL_COUNCIL_LOOP_MS 60
+ * min, idle 30 min): a sleep past both waits the interval, and the result
+ * names that bound, not the idle timeout it is longer than; one between
+ * them waits the interval too, as the least wait. */
+static void a_sleep_past_a_long_loop_interval_names_the_interval(void **st)
+{
+    fx *x = *st;
+    x->c.loop_ms = 3600000;
+    control(x, COUNCIL_CTL_START, "s1", NULL, "c1", T0);
+    outcome(x, "sleep: 2h", NULL, T0 + 1000);
+    int a = fake_event(&x->f, "action", 0);
+    assert_non_null(strstr(x->f.payloads[a], "\"result\":\"sleeping 3600000 ms (7200000 ms asked: "
+                                             "at most the loop interval, longer than the idle "
+                                             "timeout)\""));
+    assert_int_equal(x->u->s.next_loop_at, T0 + 1000 + 3600000);
+    int64_t t = T0 + 1000 + 3600000;
+    council_on_timer(x->u, &x->c, COUNCIL_TIMER_LOOP, t, t, &x->sink);
+    outcome(x, "sleep: 45m", NULL, t + 1000);
+    a = fake_event(&x->f, "action", 1);
+    assert_non_null(strstr(x->f.payloads[a], "\"result\":\"sleeping 3600000 ms (2700000 ms asked: "
+                                             "at least the loop interval)\""));
+}
+
 static void research_with_and_without_a2a(void **st)
 {
     fx *x = *st;
@@ -1052,6 +1075,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(loops_per_worker_fill_the_client),
         FX_TEST(full_loop_in_order),
+        FX_TEST(a_sleep_past_a_long_loop_interval_names_the_interval),
         FX_TEST(a_record_without_a_user_is_refused),
         FX_TEST(ask_then_answer_reaches_next_sense),
         FX_TEST(question_expires),

@@ -291,12 +291,18 @@ council_rc council_on_outcome(council_user *u, const council_config *c, const co
          * after any other action: a sleep: 0 (or 10ms) would otherwise
          * start the next loop at once, a faster pace than not sleeping,
          * held back only by the circuit breaker. The result says which
-         * bound applied. */
+         * bound applied: with a loop interval longer than the idle timeout
+         * a long sleep is cut to the interval, not to the idle timeout. */
         int64_t d = r.sleep_ms < c->max_sleep_ms ? r.sleep_ms : c->max_sleep_ms;
         if (d < c->loop_ms)
             d = c->loop_ms;
-        char capped[96] = "";
-        if (d < r.sleep_ms)
+        char capped[128] = "";
+        if (d < r.sleep_ms && d > c->max_sleep_ms)
+            snprintf(capped, sizeof capped,
+                     " (%" PRId64 " ms asked: at most the loop interval, longer than the idle "
+                     "timeout)",
+                     r.sleep_ms);
+        else if (d < r.sleep_ms)
             snprintf(capped, sizeof capped, " (%" PRId64 " ms asked: at most the idle timeout)",
                      r.sleep_ms);
         else if (d > r.sleep_ms)
