@@ -122,7 +122,7 @@ static const vigil_job_loop_ops OPS = {
 
 static vigil_llm_config llm_cfg;
 
-static vigil_job_loop *loop_new(owner *o, int cap)
+static vigil_job_loop *loop_new_ops(owner *o, int cap, const vigil_job_loop_ops *ops)
 {
     vigil_llm_config_init(&llm_cfg); /* no URL: every call ends "disabled" */
     vigil_job_loop_config c = {.redis = vt_conn,
@@ -136,10 +136,12 @@ static vigil_job_loop *loop_new(owner *o, int cap)
                                .cap = cap,
                                .block_ms = 10};
     current = o;
-    o->loop = vigil_job_loop_new(&OPS, o, &c);
+    o->loop = vigil_job_loop_new(ops, o, &c);
     assert_non_null(o->loop);
     return o->loop;
 }
+
+static vigil_job_loop *loop_new(owner *o, int cap) { return loop_new_ops(o, cap, &OPS); }
 
 static void add(const char *payload)
 {
@@ -252,6 +254,27 @@ static void restart_after_gave_up(void **state)
     current = NULL;
 }
 
+/* Without an ids hook (floor-control's loop: its commit finds out itself
+ * whether the work is still wanted) a job taken again after a restart is
+ * worked again, whatever a dedupe record holds. */
+static void without_ids_a_job_taken_again_is_worked_again(void **state)
+{
+    (void)state;
+    defer_one_job();
+    assert_true(vt_redis_exec(vt_srv, "ZADD t:ids:r1 1 j1"));
+    vigil_job_loop_ops ops = OPS;
+    ops.ids = NULL;
+    owner o = {.result = VIGIL_DECIDE_DONE};
+    vigil_job_loop *l = loop_new_ops(&o, 4, &ops);
+    turn_until(&o, 1);
+    assert_int_equal(o.duplicate, 0);
+    assert_int_equal(o.submitted, 1);
+    assert_int_equal(o.done, 1);
+    assert_int_equal(pending(), 0);
+    vigil_job_loop_free(l);
+    current = NULL;
+}
+
 static void duplicate_and_rejected_are_acknowledged(void **state)
 {
     (void)state;
@@ -292,6 +315,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(commits_then_acknowledges),
         cmocka_unit_test(restart_after_gave_up),
+        cmocka_unit_test(without_ids_a_job_taken_again_is_worked_again),
         cmocka_unit_test(duplicate_and_rejected_are_acknowledged),
         cmocka_unit_test(stop_ends_the_run),
     };
