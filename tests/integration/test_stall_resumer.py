@@ -799,6 +799,35 @@ def test_guard_fails_open_on_an_unreadable_record_of_an_agent_resumed_before(sta
     validate_outputs(col, OUTPUTS)
 
 
+def test_a_job_sent_before_its_record_was_corrupted_keeps_its_task(stack):
+    """A resume job whose resume went out (its task handed to the agent)
+    comes back unacknowledged (a crash before its XACK) after the agent's
+    record was corrupted and replaced by a fresh one (an input after the
+    corruption: the agent at work again), which knows of no resume sent. The
+    job is no longer due, but its resume did go out (its commit is recorded
+    beside the record, in the dedupe ids): the task stays with the agent,
+    not released to the pool for another."""
+    svc, col, pub, store, agent, ev = resumed_once(stack, "sentcor-", (("k-1", 5), ("k-2", 4)))
+    assert ev["claimed_task"]["id"] == "k-1"
+    corrupt_record(stack, agent)
+    pub.publish(*activity(agent, "GIT_COMMIT", 0, detail="back at work"))
+
+    def replaced():
+        rec = store.state(f"agent:{agent}")[1]
+        return isinstance(rec, dict) and rec.get("sent_seq", 0) == 0
+
+    harness.wait_until(replaced, 10, "the record replaced by a fresh one")
+    add_job(stack, {"id": f"resume.{agent}.1", "agent": agent, "seq": 1,
+                    "decided": harness.now_ms(), "reason": "replayed"})
+    harness.wait_until(lambda: svc.metric("vigil_stall_jobs_total", outcome="skipped") == 1, 10,
+                       "the replayed job skipped: the agent is at work")
+    time.sleep(0.5)
+    p = pool(store)
+    assert [t[0] for t in p["claimed"]] == ["k-1"] and [t[0] for t in p["open"]] == ["k-2"], p
+    assert (svc.metric("vigil_stall_tasks_released_total") or 0) == 0
+    assert list(resumes(col)[agent]) == [ev["id"]]
+
+
 def mark_pending(stack, agent, seq):
     """The agent's record marked as a scan queuing resume `seq` marks it
     (written behind the service's back, as corrupt_record does)."""

@@ -17,10 +17,14 @@
  *      pool: a claimed task is otherwise never offered again. A job handled
  *      again after a crash may have claimed in its first pass, so this is
  *      decided from the agent record (no resume sent under the job's seq),
- *      not from what this pass claimed; nothing claimed, nothing changes. */
+ *      not from what this pass claimed; nothing claimed, nothing changes.
+ *      A record replaced since (it was corrupted) forgets what was sent:
+ *      then step 2's dedupe record, saying the job's resume went out,
+ *      keeps the task with the agent. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vigil/jobs.h>
 #include <vigil/log.h>
 #include <vigil/metrics.h>
 #include "adapter.h"
@@ -209,12 +213,35 @@ static int decide_release(void *arg, const char *key, const char *state_json, in
     return rc == 0 ? 0 : vigil_error_set(err, VIGIL_REJECT_NO_MEMORY, "out of memory");
 }
 
-/* Step 3 (above): releases the task claimed under the job id, if any.
- * A failure is logged and leaves the task claimed: the job itself is done,
- * and retrying it forever over a task would be worse. */
+/* Did step 2 commit under the job id (its resume went out)? The agent
+ * record may no longer say so: one replaced after it was corrupted knows
+ * of no resume sent. The runtime's dedupe ids, kept beside the record, do.
+ * 1 yes, 0 no, -1 when Redis could not say. */
+static int resume_committed(const stall_service *svc, vigil_runtime_conn *conn,
+                            const stall_job *job)
+{
+    char ids_key[VIGIL_KEY_MAX + 64], suffix[VIGIL_KEY_MAX];
+    snprintf(suffix, sizeof suffix, "ids:%s%s", STALL_AGENT_PREFIX, job->agent);
+    vigil_runtime_key(svc->rt, suffix, ids_key, sizeof ids_key);
+    return vigil_jobs_decided(vigil_runtime_conn_redis(conn), ids_key, job->id);
+}
+
+/* Step 3 (above): releases the task claimed under the job id, if any,
+ * unless the job's resume went out after all (resume_committed): a task
+ * handed to an agent stays with it. A failure is logged and leaves the
+ * task claimed: the job itself is done, and retrying it forever over a
+ * task would be worse. */
 static vigil_decide_result release_claim(stall_service *svc, vigil_runtime_conn *conn,
                                          const stall_job *job, int64_t now)
 {
+    int sent = resume_committed(svc, conn, job);
+    if (sent != 0) {
+        vigil_log_kv(sent > 0 ? VIGIL_LOG_INFO : VIGIL_LOG_ERROR,
+                     sent > 0 ? "task claim kept: the job's resume went out"
+                              : "task claim kept: could not read whether the job's resume went out",
+                     "agent", job->agent, "job", job->id, NULL);
+        return VIGIL_DECIDE_DONE;
+    }
     vigil_error err = {0};
     released_arg x = {job, false};
     vigil_decide_result r = vigil_runtime_decide(svc->rt, conn, STALL_TASKS_KEY, NULL, now,
