@@ -63,8 +63,8 @@ static int split_topic(const char *topic, vigil_input *in, vigil_error *err)
 static int read_id(const char *topic, const void *payload, size_t len, vigil_input *in,
                    vigil_error *err)
 {
-    json_object *v = NULL;
-    if (!json_object_object_get_ex(in->body, "id", &v) || v == NULL) {
+    json_object *v = vigil_json_member(in->body, "id");
+    if (!v) {
         uint64_t h = vigil_hash64_more(VIGIL_HASH64_INIT, topic, strlen(topic));
         h = vigil_hash64_more(h, "\n", 1);
         h = vigil_hash64_more(h, payload, len);

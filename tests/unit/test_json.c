@@ -788,6 +788,49 @@ static void test_checks_see_every_byte_position(void **state)
     }
 }
 
+/* vigil_json_member finds what json_object_object_get_ex finds, in an
+ * object scanned member by member and in one larger than the scan. */
+static void test_member_as_get_ex(void **state)
+{
+    (void)state;
+    const char *small = "{\"a\":1,\"ab\":\"x\",\"n\":null,\"a\":2,\"b\\u0000c\":3}";
+    vigil_error err = {0};
+    json_object *o = vigil_json_parse_object(small, strlen(small), 4096, &err);
+    assert_non_null(o);
+    const char *names[] = {"a", "ab", "n", "b", "abc", "", "z"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        json_object *want = NULL;
+        if (!json_object_object_get_ex(o, names[i], &want))
+            want = NULL;
+        assert_ptr_equal(vigil_json_member(o, names[i]), want);
+    }
+    assert_int_equal(json_object_get_int(vigil_json_member(o, "a")), 2); /* the later one */
+    assert_null(vigil_json_member(o, "n"));
+    assert_null(vigil_json_member(NULL, "a"));
+    assert_null(vigil_json_member(o, NULL));
+    json_object *arr = json_object_new_array();
+    assert_null(vigil_json_member(arr, "a"));
+    json_object_put(arr);
+    json_object_put(o);
+
+    json_object *big = json_object_new_object();
+    char k[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(k, sizeof k, "k%d", i);
+        json_object_object_add(big, k, json_object_new_int(i));
+    }
+    for (int i = 0; i < 45; i++) {
+        snprintf(k, sizeof k, "k%d", i);
+        json_object *want = NULL;
+        if (!json_object_object_get_ex(big, k, &want))
+            want = NULL;
+        assert_ptr_equal(vigil_json_member(big, k), want);
+        if (i < 40)
+            assert_int_equal(json_object_get_int(vigil_json_member(big, k)), i);
+    }
+    json_object_put(big);
+}
+
 /* A stored record's number beyond +-VIGIL_RECORD_INT_MAX is damage: it
  * reads as the default, so a later sum or increment cannot overflow. */
 static void test_record_int_bounds(void **state)
@@ -838,6 +881,7 @@ int main(void)
         cmocka_unit_test(test_valid_without_parsing),
         cmocka_unit_test(test_checks_see_every_byte_position),
         cmocka_unit_test(test_record_int_bounds),
+        cmocka_unit_test(test_member_as_get_ex),
     };
     return cmocka_run_group_tests_name("json", tests, NULL, NULL);
 }

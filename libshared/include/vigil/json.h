@@ -109,6 +109,11 @@ bool vigil_json_valid(const char *buf, size_t len, bool want_object);
  * Returns a new reference, or NULL with err filled. */
 json_object *vigil_json_parse_object(const char *buf, size_t len, size_t max, vigil_error *err);
 
+/* The value of o's member field, or NULL when o is not an object, has no
+ * such member or holds null there: what json_object_object_get_ex finds,
+ * found without hashing the name in an object of a payload's size. */
+json_object *vigil_json_member(json_object *o, const char *field);
+
 /* A number from a service's own stored record (a time taken from `now`, a
  * count, an arrival order): all far below VIGIL_RECORD_INT_MAX. One larger
  * in magnitude is damage and reads as def, so that no later sum (a
