@@ -211,6 +211,24 @@ static void test_snapshot_rejects_bad_json(void **state)
     vigil_effects_free(&fx);
 }
 
+/* The rendered variant skips the check only where NDEBUG is set: the
+ * debug builds the tests run still refuse what a renderer got wrong. */
+static void test_snapshot_rendered_checked_in_debug(void **state)
+{
+    (void)state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    assert_int_equal(vigil_fx_snapshot_rendered(&fx, "h", "f", "{\"a\":1}", "t", "{}", "m"), 0);
+    assert_int_equal(vigil_fx_snapshot_rendered(&fx, "h", "f", "1", "t\n", "{}", "m"), -1);
+#ifndef NDEBUG
+    assert_int_equal(vigil_fx_snapshot_rendered(&fx, "h", "f", "{bad", "t", "{}", "m"), -1);
+    assert_int_equal(vigil_fx_snapshot_rendered(&fx, "h", "f", "1", "t", "[1]", "m"), -1);
+#endif
+    assert_int_equal(fx.n_snaps, 1);
+    assert_string_equal(fx.snaps[0].value_json, "{\"a\":1}");
+    vigil_effects_free(&fx);
+}
+
 static void test_reset_allows_reuse(void **state)
 {
     vigil_effects fx;
@@ -241,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_snapshot_ops),
         cmocka_unit_test(test_snapshot_rejects_bad_json),
         cmocka_unit_test(test_reset_allows_reuse),
+        cmocka_unit_test(test_snapshot_rendered_checked_in_debug),
     };
     return cmocka_run_group_tests_name("effects", tests, NULL, NULL);
 }

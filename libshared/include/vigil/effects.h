@@ -124,6 +124,14 @@ int vigil_fx_timer_cancel(vigil_effects *fx, const char *name);
 int vigil_fx_snapshot(vigil_effects *fx, const char *hash, const char *field,
                       const char *value_json, const char *topic,
                       const char *envelope_json, const char *map_name);
+/* vigil_fx_snapshot for texts the caller's own renderer made (vigil_jtext,
+ * escaped by construction, its output parsed by the caller's unit tests):
+ * checked as there in debug builds only (NDEBUG unset), which the tests
+ * run, so a renderer's bug still fails them. Input a service did not
+ * render goes through vigil_fx_snapshot. */
+int vigil_fx_snapshot_rendered(vigil_effects *fx, const char *hash, const char *field,
+                               const char *value_json, const char *topic,
+                               const char *envelope_json, const char *map_name);
 
 /* Auxiliary operations (see vigil_aux_kind). All return 0 or -1 (bad
  * argument or allocation failure). */

@@ -152,7 +152,7 @@ static int persona_snapshot(vigil_effects *fx, const dormancy_action *a, const c
         if (!value)
             return -1;
     }
-    int rc = vigil_fx_snapshot(fx, hash, room, value, topic, env, "rooms");
+    int rc = vigil_fx_snapshot_rendered(fx, hash, room, value, topic, env, "rooms");
     free(value);
     return rc;
 }
