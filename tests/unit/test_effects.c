@@ -229,6 +229,35 @@ static void test_snapshot_rendered_checked_in_debug(void **state)
     vigil_effects_free(&fx);
 }
 
+/* Blocks kept between effects (effects.c) come back empty of old text:
+ * many effects alive at once, freed out of order, each keeps its own
+ * strings (ASan sees any block handed out twice). */
+static void test_blocks_reused_across_effects(void **state)
+{
+    (void)state;
+    enum { N = 80 };
+    static vigil_effects fx[N];
+    char topic[32], payload[32];
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < N; i++) {
+            vigil_effects_init(&fx[i]);
+            snprintf(topic, sizeof topic, "t/%d/%d", round, i);
+            snprintf(payload, sizeof payload, "p%d", i);
+            assert_int_equal(vigil_fx_publish(&fx[i], topic, payload, false), 0);
+        }
+        for (int i = 0; i < N; i++) {
+            snprintf(topic, sizeof topic, "t/%d/%d", round, i);
+            snprintf(payload, sizeof payload, "p%d", i);
+            assert_string_equal(fx[i].out[0].topic, topic);
+            assert_string_equal(fx[i].out[0].payload, payload);
+        }
+        for (int i = 0; i < N; i += 2)
+            vigil_effects_free(&fx[i]);
+        for (int i = 1; i < N; i += 2)
+            vigil_effects_free(&fx[i]);
+    }
+}
+
 static void test_reset_allows_reuse(void **state)
 {
     vigil_effects fx;
@@ -260,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_snapshot_rejects_bad_json),
         cmocka_unit_test(test_reset_allows_reuse),
         cmocka_unit_test(test_snapshot_rendered_checked_in_debug),
+        cmocka_unit_test(test_blocks_reused_across_effects),
     };
     return cmocka_run_group_tests_name("effects", tests, NULL, NULL);
 }
