@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,10 @@
 /* The first block's size: one dormancy input's strings (three messages, a
  * snapshot, timers, a part) fit, so most inputs make one allocation. */
 #define FX_BLOCK_FIRST 4096
+/* The ops arrays' first room, in elements, taken from the blocks (grow). */
+#define ARRAY_FIRST 4
+#define ARRAY_ALIGN 8
+enum { ARR_PARTS = 1, ARR_OUT = 2, ARR_TIMERS = 4, ARR_SNAPS = 8, ARR_AUX = 16 };
 
 struct vigil_fx_block {
     struct vigil_fx_block *next;
@@ -77,11 +82,17 @@ void vigil_effects_free(vigil_effects *fx)
     if (!fx)
         return;
     free(fx->new_state);
-    free(fx->out);
-    free(fx->timers);
-    free(fx->snaps);
-    free(fx->aux);
-    free(fx->parts);
+    unsigned in_block = fx->arrays_in_block;
+    if (!(in_block & ARR_OUT))
+        free(fx->out);
+    if (!(in_block & ARR_TIMERS))
+        free(fx->timers);
+    if (!(in_block & ARR_SNAPS))
+        free(fx->snaps);
+    if (!(in_block & ARR_AUX))
+        free(fx->aux);
+    if (!(in_block & ARR_PARTS))
+        free(fx->parts);
     for (struct vigil_fx_block *b = fx->blocks, *next; b; b = next) {
         next = b->next;
         block_give(b);
@@ -141,15 +152,38 @@ void vigil_effects_reset(vigil_effects *fx)
 }
 
 /* Makes room for one more element in a growable array (doubling), so the
- * three arrays share one growth rule. */
-static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+ * five arrays share one growth rule. The first room (ARRAY_FIRST
+ * elements) comes from the effects' blocks: five arrays grown from
+ * nothing cost each input five reallocations and five frees. An array
+ * still in its block room is marked in fx->arrays_in_block (bit) and is
+ * never given to realloc or free. */
+static int grow(vigil_effects *fx, unsigned bit, void **arr, size_t *cap, size_t n, size_t elem)
 {
     if (n < *cap)
         return 0;
-    size_t ncap = *cap ? *cap * 2 : 4;
-    void *p = realloc(*arr, ncap * elem);
+    if (*cap == 0) {
+        /* the ops hold pointers and int64s: 8-byte aligned, a few bytes
+         * more taken to round the start up */
+        char *p = fx_room(fx, ARRAY_FIRST * elem + ARRAY_ALIGN - 1);
+        if (!p)
+            return -1;
+        *arr = (void *)(((uintptr_t)p + ARRAY_ALIGN - 1) & ~(uintptr_t)(ARRAY_ALIGN - 1));
+        *cap = ARRAY_FIRST;
+        fx->arrays_in_block |= bit;
+        return 0;
+    }
+    size_t ncap = *cap * 2;
+    void *p;
+    if (fx->arrays_in_block & bit) {
+        p = malloc(ncap * elem);
+        if (p)
+            memcpy(p, *arr, n * elem);
+    } else {
+        p = realloc(*arr, ncap * elem);
+    }
     if (!p)
         return -1;
+    fx->arrays_in_block &= ~bit;
     *arr = p;
     *cap = ncap;
     return 0;
@@ -170,7 +204,7 @@ int vigil_fx_state_part(vigil_effects *fx, const char *name, const char *text)
     size_t n = name ? strlen(name) : 0;
     if (n == 0 || n > 64 || (text && text[0] != '{'))
         return -1;
-    if (grow((void **)&fx->parts, &fx->cap_parts, fx->n_parts, sizeof *fx->parts) != 0)
+    if (grow(fx, ARR_PARTS, (void **)&fx->parts, &fx->cap_parts, fx->n_parts, sizeof *fx->parts) != 0)
         return -1;
     bool failed = false;
     vigil_state_part p = { fx_copy(fx, name, &failed), fx_copy(fx, text, &failed) };
@@ -191,7 +225,7 @@ int vigil_fx_publish(vigil_effects *fx, const char *topic, const char *payload, 
 {
     if (!topic || !*topic || strchr(topic, '\n'))
         return -1;
-    if (grow((void **)&fx->out, &fx->cap_out, fx->n_out, sizeof *fx->out) != 0)
+    if (grow(fx, ARR_OUT, (void **)&fx->out, &fx->cap_out, fx->n_out, sizeof *fx->out) != 0)
         return -1;
     bool failed = false;
     vigil_outmsg m = { fx_copy(fx, topic, &failed), fx_copy(fx, payload ? payload : "", &failed),
@@ -218,7 +252,7 @@ static int timer_op(vigil_effects *fx, const char *name, int64_t due_ms)
 {
     if (!name || !*name || strchr(name, '|') || strlen(name) >= 64)
         return -1;
-    if (grow((void **)&fx->timers, &fx->cap_timers, fx->n_timers, sizeof *fx->timers) != 0)
+    if (grow(fx, ARR_TIMERS, (void **)&fx->timers, &fx->cap_timers, fx->n_timers, sizeof *fx->timers) != 0)
         return -1;
     bool failed = false;
     char *copy = fx_copy(fx, name, &failed);
@@ -265,7 +299,7 @@ static int snapshot_add(vigil_effects *fx, const char *hash, const char *field,
     if (check &&
         (!json_valid(envelope_json, true) || (value_json && !json_valid(value_json, false))))
         return -1;
-    if (grow((void **)&fx->snaps, &fx->cap_snaps, fx->n_snaps, sizeof *fx->snaps) != 0)
+    if (grow(fx, ARR_SNAPS, (void **)&fx->snaps, &fx->cap_snaps, fx->n_snaps, sizeof *fx->snaps) != 0)
         return -1;
     bool failed = false;
     vigil_snapshot_op op = {
@@ -337,7 +371,7 @@ static int aux_add(vigil_effects *fx, vigil_aux_kind kind, const char *name, cha
                    bool value_required, int64_t n1, int64_t n2)
 {
     if (!aux_name_ok(name) || (value_required && !value) ||
-        grow((void **)&fx->aux, &fx->cap_aux, fx->n_aux, sizeof *fx->aux) != 0)
+        grow(fx, ARR_AUX, (void **)&fx->aux, &fx->cap_aux, fx->n_aux, sizeof *fx->aux) != 0)
         return -1;
     bool failed = false;
     char *n = fx_copy(fx, name, &failed);

@@ -258,6 +258,41 @@ static void test_blocks_reused_across_effects(void **state)
     }
 }
 
+/* Each ops array starts in the effects' blocks and moves to its own
+ * allocation when it outgrows that room: every element survives the move
+ * and the strings beside it (ASan sees an array freed that was not
+ * malloc'd). */
+static void test_arrays_outgrow_their_block_room(void **state)
+{
+    (void)state;
+    vigil_effects fx;
+    vigil_effects_init(&fx);
+    char name[32];
+    for (int i = 0; i < 11; i++) {
+        snprintf(name, sizeof name, "t%d", i);
+        assert_int_equal(vigil_fx_publish(&fx, name, name, i % 2), 0);
+        assert_int_equal(vigil_fx_timer_set(&fx, name, 1000 + i), 0);
+        assert_int_equal(vigil_fx_snapshot(&fx, "h", name, "1", name, "{}", "m"), 0);
+        assert_int_equal(vigil_fx_key_set(&fx, name, name), 0);
+        assert_int_equal(vigil_fx_state_part(&fx, name, "{}"), 0);
+    }
+    for (int i = 0; i < 11; i++) {
+        snprintf(name, sizeof name, "t%d", i);
+        assert_string_equal(fx.out[i].topic, name);
+        assert_int_equal(fx.out[i].retain, i % 2);
+        assert_string_equal(fx.timers[i].name, name);
+        assert_int_equal(fx.timers[i].due_ms, 1000 + i);
+        assert_string_equal(fx.snaps[i].field, name);
+        assert_string_equal(fx.aux[i].value, name);
+        assert_string_equal(fx.parts[i].name, name);
+        assert_int_equal((uintptr_t)fx.timers % 8, 0);
+    }
+    vigil_effects_reset(&fx);
+    assert_int_equal(vigil_fx_publish(&fx, "a", "b", false), 0); /* one in block room */
+    assert_int_equal((uintptr_t)fx.out % 8, 0);
+    vigil_effects_free(&fx);
+}
+
 static void test_reset_allows_reuse(void **state)
 {
     vigil_effects fx;
@@ -290,6 +325,7 @@ int main(void)
         cmocka_unit_test(test_reset_allows_reuse),
         cmocka_unit_test(test_snapshot_rendered_checked_in_debug),
         cmocka_unit_test(test_blocks_reused_across_effects),
+        cmocka_unit_test(test_arrays_outgrow_their_block_room),
     };
     return cmocka_run_group_tests_name("effects", tests, NULL, NULL);
 }

@@ -5,7 +5,8 @@
  * together with the processed input id (store.h). Strings are copied: the
  * state text into its own allocation (the runtime hands it on), every other
  * string into blocks the effects own, freed together by vigil_effects_free,
- * so nothing outside effects.c may free or replace an op's string. */
+ * so nothing outside effects.c may free or replace an op's string, nor
+ * an ops array (the first room of each is in the blocks too). */
 #ifndef VIGIL_EFFECTS_H
 #define VIGIL_EFFECTS_H
 #include <stdbool.h>
@@ -93,6 +94,7 @@ typedef struct vigil_effects {
     vigil_aux_op *aux;
     size_t n_aux, cap_aux;
     struct vigil_fx_block *blocks; /* the strings of every op above */
+    unsigned arrays_in_block;      /* effects.c: which arrays are still in the blocks */
 } vigil_effects;
 
 void vigil_effects_init(vigil_effects *fx);
