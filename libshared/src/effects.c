@@ -37,10 +37,12 @@ struct vigil_fx_block {
  * block went through the shared bins, about 1,000 instructions to take
  * it and 500 to give it back (callgrind). The runtime frees an input's
  * effects only once its commit is answered, while the next inputs of a
- * pipelined run fill theirs, so one kept block was taken again for one
- * input in thirty: a few slots, each a pointer swapped atomically (the
- * intake, timers and replays each fill effects). A block given back when
- * every slot is full is freed as before; the slots hold 64 KB at most. */
+ * pipelined run fill theirs: one kept block was taken again for one
+ * input in thirty, sixteen for one in two, sixty-four for all but 32 of
+ * 6,000 (scripts/bench-instructions). Each slot is a pointer swapped
+ * atomically (the intake, timers and replays each fill effects). A block
+ * given back when every slot is full is freed as before; the slots hold
+ * 256 KB at most, kept after a burst. */
 #define SPARE_SLOTS 64
 static _Atomic(struct vigil_fx_block *) spare_blocks[SPARE_SLOTS];
 
