@@ -42,6 +42,17 @@ mosquitto the driver pauses the publisher until the broker has saved a
 snapshot begun after that, so what is measured for inputs is Vigil's
 guarantee, not the broker's documented window (see the README's
 durability section). Outputs the services publish meanwhile are not held.
+
+--services LIST runs the newer services instead (floor-control, heartbeat,
+stall-resumer, council, comma-separated; `new` = all four), two replicas
+each, with the test LLM server (tests/support/fake_llm.py), under kill -9
+of a replica, of Redis and of mosquitto (--kinds may add sigstop_replica).
+Their inputs' effects are fixed by the inputs alone (a floor decision per
+question, one resume per stalled agent with its own task, a gapless run
+sequence per heartbeat, one action per council loop and one end per
+session), so that run checks against those, with no reference run, and
+also counts a replica that does not exit within 20 s of SIGTERM. See
+scripts/chaos_services.py; --short is then about 30 s of load.
 """
 
 import argparse
@@ -238,17 +249,7 @@ class Run:
         return counts
 
     def dead_letters(self):
-        """{service: entries in P S ":deadletter"} (missing list = 0)."""
-        c = self.redis_client()
-        try:
-            out = {}
-            for name in SERVICES:
-                key = f"{PREFIX}{name}:deadletter"
-                t = c.type(key)
-                out[name] = c.llen(key) if t == b"list" else (0 if t == b"none" else -1)
-            return out
-        finally:
-            c.close()
+        return dead_letters(self.redis, PREFIX, SERVICES)
 
     def outbox_pending(self):
         c = self.redis_client()
@@ -257,6 +258,21 @@ class Run:
                        if c.type(k) == b"list")
         finally:
             c.close()
+
+
+def dead_letters(redis, prefix, services):
+    """{service: entries in P S ":deadletter"} (missing list = 0, another
+    type -1)."""
+    c = redis.client(socket_timeout=10)
+    try:
+        out = {}
+        for name in services:
+            key = f"{prefix}{name}:deadletter"
+            t = c.type(key)
+            out[name] = c.llen(key) if t == b"list" else (0 if t == b"none" else -1)
+        return out
+    finally:
+        c.close()
 
 
 def redis_ready(redis):
@@ -596,6 +612,11 @@ def main():
                     help="the broker's max_inflight_messages (its Receive Maximum): 0 = mosquitto's "
                          "default, 20, against which the outbox publishes on two connections "
                          "(default: the project config's 100, one connection)")
+    ap.add_argument("--services", default=None, metavar="LIST",
+                    help="instead of the default run, the fault run of these services (comma-separated, "
+                         "of floor-control, heartbeat, stall-resumer, council; 'new' = all four): "
+                         "kill -9 of a replica, of Redis and of mosquitto under a load of known-id "
+                         "inputs, checked against what each input must cause (scripts/chaos_services.py)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     ap.add_argument("--log-level", default="warn", choices=("debug", "info", "warn", "error"),
                     help="the replicas' VIGIL_LOG_LEVEL (default warn; their logs stay in the "
@@ -612,6 +633,15 @@ def main():
     if args.short:
         args.duration, args.gap, args.rate = 35, 1.5, 20
     args.build_dir = os.path.abspath(args.build_dir)
+    if args.services:
+        import chaos_services
+        chosen = chaos_services.NEW_SERVICES if args.services == "new" else tuple(args.services.split(","))
+        unknown = [s for s in chosen if s not in chaos_services.NEW_SERVICES]
+        if unknown:
+            ap.error(f"--services: unknown {', '.join(unknown)} (one of {', '.join(chaos_services.NEW_SERVICES)})")
+        if args.short:  # the CI version of this run: a few seconds of load
+            args.duration, args.gap, args.rate = 12, 2.0, 10
+        return chaos_services.run(args, chosen)
     for name in SERVICES:
         if not os.path.exists(harness.service_binary(name, args.build_dir)):
             print(f"chaos: {harness.service_binary(name, args.build_dir)} missing (scripts/build release)",
@@ -726,13 +756,19 @@ def main():
             print(f"  e.g. {what}: {sample}")
     for line in loss_context(lost_outputs, ids, faults):
         print(f"  lost output         {line}")
-    if args.keep:
+    return finish(args.keep, workdir, self_check, lost or doubled or dead_total or not settled or crashed)
+
+
+def finish(keep, workdir, self_check_ok, bad):
+    """The end of a run (this one and scripts/chaos_services.py's): the
+    folder kept or removed, and the exit status (2 when the oracle's
+    self-check failed, 1 on any finding)."""
+    if keep:
         print(f"  folder              {workdir}")
     else:
         shutil.rmtree(workdir, ignore_errors=True)
-    if not self_check:
+    if not self_check_ok:
         return 2
-    bad = lost or doubled or dead_total or not settled or crashed
     return 1 if bad else 0
 
 

@@ -29,3 +29,24 @@ def test_short_chaos_run_loses_and_doubles_nothing():
     assert re.search(r"^\s+lost\s+0\b", out, re.M), out[-3000:]
     assert re.search(r"^\s+doubled\s+0\b", out, re.M), out[-3000:]
     assert "were both found" in out, out[-3000:]
+
+
+def test_short_services_chaos_run_loses_and_doubles_nothing():
+    """scripts/chaos --services new --short: floor-control, heartbeat,
+    stall-resumer and council, two replicas each, under a few seconds of
+    known-id inputs while kill -9 hits replicas, Redis and mosquitto; every
+    input's effect present once, no dead letter, no replica crash, and the
+    oracle finds the loss and doubling it plants for each service."""
+    exe = os.path.join(harness.SOURCE_DIR, "scripts", "chaos")
+    env = dict(os.environ, VIGIL_BUILD_DIR=harness.BUILD_DIR)
+    p = subprocess.run([exe, "--services", "new", "--short", "--seed", "3", "--build-dir", harness.BUILD_DIR],
+                       env=env, capture_output=True, timeout=harness.scaled(300), stdin=subprocess.DEVNULL)
+    out = p.stdout.decode("utf-8", "replace") + p.stderr.decode("utf-8", "replace")
+    assert p.returncode == 0, out[-6000:]
+    for kind in ("kill9_replica", "redis_kill9", "mosquitto_kill9"):
+        assert kind in out, f"no {kind} fault:\n{out[-3000:]}"
+    for name in ("floor-control", "heartbeat", "stall-resumer", "council"):
+        assert re.search(rf"^\s+{name}\s+\d+ ", out, re.M), out[-3000:]
+    assert re.search(r"^\s+lost\s+0\b", out, re.M), out[-3000:]
+    assert re.search(r"^\s+doubled\s+0\b", out, re.M), out[-3000:]
+    assert "were all found" in out, out[-3000:]
