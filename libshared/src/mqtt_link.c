@@ -570,15 +570,24 @@ static int batch_deliver(vigil_mqtt_link *l, char *why, size_t whylen)
     vigil_counter_add("vigil_mqtt_messages_received_total", "MQTT messages received", NULL, n);
     vigil_gauge_set(M_INPUTS_IN_FLIGHT, M_INPUTS_IN_FLIGHT_HELP, NULL,
                     (double)atomic_fetch_add(&intake_in_flight, n) + n);
-    if (l->on_batch && kept > 0)
-        l->on_batch(l->cb_ctx, l->batch, kept);
+    int handled = kept;
+    if (l->on_batch && kept > 0) {
+        handled = l->on_batch(l->cb_ctx, l->batch, kept);
+        handled = handled < 0 ? 0 : handled > kept ? kept : handled;
+    }
     for (int i = 0; !l->on_batch && i < kept; i++)
         l->on_message(l->cb_ctx, l->batch[i].topic, l->batch[i].payload, l->batch[i].len,
                       l->batch[i].retained);
     vigil_gauge_set(M_INPUTS_IN_FLIGHT, M_INPUTS_IN_FLIGHT_HELP, NULL,
                     (double)atomic_fetch_sub(&intake_in_flight, n) - n);
-    int rc = 0;
+    int rc = 0, seen = 0;
     for (int i = 0; i < n && rc == 0; i++) {
+        const char *t = l->topics + l->batch_topic_at[i];
+        bool ours = !l->prefix || vigil_topic_prefix_strip(l->prefix, t);
+        /* PUBACKs go out in the order of the messages: none after the
+         * first message the handler left (a shutdown), which comes again */
+        if (ours && seen++ >= handled)
+            break;
         if (l->batch_ids[i] == 0)
             continue;
         unsigned char ack[4];

@@ -960,15 +960,23 @@ static staged *run_room(vigil_runtime *rt, int n)
     return rt->run;
 }
 
-/* The link's batch callback: every message of the read is durable when
- * this returns (their PUBACKs follow). */
-static void on_batch(void *ctx, const vigil_mqtt_msg *msgs, int n)
+/* The link's batch callback: the messages it returns the count of are
+ * durable when it returns (their PUBACKs follow). A shutdown stops it
+ * between two messages: a read holds up to the broker's window of inputs
+ * (100), which a slow Redis can take longer to commit than an
+ * orchestrator's grace period; the rest stay unacknowledged and go to the
+ * next process. */
+static int on_batch(void *ctx, const vigil_mqtt_msg *msgs, int n)
 {
     vigil_runtime *rt = ctx;
     pthread_mutex_lock(&rt->intake_mu);
     staged *run = rt->def->batch_intake && rt->def->topic_key ? run_room(rt, n) : NULL;
-    int nrun = 0;
+    int nrun = 0, handled = n;
     for (int i = 0; i < n; i++) {
+        if (atomic_load(&rt->stop)) {
+            handled = i; /* the staged run below is committed: all before i */
+            break;
+        }
         const vigil_mqtt_msg *m = &msgs[i];
         if (strcmp(m->topic, rt->fence.topic) == 0) {
             flush_run(rt, run, &nrun);
@@ -998,6 +1006,7 @@ static void on_batch(void *ctx, const vigil_mqtt_msg *msgs, int n)
     }
     flush_run(rt, run, &nrun);
     pthread_mutex_unlock(&rt->intake_mu);
+    return handled;
 }
 
 static void on_message(void *ctx, const char *topic, const void *payload, size_t len, bool retained)

@@ -900,6 +900,27 @@ def _acked(info, timeout):
         return False
 
 
+def pipe_bytes(src, dst, delay=0.0):
+    """Copies what src receives to dst until either end closes (each chunk
+    held delay seconds first), then shuts both down: one direction of a
+    test's TCP proxy."""
+    try:
+        while True:
+            data = src.recv(65536)
+            if not data:
+                break
+            if delay:
+                time.sleep(delay)
+            dst.sendall(data)
+    except OSError:
+        pass
+    for x in (src, dst):
+        try:
+            x.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
 def wait_quiet(pred, timeout):
     """Like wait_until but returns False instead of raising."""
     try:

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import socket
+import threading
 import time
 
 import harness
@@ -347,3 +348,75 @@ def test_processed_ids_expire_after_the_dedupe_ttl(stack):
     finally:
         c.close()
     assert "VIGIL_DEDUPE_TTL_S" not in svc.stderr_text()
+
+
+class SlowRedisProxy:
+    """A TCP proxy to Redis that holds each chunk of Redis' replies
+    delay_s before passing it on: every round trip of a commit is slow, as
+    with a Redis far away or overloaded."""
+
+    def __init__(self, port, delay_s):
+        self.target, self.delay = port, delay_s
+        self.srv = socket.create_server(("127.0.0.1", 0))
+        self.port = self.srv.getsockname()[1]
+        self.stopping = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stopping:
+            try:
+                client, _ = self.srv.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            threading.Thread(target=harness.pipe_bytes, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=harness.pipe_bytes, args=(upstream, client, self.delay), daemon=True).start()
+
+    def close(self):
+        self.stopping = True
+        self.srv.close()
+
+
+def test_sigterm_mid_read_stops_between_inputs_and_leaves_the_rest_unacknowledged(stack):
+    """floor-control (one commit per input) restarts onto a backlog of 60
+    human messages in its MQTT session, with Redis answering each round trip
+    20 ms late; a SIGTERM just after its first commit stops it after the
+    input in hand, not after every input of the read (the broker's window:
+    20 here, 100 as deployed), which the runtime used to take in whole
+    before it could stop: with a slow Redis, longer than an orchestrator's
+    grace period. The inputs left unacknowledged go to the next process:
+    every message is decided once."""
+    proxy = SlowRedisProxy(stack.redis.port, 0.02)
+    try:
+        env = {"VIGIL_REDIS_URL": f"redis://127.0.0.1:{proxy.port}/0", "VIGIL_FLOOR_K": "2"}
+        svc = stack.service("floor-control", env=env)
+        col = stack.collector(topics=("room/+/floor",))
+        svc.terminate()
+        pub = stack.publisher()
+        room = uid("r")
+        mids = [uid("q") for _ in range(60)]
+        for mid in mids:
+            pub.publish(f"room/{room}/message", {"id": mid, "room": room, "sender": "joel",
+                                                 "sender_type": "human", "text": "hello", "ts": harness.now_ms()})
+        c = stack.redis.client()
+
+        def processed():
+            return sum(c.zcard(k) for k in c.scan_iter(match=f"{stack.prefix}floor-control:ids:*"))
+
+        svc.start(wait=False)
+        harness.wait_until(lambda: processed() >= 1, 30, "the first input of the backlog committed")
+        at_term = processed()
+        os.kill(svc.proc.pid, signal.SIGTERM)
+        assert svc.proc.wait(timeout=30) == 0
+        after = processed()
+        assert after - at_term <= 3, f"{after - at_term} inputs taken in after SIGTERM (of {len(mids)})"
+        svc.start()
+        got = col.wait_count("room/+/floor", len(mids), timeout=60, key="message_id")
+        assert set(got) == set(mids)
+        by_msg = {}
+        for e in col.events("room/+/floor"):
+            by_msg.setdefault(e["message_id"], set()).add(e["id"])
+        assert all(len(v) == 1 for v in by_msg.values())
+        c.close()
+    finally:
+        proxy.close()

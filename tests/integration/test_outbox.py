@@ -136,23 +136,7 @@ class ClientIdGate:
             return
         c.settimeout(None)
         for a, b in ((c, up), (up, c)):
-            threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(a, b):
-        try:
-            while True:
-                data = a.recv(65536)
-                if not data:
-                    break
-                b.sendall(data)
-        except OSError:
-            pass
-        for x in (a, b):
-            try:
-                x.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            threading.Thread(target=harness.pipe_bytes, args=(a, b), daemon=True).start()
 
 
 def test_a_second_outbox_connection_the_broker_refuses_is_given_up(stack, tmp_path):

@@ -33,10 +33,11 @@ typedef struct vigil_mqtt_msg {
     bool retained;
 } vigil_mqtt_msg;
 /* Called with the messages of one read from the broker, in order (Vigil's
- * own intake client, mqtt_link.h, only): their PUBACKs are written once it
- * returns, so it makes every one of them durable first, as on_message
- * does for one. */
-typedef void (*vigil_mqtt_on_batch)(void *ctx, const vigil_mqtt_msg *msgs, int n);
+ * own intake client, mqtt_link.h, only): returns how many of them, from the
+ * first, it made durable, as on_message does for one; their PUBACKs are
+ * written once it returns, and the rest stay unacknowledged (the broker
+ * delivers them again), so a shutdown need not take in a whole read. */
+typedef int (*vigil_mqtt_on_batch)(void *ctx, const vigil_mqtt_msg *msgs, int n);
 
 /* Called (on paho's thread) when the connection comes up or goes down. */
 typedef void (*vigil_mqtt_on_state)(void *ctx, bool connected);
