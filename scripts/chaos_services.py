@@ -16,8 +16,8 @@ needs no reference run:
     with K=2 question i goes to personas i % 3 and (i + 1) % 3 (the two
     that spoke least recently). Lost: a question with no room/{r}/floor
     decision; doubled: a question decided under two ids, or one id with
-    two payloads; wrong: a decision on a room view that lost or doubled an
-    answer.
+    two payloads, a persona told of one question twice (persona/{p}/floor);
+    wrong: a decision on a room view that lost or doubled an answer.
   - stall-resumer: agents whose status is 13 h old, each with a planner
     task meant for it (published first). Lost: an agent with no
     agent/{a}/resume, or a resume without its task; doubled: two resume
@@ -95,6 +95,7 @@ class Plan:
         self.setup = []            # (topic, payload): planner tasks
         self.items = []            # the load
         self.floor = {}            # question id -> expected granted
+        self.floor_room = {}       # question id -> its room
         self.agents = {}           # agent -> its task id
         self.sessions = {}         # session -> user
         self.hb_personas = []
@@ -127,6 +128,7 @@ class Plan:
                     "id": mid, "room": room, "sender": "joel", "sender_type": "human",
                     "text": f"question {q}", "ts": ts}))
                 self.floor[mid] = [f"{PERSONAS[q % 3]}-{room}", f"{PERSONAS[(q + 1) % 3]}-{room}"]
+                self.floor_room[mid] = room
                 self.items.append((f"room/{room}/message", {
                     "id": f"fa{tag}-{j}-{q}", "room": room, "sender": f"{PERSONAS[q % 3]}-{room}",
                     "sender_type": "ai", "text": f"answer {q}", "ts": ts + 1}))
@@ -266,6 +268,18 @@ def check_floor(plan, col, v):
         doc = next(iter(got.values()))
         if doc.get("granted") != want:
             v.wrong["floor-control"].append(f"{mid}: granted {doc.get('granted')}, want {want}")
+    # each persona of the room told once (granted or held) per question
+    told = collections.defaultdict(set)
+    for doc, _ in events(col, "persona/+/floor"):
+        told[(doc.get("message_id"), doc.get("persona"))].add(doc.get("id"))
+    for mid in plan.floor:
+        room = plan.floor_room[mid]
+        for p in PERSONAS:
+            ids = told.get((mid, f"{p}-{room}"), set())
+            if not ids:
+                v.lost["floor-control"].append(f"{mid}: no persona/{p}-{room}/floor")
+            elif len(ids) > 1:
+                v.doubled["floor-control"].append(f"{mid}: persona {p} told as {sorted(ids)}")
     payloads_once(col, ("room/+/floor", "persona/+/floor"), v, "floor-control")
     v.figures["floor-control"] = f"{len(plan.floor)} questions, {len(by_msg)} decided"
 
