@@ -69,6 +69,8 @@ SERVICE_ENV = {
                 "VIGIL_COUNCIL_AUTO_START": "0", "VIGIL_COUNCIL_JOB_LEASE_MS": "6000"},
 }
 COUNCIL_LOOPS = 2
+# the fault kinds of scripts/chaos.py this run takes (sigstop_replica only when asked)
+KINDS = {"kill9_replica", "redis_kill9", "mosquitto_kill9", "sigstop_replica"}
 HB_CHECK = "CHAOS-SPEAK"
 LLM_RULES = [
     {"match": HB_CHECK, "reply": {"message": "Stand-up in 5 minutes.", "priority": "urgent",
@@ -475,6 +477,9 @@ def run(args, services):
         if not os.path.exists(harness.service_binary(name, args.build_dir)):
             print(f"chaos: {harness.service_binary(name, args.build_dir)} missing (scripts/build release)")
             return 2
+    if args.kinds and not args.kinds <= KINDS:
+        print(f"chaos: --services takes the fault kinds {', '.join(sorted(KINDS))} only")
+        return 2
     plan = Plan(services, n, args.seed)
     workdir = tempfile.mkdtemp(prefix="vigil-chaos-services-")
     log(f"seed {args.seed}, services {', '.join(services)}, {len(plan.items)} inputs at {args.rate}/s, "
@@ -496,7 +501,7 @@ def run(args, services):
         load = chaos.Load(stack.broker.port, plan.items, args.rate)
         lt = threading.Thread(target=load.run, daemon=True)
         lt.start()
-        kinds = args.kinds or {"kill9_replica", "redis_kill9", "mosquitto_kill9"}
+        kinds = args.kinds or KINDS - {"sigstop_replica"}
         faults = chaos.Faults(stack, load, random.Random(args.seed), args.gap, kinds=kinds)
         until = time.monotonic() + args.duration * 3
         faults.loop(until, args.faults)
