@@ -72,10 +72,12 @@ COUNCIL_LOOPS = 2
 # the fault kinds of scripts/chaos.py this run takes (sigstop_replica only when asked)
 KINDS = {"kill9_replica", "redis_kill9", "mosquitto_kill9", "sigstop_replica"}
 HB_CHECK = "CHAOS-SPEAK"
+# Sol and the heartbeat answer slowly, so that a kill often lands on a
+# model call in flight (the job taken again, or over, and decided once)
 LLM_RULES = [
-    {"match": HB_CHECK, "reply": {"message": "Stand-up in 5 minutes.", "priority": "urgent",
-                                  "category": "reminder"}},
-    {"match": "You are Sol, the Executor", "reply": "note: chaos run progress noted"},
+    {"match": HB_CHECK, "delay_ms": 600, "reply": {"message": "Stand-up in 5 minutes.", "priority": "urgent",
+                                                   "category": "reminder"}},
+    {"match": "You are Sol, the Executor", "delay_ms": 800, "reply": "note: chaos run progress noted"},
     {"match": "You are Polaris", "reply": "Polaris: the goal."},
     {"match": "You are Aurora", "reply": "Aurora: calm."},
     {"match": "You are Vega", "reply": "Vega: evidence."},
