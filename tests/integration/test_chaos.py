@@ -5,7 +5,9 @@ of replicas, of Redis and of mosquitto, Redis still loading its AOF, a
 replica stopped past its timer lease, a change of a service's shard count
 under load), compared with a fault-free run of
 the same inputs: nothing lost, nothing applied twice, no dead letter, and
-the oracle proves it can see a planted loss."""
+the oracle proves it can see a planted loss. The same for floor-control,
+heartbeat, stall-resumer and council (scripts/chaos --services new --short),
+checked against what each input must cause."""
 
 import os
 import re
