@@ -381,11 +381,11 @@ def test_sigterm_mid_read_stops_between_inputs_and_leaves_the_rest_unacknowledge
     """floor-control (one commit per input) restarts onto a backlog of 60
     human messages in its MQTT session, with Redis answering each round trip
     20 ms late; a SIGTERM just after its first commit stops it after the
-    input in hand, not after every input of the read (the broker's window:
-    20 here, 100 as deployed), which the runtime used to take in whole
-    before it could stop: with a slow Redis, longer than an orchestrator's
-    grace period. The inputs left unacknowledged go to the next process:
-    every message is decided once."""
+    input in hand, not after every input the link still reads while it
+    stops (the runtime used to take in 59 of the 60 here before it could
+    stop: with a slow Redis, longer than an orchestrator's grace period).
+    The inputs left unacknowledged go to the next process: every message
+    is decided once."""
     proxy = SlowRedisProxy(stack.redis.port, 0.02)
     try:
         env = {"VIGIL_REDIS_URL": f"redis://127.0.0.1:{proxy.port}/0", "VIGIL_FLOOR_K": "2"}
