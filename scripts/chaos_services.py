@@ -121,6 +121,7 @@ class Plan:
                     "enabled": True, "ts": harness.now_ms()}))
         asked = collections.Counter()
         for i in range(n):
+            before = len(self.items)
             if rooms:
                 j = i % len(rooms)
                 room = rooms[j]
@@ -151,8 +152,10 @@ class Plan:
                 self.sessions[s] = u
                 self.items.append((f"council/{u}/control", {"id": f"cc{tag}-{i}", "action": "start",
                                                             "session": s, "ts": harness.now_ms()}))
-        if not self.items:  # heartbeat alone: its configs are the inputs; ticks nobody reads pace the run
-            self.items = [("chaos/tick", {"id": f"tick{tag}-{i}"}) for i in range(n)]
+            if len(self.items) == before:
+                # a tick nobody reads: the load (and so the faults) lasts
+                # --duration whichever services run (heartbeat's runs need none)
+                self.items.append(("chaos/tick", {"id": f"tick{tag}-{i}"}))
 
 
 class Stack:
