@@ -163,7 +163,7 @@ static int pend_init(const vigil_store *s, pend *p, const vigil_commit *c)
     p->ns = ns;
     p->na = na;
     size_t bl = strlen(s->base), kl = strlen(c->key);
-    size_t ptrs = 2 * (ns + 1) + 2 * (na + 1), ints = (ns + 1) + (na + 1);
+    size_t ptrs = 2 * (ns + 1) + 2 * (na + 1), ints = 3 * (ns + 1) + (na + 1);
     size_t size = ptrs * sizeof(void *) + ints * sizeof(int) + (bl + 6 + kl + 1) + (bl + 4 + kl + 1);
     char *m = malloc(size);
     if (!m)
@@ -175,7 +175,9 @@ static int pend_init(const vigil_store *s, pend *p, const vigil_commit *c)
     p->aux_keys = (char **)(void *)(p->snap_rep + ns + 1);
     p->queue_rep = (redisReply **)(void *)(p->aux_keys + na + 1);
     p->snap_src = (int *)(void *)(p->queue_rep + na + 1);
-    p->xlen_at = p->snap_src + ns + 1;
+    p->snap_pend = p->snap_src + ns + 1;
+    p->snap_op = p->snap_pend + ns + 1;
+    p->xlen_at = p->snap_op + ns + 1;
     p->skey = (char *)(p->xlen_at + na + 1);
     vigil_concat(p->skey, bl + 6 + kl + 1, s->base, "state:", c->key, (char *)NULL);
     p->ikey = p->skey + bl + 6 + kl + 1;
@@ -184,6 +186,7 @@ static int pend_init(const vigil_store *s, pend *p, const vigil_commit *c)
         if (!(p->snap_keys[j] = key_of(s, "", fx->snaps[j].hash)))
             return -1;
         p->snap_src[j] = (int)j;
+        p->snap_pend[j] = -1;
         for (size_t k = 0; k < j; k++)
             if (strcmp(fx->snaps[k].hash, fx->snaps[j].hash) == 0) {
                 p->snap_src[j] = p->snap_src[k];
@@ -338,6 +341,46 @@ static int cmd(vigil_store *s, pend *p, int argc, const char **argv)
     return 0;
 }
 
+/* Which of p's reads the batch's earlier commits of its record already
+ * make, when p follows one (vigil_commit.follows): the connection watches
+ * its record (and its ids key, if one of them has an id) until EXEC;
+ * the version p would read is not used (p is decided on the one it
+ * follows, and gets its version from it); and a snapshot hash the one it
+ * follows reads, p's own HGETALL would read the same (every round 1 of
+ * the batch comes before its writes, and a change by anyone else in
+ * between aborts EXEC), so p uses that reply (store_snap_reply). p is
+ * applied only if the one it follows is (follow_result), so whatever it
+ * shares was read without error when p writes. In a busy room most
+ * commits follow another: each saved Redis a WATCH (its keys looked up
+ * among every key the transaction watches), an HGET and an HGETALL. */
+static void share_reads(const vigil_store *s, pend *p)
+{
+    const vigil_commit *c = p->c;
+    size_t ns = c->fx ? c->fx->n_snaps : 0;
+    bool id = c->input_id && *c->input_id;
+    p->watch_sent = p->hget_sent = true;
+    p->ids_watched = id;
+    for (size_t j = 0; j < ns; j++)
+        p->snap_pend[j] = -1;
+    if (p->follows < 0)
+        return;
+    const pend *q = &s->batch->p[p->follows];
+    p->hget_sent = false;
+    p->ids_watched = id || q->ids_watched;
+    for (size_t j = 0; j < ns; j++) {
+        if (p->snap_src[j] != (int)j)
+            continue;
+        for (size_t k = 0; k < q->ns; k++) {
+            if (q->snap_src[k] != (int)k || strcmp(q->snap_keys[k], p->snap_keys[j]) != 0)
+                continue;
+            bool owned = q->snap_pend[k] < 0;
+            p->snap_pend[j] = owned ? p->follows : q->snap_pend[k];
+            p->snap_op[j] = owned ? (int)k : q->snap_op[k];
+            break;
+        }
+    }
+}
+
 /* Appends p's reads (see the top of the file). -1 when the connection
  * failed or memory ran out; p->n_r1 counts what was appended. */
 static int round1_send(vigil_store *s, pend *p)
@@ -346,26 +389,31 @@ static int round1_send(vigil_store *s, pend *p)
     const vigil_effects *fx = c->fx;
     size_t ns = fx ? fx->n_snaps : 0, na = fx ? fx->n_aux : 0;
     bool id = c->input_id && *c->input_id;
+    bool follower = p->follows >= 0;
+    const pend *q = follower ? &s->batch->p[p->follows] : NULL;
+    share_reads(s, p);
     const char **w = malloc((3 + ns + na) * sizeof *w);
     if (!w)
         return -1;
     int wn = 0;
     w[wn++] = "WATCH";
-    w[wn++] = p->skey;
-    if (id)
+    if (!follower)
+        w[wn++] = p->skey;
+    if (id && !(q && q->ids_watched))
         w[wn++] = p->ikey;
     for (size_t j = 0; j < ns; j++)
-        if (p->snap_src[j] == (int)j)
+        if (p->snap_src[j] == (int)j && p->snap_pend[j] < 0)
             w[wn++] = p->snap_keys[j];
     for (size_t j = 0; j < na; j++)
         if (fx->aux[j].kind == VIGIL_AUX_QUEUE_FLUSH)
             w[wn++] = p->aux_keys[j];
-    int rc = cmd(s, p, wn, w);
+    p->watch_sent = wn > 1;
+    int rc = p->watch_sent ? cmd(s, p, wn, w) : 0;
     free(w);
     if (rc != 0)
         return -1;
     const char *hget[] = { "HGET", p->skey, "v" };
-    if (cmd(s, p, 3, hget) != 0)
+    if (p->hget_sent && cmd(s, p, 3, hget) != 0)
         return -1;
     if (id) {
         const char *zs[] = { "ZSCORE", p->ikey, c->input_id };
@@ -388,7 +436,7 @@ static int round1_send(vigil_store *s, pend *p)
             return -1;
     }
     for (size_t j = 0; j < ns; j++) {
-        if (p->snap_src[j] != (int)j)
+        if (p->snap_src[j] != (int)j || p->snap_pend[j] >= 0)
             continue;
         const char *h[] = { "HGETALL", p->snap_keys[j] };
         if (cmd(s, p, 2, h) != 0)
@@ -491,17 +539,21 @@ static int round1_recv(vigil_store *s, pend *p)
     bool seen = false;
     p->res = VIGIL_COMMIT_OK;
 
-    if (!(r = next(s, p, &left))) /* WATCH */
-        goto out;
-    if (r->type == REDIS_REPLY_ERROR)
-        bad(p, "WATCH", r->str);
-    vigil_redis_reply_free(r);
-    if (!(r = next(s, p, &left))) /* HGET v */
-        goto out;
-    if (r->type == REDIS_REPLY_ERROR)
-        bad(p, p->skey, r->str);
-    p->version = version_of(r);
-    vigil_redis_reply_free(r);
+    if (p->watch_sent) {
+        if (!(r = next(s, p, &left)))
+            goto out;
+        if (r->type == REDIS_REPLY_ERROR)
+            bad(p, "WATCH", r->str);
+        vigil_redis_reply_free(r);
+    }
+    if (p->hget_sent) { /* HGET v */
+        if (!(r = next(s, p, &left)))
+            goto out;
+        if (r->type == REDIS_REPLY_ERROR)
+            bad(p, p->skey, r->str);
+        p->version = version_of(r);
+        vigil_redis_reply_free(r);
+    }
     if (id) {
         if (!(r = next(s, p, &left)))
             goto out;
@@ -531,7 +583,7 @@ static int round1_recv(vigil_store *s, pend *p)
         vigil_redis_reply_free(r);
     }
     for (size_t j = 0; j < ns; j++) {
-        if (p->snap_src[j] != (int)j)
+        if (p->snap_src[j] != (int)j || p->snap_pend[j] >= 0)
             continue;
         if (!(r = next(s, p, &left)))
             goto out;

@@ -20,11 +20,20 @@ typedef struct pend {
     bool dry;              /* vigil_store_check: the checks and the version, no dedupe, no writes */
     bool ttl_sent;         /* its writes set the ids key's expiry (store_note_ttl once done) */
     int follows;           /* the batch's index of the commit of its record it follows, or -1 */
+    /* What its round 1 sent beyond the ZSCORE of its id: a follower
+     * leaves out what the batch's earlier commits of its record already
+     * watch and read (store_commit.c, round1_send). */
+    bool watch_sent, hget_sent;
+    bool ids_watched; /* its ids key is watched (by it or a commit it follows) */
     void *block;      /* one allocation: the keys below and the per-op arrays */
     char *skey, *ikey;
     char **snap_keys; /* per snapshot op */
     char **aux_keys;  /* per auxiliary op */
     int *snap_src;    /* per snapshot op: the first op of the same hash (its HGETALL) */
+    /* per snapshot op owning a hash: -1 when its own HGETALL reads it, or
+     * the batch's index of the commit (and that one's op) whose HGETALL a
+     * follower uses (store_snap_reply) */
+    int *snap_pend, *snap_op;
     /* round 1 */
     vigil_commit_result res;
     int64_t version;
@@ -70,6 +79,16 @@ typedef struct w2 {
 static inline bool rep_str(const redisReply *r)
 {
     return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
+}
+
+/* The HGETALL that read op j's snapshot hash for p: its own, or the one
+ * of the earlier commit of its record it shares (NULL if not read). */
+static inline const redisReply *store_snap_reply(const pend *batch, const pend *p, size_t j)
+{
+    int src = p->snap_src[j];
+    if (p->snap_pend[src] < 0)
+        return p->snap_rep[src];
+    return batch[p->snap_pend[src]].snap_rep[p->snap_op[src]];
 }
 
 /* store_writes.c: appends one command to the transaction (w->rc -1 when it

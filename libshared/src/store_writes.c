@@ -737,7 +737,8 @@ void store_write_commit(w2 *w, pend *p)
     for (size_t j = 0; j < ns && w->rc == 0; j++) {
         const vigil_snapshot_op *op = &fx->snaps[j];
         int src = p->snap_src[j];
-        if (src == (int)j && (map_from(&maps[j], p->snap_rep[j]) != 0 ||
+        const redisReply *hm = store_snap_reply(w->batch, p, j);
+        if (src == (int)j && (!hm || map_from(&maps[j], hm) != 0 ||
                               (p->follows >= 0 &&
                                map_earlier(w, p, p->snap_keys[j], &maps[j]) != 0))) {
             w->rc = -1;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../libshared/src/store_lua.h"
 #include "fixture_redis.h"
 #include "vigil/effects.h"
 #include "vigil/redis.h"
@@ -40,6 +41,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
+    store_test_between_rounds(NULL, NULL);
     return vt_store_fixture_teardown(state);
 }
 
@@ -95,6 +97,36 @@ static void level_snap(vigil_effects *fx, const char *persona, const char *field
     assert_int_equal(vigil_fx_snapshot(fx, hash, field, v, topic, env, "rooms"), 0);
 }
 
+/* f1 (state n 1, ann's room "other" asleep) and f2 (state n 2, ann's r1
+ * deep): a commit and its follower writing persona ann's hash. */
+static void ann_pair(vigil_effects *f1, vigil_effects *f2)
+{
+    state_fx(f1, "{\"n\":1}");
+    state_fx(f2, "{\"n\":2}");
+    level_snap(f1, "ann", "other", "sleep");
+    level_snap(f2, "ann", "r1", "deep");
+}
+
+/* Sends ann_pair's commits, c1 (input "a", version 0) and its follower c2
+ * (input "b"), and reads both results and versions. */
+static void send_ann_pair(vigil_commit_result res[2], int64_t v[2])
+{
+    vigil_effects f1, f2;
+    ann_pair(&f1, &f2);
+    vigil_commit c1 = on_r1(&f1, 0, "a", false), c2 = on_r1(&f2, 1, "b", true);
+    send_two(&c1, &c2, res, v);
+    vigil_effects_free(&f1);
+    vigil_effects_free(&f2);
+}
+
+/* The outbox's entry i must be want. */
+static void assert_outbox_at(int i, const char *want)
+{
+    char *e = vt_redis_lindex(r, "vigil:svc:outbox:0", i);
+    assert_string_equal(e, want);
+    free(e);
+}
+
 /* c1 (input "a", state n 1, version 0) and its follower c2 (input id2,
  * state n 2) sent together: their results. */
 static void follow_pair(const char *id2, vigil_commit_result res[2])
@@ -133,16 +165,10 @@ static void assert_r1(int64_t ver, const char *want, const char *id, bool seen)
 static void test_a_follower_applies_after_the_one_it_follows(void **state)
 {
     (void)state;
-    vigil_effects f1, f2;
-    state_fx(&f1, "{\"n\":1}");
-    state_fx(&f2, "{\"n\":2}");
-    level_snap(&f1, "ann", "other", "sleep");
-    level_snap(&f2, "ann", "r1", "deep");
-    vigil_commit c1 = on_r1(&f1, 0, "a", false), c2 = on_r1(&f2, 1, "b", true);
     assert_true(vt_redis_exec(vt_srv, "CONFIG RESETSTAT"));
     vigil_commit_result res[2];
     int64_t v[2] = { -1, -1 };
-    send_two(&c1, &c2, res, v);
+    send_ann_pair(res, v);
     assert_int_equal(res[0], VIGIL_COMMIT_OK);
     assert_int_equal(res[1], VIGIL_COMMIT_OK);
     assert_int_equal(v[0], 1);
@@ -151,13 +177,9 @@ static void test_a_follower_applies_after_the_one_it_follows(void **state)
     assert_r1(2, "{\"n\":2}", "a", true);
     assert_r1(2, "{\"n\":2}", "b", true);
     assert_int_equal(outbox_len(), 2);
-    char *e2 = vt_redis_lindex(r, "vigil:svc:outbox:0", 1);
-    assert_string_equal(e2, "1persona/ann/state\n{\"persona\":\"ann\",\"rooms\":{\"other\":"
-                            "{\"level\":\"sleep\"},\"r1\":{\"level\":\"deep\"}},"
-                            "\"ts\":1700000000123}");
-    free(e2);
-    vigil_effects_free(&f1);
-    vigil_effects_free(&f2);
+    assert_outbox_at(1, "1persona/ann/state\n{\"persona\":\"ann\",\"rooms\":{\"other\":"
+                        "{\"level\":\"sleep\"},\"r1\":{\"level\":\"deep\"}},"
+                        "\"ts\":1700000000123}");
 }
 
 /* The first commit meets a record someone else wrote (version 1): it is a
@@ -340,6 +362,99 @@ static void test_followers_timers_keep_the_last_change_in_one_command(void **sta
     vigil_effects_free(&f2);
 }
 
+/* Followers read only what the batch does not read already: c2 and c3
+ * follow c1 on r1 and write persona ann's hash as c1 does (c2 also bob's):
+ * one WATCH for c1's keys and one for bob's, the version read once, ann's
+ * hash read once and bob's once, each input id looked up. What they write
+ * and publish is what they did when each read everything itself. */
+static void test_followers_share_the_reads_of_the_commits_they_follow(void **state)
+{
+    (void)state;
+    vigil_effects f1, f2, f3;
+    state_fx(&f1, "{\"n\":1}");
+    state_fx(&f2, "{\"n\":2}");
+    state_fx(&f3, "{\"n\":3}");
+    level_snap(&f1, "ann", "other", "sleep");
+    level_snap(&f2, "ann", "r1", "deep");
+    level_snap(&f2, "bob", "r1", "awake");
+    level_snap(&f3, "ann", "r1", "awake");
+    vigil_commit c1 = on_r1(&f1, 0, "a", false), c2 = on_r1(&f2, 1, "b", true),
+                 c3 = on_r1(&f3, 2, "c", true);
+    assert_true(vt_redis_exec(vt_srv, "CONFIG RESETSTAT"));
+    assert_int_equal(vigil_store_commit_send(st, &c1), 0);
+    assert_int_equal(vigil_store_commit_send(st, &c2), 0);
+    assert_int_equal(vigil_store_commit_send(st, &c3), 0);
+    vigil_commit *cs[] = { &c1, &c2, &c3 };
+    for (int i = 0; i < 3; i++) {
+        int64_t v = -1;
+        char *cur = NULL;
+        assert_int_equal(vigil_store_commit_recv(st, cs[i], &v, &cur), VIGIL_COMMIT_OK);
+        assert_int_equal(v, i + 1);
+        free(cur);
+    }
+    assert_int_equal(vt_redis_calls(r, "watch"), 2);
+    assert_int_equal(vt_redis_calls(r, "hget"), 1);
+    assert_int_equal(vt_redis_calls(r, "hgetall"), 2);
+    assert_int_equal(vt_redis_calls(r, "zscore"), 3);
+    assert_int_equal(vt_redis_calls(r, "exec"), 1);
+    assert_r1(3, "{\"n\":3}", "c", true);
+    assert_r1(3, "{\"n\":3}", "b", true);
+    assert_int_equal(outbox_len(), 4);
+    assert_outbox_at(2, "1persona/bob/state\n{\"persona\":\"bob\",\"rooms\":{\"r1\":"
+                        "{\"level\":\"awake\"}},\"ts\":1700000000123}");
+    assert_outbox_at(3, "1persona/ann/state\n{\"persona\":\"ann\",\"rooms\":{\"other\":"
+                        "{\"level\":\"sleep\"},\"r1\":{\"level\":\"awake\"}},"
+                        "\"ts\":1700000000123}");
+    vigil_effects_free(&f1);
+    vigil_effects_free(&f2);
+    vigil_effects_free(&f3);
+}
+
+static void hset_between(void *ctx)
+{
+    int *left = ctx;
+    if (*left > 0 && (*left)--)
+        assert_true(vt_redis_exec(vt_srv, "HSET vigil:svc:persona:ann r9 {\"level\":\"x\"}"));
+}
+
+/* A hash a follower shares, written by someone else between the rounds:
+ * the transaction writes nothing, the batch reads again, and the
+ * follower's publication shows that write too. */
+static void test_a_shared_hash_changed_between_rounds_is_read_again(void **state)
+{
+    (void)state;
+    int left = 1;
+    store_test_between_rounds(hset_between, &left);
+    assert_true(vt_redis_exec(vt_srv, "CONFIG RESETSTAT"));
+    vigil_commit_result res[2];
+    int64_t v[2] = { -1, -1 };
+    send_ann_pair(res, v);
+    assert_int_equal(res[0], VIGIL_COMMIT_OK);
+    assert_int_equal(res[1], VIGIL_COMMIT_OK);
+    assert_int_equal(left, 0);
+    assert_int_equal(vt_redis_calls(r, "exec"), 2); /* the first one aborted */
+    assert_int_equal(outbox_len(), 2);
+    assert_outbox_at(1, "1persona/ann/state\n{\"persona\":\"ann\",\"rooms\":{\"other\":"
+                        "{\"level\":\"sleep\"},\"r1\":{\"level\":\"deep\"},\"r9\":"
+                        "{\"level\":\"x\"}},\"ts\":1700000000123}");
+}
+
+/* A follower's record or hash of another type: the commit it follows is
+ * refused (BAD_DATA) and the follower is not applied; nothing is written. */
+static void test_a_follower_of_bad_data_writes_nothing(void **state)
+{
+    (void)state;
+    assert_true(vt_redis_exec(vt_srv, "SET vigil:svc:persona:ann oops"));
+    vigil_commit_result res[2];
+    int64_t v[2] = { -1, -1 };
+    send_ann_pair(res, v);
+    assert_int_equal(res[0], VIGIL_COMMIT_BAD_DATA);
+    assert_true(res[1] == VIGIL_COMMIT_BAD_DATA || res[1] == VIGIL_COMMIT_CONFLICT);
+    assert_r1(0, NULL, "b", false);
+    assert_r1(0, NULL, "a", false);
+    assert_int_equal(outbox_len(), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +471,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_followers_timers_keep_the_last_change_in_one_command,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_can_follow_only_a_key_of_the_open_batch, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_followers_share_the_reads_of_the_commits_they_follow,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_shared_hash_changed_between_rounds_is_read_again,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_follower_of_bad_data_writes_nothing, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, vt_redis_group_setup, vt_redis_group_teardown);
