@@ -658,7 +658,7 @@ static void read_current(pend *p, const redisReply *r)
  * applied only if the connection broke after EXEC was sent). */
 static int round2(vigil_store *s, struct store_batch *b)
 {
-    w2 w = { .s = s, .batch = b->p };
+    w2 w = { .s = s, .batch = b->p, .n_batch = b->n };
     bool writes = false;
     for (int i = 0; i < b->n; i++) {
         pend *p = &b->p[i];

@@ -58,6 +58,7 @@ typedef struct entries {
 typedef struct w2 {
     vigil_store *s;
     const pend *batch; /* the transaction's commits, in order */
+    int n_batch;
     int queued; /* commands appended */
     int base;   /* queued at MULTI: an EXEC reply's index is queued - base */
     int rc;

@@ -624,6 +624,29 @@ static bool store_trims_length(const pend *p)
     return (vigil_hash64(c->input_id, strlen(c->input_id)) >> 40) % STREAM_LENGTH_TRIM_EVERY == 0;
 }
 
+/* The commit of the transaction that follows p (vigil_commit.follows) and
+ * is applied with it, or NULL. */
+static const pend *follower_of(const w2 *w, const pend *p)
+{
+    int i = (int)(p - w->batch);
+    for (int k = i + 1; k < w->n_batch; k++) {
+        const pend *q = &w->batch[k];
+        if (q->c && q->follows == i && q->res == VIGIL_COMMIT_OK)
+            return q;
+    }
+    return NULL;
+}
+
+/* Does the commit f that follows p in the same transaction set or delete
+ * field `field` of snapshot hash `key` again? */
+static bool snap_set_again(const pend *f, const char *key, const char *field)
+{
+    for (size_t k = 0; f && k < f->ns; k++)
+        if (strcmp(f->snap_keys[k], key) == 0 && strcmp(f->c->fx->snaps[k].field, field) == 0)
+            return true;
+    return false;
+}
+
 /* Queues an OK commit's writes: the record, its processed id, auxiliary
  * keys, snapshots; gathers its lease completion and timers, and its outbox
  * entries (flushed queue items, outputs, snapshot payloads, in that
@@ -636,10 +659,20 @@ void store_write_commit(w2 *w, pend *p)
     size_t ns = fx ? fx->n_snaps : 0, na = fx ? fx->n_aux : 0;
     char num[4][VIGIL_I64_TEXT_MAX + 1];
     vigil_i64_text(num[0], c->now_ms);
+    /* What the commit following p in this transaction writes again is
+     * left out of p's writes: EXEC applies both at once, so nobody ever
+     * sees p's value, and the keys end as they did with both written (a
+     * busy room's record, about 2 KB, and its persona's entry: Redis's
+     * time and the append-only file's bytes). Only a record without parts
+     * (the follower's HSET sets its whole head, v and s). */
+    const pend *next = follower_of(w, p);
     if (fx && fx->new_state) {
         p->version++;
         vigil_i64_text(num[1], p->version);
-        write_record(w, p, num[1]);
+        bool again = next && next->c->fx && next->c->fx->new_state && fx->n_parts == 0 &&
+                     !fx->parts_reset;
+        if (!again)
+            write_record(w, p, num[1]);
     }
     if (c->input_id && *c->input_id) {
         const char *z[] = { "ZADD", p->ikey, num[0], c->input_id };
@@ -744,7 +777,9 @@ void store_write_commit(w2 *w, pend *p)
             w->rc = -1;
             break;
         }
-        if (op->value_json) {
+        if (snap_set_again(next, p->snap_keys[j], op->field)) {
+            /* the follower's HSET or HDEL of it */
+        } else if (op->value_json) {
             const char *a[] = { "HSET", p->snap_keys[j], op->field, op->value_json };
             store_put(w, 4, a, NULL);
         } else {

@@ -21,6 +21,7 @@
 #include "fixture_redis.h"
 #include "vigil/effects.h"
 #include "vigil/redis.h"
+#include "vigil/redis_raw.h"
 #include "vigil/store.h"
 
 #define NOW 1700000000123LL
@@ -125,6 +126,17 @@ static void assert_outbox_at(int i, const char *want)
     char *e = vt_redis_lindex(r, "vigil:svc:outbox:0", i);
     assert_string_equal(e, want);
     free(e);
+}
+
+/* Field f of snapshot hash h must hold want. */
+static void assert_hget(const char *h, const char *f, const char *want)
+{
+    const char *argv[] = { "HGET", h, f };
+    redisReply *rep = vigil_redis_commandv(r, 3, argv, NULL);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    assert_string_equal(rep->str, want);
+    vigil_redis_reply_free(rep);
 }
 
 /* c1 (input "a", state n 1, version 0) and its follower c2 (input id2,
@@ -365,8 +377,9 @@ static void test_followers_timers_keep_the_last_change_in_one_command(void **sta
 /* Followers read only what the batch does not read already: c2 and c3
  * follow c1 on r1 and write persona ann's hash as c1 does (c2 also bob's):
  * one WATCH for c1's keys and one for bob's, the version read once, ann's
- * hash read once and bob's once, each input id looked up. What they write
- * and publish is what they did when each read everything itself. */
+ * hash read once and bob's once, each input id looked up. A write the
+ * follower makes again is left out of the one before. What they write
+ * and publish is what they did when each read and wrote everything. */
 static void test_followers_share_the_reads_of_the_commits_they_follow(void **state)
 {
     (void)state;
@@ -397,6 +410,13 @@ static void test_followers_share_the_reads_of_the_commits_they_follow(void **sta
     assert_int_equal(vt_redis_calls(r, "hgetall"), 2);
     assert_int_equal(vt_redis_calls(r, "zscore"), 3);
     assert_int_equal(vt_redis_calls(r, "exec"), 1);
+    /* what a follower sets again is written once: the record by c3, ann's
+     * r1 by c3; ann's "other" by c1, bob's r1 by c2 */
+    assert_int_equal(vt_redis_calls(r, "hset"), 4);
+    assert_int_equal(vt_redis_int(r, "HLEN %s", "vigil:svc:persona:ann"), 2);
+    assert_hget("vigil:svc:persona:ann", "other", "{\"level\":\"sleep\"}");
+    assert_hget("vigil:svc:persona:ann", "r1", "{\"level\":\"awake\"}");
+    assert_hget("vigil:svc:persona:bob", "r1", "{\"level\":\"awake\"}");
     assert_r1(3, "{\"n\":3}", "c", true);
     assert_r1(3, "{\"n\":3}", "b", true);
     assert_int_equal(outbox_len(), 4);
