@@ -35,7 +35,12 @@
  * all and sends one transaction for the batch. A commit that reads a key
  * an earlier commit of the batch writes (the same record, snapshot hash or
  * queue) first completes the batch before it, so each one reads what the
- * ones before it wrote, as they would one at a time. */
+ * ones before it wrote, as they would one at a time. A commit that follows
+ * the batch's earlier commit of its record (vigil_commit.follows) reads
+ * only its input id: the record and its snapshot hashes are watched and
+ * read already (share_reads); and what it writes again (the record's
+ * head, a snapshot field) is left out of the earlier one's writes
+ * (store_writes.c). */
 #include "vigil/store.h"
 
 #include <inttypes.h>
