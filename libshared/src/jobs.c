@@ -154,6 +154,62 @@ int vigil_jobs_autoclaim(vigil_redis *r, const char *key, const char *group,
     return rc;
 }
 
+/* KEYS[1] the stream; ARGV: group, consumer, then the entry ids. XPENDING
+ * over the one id says who holds it; only those still this consumer's are
+ * claimed again (min idle 0: at once), in the same script, so no
+ * XAUTOCLAIM can come between the check and the claim. One flag per id:
+ * 1 renewed, 0 held by another consumer, 2 no longer pending (acknowledged,
+ * or its entry trimmed: XCLAIM dropped it). */
+static const char RENEW_LUA[] =
+    "local group, me = ARGV[1], ARGV[2]\n"
+    "local flags, claim = {}, {'XCLAIM', KEYS[1], group, me, 0}\n"
+    "for i = 3, #ARGV do\n"
+    "  local p = redis.call('XPENDING', KEYS[1], group, ARGV[i], ARGV[i], 1)\n"
+    "  if #p == 0 then\n"
+    "    flags[#flags + 1] = 2\n"
+    "  elseif p[1][2] == me then\n"
+    "    flags[#flags + 1] = 1\n"
+    "    claim[#claim + 1] = ARGV[i]\n"
+    "  else\n"
+    "    flags[#flags + 1] = 0\n"
+    "  end\n"
+    "end\n"
+    "if #claim > 5 then\n"
+    "  claim[#claim + 1] = 'JUSTID'\n"
+    "  redis.call(unpack(claim))\n"
+    "end\n"
+    "return flags\n";
+
+int vigil_jobs_renew(vigil_redis *r, const char *key, const char *group, const char *consumer,
+                     const char *const *ids, int n, bool *lost)
+{
+    static _Thread_local vigil_script script = VIGIL_SCRIPT(RENEW_LUA);
+    if (n <= 0)
+        return 0;
+    const char **argv = malloc((size_t)(n + 3) * sizeof *argv);
+    if (!argv)
+        return VIGIL_JOBS_ERROR;
+    argv[0] = key, argv[1] = group, argv[2] = consumer;
+    for (int i = 0; i < n; i++)
+        argv[3 + i] = ids[i];
+    redisReply *rep = vigil_redis_eval(r, &script, 1, n + 3, argv, NULL);
+    free(argv);
+    if (!rep)
+        return VIGIL_JOBS_ERROR;
+    int rc = 0;
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != (size_t)n) {
+        rc = error_kind(rep);
+    } else {
+        for (int i = 0; i < n; i++) {
+            const redisReply *f = rep->element[i];
+            lost[i] = f->type == REDIS_REPLY_INTEGER && f->integer == 0;
+            rc += lost[i];
+        }
+    }
+    vigil_redis_reply_free(rep);
+    return rc;
+}
+
 int vigil_jobs_finish(vigil_redis *r, const char *key, const char *group, const char *const *ids,
                        int n)
 {

@@ -5,6 +5,7 @@
  * enqueued by a commit (vigil_fx_stream_add). One vigil_redis per thread. */
 #ifndef VIGIL_JOBS_H
 #define VIGIL_JOBS_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "redis.h"
@@ -39,6 +40,17 @@ int vigil_jobs_read(vigil_redis *r, const char *key, const char *group, const ch
 int vigil_jobs_autoclaim(vigil_redis *r, const char *key, const char *group,
                           const char *consumer, int64_t min_idle_ms, int count, char *cursor,
                           size_t cursorlen, vigil_job_entries *out);
+
+/* Renews the lease of n entries `consumer` holds, in one round trip: each
+ * still pending on `consumer` has its idle time set back to 0 (XCLAIM
+ * JUSTID: the delivery count stays), so no XAUTOCLAIM takes it over; one
+ * pending on another consumer (it took the job over) is left alone and
+ * lost[i] set; one no longer pending (acknowledged, or its entry trimmed)
+ * is left alone too, lost[i] unset. Checked and claimed in one Lua script, so
+ * a renewal never takes a job back from the consumer that took it over.
+ * Returns how many were lost, or VIGIL_JOBS_ERROR / VIGIL_JOBS_NOGROUP. */
+int vigil_jobs_renew(vigil_redis *r, const char *key, const char *group, const char *consumer,
+                     const char *const *ids, int n, bool *lost);
 
 /* XACK + XDEL of n entries in one round trip. */
 int vigil_jobs_finish(vigil_redis *r, const char *key, const char *group, const char *const *ids,
