@@ -14,8 +14,12 @@
 
 typedef struct slot_head {
     bool used;
+    bool lost; /* another consumer holds the job (counted once) */
     char entry[VIGIL_JOB_ACK_ID_MAX];
 } slot_head;
+
+#define LOST_METRIC "vigil_job_leases_lost_total"
+#define LOST_HELP "Jobs taken over by another consumer while this one still worked on them"
 
 struct vigil_job_loop {
     vigil_job_loop_ops ops;
@@ -34,6 +38,11 @@ struct vigil_job_loop {
     int cap, used;
     int errors;
     int64_t next_read; /* monotonic ms: backoff after a Redis error */
+    int64_t renew_every, next_renew; /* ms; monotonic ms */
+    int renew_errors;
+    const char **renew_ids; /* cap entries: the held jobs of one renewal */
+    int *renew_slot;
+    bool *renew_lost;
     char labels[32];
 };
 
@@ -201,8 +210,54 @@ static void fill(vigil_job_loop *l)
     vigil_job_entries_free(&es);
 }
 
+/* A job held past its lease would be taken over by another replica
+ * (XAUTOCLAIM) and its slow work done twice: every third of the lease the
+ * held jobs' leases are renewed in one script (vigil_jobs_renew). One that
+ * another consumer took over meanwhile (this thread stalled past the
+ * lease, a Redis outage) is not taken back (the script renews only this
+ * consumer's), counted once; its slot still commits, which
+ * is safe: the commit is deduplicated by the job's input id (ids hook) or
+ * finds its work no longer wanted (floor-control's message no longer
+ * waits), so the first commit in decides and the other changes nothing. */
+static void renew(vigil_job_loop *l)
+{
+    int64_t mono = vigil_mono_ms();
+    if (l->used == 0 || mono < l->next_renew)
+        return;
+    int n = 0;
+    for (int i = 0; i < l->cap; i++)
+        if (l->heads[i].used) {
+            l->renew_ids[n] = l->heads[i].entry;
+            l->renew_slot[n++] = i;
+        }
+    int lost = vigil_jobs_renew(l->redis, l->jobs.stream, l->group, l->jobs.consumer,
+                                l->renew_ids, n, l->renew_lost);
+    if (lost < 0) { /* try again soon: the lease is running out */
+        if (l->renew_errors++ % 20 == 0)
+            vigil_log_kv(VIGIL_LOG_WARN, "job leases not renewed, retrying", "stream",
+                         l->jobs.stream, "error", vigil_redis_last_error(l->redis), NULL);
+        l->next_renew = mono + (l->renew_every < 250 ? l->renew_every : 250);
+        return;
+    }
+    l->renew_errors = 0;
+    l->next_renew = mono + l->renew_every;
+    for (int k = 0; k < n; k++) {
+        slot_head *h = &l->heads[l->renew_slot[k]];
+        bool was = h->lost;
+        h->lost = l->renew_lost[k]; /* ours again: this consumer's XAUTOCLAIM took it back */
+        if (!h->lost || was)
+            continue;
+        vigil_counter_add(LOST_METRIC, LOST_HELP, NULL, 1);
+        vigil_log_kv(VIGIL_LOG_WARN,
+                     "job taken over by another consumer while in flight (its commit is "
+                     "deduplicated)",
+                     "stream", l->jobs.stream, "entry", h->entry, NULL);
+    }
+}
+
 void vigil_job_loop_turn(vigil_job_loop *l)
 {
+    renew(l);
     fill(l);
     if (vigil_llm_pending(l->llm) > 0) {
         if (vigil_llm_run(l->llm, l->used < l->cap ? 20 : 100, l->ops.on_done) < 0)
@@ -243,13 +298,19 @@ vigil_job_loop *vigil_job_loop_new(const vigil_job_loop_ops *ops, void *owner,
     snprintf(l->labels, sizeof l->labels, "worker=\"%d\"", cfg->index);
     l->heads = calloc((size_t)l->cap, sizeof *l->heads);
     l->slots = calloc((size_t)l->cap, ops->slot_size);
+    l->renew_ids = calloc((size_t)l->cap, sizeof *l->renew_ids);
+    l->renew_slot = calloc((size_t)l->cap, sizeof *l->renew_slot);
+    l->renew_lost = calloc((size_t)l->cap, sizeof *l->renew_lost);
+    l->renew_every = cfg->lease_ms / 3 > 0 ? cfg->lease_ms / 3 : 1;
     int acks_ok = vigil_job_acks_init(&l->acks, l->cap) == 0;
     l->llm = vigil_llm_client_new(cfg->llm);
-    if (!l->heads || !l->slots || !acks_ok || !l->llm) {
+    if (!l->heads || !l->slots || !l->renew_ids || !l->renew_slot || !l->renew_lost || !acks_ok ||
+        !l->llm) {
         vigil_job_loop_free(l);
         return NULL;
     }
     vigil_job_consumer_init(&l->jobs, cfg->stream, cfg->group, cfg->consumer, cfg->lease_ms);
+    vigil_counter_add(LOST_METRIC, LOST_HELP, NULL, 0); /* at zero from the first scrape */
     return l;
 }
 
@@ -262,6 +323,9 @@ void vigil_job_loop_free(vigil_job_loop *l)
         l->ops.clear(slot_at(l, i));
     free(l->slots);
     free(l->heads);
+    free(l->renew_ids);
+    free(l->renew_slot);
+    free(l->renew_lost);
     vigil_job_acks_free(&l->acks);
     free(l);
 }

@@ -5,7 +5,10 @@
  * commit that gave up leaves the job pending, and after a restart the
  * same consumer finds it again and, when the dedupe record already holds
  * it, acknowledges it without a second call; duplicate and rejected
- * commits are acknowledged; a set stop flag ends the run. */
+ * commits are acknowledged; a set stop flag ends the run; a job held
+ * past several leases keeps its lease while the loop turns (no second
+ * consumer takes it over), is taken over once the loop stops turning, and
+ * a renewal never takes back a job another consumer took over. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,8 +19,11 @@
 #include <string.h>
 
 #include "fixture_redis.h"
+#include "vigil/clock.h"
 #include "vigil/job_loop.h"
+#include "vigil/jobs.h"
 #include "vigil/log.h"
+#include "vigil/metrics.h"
 #include "vigil/redis_raw.h"
 
 #define STREAM "t:jobs"
@@ -34,6 +40,7 @@ typedef struct owner {
     int submitted, committed, cleared;
     int done, duplicate, rejected, deferred, invalid, invalid_with_slot;
     int last_status;
+    bool hold; /* the slots' work is not over while set (a slow LLM call) */
 } owner;
 
 static atomic_int stop; /* the service's stop flag */
@@ -72,7 +79,7 @@ static void submit(void *oarg, void *sarg)
     o->submitted++;
 }
 
-static bool ready(void *o, void *sarg) { return ((tslot *)sarg)->done; }
+static bool ready(void *o, void *sarg) { return ((tslot *)sarg)->done && !((owner *)o)->hold; }
 
 static vigil_decide_result commit(void *oarg, void *sarg)
 {
@@ -122,7 +129,8 @@ static const vigil_job_loop_ops OPS = {
 
 static vigil_llm_config llm_cfg;
 
-static vigil_job_loop *loop_new_ops(owner *o, int cap, const vigil_job_loop_ops *ops)
+static vigil_job_loop *loop_new_lease(owner *o, int cap, const vigil_job_loop_ops *ops,
+                                      int64_t lease_ms)
 {
     vigil_llm_config_init(&llm_cfg); /* no URL: every call ends "disabled" */
     vigil_job_loop_config c = {.redis = vt_conn,
@@ -131,7 +139,7 @@ static vigil_job_loop *loop_new_ops(owner *o, int cap, const vigil_job_loop_ops 
                                .stream = STREAM,
                                .group = "g",
                                .consumer = "c1",
-                               .lease_ms = 60000,
+                               .lease_ms = lease_ms,
                                .ids_prefix = "t:ids:",
                                .cap = cap,
                                .block_ms = 10};
@@ -139,6 +147,11 @@ static vigil_job_loop *loop_new_ops(owner *o, int cap, const vigil_job_loop_ops 
     o->loop = vigil_job_loop_new(ops, o, &c);
     assert_non_null(o->loop);
     return o->loop;
+}
+
+static vigil_job_loop *loop_new_ops(owner *o, int cap, const vigil_job_loop_ops *ops)
+{
+    return loop_new_lease(o, cap, ops, 60000);
 }
 
 static vigil_job_loop *loop_new(owner *o, int cap) { return loop_new_ops(o, cap, &OPS); }
@@ -310,6 +323,109 @@ static void stop_ends_the_run(void **state)
     current = NULL;
 }
 
+#define LEASE_MS 300
+
+/* Consumer c2's take-over of jobs idle past LEASE_MS (another replica's
+ * job consumer): how many it took. */
+static int c2_takes(void)
+{
+    vigil_job_entries es = {0};
+    char cursor[48] = "0-0";
+    assert_int_equal(vigil_jobs_autoclaim(vt_conn, STREAM, "g", "c2", LEASE_MS, 10, cursor,
+                                          sizeof cursor, &es),
+                     0);
+    int n = es.n;
+    vigil_job_entries_free(&es);
+    return n;
+}
+
+/* The consumer the job is pending on ("" when none). */
+static void owner_of(char *out, size_t len)
+{
+    redisReply *rep = vigil_redis_command(vt_conn, "XPENDING %s g - + 10", STREAM);
+    assert_non_null(rep);
+    snprintf(out, len, "%s",
+             rep->type == REDIS_REPLY_ARRAY && rep->elements == 1 ? rep->element[0]->element[1]->str
+                                                                 : "");
+    vigil_redis_reply_free(rep);
+}
+
+/* The id of the one pending entry. */
+static void pending_entry(char *out, size_t len)
+{
+    redisReply *rep = vigil_redis_command(vt_conn, "XPENDING %s g - + 10", STREAM);
+    assert_non_null(rep);
+    assert_true(rep->type == REDIS_REPLY_ARRAY && rep->elements == 1);
+    snprintf(out, len, "%s", rep->element[0]->element[0]->str);
+    vigil_redis_reply_free(rep);
+}
+
+/* Turns the loop (or only sleeps, when !turning) for ms while c2 tries
+ * to take the job over every 25 ms; returns what c2 took. */
+static int turn_while_c2_tries(vigil_job_loop *l, int64_t ms, bool turning)
+{
+    int taken = 0;
+    for (int64_t end = vigil_mono_ms() + ms; vigil_mono_ms() < end && taken == 0;) {
+        if (turning)
+            vigil_job_loop_turn(l);
+        taken += c2_takes();
+        vigil_sleep_ms(25, NULL);
+    }
+    return taken;
+}
+
+/* A job whose work takes several leases (a slow LLM call) is not taken
+ * over by another consumer while the loop turns: its lease is renewed.
+ * Once the loop stops turning (the worker died) it is taken over past
+ * the lease as before. */
+static void a_job_in_flight_keeps_its_lease(void **state)
+{
+    (void)state;
+    reset();
+    add("r1 j1");
+    owner o = {.result = VIGIL_DECIDE_DONE, .hold = true};
+    vigil_job_loop *l = loop_new_lease(&o, 4, &OPS, LEASE_MS);
+    vigil_job_loop_turn(l);
+    assert_int_equal(vigil_job_loop_used(l), 1);
+    assert_int_equal(turn_while_c2_tries(l, 5 * LEASE_MS, true), 0);
+    char who[64];
+    owner_of(who, sizeof who);
+    assert_string_equal(who, "c1");
+    assert_int_equal(o.committed, 0);
+    /* the worker stops turning: taken over once idle past the lease */
+    assert_int_equal(turn_while_c2_tries(l, 4 * LEASE_MS, false), 1);
+    owner_of(who, sizeof who);
+    assert_string_equal(who, "c2");
+    /* the loop turns again while c2, live, renews its own: the loop's
+     * renewal finds the job c2's and leaves it c2's; its slot still
+     * commits (the commit is deduplicated by its input id) */
+    char entry[48];
+    pending_entry(entry, sizeof entry);
+    const char *ids[] = {entry};
+    for (int i = 0; i < 6; i++) {
+        vigil_job_loop_turn(l);
+        bool lost = true;
+        assert_int_equal(vigil_jobs_renew(vt_conn, STREAM, "g", "c2", ids, 1, &lost), 0);
+        assert_false(lost);
+        vigil_sleep_ms(LEASE_MS / 3, NULL);
+    }
+    owner_of(who, sizeof who);
+    assert_string_equal(who, "c2");
+    assert_true(vigil_metric_value("vigil_job_leases_lost_total", NULL) == 1.0);
+    o.hold = false;
+    turn_until(&o, 1);
+    assert_int_equal(o.committed, 1);
+    assert_int_equal(o.submitted, 1);
+    /* acknowledged: no longer pending, neither renewed nor lost */
+    assert_int_equal(pending(), 0);
+    bool lost = true;
+    assert_int_equal(vigil_jobs_renew(vt_conn, STREAM, "g", "c1", ids, 1, &lost), 0);
+    assert_false(lost);
+    assert_int_equal(pending(), 0);
+    vigil_job_loop_free(l);
+    current = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -318,6 +434,7 @@ int main(void)
         cmocka_unit_test(without_ids_a_job_taken_again_is_worked_again),
         cmocka_unit_test(duplicate_and_rejected_are_acknowledged),
         cmocka_unit_test(stop_ends_the_run),
+        cmocka_unit_test(a_job_in_flight_keeps_its_lease),
     };
     return cmocka_run_group_tests(tests, vt_redis_group_setup_conn, vt_redis_group_teardown_conn);
 }

@@ -5,7 +5,8 @@
  *      between taking a job and acknowledging it finds it again under its
  *      stable consumer name);
  *   2. every lease/2 (bounded to 0.5..30 s), jobs idle longer than the
- *      lease, whoever held them (XAUTOCLAIM: a dead replica's jobs);
+ *      lease, whoever held them (XAUTOCLAIM: a dead replica's jobs; a live
+ *      job loop renews the leases of the jobs it holds, job_loop.h);
  *   3. new jobs (XREADGROUP >), blocking up to block_ms.
  * The group is created on first use and again if it vanished. Handling
  * and acknowledging (vigil_jobs_finish) stay with the caller. One consumer

@@ -7,7 +7,16 @@
  *      only once the backoff is over; each job is parsed into a slot and,
  *      when it was not new, looked up in the dedupe record first (a restart
  *      between the commit and the acknowledgement: no second LLM call);
- *   2. drive the LLM transfers;
+ *   2. every third of the lease, renew the leases of the jobs held (one
+ *      script for all slots, vigil_jobs_renew), so a job whose call runs
+ *      longer than the lease is not taken over by another replica while
+ *      this one lives; a job another consumer took over all the same
+ *      (this thread stalled past the lease: a Redis outage) is not taken
+ *      back, counted in vigil_job_leases_lost_total and still committed:
+ *      the commit is deduplicated (the ids hook's input id, or the
+ *      commit's own check that the work is still wanted), so the first
+ *      commit decides and the other changes nothing; then drive the LLM
+ *      transfers;
  *   3. commit every slot whose work is over, then acknowledge the batch
  *      (job_acks.h: one XACK + XDEL round trip). A commit waiting out a
  *      Redis outage keeps driving the other slots' transfers between its
