@@ -332,3 +332,40 @@ def test_two_replicas_decide_waiting_messages_once_and_on_time_across_kills(stac
         r.wait_ready(timeout=30)
     print(f"\n{len(sent)} waiting messages, 3 kills and a last message per room: {sources}")
     validate_outputs(col, OUTPUTS)
+
+
+def test_two_replicas_ask_the_model_once_per_message_when_it_is_slower_than_the_lease(stack, llm):
+    """Two replicas share the job stream; the model answers after 70% of
+    the budget, past the lease (half the budget) that lets a replica take
+    over a job idle that long. The replica working on a job renews its
+    lease while the call runs, so the other one never takes it over: one
+    model request per message (before the renewal, about half the jobs
+    were taken over by the other replica's XAUTOCLAIM and asked twice),
+    each message decided once, by the model."""
+    budget = int(1000 * scaled(3))
+    llm.control(reset=True, rules=[{"match": "who answers a chat message", "delay_ms": int(budget * 0.7),
+                                    "reply": {"relevant": ["p05", "p06"]}}])
+    e = {"VIGIL_LLM_URL": llm.url, "VIGIL_FLOOR_LLM_BUDGET_MS": budget, "VIGIL_LLM_RETRIES": 0}
+    replicas = [stack.service(SERVICE, instance=f"floor-lease-{i}", env=dict(e, VIGIL_SHARD=f"{i}/2"))
+                for i in range(2)]
+    col = stack.collector()
+    pub = stack.publisher()
+    room = "r-" + uid()[:8]
+    fifteen(stack, pub, room)
+    mids = [uid() for _ in range(8)]
+    for i, mid in enumerate(mids):  # spread over a take-over scan period
+        pub.publish(*human(room, "joel", f"slow question {i}", mid=mid))
+        time.sleep(budget / 4 / 1000 / len(mids))
+    got = col.wait_count("room/+/floor", len(mids), timeout=budget / 1000 + 20, key="message_id",
+                         pred=lambda e: e.get("message_id") in mids)
+    assert {fl["source"] for fl in got.values()} == {"llm"}, got
+    harness.wait_until(lambda: llm.stats()["in_flight"] == 0, 20, "the model's calls ended")
+    time.sleep(budget / 1000)  # a job taken over would be asked again by now
+    assert llm.stats()["requests"] == len(mids), llm.stats()["requests"]
+    by_msg = {}
+    for e in col.events("room/+/floor"):
+        by_msg.setdefault(e["message_id"], set()).add(e["id"])
+    assert all(len(ids) == 1 for ids in by_msg.values()), by_msg
+    for r in replicas:
+        assert r.metric("vigil_job_leases_lost_total") == 0
+    validate_outputs(col, OUTPUTS)

@@ -10,7 +10,8 @@
  * thought) is taken again like every job service's: by the same replica
  * at once after its restart, by any replica once idle past the lease
  * (half the budget), and the model is asked again while its deadline is
- * ahead. The deadline timer is what makes this safe: a job that is lost,
+ * ahead. A live replica renews the leases of the jobs it works on (the
+ * job loop), so a call slower than the lease is not made twice. The deadline timer is what makes this safe: a job that is lost,
  * stuck or late never leaves a message undecided. So a job read after its
  * deadline is acknowledged without asking the model. */
 #include <stdio.h>
@@ -277,8 +278,11 @@ static const vigil_job_loop_ops LOOP_OPS = {
 };
 
 /* The lease: half the budget, so that a job whose replica died is taken
- * over while its deadline is still ahead (a live replica's call slower
- * than that may be made twice; the first answer in decides). */
+ * over while its deadline is still ahead. A live replica's jobs keep
+ * their lease (the job loop renews it), however slow the model; one taken
+ * over all the same (the replica stalled past the lease) is committed
+ * once: the first answer in decides the message, the other finds it no
+ * longer waiting. */
 static int64_t lease_ms(const floor_service *svc)
 {
     int64_t lease = svc->cfg.llm_budget_ms / 2;
