@@ -57,12 +57,15 @@ void council_service_init(council_service *svc)
 }
 
 /* A loop job holds two model stages (the advisors at once, then Sol) and,
- * for a research: action, one A2A call, all before its commit: a lease
- * shorter than that lets another replica take over a job still being
- * worked on, whose delegation may then be sent twice (the commit itself
- * stays single). Unset, the lease is that worst case plus 5 s (at least
- * the 120 s of before); set below it, it is kept (tests shrink it on
- * purpose) with a warning that says what it risks. */
+ * for a research: action, one A2A call, all before its commit. A live
+ * worker renews the lease of the jobs it holds (libshared's job loop), so
+ * a slow loop is not taken over; the lease is what a worker stalled that
+ * long (its commit waiting out a Redis outage) is given before another
+ * replica takes its job over, whose delegation may then be sent twice
+ * (the commit itself stays single). Unset, the lease is that worst case
+ * plus 5 s (at least the 120 s of before), so a job is taken over only
+ * when its worker could not have finished it; set below it, it is kept
+ * (tests shrink it on purpose) with a warning that says what it risks. */
 static void council_derive_lease(council_service *svc)
 {
     int64_t need = 2 * vigil_llm_config_budget_ms(&svc->llm) +
@@ -74,8 +77,8 @@ static void council_derive_lease(council_service *svc)
     if (svc->lease_ms <= need)
         vigil_log(VIGIL_LOG_WARN,
                   "VIGIL_COUNCIL_JOB_LEASE_MS (%lld) is not above a loop's worst case (%lld ms: "
-                  "two LLM requests' budgets%s): a job still being worked on may be taken over "
-                  "and its research: delegation sent twice",
+                  "two LLM requests' budgets%s): a job whose worker stalls that long (its lease "
+                  "renewals held up) may be taken over and its research: delegation sent twice",
                   (long long)svc->lease_ms, (long long)need,
                   svc->a2a_url[0] ? " and the A2A timeout" : "");
 }
