@@ -96,7 +96,8 @@ int wake_configure(void *ctx, const vigil_common_config *common, char *err, size
     if (c->llm_enabled && svc->lease_ms <= vigil_llm_config_budget_ms(&svc->llm))
         vigil_log(VIGIL_LOG_WARN,
                   "VIGIL_WAKE_JOB_LEASE_MS (%lld) is not above one LLM request's budget (%lld ms): "
-                  "slow jobs may be taken over and evaluated twice (decided once)",
+                  "a job whose worker stalls that long (its lease renewals held up) may be taken "
+                  "over and evaluated twice (decided once)",
                   (long long)svc->lease_ms, (long long)vigil_llm_config_budget_ms(&svc->llm));
     return 0;
 }
