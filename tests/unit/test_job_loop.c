@@ -323,7 +323,7 @@ static void stop_ends_the_run(void **state)
     current = NULL;
 }
 
-#define LEASE_MS 300
+#define LEASE_MS 600
 
 /* Consumer c2's take-over of jobs idle past LEASE_MS (another replica's
  * job consumer): how many it took. */
