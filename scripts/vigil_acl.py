@@ -69,7 +69,7 @@ hget hmget hgetall hset hsetnx hdel hlen hkeys
 lindex llen lrange ltrim lpop rpush
 sadd srem smembers
 zadd zrem zcard zrange zrangebyscore zremrangebyrank zremrangebyscore zscan zscore
-xadd xtrim xack xautoclaim xdel xgroup|create xlen xrange xrevrange xread xreadgroup
+xadd xtrim xack xautoclaim xclaim xpending xdel xgroup|create xlen xrange xrevrange xread xreadgroup
 xinfo|stream
 """.split())
 # Commands one service's own code adds (grep its src/ for Redis calls).

@@ -135,6 +135,9 @@ def redis_commands(text):
     """Redis command names a C or Lua source calls."""
     known = set(c for c in re.findall(r"\b[A-Z]{3,}\b", text))
     lua = set(c.upper() for c in re.findall(r"redis\.p?call\('([A-Za-z]+)'", text))
+    # a command a script builds as a table first ({'XCLAIM', ...}, then
+    # redis.call(unpack(t)))
+    lua |= set(c.upper() for c in re.findall(r"\{'([A-Za-z]+)',", text))
     c_calls = set(re.findall(r'"([A-Z]{3,})[ "]', text))
     return (known & c_calls) | lua
 
