@@ -53,6 +53,10 @@ sequence per heartbeat, one action per council loop and one end per
 session), so that run checks against those, with no reference run, and
 also counts a replica that does not exit within 20 s of SIGTERM. See
 scripts/chaos_services.py; --short is then about 30 s of load.
+--floor-llm-budget MS gives floor-control that LLM budget (default 0: the
+rules only): the test LLM then answers its question slowly, so kills land
+on model calls in flight, and each question must be decided once, by the
+model (its order) or at the deadline by the rules.
 """
 
 import argparse
@@ -617,6 +621,9 @@ def main():
                          "of floor-control, heartbeat, stall-resumer, council; 'new' = all four): "
                          "kill -9 of a replica, of Redis and of mosquitto under a load of known-id "
                          "inputs, checked against what each input must cause (scripts/chaos_services.py)")
+    ap.add_argument("--floor-llm-budget", type=int, default=0, metavar="MS",
+                    help="with --services: floor-control's VIGIL_FLOOR_LLM_BUDGET_MS (default 0, the "
+                         "rules only); > 0 has the test LLM answer its question in 60%% of it")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     ap.add_argument("--log-level", default="warn", choices=("debug", "info", "warn", "error"),
                     help="the replicas' VIGIL_LOG_LEVEL (default warn; their logs stay in the "

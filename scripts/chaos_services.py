@@ -18,6 +18,16 @@ needs no reference run:
     decision; doubled: a question decided under two ids, or one id with
     two payloads, a persona told of one question twice (persona/{p}/floor);
     wrong: a decision on a room view that lost or doubled an answer.
+    With --floor-llm-budget MS the test LLM answers floor-control's
+    question in 60% of the budget (past the job lease, half of it, so the
+    lease is renewed while the call is in flight) with [cid, bob] for the
+    room; each question is then decided once, by the model (source llm,
+    granted [cid, bob], no fallback) or at its deadline by the rules
+    (source rules, the fallback saying the deadline passed, or the model's
+    error when a replica stopped past its call's timeout; granted the two
+    that spoke least recently when the deadline fell: with an answer after
+    each question, two personas in the rooms' speaking order), under the
+    event id <message id>:<room>:0.
   - stall-resumer: agents whose status is 13 h old, each with a planner
     task meant for it (published first). Lost: an agent with no
     agent/{a}/resume, or a resume without its task; doubled: two resume
@@ -39,6 +49,7 @@ import collections
 import json
 import os
 import random
+import re
 import tempfile
 import threading
 import time
@@ -93,8 +104,10 @@ class Plan:
     """The inputs of one run (ids fixed by seed and index) and what each
     must cause."""
 
-    def __init__(self, services, n, seed):
+    def __init__(self, services, n, seed, floor_llm=False):
         self.services = services
+        self.floor_llm = floor_llm
+        self.floor_llm_granted = {}  # question id -> what the model's answer grants
         self.setup_retained = []   # (topic, payload): metas, heartbeat configs
         self.setup = []            # (topic, payload): planner tasks
         self.items = []            # the load
@@ -106,6 +119,7 @@ class Plan:
         tag = f"x{seed}"
         base = harness.now_ms() - 60_000
         rooms = [f"fr{tag}-{r}" for r in range(max(4, n // 40))] if "floor-control" in services else []
+        self.rooms = rooms
         for room in rooms:
             for p in PERSONAS:
                 pid = f"{p}-{room}"
@@ -134,6 +148,7 @@ class Plan:
                     "text": f"question {q}", "ts": ts}))
                 self.floor[mid] = [f"{PERSONAS[q % 3]}-{room}", f"{PERSONAS[(q + 1) % 3]}-{room}"]
                 self.floor_room[mid] = room
+                self.floor_llm_granted[mid] = [f"cid-{room}", f"bob-{room}"]
                 self.items.append((f"room/{room}/message", {
                     "id": f"fa{tag}-{j}-{q}", "room": room, "sender": f"{PERSONAS[q % 3]}-{room}",
                     "sender_type": "ai", "text": f"answer {q}", "ts": ts + 1}))
@@ -162,8 +177,10 @@ class Stack:
     """The broker, Redis, the test LLM and the replicas (what chaos.Faults
     drives: .replicas, .redis, .broker)."""
 
-    def __init__(self, workdir, build_dir, services):
+    def __init__(self, workdir, build_dir, services, floor_llm_budget=0, rooms=()):
         self.dir = workdir
+        self.floor_llm_budget = floor_llm_budget
+        self.rooms = rooms
         self.build_dir = build_dir
         self.services = services
         self.redis = RedisServer(self.dir, appendfsync="always")
@@ -177,7 +194,7 @@ class Stack:
         self.redis.start()
         self.broker.start()
         self.llm = FakeLLM(self.dir)
-        self.llm.control(rules=LLM_RULES, delay_ms=150)
+        self.llm.control(rules=self.floor_rules() + LLM_RULES, delay_ms=150)
         self.collector = Collector(self.broker.port, topics=("#",), persistent=True,
                                    name="chaos-services-oracle").start()
         base = dict(COMMON_ENV, VIGIL_MQTT_URL=self.broker.url, VIGIL_REDIS_URL=self.redis.url,
@@ -185,12 +202,25 @@ class Stack:
         for name in self.services:
             for shard in range(2):
                 env = dict(base, **SERVICE_ENV[name], VIGIL_SHARD=f"{shard}/2")
+                if name == "floor-control":
+                    env["VIGIL_FLOOR_LLM_BUDGET_MS"] = str(self.floor_llm_budget)
                 self.replicas.append(Service(name, self.dir, env, build_dir=self.build_dir,
                                              instance=f"{name}-{shard}"))
         for svc in self.replicas:
             svc.start(wait=False)
         for svc in self.replicas:
             svc.wait_ready(timeout=60)
+
+    def floor_rules(self):
+        """floor-control's question, answered per room ("... in room R." in
+        the prompt) with [cid, bob], in 60% of the budget: past the job
+        lease (half the budget), so kills land on calls in flight and a
+        live replica must renew its leases to ask once."""
+        if not self.floor_llm_budget:
+            return []
+        delay = self.floor_llm_budget * 6 // 10
+        return [{"match": f"who answers a chat message in room {room}.", "delay_ms": delay,
+                 "reply": {"relevant": [f"cid-{room}", f"bob-{room}"]}} for room in self.rooms]
 
     def stop(self):
         """Stops everything; returns the replicas' problems at SIGTERM (an
@@ -263,6 +293,7 @@ def payloads_once(col, filters, verdict, service):
 
 def check_floor(plan, col, v):
     by_msg = collections.defaultdict(dict)
+    sources = collections.Counter()
     for doc, _ in events(col, "room/+/floor"):
         by_msg[doc.get("message_id")][doc.get("id")] = doc
     for mid, want in plan.floor.items():
@@ -273,8 +304,35 @@ def check_floor(plan, col, v):
         if len(got) > 1:
             v.doubled["floor-control"].append(f"{mid} decided as {sorted(got)}")
         doc = next(iter(got.values()))
-        if doc.get("granted") != want:
-            v.wrong["floor-control"].append(f"{mid}: granted {doc.get('granted')}, want {want}")
+        room = plan.floor_room[mid]
+        if f"{mid}:{room}:0" not in got:
+            v.wrong["floor-control"].append(f"{mid}: decided as {sorted(got)}, not {mid}:{room}:0")
+        source = doc.get("source")
+        sources[source] += 1
+        if not plan.floor_llm:
+            if source != "rules" or doc.get("granted") != want:
+                v.wrong["floor-control"].append(f"{mid}: {source} granted {doc.get('granted')}, want {want}")
+        elif source == "llm":
+            if doc.get("granted") != plan.floor_llm_granted[mid] or "fallback" in doc:
+                v.wrong["floor-control"].append(f"{mid}: llm granted {doc.get('granted')} "
+                                                f"(fallback {doc.get('fallback')!r}), want "
+                                                f"{plan.floor_llm_granted[mid]}")
+        elif source == "rules":
+            # decided at its deadline, on the view then: the answers that
+            # came after the question may have spoken, so any two personas
+            # in the rooms' speaking order (ann, bob, cid, ann, ...)
+            # (or when the model failed: a replica stopped past its call's
+            # timeout, so the fallback names the LLM's error)
+            ok = [[f"{PERSONAS[q % 3]}-{room}", f"{PERSONAS[(q + 1) % 3]}-{room}"] for q in range(3)]
+            fallback = str(doc.get("fallback"))
+            if fallback.startswith("LLM "):
+                sources["rules"] -= 1
+                sources["rules on an LLM error"] += 1
+            if doc.get("granted") not in ok or not ("deadline" in fallback or fallback.startswith("LLM ")):
+                v.wrong["floor-control"].append(f"{mid}: rules granted {doc.get('granted')} "
+                                                f"(fallback {doc.get('fallback')!r})")
+        else:
+            v.wrong["floor-control"].append(f"{mid}: source {source!r}")
     # each persona of the room told once (granted or held) per question
     told = collections.defaultdict(set)
     for doc, _ in events(col, "persona/+/floor"):
@@ -288,7 +346,8 @@ def check_floor(plan, col, v):
             elif len(ids) > 1:
                 v.doubled["floor-control"].append(f"{mid}: persona {p} told as {sorted(ids)}")
     payloads_once(col, ("room/+/floor", "persona/+/floor"), v, "floor-control")
-    v.figures["floor-control"] = f"{len(plan.floor)} questions, {len(by_msg)} decided"
+    v.figures["floor-control"] = (f"{len(plan.floor)} questions, {len(by_msg)} decided, by "
+                                  + ", ".join(f"{s} {c}" for s, c in sorted(sources.items(), key=str) if c))
 
 
 def check_stall(plan, col, v):
@@ -461,6 +520,21 @@ def settled(plan, stack):
     return True
 
 
+def floor_asks(stats):
+    """How many floor questions the model was asked more than once (a
+    replica killed while it thought, or a lease lost), from the test LLM's
+    history (its last 1000 requests: said when it holds fewer)."""
+    asks = collections.Counter()
+    for h in stats.get("history", []):
+        m = re.search(r"in room (\S+)\. .*?Message from \S+: \"([^\"]*)\"", h.get("prompt", ""), re.S)
+        if m:
+            asks[m.groups()] += 1
+    if not asks:
+        return ""
+    partial = " (of the last 1000 requests)" if stats.get("requests", 0) > len(stats.get("history", [])) else ""
+    return f"; floor questions asked more than once {sum(1 for c in asks.values() if c > 1)}{partial}"
+
+
 def wait_processed(stack, name, ids, timeout):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -485,11 +559,12 @@ def run(args, services):
     if args.kinds and not args.kinds <= KINDS:
         print(f"chaos: --services takes the fault kinds {', '.join(sorted(KINDS))} only")
         return 2
-    plan = Plan(services, n, args.seed)
+    budget = getattr(args, "floor_llm_budget", 0)
+    plan = Plan(services, n, args.seed, floor_llm=budget > 0)
     workdir = tempfile.mkdtemp(prefix="vigil-chaos-services-")
     log(f"seed {args.seed}, services {', '.join(services)}, {len(plan.items)} inputs at {args.rate}/s, "
-        f"build {args.build_dir}, folder {workdir}")
-    stack = Stack(workdir, args.build_dir, services)
+        f"floor LLM budget {budget} ms, build {args.build_dir}, folder {workdir}")
+    stack = Stack(workdir, args.build_dir, services, floor_llm_budget=budget, rooms=plan.rooms)
     t0 = time.monotonic()
     try:
         stack.start()
@@ -525,7 +600,8 @@ def run(args, services):
         run_checks(plan, stack.collector, services, v, cutoff_ms)
         self_ok, self_check = oracle_self_check(plan, stack.collector, services, cutoff_ms)
         dead = chaos.dead_letters(stack.redis, PREFIX, services)
-        llm_calls = stack.llm.stats().get("requests")
+        stats = stack.llm.stats()
+        llm_calls = f"{stats.get('requests')}{floor_asks(stats)}"
     except BaseException as e:  # noqa: BLE001
         log(f"harness failure: {e!r}")
         stack.stop()
